@@ -1,0 +1,331 @@
+"""Metrics of representation geometry, as small pure functions.
+
+Every function takes plain NumPy arrays (rows are vectors) or the streamed sums
+that :mod:`aniso.stats` accumulates, and returns floats. Definitions follow the
+metric table of the claims catalogue (``CLAIMS.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy import stats as _stats
+
+__all__ = [
+    "unit_rows",
+    "mean_cosine",
+    "mean_cosine_from_unit_sum",
+    "mean_cosine_sampled",
+    "drift_norm",
+    "drift_norm_from_sum",
+    "svd_anisotropy",
+    "svd_anisotropy_from_moments",
+    "twonn_dimension",
+    "isotropic_cos_quantile",
+    "isotropic_cos_std",
+    "Correlation",
+    "drift_correlation",
+]
+
+
+def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return x
+
+
+def unit_rows(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """Normalise the rows of ``x`` to unit Euclidean norm, dropping zero rows.
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+
+    Returns
+    -------
+    u : array of shape (n - n_zero, d), float64, each row of norm 1
+    n_zero : int, the number of all-zero rows dropped (they have no direction)
+    """
+    x = _as_matrix(x)
+    norms = np.linalg.norm(x, axis=1)
+    keep = norms > 0
+    return x[keep] / norms[keep, None], int((~keep).sum())
+
+
+def mean_cosine_from_unit_sum(unit_sum: np.ndarray, n: int) -> float:
+    """Exact mean cosine similarity over all ordered pairs i != j, from Σ u_i.
+
+    With u_i = x_i / ||x_i|| and s = Σ_i u_i, Σ_{i≠j} cos(x_i, x_j) = ||s||² − n,
+    so avg cos = (||s||² − n) / (n (n − 1)).  (Claims catalogue, metric table;
+    Godey et al. 2024 §3 use the sampled-pairs estimate of the same quantity.)
+
+    Parameters
+    ----------
+    unit_sum : array of shape (d,), the sum of the n unit vectors
+    n : int, the number of (non-zero) vectors summed, n >= 2
+
+    Returns
+    -------
+    float in [−1/(n−1), 1], dimensionless
+
+    Raises
+    ------
+    ValueError if n < 2.
+    """
+    if n < 2:
+        raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
+    s = np.asarray(unit_sum, dtype=np.float64)
+    value = (float(s @ s) - n) / (n * (n - 1))
+    # Rounding can push the value a hair outside its mathematical range.
+    return float(min(1.0, max(-1.0 / (n - 1), value)))
+
+
+def mean_cosine(x: np.ndarray) -> float:
+    """Exact mean cosine similarity of the rows of ``x`` over all ordered pairs i != j.
+
+    Zero rows are excluded (see :func:`unit_rows`).
+
+    Parameters
+    ----------
+    x : array of shape (n, d)
+
+    Returns
+    -------
+    float in [−1/(n−1), 1]
+
+    Raises
+    ------
+    ValueError if fewer than 2 non-zero rows, or non-finite values.
+    """
+    u, _ = unit_rows(x)
+    return mean_cosine_from_unit_sum(u.sum(axis=0), u.shape[0])
+
+
+def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -> float:
+    """Mean cosine similarity over ``n_pairs`` uniformly sampled pairs i != j.
+
+    The estimator of Godey et al. 2024 §3.1–3.2 ("we uniformly sample pairs of
+    vectors"). Unbiased for :func:`mean_cosine`.
+
+    Parameters
+    ----------
+    x : array of shape (n, d), n >= 2 non-zero rows
+    n_pairs : int >= 1
+    rng : numpy Generator (explicit seed)
+
+    Returns
+    -------
+    float in [−1, 1]
+    """
+    if n_pairs < 1:
+        raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")
+    u, _ = unit_rows(x)
+    n = u.shape[0]
+    if n < 2:
+        raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
+    i = rng.integers(0, n, size=n_pairs)
+    j = rng.integers(0, n - 1, size=n_pairs)
+    j = j + (j >= i)  # uniform over j != i
+    total = 0.0
+    for s in range(0, n_pairs, 8192):  # chunks keep the gathered pairs small
+        total += float(np.einsum("pd,pd->", u[i[s : s + 8192]], u[j[s : s + 8192]]))
+    return total / n_pairs
+
+
+def drift_norm_from_sum(vector_sum: np.ndarray, n: int) -> float:
+    """Drift norm ||x̄||₂ from Σ x_i and n (Godey et al. 2024 §3.3).
+
+    Returns a float in the units of the hidden states. Raises ValueError if n < 1.
+    """
+    if n < 1:
+        raise ValueError(f"drift norm needs at least 1 vector, got {n}")
+    return float(np.linalg.norm(np.asarray(vector_sum, dtype=np.float64) / n))
+
+
+def drift_norm(x: np.ndarray) -> float:
+    """Drift norm ||x̄||₂, the norm of the mean of the rows of ``x`` (shape (n, d)).
+
+    Godey et al. 2024 §3.3. Same units as ``x``.
+    """
+    x = _as_matrix(x)
+    return drift_norm_from_sum(x.sum(axis=0), x.shape[0])
+
+
+def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
+    """SVD anisotropy σ₁² / Σσᵢ² of the centred set, from Σx (d,), Σxxᵀ (d, d) and n.
+
+    The centred scatter matrix is C = Σxxᵀ − n x̄x̄ᵀ; its eigenvalues are the
+    squared singular values of the centred data matrix, so the ratio is
+    λ_max(C) / trace(C) (Razzhigaev et al. 2024 §2.3).
+
+    Returns
+    -------
+    float in [1/r, 1] where r is the rank of the centred data; NaN if all the
+    vectors are identical (trace 0: no direction of variance).
+
+    Raises
+    ------
+    ValueError if n < 2 or shapes disagree.
+    """
+    if n < 2:
+        raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
+    s = np.asarray(vector_sum, dtype=np.float64)
+    g = np.asarray(gram, dtype=np.float64)
+    if g.shape != (s.shape[0], s.shape[0]):
+        raise ValueError(f"gram must have shape ({s.shape[0]}, {s.shape[0]}), got {g.shape}")
+    c = g - np.outer(s, s) / n
+    c = (c + c.T) / 2
+    trace = float(np.trace(c))
+    if trace <= 0:
+        return float("nan")
+    lam_max = float(np.linalg.eigvalsh(c)[-1])
+    return float(min(1.0, max(0.0, lam_max / trace)))
+
+
+def svd_anisotropy(x: np.ndarray) -> float:
+    """SVD anisotropy σ₁² / Σσᵢ² of the centred rows of ``x`` (shape (n, d)).
+
+    Razzhigaev et al. 2024 §2.3. Computed from singular values of the centred
+    matrix directly (the one-shot reference for :func:`svd_anisotropy_from_moments`).
+    NaN when all rows are identical.
+    """
+    x = _as_matrix(x)
+    if x.shape[0] < 2:
+        raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {x.shape[0]}")
+    xc = x - x.mean(axis=0)
+    sv = torch.linalg.svdvals(torch.from_numpy(xc)).numpy()
+    total = float(np.sum(sv**2))
+    if total <= 0 or total < 1e-24 * max(1.0, float(np.sum(x**2))):
+        return float("nan")
+    return float(sv[0] ** 2 / total)
+
+
+def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
+    """TwoNN intrinsic dimension (Facco et al. 2017, Sci. Rep. 7:12140).
+
+    For every point, μ = r₂ / r₁ (distances to its first and second nearest
+    neighbours). With F_emp the empirical CDF of μ, the points
+    (log μ, −log(1 − F_emp(μ))) lie on a line through the origin of slope d;
+    the largest ``discard_fraction`` of μ are dropped and d is fitted by least
+    squares through the origin (Razzhigaev et al. 2024 §2.4, where "1 − F" is a
+    typo for −log(1 − F)).
+
+    Duplicate points (r₁ = 0) are removed before the fit: they carry no
+    information on the local dimension and would give μ = ∞.
+
+    Parameters
+    ----------
+    x : array of shape (n, d); needs at least 3 distinct points
+    discard_fraction : float in [0, 1), share of the largest μ discarded
+
+    Returns
+    -------
+    float > 0, the estimated intrinsic dimension (dimensionless)
+
+    Raises
+    ------
+    ValueError if fewer than 3 distinct points or a bad ``discard_fraction``.
+    """
+    if not 0 <= discard_fraction < 1:
+        raise ValueError(f"discard_fraction must be in [0, 1), got {discard_fraction}")
+    x = np.unique(_as_matrix(x), axis=0)
+    n = x.shape[0]
+    if n < 3:
+        raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
+    xt = torch.from_numpy(x)
+    nn = np.empty((n, 2), np.int64)
+    for s in range(0, n, 2048):  # row blocks bound the memory of the distance matrix
+        dist = torch.cdist(xt[s : s + 2048], xt, compute_mode="donot_use_mm_for_euclid_dist" if n <= 512 else
+                           "use_mm_for_euclid_dist_if_necessary")
+        rows = torch.arange(dist.shape[0])
+        dist[rows, rows + s] = float("inf")
+        nn[s : s + 2048] = torch.topk(dist, 2, dim=1, largest=False).indices.numpy()
+    # The matrix-product form of the distances can misorder near-ties;
+    # recompute the two nearest exactly.
+    d1 = np.linalg.norm(x[nn[:, 0]] - x, axis=1)
+    d2 = np.linalg.norm(x[nn[:, 1]] - x, axis=1)
+    r1, r2 = np.minimum(d1, d2), np.maximum(d1, d2)
+    mu = np.sort(r2 / r1)
+    f_emp = np.arange(1, n + 1) / n
+    keep = int(math.floor(n * (1 - discard_fraction)))
+    keep = min(keep, n - 1)  # F_emp = 1 at the last point gives log(0)
+    log_mu = np.log(mu[:keep])
+    y = -np.log1p(-f_emp[:keep])
+    denom = float(log_mu @ log_mu)
+    if denom <= 0:
+        raise ValueError("TwoNN: all neighbour ratios are 1 (degenerate point set)")
+    return float(log_mu @ y / denom)
+
+
+def isotropic_cos_quantile(d: int, q: float = 0.95) -> float:
+    """Quantile of the cosine of two independent isotropic Gaussian vectors in ℝ^d.
+
+    (cos + 1) / 2 ~ Beta((d−1)/2, (d−1)/2) (Godey et al. 2024 App. B,
+    Fig. 17–18). q95(d) = isotropic_cos_quantile(d, 0.95) is the "significant
+    anisotropy" yardstick of the claims catalogue.
+
+    Raises ValueError if d < 2 or q outside (0, 1).
+    """
+    if d < 2:
+        raise ValueError(f"dimension must be >= 2, got {d}")
+    if not 0 < q < 1:
+        raise ValueError(f"quantile must be in (0, 1), got {q}")
+    a = (d - 1) / 2
+    return float(2 * _stats.beta.ppf(q, a, a) - 1)
+
+
+def isotropic_cos_std(d: int) -> float:
+    """Standard deviation of that cosine: exactly 1/√d (Godey et al. 2024 App. B).
+
+    From Var of 2·Beta(a, a) − 1 with a = (d−1)/2: 4·a²/((2a)²(2a+1)) = 1/d.
+    """
+    if d < 2:
+        raise ValueError(f"dimension must be >= 2, got {d}")
+    a = (d - 1) / 2
+    return float(2 * math.sqrt(_stats.beta.var(a, a)))
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """A correlation coefficient with its two-sided p-value and method name."""
+
+    method: str
+    coefficient: float
+    p_value: float
+    n: int
+
+
+def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method: str = "spearman") -> Correlation:
+    """Correlation across layers between drift norm and avg cos of one model.
+
+    Godey et al. 2024 §3.3, Fig. 5 (Spearman) and App. A, Fig. 16 (Pearson),
+    computed with :func:`scipy.stats.spearmanr` / :func:`scipy.stats.pearsonr`.
+
+    Parameters
+    ----------
+    drift_norms, mean_cosines : arrays of shape (n_layers,), n_layers >= 3
+    method : "spearman" or "pearson"
+
+    Raises
+    ------
+    ValueError for an unknown method, mismatched lengths or fewer than 3 layers.
+    """
+    a = np.asarray(drift_norms, dtype=np.float64)
+    b = np.asarray(mean_cosines, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need two 1-D arrays of equal length, got {a.shape} and {b.shape}")
+    if a.shape[0] < 3:
+        raise ValueError(f"a correlation across layers needs at least 3 layers, got {a.shape[0]}")
+    if method == "spearman":
+        res = _stats.spearmanr(a, b)
+    elif method == "pearson":
+        res = _stats.pearsonr(a, b)
+    else:
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    return Correlation(method, float(res.statistic), float(res.pvalue), int(a.shape[0]))

@@ -1,0 +1,199 @@
+"""Properties of the metric functions (Hypothesis) and a few exact cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy.stats import special_ortho_group
+
+from aniso import metrics
+
+
+@st.composite
+def point_sets(draw, min_n=2, max_n=40, min_d=2, max_d=12):
+    n = draw(st.integers(min_n, max_n))
+    d = draw(st.integers(min_d, max_d))
+    seed = draw(st.integers(0, 2**32 - 1))
+    scale = draw(st.floats(0.1, 10.0))
+    shift = draw(st.floats(-3.0, 3.0))
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)) * scale + shift
+
+
+def brute_force_mean_cosine(x: np.ndarray) -> float:
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    c = u @ u.T
+    n = len(x)
+    return float((c.sum() - np.trace(c)) / (n * (n - 1)))
+
+
+def rotation(d: int, seed: int) -> np.ndarray:
+    return special_ortho_group.rvs(d, random_state=seed) if d > 1 else np.eye(1)
+
+
+@given(point_sets())
+def test_mean_cosine_equals_brute_force(x):
+    assert metrics.mean_cosine(x) == pytest.approx(brute_force_mean_cosine(x), abs=1e-10)
+
+
+@given(point_sets(), st.integers(0, 1000), st.data())
+def test_mean_cosine_invariant_to_rotation_and_positive_scaling(x, seed, data):
+    scales = np.array(data.draw(st.lists(st.floats(1e-3, 1e3), min_size=len(x), max_size=len(x))))
+    q = rotation(x.shape[1], seed)
+    base = metrics.mean_cosine(x)
+    assert metrics.mean_cosine(x @ q.T) == pytest.approx(base, abs=1e-9)
+    assert metrics.mean_cosine(x * scales[:, None]) == pytest.approx(base, abs=1e-9)
+
+
+@given(point_sets())
+def test_mean_cosine_within_bounds(x):
+    n = len(x)
+    value = metrics.mean_cosine(x)
+    assert -1 / (n - 1) - 1e-12 <= value <= 1 + 1e-12
+
+
+@given(point_sets(min_n=3))
+def test_mean_cosine_tends_to_one_as_common_bias_grows(x):
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal(x.shape[1])
+    b /= np.linalg.norm(b)
+    values = [metrics.mean_cosine(x + t * b) for t in (1e2, 1e4, 1e6)]
+    assert values[-1] > 1 - 1e-6
+    assert values[0] <= values[1] + 1e-9 <= values[2] + 2e-9
+
+
+def test_mean_cosine_excludes_zero_vectors():
+    x = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    assert metrics.mean_cosine(x) == pytest.approx(1.0)
+    assert metrics.unit_rows(x)[1] == 1
+    with pytest.raises(ValueError, match="at least 2"):
+        metrics.mean_cosine(np.array([[0.0, 0.0], [1.0, 2.0]]))
+
+
+def test_mean_cosine_rejects_bad_input():
+    with pytest.raises(ValueError, match="2-D"):
+        metrics.mean_cosine(np.ones(3))
+    with pytest.raises(ValueError, match="NaN"):
+        metrics.mean_cosine(np.array([[1.0, np.nan], [1.0, 2.0]]))
+
+
+def test_sampled_mean_cosine_is_close_to_exact():
+    x = np.random.default_rng(1).standard_normal((300, 8)) + 0.5
+    exact = metrics.mean_cosine(x)
+    sampled = metrics.mean_cosine_sampled(x, 200_000, np.random.default_rng(2))
+    assert sampled == pytest.approx(exact, abs=0.01)
+
+
+@given(point_sets())
+def test_drift_norm_is_norm_of_mean(x):
+    assert metrics.drift_norm(x) == pytest.approx(float(np.linalg.norm(x.mean(axis=0))), rel=1e-12, abs=1e-12)
+    assert metrics.drift_norm_from_sum(x.sum(axis=0), len(x)) == pytest.approx(metrics.drift_norm(x), rel=1e-12,
+                                                                               abs=1e-12)
+
+
+@given(point_sets(min_n=3))
+def test_svd_anisotropy_bounds_and_moments(x):
+    value = metrics.svd_anisotropy(x)
+    rank = np.linalg.matrix_rank(x - x.mean(axis=0))
+    assume(rank >= 1)
+    assert 1 / rank - 1e-9 <= value <= 1 + 1e-12
+    streamed = metrics.svd_anisotropy_from_moments(x.sum(axis=0), x.T @ x, len(x))
+    assert streamed == pytest.approx(value, rel=1e-6, abs=1e-9)
+
+
+@given(point_sets(min_n=3), st.integers(0, 1000), st.floats(1e-2, 1e2))
+def test_svd_anisotropy_rotation_and_scale_invariant(x, seed, scale):
+    q = rotation(x.shape[1], seed)
+    base = metrics.svd_anisotropy(x)
+    assert metrics.svd_anisotropy(x @ q.T) == pytest.approx(base, rel=1e-7, abs=1e-9)
+    assert metrics.svd_anisotropy(x * scale) == pytest.approx(base, rel=1e-7, abs=1e-9)
+
+
+@given(st.integers(3, 50), st.integers(2, 10), st.integers(0, 1000))
+def test_svd_anisotropy_is_one_for_rank_one_data(n, d, seed):
+    rng = np.random.default_rng(seed)
+    t = rng.standard_normal(n)
+    assume(np.ptp(t) > 1e-3)
+    x = rng.standard_normal(d) + t[:, None] * rng.standard_normal(d)
+    assert metrics.svd_anisotropy(x) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_svd_anisotropy_of_identical_vectors_is_nan():
+    assert math.isnan(metrics.svd_anisotropy(np.ones((5, 3))))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 1000), st.sampled_from(["subspace", "sphere"]))
+def test_twonn_recovers_known_dimension(k, seed, kind):
+    """Points on a k-dim linear subspace or a k-sphere embedded in ℝ^30: TwoNN within 20% (+0.3) of k."""
+    rng = np.random.default_rng(seed)
+    n = 2000
+    if kind == "subspace":
+        z = rng.uniform(-1, 1, size=(n, k))
+        true_dim = k
+        emb = np.linalg.qr(rng.standard_normal((30, k)))[0]
+    else:
+        z = rng.standard_normal((n, k + 1))
+        z /= np.linalg.norm(z, axis=1, keepdims=True)
+        true_dim = k
+        emb = np.linalg.qr(rng.standard_normal((30, k + 1)))[0]
+    x = z @ emb.T
+    est = metrics.twonn_dimension(x)
+    assert abs(est - true_dim) <= 0.2 * true_dim + 0.3
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 1000), st.floats(1e-2, 1e2))
+def test_twonn_rotation_and_scale_invariant(seed, scale):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((400, 3)) @ rng.standard_normal((3, 8))
+    q = rotation(8, seed)
+    base = metrics.twonn_dimension(x)
+    assert metrics.twonn_dimension(x @ q.T) == pytest.approx(base, rel=1e-6)
+    assert metrics.twonn_dimension(x * scale) == pytest.approx(base, rel=1e-6)
+
+
+def test_twonn_handles_duplicates():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((500, 2)) @ rng.standard_normal((2, 10))
+    with_dupes = np.concatenate([x, x[:100], x[:10]])
+    est = metrics.twonn_dimension(with_dupes)
+    assert math.isfinite(est)
+    assert est == pytest.approx(metrics.twonn_dimension(x))
+    with pytest.raises(ValueError, match="3 distinct"):
+        metrics.twonn_dimension(np.ones((10, 4)))
+
+
+@pytest.mark.parametrize("d", [8, 64, 512])
+def test_isotropic_quantile_matches_monte_carlo(d):
+    rng = np.random.default_rng(d)
+    a = rng.standard_normal((20000, d))
+    b = rng.standard_normal((20000, d))
+    cos = np.einsum("ij,ij->i", a, b) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert np.quantile(cos, 0.95) == pytest.approx(metrics.isotropic_cos_quantile(d), abs=0.06 / np.sqrt(d))
+    assert metrics.isotropic_cos_std(d) == pytest.approx(1 / np.sqrt(d), rel=1e-9)
+
+
+def test_isotropic_quantile_shrinks_with_dimension():
+    values = [metrics.isotropic_cos_quantile(d) for d in (4, 16, 64, 256, 1024, 4096)]
+    assert all(a > b for a, b in zip(values, values[1:]))
+    assert values[-1] == pytest.approx(1.645 / math.sqrt(4096), rel=0.02)
+    with pytest.raises(ValueError):
+        metrics.isotropic_cos_quantile(1)
+
+
+def test_drift_correlation_uses_scipy_and_validates():
+    drift = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    cos = np.array([0.1, 0.2, 0.25, 0.4, 0.5])
+    c = metrics.drift_correlation(drift, cos, "spearman")
+    assert c.coefficient == pytest.approx(1.0) and c.p_value < 0.05 and c.n == 5
+    p = metrics.drift_correlation(drift, -cos, "pearson")
+    assert p.coefficient < -0.9
+    with pytest.raises(ValueError, match="method"):
+        metrics.drift_correlation(drift, cos, "kendall")
+    with pytest.raises(ValueError, match="at least 3"):
+        metrics.drift_correlation(drift[:2], cos[:2])
