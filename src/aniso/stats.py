@@ -1,0 +1,345 @@
+"""Streamed per-layer statistics of hidden states, and their on-disk cache.
+
+A :class:`LayerAccumulator` sees the vectors of one layer batch by batch and
+keeps only fixed-size state (O(d²) plus a fixed reservoir and one SVD batch
+buffer), so peak memory does not grow with the number of tokens processed.
+Its :meth:`LayerAccumulator.summary` gives the per-layer metrics the claims read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import metrics
+
+log = logging.getLogger(__name__)
+
+#: Bump when the accumulated state or its meaning changes: old cache entries are then ignored.
+STATS_FORMAT_VERSION = 1
+
+
+class LayerAccumulator:
+    """Streamed statistics of one layer's vectors.
+
+    State: count n, zero-vector count, Σ u_i (unit vectors), Σ x_i, Σ x_i x_iᵀ
+    (float64), the SVD anisotropy of each complete batch of ``svd_batch_size``
+    consecutive vectors (Razzhigaev et al. 2024 §2.3), and a uniform reservoir
+    sample of ``reservoir_size`` vectors (Vitter's algorithm R, seeded) for
+    TwoNN and sampled-pair estimators.
+
+    Every statistic is independent of how the stream is split into updates.
+
+    Parameters
+    ----------
+    dim : int, the vector dimension d
+    reservoir_size : int >= 0
+    svd_batch_size : int >= 2, vectors per batch for the batch-wise SVD anisotropy
+    seed : int, seed of the reservoir's random stream
+    """
+
+    def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0):
+        if dim < 1:
+            raise ValueError(f"dim must be >= 1, got {dim}")
+        if reservoir_size < 0:
+            raise ValueError(f"reservoir_size must be >= 0, got {reservoir_size}")
+        if svd_batch_size < 2:
+            raise ValueError(f"svd_batch_size must be >= 2, got {svd_batch_size}")
+        self.dim = dim
+        self.reservoir_size = reservoir_size
+        self.svd_batch_size = svd_batch_size
+        self.seed = seed
+        self.count = 0
+        self.n_zero = 0
+        self.unit_sum = np.zeros(dim, np.float64)
+        self.vector_sum = np.zeros(dim, np.float64)
+        self.gram = np.zeros((dim, dim), np.float64)
+        self.norm_sum = 0.0
+        self.batch_svd: list[float] = []
+        self._svd_buffer = np.empty((svd_batch_size, dim), np.float32)
+        self._svd_fill = 0
+        self.reservoir = np.empty((reservoir_size, dim), np.float32)
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+
+    # -- streaming -----------------------------------------------------------
+    def update(self, x: np.ndarray) -> None:
+        """Add a batch of vectors, shape (m, d). Raises ValueError on a bad shape or non-finite values."""
+        x = np.asarray(x)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"expected an array of shape (m, {self.dim}), got {x.shape}")
+        if x.shape[0] == 0:
+            return
+        x64 = x.astype(np.float64, copy=False)
+        if not np.all(np.isfinite(x64)):
+            raise ValueError("hidden states contain NaN or infinite values")
+        norms = np.linalg.norm(x64, axis=1)
+        nonzero = norms > 0
+        self.n_zero += int((~nonzero).sum())
+        self.unit_sum += (x64[nonzero] / norms[nonzero, None]).sum(axis=0)
+        self.vector_sum += x64.sum(axis=0)
+        xt = torch.from_numpy(np.ascontiguousarray(x64))
+        self.gram += (xt.T @ xt).numpy()
+        self.norm_sum += float(norms.sum())
+        self._update_svd_batches(x)
+        self._update_reservoir(x)
+        self.count += x.shape[0]
+
+    def _update_svd_batches(self, x: np.ndarray) -> None:
+        start = 0
+        while start < x.shape[0]:
+            take = min(self.svd_batch_size - self._svd_fill, x.shape[0] - start)
+            self._svd_buffer[self._svd_fill : self._svd_fill + take] = x[start : start + take]
+            self._svd_fill += take
+            start += take
+            if self._svd_fill == self.svd_batch_size:
+                self.batch_svd.append(metrics.svd_anisotropy(self._svd_buffer))
+                self._svd_fill = 0
+
+    def _update_reservoir(self, x: np.ndarray) -> None:
+        k = self.reservoir_size
+        if k == 0:
+            return
+        m = x.shape[0]
+        seen = self.count + np.arange(m)  # items seen before each new one
+        fill = seen < k
+        if fill.any():
+            self.reservoir[seen[fill]] = x[fill]
+        # One uniform draw per item past the fill, so the stream of draws (and
+        # hence the sample) does not depend on how the input is split.
+        rest = np.flatnonzero(~fill)
+        if rest.size:
+            u = self._rng.random(rest.size)
+            slot = np.floor(u * (seen[rest] + 1)).astype(np.int64)
+            hit = slot < k
+            slots, items = slot[hit], rest[hit]
+            # Later items overwrite earlier ones in the same slot: keep the last.
+            rev_slots = slots[::-1]
+            _, first_in_rev = np.unique(rev_slots, return_index=True)
+            last = len(slots) - 1 - first_in_rev
+            self.reservoir[slots[last]] = x[items[last]]
+
+    # -- results ---------------------------------------------------------------
+    @property
+    def n_nonzero(self) -> int:
+        return self.count - self.n_zero
+
+    def reservoir_sample(self) -> np.ndarray:
+        """The reservoir's vectors, shape (min(count, reservoir_size), d)."""
+        return self.reservoir[: min(self.count, self.reservoir_size)]
+
+    def summary(self, seed: int = 0, n_pairs: int = 20_000) -> "LayerSummary":
+        """Per-layer metrics of everything seen so far (see :class:`LayerSummary`)."""
+        n = self.count
+        res = self.reservoir_sample()
+        rng = np.random.Generator(np.random.PCG64(seed))
+        twonn = [metrics.twonn_dimension(res)] if res.shape[0] >= 3 else []
+        bs = np.asarray(self.batch_svd, dtype=np.float64)
+        return LayerSummary(
+            dim=self.dim,
+            count=n,
+            n_zero=self.n_zero,
+            mean_cosine=metrics.mean_cosine_from_unit_sum(self.unit_sum, self.n_nonzero),
+            mean_cosine_sampled=metrics.mean_cosine_sampled(res, n_pairs, rng) if res.shape[0] >= 2 else math.nan,
+            drift_norm=metrics.drift_norm_from_sum(self.vector_sum, n),
+            mean_norm=self.norm_sum / n,
+            svd_anisotropy=metrics.svd_anisotropy_from_moments(self.vector_sum, self.gram, n),
+            svd_anisotropy_batch_mean=float(bs.mean()) if bs.size else math.nan,
+            svd_anisotropy_batch_std=float(bs.std()) if bs.size else math.nan,
+            n_svd_batches=int(bs.size),
+            twonn=twonn[0] if twonn else math.nan,
+            n_reservoir=int(res.shape[0]),
+            q95=metrics.isotropic_cos_quantile(self.dim) if self.dim >= 2 else math.nan,
+        )
+
+    # -- persistence -----------------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """The accumulated state as named arrays (for the cache)."""
+        return {
+            "count": np.array([self.count, self.n_zero, self._svd_fill], np.int64),
+            "settings": np.array([self.dim, self.reservoir_size, self.svd_batch_size, self.seed], np.int64),
+            "unit_sum": self.unit_sum,
+            "vector_sum": self.vector_sum,
+            "gram": self.gram,
+            "norm_sum": np.array([self.norm_sum], np.float64),
+            "batch_svd": np.asarray(self.batch_svd, np.float64),
+            "reservoir": self.reservoir_sample().copy(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray]) -> "LayerAccumulator":
+        """Rebuild an accumulator from :meth:`state` (a finished one: its SVD buffer is not kept)."""
+        dim, k, b, seed = (int(v) for v in state["settings"])
+        acc = cls(dim, k, b, seed)
+        acc.count, acc.n_zero, acc._svd_fill = (int(v) for v in state["count"])
+        acc.unit_sum = state["unit_sum"].astype(np.float64)
+        acc.vector_sum = state["vector_sum"].astype(np.float64)
+        acc.gram = state["gram"].astype(np.float64)
+        acc.norm_sum = float(state["norm_sum"][0])
+        acc.batch_svd = [float(v) for v in state["batch_svd"]]
+        res = state["reservoir"]
+        acc.reservoir[: res.shape[0]] = res
+        return acc
+
+
+@dataclass(frozen=True)
+class LayerSummary:
+    """Per-layer metrics of one model on one corpus.
+
+    Attributes: ``dim`` d; ``count`` vectors seen; ``n_zero`` zero vectors
+    excluded from the cosine; ``mean_cosine`` exact avg cos over all pairs;
+    ``mean_cosine_sampled`` the same from sampled pairs of the reservoir;
+    ``drift_norm`` ||x̄||; ``mean_norm`` E||x||; ``svd_anisotropy`` exact, of the
+    whole centred set; ``svd_anisotropy_batch_mean``/``_std`` over complete
+    batches (``n_svd_batches``); ``twonn`` TwoNN dimension of the reservoir
+    (``n_reservoir`` points); ``q95`` the isotropic q95(d).
+    """
+
+    dim: int
+    count: int
+    n_zero: int
+    mean_cosine: float
+    mean_cosine_sampled: float
+    drift_norm: float
+    mean_norm: float
+    svd_anisotropy: float
+    svd_anisotropy_batch_mean: float
+    svd_anisotropy_batch_std: float
+    n_svd_batches: int
+    twonn: float
+    n_reservoir: int
+    q95: float
+
+
+@dataclass
+class ModelStats:
+    """Streamed statistics of every layer of one model on one corpus.
+
+    ``layers[i]`` is layer i (0 = embedding output; encoder–decoder models list
+    encoder layers then decoder layers, ``layer_names`` tells which).
+    """
+
+    model_id: str
+    layer_names: list[str]
+    layers: list[LayerAccumulator]
+    meta: dict = field(default_factory=dict)
+    _summaries: list[LayerSummary] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def summaries(self) -> list[LayerSummary]:
+        """Per-layer :class:`LayerSummary`, computed once."""
+        if self._summaries is None:
+            self._summaries = [acc.summary() for acc in self.layers]
+        return self._summaries
+
+    def series(self, name: str) -> np.ndarray:
+        """One metric across layers, shape (n_layers,)."""
+        return np.array([getattr(s, name) for s in self.summaries()], dtype=np.float64)
+
+
+# -- cache ----------------------------------------------------------------------
+
+
+def cache_key(parts: dict) -> str:
+    """A stable hex key for the JSON-serialisable ``parts`` (model, revision, corpus fingerprint, settings)."""
+    payload = json.dumps({"format": STATS_FORMAT_VERSION, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+class StatsCache:
+    """Per-model statistics on disk, keyed by :func:`cache_key`.
+
+    Each entry is a safetensors file (no pickle) plus a JSON sidecar holding its
+    SHA-256 and the metadata; both are written atomically. An entry whose
+    checksum or contents do not verify is reported with a warning and treated
+    as missing, so the caller recomputes it.
+    """
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    def _paths(self, key: str) -> tuple[Path, Path]:
+        return self.root / f"{key}.safetensors", self.root / f"{key}.json"
+
+    def load(self, key: str) -> ModelStats | None:
+        """The cached :class:`ModelStats` for ``key``, or None if absent or corrupt (with a warning)."""
+        from safetensors.numpy import load_file
+
+        data_path, meta_path = self._paths(key)
+        if not data_path.exists() and not meta_path.exists():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text())
+            if meta.get("sha256") != _sha256_file(data_path):
+                raise ValueError("checksum mismatch")
+            arrays = load_file(str(data_path))
+            layers = []
+            for i in range(len(meta["layer_names"])):
+                state = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"layer{i}/")}
+                layers.append(LayerAccumulator.from_state(state))
+            stats = ModelStats(meta["model_id"], list(meta["layer_names"]), layers, meta.get("meta", {}))
+            if meta.get("summaries") is not None:
+                stats._summaries = [
+                    LayerSummary(**{k: (math.nan if v is None else v) for k, v in s.items()}) for s in meta["summaries"]
+                ]
+            return stats
+        except Exception as exc:  # noqa: BLE001 - any defect means: recompute
+            warnings.warn(
+                f"statistics cache entry {data_path} is corrupt or truncated ({exc}); recomputing it",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return None
+
+    def save(self, key: str, stats: ModelStats) -> None:
+        """Write ``stats`` under ``key`` atomically (data first, then the sidecar that validates it)."""
+        from safetensors.numpy import save_file
+
+        data_path, meta_path = self._paths(key)
+        tensors = {}
+        for i, acc in enumerate(stats.layers):
+            for name, arr in acc.state().items():
+                tensors[f"layer{i}/{name}"] = np.ascontiguousarray(arr)
+        _atomic_write(data_path, lambda p: save_file(tensors, str(p)))
+        meta = {
+            "format": STATS_FORMAT_VERSION,
+            "model_id": stats.model_id,
+            "layer_names": stats.layer_names,
+            "meta": stats.meta,
+            "summaries": [summary_dict(s) for s in stats.summaries()],
+            "sha256": _sha256_file(data_path),
+        }
+        _atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str)))
+
+
+def summary_dict(summary: LayerSummary) -> dict:
+    """A JSON-friendly dict of a :class:`LayerSummary` (NaN becomes None)."""
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(summary).items()}
