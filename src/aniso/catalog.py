@@ -1,0 +1,79 @@
+"""The claims catalogue: every paper claim the suite knows, by stable id.
+
+Ids, sources and statements follow ``CLAIMS.md``. Claim tests name their claim
+with ``@pytest.mark.claim("<id>")``; registry entries may only record expected
+verdicts for ids listed here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+G = "Godey et al. 2024, Anisotropy Is Inherent to Self-Attention in Transformers (EACL)"
+R = "Razzhigaev et al. 2024, The Shape of Learning (EACL Findings)"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One paper claim: id, paper, section, figure and the statement in plain words."""
+
+    id: str
+    paper: str
+    section: str
+    figure: str
+    statement: str
+
+
+CLAIMS: dict[str, Claim] = {
+    c.id: c
+    for c in [
+        Claim("G.token-nlp-anisotropic", G, "§2", "Fig. 1",
+              "token-level NLP Transformers have anisotropic hidden states"),
+        Claim("G.char-nlp-anisotropic", G, "§3.1", "Fig. 2",
+              "character/byte-level models all show significant anisotropy in at least one layer"),
+        Claim("G.char-only-more-anisotropic", G, "§3.1", "",
+              "char/byte-only models are more anisotropic than char-input models predicting subwords"),
+        Claim("G.byt5-decoder-extreme", G, "§3.1", "Fig. 2", "the ByT5 decoder is extremely anisotropic"),
+        Claim("G.speech-all-layers-0.2", G, "§3.2", "Fig. 3a",
+              "speech Transformers: every layer of every model has avg cos >= 0.2"),
+        Claim("G.vision-transformers-anisotropic", G, "§3.2", "Fig. 3b",
+              "vision Transformers mostly show significant anisotropy in some layer"),
+        Claim("G.cnn-mostly-isotropic", G, "§3.2", "Fig. 4", "convolutional vision models are mostly isotropic"),
+        Claim("G.drift-correlation-spearman", G, "§3.3", "Fig. 5",
+              "across layers, anisotropy correlates with drift norm (Spearman)"),
+        Claim("G.drift-correlation-pearson", G, "App. A", "Fig. 16",
+              "across layers, anisotropy correlates with drift norm (Pearson)"),
+        Claim("G.isotropic-baseline", G, "App. B", "Fig. 17-18",
+              "Transformer layer avg cos levels are far above the isotropic q95(d)"),
+        Claim("G.mean-qk-linear", G, "§4.3", "eq. 1", "E_x(Q_i) = W_Q x̄ + b_Q and E_x(K_i) = W_K x̄ + b_K"),
+        Claim("G.block-output-more-anisotropic", G, "§4.2", "Fig. 6a",
+              "an untrained block's outputs are slightly more anisotropic than its inputs"),
+        Claim("G.block-norm-fixed-point", G, "§4.2", "Fig. 6b",
+              "there is a bias norm N* with E||x+b|| = E||T(x+b)||"),
+        Claim("G.block-scores-spread", G, "§4.3", "Fig. 7", "pre-softmax scores move away from zero as N grows"),
+        Claim("G.block-qk-norms", G, "§4.3", "Fig. 8", "query and key norms grow with N"),
+        Claim("G.block-softmax-sharpens", G, "§4.4", "Fig. 9-10", "as N grows, softmax rows get sharper"),
+        Claim("G.qk-means-align", G, "§5", "Fig. 13", "along training, mean queries and keys align"),
+        Claim("G.qk-direction-by-depth", G, "§5", "Fig. 13",
+              "first layers drift in a common direction, last layers in opposite directions"),
+        Claim("G.qk-dot-grows", G, "§5", "Fig. 14", "the magnitude of mean-query·mean-key grows along training"),
+        Claim("G.attention-entropy-decays", G, "§5", "Fig. 15", "mean attention entropy decays along training"),
+        Claim("G.qk-svd-projections", G, "§5, App. C", "Fig. 11-12, 19-22",
+              "mean queries and keys drift away from the origin along the first singular direction"),
+        Claim("G.qk-align-across-seeds", G, "App. D", "Fig. 23", "the trends hold across seeds"),
+        Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped"),
+        Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers"),
+        Claim("R.decoder-anisotropy-grows", R, "§4.2", "Fig. 3-4",
+              "in decoders, anisotropy grows as training proceeds, then stabilises"),
+        Claim("R.id-expands-then-compresses", R, "§4.3", "Fig. 2",
+              "intrinsic dimension rises early in training, then falls"),
+    ]
+}
+
+
+def get_claim(claim_id: str) -> Claim:
+    """The :class:`Claim` with this id. Raises KeyError naming the unknown id."""
+    try:
+        return CLAIMS[claim_id]
+    except KeyError:
+        raise KeyError(f"unknown claim id {claim_id!r}; known ids are listed in aniso.catalog.CLAIMS") from None

