@@ -1,0 +1,1 @@
+"""Inputs per modality: text corpora (speech and images to come)."""

@@ -1,0 +1,180 @@
+"""Text corpora: WikiText-103 validation (Godey et al. 2024 §3.1), with fallbacks.
+
+Where the text comes from, in order:
+
+1. a local file given explicitly (pytest ``--aniso-corpus`` or ``ANISO_CORPUS``),
+   in WikiText's ``wiki.valid.tokens`` layout or any plain text with one
+   paragraph per line;
+2. ``datasets.load_dataset("wikitext", "wikitext-103-raw-v1")`` when the
+   ``datasets`` package is installed and the hub is reachable;
+3. an embedded default every Python install has: the documentation text of
+   ``pydoc_data.topics``. It is *not* WikiText, and every result says so.
+
+Sequences are paragraphs (WikiText's headings and blank lines dropped), sampled
+without replacement with an explicit seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Corpus", "CorpusError", "load_corpus", "wikitext_paragraphs", "sample_sequences"]
+
+_WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
+
+
+class CorpusError(ValueError):
+    """A corpus file that cannot be read or holds too little text."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A seeded sample of text sequences.
+
+    Attributes
+    ----------
+    name : short name ("wikitext-103-validation", "pydoc_data.topics (fallback)", ...)
+    label : what a reader must know about it (shown next to every result)
+    origin : file path or loader call the text came from
+    fingerprint : SHA-256 prefix of the source text, for the statistics cache
+    sequences : the sampled paragraphs, in sample order
+    n_available : paragraphs in the source before sampling
+    seed : the sampling seed
+    is_fallback : True for the embedded default (not the paper's corpus)
+    """
+
+    name: str
+    label: str
+    origin: str
+    fingerprint: str
+    sequences: tuple[str, ...]
+    n_available: int
+    seed: int
+    is_fallback: bool = False
+
+    def describe(self) -> dict:
+        """JSON-friendly provenance of the sample (without the text itself)."""
+        return {
+            "name": self.name,
+            "label": self.label,
+            "origin": self.origin,
+            "fingerprint": self.fingerprint,
+            "n_sequences": len(self.sequences),
+            "n_available": self.n_available,
+            "seed": self.seed,
+            "is_fallback": self.is_fallback,
+        }
+
+
+def wikitext_paragraphs(text: str) -> list[str]:
+    """Paragraphs of a WikiText ``*.tokens`` / raw file: non-blank lines that are not ``= Heading =`` lines.
+
+    WikiText's number joiners (`` @-@ ``, `` @,@ ``, `` @.@ ``) are undone, the
+    only detokenisation applied; ``<unk>`` is kept as it is in the file.
+    """
+    paragraphs = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or (s.startswith("=") and s.endswith("=")):
+            continue
+        paragraphs.append(_WIKITEXT_JOINERS.sub(r"\1", s))
+    return paragraphs
+
+
+def _pydoc_paragraphs() -> list[str]:
+    from pydoc_data.topics import topics
+
+    paragraphs = []
+    for key in sorted(topics):
+        for block in re.split(r"\n\s*\n", topics[key]):
+            s = " ".join(block.split())
+            if len(s.split()) >= 20:  # drop headings, code fragments and one-liners
+                paragraphs.append(s)
+    return paragraphs
+
+
+def sample_sequences(paragraphs: list[str], n: int, seed: int) -> tuple[str, ...]:
+    """``n`` paragraphs sampled uniformly without replacement with ``seed`` (all of them if n >= len)."""
+    if n < 1:
+        raise ValueError(f"the number of sequences must be >= 1, got {n}")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    if n >= len(paragraphs):
+        idx = rng.permutation(len(paragraphs))
+    else:
+        idx = rng.choice(len(paragraphs), size=n, replace=False)
+    return tuple(paragraphs[i] for i in idx)
+
+
+def _fingerprint(paragraphs: list[str]) -> str:
+    h = hashlib.sha256()
+    for p in paragraphs:
+        h.update(p.encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def _from_datasets() -> list[str] | None:
+    try:
+        import datasets  # noqa: F401
+    except ImportError:
+        return None
+    from datasets import load_dataset
+
+    ds = load_dataset("wikitext", "wikitext-103-raw-v1", split="validation")
+    return wikitext_paragraphs("\n".join(ds["text"]))
+
+
+def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reachable: bool = False) -> Corpus:
+    """Load and sample the text corpus (see the module docstring for the order of sources).
+
+    Parameters
+    ----------
+    path : local corpus file, or None
+    n_sequences : number of paragraphs to sample
+    seed : sampling seed
+    hub_reachable : whether to try ``datasets`` before the embedded default
+
+    Raises
+    ------
+    CorpusError naming the file when it is missing, not UTF-8, or has fewer than 2 paragraphs.
+    """
+    if path is not None:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CorpusError(f"corpus file {path} does not exist") from None
+        except UnicodeDecodeError as exc:
+            raise CorpusError(f"corpus file {path} is not UTF-8 text ({exc})") from None
+        paragraphs = wikitext_paragraphs(text)
+        if len(paragraphs) < 2:
+            raise CorpusError(f"corpus file {path} has {len(paragraphs)} paragraph(s); at least 2 are needed")
+        if "103" in path.name:
+            name, label = "wikitext-103-validation", f"WikiText-103 validation ({path.name})"
+        else:
+            name, label = path.stem, f"local corpus {path.name}"
+        return Corpus(name, label, str(path), _fingerprint(paragraphs), sample_sequences(paragraphs, n_sequences, seed),
+                      len(paragraphs), seed)
+    if hub_reachable:
+        paragraphs = _from_datasets()
+        if paragraphs:
+            return Corpus("wikitext-103-validation", "WikiText-103 validation (datasets: wikitext-103-raw-v1)",
+                          "datasets.load_dataset('wikitext', 'wikitext-103-raw-v1', split='validation')",
+                          _fingerprint(paragraphs), sample_sequences(paragraphs, n_sequences, seed), len(paragraphs), seed)
+    paragraphs = _pydoc_paragraphs()
+    return Corpus(
+        "pydoc_data.topics (fallback)",
+        "FALLBACK CORPUS: Python's pydoc_data.topics documentation text, not WikiText-103 "
+        "(set --aniso-corpus or ANISO_CORPUS to a wiki.valid.tokens file)",
+        "pydoc_data.topics",
+        _fingerprint(paragraphs),
+        sample_sequences(paragraphs, n_sequences, seed),
+        len(paragraphs),
+        seed,
+        is_fallback=True,
+    )

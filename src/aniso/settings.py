@@ -1,0 +1,99 @@
+"""Run settings: where the registry, corpus, cache and reports are, and the sample sizes.
+
+Every setting has a pytest option (``--aniso-...``) and an environment
+variable (``ANISO_...``); the option wins. Defaults are chosen so the whole
+suite runs on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+__all__ = ["Settings", "SETTING_HELP"]
+
+
+def _default_cache() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "aniso")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings of one run (see :data:`SETTING_HELP`)."""
+
+    registry: str = "models.yaml"
+    corpus: str | None = None
+    n_sequences: int = 256
+    max_length: int = 128
+    batch_size: int = 16
+    seed: int = 0
+    reservoir_size: int = 4096
+    svd_batch_size: int = 4096
+    cache_dir: str = field(default_factory=_default_cache)
+    no_cache: bool = False
+    report_dir: str = "reports"
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        for name in ("n_sequences", "max_length", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
+        if self.reservoir_size < 3:
+            raise ValueError(f"setting reservoir_size must be >= 3, got {self.reservoir_size}")
+        if self.svd_batch_size < 2:
+            raise ValueError(f"setting svd_batch_size must be >= 2, got {self.svd_batch_size}")
+
+    @classmethod
+    def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None) -> "Settings":
+        """Build settings from explicit options (None = not given), then ``ANISO_<NAME>`` variables, then defaults.
+
+        Raises ValueError naming the variable when one does not parse.
+        """
+        options = options or {}
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            given = options.get(f.name)
+            if given is not None:
+                values[f.name] = given
+                continue
+            env = environ.get(f"ANISO_{f.name.upper()}")
+            if env is None or env == "":
+                continue
+            if f.type in ("int", int):
+                try:
+                    values[f.name] = int(env)
+                except ValueError:
+                    raise ValueError(f"environment variable ANISO_{f.name.upper()}={env!r} is not an integer") from None
+            elif f.type in ("bool", bool):
+                values[f.name] = env.strip().lower() in ("1", "true", "yes", "on")
+            else:
+                values[f.name] = env
+        return cls(**values)
+
+    def extraction_key(self) -> dict:
+        """The settings that change extracted statistics (part of the cache key)."""
+        return {k: v for k, v in asdict(self).items() if k in
+                ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size")}
+
+    def path(self, name: str) -> Path:
+        return Path(getattr(self, name))
+
+
+SETTING_HELP = {
+    "registry": "model registry file",
+    "corpus": "text corpus file (WikiText wiki.valid.tokens layout); default: datasets if the hub is reachable, "
+    "else the embedded pydoc_data.topics fallback",
+    "n_sequences": "paragraphs sampled from the corpus",
+    "max_length": "tokens per sequence at most",
+    "batch_size": "sequences per forward pass",
+    "seed": "seed of the corpus sample and the reservoirs",
+    "reservoir_size": "vectors kept per layer for TwoNN and sampled-pair estimates",
+    "svd_batch_size": "vectors per batch for the batch-wise SVD anisotropy (Razzhigaev et al.: >= 4096)",
+    "cache_dir": "folder of the statistics cache",
+    "no_cache": "recompute statistics, ignoring the cache",
+    "report_dir": "folder under which each run writes <run>/results.json and report.html",
+    "device": "torch device for forward passes",
+}
