@@ -184,3 +184,38 @@ def test_report_escapes_everything(tmp_path):
     assert evil not in html and "&lt;script&gt;" in html
     assert json.loads(path.read_text())["results"][0]["measured"]["value"] == 0.5
     assert np.isfinite(0.5)
+
+
+def test_must_run_model_skipped_fails_the_run(tmp_path):
+    """A must_run model whose claims skip (here: its package is missing) turns the claims run red."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    reg = tmp_path / "models.yaml"
+    reg.write_text(
+        "models:\n  - id: gone\n    source: {kind: package, package: no_such_pkg_xyz}\n    modality: text\n"
+        "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n"
+        "    must_run: true\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(root / "claims"), "-q", "-p", "no:cacheprovider", "-k", "gone",
+         f"--aniso-registry={reg}", f"--aniso-report-dir={tmp_path / 'reports'}"],
+        cwd=root, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "gone is marked must_run" in proc.stdout
+    assert list((tmp_path / "reports").glob("run-*/report.html"))
+
+
+def test_cli_report_renders_and_rejects_bad_files(tmp_path, capsys):
+    from aniso.cli import main
+
+    path = tmp_path / "results.json"
+    write_results(path, provenance(tmp_path, {}, None), [], {})
+    assert main(["report", str(path)]) == 0
+    assert (tmp_path / "report.html").exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["report", str(bad)]) == 2
+    assert "missing key" in capsys.readouterr().err
