@@ -24,11 +24,12 @@ log = logging.getLogger(__name__)
 __all__ = ["compute_text_stats", "StatsProvider", "ModelUnavailable"]
 
 
-def compute_text_stats(loaded: LoadedModel, corpus: Corpus, settings: Settings) -> ModelStats:
+def compute_text_stats(loaded: LoadedModel, corpus: Corpus, settings: Settings, fingerprint: str) -> ModelStats:
     """Stream the hidden states of ``corpus`` through ``loaded`` into per-layer accumulators.
 
     Memory is bounded by one batch of hidden states plus the accumulators'
-    fixed state, whatever the corpus size.
+    fixed state, whatever the corpus size. ``fingerprint`` (from
+    :func:`~aniso.sources.source_fingerprint`) is recorded in the metadata.
     """
     names = layer_names(loaded.model)
     layers: list[LayerAccumulator] | None = None
@@ -52,7 +53,7 @@ def compute_text_stats(loaded: LoadedModel, corpus: Corpus, settings: Settings) 
         raise RuntimeError(f"{loaded.entry.id}: the corpus gave no sequences")
     meta = {
         "origin": loaded.origin,
-        "fingerprint": loaded.fingerprint,
+        "fingerprint": fingerprint,
         "corpus": corpus.describe(),
         "n_sequences": n_seq,
         "n_tokens": layers[0].count,
@@ -114,9 +115,10 @@ class StatsProvider:
         if entry.modality != "text":
             raise ModelUnavailable(f"{entry.id}: inputs for modality {entry.modality!r} are not implemented yet")
         registry_dir = self.registry.path.parent if self.registry.path else None
+        fingerprint = source_fingerprint(entry, registry_dir)
         key = cache_key({
             "model": entry.id,
-            "fingerprint": source_fingerprint(entry, registry_dir),
+            "fingerprint": fingerprint,
             "corpus": self.corpus.fingerprint,
             "sample": list(self.corpus.sequences[:3]),
             "settings": self.settings.extraction_key(),
@@ -127,7 +129,7 @@ class StatsProvider:
                 cached.meta["cache"] = {"key": key, "hit": True}
                 log.info("%s: statistics from cache %s", entry.id, key)
                 return cached
-        stats = compute_text_stats(load_model(entry, self.hub, registry_dir), self.corpus, self.settings)
+        stats = compute_text_stats(load_model(entry, self.hub, registry_dir), self.corpus, self.settings, fingerprint)
         stats.meta["cache"] = {"key": key, "hit": False}
         if not self.settings.no_cache:
             self.cache.save(key, stats)

@@ -13,7 +13,7 @@ At the end of a run with claim tests, the plugin writes
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +46,14 @@ class AnisoSession:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aniso", "anisotropy claims suite")
+    types = {f.name: f.type for f in fields(Settings)}
     for name, help_text in SETTING_HELP.items():
         opt = "--aniso-" + name.replace("_", "-")
         env = f"ANISO_{name.upper()}"
-        if name == "no_cache":
+        if types[name] in ("bool", bool):
             group.addoption(opt, action="store_true", default=None, help=f"{help_text} (env {env})")
         else:
-            kind = int if name in ("n_sequences", "max_length", "batch_size", "seed", "reservoir_size",
-                                   "svd_batch_size") else str
+            kind = int if types[name] in ("int", int) else str
             group.addoption(opt, type=kind, default=None, help=f"{help_text} (env {env})")
 
 

@@ -36,14 +36,13 @@ class LoadedModel:
     """A model ready for extraction.
 
     ``model`` is a transformers ``PreTrainedModel`` in eval mode, float32, on CPU;
-    ``tokenizer`` its tokenizer; ``fingerprint`` identifies the exact weights
-    (commit hash, or a hash of the weight files) for the statistics cache.
+    ``tokenizer`` its tokenizer; ``origin`` says where the weights came from.
+    (:func:`source_fingerprint` identifies the weights without loading them.)
     """
 
     entry: ModelEntry
     model: Any
     tokenizer: Any
-    fingerprint: str
     origin: str
 
 
@@ -194,7 +193,7 @@ def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = No
         commit = getattr(model.config, "_commit_hash", None)
         if commit:
             origin += f" (commit {commit})"
-        return LoadedModel(entry, model, tok, source_fingerprint(entry), origin)
+        return LoadedModel(entry, model, tok, origin)
     path = resolve_directory(entry, registry_dir)
     try:
         model, tok = _from_pretrained(entry, str(path), local_files_only=True)
@@ -206,4 +205,4 @@ def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = No
             version = importlib.metadata.version(src.distribution or src.package)
         except importlib.metadata.PackageNotFoundError:
             version = "?"
-    return LoadedModel(entry, model, tok, source_fingerprint(entry, registry_dir), f"{src.kind}: {path} {version}".strip())
+    return LoadedModel(entry, model, tok, f"{src.kind}: {path} {version}".strip())
