@@ -28,7 +28,7 @@ def _layer_series(stats):
 
 
 @pytest.mark.claim("G.token-nlp-anisotropic")
-@pytest.mark.models(all_of=("text", "subword", "transformer"))
+@pytest.mark.models(all_of=("pretrained", "text", "subword", "transformer"))
 def test_token_nlp_anisotropic(model, claim):
     """G §2, Fig. 1: "token-level NLP Transformers have anisotropic hidden states".
 
@@ -85,7 +85,7 @@ def test_isotropic_baseline_math(d, claim):
 
 
 @pytest.mark.claim("G.isotropic-baseline")
-@pytest.mark.models(all_of=("transformer",))
+@pytest.mark.models(all_of=("pretrained", "transformer"))
 def test_isotropic_baseline_models(model, claim):
     """G App. B, Fig. 18 (b): "Transformer layer avg cos levels are far above the isotropic q95(d)".
 
@@ -120,7 +120,7 @@ def _drift_claim(claim, method: str) -> None:
 
 
 @pytest.mark.claim("G.drift-correlation-spearman")
-@pytest.mark.models()
+@pytest.mark.models(all_of=("pretrained",))
 def test_drift_correlation_spearman(model, claim):
     """G §3.3, Fig. 5: "anisotropy correlates with drift norm for most Transformers; not for GPT-2 (Spearman),
     CANINE-c, MANTa, HuBERT, Whisper-base and most CNNs".
@@ -133,7 +133,7 @@ def test_drift_correlation_spearman(model, claim):
 
 
 @pytest.mark.claim("G.drift-correlation-pearson")
-@pytest.mark.models()
+@pytest.mark.models(all_of=("pretrained",))
 def test_drift_correlation_pearson(model, claim):
     """G App. A, Fig. 16: the same correlation with the Pearson test; "differs from Spearman for some models
     (e.g. GPT-2)".

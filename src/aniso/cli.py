@@ -1,4 +1,5 @@
-"""Command line: ``aniso report`` re-renders a report, ``aniso stats`` prints a model's layer table.
+"""Command line: ``aniso report`` re-renders a report, ``aniso stats`` prints a model's layer table,
+``aniso block-sweep`` runs (and caches) the untrained-block sweeps of G §4.
 
 The main job is ``pytest claims/``; this CLI is for looking at its outputs and
 at one model's statistics without running the claims.
@@ -51,6 +52,31 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _block_sweep(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .pipeline import BlockSweepProvider
+    from .registry import RegistryError, load_registry
+    from .settings import Settings
+
+    try:
+        settings = Settings.from_sources({"registry": args.registry})
+        registry = load_registry(settings.registry)
+        entries = [registry.get(m) for m in args.models] if args.models else registry.select(("untrained-block",))
+        provider = BlockSweepProvider(settings, progress=print if args.verbose else None)
+        for entry in entries:
+            sweeps = provider.get(entry)
+            rows = [[s.spec.seed, s.fixed_point.n_star, s.fixed_point.sign_changes, s.seconds,
+                     s.meta.get("cache", {}).get("hit")] for s in sweeps]
+            print(f"{entry.id}: {len(sweeps)} seed(s), {len(sweeps[0].points)} bias norms, "
+                  f"{settings.block_sequences} x {settings.block_seq_len} inputs")
+            print(tabulate(rows, headers=["seed", "N*", "sign changes", "seconds", "cached"], floatfmt=".4g"))
+    except (RegistryError, KeyError, ValueError) as exc:
+        print(f"aniso block-sweep: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command."""
     parser = argparse.ArgumentParser(prog="aniso", description=__doc__)
@@ -65,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--corpus", default=None, help="corpus file (default: ANISO_CORPUS, else the fallback)")
     st.add_argument("--n-sequences", type=int, default=None, help="paragraphs sampled (default 256)")
     st.set_defaults(func=_stats)
+    bs = sub.add_parser("block-sweep", help="run and cache the untrained-block sweeps (G §4) of registry entries")
+    bs.add_argument("models", nargs="*", help="registry ids (default: every entry tagged untrained-block)")
+    bs.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
+    bs.add_argument("-v", "--verbose", action="store_true", help="print one line per bias norm")
+    bs.set_defaults(func=_block_sweep)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -329,3 +329,32 @@ def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method:
     else:
         raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
     return Correlation(method, float(res.statistic), float(res.pvalue), int(a.shape[0]))
+
+
+def monotonic_trend(along: np.ndarray, values: np.ndarray) -> Correlation:
+    """Spearman rank correlation of ``values`` with ``along`` (e.g. a quantity against the bias norm N).
+
+    Used for the "grows / decreases with N" claims of Godey et al. 2024 §4.3–4.4
+    (Fig. 7–10), with :func:`scipy.stats.spearmanr` (two-sided p-value). A
+    constant series has no rank order: coefficient 0 and p-value 1.
+
+    Parameters
+    ----------
+    along, values : arrays of shape (n,), n >= 3, finite
+
+    Raises
+    ------
+    ValueError for mismatched shapes, fewer than 3 points or non-finite values.
+    """
+    a = np.asarray(along, dtype=np.float64)
+    b = np.asarray(values, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need two 1-D arrays of equal length, got {a.shape} and {b.shape}")
+    if a.shape[0] < 3:
+        raise ValueError(f"a trend needs at least 3 points, got {a.shape[0]}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("a trend needs finite values")
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return Correlation("spearman", 0.0, 1.0, int(a.shape[0]))
+    res = _stats.spearmanr(a, b)
+    return Correlation("spearman", float(res.statistic), float(res.pvalue), int(a.shape[0]))

@@ -17,11 +17,14 @@ from .inputs.text import Corpus, load_corpus
 from .registry import ModelEntry, Registry
 from .settings import Settings
 from .sources import HubStatus, LoadedModel, ModelUnavailable, load_model, source_fingerprint
-from .stats import LayerAccumulator, ModelStats, StatsCache, cache_key
+from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key
 
 log = logging.getLogger(__name__)
 
-__all__ = ["compute_text_stats", "StatsProvider", "ModelUnavailable"]
+__all__ = ["compute_text_stats", "StatsProvider", "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable"]
+
+#: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
+BLOCK_SWEEP_FORMAT = 1
 
 
 def compute_text_stats(loaded: LoadedModel, corpus: Corpus, settings: Settings, fingerprint: str) -> ModelStats:
@@ -134,3 +137,64 @@ class StatsProvider:
         if not self.settings.no_cache:
             self.cache.save(key, stats)
         return stats
+
+
+def block_sweep_specs(entry: ModelEntry, settings: Settings):
+    """The :class:`~aniso.experiments.untrained_block.SweepSpec` of each seed for an untrained-block entry.
+
+    Seeds are ``settings.seed + i`` for ``i < settings.block_seeds``. Raises
+    ValueError naming the entry if its source is not an untrained block.
+    """
+    from .experiments.untrained_block import SweepSpec, default_bias_norms
+
+    if entry.source.kind != "init":
+        raise ValueError(f"{entry.id}: not an untrained block (source kind {entry.source.kind!r})")
+    return [
+        SweepSpec(entry.source.block, settings.seed + i, default_bias_norms(settings.block_norms),
+                  settings.block_sequences, settings.block_seq_len, tuple(sorted(entry.source.config.items())))
+        for i in range(settings.block_seeds)
+    ]
+
+
+@dataclass
+class BlockSweepProvider:
+    """Untrained-block sweeps (G §4) per registry entry, one per seed, memoised and cached as JSON."""
+
+    settings: Settings
+    progress: object = None  # callable(str) or None
+    _memo: dict[str, list] = field(default_factory=dict, init=False)
+
+    @property
+    def cache(self) -> JsonCache:
+        return JsonCache(Path(self.settings.cache_dir) / "untrained-block")
+
+    def computed(self) -> dict[str, list]:
+        """Sweeps obtained so far in this run, by entry id (lists of BlockSweep, one per seed)."""
+        return dict(self._memo)
+
+    def get(self, entry: ModelEntry) -> list:
+        """The sweeps of ``entry`` for every seed (cached, else computed; see :func:`block_sweep_specs`)."""
+        if entry.id in self._memo:
+            return self._memo[entry.id]
+        import torch
+        import transformers
+
+        from .experiments.untrained_block import BlockSweep, run_sweep
+
+        sweeps = []
+        for spec in block_sweep_specs(entry, self.settings):
+            key = cache_key({"experiment": "untrained-block", "format": BLOCK_SWEEP_FORMAT, "spec": spec.key(),
+                             "torch": torch.__version__, "transformers": transformers.__version__})
+            cached = None if self.settings.no_cache else self.cache.load(key)
+            if cached is not None:
+                sweep = BlockSweep.from_dict(cached)
+                sweep.meta["cache"] = {"key": key, "hit": True}
+            else:
+                sweep = run_sweep(spec, progress=self.progress)
+                log.info("%s seed %d: sweep in %.0f s", entry.id, spec.seed, sweep.seconds)
+                if not self.settings.no_cache:
+                    self.cache.save(key, sweep.to_dict())
+                sweep.meta["cache"] = {"key": key, "hit": False}
+            sweeps.append(sweep)
+        self._memo[entry.id] = sweeps
+        return sweeps

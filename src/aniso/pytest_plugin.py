@@ -21,7 +21,7 @@ import pytest
 
 from . import results as R
 from .catalog import get_claim
-from .pipeline import StatsProvider
+from .pipeline import BlockSweepProvider, StatsProvider
 from .registry import ModelEntry, Registry, RegistryError, load_registry
 from .settings import SETTING_HELP, Settings
 from .sources import ModelUnavailable
@@ -39,6 +39,7 @@ class AnisoSession:
     registry: Registry
     provider: StatsProvider
     root: Path
+    blocks: BlockSweepProvider | None = None
     results: list[R.ClaimResult] = field(default_factory=list)
     report_path: Path | None = None
     must_run_failures: list[str] = field(default_factory=list)
@@ -73,7 +74,8 @@ def pytest_configure(config: pytest.Config) -> None:
         registry = load_registry(reg_path)
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_SESSION] = AnisoSession(settings, registry, StatsProvider(settings, registry), root)
+    config.stash[_SESSION] = AnisoSession(settings, registry, StatsProvider(settings, registry), root,
+                                          BlockSweepProvider(settings))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -112,6 +114,32 @@ class ClaimContext:
         self.result.n_sequences = stats.meta.get("n_sequences")
         self.result.n_tokens = stats.meta.get("n_tokens")
         return stats
+
+    def block_sweeps(self) -> list:
+        """The untrained-block sweeps of the model (one :class:`~aniso.experiments.untrained_block.BlockSweep`
+        per seed), computed or read from the cache."""
+        if self.entry is None or self.entry.source.kind != "init":
+            raise RuntimeError(f"{self.result.claim_id}: block_sweeps() needs an untrained-block registry entry")
+        sweeps = self._session.blocks.get(self.entry)
+        spec = sweeps[0].spec
+        self.result.corpus = (f"untrained block: {spec.n_sequences} sequences x {spec.seq_len} embeddings drawn "
+                              f"from its table, {len(spec.norms)} bias norms, {len(sweeps)} seeds")
+        self.result.n_sequences = spec.n_sequences
+        self.result.n_tokens = spec.n_sequences * spec.seq_len
+        return sweeps
+
+    def reference_stats(self, all_of: tuple[str, ...]) -> tuple[ModelEntry, ModelStats]:
+        """Statistics of the first registry entry with tags ``all_of`` whose model is available.
+
+        Skips the test, naming every entry tried and why, if none is available.
+        """
+        tried = []
+        for entry in self._session.registry.select(all_of):
+            try:
+                return entry, self._session.provider.get(entry)
+            except ModelUnavailable as exc:
+                tried.append(str(exc))
+        pytest.skip(f"no reference model with tags {list(all_of)} is available: " + ("; ".join(tried) or "none listed"))
 
     def conclude(self, holds: bool, measured: dict[str, Any], threshold: str) -> None:
         """Record the verdict and make the test outcome follow it.
@@ -215,7 +243,11 @@ def _write_report(aniso: AnisoSession) -> None:
     corpus = next((s.meta.get("corpus") for s in computed.values()), None)
     prov = R.provenance(aniso.root, dict(vars(aniso.settings)), corpus)
     models = {mid: R.model_layers_doc(s) for mid, s in computed.items()}
-    R.write_results(run_dir / "results.json", prov, aniso.results, models)
+    experiments = {}
+    if aniso.blocks is not None and aniso.blocks.computed():
+        experiments["untrained_block"] = {mid: [s.to_dict() for s in sweeps]
+                                          for mid, sweeps in aniso.blocks.computed().items()}
+    R.write_results(run_dir / "results.json", prov, aniso.results, models, experiments)
     write_html_report(run_dir / "results.json", run_dir / "report.html")
     aniso.report_path = run_dir / "report.html"
 

@@ -63,7 +63,16 @@ class PackageSource(_Strict):
     distribution: str | None = None  # the pip name, for the install hint
 
 
-Source = Annotated[Union[HubSource, LocalSource, PackageSource], Field(discriminator="kind")]
+class InitSource(_Strict):
+    """A freshly initialised block built from a transformers config (no weights): see
+    :mod:`aniso.experiments.untrained_block` for the kinds; ``config`` overrides config fields."""
+
+    kind: Literal["init"]
+    block: Literal["bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention"]
+    config: dict[str, Union[int, float, str, bool]] = Field(default_factory=dict)
+
+
+Source = Annotated[Union[HubSource, LocalSource, PackageSource, InitSource], Field(discriminator="kind")]
 
 Verdict = Literal["holds", "does-not-hold"]
 
@@ -82,10 +91,10 @@ class ModelEntry(_Strict):
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     source: Source
-    modality: Literal["text", "speech", "vision"]
-    granularity: Literal["subword", "char", "byte", "audio-frame", "patch", "pixel"]
+    modality: Literal["text", "speech", "vision", "embeddings"]
+    granularity: Literal["subword", "char", "byte", "audio-frame", "patch", "pixel", "embedding"]
     architecture: Literal["transformer", "cnn"]
-    role: Literal["encoder", "decoder", "encoder-decoder"]
+    role: Literal["encoder", "decoder", "encoder-decoder", "block"]
     family: str = Field(min_length=1)
     tags: tuple[str, ...] = ()
     papers: tuple[Literal["G", "R"], ...] = ()
@@ -111,12 +120,22 @@ class ModelEntry(_Strict):
             raise ValueError("trust_remote_code: true is only allowed with needs_remote_code: true")
         if self.use_auth_token and not self.gated:
             raise ValueError("use_auth_token: true is only allowed with gated: true")
+        if (self.source.kind == "init") != (self.modality == "embeddings"):
+            raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
         return self
 
     @property
+    def trained(self) -> bool:
+        """False for an untrained block built from a config (source kind ``init``)."""
+        return self.source.kind != "init"
+
+    @property
     def all_tags(self) -> frozenset[str]:
-        """Explicit tags plus the implied ones: modality, granularity, architecture, role, family."""
-        return frozenset(self.tags) | {self.modality, self.granularity, self.architecture, self.role, self.family}
+        """Explicit tags plus the implied ones: modality, granularity, architecture, role, family, and
+        ``pretrained`` or ``untrained`` (source kind ``init``)."""
+        implied = {self.modality, self.granularity, self.architecture, self.role, self.family,
+                   "pretrained" if self.trained else "untrained"}
+        return frozenset(self.tags) | implied
 
     def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> bool:
         """True if the entry has every tag of ``all_of`` and (if given) one of ``any_of``."""
@@ -169,7 +188,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         where = f"models[{i}]" + (f" (id {ident!r})" if ident else "")
         loc = loc[2:]
         # Drop the discriminator tag pydantic inserts for tagged unions.
-        if len(loc) >= 2 and loc[0] == "source" and loc[1] in ("hub", "local", "package"):
+        if len(loc) >= 2 and loc[0] == "source" and loc[1] in ("hub", "local", "package", "init"):
             loc = [loc[0]] + loc[2:]
     field_path = ".".join(str(p) for p in loc) or "(entry)"
     more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""

@@ -103,9 +103,12 @@ def model_layers_doc(stats: ModelStats) -> dict:
             "meta": stats.meta}
 
 
-def write_results(path: Path, prov: dict, results: list[ClaimResult], models: dict[str, dict]) -> None:
-    """Write ``results.json``: provenance, claim results and per-model layer metrics."""
-    doc = {"provenance": prov, "results": [asdict(r) for r in results], "models": models}
+def write_results(path: Path, prov: dict, results: list[ClaimResult], models: dict[str, dict],
+                  experiments: dict[str, Any] | None = None) -> None:
+    """Write ``results.json``: provenance, claim results, per-model layer metrics and experiment data
+    (``experiments["untrained_block"]``: sweeps per registry id, one per seed)."""
+    doc = {"provenance": prov, "results": [asdict(r) for r in results], "models": models,
+           "experiments": experiments or {}}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(_clean(doc), indent=1))
 
@@ -119,4 +122,5 @@ def read_results(path: Path) -> dict:
     for key in ("provenance", "results", "models"):
         if key not in doc:
             raise ValueError(f"{path}: missing key {key!r}")
+    doc.setdefault("experiments", {})
     return doc

@@ -35,13 +35,20 @@ class Settings:
     no_cache: bool = False
     report_dir: str = "reports"
     device: str = "cpu"
+    block_seeds: int = 5
+    block_sequences: int = 16
+    block_seq_len: int = 512
+    block_norms: int = 21
 
     def __post_init__(self) -> None:
-        for name in ("n_sequences", "max_length", "batch_size"):
+        for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences"):
             if getattr(self, name) < 1:
                 raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
         if self.reservoir_size < 3:
             raise ValueError(f"setting reservoir_size must be >= 3, got {self.reservoir_size}")
+        if self.block_seq_len < 2 or self.block_norms < 3:
+            raise ValueError(f"settings block_seq_len must be >= 2 and block_norms >= 3, got "
+                             f"{self.block_seq_len} and {self.block_norms}")
         if self.svd_batch_size < 2:
             raise ValueError(f"setting svd_batch_size must be >= 2, got {self.svd_batch_size}")
 
@@ -96,4 +103,8 @@ SETTING_HELP = {
     "no_cache": "recompute statistics, ignoring the cache",
     "report_dir": "folder under which each run writes <run>/results.json and report.html",
     "device": "torch device for forward passes",
+    "block_seeds": "seeds (layer initialisation, inputs, bias direction) of the untrained-block sweep (G §4)",
+    "block_sequences": "input sequences per bias norm in the untrained-block sweep (G §4.1: 16)",
+    "block_seq_len": "embeddings per input sequence in the untrained-block sweep (G §4.1: 512)",
+    "block_norms": "bias norms N in the untrained-block sweep: 0, then geometric from 0.5 to 128",
 }

@@ -17,6 +17,7 @@ import tempfile
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -338,6 +339,45 @@ class StatsCache:
             "sha256": _sha256_file(data_path),
         }
         _atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str)))
+
+
+class JsonCache:
+    """Small JSON results (e.g. an untrained-block sweep) on disk, keyed by :func:`cache_key`.
+
+    Each entry is one file ``<root>/<key>.json`` holding the payload and its
+    SHA-256, written atomically; an entry that does not verify is reported with
+    a warning and treated as missing, so the caller recomputes it.
+    """
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    @staticmethod
+    def _digest(payload: Any) -> str:
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def load(self, key: str) -> Any | None:
+        """The cached payload for ``key``, or None if absent or corrupt (with a warning)."""
+        path = self._path(key)
+        if not path.exists():
+            return None
+        try:
+            doc = json.loads(path.read_text())
+            if doc.get("sha256") != self._digest(doc["payload"]):
+                raise ValueError("checksum mismatch")
+            return doc["payload"]
+        except Exception as exc:  # noqa: BLE001 - any defect means: recompute
+            warnings.warn(f"cache entry {path} is corrupt or truncated ({exc}); recomputing it",
+                          RuntimeWarning, stacklevel=2)
+            return None
+
+    def save(self, key: str, payload: Any) -> None:
+        """Write ``payload`` (JSON-serialisable) under ``key`` atomically."""
+        doc = {"payload": payload, "sha256": self._digest(payload)}
+        _atomic_write(self._path(key), lambda p: p.write_text(json.dumps(doc)))
 
 
 def summary_dict(summary: LayerSummary) -> dict:

@@ -92,10 +92,14 @@ def render_html(doc: dict) -> str:
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     figures = {mid: layer_figure(mid, mdoc) for mid, mdoc in doc["models"].items()}
+    from .blocks import block_figures
+
+    block_docs = doc.get("experiments", {}).get("untrained_block", {})
     template = env.get_template("report.html.j2")
     return template.render(
         prov=doc["provenance"], results=results, claims=claims, models=models, matrix=matrix,
         counts=counts, figures=figures, model_docs=doc["models"], verdict_class=VERDICT_CLASS,
+        block_docs=block_docs, block_figures=block_figures(block_docs),
     )
 
 
