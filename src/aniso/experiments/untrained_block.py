@@ -109,10 +109,13 @@ class SweepSpec:
 class AttentionCapture:
     """What the hooks saw in one forward pass of a block with attention.
 
-    Shapes: ``queries``, ``keys`` (B, H, L, d_head), before rotary embeddings;
+    Shapes: ``attention_inputs`` (B, L, d), the hidden states entering the
+    attention module (after the block's input normalisation for pre-norm
+    blocks); ``queries``, ``keys`` (B, H, L, d_head), before rotary embeddings;
     ``scores`` (B, H, L, L) pre-softmax, ``probs`` (B, H, L, L) softmax rows.
     """
 
+    attention_inputs: torch.Tensor
     queries: torch.Tensor
     keys: torch.Tensor
     scores: torch.Tensor
@@ -168,6 +171,12 @@ class UntrainedBlock:
             self._hooks.append(att.key.register_forward_hook(self._keep("k")))
         self._hooks.append(att.register_forward_hook(self._keep("probs")))
 
+        def keep_input(_module, args, kwargs):
+            if self._capturing:
+                self._seen["attention_inputs"] = args[0] if args else kwargs["hidden_states"]
+
+        self._hooks.append(att.register_forward_pre_hook(keep_input, with_kwargs=True))
+
     def _heads(self, t: torch.Tensor) -> torch.Tensor:
         b, n, _ = t.shape
         return t.view(b, n, self.n_heads, self.head_dim).transpose(1, 2)
@@ -202,8 +211,9 @@ class UntrainedBlock:
             qs, ks = apply_rotary_pos_emb(q, k, *rope)
         scores = torch.matmul(qs, ks.transpose(-1, -2)) * self.attention.scaling
         probs = self._seen["probs"]
+        inputs = self._seen["attention_inputs"]
         self._seen = {}
-        return out, AttentionCapture(q, k, scores, probs)
+        return out, AttentionCapture(inputs, q, k, scores, probs)
 
 
 def projection_params(block: UntrainedBlock) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
