@@ -46,6 +46,7 @@ def _grid(blocks: dict[str, list[dict]], rows: list[tuple[str, Callable]], title
             ax = axes[i][j]
             draw(ax, blocks[bid])
             ax.set_xscale("symlog", linthresh=0.5)
+            ax.set_xlim(left=0)
             ax.grid(alpha=0.3)
             if i == 0:
                 ax.set_title(bid, fontsize=9)
@@ -133,6 +134,7 @@ def _comparison(blocks: dict[str, list[dict]]) -> str:
             mean = [sum(col) / len(col) for col in zip(*ys)]
             ax.plot(_norms(sweeps[0]), mean, "o-", ms=2.5, color=f"C{c}", label=bid)
         ax.set_xscale("symlog", linthresh=0.5)
+        ax.set_xlim(left=0)
         if logy:
             ax.set_yscale("log")
         ax.set_title(label, fontsize=9)
@@ -140,7 +142,7 @@ def _comparison(blocks: dict[str, list[dict]]) -> str:
         ax.grid(alpha=0.3)
     axes[0].axhline(1.0, color="k", lw=0.6, ls="--")
     axes[1].axhline(0.0, color="k", lw=0.6, ls="--")
-    axes[-1].legend(fontsize=7)
+    axes[0].legend(fontsize=7)
     fig.suptitle("Block types compared (mean over seeds)", y=1.03)
     fig.tight_layout()
     out = _png(fig)
