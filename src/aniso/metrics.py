@@ -301,6 +301,17 @@ class Correlation:
     n: int
 
 
+def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str) -> tuple[np.ndarray, np.ndarray]:
+    """Two equal-length 1-D float64 arrays of at least 3 values; ValueError otherwise (``too_short`` formats n)."""
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need two 1-D arrays of equal length, got {a.shape} and {b.shape}")
+    if a.shape[0] < 3:
+        raise ValueError(too_short.format(n=a.shape[0]))
+    return a, b
+
+
 def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method: str = "spearman") -> Correlation:
     """Correlation across layers between drift norm and avg cos of one model.
 
@@ -316,12 +327,7 @@ def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method:
     ------
     ValueError for an unknown method, mismatched lengths or fewer than 3 layers.
     """
-    a = np.asarray(drift_norms, dtype=np.float64)
-    b = np.asarray(mean_cosines, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"need two 1-D arrays of equal length, got {a.shape} and {b.shape}")
-    if a.shape[0] < 3:
-        raise ValueError(f"a correlation across layers needs at least 3 layers, got {a.shape[0]}")
+    a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}")
     if method == "spearman":
         res = _stats.spearmanr(a, b)
     elif method == "pearson":
@@ -346,12 +352,7 @@ def monotonic_trend(along: np.ndarray, values: np.ndarray) -> Correlation:
     ------
     ValueError for mismatched shapes, fewer than 3 points or non-finite values.
     """
-    a = np.asarray(along, dtype=np.float64)
-    b = np.asarray(values, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"need two 1-D arrays of equal length, got {a.shape} and {b.shape}")
-    if a.shape[0] < 3:
-        raise ValueError(f"a trend needs at least 3 points, got {a.shape[0]}")
+    a, b = _paired_series(along, values, "a trend needs at least 3 points, got {n}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError("a trend needs finite values")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
