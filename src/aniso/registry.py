@@ -55,12 +55,30 @@ class LocalSource(_Strict):
 
 
 class PackageSource(_Strict):
-    """A Python package that ships Hugging Face-format files in ``subdir`` of its install folder."""
+    """A Python package that ships model files in ``subdir`` of its install folder.
+
+    ``format`` says how they are read: ``transformers`` (Hugging Face layout,
+    safetensors), ``ctranslate2-whisper`` (a CTranslate2 ``model.bin`` of a
+    Whisper model, mapped onto transformers' Whisper), or ``state-dict`` (a
+    PyTorch state dict ``file`` read with ``weights_only=True`` into the
+    architecture named by ``builder``; see :mod:`aniso.sources.builders`).
+    """
 
     kind: Literal["package"]
     package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
     subdir: str = ""
     distribution: str | None = None  # the pip name, for the install hint
+    format: Literal["transformers", "ctranslate2-whisper", "state-dict"] = "transformers"
+    file: str | None = None
+    builder: str | None = None
+
+    @model_validator(mode="after")
+    def _format_fields(self) -> "PackageSource":
+        if self.format == "state-dict" and not (self.file and self.builder):
+            raise ValueError("format 'state-dict' needs 'file' and 'builder'")
+        if self.format != "state-dict" and self.builder:
+            raise ValueError("'builder' is only used with format 'state-dict'")
+        return self
 
 
 class InitSource(_Strict):
@@ -104,6 +122,7 @@ class ModelEntry(_Strict):
     gated: bool = False
     use_auth_token: bool = False
     must_run: bool = False
+    tiny: dict[str, Union[int, float, str, bool, list[Union[int, float, str, bool]]]] | None = None
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
 
     @field_validator("expected")
@@ -123,6 +142,13 @@ class ModelEntry(_Strict):
         if (self.source.kind == "init") != (self.modality == "embeddings"):
             raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
         return self
+
+    @field_validator("tiny")
+    @classmethod
+    def _tiny_model_type(cls, value):
+        if value is not None and not isinstance(value.get("model_type"), str):
+            raise ValueError("tiny needs a 'model_type' (a transformers config type) and config fields")
+        return value
 
     @property
     def trained(self) -> bool:

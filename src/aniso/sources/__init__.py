@@ -24,7 +24,8 @@ from typing import Any
 
 from ..registry import HubSource, LocalSource, ModelEntry, PackageSource
 
-__all__ = ["ModelUnavailable", "LoadedModel", "HubStatus", "load_model", "resolve_directory", "source_fingerprint"]
+__all__ = ["ModelUnavailable", "LoadedModel", "HubStatus", "load_model", "load_ct2_whisper", "resolve_directory",
+           "source_fingerprint"]
 
 
 class ModelUnavailable(RuntimeError):
@@ -35,8 +36,10 @@ class ModelUnavailable(RuntimeError):
 class LoadedModel:
     """A model ready for extraction.
 
-    ``model`` is a transformers ``PreTrainedModel`` in eval mode, float32, on CPU;
-    ``tokenizer`` its tokenizer; ``origin`` says where the weights came from.
+    ``model`` is a transformers ``PreTrainedModel`` (or a module that answers
+    like one, see :mod:`aniso.sources.builders`) in eval mode, float32, on CPU;
+    ``tokenizer`` its tokenizer (text) and ``processor`` its feature extractor
+    (speech) or image processor (vision); ``origin`` says where the weights came from.
     (:func:`source_fingerprint` identifies the weights without loading them.)
     """
 
@@ -44,6 +47,7 @@ class LoadedModel:
     model: Any
     tokenizer: Any
     origin: str
+    processor: Any = None  # feature extractor (speech) or image processor (vision)
 
 
 class HubStatus:
@@ -82,9 +86,10 @@ class HubStatus:
         return bool(result and result[0])
 
 
-def _hash_weight_files(directory: Path) -> str:
+def _hash_weight_files(directory: Path, extra: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
-    files = sorted(p for p in directory.iterdir() if p.suffix in (".safetensors", ".json", ".txt", ".model"))
+    files = sorted(p for p in directory.iterdir()
+                   if p.suffix in (".safetensors", ".json", ".txt", ".model") or p.name in extra)
     for p in files:
         h.update(p.name.encode())
         with open(p, "rb") as f:
@@ -115,8 +120,9 @@ def resolve_directory(entry: ModelEntry, registry_dir: Path | None = None) -> Pa
                 f"{entry.id}: Python package {src.package!r} is not installed (pip install {dist})"
             ) from None
         path = Path(module.__file__).resolve().parent / src.subdir
-        if not (path / "config.json").exists():
-            raise ModelUnavailable(f"{entry.id}: package {src.package!r} has no config.json under {path}")
+        needed = {"transformers": "config.json", "ctranslate2-whisper": "model.bin"}.get(src.format, src.file)
+        if not (path / needed).is_file():
+            raise ModelUnavailable(f"{entry.id}: package {src.package!r} has no {needed} under {path}")
         return path
     raise TypeError(f"{entry.id}: source kind {src.kind!r} has no local directory")
 
@@ -132,7 +138,11 @@ def source_fingerprint(entry: ModelEntry, registry_dir: Path | None = None) -> s
     src = entry.source
     if isinstance(src, HubSource):
         return f"hub:{src.repo}@{src.revision}"
-    return f"{src.kind}:{_hash_weight_files(resolve_directory(entry, registry_dir))}"
+    directory = resolve_directory(entry, registry_dir)
+    if isinstance(src, PackageSource) and src.format == "state-dict":
+        directory = (directory / src.file).parent
+        return f"{src.kind}:{src.builder}:{_hash_weight_files(directory, (Path(src.file).name,))}"
+    return f"{src.kind}:{_hash_weight_files(directory, ('model.bin',))}"
 
 
 def _check_permissions(entry: ModelEntry) -> None:
@@ -147,16 +157,20 @@ def _check_permissions(entry: ModelEntry) -> None:
         )
 
 
-def _from_pretrained(entry: ModelEntry, where: str, **kwargs: Any) -> tuple[Any, Any]:
-    from transformers import AutoModel, AutoTokenizer
+def _from_pretrained(entry: ModelEntry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, processor): the tokenizer for text, the feature extractor (speech) or image processor."""
+    from transformers import AutoFeatureExtractor, AutoImageProcessor, AutoModel, AutoTokenizer
 
     common = dict(trust_remote_code=entry.trust_remote_code, **kwargs)
     if entry.use_auth_token:
         common["token"] = True
     model = AutoModel.from_pretrained(where, use_safetensors=True, dtype="float32", **common)
     model.eval()
-    tokenizer = AutoTokenizer.from_pretrained(where, **common)
-    return model, tokenizer
+    if entry.modality == "speech":
+        return model, None, AutoFeatureExtractor.from_pretrained(where, **common)
+    if entry.modality == "vision":
+        return model, None, AutoImageProcessor.from_pretrained(where, **common)
+    return model, AutoTokenizer.from_pretrained(where, **common), None
 
 
 def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = None) -> LoadedModel:
@@ -177,7 +191,7 @@ def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = No
     src = entry.source
     if isinstance(src, HubSource):
         try:
-            model, tok = _from_pretrained(entry, src.repo, revision=src.revision, local_files_only=True)
+            model, tok, proc = _from_pretrained(entry, src.repo, revision=src.revision, local_files_only=True)
             origin = f"hub cache: {src.repo}@{src.revision}"
         except OSError:
             if not hub.reachable():
@@ -186,23 +200,85 @@ def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = No
                     "is not in the local Hugging Face cache and the hub cannot be reached)"
                 ) from None
             try:
-                model, tok = _from_pretrained(entry, src.repo, revision=src.revision)
+                model, tok, proc = _from_pretrained(entry, src.repo, revision=src.revision)
             except OSError as exc:
                 raise ModelUnavailable(f"{entry.id}: could not load {src.repo!r}@{src.revision}: {exc}") from None
             origin = f"hub: {src.repo}@{src.revision}"
         commit = getattr(model.config, "_commit_hash", None)
         if commit:
             origin += f" (commit {commit})"
-        return LoadedModel(entry, model, tok, origin)
+        return LoadedModel(entry, model, tok, origin, proc)
     path = resolve_directory(entry, registry_dir)
-    try:
-        model, tok = _from_pretrained(entry, str(path), local_files_only=True)
-    except OSError as exc:
-        raise ModelUnavailable(f"{entry.id}: could not load from {path}: {exc}") from None
     version = ""
     if isinstance(src, PackageSource):
         try:
             version = importlib.metadata.version(src.distribution or src.package)
         except importlib.metadata.PackageNotFoundError:
             version = "?"
-    return LoadedModel(entry, model, tok, f"{src.kind}: {path} {version}".strip())
+        if src.format == "ctranslate2-whisper":
+            model, tok, proc = load_ct2_whisper(path)
+            return LoadedModel(entry, model, tok, f"package: {path / 'model.bin'} {version} (CTranslate2 -> "
+                               "transformers WhisperModel, float16 -> float32)".strip(), proc)
+        if src.format == "state-dict":
+            return _load_state_dict(entry, src, path, version)
+    try:
+        model, tok, proc = _from_pretrained(entry, str(path), local_files_only=True)
+    except OSError as exc:
+        raise ModelUnavailable(f"{entry.id}: could not load from {path}: {exc}") from None
+    return LoadedModel(entry, model, tok, f"{src.kind}: {path} {version}".strip(), proc)
+
+
+def load_ct2_whisper(directory: Path, lm_head: bool = False) -> tuple[Any, Any, Any]:
+    """A transformers Whisper model with the weights of the CTranslate2 ``model.bin`` in ``directory``.
+
+    Returns ``(model, tokenizer, feature_extractor)``: a ``WhisperModel``
+    (or ``WhisperForConditionalGeneration`` if ``lm_head``, its output
+    projection tied to the token embeddings as in Whisper) in eval mode,
+    float32; the tokenizer from ``tokenizer.json``; and a
+    ``WhisperFeatureExtractor`` with the model's number of mel bins.
+    Raises ValueError / KeyError if the file is not a CTranslate2 Whisper model.
+    """
+    import torch
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperModel, \
+        WhisperTokenizerFast
+
+    from .ctranslate2_reader import read_ct2_model, whisper_config, whisper_state_dict
+
+    ct2 = read_ct2_model(directory / "model.bin")
+    config = whisper_config(ct2)
+    weights = {k: torch.from_numpy(v) for k, v in whisper_state_dict(ct2).items()}
+    if lm_head:
+        model = WhisperForConditionalGeneration(config)
+        model.model.load_state_dict(weights, strict=True)
+        model.tie_weights()
+    else:
+        model = WhisperModel(config)
+        model.load_state_dict(weights, strict=True)
+    model.eval()
+    tok = WhisperTokenizerFast(tokenizer_file=str(directory / "tokenizer.json")) \
+        if (directory / "tokenizer.json").exists() else None
+    return model, tok, WhisperFeatureExtractor(feature_size=config.num_mel_bins)
+
+
+def _load_state_dict(entry: ModelEntry, src: PackageSource, path: Path, version: str) -> LoadedModel:
+    import torch
+
+    from .builders import BUILDERS
+
+    if src.builder not in BUILDERS:
+        raise ModelUnavailable(f"{entry.id}: unknown builder {src.builder!r} (known: {sorted(BUILDERS)})")
+    try:
+        built = BUILDERS[src.builder]()
+    except ImportError as exc:
+        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    file = path / src.file
+    # weights_only: tensors and plain containers only, never arbitrary pickled objects.
+    state = torch.load(file, map_location="cpu", weights_only=True)
+    try:
+        built.model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ModelUnavailable(f"{entry.id}: the state dict {file} does not fit builder {src.builder!r}: "
+                               f"{str(exc)[:300]}") from None
+    built.model.eval()
+    return LoadedModel(entry, built.model, None, f"package: {file} {version} ({built.description})".strip(),
+                       built.processor)
