@@ -13,20 +13,33 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Batch", "layer_names", "iter_text_hidden_states"]
+__all__ = ["Batch", "layer_names", "iter_text_hidden_states", "iter_speech_hidden_states",
+           "iter_vision_hidden_states", "speech_layer_names", "AttentionSite", "attention_sites",
+           "capture_queries_keys"]
 
 
 @dataclass
 class Batch:
-    """The hidden states of one batch: ``layers[i]`` has shape (m_i, d_i), float32, one row per real token."""
+    """The hidden states of one batch: ``layers[i]`` has shape (m_i, d_i), float32, one row per real token
+    (text), real audio frame (speech), patch/token (vision Transformers) or image (CNNs: the flattened C·H·W map).
+
+    ``all_frames`` (speech only) holds the same layers with padding frames included, for the all-frames value
+    the claims catalogue asks to report next to the real-frames one.
+    """
 
     layers: list[torch.Tensor]
     n_sequences: int
+    all_frames: list[torch.Tensor] | None = None
 
 
 def layer_names(model) -> list[str]:
     """Names of the layers :func:`iter_text_hidden_states` yields, in order."""
     cfg = model.config
+    if cfg.model_type == "canine":
+        # Character embeddings and the initial character encoder, the deep stack on downsampled positions
+        # (its input, then each layer), then the upsampled characters and the final character encoder.
+        return ["char.emb", "char.init"] + [f"down.{i}" for i in range(cfg.num_hidden_layers + 1)] + \
+            ["char.up", "char.final"]
     if getattr(cfg, "is_encoder_decoder", False):
         n_enc = getattr(cfg, "num_layers", None) or cfg.encoder_layers
         n_dec = getattr(cfg, "num_decoder_layers", None) or getattr(cfg, "decoder_layers", n_enc)
@@ -42,7 +55,7 @@ def _prepare_tokenizer(tokenizer) -> None:
 
 
 def _decoder_inputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    start = model.config.decoder_start_token_id
+    start = getattr(model.config, "decoder_start_token_id", None)
     if start is None:
         start = model.config.pad_token_id
     dec_ids = torch.cat([torch.full_like(input_ids[:, :1], start), input_ids[:, :-1]], dim=1)
@@ -51,6 +64,20 @@ def _decoder_inputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor
         dec_ids = dec_ids.masked_fill(dec_ids == -100, pad)
     # Shifted right, the decoder input has as many real positions as the input: the same mask.
     return dec_ids, attention_mask.clone()
+
+
+def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """The token mask at the resolution of hidden state ``h``: CANINE's deep layers run on a sequence
+    downsampled by ``config.downsampling_rate``, where a position is real if any character it covers is."""
+    if h.shape[1] == mask.shape[1]:
+        return mask
+    rate = getattr(model.config, "downsampling_rate", None)
+    if rate and hasattr(model, "_downsample_attention_mask"):
+        down = model._downsample_attention_mask(mask.float(), downsampling_rate=rate).bool()
+        if down.shape[1] == h.shape[1]:
+            return down
+    raise RuntimeError(f"{type(model).__name__}: a hidden state of length {h.shape[1]} does not match the "
+                       f"input mask of length {mask.shape[1]}")
 
 
 @torch.inference_mode()
@@ -85,6 +112,9 @@ def iter_text_hidden_states(
         raise ValueError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
     _prepare_tokenizer(tokenizer)
     model.to(device)
+    if getattr(model.config, "downsampling_rate", None):
+        # CANINE's strided downsampling mixes padding into the last real position: one sequence per pass.
+        batch_size = 1
     lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
     order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
     enc_dec = getattr(model.config, "is_encoder_decoder", False)
@@ -101,4 +131,253 @@ def iter_text_hidden_states(
         else:
             out = model(**inputs, output_hidden_states=True)
             states = [(h, mask) for h in out.hidden_states]
-        yield Batch([h[m].float().cpu() for h, m in states], len(chunk))
+        yield Batch([h[_resolution_mask(model, m, h)].float().cpu() for h, m in states], len(chunk))
+
+
+def speech_layer_names(model) -> list[str]:
+    """Layer names of :func:`iter_speech_hidden_states`: ``enc.0..enc.L`` for Whisper (encoder only), else ``0..L``."""
+    cfg = model.config
+    if getattr(cfg, "is_encoder_decoder", False):
+        return [f"enc.{i}" for i in range(cfg.encoder_layers + 1)]
+    return [str(i) for i in range(cfg.num_hidden_layers + 1)]
+
+
+def _speech_frame_mask(model, inputs: dict, n_frames: int, batch: int) -> torch.Tensor:
+    """(B, T) bool: which output frames stand for real audio."""
+    mask = inputs.get("attention_mask")
+    if mask is None:
+        return torch.ones(batch, n_frames, dtype=torch.bool)
+    if getattr(model.config, "is_encoder_decoder", False):
+        # Whisper: two convolutions, the second with stride 2, over mel frames (hop 10 ms) -> 20 ms frames.
+        return mask[:, ::2][:, :n_frames].bool()
+    return model._get_feature_vector_attention_mask(n_frames, mask).bool()
+
+
+@torch.inference_mode()
+def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batch_size: int = 8,
+                              device: str = "cpu", sampling_rate: int = 16_000) -> Iterator[Batch]:
+    """Run audio clips through a speech Transformer and yield the hidden states of every layer per frame.
+
+    Whisper (encoder–decoder) runs its encoder only, on the feature
+    extractor's 30-second log-mel window; frames that stand for the window's
+    padding are excluded from ``layers`` and kept in ``all_frames``. Its last
+    hidden state is taken after the encoder's final layer norm (transformers'
+    convention). wav2vec 2.0 / HuBERT get the raw waveform, padded per batch
+    with the attention mask when the feature extractor supports one (else one
+    clip per forward pass, so no padding enters the model).
+
+    Parameters
+    ----------
+    model : transformers ``WhisperModel`` / ``Wav2Vec2Model`` / ``HubertModel`` (or compatible)
+    feature_extractor : its feature extractor
+    clips : float32 waveforms (n_samples,) at ``sampling_rate``
+    batch_size : clips per forward pass
+
+    Yields
+    ------
+    :class:`Batch`, ``layers[i]`` of shape (real frames, d), ``all_frames[i]`` of shape (all frames, d).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    model.to(device)
+    whisper = getattr(model.config, "is_encoder_decoder", False)
+    if not whisper and not getattr(feature_extractor, "return_attention_mask", True):
+        batch_size = 1
+    for start in range(0, len(clips), batch_size):
+        chunk = [clips[i] for i in range(start, min(start + batch_size, len(clips)))]
+        if whisper:
+            enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt",
+                                    return_attention_mask=True)
+            inputs = {"input_features": enc["input_features"].to(device)}
+            out = model.get_encoder()(**inputs, output_hidden_states=True)
+        else:
+            enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", padding=True)
+            inputs = {k: v.to(device) for k, v in enc.items() if k in ("input_values", "attention_mask")}
+            out = model(**inputs, output_hidden_states=True)
+        states = out.hidden_states
+        b, t = states[0].shape[:2]
+        mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
+        yield Batch([h[mask].float().cpu() for h in states], len(chunk),
+                    [h.reshape(-1, h.shape[-1]).float().cpu() for h in states])
+
+
+def _vision_vectors(h: torch.Tensor, per_image: bool) -> torch.Tensor:
+    """One row per image (flattened map) or per position: (B, C, H, W) or (B, T, d) -> (rows, dim)."""
+    if per_image:
+        return h.reshape(h.shape[0], -1)
+    if h.ndim == 4:  # (B, C, H, W) maps of a hierarchical Transformer (MiT): one vector per position
+        return h.permute(0, 2, 3, 1).reshape(-1, h.shape[1])
+    return h.reshape(-1, h.shape[-1])
+
+
+@torch.inference_mode()
+def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_image: bool,
+                              batch_size: int = 16, device: str = "cpu") -> Iterator[Batch]:
+    """Run photographs through a vision model and yield its hidden states / feature maps.
+
+    Parameters
+    ----------
+    model : a transformers vision model (ViT, BEiT, DeiT, SegFormer/MiT, ResNet, ConvNeXt, VAN, CvT,
+        EfficientNet) or a module answering like one (``output_hidden_states``)
+    image_processor : its image processor (resize, crop, normalise)
+    images : RGB ``PIL.Image`` objects
+    per_image : True for CNNs: one vector per image, the flattened C·H·W map (G §3.2); False for
+        Transformers: one vector per patch/token (all tokens, [CLS] included)
+
+    Yields
+    ------
+    :class:`Batch` with one (rows, dim) float32 tensor per hidden state.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    model.to(device)
+    for start in range(0, len(images), batch_size):
+        chunk = list(images[start : start + batch_size])
+        pixels = image_processor(chunk, return_tensors="pt")["pixel_values"].to(device)
+        out = model(pixel_values=pixels, output_hidden_states=True)
+        states = out.hidden_states
+        if states is None:
+            raise RuntimeError(f"{type(model).__name__} returned no hidden states")
+        yield Batch([_vision_vectors(h, per_image).float().cpu() for h in states], len(chunk))
+
+
+#: Child-module name pairs that hold the query and key projections of one attention module, by family:
+#: BERT/RoBERTa/ALBERT/CANINE/ViT/DeiT/BEiT/SegFormer (query, key); OPT/Llama/GPT-J/Whisper/wav2vec 2.0/HuBERT
+#: (q_proj, k_proj); T5/ByT5 (q, k); CvT (projection_query, projection_key).
+_QK_PAIRS = (("query", "key"), ("q_proj", "k_proj"), ("q", "k"), ("projection_query", "projection_key"),
+             ("q_lin", "k_lin"))
+#: Fused projections: GPT-2's c_attn ([Q | K | V] along the last dim) and query_key_value (GPT-NeoX, BLOOM,
+#: Falcon: per-head interleaved [q_h, k_h, v_h], or Falcon multi-query [Q | k | v]).
+_FUSED = ("c_attn", "query_key_value")
+
+
+@dataclass
+class AttentionSite:
+    """One attention module whose queries and keys can be captured.
+
+    ``name`` its module path; ``query``/``key`` the projection modules (the
+    same fused module for GPT-2 / GPT-NeoX / BLOOM / Falcon); ``n_heads`` and
+    ``head_dim``; ``layout`` how a fused output splits ("separate", "concat",
+    "per-head", "multi-query").
+    """
+
+    name: str
+    query: torch.nn.Module
+    key: torch.nn.Module
+    n_heads: int
+    head_dim: int
+    layout: str
+    n_kv_heads: int | None = None
+
+
+def _heads(module, cfg) -> tuple[int, int, int | None]:
+    n = (getattr(module, "num_heads", None) or getattr(module, "num_attention_heads", None)
+         or getattr(module, "n_heads", None) or getattr(module, "n_head", None))
+    if n is None:
+        n = (getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None)
+             or getattr(cfg, "encoder_attention_heads", None) or getattr(cfg, "num_heads", None))
+    if isinstance(n, (list, tuple)):
+        n = None
+    hd = getattr(module, "head_dim", None) or getattr(module, "attention_head_size", None) \
+        or getattr(module, "key_value_proj_dim", None)
+    kv = getattr(cfg, "num_key_value_heads", None) or getattr(cfg, "num_kv_heads", None)
+    return n, hd, kv
+
+
+def attention_sites(model) -> list[AttentionSite]:
+    """The attention modules of a transformers model whose query/key projections :func:`capture_queries_keys` hooks.
+
+    Found by the projection names of each family (see ``_QK_PAIRS`` and
+    ``_FUSED``), in module order. Returns [] for models without attention
+    (CNNs). Raises ValueError naming the module if a fused projection's width
+    fits no known layout.
+    """
+    cfg = getattr(model, "config", None)
+    sites = []
+    for name, module in model.named_modules():
+        children = dict(module.named_children())
+        for q, k in _QK_PAIRS:
+            if isinstance(children.get(q), torch.nn.Linear) and isinstance(children.get(k), torch.nn.Linear):
+                n, hd, kv = _heads(module, cfg)
+                out = children[q].out_features
+                if n is None and hd is not None:
+                    n = out // hd
+                if hd is None and n:
+                    hd = out // n
+                sites.append(AttentionSite(name, children[q], children[k], int(n or 1), int(hd or out), "separate"))
+                break
+        for fused in _FUSED:
+            lin = children.get(fused)
+            if lin is None or not hasattr(lin, "weight"):
+                continue
+            out = lin.weight.shape[1] if fused == "c_attn" else lin.weight.shape[0]  # GPT-2's Conv1D is (in, out)
+            n, hd, kv = _heads(module, cfg)
+            hd = hd or out // (3 * n)
+            if fused == "c_attn":
+                layout = "concat"
+            elif out == 3 * n * hd:
+                layout = "per-head"
+            elif out % hd == 0 and (out // hd - n) > 0 and (out // hd - n) % 2 == 0:
+                layout, kv = "multi-query", (out // hd - n) // 2
+            else:
+                raise ValueError(f"{name}.{fused}: output width {out} fits no known Q/K/V layout "
+                                 f"({n} heads x {hd})")
+            sites.append(AttentionSite(name, lin, lin, int(n), int(hd), layout, kv))
+    return sites
+
+
+def _split_fused(site: AttentionSite, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n, hd = site.n_heads, site.head_dim
+    if site.layout == "concat":
+        q, k, _ = out.split(n * hd, dim=-1)
+        return q, k
+    if site.layout == "per-head":
+        per = out.reshape(*out.shape[:-1], n, 3, hd)
+        return per[..., 0, :].flatten(-2), per[..., 1, :].flatten(-2)
+    kv = site.n_kv_heads or 1
+    return out[..., : n * hd], out[..., n * hd : (n + kv) * hd]
+
+
+class capture_queries_keys:
+    """Context manager that records the query and key projections of every attention module during forwards.
+
+    On exit the hooks are removed. ``captured[site.name]`` is a list of
+    ``(queries, keys)`` pairs, one per forward call, each shaped like the
+    projection's output (..., n_heads·head_dim) (keys: n_kv_heads·head_dim
+    for grouped/multi-query attention), float32 on CPU, before rotary
+    position embeddings. Queries and keys are the projections' outputs (G §5,
+    Fig. 13-14: Q̄ and K̄ are means over tokens of these).
+    """
+
+    def __init__(self, model):
+        self.sites = attention_sites(model)
+        self._q: dict[str, list[torch.Tensor]] = {s.name: [] for s in self.sites}
+        self._k: dict[str, list[torch.Tensor]] = {s.name: [] for s in self.sites}
+        self._hooks: list = []
+
+    @property
+    def captured(self) -> dict[str, list[tuple[torch.Tensor, torch.Tensor]]]:
+        """Site name -> [(queries, keys), ...], one pair per forward call."""
+        return {name: list(zip(self._q[name], self._k[name])) for name in self._q}
+
+    def __enter__(self) -> "capture_queries_keys":
+        def keep(store: list):
+            return lambda mod, args, out: store.append(out.detach().float().cpu())
+
+        for site in self.sites:
+            if site.layout == "separate":
+                self._hooks += [site.query.register_forward_hook(keep(self._q[site.name])),
+                                site.key.register_forward_hook(keep(self._k[site.name]))]
+            else:
+                def on_fused(mod, args, out, site=site):
+                    q, k = _split_fused(site, out.detach().float().cpu())
+                    self._q[site.name].append(q)
+                    self._k[site.name].append(k)
+
+                self._hooks.append(site.query.register_forward_hook(on_fused))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks.clear()

@@ -12,7 +12,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .extract import iter_text_hidden_states, layer_names
+from .extract import (iter_speech_hidden_states, iter_text_hidden_states, iter_vision_hidden_states, layer_names,
+                      speech_layer_names)
+from .inputs.media import InputsUnavailable, MediaSet, load_images, load_speech
 from .inputs.text import Corpus, load_corpus
 from .registry import ModelEntry, Registry
 from .settings import Settings
@@ -21,49 +23,84 @@ from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_ke
 
 log = logging.getLogger(__name__)
 
-__all__ = ["compute_text_stats", "StatsProvider", "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable"]
+__all__ = ["compute_stats", "compute_text_stats", "compute_media_stats", "StatsProvider", "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable"]
 
 #: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
 BLOCK_SWEEP_FORMAT = 1
 
 
-def compute_text_stats(loaded: LoadedModel, corpus: Corpus, settings: Settings, fingerprint: str) -> ModelStats:
-    """Stream the hidden states of ``corpus`` through ``loaded`` into per-layer accumulators.
+def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict) -> ModelStats:
+    """Stream hidden-state batches (:class:`~aniso.extract.Batch`) into one accumulator per layer.
 
     Memory is bounded by one batch of hidden states plus the accumulators'
-    fixed state, whatever the corpus size. ``fingerprint`` (from
-    :func:`~aniso.sources.source_fingerprint`) is recorded in the metadata.
+    fixed state, whatever the number of inputs. CNN layers (one flattened
+    C·H·W map per image) and layers wider than
+    ``settings.second_order_max_dim`` keep first-order statistics only (avg
+    cos, drift norm, mean norm; no SVD anisotropy, TwoNN or sampled pairs). ``names`` are the layer names (None: numbered
+    from the first batch). Speech batches' all-frames states go into
+    ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer.
+
+    Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
     """
-    names = layer_names(loaded.model)
     layers: list[LayerAccumulator] | None = None
+    all_frames: list[LayerAccumulator] | None = None
     n_seq = 0
     t0 = time.perf_counter()
-    for batch in iter_text_hidden_states(
-        loaded.model, loaded.tokenizer, corpus.sequences,
-        batch_size=settings.batch_size, max_length=settings.max_length, device=settings.device,
-    ):
+    for batch in batches:
         if layers is None:
+            if names is None:
+                names = [str(i) for i in range(len(batch.layers))]
             if len(batch.layers) != len(names):
-                raise RuntimeError(f"{loaded.entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
+                raise RuntimeError(f"{entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
             layers = [
-                LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size, settings.seed + i)
+                LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
+                                 second_order=entry.architecture != "cnn" and h.shape[1] <= settings.second_order_max_dim)
                 for i, h in enumerate(batch.layers)
             ]
+            if batch.all_frames is not None:
+                all_frames = [LayerAccumulator(h.shape[1], second_order=False) for h in batch.all_frames]
         for acc, h in zip(layers, batch.layers):
             acc.update(h.numpy())
+        if all_frames is not None:
+            for acc, h in zip(all_frames, batch.all_frames):
+                acc.update(h.numpy())
         n_seq += batch.n_sequences
     if layers is None:
-        raise RuntimeError(f"{loaded.entry.id}: the corpus gave no sequences")
-    meta = {
-        "origin": loaded.origin,
-        "fingerprint": fingerprint,
-        "corpus": corpus.describe(),
-        "n_sequences": n_seq,
-        "n_tokens": layers[0].count,
-        "settings": settings.extraction_key(),
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
-    return ModelStats(loaded.entry.id, names, layers, meta)
+        raise RuntimeError(f"{entry.id}: the inputs gave no batches")
+    meta = dict(meta, n_sequences=n_seq, n_tokens=layers[0].count, settings=settings.extraction_key(),
+                seconds=round(time.perf_counter() - t0, 2))
+    if all_frames is not None:
+        meta["all_frames_mean_cosine"] = [a.summary().mean_cosine for a in all_frames]
+        meta["all_frames_count"] = all_frames[0].count
+    return ModelStats(entry.id, names, layers, meta)
+
+
+def compute_text_stats(loaded: LoadedModel, corpus: Corpus, settings: Settings, fingerprint: str) -> ModelStats:
+    """Stream the hidden states of ``corpus`` through a text model (see :func:`compute_stats`)."""
+    batches = iter_text_hidden_states(loaded.model, loaded.tokenizer, corpus.sequences, batch_size=settings.batch_size,
+                                      max_length=settings.max_length, device=settings.device)
+    return compute_stats(loaded.entry, batches, layer_names(loaded.model), settings,
+                         {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": corpus.describe()})
+
+
+def compute_media_stats(loaded: LoadedModel, inputs: MediaSet, settings: Settings, fingerprint: str) -> ModelStats:
+    """Stream recordings (speech) or photographs (vision) through ``loaded`` (see :func:`compute_stats`).
+
+    CNNs give one vector per image (the flattened C·H·W map), vision
+    Transformers one per patch/token, speech models one per real audio frame.
+    """
+    entry = loaded.entry
+    if entry.modality == "speech":
+        batches = iter_speech_hidden_states(loaded.model, loaded.processor, inputs.items,
+                                            batch_size=max(1, settings.batch_size // 2), device=settings.device)
+        names = speech_layer_names(loaded.model)
+    else:
+        batches = iter_vision_hidden_states(loaded.model, loaded.processor, inputs.items,
+                                            per_image=entry.architecture == "cnn", batch_size=settings.batch_size,
+                                            device=settings.device)
+        names = None
+    return compute_stats(entry, batches, names, settings,
+                         {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()})
 
 
 @dataclass
@@ -80,6 +117,7 @@ class StatsProvider:
     registry: Registry
     hub: HubStatus = field(default_factory=HubStatus)
     _corpus: Corpus | None = field(default=None, init=False)
+    _media: dict[str, MediaSet | InputsUnavailable] = field(default_factory=dict, init=False)
     _memo: dict[str, ModelStats | ModelUnavailable] = field(default_factory=dict, init=False)
 
     @property
@@ -90,6 +128,29 @@ class StatsProvider:
                 hub_reachable=self.settings.corpus is None and self.hub.reachable(),
             )
         return self._corpus
+
+    def media(self, modality: str) -> MediaSet:
+        """The run's recordings (``speech``) or photographs (``vision``), loaded once.
+
+        Raises :class:`ModelUnavailable`-compatible :class:`InputsUnavailable` (remembered) if there are none.
+        """
+        got = self._media.get(modality)
+        if got is None:
+            s = self.settings
+            try:
+                if modality == "speech":
+                    got = load_speech(s.speech_dir, s.n_clips, s.seed,
+                                      hub_reachable=s.speech_dir is None and self.hub.reachable())
+                elif modality == "vision":
+                    got = load_images(s.image_dir, s.n_images, s.seed)
+                else:
+                    raise ValueError(f"no media inputs for modality {modality!r}")
+            except InputsUnavailable as exc:
+                got = exc
+            self._media[modality] = got
+        if isinstance(got, InputsUnavailable):
+            raise got
+        return got
 
     @property
     def cache(self) -> StatsCache:
@@ -115,15 +176,22 @@ class StatsProvider:
         return stats
 
     def _get_uncached(self, entry: ModelEntry) -> ModelStats:
-        if entry.modality != "text":
-            raise ModelUnavailable(f"{entry.id}: inputs for modality {entry.modality!r} are not implemented yet")
+        if entry.modality not in ("text", "speech", "vision"):
+            raise ModelUnavailable(f"{entry.id}: no hidden-state statistics for modality {entry.modality!r}")
         registry_dir = self.registry.path.parent if self.registry.path else None
         fingerprint = source_fingerprint(entry, registry_dir)
+        if entry.modality == "text":
+            inputs_key = {"corpus": self.corpus.fingerprint, "sample": list(self.corpus.sequences[:3])}
+        else:
+            try:
+                media = self.media(entry.modality)
+            except InputsUnavailable as exc:
+                raise ModelUnavailable(f"{entry.id}: {exc}") from None
+            inputs_key = {"media": media.fingerprint, "names": list(media.names)}
         key = cache_key({
             "model": entry.id,
             "fingerprint": fingerprint,
-            "corpus": self.corpus.fingerprint,
-            "sample": list(self.corpus.sequences[:3]),
+            **inputs_key,
             "settings": self.settings.extraction_key(),
         })
         if not self.settings.no_cache:
@@ -132,7 +200,11 @@ class StatsProvider:
                 cached.meta["cache"] = {"key": key, "hit": True}
                 log.info("%s: statistics from cache %s", entry.id, key)
                 return cached
-        stats = compute_text_stats(load_model(entry, self.hub, registry_dir), self.corpus, self.settings, fingerprint)
+        loaded = load_model(entry, self.hub, registry_dir)
+        if entry.modality == "text":
+            stats = compute_text_stats(loaded, self.corpus, self.settings, fingerprint)
+        else:
+            stats = compute_media_stats(loaded, self.media(entry.modality), self.settings, fingerprint)
         stats.meta["cache"] = {"key": key, "hit": False}
         if not self.settings.no_cache:
             self.cache.save(key, stats)

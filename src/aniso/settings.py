@@ -39,9 +39,15 @@ class Settings:
     block_sequences: int = 16
     block_seq_len: int = 512
     block_norms: int = 21
+    speech_dir: str | None = None
+    n_clips: int = 32
+    image_dir: str | None = None
+    n_images: int = 192
+    second_order_max_dim: int = 8192
 
     def __post_init__(self) -> None:
-        for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences"):
+        for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences", "n_clips", "n_images",
+                     "second_order_max_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
         if self.reservoir_size < 3:
@@ -83,7 +89,7 @@ class Settings:
     def extraction_key(self) -> dict:
         """The settings that change extracted statistics (part of the cache key)."""
         return {k: v for k, v in asdict(self).items() if k in
-                ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size")}
+                ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size", "second_order_max_dim")}
 
     def path(self, name: str) -> Path:
         return Path(getattr(self, name))
@@ -107,4 +113,12 @@ SETTING_HELP = {
     "block_sequences": "input sequences per bias norm in the untrained-block sweep (G §4.1: 16)",
     "block_seq_len": "embeddings per input sequence in the untrained-block sweep (G §4.1: 512)",
     "block_norms": "bias norms N in the untrained-block sweep: 0, then geometric from 0.5 to 128",
+    "speech_dir": "folder of .flac/.wav recordings for speech models (e.g. LibriSpeech); default: LibriSpeech via "
+    "datasets if the hub is reachable",
+    "n_clips": "recordings sampled from the speech folder",
+    "image_dir": "folder of .jpg/.png photographs for vision models (e.g. Caltech-101); default: the sample "
+    "photographs of scikit-image (fallback)",
+    "n_images": "photographs sampled from the image folder",
+    "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
+    "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }

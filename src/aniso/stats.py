@@ -27,7 +27,7 @@ from . import metrics
 log = logging.getLogger(__name__)
 
 #: Bump when the accumulated state or its meaning changes: old cache entries are then ignored.
-STATS_FORMAT_VERSION = 1
+STATS_FORMAT_VERSION = 2
 
 
 class LayerAccumulator:
@@ -41,15 +41,23 @@ class LayerAccumulator:
 
     Every statistic is independent of how the stream is split into updates.
 
+    With ``second_order=False`` only the first-order state is kept (count,
+    Σ u_i, Σ x_i, Σ ||x_i||): O(d) memory, which is all avg cos, drift norm and
+    mean norm need. This is the mode for flattened CNN feature maps (G §3.2),
+    whose d (C·H·W, up to ~4·10⁵) rules out a d × d matrix; the SVD
+    anisotropy, TwoNN and sampled-pair estimates are then NaN.
+
     Parameters
     ----------
     dim : int, the vector dimension d
-    reservoir_size : int >= 0
+    reservoir_size : int >= 0 (ignored, 0, without second order)
     svd_batch_size : int >= 2, vectors per batch for the batch-wise SVD anisotropy
     seed : int, seed of the reservoir's random stream
+    second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
     """
 
-    def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0):
+    def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
+                 second_order: bool = True):
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
@@ -57,6 +65,9 @@ class LayerAccumulator:
         if svd_batch_size < 2:
             raise ValueError(f"svd_batch_size must be >= 2, got {svd_batch_size}")
         self.dim = dim
+        self.second_order = second_order
+        if not second_order:
+            reservoir_size = 0
         self.reservoir_size = reservoir_size
         self.svd_batch_size = svd_batch_size
         self.seed = seed
@@ -64,10 +75,10 @@ class LayerAccumulator:
         self.n_zero = 0
         self.unit_sum = np.zeros(dim, np.float64)
         self.vector_sum = np.zeros(dim, np.float64)
-        self.gram = np.zeros((dim, dim), np.float64)
+        self.gram = np.zeros((dim, dim), np.float64) if second_order else None
         self.norm_sum = 0.0
         self.batch_svd: list[float] = []
-        self._svd_buffer = np.empty((svd_batch_size, dim), np.float32)
+        self._svd_buffer = np.empty((svd_batch_size if second_order else 0, dim), np.float32)
         self._svd_fill = 0
         self.reservoir = np.empty((reservoir_size, dim), np.float32)
         self._rng = np.random.Generator(np.random.PCG64(seed))
@@ -88,11 +99,12 @@ class LayerAccumulator:
         self.n_zero += int((~nonzero).sum())
         self.unit_sum += (x64[nonzero] / norms[nonzero, None]).sum(axis=0)
         self.vector_sum += x64.sum(axis=0)
-        xt = torch.from_numpy(np.ascontiguousarray(x64))
-        self.gram += (xt.T @ xt).numpy()
         self.norm_sum += float(norms.sum())
-        self._update_svd_batches(x)
-        self._update_reservoir(x)
+        if self.second_order:
+            xt = torch.from_numpy(np.ascontiguousarray(x64))
+            self.gram += (xt.T @ xt).numpy()
+            self._update_svd_batches(x)
+            self._update_reservoir(x)
         self.count += x.shape[0]
 
     def _update_svd_batches(self, x: np.ndarray) -> None:
@@ -153,7 +165,8 @@ class LayerAccumulator:
             mean_cosine_sampled=metrics.mean_cosine_sampled(res, n_pairs, rng) if res.shape[0] >= 2 else math.nan,
             drift_norm=metrics.drift_norm_from_sum(self.vector_sum, n),
             mean_norm=self.norm_sum / n,
-            svd_anisotropy=metrics.svd_anisotropy_from_moments(self.vector_sum, self.gram, n),
+            svd_anisotropy=(metrics.svd_anisotropy_from_moments(self.vector_sum, self.gram, n)
+                            if self.second_order else math.nan),
             svd_anisotropy_batch_mean=float(bs.mean()) if bs.size else math.nan,
             svd_anisotropy_batch_std=float(bs.std()) if bs.size else math.nan,
             n_svd_batches=int(bs.size),
@@ -167,28 +180,28 @@ class LayerAccumulator:
         """The accumulated state as named arrays (for the cache)."""
         return {
             "count": np.array([self.count, self.n_zero, self._svd_fill], np.int64),
-            "settings": np.array([self.dim, self.reservoir_size, self.svd_batch_size, self.seed], np.int64),
+            "settings": np.array([self.dim, self.reservoir_size, self.svd_batch_size, self.seed,
+                                  int(self.second_order)], np.int64),
             "unit_sum": self.unit_sum,
             "vector_sum": self.vector_sum,
-            "gram": self.gram,
             "norm_sum": np.array([self.norm_sum], np.float64),
             "batch_svd": np.asarray(self.batch_svd, np.float64),
-            "reservoir": self.reservoir_sample().copy(),
-        }
+        } | ({"gram": self.gram, "reservoir": self.reservoir_sample().copy()} if self.second_order else {})
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> "LayerAccumulator":
         """Rebuild an accumulator from :meth:`state` (a finished one: its SVD buffer is not kept)."""
-        dim, k, b, seed = (int(v) for v in state["settings"])
-        acc = cls(dim, k, b, seed)
+        dim, k, b, seed, second = (int(v) for v in state["settings"])
+        acc = cls(dim, k, b, seed, bool(second))
         acc.count, acc.n_zero, acc._svd_fill = (int(v) for v in state["count"])
         acc.unit_sum = state["unit_sum"].astype(np.float64)
         acc.vector_sum = state["vector_sum"].astype(np.float64)
-        acc.gram = state["gram"].astype(np.float64)
         acc.norm_sum = float(state["norm_sum"][0])
         acc.batch_svd = [float(v) for v in state["batch_svd"]]
-        res = state["reservoir"]
-        acc.reservoir[: res.shape[0]] = res
+        if acc.second_order:
+            acc.gram = state["gram"].astype(np.float64)
+            res = state["reservoir"]
+            acc.reservoir[: res.shape[0]] = res
         return acc
 
 

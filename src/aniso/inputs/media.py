@@ -1,0 +1,221 @@
+"""Speech and image inputs: real recordings and photographs from a local folder, seeded and sized by settings.
+
+Speech: 16 kHz mono audio (other rates are resampled with
+``scipy.signal.resample_poly``), read with ``soundfile`` from ``*.flac`` /
+``*.wav`` files; when no folder is given and the hub is reachable, LibriSpeech
+validation clips through ``datasets``. Images: ``*.jpg`` / ``*.jpeg`` /
+``*.png`` read with Pillow as RGB; when no folder is given, the sample
+photographs that ship inside scikit-image (labelled FALLBACK IMAGES).
+
+Both give a :class:`MediaSet` whose ``fingerprint`` (SHA-256 over the sampled
+files' bytes) keys the statistics cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "SAMPLE_RATE"]
+
+SAMPLE_RATE = 16_000
+_AUDIO = (".flac", ".wav")
+_IMAGES = (".jpg", ".jpeg", ".png")
+
+
+class InputsUnavailable(RuntimeError):
+    """Inputs of a modality cannot be had here; the message says why and which setting provides them."""
+
+
+@dataclass(frozen=True)
+class MediaSet:
+    """A seeded sample of recordings or photographs.
+
+    Attributes
+    ----------
+    modality : "speech" or "vision"
+    name, label : short name, and what a reader must know (shown with every result)
+    origin : folder or loader the items came from
+    fingerprint : SHA-256 prefix over the sampled items, for the statistics cache
+    items : float32 waveforms at 16 kHz (speech) or RGB ``PIL.Image`` (vision), in sample order
+    names : one name per item (file name)
+    n_available : items in the source before sampling
+    seed : the sampling seed
+    is_fallback : True for the embedded default
+    """
+
+    modality: str
+    name: str
+    label: str
+    origin: str
+    fingerprint: str
+    items: tuple[Any, ...]
+    names: tuple[str, ...]
+    n_available: int
+    seed: int
+    is_fallback: bool = False
+
+    def describe(self) -> dict:
+        """JSON-friendly provenance of the sample (without the data)."""
+        out = {k: getattr(self, k) for k in ("modality", "name", "label", "origin", "fingerprint", "n_available",
+                                             "seed", "is_fallback")}
+        out["n_items"] = len(self.items)
+        if self.modality == "speech":
+            out["seconds"] = round(sum(len(a) for a in self.items) / SAMPLE_RATE, 2)
+        return out
+
+
+def _sample(files: list[Path], n: int, seed: int) -> list[Path]:
+    if len(files) <= n:
+        return files
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return [files[i] for i in sorted(rng.choice(len(files), size=n, replace=False))]
+
+
+def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
+    if not folder.is_dir():
+        raise InputsUnavailable(f"{setting}: {folder} is not a folder")
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and p.is_file())
+    if not files:
+        raise InputsUnavailable(f"{setting}: no {'/'.join(suffixes)} files under {folder}")
+    return files
+
+
+def _to_16k(audio: np.ndarray, rate: int) -> np.ndarray:
+    from scipy.signal import resample_poly
+
+    if audio.ndim == 2:
+        audio = audio.mean(axis=1)
+    if rate != SAMPLE_RATE:
+        g = math.gcd(rate, SAMPLE_RATE)
+        audio = resample_poly(audio, SAMPLE_RATE // g, rate // g)
+    return np.ascontiguousarray(audio, dtype=np.float32)
+
+
+def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_seconds: float = 30.0,
+                hub_reachable: bool = False) -> MediaSet:
+    """A seeded sample of ``n_clips`` recordings, mono float32 at 16 kHz, each cut to ``max_seconds``.
+
+    Parameters
+    ----------
+    folder : folder searched recursively for .flac/.wav (setting ``speech_dir``); None: LibriSpeech
+        validation via ``datasets`` if the hub is reachable
+    n_clips : clips to sample (all if fewer)
+    seed : sampling seed
+    max_seconds : longest clip kept (Whisper's window is 30 s)
+
+    Raises
+    ------
+    InputsUnavailable naming the setting, the folder or the failed loader; ValueError if n_clips < 1.
+    """
+    if n_clips < 1:
+        raise ValueError(f"n_clips must be >= 1, got {n_clips}")
+    if folder is None:
+        if not hub_reachable:
+            raise InputsUnavailable("speech inputs: no folder given (--aniso-speech-dir / ANISO_SPEECH_DIR) "
+                                    "and the hub cannot be reached for LibriSpeech")
+        return _librispeech_from_hub(n_clips, seed, max_seconds)
+    import soundfile
+
+    folder = Path(folder)
+    all_files = _list(folder, _AUDIO, "speech_dir")
+    files = _sample(all_files, n_clips, seed)
+    h = hashlib.sha256()
+    clips = []
+    for p in files:
+        raw = p.read_bytes()
+        h.update(p.name.encode() + hashlib.sha256(raw).digest())
+        try:
+            audio, rate = soundfile.read(p, dtype="float32")
+        except Exception as exc:  # noqa: BLE001 - name the file
+            raise InputsUnavailable(f"speech_dir: cannot read {p}: {exc}") from None
+        clips.append(_to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)])
+    return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)",
+                    str(folder), h.hexdigest()[:16], tuple(clips), tuple(p.name for p in files), len(all_files), seed)
+
+
+def _librispeech_from_hub(n_clips: int, seed: int, max_seconds: float) -> MediaSet:
+    try:
+        from datasets import load_dataset
+
+        ds = load_dataset("openslr/librispeech_asr", "clean", split="validation", streaming=True)
+        ds = ds.shuffle(seed=seed, buffer_size=1000).take(n_clips)
+        clips, names = [], []
+        for row in ds:
+            clips.append(_to_16k(np.asarray(row["audio"]["array"]), row["audio"]["sampling_rate"])
+                         [: int(max_seconds * SAMPLE_RATE)])
+            names.append(str(row["id"]))
+    except Exception as exc:  # noqa: BLE001 - report the loader failure
+        raise InputsUnavailable(f"speech inputs: LibriSpeech via datasets failed: {exc}") from None
+    h = hashlib.sha256("".join(names).encode()).hexdigest()[:16]
+    return MediaSet("speech", "librispeech-clean-validation", f"{len(clips)} LibriSpeech clean validation clips",
+                    "datasets: openslr/librispeech_asr", h, tuple(clips), tuple(names), len(clips), seed)
+
+
+_SKIMAGE_PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "cat", "immunohistochemistry", "hubble_deep_field",
+                   "colorwheel", "retina", "motorcycle_left", "motorcycle_right", "logo")
+
+
+def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet:
+    """A seeded sample of ``n_images`` photographs as RGB ``PIL.Image``.
+
+    Parameters
+    ----------
+    folder : folder searched recursively for .jpg/.jpeg/.png (setting ``image_dir``); None: the sample
+        photographs of scikit-image (FALLBACK IMAGES, a dozen pictures)
+    n_images : images to sample (all if fewer)
+    seed : sampling seed
+
+    Raises
+    ------
+    InputsUnavailable naming the setting or file; ValueError if n_images < 1.
+    """
+    from PIL import Image
+
+    if n_images < 1:
+        raise ValueError(f"n_images must be >= 1, got {n_images}")
+    if folder is None:
+        return _skimage_photos(n_images, seed)
+    folder = Path(folder)
+    all_files = _list(folder, _IMAGES, "image_dir")
+    files = _sample(all_files, n_images, seed)
+    h = hashlib.sha256()
+    images = []
+    for p in files:
+        h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
+        try:
+            with Image.open(p) as im:
+                images.append(im.convert("RGB"))
+        except Exception as exc:  # noqa: BLE001 - name the file
+            raise InputsUnavailable(f"image_dir: cannot read {p}: {exc}") from None
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}", str(folder),
+                    h.hexdigest()[:16], tuple(images), tuple(p.name for p in files), len(all_files), seed)
+
+
+def _skimage_photos(n_images: int, seed: int) -> MediaSet:
+    from PIL import Image
+
+    try:
+        from skimage import data
+    except ImportError:
+        raise InputsUnavailable("image inputs: no folder given (--aniso-image-dir / ANISO_IMAGE_DIR) and "
+                                "scikit-image (the embedded fallback photographs) is not installed") from None
+    images, names, h = [], [], hashlib.sha256()
+    for name in _SKIMAGE_PHOTOS[:n_images]:
+        arr = np.asarray(getattr(data, name)())
+        if arr.ndim == 2:
+            arr = np.stack([arr] * 3, axis=-1)
+        arr = arr[..., :3]
+        if arr.dtype != np.uint8:
+            arr = (255 * (arr - arr.min()) / max(float(arr.max() - arr.min()), 1e-12)).astype(np.uint8)
+        h.update(name.encode() + hashlib.sha256(arr.tobytes()).digest())
+        images.append(Image.fromarray(arr, "RGB"))
+        names.append(name)
+    return MediaSet("vision", "skimage-data", f"FALLBACK IMAGES: {len(images)} sample photographs shipped with "
+                    "scikit-image (not the paper's images)", "skimage.data", h.hexdigest()[:16], tuple(images),
+                    tuple(names), len(_SKIMAGE_PHOTOS), seed, is_fallback=True)
