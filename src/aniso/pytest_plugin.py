@@ -43,6 +43,23 @@ class AnisoSession:
     results: list[R.ClaimResult] = field(default_factory=list)
     report_path: Path | None = None
     must_run_failures: list[str] = field(default_factory=list)
+    pipeline: dict[str, dict] = field(default_factory=dict)
+    _pipeline_memo: dict[str, Any] = field(default_factory=dict)
+
+    def check_pipeline(self, entry: ModelEntry):
+        """:func:`aniso.pipeline_check.check_pipeline` for ``entry``, once per distinct tiny config, recorded for
+        the report (``results.json`` → ``pipeline``). ValueError (no buildable tiny config) propagates."""
+        import json
+
+        from .pipeline_check import check_pipeline
+
+        key = json.dumps({"tiny": entry.tiny, "modality": entry.modality, "architecture": entry.architecture,
+                          "granularity": entry.granularity}, sort_keys=True)
+        if key not in self._pipeline_memo:
+            self._pipeline_memo[key] = check_pipeline(entry, seed=self.settings.seed)
+        result = self._pipeline_memo[key]
+        self.pipeline[entry.id] = dict(result.to_dict(), model_id=entry.id)
+        return result
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -109,6 +126,10 @@ class ClaimContext:
             stats = self._session.provider.get(self.entry)
         except ModelUnavailable as exc:
             pytest.skip(str(exc))
+        return self.note_inputs(stats)
+
+    def note_inputs(self, stats: ModelStats) -> ModelStats:
+        """Record which inputs (corpus, recordings, photographs) ``stats`` came from in the claim's result."""
         corpus = stats.meta.get("corpus", {})
         self.result.corpus = corpus.get("label")
         self.result.n_sequences = stats.meta.get("n_sequences")
@@ -140,6 +161,21 @@ class ClaimContext:
             except ModelUnavailable as exc:
                 tried.append(str(exc))
         pytest.skip(f"no reference model with tags {list(all_of)} is available: " + ("; ".join(tried) or "none listed"))
+
+    def available_stats(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
+                        ) -> tuple[list[tuple[ModelEntry, ModelStats]], list[str]]:
+        """Statistics of every registry entry with these tags whose model is available here.
+
+        Returns ``(available, unavailable)``: (entry, stats) pairs in registry
+        order, and one reason per entry that could not be had (naming it).
+        """
+        got, missing = [], []
+        for entry in self._session.registry.select(all_of, any_of):
+            try:
+                got.append((entry, self._session.provider.get(entry)))
+            except ModelUnavailable as exc:
+                missing.append(str(exc))
+        return got, missing
 
     def conclude(self, holds: bool, measured: dict[str, Any], threshold: str) -> None:
         """Record the verdict and make the test outcome follow it.
@@ -218,7 +254,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     aniso = session.config.stash.get(_SESSION, None)
-    if aniso is None or not aniso.results:
+    if aniso is None or not (aniso.results or aniso.pipeline):
         return
     for entry in aniso.registry:
         if entry.must_run:
@@ -231,6 +267,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _write_report(aniso)
 
 
+@pytest.fixture
+def aniso_session(request: pytest.FixtureRequest) -> AnisoSession:
+    """The run's :class:`AnisoSession` (settings, registry, statistics, pipeline checks)."""
+    return request.config.stash[_SESSION]
+
+
 def _write_report(aniso: AnisoSession) -> None:
     from .report import write_html_report
 
@@ -240,14 +282,26 @@ def _write_report(aniso: AnisoSession) -> None:
         run_dir = aniso.root / run_dir
     run_dir = run_dir / f"run-{stamp}"
     computed = aniso.provider.computed()
-    corpus = next((s.meta.get("corpus") for s in computed.values()), None)
+    corpus = next((s.meta.get("corpus") for s in computed.values()
+                   if s.meta.get("corpus", {}).get("modality") is None), None)
     prov = R.provenance(aniso.root, dict(vars(aniso.settings)), corpus)
-    models = {mid: R.model_layers_doc(s) for mid, s in computed.items()}
+    models = {}
+    for mid, s in computed.items():
+        e = aniso.registry.get(mid)
+        models[mid] = R.model_layers_doc(s) | {"entry": {
+            "modality": e.modality, "granularity": e.granularity, "architecture": e.architecture, "role": e.role,
+            "family": e.family, "description": e.description}}
     experiments = {}
     if aniso.blocks is not None and aniso.blocks.computed():
         experiments["untrained_block"] = {mid: [s.to_dict() for s in sweeps]
                                           for mid, sweeps in aniso.blocks.computed().items()}
-    R.write_results(run_dir / "results.json", prov, aniso.results, models, experiments)
+    if aniso.pipeline:
+        experiments["pipeline_offline"] = aniso.pipeline
+    registry = {e.id: {"modality": e.modality, "granularity": e.granularity, "architecture": e.architecture,
+                       "family": e.family, "trained": e.trained} for e in aniso.registry}
+    prov["inputs"] = [s.meta["corpus"] for s in computed.values() if s.meta.get("corpus", {}).get("modality")]
+    prov["inputs"] = list({d["fingerprint"]: d for d in prov["inputs"]}.values())
+    R.write_results(run_dir / "results.json", prov, aniso.results, models, experiments, registry)
     write_html_report(run_dir / "results.json", run_dir / "report.html")
     aniso.report_path = run_dir / "report.html"
 

@@ -104,11 +104,13 @@ def model_layers_doc(stats: ModelStats) -> dict:
 
 
 def write_results(path: Path, prov: dict, results: list[ClaimResult], models: dict[str, dict],
-                  experiments: dict[str, Any] | None = None) -> None:
-    """Write ``results.json``: provenance, claim results, per-model layer metrics and experiment data
-    (``experiments["untrained_block"]``: sweeps per registry id, one per seed)."""
+                  experiments: dict[str, Any] | None = None, registry: dict[str, dict] | None = None) -> None:
+    """Write ``results.json``: provenance, claim results, per-model layer metrics, experiment data
+    (``experiments["untrained_block"]``: sweeps per registry id, one per seed; ``experiments["pipeline_offline"]``:
+    tiny-model pipeline checks per registry id) and ``registry`` (modality, granularity, architecture, family of
+    every registry entry, for grouping)."""
     doc = {"provenance": prov, "results": [asdict(r) for r in results], "models": models,
-           "experiments": experiments or {}}
+           "experiments": experiments or {}, "registry": registry or {}}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(_clean(doc), indent=1))
 
@@ -123,4 +125,5 @@ def read_results(path: Path) -> dict:
         if key not in doc:
             raise ValueError(f"{path}: missing key {key!r}")
     doc.setdefault("experiments", {})
+    doc.setdefault("registry", {})
     return doc

@@ -84,10 +84,25 @@ def render_html(doc: dict) -> str:
     """The report page for a results document (as read by :func:`aniso.results.read_results`)."""
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["num"] = lambda v: "—" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
+    from .modalities import GROUPS, drift_pvalue_figure, group_of, modality_figures
+
     results = doc["results"]
-    claims = list(dict.fromkeys(r["claim_id"] for r in results))
+    registry = doc.get("registry", {})
     models = list(dict.fromkeys(r["model_id"] or "—" for r in results))
     matrix = {(r["claim_id"], r["model_id"] or "—"): r for r in results}
+    # One claims x models table per report group (text subword, char/byte, speech, vision Transformers, CNNs),
+    # then untrained blocks and model-free claims; each with only the claims that have a result there.
+    titles = {k: f"{t} ({fig})" for k, t, fig in GROUPS} | {"embeddings": "Untrained blocks (G §4)",
+                                                              "other": "Model-free checks"}
+    groups = []
+    for key in [k for k, _, _ in GROUPS] + ["embeddings", "other"]:
+        members = [m for m in models if (group_of(registry[m]) if m in registry else "other") == key]
+        if members:
+            group_claims = list(dict.fromkeys(r["claim_id"] for r in results if (r["model_id"] or "—") in members))
+            groups.append((titles[key], group_claims, members))
+    pipeline = doc.get("experiments", {}).get("pipeline_offline", {})
+    unavailable = {r["model_id"] for r in results if r["verdict"] == "skipped"} - \
+        {r["model_id"] for r in results if r["verdict"] != "skipped"}
     counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -97,7 +112,9 @@ def render_html(doc: dict) -> str:
     block_docs = doc.get("experiments", {}).get("untrained_block", {})
     template = env.get_template("report.html.j2")
     return template.render(
-        prov=doc["provenance"], results=results, claims=claims, models=models, matrix=matrix,
+        prov=doc["provenance"], results=results, groups=groups, models=models, matrix=matrix,
+        pipeline=pipeline, unavailable=unavailable, registry=registry,
+        group_figures=modality_figures(doc["models"]) + drift_pvalue_figure(results, doc["models"]),
         counts=counts, figures=figures, model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, block_figures=block_figures(block_docs),
     )

@@ -1,0 +1,106 @@
+"""Figures across models, grouped by modality: layer-wise avg cos (Godey et al. 2024 Fig. 1, 2, 3a, 3b, 4) and
+the p-values of the drift-norm correlations (Fig. 5 and 16).
+
+Inputs are parts of ``results.json``: ``models`` (per-model layer metrics, with
+the registry's ``entry`` fields) and ``results`` (claim verdicts with their
+measured numbers). Each function returns a list of (caption, base64 PNG).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import _png
+
+__all__ = ["GROUPS", "group_of", "modality_figures", "drift_pvalue_figure"]
+
+#: Report groups in order: (key, title, figure of G).
+GROUPS = (
+    ("text-subword", "Subword text Transformers", "G Fig. 1"),
+    ("text-char", "Character/byte-level text Transformers", "G Fig. 2"),
+    ("speech", "Speech Transformers (real audio frames)", "G Fig. 3a"),
+    ("vision-transformer", "Vision Transformers (patch/token vectors)", "G Fig. 3b"),
+    ("vision-cnn", "Convolutional networks (flattened C·H·W map per image)", "G Fig. 4"),
+)
+
+
+def group_of(entry: dict) -> str:
+    """The report group of a registry entry (its ``modality``, ``granularity`` and ``architecture`` fields)."""
+    m = entry.get("modality")
+    if m == "text":
+        return "text-subword" if entry.get("granularity") == "subword" else "text-char"
+    if m == "vision":
+        return "vision-cnn" if entry.get("architecture") == "cnn" else "vision-transformer"
+    return m or "other"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
+    """One figure per group with measured models: avg cos per layer against relative depth (0 = embedding
+    output, 1 = last layer), each model's isotropic q95(d) dashed (Transformers) or the 0.2 level (speech, CNNs)."""
+    plt = _plt()
+    out = []
+    for key, title, figure in GROUPS:
+        members = {mid: doc for mid, doc in models.items() if group_of(doc.get("entry", {})) == key}
+        if not members:
+            continue
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for i, (mid, doc) in enumerate(members.items()):
+            cos = [math.nan if s.get("mean_cosine") is None else s["mean_cosine"] for s in doc["layers"]]
+            n = len(cos)
+            x = [j / max(n - 1, 1) for j in range(n)]
+            ax.plot(x, cos, "o-", ms=3, color=f"C{i}", label=mid)
+            if key in ("speech", "vision-cnn"):
+                continue
+            q95 = [math.nan if s.get("q95") is None else s["q95"] for s in doc["layers"]]
+            ax.plot(x, q95, "--", lw=0.8, color=f"C{i}")
+        if key in ("speech", "vision-cnn"):
+            ax.axhline(0.2, color="k", ls=":", lw=1, label="0.2 (G §3.2)")
+        ax.set_xlabel("relative depth (layer / last layer)")
+        ax.set_ylabel("avg cos")
+        ax.set_ylim(min(0.0, ax.get_ylim()[0]), 1.0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        ax.set_title(f"{title} ({figure}); dashed: isotropic q95(d)" if key not in ("speech", "vision-cnn")
+                     else f"{title} ({figure})", fontsize=9)
+        out.append((f"{title} — {figure}", _png(fig)))
+        plt.close(fig)
+    return out
+
+
+def drift_pvalue_figure(results: list[dict], models: dict[str, dict]) -> list[tuple[str, str]]:
+    """G Fig. 5 / 16: p-values of the Spearman and Pearson tests between per-layer drift norm and avg cos,
+    one point per model (log scale), the 0.05 line, models ordered by report group."""
+    rows = {}
+    for r in results:
+        if r["claim_id"] in ("G.drift-correlation-spearman", "G.drift-correlation-pearson") and r["model_id"] \
+                and r["measured"].get("spearman_p") is not None:
+            rows[r["model_id"]] = (r["measured"]["spearman_p"], r["measured"]["pearson_p"])
+    if not rows:
+        return []
+    order = {k: i for i, (k, _, _) in enumerate(GROUPS)}
+    ids = sorted(rows, key=lambda m: (order.get(group_of(models.get(m, {}).get("entry", {})), 99), m))
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(ids) + 2), 3.4))
+    x = range(len(ids))
+    ax.scatter(x, [max(rows[m][0], 1e-300) for m in ids], marker="o", label="Spearman (Fig. 5)")
+    ax.scatter(x, [max(rows[m][1], 1e-300) for m in ids], marker="x", label="Pearson (Fig. 16)")
+    ax.axhline(0.05, color="r", ls="--", lw=1, label="p = 0.05")
+    ax.set_yscale("log")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(ids, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("p-value")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("drift norm vs avg cos across layers", fontsize=9)
+    out = [("p-values of the drift-norm correlations — G Fig. 5 and 16", _png(fig))]
+    plt.close(fig)
+    return out
