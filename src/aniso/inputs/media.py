@@ -86,6 +86,16 @@ def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
     return files
 
 
+def _sampled_files(folder: Path, suffixes: tuple[str, ...], setting: str, n: int, seed: int):
+    """(all files, the seeded sample of n, SHA-256 prefix over the sample's names and bytes)."""
+    all_files = _list(folder, suffixes, setting)
+    files = _sample(all_files, n, seed)
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
+    return all_files, files, h.hexdigest()[:16]
+
+
 def _to_16k(audio: np.ndarray, rate: int) -> np.ndarray:
     from scipy.signal import resample_poly
 
@@ -123,20 +133,16 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     import soundfile
 
     folder = Path(folder)
-    all_files = _list(folder, _AUDIO, "speech_dir")
-    files = _sample(all_files, n_clips, seed)
-    h = hashlib.sha256()
+    all_files, files, fingerprint = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
     clips = []
     for p in files:
-        raw = p.read_bytes()
-        h.update(p.name.encode() + hashlib.sha256(raw).digest())
         try:
             audio, rate = soundfile.read(p, dtype="float32")
         except Exception as exc:  # noqa: BLE001 - name the file
             raise InputsUnavailable(f"speech_dir: cannot read {p}: {exc}") from None
         clips.append(_to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)])
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)",
-                    str(folder), h.hexdigest()[:16], tuple(clips), tuple(p.name for p in files), len(all_files), seed)
+                    str(folder), fingerprint, tuple(clips), tuple(p.name for p in files), len(all_files), seed)
 
 
 def _librispeech_from_hub(n_clips: int, seed: int, max_seconds: float) -> MediaSet:
@@ -182,19 +188,16 @@ def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet
     if folder is None:
         return _skimage_photos(n_images, seed)
     folder = Path(folder)
-    all_files = _list(folder, _IMAGES, "image_dir")
-    files = _sample(all_files, n_images, seed)
-    h = hashlib.sha256()
+    all_files, files, fingerprint = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
     images = []
     for p in files:
-        h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
         try:
             with Image.open(p) as im:
                 images.append(im.convert("RGB"))
         except Exception as exc:  # noqa: BLE001 - name the file
             raise InputsUnavailable(f"image_dir: cannot read {p}: {exc}") from None
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}", str(folder),
-                    h.hexdigest()[:16], tuple(images), tuple(p.name for p in files), len(all_files), seed)
+                    fingerprint, tuple(images), tuple(p.name for p in files), len(all_files), seed)
 
 
 def _skimage_photos(n_images: int, seed: int) -> MediaSet:

@@ -196,30 +196,27 @@ def whisper_state_dict(ct2: CT2Model) -> dict[str, np.ndarray]:
         out[f"{dst}.weight"] = _f32(v[f"{src}/weight"])
         out[f"{dst}.bias"] = _f32(v[f"{src}/bias"])
 
+    def layer(d: str, s: str, cross: bool) -> None:
+        norm(f"{d}.self_attn_layer_norm", f"{s}/self_attention/layer_norm")
+        _attention(out, f"{d}.self_attn", f"{s}/self_attention", v, ("linear_0", "linear_1"),
+                   (("q_proj", "k_proj", "v_proj"), ("out_proj",)))
+        if cross:
+            norm(f"{d}.encoder_attn_layer_norm", f"{s}/attention/layer_norm")
+            _attention(out, f"{d}.encoder_attn", f"{s}/attention", v, ("linear_0", "linear_1", "linear_2"),
+                       (("q_proj",), ("k_proj", "v_proj"), ("out_proj",)))
+        norm(f"{d}.final_layer_norm", f"{s}/ffn/layer_norm")
+        linear(f"{d}.fc1", f"{s}/ffn/linear_0")
+        linear(f"{d}.fc2", f"{s}/ffn/linear_1")
+
     for conv in ("conv1", "conv2"):
         linear(f"encoder.{conv}", f"encoder/{conv}")
     out["encoder.embed_positions.weight"] = _f32(v["encoder/position_encodings/encodings"])
     for i in range(_count_layers(v, "encoder")):
-        s, d = f"encoder/layer_{i}", f"encoder.layers.{i}"
-        norm(f"{d}.self_attn_layer_norm", f"{s}/self_attention/layer_norm")
-        _attention(out, f"{d}.self_attn", f"{s}/self_attention", v, ("linear_0", "linear_1"),
-                   (("q_proj", "k_proj", "v_proj"), ("out_proj",)))
-        norm(f"{d}.final_layer_norm", f"{s}/ffn/layer_norm")
-        linear(f"{d}.fc1", f"{s}/ffn/linear_0")
-        linear(f"{d}.fc2", f"{s}/ffn/linear_1")
+        layer(f"encoder.layers.{i}", f"encoder/layer_{i}", cross=False)
     norm("encoder.layer_norm", "encoder/layer_norm")
     out["decoder.embed_tokens.weight"] = _f32(v["decoder/embeddings/weight"])
     out["decoder.embed_positions.weight"] = _f32(v["decoder/position_encodings/encodings"])
     for i in range(_count_layers(v, "decoder")):
-        s, d = f"decoder/layer_{i}", f"decoder.layers.{i}"
-        norm(f"{d}.self_attn_layer_norm", f"{s}/self_attention/layer_norm")
-        _attention(out, f"{d}.self_attn", f"{s}/self_attention", v, ("linear_0", "linear_1"),
-                   (("q_proj", "k_proj", "v_proj"), ("out_proj",)))
-        norm(f"{d}.encoder_attn_layer_norm", f"{s}/attention/layer_norm")
-        _attention(out, f"{d}.encoder_attn", f"{s}/attention", v, ("linear_0", "linear_1", "linear_2"),
-                   (("q_proj",), ("k_proj", "v_proj"), ("out_proj",)))
-        norm(f"{d}.final_layer_norm", f"{s}/ffn/layer_norm")
-        linear(f"{d}.fc1", f"{s}/ffn/linear_0")
-        linear(f"{d}.fc2", f"{s}/ffn/linear_1")
+        layer(f"decoder.layers.{i}", f"decoder/layer_{i}", cross=True)
     norm("decoder.layer_norm", "decoder/layer_norm")
     return out
