@@ -42,3 +42,39 @@ def test_streamed(benchmark, hidden_states):
 def test_one_shot(benchmark, hidden_states):
     cos, _, _ = benchmark(_one_shot, hidden_states)
     assert 0 < cos < 1
+
+
+# -- CNN feature maps: first-order statistics of flattened C·H·W maps, one vector per image ---------------------
+
+D_MAP, N_IMAGES = 32 * 112 * 112, 64  # EfficientNet-Lite0's stem output
+
+
+@pytest.fixture(scope="module")
+def feature_maps():
+    return np.maximum(np.random.default_rng(0).standard_normal((N_IMAGES, D_MAP)).astype(np.float32), 0)
+
+
+def _first_order(x):
+    acc = LayerAccumulator(D_MAP, second_order=False)
+    for s in range(0, len(x), 16):
+        acc.update(x[s : s + 16])
+    return acc
+
+
+def _pairwise(x):
+    """Baseline: the exact avg cos from the full Gram matrix of the normalised maps."""
+    u = x.astype(np.float64) / np.linalg.norm(x, axis=1, keepdims=True)
+    g = u @ u.T
+    n = len(u)
+    return (g.sum() - n) / (n * (n - 1))
+
+
+@pytest.mark.benchmark(group="cnn-maps")
+def test_first_order_maps(benchmark, feature_maps):
+    acc = benchmark(_first_order, feature_maps)
+    assert np.isclose(acc.summary().mean_cosine, _pairwise(feature_maps), rtol=1e-9)
+
+
+@pytest.mark.benchmark(group="cnn-maps")
+def test_pairwise_maps(benchmark, feature_maps):
+    assert 0 < benchmark(_pairwise, feature_maps) < 1
