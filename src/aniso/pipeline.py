@@ -100,7 +100,8 @@ def compute_media_stats(loaded: LoadedModel, inputs: MediaSet, settings: Setting
                                             device=settings.device)
         names = None
     return compute_stats(entry, batches, names, settings,
-                         {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()})
+                         {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()}
+                         | loaded.meta)
 
 
 @dataclass
@@ -179,7 +180,11 @@ class StatsProvider:
         if entry.modality not in ("text", "speech", "vision"):
             raise ModelUnavailable(f"{entry.id}: no hidden-state statistics for modality {entry.modality!r}")
         registry_dir = self.registry.path.parent if self.registry.path else None
-        fingerprint = source_fingerprint(entry, registry_dir)
+        if entry.miniature:
+            fingerprint, load = self._miniature(entry)
+        else:
+            fingerprint = source_fingerprint(entry, registry_dir)
+            load = lambda: load_model(entry, self.hub, registry_dir)  # noqa: E731
         if entry.modality == "text":
             inputs_key = {"corpus": self.corpus.fingerprint, "sample": list(self.corpus.sequences[:3])}
         else:
@@ -200,7 +205,7 @@ class StatsProvider:
                 cached.meta["cache"] = {"key": key, "hit": True}
                 log.info("%s: statistics from cache %s", entry.id, key)
                 return cached
-        loaded = load_model(entry, self.hub, registry_dir)
+        loaded = load()
         if entry.modality == "text":
             stats = compute_text_stats(loaded, self.corpus, self.settings, fingerprint)
         else:
@@ -209,6 +214,39 @@ class StatsProvider:
         if not self.settings.no_cache:
             self.cache.save(key, stats)
         return stats
+
+
+    def _miniature(self, entry: ModelEntry):
+        """(fingerprint, loader) of a miniature trained by the suite on the photographs not measured.
+
+        The fingerprint covers the recipe, the training photographs and the torch / transformers versions;
+        the loader trains the miniature or reads its checkpoint from the cache.
+        """
+        import torch
+        import transformers
+
+        from .experiments.miniature_vision import load_or_train, recipe_of
+        from .inputs.media import load_images_excluding
+
+        try:
+            recipe = recipe_of(entry.source)
+            measured = self.media(entry.modality)
+            training = load_images_excluding(measured)
+        except (InputsUnavailable, ValueError) as exc:
+            raise ModelUnavailable(f"{entry.id}: miniature cannot be trained: {exc}") from None
+        fingerprint = "miniature:" + cache_key({"recipe": recipe.__dict__, "training": training.fingerprint,
+                                                "torch": torch.__version__, "transformers": transformers.__version__})
+
+        def load() -> LoadedModel:
+            trained = load_or_train(recipe, training.items, measured.items, self.settings.cache_dir,
+                                    fingerprint.removeprefix("miniature:"), progress=log.info)
+            origin = (f"MINIATURE trained by this suite: {recipe.arch}, seed {recipe.seed}, {recipe.steps} steps of "
+                      f"rotation prediction on {training.label}")
+            return LoadedModel(entry, trained.model, None, origin, trained.processor,
+                               meta={"training": trained.log | {"recipe": recipe.__dict__,
+                                                                "images": training.describe()}})
+
+        return fingerprint, load
 
 
 def block_sweep_specs(entry: ModelEntry, settings: Settings):

@@ -87,6 +87,11 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     """
     from transformers import AutoConfig, AutoModel
 
+    if entry.miniature:  # the suite's own miniature: its architecture at initialisation is already tiny
+        from .experiments.miniature_vision import build_model, image_processor, recipe_of
+
+        recipe = recipe_of(entry.source)
+        return build_model(recipe.arch, recipe.image_size, seed).eval(), None, image_processor(recipe.image_size)
     if entry.tiny is None:
         raise ValueError(f"{entry.id}: registry entry has no 'tiny' config")
     fields_ = dict(entry.tiny)

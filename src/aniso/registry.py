@@ -90,7 +90,33 @@ class InitSource(_Strict):
     config: dict[str, Union[int, float, str, bool]] = Field(default_factory=dict)
 
 
-Source = Annotated[Union[HubSource, LocalSource, PackageSource, InitSource], Field(discriminator="kind")]
+class MiniatureSource(_Strict):
+    """A miniature trained by the suite itself (see :mod:`aniso.experiments.miniature_vision`).
+
+    ``recipe`` names the experiment (``vision-rotation``: rotation prediction on the photographs of the image folder
+    that the measurement does not use); ``arch`` the architecture, ``seed`` the seed of initialisation and batch
+    order, ``steps`` the optimiser steps (0: the initialisation itself, an untrained control); ``config``
+    overrides other recipe fields (``image_size``, ``batch_size``, ``lr``, ``weight_decay``, ``warmup_fraction``).
+    """
+
+    kind: Literal["miniature"]
+    recipe: Literal["vision-rotation"]
+    arch: Literal["vit", "convnext", "resnet"]
+    seed: int = Field(default=0, ge=0)
+    steps: int = Field(ge=0)
+    config: dict[str, Union[int, float]] = Field(default_factory=dict)
+
+    @field_validator("config")
+    @classmethod
+    def _recipe_fields(cls, value: dict) -> dict:
+        unknown = sorted(set(value) - {"image_size", "batch_size", "lr", "weight_decay", "warmup_fraction"})
+        if unknown:
+            raise ValueError(f"unknown recipe field(s) {unknown}")
+        return value
+
+
+Source = Annotated[Union[HubSource, LocalSource, PackageSource, InitSource, MiniatureSource],
+                   Field(discriminator="kind")]
 
 Verdict = Literal["holds", "does-not-hold"]
 
@@ -141,6 +167,11 @@ class ModelEntry(_Strict):
             raise ValueError("use_auth_token: true is only allowed with gated: true")
         if (self.source.kind == "init") != (self.modality == "embeddings"):
             raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
+        if isinstance(self.source, MiniatureSource):
+            arch = "transformer" if self.source.arch == "vit" else "cnn"
+            if self.modality != "vision" or self.architecture != arch:
+                raise ValueError(f"a {self.source.recipe} miniature of arch {self.source.arch!r} needs modality "
+                                 f"'vision' and architecture {arch!r}")
         return self
 
     @field_validator("tiny")
@@ -152,15 +183,23 @@ class ModelEntry(_Strict):
 
     @property
     def trained(self) -> bool:
-        """False for an untrained block built from a config (source kind ``init``)."""
+        """False for an untrained block built from a config (source kind ``init``) and a miniature at step 0."""
+        if isinstance(self.source, MiniatureSource):
+            return self.source.steps > 0
         return self.source.kind != "init"
 
     @property
+    def miniature(self) -> bool:
+        """True for a model trained by the suite itself (source kind ``miniature``)."""
+        return self.source.kind == "miniature"
+
+    @property
     def all_tags(self) -> frozenset[str]:
-        """Explicit tags plus the implied ones: modality, granularity, architecture, role, family, and
-        ``pretrained`` or ``untrained`` (source kind ``init``)."""
+        """Explicit tags plus the implied ones: modality, granularity, architecture, role, family,
+        ``pretrained`` (trained weights, the suite's own miniatures included) or ``untrained`` (source kind
+        ``init``, miniatures at step 0), and ``miniature`` for the suite's own."""
         implied = {self.modality, self.granularity, self.architecture, self.role, self.family,
-                   "pretrained" if self.trained else "untrained"}
+                   "pretrained" if self.trained else "untrained"} | ({"miniature"} if self.miniature else set())
         return frozenset(self.tags) | implied
 
     def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> bool:

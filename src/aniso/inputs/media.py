@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "SAMPLE_RATE"]
+__all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_images_excluding", "SAMPLE_RATE"]
 
 SAMPLE_RATE = 16_000
 _AUDIO = (".flac", ".wav")
@@ -181,14 +181,20 @@ def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet
     ------
     InputsUnavailable naming the setting or file; ValueError if n_images < 1.
     """
-    from PIL import Image
-
     if n_images < 1:
         raise ValueError(f"n_images must be >= 1, got {n_images}")
     if folder is None:
         return _skimage_photos(n_images, seed)
     folder = Path(folder)
     all_files, files, fingerprint = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
+    images = _read_images(files)
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}", str(folder),
+                    fingerprint, tuple(images), tuple(p.name for p in files), len(all_files), seed)
+
+
+def _read_images(files: list[Path]) -> list:
+    from PIL import Image
+
     images = []
     for p in files:
         try:
@@ -196,8 +202,35 @@ def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet
                 images.append(im.convert("RGB"))
         except Exception as exc:  # noqa: BLE001 - name the file
             raise InputsUnavailable(f"image_dir: cannot read {p}: {exc}") from None
-    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}", str(folder),
-                    fingerprint, tuple(images), tuple(p.name for p in files), len(all_files), seed)
+    return images
+
+
+def load_images_excluding(measured: MediaSet) -> MediaSet:
+    """The photographs of ``measured``'s folder that are *not* in ``measured`` (by file name), as RGB ``PIL.Image``.
+
+    What the suite's miniatures train on, so that they are measured on photographs they never saw.
+
+    Raises
+    ------
+    InputsUnavailable if ``measured`` is the embedded fallback (no folder) or no photograph is left over
+    (lower ``n_images`` or add photographs to ``image_dir``).
+    """
+    if measured.is_fallback or measured.modality != "vision":
+        raise InputsUnavailable("training images: needs a folder of photographs (--aniso-image-dir / "
+                                "ANISO_IMAGE_DIR), not the fallback images")
+    folder = Path(measured.origin)
+    used = set(measured.names)
+    files = [p for p in _list(folder, _IMAGES, "image_dir") if p.name not in used]
+    if not files:
+        raise InputsUnavailable(f"image_dir: all {measured.n_available} photographs of {folder} are measured "
+                                f"(n_images = {len(measured.items)}); none is left to train on")
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
+    images = _read_images(files)
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}, those not measured",
+                    str(folder), h.hexdigest()[:16], tuple(images), tuple(p.name for p in files), len(files) + len(used),
+                    measured.seed)
 
 
 def _skimage_photos(n_images: int, seed: int) -> MediaSet:

@@ -18,7 +18,7 @@ import importlib.metadata
 import os
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ class LoadedModel:
     tokenizer: Any
     origin: str
     processor: Any = None  # feature extractor (speech) or image processor (vision)
+    meta: dict = field(default_factory=dict)  # goes into the statistics' meta (e.g. a miniature's training log)
 
 
 class HubStatus:
