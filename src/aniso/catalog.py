@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 G = "Godey et al. 2024, Anisotropy Is Inherent to Self-Attention in Transformers (EACL)"
 R = "Razzhigaev et al. 2024, The Shape of Learning (EACL Findings)"
+S = "This suite, beyond the papers: controlled experiments on miniatures it trains"
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ CLAIMS: dict[str, Claim] = {
         Claim("G.vision-transformers-anisotropic", G, "§3.2", "Fig. 3b",
               "vision Transformers mostly show significant anisotropy in some layer"),
         Claim("G.cnn-mostly-isotropic", G, "§3.2", "Fig. 4", "convolutional vision models are mostly isotropic"),
+        Claim("S.vit-vs-cnn-controlled", S, "after G §3.2", "Fig. 3b vs 4",
+              "with only the architecture differing (images, task, budget, seed), a ViT is more anisotropic than a CNN"),
         Claim("G.drift-correlation-spearman", G, "§3.3", "Fig. 5",
               "across layers, anisotropy correlates with drift norm (Spearman)"),
         Claim("G.drift-correlation-pearson", G, "App. A", "Fig. 16",

@@ -290,7 +290,7 @@ def _write_report(aniso: AnisoSession) -> None:
         e = aniso.registry.get(mid)
         models[mid] = R.model_layers_doc(s) | {"entry": {
             "modality": e.modality, "granularity": e.granularity, "architecture": e.architecture, "role": e.role,
-            "family": e.family, "description": e.description}}
+            "family": e.family, "description": e.description, "miniature": e.miniature}}
     experiments = {}
     if aniso.blocks is not None and aniso.blocks.computed():
         experiments["untrained_block"] = {mid: [s.to_dict() for s in sweeps]
@@ -298,7 +298,7 @@ def _write_report(aniso: AnisoSession) -> None:
     if aniso.pipeline:
         experiments["pipeline_offline"] = aniso.pipeline
     registry = {e.id: {"modality": e.modality, "granularity": e.granularity, "architecture": e.architecture,
-                       "family": e.family, "trained": e.trained} for e in aniso.registry}
+                       "family": e.family, "trained": e.trained, "miniature": e.miniature} for e in aniso.registry}
     prov["inputs"] = [s.meta["corpus"] for s in computed.values() if s.meta.get("corpus", {}).get("modality")]
     prov["inputs"] = list({d["fingerprint"]: d for d in prov["inputs"]}.values())
     R.write_results(run_dir / "results.json", prov, aniso.results, models, experiments, registry)

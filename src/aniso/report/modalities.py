@@ -21,12 +21,17 @@ GROUPS = (
     ("speech", "Speech Transformers (real audio frames)", "G Fig. 3a"),
     ("vision-transformer", "Vision Transformers (patch/token vectors)", "G Fig. 3b"),
     ("vision-cnn", "Convolutional networks (flattened C·H·W map per image)", "G Fig. 4"),
+    ("vision-miniature", "Miniatures trained by this suite: a ViT and CNNs with everything else equal (not the "
+     "papers' models)", "beyond G Fig. 3b vs 4"),
 )
 
 
 def group_of(entry: dict) -> str:
-    """The report group of a registry entry (its ``modality``, ``granularity`` and ``architecture`` fields)."""
+    """The report group of a registry entry (its ``modality``, ``granularity``, ``architecture`` and
+    ``miniature`` fields)."""
     m = entry.get("modality")
+    if entry.get("miniature"):
+        return f"{m}-miniature"
     if m == "text":
         return "text-subword" if entry.get("granularity") == "subword" else "text-char"
     if m == "vision":
@@ -58,11 +63,11 @@ def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
             n = len(cos)
             x = [j / max(n - 1, 1) for j in range(n)]
             ax.plot(x, cos, "o-", ms=3, color=f"C{i}", label=mid)
-            if key in ("speech", "vision-cnn"):
+            if key in ("speech", "vision-cnn") or doc.get("entry", {}).get("architecture") == "cnn":
                 continue
             q95 = [math.nan if s.get("q95") is None else s["q95"] for s in doc["layers"]]
             ax.plot(x, q95, "--", lw=0.8, color=f"C{i}")
-        if key in ("speech", "vision-cnn"):
+        if key in ("speech", "vision-cnn", "vision-miniature"):
             ax.axhline(0.2, color="k", ls=":", lw=1, label="0.2 (G §3.2)")
         ax.set_xlabel("relative depth (layer / last layer)")
         ax.set_ylabel("avg cos")
