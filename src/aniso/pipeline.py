@@ -183,8 +183,8 @@ class StatsProvider:
         if entry.miniature:
             fingerprint, load = self._miniature(entry)
         else:
-            fingerprint = source_fingerprint(entry, registry_dir)
-            load = lambda: load_model(entry, self.hub, registry_dir)  # noqa: E731
+            fingerprint = source_fingerprint(entry, registry_dir, self.settings.models_dir)
+            load = lambda: load_model(entry, self.hub, registry_dir, self.settings.models_dir)  # noqa: E731
         if entry.modality == "text":
             inputs_key = {"corpus": self.corpus.fingerprint, "sample": list(self.corpus.sequences[:3])}
         else:

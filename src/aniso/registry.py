@@ -81,6 +81,22 @@ class PackageSource(_Strict):
         return self
 
 
+class OnnxSource(_Strict):
+    """A statically quantised (QLinear) ONNX CNN, read with onnxruntime (see :mod:`aniso.sources.onnx_cnn`).
+
+    ``path`` is relative to the models folder (setting ``models_dir``) unless absolute. The image processor
+    resizes the shorter side to ``image_size / crop_pct``, centre-crops ``image_size`` and normalises with
+    ``image_mean`` / ``image_std`` (ImageNet's by default).
+    """
+
+    kind: Literal["onnx"]
+    path: str = Field(min_length=1)
+    image_size: int = Field(default=224, ge=8)
+    crop_pct: float = Field(default=0.875, gt=0, le=1)
+    image_mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
+    image_std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+
+
 class InitSource(_Strict):
     """A freshly initialised block built from a transformers config (no weights): see
     :mod:`aniso.experiments.untrained_block` for the kinds; ``config`` overrides config fields."""
@@ -115,7 +131,7 @@ class MiniatureSource(_Strict):
         return value
 
 
-Source = Annotated[Union[HubSource, LocalSource, PackageSource, InitSource, MiniatureSource],
+Source = Annotated[Union[HubSource, LocalSource, PackageSource, OnnxSource, InitSource, MiniatureSource],
                    Field(discriminator="kind")]
 
 Verdict = Literal["holds", "does-not-hold"]
@@ -167,6 +183,8 @@ class ModelEntry(_Strict):
             raise ValueError("use_auth_token: true is only allowed with gated: true")
         if (self.source.kind == "init") != (self.modality == "embeddings"):
             raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
+        if isinstance(self.source, OnnxSource) and (self.modality, self.architecture) != ("vision", "cnn"):
+            raise ValueError("an onnx source is a quantised CNN: it needs modality 'vision' and architecture 'cnn'")
         if isinstance(self.source, MiniatureSource):
             arch = "transformer" if self.source.arch == "vit" else "cnn"
             if self.modality != "vision" or self.architecture != arch:
@@ -253,7 +271,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         where = f"models[{i}]" + (f" (id {ident!r})" if ident else "")
         loc = loc[2:]
         # Drop the discriminator tag pydantic inserts for tagged unions.
-        if len(loc) >= 2 and loc[0] == "source" and loc[1] in ("hub", "local", "package", "init"):
+        if len(loc) >= 2 and loc[0] == "source" and loc[1] in ("hub", "local", "package", "onnx", "init", "miniature"):
             loc = [loc[0]] + loc[2:]
     field_path = ".".join(str(p) for p in loc) or "(entry)"
     more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""

@@ -43,6 +43,7 @@ class Settings:
     n_clips: int = 32
     image_dir: str | None = None
     n_images: int = 192
+    models_dir: str | None = None
     second_order_max_dim: int = 8192
 
     def __post_init__(self) -> None:
@@ -119,6 +120,8 @@ SETTING_HELP = {
     "image_dir": "folder of .jpg/.png photographs for vision models (e.g. Caltech-101); default: the sample "
     "photographs of scikit-image (fallback)",
     "n_images": "photographs sampled from the image folder",
+    "models_dir": "folder of local model files (e.g. ../shared/models) that registry sources of kind onnx name "
+    "paths relative to",
     "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
     "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }

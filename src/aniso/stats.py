@@ -268,7 +268,8 @@ def cache_key(parts: dict) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -312,7 +313,7 @@ class StatsCache:
             return None
         try:
             meta = json.loads(meta_path.read_text())
-            if meta.get("sha256") != _sha256_file(data_path):
+            if meta.get("sha256") != sha256_file(data_path):
                 raise ValueError("checksum mismatch")
             arrays = load_file(str(data_path))
             layers = []
@@ -349,7 +350,7 @@ class StatsCache:
             "layer_names": stats.layer_names,
             "meta": stats.meta,
             "summaries": [summary_dict(s) for s in stats.summaries()],
-            "sha256": _sha256_file(data_path),
+            "sha256": sha256_file(data_path),
         }
         _atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str)))
 

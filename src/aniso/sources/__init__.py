@@ -3,8 +3,10 @@
 Hub ids load with transformers ``from_pretrained`` at the entry's revision,
 first from the local Hugging Face cache and, if the hub is reachable, from the
 hub. Local directories and Python packages that ship Hugging Face-format files
-load the same way. Weights are read from safetensors only; remote code is
-never run unless the entry opts in (``trust_remote_code: true``).
+load the same way. Weights are read from safetensors, or from formats that
+hold no code: a CTranslate2 ``model.bin``, a PyTorch state dict read with
+``weights_only=True``, an ONNX graph (protobuf) run by onnxruntime. Remote code
+is never run unless the entry opts in (``trust_remote_code: true``).
 
 A model that cannot be had raises :class:`ModelUnavailable` with a reason that
 names the model; the claims report it as skipped with that reason.
@@ -22,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..registry import HubSource, LocalSource, ModelEntry, PackageSource
+from ..registry import HubSource, LocalSource, ModelEntry, OnnxSource, PackageSource
+from ..stats import sha256_file
 
 __all__ = ["ModelUnavailable", "LoadedModel", "HubStatus", "load_model", "load_ct2_whisper", "resolve_directory",
-           "source_fingerprint"]
+           "resolve_model_file", "source_fingerprint"]
 
 
 class ModelUnavailable(RuntimeError):
@@ -128,17 +131,37 @@ def resolve_directory(entry: ModelEntry, registry_dir: Path | None = None) -> Pa
     raise TypeError(f"{entry.id}: source kind {src.kind!r} has no local directory")
 
 
-def source_fingerprint(entry: ModelEntry, registry_dir: Path | None = None) -> str:
+def resolve_model_file(entry: ModelEntry, models_dir: str | Path | None) -> Path:
+    """The file of an ``onnx`` source: its path, relative to the models folder (setting ``models_dir``) unless
+    absolute. Raises ModelUnavailable naming the model if the folder is not set or the file is missing."""
+    src = entry.source
+    path = Path(os.path.expanduser(src.path))
+    if not path.is_absolute():
+        if models_dir is None:
+            raise ModelUnavailable(f"{entry.id}: {src.path} is relative to the models folder, which is not set "
+                                   "(--aniso-models-dir or ANISO_MODELS_DIR, e.g. ../shared/models)")
+        path = Path(models_dir) / path
+    if not path.is_file():
+        raise ModelUnavailable(f"{entry.id}: model file {path} does not exist (models folder: {models_dir})")
+    return path
+
+
+def source_fingerprint(entry: ModelEntry, registry_dir: Path | None = None,
+                       models_dir: str | Path | None = None) -> str:
     """An identifier of the exact weights an entry points at, computed without loading them.
 
     Hub: ``hub:<repo>@<revision>`` (pin a commit hash as revision for exact
     reproducibility); local directory or package: a hash of its weight,
-    config and tokenizer files. Raises ModelUnavailable as :func:`load_model` does.
+    config and tokenizer files; onnx: the file's sha256 and the preprocessing.
+    Raises ModelUnavailable as :func:`load_model` does.
     """
     _check_permissions(entry)
     src = entry.source
     if isinstance(src, HubSource):
         return f"hub:{src.repo}@{src.revision}"
+    if isinstance(src, OnnxSource):
+        pre = f"{src.image_size}/{src.crop_pct}/{src.image_mean}/{src.image_std}"
+        return f"onnx:{sha256_file(resolve_model_file(entry, models_dir))[:16]}:{pre}"
     directory = resolve_directory(entry, registry_dir)
     if isinstance(src, PackageSource) and src.format == "state-dict":
         directory = (directory / src.file).parent
@@ -174,7 +197,8 @@ def _from_pretrained(entry: ModelEntry, where: str, **kwargs: Any) -> tuple[Any,
     return model, AutoTokenizer.from_pretrained(where, **common), None
 
 
-def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = None) -> LoadedModel:
+def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = None,
+               models_dir: str | Path | None = None) -> LoadedModel:
     """Load the model of a registry entry.
 
     Parameters
@@ -182,6 +206,7 @@ def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = No
     entry : the registry row
     hub : the session's :class:`HubStatus`
     registry_dir : folder of the registry file, for relative local paths
+    models_dir : the models folder (setting ``models_dir``), for relative paths of ``onnx`` sources
 
     Raises
     ------
@@ -209,6 +234,8 @@ def load_model(entry: ModelEntry, hub: HubStatus, registry_dir: Path | None = No
         if commit:
             origin += f" (commit {commit})"
         return LoadedModel(entry, model, tok, origin, proc)
+    if isinstance(src, OnnxSource):
+        return _load_onnx(entry, src, resolve_model_file(entry, models_dir))
     path = resolve_directory(entry, registry_dir)
     version = ""
     if isinstance(src, PackageSource):
@@ -259,6 +286,21 @@ def load_ct2_whisper(directory: Path, lm_head: bool = False) -> tuple[Any, Any, 
     tok = WhisperTokenizerFast(tokenizer_file=str(directory / "tokenizer.json")) \
         if (directory / "tokenizer.json").exists() else None
     return model, tok, WhisperFeatureExtractor(feature_size=config.num_mel_bins)
+
+
+def _load_onnx(entry: ModelEntry, src: OnnxSource, path: Path) -> LoadedModel:
+    from .onnx_cnn import OnnxTappedCNN, onnx_image_processor
+
+    try:
+        model = OnnxTappedCNN(path)
+    except ImportError as exc:
+        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    except Exception as exc:  # onnx / onnxruntime raise their own types for unreadable graphs
+        raise ModelUnavailable(f"{entry.id}: could not read {path} as a quantised ONNX CNN: "
+                               f"{str(exc)[:300]}") from None
+    processor = onnx_image_processor(src.image_size, src.crop_pct, src.image_mean, src.image_std)
+    return LoadedModel(entry, model, None, f"onnx: {path} (onnxruntime, int8 maps dequantised, "
+                       f"{len(model.taps)} maps)", processor)
 
 
 def _load_state_dict(entry: ModelEntry, src: PackageSource, path: Path, version: str) -> LoadedModel:

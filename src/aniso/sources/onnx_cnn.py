@@ -1,0 +1,140 @@
+"""Integer-quantised ONNX CNNs (QLinear operators) read with onnxruntime, their block outputs as hidden states.
+
+A statically quantised ONNX graph (``onnxruntime.quantization``: QLinearConv,
+QLinearAdd, ...) stores every activation as uint8 / int8 with a per-tensor
+scale and zero point, both initializers named by the node that produces the
+tensor (inputs 6 and 7 of QLinearConv and of QLinearAdd: ``y_scale``,
+``y_zero_point``). The feature maps are read by adding them to the graph's
+outputs and dequantised as ``(q - zero_point) * scale``, so they are the values
+the quantised network itself computes with.
+
+Which maps are hidden states (:func:`quantized_block_taps`): the stem's output,
+the output of every inverted-residual / bottleneck block (the residual sum
+where the block has one, else its 1 x 1 projection after a 3 x 3 convolution),
+and the head convolution's output, i.e. the maps between blocks that G §3.2
+measures for CNNs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from .builders import TappedCNNOutput
+
+__all__ = ["quantized_block_taps", "OnnxTappedCNN", "onnx_image_processor"]
+
+
+def _kernel(node) -> tuple[int, ...]:
+    for a in node.attribute:
+        if a.name == "kernel_shape":
+            return tuple(a.ints)
+    return ()
+
+
+def quantized_block_taps(graph) -> list[str]:
+    """Names of the quantised tensors between the blocks of a QLinear CNN graph, in forward order.
+
+    ``graph``: an ``onnx.GraphProto`` in topological order. The taps are the first QLinearConv's output (the
+    stem), then for every 1 x 1 QLinearConv fed by a 3 x 3 QLinearConv (a block's projection) the projection's
+    output or, if it only goes into a QLinearAdd (the block's residual branch), that residual sum, and last the final QLinearConv's output (the head)
+    if it is not a projection itself. Raises ValueError if the graph has no QLinearConv.
+    """
+    producer = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    convs = [n for n in graph.node if n.op_type == "QLinearConv"]
+    if not convs:
+        raise ValueError("no QLinearConv node: not a statically quantised CNN")
+    taps = [convs[0].output[0]]
+    for conv in convs[1:]:
+        source = producer.get(conv.input[0])
+        if _kernel(conv) == (1, 1) and source is not None and source.op_type == "QLinearConv" \
+                and _kernel(source) == (3, 3):
+            out = conv.output[0]
+            users = consumers.get(out, [])
+            # The residual branch of a block goes only into its sum; a block output without a residual also
+            # feeds the next block (and, as its skip input, the next block's sum).
+            residual = len(users) == 1 and users[0].op_type == "QLinearAdd"
+            taps.append(users[0].output[0] if residual else out)
+    if convs[-1].output[0] not in taps:
+        taps.append(convs[-1].output[0])
+    return taps
+
+
+def _quantization(graph, tensor: str) -> tuple[str, str]:
+    """(scale, zero point) initializer names of a tensor produced by QLinearConv / QLinearAdd."""
+    for node in graph.node:
+        if tensor in node.output:
+            if node.op_type not in ("QLinearConv", "QLinearAdd"):
+                raise ValueError(f"tap {tensor!r} is produced by {node.op_type}, not QLinearConv / QLinearAdd")
+            return node.input[6], node.input[7]
+    raise ValueError(f"no node produces tap {tensor!r}")
+
+
+class OnnxTappedCNN(nn.Module):
+    """A quantised ONNX CNN that answers like a transformers vision model.
+
+    ``model(pixel_values=x, output_hidden_states=True)`` with ``x`` a float (B, 3, H, W) tensor returns a
+    :class:`~aniso.sources.builders.TappedCNNOutput`: ``logits`` (B, classes), the graph's (dequantised) output,
+    and ``hidden_states``, the dequantised (B, C, H', W') maps of :func:`quantized_block_taps`. Runs on the CPU
+    with onnxruntime whatever ``.to()`` says (the module has no parameters).
+
+    Raises ImportError naming the package if onnx or onnxruntime is missing, ValueError if the graph is not a
+    QLinear CNN with one image input.
+    """
+
+    def __init__(self, path: Path | str, threads: int | None = None):
+        super().__init__()
+        try:
+            import onnx
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise ImportError(f"reading ONNX models needs onnx and onnxruntime (pip install onnx onnxruntime): "
+                              f"{exc}") from None
+        model = onnx.load(str(path))
+        graph = model.graph
+        inits = {i.name: i for i in graph.initializer}
+        inputs = [i.name for i in graph.input if i.name not in inits]
+        if len(inputs) != 1:
+            raise ValueError(f"{path}: expected one image input, found {inputs}")
+        self.input_name = inputs[0]
+        self.output_name = graph.output[0].name
+        self.taps = quantized_block_taps(graph)
+        self._dequant = []
+        for tap in self.taps:
+            scale, zero = _quantization(graph, tap)
+            zp = onnx.numpy_helper.to_array(inits[zero])
+            self._dequant.append((float(onnx.numpy_helper.to_array(inits[scale])), float(zp)))
+            graph.output.append(onnx.helper.make_tensor_value_info(tap, inits[zero].data_type, None))
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        self.config = None
+
+    def forward(self, pixel_values: torch.Tensor, output_hidden_states: bool = False) -> TappedCNNOutput:
+        x = pixel_values.detach().cpu().float().numpy()
+        names = [self.output_name] + (self.taps if output_hidden_states else [])
+        outs = self._session.run(names, {self.input_name: x})
+        logits = torch.from_numpy(np.asarray(outs[0], dtype=np.float32))
+        if not output_hidden_states:
+            return TappedCNNOutput(logits, None)
+        maps = tuple(torch.from_numpy((q.astype(np.float32) - zp) * scale)
+                     for q, (scale, zp) in zip(outs[1:], self._dequant))
+        return TappedCNNOutput(logits, maps)
+
+
+def onnx_image_processor(image_size: int, crop_pct: float, image_mean, image_std) -> Any:
+    """The image processor of an ONNX CNN: shorter side to ``image_size / crop_pct``, centre crop
+    ``image_size`` x ``image_size``, rescale to [0, 1], then ``(x - mean) / std`` per channel."""
+    from transformers import ConvNextImageProcessor
+
+    return ConvNextImageProcessor(size={"shortest_edge": image_size}, crop_pct=crop_pct,
+                                  image_mean=list(image_mean), image_std=list(image_std))

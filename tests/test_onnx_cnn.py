@@ -1,0 +1,104 @@
+"""The quantised ONNX CNN source: block taps, dequantised maps, the real MobileNetV2 int8 file, and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from aniso.registry import ModelEntry
+from aniso.sources import HubStatus, ModelUnavailable, load_model, source_fingerprint
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from aniso.sources.onnx_cnn import OnnxTappedCNN, quantized_block_taps  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+MODELS = SHARED / "models"
+IMAGES = SHARED / "data" / "images" / "caltech101"
+MOBILENET = "onnxmodelzoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx"
+needs_mobilenet = pytest.mark.skipif(not (MODELS / MOBILENET).is_file(), reason=f"{MODELS / MOBILENET} not found")
+
+ENTRY = dict(id="mobilenetv2-1.0-int8", modality="vision", granularity="pixel", architecture="cnn", role="encoder",
+             family="mobilenet", source=dict(kind="onnx", path=MOBILENET))
+
+
+def _conv(name: str, src: str, kernel: int):
+    return onnx.helper.make_node("QLinearConv", [src, "s", "z", "w", "s", "z", "s", "z"], [name],
+                                 kernel_shape=[kernel, kernel], name=name)
+
+
+def test_taps_follow_blocks_and_residual_sums():
+    """Stem; a block without a residual (its projection feeds the next block and the next sum); a block with a
+    residual (its sum); the head."""
+    nodes = [
+        _conv("stem", "x", 3), _conv("dw1", "stem", 3), _conv("proj1", "dw1", 1),
+        _conv("exp2", "proj1", 1), _conv("dw2", "exp2", 3), _conv("proj2", "dw2", 1),
+        onnx.helper.make_node("QLinearAdd", ["proj1", "s", "z", "proj2", "s", "z", "s", "z"], ["sum2"],
+                              domain="com.microsoft"),
+        _conv("head", "sum2", 1),
+    ]
+    graph = onnx.helper.make_graph(nodes, "g", [], [])
+    assert quantized_block_taps(graph) == ["stem", "proj1", "sum2", "head"]
+
+
+def test_taps_need_a_quantised_graph():
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["y"])], "g", [], [])
+    with pytest.raises(ValueError, match="no QLinearConv"):
+        quantized_block_taps(graph)
+
+
+def test_relative_path_needs_the_models_folder(tmp_path):
+    entry = ModelEntry.model_validate(ENTRY)
+    with pytest.raises(ModelUnavailable, match="mobilenetv2-1.0-int8: .*ANISO_MODELS_DIR"):
+        load_model(entry, HubStatus(), models_dir=None)
+    with pytest.raises(ModelUnavailable, match=f"mobilenetv2-1.0-int8: model file {tmp_path}.* does not exist"):
+        source_fingerprint(entry, models_dir=tmp_path)
+
+
+def test_unreadable_file_names_the_model(tmp_path):
+    (tmp_path / "bad.onnx").write_bytes(b"not a protobuf")
+    entry = ModelEntry.model_validate(dict(ENTRY, id="bad", source=dict(kind="onnx", path="bad.onnx")))
+    with pytest.raises(ModelUnavailable, match="bad: could not read .*bad.onnx"):
+        load_model(entry, HubStatus(), models_dir=tmp_path)
+
+
+def test_onnx_source_is_a_vision_cnn():
+    with pytest.raises(ValueError, match="quantised CNN"):
+        ModelEntry.model_validate(dict(ENTRY, modality="text", granularity="subword", architecture="transformer"))
+
+
+@needs_mobilenet
+def test_mobilenet_maps_dequantised_and_logits_unchanged():
+    """19 maps from 32 x 112 x 112 to 1280 x 7 x 7; tapping the graph does not change its output."""
+    import onnxruntime as ort
+
+    model = OnnxTappedCNN(MODELS / MOBILENET)
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((2, 3, 224, 224)).astype(np.float32))
+    out = model(pixel_values=x, output_hidden_states=True)
+    shapes = [tuple(h.shape[1:]) for h in out.hidden_states]
+    assert len(shapes) == 19 and len(set(model.taps)) == 19
+    assert shapes[0] == (32, 112, 112) and shapes[-1] == (1280, 7, 7)
+    assert out.hidden_states[0].min() >= 0  # the stem's ReLU6 is fused into its quantised convolution
+    plain = ort.InferenceSession(str(MODELS / MOBILENET), providers=["CPUExecutionProvider"])
+    reference = plain.run(None, {"input": x.numpy()})[0]
+    np.testing.assert_array_equal(out.logits.numpy(), reference)
+
+
+@needs_mobilenet
+@pytest.mark.skipif(not IMAGES.is_dir(), reason=f"real photographs not found at {IMAGES}")
+def test_mobilenet_int8_classifies_real_photos():
+    """The weights and preprocessing are wired right: top-5 holds a plausible ImageNet class."""
+    from PIL import Image
+
+    loaded = load_model(ModelEntry.model_validate(ENTRY), HubStatus(), models_dir=MODELS)
+    plausible = {"Leopards": {287, 288, 289, 290, 293}, "airplanes": {404, 895, 908}, "pizza": {963},
+                 "strawberry": {949}, "accordion": {401}}
+    images = [Image.open(IMAGES / f"{c}__image_0001.jpg").convert("RGB") for c in plausible]
+    pixels = loaded.processor(images, return_tensors="pt")["pixel_values"]
+    top5 = loaded.model(pixel_values=pixels).logits.topk(5).indices.tolist()
+    for (c, ok), pred in zip(plausible.items(), top5):
+        assert ok & set(pred), f"{c}: top-5 {pred}"
