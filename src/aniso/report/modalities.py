@@ -73,7 +73,7 @@ def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
         ax.set_ylabel("avg cos")
         ax.set_ylim(min(0.0, ax.get_ylim()[0]), 1.0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, never over them
         ax.set_title(f"{title} ({figure}); dashed: isotropic q95(d)" if key not in ("speech", "vision-cnn")
                      else f"{title} ({figure})", fontsize=9)
         out.append((f"{title} — {figure}", _png(fig)))
@@ -104,7 +104,7 @@ def drift_pvalue_figure(results: list[dict], models: dict[str, dict]) -> list[tu
     ax.set_xticklabels(ids, rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("p-value")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("drift norm vs avg cos across layers", fontsize=9)
     out = [("p-values of the drift-norm correlations — G Fig. 5 and 16", _png(fig))]
     plt.close(fig)
