@@ -122,11 +122,11 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
         processor = (WhisperFeatureExtractor(feature_size=config.num_mel_bins) if model_type == "whisper"
                      else Wav2Vec2FeatureExtractor(return_attention_mask=config.feat_extract_norm == "layer"))
     elif entry.modality == "vision":
-        from transformers import ViTImageProcessor
+        from .inputs.processors import pil_image_processor
 
         size = getattr(config, "image_size", 32)
         size = size if isinstance(size, int) else 32
-        processor = ViTImageProcessor(size={"height": size, "width": size})
+        processor = pil_image_processor("ViTImageProcessor", size={"height": size, "width": size})
     return model, tokenizer, processor
 
 

@@ -85,16 +85,25 @@ class OnnxSource(_Strict):
     """A statically quantised (QLinear) ONNX CNN, read with onnxruntime (see :mod:`aniso.sources.onnx_cnn`).
 
     ``path`` is relative to the models folder (setting ``models_dir``) unless absolute. The image processor
-    resizes the shorter side to ``image_size / crop_pct``, centre-crops ``image_size`` and normalises with
-    ``image_mean`` / ``image_std`` (ImageNet's by default).
+    (:func:`aniso.sources.onnx_cnn.onnx_image_processor`) resizes the photograph to ``resize_to`` (``resize:
+    squash``: both sides, as GluonCV's ``Resize(resize_to)``; ``shorter-side``: the shorter side, keeping the
+    aspect ratio), bilinear, centre-crops ``image_size`` and normalises with ``image_mean`` / ``image_std``
+    (ImageNet's by default).
     """
 
     kind: Literal["onnx"]
     path: str = Field(min_length=1)
     image_size: int = Field(default=224, ge=8)
-    crop_pct: float = Field(default=0.875, gt=0, le=1)
+    resize: Literal["squash", "shorter-side"] = "squash"
+    resize_to: int = Field(default=256, ge=8)
     image_mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
     image_std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+
+    @model_validator(mode="after")
+    def _crop_fits(self) -> "OnnxSource":
+        if self.image_size > self.resize_to:
+            raise ValueError(f"image_size {self.image_size} is larger than resize_to {self.resize_to}")
+        return self
 
 
 class InitSource(_Strict):
@@ -136,14 +145,23 @@ Source = Annotated[Union[HubSource, LocalSource, PackageSource, OnnxSource, Init
 
 Verdict = Literal["holds", "does-not-hold"]
 
+#: A dataset identity: ``<name>@<fingerprint>`` (see :mod:`aniso.verdicts`).
+_INPUTS = r"^.+@[^@\s]+$"
+
 
 class ExpectedVerdict(_Strict):
-    """What a claim is expected to give for a model, with the measured value and the reason."""
+    """What a claim is expected to give for a model, with the measured value and the reason.
+
+    ``inputs`` is the dataset identity (``<name>@<fingerprint>``) the verdict was measured on; when left out, a
+    ``measured`` verdict was measured on the registry's ``recorded_inputs`` for the model's modality, and a
+    ``paper`` verdict (the paper's own exception) binds whatever the inputs. See :mod:`aniso.verdicts`.
+    """
 
     verdict: Verdict
     reason: str = Field(min_length=1)
     measured: dict[str, Any] | None = None
     source: Literal["paper", "measured"] = "measured"
+    inputs: str | None = Field(default=None, pattern=_INPUTS)
 
 
 class ModelEntry(_Strict):
@@ -227,15 +245,23 @@ class ModelEntry(_Strict):
 
 
 class _RegistryFile(_Strict):
+    recorded_inputs: dict[Literal["text", "speech", "vision"], Annotated[str, Field(pattern=_INPUTS)]] = \
+        Field(default_factory=dict)
     models: list[ModelEntry]
 
 
 class Registry:
-    """A validated set of :class:`ModelEntry`, in file order."""
+    """A validated set of :class:`ModelEntry`, in file order.
 
-    def __init__(self, entries: list[ModelEntry], path: Path | None = None):
+    ``recorded_inputs`` maps a modality to the dataset identity (``<name>@<fingerprint>``) on which the registry's
+    measured expectations, and the implicit "holds" of every claim, were recorded.
+    """
+
+    def __init__(self, entries: list[ModelEntry], path: Path | None = None,
+                 recorded_inputs: dict[str, str] | None = None):
         self.entries = list(entries)
         self.path = path
+        self.recorded_inputs = dict(recorded_inputs or {})
         seen: set[str] = set()
         for i, e in enumerate(self.entries):
             if e.id in seen:
@@ -254,6 +280,17 @@ class Registry:
             if e.id == model_id:
                 return e
         raise KeyError(f"no model {model_id!r} in registry {self.path}")
+
+    def expectation(self, entry: ModelEntry, claim_id: str) -> tuple[ExpectedVerdict | None, str | None]:
+        """``(expected verdict or None, the inputs it was recorded on or None)`` of ``claim_id`` for ``entry``.
+
+        No expected verdict means "holds", recorded on ``recorded_inputs[entry.modality]``; a ``paper`` verdict
+        without ``inputs`` binds any inputs (None).
+        """
+        expected = entry.expected.get(claim_id)
+        if expected is not None and (expected.inputs or expected.source == "paper"):
+            return expected, expected.inputs
+        return expected, self.recorded_inputs.get(entry.modality)
 
     def select(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> list[ModelEntry]:
         """Entries matching the tags (see :meth:`ModelEntry.matches`), in file order."""
@@ -302,4 +339,4 @@ def load_registry(path: Path | str) -> Registry:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
         raise RegistryError(_format_error(path, raw, err)) from None
-    return Registry(parsed.models, path)
+    return Registry(parsed.models, path, parsed.recorded_inputs)

@@ -143,12 +143,12 @@ def build_model(arch: str, image_size: int, seed: int):
 def image_processor(image_size: int, crop: bool = True):
     """The miniatures' image processor: resize the shorter side to 9/8·``image_size``, centre-crop
     ``image_size`` (``crop=False``: keep the 9/8 square, for training crops), scale to [-1, 1]."""
-    from transformers import ConvNextImageProcessor
+    from ..inputs.processors import pil_image_processor
 
     big = image_size * 9 // 8
     side = image_size if crop else big
-    return ConvNextImageProcessor(size={"shortest_edge": side}, crop_pct=side / big,
-                                  image_mean=[0.5] * 3, image_std=[0.5] * 3)
+    return pil_image_processor("ConvNextImageProcessor", size={"shortest_edge": side}, crop_pct=side / big,
+                               image_mean=[0.5] * 3, image_std=[0.5] * 3)
 
 
 def training_pixels(images: Sequence, image_size: int) -> torch.Tensor:

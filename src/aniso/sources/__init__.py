@@ -35,6 +35,11 @@ class ModelUnavailable(RuntimeError):
     """The weights of a registry model cannot be loaded here; the message says why."""
 
 
+class InputsMissing(ModelUnavailable):
+    """A model cannot be measured here for want of inputs (a data folder), not of weights or code; the message
+    names the setting that supplies them."""
+
+
 @dataclass
 class LoadedModel:
     """A model ready for extraction.
@@ -160,7 +165,7 @@ def source_fingerprint(entry: ModelEntry, registry_dir: Path | None = None,
     if isinstance(src, HubSource):
         return f"hub:{src.repo}@{src.revision}"
     if isinstance(src, OnnxSource):
-        pre = f"{src.image_size}/{src.crop_pct}/{src.image_mean}/{src.image_std}"
+        pre = f"{src.resize}{src.resize_to}/{src.image_size}/{src.image_mean}/{src.image_std}"
         return f"onnx:{sha256_file(resolve_model_file(entry, models_dir))[:16]}:{pre}"
     directory = resolve_directory(entry, registry_dir)
     if isinstance(src, PackageSource) and src.format == "state-dict":
@@ -183,7 +188,9 @@ def _check_permissions(entry: ModelEntry) -> None:
 
 def _from_pretrained(entry: ModelEntry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
     """(model, tokenizer, processor): the tokenizer for text, the feature extractor (speech) or image processor."""
-    from transformers import AutoFeatureExtractor, AutoImageProcessor, AutoModel, AutoTokenizer
+    from transformers import AutoFeatureExtractor, AutoModel, AutoTokenizer
+
+    from ..inputs.processors import pretrained_image_processor
 
     common = dict(trust_remote_code=entry.trust_remote_code, **kwargs)
     if entry.use_auth_token:
@@ -193,7 +200,7 @@ def _from_pretrained(entry: ModelEntry, where: str, **kwargs: Any) -> tuple[Any,
     if entry.modality == "speech":
         return model, None, AutoFeatureExtractor.from_pretrained(where, **common)
     if entry.modality == "vision":
-        return model, None, AutoImageProcessor.from_pretrained(where, **common)
+        return model, None, pretrained_image_processor(where, **common)
     return model, AutoTokenizer.from_pretrained(where, **common), None
 
 
@@ -298,7 +305,7 @@ def _load_onnx(entry: ModelEntry, src: OnnxSource, path: Path) -> LoadedModel:
     except Exception as exc:  # onnx / onnxruntime raise their own types for unreadable graphs
         raise ModelUnavailable(f"{entry.id}: could not read {path} as a quantised ONNX CNN: "
                                f"{str(exc)[:300]}") from None
-    processor = onnx_image_processor(src.image_size, src.crop_pct, src.image_mean, src.image_std)
+    processor = onnx_image_processor(src.image_size, src.resize, src.resize_to, src.image_mean, src.image_std)
     return LoadedModel(entry, model, None, f"onnx: {path} (onnxruntime, int8 maps dequantised, "
                        f"{len(model.taps)} maps)", processor)
 

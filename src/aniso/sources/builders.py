@@ -75,13 +75,13 @@ def _efficientnet_lite0() -> Built:
     except ImportError:
         raise ImportError("builder 'efficientnet-lite0' needs the efficientnet-lite-pytorch package "
                           "(pip install efficientnet-lite-pytorch)") from None
-    from transformers import ConvNextImageProcessor
+    from ..inputs.processors import pil_image_processor
 
     net = EfficientNet.from_name("efficientnet-lite0")
     # EfficientNet-Lite's own evaluation preprocessing: resize the shorter side to 224 / 0.875, centre-crop
     # 224 x 224, and (x - 127) / 128 on 0..255 pixel values, i.e. mean 127/255 and std 128/255 after rescaling.
-    processor = ConvNextImageProcessor(size={"shortest_edge": 224}, crop_pct=0.875,
-                                       image_mean=[127 / 255] * 3, image_std=[128 / 255] * 3)
+    processor = pil_image_processor("ConvNextImageProcessor", size={"shortest_edge": 224}, crop_pct=0.875,
+                                    image_mean=[127 / 255] * 3, image_std=[128 / 255] * 3)
     return Built(EfficientNetLiteTapped(net).eval(), processor,
                  "EfficientNet-Lite0 (efficientnet-lite-pytorch), 224 x 224, (x - 127) / 128")
 

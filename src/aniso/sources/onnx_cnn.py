@@ -131,10 +131,23 @@ class OnnxTappedCNN(nn.Module):
         return TappedCNNOutput(logits, maps)
 
 
-def onnx_image_processor(image_size: int, crop_pct: float, image_mean, image_std) -> Any:
-    """The image processor of an ONNX CNN: shorter side to ``image_size / crop_pct``, centre crop
-    ``image_size`` x ``image_size``, rescale to [0, 1], then ``(x - mean) / std`` per channel."""
-    from transformers import ConvNextImageProcessor
+def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mean, image_std) -> Any:
+    """The image processor of an ONNX CNN (transformers' PIL backend, bilinear).
 
-    return ConvNextImageProcessor(size={"shortest_edge": image_size}, crop_pct=crop_pct,
-                                  image_mean=list(image_mean), image_std=list(image_std))
+    ``resize="squash"``: the photograph to ``resize_to`` x ``resize_to`` whatever its aspect ratio (GluonCV's
+    ``transforms.Resize(resize_to)``, ``keep_ratio=False``, which the ONNX Model Zoo's MXNet-trained CNNs were
+    evaluated with); ``"shorter-side"``: the shorter side to ``resize_to``. Then a centre crop of ``image_size`` x
+    ``image_size``, rescaling to [0, 1] and ``(x - mean) / std`` per channel. Raises ValueError for another
+    ``resize``.
+    """
+    from PIL import Image
+
+    from ..inputs.processors import pil_image_processor
+
+    common = dict(resample=Image.Resampling.BILINEAR, crop_size={"height": image_size, "width": image_size},
+                  image_mean=list(image_mean), image_std=list(image_std))
+    if resize == "squash":
+        return pil_image_processor("DeiTImageProcessor", size={"height": resize_to, "width": resize_to}, **common)
+    if resize == "shorter-side":
+        return pil_image_processor("BitImageProcessor", size={"shortest_edge": resize_to}, **common)
+    raise ValueError(f"resize must be 'squash' or 'shorter-side', got {resize!r}")
