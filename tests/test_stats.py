@@ -152,3 +152,19 @@ def test_cache_key_depends_on_every_part():
     assert cache_key(base) == cache_key(dict(base))
     assert cache_key(base) != cache_key({**base, "corpus": "d"})
     assert cache_key(base) != cache_key({**base, "settings": {"n": 2}})
+    assert cache_key(base) != cache_key({**base, "model": "n"})
+
+
+def test_cache_key_names_the_library_versions(monkeypatch):
+    """An entry written under another torch or transformers version is not found again."""
+    import aniso.versions as versions
+
+    base = {"model": "m", "corpus": "c"}
+    before = cache_key(base)
+    for dist in ("torch", "transformers", "onnxruntime"):
+        changed = dict(versions.library_versions(), **{dist: "0.0.0-other"})
+        monkeypatch.setattr(versions, "library_versions", lambda changed=changed: changed)
+        assert cache_key(base) != before, dist
+    monkeypatch.undo()
+    assert cache_key(base) == before
+    assert {"torch", "transformers", "numpy", "onnxruntime", "pillow"} <= set(versions.library_versions())

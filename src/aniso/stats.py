@@ -263,8 +263,15 @@ class ModelStats:
 
 
 def cache_key(parts: dict) -> str:
-    """A stable hex key for the JSON-serialisable ``parts`` (model, revision, corpus fingerprint, settings)."""
-    payload = json.dumps({"format": STATS_FORMAT_VERSION, **parts}, sort_keys=True, default=str)
+    """A stable hex key for the JSON-serialisable ``parts`` (model, revision, corpus fingerprint, settings).
+
+    The key also covers the cache format and the versions of the libraries that change numbers
+    (:func:`aniso.versions.library_versions`), so an entry written under other versions is not reused.
+    """
+    from .versions import library_versions
+
+    payload = json.dumps({"format": STATS_FORMAT_VERSION, "versions": library_versions(), **parts},
+                         sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
