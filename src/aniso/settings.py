@@ -1,17 +1,33 @@
 """Run settings: where the registry, corpus, cache and reports are, and the sample sizes.
 
 Every setting has a pytest option (``--aniso-...``) and an environment
-variable (``ANISO_...``); the option wins. Defaults are chosen so the whole
-suite runs on a 2-core CPU.
+variable (``ANISO_...``); the option wins. A run profile (:data:`PROFILES`,
+setting ``profile``) picks consistent sample sizes for everything at once:
+``quick`` (the default: the whole suite on a 2-core CPU in minutes) or
+``paper`` (the papers' own sizes). A setting given explicitly overrides its
+profile's value.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 
-__all__ = ["Settings", "SETTING_HELP"]
+__all__ = ["Settings", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE"]
+
+#: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
+#: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
+#: set", every paragraph) at up to 512 tokens, every recording, and G §4.1's 16 x 512 block inputs. Photographs:
+#: 192 in both, since the suite's miniatures train on the other half of the image folder. Both sweep 5 seeds and
+#: 21 bias norms (G §4: "several seeds"; >= 20 norms).
+PROFILES: dict[str, dict[str, int]] = {
+    "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
+                  block_seq_len=512, block_norms=21),
+    "paper": dict(n_sequences=1_000_000, max_length=512, n_clips=1_000_000, n_images=192, block_seeds=5,
+                  block_sequences=16, block_seq_len=512, block_norms=21),
+}
+DEFAULT_PROFILE = "quick"
+_QUICK = PROFILES[DEFAULT_PROFILE]
 
 
 def _default_cache() -> str:
@@ -23,10 +39,11 @@ def _default_cache() -> str:
 class Settings:
     """Settings of one run (see :data:`SETTING_HELP`)."""
 
+    profile: str = DEFAULT_PROFILE
     registry: str = "models.yaml"
     corpus: str | None = None
-    n_sequences: int = 256
-    max_length: int = 128
+    n_sequences: int = _QUICK["n_sequences"]
+    max_length: int = _QUICK["max_length"]
     batch_size: int = 16
     seed: int = 0
     reservoir_size: int = 4096
@@ -35,18 +52,20 @@ class Settings:
     no_cache: bool = False
     report_dir: str = "reports"
     device: str = "cpu"
-    block_seeds: int = 5
-    block_sequences: int = 16
-    block_seq_len: int = 512
-    block_norms: int = 21
+    block_seeds: int = _QUICK["block_seeds"]
+    block_sequences: int = _QUICK["block_sequences"]
+    block_seq_len: int = _QUICK["block_seq_len"]
+    block_norms: int = _QUICK["block_norms"]
     speech_dir: str | None = None
-    n_clips: int = 32
+    n_clips: int = _QUICK["n_clips"]
     image_dir: str | None = None
-    n_images: int = 192
+    n_images: int = _QUICK["n_images"]
     models_dir: str | None = None
     second_order_max_dim: int = 8192
 
     def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"setting profile must be one of {sorted(PROFILES)}, got {self.profile!r}")
         for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences", "n_clips", "n_images",
                      "second_order_max_dim"):
             if getattr(self, name) < 1:
@@ -61,13 +80,17 @@ class Settings:
 
     @classmethod
     def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None) -> "Settings":
-        """Build settings from explicit options (None = not given), then ``ANISO_<NAME>`` variables, then defaults.
+        """Build settings from explicit options (None = not given), then ``ANISO_<NAME>`` variables, then the
+        profile's sizes (:data:`PROFILES`; the profile itself comes from option or ``ANISO_PROFILE``), then defaults.
 
-        Raises ValueError naming the variable when one does not parse.
+        Raises ValueError naming the variable when one does not parse, or the profile when it is unknown.
         """
         options = options or {}
         environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        profile = options.get("profile") or environ.get("ANISO_PROFILE") or DEFAULT_PROFILE
+        if profile not in PROFILES:
+            raise ValueError(f"profile {profile!r} is not one of {sorted(PROFILES)}")
+        values: dict[str, object] = dict(PROFILES[profile], profile=profile)
         for f in fields(cls):
             given = options.get(f.name)
             if given is not None:
@@ -92,11 +115,11 @@ class Settings:
         return {k: v for k, v in asdict(self).items() if k in
                 ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size", "second_order_max_dim")}
 
-    def path(self, name: str) -> Path:
-        return Path(getattr(self, name))
-
 
 SETTING_HELP = {
+    "profile": "run profile setting every sample size at once: " + "; ".join(
+        f"{name}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()) for name, sizes in PROFILES.items())
+    + f" (default {DEFAULT_PROFILE}; a size given explicitly overrides its profile)",
     "registry": "model registry file",
     "corpus": "text corpus file (WikiText wiki.valid.tokens layout); default: datasets if the hub is reachable, "
     "else the embedded pydoc_data.topics fallback",
