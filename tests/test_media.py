@@ -177,6 +177,29 @@ def test_image_sample_is_seeded_rgb():
     assert all(im.mode == "RGB" for im in a.items) and a.n_available >= 4
 
 
+def test_dataset_identity_does_not_depend_on_the_sample(tmp_path):
+    """Two samples of one folder share the dataset identity (what verdicts are recorded on); another folder does
+    not."""
+    from PIL import Image
+
+    for i in range(4):
+        Image.new("RGB", (8, 8), (i * 40, 0, 0)).save(tmp_path / f"{i}.png")
+    a, b = load_images(tmp_path, 2, seed=0), load_images(tmp_path, 3, seed=1)
+    assert a.fingerprint != b.fingerprint and a.dataset == b.dataset
+    assert a.describe()["dataset"] == a.dataset
+    Image.new("RGB", (8, 8)).save(tmp_path / "4.png")
+    assert load_images(tmp_path, 2, seed=0).dataset != a.dataset
+
+
+def test_fallback_images_ship_with_the_install():
+    """Without a folder the embedded scikit-image photographs are used, labelled as the fallback, all RGB."""
+    pytest.importorskip("skimage")
+    fallback = load_images(None, 192, seed=0)
+    assert fallback.is_fallback and "FALLBACK IMAGES" in fallback.label
+    assert len(fallback.items) == 12 and all(im.mode == "RGB" for im in fallback.items)
+    assert fallback.dataset.startswith("skimage-data@scikit-image-")
+
+
 # -- first-order statistics ----------------------------------------------------------------------------------------
 
 

@@ -89,3 +89,33 @@ def test_broken_registry_gives_one_line_pytest_error(tmp_path):
     assert proc.returncode != 0
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if str(path) in line]
     assert lines and "models[0] (id 'tiny'): role:" in lines[0]
+
+
+def test_recorded_inputs_and_expectations(tmp_path):
+    """Measured expectations (and the implicit "holds") belong to the registry's recorded inputs for the model's
+    modality; an expectation's own inputs override them; a paper exception without inputs binds any inputs."""
+    text = ("recorded_inputs: {text: corpus@aaaa}\nmodels:\n" + ENTRY + """\
+    expected:
+      G.token-nlp-anisotropic: {verdict: does-not-hold, reason: measured}
+      G.isotropic-baseline: {verdict: does-not-hold, reason: paper, source: paper}
+      G.drift-correlation-spearman: {verdict: holds, reason: measured elsewhere, inputs: other@bbbb}
+""")
+    reg = load_registry(write(tmp_path, text))
+    entry = reg.get("tiny")
+    assert reg.recorded_inputs == {"text": "corpus@aaaa"}
+    assert reg.expectation(entry, "G.token-nlp-anisotropic")[1] == "corpus@aaaa"
+    assert reg.expectation(entry, "G.isotropic-baseline")[1] is None
+    assert reg.expectation(entry, "G.drift-correlation-spearman")[1] == "other@bbbb"
+    assert reg.expectation(entry, "G.drift-correlation-pearson") == (None, "corpus@aaaa")
+
+
+@pytest.mark.parametrize("text, field", [
+    ("recorded_inputs: {audio: x@1}\nmodels:\n" + ENTRY, "recorded_inputs.audio"),
+    ("recorded_inputs: {text: no-fingerprint}\nmodels:\n" + ENTRY, "recorded_inputs.text"),
+    ("models:\n" + ENTRY + "    expected:\n      G.token-nlp-anisotropic: {verdict: holds, reason: r, inputs: nofp}\n",
+     "expected.G.token-nlp-anisotropic.inputs"),
+])
+def test_bad_recorded_inputs_name_the_field(tmp_path, text, field):
+    """Inputs are a modality's dataset identity, name@fingerprint."""
+    with pytest.raises(RegistryError, match=field.replace(".", r"\.")):
+        load_registry(write(tmp_path, text))

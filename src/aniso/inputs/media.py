@@ -47,6 +47,7 @@ class MediaSet:
     n_available : items in the source before sampling
     seed : the sampling seed
     is_fallback : True for the embedded default
+    dataset_fingerprint : SHA-256 prefix over every item of the source (not only the sample)
     """
 
     modality: str
@@ -59,11 +60,17 @@ class MediaSet:
     n_available: int
     seed: int
     is_fallback: bool = False
+    dataset_fingerprint: str = ""
+
+    @property
+    def dataset(self) -> str:
+        """The identity of the source, whatever the sample: ``<name>@<dataset fingerprint>``."""
+        return f"{self.name}@{self.dataset_fingerprint or self.fingerprint}"
 
     def describe(self) -> dict:
         """JSON-friendly provenance of the sample (without the data)."""
-        out = {k: getattr(self, k) for k in ("modality", "name", "label", "origin", "fingerprint", "n_available",
-                                             "seed", "is_fallback")}
+        out = {k: getattr(self, k) for k in ("dataset", "modality", "name", "label", "origin", "fingerprint",
+                                             "n_available", "seed", "is_fallback")}
         out["n_items"] = len(self.items)
         if self.modality == "speech":
             out["seconds"] = round(sum(len(a) for a in self.items) / SAMPLE_RATE, 2)
@@ -86,14 +93,22 @@ def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
     return files
 
 
-def _sampled_files(folder: Path, suffixes: tuple[str, ...], setting: str, n: int, seed: int):
-    """(all files, the seeded sample of n, SHA-256 prefix over the sample's names and bytes)."""
-    all_files = _list(folder, suffixes, setting)
-    files = _sample(all_files, n, seed)
+def _files_fingerprint(files: list[Path], digests: dict[Path, bytes]) -> str:
+    """SHA-256 prefix over the files' names and bytes, in order (``digests`` memoises each file's hash)."""
     h = hashlib.sha256()
     for p in files:
-        h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
-    return all_files, files, h.hexdigest()[:16]
+        if p not in digests:
+            digests[p] = hashlib.sha256(p.read_bytes()).digest()
+        h.update(p.name.encode() + digests[p])
+    return h.hexdigest()[:16]
+
+
+def _sampled_files(folder: Path, suffixes: tuple[str, ...], setting: str, n: int, seed: int):
+    """(all files, the seeded sample of n, fingerprint of the sample, fingerprint of all files)."""
+    all_files = _list(folder, suffixes, setting)
+    files = _sample(all_files, n, seed)
+    digests: dict[Path, bytes] = {}
+    return all_files, files, _files_fingerprint(files, digests), _files_fingerprint(all_files, digests)
 
 
 def _to_16k(audio: np.ndarray, rate: int) -> np.ndarray:
@@ -133,7 +148,7 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     import soundfile
 
     folder = Path(folder)
-    all_files, files, fingerprint = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
+    all_files, files, fingerprint, dataset = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
     clips = []
     for p in files:
         try:
@@ -142,7 +157,8 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
             raise InputsUnavailable(f"speech_dir: cannot read {p}: {exc}") from None
         clips.append(_to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)])
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)",
-                    str(folder), fingerprint, tuple(clips), tuple(p.name for p in files), len(all_files), seed)
+                    str(folder), fingerprint, tuple(clips), tuple(p.name for p in files), len(all_files), seed,
+                    dataset_fingerprint=dataset)
 
 
 def _librispeech_from_hub(n_clips: int, seed: int, max_seconds: float) -> MediaSet:
@@ -160,11 +176,13 @@ def _librispeech_from_hub(n_clips: int, seed: int, max_seconds: float) -> MediaS
         raise InputsUnavailable(f"speech inputs: LibriSpeech via datasets failed: {exc}") from None
     h = hashlib.sha256("".join(names).encode()).hexdigest()[:16]
     return MediaSet("speech", "librispeech-clean-validation", f"{len(clips)} LibriSpeech clean validation clips",
-                    "datasets: openslr/librispeech_asr", h, tuple(clips), tuple(names), len(clips), seed)
+                    "datasets: openslr/librispeech_asr", h, tuple(clips), tuple(names), len(clips), seed,
+                    dataset_fingerprint="hub")
 
 
+#: Pictures that ship inside the scikit-image wheel (no download): colour photographs, then two greyscale ones.
 _SKIMAGE_PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "cat", "immunohistochemistry", "hubble_deep_field",
-                   "colorwheel", "retina", "motorcycle_left", "motorcycle_right", "logo")
+                   "colorwheel", "retina", "logo", "camera", "coins")
 
 
 def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet:
@@ -186,10 +204,11 @@ def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet
     if folder is None:
         return _skimage_photos(n_images, seed)
     folder = Path(folder)
-    all_files, files, fingerprint = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
+    all_files, files, fingerprint, dataset = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
     images = _read_images(files)
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}", str(folder),
-                    fingerprint, tuple(images), tuple(p.name for p in files), len(all_files), seed)
+                    fingerprint, tuple(images), tuple(p.name for p in files), len(all_files), seed,
+                    dataset_fingerprint=dataset)
 
 
 def _read_images(files: list[Path]) -> list:
@@ -224,19 +243,17 @@ def load_images_excluding(measured: MediaSet) -> MediaSet:
     if not files:
         raise InputsUnavailable(f"image_dir: all {measured.n_available} photographs of {folder} are measured "
                                 f"(n_images = {len(measured.items)}); none is left to train on")
-    h = hashlib.sha256()
-    for p in files:
-        h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
     images = _read_images(files)
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}, those not measured",
-                    str(folder), h.hexdigest()[:16], tuple(images), tuple(p.name for p in files), len(files) + len(used),
-                    measured.seed)
+                    str(folder), _files_fingerprint(files, {}), tuple(images), tuple(p.name for p in files),
+                    len(files) + len(used), measured.seed, dataset_fingerprint=measured.dataset_fingerprint)
 
 
 def _skimage_photos(n_images: int, seed: int) -> MediaSet:
     from PIL import Image
 
     try:
+        import skimage
         from skimage import data
     except ImportError:
         raise InputsUnavailable("image inputs: no folder given (--aniso-image-dir / ANISO_IMAGE_DIR) and "
@@ -254,4 +271,5 @@ def _skimage_photos(n_images: int, seed: int) -> MediaSet:
         names.append(name)
     return MediaSet("vision", "skimage-data", f"FALLBACK IMAGES: {len(images)} sample photographs shipped with "
                     "scikit-image (not the paper's images)", "skimage.data", h.hexdigest()[:16], tuple(images),
-                    tuple(names), len(_SKIMAGE_PHOTOS), seed, is_fallback=True)
+                    tuple(names), len(_SKIMAGE_PHOTOS), seed, is_fallback=True,
+                    dataset_fingerprint=f"scikit-image-{skimage.__version__}")

@@ -57,9 +57,15 @@ class Corpus:
     seed: int
     is_fallback: bool = False
 
+    @property
+    def dataset(self) -> str:
+        """The identity of the source text, whatever the sample: ``<name>@<fingerprint>``."""
+        return f"{self.name}@{self.fingerprint}"
+
     def describe(self) -> dict:
         """JSON-friendly provenance of the sample (without the text itself)."""
         return {
+            "dataset": self.dataset,
             "name": self.name,
             "label": self.label,
             "origin": self.origin,
