@@ -1,8 +1,10 @@
 """The claims catalogue: every paper claim the suite knows, by stable id.
 
-Ids, sources and statements follow ``CLAIMS.md``. Claim tests name their claim
-with ``@pytest.mark.claim("<id>")``; registry entries may only record expected
-verdicts for ids listed here.
+Ids, sources, statements and operationalisations are specified in the suite's
+``docs/claims.md``. Claim tests name their claim with
+``@pytest.mark.claim("<id>")``; registry entries may only record expected
+verdicts for ids listed here. A claim with ``executable=False`` has no test yet:
+the report lists it as "not yet executable".
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ S = "This suite, beyond the papers: controlled experiments on miniatures it trai
 
 @dataclass(frozen=True)
 class Claim:
-    """One paper claim: id, paper, section, figure and the statement in plain words."""
+    """One paper claim: id, paper, section, figure, the statement in plain words, and whether a test measures it."""
 
     id: str
     paper: str
     section: str
     figure: str
     statement: str
+    executable: bool = True
 
 
 CLAIMS: dict[str, Claim] = {
@@ -56,22 +59,27 @@ CLAIMS: dict[str, Claim] = {
         Claim("G.block-scores-spread", G, "§4.3", "Fig. 7", "pre-softmax scores move away from zero as N grows"),
         Claim("G.block-qk-norms", G, "§4.3", "Fig. 8", "query and key norms grow with N"),
         Claim("G.block-softmax-sharpens", G, "§4.4", "Fig. 9-10", "as N grows, softmax rows get sharper"),
-        Claim("G.qk-means-align", G, "§5", "Fig. 13", "along training, mean queries and keys align"),
+        Claim("G.qk-means-align", G, "§5", "Fig. 13", "along training, mean queries and keys align", executable=False),
         Claim("G.qk-direction-by-depth", G, "§5", "Fig. 13",
-              "first layers drift in a common direction, last layers in opposite directions"),
-        Claim("G.qk-dot-grows", G, "§5", "Fig. 14", "the magnitude of mean-query·mean-key grows along training"),
-        Claim("G.attention-entropy-decays", G, "§5", "Fig. 15", "mean attention entropy decays along training"),
+              "first layers drift in a common direction, last layers in opposite directions", executable=False),
+        Claim("G.qk-dot-grows", G, "§5", "Fig. 14", "the magnitude of mean-query·mean-key grows along training", executable=False),
+        Claim("G.attention-entropy-decays", G, "§5", "Fig. 15", "mean attention entropy decays along training", executable=False),
         Claim("G.qk-svd-projections", G, "§5, App. C", "Fig. 11-12, 19-22",
-              "mean queries and keys drift away from the origin along the first singular direction"),
-        Claim("G.qk-align-across-seeds", G, "App. D", "Fig. 23", "the trends hold across seeds"),
-        Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped"),
-        Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers"),
+              "mean queries and keys drift away from the origin along the first singular direction", executable=False),
+        Claim("G.qk-align-across-seeds", G, "App. D", "Fig. 23", "the trends hold across seeds", executable=False),
+        Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped", executable=False),
+        Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers", executable=False),
         Claim("R.decoder-anisotropy-grows", R, "§4.2", "Fig. 3-4",
-              "in decoders, anisotropy grows as training proceeds, then stabilises"),
+              "in decoders, anisotropy grows as training proceeds, then stabilises", executable=False),
         Claim("R.id-expands-then-compresses", R, "§4.3", "Fig. 2",
-              "intrinsic dimension rises early in training, then falls"),
+              "intrinsic dimension rises early in training, then falls", executable=False),
     ]
 }
+
+
+def not_yet_executable() -> list[Claim]:
+    """The catalogue's claims that no test measures yet, in catalogue order."""
+    return [c for c in CLAIMS.values() if not c.executable]
 
 
 def get_claim(claim_id: str) -> Claim:

@@ -115,9 +115,21 @@ def render_html(doc: dict) -> str:
         prov=doc["provenance"], results=results, groups=groups, models=models, matrix=matrix,
         pipeline=pipeline, unavailable=unavailable, registry=registry,
         group_figures=modality_figures(doc["models"]) + drift_pvalue_figure(results, doc["models"]),
-        counts=counts, figures=figures, model_docs=doc["models"], verdict_class=VERDICT_CLASS,
+        counts=counts, figures=figures, not_yet=doc.get("not_yet_executable", []),
+        missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, block_figures=block_figures(block_docs),
     )
+
+
+def _missing_inputs(results: list[dict]) -> list[tuple[str, int, list[str]]]:
+    """(reason without the model id, number of claim tests, model ids) per distinct missing-inputs skip."""
+    out: dict[str, tuple[int, set]] = {}
+    for r in results:
+        if r.get("skip_kind") == "inputs":
+            reason = r["reason"].split(": ", 1)[-1]
+            n, ids = out.get(reason, (0, set()))
+            out[reason] = (n + 1, ids | {r["model_id"]})
+    return [(reason, n, sorted(i for i in ids if i)) for reason, (n, ids) in out.items()]
 
 
 def write_html_report(results_json: Path, out: Path) -> Path:
