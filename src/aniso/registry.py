@@ -26,122 +26,25 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .catalog import CLAIMS
+from .schema import Strict
 
 
 class RegistryError(ValueError):
     """A registry file that cannot be read or does not match the schema."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _source_union():
+    from .sources import SOURCE_KINDS
+
+    schemas = tuple(k.schema for k in SOURCE_KINDS.values())
+    return Annotated[Union[schemas], Field(discriminator="kind")], tuple(SOURCE_KINDS)
 
 
-class HubSource(_Strict):
-    """A model on the Hugging Face hub, loaded with ``from_pretrained`` at ``revision``."""
-
-    kind: Literal["hub"]
-    repo: str = Field(min_length=1)
-    revision: str = "main"
-
-
-class LocalSource(_Strict):
-    """A directory in Hugging Face format; a relative path is relative to the registry file."""
-
-    kind: Literal["local"]
-    path: str = Field(min_length=1)
-
-
-class PackageSource(_Strict):
-    """A Python package that ships model files in ``subdir`` of its install folder.
-
-    ``format`` says how they are read: ``transformers`` (Hugging Face layout,
-    safetensors), ``ctranslate2-whisper`` (a CTranslate2 ``model.bin`` of a
-    Whisper model, mapped onto transformers' Whisper), or ``state-dict`` (a
-    PyTorch state dict ``file`` read with ``weights_only=True`` into the
-    architecture named by ``builder``; see :mod:`aniso.sources.builders`).
-    """
-
-    kind: Literal["package"]
-    package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
-    subdir: str = ""
-    distribution: str | None = None  # the pip name, for the install hint
-    format: Literal["transformers", "ctranslate2-whisper", "state-dict"] = "transformers"
-    file: str | None = None
-    builder: str | None = None
-
-    @model_validator(mode="after")
-    def _format_fields(self) -> "PackageSource":
-        if self.format == "state-dict" and not (self.file and self.builder):
-            raise ValueError("format 'state-dict' needs 'file' and 'builder'")
-        if self.format != "state-dict" and self.builder:
-            raise ValueError("'builder' is only used with format 'state-dict'")
-        return self
-
-
-class OnnxSource(_Strict):
-    """A statically quantised (QLinear) ONNX CNN, read with onnxruntime (see :mod:`aniso.sources.onnx_cnn`).
-
-    ``path`` is relative to the models folder (setting ``models_dir``) unless absolute. The image processor
-    (:func:`aniso.sources.onnx_cnn.onnx_image_processor`) resizes the photograph to ``resize_to`` (``resize:
-    squash``: both sides, as GluonCV's ``Resize(resize_to)``; ``shorter-side``: the shorter side, keeping the
-    aspect ratio), bilinear, centre-crops ``image_size`` and normalises with ``image_mean`` / ``image_std``
-    (ImageNet's by default).
-    """
-
-    kind: Literal["onnx"]
-    path: str = Field(min_length=1)
-    image_size: int = Field(default=224, ge=8)
-    resize: Literal["squash", "shorter-side"] = "squash"
-    resize_to: int = Field(default=256, ge=8)
-    image_mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
-    image_std: tuple[float, float, float] = (0.229, 0.224, 0.225)
-
-    @model_validator(mode="after")
-    def _crop_fits(self) -> "OnnxSource":
-        if self.image_size > self.resize_to:
-            raise ValueError(f"image_size {self.image_size} is larger than resize_to {self.resize_to}")
-        return self
-
-
-class InitSource(_Strict):
-    """A freshly initialised block built from a transformers config (no weights): see
-    :mod:`aniso.experiments.untrained_block` for the kinds; ``config`` overrides config fields."""
-
-    kind: Literal["init"]
-    block: Literal["bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention"]
-    config: dict[str, Union[int, float, str, bool]] = Field(default_factory=dict)
-
-
-class MiniatureSource(_Strict):
-    """A miniature trained by the suite itself (see :mod:`aniso.experiments.miniature_vision`).
-
-    ``recipe`` names the experiment (``vision-rotation``: rotation prediction on the photographs of the image folder
-    that the measurement does not use); ``arch`` the architecture, ``seed`` the seed of initialisation and batch
-    order, ``steps`` the optimiser steps (0: the initialisation itself, an untrained control); ``config``
-    overrides other recipe fields (``image_size``, ``batch_size``, ``lr``, ``weight_decay``, ``warmup_fraction``).
-    """
-
-    kind: Literal["miniature"]
-    recipe: Literal["vision-rotation"]
-    arch: Literal["vit", "convnext", "resnet"]
-    seed: int = Field(default=0, ge=0)
-    steps: int = Field(ge=0)
-    config: dict[str, Union[int, float]] = Field(default_factory=dict)
-
-    @field_validator("config")
-    @classmethod
-    def _recipe_fields(cls, value: dict) -> dict:
-        unknown = sorted(set(value) - {"image_size", "batch_size", "lr", "weight_decay", "warmup_fraction"})
-        if unknown:
-            raise ValueError(f"unknown recipe field(s) {unknown}")
-        return value
-
-
-Source = Annotated[Union[HubSource, LocalSource, PackageSource, OnnxSource, InitSource, MiniatureSource],
-                   Field(discriminator="kind")]
+#: A registry ``source:``: one of the schemas of the source-kind table (:data:`aniso.sources.SOURCE_KINDS`).
+Source, SOURCE_KIND_NAMES = _source_union()
 
 Verdict = Literal["holds", "does-not-hold"]
 
@@ -149,7 +52,7 @@ Verdict = Literal["holds", "does-not-hold"]
 _INPUTS = r"^.+@[^@\s]+$"
 
 
-class ExpectedVerdict(_Strict):
+class ExpectedVerdict(Strict):
     """What a claim is expected to give for a model, with the measured value and the reason.
 
     ``inputs`` is the dataset identity (``<name>@<fingerprint>``) the verdict was measured on; when left out, a
@@ -164,7 +67,7 @@ class ExpectedVerdict(_Strict):
     inputs: str | None = Field(default=None, pattern=_INPUTS)
 
 
-class ModelEntry(_Strict):
+class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -175,7 +78,6 @@ class ModelEntry(_Strict):
     role: Literal["encoder", "decoder", "encoder-decoder", "block"]
     family: str = Field(min_length=1)
     tags: tuple[str, ...] = ()
-    papers: tuple[Literal["G", "R"], ...] = ()
     description: str = ""
     trust_remote_code: bool = False
     needs_remote_code: bool = False
@@ -199,16 +101,18 @@ class ModelEntry(_Strict):
             raise ValueError("trust_remote_code: true is only allowed with needs_remote_code: true")
         if self.use_auth_token and not self.gated:
             raise ValueError("use_auth_token: true is only allowed with gated: true")
-        if (self.source.kind == "init") != (self.modality == "embeddings"):
+        if self.modality == "embeddings" and self.source.kind != "init":
             raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
-        if isinstance(self.source, OnnxSource) and (self.modality, self.architecture) != ("vision", "cnn"):
-            raise ValueError("an onnx source is a quantised CNN: it needs modality 'vision' and architecture 'cnn'")
-        if isinstance(self.source, MiniatureSource):
-            arch = "transformer" if self.source.arch == "vit" else "cnn"
-            if self.modality != "vision" or self.architecture != arch:
-                raise ValueError(f"a {self.source.recipe} miniature of arch {self.source.arch!r} needs modality "
-                                 f"'vision' and architecture {arch!r}")
+        problem = self._kind.check_entry(self)
+        if problem:
+            raise ValueError(problem)
         return self
+
+    @property
+    def _kind(self):
+        from .sources import SOURCE_KINDS
+
+        return SOURCE_KINDS[self.source.kind]
 
     @field_validator("tiny")
     @classmethod
@@ -220,9 +124,7 @@ class ModelEntry(_Strict):
     @property
     def trained(self) -> bool:
         """False for an untrained block built from a config (source kind ``init``) and a miniature at step 0."""
-        if isinstance(self.source, MiniatureSource):
-            return self.source.steps > 0
-        return self.source.kind != "init"
+        return self._kind.trained(self.source)
 
     @property
     def miniature(self) -> bool:
@@ -244,7 +146,7 @@ class ModelEntry(_Strict):
         return set(all_of) <= tags and (not any_of or bool(tags & set(any_of)))
 
 
-class _RegistryFile(_Strict):
+class _RegistryFile(Strict):
     recorded_inputs: dict[Literal["text", "speech", "vision"], Annotated[str, Field(pattern=_INPUTS)]] = \
         Field(default_factory=dict)
     models: list[ModelEntry]
@@ -308,7 +210,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         where = f"models[{i}]" + (f" (id {ident!r})" if ident else "")
         loc = loc[2:]
         # Drop the discriminator tag pydantic inserts for tagged unions.
-        if len(loc) >= 2 and loc[0] == "source" and loc[1] in ("hub", "local", "package", "onnx", "init", "miniature"):
+        if len(loc) >= 2 and loc[0] == "source" and loc[1] in SOURCE_KIND_NAMES:
             loc = [loc[0]] + loc[2:]
     field_path = ".".join(str(p) for p in loc) or "(entry)"
     more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""

@@ -12,8 +12,6 @@ import hashlib
 import json
 import logging
 import math
-import os
-import tempfile
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,6 +21,7 @@ import numpy as np
 import torch
 
 from . import metrics
+from .files import atomic_write, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -275,27 +274,6 @@ def cache_key(parts: dict) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 class StatsCache:
     """Per-model statistics on disk, keyed by :func:`cache_key`.
 
@@ -350,7 +328,7 @@ class StatsCache:
         for i, acc in enumerate(stats.layers):
             for name, arr in acc.state().items():
                 tensors[f"layer{i}/{name}"] = np.ascontiguousarray(arr)
-        _atomic_write(data_path, lambda p: save_file(tensors, str(p)))
+        atomic_write(data_path, lambda p: save_file(tensors, str(p)))
         meta = {
             "format": STATS_FORMAT_VERSION,
             "model_id": stats.model_id,
@@ -359,7 +337,7 @@ class StatsCache:
             "summaries": [summary_dict(s) for s in stats.summaries()],
             "sha256": sha256_file(data_path),
         }
-        _atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str)))
+        atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str)))
 
 
 class JsonCache:
@@ -398,7 +376,7 @@ class JsonCache:
     def save(self, key: str, payload: Any) -> None:
         """Write ``payload`` (JSON-serialisable) under ``key`` atomically."""
         doc = {"payload": payload, "sha256": self._digest(payload)}
-        _atomic_write(self._path(key), lambda p: p.write_text(json.dumps(doc)))
+        atomic_write(self._path(key), lambda p: p.write_text(json.dumps(doc)))
 
 
 def summary_dict(summary: LayerSummary) -> dict:

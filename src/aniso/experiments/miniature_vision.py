@@ -25,14 +25,14 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
+
+from ..files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -284,16 +284,9 @@ def load_or_train(recipe: VisionRecipe, train_images: Sequence, heldout_images: 
             warnings.warn(f"miniature checkpoint {path} cannot be used ({exc}); training it again", RuntimeWarning,
                           stacklevel=2)
     trained = train(recipe, train_images, heldout_images, progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    os.close(fd)
-    try:
-        state = {k: v.contiguous() for k, v in trained.model.state_dict().items()}
-        save_file(state, tmp, metadata={"recipe": json.dumps(asdict(recipe)), "log": json.dumps(trained.log)})
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    state = {k: v.contiguous() for k, v in trained.model.state_dict().items()}
+    atomic_write(path, lambda tmp: save_file(state, str(tmp), metadata={"recipe": json.dumps(asdict(recipe)),
+                                                                         "log": json.dumps(trained.log)}))
     trained.log["cache_hit"] = False
     return trained
 
@@ -303,8 +296,9 @@ def recipe_of(source) -> VisionRecipe:
 
     Raises ValueError naming the field if ``config`` has a key that is not a recipe field.
     """
-    allowed = {"image_size", "batch_size", "lr", "weight_decay", "warmup_fraction"}
-    unknown = sorted(set(source.config) - allowed)
+    from ..sources.miniature import RECIPE_OVERRIDES
+
+    unknown = sorted(set(source.config) - set(RECIPE_OVERRIDES))
     if unknown:
-        raise ValueError(f"miniature source config: unknown field(s) {unknown}; allowed: {sorted(allowed)}")
+        raise ValueError(f"miniature source config: unknown field(s) {unknown}; allowed: {sorted(RECIPE_OVERRIDES)}")
     return VisionRecipe(source.arch, source.seed, source.steps, **source.config)

@@ -42,15 +42,14 @@ import torch
 from torch import nn
 
 from .. import metrics
+from ..sources.init import BLOCK_KINDS
 
 __all__ = [
-    "BLOCK_KINDS", "ATTENTION_KINDS", "default_bias_norms", "SweepSpec", "UntrainedBlock", "AttentionCapture",
+    "BLOCK_KINDS", "default_bias_norms", "SweepSpec", "UntrainedBlock", "AttentionCapture",
     "build_block", "projection_params", "draw_inputs", "bias_direction", "BlockPoint", "FixedPoint", "BlockSweep",
     "measure_point", "norm_gap", "find_fixed_point", "run_sweep",
 ]
 
-BLOCK_KINDS = ("bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention")
-ATTENTION_KINDS = ("bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm")
 
 # Independent random streams derived from one seed.
 _STREAM_INIT, _STREAM_INPUTS, _STREAM_BIAS, _STREAM_SCORES = range(4)

@@ -1,4 +1,5 @@
-"""Integer-quantised ONNX CNNs (QLinear operators) read with onnxruntime, their block outputs as hidden states.
+"""Source kind ``onnx``: integer-quantised ONNX CNNs (QLinear operators) read with onnxruntime, their block outputs
+as hidden states.
 
 A statically quantised ONNX graph (``onnxruntime.quantization``: QLinearConv,
 QLinearAdd, ...) stores every activation as uint8 / int8 with a per-tensor
@@ -17,16 +18,45 @@ measures for CNNs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
+from pydantic import Field, model_validator
 from torch import nn
 
+from ..files import sha256_file
+from ..schema import Strict
+from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .builders import TappedCNNOutput
 
-__all__ = ["quantized_block_taps", "OnnxTappedCNN", "onnx_image_processor"]
+__all__ = ["OnnxSource", "KIND", "quantized_block_taps", "OnnxTappedCNN", "onnx_image_processor", "model_file"]
+
+
+class OnnxSource(Strict):
+    """A statically quantised (QLinear) ONNX CNN, read with onnxruntime.
+
+    ``path`` is relative to the models folder (setting ``models_dir``) unless absolute. The image processor
+    (:func:`onnx_image_processor`) resizes the photograph to ``resize_to`` (``resize: squash``: both sides, as
+    GluonCV's ``Resize(resize_to)``; ``shorter-side``: the shorter side, keeping the aspect ratio), bilinear,
+    centre-crops ``image_size`` and normalises with ``image_mean`` / ``image_std`` (ImageNet's by default).
+    """
+
+    kind: Literal["onnx"]
+    path: str = Field(min_length=1)
+    image_size: int = Field(default=224, ge=8)
+    resize: Literal["squash", "shorter-side"] = "squash"
+    resize_to: int = Field(default=256, ge=8)
+    image_mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
+    image_std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+
+    @model_validator(mode="after")
+    def _crop_fits(self) -> "OnnxSource":
+        if self.image_size > self.resize_to:
+            raise ValueError(f"image_size {self.image_size} is larger than resize_to {self.resize_to}")
+        return self
 
 
 def _kernel(node) -> tuple[int, ...]:
@@ -151,3 +181,50 @@ def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mea
     if resize == "shorter-side":
         return pil_image_processor("BitImageProcessor", size={"shortest_edge": resize_to}, **common)
     raise ValueError(f"resize must be 'squash' or 'shorter-side', got {resize!r}")
+
+
+def model_file(entry, ctx: SourceContext) -> Path:
+    """The entry's ONNX file: its path, relative to the models folder (setting ``models_dir``) unless absolute.
+    Raises ModelUnavailable naming the model if the folder is not set or the file is missing."""
+    src = entry.source
+    path = Path(os.path.expanduser(src.path))
+    if not path.is_absolute():
+        if ctx.models_dir is None:
+            raise ModelUnavailable(f"{entry.id}: {src.path} is relative to the models folder, which is not set "
+                                   "(--aniso-models-dir or ANISO_MODELS_DIR, e.g. ../shared/models)")
+        path = Path(ctx.models_dir) / path
+    if not path.is_file():
+        raise ModelUnavailable(f"{entry.id}: model file {path} does not exist (models folder: {ctx.models_dir})")
+    return path
+
+
+def fingerprint(entry, ctx: SourceContext) -> str:
+    """``onnx:<file sha256 prefix>:<preprocessing>``."""
+    check_permissions(entry)
+    src = entry.source
+    pre = f"{src.resize}{src.resize_to}/{src.image_size}/{src.image_mean}/{src.image_std}"
+    return f"onnx:{sha256_file(model_file(entry, ctx))[:16]}:{pre}"
+
+
+def load(entry, ctx: SourceContext) -> LoadedModel:
+    check_permissions(entry)
+    src, path = entry.source, model_file(entry, ctx)
+    try:
+        model = OnnxTappedCNN(path)
+    except ImportError as exc:
+        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    except Exception as exc:  # onnx / onnxruntime raise their own types for unreadable graphs
+        raise ModelUnavailable(f"{entry.id}: could not read {path} as a quantised ONNX CNN: "
+                               f"{str(exc)[:300]}") from None
+    processor = onnx_image_processor(src.image_size, src.resize, src.resize_to, src.image_mean, src.image_std)
+    return LoadedModel(entry, model, None, f"onnx: {path} (onnxruntime, int8 maps dequantised, "
+                       f"{len(model.taps)} maps)", processor)
+
+
+def _vision_cnn_only(entry) -> str | None:
+    if (entry.modality, entry.architecture) != ("vision", "cnn"):
+        return "an onnx source is a quantised CNN: it needs modality 'vision' and architecture 'cnn'"
+    return None
+
+
+KIND = SourceKind("onnx", OnnxSource, fingerprint, load, check_entry=_vision_cnn_only)

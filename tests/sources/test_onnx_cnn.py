@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from aniso.registry import ModelEntry
-from aniso.sources import HubStatus, ModelUnavailable, load_model, source_fingerprint
+from aniso.sources import ModelUnavailable, SourceContext, load_model, source_fingerprint
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from aniso.sources.onnx_cnn import OnnxTappedCNN, quantized_block_taps  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 MODELS = SHARED / "models"
 IMAGES = SHARED / "data" / "images" / "caltech101"
 MOBILENET = "onnxmodelzoo/mobilenetv2-12-int8/mobilenetv2-12-int8.onnx"
@@ -54,16 +54,16 @@ def test_taps_need_a_quantised_graph():
 def test_relative_path_needs_the_models_folder(tmp_path):
     entry = ModelEntry.model_validate(ENTRY)
     with pytest.raises(ModelUnavailable, match="mobilenetv2-1.0-int8: .*ANISO_MODELS_DIR"):
-        load_model(entry, HubStatus(), models_dir=None)
+        load_model(entry, SourceContext(models_dir=None))
     with pytest.raises(ModelUnavailable, match=f"mobilenetv2-1.0-int8: model file {tmp_path}.* does not exist"):
-        source_fingerprint(entry, models_dir=tmp_path)
+        source_fingerprint(entry, SourceContext(models_dir=tmp_path))
 
 
 def test_unreadable_file_names_the_model(tmp_path):
     (tmp_path / "bad.onnx").write_bytes(b"not a protobuf")
     entry = ModelEntry.model_validate(dict(ENTRY, id="bad", source=dict(kind="onnx", path="bad.onnx")))
     with pytest.raises(ModelUnavailable, match="bad: could not read .*bad.onnx"):
-        load_model(entry, HubStatus(), models_dir=tmp_path)
+        load_model(entry, SourceContext(models_dir=tmp_path))
 
 
 def test_onnx_source_is_a_vision_cnn():
@@ -95,7 +95,7 @@ def test_mobilenet_int8_classifies_real_photos():
     class (with the model's own GluonCV preprocessing, squash to 256 x 256 and centre-crop 224, not only top-5)."""
     from PIL import Image
 
-    loaded = load_model(ModelEntry.model_validate(ENTRY), HubStatus(), models_dir=MODELS)
+    loaded = load_model(ModelEntry.model_validate(ENTRY), SourceContext(models_dir=MODELS))
     plausible = {"Leopards": {287, 288, 289, 290, 293}, "airplanes": {404, 895, 908}, "pizza": {963},
                  "strawberry": {949}, "accordion": {401}}
     images = [Image.open(IMAGES / f"{c}__image_0001.jpg").convert("RGB") for c in plausible]

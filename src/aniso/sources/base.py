@@ -1,0 +1,142 @@
+"""What every source kind shares: the protocol of a kind, what loading gives, and what loading may need.
+
+A source kind is one module under :mod:`aniso.sources` that defines a :class:`SourceKind`: the registry schema of
+its ``source:`` field, how to fingerprint the exact weights an entry points at without loading them, and how to load
+them. :data:`aniso.sources.SOURCE_KINDS` is the table of kinds; the registry derives the allowed ``kind`` values and
+their schemas from it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from ..inputs.media import MediaSet
+    from ..registry import ModelEntry
+    from ..schema import Strict
+
+__all__ = ["ModelUnavailable", "InputsMissing", "LoadedModel", "HubStatus", "SourceContext", "SourceKind",
+           "check_permissions"]
+
+
+class ModelUnavailable(RuntimeError):
+    """The weights of a registry model cannot be loaded here; the message says why."""
+
+
+class InputsMissing(ModelUnavailable):
+    """A model cannot be measured here for want of inputs (a data folder), not of weights or code; the message
+    names the setting that supplies them."""
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for extraction.
+
+    ``model`` is a transformers ``PreTrainedModel`` (or a module that answers
+    like one, see :mod:`aniso.sources.builders`) in eval mode, float32, on CPU;
+    ``tokenizer`` its tokenizer (text) and ``processor`` its feature extractor
+    (speech) or image processor (vision); ``origin`` says where the weights came from;
+    ``meta`` goes into the statistics' meta (e.g. a miniature's training log).
+    """
+
+    entry: "ModelEntry"
+    model: Any
+    tokenizer: Any
+    origin: str
+    processor: Any = None
+    meta: dict = field(default_factory=dict)
+
+
+class HubStatus:
+    """Whether the Hugging Face hub can be reached, probed once and remembered.
+
+    ``HF_HUB_OFFLINE=1`` means unreachable without probing. The probe resolves
+    and connects with a short timeout (``timeout`` seconds), so an offline
+    machine learns it at once rather than through a network time-out per model.
+    """
+
+    def __init__(self, host: str = "huggingface.co", timeout: float = 3.0):
+        self.host = host
+        self.timeout = timeout
+        self._reachable: bool | None = None
+
+    def reachable(self) -> bool:
+        if self._reachable is None:
+            self._reachable = self._probe()
+        return self._reachable
+
+    def _probe(self) -> bool:
+        if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+            return False
+        result: list[bool] = []
+
+        def attempt() -> None:
+            try:
+                with socket.create_connection((self.host, 443), timeout=self.timeout):
+                    result.append(True)
+            except OSError:
+                result.append(False)
+
+        t = threading.Thread(target=attempt, daemon=True)
+        t.start()
+        t.join(self.timeout + 0.5)  # name resolution is not covered by the socket timeout
+        return bool(result and result[0])
+
+
+@dataclass
+class SourceContext:
+    """What a source kind may need besides the registry entry.
+
+    ``hub``: the run's :class:`HubStatus`; ``registry_dir``: the registry file's folder (relative local paths);
+    ``models_dir``: the models folder (setting ``models_dir``; relative model files); ``cache_dir``: the run's
+    cache folder (the suite's own trained miniatures); ``media``: the run's recordings or photographs by modality
+    (raises :class:`~aniso.inputs.media.InputsUnavailable`), for kinds that train on inputs.
+    """
+
+    hub: HubStatus = field(default_factory=HubStatus)
+    registry_dir: Path | None = None
+    models_dir: str | Path | None = None
+    cache_dir: str | Path | None = None
+    media: Callable[[str], "MediaSet"] | None = None
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    """One row of the source-kind table.
+
+    Attributes
+    ----------
+    name : the registry's ``source.kind``
+    schema : the pydantic model of the ``source:`` field (a :class:`~aniso.schema.Strict` with ``kind: Literal[name]``)
+    fingerprint : ``(entry, ctx) -> str``, the identity of the exact weights, computed without loading them; raises
+        ModelUnavailable (InputsMissing for want of a data folder) as ``load`` would
+    load : ``(entry, ctx) -> LoadedModel``; raises ModelUnavailable naming the model and why
+    check_entry : ``(entry) -> str | None``, what is inconsistent between the source and the rest of the entry
+        (e.g. an ONNX CNN declared as text), or None
+    trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
+    """
+
+    name: str
+    schema: type["Strict"]
+    fingerprint: Callable[["ModelEntry", SourceContext], str]
+    load: Callable[["ModelEntry", SourceContext], LoadedModel]
+    check_entry: Callable[["ModelEntry"], str | None] = lambda entry: None
+    trained: Callable[[Any], bool] = lambda source: True
+
+
+def check_permissions(entry: "ModelEntry") -> None:
+    """Raise ModelUnavailable if the entry needs remote code or credentials it has not opted in to."""
+    if entry.needs_remote_code and not entry.trust_remote_code:
+        raise ModelUnavailable(
+            f"{entry.id}: needs custom code from its repository; not run unless its registry entry opts in "
+            "with trust_remote_code: true"
+        )
+    if entry.gated and not entry.use_auth_token:
+        raise ModelUnavailable(
+            f"{entry.id}: gated model; credentials are not used unless its registry entry opts in with use_auth_token: true"
+        )

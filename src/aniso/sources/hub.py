@@ -1,0 +1,81 @@
+"""Source kind ``hub``: a model on the Hugging Face hub, loaded with ``from_pretrained`` at a revision.
+
+The local Hugging Face cache is tried first; the hub only if it is reachable (probed once per run), so an offline
+machine skips hub models at once, saying which weights it could not load. Safetensors only; remote code and
+credentials only with the entry's explicit opt-in.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..schema import Strict
+from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+
+__all__ = ["HubSource", "KIND", "from_pretrained"]
+
+
+class HubSource(Strict):
+    """A model on the Hugging Face hub, loaded with ``from_pretrained`` at ``revision``."""
+
+    kind: Literal["hub"]
+    repo: str = Field(min_length=1)
+    revision: str = "main"
+
+
+def from_pretrained(entry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
+    """``(model, tokenizer, processor)`` from a Hugging Face folder or hub id: the model (safetensors, float32,
+    eval mode) and, by the entry's modality, its tokenizer (text), feature extractor (speech) or image processor
+    (vision, PIL backend). Raises OSError as transformers does when the files cannot be found."""
+    from transformers import AutoFeatureExtractor, AutoModel, AutoTokenizer
+
+    from ..inputs.processors import pretrained_image_processor
+
+    common = dict(trust_remote_code=entry.trust_remote_code, **kwargs)
+    if entry.use_auth_token:
+        common["token"] = True
+    model = AutoModel.from_pretrained(where, use_safetensors=True, dtype="float32", **common)
+    model.eval()
+    preprocessors = {
+        "speech": lambda: (None, AutoFeatureExtractor.from_pretrained(where, **common)),
+        "vision": lambda: (None, pretrained_image_processor(where, **common)),
+        "text": lambda: (AutoTokenizer.from_pretrained(where, **common), None),
+    }
+    tokenizer, processor = preprocessors[entry.modality]()
+    return model, tokenizer, processor
+
+
+def fingerprint(entry, ctx: SourceContext) -> str:
+    """``hub:<repo>@<revision>`` (pin a commit hash as revision for exact reproducibility)."""
+    check_permissions(entry)
+    return f"hub:{entry.source.repo}@{entry.source.revision}"
+
+
+def load(entry, ctx: SourceContext) -> LoadedModel:
+    """From the local Hugging Face cache, else from the hub if reachable. Raises ModelUnavailable naming the model
+    (not cached and offline, or a load error)."""
+    check_permissions(entry)
+    src = entry.source
+    try:
+        model, tok, proc = from_pretrained(entry, src.repo, revision=src.revision, local_files_only=True)
+        origin = f"hub cache: {src.repo}@{src.revision}"
+    except OSError:
+        if not ctx.hub.reachable():
+            raise ModelUnavailable(
+                f"{entry.id}: weights not available offline (hub id {src.repo!r} at revision {src.revision!r} "
+                "is not in the local Hugging Face cache and the hub cannot be reached)"
+            ) from None
+        try:
+            model, tok, proc = from_pretrained(entry, src.repo, revision=src.revision)
+        except OSError as exc:
+            raise ModelUnavailable(f"{entry.id}: could not load {src.repo!r}@{src.revision}: {exc}") from None
+        origin = f"hub: {src.repo}@{src.revision}"
+    commit = getattr(model.config, "_commit_hash", None)
+    if commit:
+        origin += f" (commit {commit})"
+    return LoadedModel(entry, model, tok, origin, proc)
+
+
+KIND = SourceKind("hub", HubSource, fingerprint, load)

