@@ -3,7 +3,7 @@
 Pre-trained weights of most registry models cannot be had offline. For each
 entry with a ``tiny`` config (and each miniature trained by the suite, at its initialisation), a randomly initialised model of the same
 architecture runs through the same extraction path as the claims
-(:mod:`aniso.pipeline_check`): number of layers, vector shapes, padding
+(:mod:`aniso.architecture_check`): number of layers, vector shapes, padding
 excluded, and queries/keys captured. The report shows "pipeline verified
 offline" for it: never a verdict on a claim.
 """
@@ -14,17 +14,16 @@ import pytest
 
 
 @pytest.mark.models(all_of=("pretrained",))
-def test_pipeline_offline(model, aniso_session):
+def test_pipeline_offline(entry, aniso_session):
     """The entry's tiny random model passes every extraction check (layers, shapes, masking, queries/keys)."""
-    if model.needs_remote_code:
-        pytest.skip(f"{model.id}: its architecture is custom code from its repository; not built unless the "
+    if entry.needs_remote_code:
+        pytest.skip(f"{entry.id}: its architecture is custom code from its repository; not built unless the "
                     "registry entry opts in with trust_remote_code: true")
-    if model.tiny is None and not model.miniature:
-        pytest.skip(f"{model.id}: real weights run the extraction path here; no tiny config in the registry")
+    if entry.tiny is None and not entry.miniature:
+        pytest.skip(f"{entry.id}: real weights run the extraction path here; no tiny config in the registry")
     try:
-        result = aniso_session.check_pipeline(model)
+        result = aniso_session.architectures.check(entry)
     except ValueError as exc:
-        aniso_session.pipeline[model.id] = {"model_id": model.id, "passed": None, "reason": str(exc)}
         pytest.skip(str(exc))
     failed = {k: d for k, (ok, d) in result.checks.items() if not ok}
-    assert not failed, f"{model.id} ({result.model_type}): pipeline checks failed: {failed}"
+    assert not failed, f"{entry.id} ({result.model_type}): pipeline checks failed: {failed}"

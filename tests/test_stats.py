@@ -168,3 +168,28 @@ def test_cache_key_names_the_library_versions(monkeypatch):
     monkeypatch.undo()
     assert cache_key(base) == before
     assert {"torch", "transformers", "numpy", "onnxruntime", "pillow"} <= set(versions.library_versions())
+
+@given(st.integers(0, 2**32 - 1), st.integers(3, 40), st.integers(2, 12), st.floats(-3, 3))
+def test_first_order_mode_matches_full_mode(seed, n, d, shift):
+    """Without second order, avg cos, drift norm and mean norm are those of the full accumulator, whatever the
+    split of the stream; the state round-trips."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, d)) + shift).astype(np.float32)
+    split = int(rng.integers(0, n + 1))
+    full, first = LayerAccumulator(d, 16, 8, 0), LayerAccumulator(d, second_order=False)
+    full.update(x)
+    first.update(x[:split])
+    first.update(x[split:])
+    a, b = full.summary(), first.summary()
+    for k in ("mean_cosine", "drift_norm", "mean_norm"):
+        assert np.isclose(getattr(a, k), getattr(b, k), rtol=1e-9, atol=1e-12)
+    assert np.isnan(b.svd_anisotropy) and np.isnan(b.twonn) and first.gram is None
+    again = LayerAccumulator.from_state(first.state())
+    assert again.second_order is False
+    assert np.isclose(again.summary().mean_cosine, b.mean_cosine, rtol=1e-12)
+
+
+def test_first_order_state_is_o_of_d():
+    acc = LayerAccumulator(400_000, second_order=False)
+    acc.update(np.ones((2, 400_000), np.float32))
+    assert sum(v.nbytes for v in acc.state().values()) < 10 * 400_000 * 8

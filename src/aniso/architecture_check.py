@@ -1,14 +1,16 @@
-"""Offline verification of the extraction path on a tiny, randomly initialised model of each registry family.
+"""The offline architecture check: a tiny, randomly initialised model of each registry family through the
+extraction path.
 
 Pre-trained weights of most registry models cannot be had offline. The
 registry's ``tiny`` field gives a transformers config (``model_type`` plus a
-few small sizes) of the same architecture; :func:`check_pipeline` builds it
-with random weights (seeded), runs it through the very iterators that produce
-the claims' statistics, and checks what can go wrong there: the number of
-layers, the vector shapes, that padding is excluded (a padded batch gives the
-same vectors as the inputs one at a time), and, for Transformers, that the
-queries and keys of every attention layer are captured. Such a result says
-"pipeline verified offline"; it is never a verdict on a claim.
+few small sizes) of the same architecture; :func:`check_architecture` builds it
+with random weights (seeded), runs it through the very modality row
+(:mod:`aniso.modalities`) that produces the claims' statistics, and checks what
+can go wrong there: the number of layers, the vector shapes, that padding is
+excluded (a padded batch gives the same vectors as the inputs one at a time),
+and, for Transformers, that the queries and keys of every attention layer are
+captured. Such a result says "pipeline verified offline"; it is never a verdict
+on a claim.
 """
 
 from __future__ import annotations
@@ -16,27 +18,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
-from .extract import (capture_queries_keys, iter_speech_hidden_states, iter_text_hidden_states,
-                      iter_vision_hidden_states, layer_names, speech_layer_names)
+from .extract import capture_queries_keys
+from .modalities import modality_of
 from .registry import ModelEntry
 
-__all__ = ["PipelineCheck", "check_pipeline", "build_tiny_model", "CHECK_TEXTS"]
-
-#: Sentences of different lengths for the text check (padding must not change any vector).
-CHECK_TEXTS = (
-    "The tower is 324 metres tall, about the same height as an 81-storey building.",
-    "Anisotropy of hidden states.",
-    "During its construction, the Eiffel Tower surpassed the Washington Monument to become the tallest man-made "
-    "structure in the world, a title it held for 41 years until the Chrysler Building was finished in 1930.",
-)
-
+__all__ = ["ArchitectureCheck", "ArchitectureChecks", "check_architecture", "build_tiny_model"]
 
 @dataclass
-class PipelineCheck:
-    """What :func:`check_pipeline` found for one registry entry.
+class ArchitectureCheck:
+    """What :func:`check_architecture` found for one registry entry.
 
     ``checks`` maps each check to (passed, detail); ``passed`` is True when all pass.
     """
@@ -62,28 +54,14 @@ class PipelineCheck:
                 "seconds": self.seconds}
 
 
-def _subword_tokenizer(vocab_size: int):
-    """A byte-level BPE tokenizer trained on :data:`CHECK_TEXTS` (no files, no hub)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=min(vocab_size, 300), special_tokens=["<pad>", "<unk>", "<s>", "</s>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(list(CHECK_TEXTS), trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<s>",
-                                   eos_token="</s>")
-
-
 def build_tiny_model(entry: ModelEntry, seed: int = 0):
     """The entry's ``tiny`` config with random weights, and its tokenizer / feature extractor / image processor.
 
     Returns ``(model, tokenizer, processor)``. Weights are drawn under
     ``torch.manual_seed(seed)`` inside a forked RNG (the global stream is
-    untouched). Raises ValueError naming the entry if it has no ``tiny``
-    config or transformers does not know its ``model_type``.
+    untouched). A miniature of the suite is built at its own initialisation.
+    Raises ValueError naming the entry if it has no ``tiny`` config, transformers
+    does not know its ``model_type``, or its modality is not measured over inputs.
     """
     from transformers import AutoConfig, AutoModel
 
@@ -94,6 +72,9 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
         return build_model(recipe.arch, recipe.image_size, seed).eval(), None, image_processor(recipe.image_size)
     if entry.tiny is None:
         raise ValueError(f"{entry.id}: registry entry has no 'tiny' config")
+    modality = modality_of(entry)
+    if modality is None:
+        raise ValueError(f"{entry.id}: modality {entry.modality!r} is not measured over inputs")
     fields_ = dict(entry.tiny)
     model_type = fields_.pop("model_type")
     try:
@@ -104,75 +85,11 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = AutoModel.from_config(config, attn_implementation="eager").eval()
-    tokenizer = processor = None
-    if entry.modality == "text":
-        if entry.granularity == "byte":
-            from transformers import ByT5Tokenizer
-
-            tokenizer = ByT5Tokenizer()
-        elif model_type == "canine":
-            from transformers import CanineTokenizer
-
-            tokenizer = CanineTokenizer()
-        else:
-            tokenizer = _subword_tokenizer(config.vocab_size)
-    elif entry.modality == "speech":
-        from transformers import Wav2Vec2FeatureExtractor, WhisperFeatureExtractor
-
-        processor = (WhisperFeatureExtractor(feature_size=config.num_mel_bins) if model_type == "whisper"
-                     else Wav2Vec2FeatureExtractor(return_attention_mask=config.feat_extract_norm == "layer"))
-    elif entry.modality == "vision":
-        from .inputs.processors import pil_image_processor
-
-        size = getattr(config, "image_size", 32)
-        size = size if isinstance(size, int) else 32
-        processor = pil_image_processor("ViTImageProcessor", size={"height": size, "width": size})
+    tokenizer, processor = modality.tiny_preprocessors(entry, config)
     return model, tokenizer, processor
 
 
-def _check_inputs(entry: ModelEntry, seed: int):
-    rng = np.random.Generator(np.random.PCG64(seed))
-    if entry.modality == "speech":
-        out = []
-        for seconds in (0.6, 1.0):
-            t = np.arange(int(16_000 * seconds)) / 16_000
-            out.append((0.1 * np.sin(2 * np.pi * 220 * t) + 0.01 * rng.standard_normal(t.size)).astype(np.float32))
-        return out
-    if entry.modality == "vision":
-        from PIL import Image
-
-        return [Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), "RGB") for h, w in ((40, 48), (64, 64))]
-    return list(CHECK_TEXTS)
-
-
-def _run(entry, model, tokenizer, processor, inputs, batch_size):
-    if entry.modality == "speech":
-        return list(iter_speech_hidden_states(model, processor, inputs, batch_size=batch_size))
-    if entry.modality == "vision":
-        return list(iter_vision_hidden_states(model, processor, inputs, per_image=entry.architecture == "cnn",
-                                              batch_size=batch_size))
-    return list(iter_text_hidden_states(model, tokenizer, inputs, batch_size=batch_size, max_length=64))
-
-
-def _expected_layers(entry: ModelEntry, model) -> int | None:
-    cfg = model.config
-    if entry.modality == "text":
-        return len(layer_names(model))
-    if entry.modality == "speech":
-        return len(speech_layer_names(model))
-    if entry.architecture == "transformer" and isinstance(getattr(cfg, "num_hidden_layers", None), int) \
-            and cfg.model_type != "segformer":
-        return cfg.num_hidden_layers + 1
-    if cfg.model_type == "segformer":
-        return cfg.num_encoder_blocks
-    if cfg.model_type in ("resnet", "convnext"):
-        return len(cfg.depths) + 1
-    if cfg.model_type == "cvt":
-        return len(cfg.depth)
-    return None
-
-
-def check_pipeline(entry: ModelEntry, seed: int = 0) -> PipelineCheck:
+def check_architecture(entry: ModelEntry, seed: int = 0) -> ArchitectureCheck:
     """Run the entry's tiny random model through the extraction path and check it (see the module docstring).
 
     Checks: ``layers`` (as many hidden states as the architecture has
@@ -185,26 +102,28 @@ def check_pipeline(entry: ModelEntry, seed: int = 0) -> PipelineCheck:
     """
     t0 = time.perf_counter()
     model, tokenizer, processor = build_tiny_model(entry, seed)
-    res = PipelineCheck(entry.id, model.config.model_type)
-    inputs = _check_inputs(entry, seed)
+    modality = modality_of(entry)
+    res = ArchitectureCheck(entry.id, model.config.model_type)
+    inputs = modality.check_items(seed)
+
+    def run(items, batch_size):
+        return list(modality.run(model, tokenizer, processor, items, batch_size, "cpu", 64))
+
     with capture_queries_keys(model) as qk:
-        together = _run(entry, model, tokenizer, processor, inputs, batch_size=len(inputs))
-    alone = [b for x in inputs for b in _run(entry, model, tokenizer, processor, [x], batch_size=1)]
+        together = run(inputs, len(inputs))
+    alone = [b for x in inputs for b in run([x], 1)]
     batch = type(together[0])([torch.cat([b.layers[i] for b in together]) for i in range(len(together[0].layers))],
                               len(inputs))
     res.n_layers = len(batch.layers)
     res.layer_dims = [int(h.shape[1]) for h in batch.layers]
     res.n_vectors = [int(h.shape[0]) for h in batch.layers]
-    expected = _expected_layers(entry, model)
+    expected = modality.expected_layers(model)
     res.checks["layers"] = (expected is None or res.n_layers == expected,
                             f"{res.n_layers} hidden states" + (f", expected {expected}" if expected else ""))
     rows_alone = [sum(b.layers[i].shape[0] for b in alone) for i in range(res.n_layers)]
-    if entry.architecture == "cnn":
-        want_rows = [len(inputs)] * res.n_layers
-    else:
-        want_rows = rows_alone
+    want_rows = [len(inputs)] * res.n_layers if modality.one_vector_per_input else rows_alone
     shapes_ok = res.n_vectors == want_rows and len(set(res.n_vectors)) >= 1 and all(d > 0 for d in res.layer_dims)
-    if entry.modality == "text":
+    if tokenizer is not None:  # text: one row per real token of the encoder
         real = [len(ids) for ids in tokenizer(list(inputs), truncation=True, max_length=64)["input_ids"]]
         shapes_ok &= (entry.role == "encoder-decoder" or res.n_vectors[0] == sum(real))
     res.checks["shapes"] = (bool(shapes_ok), f"rows per layer {res.n_vectors[:3]}..., one input at a time "
@@ -220,7 +139,7 @@ def check_pipeline(entry: ModelEntry, seed: int = 0) -> PipelineCheck:
             scale = max(float(stat_b.abs().max()), 1e-6)
             worst = max(worst, float((stat_a - stat_b).abs().max()) / scale)
     res.checks["masking"] = (worst <= 1e-4, f"max relative difference batch vs one at a time {worst:.2e}")
-    if entry.architecture == "transformer":
+    if modality.queries_keys:
         caps = qk.captured
         res.n_attention_sites = len(caps)
         n_layers_cfg = (getattr(model.config, "num_hidden_layers", None) or getattr(model.config, "n_layer", None)
@@ -241,3 +160,32 @@ def check_pipeline(entry: ModelEntry, seed: int = 0) -> PipelineCheck:
                                                 f"Q/K widths {sorted(widths)}")
     res.seconds = round(time.perf_counter() - t0, 2)
     return res
+
+
+@dataclass
+class ArchitectureChecks:
+    """The offline architecture checks of one run: each distinct tiny configuration is checked once, and every
+    registry entry's result (or the reason it could not be built) is recorded by id for the report."""
+
+    seed: int = 0
+    results: dict[str, dict] = field(default_factory=dict)
+    _memo: dict[str, ArchitectureCheck] = field(default_factory=dict)
+
+    def check(self, entry: ModelEntry) -> ArchitectureCheck:
+        """:func:`check_architecture` for ``entry``, memoised by its tiny config. Raises ValueError (no buildable
+        tiny config) after recording the reason."""
+        import json
+
+        key = json.dumps({"tiny": entry.tiny, "modality": entry.modality, "architecture": entry.architecture,
+                          "granularity": entry.granularity,
+                          "miniature": [entry.source.arch, entry.source.config] if entry.miniature else None},
+                         sort_keys=True)
+        if key not in self._memo:
+            try:
+                self._memo[key] = check_architecture(entry, seed=self.seed)
+            except ValueError as exc:
+                self.results[entry.id] = {"model_id": entry.id, "passed": None, "reason": str(exc)}
+                raise
+        result = self._memo[key]
+        self.results[entry.id] = dict(result.to_dict(), model_id=entry.id)
+        return result

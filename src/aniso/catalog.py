@@ -18,7 +18,10 @@ S = "This suite, beyond the papers: controlled experiments on miniatures it trai
 
 @dataclass(frozen=True)
 class Claim:
-    """One paper claim: id, paper, section, figure, the statement in plain words, and whether a test measures it."""
+    """One paper claim: id, paper, section, figure, the statement in plain words, whether a test measures it, and
+    which streamed statistics of a model's layers it reads (``first-order``: avg cos, drift and mean norm;
+    ``second-order``: also SVD anisotropy, TwoNN and sampled pairs; see :mod:`aniso.pipeline`). A run computes
+    only the statistics its selected claims read."""
 
     id: str
     paper: str
@@ -26,6 +29,7 @@ class Claim:
     figure: str
     statement: str
     executable: bool = True
+    statistics: tuple[str, ...] = ("first-order",)
 
 
 CLAIMS: dict[str, Claim] = {
@@ -51,14 +55,14 @@ CLAIMS: dict[str, Claim] = {
               "across layers, anisotropy correlates with drift norm (Pearson)"),
         Claim("G.isotropic-baseline", G, "App. B", "Fig. 17-18",
               "Transformer layer avg cos levels are far above the isotropic q95(d)"),
-        Claim("G.mean-qk-linear", G, "§4.3", "eq. 1", "E_x(Q_i) = W_Q x̄ + b_Q and E_x(K_i) = W_K x̄ + b_K"),
+        Claim("G.mean-qk-linear", G, "§4.3", "eq. 1", "E_x(Q_i) = W_Q x̄ + b_Q and E_x(K_i) = W_K x̄ + b_K", statistics=()),
         Claim("G.block-output-more-anisotropic", G, "§4.2", "Fig. 6a",
-              "an untrained block's outputs are slightly more anisotropic than its inputs"),
+              "an untrained block's outputs are slightly more anisotropic than its inputs", statistics=()),
         Claim("G.block-norm-fixed-point", G, "§4.2", "Fig. 6b",
-              "there is a bias norm N* with E||x+b|| = E||T(x+b)||"),
-        Claim("G.block-scores-spread", G, "§4.3", "Fig. 7", "pre-softmax scores move away from zero as N grows"),
-        Claim("G.block-qk-norms", G, "§4.3", "Fig. 8", "query and key norms grow with N"),
-        Claim("G.block-softmax-sharpens", G, "§4.4", "Fig. 9-10", "as N grows, softmax rows get sharper"),
+              "there is a bias norm N* with E||x+b|| = E||T(x+b)||", statistics=()),
+        Claim("G.block-scores-spread", G, "§4.3", "Fig. 7", "pre-softmax scores move away from zero as N grows", statistics=()),
+        Claim("G.block-qk-norms", G, "§4.3", "Fig. 8", "query and key norms grow with N", statistics=()),
+        Claim("G.block-softmax-sharpens", G, "§4.4", "Fig. 9-10", "as N grows, softmax rows get sharper", statistics=()),
         Claim("G.qk-means-align", G, "§5", "Fig. 13", "along training, mean queries and keys align", executable=False),
         Claim("G.qk-direction-by-depth", G, "§5", "Fig. 13",
               "first layers drift in a common direction, last layers in opposite directions", executable=False),
@@ -67,14 +71,19 @@ CLAIMS: dict[str, Claim] = {
         Claim("G.qk-svd-projections", G, "§5, App. C", "Fig. 11-12, 19-22",
               "mean queries and keys drift away from the origin along the first singular direction", executable=False),
         Claim("G.qk-align-across-seeds", G, "App. D", "Fig. 23", "the trends hold across seeds", executable=False),
-        Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped", executable=False),
-        Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers", executable=False),
+        Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped", executable=False, statistics=("first-order", "second-order")),
+        Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers", executable=False, statistics=("first-order", "second-order")),
         Claim("R.decoder-anisotropy-grows", R, "§4.2", "Fig. 3-4",
-              "in decoders, anisotropy grows as training proceeds, then stabilises", executable=False),
+              "in decoders, anisotropy grows as training proceeds, then stabilises", executable=False, statistics=("first-order", "second-order")),
         Claim("R.id-expands-then-compresses", R, "§4.3", "Fig. 2",
-              "intrinsic dimension rises early in training, then falls", executable=False),
+              "intrinsic dimension rises early in training, then falls", executable=False, statistics=("first-order", "second-order")),
     ]
 }
+
+
+def statistics_read(claim_ids) -> frozenset[str]:
+    """The union of the statistics the given claims read. Raises KeyError naming an unknown id."""
+    return frozenset(s for cid in claim_ids for s in get_claim(cid).statistics)
 
 
 def not_yet_executable() -> list[Claim]:

@@ -12,32 +12,39 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .extract import (iter_speech_hidden_states, iter_text_hidden_states, iter_vision_hidden_states, layer_names,
-                      speech_layer_names)
-from .inputs.media import InputsUnavailable, MediaSet, load_images, load_speech
-from .inputs.text import Corpus, load_corpus
+from .inputs.media import InputsUnavailable
+from .modalities import INPUTS, Modality, modality_of, sample_names
 from .registry import ModelEntry, Registry
 from .settings import Settings
-from .sources import HubStatus, InputsMissing, LoadedModel, ModelUnavailable, load_model, source_fingerprint
+from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
+                      source_fingerprint)
 from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key
 
 log = logging.getLogger(__name__)
 
-__all__ = ["compute_stats", "compute_text_stats", "compute_media_stats", "StatsProvider", "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable",
-           "InputsMissing"]
+__all__ = ["FIRST_ORDER", "SECOND_ORDER", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider",
+           "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable", "InputsMissing"]
 
 #: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
 BLOCK_SWEEP_FORMAT = 1
 
+#: The statistics a claim can read (its ``statistics`` in :mod:`aniso.catalog`): ``first-order`` (count, Σ of unit
+#: vectors, Σx, Σ‖x‖: avg cos, drift norm, mean norm; O(d) memory) and ``second-order`` (also Σxxᵀ, the batch-wise
+#: SVD anisotropy and the reservoir sample: SVD anisotropy, TwoNN, sampled pairs; O(d²) memory per layer).
+FIRST_ORDER = "first-order"
+SECOND_ORDER = "second-order"
+ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER})
 
-def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict) -> ModelStats:
+
+def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
+                  second_order: bool = True) -> ModelStats:
     """Stream hidden-state batches (:class:`~aniso.extract.Batch`) into one accumulator per layer.
 
     Memory is bounded by one batch of hidden states plus the accumulators'
-    fixed state, whatever the number of inputs. CNN layers (one flattened
-    C·H·W map per image) and layers wider than
-    ``settings.second_order_max_dim`` keep first-order statistics only (avg
-    cos, drift norm, mean norm; no SVD anisotropy, TwoNN or sampled pairs). ``names`` are the layer names (None: numbered
+    fixed state, whatever the number of inputs. With ``second_order`` False, and
+    for layers wider than ``settings.second_order_max_dim``, only first-order
+    statistics are kept (avg cos, drift norm, mean norm; no SVD anisotropy,
+    TwoNN or sampled pairs). ``names`` are the layer names (None: numbered
     from the first batch). Speech batches' all-frames states go into
     ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer.
 
@@ -55,7 +62,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 raise RuntimeError(f"{entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
             layers = [
                 LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
-                                 second_order=entry.architecture != "cnn" and h.shape[1] <= settings.second_order_max_dim)
+                                 second_order=second_order and h.shape[1] <= settings.second_order_max_dim)
                 for i, h in enumerate(batch.layers)
             ]
             if batch.all_frames is not None:
@@ -76,83 +83,60 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     return ModelStats(entry.id, names, layers, meta)
 
 
-def compute_text_stats(loaded: LoadedModel, corpus: Corpus, settings: Settings, fingerprint: str) -> ModelStats:
-    """Stream the hidden states of ``corpus`` through a text model (see :func:`compute_stats`)."""
-    batches = iter_text_hidden_states(loaded.model, loaded.tokenizer, corpus.sequences, batch_size=settings.batch_size,
-                                      max_length=settings.max_length, device=settings.device)
-    return compute_stats(loaded.entry, batches, layer_names(loaded.model), settings,
-                         {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": corpus.describe()})
-
-
-def compute_media_stats(loaded: LoadedModel, inputs: MediaSet, settings: Settings, fingerprint: str) -> ModelStats:
-    """Stream recordings (speech) or photographs (vision) through ``loaded`` (see :func:`compute_stats`).
-
-    CNNs give one vector per image (the flattened C·H·W map), vision
-    Transformers one per patch/token, speech models one per real audio frame.
-    """
-    entry = loaded.entry
-    if entry.modality == "speech":
-        batches = iter_speech_hidden_states(loaded.model, loaded.processor, inputs.items,
-                                            batch_size=max(1, settings.batch_size // 2), device=settings.device)
-        names = speech_layer_names(loaded.model)
-    else:
-        batches = iter_vision_hidden_states(loaded.model, loaded.processor, inputs.items,
-                                            per_image=entry.architecture == "cnn", batch_size=settings.batch_size,
-                                            device=settings.device)
-        names = None
-    return compute_stats(entry, batches, names, settings,
+def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
+                        statistics: frozenset[str] = ALL_STATISTICS) -> ModelStats:
+    """Run ``inputs`` (a corpus, recordings or photographs) through ``loaded`` as its modality row says, and
+    stream the hidden states into statistics (see :func:`compute_stats`); ``statistics`` says which are kept."""
+    batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, inputs.items, settings.batch_size,
+                           settings.device, settings.max_length)
+    return compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
                          {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()}
-                         | loaded.meta)
+                         | loaded.meta, second_order=modality.second_order and SECOND_ORDER in statistics)
 
 
 @dataclass
 class StatsProvider:
-    """Statistics per registry model for one run (one corpus, one set of settings).
+    """Statistics per registry model for one run (one set of inputs, one set of settings).
 
     Results are memoised for the run and cached on disk (unless
     ``settings.no_cache``). :meth:`get` raises :class:`ModelUnavailable` for a
-    model that cannot be loaded; the failure is remembered so it is reported
-    once per model and not retried.
+    model that cannot be loaded (:class:`InputsMissing` for want of a data
+    folder); the failure is remembered so it is reported once per model and
+    not retried. ``statistics`` are the statistics the run's claims read
+    (:data:`FIRST_ORDER`, :data:`SECOND_ORDER`): only those are computed.
     """
 
     settings: Settings
     registry: Registry
     hub: HubStatus = field(default_factory=HubStatus)
-    _corpus: Corpus | None = field(default=None, init=False)
-    _media: dict[str, MediaSet | InputsUnavailable] = field(default_factory=dict, init=False)
+    statistics: frozenset[str] = ALL_STATISTICS
+    _inputs: dict[str, object] = field(default_factory=dict, init=False)
     _memo: dict[str, ModelStats | ModelUnavailable] = field(default_factory=dict, init=False)
 
-    @property
-    def corpus(self) -> Corpus:
-        if self._corpus is None:
-            self._corpus = load_corpus(
-                self.settings.corpus, self.settings.n_sequences, self.settings.seed,
-                hub_reachable=self.settings.corpus is None and self.hub.reachable(),
-            )
-        return self._corpus
-
-    def media(self, modality: str) -> MediaSet:
-        """The run's recordings (``speech``) or photographs (``vision``), loaded once.
-
-        Raises :class:`ModelUnavailable`-compatible :class:`InputsUnavailable` (remembered) if there are none.
-        """
-        got = self._media.get(modality)
+    def inputs(self, name: str):
+        """The run's inputs of kind ``name`` (``text``, ``speech``, ``vision``; :data:`aniso.modalities.INPUTS`),
+        loaded once. Raises :class:`~aniso.inputs.media.InputsUnavailable` (remembered) if there are none."""
+        got = self._inputs.get(name)
         if got is None:
-            s = self.settings
             try:
-                if modality == "speech":
-                    got = load_speech(s.speech_dir, s.n_clips, s.seed,
-                                      hub_reachable=s.speech_dir is None and self.hub.reachable())
-                elif modality == "vision":
-                    got = load_images(s.image_dir, s.n_images, s.seed)
-                else:
-                    raise ValueError(f"no media inputs for modality {modality!r}")
+                got = INPUTS[name](self.settings, self.hub)
             except InputsUnavailable as exc:
                 got = exc
-            self._media[modality] = got
+            self._inputs[name] = got
         if isinstance(got, InputsUnavailable):
             raise got
         return got
+
+    def media(self, modality: str):
+        """The run's recordings (``speech``) or photographs (``vision``): :meth:`inputs` by registry modality."""
+        return self.inputs(modality)
+
+    @property
+    def source_context(self) -> SourceContext:
+        """What the source kinds may need: the hub status, the registry's folder, the models and cache folders,
+        and this run's media (for miniatures that train on the photographs not measured)."""
+        return SourceContext(self.hub, self.registry.path.parent if self.registry.path else None,
+                             self.settings.models_dir, self.settings.cache_dir, self.media)
 
     @property
     def cache(self) -> StatsCache:
@@ -163,7 +147,7 @@ class StatsProvider:
         return {k: v for k, v in self._memo.items() if isinstance(v, ModelStats)}
 
     def get(self, entry: ModelEntry) -> ModelStats:
-        """The statistics of ``entry`` on this run's corpus (cached, else computed)."""
+        """The statistics of ``entry`` on this run's inputs (cached, else computed)."""
         memo = self._memo.get(entry.id)
         if isinstance(memo, ModelUnavailable):
             raise memo
@@ -178,27 +162,23 @@ class StatsProvider:
         return stats
 
     def _get_uncached(self, entry: ModelEntry) -> ModelStats:
-        if entry.modality not in ("text", "speech", "vision"):
+        modality = modality_of(entry)
+        if modality is None:
             raise ModelUnavailable(f"{entry.id}: no hidden-state statistics for modality {entry.modality!r}")
-        registry_dir = self.registry.path.parent if self.registry.path else None
-        if entry.miniature:
-            fingerprint, load = self._miniature(entry)
-        else:
-            fingerprint = source_fingerprint(entry, registry_dir, self.settings.models_dir)
-            load = lambda: load_model(entry, self.hub, registry_dir, self.settings.models_dir)  # noqa: E731
-        if entry.modality == "text":
-            inputs_key = {"corpus": self.corpus.fingerprint, "sample": list(self.corpus.sequences[:3])}
-        else:
-            try:
-                media = self.media(entry.modality)
-            except InputsUnavailable as exc:
-                raise InputsMissing(f"{entry.id}: {exc}") from None
-            inputs_key = {"media": media.fingerprint, "names": list(media.names)}
+        ctx = self.source_context
+        fingerprint = source_fingerprint(entry, ctx)
+        try:
+            inputs = self.inputs(modality.inputs)
+        except InputsUnavailable as exc:
+            raise InputsMissing(f"{entry.id}: {exc}") from None
+        second_order = modality.second_order and SECOND_ORDER in self.statistics
         key = cache_key({
             "model": entry.id,
             "fingerprint": fingerprint,
-            **inputs_key,
+            "inputs": inputs.fingerprint,
+            "sample": sample_names(inputs),
             "settings": self.settings.extraction_key(),
+            "second_order": second_order,
         })
         if not self.settings.no_cache:
             cached = self.cache.load(key)
@@ -206,47 +186,12 @@ class StatsProvider:
                 cached.meta["cache"] = {"key": key, "hit": True}
                 log.info("%s: statistics from cache %s", entry.id, key)
                 return cached
-        loaded = load()
-        if entry.modality == "text":
-            stats = compute_text_stats(loaded, self.corpus, self.settings, fingerprint)
-        else:
-            stats = compute_media_stats(loaded, self.media(entry.modality), self.settings, fingerprint)
+        stats = compute_model_stats(load_model(entry, ctx), modality, inputs, self.settings, fingerprint,
+                                    self.statistics)
         stats.meta["cache"] = {"key": key, "hit": False}
         if not self.settings.no_cache:
             self.cache.save(key, stats)
         return stats
-
-
-    def _miniature(self, entry: ModelEntry):
-        """(fingerprint, loader) of a miniature trained by the suite on the photographs not measured.
-
-        The fingerprint covers the recipe, the training photographs and the library versions (:func:`cache_key`);
-        the loader trains the miniature or reads its checkpoint from the cache.
-        """
-        from .experiments.miniature_vision import load_or_train, recipe_of
-        from .inputs.media import load_images_excluding
-
-        try:
-            recipe = recipe_of(entry.source)
-        except ValueError as exc:
-            raise ModelUnavailable(f"{entry.id}: miniature cannot be trained: {exc}") from None
-        try:
-            training = load_images_excluding(self.media(entry.modality))
-        except InputsUnavailable as exc:
-            raise InputsMissing(f"{entry.id}: miniature cannot be trained: {exc}") from None
-        measured = self.media(entry.modality)
-        fingerprint = "miniature:" + cache_key({"recipe": recipe.__dict__, "training": training.fingerprint})
-
-        def load() -> LoadedModel:
-            trained = load_or_train(recipe, training.items, measured.items, self.settings.cache_dir,
-                                    fingerprint.removeprefix("miniature:"), progress=log.info)
-            origin = (f"MINIATURE trained by this suite: {recipe.arch}, seed {recipe.seed}, {recipe.steps} steps of "
-                      f"rotation prediction on {training.label}")
-            return LoadedModel(entry, trained.model, None, origin, trained.processor,
-                               meta={"training": trained.log | {"recipe": recipe.__dict__,
-                                                                "images": training.describe()}})
-
-        return fingerprint, load
 
 
 def block_sweep_specs(entry: ModelEntry, settings: Settings):
@@ -260,7 +205,7 @@ def block_sweep_specs(entry: ModelEntry, settings: Settings):
     if entry.source.kind != "init":
         raise ValueError(f"{entry.id}: not an untrained block (source kind {entry.source.kind!r})")
     return [
-        SweepSpec(entry.source.block, settings.seed + i, default_bias_norms(settings.block_norms),
+        SweepSpec(entry.source.block, settings.seed + i, default_bias_norms(settings.n_bias_norms),
                   settings.block_sequences, settings.block_seq_len, tuple(sorted(entry.source.config.items())))
         for i in range(settings.block_seeds)
     ]

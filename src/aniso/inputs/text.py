@@ -58,6 +58,11 @@ class Corpus:
     is_fallback: bool = False
 
     @property
+    def items(self) -> tuple[str, ...]:
+        """The sampled paragraphs (what the text modality runs)."""
+        return self.sequences
+
+    @property
     def dataset(self) -> str:
         """The identity of the source text, whatever the sample: ``<name>@<fingerprint>``."""
         return f"{self.name}@{self.fingerprint}"

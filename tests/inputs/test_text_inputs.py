@@ -1,0 +1,56 @@
+"""Text inputs: WikiText paragraphs, seeded samples, the labelled fallback, errors naming the file."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from aniso.inputs.text import CorpusError, load_corpus, sample_sequences, wikitext_paragraphs
+
+
+WIKI = """ = Valkyria Chronicles III = 
+ 
+ Senjō no Valkyria 3 : <unk> Chronicles is a tactical role @-@ playing game released in 2011 . 
+ 
+ = = Gameplay = = 
+ 
+ The game has 1 @,@ 000 units and costs 2 @.@ 5 dollars . 
+"""
+
+
+def test_wikitext_paragraphs_drop_headings_and_join_numbers():
+    paras = wikitext_paragraphs(WIKI)
+    assert len(paras) == 2
+    assert "role-playing" in paras[0] and "<unk>" in paras[0]
+    assert "1,000" in paras[1] and "2.5" in paras[1]
+
+
+def test_corpus_file_sampling_is_seeded(tmp_path):
+    f = tmp_path / "wiki.valid.tokens"
+    f.write_text("\n".join(f" paragraph number {i} with some words . " for i in range(50)))
+    a = load_corpus(f, 10, seed=1)
+    b = load_corpus(f, 10, seed=1)
+    c = load_corpus(f, 10, seed=2)
+    assert a.sequences == b.sequences and a.sequences != c.sequences
+    assert len(set(a.sequences)) == 10 and a.n_available == 50 and not a.is_fallback
+    assert len(load_corpus(f, 500, seed=0).sequences) == 50
+
+
+def test_corpus_errors_name_the_file(tmp_path):
+    with pytest.raises(CorpusError, match="missing.txt does not exist"):
+        load_corpus(tmp_path / "missing.txt", 5, 0)
+    bad = tmp_path / "bin.txt"
+    bad.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(CorpusError, match="bin.txt is not UTF-8"):
+        load_corpus(bad, 5, 0)
+
+
+def test_embedded_fallback_is_labelled():
+    c = load_corpus(None, 20, seed=0, hub_reachable=False)
+    assert c.is_fallback and "FALLBACK" in c.label and "not WikiText" in c.label
+    assert len(c.sequences) == 20 and c.n_available > 100
+
+
+def test_sample_sequences_validates():
+    with pytest.raises(ValueError):
+        sample_sequences(["a", "b"], 0, 0)
