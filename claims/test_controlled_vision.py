@@ -29,7 +29,7 @@ def _max_avg_cos(stats) -> float:
 
 @pytest.mark.claim("S.vit-vs-cnn-controlled")
 @pytest.mark.models(all_of=("miniature", "pretrained", "vision", "transformer"))
-def test_vit_vs_cnn_controlled(model, claim):
+def test_vit_vs_cnn_controlled(entry, claim):
     """Holds if the ViT miniature's max-over-layers avg cos exceeds that of every CNN miniature trained with the
     same recipe and seed (ConvNeXt, ResNet).
 
@@ -41,9 +41,9 @@ def test_vit_vs_cnn_controlled(model, claim):
     """
     vs = claim.stats()
     cnns, missing = claim.available_stats(("miniature", "pretrained", "vision", "cnn"))
-    partners = [(e, s) for e, s in cnns if e.source.seed == model.source.seed and _recipe_key(e) == _recipe_key(model)]
+    partners = [(e, s) for e, s in cnns if e.source.seed == entry.source.seed and _recipe_key(e) == _recipe_key(entry)]
     if not partners:
-        pytest.skip(f"{model.id}: no CNN miniature of the same recipe and seed is available"
+        pytest.skip(f"{entry.id}: no CNN miniature of the same recipe and seed is available"
                     + (": " + "; ".join(missing) if missing else ""))
     inits, _ = claim.available_stats(("miniature", "untrained", "vision"))
     at_init = {(e.source.arch, e.source.seed): _max_avg_cos(s) for e, s in inits}
@@ -52,7 +52,7 @@ def test_vit_vs_cnn_controlled(model, claim):
     training = vs.meta.get("training", {})
     measured = {"vit_max_avg_cos": float(vcos.max()), "vit_layer": vs.layer_names[top],
                 "vit_q95": float(vs.series("q95")[top]), "vit_heldout_accuracy": training.get("heldout_rotation_accuracy"),
-                "vit_max_avg_cos_at_init": at_init.get(("vit", model.source.seed)), "seed": model.source.seed}
+                "vit_max_avg_cos_at_init": at_init.get(("vit", entry.source.seed)), "seed": entry.source.seed}
     per_cnn = {}
     for e, s in partners:
         ccos = s.series("mean_cosine")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from aniso import metrics
+from aniso.claim_rules import SIGNIFICANCE_RULE, significant_anisotropy
 
 #: The level G §3.2 treats as clearly anisotropic for speech, used by the speech and CNN claims.
 LEVEL = 0.2
@@ -21,27 +22,19 @@ def _cos(stats) -> np.ndarray:
     return stats.series("mean_cosine")
 
 
-def _significance(claim, stats, rule: str) -> None:
-    cos, q95 = _cos(stats), stats.series("q95")
-    dims = [s.dim for s in stats.summaries()]
-    best = int(np.argmax(cos - q95))
-    claim.conclude(
-        bool((cos > q95).any()),
-        {"max_avg_cos": float(cos.max()), "layer_of_max": stats.layer_names[int(np.argmax(cos))],
-         "q95": float(q95[best]), "d": dims[best], "significant_layers": int((cos > q95).sum()),
-         "n_layers": len(cos), "avg_cos_per_layer": [round(float(v), 5) for v in cos]},
-        rule,
-    )
+def _significance(claim, stats) -> None:
+    holds, measured = significant_anisotropy(stats)
+    claim.conclude(holds, measured, SIGNIFICANCE_RULE)
 
 
 @pytest.mark.claim("G.char-nlp-anisotropic")
 @pytest.mark.models(all_of=("pretrained", "text", "transformer"), any_of=("char", "byte"))
-def test_char_nlp_anisotropic(model, claim):
+def test_char_nlp_anisotropic(entry, claim):
     """G §3.1, Fig. 2: "character/byte-level models all show significant anisotropy in at least one layer".
 
     Holds if some layer's avg cos exceeds q95(d) of its dimension.
     """
-    _significance(claim, claim.stats(), "some layer has avg cos > q95(d)")
+    _significance(claim, claim.stats())
 
 
 def _max_layer(stats) -> float:
@@ -78,7 +71,7 @@ def test_char_only_more_anisotropic(claim):
 
 @pytest.mark.claim("G.byt5-decoder-extreme")
 @pytest.mark.models(all_of=("pretrained", "byt5"))
-def test_byt5_decoder_extreme(model, claim):
+def test_byt5_decoder_extreme(entry, claim):
     """G §3.1, Fig. 2: "the ByT5 decoder is extremely anisotropic".
 
     Holds if the highest avg cos of ByT5's decoder layers is the highest of
@@ -91,7 +84,7 @@ def test_byt5_decoder_extreme(model, claim):
     others, _ = claim.available_stats(("pretrained", "text", "transformer"), ("char", "byte"))
     rivals = {f"{stats.model_id}:encoder": float(max(cos[i] for i, n in enumerate(stats.layer_names)
                                                      if not n.startswith("dec.")))}
-    rivals |= {e.id: _max_layer(s) for e, s in others if e.id != model.id}
+    rivals |= {e.id: _max_layer(s) for e, s in others if e.id != entry.id}
     top_dec = float(cos[dec].max())
     claim.conclude(
         top_dec >= max(rivals.values()),
@@ -103,7 +96,7 @@ def test_byt5_decoder_extreme(model, claim):
 
 @pytest.mark.claim("G.speech-all-layers-0.2")
 @pytest.mark.models(all_of=("pretrained", "speech", "transformer"))
-def test_speech_all_layers(model, claim):
+def test_speech_all_layers(entry, claim):
     """G §3.2, Fig. 3a: "speech Transformers: every layer of every model has avg cos >= 0.2".
 
     Holds if every layer's avg cos over frames of real audio is >= 0.2
@@ -125,18 +118,18 @@ def test_speech_all_layers(model, claim):
 
 @pytest.mark.claim("G.vision-transformers-anisotropic")
 @pytest.mark.models(all_of=("pretrained", "vision", "transformer"))
-def test_vision_transformers_anisotropic(model, claim):
+def test_vision_transformers_anisotropic(entry, claim):
     """G §3.2, Fig. 3b: "vision Transformers mostly show significant anisotropy in some layer; exceptions: MiT
     uses isotropic spaces, ViT has low avg cos in all layers" (expected verdicts in the registry).
 
     Holds if some layer's avg cos over patch/token vectors exceeds q95(d).
     """
-    _significance(claim, claim.stats(), "some layer has avg cos > q95(d)")
+    _significance(claim, claim.stats())
 
 
 @pytest.mark.claim("G.cnn-mostly-isotropic")
 @pytest.mark.models(all_of=("pretrained", "vision", "cnn"))
-def test_cnn_mostly_isotropic(model, claim):
+def test_cnn_mostly_isotropic(entry, claim):
     """G §3.2, Fig. 4: "convolutional vision models are mostly isotropic; ResNet-50 is the exception and gets more
     isotropic with depth".
 

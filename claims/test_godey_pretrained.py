@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from aniso import metrics
+from aniso.claim_rules import SIGNIFICANCE_RULE, significant_anisotropy
 
 #: Significance level of the drift-correlation tests (G §3.3: "p > 0.05" = no significant correlation).
 ALPHA = 0.05
@@ -29,30 +30,15 @@ def _layer_series(stats):
 
 @pytest.mark.claim("G.token-nlp-anisotropic")
 @pytest.mark.models(all_of=("pretrained", "text", "subword", "transformer"))
-def test_token_nlp_anisotropic(model, claim):
+def test_token_nlp_anisotropic(entry, claim):
     """G §2, Fig. 1: "token-level NLP Transformers have anisotropic hidden states".
 
     Holds if at least one layer's exact avg cos exceeds q95(d), the 95th
     percentile of the cosine of two isotropic Gaussian vectors in that layer's
     dimension (G App. B's yardstick).
     """
-    stats = claim.stats()
-    cos, q95, _, dims = _layer_series(stats)
-    significant = cos > q95
-    best = int(np.argmax(cos - q95))
-    claim.conclude(
-        bool(significant.any()),
-        {
-            "max_avg_cos": float(cos.max()),
-            "layer_of_max": stats.layer_names[int(np.argmax(cos))],
-            "q95": float(q95[best]),
-            "d": dims[best],
-            "significant_layers": int(significant.sum()),
-            "n_layers": len(cos),
-            "avg_cos_per_layer": [round(float(v), 5) for v in cos],
-        },
-        "some layer has avg cos > q95(d)",
-    )
+    holds, measured = significant_anisotropy(claim.stats())
+    claim.conclude(holds, measured, SIGNIFICANCE_RULE)
 
 
 @pytest.mark.claim("G.isotropic-baseline")
@@ -86,7 +72,7 @@ def test_isotropic_baseline_math(d, claim):
 
 @pytest.mark.claim("G.isotropic-baseline")
 @pytest.mark.models(all_of=("pretrained", "transformer"))
-def test_isotropic_baseline_models(model, claim):
+def test_isotropic_baseline_models(entry, claim):
     """G App. B, Fig. 18 (b): "Transformer layer avg cos levels are far above the isotropic q95(d)".
 
     Holds if the model's highest layer avg cos exceeds q95(d) of that layer's dimension.
@@ -116,12 +102,13 @@ def _drift_claim(claim, method: str) -> None:
          "drift_norm_per_layer": [round(float(v), 4) for v in drift],
          "avg_cos_per_layer": [round(float(v), 5) for v in cos]},
         f"{method} p < {ALPHA} between per-layer drift norm and avg cos",
+        p_value=chosen.p_value,
     )
 
 
 @pytest.mark.claim("G.drift-correlation-spearman")
 @pytest.mark.models(all_of=("pretrained",))
-def test_drift_correlation_spearman(model, claim):
+def test_drift_correlation_spearman(entry, claim):
     """G §3.3, Fig. 5: "anisotropy correlates with drift norm for most Transformers; not for GPT-2 (Spearman),
     CANINE-c, MANTa, HuBERT, Whisper-base and most CNNs".
 
@@ -134,7 +121,7 @@ def test_drift_correlation_spearman(model, claim):
 
 @pytest.mark.claim("G.drift-correlation-pearson")
 @pytest.mark.models(all_of=("pretrained",))
-def test_drift_correlation_pearson(model, claim):
+def test_drift_correlation_pearson(entry, claim):
     """G App. A, Fig. 16: the same correlation with the Pearson test; "differs from Spearman for some models
     (e.g. GPT-2)".
 

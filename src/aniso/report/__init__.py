@@ -6,14 +6,14 @@ figures are PNGs embedded as data URIs, so the report is one self-contained file
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..results import read_results
+from ..results import ResultsDocument, read_results
+from .figures import png as _png
+from .figures import pyplot
 
 __all__ = ["layer_figure", "write_html_report", "render_html"]
 
@@ -27,12 +27,6 @@ VERDICT_CLASS = {
 }
 
 
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
 def _series(layers: list[dict], key: str) -> list[float]:
     return [math.nan if layer.get(key) is None else layer[key] for layer in layers]
 
@@ -44,11 +38,7 @@ def layer_figure(model_id: str, model_doc: dict) -> str:
     §3.3 (drift norm); Razzhigaev et al. 2024 Fig. 1 (SVD anisotropy, exact and
     batch-wise mean ± std).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     layers = model_doc["layers"]
     x = list(range(len(layers)))
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
@@ -80,14 +70,16 @@ def layer_figure(model_id: str, model_doc: dict) -> str:
     return out
 
 
-def render_html(doc: dict) -> str:
+def render_html(document: ResultsDocument) -> str:
     """The report page for a results document (as read by :func:`aniso.results.read_results`)."""
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["num"] = lambda v: "—" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
+    from .blocks import block_figures
     from .modalities import GROUPS, drift_pvalue_figure, group_of, modality_figures
 
+    doc = document.model_dump(mode="json")
     results = doc["results"]
-    registry = doc.get("registry", {})
+    registry = doc["registry"]
     models = list(dict.fromkeys(r["model_id"] or "—" for r in results))
     matrix = {(r["claim_id"], r["model_id"] or "—"): r for r in results}
     # One claims x models table per report group (text subword, char/byte, speech, vision Transformers, CNNs),
@@ -100,22 +92,20 @@ def render_html(doc: dict) -> str:
         if members:
             group_claims = list(dict.fromkeys(r["claim_id"] for r in results if (r["model_id"] or "—") in members))
             groups.append((titles[key], group_claims, members))
-    pipeline = doc.get("experiments", {}).get("pipeline_offline", {})
+    pipeline = doc["experiments"].get("pipeline_offline", {})
     unavailable = {r["model_id"] for r in results if r["verdict"] == "skipped"} - \
         {r["model_id"] for r in results if r["verdict"] != "skipped"}
     counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     figures = {mid: layer_figure(mid, mdoc) for mid, mdoc in doc["models"].items()}
-    from .blocks import block_figures
-
-    block_docs = doc.get("experiments", {}).get("untrained_block", {})
+    block_docs = doc["experiments"].get("untrained_block", {})
     template = env.get_template("report.html.j2")
     return template.render(
-        prov=doc["provenance"], results=results, groups=groups, models=models, matrix=matrix,
+        prov=doc["provenance"], schema_version=doc["schema_version"], results=results, groups=groups, models=models, matrix=matrix,
         pipeline=pipeline, unavailable=unavailable, registry=registry,
-        group_figures=modality_figures(doc["models"]) + drift_pvalue_figure(results, doc["models"]),
-        counts=counts, figures=figures, not_yet=doc.get("not_yet_executable", []),
+        group_figures=modality_figures(doc["models"]) + drift_pvalue_figure(document.results, doc["models"]),
+        counts=counts, figures=figures, not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, block_figures=block_figures(block_docs),
     )

@@ -11,18 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from . import _png
+from .figures import png as _png
+from .figures import pyplot as _plt
 
 __all__ = ["block_figures"]
 
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _series(sweep: dict, key: str) -> list[float]:

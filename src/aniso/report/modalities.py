@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from . import _png
+from .figures import png as _png
+from .figures import pyplot as _plt
 
 __all__ = ["GROUPS", "group_of", "modality_figures", "drift_pvalue_figure"]
 
@@ -26,26 +27,20 @@ GROUPS = (
 )
 
 
+#: (modality, subword text?, CNN?, miniature?) → report group; anything else is grouped by its modality.
+_GROUP_OF = {("text", True, False, False): "text-subword", ("text", False, False, False): "text-char",
+             ("vision", False, True, False): "vision-cnn", ("vision", False, False, False): "vision-transformer",
+             ("vision", False, False, True): "vision-miniature", ("vision", False, True, True): "vision-miniature"}
+
+
 def group_of(entry: dict) -> str:
-    """The report group of a registry entry (its ``modality``, ``granularity``, ``architecture`` and
-    ``miniature`` fields)."""
+    """The report group of a registry row (its ``modality``, ``granularity``, ``architecture`` and ``miniature``
+    fields, as in :class:`aniso.results.RegistryRow`)."""
     m = entry.get("modality")
-    if entry.get("miniature"):
-        return f"{m}-miniature"
-    if m == "text":
-        return "text-subword" if entry.get("granularity") == "subword" else "text-char"
-    if m == "vision":
-        return "vision-cnn" if entry.get("architecture") == "cnn" else "vision-transformer"
-    return m or "other"
+    key = (m, m == "text" and entry.get("granularity") == "subword", entry.get("architecture") == "cnn",
+           bool(entry.get("miniature")))
+    return _GROUP_OF.get(key, m or "other")
 
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
@@ -54,7 +49,7 @@ def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
     plt = _plt()
     out = []
     for key, title, figure in GROUPS:
-        members = {mid: doc for mid, doc in models.items() if group_of(doc.get("entry", {})) == key}
+        members = {mid: doc for mid, doc in models.items() if group_of(doc.get("entry") or {}) == key}
         if not members:
             continue
         fig, ax = plt.subplots(figsize=(7, 3.6))
@@ -63,7 +58,7 @@ def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
             n = len(cos)
             x = [j / max(n - 1, 1) for j in range(n)]
             ax.plot(x, cos, "o-", ms=3, color=f"C{i}", label=mid)
-            if key in ("speech", "vision-cnn") or doc.get("entry", {}).get("architecture") == "cnn":
+            if key in ("speech", "vision-cnn") or (doc.get("entry") or {}).get("architecture") == "cnn":
                 continue
             q95 = [math.nan if s.get("q95") is None else s["q95"] for s in doc["layers"]]
             ax.plot(x, q95, "--", lw=0.8, color=f"C{i}")
@@ -81,18 +76,22 @@ def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
     return out
 
 
-def drift_pvalue_figure(results: list[dict], models: dict[str, dict]) -> list[tuple[str, str]]:
+#: The claims whose p-values G Fig. 5 (Spearman) and Fig. 16 (Pearson) plot.
+DRIFT_CLAIMS = ("G.drift-correlation-spearman", "G.drift-correlation-pearson")
+
+
+def drift_pvalue_figure(results: list, models: dict[str, dict]) -> list[tuple[str, str]]:
     """G Fig. 5 / 16: p-values of the Spearman and Pearson tests between per-layer drift norm and avg cos,
-    one point per model (log scale), the 0.05 line, models ordered by report group."""
-    rows = {}
-    for r in results:
-        if r["claim_id"] in ("G.drift-correlation-spearman", "G.drift-correlation-pearson") and r["model_id"] \
-                and r["measured"].get("spearman_p") is not None:
-            rows[r["model_id"]] = (r["measured"]["spearman_p"], r["measured"]["pearson_p"])
+    one point per model (log scale), the 0.05 line, models ordered by report group. ``results`` are
+    :class:`~aniso.results.ClaimResult`; their typed ``p_value`` is read."""
+    p = {(r.claim_id, r.model_id): r.p_value for r in results
+         if r.claim_id in DRIFT_CLAIMS and r.model_id and r.p_value is not None}
+    rows = {m: (p[(DRIFT_CLAIMS[0], m)], p[(DRIFT_CLAIMS[1], m)]) for (c, m) in p
+            if c == DRIFT_CLAIMS[0] and (DRIFT_CLAIMS[1], m) in p}
     if not rows:
         return []
     order = {k: i for i, (k, _, _) in enumerate(GROUPS)}
-    ids = sorted(rows, key=lambda m: (order.get(group_of(models.get(m, {}).get("entry", {})), 99), m))
+    ids = sorted(rows, key=lambda m: (order.get(group_of((models.get(m) or {}).get("entry") or {}), 99), m))
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(ids) + 2), 3.4))
     x = range(len(ids))

@@ -1,0 +1,275 @@
+"""One claims run: what its claim tests share, how they ask for statistics and state verdicts, and what the run
+writes at the end (``results.json``, ``report.html``, the console table).
+
+The pytest plugin (:mod:`aniso.pytest_plugin`) only maps pytest's hooks onto this module: it builds an
+:class:`AnisoSession` at configuration, gives each claim test a :class:`ClaimContext`, and calls
+:meth:`AnisoSession.record` and :meth:`AnisoSession.finish`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, model_layers, provenance,
+                      write_results)
+from .architecture_check import ArchitectureChecks
+from .catalog import get_claim, not_yet_executable
+from .pipeline import BlockSweepProvider, StatsProvider
+from .registry import ModelEntry, Registry
+from .settings import PROFILES, Settings
+from .sources import InputsMissing, ModelUnavailable
+from .stats import ModelStats
+from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
+
+__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt"]
+
+
+class Skip(Exception):
+    """A claim test cannot run here; the message says why (the plugin turns it into a pytest skip)."""
+
+
+def fmt(v: Any) -> str:
+    """A number as the console and messages show it (4 significant digits for floats)."""
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _numbers(measured: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
+
+
+@dataclass
+class AnisoSession:
+    """Everything one claims run shares: settings, registry, statistics, experiments and results."""
+
+    settings: Settings
+    registry: Registry
+    root: Path
+    provider: StatsProvider
+    blocks: BlockSweepProvider
+    architectures: ArchitectureChecks
+    results: list[ClaimResult] = field(default_factory=list)
+    report_path: Path | None = None
+    must_run_failures: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
+        """A session with its statistics provider, block sweeps and architecture checks."""
+        return cls(settings, registry, root, StatsProvider(settings, registry), BlockSweepProvider(settings),
+                   ArchitectureChecks(settings.seed))
+
+    def claim(self, claim_id: str, entry: ModelEntry | None, test: str) -> "ClaimContext":
+        """The context of one claim test (``entry`` None for a model-free claim)."""
+        c = get_claim(claim_id)
+        result = ClaimResult(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
+                               statement=c.statement, model_id=entry.id if entry is not None else None, test=test)
+        return ClaimContext(self, result, entry)
+
+    def record(self, result: ClaimResult, *, seconds: float, skipped: str | None = None,
+               failed: str | None = None) -> None:
+        """Record a finished claim test: its duration, and a skip reason or an unexpected failure (an error, unless
+        the verdict itself failed the test)."""
+        result.seconds = round(seconds, 2)
+        if skipped is not None:
+            result.verdict, result.reason = SKIPPED, skipped.removeprefix("Skipped: ")
+        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS):
+            result.verdict, result.reason = ERROR, failed[:500]
+        if result not in self.results:
+            self.results.append(result)
+
+    def finish(self) -> bool:
+        """Check the ``must_run`` models and write ``results.json`` and ``report.html``; True if the run must fail
+        because a ``must_run`` model was skipped for want of weights or code."""
+        for entry in self.registry:
+            if entry.must_run:
+                skipped = [r for r in self.results
+                           if r.model_id == entry.id and r.verdict == SKIPPED and r.skip_kind != "inputs"]
+                if skipped:
+                    self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
+                                                  f"skipped: {skipped[0].reason}")
+        if self.results or self.architectures.results:
+            self.write_report()
+        return bool(self.must_run_failures)
+
+    def document(self) -> ResultsDocument:
+        """The run as a :class:`~aniso.results.ResultsDocument`."""
+        computed = self.provider.computed()
+        described = [s.meta.get("corpus", {}) for s in computed.values()]
+        corpus = next((d for d in described if d and d.get("modality") is None), None)
+        inputs = list({d["dataset"]: d for d in described if d.get("modality")}.values())
+        s = self.settings
+        profile = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
+                   "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
+        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile)
+        experiments: dict[str, Any] = {}
+        if self.blocks.computed():
+            experiments["untrained_block"] = {mid: [sw.to_dict() for sw in sweeps]
+                                              for mid, sweeps in self.blocks.computed().items()}
+        if self.architectures.results:
+            experiments["pipeline_offline"] = self.architectures.results
+        return ResultsDocument(
+            provenance=prov, results=self.results,
+            models={mid: model_layers(st, self.registry.get(mid)) for mid, st in computed.items()},
+            experiments=experiments, registry={e.id: RegistryRow.of(e) for e in self.registry},
+            not_yet_executable=[NotYetExecutable(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
+                                                   statement=c.statement) for c in not_yet_executable()])
+
+    def write_report(self) -> Path:
+        """Write ``<report_dir>/run-<time>/results.json`` and ``report.html``; returns the report's path."""
+        from .report import write_html_report
+
+        run_dir = Path(self.settings.report_dir)
+        if not run_dir.is_absolute():
+            run_dir = self.root / run_dir
+        run_dir = run_dir / f"run-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        write_results(run_dir / "results.json", self.document())
+        self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+        return self.report_path
+
+    def summary_lines(self) -> list[tuple[str, str]]:
+        """The console summary: ``(style, line)`` pairs, style ``""``, ``"warn"`` or ``"error"``: the verdict table,
+        the inputs, the inputs that were missing (once each, with the setting), the skips, the must_run failures."""
+        from tabulate import tabulate
+
+        rows, skipped, no_inputs = [], {}, {}
+        for r in self.results:
+            if r.verdict == SKIPPED:
+                if r.skip_kind == "inputs":
+                    no_inputs.setdefault(r.reason.split(": ", 1)[-1], []).append(r)
+                else:
+                    skipped.setdefault(r.model_id or "-", r.reason)
+                continue
+            key = {k: v for k, v in r.measured.items() if not isinstance(v, (list, dict))}
+            numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
+            verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
+                                   else "")
+            rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
+        out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
+        for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
+            out.append(("", f"inputs: {dataset}: {label}"))
+        for reason, missing in no_inputs.items():
+            models = sorted({r.model_id for r in missing if r.model_id})
+            out.append(("warn", f"inputs missing, {len(missing)} claim test(s) of {len(models)} model(s) not run "
+                                f"({', '.join(models)}): {reason}"))
+        if skipped:
+            n = sum(r.verdict == SKIPPED and r.skip_kind != "inputs" for r in self.results)
+            out.append(("", f"{n} claim test(s) skipped for {len(skipped)} model(s); reasons in the report. "
+                            f"First: {next(iter(skipped.values()))}"))
+        out += [("error", f"ERROR: {msg}") for msg in self.must_run_failures]
+        if self.report_path is not None:
+            out.append(("", f"report: {self.report_path}"))
+        return out
+
+
+class ClaimContext:
+    """What a claim test uses: statistics of its model, and a way to state its verdict.
+
+    :meth:`conclude` returns the :class:`~aniso.verdicts.Decision`; the plugin makes the test's outcome follow
+    it. Unavailable statistics raise :class:`Skip`.
+    """
+
+    def __init__(self, session: AnisoSession, result: ClaimResult, entry: ModelEntry | None):
+        self._session = session
+        self.result = result
+        self.entry = entry
+
+    @property
+    def settings(self) -> Settings:
+        return self._session.settings
+
+    def stats(self) -> ModelStats:
+        """The model's streamed statistics; skips the test (with the reason, naming the model) if unavailable."""
+        if self.entry is None:
+            raise RuntimeError(f"{self.result.claim_id}: this claim test has no model")
+        try:
+            stats = self._session.provider.get(self.entry)
+        except ModelUnavailable as exc:
+            self.skip(exc)
+        return self.note_inputs(stats)
+
+    def skip(self, exc: ModelUnavailable) -> None:
+        """Skip the test for ``exc``, recording whether inputs (a data folder) or the model were missing."""
+        self.result.skip_kind = "inputs" if isinstance(exc, InputsMissing) else "model"
+        raise Skip(str(exc))
+
+    def note_inputs(self, stats: ModelStats) -> ModelStats:
+        """Record which inputs (corpus, recordings, photographs) ``stats`` came from in the claim's result."""
+        inputs = stats.meta.get("corpus", {})
+        self.result.inputs = inputs.get("dataset")
+        self.result.inputs_label = inputs.get("label")
+        self.result.n_items = stats.meta.get("n_sequences")
+        self.result.n_vectors = stats.meta.get("n_tokens")
+        return stats
+
+    def block_sweeps(self) -> list:
+        """The untrained-block sweeps of the model (one :class:`~aniso.experiments.untrained_block.BlockSweep`
+        per seed), computed or read from the cache."""
+        if self.entry is None or self.entry.modality != "embeddings":
+            raise RuntimeError(f"{self.result.claim_id}: block_sweeps() needs an untrained-block registry entry")
+        sweeps = self._session.blocks.get(self.entry)
+        spec = sweeps[0].spec
+        self.result.inputs_label = (f"untrained block: {spec.n_sequences} sequences x {spec.seq_len} embeddings "
+                                    f"drawn from its table, {len(spec.norms)} bias norms, {len(sweeps)} seeds")
+        self.result.n_items = spec.n_sequences
+        self.result.n_vectors = spec.n_sequences * spec.seq_len
+        return sweeps
+
+    def reference_stats(self, all_of: tuple[str, ...]) -> tuple[ModelEntry, ModelStats]:
+        """Statistics of the first registry entry with tags ``all_of`` whose model is available.
+
+        Raises :class:`Skip`, naming every entry tried and why, if none is available.
+        """
+        tried = []
+        for entry in self._session.registry.select(all_of):
+            try:
+                return entry, self._session.provider.get(entry)
+            except ModelUnavailable as exc:
+                tried.append(str(exc))
+        raise Skip(f"no reference model with tags {list(all_of)} is available: " + ("; ".join(tried) or "none listed"))
+
+    def available_stats(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
+                        ) -> tuple[list[tuple[ModelEntry, ModelStats]], list[str]]:
+        """Statistics of every registry entry with these tags whose model is available here.
+
+        Returns ``(available, unavailable)``: (entry, stats) pairs in registry
+        order, and one reason per entry that could not be had (naming it).
+        """
+        got, missing = [], []
+        for entry in self._session.registry.select(all_of, any_of):
+            try:
+                got.append((entry, self._session.provider.get(entry)))
+            except ModelUnavailable as exc:
+                missing.append(str(exc))
+        return got, missing
+
+    def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
+                 p_value: float | None = None) -> tuple[Decision, str]:
+        """Record the verdict under the verdict policy (:mod:`aniso.verdicts`).
+
+        Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
+        claim's significance test, where it has one (recorded as a typed field for the report).
+        """
+        r = self.result
+        r.measured, r.rule, r.p_value = measured, rule, p_value
+        expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
+                                     if self.entry is not None else (None, None))
+        r.expected = expected.model_dump() if expected is not None else None
+        decision = decide(holds, expected.verdict if expected else None, expected.reason if expected else "",
+                          recorded_inputs, r.inputs)
+        r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
+        numbers = _numbers(measured)
+        model = self.entry.id if self.entry is not None else "(no model)"
+        if decision.verdict == EXPECTED_NOT_TO_HOLD:
+            r.reason = decision.reason
+            return decision, f"{r.claim_id} on {model}: expected not to hold: {decision.reason} ({numbers})"
+        if decision.verdict == UNEXPECTEDLY_HOLDS:
+            r.reason = decision.reason
+            return decision, (f"{r.claim_id} on {model}: expected not to hold, but it holds ({numbers}; {rule}). "
+                              "Update the expected verdict in the registry if this is a real change.")
+        if decision.verdict == DOES_NOT_HOLD and decision.differs_from_record is None:
+            r.reason = f"{numbers}; rule: {rule}"
+            return decision, f"{r.claim_id} does not hold on {model}: {numbers} (rule: {rule})"
+        r.reason = decision.reason
+        return decision, ""

@@ -1,0 +1,85 @@
+"""The HTML report: everything escaped, figures embedded, typed fields read, the CLI renders and refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from aniso.report import render_html
+from aniso.results import ClaimResult, ModelLayers, NotYetExecutable, ResultsDocument, provenance, write_results
+
+EVIL = "<script>alert(1)</script>"
+LAYER = {"dim": 4, "count": 10, "mean_cosine": 0.1, "q95": 0.8, "drift_norm": 1.0, "mean_norm": 2.0,
+         "svd_anisotropy": 0.3, "svd_anisotropy_batch_mean": None, "svd_anisotropy_batch_std": None,
+         "mean_cosine_sampled": 0.1, "n_svd_batches": 0, "twonn": 2.0, "n_reservoir": 10, "n_zero": 0}
+
+
+def _doc(tmp_path, results, **kw) -> ResultsDocument:
+    return ResultsDocument(provenance=provenance(tmp_path, {"corpus": EVIL}, None), results=results, **kw)
+
+
+def test_report_escapes_everything(tmp_path):
+    r = ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="§2", figure="Fig. 1", statement="s",
+                    model_id=EVIL, test="t::x", verdict="holds", measured={"note": EVIL, "value": 0.5},
+                    rule=EVIL, reason=EVIL, inputs_label=EVIL, differs_from_record=EVIL)
+    doc = _doc(tmp_path, [r], models={EVIL: ModelLayers(layer_names=["0"], layers=[LAYER], meta={"origin": EVIL})},
+               not_yet_executable=[NotYetExecutable(claim_id=EVIL, paper="G", section="§5", figure="", statement=EVIL)])
+    html = render_html(doc)
+    assert EVIL not in html and "&lt;script&gt;" in html
+    assert "Claims not yet executable" in html
+
+
+def test_drift_figure_reads_the_typed_p_values(tmp_path):
+    """G Fig. 5/16 is drawn from each drift claim's p_value, whatever its measured dict holds."""
+    def drift(claim, p):
+        return ClaimResult(claim_id=claim, paper="G", section="", figure="", statement="", model_id="m", test="t",
+                           verdict="holds", measured={}, p_value=p)
+
+    html = render_html(_doc(tmp_path, [drift("G.drift-correlation-spearman", 0.01),
+                                       drift("G.drift-correlation-pearson", 0.2)]))
+    assert "p-values of the drift-norm correlations" in html
+    assert "p-values of the drift-norm correlations" not in render_html(_doc(tmp_path, []))
+
+
+def test_report_renders_block_figures_and_escapes(tmp_path):
+    from aniso.experiments.untrained_block import SweepSpec, default_bias_norms, run_sweep
+
+    tiny = dict(hidden_size=32, num_attention_heads=4, intermediate_size=64, vocab_size=300)
+
+    def spec(kind):
+        return SweepSpec(kind, 0, default_bias_norms(6, top=40.0), 2, 16, tuple(sorted(tiny.items())), chunk=2,
+                         score_sample=64, hist_bins=10)
+
+    sweeps = [run_sweep(spec(k)).to_dict() for k in ("bert-post-ln", "bert-identity-attention")]
+    html = render_html(_doc(tmp_path, [], experiments={"untrained_block": {"<b>block</b>": [sweeps[0]],
+                                                                            "control": [sweeps[1]]}}))
+    assert "&lt;b&gt;block&lt;/b&gt;" in html and "<b>block</b>" not in html
+    assert html.count("data:image/png;base64,") == 7
+    assert "Fig. 6b" in html
+
+
+def test_cli_report_renders_and_rejects_bad_files(tmp_path, capsys):
+    from aniso.cli import main
+
+    path = tmp_path / "results.json"
+    write_results(path, _doc(tmp_path, []))
+    assert main(["report", str(path)]) == 0
+    assert (tmp_path / "report.html").exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["report", str(bad)]) == 2
+    assert "bad.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("row, group", [
+    ({"modality": "text", "granularity": "subword", "architecture": "transformer"}, "text-subword"),
+    ({"modality": "text", "granularity": "byte", "architecture": "transformer"}, "text-char"),
+    ({"modality": "vision", "granularity": "pixel", "architecture": "cnn"}, "vision-cnn"),
+    ({"modality": "vision", "granularity": "patch", "architecture": "transformer"}, "vision-transformer"),
+    ({"modality": "vision", "granularity": "pixel", "architecture": "cnn", "miniature": True}, "vision-miniature"),
+    ({"modality": "speech", "granularity": "audio-frame", "architecture": "transformer"}, "speech"),
+    ({"modality": "embeddings", "granularity": "embedding", "architecture": "transformer"}, "embeddings"),
+])
+def test_report_groups(row, group):
+    from aniso.report.modalities import group_of
+
+    assert group_of(row) == group
