@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["significant_anisotropy", "SIGNIFICANCE_RULE"]
+__all__ = ["significant_anisotropy", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST"]
 
 #: The rule, in words, as every result states it.
 SIGNIFICANCE_RULE = "some layer has avg cos > q95(d)"
@@ -35,3 +35,53 @@ def significant_anisotropy(stats) -> tuple[bool, dict]:
         "n_layers": len(cos),
         "avg_cos_per_layer": [round(float(v), 5) for v in cos],
     }
+
+
+#: R §4.1 operationalisation (docs/claims.md): the peak's relative depth lies strictly inside (EDGE, 1 - EDGE) and
+#: its contrast to the ends, (peak - max(first, last)) / peak, is at least CONTRAST.
+EDGE = 0.15
+CONTRAST = 0.20
+BELL_RULE = (f"argmax layer at relative depth in ({EDGE}, {1 - EDGE}) and (peak - max(first, last)) / peak >= "
+             f"{CONTRAST}, on the batch-wise mean SVD anisotropy")
+
+
+def svd_profile(summaries) -> tuple[np.ndarray, str]:
+    """The SVD-anisotropy profile of a model, shape (n_layers,), and which estimate it is.
+
+    ``summaries``: per-layer :class:`~aniso.stats.LayerSummary` objects or their dicts. R §2.3 averages the metric
+    over batches of >= 4096 vectors: the batch-wise mean is used where every layer has a complete batch, else the
+    exact value over all vectors. Raises ValueError if a layer has neither (no second-order statistics).
+    """
+    def get(s, key):
+        return s[key] if isinstance(s, dict) else getattr(s, key)
+
+    batch = np.array([np.nan if get(s, "svd_anisotropy_batch_mean") is None else get(s, "svd_anisotropy_batch_mean")
+                      for s in summaries], dtype=np.float64)
+    if np.isfinite(batch).all():
+        return batch, "batch-wise mean"
+    exact = np.array([np.nan if get(s, "svd_anisotropy") is None else get(s, "svd_anisotropy") for s in summaries],
+                     dtype=np.float64)
+    if not np.isfinite(exact).all():
+        raise ValueError("no SVD anisotropy for some layer: second-order statistics were not kept")
+    return exact, "exact"
+
+
+def profile_shape(profile: np.ndarray) -> dict:
+    """Where a layer profile peaks and how far it rises above its ends (R §4.1, Fig. 1).
+
+    ``profile`` shape (n_layers,), n_layers >= 3, values >= 0. Returns ``peak``, ``peak_layer``,
+    ``peak_relative_depth`` (0 = first layer, 1 = last), ``first``, ``last``, ``contrast`` ((peak - max(first,
+    last)) / peak, in [0, 1]) and ``bell`` (the bell-shape rule :data:`BELL_RULE`). Raises ValueError for fewer
+    than 3 layers or a non-positive peak.
+    """
+    p = np.asarray(profile, dtype=np.float64)
+    if p.ndim != 1 or p.size < 3:
+        raise ValueError(f"a profile needs >= 3 layers, got shape {p.shape}")
+    k = int(np.argmax(p))
+    peak = float(p[k])
+    if not peak > 0:
+        raise ValueError(f"the profile's peak must be positive, got {peak}")
+    depth = k / (p.size - 1)
+    contrast = (peak - max(float(p[0]), float(p[-1]))) / peak
+    return {"peak": peak, "peak_layer": k, "peak_relative_depth": depth, "first": float(p[0]), "last": float(p[-1]),
+            "contrast": contrast, "bell": bool(EDGE < depth < 1 - EDGE and contrast >= CONTRAST)}

@@ -24,12 +24,15 @@ class Batch:
     (text), real audio frame (speech), patch/token (vision Transformers) or image (CNNs: the flattened C·H·W map).
 
     ``all_frames`` (speech only) holds the same layers with padding frames included, for the all-frames value
-    the claims catalogue asks to report next to the real-frames one.
+    the claims catalogue asks to report next to the real-frames one. ``without_first`` (text models without a
+    decoder) holds the same layers without the first real token of each sequence (the attention-sink position of
+    decoders), for the profiles reported with and without it.
     """
 
     layers: list[torch.Tensor]
     n_sequences: int
     all_frames: list[torch.Tensor] | None = None
+    without_first: list[torch.Tensor] | None = None
 
 
 def layer_names(model) -> list[str]:
@@ -131,7 +134,12 @@ def iter_text_hidden_states(
         else:
             out = model(**inputs, output_hidden_states=True)
             states = [(h, mask) for h in out.hidden_states]
-        yield Batch([h[_resolution_mask(model, m, h)].float().cpu() for h, m in states], len(chunk))
+        layers = [h[_resolution_mask(model, m, h)].float().cpu() for h, m in states]
+        without_first = None
+        if not enc_dec and not getattr(model.config, "downsampling_rate", None):
+            later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
+            without_first = [h[later].float().cpu() for h, _ in states]
+        yield Batch(layers, len(chunk), without_first=without_first)
 
 
 def speech_layer_names(model) -> list[str]:

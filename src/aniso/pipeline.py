@@ -18,11 +18,11 @@ from .registry import ModelEntry, Registry
 from .settings import Settings
 from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
                       source_fingerprint)
-from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key
+from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key, summary_dict
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIRST_ORDER", "SECOND_ORDER", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider",
+__all__ = ["FIRST_ORDER", "SECOND_ORDER", "FIRST_TOKEN_EXCLUDED", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider",
            "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable", "InputsMissing"]
 
 #: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
@@ -33,11 +33,14 @@ BLOCK_SWEEP_FORMAT = 1
 #: SVD anisotropy and the reservoir sample: SVD anisotropy, TwoNN, sampled pairs; O(d²) memory per layer).
 FIRST_ORDER = "first-order"
 SECOND_ORDER = "second-order"
-ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER})
+#: Also every statistic of text layers without the first token of each sequence (decoders' attention sink; R's
+#: profiles are reported with and without it).
+FIRST_TOKEN_EXCLUDED = "first-token-excluded"
+ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED})
 
 
 def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
-                  second_order: bool = True) -> ModelStats:
+                  second_order: bool = True, first_token_excluded: bool = False) -> ModelStats:
     """Stream hidden-state batches (:class:`~aniso.extract.Batch`) into one accumulator per layer.
 
     Memory is bounded by one batch of hidden states plus the accumulators'
@@ -46,12 +49,15 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     statistics are kept (avg cos, drift norm, mean norm; no SVD anisotropy,
     TwoNN or sampled pairs). ``names`` are the layer names (None: numbered
     from the first batch). Speech batches' all-frames states go into
-    ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer.
+    ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer. With ``first_token_excluded``,
+    text batches' states without the first token of each sequence go into ``meta["first_token_excluded"]``
+    (one :func:`~aniso.stats.summary_dict` per layer).
 
     Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
     """
     layers: list[LayerAccumulator] | None = None
     all_frames: list[LayerAccumulator] | None = None
+    aside: list[LayerAccumulator] | None = None
     n_seq = 0
     t0 = time.perf_counter()
     for batch in batches:
@@ -67,11 +73,15 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             ]
             if batch.all_frames is not None:
                 all_frames = [LayerAccumulator(h.shape[1], second_order=False) for h in batch.all_frames]
+            if first_token_excluded and batch.without_first is not None:
+                aside = [LayerAccumulator(acc.dim, settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
+                                          second_order=acc.second_order) for i, acc in enumerate(layers)]
         for acc, h in zip(layers, batch.layers):
             acc.update(h.numpy())
-        if all_frames is not None:
-            for acc, h in zip(all_frames, batch.all_frames):
-                acc.update(h.numpy())
+        for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first)):
+            if extra is not None:
+                for acc, h in zip(extra, states):
+                    acc.update(h.numpy())
         n_seq += batch.n_sequences
     if layers is None:
         raise RuntimeError(f"{entry.id}: the inputs gave no batches")
@@ -80,6 +90,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     if all_frames is not None:
         meta["all_frames_mean_cosine"] = [a.summary().mean_cosine for a in all_frames]
         meta["all_frames_count"] = all_frames[0].count
+    if aside is not None:
+        meta["first_token_excluded"] = [summary_dict(a.summary()) for a in aside]
     return ModelStats(entry.id, names, layers, meta)
 
 
@@ -91,7 +103,8 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
                            settings.device, settings.max_length)
     return compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
                          {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()}
-                         | loaded.meta, second_order=modality.second_order and SECOND_ORDER in statistics)
+                         | loaded.meta, second_order=modality.second_order and SECOND_ORDER in statistics,
+                         first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics)
 
 
 @dataclass
@@ -179,6 +192,7 @@ class StatsProvider:
             "sample": sample_names(inputs),
             "settings": self.settings.extraction_key(),
             "second_order": second_order,
+            "first_token_excluded": FIRST_TOKEN_EXCLUDED in self.statistics,
         })
         if not self.settings.no_cache:
             cached = self.cache.load(key)

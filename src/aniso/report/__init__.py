@@ -75,7 +75,7 @@ def render_html(document: ResultsDocument) -> str:
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["num"] = lambda v: "—" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
     from .blocks import block_figures
-    from .modalities import GROUPS, drift_pvalue_figure, group_of, modality_figures
+    from .modalities import GROUPS, drift_pvalue_figure, group_of, modality_figures, profile_figure
 
     doc = document.model_dump(mode="json")
     results = doc["results"]
@@ -104,7 +104,8 @@ def render_html(document: ResultsDocument) -> str:
     return template.render(
         prov=doc["provenance"], schema_version=doc["schema_version"], results=results, groups=groups, models=models, matrix=matrix,
         pipeline=pipeline, unavailable=unavailable, registry=registry,
-        group_figures=modality_figures(doc["models"]) + drift_pvalue_figure(document.results, doc["models"]),
+        group_figures=modality_figures(doc["models"]) + drift_pvalue_figure(document.results, doc["models"])
+        + profile_figure(doc["models"]),
         counts=counts, figures=figures, not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, block_figures=block_figures(block_docs),

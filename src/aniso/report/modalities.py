@@ -13,7 +13,7 @@ import math
 from .figures import png as _png
 from .figures import pyplot as _plt
 
-__all__ = ["GROUPS", "group_of", "modality_figures", "drift_pvalue_figure"]
+__all__ = ["GROUPS", "group_of", "modality_figures", "drift_pvalue_figure", "profile_figure"]
 
 #: Report groups in order: (key, title, figure of G).
 GROUPS = (
@@ -106,5 +106,45 @@ def drift_pvalue_figure(results: list, models: dict[str, dict]) -> list[tuple[st
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("drift norm vs avg cos across layers", fontsize=9)
     out = [("p-values of the drift-norm correlations — G Fig. 5 and 16", _png(fig))]
+    plt.close(fig)
+    return out
+
+
+def profile_figure(models: dict[str, dict]) -> list[tuple[str, str]]:
+    """R Fig. 1: the SVD-anisotropy profile of every measured text Transformer against relative depth (decoders
+    solid, encoders dashed), with every token (left, R's setting) and without the first token of each sequence
+    (right, where measured). Models without second-order statistics are left out."""
+    from ..claim_rules import svd_profile
+
+    curves = {}
+    for mid, doc in models.items():
+        entry = doc.get("entry") or {}
+        if entry.get("modality") != "text" or entry.get("architecture") != "transformer":
+            continue
+        try:
+            profile, estimate = svd_profile(doc["layers"])
+        except ValueError:
+            continue
+        aside = doc.get("meta", {}).get("first_token_excluded")
+        without = svd_profile(aside)[0] if aside else None
+        curves[mid] = (entry.get("role"), profile, without, estimate)
+    if not curves:
+        return []
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6), sharey=False)
+    for i, (title, which) in enumerate((("every token (R's setting)", 1), ("first token of each sequence excluded", 2))):
+        ax = axes[i]
+        for mid, curve in curves.items():
+            y = curve[which]
+            if y is None:
+                continue
+            x = [k / (len(y) - 1) for k in range(len(y))]
+            ax.plot(x, y, "-" if curve[0] == "decoder" else "--", marker=".", label=f"{mid} ({curve[0]})")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)")
+        ax.set_ylabel("SVD anisotropy σ₁²/Σσᵢ² (batch mean)")
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    out = [("SVD-anisotropy profiles of decoders and encoders — R Fig. 1", _png(fig))]
     plt.close(fig)
     return out

