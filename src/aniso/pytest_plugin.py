@@ -99,8 +99,7 @@ def claim(request: pytest.FixtureRequest) -> ClaimContext:
         raise pytest.UsageError(f"{request.node.nodeid}: the 'claim' fixture needs @pytest.mark.claim('<id>')")
     session = request.config.stash[_SESSION]
     entry = request.getfixturevalue("entry") if "entry" in request.fixturenames else None
-    base = session.claim(marker.args[0], entry, request.node.nodeid)
-    context = _PytestClaim(session, base.result, entry)
+    context = session.claim(marker.args[0], entry, request.node.nodeid, _PytestClaim)
     request.node.stash[_CLAIM] = context
     return context
 

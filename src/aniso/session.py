@@ -60,12 +60,14 @@ class AnisoSession:
         return cls(settings, registry, root, StatsProvider(settings, registry), BlockSweepProvider(settings),
                    ArchitectureChecks(settings.seed))
 
-    def claim(self, claim_id: str, entry: ModelEntry | None, test: str) -> "ClaimContext":
-        """The context of one claim test (``entry`` None for a model-free claim)."""
+    def claim(self, claim_id: str, entry: ModelEntry | None, test: str,
+              context: type["ClaimContext"] | None = None) -> "ClaimContext":
+        """The context of one claim test (``entry`` None for a model-free claim), of class ``context`` (default
+        :class:`ClaimContext`)."""
         c = get_claim(claim_id)
         result = ClaimResult(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
-                               statement=c.statement, model_id=entry.id if entry is not None else None, test=test)
-        return ClaimContext(self, result, entry)
+                             statement=c.statement, model_id=entry.id if entry is not None else None, test=test)
+        return (context or ClaimContext)(self, result, entry)
 
     def record(self, result: ClaimResult, *, seconds: float, skipped: str | None = None,
                failed: str | None = None) -> None:
