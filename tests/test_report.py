@@ -83,3 +83,27 @@ def test_report_groups(row, group):
     from aniso.report.modalities import group_of
 
     assert group_of(row) == group
+
+
+def test_profile_figure_draws_text_models_with_second_order_statistics(tmp_path):
+    """R Fig. 1: one curve per text Transformer with SVD anisotropy; a model without it is left out."""
+    from aniso.report.modalities import profile_figure
+    from aniso.results import RegistryRow
+
+    def model(role, values, aside=None):
+        layers = [dict(LAYER, svd_anisotropy=v, svd_anisotropy_batch_mean=v) for v in values]
+        meta = {"first_token_excluded": [dict(LAYER, svd_anisotropy=v, svd_anisotropy_batch_mean=v)
+                                         for v in aside]} if aside else {}
+        return ModelLayers(layer_names=[str(i) for i in range(len(values))], layers=layers, meta=meta,
+                           entry=RegistryRow(modality="text", granularity="subword", architecture="transformer",
+                                             role=role, family="f"))
+
+    doc = _doc(tmp_path, [], models={"dec": model("decoder", [0.1, 0.9, 0.2], [0.1, 0.3, 0.2]),
+                                     "enc": model("encoder", [0.1, 0.12, 0.1])})
+    models = doc.model_dump(mode="json")["models"]
+    assert [c for c, _ in profile_figure(models)] == ["SVD-anisotropy profiles of decoders and encoders — R Fig. 1"]
+    for m in models.values():
+        for layer in m["layers"]:
+            layer["svd_anisotropy"] = layer["svd_anisotropy_batch_mean"] = None
+    assert profile_figure(models) == []
+    assert "R Fig. 1" in render_html(doc)
