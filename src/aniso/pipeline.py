@@ -140,16 +140,12 @@ class StatsProvider:
             raise got
         return got
 
-    def media(self, modality: str):
-        """The run's recordings (``speech``) or photographs (``vision``): :meth:`inputs` by registry modality."""
-        return self.inputs(modality)
-
     @property
     def source_context(self) -> SourceContext:
         """What the source kinds may need: the hub status, the registry's folder, the models and cache folders,
         and this run's media (for miniatures that train on the photographs not measured)."""
         return SourceContext(self.hub, self.registry.path.parent if self.registry.path else None,
-                             self.settings.models_dir, self.settings.cache_dir, self.media)
+                             self.settings.models_dir, self.settings.cache_dir, self.inputs)
 
     @property
     def cache(self) -> StatsCache:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..schema import Strict
 
 __all__ = ["ModelUnavailable", "InputsMissing", "LoadedModel", "HubStatus", "SourceContext", "SourceKind",
-           "check_permissions"]
+           "check_permissions", "in_models_dir"]
 
 
 class ModelUnavailable(RuntimeError):
@@ -140,3 +140,22 @@ def check_permissions(entry: "ModelEntry") -> None:
         raise ModelUnavailable(
             f"{entry.id}: gated model; credentials are not used unless its registry entry opts in with use_auth_token: true"
         )
+
+
+def in_models_dir(entry: "ModelEntry", ctx: SourceContext, name: str, what: str,
+                  present: Callable[[Path], bool] = Path.is_file) -> Path:
+    """The path ``name`` of an entry's source, relative to the models folder (setting ``models_dir``) unless
+    absolute, ``~`` expanded. ``what`` names it in errors (e.g. "model file"); ``present`` says whether the path is
+    there as it should be (a file by default).
+
+    Raises ModelUnavailable naming the model if the path is relative and the folder is not set, or if it is missing.
+    """
+    path = Path(os.path.expanduser(name))
+    if not path.is_absolute():
+        if ctx.models_dir is None:
+            raise ModelUnavailable(f"{entry.id}: {name} is relative to the models folder, which is not set "
+                                   "(--aniso-models-dir or ANISO_MODELS_DIR, e.g. ../shared/models)")
+        path = Path(ctx.models_dir) / path
+    if not present(path):
+        raise ModelUnavailable(f"{entry.id}: {what} {path} does not exist (models folder: {ctx.models_dir})")
+    return path

@@ -15,7 +15,6 @@ the two halves (i, i + head_size/2), so the rows of W_Q and W_K are permuted per
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 from typing import Literal
@@ -25,7 +24,7 @@ from pydantic import Field
 
 from ..files import sha256_file
 from ..schema import Strict
-from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
 
 __all__ = ["Llama2cSource", "KIND", "read_llama2c", "rotary_permutation"]
 
@@ -112,35 +111,25 @@ def read_llama2c(path: Path | str, lm_head: bool = True):
     return model if lm_head else model.model
 
 
-def _resolve(entry, ctx: SourceContext, name: str) -> Path:
-    path = Path(os.path.expanduser(name))
-    if not path.is_absolute():
-        if ctx.models_dir is None:
-            raise ModelUnavailable(f"{entry.id}: {name} is relative to the models folder, which is not set "
-                                   "(--aniso-models-dir or ANISO_MODELS_DIR)")
-        path = Path(ctx.models_dir) / path
-    if not path.exists():
-        raise ModelUnavailable(f"{entry.id}: {path} does not exist (models folder: {ctx.models_dir})")
-    return path
-
-
 def fingerprint(entry, ctx: SourceContext) -> str:
     """``llama2c:<sha256 prefix of the .bin>``."""
     check_permissions(entry)
-    return f"llama2c:{sha256_file(_resolve(entry, ctx, entry.source.path))[:16]}"
+    path = in_models_dir(entry, ctx, entry.source.path, "llama2.c checkpoint")
+    return f"llama2c:{sha256_file(path)[:16]}"
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """The model (``LlamaModel``) and the tokenizer folder named by the entry. Raises ModelUnavailable if either
     is missing or the file is not a llama2.c checkpoint."""
     check_permissions(entry)
-    path = _resolve(entry, ctx, entry.source.path)
+    path = in_models_dir(entry, ctx, entry.source.path, "llama2.c checkpoint")
     if entry.source.tokenizer is None:
         raise ModelUnavailable(f"{entry.id}: a llama2.c checkpoint needs the Hugging Face tokenizer it was trained "
                                "with (registry field source.tokenizer)")
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(_resolve(entry, ctx, entry.source.tokenizer)))
+    folder = in_models_dir(entry, ctx, entry.source.tokenizer, "tokenizer folder", Path.is_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
     try:
         model = read_llama2c(path, lm_head=False)
     except ValueError as exc:

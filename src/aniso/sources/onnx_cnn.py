@@ -18,7 +18,6 @@ measures for CNNs.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +28,7 @@ from torch import nn
 
 from ..files import sha256_file
 from ..schema import Strict
-from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
 from .builders import TappedCNNOutput
 
 __all__ = ["OnnxSource", "KIND", "quantized_block_taps", "OnnxTappedCNN", "onnx_image_processor", "model_file"]
@@ -186,16 +185,7 @@ def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mea
 def model_file(entry, ctx: SourceContext) -> Path:
     """The entry's ONNX file: its path, relative to the models folder (setting ``models_dir``) unless absolute.
     Raises ModelUnavailable naming the model if the folder is not set or the file is missing."""
-    src = entry.source
-    path = Path(os.path.expanduser(src.path))
-    if not path.is_absolute():
-        if ctx.models_dir is None:
-            raise ModelUnavailable(f"{entry.id}: {src.path} is relative to the models folder, which is not set "
-                                   "(--aniso-models-dir or ANISO_MODELS_DIR, e.g. ../shared/models)")
-        path = Path(ctx.models_dir) / path
-    if not path.is_file():
-        raise ModelUnavailable(f"{entry.id}: model file {path} does not exist (models folder: {ctx.models_dir})")
-    return path
+    return in_models_dir(entry, ctx, entry.source.path, "model file")
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
