@@ -193,3 +193,31 @@ def test_first_order_state_is_o_of_d():
     acc = LayerAccumulator(400_000, second_order=False)
     acc.update(np.ones((2, 400_000), np.float32))
     assert sum(v.nbytes for v in acc.state().values()) < 10 * 400_000 * 8
+
+
+def test_shuffled_batches_are_disjoint_full_and_independent_of_the_split():
+    from aniso.stats import ShuffledBatches
+
+    x = np.arange(3000, dtype=np.float32)[:, None] * np.ones((1, 2), np.float32)
+    whole, pieces = ShuffledBatches(2, 3, 200, seed=5), ShuffledBatches(2, 3, 200, seed=5)
+    whole.update(x)
+    for chunk in np.array_split(x, 7):
+        pieces.update(chunk)
+    a, b = whole.batches(), pieces.batches()
+    assert len(a) == 3 and all(batch.shape == (200, 2) for batch in a)
+    rows = np.concatenate([batch[:, 0] for batch in a])
+    assert len(np.unique(rows)) == 600  # disjoint: no vector in two batches
+    assert all(np.array_equal(p, q) for p, q in zip(a, b))
+    assert all(abs(batch[:, 0].mean() - 1500) < 200 for batch in a)  # uniform samples of the stream
+
+
+def test_shuffled_batches_give_no_twonn_until_a_batch_is_full():
+    from aniso.stats import ShuffledBatches
+
+    bins = ShuffledBatches(4, 2, 100, seed=0)
+    bins.update(np.random.default_rng(0).normal(size=(150, 4)).astype(np.float32))
+    mean, std, n = bins.twonn()
+    assert n == 0 and np.isnan(mean) and np.isnan(std)
+    bins.update(np.random.default_rng(1).normal(size=(400, 4)).astype(np.float32))
+    mean, std, n = bins.twonn()
+    assert n == 2 and 2.5 < mean < 5.5 and std >= 0

@@ -118,27 +118,8 @@ class LayerAccumulator:
                 self._svd_fill = 0
 
     def _update_reservoir(self, x: np.ndarray) -> None:
-        k = self.reservoir_size
-        if k == 0:
-            return
-        m = x.shape[0]
-        seen = self.count + np.arange(m)  # items seen before each new one
-        fill = seen < k
-        if fill.any():
-            self.reservoir[seen[fill]] = x[fill]
-        # One uniform draw per item past the fill, so the stream of draws (and
-        # hence the sample) does not depend on how the input is split.
-        rest = np.flatnonzero(~fill)
-        if rest.size:
-            u = self._rng.random(rest.size)
-            slot = np.floor(u * (seen[rest] + 1)).astype(np.int64)
-            hit = slot < k
-            slots, items = slot[hit], rest[hit]
-            # Later items overwrite earlier ones in the same slot: keep the last.
-            rev_slots = slots[::-1]
-            _, first_in_rev = np.unique(rev_slots, return_index=True)
-            last = len(slots) - 1 - first_in_rev
-            self.reservoir[slots[last]] = x[items[last]]
+        if self.reservoir_size:
+            _reservoir_update(self.reservoir, self.count, x, self._rng)
 
     # -- results ---------------------------------------------------------------
     @property
@@ -202,6 +183,75 @@ class LayerAccumulator:
             res = state["reservoir"]
             acc.reservoir[: res.shape[0]] = res
         return acc
+
+
+def _reservoir_update(reservoir: np.ndarray, count: int, x: np.ndarray, rng: np.random.Generator) -> None:
+    """Vitter's algorithm R over the rows of ``x`` in place: ``reservoir`` (k, d) holds a uniform sample of the
+    ``count`` rows seen before. One uniform draw per row past the fill, so the sample does not depend on how the
+    stream is split into updates."""
+    k = reservoir.shape[0]
+    m = x.shape[0]
+    seen = count + np.arange(m)  # items seen before each new one
+    fill = seen < k
+    if fill.any():
+        reservoir[seen[fill]] = x[fill]
+    rest = np.flatnonzero(~fill)
+    if rest.size:
+        u = rng.random(rest.size)
+        slot = np.floor(u * (seen[rest] + 1)).astype(np.int64)
+        hit = slot < k
+        slots, items = slot[hit], rest[hit]
+        # Later items overwrite earlier ones in the same slot: keep the last.
+        rev_slots = slots[::-1]
+        _, first_in_rev = np.unique(rev_slots, return_index=True)
+        last = len(slots) - 1 - first_in_rev
+        reservoir[slots[last]] = x[items[last]]
+
+
+class ShuffledBatches:
+    """Disjoint uniformly random batches of a stream of vectors, kept in bounded memory: R §2.4's "shuffle, then
+    split into batches of >= 4096 vectors" without holding the stream.
+
+    Each incoming vector is sent to one of ``n_batches`` bins at random, and each bin keeps a uniform reservoir of
+    ``batch_size`` of the vectors sent to it (Vitter's algorithm R). Once every bin is full, the bins are disjoint
+    uniform random subsets of the stream, as consecutive batches of a shuffled stream are. Memory: ``n_batches`` x
+    ``batch_size`` x d float32, whatever the stream's length.
+
+    Parameters
+    ----------
+    dim : vector dimension d; n_batches >= 1; batch_size >= 3; seed : the random stream
+    """
+
+    def __init__(self, dim: int, n_batches: int, batch_size: int, seed: int = 0):
+        if dim < 1 or n_batches < 1 or batch_size < 3:
+            raise ValueError(f"need dim >= 1, n_batches >= 1 and batch_size >= 3, got {dim}, {n_batches}, {batch_size}")
+        self.bins = np.empty((n_batches, batch_size, dim), np.float32)
+        self.seen = np.zeros(n_batches, np.int64)
+        # One stream for the bin of each vector, one per bin for its reservoir: one draw per vector in each, so the
+        # batches do not depend on how the stream is split into updates.
+        self._assign = np.random.Generator(np.random.PCG64(seed))
+        self._draws = [np.random.Generator(np.random.PCG64([seed, b])) for b in range(n_batches)]
+
+    def update(self, x: np.ndarray) -> None:
+        """Add vectors, shape (m, d)."""
+        n_bins = self.bins.shape[0]
+        which = np.minimum((self._assign.random(x.shape[0]) * n_bins).astype(np.int64), n_bins - 1)
+        for b in range(n_bins):
+            rows = x[which == b]
+            if rows.shape[0]:
+                _reservoir_update(self.bins[b], int(self.seen[b]), rows, self._draws[b])
+                self.seen[b] += rows.shape[0]
+
+    def batches(self) -> list[np.ndarray]:
+        """The full batches (bins that received at least ``batch_size`` vectors)."""
+        return [self.bins[b] for b in range(len(self.bins)) if self.seen[b] >= self.bins.shape[1]]
+
+    def twonn(self) -> tuple[float, float, int]:
+        """TwoNN dimension per full batch: (mean, std, number of batches); NaNs with 0 if no batch is full."""
+        values = [metrics.twonn_dimension(b) for b in self.batches()]
+        if not values:
+            return math.nan, math.nan, 0
+        return float(np.mean(values)), float(np.std(values)), len(values)
 
 
 @dataclass(frozen=True)
