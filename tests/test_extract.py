@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+import pytest
 import torch
 
 from aniso.extract import attention_sites, capture_queries_keys, iter_text_hidden_states, layer_names
@@ -74,3 +75,77 @@ def test_capture_queries_keys_bert_and_gpt2_fused():
     q, k = cap.captured[site.name][0]
     assert torch.allclose(q, fused[..., :16]) and torch.allclose(k, fused[..., 16:32])
     assert not cap._hooks  # removed on exit
+
+
+def _rebuilt_probs(q, k, n_heads, n_kv, head_dim, causal, bias=None):
+    """softmax(q kᵀ / √d + bias) per head from captured (t, H·d) queries and (t, H_kv·d) keys."""
+    t = q.shape[0]
+    qh = q.reshape(t, n_heads, head_dim).transpose(0, 1)
+    kh = k.reshape(t, n_kv, head_dim).transpose(0, 1).repeat_interleave(n_heads // n_kv, dim=0)
+    scores = qh @ kh.transpose(1, 2) / head_dim ** 0.5
+    if bias is not None:
+        scores = scores + bias
+    if causal:
+        scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1)
+
+
+def _rotary(model_rotary, apply, q, k, n_heads, n_kv, head_dim):
+    t = q.shape[0]
+    qh = q.reshape(1, t, n_heads, head_dim).transpose(1, 2)
+    kh = k.reshape(1, t, n_kv, head_dim).transpose(1, 2)
+    cos, sin = model_rotary(qh, torch.arange(t)[None])
+    qr, kr = apply(qh, kh, cos, sin)
+    return qr.transpose(1, 2).reshape(t, -1), kr.transpose(1, 2).reshape(t, -1)
+
+
+@pytest.mark.parametrize("family", ["bert", "gpt2", "opt", "llama-gqa", "gpt_neox", "bloom"])
+def test_captured_queries_and_keys_rebuild_the_models_own_attention(family):
+    """Each family's Q/K capture (separate or fused projections, split per layout) rebuilds the attention
+    probabilities the model returns: softmax(QKᵀ/√d) with its causal mask, its rotary embedding applied to the
+    captured (pre-rotary) queries and keys, or BLOOM's ALiBi bias."""
+    import transformers as tf
+
+    torch.manual_seed(0)
+    common = dict(vocab_size=60, attn_implementation="eager")
+    n_heads, n_kv, d = 4, 4, 8
+    if family == "bert":
+        model = tf.BertModel(tf.BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                           intermediate_size=16, **common))
+    elif family == "gpt2":
+        model = tf.GPT2Model(tf.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_positions=16, **common))
+    elif family == "opt":
+        model = tf.OPTModel(tf.OPTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, ffn_dim=16,
+                                         word_embed_proj_dim=32, max_position_embeddings=16, **common))
+    elif family == "llama-gqa":
+        n_kv = 2
+        model = tf.LlamaModel(tf.LlamaConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                             num_key_value_heads=2, intermediate_size=16, **common))
+    elif family == "gpt_neox":
+        model = tf.GPTNeoXModel(tf.GPTNeoXConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                                 intermediate_size=16, rotary_pct=1.0, **common))
+    else:
+        model = tf.BloomModel(tf.BloomConfig(hidden_size=32, n_layer=2, n_head=4, **common))
+    model.eval()
+    ids = torch.randint(3, 60, (1, 9))
+    with torch.inference_mode(), capture_queries_keys(model) as cap:
+        out = model(ids, output_attentions=True)
+    sites = cap.sites
+    assert len(sites) == 2
+    q, k = cap.captured[sites[1].name][0]
+    q, k = q[0], k[0]
+    bias = None
+    if family == "llama-gqa":
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+        q, k = _rotary(model.rotary_emb, apply_rotary_pos_emb, q, k, n_heads, n_kv, d)
+    elif family == "gpt_neox":
+        from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
+
+        q, k = _rotary(model.rotary_emb, apply_rotary_pos_emb, q, k, n_heads, n_kv, d)
+    elif family == "bloom":
+        from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+
+        bias = build_alibi_tensor(torch.ones(1, 9), 4, torch.float32).reshape(4, 1, 9)
+    rebuilt = _rebuilt_probs(q, k, n_heads, n_kv, d, causal=family != "bert", bias=bias)
+    assert torch.allclose(rebuilt, out.attentions[1][0], atol=1e-5)

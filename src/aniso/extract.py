@@ -26,13 +26,16 @@ class Batch:
     ``all_frames`` (speech only) holds the same layers with padding frames included, for the all-frames value
     the claims catalogue asks to report next to the real-frames one. ``without_first`` (text models without a
     decoder) holds the same layers without the first real token of each sequence (the attention-sink position of
-    decoders), for the profiles reported with and without it.
+    decoders), for the profiles reported with and without it. ``attentions`` (text, when asked for) holds each
+    attention layer's probabilities, (b, heads, t, t) float32, and ``mask`` the (b, t) bool mask of real tokens.
     """
 
     layers: list[torch.Tensor]
     n_sequences: int
     all_frames: list[torch.Tensor] | None = None
     without_first: list[torch.Tensor] | None = None
+    attentions: list[torch.Tensor] | None = None
+    mask: torch.Tensor | None = None
 
 
 def layer_names(model) -> list[str]:
@@ -85,7 +88,8 @@ def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor
 
 @torch.inference_mode()
 def iter_text_hidden_states(
-    model, tokenizer, texts: Sequence[str], *, batch_size: int = 16, max_length: int = 128, device: str = "cpu"
+    model, tokenizer, texts: Sequence[str], *, batch_size: int = 16, max_length: int = 128, device: str = "cpu",
+    attentions: bool = False,
 ) -> Iterator[Batch]:
     """Run ``texts`` through ``model`` and yield the real-token hidden states of every layer, batch by batch.
 
@@ -100,8 +104,11 @@ def iter_text_hidden_states(
     tokenizer : its tokenizer
     texts : the sequences
     batch_size : sequences per forward pass
-    max_length : tokens per sequence at most
+    max_length : tokens per sequence at most (and at most the model's learnt positions,
+        ``max_position_embeddings`` or ``n_positions``)
     device : torch device for the forward pass
+    attentions : also return the attention probabilities and the token mask (decoder-only and encoder-only
+        models; the model is switched to transformers' eager attention, which computes them)
 
     Yields
     ------
@@ -109,12 +116,21 @@ def iter_text_hidden_states(
 
     Raises
     ------
-    ValueError if batch_size or max_length < 1.
+    ValueError if batch_size or max_length < 1, or attentions are asked of an encoder-decoder model.
     """
     if batch_size < 1 or max_length < 1:
         raise ValueError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
+    if attentions:
+        if getattr(model.config, "is_encoder_decoder", False):
+            raise ValueError(f"{type(model).__name__}: attention probabilities are measured on encoder-only and "
+                             "decoder-only models")
+        if getattr(model.config, "_attn_implementation", "eager") != "eager":
+            model.set_attn_implementation("eager")
     _prepare_tokenizer(tokenizer)
     model.to(device)
+    positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+    if isinstance(positions, int) and positions > 0:
+        max_length = min(max_length, positions)  # a model with learnt positions reads no further
     if getattr(model.config, "downsampling_rate", None):
         # CANINE's strided downsampling mixes padding into the last real position: one sequence per pass.
         batch_size = 1
@@ -132,14 +148,16 @@ def iter_text_hidden_states(
             out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
             states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask.bool()) for h in out.decoder_hidden_states]
         else:
-            out = model(**inputs, output_hidden_states=True)
+            out = model(**inputs, output_hidden_states=True, output_attentions=attentions)
             states = [(h, mask) for h in out.hidden_states]
         layers = [h[_resolution_mask(model, m, h)].float().cpu() for h, m in states]
         without_first = None
         if not enc_dec and not getattr(model.config, "downsampling_rate", None):
             later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
             without_first = [h[later].float().cpu() for h, _ in states]
-        yield Batch(layers, len(chunk), without_first=without_first)
+        probs = [a.float().cpu() for a in out.attentions] if attentions else None
+        yield Batch(layers, len(chunk), without_first=without_first, attentions=probs,
+                    mask=mask.cpu() if attentions else None)
 
 
 def speech_layer_names(model) -> list[str]:
@@ -367,6 +385,13 @@ class capture_queries_keys:
     def captured(self) -> dict[str, list[tuple[torch.Tensor, torch.Tensor]]]:
         """Site name -> [(queries, keys), ...], one pair per forward call."""
         return {name: list(zip(self._q[name], self._k[name])) for name in self._q}
+
+    def take(self) -> dict[str, list[tuple[torch.Tensor, torch.Tensor]]]:
+        """What :attr:`captured` holds, emptying it (for streaming consumers, batch by batch)."""
+        got = self.captured
+        for store in (*self._q.values(), *self._k.values()):
+            store.clear()
+        return got
 
     def __enter__(self) -> "capture_queries_keys":
         def keep(store: list):
