@@ -145,7 +145,8 @@ class StatsProvider:
         """What the source kinds may need: the hub status, the registry's folder, the models and cache folders,
         and this run's media (for miniatures that train on the photographs not measured)."""
         return SourceContext(self.hub, self.registry.path.parent if self.registry.path else None,
-                             self.settings.models_dir, self.settings.cache_dir, self.inputs)
+                             self.settings.models_dir, self.settings.cache_dir, self.inputs, self.settings.train_text,
+                             self.settings.miniature_sizes())
 
     @property
     def cache(self) -> StatsCache:

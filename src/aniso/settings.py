@@ -19,12 +19,14 @@ __all__ = ["Settings", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE"]
 #: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
 #: set", every paragraph) at up to 512 tokens, every recording, and G §4.1's 16 x 512 block inputs. Photographs:
 #: 192 in both, since the suite's miniatures train on the other half of the image folder. Both sweep 5 seeds and
-#: 21 bias norms (G §4: "several seeds"; >= 20 norms).
+#: 21 bias norms (G §4: "several seeds"; >= 20 norms). The text miniatures (byte-level BERT and GPT-2, 4 layers)
+#: pre-train for ``miniature_steps`` steps of ``miniature_batch`` x 128 bytes at width ``miniature_width``.
 PROFILES: dict[str, dict[str, int]] = {
     "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
-                  block_seq_len=512, n_bias_norms=21),
+                  block_seq_len=512, n_bias_norms=21, miniature_steps=512, miniature_width=128, miniature_batch=16),
     "paper": dict(n_sequences=1_000_000, max_length=512, n_clips=1_000_000, n_images=192, block_seeds=5,
-                  block_sequences=16, block_seq_len=512, n_bias_norms=21),
+                  block_sequences=16, block_seq_len=512, n_bias_norms=21, miniature_steps=4096, miniature_width=256,
+                  miniature_batch=32),
 }
 DEFAULT_PROFILE = "quick"
 _QUICK = PROFILES[DEFAULT_PROFILE]
@@ -62,12 +64,16 @@ class Settings:
     n_images: int = _QUICK["n_images"]
     models_dir: str | None = None
     second_order_max_dim: int = 8192
+    train_text: str | None = None
+    miniature_steps: int = _QUICK["miniature_steps"]
+    miniature_width: int = _QUICK["miniature_width"]
+    miniature_batch: int = _QUICK["miniature_batch"]
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
             raise ValueError(f"setting profile must be one of {sorted(PROFILES)}, got {self.profile!r}")
         for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences", "n_clips", "n_images",
-                     "second_order_max_dim"):
+                     "second_order_max_dim", "miniature_steps", "miniature_width", "miniature_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
         if self.reservoir_size < 3:
@@ -115,6 +121,11 @@ class Settings:
         return {k: v for k, v in asdict(self).items() if k in
                 ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size", "second_order_max_dim")}
 
+    def miniature_sizes(self) -> dict:
+        """The text miniatures' recipe sizes of this run (see :class:`~aniso.experiments.miniature_text.TextRecipe`)."""
+        return {"total_steps": self.miniature_steps, "hidden_size": self.miniature_width,
+                "batch_size": self.miniature_batch}
+
 
 SETTING_HELP = {
     "profile": "run profile setting every sample size at once: " + "; ".join(
@@ -145,6 +156,10 @@ SETTING_HELP = {
     "n_images": "photographs sampled from the image folder",
     "models_dir": "folder of local model files (e.g. ../shared/models) that registry sources of kind onnx name "
     "paths relative to",
+    "train_text": "text file the suite's text miniatures pre-train on (e.g. ../shared/data/text/enwik8_first100000bytes)",
+    "miniature_steps": "optimiser steps of each text miniature's pre-training run (checkpoints at 0 and powers of two)",
+    "miniature_width": "hidden size of the text miniatures (4 layers, 4 heads)",
+    "miniature_batch": "sequences of 128 bytes per optimiser step of the text miniatures",
     "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
     "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }

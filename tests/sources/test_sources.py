@@ -46,7 +46,8 @@ def test_the_registry_takes_its_source_kinds_from_the_table():
     from aniso.registry import SOURCE_KIND_NAMES
     from aniso.sources import SOURCE_KINDS
 
-    assert set(SOURCE_KIND_NAMES) == set(SOURCE_KINDS) == {"hub", "local", "package", "onnx", "gguf", "llama2c", "init", "miniature"}
+    assert set(SOURCE_KIND_NAMES) == set(SOURCE_KINDS) == {"hub", "local", "package", "onnx", "gguf", "llama2c", "init", "miniature",
+                                                                  "miniature-text"}
     for name, kind in SOURCE_KINDS.items():
         assert typing.get_args(kind.schema.model_fields["kind"].annotation) == (name,)
         assert callable(kind.fingerprint) and callable(kind.load)

@@ -15,7 +15,7 @@ To add a source kind: write ``sources/<kind>.py`` with its schema (``kind: Liter
 
 from __future__ import annotations
 
-from . import gguf, hub, init, llama2c, local, miniature, onnx_cnn, package
+from . import gguf, hub, init, llama2c, local, miniature, miniature_text, onnx_cnn, package
 from .base import HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind
 from .package import load_ct2_whisper
 
@@ -23,7 +23,8 @@ __all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "I
            "HubStatus", "load_model", "source_fingerprint", "load_ct2_whisper"]
 
 #: The table of source kinds, by the registry's ``source.kind``.
-SOURCE_KINDS: dict[str, SourceKind] = {m.KIND.name: m.KIND for m in (hub, local, package, onnx_cnn, gguf, llama2c, init, miniature)}
+SOURCE_KINDS: dict[str, SourceKind] = {m.KIND.name: m.KIND for m in (hub, local, package, onnx_cnn, gguf, llama2c, init, miniature,
+                                                                   miniature_text)}
 
 
 def source_fingerprint(entry, ctx: SourceContext | None = None) -> str:

@@ -95,7 +95,9 @@ class SourceContext:
     ``hub``: the run's :class:`HubStatus`; ``registry_dir``: the registry file's folder (relative local paths);
     ``models_dir``: the models folder (setting ``models_dir``; relative model files); ``cache_dir``: the run's
     cache folder (the suite's own trained miniatures); ``media``: the run's recordings or photographs by modality
-    (raises :class:`~aniso.inputs.media.InputsUnavailable`), for kinds that train on inputs.
+    (raises :class:`~aniso.inputs.media.InputsUnavailable`), for kinds that train on inputs; ``train_text``: the
+    text file the text miniatures pre-train on (setting ``train_text``); ``miniature_sizes``: the run profile's
+    recipe sizes for them (``total_steps``, ``hidden_size``, ``batch_size``).
     """
 
     hub: HubStatus = field(default_factory=HubStatus)
@@ -103,6 +105,8 @@ class SourceContext:
     models_dir: str | Path | None = None
     cache_dir: str | Path | None = None
     media: Callable[[str], "MediaSet"] | None = None
+    train_text: str | Path | None = None
+    miniature_sizes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ class SourceKind:
     check_entry : ``(entry) -> str | None``, what is inconsistent between the source and the rest of the entry
         (e.g. an ONNX CNN declared as text), or None
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
+    checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
+        registry series with ``steps: all``), or None where the kind does not list them
     """
 
     name: str
@@ -127,6 +133,7 @@ class SourceKind:
     load: Callable[["ModelEntry", SourceContext], LoadedModel]
     check_entry: Callable[["ModelEntry"], str | None] = lambda entry: None
     trained: Callable[[Any], bool] = lambda source: True
+    checkpoints: Callable[["ModelEntry", SourceContext], list[int]] | None = None
 
 
 def check_permissions(entry: "ModelEntry") -> None:

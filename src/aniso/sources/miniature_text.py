@@ -1,0 +1,133 @@
+"""Source kind ``miniature-text``: a byte-level BERT (masked LM) or GPT-2 (causal LM) pre-trained by the suite
+itself on the training text (setting ``train_text``, e.g. enwik8), see :mod:`aniso.experiments.miniature_text`.
+
+``steps`` picks a checkpoint of the run (0: the initialisation; left out: the run's last step); the run's length,
+width and batch come from the run profile (settings ``miniature_steps``, ``miniature_width``,
+``miniature_batch``) unless ``config`` overrides them. The fingerprint covers the recipe, the training text's bytes
+and the library versions; loading trains the whole run once (every checkpoint, cached as safetensors) or reads the
+checkpoint from the cache.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import Field, field_validator
+
+from ..schema import Strict
+from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind
+
+__all__ = ["MiniatureTextSource", "KIND", "RECIPE_OVERRIDES"]
+
+#: Recipe fields a registry entry may override in ``config``.
+RECIPE_OVERRIDES = ("total_steps", "hidden_size", "num_layers", "num_heads", "seq_len", "batch_size", "lr",
+                    "weight_decay", "warmup_fraction")
+
+
+class MiniatureTextSource(Strict):
+    """A miniature text model trained by the suite: ``arch`` bert|gpt2, ``seed``, ``steps`` (a checkpoint of the
+    run; None = its last), ``config`` (overrides of :data:`RECIPE_OVERRIDES`)."""
+
+    kind: Literal["miniature-text"]
+    arch: Literal["bert", "gpt2"]
+    seed: int = Field(default=0, ge=0)
+    steps: int | None = Field(default=None, ge=0)
+    config: dict[str, Union[int, float]] = Field(default_factory=dict)
+
+    @field_validator("config")
+    @classmethod
+    def _recipe_fields(cls, value: dict) -> dict:
+        unknown = sorted(set(value) - set(RECIPE_OVERRIDES))
+        if unknown:
+            raise ValueError(f"unknown recipe field(s) {unknown}; allowed: {list(RECIPE_OVERRIDES)}")
+        return value
+
+
+def recipe_of(entry, ctx: SourceContext):
+    """The :class:`~aniso.experiments.miniature_text.TextRecipe` of an entry: the profile's sizes
+    (``ctx.miniature_sizes``), then the entry's ``config``. Raises ModelUnavailable naming the entry if invalid."""
+    from ..experiments.miniature_text import TextRecipe
+
+    src = entry.source
+    try:
+        return TextRecipe(src.arch, src.seed, **(dict(ctx.miniature_sizes) | src.config))
+    except (TypeError, ValueError) as exc:
+        raise ModelUnavailable(f"{entry.id}: miniature cannot be trained: {exc}") from None
+
+
+def _training_text(entry, ctx: SourceContext):
+    from pathlib import Path
+
+    if not ctx.train_text:
+        raise InputsMissing(f"{entry.id}: miniature cannot be trained: no training text (setting train_text: "
+                            "--aniso-train-text or ANISO_TRAIN_TEXT, e.g. ../shared/data/text/enwik8_first100000bytes)")
+    path = Path(ctx.train_text).expanduser()
+    if not path.is_file():
+        raise InputsMissing(f"{entry.id}: miniature cannot be trained: training text {path} does not exist "
+                            "(setting train_text)")
+    return path
+
+
+def run_key(entry, ctx: SourceContext) -> str:
+    """The cache key of the entry's training run: recipe, training text (SHA-256) and library versions."""
+    from dataclasses import asdict
+
+    from ..files import sha256_file
+    from ..stats import cache_key
+
+    path = _training_text(entry, ctx)
+    return cache_key({"miniature-text": asdict(recipe_of(entry, ctx)), "train_text": sha256_file(path)})
+
+
+def step_of(entry, ctx: SourceContext) -> int:
+    """The checkpoint an entry names: its ``steps``, else the run's last step."""
+    s = entry.source.steps
+    return recipe_of(entry, ctx).total_steps if s is None else s
+
+
+def fingerprint(entry, ctx: SourceContext) -> str:
+    """``miniature-text:<run key>:step<N>``."""
+    return f"miniature-text:{run_key(entry, ctx)}:step{step_of(entry, ctx)}"
+
+
+def load(entry, ctx: SourceContext) -> LoadedModel:
+    """The checkpoint from the cache, or after training the run."""
+    import logging
+
+    import numpy as np
+
+    from ..experiments.miniature_text import byte_stream, byte_tokenizer, load_checkpoint
+
+    recipe, step, path = recipe_of(entry, ctx), step_of(entry, ctx), _training_text(entry, ctx)
+
+    def stream() -> np.ndarray:
+        return byte_stream(path.read_bytes())
+
+    try:
+        model, log = load_checkpoint(recipe, step, stream, ctx.cache_dir or ".", run_key(entry, ctx),
+                                     progress=logging.getLogger(__name__).info)
+    except ValueError as exc:
+        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    origin = (f"MINIATURE pre-trained by this suite: byte-level {recipe.arch}, {recipe.num_layers} layers x "
+              f"{recipe.hidden_size}, seed {recipe.seed}, step {step} of {recipe.total_steps} on {path.name}")
+    return LoadedModel(entry, model, byte_tokenizer(), origin, meta={"training": log | {"recipe": vars(recipe)}})
+
+
+def checkpoint_steps(entry, ctx: SourceContext) -> list[int]:
+    """Every checkpoint the entry's run saves (0, powers of two, the last step)."""
+    from ..experiments.miniature_text import checkpoint_steps as steps
+
+    return steps(recipe_of(entry, ctx).total_steps)
+
+
+def _consistent(entry) -> str | None:
+    from ..experiments.miniature_text import ARCHS
+
+    role = ARCHS[entry.source.arch]
+    if entry.modality != "text" or entry.granularity != "byte" or entry.role != role:
+        return f"a miniature-text {entry.source.arch} needs modality 'text', granularity 'byte' and role {role!r}"
+    return None
+
+
+KIND = SourceKind("miniature-text", MiniatureTextSource, fingerprint, load, check_entry=_consistent,
+                  trained=lambda src: src.steps != 0, checkpoints=checkpoint_steps)
