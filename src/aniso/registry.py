@@ -67,6 +67,27 @@ class ExpectedVerdict(Strict):
     inputs: str | None = Field(default=None, pattern=_INPUTS)
 
 
+class CheckpointSeries(Strict):
+    """The training checkpoints of a registry model, oldest first (the training-dynamics claims read them).
+
+    ``steps``: the training steps, or ``all`` for every checkpoint the source kind lists (the suite's own
+    miniature runs). ``vary``: for each step, these ``source`` fields become the template formatted with ``step``
+    and ``kstep`` (step / 1000), e.g. ``{revision: "step{step}"}`` for Pythia's revisions or ``{repo:
+    "google/multiberts-seed_0-step_{kstep}k"}`` for MultiBERTs; left out, the source's own ``steps`` field is set
+    to each step.
+    """
+
+    steps: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
+    vary: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("steps")
+    @classmethod
+    def _increasing(cls, value):
+        if value != "all" and (len(value) < 2 or any(b <= a for a, b in zip(value, value[1:]))):
+            raise ValueError("checkpoint steps must be at least two, strictly increasing")
+        return value
+
+
 class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
@@ -86,6 +107,7 @@ class ModelEntry(Strict):
     must_run: bool = False
     tiny: dict[str, Union[int, float, str, bool, list[Union[int, float, str, bool]]]] | None = None
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
+    checkpoints: CheckpointSeries | None = None
 
     @field_validator("expected")
     @classmethod
@@ -106,6 +128,18 @@ class ModelEntry(Strict):
         problem = self._kind.check_entry(self)
         if problem:
             raise ValueError(problem)
+        series = self.checkpoints
+        if series is not None:
+            fields = set(type(self.source).model_fields)
+            unknown = sorted(set(series.vary) - fields)
+            if unknown:
+                raise ValueError(f"checkpoints.vary names {unknown}, not fields of a {self.source.kind} source")
+            if not series.vary and "steps" not in fields:
+                raise ValueError(f"checkpoints of a {self.source.kind} source need 'vary' (which source fields "
+                                 "change with the step)")
+            if series.steps == "all" and self._kind.checkpoints is None:
+                raise ValueError(f"checkpoints.steps 'all' needs a source kind that lists its checkpoints "
+                                 f"({self.source.kind} does not): give the steps")
         return self
 
     @property
@@ -128,16 +162,18 @@ class ModelEntry(Strict):
 
     @property
     def miniature(self) -> bool:
-        """True for a model trained by the suite itself (source kind ``miniature``)."""
-        return self.source.kind == "miniature"
+        """True for a model trained by the suite itself (source kinds ``miniature``, ``miniature-text``)."""
+        return self.source.kind in ("miniature", "miniature-text")
 
     @property
     def all_tags(self) -> frozenset[str]:
         """Explicit tags plus the implied ones: modality, granularity, architecture, role, family,
         ``pretrained`` (trained weights, the suite's own miniatures included) or ``untrained`` (source kind
-        ``init``, miniatures at step 0), and ``miniature`` for the suite's own."""
+        ``init``, miniatures at step 0), ``miniature`` for the suite's own, and ``checkpoints`` for an entry with a
+        checkpoint series."""
         implied = {self.modality, self.granularity, self.architecture, self.role, self.family,
-                   "pretrained" if self.trained else "untrained"} | ({"miniature"} if self.miniature else set())
+                   "pretrained" if self.trained else "untrained"} | ({"miniature"} if self.miniature else set()) \
+            | ({"checkpoints"} if self.checkpoints is not None else set())
         return frozenset(self.tags) | implied
 
     def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> bool:

@@ -17,6 +17,7 @@ from .results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocumen
                       write_results)
 from .architecture_check import ArchitectureChecks
 from .catalog import get_claim, not_yet_executable
+from .dynamics import Series, SeriesProvider
 from .pipeline import BlockSweepProvider, StatsProvider
 from .registry import ModelEntry, Registry
 from .settings import PROFILES, Settings
@@ -50,15 +51,17 @@ class AnisoSession:
     provider: StatsProvider
     blocks: BlockSweepProvider
     architectures: ArchitectureChecks
+    series: SeriesProvider
     results: list[ClaimResult] = field(default_factory=list)
     report_path: Path | None = None
     must_run_failures: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
-        """A session with its statistics provider, block sweeps and architecture checks."""
-        return cls(settings, registry, root, StatsProvider(settings, registry), BlockSweepProvider(settings),
-                   ArchitectureChecks(settings.seed))
+        """A session with its statistics provider, block sweeps, architecture checks and checkpoint series."""
+        provider = StatsProvider(settings, registry)
+        return cls(settings, registry, root, provider, BlockSweepProvider(settings), ArchitectureChecks(settings.seed),
+                   SeriesProvider(provider))
 
     def claim(self, claim_id: str, entry: ModelEntry | None, test: str,
               context: type["ClaimContext"] | None = None) -> "ClaimContext":
@@ -91,7 +94,7 @@ class AnisoSession:
                 if skipped:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
-        if self.results or self.architectures.results:
+        if self.results or self.architectures.results or self.series.computed():
             self.write_report()
         return bool(self.must_run_failures)
 
@@ -111,6 +114,10 @@ class AnisoSession:
                                               for mid, sweeps in self.blocks.computed().items()}
         if self.architectures.results:
             experiments["pipeline_offline"] = self.architectures.results
+        if self.series.computed():
+            from .dynamics import series_document
+
+            experiments["training"] = {mid: series_document(s) for mid, s in self.series.computed().items()}
         return ResultsDocument(
             provenance=prov, results=self.results,
             models={mid: model_layers(st, self.registry.get(mid)) for mid, st in computed.items()},
@@ -217,6 +224,24 @@ class ClaimContext:
         self.result.n_items = spec.n_sequences
         self.result.n_vectors = spec.n_sequences * spec.seq_len
         return sweeps
+
+    def series(self, entry: ModelEntry | None = None) -> Series:
+        """The measurements of every checkpoint of a registry series (default: this test's model), computed or read
+        from the cache; skips the test (with the reason, naming the model) if a checkpoint is unavailable."""
+        entry = entry or self.entry
+        if entry is None or entry.checkpoints is None:
+            raise RuntimeError(f"{self.result.claim_id}: series() needs a registry entry with checkpoints")
+        try:
+            series = self._session.series.get(entry)
+        except ModelUnavailable as exc:
+            self.skip(exc)
+        inputs = series.inputs
+        self.result.inputs = inputs.get("dataset")
+        self.result.inputs_label = (f"{inputs.get('label')}; {len(series.measures)} checkpoints (steps "
+                                    f"{', '.join(str(s) for s in series.steps)})")
+        self.result.n_items = inputs.get("n_sequences")
+        self.result.n_vectors = series.measures[-1].meta.get("n_tokens")
+        return series
 
     def reference_stats(self, all_of: tuple[str, ...]) -> tuple[ModelEntry, ModelStats]:
         """Statistics of the first registry entry with tags ``all_of`` whose model is available.
