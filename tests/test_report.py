@@ -77,6 +77,7 @@ def test_cli_report_renders_and_rejects_bad_files(tmp_path, capsys):
     ({"modality": "vision", "granularity": "patch", "architecture": "transformer"}, "vision-transformer"),
     ({"modality": "vision", "granularity": "pixel", "architecture": "cnn", "miniature": True}, "vision-miniature"),
     ({"modality": "speech", "granularity": "audio-frame", "architecture": "transformer"}, "speech"),
+    ({"modality": "text", "granularity": "byte", "architecture": "transformer", "miniature": True}, "text-miniature"),
     ({"modality": "embeddings", "granularity": "embedding", "architecture": "transformer"}, "embeddings"),
 ])
 def test_report_groups(row, group):
@@ -107,3 +108,30 @@ def test_profile_figure_draws_text_models_with_second_order_statistics(tmp_path)
             layer["svd_anisotropy"] = layer["svd_anisotropy_batch_mean"] = None
     assert profile_figure(models) == []
     assert "R Fig. 1" in render_html(doc)
+
+
+def test_report_draws_training_series_per_series_and_across_seeds(tmp_path):
+    """A series summary (aniso.dynamics.series_document) of two seeds of a family gives, per series, the G Fig.
+    13-15 / R Fig. 2-4 panel and the projections, and one across-seeds figure (G Fig. 23); names are escaped."""
+    import numpy as np
+
+    from aniso.dynamics import CheckpointMeasure, Series, series_document
+
+    rng = np.random.default_rng(0)
+
+    def measure(step):
+        layers = [{"mean_cosine": 0.1, "svd_anisotropy_batch_mean": 0.2 + step / 100, "twonn_batch_mean": 9.0,
+                   "twonn_batch_std": 0.2} for _ in range(3)]
+        q, k = rng.normal(size=(2, 2, 4)), rng.normal(size=(2, 2, 4))
+        mom = np.einsum("lhi,lhj->lhij", q, q) + np.eye(4)
+        return CheckpointMeasure(step, layers, q, k, mom, mom, rng.uniform(1, 3, size=(2, 2)),
+                                 meta={"training": {"loss": [[4, 5.1], [8, 4.2]]}})
+
+    docs = {name: series_document(Series(name, [measure(s) for s in (0, 4, 8)], {"dataset": "wiki@x"}))
+            for name in ("<i>s0</i>", "s1")}
+    registry = {name: {"modality": "text", "granularity": "byte", "architecture": "transformer",
+                       "role": "decoder", "family": "fam"} for name in docs}
+    html = render_html(_doc(tmp_path, [], experiments={"training": docs}, registry=registry))
+    assert "Training dynamics" in html and "&lt;i&gt;s0&lt;/i&gt;" in html and "<i>s0</i>" not in html
+    assert html.count("data:image/png;base64,") == 2 * 2 + 1
+    assert "4.2 (step 8)" in html

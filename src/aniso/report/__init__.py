@@ -100,6 +100,9 @@ def render_html(document: ResultsDocument) -> str:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     figures = {mid: layer_figure(mid, mdoc) for mid, mdoc in doc["models"].items()}
     block_docs = doc["experiments"].get("untrained_block", {})
+    from .training import training_figures
+
+    training = doc["experiments"].get("training", {})
     template = env.get_template("report.html.j2")
     return template.render(
         prov=doc["provenance"], schema_version=doc["schema_version"], results=results, groups=groups, models=models, matrix=matrix,
@@ -109,6 +112,7 @@ def render_html(document: ResultsDocument) -> str:
         counts=counts, figures=figures, not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, block_figures=block_figures(block_docs),
+        training=training, training_figures=training_figures(training, registry),
     )
 
 

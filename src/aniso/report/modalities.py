@@ -24,13 +24,16 @@ GROUPS = (
     ("vision-cnn", "Convolutional networks (flattened C·H·W map per image)", "G Fig. 4"),
     ("vision-miniature", "Miniatures trained by this suite: a ViT and CNNs with everything else equal (not the "
      "papers' models)", "beyond G Fig. 3b vs 4"),
+    ("text-miniature", "Text miniatures pre-trained by this suite: byte-level BERT and GPT-2 (not the papers' models)",
+     "G §5, R §4"),
 )
 
 
 #: (modality, subword text?, CNN?, miniature?) → report group; anything else is grouped by its modality.
 _GROUP_OF = {("text", True, False, False): "text-subword", ("text", False, False, False): "text-char",
              ("vision", False, True, False): "vision-cnn", ("vision", False, False, False): "vision-transformer",
-             ("vision", False, False, True): "vision-miniature", ("vision", False, True, True): "vision-miniature"}
+             ("vision", False, False, True): "vision-miniature", ("vision", False, True, True): "vision-miniature",
+             ("text", False, False, True): "text-miniature"}
 
 
 def group_of(entry: dict) -> str:
