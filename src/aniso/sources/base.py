@@ -13,15 +13,35 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Union
+
+from pydantic import Field, field_validator
+
+from ..schema import Strict
 
 if TYPE_CHECKING:
     from ..inputs.media import MediaSet
     from ..registry import ModelEntry
-    from ..schema import Strict
 
 __all__ = ["ModelUnavailable", "InputsMissing", "LoadedModel", "HubStatus", "SourceContext", "SourceKind",
-           "check_permissions", "in_models_dir"]
+           "check_permissions", "in_models_dir", "TrainedBySuite"]
+
+
+class TrainedBySuite(Strict):
+    """The ``seed`` and ``config`` fields of the kinds whose models the suite trains itself: ``config`` may
+    override only the recipe fields the kind names in ``RECIPE_FIELDS``."""
+
+    RECIPE_FIELDS: ClassVar[tuple[str, ...]] = ()
+    seed: int = Field(default=0, ge=0)
+    config: dict[str, Union[int, float]] = Field(default_factory=dict)
+
+    @field_validator("config")
+    @classmethod
+    def _recipe_fields(cls, value: dict) -> dict:
+        unknown = sorted(set(value) - set(cls.RECIPE_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown recipe field(s) {unknown}; allowed: {list(cls.RECIPE_FIELDS)}")
+        return value
 
 
 class ModelUnavailable(RuntimeError):

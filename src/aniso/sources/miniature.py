@@ -7,12 +7,11 @@ photographs; loading trains it, or reads its checkpoint (safetensors) from the c
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from ..schema import Strict
-from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind
+from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind, TrainedBySuite
 
 __all__ = ["MiniatureSource", "KIND", "RECIPE_OVERRIDES", "ARCH_FAMILY"]
 
@@ -24,7 +23,7 @@ RECIPE_OVERRIDES = ("image_size", "batch_size", "lr", "weight_decay", "warmup_fr
 ARCH_FAMILY = {"vit": "transformer", "convnext": "cnn", "resnet": "cnn"}
 
 
-class MiniatureSource(Strict):
+class MiniatureSource(TrainedBySuite):
     """A miniature trained by the suite itself.
 
     ``recipe`` names the experiment (``vision-rotation``: rotation prediction on the photographs of the image folder
@@ -33,20 +32,11 @@ class MiniatureSource(Strict):
     overrides other recipe fields (:data:`RECIPE_OVERRIDES`).
     """
 
+    RECIPE_FIELDS: ClassVar[tuple[str, ...]] = RECIPE_OVERRIDES
     kind: Literal["miniature"]
     recipe: Literal["vision-rotation"]
     arch: Literal[tuple(ARCH_FAMILY)]  # type: ignore[valid-type]
-    seed: int = Field(default=0, ge=0)
     steps: int = Field(ge=0)
-    config: dict[str, Union[int, float]] = Field(default_factory=dict)
-
-    @field_validator("config")
-    @classmethod
-    def _recipe_fields(cls, value: dict) -> dict:
-        unknown = sorted(set(value) - set(RECIPE_OVERRIDES))
-        if unknown:
-            raise ValueError(f"unknown recipe field(s) {unknown}")
-        return value
 
 
 def _training(entry, ctx: SourceContext):

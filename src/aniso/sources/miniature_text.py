@@ -10,12 +10,11 @@ checkpoint from the cache.
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from ..schema import Strict
-from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind
+from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind, TrainedBySuite
 
 __all__ = ["MiniatureTextSource", "KIND", "RECIPE_OVERRIDES"]
 
@@ -24,23 +23,14 @@ RECIPE_OVERRIDES = ("total_steps", "hidden_size", "num_layers", "num_heads", "se
                     "weight_decay", "warmup_fraction")
 
 
-class MiniatureTextSource(Strict):
+class MiniatureTextSource(TrainedBySuite):
     """A miniature text model trained by the suite: ``arch`` bert|gpt2, ``seed``, ``steps`` (a checkpoint of the
     run; None = its last), ``config`` (overrides of :data:`RECIPE_OVERRIDES`)."""
 
+    RECIPE_FIELDS: ClassVar[tuple[str, ...]] = RECIPE_OVERRIDES
     kind: Literal["miniature-text"]
     arch: Literal["bert", "gpt2"]
-    seed: int = Field(default=0, ge=0)
     steps: int | None = Field(default=None, ge=0)
-    config: dict[str, Union[int, float]] = Field(default_factory=dict)
-
-    @field_validator("config")
-    @classmethod
-    def _recipe_fields(cls, value: dict) -> dict:
-        unknown = sorted(set(value) - set(RECIPE_OVERRIDES))
-        if unknown:
-            raise ValueError(f"unknown recipe field(s) {unknown}; allowed: {list(RECIPE_OVERRIDES)}")
-        return value
 
 
 def recipe_of(entry, ctx: SourceContext):
