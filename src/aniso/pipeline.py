@@ -146,7 +146,7 @@ class StatsProvider:
         and this run's media (for miniatures that train on the photographs not measured)."""
         return SourceContext(self.hub, self.registry.path.parent if self.registry.path else None,
                              self.settings.models_dir, self.settings.cache_dir, self.inputs, self.settings.train_text,
-                             self.settings.miniature_sizes())
+                             self.settings.miniature_sizes(), self.settings.device)
 
     @property
     def cache(self) -> StatsCache:

@@ -160,7 +160,7 @@ def _path(cache_dir: Path | str, key: str, step: int) -> Path:
 def _save(model, recipe: TextRecipe, step: int, log_doc: dict, path: Path) -> None:
     from safetensors.torch import save_file
 
-    state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+    state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
     # Tied input/output embeddings are one tensor: keep one name (safetensors refuses shared storage).
     state = {k: v for k, v in state.items() if not k.endswith(("lm_head.weight", "cls.predictions.decoder.weight"))}
     meta = {"recipe": json.dumps(asdict(recipe)), "step": str(step), "log": json.dumps(log_doc)}
@@ -168,18 +168,19 @@ def _save(model, recipe: TextRecipe, step: int, log_doc: dict, path: Path) -> No
 
 
 def train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key: str,
-              progress: Callable[[str], None] | None = None) -> dict:
+              progress: Callable[[str], None] | None = None, device: str = "cpu") -> dict:
     """Train the run of ``recipe`` on ``stream`` (see :func:`byte_stream`) and save every checkpoint of
     :func:`checkpoint_steps` to ``cache_dir/miniatures/<key>/``; returns the training log (``loss``: [step, mean
     training loss since the previous entry] pairs, ``parameters``, ``seconds``, ``n_train_ids``).
 
-    ``key`` must identify the recipe, the training text and the library versions. ``progress`` receives a line at
-    every saved checkpoint. Raises ValueError if the stream is shorter than one window.
+    ``key`` must identify the recipe, the training text, the device and the library versions. ``progress`` receives
+    a line at every saved checkpoint; ``device`` is the torch device that trains (checkpoints are saved from the
+    CPU). Raises ValueError if the stream is shorter than one window.
     """
     if len(stream) <= recipe.seq_len:
         raise ValueError(f"the training stream has {len(stream)} ids, fewer than one window of {recipe.seq_len}")
     t0 = time.perf_counter()
-    model = build_model(recipe)
+    model = build_model(recipe).to(device)
     gen = torch.Generator().manual_seed(recipe.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay, betas=(0.9, 0.98))
     saves = set(checkpoint_steps(recipe.total_steps))
@@ -203,7 +204,7 @@ def train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, recipe)
         inputs, labels = training_batch(stream, recipe, gen)
-        loss = model(input_ids=inputs, labels=labels).loss
+        loss = model(input_ids=inputs.to(device), labels=labels.to(device)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -213,9 +214,9 @@ def train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key
 
 
 def load_checkpoint(recipe: TextRecipe, step: int, stream_of: Callable[[], np.ndarray], cache_dir: Path | str,
-                    key: str, progress: Callable[[str], None] | None = None):
+                    key: str, progress: Callable[[str], None] | None = None, device: str = "cpu"):
     """The model of the run ``recipe`` at ``step`` (eval mode) and its training log, from the cache, or after
-    training the run (``stream_of()`` gives the training stream only then).
+    training the run on ``device`` (``stream_of()`` gives the training stream only then).
 
     A cache file that cannot be read is reported with a warning and the run is trained again. Raises ValueError if
     ``step`` is not one of :func:`checkpoint_steps`.
@@ -234,7 +235,7 @@ def load_checkpoint(recipe: TextRecipe, step: int, stream_of: Callable[[], np.nd
                 warnings.warn(f"miniature checkpoint {path} cannot be used ({exc}); training the run again",
                               RuntimeWarning, stacklevel=2)
         if attempt == 0:
-            train_run(recipe, stream_of(), cache_dir, key, progress)
+            train_run(recipe, stream_of(), cache_dir, key, progress, device)
     raise RuntimeError(f"miniature checkpoint {path} was not written by its training run")
 
 

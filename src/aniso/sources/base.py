@@ -117,7 +117,8 @@ class SourceContext:
     cache folder (the suite's own trained miniatures); ``media``: the run's recordings or photographs by modality
     (raises :class:`~aniso.inputs.media.InputsUnavailable`), for kinds that train on inputs; ``train_text``: the
     text file the text miniatures pre-train on (setting ``train_text``); ``miniature_sizes``: the run profile's
-    recipe sizes for them (``total_steps``, ``hidden_size``, ``batch_size``).
+    recipe sizes for them (``total_steps``, ``hidden_size``, ``batch_size``); ``device``: the torch device that
+    trains them (setting ``device``).
     """
 
     hub: HubStatus = field(default_factory=HubStatus)
@@ -127,6 +128,7 @@ class SourceContext:
     media: Callable[[str], "MediaSet"] | None = None
     train_text: str | Path | None = None
     miniature_sizes: dict = field(default_factory=dict)
+    device: str = "cpu"
 
 
 @dataclass(frozen=True)

@@ -59,14 +59,16 @@ def _training_text(entry, ctx: SourceContext):
 
 
 def run_key(entry, ctx: SourceContext) -> str:
-    """The cache key of the entry's training run: recipe, training text (SHA-256) and library versions."""
+    """The cache key of the entry's training run: recipe, training text (SHA-256), device and library versions
+    (a run trained on another device differs in its last bits, so it is another run)."""
     from dataclasses import asdict
 
     from ..files import sha256_file
     from ..stats import cache_key
 
     path = _training_text(entry, ctx)
-    return cache_key({"miniature-text": asdict(recipe_of(entry, ctx)), "train_text": sha256_file(path)})
+    return cache_key({"miniature-text": asdict(recipe_of(entry, ctx)), "train_text": sha256_file(path),
+                      "device": ctx.device})
 
 
 def step_of(entry, ctx: SourceContext) -> int:
@@ -95,7 +97,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
 
     try:
         model, log = load_checkpoint(recipe, step, stream, ctx.cache_dir or ".", run_key(entry, ctx),
-                                     progress=logging.getLogger(__name__).info)
+                                     progress=logging.getLogger(__name__).info, device=ctx.device)
     except ValueError as exc:
         raise ModelUnavailable(f"{entry.id}: {exc}") from None
     origin = (f"MINIATURE pre-trained by this suite: byte-level {recipe.arch}, {recipe.num_layers} layers x "
