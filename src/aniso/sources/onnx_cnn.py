@@ -1,5 +1,5 @@
-"""Source kind ``onnx``: integer-quantised ONNX CNNs (QLinear operators) read with onnxruntime, their block outputs
-as hidden states.
+"""Source kind ``onnx``: ONNX CNNs read with onnxruntime, their block outputs as hidden states: integer-quantised
+graphs (QLinear operators) and float ones (e.g. a ResNet with batch norm folded into its convolutions).
 
 A statically quantised ONNX graph (``onnxruntime.quantization``: QLinearConv,
 QLinearAdd, ...) stores every activation as uint8 / int8 with a per-tensor
@@ -13,7 +13,12 @@ Which maps are hidden states (:func:`quantized_block_taps`): the stem's output,
 the output of every inverted-residual / bottleneck block (the residual sum
 where the block has one, else its 1 x 1 projection after a 3 x 3 convolution),
 and the head convolution's output, i.e. the maps between blocks that G §3.2
-measures for CNNs.
+measures for CNNs. In a float graph (:func:`float_block_taps`) the maps are the stem's (its max pooling, else its
+first activation) and every residual block's output (the activation after the residual sum); they are read as
+they are.
+
+The file is in the models folder (``path``), or inside an installed pip package (``package`` and ``path`` within
+it); ``sha256``, where the registry gives it, is checked before the graph is read.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
 from .builders import TappedCNNOutput
 
-__all__ = ["OnnxSource", "KIND", "quantized_block_taps", "OnnxTappedCNN", "onnx_image_processor", "model_file"]
+__all__ = ["OnnxSource", "KIND", "quantized_block_taps", "float_block_taps", "OnnxTappedCNN", "onnx_image_processor",
+           "model_file"]
 
 
 class OnnxSource(Strict):
@@ -40,16 +46,26 @@ class OnnxSource(Strict):
     ``path`` is relative to the models folder (setting ``models_dir``) unless absolute. The image processor
     (:func:`onnx_image_processor`) resizes the photograph to ``resize_to`` (``resize: squash``: both sides, as
     GluonCV's ``Resize(resize_to)``; ``shorter-side``: the shorter side, keeping the aspect ratio), bilinear,
-    centre-crops ``image_size`` and normalises with ``image_mean`` / ``image_std`` (ImageNet's by default).
+    centre-crops ``image_size`` and normalises with ``image_mean`` / ``image_std`` (ImageNet's by default), in RGB
+    order, on pixels in [0, 1] (``pixel_scale: 1``) or in [0, 255] (``pixel_scale: 255``, Caffe's convention).
+    ``channel_order: bgr`` feeds the channels in BGR order and ``input_layout: nhwc`` channels-last, as graphs
+    converted from Caffe / TensorFlow expect. ``package``: the file is ``path`` inside that installed package;
+    ``sha256``: the file's checksum, checked before reading.
     """
 
     kind: Literal["onnx"]
     path: str = Field(min_length=1)
+    package: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
+    distribution: str | None = None
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     image_size: int = Field(default=224, ge=8)
     resize: Literal["squash", "shorter-side"] = "squash"
     resize_to: int = Field(default=256, ge=8)
     image_mean: tuple[float, float, float] = (0.485, 0.456, 0.406)
     image_std: tuple[float, float, float] = (0.229, 0.224, 0.225)
+    pixel_scale: Literal[1, 255] = 1
+    channel_order: Literal["rgb", "bgr"] = "rgb"
+    input_layout: Literal["nchw", "nhwc"] = "nchw"
 
     @model_validator(mode="after")
     def _crop_fits(self) -> "OnnxSource":
@@ -97,6 +113,34 @@ def quantized_block_taps(graph) -> list[str]:
     return taps
 
 
+def float_block_taps(graph) -> list[str]:
+    """Names of the float tensors between the blocks of a residual CNN graph, in forward order.
+
+    The stem's output (the first MaxPool's, else the first Relu's), then the output of every residual block: the
+    Relu applied to a residual sum (an Add of two feature maps whose only consumer is a Relu), or the sum itself
+    where no Relu follows. Raises ValueError if the graph has no Conv.
+    """
+    if not any(n.op_type == "Conv" for n in graph.node):
+        raise ValueError("no Conv node: not a CNN")
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    inits = {i.name for i in graph.initializer}
+    stem = next((n for n in graph.node if n.op_type == "MaxPool"), None) \
+        or next(n for n in graph.node if n.op_type == "Relu")
+    taps = [stem.output[0]]
+    for node in graph.node:
+        if node.op_type != "Add" or any(i in inits for i in node.input):
+            continue  # a bias addition, not a residual sum
+        users = consumers.get(node.output[0], [])
+        if len(users) == 1 and users[0].op_type == "Relu":
+            taps.append(users[0].output[0])
+        elif users and all(u.op_type in ("Conv", "Add", "MaxPool", "AveragePool", "GlobalAveragePool") for u in users):
+            taps.append(node.output[0])
+    return taps
+
+
 def _quantization(graph, tensor: str) -> tuple[str, str]:
     """(scale, zero point) initializer names of a tensor produced by QLinearConv / QLinearAdd."""
     for node in graph.node:
@@ -119,7 +163,8 @@ class OnnxTappedCNN(nn.Module):
     QLinear CNN with one image input.
     """
 
-    def __init__(self, path: Path | str, threads: int | None = None):
+    def __init__(self, path: Path | str, threads: int | None = None, channel_order: str = "rgb",
+                 input_layout: str = "nchw"):
         super().__init__()
         try:
             import onnx
@@ -135,13 +180,20 @@ class OnnxTappedCNN(nn.Module):
             raise ValueError(f"{path}: expected one image input, found {inputs}")
         self.input_name = inputs[0]
         self.output_name = graph.output[0].name
-        self.taps = quantized_block_taps(graph)
+        self.channel_order, self.input_layout = channel_order, input_layout
+        quantized = any(n.op_type == "QLinearConv" for n in graph.node)
+        self.taps = quantized_block_taps(graph) if quantized else float_block_taps(graph)
         self._dequant = []
         for tap in self.taps:
-            scale, zero = _quantization(graph, tap)
-            zp = onnx.numpy_helper.to_array(inits[zero])
-            self._dequant.append((float(onnx.numpy_helper.to_array(inits[scale])), float(zp)))
-            graph.output.append(onnx.helper.make_tensor_value_info(tap, inits[zero].data_type, None))
+            if quantized:
+                scale, zero = _quantization(graph, tap)
+                zp = onnx.numpy_helper.to_array(inits[zero])
+                self._dequant.append((float(onnx.numpy_helper.to_array(inits[scale])), float(zp)))
+                dtype = inits[zero].data_type
+            else:
+                self._dequant.append((1.0, 0.0))
+                dtype = onnx.TensorProto.FLOAT
+            graph.output.append(onnx.helper.make_tensor_value_info(tap, dtype, None))
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -150,6 +202,11 @@ class OnnxTappedCNN(nn.Module):
 
     def forward(self, pixel_values: torch.Tensor, output_hidden_states: bool = False) -> TappedCNNOutput:
         x = pixel_values.detach().cpu().float().numpy()
+        if self.channel_order == "bgr":
+            x = x[:, ::-1]
+        if self.input_layout == "nhwc":
+            x = x.transpose(0, 2, 3, 1)
+        x = np.ascontiguousarray(x)
         names = [self.output_name] + (self.taps if output_hidden_states else [])
         outs = self._session.run(names, {self.input_name: x})
         logits = torch.from_numpy(np.asarray(outs[0], dtype=np.float32))
@@ -160,21 +217,22 @@ class OnnxTappedCNN(nn.Module):
         return TappedCNNOutput(logits, maps)
 
 
-def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mean, image_std) -> Any:
+def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mean, image_std,
+                         pixel_scale: int = 1) -> Any:
     """The image processor of an ONNX CNN (transformers' PIL backend, bilinear).
 
     ``resize="squash"``: the photograph to ``resize_to`` x ``resize_to`` whatever its aspect ratio (GluonCV's
     ``transforms.Resize(resize_to)``, ``keep_ratio=False``, which the ONNX Model Zoo's MXNet-trained CNNs were
     evaluated with); ``"shorter-side"``: the shorter side to ``resize_to``. Then a centre crop of ``image_size`` x
-    ``image_size``, rescaling to [0, 1] and ``(x - mean) / std`` per channel. Raises ValueError for another
-    ``resize``.
+    ``image_size``, rescaling to [0, 1] (``pixel_scale`` 1; 255 keeps the pixels in [0, 255]) and ``(x - mean) /
+    std`` per channel, RGB order. Raises ValueError for another ``resize``.
     """
     from PIL import Image
 
     from ..inputs.processors import pil_image_processor
 
     common = dict(resample=Image.Resampling.BILINEAR, crop_size={"height": image_size, "width": image_size},
-                  image_mean=list(image_mean), image_std=list(image_std))
+                  image_mean=list(image_mean), image_std=list(image_std), do_rescale=pixel_scale == 1)
     if resize == "squash":
         return pil_image_processor("DeiTImageProcessor", size={"height": resize_to, "width": resize_to}, **common)
     if resize == "shorter-side":
@@ -183,16 +241,28 @@ def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mea
 
 
 def model_file(entry, ctx: SourceContext) -> Path:
-    """The entry's ONNX file: its path, relative to the models folder (setting ``models_dir``) unless absolute.
-    Raises ModelUnavailable naming the model if the folder is not set or the file is missing."""
-    return in_models_dir(entry, ctx, entry.source.path, "model file")
+    """The entry's ONNX file: ``path`` inside the installed ``package``, else relative to the models folder (setting
+    ``models_dir``) unless absolute. Raises ModelUnavailable naming the model if the package, the folder or the file
+    is missing, or the file's SHA-256 is not the registry's."""
+    src = entry.source
+    if src.package:
+        from .parts import package_file
+
+        path = package_file(entry, src.package, src.path)
+    else:
+        path = in_models_dir(entry, ctx, src.path, "model file")
+    if src.sha256 and sha256_file(path) != src.sha256:
+        raise ModelUnavailable(f"{entry.id}: {path} has another SHA-256 than the registry's {src.sha256}")
+    return path
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
     """``onnx:<file sha256 prefix>:<preprocessing>``."""
     check_permissions(entry)
     src = entry.source
-    pre = f"{src.resize}{src.resize_to}/{src.image_size}/{src.image_mean}/{src.image_std}"
+    pre = (f"{src.resize}{src.resize_to}/{src.image_size}/{src.image_mean}/{src.image_std}"
+           + (f"/x{src.pixel_scale}/{src.channel_order}/{src.input_layout}"
+              if (src.pixel_scale, src.channel_order, src.input_layout) != (1, "rgb", "nchw") else ""))
     return f"onnx:{sha256_file(model_file(entry, ctx))[:16]}:{pre}"
 
 
@@ -200,20 +270,22 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     check_permissions(entry)
     src, path = entry.source, model_file(entry, ctx)
     try:
-        model = OnnxTappedCNN(path)
+        model = OnnxTappedCNN(path, channel_order=src.channel_order, input_layout=src.input_layout)
     except ImportError as exc:
         raise ModelUnavailable(f"{entry.id}: {exc}") from None
     except Exception as exc:  # onnx / onnxruntime raise their own types for unreadable graphs
-        raise ModelUnavailable(f"{entry.id}: could not read {path} as a quantised ONNX CNN: "
+        raise ModelUnavailable(f"{entry.id}: could not read {path} as an ONNX CNN: "
                                f"{str(exc)[:300]}") from None
-    processor = onnx_image_processor(src.image_size, src.resize, src.resize_to, src.image_mean, src.image_std)
-    return LoadedModel(entry, model, None, f"onnx: {path} (onnxruntime, int8 maps dequantised, "
-                       f"{len(model.taps)} maps)", processor)
+    processor = onnx_image_processor(src.image_size, src.resize, src.resize_to, src.image_mean, src.image_std,
+                                     src.pixel_scale)
+    quantized = any(d != (1.0, 0.0) for d in model._dequant)
+    return LoadedModel(entry, model, None, f"onnx: {path} (onnxruntime, "
+                       f"{'int8 maps dequantised' if quantized else 'float maps'}, {len(model.taps)} maps)", processor)
 
 
 def _vision_cnn_only(entry) -> str | None:
     if (entry.modality, entry.architecture) != ("vision", "cnn"):
-        return "an onnx source is a quantised CNN: it needs modality 'vision' and architecture 'cnn'"
+        return "an onnx source is a CNN: it needs modality 'vision' and architecture 'cnn'"
     return None
 
 
