@@ -3,7 +3,9 @@
 ``format`` says how the files are read, one row each in :data:`FORMATS`: ``transformers`` (a Hugging Face folder,
 safetensors), ``ctranslate2-whisper`` (a CTranslate2 ``model.bin`` of a Whisper model, mapped onto transformers'
 Whisper by :mod:`aniso.sources.ctranslate2_reader`), or ``state-dict`` (a PyTorch state dict ``file`` read with
-``weights_only=True`` into the architecture named by ``builder``, see :mod:`aniso.sources.builders`).
+``weights_only=True`` into the architecture named by ``builder``, see :mod:`aniso.sources.builders`), or
+``onnx-dinov2`` (the DINOv2 ViT backbone inside an ONNX ``file``, read onto transformers' ``Dinov2Model`` by
+:mod:`aniso.sources.onnx_vit`). Packages are located without being imported, so none of their code runs.
 
 A model file split over several packages (PyPI's size limit) is given as ``parts`` with the ``sha256`` of the joined
 file: the parts are joined once into ``<cache>/package/<sha256>/`` beside copies of the other files of ``subdir``
@@ -36,7 +38,7 @@ class PackageSource(Strict):
     package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
     subdir: str = ""
     distribution: str | None = None  # the pip name, for the install hint
-    format: Literal["transformers", "ctranslate2-whisper", "state-dict"] = "transformers"
+    format: Literal["transformers", "ctranslate2-whisper", "state-dict", "onnx-dinov2"] = "transformers"
     file: str | None = None
     builder: str | None = None
     parts: tuple[PackagePart, ...] = ()
@@ -48,6 +50,8 @@ class PackageSource(Strict):
             raise ValueError("a model file split over 'parts' needs the 'sha256' of the joined file, and only then")
         if self.format == "state-dict" and not (self.file and self.builder):
             raise ValueError("format 'state-dict' needs 'file' and 'builder'")
+        if self.format == "onnx-dinov2" and not self.file:
+            raise ValueError("format 'onnx-dinov2' needs the ONNX 'file'")
         if self.format != "state-dict" and self.builder:
             raise ValueError("'builder' is only used with format 'state-dict'")
         return self
@@ -80,13 +84,7 @@ def directory(entry, ctx: SourceContext | None = None) -> Path:
     src = entry.source
     if src.parts:
         return _joined_directory(entry, ctx)
-    try:
-        module = importlib.import_module(src.package)
-    except ImportError:
-        raise ModelUnavailable(
-            f"{entry.id}: Python package {src.package!r} is not installed (pip install {src.distribution or src.package})"
-        ) from None
-    path = Path(module.__file__).resolve().parent / src.subdir
+    path = package_dir(entry, src.package).resolve() / src.subdir
     needed = FORMATS[src.format].needed(src)
     if not (path / needed).is_file():
         raise ModelUnavailable(f"{entry.id}: package {src.package!r} has no {needed} under {path}")
@@ -156,6 +154,22 @@ def _load_ct2(entry, path: Path, version: str) -> LoadedModel:
                        "transformers WhisperModel, float16 -> float32)".strip(), proc)
 
 
+def _load_onnx_dinov2(entry, path: Path, version: str) -> LoadedModel:
+    from .onnx_vit import dinov2_image_processor, read_onnx_dinov2
+
+    file = path / entry.source.file
+    try:
+        model = read_onnx_dinov2(file)
+    except ImportError as exc:
+        raise ModelUnavailable(f"{entry.id}: reading an ONNX graph needs the onnx package: {exc}") from None
+    except ValueError as exc:
+        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    processor = dinov2_image_processor()
+    return LoadedModel(entry, model, None, f"package: {file} {version} (ONNX initializers -> transformers "
+                       f"Dinov2Model, {model.config.num_hidden_layers} layers x {model.config.hidden_size})".strip(),
+                       processor)
+
+
 def _load_state_dict(entry, path: Path, version: str) -> LoadedModel:
     import torch
 
@@ -189,6 +203,10 @@ FORMATS: dict[str, _Format] = {
     "ctranslate2-whisper": _Format(lambda src: "model.bin",
                                    lambda src, path: f"package:{weight_files_fingerprint(path, ('model.bin',))}",
                                    _load_ct2),
+    "onnx-dinov2": _Format(lambda src: src.file,
+                           lambda src, path: f"package:onnx-dinov2:"
+                                             f"{weight_files_fingerprint((path / src.file).parent, (Path(src.file).name,))}",
+                           _load_onnx_dinov2),
     "state-dict": _Format(lambda src: src.file,
                           lambda src, path: f"package:{src.builder}:"
                                             f"{weight_files_fingerprint((path / src.file).parent, (Path(src.file).name,))}",
