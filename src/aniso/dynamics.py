@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 
 from .files import atomic_write
-from .stats import LayerAccumulator, ShuffledBatches, cache_key, summary_dict
+from .stats import ShuffledBatches, cache_key, summary_dict
 
 log = logging.getLogger(__name__)
 
@@ -147,44 +146,45 @@ def measure_checkpoint(loaded, texts, settings, step: int) -> CheckpointMeasure:
     layers and its attention probabilities do not pair up, or if the inputs give no batch.
     """
     from .extract import capture_queries_keys, iter_text_hidden_states
+    from .pipeline import compute_stats
 
-    t0 = time.perf_counter()
     model, name = loaded.model, loaded.entry.id
-    hidden: list[LayerAccumulator] | None = None
     shuffled: list[ShuffledBatches] = []
     heads: list[AttentionMoments] = []
     batches = iter_text_hidden_states(model, loaded.tokenizer, list(texts), batch_size=settings.batch_size,
                                       max_length=settings.max_length, device=settings.device, attentions=True)
-    with capture_queries_keys(model) as capture:
+
+    def attention_too(capture):
+        """The batches, on their way to the hidden-state statistics, also into the shuffled TwoNN batches and
+        the per-head moments of the queries, keys and attention captured during their forward pass."""
         for batch in batches:
             captured = capture.take()
-            if hidden is None:
-                hidden = [LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
-                                           settings.seed + i) for i, h in enumerate(batch.layers)]
-                shuffled = [ShuffledBatches(h.shape[1], TWONN_BATCHES, settings.svd_batch_size, settings.seed + i)
-                            for i, h in enumerate(batch.layers)]
-                heads = [AttentionMoments(s.n_heads, captured[s.name][0][1].shape[-1] // s.head_dim, s.head_dim)
-                         for s in capture.sites]
+            if not heads:
+                shuffled.extend(ShuffledBatches(h.shape[1], TWONN_BATCHES, settings.svd_batch_size, settings.seed + i)
+                                for i, h in enumerate(batch.layers))
+                heads.extend(AttentionMoments(s.n_heads, captured[s.name][0][1].shape[-1] // s.head_dim, s.head_dim)
+                             for s in capture.sites)
                 if len(heads) != len(batch.attentions):
                     raise RuntimeError(f"{name}: {len(heads)} attention layers with queries and keys, but "
                                        f"{len(batch.attentions)} attention maps")
-            for acc, bins, h in zip(hidden, shuffled, batch.layers):
-                acc.update(h.numpy())
+            for bins, h in zip(shuffled, batch.layers):
                 bins.update(h.numpy())
             for moments, site, probs in zip(heads, capture.sites, batch.attentions):
                 (q, k), = captured[site.name]
                 moments.update_queries_keys(q[batch.mask], k[batch.mask])
                 moments.update_attention(probs, batch.mask)
-    if hidden is None:
-        raise RuntimeError(f"{name}: the inputs gave no batches")
+            yield batch
+
+    with capture_queries_keys(model) as capture:
+        stats = compute_stats(loaded.entry, attention_too(capture), None, settings, {})
     layers = []
-    for acc, bins in zip(hidden, shuffled):
+    for summary, bins in zip(stats.summaries(), shuffled):
         mean, std, n = bins.twonn()
-        layers.append(summary_dict(acc.summary()) | {"twonn_batch_mean": mean, "twonn_batch_std": std,
-                                                     "n_twonn_batches": n})
+        layers.append(summary_dict(summary) | {"twonn_batch_mean": mean, "twonn_batch_std": std,
+                                               "n_twonn_batches": n})
     results = [m.result() for m in heads]
     arrays = {k: np.stack([r[k] for r in results]) for k in CheckpointMeasure.ARRAYS}
-    meta = {"origin": loaded.origin, "n_tokens": hidden[0].count, "seconds": round(time.perf_counter() - t0, 2),
+    meta = {"origin": loaded.origin, "n_tokens": stats.meta["n_tokens"], "seconds": stats.meta["seconds"],
             "training": loaded.meta.get("training", {})}
     return CheckpointMeasure(step, layers, meta=meta, **arrays)
 
@@ -249,20 +249,10 @@ class SeriesProvider:
         return {k: v for k, v in self._memo.items() if isinstance(v, Series)}
 
     def get(self, entry) -> Series:
-        from .sources import ModelUnavailable
+        """The series of ``entry``: every checkpoint measured (or read from the cache), oldest first."""
+        from .pipeline import remembered
 
-        memo = self._memo.get(entry.id)
-        if isinstance(memo, ModelUnavailable):
-            raise memo
-        if memo is None:
-            try:
-                memo = self._measure(entry)
-            except ModelUnavailable as exc:
-                memo = exc
-            self._memo[entry.id] = memo
-            if isinstance(memo, ModelUnavailable):
-                raise memo
-        return memo
+        return remembered(self._memo, entry.id, lambda: self._measure(entry))
 
     def _measure(self, entry) -> Series:
         from .inputs.media import InputsUnavailable
@@ -353,12 +343,13 @@ def series_document(series: Series) -> dict:
     loss curve where the series has one.
     """
     q, k = series.stacked("q_mean"), series.stacked("k_mean")
+    q_moment, k_moment = series.stacked("q_moment"), series.stacked("k_moment")
     cos = head_cosines(q, k)
     final = cos[-1]
     chosen = [np.unravel_index(int(np.argmax(final)), final.shape), np.unravel_index(int(np.argmin(final)), final.shape)]
     proj = {}
     for basis in ("qk", "k", "q"):
-        directions = first_directions(series.stacked("q_moment"), series.stacked("k_moment"), basis, k=2)
+        directions = first_directions(q_moment, k_moment, basis, k=2)
         pq, pk = projections(q, directions), projections(k, directions)
         proj[basis] = [{"layer": int(l), "head": int(h), "q": pq[:, l, h].round(5).tolist(),
                         "k": pk[:, l, h].round(5).tolist()} for l, h in chosen]

@@ -22,7 +22,7 @@ from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_ke
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FIRST_ORDER", "SECOND_ORDER", "FIRST_TOKEN_EXCLUDED", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider",
+__all__ = ["FIRST_ORDER", "SECOND_ORDER", "FIRST_TOKEN_EXCLUDED", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider", "remembered",
            "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable", "InputsMissing"]
 
 #: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
@@ -107,6 +107,21 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
                          first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics)
 
 
+def remembered(memo: dict, key: str, compute):
+    """``memo[key]``, else ``compute()`` stored there. A :class:`ModelUnavailable` raised by ``compute`` is stored
+    too and raised again on every later call, so an unavailable model is tried and reported once per run."""
+    got = memo.get(key)
+    if got is None:
+        try:
+            got = compute()
+        except ModelUnavailable as exc:
+            got = exc
+        memo[key] = got
+    if isinstance(got, ModelUnavailable):
+        raise got
+    return got
+
+
 @dataclass
 class StatsProvider:
     """Statistics per registry model for one run (one set of inputs, one set of settings).
@@ -158,18 +173,7 @@ class StatsProvider:
 
     def get(self, entry: ModelEntry) -> ModelStats:
         """The statistics of ``entry`` on this run's inputs (cached, else computed)."""
-        memo = self._memo.get(entry.id)
-        if isinstance(memo, ModelUnavailable):
-            raise memo
-        if memo is not None:
-            return memo
-        try:
-            stats = self._get_uncached(entry)
-        except ModelUnavailable as exc:
-            self._memo[entry.id] = exc
-            raise
-        self._memo[entry.id] = stats
-        return stats
+        return remembered(self._memo, entry.id, lambda: self._get_uncached(entry))
 
     def _get_uncached(self, entry: ModelEntry) -> ModelStats:
         modality = modality_of(entry)
