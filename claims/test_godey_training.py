@@ -91,21 +91,15 @@ def test_qk_svd_projections(entry, claim):
 
 @pytest.mark.claim("G.qk-align-across-seeds")
 @pytest.mark.models(all_of=SERIES)
-def test_qk_align_across_seeds(entry, claim, aniso_session):
+def test_qk_align_across_seeds(entry, claim):
     """G App. D, Fig. 23: the trends hold across seeds (MultiBERTs seeds 0-4; offline, the miniatures' seeds).
 
     The seeds of a series are the registry's series of the same family and role. Holds if G.qk-means-align holds
     for every one of them; needs at least 3 available (otherwise skipped, naming what is missing).
     """
-    seeds = [e for e in aniso_session.registry.select(SERIES + (entry.family, entry.role))]
-    per_seed, missing = {}, []
-    for other in seeds:
-        try:
-            series = aniso_session.series.get(other)
-        except Exception as exc:  # noqa: BLE001 - ModelUnavailable and InputsMissing: reported below
-            missing.append(str(exc))
-            continue
-        per_seed[other.id] = qk_means_align(_cosines(series), series.measures[0].q_mean.shape[-1])
+    seeds, missing = claim.available_series(SERIES + (entry.family, entry.role))
+    per_seed = {other.id: qk_means_align(_cosines(series), series.measures[0].q_mean.shape[-1])
+                for other, series in seeds}
     if len(per_seed) < 3:
         pytest.skip(f"needs >= 3 seeds of family {entry.family!r} with checkpoints; available: "
                     f"{sorted(per_seed) or 'none'}; unavailable: " + "; ".join(missing))

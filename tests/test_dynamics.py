@@ -123,7 +123,7 @@ def test_first_direction_is_the_top_singular_vector_of_the_union():
         first_directions(q_mom, k_mom, "v")
 
 
-def test_series_are_measured_once_and_then_read_from_the_cache(tmp_path):
+def test_series_are_measured_once_and_then_read_from_the_cache(tmp_path, monkeypatch):
     from aniso.pipeline import StatsProvider
     from aniso.registry import load_registry
 
@@ -141,6 +141,14 @@ def test_series_are_measured_once_and_then_read_from_the_cache(tmp_path):
   architecture: transformer
   role: decoder
   family: mini
+- id: hub-series
+  source: {kind: hub, repo: no-such-org/no-such-model}
+  checkpoints: {steps: [0, 10], vary: {revision: "step{step}"}}
+  modality: text
+  granularity: subword
+  architecture: transformer
+  role: decoder
+  family: other
 """)
     s = Settings(corpus=str(corpus), n_sequences=8, cache_dir=str(tmp_path / "cache"), train_text=str(train),
                  miniature_steps=4, miniature_width=16, miniature_batch=2, reservoir_size=8, svd_batch_size=8)
@@ -151,3 +159,12 @@ def test_series_are_measured_once_and_then_read_from_the_cache(tmp_path):
     assert all(m.meta["cache"]["hit"] for m in again.measures)
     assert np.array_equal(first.stacked("q_mean"), again.stacked("q_mean"))
     assert first.layer_metric("mean_cosine").shape == (2, 3)
+    from pathlib import Path
+
+    from aniso.session import AnisoSession
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    session = AnisoSession.start(s, reg, Path(tmp_path))
+    got, missing = session.claim("G.qk-means-align", reg.get("mini"), "t").available_series(("checkpoints",))
+    assert [e.id for e, _ in got] == ["mini"] and got[0][1].steps.tolist() == [0, 4]
+    assert len(missing) == 1 and missing[0].startswith("hub-series.step0")

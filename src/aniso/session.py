@@ -263,10 +263,19 @@ class ClaimContext:
         Returns ``(available, unavailable)``: (entry, stats) pairs in registry
         order, and one reason per entry that could not be had (naming it).
         """
+        return self._available(self._session.provider.get, all_of, any_of)
+
+    def available_series(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
+                         ) -> tuple[list[tuple[ModelEntry, Series]], list[str]]:
+        """Checkpoint series of every registry entry with these tags whose checkpoints are available here, as
+        :meth:`available_stats` gives statistics."""
+        return self._available(self._session.series.get, all_of, any_of)
+
+    def _available(self, get, all_of: tuple[str, ...], any_of: tuple[str, ...]) -> tuple[list, list[str]]:
         got, missing = [], []
         for entry in self._session.registry.select(all_of, any_of):
             try:
-                got.append((entry, self._session.provider.get(entry)))
+                got.append((entry, get(entry)))
             except ModelUnavailable as exc:
                 missing.append(str(exc))
         return got, missing
