@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from ..files import sha256_file
 from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
-from .parts import PackagePart, joined_file, package_file
+from .parts import PackagePart, joined_file, package_file, parts_fingerprint
 
 __all__ = ["GgufSource", "GgufPart", "KIND", "gguf_path"]
 
@@ -66,9 +66,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     check_permissions(entry)
     src = entry.source
     if src.parts:
-        for p in src.parts:
-            package_file(entry, p.package, p.file)
-        return f"gguf:{src.sha256[:16]}"
+        return f"gguf:{parts_fingerprint(entry, src.parts, src.sha256)}"
     return f"gguf:{sha256_file(gguf_path(entry, ctx))[:16]}"
 
 

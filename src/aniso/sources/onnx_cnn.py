@@ -81,6 +81,15 @@ def _kernel(node) -> tuple[int, ...]:
     return ()
 
 
+def _consumers(graph) -> dict[str, list]:
+    """Tensor name → the nodes that read it."""
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    return consumers
+
+
 def quantized_block_taps(graph) -> list[str]:
     """Names of the quantised tensors between the blocks of a QLinear CNN graph, in forward order.
 
@@ -90,10 +99,7 @@ def quantized_block_taps(graph) -> list[str]:
     if it is not a projection itself. Raises ValueError if the graph has no QLinearConv.
     """
     producer = {out: node for node in graph.node for out in node.output}
-    consumers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    consumers = _consumers(graph)
     convs = [n for n in graph.node if n.op_type == "QLinearConv"]
     if not convs:
         raise ValueError("no QLinearConv node: not a statically quantised CNN")
@@ -122,10 +128,7 @@ def float_block_taps(graph) -> list[str]:
     """
     if not any(n.op_type == "Conv" for n in graph.node):
         raise ValueError("no Conv node: not a CNN")
-    consumers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    consumers = _consumers(graph)
     inits = {i.name for i in graph.initializer}
     stem = next((n for n in graph.node if n.op_type == "MaxPool"), None) \
         or next(n for n in graph.node if n.op_type == "Relu")
@@ -181,11 +184,11 @@ class OnnxTappedCNN(nn.Module):
         self.input_name = inputs[0]
         self.output_name = graph.output[0].name
         self.channel_order, self.input_layout = channel_order, input_layout
-        quantized = any(n.op_type == "QLinearConv" for n in graph.node)
-        self.taps = quantized_block_taps(graph) if quantized else float_block_taps(graph)
+        self.quantized = any(n.op_type == "QLinearConv" for n in graph.node)
+        self.taps = quantized_block_taps(graph) if self.quantized else float_block_taps(graph)
         self._dequant = []
         for tap in self.taps:
-            if quantized:
+            if self.quantized:
                 scale, zero = _quantization(graph, tap)
                 zp = onnx.numpy_helper.to_array(inits[zero])
                 self._dequant.append((float(onnx.numpy_helper.to_array(inits[scale])), float(zp)))
@@ -263,7 +266,8 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     pre = (f"{src.resize}{src.resize_to}/{src.image_size}/{src.image_mean}/{src.image_std}"
            + (f"/x{src.pixel_scale}/{src.channel_order}/{src.input_layout}"
               if (src.pixel_scale, src.channel_order, src.input_layout) != (1, "rgb", "nchw") else ""))
-    return f"onnx:{sha256_file(model_file(entry, ctx))[:16]}:{pre}"
+    path = model_file(entry, ctx)  # checks the registry's sha256, where given: no second hash of the file
+    return f"onnx:{(src.sha256 or sha256_file(path))[:16]}:{pre}"
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
@@ -278,9 +282,9 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
                                f"{str(exc)[:300]}") from None
     processor = onnx_image_processor(src.image_size, src.resize, src.resize_to, src.image_mean, src.image_std,
                                      src.pixel_scale)
-    quantized = any(d != (1.0, 0.0) for d in model._dequant)
     return LoadedModel(entry, model, None, f"onnx: {path} (onnxruntime, "
-                       f"{'int8 maps dequantised' if quantized else 'float maps'}, {len(model.taps)} maps)", processor)
+                       f"{'int8 maps dequantised' if model.quantized else 'float maps'}, {len(model.taps)} maps)",
+                       processor)
 
 
 def _vision_cnn_only(entry) -> str | None:

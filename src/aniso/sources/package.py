@@ -24,7 +24,7 @@ from pydantic import Field, model_validator
 
 from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
-from .parts import PackagePart, joined_file, package_dir, package_file
+from .parts import PackagePart, joined_file, package_dir, parts_fingerprint
 from .hub import from_pretrained
 from .local import weight_files_fingerprint
 
@@ -195,6 +195,11 @@ def _load_state_dict(entry, path: Path, version: str) -> LoadedModel:
                        built.processor)
 
 
+def _file_print(src: PackageSource, path: Path) -> str:
+    """The fingerprint of the single model ``file`` of a source in ``path``."""
+    return weight_files_fingerprint((path / src.file).parent, (Path(src.file).name,))
+
+
 #: Package format → how it is found, fingerprinted and loaded.
 FORMATS: dict[str, _Format] = {
     "transformers": _Format(lambda src: "config.json",
@@ -203,13 +208,9 @@ FORMATS: dict[str, _Format] = {
     "ctranslate2-whisper": _Format(lambda src: "model.bin",
                                    lambda src, path: f"package:{weight_files_fingerprint(path, ('model.bin',))}",
                                    _load_ct2),
-    "onnx-dinov2": _Format(lambda src: src.file,
-                           lambda src, path: f"package:onnx-dinov2:"
-                                             f"{weight_files_fingerprint((path / src.file).parent, (Path(src.file).name,))}",
+    "onnx-dinov2": _Format(lambda src: src.file, lambda src, path: f"package:onnx-dinov2:{_file_print(src, path)}",
                            _load_onnx_dinov2),
-    "state-dict": _Format(lambda src: src.file,
-                          lambda src, path: f"package:{src.builder}:"
-                                            f"{weight_files_fingerprint((path / src.file).parent, (Path(src.file).name,))}",
+    "state-dict": _Format(lambda src: src.file, lambda src, path: f"package:{src.builder}:{_file_print(src, path)}",
                           _load_state_dict),
 }
 
@@ -220,9 +221,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     check_permissions(entry)
     src = entry.source
     if src.parts:
-        for p in src.parts:
-            package_file(entry, p.package, p.file)
-        return f"package:{src.sha256[:16]}"
+        return f"package:{parts_fingerprint(entry, src.parts, src.sha256)}"
     return FORMATS[src.format].fingerprint(src, directory(entry, ctx))
 
 

@@ -16,7 +16,7 @@ from ..files import atomic_write, sha256_file
 from ..schema import Strict
 from .base import ModelUnavailable
 
-__all__ = ["PackagePart", "package_dir", "package_file", "joined_file"]
+__all__ = ["PackagePart", "package_dir", "package_file", "joined_file", "parts_fingerprint"]
 
 
 class PackagePart(Strict):
@@ -43,6 +43,14 @@ def package_file(entry, package: str, file: str) -> Path:
     if not path.is_file():
         raise ModelUnavailable(f"{entry.id}: package {package!r} has no {file}")
     return path
+
+
+def parts_fingerprint(entry, parts, sha256: str) -> str:
+    """The identity of a split file before it is joined: the first 16 hex digits of the registry's ``sha256``
+    (verified when the parts are joined). Raises ModelUnavailable naming the model if a part is missing."""
+    for p in parts:
+        package_file(entry, p.package, p.file)
+    return sha256[:16]
 
 
 def joined_file(entry, parts, sha256: str, dest: Path) -> Path:
