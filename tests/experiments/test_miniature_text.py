@@ -102,3 +102,13 @@ def test_a_corrupt_checkpoint_is_reported_and_the_run_trained_again(tmp_path):
 def test_only_saved_steps_can_be_asked_for(tmp_path):
     with pytest.raises(ValueError, match="not a checkpoint"):
         mt.load_checkpoint(_tiny("gpt2"), 5, lambda: np.zeros(0), tmp_path, "k")
+
+
+def test_the_shared_schedule_warms_up_linearly_then_decays_to_its_floor():
+    from aniso.experiments import warmup_cosine_lr
+
+    lrs = [warmup_cosine_lr(s, 100, 1e-3, 0.1, floor=0.1) for s in range(101)]
+    assert lrs[0] == pytest.approx(1e-4) and lrs[9] == pytest.approx(1e-3)  # 10 warm-up steps
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))  # then never rises
+    assert lrs[100] == pytest.approx(1e-4)  # cosine down to floor x lr
+    assert warmup_cosine_lr(100, 100, 1e-3, 0.1) == pytest.approx(0.0)

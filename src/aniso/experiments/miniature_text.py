@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +25,7 @@ import numpy as np
 import torch
 
 from ..files import atomic_write
+from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
 
@@ -145,12 +145,8 @@ def training_batch(stream: np.ndarray, recipe: TextRecipe, generator: torch.Gene
     return inputs, labels
 
 
-def _lr_at(step: int, recipe: TextRecipe) -> float:
-    warm = max(1, int(recipe.warmup_fraction * recipe.total_steps))
-    if step < warm:
-        return recipe.lr * (step + 1) / warm
-    t = (step - warm) / max(1, recipe.total_steps - warm)
-    return recipe.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
+#: The output projections tied to the input embeddings: one tensor, saved under the embeddings' name only.
+_TIED = ("lm_head.weight", "cls.predictions.decoder.weight")
 
 
 def _path(cache_dir: Path | str, key: str, step: int) -> Path:
@@ -162,7 +158,7 @@ def _save(model, recipe: TextRecipe, step: int, log_doc: dict, path: Path) -> No
 
     state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
     # Tied input/output embeddings are one tensor: keep one name (safetensors refuses shared storage).
-    state = {k: v for k, v in state.items() if not k.endswith(("lm_head.weight", "cls.predictions.decoder.weight"))}
+    state = {k: v for k, v in state.items() if not k.endswith(_TIED)}
     meta = {"recipe": json.dumps(asdict(recipe)), "step": str(step), "log": json.dumps(log_doc)}
     atomic_write(path, lambda tmp: save_file(state, str(tmp), metadata=meta))
 
@@ -202,7 +198,7 @@ def train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key
         if step == recipe.total_steps:
             break
         for group in opt.param_groups:
-            group["lr"] = _lr_at(step, recipe)
+            group["lr"] = warmup_cosine_lr(step, recipe.total_steps, recipe.lr, recipe.warmup_fraction, floor=0.1)
         inputs, labels = training_batch(stream, recipe, gen)
         loss = model(input_ids=inputs.to(device), labels=labels.to(device)).loss
         opt.zero_grad(set_to_none=True)
@@ -249,14 +245,9 @@ def _read(recipe: TextRecipe, path: Path):
     if json.loads(meta["recipe"]) != asdict(recipe):
         raise ValueError("recipe in the file differs")
     missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if not m.endswith(("lm_head.weight", "cls.predictions.decoder.weight"))]
+    missing = [m for m in missing if not m.endswith(_TIED)]
     if missing or unexpected:
         raise ValueError(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
     model.tie_weights()
     model.eval()
     return model, json.loads(meta["log"]) | {"step": int(meta["step"])}
-
-
-def recipe_at(recipe: TextRecipe, **sizes) -> TextRecipe:
-    """``recipe`` with the given fields replaced (the run profile's sizes)."""
-    return replace(recipe, **sizes)

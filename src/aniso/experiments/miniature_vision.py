@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..files import atomic_write
+from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
 
@@ -201,14 +201,6 @@ def rotation_accuracy(model, pixels: torch.Tensor) -> float:
     return hits / (N_ROTATIONS * len(pixels))
 
 
-def _lr_at(step: int, recipe: VisionRecipe) -> float:
-    warm = max(1, int(recipe.warmup_fraction * recipe.steps))
-    if step < warm:
-        return recipe.lr * (step + 1) / warm
-    t = (step - warm) / max(1, recipe.steps - warm)
-    return recipe.lr * 0.5 * (1 + math.cos(math.pi * t))
-
-
 def train(recipe: VisionRecipe, train_images: Sequence, heldout_images: Sequence,
           progress: Callable[[str], None] | None = None) -> TrainedMiniature:
     """Train one miniature on rotation prediction (see the module docstring).
@@ -235,7 +227,7 @@ def train(recipe: VisionRecipe, train_images: Sequence, heldout_images: Sequence
     losses, curve = [], []
     for step in range(recipe.steps):
         for group in opt.param_groups:
-            group["lr"] = _lr_at(step, recipe)
+            group["lr"] = warmup_cosine_lr(step, recipe.steps, recipe.lr, recipe.warmup_fraction)
         x, k = rotation_batch(pixels, recipe.batch_size, recipe.image_size, gen)
         loss = torch.nn.functional.cross_entropy(model(pixel_values=x).logits, k)
         opt.zero_grad(set_to_none=True)
