@@ -109,6 +109,15 @@ def test_recorded_inputs_and_expectations(tmp_path):
     assert reg.expectation(entry, "G.drift-correlation-pearson") == (None, "corpus@aaaa")
 
 
+def test_measured_on_takes_the_recorded_inputs_of_its_kind(tmp_path):
+    """A model measured on other inputs than its modality's (reaction SMILES for a chemistry model) is held to the
+    dataset recorded for those inputs."""
+    text = ("recorded_inputs: {text: corpus@aaaa, reactions: rxn@cccc}\nmodels:\n" + ENTRY
+            + "    measured_on: reactions\n")
+    reg = load_registry(write(tmp_path, text))
+    assert reg.expectation(reg.get("tiny"), "G.drift-correlation-pearson") == (None, "rxn@cccc")
+
+
 @pytest.mark.parametrize("text, field", [
     ("recorded_inputs: {audio: x@1}\nmodels:\n" + ENTRY, "recorded_inputs.audio"),
     ("recorded_inputs: {text: no-fingerprint}\nmodels:\n" + ENTRY, "recorded_inputs.text"),

@@ -226,11 +226,19 @@ def _vision_inputs(settings, hub):
     return load_images(settings.image_dir, settings.n_images, settings.seed)
 
 
+def _reaction_inputs(settings, hub):
+    from .inputs.reactions import load_reactions
+
+    return load_reactions(settings.n_sequences, settings.seed)
+
+
 #: Kind of inputs → loader ``(settings, hub) -> Corpus | MediaSet``; each gives ``items`` (what the run function
 #: takes), ``fingerprint`` (the sample), ``names`` (what was sampled), ``dataset`` and ``describe()``. Raises
-#: :class:`~aniso.inputs.media.InputsUnavailable` naming the setting that supplies missing inputs.
+#: :class:`~aniso.inputs.media.InputsUnavailable` naming the setting that supplies missing inputs. A modality row
+#: names the kind its models read; a registry entry may name another of the same form (``measured_on``: reaction
+#: SMILES are text to a chemistry model).
 INPUTS: dict[str, Callable[[Any, Any], Any]] = {"text": _text_inputs, "speech": _speech_inputs,
-                                                "vision": _vision_inputs}
+                                                "vision": _vision_inputs, "reactions": _reaction_inputs}
 
 
 def sample_names(inputs) -> Sequence[str]:

@@ -142,7 +142,8 @@ class StatsProvider:
     _memo: dict[str, ModelStats | ModelUnavailable] = field(default_factory=dict, init=False)
 
     def inputs(self, name: str):
-        """The run's inputs of kind ``name`` (``text``, ``speech``, ``vision``; :data:`aniso.modalities.INPUTS`),
+        """The run's inputs of kind ``name`` (``text``, ``speech``, ``vision``, ``reactions``;
+        :data:`aniso.modalities.INPUTS`),
         loaded once. Raises :class:`~aniso.inputs.media.InputsUnavailable` (remembered) if there are none."""
         got = self._inputs.get(name)
         if got is None:
@@ -182,7 +183,7 @@ class StatsProvider:
         ctx = self.source_context
         fingerprint = source_fingerprint(entry, ctx)
         try:
-            inputs = self.inputs(modality.inputs)
+            inputs = self.inputs(entry.measured_on or modality.inputs)
         except InputsUnavailable as exc:
             raise InputsMissing(f"{entry.id}: {exc}") from None
         second_order = modality.second_order and SECOND_ORDER in self.statistics

@@ -51,6 +51,11 @@ Verdict = Literal["holds", "does-not-hold"]
 #: A dataset identity: ``<name>@<fingerprint>`` (see :mod:`aniso.verdicts`).
 _INPUTS = r"^.+@[^@\s]+$"
 
+#: A kind of inputs (the keys of :data:`aniso.modalities.INPUTS`, checked by a test).
+InputsKind = Literal["text", "speech", "vision", "reactions"]
+#: Modality → the kinds of inputs its models can be measured on (the first is the modality's own).
+_READS: dict[str, tuple[str, ...]] = {"text": ("text", "reactions"), "speech": ("speech",), "vision": ("vision",)}
+
 
 class ExpectedVerdict(Strict):
     """What a claim is expected to give for a model, with the measured value and the reason.
@@ -108,6 +113,7 @@ class ModelEntry(Strict):
     tiny: dict[str, Union[int, float, str, bool, list[Union[int, float, str, bool]]]] | None = None
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
     checkpoints: CheckpointSeries | None = None
+    measured_on: InputsKind | None = None
 
     @field_validator("expected")
     @classmethod
@@ -123,6 +129,9 @@ class ModelEntry(Strict):
             raise ValueError("trust_remote_code: true is only allowed with needs_remote_code: true")
         if self.use_auth_token and not self.gated:
             raise ValueError("use_auth_token: true is only allowed with gated: true")
+        if self.measured_on is not None and self.measured_on not in _READS.get(self.modality, ()):
+            raise ValueError(f"measured_on {self.measured_on!r} is not read by modality {self.modality!r} "
+                             f"(it reads {list(_READS.get(self.modality, ()))})")
         if self.modality == "embeddings" and self.source.kind != "init":
             raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
         problem = self._kind.check_entry(self)
@@ -183,7 +192,7 @@ class ModelEntry(Strict):
 
 
 class _RegistryFile(Strict):
-    recorded_inputs: dict[Literal["text", "speech", "vision"], Annotated[str, Field(pattern=_INPUTS)]] = \
+    recorded_inputs: dict[InputsKind, Annotated[str, Field(pattern=_INPUTS)]] = \
         Field(default_factory=dict)
     models: list[ModelEntry]
 
@@ -222,13 +231,14 @@ class Registry:
     def expectation(self, entry: ModelEntry, claim_id: str) -> tuple[ExpectedVerdict | None, str | None]:
         """``(expected verdict or None, the inputs it was recorded on or None)`` of ``claim_id`` for ``entry``.
 
-        No expected verdict means "holds", recorded on ``recorded_inputs[entry.modality]``; a ``paper`` verdict
+        No expected verdict means "holds", recorded on ``recorded_inputs[entry.measured_on or entry.modality]``; a
+        ``paper`` verdict
         without ``inputs`` binds any inputs (None).
         """
         expected = entry.expected.get(claim_id)
         if expected is not None and (expected.inputs or expected.source == "paper"):
             return expected, expected.inputs
-        return expected, self.recorded_inputs.get(entry.modality)
+        return expected, self.recorded_inputs.get(entry.measured_on or entry.modality)
 
     def select(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> list[ModelEntry]:
         """Entries matching the tags (see :meth:`ModelEntry.matches`), in file order."""

