@@ -168,6 +168,61 @@ def test_twonn_handles_duplicates():
         metrics.twonn_dimension(np.ones((10, 4)))
 
 
+def _brute_two_nearest(x):
+    from scipy.spatial.distance import cdist
+
+    dist = cdist(x, x)
+    np.fill_diagonal(dist, np.inf)
+    two = np.partition(dist, 1, axis=1)[:, :2]
+    return two[:, 0], two[:, 1]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 1500), st.integers(1, 40), st.sampled_from(["gauss", "offset", "grid"]))
+def test_two_nearest_neighbours_are_exact(seed, n, d, kind):
+    """The float32 search with its float64 re-check gives the float64 brute-force distances, also far from the
+    origin (cancellation) and on a grid (many exact ties)."""
+    rng = np.random.default_rng(seed)
+    if kind == "grid":
+        x = rng.integers(0, 4, size=(n, d)).astype(float)
+    else:
+        x = rng.standard_normal((n, d)) * (1e-3 if kind == "offset" else 1) + (1e4 if kind == "offset" else 0)
+    x = metrics.unique_rows(x)
+    assume(len(x) >= 3)
+    r1, r2 = metrics.two_nearest_neighbours(x)
+    b1, b2 = _brute_two_nearest(x)
+    scale = np.abs(x - x.mean(0)).max() + 1
+    assert np.allclose(r1, b1, rtol=1e-9, atol=1e-12 * scale) and np.allclose(r2, b2, rtol=1e-9, atol=1e-12 * scale)
+    assert np.all(r1 <= r2)
+
+
+def test_two_nearest_neighbours_recheck_near_ties(monkeypatch):
+    """Points whose float32 distances cannot separate the candidates from the rest (the corners of a simplex moved
+    by 1e-7: every distance is 10·√2 to eight digits) are recomputed exactly, row by row."""
+    rng = np.random.default_rng(3)
+    x = np.eye(300) * 10 + rng.standard_normal((300, 300)) * 1e-7
+    calls = []
+    partition = np.partition
+    monkeypatch.setattr(metrics.np, "partition", lambda *a, **k: calls.append(1) or partition(*a, **k))
+    r1, r2 = metrics.two_nearest_neighbours(x)
+    monkeypatch.undo()
+    assert len(calls) == 300  # every row was rechecked
+    b1, b2 = _brute_two_nearest(x)
+    assert np.allclose(r1, b1, rtol=1e-9) and np.allclose(r2, b2, rtol=1e-9)
+    with pytest.raises(ValueError, match="at least 3"):
+        metrics.two_nearest_neighbours(x[:2])
+
+
+@given(st.integers(0, 1000), st.integers(1, 50), st.integers(0, 30))
+@settings(max_examples=25, deadline=None)
+def test_unique_rows_keeps_first_of_each(seed, n, extra):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 3))
+    dupes = np.concatenate([x, x[rng.integers(0, n, extra)]])
+    got = metrics.unique_rows(dupes)
+    assert np.array_equal(got, x)
+
+
 @pytest.mark.parametrize("d", [8, 64, 512])
 def test_isotropic_quantile_matches_monte_carlo(d):
     rng = np.random.default_rng(d)

@@ -1,5 +1,6 @@
 """Command line: ``aniso report`` re-renders a report, ``aniso stats`` prints a model's layer table,
-``aniso block-sweep`` runs (and caches) the untrained-block sweeps of G §4.
+``aniso block-sweep`` runs (and caches) the untrained-block sweeps of G §4, ``aniso extract`` fills the statistics
+cache for registry models, sharded over the processes of a ``torchrun`` launch.
 
 The main job is ``pytest claims/``; this CLI is for looking at its outputs and
 at one model's statistics without running the claims.
@@ -52,6 +53,38 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _extract(args: argparse.Namespace) -> int:
+    from .distributed import process_group, shard_of
+    from .pipeline import StatsProvider
+    from .registry import RegistryError, load_registry
+    from .settings import Settings
+    from .sources import ModelUnavailable
+
+    shard = shard_of()
+    try:
+        settings = Settings.from_sources({"registry": args.registry})
+        registry = load_registry(settings.registry)
+        entries = [registry.get(m) for m in args.models]
+    except (RegistryError, KeyError, ValueError) as exc:
+        print(f"aniso extract: {exc}", file=sys.stderr)
+        return 2
+    failed = 0
+    with process_group(shard):
+        provider = StatsProvider(settings, registry, shard=shard)
+        for entry in entries:
+            try:
+                stats = provider.get(entry)
+            except ModelUnavailable as exc:
+                failed += 1
+                print(f"aniso extract: {exc}", file=sys.stderr)
+                continue
+            if shard.rank == 0:
+                cache = stats.meta.get("cache", {})
+                print(f"{entry.id}: {stats.meta.get('n_tokens')} vectors x {len(stats.layers)} layers over "
+                      f"{shard.world} shard(s), cache {cache.get('key')} ({'hit' if cache.get('hit') else 'written'})")
+    return 1 if failed else 0
+
+
 def _block_sweep(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
@@ -96,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     bs.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
     bs.add_argument("-v", "--verbose", action="store_true", help="print one line per bias norm")
     bs.set_defaults(func=_block_sweep)
+    ex = sub.add_parser("extract", help="compute and cache the statistics of registry models (sharded under torchrun)",
+                        description="Compute and cache the layer statistics of registry models. Under torchrun each "
+                        "process takes a contiguous shard of the inputs and the statistics are merged exactly, e.g. "
+                        "`torchrun --nproc-per-node 2 -m aniso.cli extract all-MiniLM-L6-v2`. Settings come from the "
+                        "ANISO_* variables, as for pytest claims/.")
+    ex.add_argument("models", nargs="+", help="registry ids")
+    ex.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
+    ex.set_defaults(func=_extract)
     args = parser.parse_args(argv)
     return args.func(args)
 

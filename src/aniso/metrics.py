@@ -24,6 +24,8 @@ __all__ = [
     "svd_anisotropy",
     "svd_anisotropy_from_moments",
     "twonn_dimension",
+    "two_nearest_neighbours",
+    "unique_rows",
     "isotropic_cos_quantile",
     "isotropic_cos_std",
     "Correlation",
@@ -206,6 +208,87 @@ def svd_anisotropy(x: np.ndarray) -> float:
     return float(sv[0] ** 2 / total)
 
 
+#: Rows of the float32 distance block of :func:`two_nearest_neighbours` (bounds its memory: rows × n floats).
+_NN_BLOCK = 1024
+#: Candidates kept per row from the float32 block before the exact float64 re-check.
+_NN_CANDIDATES = 4
+_F32_UNIT_ROUNDOFF = 2.0 ** -24
+
+
+def unique_rows(x: np.ndarray) -> np.ndarray:
+    """The distinct rows of ``x`` (shape (n, d)), each once, in order of first appearance.
+
+    Rows are compared by their bytes (hashing, not sorting), so this costs O(n·d); ``-0.0`` and ``0.0``
+    count as different, NaN rows as equal to themselves (callers reject NaN first).
+    """
+    x = np.ascontiguousarray(x)
+    first = dict.fromkeys(row.tobytes() for row in x)
+    if len(first) == x.shape[0]:
+        return x
+    seen: set[bytes] = set()
+    keep = [i for i, row in enumerate(x) if not ((b := row.tobytes()) in seen or seen.add(b))]
+    return x[keep]
+
+
+def two_nearest_neighbours(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Euclidean distances of every point to its first and second nearest other point.
+
+    The search is a blocked float32 matrix product (‖a − b‖² = ‖a‖² + ‖b‖² − 2a·b on the centred points) that
+    keeps 4 candidates per row; the candidates' distances are then recomputed in float64 and the two smallest taken.
+    A row is exact when no point outside its candidates can be nearer than its second: the float32 squared
+    distance of every excluded point is at least that of the 4th candidate, and differs from the true one by at most
+    ε = (d + 4)·u·(‖a‖ + max‖b‖)² (u = 2⁻²⁴, the worst-case rounding of a length-d dot product in any summation
+    order), so a row is exact if the 4th candidate's value − ε exceeds its exact second distance². Rows that fail
+    the test (near-ties over many points) are recomputed against every point in float64. The result is therefore
+    the exact one, at float32 matrix-product speed.
+
+    Parameters
+    ----------
+    x : array of shape (n, d), float64, n >= 3, rows distinct and finite
+
+    Returns
+    -------
+    (r1, r2) : two arrays of shape (n,), float64, r1 <= r2, in the units of ``x``
+
+    Raises
+    ------
+    ValueError if fewer than 3 points.
+    """
+    x = _as_matrix(x)
+    n, d = x.shape
+    if n < 3:
+        raise ValueError(f"two nearest neighbours need at least 3 points, got {n}")
+    centred = x - x.mean(axis=0)
+    x64 = torch.from_numpy(centred)
+    x32 = x64.float()
+    sq = (x32.double() ** 2).sum(1).float()  # ‖b‖² of the float32 points
+    norm = np.linalg.norm(centred, axis=1)
+    slack = (d + 4) * _F32_UNIT_ROUNDOFF * (norm + norm.max()) ** 2 * 1.01
+    k = min(_NN_CANDIDATES, n - 1)
+    r = np.empty((n, 2))
+    recheck: list[np.ndarray] = []
+    for s in range(0, n, _NN_BLOCK):
+        rows = torch.arange(s, min(s + _NN_BLOCK, n))
+        # ‖b‖² − 2a·b ranks the row like the distance (‖a‖² is the same along the row): one BLAS call.
+        part = torch.addmm(sq.unsqueeze(0), x32[rows], x32.T, beta=1.0, alpha=-2.0)
+        part[torch.arange(len(rows)), rows] = float("inf")
+        values, idx = torch.topk(part, k, dim=1, largest=False, sorted=True)
+        diff = x64[idx] - x64[rows].unsqueeze(1)
+        exact = torch.einsum("rkd,rkd->rk", diff, diff)  # (rows, k) float64 squared distances
+        two = torch.topk(exact, 2, dim=1, largest=False, sorted=True).values
+        r[s : s + len(rows)] = two.numpy()
+        if k < n - 1:
+            floor = values[:, -1].double() + sq[rows].double() - torch.from_numpy(slack[s : s + len(rows)])
+            unsure = (floor <= two[:, 1]).numpy()
+            recheck.append(rows.numpy()[unsure])
+    for i in np.concatenate(recheck) if recheck else ():
+        dist = ((centred - centred[i]) ** 2).sum(1)
+        dist[i] = np.inf
+        r[i] = np.partition(dist, 1)[:2]
+    r = np.sqrt(r)
+    return r[:, 0], r[:, 1]
+
+
 def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
     """TwoNN intrinsic dimension (Facco et al. 2017, Sci. Rep. 7:12140).
 
@@ -217,7 +300,8 @@ def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
     typo for −log(1 − F)).
 
     Duplicate points (r₁ = 0) are removed before the fit: they carry no
-    information on the local dimension and would give μ = ∞.
+    information on the local dimension and would give μ = ∞. The neighbours
+    are exact (:func:`two_nearest_neighbours`).
 
     Parameters
     ----------
@@ -234,23 +318,11 @@ def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
     """
     if not 0 <= discard_fraction < 1:
         raise ValueError(f"discard_fraction must be in [0, 1), got {discard_fraction}")
-    x = np.unique(_as_matrix(x), axis=0)
+    x = unique_rows(_as_matrix(x))
     n = x.shape[0]
     if n < 3:
         raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
-    xt = torch.from_numpy(x)
-    nn = np.empty((n, 2), np.int64)
-    for s in range(0, n, 2048):  # row blocks bound the memory of the distance matrix
-        dist = torch.cdist(xt[s : s + 2048], xt, compute_mode="donot_use_mm_for_euclid_dist" if n <= 512 else
-                           "use_mm_for_euclid_dist_if_necessary")
-        rows = torch.arange(dist.shape[0])
-        dist[rows, rows + s] = float("inf")
-        nn[s : s + 2048] = torch.topk(dist, 2, dim=1, largest=False).indices.numpy()
-    # The matrix-product form of the distances can misorder near-ties;
-    # recompute the two nearest exactly.
-    d1 = np.linalg.norm(x[nn[:, 0]] - x, axis=1)
-    d2 = np.linalg.norm(x[nn[:, 1]] - x, axis=1)
-    r1, r2 = np.minimum(d1, d2), np.maximum(d1, d2)
+    r1, r2 = two_nearest_neighbours(x)
     mu = np.sort(r2 / r1)
     f_emp = np.arange(1, n + 1) / n
     keep = int(math.floor(n * (1 - discard_fraction)))

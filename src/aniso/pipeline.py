@@ -18,6 +18,7 @@ from .registry import ModelEntry, Registry
 from .settings import Settings
 from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
                       source_fingerprint)
+from .distributed import Shard
 from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key, summary_dict
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED})
 
 
 def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
-                  second_order: bool = True, first_token_excluded: bool = False) -> ModelStats:
+                  second_order: bool = True, first_token_excluded: bool = False, shard: Shard = Shard()) -> ModelStats:
     """Stream hidden-state batches (:class:`~aniso.extract.Batch`) into one accumulator per layer.
 
     Memory is bounded by one batch of hidden states plus the accumulators'
@@ -51,7 +52,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     from the first batch). Speech batches' all-frames states go into
     ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer. With ``first_token_excluded``,
     text batches' states without the first token of each sequence go into ``meta["first_token_excluded"]``
-    (one :func:`~aniso.stats.summary_dict` per layer).
+    (one :func:`~aniso.stats.summary_dict` per layer). ``shard``: this process's part of a sharded extraction
+    (:mod:`aniso.distributed`), whose reservoirs get a seed of their own.
 
     Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
     """
@@ -67,7 +69,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             if len(batch.layers) != len(names):
                 raise RuntimeError(f"{entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
             layers = [
-                LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
+                LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
+                                 shard.seed(settings.seed + i),
                                  second_order=second_order and h.shape[1] <= settings.second_order_max_dim)
                 for i, h in enumerate(batch.layers)
             ]
@@ -96,15 +99,28 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
 
 
 def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
-                        statistics: frozenset[str] = ALL_STATISTICS) -> ModelStats:
+                        statistics: frozenset[str] = ALL_STATISTICS, shard: Shard = Shard()) -> ModelStats:
     """Run ``inputs`` (a corpus, recordings or photographs) through ``loaded`` as its modality row says, and
-    stream the hidden states into statistics (see :func:`compute_stats`); ``statistics`` says which are kept."""
-    batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, inputs.items, settings.batch_size,
-                           settings.device, settings.max_length)
-    return compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
-                         {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()}
-                         | loaded.meta, second_order=modality.second_order and SECOND_ORDER in statistics,
-                         first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics)
+    stream the hidden states into statistics (see :func:`compute_stats`); ``statistics`` says which are kept.
+
+    With a ``shard`` of several processes, this process runs its contiguous part of the inputs and the statistics
+    of every process are merged (:func:`aniso.distributed.reduce_model_stats`; every process must call this). The
+    per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
+    """
+    batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
+                           settings.batch_size, settings.device, settings.max_length)
+    sharded = shard.world > 1
+    stats = compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
+                          {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()}
+                          | loaded.meta, second_order=modality.second_order and SECOND_ORDER in statistics,
+                          first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
+    if not sharded:
+        return stats
+    from .distributed import reduce_model_stats
+
+    for name in ("all_frames_mean_cosine", "all_frames_count"):
+        stats.meta.pop(name, None)
+    return reduce_model_stats(stats)
 
 
 def remembered(memo: dict, key: str, compute):
@@ -131,13 +147,17 @@ class StatsProvider:
     model that cannot be loaded (:class:`InputsMissing` for want of a data
     folder); the failure is remembered so it is reported once per model and
     not retried. ``statistics`` are the statistics the run's claims read
-    (:data:`FIRST_ORDER`, :data:`SECOND_ORDER`): only those are computed.
+    (:data:`FIRST_ORDER`, :data:`SECOND_ORDER`): only those are computed. ``shard``: this process's part of a
+    sharded extraction (every process of the group calls :meth:`get` for the same models in the same order; the
+    merged statistics are cached by rank 0 under a key that names the number of shards, since their reservoir
+    sample and SVD batches differ from a single process's).
     """
 
     settings: Settings
     registry: Registry
     hub: HubStatus = field(default_factory=HubStatus)
     statistics: frozenset[str] = ALL_STATISTICS
+    shard: Shard = field(default_factory=Shard)
     _inputs: dict[str, object] = field(default_factory=dict, init=False)
     _memo: dict[str, ModelStats | ModelUnavailable] = field(default_factory=dict, init=False)
 
@@ -194,8 +214,8 @@ class StatsProvider:
             "sample": sample_names(inputs),
             "settings": self.settings.extraction_key(),
             "second_order": second_order,
-            "first_token_excluded": FIRST_TOKEN_EXCLUDED in self.statistics,
-        })
+            "first_token_excluded": FIRST_TOKEN_EXCLUDED in self.statistics and self.shard.world == 1,
+        } | ({"shards": self.shard.world} if self.shard.world > 1 else {}))
         if not self.settings.no_cache:
             cached = self.cache.load(key)
             if cached is not None:
@@ -203,9 +223,9 @@ class StatsProvider:
                 log.info("%s: statistics from cache %s", entry.id, key)
                 return cached
         stats = compute_model_stats(load_model(entry, ctx), modality, inputs, self.settings, fingerprint,
-                                    self.statistics)
+                                    self.statistics, self.shard)
         stats.meta["cache"] = {"key": key, "hit": False}
-        if not self.settings.no_cache:
+        if not self.settings.no_cache and self.shard.rank == 0:
             self.cache.save(key, stats)
         return stats
 

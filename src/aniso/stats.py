@@ -79,6 +79,7 @@ class LayerAccumulator:
         self.batch_svd: list[float] = []
         self._svd_buffer = np.empty((svd_batch_size if second_order else 0, dim), np.float32)
         self._svd_fill = 0
+        self._partial_lost = False  # rebuilt from a state without its partial SVD batch (cannot be merged)
         self.reservoir = np.empty((reservoir_size, dim), np.float32)
         self._rng = np.random.Generator(np.random.PCG64(seed))
 
@@ -120,6 +121,55 @@ class LayerAccumulator:
     def _update_reservoir(self, x: np.ndarray) -> None:
         if self.reservoir_size:
             _reservoir_update(self.reservoir, self.count, x, self._rng)
+
+    def merge(self, other: "LayerAccumulator") -> None:
+        """Add the vectors ``other`` has seen (another shard of the same stream), in place.
+
+        Sums (count, Σ u, Σ x, Σ ‖x‖, Σ x xᵀ) add, so they equal a single pass up to float64 rounding. The
+        batch-wise SVD anisotropy keeps both sides' complete batches and refills the partial one with ``other``'s
+        partial batch (batches are consecutive within each shard). The reservoir becomes a uniform sample of the
+        union (a hypergeometric split of its slots between the two sides, then a uniform choice within each, drawn
+        from a stream seeded by both counts, so every rank merging the same states gets the same sample). Raises
+        ValueError if the two were not made with the same dimension, reservoir, batch size and order.
+        """
+        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order)
+        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order)
+        if mine != theirs:
+            raise ValueError(f"cannot merge accumulators of different settings: {mine} vs {theirs}")
+        if self._partial_lost or other._partial_lost:
+            raise ValueError("cannot merge an accumulator rebuilt from state() without its partial SVD batch; "
+                             "merge transfer_state()s")
+        if self.second_order:
+            self.gram += other.gram
+            self.batch_svd.extend(other.batch_svd)
+            self._update_svd_batches(other._svd_buffer[: other._svd_fill])
+            if self.reservoir_size:
+                self._merge_reservoir(other)
+        self.unit_sum += other.unit_sum
+        self.vector_sum += other.vector_sum
+        self.norm_sum += other.norm_sum
+        self.n_zero += other.n_zero
+        self.count += other.count
+
+    def _merge_reservoir(self, other: "LayerAccumulator") -> None:
+        k = self.reservoir_size
+        a, b = self.reservoir_sample().copy(), other.reservoir_sample()
+        total = self.count + other.count
+        if total <= k:
+            self.reservoir[: a.shape[0]] = a
+            self.reservoir[a.shape[0] : total] = b
+            return
+        rng = np.random.Generator(np.random.PCG64([self.seed, self.count, other.count]))
+        from_a = int(rng.hypergeometric(self.count, other.count, k)) if self.count and other.count else \
+            (k if self.count else 0)
+        self.reservoir[:from_a] = a[rng.choice(a.shape[0], from_a, replace=False)]
+        self.reservoir[from_a:k] = b[rng.choice(b.shape[0], k - from_a, replace=False)]
+
+    def transfer_state(self) -> dict[str, np.ndarray]:
+        """:meth:`state` plus the partial SVD batch, so that an unfinished accumulator can be rebuilt on another
+        process and merged (:meth:`from_state`, :meth:`merge`)."""
+        extra = {"svd_buffer": self._svd_buffer[: self._svd_fill].copy()} if self.second_order else {}
+        return self.state() | extra
 
     # -- results ---------------------------------------------------------------
     @property
@@ -170,7 +220,8 @@ class LayerAccumulator:
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> "LayerAccumulator":
-        """Rebuild an accumulator from :meth:`state` (a finished one: its SVD buffer is not kept)."""
+        """Rebuild an accumulator from :meth:`state` (a finished one: its SVD buffer is not kept) or from
+        :meth:`transfer_state` (with its partial SVD batch)."""
         dim, k, b, seed, second = (int(v) for v in state["settings"])
         acc = cls(dim, k, b, seed, bool(second))
         acc.count, acc.n_zero, acc._svd_fill = (int(v) for v in state["count"])
@@ -182,6 +233,10 @@ class LayerAccumulator:
             acc.gram = state["gram"].astype(np.float64)
             res = state["reservoir"]
             acc.reservoir[: res.shape[0]] = res
+            partial = state.get("svd_buffer")
+            if partial is not None:
+                acc._svd_buffer[: partial.shape[0]] = partial
+            acc._partial_lost = partial is None and acc._svd_fill > 0
         return acc
 
 

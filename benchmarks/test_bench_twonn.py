@@ -1,0 +1,79 @@
+"""TwoNN intrinsic dimension: the suite against the matrix-product bound and the peers, on the same points, same run.
+
+Run: ``pytest benchmarks/test_bench_twonn.py --benchmark-only`` (``ANISO_BENCH_LARGE=1`` adds n = 65,536, about
+two minutes a row on 2 cores). Each group is one (data, n, d); its rows:
+
+- ``suite``: :func:`aniso.metrics.twonn_dimension` (exact: float32 blocks, float64 re-check of the candidates);
+- ``bound``: the n²·d work any exact TwoNN does, a blocked float32 matrix product with a top-2 per row in torch
+  (no estimate); the suite's time divided by this row's is the number to read;
+- ``scikit-dimension`` (``skdim.id.TwoNN``) and ``dadapy`` (``Data.compute_id_2NN``), when installed (they are
+  not in the lock: ``pip install scikit-dimension dadapy`` in a separate virtual environment with this package, see
+  the README); a peer that is not installed is reported as skipped.
+
+Each row stores its estimate in ``extra_info``; the suite's must agree with every peer's within 2%.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from aniso import metrics
+
+SIZES = [4096, 16_384] + ([65_536] if os.environ.get("ANISO_BENCH_LARGE") else [])
+DIMS = [384, 768]
+DATA = ["gaussian", "subspace-10"]
+_ESTIMATES: dict[tuple, dict[str, float]] = {}
+
+
+def _points(data: str, n: int, d: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    if data == "gaussian":
+        return rng.standard_normal((n, d))
+    basis = np.linalg.qr(rng.standard_normal((d, 10)))[0]  # an orthonormal 10-dimensional subspace of R^d
+    return rng.standard_normal((n, 10)) @ basis.T
+
+
+@pytest.fixture(scope="module", params=[(a, n, d) for a in DATA for n in SIZES for d in DIMS],
+                ids=lambda p: f"{p[0]}-n{p[1]}-d{p[2]}")
+def case(request):
+    data, n, d = request.param
+    return request.param, _points(data, n, d)
+
+
+def _bound(x: np.ndarray) -> None:
+    x32 = torch.from_numpy(x).float()
+    for s in range(0, len(x32), 1024):
+        torch.topk(x32[s : s + 1024] @ x32.T, 2, dim=1)
+
+
+def _skdim(x: np.ndarray) -> float:
+    skdim = pytest.importorskip("skdim", reason="scikit-dimension is not installed (a peer, not in the lock)")
+    return float(skdim.id.TwoNN(discard_fraction=0.1).fit(x).dimension_)
+
+
+def _dadapy(x: np.ndarray) -> float:
+    dadapy = pytest.importorskip("dadapy", reason="dadapy is not installed (a peer, not in the lock)")
+    return float(dadapy.Data(x).compute_id_2NN(decimation=1, fraction=0.9)[0])
+
+
+ROWS = {"suite": metrics.twonn_dimension, "bound": _bound, "scikit-dimension": _skdim, "dadapy": _dadapy}
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_twonn(benchmark, case, row):
+    key, x = case
+    benchmark.group = f"twonn {key[0]} n={key[1]} d={key[2]}"
+    estimate = benchmark.pedantic(ROWS[row], args=(x,), rounds=1, iterations=1, warmup_rounds=0)
+    if row == "bound":
+        return
+    benchmark.extra_info["estimate"] = estimate
+    found = _ESTIMATES.setdefault(key, {})
+    found[row] = estimate
+    if row != "suite" and "suite" in found:
+        assert abs(found["suite"] - estimate) <= 0.02 * estimate, found
+    if key[0] == "subspace-10":
+        assert 8 <= estimate <= 12  # points on a 10-dimensional subspace
