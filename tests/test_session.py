@@ -14,7 +14,7 @@ ENTRY = "    modality: {modality}\n    granularity: {granularity}\n    architect
         "    family: {family}\n    must_run: true\n"
 
 
-def _run_claims(tmp_path, entry_id: str, source: str, **fields) -> subprocess.CompletedProcess:
+def _run_claims(tmp_path, entry_id: str, source: str, *extra: str, **fields) -> subprocess.CompletedProcess:
     """``pytest claims -k <entry_id>`` on a registry holding one must_run entry, with no ANISO_* setting."""
     reg = tmp_path / "models.yaml"
     reg.write_text(f"models:\n  - id: {entry_id}\n    source: {source}\n" + ENTRY.format(**fields))
@@ -22,7 +22,7 @@ def _run_claims(tmp_path, entry_id: str, source: str, **fields) -> subprocess.Co
     return subprocess.run(
         [sys.executable, "-m", "pytest", str(ROOT / "claims"), "-q", "-p", "no:cacheprovider", "-k", entry_id,
          f"--aniso-registry={reg}", f"--aniso-report-dir={tmp_path / 'reports'}",
-         f"--aniso-cache-dir={tmp_path / 'cache'}"],
+         f"--aniso-cache-dir={tmp_path / 'cache'}", *extra],
         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
     )
 
@@ -34,6 +34,22 @@ def test_must_run_model_skipped_fails_the_run(tmp_path):
     assert proc.returncode != 0, proc.stdout[-2000:]
     assert "gone is marked must_run" in proc.stdout
     assert list((tmp_path / "reports").glob("run-*/report.html"))
+
+
+def test_parallel_workers_write_one_report_and_keep_must_run(tmp_path):
+    """With pytest-xdist (-n 2) the workers' claim results are merged by the controller: one report holding every
+    result, and a must_run model skipped on any worker still fails the run."""
+    import json
+
+    proc = _run_claims(tmp_path, "gone", "{kind: package, package: no_such_pkg_xyz}", "-n", "2", modality="text",
+                       granularity="subword", role="encoder", family="bert")
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "gone is marked must_run" in proc.stdout
+    runs = list((tmp_path / "reports").glob("run-*"))
+    assert len(runs) == 1 and (runs[0] / "report.html").is_file()
+    results = json.loads((runs[0] / "results.json").read_text())["results"]
+    assert len(results) >= 4 and all(r["model_id"] == "gone" and r["verdict"] == "skipped" for r in results)
+    assert [r["test"] for r in results] == sorted(r["test"] for r in results)
 
 
 def test_must_run_model_without_its_data_folder_is_reported_not_failed(tmp_path):

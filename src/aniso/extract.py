@@ -8,7 +8,8 @@ same input (Godey et al. 2024, Fig. 1 note).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from dataclasses import dataclass
 
 import torch
@@ -33,9 +34,19 @@ class Batch:
     layers: list[torch.Tensor]
     n_sequences: int
     all_frames: list[torch.Tensor] | None = None
-    without_first: list[torch.Tensor] | None = None
+    without_first_states: Callable[[], list[torch.Tensor]] | None = None
     attentions: list[torch.Tensor] | None = None
     mask: torch.Tensor | None = None
+
+    @property
+    def without_first(self) -> list[torch.Tensor] | None:
+        """The layers without the first real token of each sequence, copied out only when asked for."""
+        return None if self.without_first_states is None else self.without_first_states()
+
+
+def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.Tensor]:
+    """The rows of each (b, t, d) state where the (b, t) ``mask`` is set, float32 on the CPU."""
+    return [h[mask].float().cpu() for h in states]
 
 
 def layer_names(model) -> list[str]:
@@ -154,9 +165,9 @@ def iter_text_hidden_states(
         without_first = None
         if not enc_dec and not getattr(model.config, "downsampling_rate", None):
             later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
-            without_first = [h[later].float().cpu() for h, _ in states]
+            without_first = partial(_select_rows, [h for h, _ in states], later)
         probs = [a.float().cpu() for a in out.attentions] if attentions else None
-        yield Batch(layers, len(chunk), without_first=without_first, attentions=probs,
+        yield Batch(layers, len(chunk), without_first_states=without_first, attentions=probs,
                     mask=mask.cpu() if attentions else None)
 
 

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["sha256_file", "hash_files", "atomic_write"]
+__all__ = ["sha256_file", "hash_files", "atomic_write", "exclusive"]
 
 
 def _feed(h, path: Path) -> None:
@@ -46,3 +46,14 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def exclusive(path: Path):
+    """A lock held while ``path`` is being made (``<path>.lock``, ``filelock``): processes sharing a cache folder
+    (``pytest -n``, jobs of a cluster on a shared disk) make each entry once; the others wait, then read it. Use as
+    ``with exclusive(path): ...``, checking again inside whether ``path`` exists."""
+    from filelock import FileLock
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path) + ".lock")

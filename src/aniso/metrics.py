@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy import linalg as _linalg
 from scipy import stats as _stats
 
 __all__ = [
@@ -186,7 +187,7 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
     trace = float(np.trace(c))
     if trace <= 0:
         return float("nan")
-    lam_max = float(np.linalg.eigvalsh(c)[-1])
+    lam_max = float(_linalg.eigh(c, eigvals_only=True, subset_by_index=[c.shape[0] - 1, c.shape[0] - 1])[0])
     return float(min(1.0, max(0.0, lam_max / trace)))
 
 

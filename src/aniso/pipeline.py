@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from .settings import Settings
 from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
                       source_fingerprint)
 from .distributed import Shard
+from .files import exclusive
 from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key, summary_dict
 
 log = logging.getLogger(__name__)
@@ -76,12 +78,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             ]
             if batch.all_frames is not None:
                 all_frames = [LayerAccumulator(h.shape[1], second_order=False) for h in batch.all_frames]
-            if first_token_excluded and batch.without_first is not None:
+            if first_token_excluded and batch.without_first_states is not None:
                 aside = [LayerAccumulator(acc.dim, settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
                                           second_order=acc.second_order) for i, acc in enumerate(layers)]
         for acc, h in zip(layers, batch.layers):
             acc.update(h.numpy())
-        for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first)):
+        for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first if aside else None)):
             if extra is not None:
                 for acc, h in zip(extra, states):
                     acc.update(h.numpy())
@@ -216,17 +218,32 @@ class StatsProvider:
             "second_order": second_order,
             "first_token_excluded": FIRST_TOKEN_EXCLUDED in self.statistics and self.shard.world == 1,
         } | ({"shards": self.shard.world} if self.shard.world > 1 else {}))
-        if not self.settings.no_cache:
-            cached = self.cache.load(key)
+        if self.settings.no_cache:
+            return self._compute(entry, ctx, modality, inputs, fingerprint, key)
+        cached = self._cached(entry, key)
+        if cached is not None:
+            return cached
+        # One process computes an entry; others sharing the cache folder (pytest -n) wait for it, then read it.
+        with nullcontext() if self.shard.world > 1 else exclusive(Path(self.settings.cache_dir) / key):
+            cached = self._cached(entry, key)
             if cached is not None:
-                cached.meta["cache"] = {"key": key, "hit": True}
-                log.info("%s: statistics from cache %s", entry.id, key)
                 return cached
+            stats = self._compute(entry, ctx, modality, inputs, fingerprint, key)
+            if self.shard.rank == 0:
+                self.cache.save(key, stats)
+        return stats
+
+    def _cached(self, entry: ModelEntry, key: str) -> ModelStats | None:
+        cached = self.cache.load(key)
+        if cached is not None:
+            cached.meta["cache"] = {"key": key, "hit": True}
+            log.info("%s: statistics from cache %s", entry.id, key)
+        return cached
+
+    def _compute(self, entry, ctx, modality, inputs, fingerprint, key) -> ModelStats:
         stats = compute_model_stats(load_model(entry, ctx), modality, inputs, self.settings, fingerprint,
                                     self.statistics, self.shard)
         stats.meta["cache"] = {"key": key, "hit": False}
-        if not self.settings.no_cache and self.shard.rank == 0:
-            self.cache.save(key, stats)
         return stats
 
 

@@ -6,7 +6,9 @@ is parametrised over the registry entries those tags select. The ``claim``
 fixture gives statistics and records the verdict; the test's outcome follows
 the verdict policy (:mod:`aniso.verdicts`). At the end of a run with claim
 tests, the session writes ``<report_dir>/<run>/results.json`` and
-``report.html`` and the plugin prints its summary.
+``report.html`` and the plugin prints its summary. Under pytest-xdist (``pytest -n 2``) each worker sends its
+results to the controller, which writes the one report; workers share the statistics cache (each entry is made
+once, under a file lock).
 """
 
 from __future__ import annotations
@@ -134,8 +136,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     aniso = session.config.stash.get(_SESSION, None)
-    if aniso is not None and aniso.finish() and session.exitstatus == 0:
+    if aniso is None:
+        return
+    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller writes the one report
+        session.config.workeroutput["aniso"] = aniso.worker_payload()
+        return
+    if aniso.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist: a worker finished; its claim results join the controller's run."""
+    aniso = node.config.stash.get(_SESSION, None)
+    payload = getattr(node, "workeroutput", {}).get("aniso")
+    if aniso is not None and payload:
+        aniso.absorb(payload)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

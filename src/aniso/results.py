@@ -176,13 +176,18 @@ def model_layers(stats: ModelStats, entry=None) -> ModelLayers:
                        entry=RegistryRow.of(entry) if entry is not None else None)
 
 
-def write_results(path: Path, doc: ResultsDocument) -> None:
-    """Write ``results.json`` (NaN and infinities as null)."""
+def dump_results(doc: ResultsDocument, indent: int | None = None) -> str:
+    """``doc`` as JSON text (NaN and infinities as null), as ``results.json`` holds it."""
     import json
 
+    return json.dumps(_clean(doc.model_dump(mode="json")), indent=indent)
+
+
+def write_results(path: Path, doc: ResultsDocument) -> None:
+    """Write ``results.json`` (NaN and infinities as null)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_clean(doc.model_dump(mode="json")), indent=1))
+    path.write_text(dump_results(doc, indent=1))
 
 
 def read_results(path: Path) -> ResultsDocument:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, model_layers, provenance,
-                      write_results)
+from .results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, dump_results, model_layers,
+                      provenance, write_results)
 from .architecture_check import ArchitectureChecks
 from .catalog import get_claim, not_yet_executable
 from .dynamics import Series, SeriesProvider
@@ -55,6 +55,7 @@ class AnisoSession:
     results: list[ClaimResult] = field(default_factory=list)
     report_path: Path | None = None
     must_run_failures: list[str] = field(default_factory=list)
+    absorbed: list[ResultsDocument] = field(default_factory=list)
 
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
@@ -84,6 +85,23 @@ class AnisoSession:
         if result not in self.results:
             self.results.append(result)
 
+    def worker_payload(self) -> str:
+        """This run's results as JSON, for the process that merges parallel workers' runs (:meth:`absorb`)."""
+        return dump_results(self.document())
+
+    def absorb(self, payload: str) -> None:
+        """Take in a parallel worker's :meth:`worker_payload`: its claim results join this run's, its models and
+        experiments join this run's document. Raises ValueError if the payload is not a results document."""
+        from pydantic import ValidationError
+
+        try:
+            doc = ResultsDocument.model_validate_json(payload)
+        except ValidationError as exc:
+            raise ValueError(f"a parallel worker sent results that do not match the schema: {exc}") from None
+        self.absorbed.append(doc)
+        # Workers finish in any order: test order keeps the merged results.json the same from run to run.
+        self.results = sorted([*self.results, *doc.results], key=lambda r: r.test)
+
     def finish(self) -> bool:
         """Check the ``must_run`` models and write ``results.json`` and ``report.html``; True if the run must fail
         because a ``must_run`` model was skipped for want of weights or code."""
@@ -94,7 +112,7 @@ class AnisoSession:
                 if skipped:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
-        if self.results or self.architectures.results or self.series.computed():
+        if self.results or self.architectures.results or self.series.computed() or self.absorbed:
             self.write_report()
         return bool(self.must_run_failures)
 
@@ -118,9 +136,21 @@ class AnisoSession:
             from .dynamics import series_document
 
             experiments["training"] = {mid: series_document(s) for mid, s in self.series.computed().items()}
+        models = {mid: model_layers(st, self.registry.get(mid)) for mid, st in computed.items()}
+        for doc in self.absorbed:  # parallel workers' runs (pytest -n)
+            models.update({k: v for k, v in doc.models.items() if k not in models})
+            for name, part in doc.experiments.items():
+                mine = experiments.setdefault(name, type(part)())
+                if isinstance(part, dict):
+                    mine.update({k: v for k, v in part.items() if k not in mine})
+                else:
+                    mine.extend(v for v in part if v not in mine)
+            if prov.corpus is None and doc.provenance.corpus is not None:
+                prov.corpus = doc.provenance.corpus
+            prov.inputs = list({d["dataset"]: d for d in [*(prov.inputs or []), *(doc.provenance.inputs or [])]}
+                               .values())
         return ResultsDocument(
-            provenance=prov, results=self.results,
-            models={mid: model_layers(st, self.registry.get(mid)) for mid, st in computed.items()},
+            provenance=prov, results=self.results, models=models,
             experiments=experiments, registry={e.id: RegistryRow.of(e) for e in self.registry},
             not_yet_executable=[NotYetExecutable(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
                                                    statement=c.statement) for c in not_yet_executable()])

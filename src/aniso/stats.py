@@ -74,7 +74,9 @@ class LayerAccumulator:
         self.n_zero = 0
         self.unit_sum = np.zeros(dim, np.float64)
         self.vector_sum = np.zeros(dim, np.float64)
-        self.gram = np.zeros((dim, dim), np.float64) if second_order else None
+        # Σxxᵀ of the vectors in complete SVD batches (each batch's Gram matrix serves its SVD anisotropy too); the
+        # partial batch's is added when `gram` is read.
+        self._gram_done = np.zeros((dim, dim), np.float64) if second_order else None
         self.norm_sum = 0.0
         self.batch_svd: list[float] = []
         self._svd_buffer = np.empty((svd_batch_size if second_order else 0, dim), np.float32)
@@ -91,18 +93,19 @@ class LayerAccumulator:
             raise ValueError(f"expected an array of shape (m, {self.dim}), got {x.shape}")
         if x.shape[0] == 0:
             return
-        x64 = x.astype(np.float64, copy=False)
+        x64 = np.ascontiguousarray(x, dtype=np.float64)
         if not np.all(np.isfinite(x64)):
             raise ValueError("hidden states contain NaN or infinite values")
-        norms = np.linalg.norm(x64, axis=1)
+        norms = np.sqrt(np.einsum("ij,ij->i", x64, x64))
         nonzero = norms > 0
         self.n_zero += int((~nonzero).sum())
-        self.unit_sum += (x64[nonzero] / norms[nonzero, None]).sum(axis=0)
+        inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=nonzero)
+        self.unit_sum += inverse @ x64  # Σ x_i / ‖x_i‖ over the non-zero vectors
         self.vector_sum += x64.sum(axis=0)
         self.norm_sum += float(norms.sum())
         if self.second_order:
-            xt = torch.from_numpy(np.ascontiguousarray(x64))
-            self.gram += (xt.T @ xt).numpy()
+            if self.count == 0 and x.dtype == np.float64:
+                self._svd_buffer = self._svd_buffer.astype(np.float64)  # keep float64 inputs exact
             self._update_svd_batches(x)
             self._update_reservoir(x)
         self.count += x.shape[0]
@@ -115,7 +118,9 @@ class LayerAccumulator:
             self._svd_fill += take
             start += take
             if self._svd_fill == self.svd_batch_size:
-                self.batch_svd.append(metrics.svd_anisotropy(self._svd_buffer))
+                anisotropy, gram = _batch_svd_anisotropy(self._svd_buffer)
+                self.batch_svd.append(anisotropy)
+                self._gram_done += gram
                 self._svd_fill = 0
 
     def _update_reservoir(self, x: np.ndarray) -> None:
@@ -140,7 +145,7 @@ class LayerAccumulator:
             raise ValueError("cannot merge an accumulator rebuilt from state() without its partial SVD batch; "
                              "merge transfer_state()s")
         if self.second_order:
-            self.gram += other.gram
+            self._gram_done += other._gram_done
             self.batch_svd.extend(other.batch_svd)
             self._update_svd_batches(other._svd_buffer[: other._svd_fill])
             if self.reservoir_size:
@@ -168,10 +173,21 @@ class LayerAccumulator:
     def transfer_state(self) -> dict[str, np.ndarray]:
         """:meth:`state` plus the partial SVD batch, so that an unfinished accumulator can be rebuilt on another
         process and merged (:meth:`from_state`, :meth:`merge`)."""
-        extra = {"svd_buffer": self._svd_buffer[: self._svd_fill].copy()} if self.second_order else {}
+        extra = {"svd_buffer": self._svd_buffer[: self._svd_fill].copy(), "gram_done": self._gram_done} \
+            if self.second_order else {}
         return self.state() | extra
 
     # -- results ---------------------------------------------------------------
+    @property
+    def gram(self) -> np.ndarray | None:
+        """Σ x_i x_iᵀ over every vector seen, (d, d) float64; None without second order."""
+        if not self.second_order:
+            return None
+        if self._svd_fill == 0:
+            return self._gram_done
+        partial = torch.from_numpy(np.ascontiguousarray(self._svd_buffer[: self._svd_fill], dtype=np.float64))
+        return self._gram_done + (partial.T @ partial).numpy()
+
     @property
     def n_nonzero(self) -> int:
         return self.count - self.n_zero
@@ -230,14 +246,29 @@ class LayerAccumulator:
         acc.norm_sum = float(state["norm_sum"][0])
         acc.batch_svd = [float(v) for v in state["batch_svd"]]
         if acc.second_order:
-            acc.gram = state["gram"].astype(np.float64)
             res = state["reservoir"]
             acc.reservoir[: res.shape[0]] = res
             partial = state.get("svd_buffer")
             if partial is not None:
+                acc._svd_buffer = acc._svd_buffer.astype(partial.dtype)
                 acc._svd_buffer[: partial.shape[0]] = partial
-            acc._partial_lost = partial is None and acc._svd_fill > 0
+                acc._gram_done = state["gram_done"].astype(np.float64)
+            else:  # a finished accumulator (the cache): its partial batch is inside Σxxᵀ and not kept apart
+                acc._partial_lost = acc._svd_fill > 0
+                acc._svd_fill = 0
+                acc._gram_done = state["gram"].astype(np.float64)
         return acc
+
+
+def _batch_svd_anisotropy(batch: np.ndarray) -> tuple[float, np.ndarray]:
+    """SVD anisotropy of one batch (shape (b, d)) and its Gram matrix Σxxᵀ ((d, d) float64): λ_max / trace of the
+    centred scatter, which equals σ₁² / Σσᵢ² of :func:`aniso.metrics.svd_anisotropy` (R §2.3) at about half its
+    cost, and whose Gram matrix is the batch's share of the layer's Σxxᵀ."""
+    b = torch.from_numpy(np.ascontiguousarray(batch, dtype=np.float64))
+    gram = (b.T @ b).numpy()
+    if not np.ptp(batch, axis=0).any():  # identical rows: no direction of variance (NaN, as the SVD gives)
+        return math.nan, gram
+    return metrics.svd_anisotropy_from_moments(b.sum(0).numpy(), gram, b.shape[0]), gram
 
 
 def _reservoir_update(reservoir: np.ndarray, count: int, x: np.ndarray, rng: np.random.Generator) -> None:

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..files import atomic_write
+from ..files import atomic_write, exclusive
 from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
@@ -231,8 +231,18 @@ def load_checkpoint(recipe: TextRecipe, step: int, stream_of: Callable[[], np.nd
                 warnings.warn(f"miniature checkpoint {path} cannot be used ({exc}); training the run again",
                               RuntimeWarning, stacklevel=2)
         if attempt == 0:
-            train_run(recipe, stream_of(), cache_dir, key, progress, device)
+            with exclusive(path.parent):  # processes sharing the cache train a run once
+                if not _readable(recipe, path):  # (another process may have trained it meanwhile)
+                    train_run(recipe, stream_of(), cache_dir, key, progress, device)
     raise RuntimeError(f"miniature checkpoint {path} was not written by its training run")
+
+
+def _readable(recipe: TextRecipe, path: Path) -> bool:
+    try:
+        _read(recipe, path)
+    except Exception:  # noqa: BLE001 - missing or defective: not readable
+        return False
+    return True
 
 
 def _read(recipe: TextRecipe, path: Path):

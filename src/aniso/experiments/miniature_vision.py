@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ..files import atomic_write
+from ..files import atomic_write, exclusive
 from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
@@ -254,10 +254,15 @@ def load_or_train(recipe: VisionRecipe, train_images: Sequence, heldout_images: 
     ``key`` must identify the recipe, the training set and the library versions. A cache file that cannot be
     read is reported with a warning and retrained. See :func:`train` for the other parameters.
     """
+    path = Path(cache_dir) / "miniatures" / f"{key}.safetensors"
+    with exclusive(path):  # processes sharing the cache train a miniature once
+        return _load_or_train(recipe, path, train_images, heldout_images, progress)
+
+
+def _load_or_train(recipe: VisionRecipe, path: Path, train_images, heldout_images, progress) -> TrainedMiniature:
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    path = Path(cache_dir) / "miniatures" / f"{key}.safetensors"
     if path.exists():
         try:
             model = build_model(recipe.arch, recipe.image_size, recipe.seed)
