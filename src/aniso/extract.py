@@ -49,6 +49,16 @@ def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.T
     return [h[mask].float().cpu() for h in states]
 
 
+def place(model, device: str) -> "torch.device | str":
+    """Put ``model`` on ``device`` and return where its inputs go. A model that accelerate has spread over several
+    devices (``device_map``, its ``hf_device_map``) stays where it is; its inputs go to the device of its first
+    weights (the embeddings)."""
+    if getattr(model, "hf_device_map", None):
+        return next(model.parameters()).device
+    model.to(device)
+    return device
+
+
 def layer_names(model) -> list[str]:
     """Names of the layers :func:`iter_text_hidden_states` yields, in order."""
     cfg = model.config
@@ -138,7 +148,7 @@ def iter_text_hidden_states(
         if getattr(model.config, "_attn_implementation", "eager") != "eager":
             model.set_attn_implementation("eager")
     _prepare_tokenizer(tokenizer)
-    model.to(device)
+    device = place(model, device)
     positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
     if isinstance(positions, int) and positions > 0:
         max_length = min(max_length, positions)  # a model with learnt positions reads no further
@@ -216,7 +226,7 @@ def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batc
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    model.to(device)
+    device = place(model, device)
     whisper = getattr(model.config, "is_encoder_decoder", False)
     if not whisper and not getattr(feature_extractor, "return_attention_mask", True):
         batch_size = 1
@@ -267,7 +277,7 @@ def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_i
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    model.to(device)
+    device = place(model, device)
     for start in range(0, len(images), batch_size):
         chunk = list(images[start : start + batch_size])
         pixels = image_processor(chunk, return_tensors="pt")["pixel_values"].to(device)

@@ -77,3 +77,49 @@ def test_a_kind_checks_the_rest_of_its_entry():
                 dict(source={"kind": "init", "block": "bert-post-ln"}, modality="text", architecture="transformer")):
         with pytest.raises(ValidationError):
             ModelEntry.model_validate(base | bad)
+
+
+def test_placement_reaches_from_pretrained_and_the_fingerprint(monkeypatch):
+    """dtype and device_map of a hub/local source go to transformers' from_pretrained; half precision changes the
+    fingerprint (the numbers), float32 keeps the old one."""
+    import transformers
+
+    from aniso.sources import source_fingerprint
+    from aniso.sources.hub import from_pretrained
+
+    seen = {}
+
+    class Fake:
+        @staticmethod
+        def from_pretrained(where, **kwargs):
+            seen.update(kwargs)
+            return torch_module()
+
+    def torch_module():
+        import torch
+
+        return torch.nn.Linear(2, 2)
+
+    monkeypatch.setattr(transformers, "AutoModel", Fake)
+    monkeypatch.setattr(transformers, "AutoTokenizer", type("T", (), {"from_pretrained": staticmethod(lambda *a, **k: "tok")}))
+    big = _entry(source={"kind": "hub", "repo": "org/big", "dtype": "bfloat16", "device_map": "auto"})
+    from_pretrained(big, "org/big")
+    assert seen["dtype"] == "bfloat16" and seen["device_map"] == "auto" and seen["use_safetensors"] is True
+    assert source_fingerprint(big, None).endswith("@main:bfloat16")
+    assert source_fingerprint(_entry(source={"kind": "hub", "repo": "org/big"}), None) == "hub:org/big@main"
+    with pytest.raises(ValueError, match="dtype"):
+        _entry(source={"kind": "hub", "repo": "org/big", "dtype": "int3"})
+
+
+def test_a_model_spread_by_accelerate_is_not_moved():
+    import torch
+
+    from aniso.extract import place
+
+    plain = torch.nn.Linear(2, 2)
+    assert place(plain, "cpu") == "cpu"
+    spread = torch.nn.Linear(2, 2)
+    spread.hf_device_map = {"": "cpu"}
+    moved = []
+    spread.to = lambda *a, **k: moved.append(a)
+    assert place(spread, "cuda:0") == torch.device("cpu") and not moved

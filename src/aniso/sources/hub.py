@@ -14,10 +14,18 @@ from pydantic import Field
 from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
-__all__ = ["HubSource", "KIND", "from_pretrained"]
+__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key"]
 
 
-class HubSource(Strict):
+class Placement(Strict):
+    """How a model's weights are held: ``dtype`` (float32, the default, or half precision for models too big for
+    it) and ``device_map: auto`` (accelerate spreads the layers over every GPU of the node, then the CPU)."""
+
+    dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    device_map: Literal["auto"] | None = None
+
+
+class HubSource(Placement):
     """A model on the Hugging Face hub, loaded with ``from_pretrained`` at ``revision``."""
 
     kind: Literal["hub"]
@@ -25,9 +33,16 @@ class HubSource(Strict):
     revision: str = "main"
 
 
+def placement_key(source) -> str:
+    """What a source's placement adds to its fingerprint: ``""`` for float32, else ``":<dtype>"`` (half precision
+    changes the numbers; where the layers run does not)."""
+    dtype = getattr(source, "dtype", "float32")
+    return "" if dtype == "float32" else f":{dtype}"
+
+
 def from_pretrained(entry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
-    """``(model, tokenizer, processor)`` from a Hugging Face folder or hub id: the model (safetensors, float32,
-    eval mode) and, by the entry's modality, its tokenizer (text), feature extractor (speech) or image processor
+    """``(model, tokenizer, processor)`` from a Hugging Face folder or hub id: the model (safetensors, eval mode, in
+    the source's ``dtype`` and ``device_map``, see :class:`Placement`) and, by the entry's modality, its tokenizer (text), feature extractor (speech) or image processor
     (vision, PIL backend). Raises OSError as transformers does when the files cannot be found."""
     from transformers import AutoFeatureExtractor, AutoModel, AutoTokenizer
 
@@ -36,7 +51,10 @@ def from_pretrained(entry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
     common = dict(trust_remote_code=entry.trust_remote_code, **kwargs)
     if entry.use_auth_token:
         common["token"] = True
-    model = AutoModel.from_pretrained(where, use_safetensors=True, dtype="float32", **common)
+    placement = {"dtype": getattr(entry.source, "dtype", "float32")}
+    if getattr(entry.source, "device_map", None):
+        placement["device_map"] = entry.source.device_map
+    model = AutoModel.from_pretrained(where, use_safetensors=True, **placement, **common)
     model.eval()
     preprocessors = {
         "speech": lambda: (None, AutoFeatureExtractor.from_pretrained(where, **common)),
@@ -50,7 +68,7 @@ def from_pretrained(entry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
 def fingerprint(entry, ctx: SourceContext) -> str:
     """``hub:<repo>@<revision>`` (pin a commit hash as revision for exact reproducibility)."""
     check_permissions(entry)
-    return f"hub:{entry.source.repo}@{entry.source.revision}"
+    return f"hub:{entry.source.repo}@{entry.source.revision}{placement_key(entry.source)}"
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:

@@ -9,14 +9,13 @@ from typing import Literal
 from pydantic import Field
 
 from ..files import hash_files
-from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
-from .hub import from_pretrained
+from .hub import Placement, from_pretrained, placement_key
 
 __all__ = ["LocalSource", "KIND", "weight_files_fingerprint"]
 
 
-class LocalSource(Strict):
+class LocalSource(Placement):
     """A directory in Hugging Face format; a relative path is relative to the registry file."""
 
     kind: Literal["local"]
@@ -42,7 +41,7 @@ def directory(entry, ctx: SourceContext) -> Path:
 
 def fingerprint(entry, ctx: SourceContext) -> str:
     check_permissions(entry)
-    return f"local:{weight_files_fingerprint(directory(entry, ctx))}"
+    return f"local:{weight_files_fingerprint(directory(entry, ctx))}{placement_key(entry.source)}"
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
