@@ -122,3 +122,19 @@ def test_two_gloo_ranks_give_the_statistics_of_one(tmp_path):
             assert np.allclose(one[key], two[key], rtol=1e-10, atol=1e-8), key
         if key.endswith(".count"):
             assert one[key][:2].tolist() == two[key][:2].tolist(), key
+
+
+def test_reading_sharded_statistics_that_were_not_extracted_names_the_command(tmp_path):
+    """A run set to read statistics extracted over N shards does not extract them itself in one process: the model
+    is unavailable, with the torchrun command that extracts them."""
+    from aniso.pipeline import StatsProvider
+    from aniso.registry import ModelEntry, Registry
+    from aniso.settings import Settings
+    from aniso.sources import ModelUnavailable
+
+    entry = ModelEntry.model_validate(dict(id="tiny", modality="text", granularity="subword",
+                                           architecture="transformer", role="encoder", family="bert",
+                                           source=dict(kind="hub", repo="none/none")))
+    settings = Settings.from_sources({"shards": 2, "cache_dir": str(tmp_path), "n_sequences": 4}, environ={})
+    with pytest.raises(ModelUnavailable, match=r"torchrun --nproc-per-node 2 -m aniso.cli extract tiny"):
+        StatsProvider(settings, Registry([entry])).get(entry)

@@ -208,21 +208,31 @@ class StatsProvider:
             inputs = self.inputs(entry.measured_on or modality.inputs)
         except InputsUnavailable as exc:
             raise InputsMissing(f"{entry.id}: {exc}") from None
-        second_order = modality.second_order and SECOND_ORDER in self.statistics
-        key = cache_key({
-            "model": entry.id,
-            "fingerprint": fingerprint,
-            "inputs": inputs.fingerprint,
-            "sample": sample_names(inputs),
-            "settings": self.settings.extraction_key(),
-            "second_order": second_order,
-            "first_token_excluded": FIRST_TOKEN_EXCLUDED in self.statistics and self.shard.world == 1,
-        } | ({"shards": self.shard.world} if self.shard.world > 1 else {}))
-        if self.settings.no_cache:
+        shards = self.shard.world if self.shard.world > 1 else self.settings.shards
+
+        def key_of(statistics: frozenset[str]) -> str:
+            return cache_key({
+                "model": entry.id,
+                "fingerprint": fingerprint,
+                "inputs": inputs.fingerprint,
+                "sample": sample_names(inputs),
+                "settings": self.settings.extraction_key(),
+                "second_order": modality.second_order and SECOND_ORDER in statistics,
+                "first_token_excluded": FIRST_TOKEN_EXCLUDED in statistics and shards == 1,
+            } | ({"shards": shards} if shards > 1 else {}))
+
+        key = key_of(self.statistics)
+        if self.settings.no_cache and shards == self.shard.world:
             return self._compute(entry, ctx, modality, inputs, fingerprint, key)
-        cached = self._cached(entry, key)
-        if cached is not None:
-            return cached
+        # An entry with every statistic (`aniso extract`, a full run) serves a run that reads fewer.
+        for candidate in dict.fromkeys((key, key_of(ALL_STATISTICS))):
+            cached = None if self.settings.no_cache else self._cached(entry, candidate)
+            if cached is not None:
+                return cached
+        if shards > self.shard.world:
+            raise ModelUnavailable(f"{entry.id}: no statistics extracted over {shards} shards in the cache "
+                                   f"{self.settings.cache_dir} (setting shards); extract them first with "
+                                   f"`torchrun --nproc-per-node {shards} -m aniso.cli extract {entry.id}`")
         # One process computes an entry; others sharing the cache folder (pytest -n) wait for it, then read it.
         with nullcontext() if self.shard.world > 1 else exclusive(Path(self.settings.cache_dir) / key):
             cached = self._cached(entry, key)

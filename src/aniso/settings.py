@@ -68,12 +68,13 @@ class Settings:
     miniature_steps: int = _QUICK["miniature_steps"]
     miniature_width: int = _QUICK["miniature_width"]
     miniature_batch: int = _QUICK["miniature_batch"]
+    shards: int = 1
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
             raise ValueError(f"setting profile must be one of {sorted(PROFILES)}, got {self.profile!r}")
         for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences", "n_clips", "n_images",
-                     "second_order_max_dim", "miniature_steps", "miniature_width", "miniature_batch"):
+                     "second_order_max_dim", "miniature_steps", "miniature_width", "miniature_batch", "shards"):
             if getattr(self, name) < 1:
                 raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
         if self.reservoir_size < 3:
@@ -160,6 +161,9 @@ SETTING_HELP = {
     "miniature_steps": "optimiser steps of each text miniature's pre-training run (checkpoints at 0 and powers of two)",
     "miniature_width": "hidden size of the text miniatures (4 layers, 4 heads)",
     "miniature_batch": "sequences of 128 bytes per optimiser step of the text miniatures",
+    "shards": "read statistics that `torchrun --nproc-per-node N -m aniso.cli extract MODEL` extracted over N "
+    "processes (their reservoir sample and SVD batches differ from one process's, so they are cached apart); 1: "
+    "extract in this process",
     "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
     "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }

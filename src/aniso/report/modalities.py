@@ -147,7 +147,9 @@ def profile_figure(models: dict[str, dict]) -> list[tuple[str, str]]:
         ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)")
         ax.set_ylabel("SVD anisotropy σ₁²/Σσᵢ² (batch mean)")
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    labelled = next((ax for ax in axes[::-1] if ax.get_legend_handles_labels()[0]), None)
+    if labelled is not None:
+        labelled.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [("SVD-anisotropy profiles of decoders and encoders — R Fig. 1", _png(fig))]
     plt.close(fig)
     return out
