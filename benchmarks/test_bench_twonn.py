@@ -51,21 +51,26 @@ def _bound(x: np.ndarray) -> None:
 
 
 def _skdim(x: np.ndarray) -> float:
-    skdim = pytest.importorskip("skdim", reason="scikit-dimension is not installed (a peer, not in the lock)")
+    import skdim
+
     return float(skdim.id.TwoNN(discard_fraction=0.1).fit(x).dimension_)
 
 
 def _dadapy(x: np.ndarray) -> float:
-    dadapy = pytest.importorskip("dadapy", reason="dadapy is not installed (a peer, not in the lock)")
+    import dadapy
+
     return float(dadapy.Data(x).compute_id_2NN(decimation=1, fraction=0.9)[0])
 
 
 ROWS = {"suite": metrics.twonn_dimension, "bound": _bound, "scikit-dimension": _skdim, "dadapy": _dadapy}
+PEER_MODULES = {"scikit-dimension": "skdim", "dadapy": "dadapy"}
 
 
 @pytest.mark.parametrize("row", list(ROWS))
 def test_twonn(benchmark, case, row):
     key, x = case
+    if row in PEER_MODULES:
+        pytest.importorskip(PEER_MODULES[row], reason=f"{row} is not installed (a peer, not in the lock)")
     benchmark.group = f"twonn {key[0]} n={key[1]} d={key[2]}"
     estimate = benchmark.pedantic(ROWS[row], args=(x,), rounds=1, iterations=1, warmup_rounds=0)
     if row == "bound":

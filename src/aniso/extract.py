@@ -155,7 +155,10 @@ def iter_text_hidden_states(
     if getattr(model.config, "downsampling_rate", None):
         # CANINE's strided downsampling mixes padding into the last real position: one sequence per pass.
         batch_size = 1
-    lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
+    lengths: list[int] = []
+    for start in range(0, len(texts), 256):  # in chunks: only the lengths are kept, whatever the number of texts
+        lengths += [len(ids) for ids in tokenizer(list(texts[start : start + 256]), truncation=True,
+                                                  max_length=max_length)["input_ids"]]
     order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
     enc_dec = getattr(model.config, "is_encoder_decoder", False)
     accepted = {"input_ids", "attention_mask", "token_type_ids"}
