@@ -6,9 +6,12 @@ two minutes a row on 2 cores). Each group is one (data, n, d); its rows:
 - ``suite``: :func:`aniso.metrics.twonn_dimension` (exact: float32 blocks, float64 re-check of the candidates);
 - ``bound``: the n²·d work any exact TwoNN does, a blocked float32 matrix product with a top-2 per row in torch
   (no estimate); the suite's time divided by this row's is the number to read;
-- ``scikit-dimension`` (``skdim.id.TwoNN``) and ``dadapy`` (``Data.compute_id_2NN``), when installed (they are
-  not in the lock: ``pip install scikit-dimension dadapy`` in a separate virtual environment with this package, see
-  the README); a peer that is not installed is reported as skipped.
+- ``scikit-dimension`` (``skdim.id.TwoNN``) and ``dadapy`` (``Data.compute_id_2NN``), when installed. Neither is
+  in the lock. scikit-dimension installs beside the suite (``pip install --no-deps scikit-dimension numba
+  llvmlite``); dadapy needs NumPy < 2, so it runs in a virtual environment of its own whose Python
+  ``ANISO_PEER_PYTHON`` names (``python -m venv peer && peer/bin/pip install "numpy<2" dadapy``): the benchmark
+  hands it the points as a ``.npy`` file and reads back the estimate and the time measured inside that process
+  (``extra_info["seconds_inside_peer"]``, without its start-up). A peer that cannot be run is reported as skipped.
 
 Each row stores its estimate in ``extra_info``; the suite's must agree with every peer's within 2%.
 """
@@ -56,10 +59,48 @@ def _skdim(x: np.ndarray) -> float:
     return float(skdim.id.TwoNN(discard_fraction=0.1).fit(x).dimension_)
 
 
-def _dadapy(x: np.ndarray) -> float:
-    import dadapy
+_DADAPY = """
+import json, sys, time
+import numpy as np
+import dadapy
+x = np.load(sys.argv[1])
+t = time.perf_counter()
+estimate = float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0])
+print(json.dumps({"estimate": estimate, "seconds": time.perf_counter() - t}))
+"""
 
-    return float(dadapy.Data(x).compute_id_2NN(decimation=1, fraction=0.9)[0])
+
+def _dadapy(x: np.ndarray) -> float:
+    try:
+        import dadapy
+    except ImportError:
+        return _in_peer_python(x)
+    return float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0])
+
+
+def _in_peer_python(x: np.ndarray) -> float:
+    import json
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(f"{tmp}/x.npy", x)
+        out = subprocess.run([os.environ["ANISO_PEER_PYTHON"], "-c", _DADAPY, f"{tmp}/x.npy"], capture_output=True,
+                             text=True, check=True, timeout=3600)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    _PEER_SECONDS.append(got["seconds"])
+    return got["estimate"]
+
+
+_PEER_SECONDS: list[float] = []
+
+
+def _peer_available(row: str) -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec(PEER_MODULES[row]) is not None:
+        return True
+    return row == "dadapy" and bool(os.environ.get("ANISO_PEER_PYTHON"))
 
 
 ROWS = {"suite": metrics.twonn_dimension, "bound": _bound, "scikit-dimension": _skdim, "dadapy": _dadapy}
@@ -69,13 +110,15 @@ PEER_MODULES = {"scikit-dimension": "skdim", "dadapy": "dadapy"}
 @pytest.mark.parametrize("row", list(ROWS))
 def test_twonn(benchmark, case, row):
     key, x = case
-    if row in PEER_MODULES:
-        pytest.importorskip(PEER_MODULES[row], reason=f"{row} is not installed (a peer, not in the lock)")
+    if row in PEER_MODULES and not _peer_available(row):
+        pytest.skip(f"{row} is not installed (a peer, not in the lock; see this module's docstring)")
     benchmark.group = f"twonn {key[0]} n={key[1]} d={key[2]}"
     estimate = benchmark.pedantic(ROWS[row], args=(x,), rounds=1, iterations=1, warmup_rounds=0)
     if row == "bound":
         return
     benchmark.extra_info["estimate"] = estimate
+    if row == "dadapy" and _PEER_SECONDS:
+        benchmark.extra_info["seconds_inside_peer"] = _PEER_SECONDS.pop()
     found = _ESTIMATES.setdefault(key, {})
     found[row] = estimate
     if row != "suite" and "suite" in found:
