@@ -85,7 +85,8 @@ def _extract(rank: int, world: int, init: str, out: str) -> None:
     from aniso.sources import LoadedModel
     from transformers import BertConfig, BertModel
 
-    torch.set_num_threads(1)
+    if world > 1:  # a spawned rank of its own (never the pytest process itself): one thread each
+        torch.set_num_threads(1)
     torch.manual_seed(0)
     model = BertModel(BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
                                  vocab_size=300, max_position_embeddings=128)).eval()
