@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aniso import metrics
-from aniso.claim_rules import SIGNIFICANCE_RULE, significant_anisotropy
+from aniso.claim_rules import SIGNIFICANCE_RULE, significance_margin, significant_anisotropy
 
 #: The level G §3.2 treats as clearly anisotropic for speech, used by the speech and CNN claims.
 LEVEL = 0.2
@@ -24,7 +24,9 @@ def _cos(stats) -> np.ndarray:
 
 def _significance(claim, stats) -> None:
     holds, measured = significant_anisotropy(stats)
-    claim.conclude(holds, measured, SIGNIFICANCE_RULE)
+    claim.conclude(holds, measured, SIGNIFICANCE_RULE,
+                   uncertainty=claim.interval(stats, significance_margin, "max over layers of avg cos − q95(d)", 0.0,
+                                              ">"))
 
 
 @pytest.mark.claim("G.char-nlp-anisotropic")
@@ -113,7 +115,9 @@ def test_speech_all_layers(entry, claim):
     if stats.meta.get("all_frames_mean_cosine") is not None:
         measured["all_frames_avg_cos_per_layer"] = [round(float(v), 5) for v in stats.meta["all_frames_mean_cosine"]]
         measured["all_frames"] = stats.meta.get("all_frames_count")
-    claim.conclude(bool((cos >= LEVEL).all()), measured, f"every layer avg cos >= {LEVEL} (real frames)")
+    claim.conclude(bool((cos >= LEVEL).all()), measured, f"every layer avg cos >= {LEVEL} (real frames)",
+                   uncertainty=claim.interval(stats, lambda s: float(_cos(s).min()), "lowest layer avg cos", LEVEL,
+                                              ">="))
 
 
 @pytest.mark.claim("G.vision-transformers-anisotropic")
@@ -152,4 +156,5 @@ def test_cnn_mostly_isotropic(entry, claim):
             stats.meta.get("corpus", {}).get("fingerprint")]
     if same:
         measured["below_vision_transformers"] = {e.id: bool(cos.mean() < _cos(s).mean()) for e, s in same}
-    claim.conclude(bool((cos < LEVEL).all()), measured, f"every layer avg cos < {LEVEL}")
+    claim.conclude(bool((cos < LEVEL).all()), measured, f"every layer avg cos < {LEVEL}",
+                   uncertainty=claim.interval(stats, _max_layer, "highest layer avg cos", LEVEL, "<"))

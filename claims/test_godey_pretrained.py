@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from aniso import metrics
-from aniso.claim_rules import SIGNIFICANCE_RULE, significant_anisotropy
+from aniso.claim_rules import SIGNIFICANCE_RULE, significance_margin, significant_anisotropy
 
 #: Significance level of the drift-correlation tests (G §3.3: "p > 0.05" = no significant correlation).
 ALPHA = 0.05
@@ -37,8 +37,11 @@ def test_token_nlp_anisotropic(entry, claim):
     percentile of the cosine of two isotropic Gaussian vectors in that layer's
     dimension (G App. B's yardstick).
     """
-    holds, measured = significant_anisotropy(claim.stats())
-    claim.conclude(holds, measured, SIGNIFICANCE_RULE)
+    stats = claim.stats()
+    holds, measured = significant_anisotropy(stats)
+    claim.conclude(holds, measured, SIGNIFICANCE_RULE,
+                   uncertainty=claim.interval(stats, significance_margin, "max over layers of avg cos − q95(d)", 0.0,
+                                              ">"))
 
 
 @pytest.mark.claim("G.isotropic-baseline")
@@ -80,11 +83,18 @@ def test_isotropic_baseline_models(entry, claim):
     stats = claim.stats()
     cos, q95, _, dims = _layer_series(stats)
     top = int(np.argmax(cos))
+
+    def margin(s) -> float:
+        c, q, _, _ = _layer_series(s)
+        k = int(np.argmax(c))
+        return float(c[k] - q[k])
+
     claim.conclude(
         bool(cos[top] > q95[top]),
         {"max_avg_cos": float(cos[top]), "layer": stats.layer_names[top], "q95": float(q95[top]), "d": dims[top],
          "ratio_to_q95": float(cos[top] / q95[top])},
         "max-layer avg cos > q95(d)",
+        uncertainty=claim.interval(stats, margin, "max-layer avg cos − its q95(d)", 0.0, ">"),
     )
 
 
@@ -103,7 +113,13 @@ def _drift_claim(claim, method: str) -> None:
          "avg_cos_per_layer": [round(float(v), 5) for v in cos]},
         f"{method} p < {ALPHA} between per-layer drift norm and avg cos",
         p_value=chosen.p_value,
+        uncertainty=claim.interval(stats, lambda s: _drift_p(s, method), f"{method} p-value", ALPHA, "<"),
     )
+
+
+def _drift_p(stats, method: str) -> float:
+    cos, _, drift, _ = _layer_series(stats)
+    return metrics.drift_correlation(drift, cos, method).p_value
 
 
 @pytest.mark.claim("G.drift-correlation-spearman")

@@ -11,7 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.claim_rules import BELL_RULE, profile_shape, svd_profile
+from aniso.claim_rules import BELL_RULE, CONTRAST, profile_shape, svd_profile
+
+
+def _profile(stats) -> dict:
+    """The shape of the all-token profile (the deciding one), without the reported extras."""
+    profile, _ = svd_profile(stats.summaries())
+    return profile_shape(profile)
 
 
 def _shape(stats) -> dict:
@@ -36,8 +42,11 @@ def test_decoder_bell_profile(entry, claim):
     Holds if the SVD-anisotropy profile peaks at a relative depth strictly inside (0.15, 0.85) and the peak
     exceeds both the first and the last layer's value by >= 20% of the peak.
     """
-    shape = _shape(claim.stats())
-    claim.conclude(shape["bell"], {k: v for k, v in shape.items() if k != "bell"}, BELL_RULE)
+    stats = claim.stats()
+    shape = _shape(stats)
+    claim.conclude(shape["bell"], {k: v for k, v in shape.items() if k != "bell"}, BELL_RULE,
+                   uncertainty=claim.interval(stats, lambda s: _profile(s)["contrast"], "peak-to-ends contrast",
+                                              CONTRAST, ">=", verdict=lambda s: _profile(s)["bell"]))
 
 
 @pytest.mark.claim("R.encoder-flat-profile")
@@ -49,7 +58,8 @@ def test_encoder_flat_profile(entry, claim):
     profile, is smaller than that of every decoder measured in the run. Needs at least one decoder; otherwise
     skipped, naming every decoder and why it is unavailable.
     """
-    mine = _shape(claim.stats())
+    stats = claim.stats()
+    mine = _shape(stats)
     decoders, missing = claim.available_stats(("pretrained", "text", "decoder", "transformer"))
     if not decoders:
         pytest.skip("needs a decoder to compare with; unavailable: " + "; ".join(missing))
@@ -62,5 +72,9 @@ def test_encoder_flat_profile(entry, claim):
                 "profile": mine["profile"]}
     if "contrast_without_first_token" in mine:
         measured["contrast_without_first_token"] = mine["contrast_without_first_token"]
+    lowest = theirs[flattest]["contrast"]
     claim.conclude(bool(np.all([mine["contrast"] < v["contrast"] for v in theirs.values()])), measured,
-                   "peak-to-ends contrast of the SVD-anisotropy profile < that of every decoder measured")
+                   "peak-to-ends contrast of the SVD-anisotropy profile < that of every decoder measured",
+                   uncertainty=claim.interval(stats, lambda s: _profile(s)["contrast"] - lowest,
+                                              "contrast minus the flattest decoder's", 0.0, "<",
+                                              fixed="the decoders' profiles"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["significant_anisotropy", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST"]
+__all__ = ["significant_anisotropy", "significance_margin", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST"]
 
 #: The rule, in words, as every result states it.
 SIGNIFICANCE_RULE = "some layer has avg cos > q95(d)"
@@ -18,7 +18,8 @@ def significant_anisotropy(stats) -> tuple[bool, dict]:
     """Whether some layer of ``stats`` (a :class:`~aniso.stats.ModelStats`) has significant anisotropy.
 
     Returns ``(holds, measured)``: ``measured`` gives the highest avg cos and its layer, the q95(d) and d of the
-    layer furthest above its q95 (or least below it), the number of significant layers, the number of layers and
+    layer furthest above its q95 (or least below it), its ``margin`` avg cos − q95(d) (the deciding statistic: the
+    claim holds iff it is > 0), the number of significant layers, the number of layers and
     the avg cos of every layer (rounded to 5 decimals). G §2 Fig. 1, §3.1 Fig. 2, §3.2 Fig. 3b.
     """
     layers = stats.summaries()
@@ -31,10 +32,17 @@ def significant_anisotropy(stats) -> tuple[bool, dict]:
         "layer_of_max": stats.layer_names[int(np.argmax(cos))],
         "q95": float(q95[best]),
         "d": layers[best].dim,
+        "margin": float(cos[best] - q95[best]),
         "significant_layers": int(significant.sum()),
         "n_layers": len(cos),
         "avg_cos_per_layer": [round(float(v), 5) for v in cos],
     }
+
+
+def significance_margin(stats) -> float:
+    """max over layers of avg cos − q95(d): the statistic :func:`significant_anisotropy` decides on (> 0: holds)."""
+    layers = stats.summaries()
+    return float(max(s.mean_cosine - s.q95 for s in layers))
 
 
 #: R §4.1 operationalisation (docs/claims.md): the peak's relative depth lies strictly inside (EDGE, 1 - EDGE) and

@@ -29,6 +29,8 @@ class Batch:
     decoder) holds the same layers without the first real token of each sequence (the attention-sink position of
     decoders), for the profiles reported with and without it. ``attentions`` (text, when asked for) holds each
     attention layer's probabilities, (b, heads, t, t) float32, and ``mask`` the (b, t) bool mask of real tokens.
+    ``inputs`` labels the rows of each layer with the input they came from (0 .. ``n_sequences`` - 1: paragraph,
+    recording, image), (m_i,) int64, for statistics kept per input (bootstrap intervals); None: not labelled.
     """
 
     layers: list[torch.Tensor]
@@ -37,6 +39,7 @@ class Batch:
     without_first_states: Callable[[], list[torch.Tensor]] | None = None
     attentions: list[torch.Tensor] | None = None
     mask: torch.Tensor | None = None
+    inputs: list[torch.Tensor] | None = None
 
     @property
     def without_first(self) -> list[torch.Tensor] | None:
@@ -174,14 +177,16 @@ def iter_text_hidden_states(
         else:
             out = model(**inputs, output_hidden_states=True, output_attentions=attentions)
             states = [(h, mask) for h in out.hidden_states]
-        layers = [h[_resolution_mask(model, m, h)].float().cpu() for h, m in states]
+        masks = [_resolution_mask(model, m, h) for h, m in states]
+        layers = [h[m].float().cpu() for (h, _), m in zip(states, masks)]
+        rows_of = [m.nonzero()[:, 0].cpu() for m in masks]  # boolean indexing is row-major: the sequence of each row
         without_first = None
         if not enc_dec and not getattr(model.config, "downsampling_rate", None):
             later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
             without_first = partial(_select_rows, [h for h, _ in states], later)
         probs = [a.float().cpu() for a in out.attentions] if attentions else None
         yield Batch(layers, len(chunk), without_first_states=without_first, attentions=probs,
-                    mask=mask.cpu() if attentions else None)
+                    mask=mask.cpu() if attentions else None, inputs=rows_of)
 
 
 def speech_layer_names(model) -> list[str]:
@@ -248,7 +253,17 @@ def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batc
         b, t = states[0].shape[:2]
         mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
         yield Batch([h[mask].float().cpu() for h in states], len(chunk),
-                    [h.reshape(-1, h.shape[-1]).float().cpu() for h in states])
+                    [h.reshape(-1, h.shape[-1]).float().cpu() for h in states],
+                    inputs=[mask.nonzero()[:, 0].cpu()] * len(states))
+
+
+def _vision_inputs(h: torch.Tensor, per_image: bool) -> torch.Tensor:
+    """The image of each row :func:`_vision_vectors` gives, (rows,) int64."""
+    b = h.shape[0]
+    if per_image:
+        return torch.arange(b)
+    per = h.shape[2] * h.shape[3] if h.ndim == 4 else h[0].reshape(-1, h.shape[-1]).shape[0]
+    return torch.arange(b).repeat_interleave(per)
 
 
 def _vision_vectors(h: torch.Tensor, per_image: bool) -> torch.Tensor:
@@ -288,7 +303,8 @@ def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_i
         states = out.hidden_states
         if states is None:
             raise RuntimeError(f"{type(model).__name__} returned no hidden states")
-        yield Batch([_vision_vectors(h, per_image).float().cpu() for h in states], len(chunk))
+        yield Batch([_vision_vectors(h, per_image).float().cpu() for h in states], len(chunk),
+                    inputs=[_vision_inputs(h, per_image) for h in states])
 
 
 #: Child-module name pairs that hold the query and key projections of one attention module, by family:

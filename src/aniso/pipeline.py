@@ -40,6 +40,9 @@ SECOND_ORDER = "second-order"
 #: profiles are reported with and without it).
 FIRST_TOKEN_EXCLUDED = "first-token-excluded"
 ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED})
+#: Widest layer whose sums are also kept per input (for bootstrap intervals over the inputs): 16,384 keeps them for
+#: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer.
+PER_INPUT_MAX_DIM = 16_384
 
 
 def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
@@ -64,7 +67,9 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     aside: list[LayerAccumulator] | None = None
     n_seq = 0
     t0 = time.perf_counter()
-    for batch in batches:
+    from .progress import bar
+
+    for batch in bar(batches, desc=f"{entry.id}: hidden states", unit="batch"):
         if layers is None:
             if names is None:
                 names = [str(i) for i in range(len(batch.layers))]
@@ -73,16 +78,20 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             layers = [
                 LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
                                  shard.seed(settings.seed + i),
-                                 second_order=second_order and h.shape[1] <= settings.second_order_max_dim)
+                                 second_order=second_order and h.shape[1] <= settings.second_order_max_dim,
+                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM)
                 for i, h in enumerate(batch.layers)
             ]
+            unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
             if batch.all_frames is not None:
                 all_frames = [LayerAccumulator(h.shape[1], second_order=False) for h in batch.all_frames]
             if first_token_excluded and batch.without_first_states is not None:
                 aside = [LayerAccumulator(acc.dim, settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
                                           second_order=acc.second_order) for i, acc in enumerate(layers)]
-        for acc, h in zip(layers, batch.layers):
-            acc.update(h.numpy())
+        labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
+        for acc, h, rows in zip(layers, batch.layers, labels):
+            acc.update(h.numpy(), None if rows is None else rows.numpy(),
+                       batch.n_sequences if rows is not None else None)
         for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first if aside else None)):
             if extra is not None:
                 for acc, h in zip(extra, states):
@@ -91,7 +100,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     if layers is None:
         raise RuntimeError(f"{entry.id}: the inputs gave no batches")
     meta = dict(meta, n_sequences=n_seq, n_tokens=layers[0].count, settings=settings.extraction_key(),
-                seconds=round(time.perf_counter() - t0, 2))
+                seconds=round(time.perf_counter() - t0, 2), bootstrap_unit=unit)
     if all_frames is not None:
         meta["all_frames_mean_cosine"] = [a.summary().mean_cosine for a in all_frames]
         meta["all_frames_count"] = all_frames[0].count

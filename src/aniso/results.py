@@ -22,15 +22,37 @@ from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED
 from .versions import library_versions
 
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED",
-           "ERROR", "ClaimResult", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
+           "ERROR", "ClaimResult", "Uncertainty", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
            "ResultsDocument", "provenance", "model_layers", "write_results", "read_results"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class _Doc(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Uncertainty(_Doc):
+    """A verdict's deciding statistic with its bootstrap interval over the inputs (:mod:`aniso.uncertainty`).
+
+    ``statistic`` names it; ``value`` on all inputs; ``low``/``high`` the percentile interval at ``level``;
+    ``threshold`` and ``holds_if`` the claim's rule on it; ``holds_share`` the share of the ``n_boot`` resamples in
+    which the verdict holds; ``fragile`` whether the interval straddles the threshold (or the verdict flips in more
+    than (1 - level) / 2 of the resamples); ``method`` what was resampled, and what was held fixed.
+    """
+
+    statistic: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    threshold: float | None = None
+    holds_if: str | None = None
+    holds_share: float | None = None
+    fragile: bool = False
+    n_boot: int = 0
+    level: float = 0.95
+    method: str = ""
 
 
 class ClaimResult(_Doc):
@@ -66,6 +88,7 @@ class ClaimResult(_Doc):
     seconds: float = 0.0
     differs_from_record: str | None = None
     skip_kind: str | None = None
+    uncertainty: Uncertainty | None = None
 
 
 class RegistryRow(_Doc):

@@ -26,7 +26,7 @@ from .files import atomic_write, sha256_file
 log = logging.getLogger(__name__)
 
 #: Bump when the accumulated state or its meaning changes: old cache entries are then ignored.
-STATS_FORMAT_VERSION = 2
+STATS_FORMAT_VERSION = 3
 
 
 class LayerAccumulator:
@@ -53,10 +53,13 @@ class LayerAccumulator:
     svd_batch_size : int >= 2, vectors per batch for the batch-wise SVD anisotropy
     seed : int, seed of the reservoir's random stream
     second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
+    per_input : bool, also keep Σ u_i, Σ x_i and the counts of each input (a paragraph, recording or image, as
+        :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
+        bootstrap over the inputs resamples (:func:`bootstrap_summaries`)
     """
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
-                 second_order: bool = True):
+                 second_order: bool = True, per_input: bool = False):
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
@@ -84,24 +87,40 @@ class LayerAccumulator:
         self._partial_lost = False  # rebuilt from a state without its partial SVD batch (cannot be merged)
         self.reservoir = np.empty((reservoir_size, dim), np.float32)
         self._rng = np.random.Generator(np.random.PCG64(seed))
+        self.per_input = per_input
+        # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one array per update.
+        self._inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     # -- streaming -----------------------------------------------------------
-    def update(self, x: np.ndarray) -> None:
-        """Add a batch of vectors, shape (m, d). Raises ValueError on a bad shape or non-finite values."""
+    def update(self, x: np.ndarray, inputs: np.ndarray | None = None, n_inputs: int | None = None) -> None:
+        """Add a batch of vectors, shape (m, d).
+
+        ``inputs`` (m,) int labels each row with the input it came from, 0 .. ``n_inputs`` - 1 (kept per input with
+        ``per_input``; None: the whole batch is one input). Raises ValueError on a bad shape, bad labels or
+        non-finite values (naming how many rows are NaN or infinite).
+        """
         x = np.asarray(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"expected an array of shape (m, {self.dim}), got {x.shape}")
         if x.shape[0] == 0:
+            if self.per_input and n_inputs:  # inputs with no vectors here still hold their place
+                self._inputs.append((np.zeros((n_inputs, self.dim), np.float32),
+                                     np.zeros((n_inputs, self.dim), np.float32), np.zeros((n_inputs, 2), np.int64)))
             return
         x64 = np.ascontiguousarray(x, dtype=np.float64)
-        if not np.all(np.isfinite(x64)):
-            raise ValueError("hidden states contain NaN or infinite values")
+        finite = np.isfinite(x64)
+        if not finite.all():
+            bad = ~finite.all(axis=1)
+            raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {x.shape[0]} "
+                             f"vectors ({int(np.isnan(x64).any(axis=1).sum())} with NaN)")
         norms = np.sqrt(np.einsum("ij,ij->i", x64, x64))
         nonzero = norms > 0
         self.n_zero += int((~nonzero).sum())
         inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=nonzero)
         self.unit_sum += inverse @ x64  # Σ x_i / ‖x_i‖ over the non-zero vectors
         self.vector_sum += x64.sum(axis=0)
+        if self.per_input:
+            self._update_inputs(x64, inverse, nonzero, inputs, n_inputs)
         self.norm_sum += float(norms.sum())
         if self.second_order:
             if self.count == 0 and x.dtype == np.float64:
@@ -109,6 +128,32 @@ class LayerAccumulator:
             self._update_svd_batches(x)
             self._update_reservoir(x)
         self.count += x.shape[0]
+
+    def _update_inputs(self, x64: np.ndarray, inverse: np.ndarray, nonzero: np.ndarray, inputs, n_inputs) -> None:
+        m = x64.shape[0]
+        labels = np.zeros(m, np.int64) if inputs is None else np.asarray(inputs, np.int64).reshape(-1)
+        k = 1 if inputs is None else (int(n_inputs) if n_inputs is not None else int(labels.max(initial=-1)) + 1)
+        if labels.shape[0] != m or (m and (labels.min() < 0 or labels.max() >= k)):
+            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {labels.shape}")
+        idx = torch.from_numpy(labels)
+        xt = torch.from_numpy(x64)
+        units = torch.zeros(k, self.dim, dtype=torch.float64).index_add_(0, idx, xt * torch.from_numpy(inverse)[:, None])
+        vectors = torch.zeros(k, self.dim, dtype=torch.float64).index_add_(0, idx, xt)
+        counts = np.stack([np.bincount(labels, minlength=k), np.bincount(labels, weights=nonzero, minlength=k)], 1)
+        self._inputs.append((units.numpy().astype(np.float32), vectors.numpy().astype(np.float32),
+                             counts.astype(np.int64)))
+
+    def input_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, in the order
+        of the updates; None without ``per_input``."""
+        if not self.per_input:
+            return None
+        if not self._inputs:
+            return (np.zeros((0, self.dim), np.float32), np.zeros((0, self.dim), np.float32),
+                    np.zeros((0, 2), np.int64))
+        if len(self._inputs) > 1:
+            self._inputs = [tuple(np.concatenate(parts) for parts in zip(*self._inputs))]
+        return self._inputs[0]
 
     def _update_svd_batches(self, x: np.ndarray) -> None:
         start = 0
@@ -137,8 +182,8 @@ class LayerAccumulator:
         from a stream seeded by both counts, so every rank merging the same states gets the same sample). Raises
         ValueError if the two were not made with the same dimension, reservoir, batch size and order.
         """
-        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order)
-        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order)
+        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order, self.per_input)
+        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order, other.per_input)
         if mine != theirs:
             raise ValueError(f"cannot merge accumulators of different settings: {mine} vs {theirs}")
         if self._partial_lost or other._partial_lost:
@@ -155,6 +200,8 @@ class LayerAccumulator:
         self.norm_sum += other.norm_sum
         self.n_zero += other.n_zero
         self.count += other.count
+        if self.per_input:
+            self._inputs.append(other.input_sums())
 
     def _merge_reservoir(self, other: "LayerAccumulator") -> None:
         k = self.reservoir_size
@@ -232,15 +279,20 @@ class LayerAccumulator:
             "vector_sum": self.vector_sum,
             "norm_sum": np.array([self.norm_sum], np.float64),
             "batch_svd": np.asarray(self.batch_svd, np.float64),
-        } | ({"gram": self.gram, "reservoir": self.reservoir_sample().copy()} if self.second_order else {})
+        } | ({"gram": self.gram, "reservoir": self.reservoir_sample().copy()} if self.second_order else {}) \
+          | (dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), self.input_sums()))
+             if self.per_input else {})
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> "LayerAccumulator":
         """Rebuild an accumulator from :meth:`state` (a finished one: its SVD buffer is not kept) or from
         :meth:`transfer_state` (with its partial SVD batch)."""
         dim, k, b, seed, second = (int(v) for v in state["settings"])
-        acc = cls(dim, k, b, seed, bool(second))
+        acc = cls(dim, k, b, seed, bool(second), per_input="input_count" in state)
         acc.count, acc.n_zero, acc._svd_fill = (int(v) for v in state["count"])
+        if acc.per_input:
+            acc._inputs = [(state["input_unit_sum"].astype(np.float32), state["input_vector_sum"].astype(np.float32),
+                            state["input_count"].astype(np.int64))]
         acc.unit_sum = state["unit_sum"].astype(np.float64)
         acc.vector_sum = state["vector_sum"].astype(np.float64)
         acc.norm_sum = float(state["norm_sum"][0])
