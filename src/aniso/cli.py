@@ -1,9 +1,10 @@
-"""Command line: ``aniso report`` re-renders a report, ``aniso stats`` prints a model's layer table,
-``aniso block-sweep`` runs (and caches) the untrained-block sweeps of G §4, ``aniso extract`` fills the statistics
-cache for registry models, sharded over the processes of a ``torchrun`` launch.
+"""aniso: the anisotropy claims of Godey et al. 2024 and Razzhigaev et al. 2024, measured on a registry of models.
 
-The main job is ``pytest claims/``; this CLI is for looking at its outputs and
-at one model's statistics without running the claims.
+Commands: ``aniso list`` (claims and models, and whether their weights are here), ``aniso run`` (the claims on one
+model: a registry id, a local model folder or a hub id), ``aniso report`` (re-render a report), ``aniso diff``
+(what changed between two runs; exit code 1 on a changed verdict), ``aniso stats`` (one model's layer table),
+``aniso block-sweep`` (the untrained-block sweeps of G §4), ``aniso extract`` (fill the statistics cache, sharded
+under ``torchrun``). The main job is ``pytest claims/``, which ``aniso run`` wraps.
 """
 
 from __future__ import annotations
@@ -110,34 +111,185 @@ def _block_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _list(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .catalog import CLAIMS
+    from .pipeline import StatsProvider
+    from .registry import RegistryError, load_registry
+    from .settings import Settings
+    from .sources import ModelUnavailable, SOURCE_KINDS
+
+    try:
+        settings = Settings.from_sources({"registry": args.registry})
+        registry = load_registry(settings.registry)
+        chosen, _ = registry.model_set(args.models or settings.models)
+    except (RegistryError, ValueError) as exc:
+        print(f"aniso list: {exc}", file=sys.stderr)
+        return 2
+    if args.what in ("claims", "all"):
+        rows = [[c.id, c.section, c.figure, "executable" if c.executable else "not yet executable", c.statement]
+                for c in CLAIMS.values()]
+        print(tabulate(rows, headers=["claim", "section", "figure", "status", "statement"], tablefmt="github"))
+    if args.what in ("models", "all"):
+        ctx = StatsProvider(settings, registry).source_context
+        in_set = {e.id for e in chosen}
+        rows = []
+        for e in registry:
+            if e.miniature:
+                here = "trained by the suite on first use"
+            else:
+                try:
+                    SOURCE_KINDS[e.source.kind].fingerprint(e, ctx)
+                    here = "yes"
+                except ModelUnavailable as exc:
+                    here = "no: " + str(exc).split(": ", 1)[-1][:90]
+            rows.append([e.id, e.source.kind, e.modality, e.role, ",".join(sorted(e.tags)) or "-",
+                         f"{e.params_m:g}M" if e.params_m else "-", "yes" if e.id in in_set else "no", here])
+        if args.what == "all":
+            print()
+        print(tabulate(rows, headers=["model", "source", "modality", "role", "tags", "params",
+                                      f"in set {args.models or settings.models!r}", "weights here"],
+                       tablefmt="github"))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import os
+    import tempfile
+
+    import pytest
+    import yaml
+
+    from .detect import UndetectableModel, config_of, registry_entry
+    from .registry import RegistryError, load_registry
+    from .settings import Settings
+
+    try:
+        settings = Settings.from_sources({"registry": args.registry})
+        registry = load_registry(settings.registry)
+    except (RegistryError, ValueError) as exc:
+        print(f"aniso run: {exc}", file=sys.stderr)
+        return 2
+    claims_dir = Path(args.claims_dir) if args.claims_dir else Path(settings.registry).resolve().parent / "claims"
+    if not claims_dir.is_dir():
+        print(f"aniso run: no claims folder at {claims_dir} (give --claims-dir)", file=sys.stderr)
+        return 2
+    env = {}
+    if any(e.id == args.model for e in registry):
+        model_id = args.model
+    else:
+        try:
+            row = registry_entry(args.model, config_of(args.model))
+        except UndetectableModel as exc:
+            print(f"aniso run: {exc}", file=sys.stderr)
+            return 2
+        model_id = row["id"]
+        if any(e.id == model_id for e in registry):
+            print(f"aniso run: {args.model} would get the id {model_id!r}, which the registry already uses",
+                  file=sys.stderr)
+            return 2
+        raw = yaml.safe_load(Path(settings.registry).read_text())
+        raw["models"].append(row)
+        tmp = Path(tempfile.mkdtemp(prefix="aniso-run-")) / "models.yaml"
+        tmp.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        try:
+            load_registry(tmp)
+        except RegistryError as exc:
+            print(f"aniso run: the detected entry does not validate: {exc}", file=sys.stderr)
+            return 2
+        env["ANISO_REGISTRY"] = str(tmp)
+        print(f"aniso run: {args.model} is not in the registry; detected "
+              + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")), file=sys.stderr)
+    pytest_args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
+    if args.claims:
+        pytest_args += ["--aniso-claims", args.claims]
+    os.environ.update(env)
+    return int(pytest.main(pytest_args + list(args.pytest_args or [])))
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .diff import diff_results, format_diff
+    from .results import read_results
+
+    try:
+        old, new = read_results(Path(args.old)), read_results(Path(args.new))
+    except ValueError as exc:
+        print(f"aniso diff: {exc}", file=sys.stderr)
+        return 2
+    changes = diff_results(old, new)
+    print(format_diff(changes, args.old, args.new))
+    return 1 if any(c.kind == "verdict" for c in changes) else 0
+
+
+def _command(sub, name: str, help_text: str, example: str, func, description: str = ""):
+    """One subcommand whose --help ends with an example."""
+    parser = sub.add_parser(name, help=help_text, description=description or help_text,
+                            epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(func=func)
+    return parser
+
+
+def _registry_option(parser) -> None:
+    parser.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command."""
-    parser = argparse.ArgumentParser(prog="aniso", description=__doc__)
+    parser = argparse.ArgumentParser(prog="aniso", description=__doc__,
+                                     epilog="example:\n  aniso list models\n  aniso run all-MiniLM-L6-v2\n  "
+                                     "aniso diff reports/run-A/results.json reports/run-B/results.json",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    rep = sub.add_parser("report", help="render report.html from a results.json")
+    ls = _command(sub, "list", "list the claims (executable or not) and the models (tags, source, weights here)",
+                  "aniso list models --models offline", _list)
+    ls.add_argument("what", nargs="?", choices=("claims", "models", "all"), default="all")
+    ls.add_argument("--models", default=None, help="model set to mark (default: setting models, 'small')")
+    _registry_option(ls)
+    run = _command(sub, "run", "run the claims on one model: a registry id, a local model folder or a hub id",
+                   "aniso run ./my-bert --claims G.token-nlp-anisotropic,G.drift-correlation-spearman", _run,
+                   "Run the claims (pytest claims/) on one model and write the report. A model that is not in the "
+                   "registry gets an entry detected from its config (modality, granularity, architecture, role), or "
+                   "a clear error saying which fields to write into models.yaml. Settings come from the ANISO_* "
+                   "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
+                   "--aniso-n-sequences 64`).")
+    run.add_argument("model", help="registry id, local model folder (with config.json) or hub id")
+    run.add_argument("--claims", default=None, help="comma-separated claim ids or prefixes (e.g. 'G.', 'R.')")
+    run.add_argument("--claims-dir", default=None, help="folder of the claim tests (default: claims/ beside the registry)")
+    _registry_option(run)
+    rep = _command(sub, "report", "render report.html from a results.json",
+                   "aniso report reports/run-20261123-131230/results.json", _report)
     rep.add_argument("results", help="path to a results.json written by `pytest claims/`")
     rep.add_argument("--out", help="output HTML file (default: report.html beside results.json)")
-    rep.set_defaults(func=_report)
-    st = sub.add_parser("stats", help="print the layer-wise statistics of one registry model")
+    df = _command(sub, "diff", "which verdicts and numbers changed between two runs (exit code 1 on a changed verdict)",
+                  "aniso diff reports/run-A/results.json reports/run-B/results.json", _diff,
+                  "Compare two results.json files claim by claim and model by model: changed verdicts, deciding "
+                  "statistics that moved beyond their bootstrap intervals, results that appeared or went away. "
+                  "Exit code 1 when a verdict changed (for CI), else 0; 2 when a file cannot be read.")
+    df.add_argument("old", help="results.json of the earlier run")
+    df.add_argument("new", help="results.json of the later run")
+    st = _command(sub, "stats", "print the layer-wise statistics of one registry model",
+                  "aniso stats all-MiniLM-L6-v2 --n-sequences 64", _stats)
     st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")
-    st.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
+    _registry_option(st)
     st.add_argument("--corpus", default=None, help="corpus file (default: ANISO_CORPUS, else the fallback)")
     st.add_argument("--n-sequences", type=int, default=None, help="paragraphs sampled (default 256)")
-    st.set_defaults(func=_stats)
-    bs = sub.add_parser("block-sweep", help="run and cache the untrained-block sweeps (G §4) of registry entries")
+    bs = _command(sub, "block-sweep", "run and cache the untrained-block sweeps (G §4) of registry entries",
+                  "aniso block-sweep untrained-bert-block -v", _block_sweep)
     bs.add_argument("models", nargs="*", help="registry ids (default: every entry tagged untrained-block)")
-    bs.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
+    _registry_option(bs)
     bs.add_argument("-v", "--verbose", action="store_true", help="print one line per bias norm")
-    bs.set_defaults(func=_block_sweep)
-    ex = sub.add_parser("extract", help="compute and cache the statistics of registry models (sharded under torchrun)",
-                        description="Compute and cache the layer statistics of registry models. Under torchrun each "
-                        "process takes a contiguous shard of the inputs and the statistics are merged exactly, e.g. "
-                        "`torchrun --nproc-per-node 2 -m aniso.cli extract all-MiniLM-L6-v2`. Settings come from the "
-                        "ANISO_* variables, as for pytest claims/.")
+    ex = _command(sub, "extract", "compute and cache the statistics of registry models (sharded under torchrun)",
+                  "torchrun --nproc-per-node 2 -m aniso.cli extract all-MiniLM-L6-v2", _extract,
+                  "Compute and cache the layer statistics of registry models. Under torchrun each process takes a "
+                  "contiguous shard of the inputs and the statistics are merged exactly. Settings come from the "
+                  "ANISO_* variables, as for pytest claims/.")
     ex.add_argument("models", nargs="+", help="registry ids")
-    ex.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
-    ex.set_defaults(func=_extract)
-    args = parser.parse_args(argv)
+    _registry_option(ex)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    args.pytest_args = extra
     return args.func(args)
 
 

@@ -57,15 +57,35 @@ def pytest_configure(config: pytest.Config) -> None:
         registry = load_registry(reg_path)
     except RegistryError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_SESSION] = AnisoSession.start(settings, registry, root)
+    try:
+        config.stash[_SESSION] = AnisoSession.start(settings, registry, root)
+    except RegistryError as exc:
+        raise pytest.UsageError(f"aniso settings: models: {exc}") from None
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Compute only the statistics that the selected claims read (:attr:`aniso.catalog.Claim.statistics`)."""
     aniso = config.stash.get(_SESSION, None)
-    if aniso is not None:
-        aniso.provider.statistics = statistics_read(
-            m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
+    if aniso is None:
+        return
+    if aniso.settings.claims:
+        from .catalog import get_claim
+
+        for wanted in (c.strip().rstrip("*") for c in aniso.settings.claims.split(",") if c.strip()):
+            if not wanted.endswith("."):
+                try:
+                    get_claim(wanted)
+                except KeyError as exc:
+                    raise pytest.UsageError(f"aniso settings: claims: {exc.args[0]}") from None
+        keep, drop = [], []
+        for item in items:
+            marker = item.get_closest_marker("claim")
+            (keep if marker is None or aniso.settings.selects_claim(marker.args[0]) else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+    aniso.provider.statistics = statistics_read(
+        m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -84,8 +104,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 class _PytestClaim(ClaimContext):
     """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome."""
 
-    def conclude(self, holds, measured, rule, *, p_value=None):
-        decision, message = super().conclude(holds, measured, rule, p_value=p_value)
+    def conclude(self, holds, measured, rule, *, p_value=None, uncertainty=None):
+        decision, message = super().conclude(holds, measured, rule, p_value=p_value, uncertainty=uncertainty)
         if decision.outcome is Outcome.XFAIL:
             pytest.xfail(message)
         if decision.outcome is Outcome.FAIL:

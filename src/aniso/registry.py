@@ -114,6 +114,12 @@ class ModelEntry(Strict):
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
     checkpoints: CheckpointSeries | None = None
     measured_on: InputsKind | None = None
+    params_m: float | None = Field(default=None, gt=0)
+
+    @property
+    def large(self) -> bool:
+        """True for a model of more than :data:`LARGE_PARAMS_M` million parameters (left out of the ``small`` set)."""
+        return self.params_m is not None and self.params_m > LARGE_PARAMS_M
 
     @field_validator("expected")
     @classmethod
@@ -191,6 +197,13 @@ class ModelEntry(Strict):
         return set(all_of) <= tags and (not any_of or bool(tags & set(any_of)))
 
 
+#: Models above this many million parameters are left out of the default ``small`` model set.
+LARGE_PARAMS_M = 1000.0
+#: The named model sets of setting ``models`` (besides a tag or registry ids): ``small`` leaves out the large models
+#: (no multi-GB downloads by default), ``paper`` and ``all`` take every entry.
+MODEL_SETS = ("small", "paper", "all")
+
+
 class _RegistryFile(Strict):
     recorded_inputs: dict[InputsKind, Annotated[str, Field(pattern=_INPUTS)]] = \
         Field(default_factory=dict)
@@ -244,6 +257,49 @@ class Registry:
         """Entries matching the tags (see :meth:`ModelEntry.matches`), in file order."""
         return [e for e in self.entries if e.matches(all_of, any_of)]
 
+    def model_set(self, spec: str) -> tuple["Registry", list[ModelEntry]]:
+        """The entries a run takes under setting ``models``, and the entries it leaves out.
+
+        ``spec`` is a named set of :data:`MODEL_SETS`, a tag (explicit or implied, e.g. ``offline``, ``speech``),
+        or comma-separated registry ids and tags (their union). Raises RegistryError naming what matches nothing,
+        with the closest ids and tags.
+        """
+        import difflib
+
+        chosen: set[str] = set()
+        for part in (p.strip() for p in spec.split(",")):
+            if not part:
+                continue
+            if part == "small":
+                chosen |= {e.id for e in self.entries if not e.large}
+            elif part in ("paper", "all"):
+                chosen |= {e.id for e in self.entries}
+            elif any(e.id == part for e in self.entries):
+                chosen.add(part)
+            elif matching := [e.id for e in self.entries if part in e.all_tags]:
+                chosen |= set(matching)
+            else:
+                names = [*MODEL_SETS, *(e.id for e in self.entries), *sorted({t for e in self.entries
+                                                                             for t in e.all_tags})]
+                close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
+                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                raise RegistryError(f"{self.path}: model set {part!r} is no named set ({', '.join(MODEL_SETS)}), "
+                                    f"registry id or tag{hint}")
+        kept = [e for e in self.entries if e.id in chosen]
+        return Registry(kept, self.path, self.recorded_inputs), [e for e in self.entries if e.id not in chosen]
+
+
+def _did_you_mean(key: str) -> str:
+    """``"; did you mean 'x'?"`` for the registry field closest to a misspelt ``key`` (or "")."""
+    import difflib
+
+    from .sources import SOURCE_KINDS
+
+    known = {*ModelEntry.model_fields, *ExpectedVerdict.model_fields, *CheckpointSeries.model_fields,
+             *_RegistryFile.model_fields, *(f for k in SOURCE_KINDS.values() for f in k.schema.model_fields)}
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.7)
+    return f" {key!r}; did you mean {close[0]!r}?" if close else f" {key!r}"
+
 
 def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
     first = err.errors()[0]
@@ -262,7 +318,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
     more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
-        msg = "unknown key"
+        msg = "unknown key" + _did_you_mean(str(first["loc"][-1]))
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
 
 

@@ -9,11 +9,12 @@ The pytest plugin (:mod:`aniso.pytest_plugin`) only maps pytest's hooks onto thi
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from .results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, dump_results, model_layers,
+from .results import (ClaimResult, NotYetExecutable, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
                       provenance, write_results)
 from .architecture_check import ArchitectureChecks
 from .catalog import get_claim, not_yet_executable
@@ -25,7 +26,7 @@ from .sources import InputsMissing, ModelUnavailable
 from .stats import ModelStats
 from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
 
-__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt"]
+__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text"]
 
 
 class Skip(Exception):
@@ -35,6 +36,12 @@ class Skip(Exception):
 def fmt(v: Any) -> str:
     """A number as the console and messages show it (4 significant digits for floats)."""
     return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def fragile_text(u: Uncertainty) -> str:
+    """A fragile verdict's interval in words, e.g. ``"highest layer avg cos 0.17, 95% CI [0.15, 0.21] vs < 0.2"``."""
+    return (f"{u.statistic} {fmt(u.value)}, {round(u.level * 100)}% CI [{fmt(u.low)}, {fmt(u.high)}] vs "
+            f"{u.holds_if} {fmt(u.threshold)}, holds in {fmt(100 * (u.holds_share or 0.0))}% of resamples")
 
 
 def _numbers(measured: dict[str, Any]) -> str:
@@ -56,13 +63,17 @@ class AnisoSession:
     report_path: Path | None = None
     must_run_failures: list[str] = field(default_factory=list)
     absorbed: list[ResultsDocument] = field(default_factory=list)
+    left_out: list[ModelEntry] = field(default_factory=list)
 
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
-        """A session with its statistics provider, block sweeps, architecture checks and checkpoint series."""
+        """A session with its statistics provider, block sweeps, architecture checks and checkpoint series, over
+        the registry entries of the model set ``settings.models`` (:meth:`~aniso.registry.Registry.model_set`; raises
+        its RegistryError)."""
+        registry, left_out = registry.model_set(settings.models)
         provider = StatsProvider(settings, registry)
         return cls(settings, registry, root, provider, BlockSweepProvider(settings), ArchitectureChecks(settings.seed),
-                   SeriesProvider(provider))
+                   SeriesProvider(provider), left_out=left_out)
 
     def claim(self, claim_id: str, entry: ModelEntry | None, test: str,
               context: type["ClaimContext"] | None = None) -> "ClaimContext":
@@ -183,7 +194,8 @@ class AnisoSession:
             key = {k: v for k, v in r.measured.items() if not isinstance(v, (list, dict))}
             numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
             verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
-                                   else "")
+                                   else "") + (f" [FRAGILE: {fragile_text(r.uncertainty)}]"
+                                               if r.uncertainty is not None and r.uncertainty.fragile else "")
             rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
         out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
         for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
@@ -196,6 +208,10 @@ class AnisoSession:
             n = sum(r.verdict == SKIPPED and r.skip_kind != "inputs" for r in self.results)
             out.append(("", f"{n} claim test(s) skipped for {len(skipped)} model(s); reasons in the report. "
                             f"First: {next(iter(skipped.values()))}"))
+        if self.left_out:
+            out.append(("", f"{len(self.left_out)} registry model(s) outside the model set {self.settings.models!r} "
+                            f"were not run ({', '.join(e.id for e in self.left_out[:6])}"
+                            f"{', …' if len(self.left_out) > 6 else ''}); --aniso-models paper runs every model"))
         out += [("error", f"ERROR: {msg}") for msg in self.must_run_failures]
         if self.report_path is not None:
             out.append(("", f"report: {self.report_path}"))
@@ -310,15 +326,66 @@ class ClaimContext:
                 missing.append(str(exc))
         return got, missing
 
+    def interval(self, stats: ModelStats, statistic: Callable[[ModelStats], float], name: str, threshold: float,
+                 holds_if: str, verdict: Callable[[ModelStats], bool] | None = None,
+                 fixed: str = "") -> Uncertainty:
+        """The bootstrap interval over the inputs of the claim's deciding statistic (:mod:`aniso.uncertainty`).
+
+        ``statistic(stats)`` gives the statistic (``name`` says what it is) that the claim compares with
+        ``threshold`` by ``holds_if`` (``">"``, ``">="``, ``"<"``, ``"<="``); ``verdict(stats)``, where the rule
+        has more than that comparison, the whole verdict. Each of ``settings.n_bootstrap`` resamples (seeded by
+        ``settings.seed``) recomputes them; ``fixed`` says what the resamples hold fixed (e.g. the other models
+        compared with). Without per-input sums or with ``n_bootstrap`` 0 the interval is left out, saying why.
+        """
+        from .uncertainty import COMPARISONS, bootstrap_stats, interval
+
+        value = float(statistic(stats))
+        if self.settings.n_bootstrap == 0:
+            return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
+                               method="not computed (n_bootstrap = 0)")
+        resamples = bootstrap_stats(stats, self.settings.n_bootstrap, self.settings.seed)
+        if resamples is None:
+            return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
+                               method="not available: these statistics kept no per-input sums")
+        def safely(fn, r, default):
+            try:
+                return fn(r)
+            except (ValueError, ZeroDivisionError):  # a resample the rule cannot judge (e.g. no SVD batches)
+                return default
+
+        values = [float(safely(statistic, r, math.nan)) for r in resamples.replicates]
+        compare = COMPARISONS[holds_if]
+        holds = [bool(safely(verdict, r, False)) if verdict is not None else compare(v, threshold)
+                 for r, v in zip(resamples.replicates, values)]
+        try:
+            iv = interval(value, values, holds, threshold, holds_if)
+        except ValueError as exc:
+            return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
+                               method=f"not available: {exc}")
+        unit = "inputs" if resamples.unit == "input" else f"{resamples.unit}es"
+        method = f"percentile bootstrap over the {resamples.n_units} {unit}, seed {self.settings.seed}"
+        if resamples.n_svd_batches:
+            method += f"; SVD batches ({resamples.n_svd_batches} per layer) resampled apart"
+        if resamples.fixed_layers:
+            method += (f"; {len(resamples.fixed_layers)} layer(s) wider than the per-input limit held at their "
+                       f"measured value ({', '.join(resamples.fixed_layers[:4])}"
+                       f"{', …' if len(resamples.fixed_layers) > 4 else ''})")
+        if fixed:
+            method += f"; {fixed} held fixed"
+        return Uncertainty(statistic=name, value=iv.value, low=iv.low, high=iv.high, threshold=iv.threshold,
+                           holds_if=holds_if, holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot,
+                           level=iv.level, method=method)
+
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
-                 p_value: float | None = None) -> tuple[Decision, str]:
+                 p_value: float | None = None, uncertainty: Uncertainty | None = None) -> tuple[Decision, str]:
         """Record the verdict under the verdict policy (:mod:`aniso.verdicts`).
 
         Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
-        claim's significance test, where it has one (recorded as a typed field for the report).
+        claim's significance test, where it has one (recorded as a typed field for the report); ``uncertainty``:
+        the deciding statistic's bootstrap interval (:meth:`interval`), whose ``fragile`` flag the report shows.
         """
         r = self.result
-        r.measured, r.rule, r.p_value = measured, rule, p_value
+        r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
         expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
                                      if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None

@@ -69,6 +69,15 @@ class Settings:
     miniature_width: int = _QUICK["miniature_width"]
     miniature_batch: int = _QUICK["miniature_batch"]
     shards: int = 1
+    n_bootstrap: int = 1000
+    models: str = "small"
+    claims: str = ""
+
+    def selects_claim(self, claim_id: str) -> bool:
+        """Whether setting ``claims`` (comma-separated ids or prefixes such as ``G.``; empty: all) takes a claim."""
+        wanted = [c.strip() for c in self.claims.split(",") if c.strip()]
+        return not wanted or any(claim_id == w or (w.endswith((".", "*")) and claim_id.startswith(w.rstrip("*")))
+                                 for w in wanted)
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -82,6 +91,10 @@ class Settings:
         if self.block_seq_len < 2 or self.n_bias_norms < 3:
             raise ValueError(f"settings block_seq_len must be >= 2 and n_bias_norms >= 3, got "
                              f"{self.block_seq_len} and {self.n_bias_norms}")
+        if self.n_bootstrap < 0:
+            raise ValueError(f"setting n_bootstrap must be >= 0, got {self.n_bootstrap}")
+        if not self.models.strip():
+            raise ValueError("setting models must name a model set, a tag or registry ids")
         if self.svd_batch_size < 2:
             raise ValueError(f"setting svd_batch_size must be >= 2, got {self.svd_batch_size}")
 
@@ -164,6 +177,13 @@ SETTING_HELP = {
     "shards": "read statistics that `torchrun --nproc-per-node N -m aniso.cli extract MODEL` extracted over N "
     "processes (their reservoir sample and SVD batches differ from one process's, so they are cached apart); 1: "
     "extract in this process",
+    "n_bootstrap": "bootstrap resamples of the inputs behind each verdict's confidence interval (0: none); a verdict "
+    "whose 95% interval straddles its threshold is reported as fragile",
+    "models": "which registry models the claims run on: 'small' (default: every model that is small enough to "
+    "download and run on a laptop), 'paper' (also the papers' large hub models), 'all', a tag, or comma-separated "
+    "registry ids",
+    "claims": "comma-separated claim ids or prefixes (e.g. 'G.', 'R.decoder-bell-profile') the run measures; empty: "
+    "every claim",
     "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
     "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }

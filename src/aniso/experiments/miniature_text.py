@@ -182,7 +182,10 @@ def train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key
     saves = set(checkpoint_steps(recipe.total_steps))
     doc = {"parameters": sum(p.numel() for p in model.parameters()), "n_train_ids": int(len(stream)), "loss": []}
     losses: list[float] = []
-    for step in range(recipe.total_steps + 1):
+    from ..progress import bar
+
+    for step in bar(range(recipe.total_steps + 1), desc=f"miniature {recipe.arch} seed {recipe.seed}: training",
+                    unit="step"):
         if step in saves:
             if losses:
                 doc["loss"].append([step, round(float(np.mean(losses)), 4)])

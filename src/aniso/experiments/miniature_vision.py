@@ -225,7 +225,9 @@ def train(recipe: VisionRecipe, train_images: Sequence, heldout_images: Sequence
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     model.train()
     losses, curve = [], []
-    for step in range(recipe.steps):
+    from ..progress import bar
+
+    for step in bar(range(recipe.steps), desc=f"{recipe.arch} seed {recipe.seed}: training", unit="step"):
         for group in opt.param_groups:
             group["lr"] = warmup_cosine_lr(step, recipe.steps, recipe.lr, recipe.warmup_fraction)
         x, k = rotation_batch(pixels, recipe.batch_size, recipe.image_size, gen)

@@ -1,4 +1,5 @@
-"""The HTML report: claim × model matrix, per-model layer-wise figures, provenance.
+"""The HTML report, read top-down: summary and findings, one section per claim with its figures, models not run,
+layer-wise statistics, experiments, provenance.
 
 Everything placed in the page goes through Jinja2 with autoescaping on;
 figures are PNGs embedded as data URIs, so the report is one self-contained file.
@@ -7,6 +8,7 @@ figures are PNGs embedded as data URIs, so the report is one self-contained file
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -15,7 +17,7 @@ from ..results import ResultsDocument, read_results
 from .figures import png as _png
 from .figures import pyplot
 
-__all__ = ["layer_figure", "write_html_report", "render_html"]
+__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "FINDING_VERDICTS"]
 
 VERDICT_CLASS = {
     "holds": "holds",
@@ -70,49 +72,109 @@ def layer_figure(model_id: str, model_doc: dict) -> str:
     return out
 
 
+#: Verdicts that are findings (a claim that does not hold for a model, recorded or new) or faults, listed first.
+FINDING_VERDICTS = ("expected not to hold", "does not hold", "holds, expected not to", "error")
+
+_FIG_REF = re.compile(r"\b([GRS]) Fig\. ((?:\d+[a-z]?(?:\s*[-–/]\s*\d*[a-z]?)?(?:\s*(?:,|and)\s*)?)+)")
+
+
+def figure_refs(text: str, paper: str | None = None) -> set[tuple[str, str]]:
+    """The (paper letter, figure number) pairs a caption or a claim's figure field names, e.g. ``"G Fig. 12,
+    21-22"`` -> {(G, 12), (G, 21), (G, 22)}; letters are kept (``6a``) and also given bare (``6``). ``paper``
+    prefixes a bare ``Fig. ...`` (a claim's own figure field). A caption "beyond G Fig. ..." is the suite's own."""
+    text = text.replace("beyond G Fig.", "S Fig.")
+    if paper is not None:
+        text = re.sub(r"(?<![GRS] )\bFig\.", f"{paper} Fig.", text)
+    refs: set[tuple[str, str]] = set()
+    for letter, items in _FIG_REF.findall(text):
+        for a, b in re.findall(r"(\d+[a-z]?)(?:\s*[-–]\s*(\d+))?", items):
+            num = int(re.match(r"\d+", a).group())
+            refs |= {(letter, a), (letter, str(num))}
+            if b:
+                refs |= {(letter, str(n)) for n in range(num, int(b) + 1)}
+    return refs
+
+
+def _claim_figures(claims: list[dict], figures: list[tuple[str, str]]) -> tuple[dict[str, list], list]:
+    """Each figure beside the first claim it illustrates (later claims link to it); figures of no claim apart."""
+    beside: dict[str, list] = {c["id"]: [] for c in claims}
+    placed: dict[int, str] = {}
+    unplaced = []
+    for i, (caption, png) in enumerate(figures):
+        refs = figure_refs(caption)
+        for c in claims:
+            if refs & figure_refs(c["figure"], c["id"].split(".")[0]):
+                if i in placed:
+                    beside[c["id"]].append({"caption": caption, "anchor": f"fig-{i}", "png": None})
+                else:
+                    placed[i] = c["id"]
+                    beside[c["id"]].append({"caption": caption, "anchor": f"fig-{i}", "png": png})
+        if i not in placed:
+            unplaced.append({"caption": caption, "anchor": f"fig-{i}", "png": png})
+    return beside, unplaced
+
+
+def _scalars(measured: dict, limit: int = 6) -> list[tuple[str, object]]:
+    return [(k, v) for k, v in measured.items() if not isinstance(v, (list, dict))][:limit]
+
+
 def render_html(document: ResultsDocument) -> str:
-    """The report page for a results document (as read by :func:`aniso.results.read_results`)."""
+    """The report page for a results document (as read by :func:`aniso.results.read_results`): a summary (claims
+    executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
+    section per claim (its verdicts with their intervals, the skipped models in one line each, its figures
+    beside), the models not run here, the layer-wise tables, the experiments, and the provenance at the end."""
+    from ..catalog import CLAIMS
+
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["num"] = lambda v: "—" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
     from .blocks import block_figures
-    from .modalities import GROUPS, drift_pvalue_figure, group_of, modality_figures, profile_figure
+    from .modalities import P_FLOOR, drift_pvalue_figure, modality_figures, profile_figure
+    from .training import training_figures
 
     doc = document.model_dump(mode="json")
     results = doc["results"]
     registry = doc["registry"]
-    models = list(dict.fromkeys(r["model_id"] or "—" for r in results))
-    matrix = {(r["claim_id"], r["model_id"] or "—"): r for r in results}
-    # One claims x models table per report group (text subword, char/byte, speech, vision Transformers, CNNs),
-    # then untrained blocks and model-free claims; each with only the claims that have a result there.
-    titles = {k: f"{t} ({fig})" for k, t, fig in GROUPS} | {"embeddings": "Untrained blocks (G §4)",
-                                                              "other": "Model-free checks"}
-    groups = []
-    for key in [k for k, _, _ in GROUPS] + ["embeddings", "other"]:
-        members = [m for m in models if (group_of(registry[m]) if m in registry else "other") == key]
-        if members:
-            group_claims = list(dict.fromkeys(r["claim_id"] for r in results if (r["model_id"] or "—") in members))
-            groups.append((titles[key], group_claims, members))
-    pipeline = doc["experiments"].get("pipeline_offline", {})
-    unavailable = {r["model_id"] for r in results if r["verdict"] == "skipped"} - \
-        {r["model_id"] for r in results if r["verdict"] != "skipped"}
+    for i, r in enumerate(results):
+        r["anchor"] = f"r-{i}"
+        r["scalars"] = _scalars(r["measured"])
     counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    figures = {mid: layer_figure(mid, mdoc) for mid, mdoc in doc["models"].items()}
     block_docs = doc["experiments"].get("untrained_block", {})
-    from .training import training_figures
-
     training = doc["experiments"].get("training", {})
+    figures = (modality_figures(doc["models"]) + drift_pvalue_figure(document.results, doc["models"])
+               + profile_figure(doc["models"]) + block_figures(block_docs) + training_figures(training, registry))
+    claim_ids = [c for c in CLAIMS if any(r["claim_id"] == c for r in results)]
+    claim_ids += sorted({r["claim_id"] for r in results} - set(claim_ids))
+    claims = [{"id": c, "statement": CLAIMS[c].statement if c in CLAIMS else "", "paper": CLAIMS[c].paper if c in
+               CLAIMS else "", "section": CLAIMS[c].section if c in CLAIMS else "",
+               "figure": CLAIMS[c].figure if c in CLAIMS else ""} for c in claim_ids]
+    beside, other_figures = _claim_figures(claims, figures)
+    for c in claims:
+        mine = [r for r in results if r["claim_id"] == c["id"]]
+        c["rows"] = [r for r in mine if r["verdict"] != "skipped"]
+        c["skipped"] = [r for r in mine if r["verdict"] == "skipped"]
+        c["figures"] = beside[c["id"]]
+        c["rule"] = next((r["rule"] for r in c["rows"] if r["rule"]), "")
+    findings = [r for r in results if r["verdict"] in FINDING_VERDICTS]
+    fragile = [r for r in results if (r.get("uncertainty") or {}).get("fragile")]
+    run_models = {r["model_id"] for r in results if r["verdict"] != "skipped"}
+    not_run: dict[str, str] = {}
+    for r in results:
+        if r["verdict"] == "skipped" and r["model_id"] and r["model_id"] not in run_models:
+            not_run.setdefault(r["model_id"], r["reason"])
+    executable = [c for c in CLAIMS.values() if c.executable]
+    summary = {"catalogue": len(CLAIMS), "executable": len(executable),
+               "run": len({r["claim_id"] for r in results if r["verdict"] != "skipped"}),
+               "models_run": len(run_models), "models_not_run": len(not_run)}
     template = env.get_template("report.html.j2")
     return template.render(
-        prov=doc["provenance"], schema_version=doc["schema_version"], results=results, groups=groups, models=models, matrix=matrix,
-        pipeline=pipeline, unavailable=unavailable, registry=registry,
-        group_figures=modality_figures(doc["models"]) + drift_pvalue_figure(document.results, doc["models"])
-        + profile_figure(doc["models"]),
-        counts=counts, figures=figures, not_yet=doc["not_yet_executable"],
+        prov=doc["provenance"], schema_version=doc["schema_version"], results=results, claims=claims,
+        summary=summary, counts=counts, findings=findings, fragile=fragile, not_run=not_run,
+        other_figures=other_figures, layer_figures={mid: layer_figure(mid, m) for mid, m in doc["models"].items()},
+        pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
-        block_docs=block_docs, block_figures=block_figures(block_docs),
-        training=training, training_figures=training_figures(training, registry),
+        block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry,
     )
 
 

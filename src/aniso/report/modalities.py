@@ -13,7 +13,7 @@ import math
 from .figures import png as _png
 from .figures import pyplot as _plt
 
-__all__ = ["GROUPS", "group_of", "modality_figures", "drift_pvalue_figure", "profile_figure"]
+__all__ = ["GROUPS", "group_of", "modality_figures", "drift_pvalue_figure", "profile_figure", "P_FLOOR"]
 
 #: Report groups in order: (key, title, figure of G).
 GROUPS = (
@@ -79,6 +79,9 @@ def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
     return out
 
 
+#: p-values below this are drawn at it (a p-value can be exactly 0 in float64, which a log axis cannot show).
+P_FLOOR = 1e-16
+
 #: The claims whose p-values G Fig. 5 (Spearman) and Fig. 16 (Pearson) plot.
 DRIFT_CLAIMS = ("G.drift-correlation-spearman", "G.drift-correlation-pearson")
 
@@ -98,8 +101,9 @@ def drift_pvalue_figure(results: list, models: dict[str, dict]) -> list[tuple[st
     plt = _plt()
     fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(ids) + 2), 3.4))
     x = range(len(ids))
-    ax.scatter(x, [max(rows[m][0], 1e-300) for m in ids], marker="o", label="Spearman (Fig. 5)")
-    ax.scatter(x, [max(rows[m][1], 1e-300) for m in ids], marker="x", label="Pearson (Fig. 16)")
+    ax.scatter(x, [max(rows[m][0], P_FLOOR) for m in ids], marker="o", label="Spearman (Fig. 5)")
+    ax.scatter(x, [max(rows[m][1], P_FLOOR) for m in ids], marker="x", label="Pearson (Fig. 16)")
+    ax.axhline(P_FLOOR, color="0.6", ls=":", lw=0.8, label=f"floor {P_FLOOR:g} (smaller p drawn here)")
     ax.axhline(0.05, color="r", ls="--", lw=1, label="p = 0.05")
     ax.set_yscale("log")
     ax.set_xticks(list(x))
@@ -108,7 +112,8 @@ def drift_pvalue_figure(results: list, models: dict[str, dict]) -> list[tuple[st
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("drift norm vs avg cos across layers", fontsize=9)
-    out = [("p-values of the drift-norm correlations — G Fig. 5 and 16", _png(fig))]
+    out = [(f"p-values of the drift-norm correlations — G Fig. 5 and 16 (p < {P_FLOOR:g} drawn at {P_FLOOR:g})",
+            _png(fig))]
     plt.close(fig)
     return out
 
