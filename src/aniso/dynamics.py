@@ -288,6 +288,10 @@ class SeriesProvider:
                     measure.save(path)
                 measure.meta["cache"] = {"key": key, "hit": False}
             measures.append(measure)
+            if len(measure.layers) != len(measures[0].layers):
+                raise ValueError(f"{entry.id}: checkpoint step {step} has {len(measure.layers)} hidden-state "
+                                 f"layers, step {measures[0].step} has {len(measures[0].layers)}: a series must keep "
+                                 "its architecture")
         return Series(entry.id, measures, inputs.describe())
 
 

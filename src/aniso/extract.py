@@ -178,6 +178,10 @@ def iter_text_hidden_states(
             out = model(**inputs, output_hidden_states=True, output_attentions=attentions)
             states = [(h, mask) for h in out.hidden_states]
         masks = [_resolution_mask(model, m, h) for h, m in states]
+        hidden = getattr(model.config, "hidden_size", None)
+        if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] != hidden:
+            raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
+                               f"its config says hidden_size {hidden}")
         layers = [h[m].float().cpu() for (h, _), m in zip(states, masks)]
         rows_of = [m.nonzero()[:, 0].cpu() for m in masks]  # boolean indexing is row-major: the sequence of each row
         without_first = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,9 +90,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 aside = [LayerAccumulator(acc.dim, settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
                                           second_order=acc.second_order) for i, acc in enumerate(layers)]
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
-        for acc, h, rows in zip(layers, batch.layers, labels):
-            acc.update(h.numpy(), None if rows is None else rows.numpy(),
-                       batch.n_sequences if rows is not None else None)
+        for name, acc, h, rows in zip(names, layers, batch.layers, labels):
+            try:
+                acc.update(h.numpy(), None if rows is None else rows.numpy(),
+                           batch.n_sequences if rows is not None else None)
+            except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
+                raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
         for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first if aside else None)):
             if extra is not None:
                 for acc, h in zip(extra, states):
@@ -249,7 +253,12 @@ class StatsProvider:
                 return cached
             stats = self._compute(entry, ctx, modality, inputs, fingerprint, key)
             if self.shard.rank == 0:
-                self.cache.save(key, stats)
+                try:
+                    self.cache.save(key, stats)
+                except OSError as exc:  # e.g. a full disk: the run goes on with the statistics in memory
+                    warnings.warn(f"{entry.id}: could not write the statistics cache entry in "
+                                  f"{self.settings.cache_dir} ({exc}); this run keeps them in memory, the next "
+                                  "computes them again", RuntimeWarning, stacklevel=2)
         return stats
 
     def _cached(self, entry: ModelEntry, key: str) -> ModelStats | None:

@@ -302,7 +302,8 @@ def _did_you_mean(key: str) -> str:
 
 
 def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
-    first = err.errors()[0]
+    # A misspelt key is both unknown and a missing field: name the unknown key (with its likely meaning) first.
+    first = next((e for e in err.errors() if e["type"] == "extra_forbidden"), err.errors()[0])
     loc = list(first["loc"])
     where = ""
     if len(loc) >= 2 and loc[0] == "models" and isinstance(loc[1], int):

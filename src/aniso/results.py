@@ -207,10 +207,12 @@ def dump_results(doc: ResultsDocument, indent: int | None = None) -> str:
 
 
 def write_results(path: Path, doc: ResultsDocument) -> None:
-    """Write ``results.json`` (NaN and infinities as null)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dump_results(doc, indent=1))
+    """Write ``results.json`` (NaN and infinities as null) atomically: a failed write (a full disk) leaves no
+    truncated file. Raises OSError."""
+    from .files import atomic_write
+
+    text = dump_results(doc, indent=1)
+    atomic_write(Path(path), lambda p: p.write_text(text))
 
 
 def read_results(path: Path) -> ResultsDocument:

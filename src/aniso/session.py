@@ -124,7 +124,12 @@ class AnisoSession:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
         if self.results or self.architectures.results or self.series.computed() or self.absorbed:
-            self.write_report()
+            try:
+                self.write_report()
+            except OSError as exc:  # e.g. a full disk: say where, and that the statistics stay in the cache
+                self.must_run_failures.append(
+                    f"could not write the report under {self.settings.report_dir} ({exc}); the statistics of this "
+                    f"run are in the cache {self.settings.cache_dir}, so a rerun writes it in seconds")
         return bool(self.must_run_failures)
 
     def document(self) -> ResultsDocument:

@@ -438,7 +438,14 @@ class ModelStats:
     def summaries(self) -> list[LayerSummary]:
         """Per-layer :class:`LayerSummary`, computed once."""
         if self._summaries is None:
-            self._summaries = [acc.summary() for acc in self.layers]
+            out = []
+            for name, acc in zip(self.layer_names, self.layers):
+                try:
+                    out.append(acc.summary())
+                except ValueError as exc:  # e.g. a layer of all-zero vectors: name the model and the layer
+                    raise ValueError(f"{self.model_id}: layer {name}: {exc} ({acc.n_zero} of {acc.count} vectors "
+                                     "are all zero)") from None
+            self._summaries = out
         return self._summaries
 
     def series(self, name: str) -> np.ndarray:

@@ -24,6 +24,10 @@ import numpy as np
 __all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_images_excluding", "SAMPLE_RATE"]
 
 SAMPLE_RATE = 16_000
+#: Shortest recording kept: 0.1 s (Whisper and wav2vec 2.0 need a few frames).
+MIN_SAMPLES = SAMPLE_RATE // 10
+#: Smallest photograph side kept, in pixels (a smaller one is an icon, not a photograph).
+MIN_IMAGE_SIDE = 32
 _AUDIO = (".flac", ".wav")
 _IMAGES = (".jpg", ".jpeg", ".png")
 
@@ -155,7 +159,12 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
             audio, rate = soundfile.read(p, dtype="float32")
         except Exception as exc:  # noqa: BLE001 - name the file
             raise InputsUnavailable(f"speech_dir: cannot read {p}: {exc}") from None
-        clips.append(_to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)])
+        clip = _to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)]
+        if clip.size < MIN_SAMPLES or not np.any(clip):
+            raise InputsUnavailable(f"speech_dir: {p} is {'silent' if clip.size else 'empty'} "
+                                    f"({clip.size / SAMPLE_RATE:.3g} s, peak {float(np.abs(clip).max(initial=0)):.3g}); "
+                                    "remove it or point the setting at recordings of speech")
+        clips.append(clip)
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)",
                     str(folder), fingerprint, tuple(clips), tuple(p.name for p in files), len(all_files), seed,
                     dataset_fingerprint=dataset)
@@ -212,15 +221,21 @@ def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet
 
 
 def _read_images(files: list[Path]) -> list:
+    """RGB images (greyscale, palette and RGBA photographs converted; alpha dropped). Raises InputsUnavailable
+    naming the file for one that cannot be read or is smaller than :data:`MIN_IMAGE_SIDE` on a side."""
     from PIL import Image
 
     images = []
     for p in files:
         try:
             with Image.open(p) as im:
-                images.append(im.convert("RGB"))
+                rgb = im.convert("RGB")
         except Exception as exc:  # noqa: BLE001 - name the file
             raise InputsUnavailable(f"image_dir: cannot read {p}: {exc}") from None
+        if min(rgb.size) < MIN_IMAGE_SIDE:
+            raise InputsUnavailable(f"image_dir: {p} is {rgb.size[0]} x {rgb.size[1]} pixels; photographs of at least "
+                                    f"{MIN_IMAGE_SIDE} pixels a side are needed")
+        images.append(rgb)
     return images
 
 

@@ -191,7 +191,10 @@ def _missing_inputs(results: list[dict]) -> list[tuple[str, int, list[str]]]:
 
 def write_html_report(results_json: Path, out: Path) -> Path:
     """Render ``results_json`` into the HTML file ``out``; returns ``out``. Raises ValueError on a malformed file."""
+    from ..files import atomic_write
+
     doc = read_results(results_json)
     out = Path(out)
-    out.write_text(render_html(doc), encoding="utf-8")
+    html = render_html(doc)
+    atomic_write(out, lambda p: p.write_text(html, encoding="utf-8"))
     return out

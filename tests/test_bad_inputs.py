@@ -1,0 +1,332 @@
+"""Bad input and faults: each gives a one-line error naming the culprit (file, field, model, layer), and nothing
+already computed is lost."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aniso.extract import Batch
+from aniso.pipeline import StatsProvider, compute_stats
+from aniso.registry import ModelEntry, Registry, RegistryError, load_registry
+from aniso.settings import Settings
+from aniso.stats import LayerAccumulator, ModelStats
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "aniso"
+ENTRY = """models:
+  - id: m
+    source: {kind: hub, repo: org/m}
+    modality: text
+    granularity: subword
+    architecture: transformer
+    role: encoder
+    family: bert
+"""
+
+
+# -- the registry -----------------------------------------------------------------------------------------------
+
+def test_malformed_yaml_names_the_file_and_line(tmp_path):
+    reg = tmp_path / "models.yaml"
+    reg.write_text("models:\n  - id: m\n    source: {kind: hub\n")
+    with pytest.raises(RegistryError, match=r"models\.yaml: not valid YAML at line \d"):
+        load_registry(reg)
+
+
+def test_a_misspelt_field_names_the_entry_and_suggests_the_field(tmp_path):
+    reg = tmp_path / "models.yaml"
+    reg.write_text(ENTRY.replace("modality: text", "modalty: text"))
+    with pytest.raises(RegistryError) as exc:
+        load_registry(reg)
+    assert "models[0] (id 'm')" in str(exc.value) and "did you mean 'modality'" in str(exc.value)
+    reg.write_text(ENTRY.replace("repo: org/m", "repo: org/m, revison: main"))
+    with pytest.raises(RegistryError, match="did you mean 'revision'"):
+        load_registry(reg)
+
+
+def test_a_hub_model_or_revision_that_is_not_here_is_skipped_naming_both(tmp_path):
+    """Offline, a hub id or revision that does not exist cannot be told from one not downloaded: the skip reason
+    names the model, the id and the revision, and says the hub cannot be reached."""
+    from aniso.sources import ModelUnavailable, load_model
+    from aniso.sources.base import HubStatus, SourceContext
+
+    entry = ModelEntry.model_validate({**_row(), "source": {"kind": "hub", "repo": "nobody/no-such-model-xyz",
+                                                             "revision": "no-such-rev"}})
+    offline = HubStatus()
+    offline._reachable = False
+    with pytest.raises(ModelUnavailable, match=r"m: .*'nobody/no-such-model-xyz' at revision 'no-such-rev'"):
+        load_model(entry, SourceContext(hub=offline))
+
+
+def _row():
+    return dict(id="m", source={"kind": "hub", "repo": "org/m"}, modality="text", granularity="subword",
+                architecture="transformer", role="encoder", family="bert")
+
+
+def test_remote_code_is_refused_without_the_opt_in():
+    with pytest.raises(ValueError, match="trust_remote_code: true is only allowed with needs_remote_code"):
+        ModelEntry.model_validate({**_row(), "trust_remote_code": True})
+    from aniso.sources import ModelUnavailable, load_model
+
+    with pytest.raises(ModelUnavailable, match="custom code .* trust_remote_code: true"):
+        load_model(ModelEntry.model_validate({**_row(), "needs_remote_code": True}))
+
+
+def test_no_pickle_is_read_without_weights_only():
+    """Every torch.load in the package passes weights_only=True, and nothing unpickles."""
+    for path in SRC.rglob("*.py"):
+        text = path.read_text()
+        for call in re.findall(r"torch\.load\((.*?)\)\s*$", text, re.M):
+            assert "weights_only=True" in call, f"{path}: torch.load({call})"
+        assert not re.search(r"\bpickle\.loads?\(|\bjoblib\.load\(", text), path
+
+
+# -- text, audio, images ------------------------------------------------------------------------------------------
+
+def test_a_corpus_that_is_missing_empty_or_not_text_is_named(tmp_path):
+    from aniso.inputs.text import CorpusError, load_corpus
+
+    with pytest.raises(CorpusError, match="nowhere.txt does not exist"):
+        load_corpus(tmp_path / "nowhere.txt", 4, 0)
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(CorpusError, match=r"empty.txt has 0 paragraph\(s\)"):
+        load_corpus(tmp_path / "empty.txt", 4, 0)
+    (tmp_path / "binary.bin").write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(CorpusError, match="binary.bin is not UTF-8 text"):
+        load_corpus(tmp_path / "binary.bin", 4, 0)
+
+
+def _wav(path: Path, audio: np.ndarray, rate: int) -> None:
+    import soundfile
+
+    soundfile.write(path, audio, rate)
+
+
+def test_audio_of_another_rate_or_several_channels_becomes_16k_mono(tmp_path):
+    from aniso.inputs.media import load_speech
+
+    t = np.arange(8000) / 8000
+    _wav(tmp_path / "a.wav", 0.3 * np.sin(2 * np.pi * 220 * t), 8000)  # 1 s at 8 kHz
+    _wav(tmp_path / "b.wav", np.stack([0.2 * np.sin(2 * np.pi * 330 * t)] * 2, 1), 8000)  # stereo
+    clips = load_speech(tmp_path, 2, 0).items
+    assert [c.shape for c in clips] == [(16000,), (16000,)] and all(c.dtype == np.float32 for c in clips)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("corrupt.wav", b"RIFF\x00\x00not audio at all", "cannot read .*corrupt.wav"),
+    ("silent.wav", None, r"silent.wav is silent"),
+])
+def test_corrupt_or_silent_audio_is_named(tmp_path, name, content, message):
+    from aniso.inputs.media import InputsUnavailable, load_speech
+
+    if content is None:
+        _wav(tmp_path / name, np.zeros(16000), 16000)
+    else:
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(InputsUnavailable, match=message):
+        load_speech(tmp_path, 1, 0)
+
+
+def test_greyscale_and_rgba_photographs_become_rgb(tmp_path):
+    from PIL import Image
+
+    from aniso.inputs.media import load_images
+
+    Image.new("L", (64, 48), 128).save(tmp_path / "grey.png")
+    Image.new("RGBA", (64, 48), (10, 20, 30, 0)).save(tmp_path / "rgba.png")
+    images = load_images(tmp_path, 2, 0).items
+    assert {im.mode for im in images} == {"RGB"} and {im.size for im in images} == {(64, 48)}
+
+
+@pytest.mark.parametrize("name, make, message", [
+    ("corrupt.jpg", lambda p: p.write_bytes(b"\xff\xd8\xff not a jpeg"), "cannot read .*corrupt.jpg"),
+    ("tiny.png", lambda p: __import__("PIL.Image").Image.new("RGB", (4, 4)).save(p), r"tiny.png is 4 x 4 pixels"),
+])
+def test_corrupt_or_tiny_images_are_named(tmp_path, name, make, message):
+    from aniso.inputs.media import InputsUnavailable, load_images
+
+    make(tmp_path / name)
+    with pytest.raises(InputsUnavailable, match=message):
+        load_images(tmp_path, 1, 0)
+
+
+# -- hidden states --------------------------------------------------------------------------------------------------
+
+def _entry():
+    return ModelEntry.model_validate(_row())
+
+
+def test_nan_or_inf_hidden_states_are_reported_with_their_layer():
+    good = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
+    bad = good.copy()
+    bad[2, 1] = np.nan
+    bad[4, 0] = np.inf
+    import torch
+
+    batches = [Batch([torch.from_numpy(good), torch.from_numpy(bad)], 2)]
+    with pytest.raises(RuntimeError, match=r"^m: layer 1: hidden states contain NaN or infinite values: 2 of 6 "
+                                           r"vectors \(1 with NaN\)$"):
+        compute_stats(_entry(), iter(batches), ["0", "1"], Settings(), {})
+
+
+def test_all_zero_vectors_are_left_out_of_the_cosine_and_an_all_zero_layer_is_named():
+    acc = LayerAccumulator(3, reservoir_size=4, svd_batch_size=2)
+    acc.update(np.array([[1.0, 0, 0], [0, 0, 0], [1.0, 1.0, 0], [0, 0, 0]]))
+    s = acc.summary()
+    assert s.n_zero == 2 and s.mean_cosine == pytest.approx(np.sqrt(0.5))
+    dead = LayerAccumulator(3, reservoir_size=4, svd_batch_size=2)
+    dead.update(np.zeros((5, 3)))
+    with pytest.raises(ValueError, match=r"^m: layer 7: .*5 of 5 vectors are all zero"):
+        ModelStats("m", ["7"], [dead]).summaries()
+
+
+def test_a_hidden_size_that_differs_from_the_config_is_named(tiny_bert_dir):
+    from transformers import AutoModel, AutoTokenizer
+
+    from aniso.extract import iter_text_hidden_states
+
+    model = AutoModel.from_pretrained(tiny_bert_dir)
+    model.config.hidden_size = 48  # the weights are 32 wide
+    with pytest.raises(RuntimeError, match="width 32, its config says hidden_size 48"):
+        next(iter_text_hidden_states(model, AutoTokenizer.from_pretrained(tiny_bert_dir), ["w1 w2", "w3"]))
+
+
+def test_a_series_whose_layer_count_changes_between_checkpoints_is_refused(monkeypatch, tmp_path):
+    from aniso import dynamics
+    from aniso.dynamics import CheckpointMeasure, SeriesProvider
+
+    entry = ModelEntry.model_validate({**_row(), "checkpoints": {"steps": [0, 10], "vary": {"revision": "s{step}"}}})
+    layers = {0: 3, 10: 4}
+    monkeypatch.setattr(dynamics, "measure_checkpoint", lambda model, items, settings, step: CheckpointMeasure(
+        step, [{"mean_cosine": 0.1}] * layers[step], *(np.zeros((1, 1, 2)),) * 2, *(np.zeros((1, 1, 2, 2)),) * 2,
+        np.zeros((1, 1)), meta={"seconds": 0}))
+    monkeypatch.setattr("aniso.sources.load_model", lambda entry, ctx=None: None)
+    monkeypatch.setattr("aniso.sources.source_fingerprint", lambda entry, ctx=None: entry.source.revision)
+    provider = StatsProvider(Settings(cache_dir=str(tmp_path), n_sequences=4), Registry([entry]))
+    with pytest.raises(ValueError, match=r"^m: checkpoint step 10 has 4 hidden-state layers, step 0 has 3"):
+        SeriesProvider(provider).get(entry)
+
+
+# -- the cache and the report: interrupts, full disks, two writers --------------------------------------------------
+
+def _provider(tmp_path, entries):
+    settings = Settings(cache_dir=str(tmp_path / "cache"), n_sequences=8, max_length=16)
+    return StatsProvider(settings, Registry(entries))
+
+
+def _bert(tiny_bert_dir, ident):
+    return ModelEntry.model_validate(dict(id=ident, source={"kind": "local", "path": str(tiny_bert_dir)},
+                                          modality="text", granularity="subword", architecture="transformer",
+                                          role="encoder", family="bert"))
+
+
+def test_an_interrupted_run_keeps_every_model_already_cached(tmp_path, tiny_bert_dir, monkeypatch):
+    """Ctrl-C (KeyboardInterrupt) while the second model is extracted: the first model's cache entry is whole and
+    the next run reads it instead of computing it again; no half-written file is left."""
+    a, b = _bert(tiny_bert_dir, "a"), _bert(tiny_bert_dir, "b")
+    first = _provider(tmp_path, [a, b])
+    first.get(a)
+    real = StatsProvider._compute
+
+    def interrupted(self, entry, *args):
+        if entry.id == "b":
+            raise KeyboardInterrupt
+        return real(self, entry, *args)
+
+    monkeypatch.setattr(StatsProvider, "_compute", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        first.get(b)
+    assert not list((tmp_path / "cache").glob("*.tmp"))
+    again = _provider(tmp_path, [a, b]).get(a)
+    assert again.meta["cache"]["hit"] is True
+
+
+def test_a_full_disk_while_caching_keeps_the_statistics_of_the_run(tmp_path, tiny_bert_dir, monkeypatch):
+    from aniso.stats import StatsCache
+
+    def full(self, key, stats):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(StatsCache, "save", full)
+    with pytest.warns(RuntimeWarning, match=r"a: could not write the statistics cache entry .*No space left"):
+        stats = _provider(tmp_path, [_bert(tiny_bert_dir, "a")]).get(_bert(tiny_bert_dir, "a"))
+    assert stats.summaries()[0].count > 0
+
+
+def test_a_full_disk_while_writing_the_report_fails_the_run_naming_the_folder(tmp_path, monkeypatch):
+    from aniso import files
+    from aniso.results import ClaimResult
+    from aniso.session import AnisoSession
+
+    session = AnisoSession.start(Settings(report_dir=str(tmp_path / "reports"), cache_dir=str(tmp_path / "c")),
+                                 Registry([]), tmp_path)
+    session.results.append(ClaimResult(claim_id="G.isotropic-baseline", paper="G", section="", figure="",
+                                       statement="", model_id=None, test="t", verdict="holds"))
+
+    def full(path, write):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "atomic_write", full)
+    assert session.finish() is True
+    assert "could not write the report" in session.must_run_failures[0]
+    assert "No space left" in session.must_run_failures[0] and str(tmp_path / "c") in session.must_run_failures[0]
+
+
+def test_two_runs_writing_the_same_cache_entry_compute_it_once(tmp_path, tiny_bert_dir):
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: m\n    source: {{kind: local, path: {tiny_bert_dir}}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANISO_")} | {
+        "ANISO_CACHE_DIR": str(tmp_path / "cache"), "ANISO_N_SEQUENCES": "32", "CI": "1"}
+    cmd = [sys.executable, "-m", "aniso.cli", "extract", "m", "--registry", str(reg)]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    said = sorted(o[0].strip().rsplit("(", 1)[-1] for o in outs)
+    assert said == ["hit)", "written)"], outs
+    assert len(list((tmp_path / "cache").glob("*.safetensors"))) == 1
+
+
+# -- HTML and determinism -----------------------------------------------------------------------------------------
+
+def test_the_interval_and_statistic_names_are_escaped_in_the_report(tmp_path):
+    from aniso.report import render_html
+    from aniso.results import ClaimResult, ResultsDocument, Uncertainty, provenance
+
+    evil = "<script>alert(1)</script>"
+    r = ClaimResult(claim_id="G.cnn-mostly-isotropic", paper="G", section="", figure="", statement="", model_id=evil,
+                    test="t", verdict="holds", measured={"x": evil},
+                    uncertainty=Uncertainty(statistic=evil, value=0.1, low=0.0, high=0.3, threshold=0.2,
+                                            holds_if="<", holds_share=0.5, fragile=True, n_boot=10, method=evil))
+    html = render_html(ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[r]))
+    assert evil not in html and html.count("&lt;script&gt;") >= 4
+
+
+def test_the_same_command_twice_gives_the_same_results_json_apart_from_times(tmp_path, tiny_bert_dir):
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: m\n    source: {{kind: local, path: {tiny_bert_dir}}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANISO_")} | {"CI": "1", "ANISO_NO_CACHE": "1",
+                                                                                  "ANISO_N_SEQUENCES": "16"}
+    docs = []
+    for run in ("one", "two"):
+        subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "claims/test_godey_pretrained.py"), "-q",
+                        "-p", "no:cacheprovider", f"--aniso-registry={reg}", f"--aniso-report-dir={tmp_path / run}",
+                        f"--aniso-cache-dir={tmp_path / 'cache'}"], cwd=ROOT, env=env, capture_output=True,
+                       timeout=600)
+        text = next((tmp_path / run).glob("run-*/results.json")).read_text()
+        text = re.sub(r'"(time|seconds)": [^,\n]+', r'"\1": 0', text).replace(str(tmp_path / run), "REPORTS")
+        docs.append(text)
+    assert len(json.loads(docs[0])["results"]) >= 4
+    assert docs[0] == docs[1]
