@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from aniso import metrics
-from aniso.claim_rules import SIGNIFICANCE_RULE, significance_margin, significant_anisotropy
+from aniso.claim_rules import (FIRST_TOKEN_EXCLUDED, SIGNIFICANCE_RULE, significance_alternatives,
+                               significance_margin, significant_anisotropy, without_first_token)
 
 #: Significance level of the drift-correlation tests (G §3.3: "p > 0.05" = no significant correlation).
 ALPHA = 0.05
@@ -41,7 +42,7 @@ def test_token_nlp_anisotropic(entry, claim):
     holds, measured = significant_anisotropy(stats)
     claim.conclude(holds, measured, SIGNIFICANCE_RULE,
                    uncertainty=claim.interval(stats, significance_margin, "max over layers of avg cos − q95(d)", 0.0,
-                                              ">"))
+                                              ">"), alternatives=significance_alternatives(stats))
 
 
 @pytest.mark.claim("G.isotropic-baseline")
@@ -114,7 +115,18 @@ def _drift_claim(claim, method: str) -> None:
         f"{method} p < {ALPHA} between per-layer drift norm and avg cos",
         p_value=chosen.p_value,
         uncertainty=claim.interval(stats, lambda s: _drift_p(s, method), f"{method} p-value", ALPHA, "<"),
+        alternatives=_drift_alternatives(stats, method),
     )
+
+
+def _drift_alternatives(stats, method: str) -> dict:
+    aside = without_first_token(stats)
+    if aside is None:
+        return {}
+    cos = np.array([s["mean_cosine"] for s in aside], dtype=float)
+    drift = np.array([s["drift_norm"] for s in aside], dtype=float)
+    p = metrics.drift_correlation(drift, cos, method).p_value
+    return {FIRST_TOKEN_EXCLUDED: (p < ALPHA, p)}
 
 
 def _drift_p(stats, method: str) -> float:

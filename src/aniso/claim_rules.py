@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["significant_anisotropy", "significance_margin", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST"]
+__all__ = ["significant_anisotropy", "significance_margin", "significance_alternatives", "without_first_token",
+           "FIRST_TOKEN_EXCLUDED", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST"]
 
 #: The rule, in words, as every result states it.
 SIGNIFICANCE_RULE = "some layer has avg cos > q95(d)"
@@ -43,6 +44,27 @@ def significance_margin(stats) -> float:
     """max over layers of avg cos − q95(d): the statistic :func:`significant_anisotropy` decides on (> 0: holds)."""
     layers = stats.summaries()
     return float(max(s.mean_cosine - s.q95 for s in layers))
+
+
+#: The choice a text model's statistics also hold the other side of: every token (the papers') or every token but
+#: the first of each sequence (the attention-sink position of decoders).
+FIRST_TOKEN_EXCLUDED = "first token of each sequence excluded"
+
+
+def without_first_token(stats) -> list[dict] | None:
+    """The per-layer summaries (:func:`~aniso.stats.summary_dict`) without the first token of each sequence, where
+    the run measured them (text models other than encoder–decoders), else None."""
+    aside = stats.meta.get("first_token_excluded")
+    return aside if aside else None
+
+
+def significance_alternatives(stats) -> dict[str, tuple[bool, float]]:
+    """The significance rule under the choices the run also measured: ``{choice: (holds, margin)}``."""
+    aside = without_first_token(stats)
+    if aside is None or any(s.get("mean_cosine") is None for s in aside):
+        return {}
+    margin = max(s["mean_cosine"] - s["q95"] for s in aside)
+    return {FIRST_TOKEN_EXCLUDED: (margin > 0, margin)}
 
 
 #: R §4.1 operationalisation (docs/claims.md): the peak's relative depth lies strictly inside (EDGE, 1 - EDGE) and

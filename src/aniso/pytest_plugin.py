@@ -104,8 +104,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 class _PytestClaim(ClaimContext):
     """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome."""
 
-    def conclude(self, holds, measured, rule, *, p_value=None, uncertainty=None):
-        decision, message = super().conclude(holds, measured, rule, p_value=p_value, uncertainty=uncertainty)
+    def conclude(self, holds, measured, rule, *, p_value=None, uncertainty=None, alternatives=None):
+        decision, message = super().conclude(holds, measured, rule, p_value=p_value, uncertainty=uncertainty,
+                                             alternatives=alternatives)
         if decision.outcome is Outcome.XFAIL:
             pytest.xfail(message)
         if decision.outcome is Outcome.FAIL:

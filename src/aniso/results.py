@@ -22,7 +22,7 @@ from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED
 from .versions import library_versions
 
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED",
-           "ERROR", "ClaimResult", "Uncertainty", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
+           "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
            "ResultsDocument", "provenance", "model_layers", "write_results", "read_results"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
@@ -53,6 +53,17 @@ class Uncertainty(_Doc):
     n_boot: int = 0
     level: float = 0.95
     method: str = ""
+
+
+class Sensitivity(_Doc):
+    """The verdict under another choice the paper left open (``choice``, e.g. "padding frames included", "first
+    token of each sequence excluded"), measured in the same run: whether the claim ``holds`` then, the deciding
+    ``value`` then, and whether that differs from the main verdict (``differs``)."""
+
+    choice: str
+    holds: bool
+    value: float | None = None
+    differs: bool = False
 
 
 class ClaimResult(_Doc):
@@ -89,6 +100,7 @@ class ClaimResult(_Doc):
     differs_from_record: str | None = None
     skip_kind: str | None = None
     uncertainty: Uncertainty | None = None
+    sensitivity: list[Sensitivity] = Field(default_factory=list)
 
 
 class RegistryRow(_Doc):

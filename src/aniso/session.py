@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .results import (ClaimResult, NotYetExecutable, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
+from .results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
                       provenance, write_results)
 from .architecture_check import ArchitectureChecks
 from .catalog import get_claim, not_yet_executable
@@ -200,7 +200,9 @@ class AnisoSession:
             numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
             verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
                                    else "") + (f" [FRAGILE: {fragile_text(r.uncertainty)}]"
-                                               if r.uncertainty is not None and r.uncertainty.fragile else "")
+                                               if r.uncertainty is not None and r.uncertainty.fragile else "") \
+                + "".join(f" [{'holds' if a.holds else 'does not hold'} with the {a.choice}]"
+                          for a in r.sensitivity if a.differs)
             rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
         out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
         for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
@@ -382,15 +384,20 @@ class ClaimContext:
                            level=iv.level, method=method)
 
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
-                 p_value: float | None = None, uncertainty: Uncertainty | None = None) -> tuple[Decision, str]:
+                 p_value: float | None = None, uncertainty: Uncertainty | None = None,
+                 alternatives: dict[str, tuple[bool, float | None]] | None = None) -> tuple[Decision, str]:
         """Record the verdict under the verdict policy (:mod:`aniso.verdicts`).
 
         Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
         claim's significance test, where it has one (recorded as a typed field for the report); ``uncertainty``:
-        the deciding statistic's bootstrap interval (:meth:`interval`), whose ``fragile`` flag the report shows.
+        the deciding statistic's bootstrap interval (:meth:`interval`), whose ``fragile`` flag the report shows;
+        ``alternatives``: for each choice the paper left open that the run also measured (e.g. ``"padding frames
+        included"``), whether the claim holds under it and the deciding value (the report's sensitivity).
         """
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
+        r.sensitivity = [Sensitivity(choice=choice, holds=bool(h), value=None if v is None else float(v),
+                                     differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
         expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
                                      if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None

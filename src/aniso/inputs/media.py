@@ -26,8 +26,8 @@ __all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_
 SAMPLE_RATE = 16_000
 #: Shortest recording kept: 0.1 s (Whisper and wav2vec 2.0 need a few frames).
 MIN_SAMPLES = SAMPLE_RATE // 10
-#: Smallest photograph side kept, in pixels (a smaller one is an icon, not a photograph).
-MIN_IMAGE_SIDE = 32
+#: Smallest photograph side kept, in pixels (a smaller file is a thumbnail or a placeholder, not a photograph).
+MIN_IMAGE_SIDE = 8
 _AUDIO = (".flac", ".wav")
 _IMAGES = (".jpg", ".jpeg", ".png")
 

@@ -158,6 +158,7 @@ def render_html(document: ResultsDocument) -> str:
         c["rule"] = next((r["rule"] for r in c["rows"] if r["rule"]), "")
     findings = [r for r in results if r["verdict"] in FINDING_VERDICTS]
     fragile = [r for r in results if (r.get("uncertainty") or {}).get("fragile")]
+    sensitive = [(r, alt) for r in results for alt in r.get("sensitivity") or [] if alt["differs"]]
     run_models = {r["model_id"] for r in results if r["verdict"] != "skipped"}
     not_run: dict[str, str] = {}
     for r in results:
@@ -170,7 +171,7 @@ def render_html(document: ResultsDocument) -> str:
     template = env.get_template("report.html.j2")
     return template.render(
         prov=doc["provenance"], schema_version=doc["schema_version"], results=results, claims=claims,
-        summary=summary, counts=counts, findings=findings, fragile=fragile, not_run=not_run,
+        summary=summary, counts=counts, findings=findings, fragile=fragile, not_run=not_run, sensitive=sensitive,
         other_figures=other_figures, layer_figures={mid: layer_figure(mid, m) for mid, m in doc["models"].items()},
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
