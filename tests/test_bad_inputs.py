@@ -209,7 +209,7 @@ def test_a_series_whose_layer_count_changes_between_checkpoints_is_refused(monke
     layers = {0: 3, 10: 4}
     monkeypatch.setattr(dynamics, "measure_checkpoint", lambda model, items, settings, step: CheckpointMeasure(
         step, [{"mean_cosine": 0.1}] * layers[step], *(np.zeros((1, 1, 2)),) * 2, *(np.zeros((1, 1, 2, 2)),) * 2,
-        np.zeros((1, 1)), meta={"seconds": 0}))
+        np.zeros((1, 1)), meta={"seconds": 0}, sink=np.zeros((1, 1))))
     monkeypatch.setattr("aniso.sources.load_model", lambda entry, ctx=None: None)
     monkeypatch.setattr("aniso.sources.source_fingerprint", lambda entry, ctx=None: entry.source.revision)
     provider = StatsProvider(Settings(cache_dir=str(tmp_path), n_sequences=4), Registry([entry]))

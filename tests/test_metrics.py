@@ -198,17 +198,19 @@ def test_two_nearest_neighbours_are_exact(seed, n, d, kind):
 
 def test_two_nearest_neighbours_recheck_near_ties(monkeypatch):
     """Points whose float32 distances cannot separate the candidates from the rest (the corners of a simplex moved
-    by 1e-7: every distance is 10·√2 to eight digits) are recomputed exactly, row by row."""
+    by 1e-7: every distance is 10·√2 to eight digits) are ranked again in float64; moved by 1e-13, not even float64
+    separates them, and every row gets all its distances recomputed exactly, row by row. Both match brute force."""
     rng = np.random.default_rng(3)
-    x = np.eye(300) * 10 + rng.standard_normal((300, 300)) * 1e-7
-    calls = []
-    partition = np.partition
-    monkeypatch.setattr(metrics.np, "partition", lambda *a, **k: calls.append(1) or partition(*a, **k))
-    r1, r2 = metrics.two_nearest_neighbours(x)
-    monkeypatch.undo()
-    assert len(calls) == 300  # every row was rechecked
-    b1, b2 = _brute_two_nearest(x)
-    assert np.allclose(r1, b1, rtol=1e-9) and np.allclose(r2, b2, rtol=1e-9)
+    for noise, last_resort in ((1e-7, 0), (1e-13, 300)):
+        x = np.eye(300) * 10 + rng.standard_normal((300, 300)) * noise
+        calls = []
+        partition = np.partition
+        monkeypatch.setattr(metrics.np, "partition", lambda *a, **k: calls.append(1) or partition(*a, **k))
+        r1, r2 = metrics.two_nearest_neighbours(x)
+        monkeypatch.undo()
+        assert len(calls) == last_resort
+        b1, b2 = _brute_two_nearest(x)
+        assert np.allclose(r1, b1, rtol=1e-9) and np.allclose(r2, b2, rtol=1e-9)
     with pytest.raises(ValueError, match="at least 3"):
         metrics.two_nearest_neighbours(x[:2])
 

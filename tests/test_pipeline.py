@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-
+import pytest
 
 from aniso.pipeline import StatsProvider
 from aniso.registry import Registry
@@ -40,5 +40,9 @@ def test_first_order_claims_keep_no_d_by_d_matrix(tiny_bert_entry, tmp_path):
     assert all(acc.gram is None and acc.reservoir.size == 0 and not acc.batch_svd for acc in lean.layers)
     full = StatsProvider(settings, Registry([entry])).get(entry)
     assert full.layers[0].gram is not None and lean.meta["cache"]["key"] != full.meta["cache"]["key"]
-    assert [s.mean_cosine for s in lean.summaries()] == [s.mean_cosine for s in full.summaries()]
-    assert [s.drift_norm for s in lean.summaries()] == [s.drift_norm for s in full.summaries()]
+    # The full run also reads attention probabilities, which switches the model to eager attention: the same
+    # numbers up to float rounding of the two attention implementations.
+    assert [s.mean_cosine for s in lean.summaries()] == pytest.approx([s.mean_cosine for s in full.summaries()],
+                                                                      rel=1e-8)
+    assert [s.drift_norm for s in lean.summaries()] == pytest.approx([s.drift_norm for s in full.summaries()],
+                                                                     rel=1e-8)

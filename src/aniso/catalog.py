@@ -14,6 +14,11 @@ from dataclasses import dataclass
 G = "Godey et al. 2024, Anisotropy Is Inherent to Self-Attention in Transformers (EACL)"
 R = "Razzhigaev et al. 2024, The Shape of Learning (EACL Findings)"
 S = "This suite, beyond the papers: controlled experiments on miniatures it trains"
+M = "Machina & Mercer 2024, Anisotropy is Not Inherent to Transformers (NAACL)"
+X_SUN = "Sun et al. 2024, Massive Activations in Large Language Models (COLM)"
+X_GU = "Gu et al. 2025, When Attention Sink Emerges in Language Models (ICLR)"
+X_TIMKEY = "Timkey & van Schijndel 2021, All Bark and No Bite: Rogue Dimensions (EMNLP)"
+X_SUITE = "This suite, on R §4.1 and the attention-sink position"
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,24 @@ CLAIMS: dict[str, Claim] = {
               "in decoders, anisotropy grows as training proceeds, then stabilises", statistics=()),
         Claim("R.id-expands-then-compresses", R, "§4.3", "Fig. 2",
               "intrinsic dimension rises early in training, then falls", statistics=()),
+        Claim("M.final-norm-isotropises", M, "§4", "Fig. 2-3",
+              "the final normalisation layer makes the output isotropic (avg cos below q95(d))",
+              statistics=("first-order", "final-norm")),
+        Claim("M.partition-isotropy", M, "§3", "Fig. 1",
+              "centring an embedding matrix raises its partition isotropy I(W) close to 1",
+              statistics=("embedding-isotropy",)),
+        Claim("X.massive-activations", X_SUN, "§2-3", "Fig. 1-2",
+              "a few activations, on the first token, in fixed dimensions, are orders of magnitude above the median "
+              "from the middle layers on", statistics=("first-order", "second-order")),
+        Claim("X.attention-sink", X_GU, "§3", "Fig. 2",
+              "a large share of heads put most of their attention on the first token in trained decoders",
+              statistics=("attention-sink",)),
+        Claim("X.rogue-dimensions", X_TIMKEY, "§3-4", "Fig. 1",
+              "one to three dimensions dominate avg cos, and per-dimension standardisation removes the anisotropy",
+              statistics=("first-order", "second-order")),
+        Claim("X.sink-token-and-profiles", X_SUITE, "after R §4.1", "R Fig. 1",
+              "the decoder bell profile survives excluding the first token of each sequence",
+              statistics=("first-order", "second-order", "first-token-excluded")),
     ]
 }
 

@@ -46,10 +46,11 @@ def _stats(args: argparse.Namespace) -> int:
     except (RegistryError, KeyError, ValueError, ModelUnavailable) as exc:
         print(f"aniso stats: {exc}", file=sys.stderr)
         return 2
-    rows = [[name, s.dim, s.count, s.mean_cosine, s.q95, s.drift_norm, s.svd_anisotropy, s.twonn]
+    rows = [[name, s.dim, s.count, s.mean_cosine, s.q95, s.drift_norm, s.svd_anisotropy, s.twonn, s.isoscore]
             for name, s in zip(stats.layer_names, stats.summaries())]
     print(f"{entry.id} on {stats.meta['corpus']['label']} ({stats.meta['n_sequences']} sequences)")
-    print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN"],
+    print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN",
+                                 "IsoScore"],
                    floatfmt=".4f"))
     return 0
 

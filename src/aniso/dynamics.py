@@ -37,7 +37,7 @@ __all__ = ["AttentionMoments", "CheckpointMeasure", "Series", "measure_checkpoin
            "series_document"]
 
 #: Bumped when a checkpoint measurement changes meaning.
-DYNAMICS_FORMAT = 2
+DYNAMICS_FORMAT = 4
 #: Shuffled batches per layer for the batch-wise TwoNN (R §2.4: mean ± std over batches).
 TWONN_BATCHES = 4
 
@@ -60,6 +60,7 @@ class AttentionMoments:
         self.q_gram = np.zeros((n_heads, head_dim, head_dim))
         self.k_gram = np.zeros((n_kv_heads, head_dim, head_dim))
         self.entropy_sum = np.zeros(n_heads)
+        self.sink_sum = np.zeros(n_heads)
         self.n_rows = 0
 
     def update_queries_keys(self, q: torch.Tensor, k: torch.Tensor) -> None:
@@ -80,16 +81,21 @@ class AttentionMoments:
         entropy = -torch.special.xlogy(p, p).sum(-1)  # (b, H, t), nats
         rows = mask.bool()
         self.entropy_sum += entropy.permute(0, 2, 1)[rows].sum(0).numpy()
+        first = rows.float().argmax(dim=1)  # each sequence's first real token
+        on_first = p[torch.arange(p.shape[0]), :, :, first]  # (b, H, t)
+        self.sink_sum += on_first.permute(0, 2, 1)[rows].sum(0).numpy()
         self.n_rows += int(rows.sum())
 
     def _kv(self, a: np.ndarray) -> np.ndarray:
         return np.repeat(a, self.n_heads // self.n_kv_heads, axis=0)
 
     def result(self) -> dict[str, np.ndarray]:
-        """``q_mean``, ``k_mean`` (H, d_h); ``q_moment``, ``k_moment`` (H, d_h, d_h), E[q qᵀ]; ``entropy`` (H,)."""
+        """``q_mean``, ``k_mean`` (H, d_h); ``q_moment``, ``k_moment`` (H, d_h, d_h), E[q qᵀ]; ``entropy`` (H,);
+        ``sink`` (H,), the mean attention on the first real token."""
         n = max(self.count, 1)
         return {"q_mean": self.q_sum / n, "k_mean": self._kv(self.k_sum) / n, "q_moment": self.q_gram / n,
-                "k_moment": self._kv(self.k_gram) / n, "entropy": self.entropy_sum / max(self.n_rows, 1)}
+                "k_moment": self._kv(self.k_gram) / n, "entropy": self.entropy_sum / max(self.n_rows, 1),
+                "sink": self.sink_sum / max(self.n_rows, 1)}
 
 
 @dataclass
@@ -98,7 +104,8 @@ class CheckpointMeasure:
 
     ``layers``: per hidden-state layer, a :func:`~aniso.stats.summary_dict` plus ``twonn_batch_mean``,
     ``twonn_batch_std``, ``n_twonn_batches``. Arrays over attention layers L and heads H: ``q_mean``, ``k_mean``
-    (L, H, d_h); ``q_moment``, ``k_moment`` (L, H, d_h, d_h); ``entropy`` (L, H) in nats.
+    (L, H, d_h); ``q_moment``, ``k_moment`` (L, H, d_h, d_h); ``entropy`` (L, H) in nats; ``sink`` (L, H), each
+    head's mean attention on the first real token (Gu et al. 2025).
     """
 
     step: int
@@ -109,8 +116,9 @@ class CheckpointMeasure:
     k_moment: np.ndarray
     entropy: np.ndarray
     meta: dict = field(default_factory=dict)
+    sink: np.ndarray | None = None
 
-    ARRAYS = ("q_mean", "k_mean", "q_moment", "k_moment", "entropy")
+    ARRAYS = ("q_mean", "k_mean", "q_moment", "k_moment", "entropy", "sink")
 
     def layer_series(self, name: str) -> np.ndarray:
         """One hidden-state metric across layers, (n_layers,) float64 (NaN where missing)."""
@@ -184,8 +192,10 @@ def measure_checkpoint(loaded, texts, settings, step: int) -> CheckpointMeasure:
                                                "n_twonn_batches": n})
     results = [m.result() for m in heads]
     arrays = {k: np.stack([r[k] for r in results]) for k in CheckpointMeasure.ARRAYS}
+    from .pipeline import embedding_isotropy
+
     meta = {"origin": loaded.origin, "n_tokens": stats.meta["n_tokens"], "seconds": stats.meta["seconds"],
-            "training": loaded.meta.get("training", {})}
+            "training": loaded.meta.get("training", {}), "embedding_isotropy": embedding_isotropy(model)}
     return CheckpointMeasure(step, layers, meta=meta, **arrays)
 
 
@@ -359,8 +369,11 @@ def series_document(series: Series) -> dict:
                         "k": pk[:, l, h].round(5).tolist()} for l, h in chosen]
     doc = {"steps": series.steps.tolist(), "inputs": series.inputs.get("dataset"),
            "qk_cos": cos.round(5).tolist(), "qk_dot": head_dots(q, k).round(5).tolist(),
-           "entropy": series.stacked("entropy").round(5).tolist(), "projections": proj,
-           "loss": series.measures[-1].meta.get("training", {}).get("loss", [])}
+           "entropy": series.stacked("entropy").round(5).tolist(), "sink": (series.stacked("sink").round(5).tolist()
+                    if all(m.sink is not None for m in series.measures) else None),
+           "projections": proj,
+           "loss": series.measures[-1].meta.get("training", {}).get("loss", []),
+           "embedding_isotropy": [m.meta.get("embedding_isotropy") for m in series.measures]}
     for name in ("mean_cosine", "svd_anisotropy_batch_mean", "twonn_batch_mean", "twonn_batch_std"):
         values = series.layer_metric(name)
         doc[name] = [[None if not np.isfinite(v) else round(float(v), 5) for v in row] for row in values]

@@ -31,6 +31,9 @@ class Batch:
     attention layer's probabilities, (b, heads, t, t) float32, and ``mask`` the (b, t) bool mask of real tokens.
     ``inputs`` labels the rows of each layer with the input they came from (0 .. ``n_sequences`` - 1: paragraph,
     recording, image), (m_i,) int64, for statistics kept per input (bootstrap intervals); None: not labelled.
+    ``positions`` (text) gives each row's position among the real tokens of its sequence (0: its first token).
+    ``final_norm`` holds the rows entering and leaving the model's final normalisation (:func:`final_norm_of`), where
+    asked for and the model has one.
     """
 
     layers: list[torch.Tensor]
@@ -40,11 +43,52 @@ class Batch:
     attentions: list[torch.Tensor] | None = None
     mask: torch.Tensor | None = None
     inputs: list[torch.Tensor] | None = None
+    positions: list[torch.Tensor] | None = None
+    final_norm: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @property
     def without_first(self) -> list[torch.Tensor] | None:
         """The layers without the first real token of each sequence, copied out only when asked for."""
         return None if self.without_first_states is None else self.without_first_states()
+
+
+#: Where a model keeps its final normalisation (applied to the last layer's output), by family: Llama, Gemma,
+#: Mistral, Qwen (norm), GPT-2, GPT-J, BLOOM (ln_f), OPT (decoder.final_layer_norm), Whisper's encoder (layer_norm),
+#: GPT-NeoX (final_layer_norm). Post-LN encoders (BERT, ALBERT) have none apart from their last layer's own.
+_FINAL_NORMS = ("norm", "ln_f", "final_layer_norm", "decoder.final_layer_norm", "layer_norm", "final_layernorm")
+
+
+def final_norm_of(model) -> tuple[str, torch.nn.Module] | None:
+    """``(name, module)`` of the model's final normalisation (LayerNorm or RMSNorm after the last layer), or None."""
+    for name in _FINAL_NORMS:
+        try:
+            module = model.get_submodule(name)
+        except AttributeError:
+            continue
+        if "norm" in type(module).__name__.lower():
+            return name, module
+    return None
+
+
+class _FinalNormHook:
+    """Keeps the input and output of the final normalisation of the latest forward pass."""
+
+    def __init__(self, module: torch.nn.Module):
+        self._io = None
+        self.handle = module.register_forward_hook(self._keep)
+
+    def _keep(self, module, args, out) -> None:
+        self._io = (args[0].detach(), (out[0] if isinstance(out, tuple) else out).detach())
+
+    def take(self, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The (rows, d) states entering and leaving the norm at the (b, t) ``mask``; None if it did not run."""
+        if self._io is None:
+            return None
+        pre, post = self._io
+        self._io = None
+        if pre.shape[:2] != mask.shape:
+            return None
+        return pre[mask].float().cpu(), post[mask].float().cpu()
 
 
 def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.Tensor]:
@@ -113,7 +157,7 @@ def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor
 @torch.inference_mode()
 def iter_text_hidden_states(
     model, tokenizer, texts: Sequence[str], *, batch_size: int = 16, max_length: int = 128, device: str = "cpu",
-    attentions: bool = False,
+    attentions: bool = False, final_norm: bool = False,
 ) -> Iterator[Batch]:
     """Run ``texts`` through ``model`` and yield the real-token hidden states of every layer, batch by batch.
 
@@ -133,6 +177,8 @@ def iter_text_hidden_states(
     device : torch device for the forward pass
     attentions : also return the attention probabilities and the token mask (decoder-only and encoder-only
         models; the model is switched to transformers' eager attention, which computes them)
+    final_norm : also return the states entering and leaving the model's final normalisation
+        (:func:`final_norm_of`; encoder-only and decoder-only models that have one)
 
     Yields
     ------
@@ -165,6 +211,18 @@ def iter_text_hidden_states(
     order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
     enc_dec = getattr(model.config, "is_encoder_decoder", False)
     accepted = {"input_ids", "attention_mask", "token_type_ids"}
+    norm = final_norm_of(model) if final_norm and not enc_dec else None
+    hook = _FinalNormHook(norm[1]) if norm is not None else None
+    try:
+        yield from _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, attentions, enc_dec,
+                                 accepted, hook)
+    finally:
+        if hook is not None:
+            hook.handle.remove()
+
+
+def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, attentions, enc_dec, accepted,
+                  hook) -> Iterator[Batch]:
     for start in range(0, len(order), batch_size):
         chunk = [texts[i] for i in order[start : start + batch_size]]
         enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
@@ -184,13 +242,15 @@ def iter_text_hidden_states(
                                f"its config says hidden_size {hidden}")
         layers = [h[m].float().cpu() for (h, _), m in zip(states, masks)]
         rows_of = [m.nonzero()[:, 0].cpu() for m in masks]  # boolean indexing is row-major: the sequence of each row
+        positions = [(m.long().cumsum(dim=1) - 1)[m].cpu() for m in masks]
         without_first = None
         if not enc_dec and not getattr(model.config, "downsampling_rate", None):
             later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
             without_first = partial(_select_rows, [h for h, _ in states], later)
         probs = [a.float().cpu() for a in out.attentions] if attentions else None
         yield Batch(layers, len(chunk), without_first_states=without_first, attentions=probs,
-                    mask=mask.cpu() if attentions else None, inputs=rows_of)
+                    mask=mask.cpu() if attentions else None, inputs=rows_of, positions=positions,
+                    final_norm=hook.take(masks[-1]) if hook is not None else None)
 
 
 def speech_layer_names(model) -> list[str]:
@@ -214,7 +274,8 @@ def _speech_frame_mask(model, inputs: dict, n_frames: int, batch: int) -> torch.
 
 @torch.inference_mode()
 def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batch_size: int = 8,
-                              device: str = "cpu", sampling_rate: int = 16_000) -> Iterator[Batch]:
+                              device: str = "cpu", sampling_rate: int = 16_000,
+                              final_norm: bool = False) -> Iterator[Batch]:
     """Run audio clips through a speech Transformer and yield the hidden states of every layer per frame.
 
     Whisper (encoder–decoder) runs its encoder only, on the feature
@@ -242,6 +303,18 @@ def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batc
     whisper = getattr(model.config, "is_encoder_decoder", False)
     if not whisper and not getattr(feature_extractor, "return_attention_mask", True):
         batch_size = 1
+    # Whisper's encoder ends with its own LayerNorm (wav2vec 2.0's encoder.layer_norm comes before its layers).
+    norm = final_norm_of(model.get_encoder()) if final_norm and whisper else None
+    hook = _FinalNormHook(norm[1]) if norm is not None else None
+    try:
+        yield from _speech_batches(model, feature_extractor, clips, batch_size, device, sampling_rate, whisper, hook)
+    finally:
+        if hook is not None:
+            hook.handle.remove()
+
+
+def _speech_batches(model, feature_extractor, clips, batch_size, device, sampling_rate, whisper,
+                    hook) -> Iterator[Batch]:
     for start in range(0, len(clips), batch_size):
         chunk = [clips[i] for i in range(start, min(start + batch_size, len(clips)))]
         if whisper:
@@ -258,7 +331,8 @@ def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batc
         mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
         yield Batch([h[mask].float().cpu() for h in states], len(chunk),
                     [h.reshape(-1, h.shape[-1]).float().cpu() for h in states],
-                    inputs=[mask.nonzero()[:, 0].cpu()] * len(states))
+                    inputs=[mask.nonzero()[:, 0].cpu()] * len(states),
+                    final_norm=hook.take(mask) if hook is not None else None)
 
 
 def _vision_inputs(h: torch.Tensor, per_image: bool) -> torch.Tensor:

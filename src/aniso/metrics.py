@@ -29,6 +29,11 @@ __all__ = [
     "unique_rows",
     "isotropic_cos_quantile",
     "isotropic_cos_std",
+    "isoscore",
+    "isoscore_from_eigenvalues",
+    "isoscore_from_moments",
+    "dimension_contributions",
+    "partition_isotropy",
     "Correlation",
     "drift_correlation",
 ]
@@ -213,6 +218,7 @@ def svd_anisotropy(x: np.ndarray) -> float:
 _NN_BLOCK = 1024
 #: Candidates kept per row from the float32 block before the exact float64 re-check.
 _NN_CANDIDATES = 4
+_F64_UNIT_ROUNDOFF = 2.0**-53
 _F32_UNIT_ROUNDOFF = 2.0 ** -24
 
 
@@ -282,12 +288,36 @@ def two_nearest_neighbours(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             floor = values[:, -1].double() + sq[rows].double() - torch.from_numpy(slack[s : s + len(rows)])
             unsure = (floor <= two[:, 1]).numpy()
             recheck.append(rows.numpy()[unsure])
-    for i in np.concatenate(recheck) if recheck else ():
+    # Rows whose float32 ranking cannot be trusted (large norms, e.g. massive activations, widen the bound): rank
+    # them again in float64, blocked, with a bound 2^29 times tighter; the few that remain unsure get every distance.
+    last = _recheck(np.concatenate(recheck) if recheck else np.zeros(0, np.int64), x64, slack, k, r)
+    for i in last:
         dist = ((centred - centred[i]) ** 2).sum(1)
         dist[i] = np.inf
         r[i] = np.partition(dist, 1)[:2]
     r = np.sqrt(r)
     return r[:, 0], r[:, 1]
+
+
+def _recheck(rows_all: np.ndarray, x64: torch.Tensor, slack32: np.ndarray, k: int, r: np.ndarray) -> np.ndarray:
+    """Two nearest neighbours of ``rows_all`` from float64 candidates (exact distances recomputed), written into
+    ``r``; returns the rows whose float64 bound still cannot separate the candidates from the rest."""
+    if rows_all.size == 0:
+        return rows_all
+    sq64 = (x64 ** 2).sum(1)
+    slack = slack32 * (_F64_UNIT_ROUNDOFF / _F32_UNIT_ROUNDOFF)
+    left = []
+    for s in range(0, rows_all.size, _NN_BLOCK):
+        rows = torch.from_numpy(rows_all[s : s + _NN_BLOCK])
+        part = torch.addmm(sq64.unsqueeze(0), x64[rows], x64.T, beta=1.0, alpha=-2.0)
+        part[torch.arange(len(rows)), rows] = float("inf")
+        values, idx = torch.topk(part, k, dim=1, largest=False, sorted=True)
+        diff = x64[idx] - x64[rows].unsqueeze(1)
+        two = torch.topk(torch.einsum("rkd,rkd->rk", diff, diff), 2, dim=1, largest=False, sorted=True).values
+        r[rows.numpy()] = two.numpy()
+        floor = values[:, -1] + sq64[rows] - torch.from_numpy(slack[rows.numpy()])
+        left.append(rows.numpy()[(floor <= two[:, 1]).numpy()])
+    return np.concatenate(left)
 
 
 def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
@@ -432,3 +462,110 @@ def monotonic_trend(along: np.ndarray, values: np.ndarray) -> Correlation:
         return Correlation("spearman", 0.0, 1.0, int(a.shape[0]))
     res = _stats.spearmanr(a, b)
     return Correlation("spearman", float(res.statistic), float(res.pvalue), int(a.shape[0]))
+
+
+def isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:
+    """IsoScore of a point cloud from the eigenvalues of its covariance matrix (Rudman et al. 2022, Alg. 1).
+
+    With n the dimension and λ the eigenvalues (the variances along the principal axes): λ̂ = √n λ / ‖λ‖, the
+    isotropy defect δ = ‖λ̂ − 1‖ / √(2(n − √n)), and IsoScore = ((n − δ²(n − √n))² − n) / (n(n − 1)), which is 1 for
+    equal variance in every direction and (k − 1)/(n − 1) when k of the n directions carry equal variance and the
+    rest none. Scale-free: multiplying the points by c leaves it unchanged.
+
+    Parameters
+    ----------
+    eigenvalues : array of shape (n,), n >= 2, >= 0 (tiny negative rounding is clipped)
+
+    Returns
+    -------
+    float in [0, 1]; NaN if every eigenvalue is 0 (all points equal).
+
+    Raises
+    ------
+    ValueError if fewer than 2 eigenvalues are given.
+    """
+    lam = np.clip(np.asarray(eigenvalues, dtype=np.float64).reshape(-1), 0.0, None)
+    n = lam.size
+    if n < 2:
+        raise ValueError(f"IsoScore needs a dimension >= 2, got {n}")
+    norm = float(np.linalg.norm(lam))
+    if norm == 0:
+        return float("nan")
+    root = math.sqrt(n)
+    defect = float(np.linalg.norm(lam * root / norm - 1.0)) / math.sqrt(2 * (n - root))
+    score = ((n - defect**2 * (n - root)) ** 2 - n) / (n * (n - 1))
+    return float(min(1.0, max(0.0, score)))
+
+
+def isoscore(x: np.ndarray) -> float:
+    """IsoScore of the rows of ``x`` (shape (m, n), m >= 2 points in ℝⁿ): :func:`isoscore_from_eigenvalues` of their
+    covariance (Rudman et al. 2022). Rows are points (the ``IsoScore`` package 2.x takes the same layout)."""
+    x = _as_matrix(x)
+    if x.shape[0] < 2:
+        raise ValueError(f"IsoScore needs at least 2 points, got {x.shape[0]}")
+    return isoscore_from_eigenvalues(np.linalg.eigvalsh(np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])))
+
+
+def isoscore_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
+    """IsoScore from streamed Σx (d,), Σxxᵀ (d, d) and the count n >= 2 (the covariance up to a factor, which
+    IsoScore ignores). See :func:`isoscore_from_eigenvalues`."""
+    if n < 2:
+        raise ValueError(f"IsoScore needs at least 2 vectors, got {n}")
+    s = np.asarray(vector_sum, dtype=np.float64)
+    c = np.asarray(gram, dtype=np.float64) - np.outer(s, s) / n
+    return isoscore_from_eigenvalues(np.linalg.eigvalsh((c + c.T) / 2))
+
+
+def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n: int) -> np.ndarray:
+    """Each dimension's contribution to avg cos, exactly, from Σu (d,) and Σu∘u (d,) of n non-zero vectors.
+
+    avg cos = Σ_k c_k with c_k = ((Σu)_k² − (Σu∘u)_k) / (n(n − 1)) = E_{i≠j}[u_ik u_jk], the mean over pairs of
+    the k-th term of the cosine (Timkey & van Schijndel 2021, §3, "contribution of dimension i to cosine
+    similarity"). Returns an array of shape (d,) summing to the exact avg cos. Raises ValueError if n < 2.
+    """
+    if n < 2:
+        raise ValueError(f"contributions need at least 2 non-zero vectors, got {n}")
+    s = np.asarray(unit_sum, dtype=np.float64)
+    return (s * s - np.asarray(unit_square_sum, dtype=np.float64)) / (n * (n - 1))
+
+
+def partition_isotropy(w: np.ndarray, centre: bool = False, chunk: int = 8192) -> float:
+    """Partition-function isotropy I(W) = min_v Z(v) / max_v Z(v) of the rows of ``w`` (Arora et al. 2016;
+    Mu & Viswanath 2018; Machina & Mercer 2024, §3), with Z(v) = Σᵢ exp(wᵢ·v) and v over the unit eigenvectors of
+    WᵀW and their negatives (an eigenvector's sign is arbitrary; taking both makes I(W) well defined and invariant
+    to rotations of W), in float64 with log-sum-exp.
+
+    Parameters
+    ----------
+    w : array of shape (V, d), e.g. an embedding matrix (V words, d dimensions), V >= 1, d >= 1
+    centre : subtract the mean row first (and take the eigenvectors of the centred matrix)
+    chunk : rows per block of the log-sum-exp (memory only)
+
+    Returns
+    -------
+    float in (0, 1]: 1 when Z is the same in every principal direction. It depends on the scale of W (Z grows with
+    ‖w‖), so report the mean row norm beside it.
+
+    Raises
+    ------
+    ValueError for a non-2-D or non-finite matrix.
+    """
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
+        raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("W contains NaN or infinite values")
+    if centre:
+        w = w - w.mean(axis=0)
+    _, vectors = np.linalg.eigh(w.T @ w)  # columns: unit eigenvectors of WᵀW
+    vectors = np.concatenate([vectors, -vectors], axis=1)  # an eigenvector's sign is arbitrary: take both
+    log_z = np.full(vectors.shape[1], -np.inf)
+    for start in range(0, w.shape[0], chunk):
+        block = w[start : start + chunk] @ vectors  # (rows, d): wᵢ·v for every eigenvector v
+        log_z = np.logaddexp(log_z, _lse_columns(block))
+    return float(math.exp(float(log_z.min() - log_z.max())))
+
+
+def _lse_columns(a: np.ndarray) -> np.ndarray:
+    top = a.max(axis=0)
+    return top + np.log(np.exp(a - top).sum(axis=0))

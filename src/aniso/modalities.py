@@ -47,8 +47,9 @@ class Modality:
     ----------
     name : the row's name
     inputs : which loader of :data:`INPUTS` gives its inputs (``text``, ``speech``, ``vision``)
-    run : ``(model, tokenizer, processor, items, batch_size, device, max_length) -> Iterator[Batch]``, the
-        hidden states of the vectors that count, batch by batch
+    run : ``(model, tokenizer, processor, items, batch_size, device, max_length, attentions=False,
+        final_norm=False) -> Iterator[Batch]``, the hidden states of the vectors that count, batch by batch (with
+        the attention probabilities and the final normalisation's input and output where asked and measurable)
     layer_names : ``model -> list[str] | None`` (None: numbered from the first batch)
     second_order : whether d x d statistics (SVD anisotropy, TwoNN reservoir) can be kept for its layers
         (False for flattened CNN maps, whose d reaches 10^5-10^6)
@@ -99,9 +100,11 @@ def _text_tokenizer(entry, config):
     return by_type.get(config.model_type, lambda: _subword_tokenizer(config.vocab_size))(), None
 
 
-def _run_text(model, tokenizer, processor, items, batch_size, device, max_length):
+def _run_text(model, tokenizer, processor, items, batch_size, device, max_length, attentions=False,
+              final_norm=False):
+    attentions = attentions and not getattr(model.config, "is_encoder_decoder", False)
     return iter_text_hidden_states(model, tokenizer, items, batch_size=batch_size, max_length=max_length,
-                                   device=device)
+                                   device=device, attentions=attentions, final_norm=final_norm)
 
 
 # -- speech -------------------------------------------------------------------------------------------------------
@@ -124,9 +127,11 @@ def _feature_extractor(entry, config):
     return None, Wav2Vec2FeatureExtractor(return_attention_mask=config.feat_extract_norm == "layer")
 
 
-def _run_speech(model, tokenizer, processor, items, batch_size, device, max_length):
+def _run_speech(model, tokenizer, processor, items, batch_size, device, max_length, attentions=False,
+                final_norm=False):
     # Speech batches are heavier (up to 30 s each): half the text batch size.
-    return iter_speech_hidden_states(model, processor, items, batch_size=max(1, batch_size // 2), device=device)
+    return iter_speech_hidden_states(model, processor, items, batch_size=max(1, batch_size // 2), device=device,
+                                     final_norm=final_norm)
 
 
 # -- vision -------------------------------------------------------------------------------------------------------
@@ -147,11 +152,11 @@ def _image_processor(entry, config):
     return None, pil_image_processor("ViTImageProcessor", size={"height": size, "width": size})
 
 
-def _run_patches(model, tokenizer, processor, items, batch_size, device, max_length):
+def _run_patches(model, tokenizer, processor, items, batch_size, device, max_length, **options):
     return iter_vision_hidden_states(model, processor, items, per_image=False, batch_size=batch_size, device=device)
 
 
-def _run_maps(model, tokenizer, processor, items, batch_size, device, max_length):
+def _run_maps(model, tokenizer, processor, items, batch_size, device, max_length, **options):
     return iter_vision_hidden_states(model, processor, items, per_image=True, batch_size=batch_size, device=device)
 
 

@@ -14,6 +14,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from .inputs.media import InputsUnavailable
 from .modalities import INPUTS, Modality, modality_of, sample_names
 from .registry import ModelEntry, Registry
@@ -22,7 +24,7 @@ from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, S
                       source_fingerprint)
 from .distributed import Shard
 from .files import exclusive
-from .stats import JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key, summary_dict
+from .stats import AttentionSink, JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key, summary_dict
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,14 @@ SECOND_ORDER = "second-order"
 #: Also every statistic of text layers without the first token of each sequence (decoders' attention sink; R's
 #: profiles are reported with and without it).
 FIRST_TOKEN_EXCLUDED = "first-token-excluded"
-ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED})
+#: Also the states entering and leaving the model's final normalisation (Machina & Mercer 2024).
+FINAL_NORM = "final-norm"
+#: Also the attention each head pays to the first token (text encoders and decoders; Gu et al. 2025).
+ATTENTION_SINK = "attention-sink"
+#: Also the partition-function isotropy of the input (and output) embedding matrix (Machina & Mercer 2024 §3).
+EMBEDDING_ISOTROPY = "embedding-isotropy"
+ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED, FINAL_NORM, ATTENTION_SINK,
+                            EMBEDDING_ISOTROPY})
 #: Widest layer whose sums are also kept per input (for bootstrap intervals over the inputs): 16,384 keeps them for
 #: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer.
 PER_INPUT_MAX_DIM = 16_384
@@ -64,6 +73,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
     """
     layers: list[LayerAccumulator] | None = None
+    norm_pair: list[LayerAccumulator] | None = None
+    sink: AttentionSink | None = None
     all_frames: list[LayerAccumulator] | None = None
     aside: list[LayerAccumulator] | None = None
     n_seq = 0
@@ -90,12 +101,22 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 aside = [LayerAccumulator(acc.dim, settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
                                           second_order=acc.second_order) for i, acc in enumerate(layers)]
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
-        for name, acc, h, rows in zip(names, layers, batch.layers, labels):
+        positions = batch.positions if batch.positions is not None else [None] * len(layers)
+        for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
             try:
                 acc.update(h.numpy(), None if rows is None else rows.numpy(),
-                           batch.n_sequences if rows is not None else None)
+                           batch.n_sequences if rows is not None else None, None if pos is None else pos.numpy())
             except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
                 raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
+        if batch.final_norm is not None:
+            if norm_pair is None:
+                norm_pair = [LayerAccumulator(h.shape[1], second_order=False) for h in batch.final_norm]
+            for acc, h in zip(norm_pair, batch.final_norm):
+                acc.update(h.numpy())
+        if batch.attentions is not None and batch.mask is not None:
+            if sink is None:
+                sink = AttentionSink([a.shape[1] for a in batch.attentions])
+            sink.update(batch.attentions, batch.mask)
         for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first if aside else None)):
             if extra is not None:
                 for acc, h in zip(extra, states):
@@ -110,7 +131,34 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
         meta["all_frames_count"] = all_frames[0].count
     if aside is not None:
         meta["first_token_excluded"] = [summary_dict(a.summary()) for a in aside]
+    if norm_pair is not None and norm_pair[0].count >= 2:
+        meta["final_norm"] = {"before": summary_dict(norm_pair[0].summary()),
+                              "after": summary_dict(norm_pair[1].summary())}
+    if sink is not None:
+        meta["attention_sink"] = sink.result()
     return ModelStats(entry.id, names, layers, meta)
+
+
+def embedding_isotropy(model) -> dict:
+    """Partition isotropy I(W) (:func:`aniso.metrics.partition_isotropy`) of the model's input embedding matrix and,
+    where loaded and not tied to it, its output embedding matrix: raw and mean-centred, with the mean row norm (I(W)
+    depends on the scale of W), the vocabulary size and the dimension. Machina & Mercer 2024 §3."""
+    from . import metrics
+
+    out = {}
+    emb = model.get_input_embeddings()
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    tied = bool(getattr(model.config, "tie_word_embeddings", False))
+    for name, module in (("input", emb), ("output", head)):
+        if module is None or not hasattr(module, "weight"):
+            continue
+        w = module.weight.detach().double().cpu().numpy()
+        out[name] = {"raw": metrics.partition_isotropy(w), "centred": metrics.partition_isotropy(w, centre=True),
+                     "mean_norm": float(np.linalg.norm(w, axis=1).mean()), "vocab": int(w.shape[0]),
+                     "dim": int(w.shape[1])}
+    out["output_embeddings"] = ("tied to the input embeddings" if tied else
+                                "measured" if "output" in out else "not loaded (base model without its LM head)")
+    return out
 
 
 def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
@@ -123,11 +171,14 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
     """
     batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
-                           settings.batch_size, settings.device, settings.max_length)
+                           settings.batch_size, settings.device, settings.max_length,
+                           attentions=ATTENTION_SINK in statistics, final_norm=FINAL_NORM in statistics)
     sharded = shard.world > 1
+    extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
+        if EMBEDDING_ISOTROPY in statistics and modality.name == "text" else {}
     stats = compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
                           {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()}
-                          | loaded.meta, second_order=modality.second_order and SECOND_ORDER in statistics,
+                          | loaded.meta | extra, second_order=modality.second_order and SECOND_ORDER in statistics,
                           first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
     if not sharded:
         return stats
@@ -232,6 +283,7 @@ class StatsProvider:
                 "settings": self.settings.extraction_key(),
                 "second_order": modality.second_order and SECOND_ORDER in statistics,
                 "first_token_excluded": FIRST_TOKEN_EXCLUDED in statistics and shards == 1,
+                "extras": sorted(statistics & {FINAL_NORM, ATTENTION_SINK, EMBEDDING_ISOTROPY}),
             } | ({"shards": shards} if shards > 1 else {}))
 
         key = key_of(self.statistics)

@@ -88,16 +88,27 @@ class LayerAccumulator:
         self.reservoir = np.empty((reservoir_size, dim), np.float32)
         self._rng = np.random.Generator(np.random.PCG64(seed))
         self.per_input = per_input
+        # O(d) sums for rogue dimensions (Σ u∘u, Σ x∘x) and massive activations (per feature: max |x| and the
+        # position in its sequence where it was seen; Σ x and Σ x∘x over the first token of each sequence).
+        self.unit_sq_sum = np.zeros(dim, np.float64)
+        self.sq_sum = np.zeros(dim, np.float64)
+        self.abs_max = np.zeros(dim, np.float64)
+        self.abs_max_pos = np.full(dim, -1, np.int64)
+        self.first_sum = np.zeros(dim, np.float64)
+        self.first_sq_sum = np.zeros(dim, np.float64)
+        self.n_first = 0
         # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one array per update.
         self._inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     # -- streaming -----------------------------------------------------------
-    def update(self, x: np.ndarray, inputs: np.ndarray | None = None, n_inputs: int | None = None) -> None:
+    def update(self, x: np.ndarray, inputs: np.ndarray | None = None, n_inputs: int | None = None,
+               positions: np.ndarray | None = None) -> None:
         """Add a batch of vectors, shape (m, d).
 
         ``inputs`` (m,) int labels each row with the input it came from, 0 .. ``n_inputs`` - 1 (kept per input with
-        ``per_input``; None: the whole batch is one input). Raises ValueError on a bad shape, bad labels or
-        non-finite values (naming how many rows are NaN or infinite).
+        ``per_input``; None: the whole batch is one input). ``positions`` (m,) int: each row's position in its
+        sequence (0 = its first token; text only), for the massive-activation statistics. Raises ValueError on a
+        bad shape, bad labels or non-finite values (naming how many rows are NaN or infinite).
         """
         x = np.asarray(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
@@ -119,6 +130,7 @@ class LayerAccumulator:
         inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=nonzero)
         self.unit_sum += inverse @ x64  # Σ x_i / ‖x_i‖ over the non-zero vectors
         self.vector_sum += x64.sum(axis=0)
+        self._update_features(x64, inverse, positions)
         if self.per_input:
             self._update_inputs(x64, inverse, nonzero, inputs, n_inputs)
         self.norm_sum += float(norms.sum())
@@ -128,6 +140,26 @@ class LayerAccumulator:
             self._update_svd_batches(x)
             self._update_reservoir(x)
         self.count += x.shape[0]
+
+    def _update_features(self, x64: np.ndarray, inverse: np.ndarray, positions) -> None:
+        sq = x64 * x64
+        self.sq_sum += sq.sum(axis=0)
+        self.unit_sq_sum += (inverse * inverse) @ sq
+        a = np.abs(x64)
+        rows = a.argmax(axis=0)
+        top = a[rows, np.arange(self.dim)]
+        better = top > self.abs_max
+        self.abs_max[better] = top[better]
+        if positions is None:
+            self.abs_max_pos[better] = -1
+            return
+        pos = np.asarray(positions, np.int64).reshape(-1)
+        self.abs_max_pos[better] = pos[rows[better]]
+        first = pos == 0
+        if first.any():
+            self.first_sum += x64[first].sum(axis=0)
+            self.first_sq_sum += sq[first].sum(axis=0)
+            self.n_first += int(first.sum())
 
     def _update_inputs(self, x64: np.ndarray, inverse: np.ndarray, nonzero: np.ndarray, inputs, n_inputs) -> None:
         m = x64.shape[0]
@@ -200,6 +232,14 @@ class LayerAccumulator:
         self.norm_sum += other.norm_sum
         self.n_zero += other.n_zero
         self.count += other.count
+        self.unit_sq_sum += other.unit_sq_sum
+        self.sq_sum += other.sq_sum
+        better = other.abs_max > self.abs_max
+        self.abs_max[better] = other.abs_max[better]
+        self.abs_max_pos[better] = other.abs_max_pos[better]
+        self.first_sum += other.first_sum
+        self.first_sq_sum += other.first_sq_sum
+        self.n_first += other.n_first
         if self.per_input:
             self._inputs.append(other.input_sums())
 
@@ -266,7 +306,46 @@ class LayerAccumulator:
             twonn=twonn[0] if twonn else math.nan,
             n_reservoir=int(res.shape[0]),
             q95=metrics.isotropic_cos_quantile(self.dim) if self.dim >= 2 else math.nan,
+            isoscore=(metrics.isoscore_from_moments(self.vector_sum, self.gram, n)
+                      if self.second_order and n >= 2 and self.dim >= 2 else math.nan),
+            **self._rogue(res), **self._massive(res),
         )
+
+    def _rogue(self, res: np.ndarray) -> dict:
+        """Rogue dimensions (Timkey & van Schijndel 2021): the three largest per-dimension contributions to avg cos,
+        their share of it, and avg cos after standardising each dimension (exact μ and σ, on the reservoir)."""
+        out = {"rogue_dims": [], "rogue_top3_share": math.nan, "mean_cosine_standardised": math.nan}
+        if self.n_nonzero < 2:
+            return out
+        c = metrics.dimension_contributions(self.unit_sum, self.unit_sq_sum, self.n_nonzero)
+        top = np.argsort(c)[::-1][:3]
+        total = float(c.sum())
+        out["rogue_dims"] = [int(i) for i in top]
+        out["rogue_top3_share"] = float(c[top].sum() / total) if total > 0 else math.nan
+        if res.shape[0] >= 2:
+            mean = self.vector_sum / self.count
+            std = np.sqrt(np.clip(self.sq_sum / self.count - mean * mean, 0.0, None))
+            keep = std > 0
+            z = (res[:, keep].astype(np.float64) - mean[keep]) / std[keep]
+            z = z[np.linalg.norm(z, axis=1) > 0]
+            if z.shape[0] >= 2:
+                out["mean_cosine_standardised"] = metrics.mean_cosine(z)
+        return out
+
+    def _massive(self, res: np.ndarray) -> dict:
+        """Massive activations (Sun et al. 2024): the largest |activation|, its feature and its position in the
+        sequence, its ratio to the median |activation| (of the reservoir), and how constant that feature is on the
+        first token of each sequence (std / |mean| over sequences)."""
+        f = int(np.argmax(self.abs_max))
+        value = float(self.abs_max[f])
+        median = float(np.median(np.abs(res))) if res.size else math.nan
+        cv = math.nan
+        if self.n_first >= 2:
+            mean = self.first_sum[f] / self.n_first
+            var = max(self.first_sq_sum[f] / self.n_first - mean * mean, 0.0)
+            cv = math.sqrt(var) / abs(mean) if mean != 0 else math.inf
+        return {"massive_value": value, "massive_feature": f, "massive_position": int(self.abs_max_pos[f]),
+                "massive_ratio": value / median if median > 0 else math.nan, "massive_first_token_cv": cv}
 
     # -- persistence -----------------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
@@ -279,6 +358,9 @@ class LayerAccumulator:
             "vector_sum": self.vector_sum,
             "norm_sum": np.array([self.norm_sum], np.float64),
             "batch_svd": np.asarray(self.batch_svd, np.float64),
+            "unit_sq_sum": self.unit_sq_sum, "sq_sum": self.sq_sum, "abs_max": self.abs_max,
+            "abs_max_pos": self.abs_max_pos, "first_sum": self.first_sum, "first_sq_sum": self.first_sq_sum,
+            "n_first": np.array([self.n_first], np.int64),
         } | ({"gram": self.gram, "reservoir": self.reservoir_sample().copy()} if self.second_order else {}) \
           | (dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), self.input_sums()))
              if self.per_input else {})
@@ -297,6 +379,10 @@ class LayerAccumulator:
         acc.vector_sum = state["vector_sum"].astype(np.float64)
         acc.norm_sum = float(state["norm_sum"][0])
         acc.batch_svd = [float(v) for v in state["batch_svd"]]
+        for name in ("unit_sq_sum", "sq_sum", "abs_max", "first_sum", "first_sq_sum"):
+            setattr(acc, name, state[name].astype(np.float64))
+        acc.abs_max_pos = state["abs_max_pos"].astype(np.int64)
+        acc.n_first = int(state["n_first"][0])
         if acc.second_order:
             res = state["reservoir"]
             acc.reservoir[: res.shape[0]] = res
@@ -392,6 +478,43 @@ class ShuffledBatches:
         return float(np.mean(values)), float(np.std(values)), len(values)
 
 
+class AttentionSink:
+    """Streamed mean attention paid to the first real token of each sequence, per attention layer and head.
+
+    For head h of layer l: α = mean over every real query position t of A[t, first] (Gu et al. 2025, §3, with
+    their ε = 0.3 to call a head a sink). ``heads[l]`` is layer l's number of heads.
+    """
+
+    def __init__(self, heads: list[int]):
+        self.sums = [np.zeros(h, np.float64) for h in heads]
+        self.rows = 0
+
+    def update(self, attentions: list[torch.Tensor], mask: torch.Tensor) -> None:
+        """Add one batch: ``attentions[l]`` (b, H_l, t, t) probabilities, ``mask`` (b, t) bool of real tokens.
+        Raises ValueError if the layers' head counts or shapes do not match."""
+        if len(attentions) != len(self.sums):
+            raise ValueError(f"expected {len(self.sums)} attention layers, got {len(attentions)}")
+        m = mask.bool()
+        first = m.float().argmax(dim=1)  # (b,) index of each sequence's first real token
+        b = torch.arange(m.shape[0])
+        weight = m.double()[:, None, :]  # (b, 1, t): real query rows
+        for acc, a in zip(self.sums, attentions):
+            if a.shape[1] != acc.shape[0] or a.shape[-1] != m.shape[1]:
+                raise ValueError(f"attention shape {tuple(a.shape)} does not match {acc.shape[0]} heads and mask "
+                                 f"{tuple(m.shape)}")
+            on_first = a.double()[b, :, :, first]  # (b, H, t): attention from each query to the first token
+            acc += (on_first * weight).sum(dim=(0, 2)).numpy()
+        self.rows += int(m.sum())
+
+    def result(self, eps: float = 0.3) -> dict:
+        """``per_head``: per layer, each head's mean attention on the first token; ``share_per_layer``: the share of
+        heads above ``eps``; ``share``: the share over every (layer, head); ``eps``; ``rows``: query rows seen."""
+        per_head = [(s / max(self.rows, 1)).round(6).tolist() for s in self.sums]
+        flat = np.concatenate([np.asarray(h) for h in per_head]) if per_head else np.zeros(0)
+        return {"per_head": per_head, "share_per_layer": [float(np.mean(np.asarray(h) > eps)) for h in per_head],
+                "share": float(np.mean(flat > eps)) if flat.size else float("nan"), "eps": eps, "rows": self.rows}
+
+
 @dataclass(frozen=True)
 class LayerSummary:
     """Per-layer metrics of one model on one corpus.
@@ -402,7 +525,13 @@ class LayerSummary:
     ``drift_norm`` ||x̄||; ``mean_norm`` E||x||; ``svd_anisotropy`` exact, of the
     whole centred set; ``svd_anisotropy_batch_mean``/``_std`` over complete
     batches (``n_svd_batches``); ``twonn`` TwoNN dimension of the reservoir
-    (``n_reservoir`` points); ``q95`` the isotropic q95(d).
+    (``n_reservoir`` points); ``q95`` the isotropic q95(d); ``isoscore`` the IsoScore of the covariance (Rudman
+    et al. 2022; second order only); ``rogue_dims`` the three dimensions contributing most to avg cos and
+    ``rogue_top3_share`` their share of it, ``mean_cosine_standardised`` avg cos after per-dimension
+    standardisation, on the reservoir (Timkey & van Schijndel 2021); ``massive_value`` the largest |activation|,
+    ``massive_feature`` and ``massive_position`` (in its sequence, -1 unknown) where it is, ``massive_ratio`` its
+    ratio to the median |activation| of the reservoir, ``massive_first_token_cv`` std/|mean| of that feature on the
+    first token of each sequence (Sun et al. 2024).
     """
 
     dim: int
@@ -419,6 +548,15 @@ class LayerSummary:
     twonn: float
     n_reservoir: int
     q95: float
+    isoscore: float = math.nan
+    rogue_dims: list = field(default_factory=list)
+    rogue_top3_share: float = math.nan
+    mean_cosine_standardised: float = math.nan
+    massive_value: float = math.nan
+    massive_feature: int = -1
+    massive_position: int = -1
+    massive_ratio: float = math.nan
+    massive_first_token_cv: float = math.nan
 
 
 @dataclass

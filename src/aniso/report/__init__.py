@@ -102,8 +102,9 @@ def _claim_figures(claims: list[dict], figures: list[tuple[str, str]]) -> tuple[
     unplaced = []
     for i, (caption, png) in enumerate(figures):
         refs = figure_refs(caption)
+        named = [c["id"] for c in claims if caption.startswith(c["id"] + " ") or caption.startswith(c["id"] + ":")]
         for c in claims:
-            if refs & figure_refs(c["figure"], c["id"].split(".")[0]):
+            if (c["id"] in named) if named else refs & figure_refs(c["figure"], c["id"].split(".")[0]):
                 if i in placed:
                     beside[c["id"]].append({"caption": caption, "anchor": f"fig-{i}", "png": None})
                 else:
@@ -142,8 +143,11 @@ def render_html(document: ResultsDocument) -> str:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     block_docs = doc["experiments"].get("untrained_block", {})
     training = doc["experiments"].get("training", {})
+    from .counter import counter_figures
+
     figures = (modality_figures(doc["models"]) + drift_pvalue_figure(document.results, doc["models"])
-               + profile_figure(doc["models"]) + block_figures(block_docs) + training_figures(training, registry))
+               + profile_figure(doc["models"]) + block_figures(block_docs) + training_figures(training, registry)
+               + counter_figures(doc["models"], training))
     claim_ids = [c for c in CLAIMS if any(r["claim_id"] == c for r in results)]
     claim_ids += sorted({r["claim_id"] for r in results} - set(claim_ids))
     claims = [{"id": c, "statement": CLAIMS[c].statement if c in CLAIMS else "", "paper": CLAIMS[c].paper if c in
