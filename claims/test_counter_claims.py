@@ -53,7 +53,6 @@ def test_final_norm_isotropises(entry, claim):
     measured = {"avg_cos_before": before["mean_cosine"], "avg_cos_after": after["mean_cosine"], "q95": q95,
                 "d": before["dim"], "drop": before["mean_cosine"] - after["mean_cosine"],
                 "drift_norm_before": before["drift_norm"], "drift_norm_after": after["drift_norm"],
-                "isoscore_before": before.get("isoscore"), "isoscore_after": after.get("isoscore"),
                 "last_hidden_state_avg_cos": last.mean_cosine}
     claim.conclude(bool(before["mean_cosine"] >= q95 > after["mean_cosine"]), measured,
                    "avg cos before the final norm >= q95(d) > avg cos after it")

@@ -135,3 +135,28 @@ def test_report_draws_training_series_per_series_and_across_seeds(tmp_path):
     assert "Training dynamics" in html and "&lt;i&gt;s0&lt;/i&gt;" in html and "<i>s0</i>" not in html
     assert html.count("data:image/png;base64,") == 2 * 2 + 1
     assert "4.2 (step 8)" in html
+
+
+def test_counter_claim_figures_sit_beside_their_claims(tmp_path):
+    """The M and X figures are drawn from the models' layers and meta, each beside the claim its caption names."""
+    from aniso.results import RegistryRow
+
+    row = RegistryRow(modality="text", granularity="subword", architecture="transformer", role="decoder",
+                      family="llama")
+    layers = [dict(LAYER, massive_ratio=10.0 ** (i / 2), rogue_top3_share=0.1 * i, massive_position=0)
+              for i in range(6)]
+    meta = {"origin": "x", "final_norm": {"before": {"mean_cosine": 0.6}, "after": {"mean_cosine": 0.05}},
+            "embedding_isotropy": {"input": {"raw": 0.2, "centred": 0.95}},
+            "attention_sink": {"share_per_layer": [0.0, 0.5, 0.9], "per_head": [[0.1], [0.5], [0.9]], "share": 0.6}}
+    models = {"dec": ModelLayers(layer_names=[str(i) for i in range(6)], layers=layers, meta=meta, entry=row)}
+
+    def result(claim):
+        return ClaimResult(claim_id=claim, paper="", section="", figure="", statement="", model_id="dec",
+                           test=f"t::{claim}", verdict="holds")
+
+    claims = ["M.final-norm-isotropises", "M.partition-isotropy", "X.massive-activations", "X.attention-sink",
+              "X.rogue-dimensions"]
+    html = render_html(_doc(tmp_path, [result(c) for c in claims], models=models, registry={"dec": row}))
+    for claim in claims:
+        section = html.split(f'id="claim-{claim}"', 1)[1].split("</section>", 1)[0]
+        assert f"<figcaption>{claim}:" in section, claim

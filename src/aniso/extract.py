@@ -59,10 +59,12 @@ _FINAL_NORMS = ("norm", "ln_f", "final_layer_norm", "decoder.final_layer_norm", 
 
 
 def final_norm_of(model) -> tuple[str, torch.nn.Module] | None:
-    """``(name, module)`` of the model's final normalisation (LayerNorm or RMSNorm after the last layer), or None."""
+    """``(name, module)`` of the model's final normalisation (LayerNorm or RMSNorm after the last layer), or None.
+    A model with a task head (``GPT2LMHeadModel``) is searched in its base model."""
+    base = getattr(model, "base_model", model)
     for name in _FINAL_NORMS:
         try:
-            module = model.get_submodule(name)
+            module = base.get_submodule(name)
         except AttributeError:
             continue
         if "norm" in type(module).__name__.lower():
