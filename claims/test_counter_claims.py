@@ -46,7 +46,7 @@ def test_final_norm_isotropises(entry, claim):
     stats = claim.stats()
     pair = stats.meta.get("final_norm")
     if not pair:
-        pytest.skip(f"{entry.id}: no final normalisation after the last layer (post-LN layers end with their own)")
+        claim.not_applicable(f"{entry.id}: no final normalisation after the last layer (post-LN layers end with their own)")
     before, after = pair["before"], pair["after"]
     q95 = before["q95"]
     last = stats.summaries()[-1]
@@ -71,7 +71,7 @@ def test_partition_isotropy(entry, claim):
     stats = claim.stats()
     iso = stats.meta.get("embedding_isotropy") or {}
     if "input" not in iso:
-        pytest.skip(f"{entry.id}: no input embedding matrix to measure")
+        claim.not_applicable(f"{entry.id}: no input embedding matrix to measure")
     inp = iso["input"]
     measured = {"centred": inp["centred"], "raw": inp["raw"], "mean_row_norm": inp["mean_norm"],
                 "vocab": inp["vocab"], "d": inp["dim"], "output_embeddings": iso.get("output_embeddings")}
@@ -92,7 +92,7 @@ def test_partition_isotropy_along_training(entry, claim):
     series = claim.series()
     iso = [(m.meta.get("embedding_isotropy") or {}).get("input") for m in series.measures]
     if any(i is None for i in iso):
-        pytest.skip(f"{entry.id}: a checkpoint has no input embedding matrix to measure")
+        claim.not_applicable(f"{entry.id}: a checkpoint has no input embedding matrix to measure")
     measured = {"centred_final": iso[-1]["centred"], "raw_final": iso[-1]["raw"], "centred_step0": iso[0]["centred"],
                 "raw_step0": iso[0]["raw"], "raw_per_checkpoint": [round(i["raw"], 4) for i in iso],
                 "centred_per_checkpoint": [round(i["centred"], 4) for i in iso], "steps": series.steps.tolist()}
@@ -146,7 +146,7 @@ def test_attention_sink(entry, claim):
     stats = claim.stats()
     sink = stats.meta.get("attention_sink")
     if not sink:
-        pytest.skip(f"{entry.id}: no attention probabilities were measured (the model gives none)")
+        claim.not_applicable(f"{entry.id}: no attention probabilities were measured (the model gives none)")
     per_layer = sink["share_per_layer"]
     measured = {"share": sink["share"], "eps": sink["eps"], "n_heads": sum(len(h) for h in sink["per_head"]),
                 "share_per_layer": [round(v, 3) for v in per_layer],
@@ -214,7 +214,7 @@ def test_bell_profile_without_first_token(entry, claim):
     stats = claim.stats()
     aside = stats.meta.get("first_token_excluded")
     if not aside:
-        pytest.skip(f"{entry.id}: the profile without the first token was not measured (encoder-decoder model)")
+        claim.not_applicable(f"{entry.id}: the profile without the first token was not measured (encoder-decoder model)")
     with_all, _ = svd_profile(stats.summaries())
     without, estimate = svd_profile(aside)
     a, b = profile_shape(with_all), profile_shape(without)

@@ -63,3 +63,28 @@ def test_must_run_model_without_its_data_folder_is_reported_not_failed(tmp_path)
     assert "is marked must_run" not in proc.stdout
     lines = [line for line in proc.stdout.splitlines() if line.startswith("inputs missing")]
     assert len(lines) == 1 and "ANISO_SPEECH_DIR" in lines[0] and "whisper-here" in lines[0], proc.stdout[-3000:]
+
+
+def test_a_claim_that_does_not_apply_is_no_must_run_failure(tmp_path):
+    """A must_run model skipped because a claim does not apply to it (no final normalisation) keeps the run green;
+    skipped for want of its weights, it fails the run."""
+    from aniso.registry import ModelEntry, Registry
+    from aniso.results import ClaimResult
+    from aniso.session import AnisoSession, Skip
+    from aniso.settings import Settings
+
+    entry = ModelEntry.model_validate(dict(id="m", source={"kind": "hub", "repo": "x/m"}, modality="text",
+                                           granularity="subword", architecture="transformer", role="encoder",
+                                           family="bert", must_run=True))
+    settings = Settings(report_dir=str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    for kind, fails in (("not-applicable", False), ("model", True)):
+        session = AnisoSession.start(settings, Registry([entry]), tmp_path)
+        context = session.claim("M.final-norm-isotropises", entry, "t")
+        if kind == "not-applicable":
+            with pytest.raises(Skip, match="no final normalisation"):
+                context.not_applicable("m: no final normalisation")
+        else:
+            context.result.skip_kind = "model"
+        session.record(context.result, seconds=0.1, skipped="m: no final normalisation")
+        assert session.finish() is fails, kind
+        assert isinstance(context.result, ClaimResult)

@@ -76,7 +76,8 @@ class ClaimResult(_Doc):
     must know about those inputs, ``n_items`` / ``n_vectors`` how many inputs (paragraphs, recordings, photographs,
     block sequences) and vectors per layer; ``differs_from_record`` is set when the verdict differs from the one
     the registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.verdicts`);
-    ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code.
+    ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code,
+    ``"not-applicable"`` when the claim does not apply to the model (e.g. no final normalisation to measure).
     """
 
     claim_id: str

@@ -118,8 +118,8 @@ class AnisoSession:
         because a ``must_run`` model was skipped for want of weights or code."""
         for entry in self.registry:
             if entry.must_run:
-                skipped = [r for r in self.results
-                           if r.model_id == entry.id and r.verdict == SKIPPED and r.skip_kind != "inputs"]
+                skipped = [r for r in self.results if r.model_id == entry.id and r.verdict == SKIPPED
+                           and r.skip_kind not in ("inputs", "not-applicable")]
                 if skipped:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
@@ -250,6 +250,12 @@ class ClaimContext:
         except ModelUnavailable as exc:
             self.skip(exc)
         return self.note_inputs(stats)
+
+    def not_applicable(self, reason: str) -> None:
+        """Skip the test because the claim does not apply to this model (e.g. it has no final normalisation): a
+        skip that a ``must_run`` model may have, unlike one for want of weights or code."""
+        self.result.skip_kind = "not-applicable"
+        raise Skip(reason)
 
     def skip(self, exc: ModelUnavailable) -> None:
         """Skip the test for ``exc``, recording whether inputs (a data folder) or the model were missing."""
