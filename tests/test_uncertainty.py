@@ -105,3 +105,17 @@ def test_labels_must_match_the_rows():
         acc.update(np.ones((4, 3)), np.array([0, 1, 2]), 2)
     with pytest.raises(ValueError, match="input labels"):
         acc.update(np.ones((2, 3)), np.array([0, 5]), 2)
+
+
+def test_resampled_avg_cos_does_not_pair_copies_of_one_input():
+    """With one vector per input (CNN maps), pairing a duplicated input with its copy would add cos = 1 pairs and bias
+    avg cos up by about (1 − avg cos)/inputs; the resamples centre on the measurement instead."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(20, 6)) + 0.3
+    acc = LayerAccumulator(6, reservoir_size=4, svd_batch_size=2, per_input=True)
+    acc.update(x, np.arange(20), 20)
+    full = acc.summary().mean_cosine
+    res = bootstrap_stats(ModelStats("m", ["0"], [acc]), 4000, seed=0)
+    mean = np.mean([r.summaries()[0].mean_cosine for r in res.replicates])
+    bias_if_paired = (1 - full) / 20
+    assert abs(mean - full) < 0.25 * bias_if_paired

@@ -367,6 +367,12 @@ class ClaimContext:
                 return default
 
         values = [float(safely(statistic, r, math.nan)) for r in resamples.replicates]
+        finite = [v for v in values if math.isfinite(v)]
+        if resamples.fixed_layers and finite and max(finite) == min(finite):
+            return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
+                               method=f"not available: the statistic rests on layers wider than the per-input limit, "
+                                      f"held at their measured value ({', '.join(resamples.fixed_layers[:4])}"
+                                      f"{', …' if len(resamples.fixed_layers) > 4 else ''})")
         compare = COMPARISONS[holds_if]
         holds = [bool(safely(verdict, r, False)) if verdict is not None else compare(v, threshold)
                  for r, v in zip(resamples.replicates, values)]

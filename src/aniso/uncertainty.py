@@ -35,7 +35,8 @@ class Resamples:
     """Bootstrap resamples of one model's statistics.
 
     ``replicates``: one :class:`~aniso.stats.ModelStats` per resample, whose summaries have the first-order metrics
-    (avg cos, drift norm) recomputed from resampled inputs and the batch-wise SVD anisotropy from resampled SVD
+    (avg cos, drift norm) recomputed from resampled inputs (avg cos over the pairs of the resample that are pairs of
+    the data: two copies of one input are not paired, which would bias avg cos upwards by about 1/inputs) and the batch-wise SVD anisotropy from resampled SVD
     batches; metrics that cannot be resampled this way (exact SVD anisotropy, TwoNN, sampled pairs) are NaN.
     ``unit``: what was resampled (``"input"``: paragraph, recording or image; else batches of inputs);
     ``n_units``: how many there were; ``fixed_layers``: layers without per-input sums (wider than
@@ -80,12 +81,18 @@ def bootstrap_stats(stats: ModelStats, n_boot: int, seed: int) -> Resamples | No
             fixed.append(str(stats.layer_names[i]))
             continue
         units, vectors, counts = layer_sums
-        n_nonzero = weights @ counts[:, 1]
-        n_all = weights @ counts[:, 0]
-        su = weights @ units.astype(np.float64)
+        u64 = units.astype(np.float64)
+        nz = counts[:, 1].astype(np.float64)
+        own = np.einsum("kd,kd->k", u64, u64)  # |S_a|²: Σ over the pairs of input a's own vectors, self-pairs included
+        su = weights @ u64
+        squared = weights * weights
+        # Pairs between different inputs, weighted by their multiplicities, plus each input's own pairs of distinct
+        # vectors once per copy; pairs between two copies of one input are left out (they are no pairs of the data).
+        numerator = np.einsum("bd,bd->b", su, su) - squared @ own + weights @ (own - nz)
+        denominator = (weights @ nz) ** 2 - squared @ (nz * nz) + weights @ (nz * (nz - 1))
         with np.errstate(invalid="ignore", divide="ignore"):
-            cos[:, i] = (np.einsum("bd,bd->b", su, su) - n_nonzero) / (n_nonzero * (n_nonzero - 1))
-            drift[:, i] = np.linalg.norm(weights @ vectors.astype(np.float64), axis=1) / n_all
+            cos[:, i] = numerator / denominator
+            drift[:, i] = np.linalg.norm(weights @ vectors.astype(np.float64), axis=1) / (weights @ counts[:, 0])
     n_batches = {s.n_svd_batches for s in full}
     batch_means = None
     if len(n_batches) == 1 and (b := n_batches.pop()) >= 2 and all(len(acc.batch_svd) == b for acc in stats.layers):
