@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from .files import atomic_write
-from .stats import ShuffledBatches, cache_key, summary_dict
+from .stats import ShuffledBatches, cache_key, first_token_attention, summary_dict
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +81,7 @@ class AttentionMoments:
         entropy = -torch.special.xlogy(p, p).sum(-1)  # (b, H, t), nats
         rows = mask.bool()
         self.entropy_sum += entropy.permute(0, 2, 1)[rows].sum(0).numpy()
-        first = rows.float().argmax(dim=1)  # each sequence's first real token
-        on_first = p[torch.arange(p.shape[0]), :, :, first]  # (b, H, t)
-        self.sink_sum += on_first.permute(0, 2, 1)[rows].sum(0).numpy()
+        self.sink_sum += first_token_attention(p, rows)
         self.n_rows += int(rows.sum())
 
     def _kv(self, a: np.ndarray) -> np.ndarray:

@@ -150,8 +150,8 @@ def embedding_isotropy(model) -> dict:
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
     for name, module in (("input", emb), ("output", head)):
-        if module is None or not hasattr(module, "weight"):
-            continue
+        if module is None or not hasattr(module, "weight") or (name == "output" and module.weight is emb.weight):
+            continue  # a tied output matrix is the input one: measured once
         w = module.weight.detach().double().cpu().numpy()
         out[name] = {"raw": metrics.partition_isotropy(w), "centred": metrics.partition_isotropy(w, centre=True),
                      "mean_norm": float(np.linalg.norm(w, axis=1).mean()), "vocab": int(w.shape[0]),

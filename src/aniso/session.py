@@ -368,11 +368,12 @@ class ClaimContext:
 
         values = [float(safely(statistic, r, math.nan)) for r in resamples.replicates]
         finite = [v for v in values if math.isfinite(v)]
+        held = (f"held at their measured value ({', '.join(resamples.fixed_layers[:4])}"
+                f"{', …' if len(resamples.fixed_layers) > 4 else ''})")
         if resamples.fixed_layers and finite and max(finite) == min(finite):
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
                                method=f"not available: the statistic rests on layers wider than the per-input limit, "
-                                      f"held at their measured value ({', '.join(resamples.fixed_layers[:4])}"
-                                      f"{', …' if len(resamples.fixed_layers) > 4 else ''})")
+                                      f"{held}")
         compare = COMPARISONS[holds_if]
         holds = [bool(safely(verdict, r, False)) if verdict is not None else compare(v, threshold)
                  for r, v in zip(resamples.replicates, values)]
@@ -386,9 +387,7 @@ class ClaimContext:
         if resamples.n_svd_batches:
             method += f"; SVD batches ({resamples.n_svd_batches} per layer) resampled apart"
         if resamples.fixed_layers:
-            method += (f"; {len(resamples.fixed_layers)} layer(s) wider than the per-input limit held at their "
-                       f"measured value ({', '.join(resamples.fixed_layers[:4])}"
-                       f"{', …' if len(resamples.fixed_layers) > 4 else ''})")
+            method += f"; {len(resamples.fixed_layers)} layer(s) wider than the per-input limit {held}"
         if fixed:
             method += f"; {fixed} held fixed"
         return Uncertainty(statistic=name, value=iv.value, low=iv.low, high=iv.high, threshold=iv.threshold,

@@ -55,7 +55,7 @@ class LayerAccumulator:
     second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
     per_input : bool, also keep Σ u_i, Σ x_i and the counts of each input (a paragraph, recording or image, as
         :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
-        bootstrap over the inputs resamples (:func:`bootstrap_summaries`)
+        bootstrap over the inputs resamples (:func:`aniso.uncertainty.bootstrap_stats`)
     """
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
@@ -290,6 +290,7 @@ class LayerAccumulator:
         rng = np.random.Generator(np.random.PCG64(seed))
         twonn = [metrics.twonn_dimension(res)] if res.shape[0] >= 3 else []
         bs = np.asarray(self.batch_svd, dtype=np.float64)
+        gram = self.gram if self.second_order else None  # Σxxᵀ: read once (the partial batch is added on reading)
         return LayerSummary(
             dim=self.dim,
             count=n,
@@ -298,7 +299,7 @@ class LayerAccumulator:
             mean_cosine_sampled=metrics.mean_cosine_sampled(res, n_pairs, rng) if res.shape[0] >= 2 else math.nan,
             drift_norm=metrics.drift_norm_from_sum(self.vector_sum, n),
             mean_norm=self.norm_sum / n,
-            svd_anisotropy=(metrics.svd_anisotropy_from_moments(self.vector_sum, self.gram, n)
+            svd_anisotropy=(metrics.svd_anisotropy_from_moments(self.vector_sum, gram, n)
                             if self.second_order else math.nan),
             svd_anisotropy_batch_mean=float(bs.mean()) if bs.size else math.nan,
             svd_anisotropy_batch_std=float(bs.std()) if bs.size else math.nan,
@@ -306,7 +307,7 @@ class LayerAccumulator:
             twonn=twonn[0] if twonn else math.nan,
             n_reservoir=int(res.shape[0]),
             q95=metrics.isotropic_cos_quantile(self.dim) if self.dim >= 2 else math.nan,
-            isoscore=(metrics.isoscore_from_moments(self.vector_sum, self.gram, n)
+            isoscore=(metrics.isoscore_from_moments(self.vector_sum, gram, n)
                       if self.second_order and n >= 2 and self.dim >= 2 else math.nan),
             **self._rogue(res), **self._massive(res),
         )
@@ -478,6 +479,15 @@ class ShuffledBatches:
         return float(np.mean(values)), float(np.std(values)), len(values)
 
 
+def first_token_attention(probs: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
+    """Per head, the attention paid to each sequence's first real token, summed over the real query rows:
+    ``probs`` (b, H, t, t), ``mask`` (b, t) bool; returns (H,) float64 (Gu et al. 2025, §3)."""
+    rows = mask.bool()
+    first = rows.float().argmax(dim=1)  # (b,) index of each sequence's first real token
+    on_first = probs.double()[torch.arange(rows.shape[0]), :, :, first]  # (b, H, t)
+    return on_first.permute(0, 2, 1)[rows].sum(0).numpy()
+
+
 class AttentionSink:
     """Streamed mean attention paid to the first real token of each sequence, per attention layer and head.
 
@@ -495,15 +505,11 @@ class AttentionSink:
         if len(attentions) != len(self.sums):
             raise ValueError(f"expected {len(self.sums)} attention layers, got {len(attentions)}")
         m = mask.bool()
-        first = m.float().argmax(dim=1)  # (b,) index of each sequence's first real token
-        b = torch.arange(m.shape[0])
-        weight = m.double()[:, None, :]  # (b, 1, t): real query rows
         for acc, a in zip(self.sums, attentions):
             if a.shape[1] != acc.shape[0] or a.shape[-1] != m.shape[1]:
                 raise ValueError(f"attention shape {tuple(a.shape)} does not match {acc.shape[0]} heads and mask "
                                  f"{tuple(m.shape)}")
-            on_first = a.double()[b, :, :, first]  # (b, H, t): attention from each query to the first token
-            acc += (on_first * weight).sum(dim=(0, 2)).numpy()
+            acc += first_token_attention(a, m)
         self.rows += int(m.sum())
 
     def result(self, eps: float = 0.3) -> dict:
