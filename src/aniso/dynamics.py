@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from .files import atomic_write
-from .stats import ShuffledBatches, cache_key, first_token_attention, summary_dict
+from .stats import ShuffledBatches, accumulation_dtype, cache_key, first_token_attention, summary_dict
 
 log = logging.getLogger(__name__)
 
@@ -50,37 +50,37 @@ class AttentionMoments:
     n_heads : query heads H; n_kv_heads : key heads (H without grouped-query attention); head_dim : d_h
     """
 
-    def __init__(self, n_heads: int, n_kv_heads: int, head_dim: int):
+    def __init__(self, n_heads: int, n_kv_heads: int, head_dim: int, device: "torch.device | str" = "cpu"):
         if n_heads < 1 or n_kv_heads < 1 or n_heads % n_kv_heads or head_dim < 1:
             raise ValueError(f"bad attention layout: {n_heads} query heads, {n_kv_heads} key heads, head dim {head_dim}")
         self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, head_dim
         self.count = 0
-        self.q_sum = np.zeros((n_heads, head_dim))
-        self.k_sum = np.zeros((n_kv_heads, head_dim))
-        self.q_gram = np.zeros((n_heads, head_dim, head_dim))
-        self.k_gram = np.zeros((n_kv_heads, head_dim, head_dim))
-        self.entropy_sum = np.zeros(n_heads)
-        self.sink_sum = np.zeros(n_heads)
+        dtype = accumulation_dtype(device)
+        zeros = lambda *shape: torch.zeros(shape, dtype=dtype, device=device)  # noqa: E731
+        self.q_sum, self.k_sum = zeros(n_heads, head_dim), zeros(n_kv_heads, head_dim)
+        self.q_gram, self.k_gram = zeros(n_heads, head_dim, head_dim), zeros(n_kv_heads, head_dim, head_dim)
+        self.entropy_sum, self.sink_sum = zeros(n_heads), zeros(n_heads)
         self.n_rows = 0
 
     def update_queries_keys(self, q: torch.Tensor, k: torch.Tensor) -> None:
-        """Add the queries (m, H·d_h) and keys (m, H_kv·d_h) of m real tokens."""
-        qh = q.double().reshape(-1, self.n_heads, self.head_dim)
-        kh = k.double().reshape(-1, self.n_kv_heads, self.head_dim)
+        """Add the queries (m, H·d_h) and keys (m, H_kv·d_h) of m real tokens (on the sums' device)."""
+        dtype = self.q_sum.dtype
+        qh = q.to(dtype).reshape(-1, self.n_heads, self.head_dim)
+        kh = k.to(dtype).reshape(-1, self.n_kv_heads, self.head_dim)
         if qh.shape[0] != kh.shape[0]:
             raise ValueError(f"{qh.shape[0]} queries but {kh.shape[0]} keys")
         self.count += qh.shape[0]
-        self.q_sum += qh.sum(0).numpy()
-        self.k_sum += kh.sum(0).numpy()
-        self.q_gram += torch.einsum("mhi,mhj->hij", qh, qh).numpy()
-        self.k_gram += torch.einsum("mhi,mhj->hij", kh, kh).numpy()
+        self.q_sum += qh.sum(0)
+        self.k_sum += kh.sum(0)
+        self.q_gram += torch.einsum("mhi,mhj->hij", qh, qh)
+        self.k_gram += torch.einsum("mhi,mhj->hij", kh, kh)
 
     def update_attention(self, probs: torch.Tensor, mask: torch.Tensor) -> None:
         """Add the entropies of the real query rows of ``probs`` (b, H, t, t) under the (b, t) bool ``mask``."""
-        p = probs.double()
-        entropy = -torch.special.xlogy(p, p).sum(-1)  # (b, H, t), nats
+        p = probs.to(self.entropy_sum.dtype)
         rows = mask.bool()
-        self.entropy_sum += entropy.permute(0, 2, 1)[rows].sum(0).numpy()
+        entropy = -torch.special.xlogy(p, p).sum(-1)  # (b, H, t), nats
+        self.entropy_sum += (entropy * rows[:, None, :].to(p.dtype)).sum((0, 2))
         self.sink_sum += first_token_attention(p, rows)
         self.n_rows += int(rows.sum())
 
@@ -89,11 +89,13 @@ class AttentionMoments:
 
     def result(self) -> dict[str, np.ndarray]:
         """``q_mean``, ``k_mean`` (H, d_h); ``q_moment``, ``k_moment`` (H, d_h, d_h), E[q qᵀ]; ``entropy`` (H,);
-        ``sink`` (H,), the mean attention on the first real token."""
+        ``sink`` (H,), the mean attention on the first real token. Host arrays."""
         n = max(self.count, 1)
-        return {"q_mean": self.q_sum / n, "k_mean": self._kv(self.k_sum) / n, "q_moment": self.q_gram / n,
-                "k_moment": self._kv(self.k_gram) / n, "entropy": self.entropy_sum / max(self.n_rows, 1),
-                "sink": self.sink_sum / max(self.n_rows, 1)}
+        host = lambda t: t.detach().to("cpu").numpy()  # noqa: E731 - O(H·d_h²) summaries, once
+        return {"q_mean": host(self.q_sum) / n, "k_mean": self._kv(host(self.k_sum)) / n,
+                "q_moment": host(self.q_gram) / n, "k_moment": self._kv(host(self.k_gram)) / n,
+                "entropy": host(self.entropy_sum) / max(self.n_rows, 1),
+                "sink": host(self.sink_sum) / max(self.n_rows, 1)}
 
 
 @dataclass
@@ -156,33 +158,42 @@ def measure_checkpoint(loaded, texts, settings, step: int) -> CheckpointMeasure:
 
     model, name = loaded.model, loaded.entry.id
     shuffled: list[ShuffledBatches] = []
-    heads: list[AttentionMoments] = []
-    batches = iter_text_hidden_states(model, loaded.tokenizer, list(texts), batch_size=settings.batch_size,
-                                      max_length=settings.max_length, device=settings.device, attentions=True)
+    heads: dict[int, AttentionMoments] = {}
+    capture = capture_queries_keys(model)
 
-    def attention_too(capture):
-        """The batches, on their way to the hidden-state statistics, also into the shuffled TwoNN batches and
-        the per-head moments of the queries, keys and attention captured during their forward pass."""
+    def reduce_layer(probs, mask, layer):
+        """Inside attention layer ``layer``'s forward: its queries and keys (captured moments earlier in the same
+        module) and its attention map go into that layer's moments, and none of them is kept."""
+        site = capture.sites[layer]
+        (q, k), = capture.take_site(site.name)
+        if layer not in heads:
+            heads[layer] = AttentionMoments(site.n_heads, k.shape[-1] // site.head_dim, site.head_dim, probs.device)
+        heads[layer].update_queries_keys(q[mask], k[mask])
+        heads[layer].update_attention(probs, mask)
+
+    batches = iter_text_hidden_states(model, loaded.tokenizer, list(texts), batch_size=settings.batch_size,
+                                      max_length=settings.max_length, device=settings.device, attentions=True,
+                                      attention_reduce=reduce_layer)
+
+    def shuffled_too(batches):
+        """The batches, on their way to the hidden-state statistics, also into the shuffled TwoNN batches."""
         for batch in batches:
-            captured = capture.take()
-            if not heads:
-                shuffled.extend(ShuffledBatches(h.shape[1], TWONN_BATCHES, settings.svd_batch_size, settings.seed + i)
-                                for i, h in enumerate(batch.layers))
-                heads.extend(AttentionMoments(s.n_heads, captured[s.name][0][1].shape[-1] // s.head_dim, s.head_dim)
-                             for s in capture.sites)
-                if len(heads) != len(batch.attentions):
-                    raise RuntimeError(f"{name}: {len(heads)} attention layers with queries and keys, but "
-                                       f"{len(batch.attentions)} attention maps")
+            if not shuffled:
+                shuffled.extend(ShuffledBatches(h.shape[1], TWONN_BATCHES, settings.svd_batch_size, settings.seed + i,
+                                                device=h.device) for i, h in enumerate(batch.layers))
             for bins, h in zip(shuffled, batch.layers):
-                bins.update(h.numpy())
-            for moments, site, probs in zip(heads, capture.sites, batch.attentions):
-                (q, k), = captured[site.name]
-                moments.update_queries_keys(q[batch.mask], k[batch.mask])
-                moments.update_attention(probs, batch.mask)
+                bins.update(h)
             yield batch
 
-    with capture_queries_keys(model) as capture:
-        stats = compute_stats(loaded.entry, attention_too(capture), None, settings, {})
+    from .extract import attention_modules
+
+    n_maps = len(attention_modules(model))
+    if n_maps != len(capture.sites):
+        raise RuntimeError(f"{name}: {len(capture.sites)} attention layers with queries and keys, but {n_maps} "
+                           "attention maps")
+    with capture:
+        stats = compute_stats(loaded.entry, shuffled_too(batches), None, settings, {})
+    heads = [heads[i] for i in sorted(heads)]
     layers = []
     for summary, bins in zip(stats.summaries(), shuffled):
         mean, std, n = bins.twonn()

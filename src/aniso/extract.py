@@ -21,14 +21,17 @@ __all__ = ["Batch", "layer_names", "iter_text_hidden_states", "iter_speech_hidde
 
 @dataclass
 class Batch:
-    """The hidden states of one batch: ``layers[i]`` has shape (m_i, d_i), float32, one row per real token
-    (text), real audio frame (speech), patch/token (vision Transformers) or image (CNNs: the flattened C·H·W map).
+    """The hidden states of one batch: ``layers[i]`` has shape (m_i, d_i), one row per real token (text), real audio
+    frame (speech), patch/token (vision Transformers) or image (CNNs: the flattened C·H·W map), in the model's dtype
+    and on the model's device (padding is removed there; nothing is copied to the host).
 
     ``all_frames`` (speech only) holds the same layers with padding frames included, for the all-frames value
     the claims catalogue asks to report next to the real-frames one. ``without_first`` (text models without a
     decoder) holds the same layers without the first real token of each sequence (the attention-sink position of
-    decoders), for the profiles reported with and without it. ``attentions`` (text, when asked for) holds each
-    attention layer's probabilities, (b, heads, t, t) float32, and ``mask`` the (b, t) bool mask of real tokens.
+    decoders), for the profiles reported with and without it. ``attention_sums`` (text, when asked for) holds, per
+    attention layer, what ``attention_reduce`` made of that layer's probabilities (b, heads, t, t) inside the forward
+    pass (by default :func:`aniso.stats.first_token_attention_sums`: two (heads,) tensors), so no attention map outlives
+    its layer; ``mask`` is the (b, t) bool mask of real tokens.
     ``inputs`` labels the rows of each layer with the input they came from (0 .. ``n_sequences`` - 1: paragraph,
     recording, image), (m_i,) int64, for statistics kept per input (bootstrap intervals); None: not labelled.
     ``positions`` (text) gives each row's position among the real tokens of its sequence (0: its first token).
@@ -40,7 +43,7 @@ class Batch:
     n_sequences: int
     all_frames: list[torch.Tensor] | None = None
     without_first_states: Callable[[], list[torch.Tensor]] | None = None
-    attentions: list[torch.Tensor] | None = None
+    attention_sums: list | None = None
     mask: torch.Tensor | None = None
     inputs: list[torch.Tensor] | None = None
     positions: list[torch.Tensor] | None = None
@@ -90,12 +93,86 @@ class _FinalNormHook:
         self._io = None
         if pre.shape[:2] != mask.shape:
             return None
-        return pre[mask].float().cpu(), post[mask].float().cpu()
+        return pre[mask], post[mask]
 
 
 def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.Tensor]:
-    """The rows of each (b, t, d) state where the (b, t) ``mask`` is set, float32 on the CPU."""
-    return [h[mask].float().cpu() for h in states]
+    """The rows of each (b, t, d) state where the (b, t) ``mask`` is set, where the states are."""
+    return [h[mask] for h in states]
+
+
+def _attention_targets(model) -> list[tuple[type | None, str | None, str | None, int]]:
+    """(class, class-name suffix, layer name, output index) of the modules that return attention probabilities,
+    from transformers' own output-recording tables (``_can_record_outputs["attentions"]``) of every sub-model."""
+    targets = []
+    for module in model.modules():
+        table = getattr(type(module), "_can_record_outputs", None)
+        if not isinstance(table, dict) or table.get("attentions") is None:
+            continue
+        specs = table["attentions"] if isinstance(table["attentions"], list) else [table["attentions"]]
+        for spec in specs:
+            if isinstance(spec, type):
+                targets.append((spec, None, None, 1))
+            elif isinstance(spec, str):
+                targets.append((None, spec, None, 1))
+            else:  # transformers' OutputRecorder
+                targets.append((getattr(spec, "target_class", None), getattr(spec, "class_name", None),
+                                getattr(spec, "layer_name", None), int(getattr(spec, "index", 1))))
+    return targets
+
+
+def attention_modules(model) -> list[tuple[str, torch.nn.Module, int]]:
+    """``(name, module, index)`` of every self-attention module of ``model`` whose output tuple holds its attention
+    probabilities (b, heads, t, t) at ``index`` under eager attention, in module order (one per layer).
+
+    Found from transformers' output-recording tables, the same hooks ``output_attentions=True`` uses; cross-attention
+    is not included. Returns [] for a model without such a table."""
+    targets = _attention_targets(model)
+    found = []
+    for name, module in model.named_modules():
+        for cls, class_name, layer_name, index in targets:
+            if cls is not None and not isinstance(module, cls):
+                continue
+            if cls is None and (class_name is None or not type(module).__name__.endswith(class_name)):
+                continue
+            if layer_name is not None and layer_name not in name:
+                continue
+            found.append((name, module, index))
+            break
+    return found
+
+
+class _AttentionReducer:
+    """Forward hooks that reduce each attention layer's probabilities where they are produced, so that the extra
+    memory is one layer's map at a time (never every layer's, as ``output_attentions=True`` keeps)."""
+
+    def __init__(self, model, reduce):
+        self.modules = attention_modules(model)
+        if not self.modules:
+            raise ValueError(f"{type(model).__name__}: no attention module found to measure attention probabilities "
+                             "(transformers' _can_record_outputs has no 'attentions' entry)")
+        self.reduce = reduce
+        self.mask: torch.Tensor | None = None
+        self.sums: list = [None] * len(self.modules)
+        self.handles = [module.register_forward_hook(self._hook(i, index))
+                        for i, (_, module, index) in enumerate(self.modules)]
+
+    def _hook(self, i: int, index: int):
+        def keep(module, args, out):
+            probs = out[index] if isinstance(out, (tuple, list)) and len(out) > index else None
+            if probs is None:
+                raise RuntimeError(f"{self.modules[i][0]} returned no attention probabilities: the model must run "
+                                   "transformers' eager attention")
+            self.sums[i] = self.reduce(probs.detach(), self.mask, i)
+        return keep
+
+    def take(self) -> list:
+        got, self.sums = self.sums, [None] * len(self.modules)
+        return got
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
 
 
 def place(model, device: str) -> "torch.device | str":
@@ -159,7 +236,7 @@ def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor
 @torch.inference_mode()
 def iter_text_hidden_states(
     model, tokenizer, texts: Sequence[str], *, batch_size: int = 16, max_length: int = 128, device: str = "cpu",
-    attentions: bool = False, final_norm: bool = False,
+    attentions: bool = False, final_norm: bool = False, attention_reduce=None,
 ) -> Iterator[Batch]:
     """Run ``texts`` through ``model`` and yield the real-token hidden states of every layer, batch by batch.
 
@@ -177,14 +254,16 @@ def iter_text_hidden_states(
     max_length : tokens per sequence at most (and at most the model's learnt positions,
         ``max_position_embeddings`` or ``n_positions``)
     device : torch device for the forward pass
-    attentions : also return the attention probabilities and the token mask (decoder-only and encoder-only
-        models; the model is switched to transformers' eager attention, which computes them)
+    attentions : also measure the attention probabilities (decoder-only and encoder-only models; the model is
+        switched to transformers' eager attention, which computes them): each layer's map is reduced by
+        ``attention_reduce(probs (b, H, t, t), mask (b, t), layer index)`` inside its forward hook (default
+        :func:`aniso.stats.first_token_attention_sums`) and only the result is kept, in ``Batch.attention_sums``
     final_norm : also return the states entering and leaving the model's final normalisation
         (:func:`final_norm_of`; encoder-only and decoder-only models that have one)
 
     Yields
     ------
-    :class:`Batch` with one (m, d) float32 CPU tensor per layer (see :func:`layer_names`).
+    :class:`Batch` with one (m, d) tensor per layer (see :func:`layer_names`), in the model's dtype, on ``device``.
 
     Raises
     ------
@@ -215,43 +294,53 @@ def iter_text_hidden_states(
     accepted = {"input_ids", "attention_mask", "token_type_ids"}
     norm = final_norm_of(model) if final_norm and not enc_dec else None
     hook = _FinalNormHook(norm[1]) if norm is not None else None
+    reducer = None
+    if attentions:
+        from .stats import first_token_attention_sums
+
+        reducer = _AttentionReducer(model, attention_reduce or (lambda probs, mask, layer:
+                                                                first_token_attention_sums(probs, mask)))
     try:
-        yield from _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, attentions, enc_dec,
+        yield from _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, reducer, enc_dec,
                                  accepted, hook)
     finally:
         if hook is not None:
             hook.handle.remove()
+        if reducer is not None:
+            reducer.remove()
 
 
-def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, attentions, enc_dec, accepted,
+def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, reducer, enc_dec, accepted,
                   hook) -> Iterator[Batch]:
     for start in range(0, len(order), batch_size):
         chunk = [texts[i] for i in order[start : start + batch_size]]
         enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
         inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}
         mask = inputs["attention_mask"].bool()
+        if reducer is not None:
+            reducer.mask = mask
         if enc_dec:
             dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
             out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
             states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask.bool()) for h in out.decoder_hidden_states]
         else:
-            out = model(**inputs, output_hidden_states=True, output_attentions=attentions)
+            out = model(**inputs, output_hidden_states=True)
             states = [(h, mask) for h in out.hidden_states]
         masks = [_resolution_mask(model, m, h) for h, m in states]
         hidden = getattr(model.config, "hidden_size", None)
         if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] != hidden:
             raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
                                f"its config says hidden_size {hidden}")
-        layers = [h[m].float().cpu() for (h, _), m in zip(states, masks)]
-        rows_of = [m.nonzero()[:, 0].cpu() for m in masks]  # boolean indexing is row-major: the sequence of each row
-        positions = [(m.long().cumsum(dim=1) - 1)[m].cpu() for m in masks]
+        layers = [h[m] for (h, _), m in zip(states, masks)]
+        rows_of = [m.nonzero()[:, 0] for m in masks]  # boolean indexing is row-major: the sequence of each row
+        positions = [(m.long().cumsum(dim=1) - 1)[m] for m in masks]
         without_first = None
         if not enc_dec and not getattr(model.config, "downsampling_rate", None):
             later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
             without_first = partial(_select_rows, [h for h, _ in states], later)
-        probs = [a.float().cpu() for a in out.attentions] if attentions else None
-        yield Batch(layers, len(chunk), without_first_states=without_first, attentions=probs,
-                    mask=mask.cpu() if attentions else None, inputs=rows_of, positions=positions,
+        yield Batch(layers, len(chunk), without_first_states=without_first,
+                    attention_sums=reducer.take() if reducer is not None else None,
+                    mask=mask if reducer is not None else None, inputs=rows_of, positions=positions,
                     final_norm=hook.take(masks[-1]) if hook is not None else None)
 
 
@@ -331,19 +420,18 @@ def _speech_batches(model, feature_extractor, clips, batch_size, device, samplin
         states = out.hidden_states
         b, t = states[0].shape[:2]
         mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
-        yield Batch([h[mask].float().cpu() for h in states], len(chunk),
-                    [h.reshape(-1, h.shape[-1]).float().cpu() for h in states],
-                    inputs=[mask.nonzero()[:, 0].cpu()] * len(states),
+        yield Batch([h[mask] for h in states], len(chunk), [h.reshape(-1, h.shape[-1]) for h in states],
+                    inputs=[mask.nonzero()[:, 0]] * len(states),
                     final_norm=hook.take(mask) if hook is not None else None)
 
 
 def _vision_inputs(h: torch.Tensor, per_image: bool) -> torch.Tensor:
-    """The image of each row :func:`_vision_vectors` gives, (rows,) int64."""
+    """The image of each row :func:`_vision_vectors` gives, (rows,) int64, on ``h``'s device."""
     b = h.shape[0]
     if per_image:
-        return torch.arange(b)
+        return torch.arange(b, device=h.device)
     per = h.shape[2] * h.shape[3] if h.ndim == 4 else h[0].reshape(-1, h.shape[-1]).shape[0]
-    return torch.arange(b).repeat_interleave(per)
+    return torch.arange(b, device=h.device).repeat_interleave(per)
 
 
 def _vision_vectors(h: torch.Tensor, per_image: bool) -> torch.Tensor:
@@ -371,7 +459,7 @@ def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_i
 
     Yields
     ------
-    :class:`Batch` with one (rows, dim) float32 tensor per hidden state.
+    :class:`Batch` with one (rows, dim) tensor per hidden state, in the model's dtype, on ``device``.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -383,7 +471,7 @@ def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_i
         states = out.hidden_states
         if states is None:
             raise RuntimeError(f"{type(model).__name__} returned no hidden states")
-        yield Batch([_vision_vectors(h, per_image).float().cpu() for h in states], len(chunk),
+        yield Batch([_vision_vectors(h, per_image) for h in states], len(chunk),
                     inputs=[_vision_inputs(h, per_image) for h in states])
 
 
@@ -490,8 +578,9 @@ class capture_queries_keys:
     On exit the hooks are removed. ``captured[site.name]`` is a list of
     ``(queries, keys)`` pairs, one per forward call, each shaped like the
     projection's output (..., n_heads·head_dim) (keys: n_kv_heads·head_dim
-    for grouped/multi-query attention), float32 on CPU, before rotary
-    position embeddings. Queries and keys are the projections' outputs (G §5,
+    for grouped/multi-query attention), in the model's dtype on its device, before rotary
+    position embeddings. A streaming consumer takes each site's pair as soon as it is produced
+    (:meth:`take_site`, e.g. from an attention hook of the same layer), so at most one layer's pair is held. Queries and keys are the projections' outputs (G §5,
     Fig. 13-14: Q̄ and K̄ are means over tokens of these).
     """
 
@@ -513,9 +602,16 @@ class capture_queries_keys:
             store.clear()
         return got
 
+    def take_site(self, name: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Site ``name``'s (queries, keys) pairs captured since the last take, emptying them."""
+        got = list(zip(self._q[name], self._k[name]))
+        self._q[name].clear()
+        self._k[name].clear()
+        return got
+
     def __enter__(self) -> "capture_queries_keys":
         def keep(store: list):
-            return lambda mod, args, out: store.append(out.detach().float().cpu())
+            return lambda mod, args, out: store.append(out.detach())
 
         for site in self.sites:
             if site.layout == "separate":
@@ -523,7 +619,7 @@ class capture_queries_keys:
                                 site.key.register_forward_hook(keep(self._k[site.name]))]
             else:
                 def on_fused(mod, args, out, site=site):
-                    q, k = _split_fused(site, out.detach().float().cpu())
+                    q, k = _split_fused(site, out.detach())
                     self._q[site.name].append(q)
                     self._k[site.name].append(k)
 

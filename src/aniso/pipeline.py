@@ -87,40 +87,46 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 names = [str(i) for i in range(len(batch.layers))]
             if len(batch.layers) != len(names):
                 raise RuntimeError(f"{entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
+            device = batch.layers[0].device  # the statistics live where the model put its hidden states
             layers = [
                 LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
                                  shard.seed(settings.seed + i),
                                  second_order=second_order and h.shape[1] <= settings.second_order_max_dim,
-                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM)
+                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device)
                 for i, h in enumerate(batch.layers)
             ]
             unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
             if batch.all_frames is not None:
-                all_frames = [LayerAccumulator(h.shape[1], second_order=False) for h in batch.all_frames]
+                all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device)
+                              for h in batch.all_frames]
             if first_token_excluded and batch.without_first_states is not None:
                 aside = [LayerAccumulator(acc.dim, settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
-                                          second_order=acc.second_order) for i, acc in enumerate(layers)]
+                                          second_order=acc.second_order, device=device)
+                         for i, acc in enumerate(layers)]
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
         positions = batch.positions if batch.positions is not None else [None] * len(layers)
         for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
             try:
-                acc.update(h.numpy(), None if rows is None else rows.numpy(),
-                           batch.n_sequences if rows is not None else None, None if pos is None else pos.numpy())
+                acc.update(h, rows, batch.n_sequences if rows is not None else None, pos)
             except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
                 raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
         if batch.final_norm is not None:
             if norm_pair is None:
-                norm_pair = [LayerAccumulator(h.shape[1], second_order=False) for h in batch.final_norm]
+                norm_pair = [LayerAccumulator(h.shape[1], second_order=False, device=h.device)
+                             for h in batch.final_norm]
             for acc, h in zip(norm_pair, batch.final_norm):
-                acc.update(h.numpy())
-        if batch.attentions is not None and batch.mask is not None:
+                acc.update(h)
+        sums = batch.attention_sums
+        if sums is not None and batch.mask is not None and sums and all(isinstance(x, tuple) for x in sums):
             if sink is None:
-                sink = AttentionSink([a.shape[1] for a in batch.attentions])
-            sink.update(batch.attentions, batch.mask)
+                sink = AttentionSink(n_layers=len(sums))
+            for layer, (token_sum, sequence_sum) in enumerate(sums):
+                sink.add_sums(layer, token_sum, sequence_sum)
+            sink.add_batch(batch.mask)
         for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first if aside else None)):
             if extra is not None:
                 for acc, h in zip(extra, states):
-                    acc.update(h.numpy())
+                    acc.update(h)
         n_seq += batch.n_sequences
     if layers is None:
         raise RuntimeError(f"{entry.id}: the inputs gave no batches")

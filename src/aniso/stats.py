@@ -26,40 +26,96 @@ from .files import atomic_write, sha256_file
 log = logging.getLogger(__name__)
 
 #: Bump when the accumulated state or its meaning changes: old cache entries are then ignored.
-STATS_FORMAT_VERSION = 3
+STATS_FORMAT_VERSION = 4
+
+
+def accumulation_dtype(device: "torch.device | str") -> torch.dtype:
+    """The dtype the streamed sums are kept in on ``device``: float64 wherever the device has it (CPU, CUDA), float32
+    on Apple's MPS, which has no float64 (there each batch is upcast to float32 and summed in float32: relative
+    error of a sum of n terms at most about n·2⁻²⁴ in the worst case, √n·2⁻²⁴ typically)."""
+    return torch.float32 if torch.device(device).type == "mps" else torch.float64
+
+
+def best_device() -> str:
+    """``cuda`` if a CUDA device is present, else ``mps`` if Apple's is, else ``cpu``."""
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def check_device(device: str) -> torch.device:
+    """``device`` as a :class:`torch.device`, checked to exist here. Raises ValueError naming the device and what is
+    present (e.g. ``cuda:1`` on a machine with one GPU, ``cuda`` on a CPU-only build)."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device {device!r} is not a torch device ({exc}); use cpu, cuda, cuda:N or mps") from None
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0 or (dev.index or 0) >= n:
+            raise ValueError(f"device {device!r} does not exist here ({n} CUDA device(s); torch "
+                             f"{torch.__version__}); set device (ANISO_DEVICE / --aniso-device) to one that does, "
+                             "e.g. cpu")
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device {device!r} does not exist here (no MPS backend); set device to cpu")
+    elif dev.type != "cpu":
+        raise ValueError(f"device {device!r}: only cpu, cuda, cuda:N and mps are supported")
+    return dev
+
+
+def _host(t: torch.Tensor) -> np.ndarray:
+    """One explicit device-to-host copy of a summary tensor (O(d) or O(d²), never per token)."""
+    return t.detach().to("cpu").numpy()
 
 
 class LayerAccumulator:
-    """Streamed statistics of one layer's vectors.
+    """Streamed statistics of one layer's vectors, kept on the device the vectors come from.
 
-    State: count n, zero-vector count, Σ u_i (unit vectors), Σ x_i, Σ x_i x_iᵀ
-    (float64), the SVD anisotropy of each complete batch of ``svd_batch_size``
-    consecutive vectors (Razzhigaev et al. 2024 §2.3), and a uniform reservoir
-    sample of ``reservoir_size`` vectors (Vitter's algorithm R, seeded) for
-    TwoNN and sampled-pair estimators.
-
+    State: count n, zero-vector count, Σ u_i (unit vectors), Σ x_i, Σ ‖x_i‖, Σ x_i x_iᵀ, the SVD anisotropy of each
+    complete batch of ``svd_batch_size`` consecutive vectors (Razzhigaev et al. 2024 §2.3), and a uniform reservoir
+    sample of ``reservoir_size`` vectors (Vitter's algorithm R, seeded) for TwoNN and sampled-pair estimators.
     Every statistic is independent of how the stream is split into updates.
 
-    With ``second_order=False`` only the first-order state is kept (count,
-    Σ u_i, Σ x_i, Σ ||x_i||): O(d) memory, which is all avg cos, drift norm and
-    mean norm need. This is the mode for flattened CNN feature maps (G §3.2),
-    whose d (C·H·W, up to ~4·10⁵) rules out a d × d matrix; the SVD
-    anisotropy, TwoNN and sampled-pair estimates are then NaN.
+    **Device and precision.** Every piece of state is a torch tensor on ``device`` (the model's: CPU stays CPU).
+    Each batch, in whatever dtype the model produced it (bf16, fp16, fp32), is upcast once to
+    :func:`accumulation_dtype` (float64 on CPU and CUDA; float32 on MPS) and summed there: Σ u, Σ x, Σ x∘x by
+    reductions, per-input sums by one segment sum (a (k, m) indicator matrix times the batch: one GEMM), Σ x xᵀ by one
+    float64 GEMM per SVD batch, whose Gram matrix also gives that batch's SVD anisotropy (λ_max / trace of the
+    centred scatter, by ``torch.linalg.eigvalsh`` of the smaller of the d × d and b × b Gram matrices). The float64
+    sums agree with a float64 host computation to rounding (relative 1e-12 on the data sizes here; the reference
+    test holds them to 1e-6). Only O(d²) summaries reach the host, once, when read (:meth:`state`,
+    :meth:`summary` and the array properties). Torch's own thread pool does the work, so
+    ``torch.set_num_threads`` bounds it.
+
+    With ``second_order=False`` only the first-order state is kept (count, Σ u_i, Σ x_i, Σ ||x_i||, and the O(d)
+    feature sums): O(d) memory, which is all avg cos, drift norm and mean norm need. This is the mode for flattened
+    CNN feature maps (G §3.2), whose d (C·H·W, up to ~4·10⁵) rules out a d × d matrix; the SVD anisotropy, TwoNN and
+    sampled-pair estimates are then NaN.
 
     Parameters
     ----------
     dim : int, the vector dimension d
     reservoir_size : int >= 0 (ignored, 0, without second order)
     svd_batch_size : int >= 2, vectors per batch for the batch-wise SVD anisotropy
-    seed : int, seed of the reservoir's random stream
+    seed : int, seed of the reservoir's random stream (host numpy PCG64: one draw per vector past the fill)
     second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
     per_input : bool, also keep Σ u_i, Σ x_i and the counts of each input (a paragraph, recording or image, as
         :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
         bootstrap over the inputs resamples (:func:`aniso.uncertainty.bootstrap_stats`)
+    device : torch device of the state (where :meth:`update` expects its vectors; others are moved there)
+
+    Raises
+    ------
+    ValueError on a dimension < 1, a negative reservoir, an SVD batch < 2 or a device that does not exist.
     """
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
-                 second_order: bool = True, per_input: bool = False):
+                 second_order: bool = True, per_input: bool = False, device: "torch.device | str" = "cpu"):
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
@@ -73,121 +129,119 @@ class LayerAccumulator:
         self.reservoir_size = reservoir_size
         self.svd_batch_size = svd_batch_size
         self.seed = seed
-        self.count = 0
-        self.n_zero = 0
-        self.unit_sum = np.zeros(dim, np.float64)
-        self.vector_sum = np.zeros(dim, np.float64)
-        # Σxxᵀ of the vectors in complete SVD batches (each batch's Gram matrix serves its SVD anisotropy too); the
-        # partial batch's is added when `gram` is read.
-        self._gram_done = np.zeros((dim, dim), np.float64) if second_order else None
-        self.norm_sum = 0.0
-        self.batch_svd: list[float] = []
-        self._svd_buffer = np.empty((svd_batch_size if second_order else 0, dim), np.float32)
-        self._svd_fill = 0
-        self._partial_lost = False  # rebuilt from a state without its partial SVD batch (cannot be merged)
-        self.reservoir = np.empty((reservoir_size, dim), np.float32)
-        self._rng = np.random.Generator(np.random.PCG64(seed))
         self.per_input = per_input
+        self.device = torch.device(device)
+        self.dtype = accumulation_dtype(self.device)
+        self.count = 0
+        self._partial_lost = False  # rebuilt from a state without its partial SVD batch (cannot be merged)
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._cache: dict[str, Any] = {}
+        zeros = self._zeros
+        self._n_zero = torch.zeros((), dtype=torch.int64, device=self.device)
+        self._unit_sum, self._vector_sum, self._norm_sum = zeros(dim), zeros(dim), zeros()
         # O(d) sums for rogue dimensions (Σ u∘u, Σ x∘x) and massive activations (per feature: max |x| and the
         # position in its sequence where it was seen; Σ x and Σ x∘x over the first token of each sequence).
-        self.unit_sq_sum = np.zeros(dim, np.float64)
-        self.sq_sum = np.zeros(dim, np.float64)
-        self.abs_max = np.zeros(dim, np.float64)
-        self.abs_max_pos = np.full(dim, -1, np.int64)
-        self.first_sum = np.zeros(dim, np.float64)
-        self.first_sq_sum = np.zeros(dim, np.float64)
-        self.n_first = 0
-        # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one array per update.
-        self._inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._unit_sq_sum, self._sq_sum, self._abs_max = zeros(dim), zeros(dim), zeros(dim)
+        self._abs_max_pos = torch.full((dim,), -1, dtype=torch.int64, device=self.device)
+        self._first_sum, self._first_sq_sum = zeros(dim), zeros(dim)
+        self._n_first = torch.zeros((), dtype=torch.int64, device=self.device)
+        # Σxxᵀ of the vectors in complete SVD batches (each batch's Gram matrix serves its SVD anisotropy too); the
+        # partial batch's is added when `gram` is read.
+        self._gram_done = zeros(dim, dim) if second_order else None
+        self._batch_svd: list[torch.Tensor] = []
+        self._svd_buffer = torch.empty((svd_batch_size if second_order else 0, dim), dtype=torch.float32,
+                                       device=self.device)
+        self._svd_fill = 0
+        self._reservoir = torch.empty((reservoir_size, dim), dtype=torch.float32, device=self.device)
+        # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one triple per update.
+        self._inputs: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+
+    def _zeros(self, *shape: int) -> torch.Tensor:
+        return torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def _as_tensor(self, x, dtype=None) -> torch.Tensor:
+        t = torch.from_numpy(np.asarray(x)) if not isinstance(x, torch.Tensor) else x
+        return t.to(device=self.device, dtype=dtype) if dtype is not None or t.device != self.device else t
 
     # -- streaming -----------------------------------------------------------
-    def update(self, x: np.ndarray, inputs: np.ndarray | None = None, n_inputs: int | None = None,
-               positions: np.ndarray | None = None) -> None:
-        """Add a batch of vectors, shape (m, d).
+    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None) -> None:
+        """Add a batch of vectors ``x``, shape (m, d): a torch tensor (any float dtype; moved to this accumulator's
+        device if elsewhere) or a numpy array.
 
         ``inputs`` (m,) int labels each row with the input it came from, 0 .. ``n_inputs`` - 1 (kept per input with
         ``per_input``; None: the whole batch is one input). ``positions`` (m,) int: each row's position in its
         sequence (0 = its first token; text only), for the massive-activation statistics. Raises ValueError on a
         bad shape, bad labels or non-finite values (naming how many rows are NaN or infinite).
         """
-        x = np.asarray(x)
+        x = self._as_tensor(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"expected an array of shape (m, {self.dim}), got {x.shape}")
-        if x.shape[0] == 0:
+            raise ValueError(f"expected an array of shape (m, {self.dim}), got {tuple(x.shape)}")
+        self._cache.clear()
+        m = x.shape[0]
+        if m == 0:
             if self.per_input and n_inputs:  # inputs with no vectors here still hold their place
-                self._inputs.append((np.zeros((n_inputs, self.dim), np.float32),
-                                     np.zeros((n_inputs, self.dim), np.float32), np.zeros((n_inputs, 2), np.int64)))
+                self._inputs.append((torch.zeros(n_inputs, self.dim, device=self.device),
+                                     torch.zeros(n_inputs, self.dim, device=self.device),
+                                     torch.zeros(n_inputs, 2, dtype=torch.int64, device=self.device)))
             return
-        x64 = np.ascontiguousarray(x, dtype=np.float64)
-        finite = np.isfinite(x64)
-        if not finite.all():
-            bad = ~finite.all(axis=1)
-            raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {x.shape[0]} "
-                             f"vectors ({int(np.isnan(x64).any(axis=1).sum())} with NaN)")
-        norms = np.sqrt(np.einsum("ij,ij->i", x64, x64))
+        x64 = x.to(self.dtype)
+        sq = x64 * x64
+        norms = sq.sum(1).sqrt_()
+        if not bool(torch.isfinite(norms).all()):  # a non-finite entry makes its row's norm non-finite
+            bad = ~torch.isfinite(x64).all(1)
+            raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {m} vectors "
+                             f"({int(torch.isnan(x64).any(1).sum())} with NaN)")
         nonzero = norms > 0
-        self.n_zero += int((~nonzero).sum())
-        inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=nonzero)
-        self.unit_sum += inverse @ x64  # Σ x_i / ‖x_i‖ over the non-zero vectors
-        self.vector_sum += x64.sum(axis=0)
-        self._update_features(x64, inverse, positions)
+        self._n_zero += m - nonzero.sum()
+        inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
+        self._unit_sum += inverse @ x64  # Σ x_i / ‖x_i‖ over the non-zero vectors
+        self._vector_sum += x64.sum(0)
+        self._norm_sum += norms.sum()
+        self._sq_sum += sq.sum(0)
+        self._unit_sq_sum += (inverse * inverse) @ sq
+        self._update_massive(x64, sq, positions)
         if self.per_input:
             self._update_inputs(x64, inverse, nonzero, inputs, n_inputs)
-        self.norm_sum += float(norms.sum())
         if self.second_order:
-            if self.count == 0 and x.dtype == np.float64:
-                self._svd_buffer = self._svd_buffer.astype(np.float64)  # keep float64 inputs exact
+            if self.count == 0 and x.dtype == torch.float64:
+                self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
             self._update_svd_batches(x)
             self._update_reservoir(x)
-        self.count += x.shape[0]
+        self.count += m
 
-    def _update_features(self, x64: np.ndarray, inverse: np.ndarray, positions) -> None:
-        sq = x64 * x64
-        self.sq_sum += sq.sum(axis=0)
-        self.unit_sq_sum += (inverse * inverse) @ sq
-        a = np.abs(x64)
-        rows = a.argmax(axis=0)
-        top = a[rows, np.arange(self.dim)]
-        better = top > self.abs_max
-        self.abs_max[better] = top[better]
+    def _update_massive(self, x64: torch.Tensor, sq: torch.Tensor, positions) -> None:
+        a = x64.abs()
+        rows = a.argmax(0)  # the first row reaching each feature's maximum
+        top = a.gather(0, rows[None]).squeeze(0)
+        better = top > self._abs_max
+        self._abs_max = torch.where(better, top, self._abs_max)
         if positions is None:
-            self.abs_max_pos[better] = -1
+            self._abs_max_pos = torch.where(better, -1, self._abs_max_pos)
             return
-        pos = np.asarray(positions, np.int64).reshape(-1)
-        self.abs_max_pos[better] = pos[rows[better]]
-        first = pos == 0
-        if first.any():
-            self.first_sum += x64[first].sum(axis=0)
-            self.first_sq_sum += sq[first].sum(axis=0)
-            self.n_first += int(first.sum())
+        pos = self._as_tensor(positions, torch.int64).reshape(-1)
+        self._abs_max_pos = torch.where(better, pos[rows], self._abs_max_pos)
+        first = (pos == 0).to(self.dtype)
+        self._first_sum += first @ x64
+        self._first_sq_sum += first @ sq
+        self._n_first += (pos == 0).sum()
 
-    def _update_inputs(self, x64: np.ndarray, inverse: np.ndarray, nonzero: np.ndarray, inputs, n_inputs) -> None:
+    def _update_inputs(self, x64, inverse, nonzero, inputs, n_inputs) -> None:
         m = x64.shape[0]
-        labels = np.zeros(m, np.int64) if inputs is None else np.asarray(inputs, np.int64).reshape(-1)
-        k = 1 if inputs is None else (int(n_inputs) if n_inputs is not None else int(labels.max(initial=-1)) + 1)
-        if labels.shape[0] != m or (m and (labels.min() < 0 or labels.max() >= k)):
-            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {labels.shape}")
-        idx = torch.from_numpy(labels)
-        xt = torch.from_numpy(x64)
-        units = torch.zeros(k, self.dim, dtype=torch.float64).index_add_(0, idx, xt * torch.from_numpy(inverse)[:, None])
-        vectors = torch.zeros(k, self.dim, dtype=torch.float64).index_add_(0, idx, xt)
-        counts = np.stack([np.bincount(labels, minlength=k), np.bincount(labels, weights=nonzero, minlength=k)], 1)
-        self._inputs.append((units.numpy().astype(np.float32), vectors.numpy().astype(np.float32),
-                             counts.astype(np.int64)))
+        if inputs is None:
+            labels, k = torch.zeros(m, dtype=torch.int64, device=self.device), 1
+        else:
+            labels = self._as_tensor(inputs, torch.int64).reshape(-1)
+            k = int(n_inputs) if n_inputs is not None else int(labels.max()) + 1
+            if labels.shape[0] != m or not bool(((labels >= 0) & (labels < k)).all()):
+                raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(labels.shape)}")
+        # One segment sum for both Σu and Σx of every input: a (k, m) indicator matrix times (m, 2d).
+        indicator = torch.zeros(k, m, dtype=self.dtype, device=self.device)
+        indicator[labels, torch.arange(m, device=self.device)] = 1.0
+        sums = indicator @ torch.cat([x64 * inverse[:, None], x64], dim=1)
+        counts = torch.stack([indicator.sum(1), indicator @ nonzero.to(self.dtype)], 1).round().to(torch.int64)
+        self._inputs.append((sums[:, : self.dim].float(), sums[:, self.dim :].float(), counts))
 
-    def input_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, in the order
-        of the updates; None without ``per_input``."""
-        if not self.per_input:
-            return None
-        if not self._inputs:
-            return (np.zeros((0, self.dim), np.float32), np.zeros((0, self.dim), np.float32),
-                    np.zeros((0, 2), np.int64))
-        if len(self._inputs) > 1:
-            self._inputs = [tuple(np.concatenate(parts) for parts in zip(*self._inputs))]
-        return self._inputs[0]
-
-    def _update_svd_batches(self, x: np.ndarray) -> None:
+    def _update_svd_batches(self, x: torch.Tensor) -> None:
         start = 0
         while start < x.shape[0]:
             take = min(self.svd_batch_size - self._svd_fill, x.shape[0] - start)
@@ -195,14 +249,14 @@ class LayerAccumulator:
             self._svd_fill += take
             start += take
             if self._svd_fill == self.svd_batch_size:
-                anisotropy, gram = _batch_svd_anisotropy(self._svd_buffer)
-                self.batch_svd.append(anisotropy)
+                anisotropy, gram = batch_svd_anisotropy(self._svd_buffer, self.dtype)
+                self._batch_svd.append(anisotropy)
                 self._gram_done += gram
                 self._svd_fill = 0
 
-    def _update_reservoir(self, x: np.ndarray) -> None:
+    def _update_reservoir(self, x: torch.Tensor) -> None:
         if self.reservoir_size:
-            _reservoir_update(self.reservoir, self.count, x, self._rng)
+            _reservoir_update(self._reservoir, self.count, x, self._rng)
 
     def merge(self, other: "LayerAccumulator") -> None:
         """Add the vectors ``other`` has seen (another shard of the same stream), in place.
@@ -221,76 +275,138 @@ class LayerAccumulator:
         if self._partial_lost or other._partial_lost:
             raise ValueError("cannot merge an accumulator rebuilt from state() without its partial SVD batch; "
                              "merge transfer_state()s")
+        self._cache.clear()
+        on = lambda t: t.to(device=self.device, dtype=self.dtype)  # noqa: E731
         if self.second_order:
-            self._gram_done += other._gram_done
-            self.batch_svd.extend(other.batch_svd)
-            self._update_svd_batches(other._svd_buffer[: other._svd_fill])
+            self._gram_done += on(other._gram_done)
+            self._batch_svd.extend(t.to(self.device) for t in other._batch_svd)
+            self._update_svd_batches(other._svd_buffer[: other._svd_fill].to(self.device))
             if self.reservoir_size:
                 self._merge_reservoir(other)
-        self.unit_sum += other.unit_sum
-        self.vector_sum += other.vector_sum
-        self.norm_sum += other.norm_sum
-        self.n_zero += other.n_zero
+        self._unit_sum += on(other._unit_sum)
+        self._vector_sum += on(other._vector_sum)
+        self._norm_sum += on(other._norm_sum)
+        self._n_zero += other._n_zero.to(self.device)
         self.count += other.count
-        self.unit_sq_sum += other.unit_sq_sum
-        self.sq_sum += other.sq_sum
-        better = other.abs_max > self.abs_max
-        self.abs_max[better] = other.abs_max[better]
-        self.abs_max_pos[better] = other.abs_max_pos[better]
-        self.first_sum += other.first_sum
-        self.first_sq_sum += other.first_sq_sum
-        self.n_first += other.n_first
+        self._unit_sq_sum += on(other._unit_sq_sum)
+        self._sq_sum += on(other._sq_sum)
+        theirs_max = on(other._abs_max)
+        better = theirs_max > self._abs_max
+        self._abs_max = torch.where(better, theirs_max, self._abs_max)
+        self._abs_max_pos = torch.where(better, other._abs_max_pos.to(self.device), self._abs_max_pos)
+        self._first_sum += on(other._first_sum)
+        self._first_sq_sum += on(other._first_sq_sum)
+        self._n_first += other._n_first.to(self.device)
         if self.per_input:
-            self._inputs.append(other.input_sums())
+            self._inputs.append(tuple(t.to(self.device) for t in other._input_tensors()))
 
     def _merge_reservoir(self, other: "LayerAccumulator") -> None:
         k = self.reservoir_size
-        a, b = self.reservoir_sample().copy(), other.reservoir_sample()
+        a = self._reservoir[: min(self.count, k)].clone()
+        b = other._reservoir[: min(other.count, k)].to(self.device)
         total = self.count + other.count
         if total <= k:
-            self.reservoir[: a.shape[0]] = a
-            self.reservoir[a.shape[0] : total] = b
+            self._reservoir[: a.shape[0]] = a
+            self._reservoir[a.shape[0] : total] = b
             return
         rng = np.random.Generator(np.random.PCG64([self.seed, self.count, other.count]))
         from_a = int(rng.hypergeometric(self.count, other.count, k)) if self.count and other.count else \
             (k if self.count else 0)
-        self.reservoir[:from_a] = a[rng.choice(a.shape[0], from_a, replace=False)]
-        self.reservoir[from_a:k] = b[rng.choice(b.shape[0], k - from_a, replace=False)]
+        pick_a = torch.from_numpy(rng.choice(a.shape[0], from_a, replace=False)).to(self.device)
+        pick_b = torch.from_numpy(rng.choice(b.shape[0], k - from_a, replace=False)).to(self.device)
+        self._reservoir[:from_a] = a[pick_a]
+        self._reservoir[from_a:k] = b[pick_b]
 
     def transfer_state(self) -> dict[str, np.ndarray]:
         """:meth:`state` plus the partial SVD batch, so that an unfinished accumulator can be rebuilt on another
         process and merged (:meth:`from_state`, :meth:`merge`)."""
-        extra = {"svd_buffer": self._svd_buffer[: self._svd_fill].copy(), "gram_done": self._gram_done} \
-            if self.second_order else {}
+        extra = {"svd_buffer": _host(self._svd_buffer[: self._svd_fill]).copy(),
+                 "gram_done": _host(self._gram_done)} if self.second_order else {}
         return self.state() | extra
 
     # -- results ---------------------------------------------------------------
-    @property
-    def gram(self) -> np.ndarray | None:
-        """Σ x_i x_iᵀ over every vector seen, (d, d) float64; None without second order."""
+    def _cached(self, name: str, make):
+        if name not in self._cache:
+            self._cache[name] = make()
+        return self._cache[name]
+
+    def gram_tensor(self) -> torch.Tensor | None:
+        """Σ x_i x_iᵀ over every vector seen, (d, d) in :func:`accumulation_dtype`, on the device; None without
+        second order."""
         if not self.second_order:
             return None
         if self._svd_fill == 0:
             return self._gram_done
-        partial = torch.from_numpy(np.ascontiguousarray(self._svd_buffer[: self._svd_fill], dtype=np.float64))
-        return self._gram_done + (partial.T @ partial).numpy()
+        partial = self._svd_buffer[: self._svd_fill].to(self.dtype)
+        return torch.addmm(self._gram_done, partial.T, partial)
+
+    @property
+    def gram(self) -> np.ndarray | None:
+        """Σ x_i x_iᵀ over every vector seen, (d, d) float64 on the host; None without second order."""
+        if not self.second_order:
+            return None
+        return self._cached("gram", lambda: _host(self.gram_tensor()).astype(np.float64))
+
+    @property
+    def n_zero(self) -> int:
+        """Vectors of norm 0 (left out of the cosine)."""
+        return self._cached("n_zero", lambda: int(self._n_zero))
 
     @property
     def n_nonzero(self) -> int:
         return self.count - self.n_zero
 
+    @property
+    def n_first(self) -> int:
+        """Rows seen at position 0 of their sequence."""
+        return self._cached("n_first", lambda: int(self._n_first))
+
+    @property
+    def norm_sum(self) -> float:
+        """Σ ‖x_i‖."""
+        return self._cached("norm_sum", lambda: float(self._norm_sum))
+
+    @property
+    def batch_svd(self) -> list[float]:
+        """SVD anisotropy of each complete batch, in stream order."""
+        return self._cached("batch_svd", lambda: _host(torch.stack(self._batch_svd)).astype(np.float64).tolist()
+                            if self._batch_svd else [])
+
+    @property
+    def reservoir(self) -> np.ndarray:
+        """The reservoir's storage (reservoir_size, d) float32 on the host (see :meth:`reservoir_sample`)."""
+        return self._cached("reservoir", lambda: _host(self._reservoir))
+
     def reservoir_sample(self) -> np.ndarray:
-        """The reservoir's vectors, shape (min(count, reservoir_size), d)."""
+        """The reservoir's vectors, shape (min(count, reservoir_size), d), float32 on the host."""
         return self.reservoir[: min(self.count, self.reservoir_size)]
 
+    def input_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, in the order
+        of the updates, on the host; None without ``per_input``."""
+        if not self.per_input:
+            return None
+        return self._cached("inputs", lambda: tuple(_host(t) for t in self._input_tensors()))
+
+    def _input_tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if not self._inputs:
+            return (torch.zeros(0, self.dim, device=self.device), torch.zeros(0, self.dim, device=self.device),
+                    torch.zeros(0, 2, dtype=torch.int64, device=self.device))
+        if len(self._inputs) > 1:
+            self._inputs = [tuple(torch.cat(parts) for parts in zip(*self._inputs))]
+        return self._inputs[0]
+
     def summary(self, seed: int = 0, n_pairs: int = 20_000) -> "LayerSummary":
-        """Per-layer metrics of everything seen so far (see :class:`LayerSummary`)."""
+        """Per-layer metrics of everything seen so far (see :class:`LayerSummary`).
+
+        The whole-set SVD anisotropy and IsoScore come from one ``eigvalsh`` of the centred Σ x xᵀ on the device;
+        TwoNN, sampled pairs and the standardised cosine from the reservoir."""
         n = self.count
         res = self.reservoir_sample()
         rng = np.random.Generator(np.random.PCG64(seed))
         twonn = [metrics.twonn_dimension(res)] if res.shape[0] >= 3 else []
         bs = np.asarray(self.batch_svd, dtype=np.float64)
-        gram = self.gram if self.second_order else None  # Σxxᵀ: read once (the partial batch is added on reading)
+        svd, iso = self._spectrum_metrics() if self.second_order else (math.nan, math.nan)
         return LayerSummary(
             dim=self.dim,
             count=n,
@@ -299,18 +415,31 @@ class LayerAccumulator:
             mean_cosine_sampled=metrics.mean_cosine_sampled(res, n_pairs, rng) if res.shape[0] >= 2 else math.nan,
             drift_norm=metrics.drift_norm_from_sum(self.vector_sum, n),
             mean_norm=self.norm_sum / n,
-            svd_anisotropy=(metrics.svd_anisotropy_from_moments(self.vector_sum, gram, n)
-                            if self.second_order else math.nan),
+            svd_anisotropy=svd,
             svd_anisotropy_batch_mean=float(bs.mean()) if bs.size else math.nan,
             svd_anisotropy_batch_std=float(bs.std()) if bs.size else math.nan,
             n_svd_batches=int(bs.size),
             twonn=twonn[0] if twonn else math.nan,
             n_reservoir=int(res.shape[0]),
             q95=metrics.isotropic_cos_quantile(self.dim) if self.dim >= 2 else math.nan,
-            isoscore=(metrics.isoscore_from_moments(self.vector_sum, gram, n)
-                      if self.second_order and n >= 2 and self.dim >= 2 else math.nan),
+            isoscore=iso,
             **self._rogue(res), **self._massive(res),
         )
+
+    def _spectrum_metrics(self) -> tuple[float, float]:
+        """(SVD anisotropy, IsoScore) of every vector seen, from the eigenvalues of the centred scatter
+        C = Σxxᵀ − n x̄x̄ᵀ (R §2.3; Rudman et al. 2022): λ_max / trace(C), and IsoScore of the spectrum."""
+        n = self.count
+        if n < 2:
+            raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
+        s = self._vector_sum
+        c = self.gram_tensor() - torch.outer(s, s) / n
+        c = (c + c.T) / 2
+        trace = float(torch.diagonal(c).sum())
+        eig = torch.linalg.eigvalsh(c)
+        svd = float(min(1.0, max(0.0, float(eig[-1]) / trace))) if trace > 0 else math.nan
+        iso = metrics.isoscore_from_eigenvalues(_host(eig).astype(np.float64)) if self.dim >= 2 else math.nan
+        return svd, iso
 
     def _rogue(self, res: np.ndarray) -> dict:
         """Rogue dimensions (Timkey & van Schijndel 2021): the three largest per-dimension contributions to avg cos,
@@ -337,8 +466,9 @@ class LayerAccumulator:
         """Massive activations (Sun et al. 2024): the largest |activation|, its feature and its position in the
         sequence, its ratio to the median |activation| (of the reservoir), and how constant that feature is on the
         first token of each sequence (std / |mean| over sequences)."""
-        f = int(np.argmax(self.abs_max))
-        value = float(self.abs_max[f])
+        abs_max = self.abs_max
+        f = int(np.argmax(abs_max))
+        value = float(abs_max[f])
         median = float(np.median(np.abs(res))) if res.size else math.nan
         cv = math.nan
         if self.n_first >= 2:
@@ -350,7 +480,7 @@ class LayerAccumulator:
 
     # -- persistence -----------------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
-        """The accumulated state as named arrays (for the cache)."""
+        """The accumulated state as named host arrays (for the cache)."""
         return {
             "count": np.array([self.count, self.n_zero, self._svd_fill], np.int64),
             "settings": np.array([self.dim, self.reservoir_size, self.svd_batch_size, self.seed,
@@ -367,59 +497,97 @@ class LayerAccumulator:
              if self.per_input else {})
 
     @classmethod
-    def from_state(cls, state: dict[str, np.ndarray]) -> "LayerAccumulator":
-        """Rebuild an accumulator from :meth:`state` (a finished one: its SVD buffer is not kept) or from
-        :meth:`transfer_state` (with its partial SVD batch)."""
+    def from_state(cls, state: dict[str, np.ndarray], device: "torch.device | str" = "cpu") -> "LayerAccumulator":
+        """Rebuild an accumulator on ``device`` from :meth:`state` (a finished one: its SVD buffer is not kept) or
+        from :meth:`transfer_state` (with its partial SVD batch)."""
         dim, k, b, seed, second = (int(v) for v in state["settings"])
-        acc = cls(dim, k, b, seed, bool(second), per_input="input_count" in state)
-        acc.count, acc.n_zero, acc._svd_fill = (int(v) for v in state["count"])
+        acc = cls(dim, k, b, seed, bool(second), per_input="input_count" in state, device=device)
+        count, n_zero, acc._svd_fill = (int(v) for v in state["count"])
+        acc.count = count
+        t = lambda name, dtype=None: torch.as_tensor(np.ascontiguousarray(state[name]),  # noqa: E731
+                                                     device=acc.device).to(dtype or acc.dtype)
+        acc._n_zero = torch.tensor(n_zero, dtype=torch.int64, device=acc.device)
         if acc.per_input:
-            acc._inputs = [(state["input_unit_sum"].astype(np.float32), state["input_vector_sum"].astype(np.float32),
-                            state["input_count"].astype(np.int64))]
-        acc.unit_sum = state["unit_sum"].astype(np.float64)
-        acc.vector_sum = state["vector_sum"].astype(np.float64)
-        acc.norm_sum = float(state["norm_sum"][0])
-        acc.batch_svd = [float(v) for v in state["batch_svd"]]
-        for name in ("unit_sq_sum", "sq_sum", "abs_max", "first_sum", "first_sq_sum"):
-            setattr(acc, name, state[name].astype(np.float64))
-        acc.abs_max_pos = state["abs_max_pos"].astype(np.int64)
-        acc.n_first = int(state["n_first"][0])
+            acc._inputs = [(t("input_unit_sum", torch.float32), t("input_vector_sum", torch.float32),
+                            t("input_count", torch.int64))]
+        for name in ("unit_sum", "vector_sum", "unit_sq_sum", "sq_sum", "abs_max", "first_sum", "first_sq_sum"):
+            setattr(acc, f"_{name}", t(name))
+        acc._norm_sum = t("norm_sum")[0]
+        acc._batch_svd = [v for v in t("batch_svd")]
+        acc._abs_max_pos = t("abs_max_pos", torch.int64)
+        acc._n_first = torch.tensor(int(state["n_first"][0]), dtype=torch.int64, device=acc.device)
         if acc.second_order:
-            res = state["reservoir"]
-            acc.reservoir[: res.shape[0]] = res
+            res = t("reservoir", torch.float32)
+            acc._reservoir[: res.shape[0]] = res
             partial = state.get("svd_buffer")
             if partial is not None:
-                acc._svd_buffer = acc._svd_buffer.astype(partial.dtype)
-                acc._svd_buffer[: partial.shape[0]] = partial
-                acc._gram_done = state["gram_done"].astype(np.float64)
+                acc._svd_buffer = acc._svd_buffer.to(torch.float64 if partial.dtype == np.float64 else torch.float32)
+                acc._svd_buffer[: partial.shape[0]] = torch.as_tensor(partial, device=acc.device)
+                acc._gram_done = t("gram_done")
             else:  # a finished accumulator (the cache): its partial batch is inside Σxxᵀ and not kept apart
                 acc._partial_lost = acc._svd_fill > 0
                 acc._svd_fill = 0
-                acc._gram_done = state["gram"].astype(np.float64)
+                acc._gram_done = t("gram")
         return acc
 
 
-def _batch_svd_anisotropy(batch: np.ndarray) -> tuple[float, np.ndarray]:
-    """SVD anisotropy of one batch (shape (b, d)) and its Gram matrix Σxxᵀ ((d, d) float64): λ_max / trace of the
-    centred scatter, which equals σ₁² / Σσᵢ² of :func:`aniso.metrics.svd_anisotropy` (R §2.3) at about half its
-    cost, and whose Gram matrix is the batch's share of the layer's Σxxᵀ."""
-    b = torch.from_numpy(np.ascontiguousarray(batch, dtype=np.float64))
-    gram = (b.T @ b).numpy()
-    if not np.ptp(batch, axis=0).any():  # identical rows: no direction of variance (NaN, as the SVD gives)
-        return math.nan, gram
-    return metrics.svd_anisotropy_from_moments(b.sum(0).numpy(), gram, b.shape[0]), gram
+def _host_property(name: str, doc: str) -> property:
+    def get(self: LayerAccumulator) -> np.ndarray:
+        return self._cached(name, lambda: _host(getattr(self, f"_{name}")).copy())
+    return property(get, doc=doc)
 
 
-def _reservoir_update(reservoir: np.ndarray, count: int, x: np.ndarray, rng: np.random.Generator) -> None:
+for _name, _doc in (("unit_sum", "Σ u_i over the non-zero vectors, (d,) float64 on the host."),
+                    ("vector_sum", "Σ x_i, (d,) float64 on the host."),
+                    ("unit_sq_sum", "Σ u_i∘u_i, (d,) float64 on the host."),
+                    ("sq_sum", "Σ x_i∘x_i, (d,) float64 on the host."),
+                    ("abs_max", "Per feature, max |x|, (d,) float64 on the host."),
+                    ("abs_max_pos", "Per feature, the sequence position where max |x| was seen (-1 unknown), (d,)."),
+                    ("first_sum", "Σ x over the first token of each sequence, (d,)."),
+                    ("first_sq_sum", "Σ x∘x over the first token of each sequence, (d,).")):
+    setattr(LayerAccumulator, _name, _host_property(_name, _doc))
+
+
+def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """SVD anisotropy of one batch and its Gram matrix, on the batch's device.
+
+    ``batch`` (b, d) -> (σ₁² / Σσᵢ² of the centred rows as a 0-d tensor, Σxxᵀ (d, d) in ``dtype``). The ratio is
+    λ_max / trace of the centred scatter (Razzhigaev et al. 2024 §2.3; equal to :func:`aniso.metrics.svd_anisotropy`),
+    with λ_max from ``torch.linalg.eigvalsh`` of the smaller of the centred d × d scatter (from the Gram matrix, which
+    is the batch's share of the layer's Σxxᵀ anyway) and the centred b × b Gram matrix. NaN when every row is
+    identical (no direction of variance, as the SVD gives).
+    """
+    b = batch.to(dtype)
+    gram = b.T @ b
+    n, d = b.shape
+    s = b.sum(0)
+    if d <= n:
+        c = gram - torch.outer(s, s) / n
+    else:
+        centred = b - s / n
+        c = centred @ centred.T
+    c = (c + c.T) / 2
+    trace = torch.diagonal(c).sum()
+    lam = torch.linalg.eigvalsh(c)[-1]
+    identical = (batch.amax(0) == batch.amin(0)).all()
+    ratio = torch.where(identical | (trace <= 0), torch.nan, (lam / trace).clamp(0.0, 1.0))
+    return ratio, gram
+
+
+def _reservoir_update(reservoir, count: int, x, rng: np.random.Generator) -> None:
     """Vitter's algorithm R over the rows of ``x`` in place: ``reservoir`` (k, d) holds a uniform sample of the
-    ``count`` rows seen before. One uniform draw per row past the fill, so the sample does not depend on how the
-    stream is split into updates."""
+    ``count`` rows seen before. One uniform draw per row past the fill (on the host, O(m) numbers), so the sample
+    does not depend on how the stream is split into updates; the rows themselves are copied where they are (a numpy
+    reservoir with numpy rows, or a torch reservoir on the rows' device)."""
     k = reservoir.shape[0]
     m = x.shape[0]
     seen = count + np.arange(m)  # items seen before each new one
     fill = seen < k
+    torch_rows = isinstance(reservoir, torch.Tensor)
+    index = (lambda a: torch.from_numpy(a).to(reservoir.device)) if torch_rows else (lambda a: a)  # noqa: E731
     if fill.any():
-        reservoir[seen[fill]] = x[fill]
+        reservoir[index(seen[fill])] = x[index(np.flatnonzero(fill))].to(reservoir.dtype) if torch_rows \
+            else x[fill]
     rest = np.flatnonzero(~fill)
     if rest.size:
         u = rng.random(rest.size)
@@ -430,7 +598,9 @@ def _reservoir_update(reservoir: np.ndarray, count: int, x: np.ndarray, rng: np.
         rev_slots = slots[::-1]
         _, first_in_rev = np.unique(rev_slots, return_index=True)
         last = len(slots) - 1 - first_in_rev
-        reservoir[slots[last]] = x[items[last]]
+        if last.size:
+            rows = x[index(items[last])]
+            reservoir[index(slots[last])] = rows.to(reservoir.dtype) if torch_rows else rows
 
 
 class ShuffledBatches:
@@ -447,29 +617,31 @@ class ShuffledBatches:
     dim : vector dimension d; n_batches >= 1; batch_size >= 3; seed : the random stream
     """
 
-    def __init__(self, dim: int, n_batches: int, batch_size: int, seed: int = 0):
+    def __init__(self, dim: int, n_batches: int, batch_size: int, seed: int = 0, device: "torch.device | str" = "cpu"):
         if dim < 1 or n_batches < 1 or batch_size < 3:
             raise ValueError(f"need dim >= 1, n_batches >= 1 and batch_size >= 3, got {dim}, {n_batches}, {batch_size}")
-        self.bins = np.empty((n_batches, batch_size, dim), np.float32)
+        self.bins = torch.empty((n_batches, batch_size, dim), dtype=torch.float32, device=device)
         self.seen = np.zeros(n_batches, np.int64)
         # One stream for the bin of each vector, one per bin for its reservoir: one draw per vector in each, so the
         # batches do not depend on how the stream is split into updates.
         self._assign = np.random.Generator(np.random.PCG64(seed))
         self._draws = [np.random.Generator(np.random.PCG64([seed, b])) for b in range(n_batches)]
 
-    def update(self, x: np.ndarray) -> None:
-        """Add vectors, shape (m, d)."""
+    def update(self, x) -> None:
+        """Add vectors, shape (m, d): a torch tensor (moved to the bins' device if elsewhere) or a numpy array."""
+        x = (x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))).to(self.bins.device)
         n_bins = self.bins.shape[0]
         which = np.minimum((self._assign.random(x.shape[0]) * n_bins).astype(np.int64), n_bins - 1)
         for b in range(n_bins):
-            rows = x[which == b]
-            if rows.shape[0]:
-                _reservoir_update(self.bins[b], int(self.seen[b]), rows, self._draws[b])
-                self.seen[b] += rows.shape[0]
+            rows = np.flatnonzero(which == b)
+            if rows.size:
+                _reservoir_update(self.bins[b], int(self.seen[b]), x[torch.from_numpy(rows).to(x.device)],
+                                  self._draws[b])
+                self.seen[b] += rows.size
 
     def batches(self) -> list[np.ndarray]:
-        """The full batches (bins that received at least ``batch_size`` vectors)."""
-        return [self.bins[b] for b in range(len(self.bins)) if self.seen[b] >= self.bins.shape[1]]
+        """The full batches (bins that received at least ``batch_size`` vectors), on the host."""
+        return [_host(self.bins[b]) for b in range(len(self.bins)) if self.seen[b] >= self.bins.shape[1]]
 
     def twonn(self) -> tuple[float, float, int]:
         """TwoNN dimension per full batch: (mean, std, number of batches); NaNs with 0 if no batch is full."""
@@ -479,46 +651,99 @@ class ShuffledBatches:
         return float(np.mean(values)), float(np.std(values)), len(values)
 
 
-def first_token_attention(probs: torch.Tensor, mask: torch.Tensor) -> np.ndarray:
+def first_token_attention(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Per head, the attention paid to each sequence's first real token, summed over the real query rows:
-    ``probs`` (b, H, t, t), ``mask`` (b, t) bool; returns (H,) float64 (Gu et al. 2025, §3)."""
-    rows = mask.bool()
-    first = rows.float().argmax(dim=1)  # (b,) index of each sequence's first real token
-    on_first = probs.double()[torch.arange(rows.shape[0]), :, :, first]  # (b, H, t)
-    return on_first.permute(0, 2, 1)[rows].sum(0).numpy()
+    ``probs`` (b, H, t, t), ``mask`` (b, t) bool; returns (H,) in :func:`accumulation_dtype`, on ``probs``' device
+    (Gu et al. 2025, §3)."""
+    return first_token_attention_sums(probs, mask)[0]
+
+
+def first_token_attention_sums(probs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention on the first real token, reduced where the map is produced.
+
+    ``probs`` (b, H, t, t) attention probabilities (any float dtype), ``mask`` (b, t) bool of real tokens, both on one
+    device. Returns ``(token_sum, sequence_sum)``, each (H,) in :func:`accumulation_dtype` on that device:
+    ``token_sum[h]`` = Σ over every real query row of A_h[t, first]; ``sequence_sum[h]`` = Σ over sequences of the
+    mean over that sequence's real query rows (Gu et al. 2025, §3: α is the mean over query positions; averaged
+    per token or per sequence, see :class:`AttentionSink`). Only one layer's map is needed at a time.
+    """
+    rows = mask.to(device=probs.device, dtype=torch.bool)
+    b, h, t, _ = probs.shape
+    first = rows.to(torch.int64).argmax(dim=1)  # (b,) index of each sequence's first real token
+    on_first = probs.gather(3, first.view(b, 1, 1, 1).expand(b, h, t, 1)).squeeze(3)  # (b, H, t)
+    dtype = accumulation_dtype(probs.device)
+    weights = rows.to(dtype)[:, None, :]
+    per_row = (on_first.to(dtype) * weights).sum(2)  # (b, H)
+    per_sequence = per_row / rows.sum(1).clamp(min=1).to(dtype)[:, None]
+    return per_row.sum(0), per_sequence.sum(0)
 
 
 class AttentionSink:
     """Streamed mean attention paid to the first real token of each sequence, per attention layer and head.
 
     For head h of layer l: α = mean over every real query position t of A[t, first] (Gu et al. 2025, §3, with
-    their ε = 0.3 to call a head a sink). ``heads[l]`` is layer l's number of heads.
+    their ε = 0.3 to call a head a sink). Kept two ways: token-weighted (every real query row of the corpus counts
+    once, so long sequences weigh more: what the claim reads, as Gu et al. average over the query positions of their
+    corpus) and per sequence (the mean of each sequence's own mean). ``heads[l]`` is layer l's number of heads (None:
+    learnt from the first map of each layer). Sums stay on the device of the maps until :meth:`result`.
     """
 
-    def __init__(self, heads: list[int]):
-        self.sums = [np.zeros(h, np.float64) for h in heads]
+    def __init__(self, heads: list[int] | None = None, n_layers: int | None = None):
+        n = len(heads) if heads is not None else int(n_layers or 0)
+        self.heads = list(heads) if heads is not None else [None] * n
+        self.token_sums: list[torch.Tensor | None] = [None] * n
+        self.sequence_sums: list[torch.Tensor | None] = [None] * n
         self.rows = 0
+        self.sequences = 0
+
+    def update_layer(self, layer: int, probs: torch.Tensor, mask: torch.Tensor) -> None:
+        """Add layer ``layer``'s map of one batch: ``probs`` (b, H, t, t), ``mask`` (b, t) bool. Raises ValueError
+        if its head count or shape does not match."""
+        expected = self.heads[layer]
+        if (expected is not None and probs.shape[1] != expected) or probs.shape[-1] != mask.shape[1]:
+            raise ValueError(f"attention shape {tuple(probs.shape)} does not match {expected} heads and mask "
+                             f"{tuple(mask.shape)}")
+        self.add_sums(layer, *first_token_attention_sums(probs, mask))
+
+    def add_sums(self, layer: int, token_sum: torch.Tensor, sequence_sum: torch.Tensor) -> None:
+        """Add layer ``layer``'s sums of one batch, as :func:`first_token_attention_sums` gives them ((H,) each),
+        where the map was reduced (the extraction's attention hooks)."""
+        if self.heads[layer] is not None and token_sum.shape[0] != self.heads[layer]:
+            raise ValueError(f"attention layer {layer}: {token_sum.shape[0]} heads, expected {self.heads[layer]}")
+        self.heads[layer] = token_sum.shape[0]
+        self.token_sums[layer] = token_sum if self.token_sums[layer] is None else self.token_sums[layer] + token_sum
+        self.sequence_sums[layer] = (sequence_sum if self.sequence_sums[layer] is None
+                                     else self.sequence_sums[layer] + sequence_sum)
+
+    def add_batch(self, mask: torch.Tensor) -> None:
+        """Count one batch's real query rows and sequences (after its layers went through :meth:`update_layer`)."""
+        self.rows += int(mask.sum())
+        self.sequences += int(mask.shape[0])
 
     def update(self, attentions: list[torch.Tensor], mask: torch.Tensor) -> None:
         """Add one batch: ``attentions[l]`` (b, H_l, t, t) probabilities, ``mask`` (b, t) bool of real tokens.
         Raises ValueError if the layers' head counts or shapes do not match."""
-        if len(attentions) != len(self.sums):
-            raise ValueError(f"expected {len(self.sums)} attention layers, got {len(attentions)}")
-        m = mask.bool()
-        for acc, a in zip(self.sums, attentions):
-            if a.shape[1] != acc.shape[0] or a.shape[-1] != m.shape[1]:
-                raise ValueError(f"attention shape {tuple(a.shape)} does not match {acc.shape[0]} heads and mask "
-                                 f"{tuple(m.shape)}")
-            acc += first_token_attention(a, m)
-        self.rows += int(m.sum())
+        if len(attentions) != len(self.heads):
+            raise ValueError(f"expected {len(self.heads)} attention layers, got {len(attentions)}")
+        for layer, a in enumerate(attentions):
+            self.update_layer(layer, a, mask)
+        self.add_batch(mask)
 
     def result(self, eps: float = 0.3) -> dict:
-        """``per_head``: per layer, each head's mean attention on the first token; ``share_per_layer``: the share of
-        heads above ``eps``; ``share``: the share over every (layer, head); ``eps``; ``rows``: query rows seen."""
-        per_head = [(s / max(self.rows, 1)).round(6).tolist() for s in self.sums]
-        flat = np.concatenate([np.asarray(h) for h in per_head]) if per_head else np.zeros(0)
-        return {"per_head": per_head, "share_per_layer": [float(np.mean(np.asarray(h) > eps)) for h in per_head],
-                "share": float(np.mean(flat > eps)) if flat.size else float("nan"), "eps": eps, "rows": self.rows}
+        """``per_head``: per layer, each head's token-weighted mean attention on the first token; ``share_per_layer``:
+        the share of heads above ``eps``; ``share``: the share over every (layer, head) (what X.attention-sink
+        reads); ``per_sequence``: the same three from per-sequence means (``per_head``, ``share_per_layer``,
+        ``share``); ``eps``; ``rows``: query rows seen; ``sequences``."""
+        def shares(sums, n):
+            per_head = [(_host(s) / max(n, 1)).round(6).tolist() if s is not None else [] for s in sums]
+            flat = np.concatenate([np.asarray(h) for h in per_head]) if per_head else np.zeros(0)
+            return {"per_head": per_head, "share_per_layer": [float(np.mean(np.asarray(h) > eps)) if h else math.nan
+                                                             for h in per_head],
+                    "share": float(np.mean(flat > eps)) if flat.size else float("nan")}
+
+        out = shares(self.token_sums, self.rows)
+        return out | {"eps": eps, "rows": self.rows, "sequences": self.sequences,
+                      "per_sequence": shares(self.sequence_sums, self.sequences)}
 
 
 @dataclass(frozen=True)
