@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from .inputs.media import InputsUnavailable
 from .modalities import INPUTS, Modality, modality_of, sample_names
@@ -67,7 +68,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     from the first batch). Speech batches' all-frames states go into
     ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer. With ``first_token_excluded``,
     text batches' states without the first token of each sequence go into ``meta["first_token_excluded"]``
-    (one :func:`~aniso.stats.summary_dict` per layer). ``shard``: this process's part of a sharded extraction
+    (one :func:`~aniso.stats.summary_dict` per layer, without a reservoir: its reservoir-based fields, TwoNN,
+    sampled-pair cosine, standardised cosine and massive ratio, are None). ``shard``: this process's part of a sharded extraction
     (:mod:`aniso.distributed`), whose reservoirs get a seed of their own.
 
     Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
@@ -100,7 +102,9 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device)
                               for h in batch.all_frames]
             if first_token_excluded and batch.without_first_states is not None:
-                aside = [LayerAccumulator(acc.dim, settings.reservoir_size, settings.svd_batch_size, settings.seed + i,
+                # The profiles without the first token read avg cos, drift and SVD anisotropy (whole set and
+                # batch-wise): no reservoir, so no TwoNN, sampled pairs or standardised cosine is spent on them.
+                aside = [LayerAccumulator(acc.dim, 0, settings.svd_batch_size, settings.seed + i,
                                           second_order=acc.second_order, device=device)
                          for i, acc in enumerate(layers)]
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
@@ -180,12 +184,20 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
                            settings.batch_size, settings.device, settings.max_length,
                            attentions=ATTENTION_SINK in statistics, final_norm=FINAL_NORM in statistics)
     sharded = shard.world > 1
-    extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
-        if EMBEDDING_ISOTROPY in statistics and modality.name == "text" else {}
-    stats = compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
-                          {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe()}
-                          | loaded.meta | extra, second_order=modality.second_order and SECOND_ORDER in statistics,
-                          first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
+    try:
+        extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
+            if EMBEDDING_ISOTROPY in statistics and modality.name == "text" else {}
+        stats = compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
+                              {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe(),
+                               "device": str(settings.device)} | loaded.meta | extra,
+                              second_order=modality.second_order and SECOND_ORDER in statistics,
+                              first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
+    except torch.OutOfMemoryError:
+        raise out_of_memory(loaded.entry.id, settings) from None
+    except RuntimeError as exc:
+        if "out of memory" not in str(exc).lower():
+            raise
+        raise out_of_memory(loaded.entry.id, settings) from None
     if not sharded:
         return stats
     from .distributed import reduce_model_stats
@@ -193,6 +205,15 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     for name in ("all_frames_mean_cosine", "all_frames_count"):
         stats.meta.pop(name, None)
     return reduce_model_stats(stats)
+
+
+def out_of_memory(model_id: str, settings: Settings) -> RuntimeError:
+    """The one-line error for a model that ran out of memory: the model, the device, the batch size and the settings
+    to lower (nothing was cached for it, so the cache is as it was)."""
+    return RuntimeError(f"{model_id}: out of memory on {settings.device} with batch_size {settings.batch_size} x "
+                        f"max_length {settings.max_length}: lower ANISO_BATCH_SIZE (--aniso-batch-size) or "
+                        "ANISO_MAX_LENGTH, or set ANISO_DEVICE to a device with more memory; the statistics cache "
+                        "is unchanged")
 
 
 def remembered(memo: dict, key: str, compute):

@@ -53,7 +53,7 @@ class Settings:
     cache_dir: str = field(default_factory=_default_cache)
     no_cache: bool = False
     report_dir: str = "reports"
-    device: str = "cpu"
+    device: str = "auto"
     block_seeds: int = _QUICK["block_seeds"]
     block_sequences: int = _QUICK["block_sequences"]
     block_seq_len: int = _QUICK["block_seq_len"]
@@ -97,6 +97,12 @@ class Settings:
             raise ValueError("setting models must name a model set, a tag or registry ids")
         if self.svd_batch_size < 2:
             raise ValueError(f"setting svd_batch_size must be >= 2, got {self.svd_batch_size}")
+        from .devices import resolve_device
+
+        try:  # frozen: the resolved device replaces "auto" once, so every stage and every report name the same one
+            object.__setattr__(self, "device", resolve_device(self.device))
+        except ValueError as exc:
+            raise ValueError(f"setting device: {exc}") from None
 
     @classmethod
     def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None) -> "Settings":
@@ -132,8 +138,11 @@ class Settings:
 
     def extraction_key(self) -> dict:
         """The settings that change extracted statistics (part of the cache key)."""
-        return {k: v for k, v in asdict(self).items() if k in
-                ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size", "second_order_max_dim")}
+        key = {k: v for k, v in asdict(self).items() if k in
+               ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size", "second_order_max_dim")}
+        # Another device's kernels differ in the last bits: its statistics are another entry (CPU keeps its keys).
+        device = self.device.split(":")[0]
+        return key if device == "cpu" else key | {"device": device}
 
     def miniature_sizes(self) -> dict:
         """The text miniatures' recipe sizes of this run (see :class:`~aniso.experiments.miniature_text.TextRecipe`)."""
@@ -157,7 +166,8 @@ SETTING_HELP = {
     "cache_dir": "folder of the statistics cache",
     "no_cache": "recompute statistics, ignoring the cache",
     "report_dir": "folder under which each run writes <run>/results.json and report.html",
-    "device": "torch device for forward passes",
+    "device": "torch device of the forward passes and the statistics: auto (default: cuda if present, else mps, "
+    "else cpu), cpu, cuda, cuda:N or mps",
     "block_seeds": "seeds (layer initialisation, inputs, bias direction) of the untrained-block sweep (G §4)",
     "block_sequences": "input sequences per bias norm in the untrained-block sweep (G §4.1: 16)",
     "block_seq_len": "embeddings per input sequence in the untrained-block sweep (G §4.1: 512)",

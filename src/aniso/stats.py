@@ -36,38 +36,6 @@ def accumulation_dtype(device: "torch.device | str") -> torch.dtype:
     return torch.float32 if torch.device(device).type == "mps" else torch.float64
 
 
-def best_device() -> str:
-    """``cuda`` if a CUDA device is present, else ``mps`` if Apple's is, else ``cpu``."""
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def check_device(device: str) -> torch.device:
-    """``device`` as a :class:`torch.device`, checked to exist here. Raises ValueError naming the device and what is
-    present (e.g. ``cuda:1`` on a machine with one GPU, ``cuda`` on a CPU-only build)."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device {device!r} is not a torch device ({exc}); use cpu, cuda, cuda:N or mps") from None
-    if dev.type == "cuda":
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if n == 0 or (dev.index or 0) >= n:
-            raise ValueError(f"device {device!r} does not exist here ({n} CUDA device(s); torch "
-                             f"{torch.__version__}); set device (ANISO_DEVICE / --aniso-device) to one that does, "
-                             "e.g. cpu")
-    elif dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError(f"device {device!r} does not exist here (no MPS backend); set device to cpu")
-    elif dev.type != "cpu":
-        raise ValueError(f"device {device!r}: only cpu, cuda, cuda:N and mps are supported")
-    return dev
-
-
 def _host(t: torch.Tensor) -> np.ndarray:
     """One explicit device-to-host copy of a summary tensor (O(d) or O(d²), never per token)."""
     return t.detach().to("cpu").numpy()
@@ -84,7 +52,7 @@ class LayerAccumulator:
     **Device and precision.** Every piece of state is a torch tensor on ``device`` (the model's: CPU stays CPU).
     Each batch, in whatever dtype the model produced it (bf16, fp16, fp32), is upcast once to
     :func:`accumulation_dtype` (float64 on CPU and CUDA; float32 on MPS) and summed there: Σ u, Σ x, Σ x∘x by
-    reductions, per-input sums by one segment sum (a (k, m) indicator matrix times the batch: one GEMM), Σ x xᵀ by one
+    reductions, per-input sums by one segment sum (``index_add_`` of the (m, 2d) rows [u | x] into their input's row), Σ x xᵀ by one
     float64 GEMM per SVD batch, whose Gram matrix also gives that batch's SVD anisotropy (λ_max / trace of the
     centred scatter, by ``torch.linalg.eigvalsh`` of the smaller of the d × d and b × b Gram matrices). The float64
     sums agree with a float64 host computation to rounding (relative 1e-12 on the data sizes here; the reference
@@ -199,7 +167,7 @@ class LayerAccumulator:
         self._norm_sum += norms.sum()
         self._sq_sum += sq.sum(0)
         self._unit_sq_sum += (inverse * inverse) @ sq
-        self._update_massive(x64, sq, positions)
+        self._update_massive(x, x64, sq, positions)
         if self.per_input:
             self._update_inputs(x64, inverse, nonzero, inputs, n_inputs)
         if self.second_order:
@@ -209,10 +177,9 @@ class LayerAccumulator:
             self._update_reservoir(x)
         self.count += m
 
-    def _update_massive(self, x64: torch.Tensor, sq: torch.Tensor, positions) -> None:
-        a = x64.abs()
-        rows = a.argmax(0)  # the first row reaching each feature's maximum
-        top = a.gather(0, rows[None]).squeeze(0)
+    def _update_massive(self, x: torch.Tensor, x64: torch.Tensor, sq: torch.Tensor, positions) -> None:
+        top, rows = x.abs().max(0)  # in the batch's own dtype (exact); the first row reaching each maximum
+        top = top.to(self.dtype)
         better = top > self._abs_max
         self._abs_max = torch.where(better, top, self._abs_max)
         if positions is None:
@@ -234,11 +201,11 @@ class LayerAccumulator:
             k = int(n_inputs) if n_inputs is not None else int(labels.max()) + 1
             if labels.shape[0] != m or not bool(((labels >= 0) & (labels < k)).all()):
                 raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(labels.shape)}")
-        # One segment sum for both Σu and Σx of every input: a (k, m) indicator matrix times (m, 2d).
-        indicator = torch.zeros(k, m, dtype=self.dtype, device=self.device)
-        indicator[labels, torch.arange(m, device=self.device)] = 1.0
-        sums = indicator @ torch.cat([x64 * inverse[:, None], x64], dim=1)
-        counts = torch.stack([indicator.sum(1), indicator @ nonzero.to(self.dtype)], 1).round().to(torch.int64)
+        # One segment sum for both Σu and Σx of every input: the rows of (m, 2d) added into their input's row.
+        sums = torch.zeros(k, 2 * self.dim, dtype=self.dtype, device=self.device).index_add_(
+            0, labels, torch.cat([x64 * inverse[:, None], x64], dim=1))
+        counts = torch.stack([torch.bincount(labels, minlength=k),
+                              torch.bincount(labels[nonzero], minlength=k)], 1)
         self._inputs.append((sums[:, : self.dim].float(), sums[:, self.dim :].float(), counts))
 
     def _update_svd_batches(self, x: torch.Tensor) -> None:
