@@ -46,3 +46,19 @@ def test_first_order_claims_keep_no_d_by_d_matrix(tiny_bert_entry, tmp_path):
                                                                       rel=1e-8)
     assert [s.drift_norm for s in lean.summaries()] == pytest.approx([s.drift_norm for s in full.summaries()],
                                                                      rel=1e-8)
+
+
+def test_twonn_over_shuffled_batches_of_every_token(tiny_bert_entry, tmp_path):
+    """R §2.4's protocol (setting twonn_batches): TwoNN mean ± std over disjoint random batches of the whole stream,
+    per layer, in the metadata; the reservoir TwoNN is unchanged beside it."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
+    common = dict(corpus=str(corpus), n_sequences=60, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+                  svd_batch_size=40)
+    plain = StatsProvider(Settings(**common), Registry([tiny_bert_entry])).get(tiny_bert_entry)
+    both = StatsProvider(Settings(**common, twonn_batches=3), Registry([tiny_bert_entry])).get(tiny_bert_entry)
+    assert "twonn_shuffled_batches" not in plain.meta
+    per_layer = both.meta["twonn_shuffled_batches"]
+    assert len(per_layer) == len(both.layers)
+    assert all(d["n_batches"] == 3 and d["batch_size"] == 40 and d["mean"] > 0 and d["std"] >= 0 for d in per_layer)
+    assert [s.twonn for s in both.summaries()] == [s.twonn for s in plain.summaries()]

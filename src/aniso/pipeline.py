@@ -25,7 +25,8 @@ from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, S
                       source_fingerprint)
 from .distributed import Shard
 from .files import exclusive
-from .stats import AttentionSink, JsonCache, LayerAccumulator, ModelStats, StatsCache, cache_key, summary_dict
+from .stats import (AttentionSink, JsonCache, LayerAccumulator, ModelStats, ShuffledBatches, StatsCache, cache_key,
+                    summary_dict)
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,10 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer. With ``first_token_excluded``,
     text batches' states without the first token of each sequence go into ``meta["first_token_excluded"]``
     (one :func:`~aniso.stats.summary_dict` per layer, without a reservoir: its reservoir-based fields, TwoNN,
-    sampled-pair cosine, standardised cosine and massive ratio, are None). ``shard``: this process's part of a sharded extraction
+    sampled-pair cosine, standardised cosine and massive ratio, are None). With ``settings.twonn_batches`` > 0, each
+    second-order layer's rows also go into that many shuffled batches of ``settings.svd_batch_size`` vectors
+    (:class:`~aniso.stats.ShuffledBatches`), whose TwoNN mean ± std lands in ``meta["twonn_shuffled_batches"]`` (R
+    §2.4's protocol over the whole corpus). ``shard``: this process's part of a sharded extraction
     (:mod:`aniso.distributed`), whose reservoirs get a seed of their own.
 
     Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
@@ -79,6 +83,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     sink: AttentionSink | None = None
     all_frames: list[LayerAccumulator] | None = None
     aside: list[LayerAccumulator] | None = None
+    shuffled: list[ShuffledBatches | None] | None = None
     n_seq = 0
     t0 = time.perf_counter()
     from .progress import bar
@@ -98,6 +103,10 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 for i, h in enumerate(batch.layers)
             ]
             unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
+            if settings.twonn_batches:
+                shuffled = [ShuffledBatches(acc.dim, settings.twonn_batches, settings.svd_batch_size,
+                                            shard.seed(settings.seed + 7919 * (i + 1)), device=device)
+                            if acc.second_order else None for i, acc in enumerate(layers)]
             if batch.all_frames is not None:
                 all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device)
                               for h in batch.all_frames]
@@ -114,6 +123,9 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 acc.update(h, rows, batch.n_sequences if rows is not None else None, pos)
             except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
                 raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
+        for bins, h in zip(shuffled or [], batch.layers):
+            if bins is not None:
+                bins.update(h)
         if batch.final_norm is not None:
             if norm_pair is None:
                 norm_pair = [LayerAccumulator(h.shape[1], second_order=False, device=h.device)
@@ -141,12 +153,23 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
         meta["all_frames_count"] = all_frames[0].count
     if aside is not None:
         meta["first_token_excluded"] = [summary_dict(a.summary()) for a in aside]
+    if shuffled is not None:
+        meta["twonn_shuffled_batches"] = [_twonn_batches(bins) for bins in shuffled]
     if norm_pair is not None and norm_pair[0].count >= 2:
         meta["final_norm"] = {"before": summary_dict(norm_pair[0].summary()),
                               "after": summary_dict(norm_pair[1].summary())}
     if sink is not None:
         meta["attention_sink"] = sink.result()
     return ModelStats(entry.id, names, layers, meta)
+
+
+def _twonn_batches(bins: ShuffledBatches | None) -> dict | None:
+    """R §2.4's intrinsic dimension of one layer: TwoNN over its full shuffled batches, mean ± std."""
+    if bins is None:
+        return None
+    mean, std, n = bins.twonn()
+    return {"mean": None if n == 0 else mean, "std": None if n == 0 else std, "n_batches": n,
+            "batch_size": int(bins.bins.shape[1])}
 
 
 def embedding_isotropy(model) -> dict:
@@ -202,7 +225,7 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
         return stats
     from .distributed import reduce_model_stats
 
-    for name in ("all_frames_mean_cosine", "all_frames_count"):
+    for name in ("all_frames_mean_cosine", "all_frames_count", "twonn_shuffled_batches"):
         stats.meta.pop(name, None)
     return reduce_model_stats(stats)
 

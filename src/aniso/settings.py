@@ -23,10 +23,11 @@ __all__ = ["Settings", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE"]
 #: pre-train for ``miniature_steps`` steps of ``miniature_batch`` x 128 bytes at width ``miniature_width``.
 PROFILES: dict[str, dict[str, int]] = {
     "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
-                  block_seq_len=512, n_bias_norms=21, miniature_steps=512, miniature_width=128, miniature_batch=16),
+                  block_seq_len=512, n_bias_norms=21, miniature_steps=512, miniature_width=128, miniature_batch=16,
+                  twonn_batches=0),
     "paper": dict(n_sequences=1_000_000, max_length=512, n_clips=1_000_000, n_images=192, block_seeds=5,
                   block_sequences=16, block_seq_len=512, n_bias_norms=21, miniature_steps=4096, miniature_width=256,
-                  miniature_batch=32),
+                  miniature_batch=32, twonn_batches=16),
 }
 DEFAULT_PROFILE = "quick"
 _QUICK = PROFILES[DEFAULT_PROFILE]
@@ -70,6 +71,7 @@ class Settings:
     miniature_batch: int = _QUICK["miniature_batch"]
     shards: int = 1
     n_bootstrap: int = 1000
+    twonn_batches: int = _QUICK["twonn_batches"]
     models: str = "small"
     claims: str = ""
 
@@ -91,6 +93,8 @@ class Settings:
         if self.block_seq_len < 2 or self.n_bias_norms < 3:
             raise ValueError(f"settings block_seq_len must be >= 2 and n_bias_norms >= 3, got "
                              f"{self.block_seq_len} and {self.n_bias_norms}")
+        if self.twonn_batches < 0:
+            raise ValueError(f"setting twonn_batches must be >= 0, got {self.twonn_batches}")
         if self.n_bootstrap < 0:
             raise ValueError(f"setting n_bootstrap must be >= 0, got {self.n_bootstrap}")
         if not self.models.strip():
@@ -140,6 +144,8 @@ class Settings:
         """The settings that change extracted statistics (part of the cache key)."""
         key = {k: v for k, v in asdict(self).items() if k in
                ("n_sequences", "max_length", "seed", "reservoir_size", "svd_batch_size", "second_order_max_dim")}
+        if self.twonn_batches:
+            key["twonn_batches"] = self.twonn_batches
         # Another device's kernels differ in the last bits: its statistics are another entry (CPU keeps its keys).
         device = self.device.split(":")[0]
         return key if device == "cpu" else key | {"device": device}
@@ -194,6 +200,9 @@ SETTING_HELP = {
     "registry ids",
     "claims": "comma-separated claim ids or prefixes (e.g. 'G.', 'R.decoder-bell-profile') the run measures; empty: "
     "every claim",
+    "twonn_batches": "R's intrinsic-dimension protocol (R §2.4): TwoNN on this many disjoint uniformly random "
+    "batches of svd_batch_size (4096) vectors drawn from every token of the corpus, mean +- std over the batches, per "
+    "layer (0: TwoNN of one reservoir of reservoir_size vectors only; memory: batches x 4096 x d float32 per layer)",
     "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
     "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }
