@@ -173,3 +173,64 @@ def test_engine_matches_reference_on_minilm_hidden_states():
             r.update(h.float().cpu().numpy(), lab.cpu().numpy(), batch.n_sequences, pos.cpu().numpy())
     for a, r in zip(new, ref):
         _assert_same(a, r)
+
+
+@settings(max_examples=30)
+@given(st.integers(2, 12), st.integers(3, 9), st.integers(0, 2**16), st.booleans())
+def test_complement_equals_a_pass_over_the_rows_kept(d, svd_batch, seed, massive):
+    """Leaving rows out by subtraction gives what a second accumulator fed only the kept rows gives (every sum,
+    the whole-set SVD anisotropy, IsoScore, the massive-activation maximum), and each SVD batch's anisotropy is
+    that of the batch without its excluded rows."""
+    rng = np.random.default_rng(seed)
+    main = LayerAccumulator(d, reservoir_size=5, svd_batch_size=svd_batch, seed=seed, complements=("first",))
+    kept_acc = LayerAccumulator(d, reservoir_size=0, svd_batch_size=10_000, seed=seed)
+    rows, marks = [], []
+    for _ in range(rng.integers(1, 5)):
+        lengths = rng.integers(1, 7, size=rng.integers(1, 4))
+        x = rng.normal(size=(int(lengths.sum()), d)).astype(np.float32)
+        pos = np.concatenate([np.arange(n) for n in lengths])
+        if massive:
+            x[pos == 0, 0] = 2e3
+        mask = pos == 0
+        main.update(x, positions=pos, exclude={"first": torch.from_numpy(mask)})
+        if (~mask).any():
+            kept_acc.update(x[~mask], positions=pos[~mask])
+        rows.append(x)
+        marks.append(mask)
+    if kept_acc.n_nonzero < 2:
+        return
+    comp = main.complement("first")
+    assert main.excluded_count("first") == int(np.concatenate(marks).sum())
+    for name in ("unit_sum", "vector_sum", "unit_sq_sum", "sq_sum", "abs_max"):
+        np.testing.assert_allclose(getattr(comp, name), getattr(kept_acc, name), rtol=1e-9, atol=1e-9, err_msg=name)
+    a, b = comp.summary(), kept_acc.summary()
+    for field in ("count", "n_zero", "mean_cosine", "drift_norm", "mean_norm", "svd_anisotropy", "isoscore",
+                  "massive_value", "massive_feature", "rogue_top3_share"):
+        assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-9, abs=1e-12, nan_ok=True), field
+    x_all, m_all = np.concatenate(rows), np.concatenate(marks)
+    expected = []
+    for start in range(0, x_all.shape[0] - svd_batch + 1, svd_batch):
+        kept = x_all[start : start + svd_batch][~m_all[start : start + svd_batch]]
+        expected.append(metrics_svd(kept))
+    np.testing.assert_allclose(comp.batch_svd, expected, rtol=1e-9, atol=1e-12)
+
+
+def metrics_svd(x: np.ndarray) -> float:
+    from aniso.metrics import svd_anisotropy
+
+    if x.shape[0] < 2 or not np.ptp(x, axis=0).any():
+        return math.nan
+    return svd_anisotropy(x.astype(np.float64))
+
+
+def test_massive_rows_follow_sun_et_al():
+    """Above 100 and above 1000 x the median |activation|: a row with one 5,000 among values ~1 is massive; a row
+    whose largest value is 50 is not (below 100), nor is one of 500 when the median is 1 ... 0.9 (below 1000 x)."""
+    from aniso.stats import massive_rows
+
+    h = torch.ones(6, 32)
+    h[1, 3] = 5000.0
+    h[2, 0] = 50.0
+    h[3, 5] = 500.0
+    assert massive_rows(h).tolist() == [False, True, False, False, False, False]
+    assert massive_rows(h.to(torch.bfloat16)).tolist() == [False, True, False, False, False, False]

@@ -26,7 +26,7 @@ from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, S
 from .distributed import Shard
 from .files import exclusive
 from .stats import (AttentionSink, JsonCache, LayerAccumulator, ModelStats, ShuffledBatches, StatsCache, cache_key,
-                    summary_dict)
+                    massive_rows, summary_dict)
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +68,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     TwoNN or sampled pairs). ``names`` are the layer names (None: numbered
     from the first batch). Speech batches' all-frames states go into
     ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer. With ``first_token_excluded``,
-    text batches' states without the first token of each sequence go into ``meta["first_token_excluded"]``
-    (one :func:`~aniso.stats.summary_dict` per layer, without a reservoir: its reservoir-based fields, TwoNN,
-    sampled-pair cosine, standardised cosine and massive ratio, are None). With ``settings.twonn_batches`` > 0, each
+    text batches' statistics without the first token of each sequence go into ``meta["first_token_excluded"]`` (one
+    :func:`~aniso.stats.summary_dict` per layer), and without the rows that carry massive activations
+    (:func:`~aniso.stats.massive_rows`) into ``meta["massive_excluded"]`` (criterion, rows left out per layer,
+    summaries); both are complements of the layer accumulators (rows left out by subtraction), without a reservoir:
+    their TwoNN, sampled-pair cosine, standardised cosine and massive ratio are None, and their batch-wise SVD
+    anisotropy is that of each SVD batch without its left-out rows. With ``settings.twonn_batches`` > 0, each
     second-order layer's rows also go into that many shuffled batches of ``settings.svd_batch_size`` vectors
     (:class:`~aniso.stats.ShuffledBatches`), whose TwoNN mean ± std lands in ``meta["twonn_shuffled_batches"]`` (R
     §2.4's protocol over the whole corpus). ``shard``: this process's part of a sharded extraction
@@ -82,7 +85,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     norm_pair: list[LayerAccumulator] | None = None
     sink: AttentionSink | None = None
     all_frames: list[LayerAccumulator] | None = None
-    aside: list[LayerAccumulator] | None = None
+    complements: tuple[str, ...] = ()
     shuffled: list[ShuffledBatches | None] | None = None
     n_seq = 0
     t0 = time.perf_counter()
@@ -95,11 +98,14 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             if len(batch.layers) != len(names):
                 raise RuntimeError(f"{entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
             device = batch.layers[0].device  # the statistics live where the model put its hidden states
+            # Without the first token of each sequence, and without the rows carrying massive activations: rows
+            # the accumulators leave out by subtraction (no second pass, no second Gram matrix per batch).
+            complements = COMPLEMENTS if first_token_excluded and batch.without_first_states is not None else ()
             layers = [
                 LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
                                  shard.seed(settings.seed + i),
                                  second_order=second_order and h.shape[1] <= settings.second_order_max_dim,
-                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device)
+                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device, complements=complements)
                 for i, h in enumerate(batch.layers)
             ]
             unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
@@ -110,17 +116,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             if batch.all_frames is not None:
                 all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device)
                               for h in batch.all_frames]
-            if first_token_excluded and batch.without_first_states is not None:
-                # The profiles without the first token read avg cos, drift and SVD anisotropy (whole set and
-                # batch-wise): no reservoir, so no TwoNN, sampled pairs or standardised cosine is spent on them.
-                aside = [LayerAccumulator(acc.dim, 0, settings.svd_batch_size, settings.seed + i,
-                                          second_order=acc.second_order, device=device)
-                         for i, acc in enumerate(layers)]
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
         positions = batch.positions if batch.positions is not None else [None] * len(layers)
         for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
+            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h)} if complements and pos is not None else None
             try:
-                acc.update(h, rows, batch.n_sequences if rows is not None else None, pos)
+                acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude)
             except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
                 raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
         for bins, h in zip(shuffled or [], batch.layers):
@@ -139,10 +140,9 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             for layer, (token_sum, sequence_sum) in enumerate(sums):
                 sink.add_sums(layer, token_sum, sequence_sum)
             sink.add_batch(batch.mask)
-        for extra, states in ((all_frames, batch.all_frames), (aside, batch.without_first if aside else None)):
-            if extra is not None:
-                for acc, h in zip(extra, states):
-                    acc.update(h)
+        if all_frames is not None:
+            for acc, h in zip(all_frames, batch.all_frames):
+                acc.update(h)
         n_seq += batch.n_sequences
     if layers is None:
         raise RuntimeError(f"{entry.id}: the inputs gave no batches")
@@ -151,8 +151,15 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     if all_frames is not None:
         meta["all_frames_mean_cosine"] = [a.summary().mean_cosine for a in all_frames]
         meta["all_frames_count"] = all_frames[0].count
-    if aside is not None:
-        meta["first_token_excluded"] = [summary_dict(a.summary()) for a in aside]
+    if complements:
+        first = _complement_summaries(layers, FIRST_TOKEN)
+        if first is not None:
+            meta["first_token_excluded"] = first
+        meta["massive_excluded"] = {
+            "criterion": "rows with an activation above 100 and above 1000 x the median |activation| of the layer's "
+                         "batch (Sun et al. 2024, §2), left out layer by layer",
+            "rows": [acc.excluded_count(MASSIVE) for acc in layers],
+            "layers": _complement_summaries(layers, MASSIVE)}
     if shuffled is not None:
         meta["twonn_shuffled_batches"] = [_twonn_batches(bins) for bins in shuffled]
     if norm_pair is not None and norm_pair[0].count >= 2:
@@ -161,6 +168,24 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     if sink is not None:
         meta["attention_sink"] = sink.result()
     return ModelStats(entry.id, names, layers, meta)
+
+
+#: The rows a text model's statistics are also reported without: the first token of each sequence (the attention
+#: sink of decoders) and the tokens carrying massive activations (Sun et al. 2024).
+FIRST_TOKEN, MASSIVE = "first-token", "massive-activations"
+COMPLEMENTS = (FIRST_TOKEN, MASSIVE)
+
+
+def _complement_summaries(layers: list[LayerAccumulator], name: str) -> list[dict] | None:
+    """Per layer, the :func:`~aniso.stats.summary_dict` of the rows left after leaving out complement ``name``;
+    None if some layer keeps fewer than two non-zero rows (nothing to measure)."""
+    out = []
+    for acc in layers:
+        rest = acc.complement(name)
+        if rest.n_nonzero < 2:
+            return None
+        out.append(summary_dict(rest.summary()))
+    return out
 
 
 def _twonn_batches(bins: ShuffledBatches | None) -> dict | None:

@@ -76,6 +76,11 @@ class LayerAccumulator:
         :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
         bootstrap over the inputs resamples (:func:`aniso.uncertainty.bootstrap_stats`)
     device : torch device of the state (where :meth:`update` expects its vectors; others are moved there)
+    complements : names of subsets of rows that :meth:`update` may mark (``exclude``): for each, the statistics of
+        the stream *without* those rows are available as :meth:`complement` (e.g. without the first token of each
+        sequence, or without the tokens that carry massive activations). Their sums are those of the excluded rows,
+        subtracted from the whole stream's, so a complement costs O(excluded rows · d²), not a second pass over
+        every row; its batch-wise SVD anisotropy is that of each SVD batch without its excluded rows.
 
     Raises
     ------
@@ -83,7 +88,8 @@ class LayerAccumulator:
     """
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
-                 second_order: bool = True, per_input: bool = False, device: "torch.device | str" = "cpu"):
+                 second_order: bool = True, per_input: bool = False, device: "torch.device | str" = "cpu",
+                 complements: tuple[str, ...] = ()):
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
@@ -123,6 +129,9 @@ class LayerAccumulator:
         self._reservoir = torch.empty((reservoir_size, dim), dtype=torch.float32, device=self.device)
         # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one triple per update.
         self._inputs: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        # Named subsets of rows to leave out (e.g. the first token of each sequence): their sums, kept apart, are
+        # subtracted from the whole stream's (see `complement`).
+        self._complements = {name: _Complement(self) for name in complements}
 
     def _zeros(self, *shape: int) -> torch.Tensor:
         return torch.zeros(shape, dtype=self.dtype, device=self.device)
@@ -132,14 +141,15 @@ class LayerAccumulator:
         return t.to(device=self.device, dtype=dtype) if dtype is not None or t.device != self.device else t
 
     # -- streaming -----------------------------------------------------------
-    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None) -> None:
+    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None, exclude=None) -> None:
         """Add a batch of vectors ``x``, shape (m, d): a torch tensor (any float dtype; moved to this accumulator's
         device if elsewhere) or a numpy array.
 
         ``inputs`` (m,) int labels each row with the input it came from, 0 .. ``n_inputs`` - 1 (kept per input with
         ``per_input``; None: the whole batch is one input). ``positions`` (m,) int: each row's position in its
-        sequence (0 = its first token; text only), for the massive-activation statistics. Raises ValueError on a
-        bad shape, bad labels or non-finite values (naming how many rows are NaN or infinite).
+        sequence (0 = its first token; text only), for the massive-activation statistics. ``exclude``: {complement
+        name: (m,) bool, the rows that complement leaves out} (a complement not named leaves out none of these rows).
+        Raises ValueError on a bad shape, bad labels or non-finite values (naming how many rows are NaN or infinite).
         """
         x = self._as_tensor(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
@@ -170,10 +180,19 @@ class LayerAccumulator:
         self._update_massive(x, x64, sq, positions)
         if self.per_input:
             self._update_inputs(x64, inverse, nonzero, inputs, n_inputs)
+        masks = {}
+        for name, comp in self._complements.items():
+            mask = (exclude or {}).get(name)
+            mask = (torch.zeros(m, dtype=torch.bool, device=self.device) if mask is None
+                    else self._as_tensor(mask, torch.bool).reshape(-1))
+            if mask.shape[0] != m:
+                raise ValueError(f"exclude[{name!r}] must mark {m} rows, got {mask.shape[0]}")
+            comp.update(x, x64, sq, norms, inverse, positions, mask)
+            masks[name] = mask
         if self.second_order:
             if self.count == 0 and x.dtype == torch.float64:
                 self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
-            self._update_svd_batches(x)
+            self._update_svd_batches(x, masks)
             self._update_reservoir(x)
         self.count += m
 
@@ -208,17 +227,21 @@ class LayerAccumulator:
                               torch.bincount(labels[nonzero], minlength=k)], 1)
         self._inputs.append((sums[:, : self.dim].float(), sums[:, self.dim :].float(), counts))
 
-    def _update_svd_batches(self, x: torch.Tensor) -> None:
+    def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
         start = 0
         while start < x.shape[0]:
             take = min(self.svd_batch_size - self._svd_fill, x.shape[0] - start)
             self._svd_buffer[self._svd_fill : self._svd_fill + take] = x[start : start + take]
+            for name, mask in (masks or {}).items():
+                self._complements[name].marked[self._svd_fill : self._svd_fill + take] = mask[start : start + take]
             self._svd_fill += take
             start += take
             if self._svd_fill == self.svd_batch_size:
                 anisotropy, gram = batch_svd_anisotropy(self._svd_buffer, self.dtype)
                 self._batch_svd.append(anisotropy)
                 self._gram_done += gram
+                for comp in self._complements.values():
+                    comp.close_batch(self._svd_buffer, gram)
                 self._svd_fill = 0
 
     def _update_reservoir(self, x: torch.Tensor) -> None:
@@ -242,6 +265,9 @@ class LayerAccumulator:
         if self._partial_lost or other._partial_lost:
             raise ValueError("cannot merge an accumulator rebuilt from state() without its partial SVD batch; "
                              "merge transfer_state()s")
+        if self._complements or other._complements:
+            raise ValueError("cannot merge accumulators that keep complements (rows left out); their summaries are "
+                             "per process")
         self._cache.clear()
         on = lambda t: t.to(device=self.device, dtype=self.dtype)  # noqa: E731
         if self.second_order:
@@ -445,6 +471,17 @@ class LayerAccumulator:
         return {"massive_value": value, "massive_feature": f, "massive_position": int(self.abs_max_pos[f]),
                 "massive_ratio": value / median if median > 0 else math.nan, "massive_first_token_cv": cv}
 
+    def complement(self, name: str) -> "LayerAccumulator":
+        """The statistics of every row seen except those marked ``exclude[name]``, as a finished accumulator on the
+        same device without reservoir (so its TwoNN, sampled-pair cosine, standardised cosine and massive ratio are
+        NaN): sums are the whole stream's minus the excluded rows'; ``batch_svd`` is each complete SVD batch without
+        its excluded rows. Raises KeyError for a name not given as a complement."""
+        return self._complements[name].accumulator()
+
+    def excluded_count(self, name: str) -> int:
+        """Rows marked ``exclude[name]`` so far."""
+        return int(self._complements[name].count)
+
     # -- persistence -----------------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
         """The accumulated state as named host arrays (for the cache)."""
@@ -515,18 +552,103 @@ for _name, _doc in (("unit_sum", "Σ u_i over the non-zero vectors, (d,) float64
     setattr(LayerAccumulator, _name, _host_property(_name, _doc))
 
 
-def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+class _Complement:
+    """The sums of the rows a :class:`LayerAccumulator` was told to leave out under one name, on its device; with the
+    whole stream's sums they give the statistics without those rows (:meth:`LayerAccumulator.complement`)."""
+
+    def __init__(self, main: LayerAccumulator):
+        self.main = main
+        d, zeros = main.dim, main._zeros
+        self.count = torch.zeros((), dtype=torch.int64, device=main.device)
+        self.n_zero = torch.zeros((), dtype=torch.int64, device=main.device)
+        self.n_first = torch.zeros((), dtype=torch.int64, device=main.device)
+        self.sums = {k: zeros(d) for k in ("unit_sum", "vector_sum", "sq_sum", "unit_sq_sum", "first_sum",
+                                           "first_sq_sum")}
+        self.norm_sum = zeros()
+        # Largest |x| per feature over the rows kept (a maximum does not subtract) and its position.
+        self.abs_max = zeros(d)
+        self.abs_max_pos = torch.full((d,), -1, dtype=torch.int64, device=main.device)
+        self.marked = torch.zeros(main.svd_batch_size if main.second_order else 0, dtype=torch.bool,
+                                  device=main.device)
+        self.gram_done = zeros(d, d) if main.second_order else None
+        self.batch_svd: list[torch.Tensor] = []
+
+    def update(self, x, x64, sq, norms, inverse, positions, mask) -> None:
+        dtype = self.main.dtype
+        w = mask.to(dtype)
+        self.count += mask.sum()
+        self.n_zero += (mask & (norms == 0)).sum()
+        self.sums["unit_sum"] += (w * inverse) @ x64
+        self.sums["vector_sum"] += w @ x64
+        self.sums["sq_sum"] += w @ sq
+        self.sums["unit_sq_sum"] += (w * inverse * inverse) @ sq
+        self.norm_sum += w @ norms
+        kept = x.abs().masked_fill(mask[:, None], -1.0)
+        top, rows = kept.max(0)
+        top = top.to(dtype)
+        better = top > self.abs_max
+        self.abs_max = torch.where(better, top, self.abs_max)
+        if positions is None:
+            self.abs_max_pos = torch.where(better, -1, self.abs_max_pos)
+            return
+        pos = self.main._as_tensor(positions, torch.int64).reshape(-1)
+        self.abs_max_pos = torch.where(better, pos[rows], self.abs_max_pos)
+        first = (pos == 0) & mask
+        self.sums["first_sum"] += first.to(dtype) @ x64
+        self.sums["first_sq_sum"] += first.to(dtype) @ sq
+        self.n_first += first.sum()
+
+    def close_batch(self, buffer: torch.Tensor, gram: torch.Tensor) -> None:
+        """The SVD batch in ``buffer`` (with Gram matrix ``gram``) is complete: its anisotropy without the marked
+        rows, and the marked rows' share of Σxxᵀ."""
+        out = buffer[self.marked].to(self.main.dtype)
+        gram_out = out.T @ out
+        self.gram_done += gram_out
+        kept = buffer[~self.marked]
+        if kept.shape[0] < 2:
+            self.batch_svd.append(torch.tensor(math.nan, dtype=self.main.dtype, device=buffer.device))
+        else:  # the kept rows' Gram matrix by subtraction: no second GEMM over the batch
+            self.batch_svd.append(batch_svd_anisotropy(kept, self.main.dtype, gram=gram - gram_out)[0])
+
+    def gram(self) -> torch.Tensor:
+        fill = self.main._svd_fill
+        if fill == 0:
+            return self.gram_done
+        out = self.main._svd_buffer[:fill][self.marked[:fill]].to(self.main.dtype)
+        return torch.addmm(self.gram_done, out.T, out)
+
+    def accumulator(self) -> LayerAccumulator:
+        main = self.main
+        acc = LayerAccumulator(main.dim, 0, main.svd_batch_size, main.seed, main.second_order, device=main.device)
+        acc.count = main.count - int(self.count)
+        acc._n_zero = main._n_zero - self.n_zero
+        for name, sub in self.sums.items():
+            setattr(acc, f"_{name}", getattr(main, f"_{name}") - sub)
+        acc._norm_sum = main._norm_sum - self.norm_sum
+        acc._abs_max, acc._abs_max_pos = self.abs_max.clone(), self.abs_max_pos.clone()
+        acc._n_first = main._n_first - self.n_first
+        if main.second_order:
+            acc._gram_done = main.gram_tensor() - self.gram()
+            acc._batch_svd = list(self.batch_svd)
+        acc._partial_lost = main._svd_fill > 0
+        return acc
+
+
+def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64,
+                         gram: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """SVD anisotropy of one batch and its Gram matrix, on the batch's device.
 
     ``batch`` (b, d) -> (σ₁² / Σσᵢ² of the centred rows as a 0-d tensor, Σxxᵀ (d, d) in ``dtype``). The ratio is
     λ_max / trace of the centred scatter (Razzhigaev et al. 2024 §2.3; equal to :func:`aniso.metrics.svd_anisotropy`),
     with λ_max from ``torch.linalg.eigvalsh`` of the smaller of the centred d × d scatter (from the Gram matrix, which
     is the batch's share of the layer's Σxxᵀ anyway) and the centred b × b Gram matrix. NaN when every row is
-    identical (no direction of variance, as the SVD gives).
+    identical (no direction of variance, as the SVD gives). ``gram``: the batch's Σxxᵀ when already known (it is then
+    not computed again).
     """
     b = batch.to(dtype)
-    gram = b.T @ b
     n, d = b.shape
+    if gram is None:
+        gram = b.T @ b
     s = b.sum(0)
     if d <= n:
         c = gram - torch.outer(s, s) / n
@@ -539,6 +661,18 @@ def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64
     identical = (batch.amax(0) == batch.amin(0)).all()
     ratio = torch.where(identical | (trace <= 0), torch.nan, (lam / trace).clamp(0.0, 1.0))
     return ratio, gram
+
+
+def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.0) -> torch.Tensor:
+    """Which rows of one layer's batch ``h`` (m, d) carry a massive activation (Sun et al. 2024, §2: an activation
+    of magnitude above ``magnitude`` (100) and about ``ratio`` (1,000) times the median magnitude of the hidden state,
+    here the median |x| over the batch's rows and features, estimated from at most 65,536 of its entries taken at an
+    even stride). Returns (m,) bool on ``h``'s device."""
+    a = h.abs()
+    flat = a.reshape(-1)
+    median = flat[:: max(1, flat.numel() // 65_536)].float().median()
+    threshold = torch.clamp(median * ratio, min=magnitude)
+    return a.amax(1).float() > threshold
 
 
 def _reservoir_update(reservoir, count: int, x, rng: np.random.Generator) -> None:
