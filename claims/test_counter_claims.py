@@ -209,7 +209,8 @@ def test_bell_profile_without_first_token(entry, claim):
     each sequence (the attention-sink position, where massive activations sit).
 
     Holds if the profile without the first token is bell-shaped by R's rule (peak strictly inside relative depth
-    0.15-0.85, peak-to-ends contrast >= 0.2). Both profiles and both contrasts are reported.
+    0.15-0.85, peak-to-ends contrast >= 0.2). Both profiles and both contrasts are reported, and the profile without
+    every token that carries a massive activation (Sun et al. 2024's criterion, layer by layer) beside them.
     """
     stats = claim.stats()
     aside = stats.meta.get("first_token_excluded")
@@ -223,5 +224,13 @@ def test_bell_profile_without_first_token(entry, claim):
                 "peak_depth_without_first": b["peak_relative_depth"], "estimate": estimate,
                 "profile_all_tokens": [round(float(v), 4) for v in with_all],
                 "profile_without_first": [round(float(v), 4) for v in without]}
+    massive = stats.meta.get("massive_excluded") or {}
+    if massive.get("layers"):
+        # Which tokens carry the bell: also without every token carrying a massive activation (Sun et al. 2024),
+        # layer by layer; reported beside the verdict, which reads the first-token profile.
+        c = profile_shape(svd_profile(massive["layers"])[0])
+        measured |= {"contrast_without_massive": c["contrast"], "bell_without_massive": c["bell"],
+                     "peak_layer_without_massive": c["peak_layer"], "massive_rows_per_layer": massive["rows"],
+                     "profile_without_massive": [round(float(v), 4) for v in svd_profile(massive["layers"])[0]]}
     claim.conclude(bool(b["bell"]), measured, "the profile without the first token is bell-shaped (R's rule)")
 
