@@ -228,7 +228,7 @@ def _speech_inputs(settings, hub):
 def _vision_inputs(settings, hub):
     from .inputs.media import load_images
 
-    return load_images(settings.image_dir, settings.n_images, settings.seed)
+    return load_images(settings.image_dir, settings.n_images, settings.seed, max_pixels=settings.max_image_pixels)
 
 
 def _reaction_inputs(settings, hub):

@@ -63,6 +63,7 @@ class Settings:
     n_clips: int = _QUICK["n_clips"]
     image_dir: str | None = None
     n_images: int = _QUICK["n_images"]
+    max_image_pixels: int = 50_000_000
     models_dir: str | None = None
     second_order_max_dim: int = 8192
     train_text: str | None = None
@@ -85,7 +86,8 @@ class Settings:
         if self.profile not in PROFILES:
             raise ValueError(f"setting profile must be one of {sorted(PROFILES)}, got {self.profile!r}")
         for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences", "n_clips", "n_images",
-                     "second_order_max_dim", "miniature_steps", "miniature_width", "miniature_batch", "shards"):
+                     "max_image_pixels", "second_order_max_dim", "miniature_steps", "miniature_width",
+                     "miniature_batch", "shards"):
             if getattr(self, name) < 1:
                 raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
         if self.reservoir_size < 3:
@@ -184,6 +186,8 @@ SETTING_HELP = {
     "image_dir": "folder of .jpg/.png photographs for vision models (e.g. Caltech-101); default: the sample "
     "photographs of scikit-image (fallback)",
     "n_images": "photographs sampled from the image folder",
+    "max_image_pixels": "largest photograph read, in pixels (width x height); a larger file, or a decompression "
+    "bomb, is skipped with a warning naming it, read from its header before it is decoded",
     "models_dir": "folder of local model files (e.g. ../shared/models) that registry sources of kind onnx name "
     "paths relative to",
     "train_text": "text file the suite's text miniatures pre-train on (e.g. ../shared/data/text/enwik8_first100000bytes)",

@@ -9,31 +9,55 @@ photographs that ship inside scikit-image (labelled FALLBACK IMAGES).
 
 Both give a :class:`MediaSet` whose ``fingerprint`` (SHA-256 over the sampled
 files' bytes) keys the statistics cache.
+
+A sampled file that cannot be used (unreadable, empty, shorter than
+:data:`MIN_SAMPLES` or silent; an image smaller than :data:`MIN_IMAGE_SIDE`,
+larger than the pixel cap, a decompression bomb, or of a 32-bit/float mode
+without a fixed value range) is skipped with a warning naming it and the
+reason; the set counts and lists the skipped files (``describe()``,
+``label``). Only a sample with no usable file raises
+:class:`InputsUnavailable`. 16-bit greyscale images are scaled to 8 bits
+(``v / 257``), not clipped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_images_excluding", "SAMPLE_RATE"]
+__all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_images_excluding", "SAMPLE_RATE",
+           "MAX_IMAGE_PIXELS", "SkippedInput"]
 
 SAMPLE_RATE = 16_000
 #: Shortest recording kept: 0.1 s (Whisper and wav2vec 2.0 need a few frames).
 MIN_SAMPLES = SAMPLE_RATE // 10
 #: Smallest photograph side kept, in pixels (a smaller file is a thumbnail or a placeholder, not a photograph).
 MIN_IMAGE_SIDE = 8
+#: Default cap on the pixels of one photograph (setting ``max_image_pixels``): 50 M pixels (a 7,000 x 7,000
+#: image; 150 MB as RGB). A larger file is skipped before it is decoded.
+MAX_IMAGE_PIXELS = 50_000_000
+#: Pillow's 16-bit greyscale modes, scaled to 8 bits by v / 257 (65535 -> 255).
+_MODES_16 = ("I;16", "I;16B", "I;16L", "I;16N")
 _AUDIO = (".flac", ".wav")
 _IMAGES = (".jpg", ".jpeg", ".png")
 
 
 class InputsUnavailable(RuntimeError):
     """Inputs of a modality cannot be had here; the message says why and which setting provides them."""
+
+
+class SkippedInput(RuntimeWarning):
+    """A sampled recording or photograph that cannot be used was left out; the message names it and says why."""
+
+
+class _Unusable(ValueError):
+    """One file cannot be used; the message (naming the file) is the reason it is skipped."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,7 @@ class MediaSet:
     seed : the sampling seed
     is_fallback : True for the embedded default
     dataset_fingerprint : SHA-256 prefix over every item of the source (not only the sample)
+    skipped : (file name, reason) of each sampled file left out because it cannot be used
     """
 
     modality: str
@@ -65,6 +90,7 @@ class MediaSet:
     seed: int
     is_fallback: bool = False
     dataset_fingerprint: str = ""
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @property
     def dataset(self) -> str:
@@ -76,6 +102,9 @@ class MediaSet:
         out = {k: getattr(self, k) for k in ("dataset", "modality", "name", "label", "origin", "fingerprint",
                                              "n_available", "seed", "is_fallback")}
         out["n_items"] = len(self.items)
+        out["n_skipped"] = len(self.skipped)
+        if self.skipped:
+            out["skipped"] = {name: reason for name, reason in self.skipped}
         if self.modality == "speech":
             out["seconds"] = round(sum(len(a) for a in self.items) / SAMPLE_RATE, 2)
         return out
@@ -138,9 +167,13 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     seed : sampling seed
     max_seconds : longest clip kept (Whisper's window is 30 s)
 
+    A sampled file that cannot be used (unreadable, empty, shorter than :data:`MIN_SAMPLES`, silent) is skipped
+    with a :class:`SkippedInput` warning naming it and the reason, and listed in ``skipped``.
+
     Raises
     ------
-    InputsUnavailable naming the setting, the folder or the failed loader; ValueError if n_clips < 1.
+    InputsUnavailable naming the setting, the folder or the failed loader (and every file's reason when no sampled
+    recording is usable); ValueError if n_clips < 1.
     """
     if n_clips < 1:
         raise ValueError(f"n_clips must be >= 1, got {n_clips}")
@@ -149,25 +182,53 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
             raise InputsUnavailable("speech inputs: no folder given (--aniso-speech-dir / ANISO_SPEECH_DIR) "
                                     "and the hub cannot be reached for LibriSpeech")
         return _librispeech_from_hub(n_clips, seed, max_seconds)
-    import soundfile
-
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
-    clips = []
+    clips, names, skipped = _usable(files, lambda p: _read_clip(p, max_seconds), "speech_dir", folder, "recording")
+    return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)"
+                    + _skipped_note(skipped), str(folder), fingerprint, tuple(clips), tuple(names), len(all_files),
+                    seed, dataset_fingerprint=dataset, skipped=tuple(skipped))
+
+
+def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
+    """One recording as float32 mono 16 kHz, cut to ``max_seconds``; raises _Unusable naming the file."""
+    import soundfile
+
+    try:
+        audio, rate = soundfile.read(p, dtype="float32")
+        clip = _to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)]
+    except Exception as exc:  # noqa: BLE001 - name the file
+        raise _Unusable(f"cannot read {p}: {exc}") from None
+    if clip.size < MIN_SAMPLES or not np.any(clip):
+        kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
+        raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak "
+                        f"{float(np.abs(clip).max(initial=0)):.3g}; at least {MIN_SAMPLES / SAMPLE_RATE:g} s of "
+                        "sound needed)")
+    return clip
+
+
+def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> tuple[list, list[str], list]:
+    """``read`` each file; a file it refuses (:class:`_Unusable`) is skipped with a :class:`SkippedInput` warning.
+
+    Returns (items, their file names, [(file name, reason), ...] of the skipped ones). Raises InputsUnavailable
+    naming the setting, the folder and every reason when no file is usable.
+    """
+    items, names, skipped = [], [], []
     for p in files:
         try:
-            audio, rate = soundfile.read(p, dtype="float32")
-        except Exception as exc:  # noqa: BLE001 - name the file
-            raise InputsUnavailable(f"speech_dir: cannot read {p}: {exc}") from None
-        clip = _to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)]
-        if clip.size < MIN_SAMPLES or not np.any(clip):
-            raise InputsUnavailable(f"speech_dir: {p} is {'silent' if clip.size else 'empty'} "
-                                    f"({clip.size / SAMPLE_RATE:.3g} s, peak {float(np.abs(clip).max(initial=0)):.3g}); "
-                                    "remove it or point the setting at recordings of speech")
-        clips.append(clip)
-    return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)",
-                    str(folder), fingerprint, tuple(clips), tuple(p.name for p in files), len(all_files), seed,
-                    dataset_fingerprint=dataset)
+            items.append(read(p))
+            names.append(p.name)
+        except _Unusable as exc:
+            skipped.append((p.name, str(exc)))
+            warnings.warn(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, stacklevel=3)
+    if not items:
+        raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
+                                + "; ".join(reason for _, reason in skipped))
+    return items, names, skipped
+
+
+def _skipped_note(skipped: list) -> str:
+    return f" ({len(skipped)} unusable file{'s' * (len(skipped) != 1)} skipped)" if skipped else ""
 
 
 def _librispeech_from_hub(n_clips: int, seed: int, max_seconds: float) -> MediaSet:
@@ -194,7 +255,8 @@ _SKIMAGE_PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "cat", "immunohis
                    "colorwheel", "retina", "logo", "camera", "coins")
 
 
-def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet:
+def load_images(folder: str | Path | None, n_images: int, seed: int, *,
+                max_pixels: int = MAX_IMAGE_PIXELS) -> MediaSet:
     """A seeded sample of ``n_images`` photographs as RGB ``PIL.Image``.
 
     Parameters
@@ -203,65 +265,106 @@ def load_images(folder: str | Path | None, n_images: int, seed: int) -> MediaSet
         photographs of scikit-image (FALLBACK IMAGES, a dozen pictures)
     n_images : images to sample (all if fewer)
     seed : sampling seed
+    max_pixels : largest width x height read (setting ``max_image_pixels``); a larger file is skipped from its
+        header, before it is decoded
+
+    A sampled file that cannot be used is skipped with a :class:`SkippedInput` warning naming it and the reason,
+    and listed in ``skipped`` (see :func:`_read_image`).
 
     Raises
     ------
-    InputsUnavailable naming the setting or file; ValueError if n_images < 1.
+    InputsUnavailable naming the setting, folder and reasons when no sampled file is usable; ValueError if
+    n_images < 1 or max_pixels < 1.
     """
     if n_images < 1:
         raise ValueError(f"n_images must be >= 1, got {n_images}")
+    if max_pixels < 1:
+        raise ValueError(f"max_pixels must be >= 1, got {max_pixels}")
     if folder is None:
         return _skimage_photos(n_images, seed)
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
-    images = _read_images(files)
-    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}", str(folder),
-                    fingerprint, tuple(images), tuple(p.name for p in files), len(all_files), seed,
-                    dataset_fingerprint=dataset)
+    images, names, skipped = _usable(files, lambda p: _read_image(p, max_pixels), "image_dir", folder, "photograph")
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped),
+                    str(folder), fingerprint, tuple(images), tuple(names), len(all_files), seed,
+                    dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
-def _read_images(files: list[Path]) -> list:
-    """RGB images (greyscale, palette and RGBA photographs converted; alpha dropped). Raises InputsUnavailable
-    naming the file for one that cannot be read or is smaller than :data:`MIN_IMAGE_SIDE` on a side."""
+def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
+    """One photograph as an RGB ``PIL.Image``; raises :class:`_Unusable` naming the file and the reason.
+
+    Greyscale, palette, CMYK and RGBA photographs are converted (alpha dropped); 16-bit greyscale (Pillow modes
+    ``I;16``, ``I;16B``, ``I;16L``) and 32-bit integer images whose values lie in 0..65535 (how some Pillow versions
+    open 16-bit PNGs) are scaled to 8 bits by v / 257, rounded. Refused: an unreadable file, one larger than
+    ``max_pixels`` or than Pillow's decompression-bomb limit (read from the header, before decoding), a 32-bit
+    integer image with values outside 0..65535 or a float image (no fixed value range to scale), and one smaller
+    than :data:`MIN_IMAGE_SIDE` pixels on a side.
+    """
     from PIL import Image
 
-    images = []
-    for p in files:
-        try:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(p) as im:
-                rgb = im.convert("RGB")
-        except Exception as exc:  # noqa: BLE001 - name the file
-            raise InputsUnavailable(f"image_dir: cannot read {p}: {exc}") from None
-        if min(rgb.size) < MIN_IMAGE_SIDE:
-            raise InputsUnavailable(f"image_dir: {p} is {rgb.size[0]} x {rgb.size[1]} pixels; photographs of at least "
-                                    f"{MIN_IMAGE_SIDE} pixels a side are needed")
-        images.append(rgb)
-    return images
+                w, h = im.size
+                if w * h > max_pixels:
+                    raise _Unusable(f"{p} is {w} x {h} pixels ({w * h / 1e6:.1f} M), above the cap of "
+                                    f"{max_pixels / 1e6:g} M pixels (setting max_image_pixels)")
+                rgb = _to_rgb(p, im)
+    except _Unusable:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise _Unusable(f"{p} is refused as a decompression bomb: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - name the file
+        raise _Unusable(f"cannot read {p}: {exc}") from None
+    if min(rgb.size) < MIN_IMAGE_SIDE:
+        raise _Unusable(f"{p} is {rgb.size[0]} x {rgb.size[1]} pixels; photographs of at least "
+                        f"{MIN_IMAGE_SIDE} pixels a side are needed")
+    return rgb
+
+
+def _to_rgb(p: Path, im):
+    """``im`` as 8-bit RGB, high-bit greyscale scaled by its value range (see :func:`_read_image`)."""
+    from PIL import Image
+
+    if im.mode in _MODES_16 or im.mode == "I":
+        arr = np.asarray(im).astype(np.int64)
+        if arr.size and (arr.min() < 0 or arr.max() > 65535):
+            raise _Unusable(f"{p} is a 32-bit integer image with values {arr.min()}..{arr.max()}, outside the "
+                            "16-bit range: no fixed range to scale to 8 bits; save it as 8- or 16-bit")
+        grey = ((arr + 128) // 257).astype(np.uint8)  # round(v * 255 / 65535)
+        return Image.fromarray(grey, "L").convert("RGB")
+    if im.mode == "F":
+        raise _Unusable(f"{p} is a floating-point image (mode F): no fixed range to scale to 8 bits; save it as "
+                        "8- or 16-bit")
+    return im.convert("RGB")
 
 
 def load_images_excluding(measured: MediaSet) -> MediaSet:
     """The photographs of ``measured``'s folder that are *not* in ``measured`` (by file name), as RGB ``PIL.Image``.
 
-    What the suite's miniatures train on, so that they are measured on photographs they never saw.
+    What the suite's miniatures train on, so that they are measured on photographs they never saw. Files
+    ``measured`` skipped are left out as well; another unusable file is skipped with a warning.
 
     Raises
     ------
-    InputsUnavailable if ``measured`` is the embedded fallback (no folder) or no photograph is left over
+    InputsUnavailable if ``measured`` is the embedded fallback (no folder) or no usable photograph is left over
     (lower ``n_images`` or add photographs to ``image_dir``).
     """
     if measured.is_fallback or measured.modality != "vision":
         raise InputsUnavailable("training images: needs a folder of photographs (--aniso-image-dir / "
                                 "ANISO_IMAGE_DIR), not the fallback images")
     folder = Path(measured.origin)
-    used = set(measured.names)
+    used = set(measured.names) | {name for name, _ in measured.skipped}
     files = [p for p in _list(folder, _IMAGES, "image_dir") if p.name not in used]
     if not files:
         raise InputsUnavailable(f"image_dir: all {measured.n_available} photographs of {folder} are measured "
                                 f"(n_images = {len(measured.items)}); none is left to train on")
-    images = _read_images(files)
-    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}, those not measured",
-                    str(folder), _files_fingerprint(files, {}), tuple(images), tuple(p.name for p in files),
-                    len(files) + len(used), measured.seed, dataset_fingerprint=measured.dataset_fingerprint)
+    images, names, skipped = _usable(files, _read_image, "image_dir", folder, "photograph left to train on")
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}, those not measured"
+                    + _skipped_note(skipped), str(folder), _files_fingerprint(files, {}), tuple(images),
+                    tuple(names), len(files) + len(used), measured.seed,
+                    dataset_fingerprint=measured.dataset_fingerprint, skipped=tuple(skipped))
 
 
 def _skimage_photos(n_images: int, seed: int) -> MediaSet:
