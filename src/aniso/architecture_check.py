@@ -61,7 +61,8 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     ``torch.manual_seed(seed)`` inside a forked RNG (the global stream is
     untouched). A miniature of the suite is built at its own initialisation.
     Raises ValueError naming the entry if it has no ``tiny`` config, transformers
-    does not know its ``model_type``, or its modality is not measured over inputs.
+    does not know its ``model_type``, its modality is not measured over inputs, or its ``model_type`` is not a
+    Transformer while the entry says it is one and is not tagged ``control`` (:func:`aniso.detect.transformer_problem`).
     """
     from transformers import AutoConfig, AutoModel
 
@@ -77,6 +78,11 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
         raise ValueError(f"{entry.id}: modality {entry.modality!r} is not measured over inputs")
     fields_ = dict(entry.tiny)
     model_type = fields_.pop("model_type")
+    from .detect import transformer_problem
+
+    problem = transformer_problem(entry, model_type)
+    if problem:
+        raise ValueError(problem)
     try:
         config = AutoConfig.for_model(model_type, **fields_)
     except ValueError as exc:

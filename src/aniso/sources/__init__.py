@@ -41,6 +41,14 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     Raises
     ------
     ModelUnavailable naming the model and saying why (offline and not cached, package not installed, remote code
-    or credentials not opted in, file missing, load error); InputsMissing for want of a data folder.
+    or credentials not opted in, file missing, load error, a model that is not a Transformer in an entry declared
+    one and not tagged ``control``: :func:`aniso.detect.transformer_problem`); InputsMissing for want of a data
+    folder.
     """
-    return SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
+    from ..detect import transformer_problem
+
+    loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
+    problem = transformer_problem(entry, getattr(getattr(loaded.model, "config", None), "model_type", None))
+    if problem:
+        raise ModelUnavailable(problem)
+    return loaded

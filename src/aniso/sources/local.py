@@ -45,8 +45,22 @@ def fingerprint(entry, ctx: SourceContext) -> str:
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
+    """Load the folder's model and preprocessor. Raises ModelUnavailable naming the model if the folder is missing,
+    cannot be loaded, or its ``config.json`` is of a model that is not a Transformer (before reading the weights;
+    :func:`aniso.detect.transformer_problem`)."""
+    import json
+
+    from ..detect import transformer_problem
+
     check_permissions(entry)
     path = directory(entry, ctx)
+    try:
+        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        model_type = None  # from_pretrained says what is wrong with it
+    problem = transformer_problem(entry, model_type)
+    if problem:
+        raise ModelUnavailable(f"{problem} ({path / 'config.json'})")
     try:
         model, tok, proc = from_pretrained(entry, str(path), local_files_only=True)
     except OSError as exc:
