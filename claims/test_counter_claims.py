@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.claim_rules import profile_shape, svd_profile
+from aniso.claim_rules import (SINK_WEIGHTING, first_token_cv, per_sequence_share, profile_shape, sink_note,
+                               svd_profile)
 
 #: Machina & Mercer's yardstick for an isotropic embedding matrix: I(W) close to 1.
 PARTITION_LEVEL = 0.9
@@ -111,6 +112,10 @@ def test_massive_activations(entry, claim):
     to the median |activation| (over the layer's reservoir of 4,096 vectors), and the coefficient of variation of that
     feature on the first token across sequences. Holds if in some layer at relative depth 0.25-0.75 the largest
     |activation| is >= 100 times the median and sits on the first token.
+
+    When every sequence starts with the same token id (the tokenizer adds a BOS token: ``meta["first_token"]``),
+    the first position of a causal decoder sees only that token, so the coefficient of variation is 0 by
+    construction: it is reported as not informative, never as a finding of "nearly constant" activations.
     """
     stats = claim.stats()
     layers = stats.summaries()
@@ -122,7 +127,7 @@ def test_massive_activations(entry, claim):
     best = int(np.nanargmax(np.where(middle, ratio, np.nan)))
     measured = {"max_ratio_in_middle": float(ratio[best]), "layer": stats.layer_names[best],
                 "value": layers[best].massive_value, "feature": layers[best].massive_feature,
-                "position": int(position[best]), "first_token_cv": layers[best].massive_first_token_cv,
+                "position": int(position[best]), "first_token_cv": first_token_cv(stats, layers[best]),
                 "middle_layers_with_pattern": int(pattern.sum()), "n_middle_layers": int(middle.sum()),
                 "ratio_per_layer": [round(float(v), 1) for v in ratio],
                 "position_per_layer": [int(v) for v in position],
@@ -140,19 +145,29 @@ def test_attention_sink(entry, claim):
     token (a head is a sink when its mean attention on the first token, over every real query position, exceeds
     ε = 0.3).
 
-    Holds if the share of (layer, head) pairs above ε exceeds 0.3. Reported: the share per layer and the mean
-    attention on the first token per head.
+    Holds if the share of (layer, head) pairs above ε exceeds 0.3, each head's mean taken over every real query
+    position of every sequence (token-weighted: a long paragraph counts as many times as it has tokens), Gu et
+    al.'s mean over query positions applied to the whole sample. Reported beside, where the statistics have it: the
+    share with each head's mean taken per sequence and then averaged over sequences (every paragraph weighs the
+    same), as the sensitivity of the verdict; the two differ only when sequences differ in length. Also reported:
+    the share per layer and the mean attention on the first token per head.
     """
     stats = claim.stats()
     sink = stats.meta.get("attention_sink")
     if not sink:
         claim.not_applicable(f"{entry.id}: no attention probabilities were measured (the model gives none)")
     per_layer = sink["share_per_layer"]
-    measured = {"share": sink["share"], "eps": sink["eps"], "n_heads": sum(len(h) for h in sink["per_head"]),
+    per_sequence = per_sequence_share(sink)
+    measured = {"share": sink["share"], "share_per_sequence": per_sequence, "share_read_by_claim": SINK_WEIGHTING,
+                "eps": sink["eps"], "n_heads": sum(len(h) for h in sink["per_head"]),
+                "max_head_mean": max(max(h) for h in sink["per_head"]), "query_rows": sink["rows"],
                 "share_per_layer": [round(v, 3) for v in per_layer],
-                "max_head_mean": max(max(h) for h in sink["per_head"]), "query_rows": sink["rows"]}
+                "notes": [sink_note(sink["share"], per_sequence)]}
+    alternatives = ({"per-sequence mean (every sequence weighs the same)": (per_sequence > SINK_SHARE, per_sequence)}
+                    if per_sequence is not None else None)
     claim.conclude(bool(sink["share"] > SINK_SHARE), measured,
-                   f"share of heads with mean attention on the first token > {SINK_EPS} exceeds {SINK_SHARE}")
+                   f"share of heads with mean attention on the first token > {SINK_EPS} exceeds {SINK_SHARE} "
+                   "(each head's mean over every real query position of the sample)", alternatives=alternatives)
 
 
 @pytest.mark.claim("X.attention-sink")

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aniso import metrics
-from aniso.experiments.untrained_block import build_block, projection_params
+from aniso.experiments.untrained_block import (IDENTITY_CONTROLS, build_block, identity_attention_control,
+                                              projection_params)
 
 #: Significance level of the trend tests (Spearman over the bias-norm sweep).
 ALPHA = 0.05
@@ -140,6 +141,14 @@ def test_block_norm_fixed_point(entry, claim):
     refined with scipy's brentq) and N* is within a factor 10 of the mean
     hidden-state norm (layers 1..L) of a trained BERT-family model: the first
     available of the registry entries tagged ``fixed-point-reference``.
+
+    Reported beside, for a block with an identity-attention control (G's post-LN
+    BERT block): the control's N* on the first seed, with the attention
+    probabilities replaced by the identity and everything else equal
+    (:func:`~aniso.experiments.untrained_block.identity_attention_control`), and
+    √d, the output norm of a LayerNorm with unit gain and zero bias. Equal N*
+    with and without attention say the fixed point is the post-LayerNorm norm,
+    not a property of attention.
     """
     sweeps = claim.block_sweeps()
     ref_entry, ref_stats = claim.reference_stats(all_of=("fixed-point-reference",))
@@ -155,12 +164,30 @@ def test_block_norm_fixed_point(entry, claim):
                          "gap_at_N_max": float(s.points[-1].output_mean_norm - s.points[-1].input_mean_norm),
                          "gap_at_0": float(s.points[0].output_mean_norm - s.points[0].input_mean_norm)})
     stars = [d["n_star"] for d in per_seed if d["n_star"] is not None]
+    extra = {"n_star_mean": float(np.mean(stars)) if stars else None}
+    if entry.source.block in IDENTITY_CONTROLS:
+        extra |= _identity_control(sweeps[0])
     _conclude_per_seed(
         claim, sweeps, per_seed, f"a sign change of E||T(x+b)|| − E||x+b|| on the sweep, and N*/reference in "
         f"[1/{FACTOR:g}, {FACTOR:g}]",
-        {"n_star_mean": float(np.mean(stars)) if stars else None, "reference_model": ref_entry.id,
-         "reference_mean_hidden_norm": ref, "reference_layer_norm_range": [float(layer_norms.min()),
-                                                                          float(layer_norms.max())]})
+        extra | {"reference_model": ref_entry.id, "reference_mean_hidden_norm": ref,
+                 "reference_layer_norm_range": [float(layer_norms.min()), float(layer_norms.max())]})
+
+
+def _identity_control(sweep) -> dict:
+    """The identity-attention control of ``sweep``'s block and seed, as measured numbers and a note for the report."""
+    control = identity_attention_control(sweep.spec)
+    n_star, sqrt_d = sweep.fixed_point.n_star, float(np.sqrt(sweep.meta["dim"]))
+    fmt = lambda v: "none on the sweep" if v is None else f"{v:.3f}"  # noqa: E731
+    note = (f"identity-attention control (seed {sweep.spec.seed}: attention probabilities replaced by the identity, "
+            f"same weights otherwise, same inputs and drift): N* = {fmt(control.n_star)}, with attention "
+            f"{fmt(n_star)}; √d = {sqrt_d:.3f}, the norm of a LayerNorm output with unit gain and zero bias")
+    if control.n_star is not None and n_star is not None:
+        same = abs(control.n_star - n_star) <= 1e-3 * n_star
+        note += ("; equal: the fixed point is the post-LayerNorm norm, not attention's" if same else
+                 f"; they differ by {abs(control.n_star - n_star):.3g}")
+    return {"n_star_identity_attention": control.n_star, "n_star_with_attention_same_seed": n_star,
+            "sqrt_d": sqrt_d, "notes": [note]}
 
 
 @pytest.mark.claim("G.block-scores-spread")

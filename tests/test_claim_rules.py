@@ -46,3 +46,31 @@ def test_profile_prefers_batch_means_and_falls_back_to_exact():
 def test_bad_profiles_are_refused(bad):
     with pytest.raises(ValueError):
         profile_shape(bad)
+
+
+# -- attention-sink weighting and a first token fixed by construction --------------------------------------------
+
+def test_the_per_sequence_sink_share_is_read_in_every_form_the_statistics_give():
+    from aniso.claim_rules import per_sequence_share, sink_note
+
+    sink = {"share": 0.5, "eps": 0.3, "per_head": [[0.1, 0.4], [0.5, 0.2]]}
+    assert per_sequence_share(sink) is None and "not measured" in sink_note(0.5, None)
+    assert per_sequence_share(dict(sink, per_sequence={"share": 0.726})) == 0.726
+    assert per_sequence_share(dict(sink, per_sequence={"per_head": [[0.31, 0.4], [0.5, 0.2]]})) == 0.75
+    assert per_sequence_share(dict(sink, per_sequence=[[0.31, 0.29], [0.5, 0.2]])) == 0.5
+    note = sink_note(0.611, 0.726)
+    assert "read by the claim: 0.611, token-weighted" in note and "per-sequence mean" in note and "0.726" in note
+
+
+def test_a_first_token_cv_is_not_informative_when_every_sequence_starts_with_one_token():
+    from types import SimpleNamespace
+
+    from aniso.claim_rules import first_token_cv
+
+    layer = SimpleNamespace(massive_first_token_cv=0.0)
+    fixed = SimpleNamespace(meta={"first_token": {"fixed": True, "id": 2, "token": "<bos>", "checked": 256}})
+    got = first_token_cv(fixed, layer)
+    assert isinstance(got, str) and got.startswith("not informative (first token is a fixed BOS: id 2 '<bos>'")
+    varied = SimpleNamespace(meta={"first_token": {"fixed": False, "id": None, "token": None, "checked": 256}})
+    assert first_token_cv(varied, SimpleNamespace(massive_first_token_cv=0.12)) == 0.12
+    assert first_token_cv(SimpleNamespace(meta={}), layer) == 0.0  # statistics that do not say: the value as is

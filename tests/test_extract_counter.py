@@ -68,3 +68,15 @@ def test_embedding_isotropy_reports_input_raw_and_centred(tiny_gpt2):
     assert iso["input"]["vocab"] == 44 and iso["input"]["dim"] == 32
     assert iso["output_embeddings"] in ("tied to the input embeddings", "not loaded (base model without its LM head)")
     assert np.isfinite(iso["input"]["mean_norm"])
+
+
+def test_a_loaded_text_model_records_whether_its_inputs_start_with_one_token(tiny_bert_entry):
+    """What the statistics' meta gets at load (``first_token``): the tiny BERT's tokenizer prepends [CLS] to every
+    paragraph of the run's text."""
+    from aniso.inputs.text import Corpus
+    from aniso.sources import SourceContext, load_model
+
+    corpus = Corpus("t", "t", "t", "f", ("w1 w2", "w3 w4", "w5"), 3, 0)
+    loaded = load_model(tiny_bert_entry, SourceContext(media=lambda kind: corpus))
+    assert loaded.meta["first_token"] == {"fixed": True, "id": 2, "token": "[CLS]", "checked": 3}
+    assert "first_token" not in load_model(tiny_bert_entry).meta  # no inputs given: nothing said

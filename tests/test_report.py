@@ -160,3 +160,22 @@ def test_counter_claim_figures_sit_beside_their_claims(tmp_path):
     for claim in claims:
         section = html.split(f'id="claim-{claim}"', 1)[1].split("</section>", 1)[0]
         assert f"<figcaption>{claim}:" in section, claim
+
+
+def test_a_claims_notes_are_shown_in_full_beside_its_numbers(tmp_path):
+    """A control reported beside a claim (measured["notes"]) reaches the claim's table whole and escaped, whatever
+    the number of scalars before it; the sensitivity of the sink share is shown with its value."""
+    from aniso.results import Sensitivity
+
+    note = "identity-attention control (seed 0): N* = 27.707, with attention 27.707; " + EVIL
+    r = ClaimResult(claim_id="G.block-norm-fixed-point", paper="G", section="§4.2", figure="Fig. 6b", statement="s",
+                    model_id="untrained-bert-block", test="t::x", verdict="holds",
+                    measured={**{f"k{i}": float(i) for i in range(8)}, "notes": [note]}, rule="r")
+    sink = ClaimResult(claim_id="X.attention-sink", paper="X", section="§3", figure="Fig. 2", statement="s",
+                       model_id="SmolLM2-135M", test="t::y", verdict="holds", measured={"share": 0.611}, rule="r",
+                       sensitivity=[Sensitivity(choice="per-sequence mean (every sequence weighs the same)",
+                                                holds=True, value=0.726)])
+    html = render_html(_doc(tmp_path, [r, sink]))
+    assert "identity-attention control (seed 0): N* = 27.707, with attention 27.707; &lt;script&gt;" in html
+    assert EVIL not in html
+    assert "per-sequence mean (every sequence weighs the same): holds (0.726)" in html

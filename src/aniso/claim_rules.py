@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["significant_anisotropy", "significance_margin", "significance_alternatives", "without_first_token",
-           "FIRST_TOKEN_EXCLUDED", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST"]
+           "FIRST_TOKEN_EXCLUDED", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST",
+           "SINK_WEIGHTING", "per_sequence_share", "sink_note", "first_token_cv"]
 
 #: The rule, in words, as every result states it.
 SIGNIFICANCE_RULE = "some layer has avg cos > q95(d)"
@@ -115,3 +116,46 @@ def profile_shape(profile: np.ndarray) -> dict:
     contrast = (peak - max(float(p[0]), float(p[-1]))) / peak
     return {"peak": peak, "peak_layer": k, "peak_relative_depth": depth, "first": float(p[0]), "last": float(p[-1]),
             "contrast": contrast, "bell": bool(EDGE < depth < 1 - EDGE and contrast >= CONTRAST)}
+
+
+#: Which mean the share of sink heads of X.attention-sink is read from (the per-sequence one is reported beside).
+SINK_WEIGHTING = "token-weighted (every real query position of every sequence counts once)"
+
+
+def per_sequence_share(sink: dict, eps: float | None = None) -> float | None:
+    """The share of sink heads (mean attention on the first token > ``eps``, default the statistics' own ε) with each
+    head's mean taken per sequence, then averaged over sequences (Gu et al. 2025 §3 with every sequence weighing the
+    same), from ``sink["per_sequence"]`` of ``meta["attention_sink"]``: a dict with ``share`` (or ``per_head``), or
+    the per-layer lists of per-head means. None where the statistics do not have it."""
+    got = sink.get("per_sequence")
+    eps = sink.get("eps", 0.3) if eps is None else eps
+    if isinstance(got, dict):
+        if got.get("share") is not None:
+            return float(got["share"])
+        got = got.get("per_head")
+    if not got:
+        return None
+    flat = np.concatenate([np.asarray(h, dtype=float).ravel() for h in got])
+    return float(np.mean(flat > eps)) if flat.size else None
+
+
+def sink_note(token_weighted: float, per_sequence: float | None) -> str:
+    """One line saying which sink share the claim reads, and the other one."""
+    other = ("the per-sequence mean was not measured in these statistics" if per_sequence is None else
+             f"per-sequence mean (every sequence weighs the same) {per_sequence:.3f}")
+    return (f"share of sink heads read by the claim: {token_weighted:.3f}, token-weighted (each head's mean over "
+            f"every real query position of the sample); {other}; the two differ when sequences differ in length")
+
+
+def first_token_cv(stats, layer) -> float | str:
+    """``layer.massive_first_token_cv`` (the coefficient of variation of the layer's massive feature on the first
+    token across sequences, Sun et al. 2024 §2), or why it is not informative: every sequence of ``stats`` started
+    with the same token id (``stats.meta["first_token"]``, :func:`aniso.inputs.text.first_token`: the tokenizer adds a
+    fixed BOS), so a causal decoder's first position computes the same states for every sequence and the value is 0
+    by construction. Returns the float, or a one-line string beginning "not informative"."""
+    first = stats.meta.get("first_token") or {}
+    if first.get("fixed"):
+        token = f" {first['token']!r}" if first.get("token") else ""
+        return (f"not informative (first token is a fixed BOS: id {first['id']}{token} starts all "
+                f"{first['checked']} sequences checked, so the value is constant by construction)")
+    return layer.massive_first_token_cv

@@ -176,3 +176,25 @@ def test_monotonic_trend_of_an_increasing_transform_is_one(xs):
     assert metrics.monotonic_trend(x, -x).coefficient == pytest.approx(-1.0)
     flat = metrics.monotonic_trend(x, np.ones_like(x))
     assert flat.coefficient == 0.0 and flat.p_value == 1.0
+
+
+def test_the_identity_attention_control_differs_only_by_attention():
+    """G.block-norm-fixed-point's control: the same seed gives the same weights except attention, the same inputs
+    and drift; the post-LN block's N* is the same with and without attention (the LayerNorm's norm, near √d)."""
+    from aniso.experiments.untrained_block import identity_attention_control
+
+    spec = tiny_spec("bert-post-ln", seed=3)
+    block = build_block("bert-post-ln", 3, dict(spec.config))
+    control = build_block("bert-identity-attention", 3, dict(spec.config))
+    assert torch.equal(block.table, control.table)
+    kept = dict(control.block.named_parameters())
+    shared = [n for n, _ in block.block.named_parameters() if n in kept]
+    assert len(shared) == len(kept) >= 8 and not any(".self." in n for n in kept)
+    assert all(torch.equal(p, kept[n]) for n, p in block.block.named_parameters() if n in kept)
+    with_attention = run_sweep(spec).fixed_point
+    without = identity_attention_control(spec)
+    assert without.n_star is not None and without.sign_changes == 1
+    assert without.n_star == pytest.approx(with_attention.n_star, rel=1e-3)
+    assert without.n_star == pytest.approx(math.sqrt(32), rel=0.02)
+    with pytest.raises(ValueError, match="'gpt2-pre-ln' has no identity-attention control"):
+        identity_attention_control(tiny_spec("gpt2-pre-ln"))

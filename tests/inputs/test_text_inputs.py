@@ -54,3 +54,26 @@ def test_embedded_fallback_is_labelled():
 def test_sample_sequences_validates():
     with pytest.raises(ValueError):
         sample_sequences(["a", "b"], 0, 0)
+
+
+def _word_tokenizer(bos: bool):
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<pad>", "<unk>", "<bos>"] + [f"w{i}" for i in range(10)]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if bos:
+        tok.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>")
+
+
+def test_a_tokenizer_that_adds_bos_gives_every_sequence_the_same_first_token():
+    from aniso.inputs.text import first_token
+
+    texts = ["w1 w2", "w3", "w4 w5 w6", ""]
+    assert first_token(_word_tokenizer(True), texts) == {"fixed": True, "id": 2, "token": "<bos>", "checked": 3}
+    assert first_token(_word_tokenizer(False), texts) == {"fixed": False, "id": None, "token": None, "checked": 3}
+    assert first_token(_word_tokenizer(False), ["w1 w2", "w1 w3"])["fixed"]  # one first word everywhere: fixed too
+    assert not first_token(_word_tokenizer(True), ["w1"])["fixed"]  # one sequence says nothing
+

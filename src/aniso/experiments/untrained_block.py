@@ -47,8 +47,12 @@ from ..sources.init import BLOCK_KINDS
 __all__ = [
     "BLOCK_KINDS", "default_bias_norms", "SweepSpec", "UntrainedBlock", "AttentionCapture",
     "build_block", "projection_params", "draw_inputs", "bias_direction", "BlockPoint", "FixedPoint", "BlockSweep",
-    "measure_point", "norm_gap", "find_fixed_point", "run_sweep",
+    "measure_point", "norm_gap", "find_fixed_point", "run_sweep", "IDENTITY_CONTROLS", "identity_attention_control",
 ]
+
+#: Block kind → the kind that is the same block with its self-attention replaced by the identity (the control of
+#: G.block-norm-fixed-point: built under the same seed, it has the same weights apart from attention).
+IDENTITY_CONTROLS = {"bert-post-ln": "bert-identity-attention"}
 
 
 # Independent random streams derived from one seed.
@@ -601,3 +605,23 @@ def run_sweep(spec: SweepSpec, progress: Callable[[str], None] | None = None) ->
     return BlockSweep(spec, points, fixed, round(time.perf_counter() - t0, 2),
                       {"dim": block.dim, "n_heads": block.n_heads, "head_dim": block.head_dim,
                        "torch": torch.__version__, "threads": torch.get_num_threads()})
+
+
+def identity_attention_control(spec: SweepSpec) -> FixedPoint:
+    """The fixed point N* of the identity-attention control of ``spec``'s block: the same block kind with its
+    self-attention replaced by the identity (:data:`IDENTITY_CONTROLS`), everything else equal — the same seed,
+    hence the same embedding table, output projection, FFN and LayerNorm weights, the same drawn inputs, drift
+    direction and bias norms — located as :func:`run_sweep` locates the block's own (norm gaps on the sweep, first
+    sign change refined with brentq). Only the norm gaps are measured (about n_norms + 8 forward passes).
+
+    Raises ValueError for a block kind without an identity control.
+    """
+    control = IDENTITY_CONTROLS.get(spec.kind)
+    if control is None:
+        raise ValueError(f"block kind {spec.kind!r} has no identity-attention control (kinds with one: "
+                         f"{', '.join(IDENTITY_CONTROLS)})")
+    block = build_block(control, spec.seed, dict(spec.config))
+    x = draw_inputs(block.table, spec.n_sequences, spec.seq_len, spec.seed)
+    direction = bias_direction(block.dim, spec.seed)
+    gaps = [norm_gap(block, x, direction, n, spec.chunk) for n in spec.norms]
+    return find_fixed_point(spec.norms, gaps, lambda n: norm_gap(block, x, direction, n, spec.chunk))

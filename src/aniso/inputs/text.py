@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Corpus", "CorpusError", "load_corpus", "wikitext_paragraphs", "sample_sequences"]
+__all__ = ["Corpus", "CorpusError", "load_corpus", "wikitext_paragraphs", "sample_sequences", "first_token"]
 
 _WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
 
@@ -189,3 +189,24 @@ def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reacha
         seed,
         is_fallback=True,
     )
+
+
+#: Sequences :func:`first_token` tokenizes at most (a tokenizer that prepends a fixed token does so to every text).
+FIRST_TOKEN_CHECKED = 1000
+
+
+def first_token(tokenizer, texts, limit: int = FIRST_TOKEN_CHECKED) -> dict:
+    """Whether every sequence starts with the same token id, as the text modality tokenizes it (special tokens
+    added, as in :mod:`aniso.extract`): the signature of a tokenizer that prepends a fixed BOS token.
+
+    Returns ``{"fixed": bool, "id": int | None, "token": str | None, "checked": n}``: ``fixed`` True when the first
+    ``n`` = min(len(texts), ``limit``) non-empty sequences, at least 2, all start with token ``id`` (its string
+    ``token``); a statistic of the first token across sequences is then constant by construction in a causal
+    decoder (its first position sees only itself). ``id`` and ``token`` are None when not fixed.
+    """
+    sample = [t for t in list(texts)[:limit] if t]
+    firsts = {ids[0] for ids in tokenizer(sample, truncation=True, max_length=8)["input_ids"] if ids}
+    fixed = len(sample) >= 2 and len(firsts) == 1
+    tid = next(iter(firsts)) if fixed else None
+    token = tokenizer.convert_ids_to_tokens(tid) if fixed and hasattr(tokenizer, "convert_ids_to_tokens") else None
+    return {"fixed": fixed, "id": None if tid is None else int(tid), "token": token, "checked": len(sample)}

@@ -119,6 +119,13 @@ def _scalars(measured: dict, limit: int = 6) -> list[tuple[str, object]]:
     return [(k, v) for k, v in measured.items() if not isinstance(v, (list, dict))][:limit]
 
 
+def _notes(measured: dict) -> list[str]:
+    """The lines a claim adds to its measured numbers for the reader (``measured["notes"]``: a control beside the
+    claim, which of two statistics the rule reads), shown in full under the numbers."""
+    notes = measured.get("notes")
+    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
+
+
 def render_html(document: ResultsDocument) -> str:
     """The report page for a results document (as read by :func:`aniso.results.read_results`): a summary (claims
     executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
@@ -138,6 +145,7 @@ def render_html(document: ResultsDocument) -> str:
     for i, r in enumerate(results):
         r["anchor"] = f"r-{i}"
         r["scalars"] = _scalars(r["measured"])
+        r["notes"] = _notes(r["measured"])
     counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1

@@ -51,4 +51,18 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     problem = transformer_problem(entry, getattr(getattr(loaded.model, "config", None), "model_type", None))
     if problem:
         raise ModelUnavailable(problem)
+    if ctx is not None and ctx.media is not None and loaded.tokenizer is not None and entry.modality == "text":
+        loaded.meta.setdefault("first_token", _first_token(entry, loaded.tokenizer, ctx))
     return loaded
+
+
+def _first_token(entry, tokenizer, ctx: SourceContext) -> dict | None:
+    """:func:`aniso.inputs.text.first_token` on the run's text inputs for ``entry`` (None if they cannot be had
+    or the tokenizer cannot tokenize a batch)."""
+    from ..inputs.media import InputsUnavailable
+    from ..inputs.text import first_token
+
+    try:
+        return first_token(tokenizer, ctx.media(entry.measured_on or "text").items)
+    except (InputsUnavailable, ValueError, TypeError, KeyError):
+        return None
