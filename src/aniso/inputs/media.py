@@ -198,7 +198,7 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
         audio, rate = soundfile.read(p, dtype="float32")
         clip = _to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)]
     except Exception as exc:  # noqa: BLE001 - name the file
-        raise _Unusable(f"cannot read {p}: {exc}") from None
+        raise _Unusable(f"cannot read {p}: {_line(exc)}") from None
     if clip.size < MIN_SAMPLES or not np.any(clip):
         kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
         raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak "
@@ -225,6 +225,11 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
         raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
                                 + "; ".join(reason for _, reason in skipped))
     return items, names, skipped
+
+
+def _line(exc: BaseException) -> str:
+    """An exception's message on one line (a library's may span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _skipped_note(skipped: list) -> str:
@@ -314,9 +319,9 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
     except _Unusable:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise _Unusable(f"{p} is refused as a decompression bomb: {exc}") from None
+        raise _Unusable(f"{p} is refused as a decompression bomb: {_line(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - name the file
-        raise _Unusable(f"cannot read {p}: {exc}") from None
+        raise _Unusable(f"cannot read {p}: {_line(exc)}") from None
     if min(rgb.size) < MIN_IMAGE_SIDE:
         raise _Unusable(f"{p} is {rgb.size[0]} x {rgb.size[1]} pixels; photographs of at least "
                         f"{MIN_IMAGE_SIDE} pixels a side are needed")
