@@ -56,9 +56,9 @@ def test_char_only_more_anisotropic(claim):
     """
     only, missing_only = claim.available_stats(("pretrained", "char-only"))
     sub, missing_sub = claim.available_stats(("pretrained", "char-input-subword-output"))
-    if not only or not sub:
-        pytest.skip("needs a char-only and a subword-predicting character model; unavailable: "
-                    + "; ".join(missing_only + missing_sub))
+    claim.require_others("a char-only character model", only, missing_only, ("pretrained", "char-only"))
+    claim.require_others("a subword-predicting character model", sub, missing_sub,
+                         ("pretrained", "char-input-subword-output"))
     claim.note_inputs(only[0][1])
     lo = min(_max_layer(s) for _, s in only)
     hi = max(_max_layer(s) for _, s in sub)

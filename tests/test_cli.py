@@ -79,9 +79,11 @@ def test_diff_exits_1_on_a_changed_verdict_and_0_on_noise(tmp_path, capsys):
 def test_diff_names_added_and_removed_results_and_unreadable_files(tmp_path, capsys):
     old = _write(tmp_path, "a", [_result("holds", 0.17, 0.15, 0.19, model="x")])
     new = _write(tmp_path, "b", [_result("holds", 0.17, 0.15, 0.19, model="y")])
-    assert main(["diff", str(old), str(new)]) == 0
+    assert main(["diff", "--all", str(old), str(new)]) == 0
     out = capsys.readouterr().out
     assert "1 added" in out and "1 removed" in out
+    assert main(["diff", str(old), str(new)]) == 0  # other models: only the results both have (none) are compared
+    assert "left aside 1 only in" in capsys.readouterr().out
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert main(["diff", str(old), str(bad)]) == 2
@@ -104,7 +106,9 @@ def test_run_on_a_local_folder_detects_it_and_writes_a_report(tmp_path, tiny_ber
     alone, and the report holds its verdicts."""
     proc = subprocess.run([sys.executable, "-m", "aniso.cli", "run", str(tiny_bert_dir), "--claims",
                            "G.token-nlp-anisotropic", "--", "--aniso-n-sequences", "16"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=_env(tmp_path))
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=_env(tmp_path) | {"TMPDIR": str(tmp_path)})
+    assert not list(tmp_path.glob("aniso-run-*"))  # the temporary registry is removed
     assert "detected modality: text, granularity: subword, architecture: transformer, role: encoder" in proc.stderr
     runs = list((tmp_path / "reports").glob("run-*/results.json"))
     assert len(runs) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -40,6 +40,7 @@ def _stats(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_sources({"registry": args.registry, "corpus": args.corpus,
                                           "n_sequences": args.n_sequences})
+        settings.check_paths()
         registry = load_registry(settings.registry)
         entry = registry.get(args.model)
         stats = StatsProvider(settings, registry).get(entry)
@@ -65,6 +66,7 @@ def _extract(args: argparse.Namespace) -> int:
     shard = shard_of()
     try:
         settings = Settings.from_sources({"registry": args.registry})
+        settings.check_paths()
         registry = load_registry(settings.registry)
         entries = [registry.get(m) for m in args.models]
     except (RegistryError, KeyError, ValueError) as exc:
@@ -155,8 +157,42 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Exit codes of ``aniso run`` (also in its --help and the README).
+RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored",
+                  1: "a claim did not hold against its record, or errored",
+                  2: "bad usage or input (an option, a setting, the registry, a model that cannot be detected)",
+                  3: "nothing measured: every selected claim test was skipped (the report says why)"}
+
+
+class _Tally:
+    """A pytest plugin that counts what a claims run measured (claim results that were not skipped)."""
+
+    def __init__(self) -> None:
+        self.measured = self.results = 0
+
+    def pytest_sessionfinish(self, session) -> None:
+        from .pytest_plugin import _SESSION
+        from .verdicts import SKIPPED
+
+        aniso = session.config.stash.get(_SESSION, None)
+        if aniso is not None:
+            self.results = len(aniso.results)
+            self.measured = sum(r.verdict != SKIPPED for r in aniso.results)
+
+
+def run_exit_code(pytest_code: int, measured: int) -> int:
+    """The exit code of ``aniso run`` (:data:`RUN_EXIT_CODES`) from pytest's exit code and the number of claim
+    results measured (not skipped)."""
+    if pytest_code in (1, 3):  # tests failed; internal error
+        return 1
+    if pytest_code in (2, 4):  # interrupted; usage error
+        return 2
+    return 0 if measured else 3  # 0 with something measured; 5 (no tests collected) or all skipped: 3
+
+
 def _run(args: argparse.Namespace) -> int:
     import os
+    import shutil
     import tempfile
 
     import pytest
@@ -168,6 +204,7 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         settings = Settings.from_sources({"registry": args.registry})
+        settings.check_paths()
         registry = load_registry(settings.registry)
     except (RegistryError, ValueError) as exc:
         print(f"aniso run: {exc}", file=sys.stderr)
@@ -176,41 +213,62 @@ def _run(args: argparse.Namespace) -> int:
     if not claims_dir.is_dir():
         print(f"aniso run: no claims folder at {claims_dir} (give --claims-dir)", file=sys.stderr)
         return 2
-    env = {}
-    if any(e.id == args.model for e in registry):
-        model_id = args.model
-    else:
-        try:
-            row = registry_entry(args.model, config_of(args.model))
-        except UndetectableModel as exc:
-            print(f"aniso run: {exc}", file=sys.stderr)
-            return 2
-        model_id = row["id"]
-        if any(e.id == model_id for e in registry):
-            print(f"aniso run: {args.model} would get the id {model_id!r}, which the registry already uses",
+    env = {"ANISO_REGISTRY": str(Path(args.registry).resolve())} if args.registry else {}
+    tmp_dir = None
+    try:
+        if any(e.id == args.model for e in registry):
+            model_id = args.model
+        else:
+            try:
+                row = registry_entry(args.model, config_of(args.model))
+            except UndetectableModel as exc:
+                print(f"aniso run: {exc}", file=sys.stderr)
+                return 2
+            model_id = row["id"]
+            if any(e.id == model_id for e in registry):
+                print(f"aniso run: {args.model} would get the id {model_id!r}, which the registry already uses",
+                      file=sys.stderr)
+                return 2
+            raw = yaml.safe_load(Path(settings.registry).read_text())
+            raw["models"].append(row)
+            tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
+            tmp = tmp_dir / "models.yaml"
+            tmp.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+            try:
+                load_registry(tmp)
+            except RegistryError as exc:
+                print(f"aniso run: the detected entry does not validate: {exc}", file=sys.stderr)
+                return 2
+            env["ANISO_REGISTRY"] = str(tmp)
+            print(f"aniso run: {args.model} is not in the registry; detected "
+                  + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")),
                   file=sys.stderr)
-            return 2
-        raw = yaml.safe_load(Path(settings.registry).read_text())
-        raw["models"].append(row)
-        tmp = Path(tempfile.mkdtemp(prefix="aniso-run-")) / "models.yaml"
-        tmp.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        pytest_args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
+        if args.claims:
+            pytest_args += ["--aniso-claims", args.claims]
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        tally = _Tally()
         try:
-            load_registry(tmp)
-        except RegistryError as exc:
-            print(f"aniso run: the detected entry does not validate: {exc}", file=sys.stderr)
-            return 2
-        env["ANISO_REGISTRY"] = str(tmp)
-        print(f"aniso run: {args.model} is not in the registry; detected "
-              + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")), file=sys.stderr)
-    pytest_args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
-    if args.claims:
-        pytest_args += ["--aniso-claims", args.claims]
-    os.environ.update(env)
-    return int(pytest.main(pytest_args + list(args.pytest_args or [])))
+            code = int(pytest.main(pytest_args + list(args.pytest_args or []), plugins=[tally]))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        result = run_exit_code(code, tally.measured)
+        if result == 3:
+            print(f"aniso run: nothing measured: {tally.results} claim test(s) of {model_id}, all skipped "
+                  "(reasons above and in the report); exit code 3", file=sys.stderr)
+        return result
+    finally:
+        if tmp_dir is not None:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .diff import diff_results, format_diff
+    from .diff import diff_results, format_diff, left_aside, model_sets
     from .results import read_results
 
     try:
@@ -218,8 +276,15 @@ def _diff(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"aniso diff: {exc}", file=sys.stderr)
         return 2
-    changes = diff_results(old, new)
+    mine, theirs = model_sets(old, new)
+    common_only = not args.all and mine != theirs
+    changes = diff_results(old, new, common_only=common_only)
     print(format_diff(changes, args.old, args.new))
+    if common_only:
+        only_old, only_new = left_aside(old, new)
+        print(f"the runs cover different models ({len(mine)} and {len(theirs)}); compared the "
+              f"{len(new.results) - only_new} result(s) both have, left aside {only_old} only in {args.old} and "
+              f"{only_new} only in {args.new} (--all lists them as removed and added)")
     return 1 if any(c.kind == "verdict" for c in changes) else 0
 
 
@@ -253,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                    "registry gets an entry detected from its config (modality, granularity, architecture, role), or "
                    "a clear error saying which fields to write into models.yaml. Settings come from the ANISO_* "
                    "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
-                   "--aniso-n-sequences 64`).")
+                   "--aniso-n-sequences 64`).\n\nexit codes:\n" + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))
     run.add_argument("model", help="registry id, local model folder (with config.json) or hub id")
     run.add_argument("--claims", default=None, help="comma-separated claim ids or prefixes (e.g. 'G.', 'R.')")
     run.add_argument("--claims-dir", default=None, help="folder of the claim tests (default: claims/ beside the registry)")
@@ -265,10 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     df = _command(sub, "diff", "which verdicts and numbers changed between two runs (exit code 1 on a changed verdict)",
                   "aniso diff reports/run-A/results.json reports/run-B/results.json", _diff,
                   "Compare two results.json files claim by claim and model by model: changed verdicts, deciding "
-                  "statistics that moved beyond their bootstrap intervals, results that appeared or went away. "
+                  "statistics that moved beyond their bootstrap intervals, results that appeared or went away. When the runs "
+                  "cover different models (a one-model `aniso run` against a full run), only the results both have "
+                  "are compared and the rest is counted; --all compares everything. "
                   "Exit code 1 when a verdict changed (for CI), else 0; 2 when a file cannot be read.")
     df.add_argument("old", help="results.json of the earlier run")
     df.add_argument("new", help="results.json of the later run")
+    df.add_argument("--all", action="store_true",
+                    help="compare every result, listing those only one run has as added or removed (the default "
+                         "when both runs cover the same models; otherwise only the results both have are compared)")
     st = _command(sub, "stats", "print the layer-wise statistics of one registry model",
                   "aniso stats all-MiniLM-L6-v2 --n-sequences 64", _stats)
     st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")

@@ -5,6 +5,10 @@ expected not to hold, skipped, ...). A *number* change is a deciding statistic (
 whose new value lies outside the old run's interval, or the old value outside the new one's: a move larger than the
 resampling noise of either run. Without intervals, the scalar numbers of ``measured`` are compared, and one that
 differs by more than ``rel_tol`` is reported as a number change "without interval".
+
+Two runs over different model sets (a one-model ``aniso run`` against a full ``pytest claims/``) share only some
+results; ``common_only`` compares just those and :func:`left_aside` counts the rest, instead of listing every
+result of the larger run as added or removed.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from dataclasses import dataclass
 
 from .results import ClaimResult, ResultsDocument
 
-__all__ = ["Change", "diff_results", "format_diff"]
+__all__ = ["Change", "diff_results", "format_diff", "left_aside", "model_sets"]
 
 
 @dataclass(frozen=True)
@@ -42,10 +46,28 @@ def _scalars(measured: dict) -> dict[str, float]:
     return {k: float(v) for k, v in measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e-6) -> list[Change]:
-    """The :class:`Change` list from ``old`` to ``new`` (in the new run's order, then the removed ones)."""
+def model_sets(old: ResultsDocument, new: ResultsDocument) -> tuple[set[str], set[str]]:
+    """The models each run has results for (model-free results left out)."""
+    return ({r.model_id for r in old.results if r.model_id}, {r.model_id for r in new.results if r.model_id})
+
+
+def left_aside(old: ResultsDocument, new: ResultsDocument) -> tuple[int, int]:
+    """How many results only ``old`` has and only ``new`` has (what ``common_only`` does not compare)."""
+    before, after = {_key(r) for r in old.results}, {_key(r) for r in new.results}
+    return len(before - after), len(after - before)
+
+
+def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e-6,
+                 common_only: bool = False) -> list[Change]:
+    """The :class:`Change` list from ``old`` to ``new`` (in the new run's order, then the removed ones).
+
+    ``common_only``: compare only the results (claim, model, test) both runs have; no "added" or "removed" change.
+    """
     before = {_key(r): r for r in old.results}
     after = {_key(r): r for r in new.results}
+    if common_only:
+        before = {k: r for k, r in before.items() if k in after}
+        after = {k: r for k, r in after.items() if k in before}
     changes: list[Change] = []
     for key, b in after.items():
         a = before.get(key)

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["sha256_file", "hash_files", "atomic_write", "exclusive"]
+__all__ = ["sha256_file", "hash_files", "atomic_write", "exclusive", "quarantine", "default_file_mode"]
 
 
 def _feed(h, path: Path) -> None:
@@ -33,14 +33,29 @@ def hash_files(files: list[Path]) -> str:
     return h.hexdigest()[:16]
 
 
+def default_file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the process's umask (read without changing
+    it where Linux reports it, else by setting and restoring it)."""
+    try:
+        with open("/proc/self/status") as f:
+            umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it onto ``path`` in one step, so a reader
-    never sees a half-written file and an interrupted write leaves the old file (or none). Creates the folder."""
+    never sees a half-written file and an interrupted write leaves the old file (or none). Creates the folder. The
+    file gets the permissions of any new file under the user's umask (:func:`default_file_mode`), not the 0600 of
+    a temporary file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     os.close(fd)
     try:
+        os.chmod(tmp, default_file_mode())
         write(Path(tmp))
         os.replace(tmp, path)
     finally:
@@ -57,3 +72,20 @@ def exclusive(path: Path):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(path) + ".lock")
+
+
+def quarantine(*paths: Path) -> str:
+    """Move the files of a corrupt cache entry aside to ``<name>.corrupt`` (replacing an older one), so the entry
+    is recomputed and written afresh and the bad bytes stay for inspection; returns what was done, in words."""
+    moved, failed = [], []
+    for path in paths:
+        if not path.exists():
+            continue
+        target = path.with_name(path.name + ".corrupt")
+        try:
+            os.replace(path, target)
+            moved.append(target.name)
+        except OSError as exc:
+            failed.append(f"{path.name} ({exc.strerror or exc})")
+    said = f"moved aside to {', '.join(moved)}" if moved else "nothing moved aside"
+    return said + (f"; could not move {', '.join(failed)}" if failed else "")

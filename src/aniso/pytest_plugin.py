@@ -47,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
     try:
         settings = Settings.from_sources(options)
+        settings.check_paths()
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
     root = Path(config.rootpath)

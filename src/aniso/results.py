@@ -168,6 +168,8 @@ class ResultsDocument(_Doc):
     experiments: dict[str, Any] = Field(default_factory=dict)
     registry: dict[str, RegistryRow] = Field(default_factory=dict)
     not_yet_executable: list[NotYetExecutable] = Field(default_factory=list)
+    #: What failed the run beyond its claim results (a ``must_run`` model skipped for want of weights or code).
+    run_errors: list[str] = Field(default_factory=list)
 
 
 def _clean(obj: Any) -> Any:

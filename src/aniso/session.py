@@ -48,6 +48,22 @@ def _numbers(measured: dict[str, Any]) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
 
 
+def _new_run_folder(parent: Path, now: _dt.datetime | None = None) -> Path:
+    """Create and return ``parent/run-<YYYYmmdd-HHMMSS>``, or ``...-2``, ``-3``, ... when that name is taken: each
+    name is claimed with an atomic ``mkdir`` (``exist_ok=False``), so runs started in the same second, in other
+    processes included, never write into one folder. Raises OSError if ``parent`` cannot be written."""
+    stamp = f"run-{(now or _dt.datetime.now()).strftime('%Y%m%d-%H%M%S')}"
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10_000):
+        folder = parent / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            folder.mkdir(exist_ok=False)
+            return folder
+        except FileExistsError:
+            continue
+    raise OSError(f"{parent}: 9,999 report folders named {stamp}-*; remove some")
+
+
 @dataclass
 class AnisoSession:
     """Everything one claims run shares: settings, registry, statistics, experiments and results."""
@@ -169,16 +185,18 @@ class AnisoSession:
             provenance=prov, results=self.results, models=models,
             experiments=experiments, registry={e.id: RegistryRow.of(e) for e in self.registry},
             not_yet_executable=[NotYetExecutable(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
-                                                   statement=c.statement) for c in not_yet_executable()])
+                                                   statement=c.statement) for c in not_yet_executable()],
+            run_errors=list(self.must_run_failures))
 
     def write_report(self) -> Path:
-        """Write ``<report_dir>/run-<time>/results.json`` and ``report.html``; returns the report's path."""
+        """Write ``<report_dir>/run-<time>/results.json`` and ``report.html`` (a folder of its own: see
+        :func:`_new_run_folder`); returns the report's path. Raises OSError."""
         from .report import write_html_report
 
         run_dir = Path(self.settings.report_dir)
         if not run_dir.is_absolute():
             run_dir = self.root / run_dir
-        run_dir = run_dir / f"run-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        run_dir = _new_run_folder(run_dir)
         write_results(run_dir / "results.json", self.document())
         self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
         return self.report_path
@@ -308,12 +326,37 @@ class ClaimContext:
         Raises :class:`Skip`, naming every entry tried and why, if none is available.
         """
         tried = []
-        for entry in self._session.registry.select(all_of):
+        candidates = self._session.registry.select(all_of)
+        if not candidates:
+            self.require_others(f"a reference model with tags {list(all_of)}", [], [], all_of)
+        for entry in candidates:
             try:
                 return entry, self._session.provider.get(entry)
             except ModelUnavailable as exc:
                 tried.append(str(exc))
         raise Skip(f"no reference model with tags {list(all_of)} is available: " + ("; ".join(tried) or "none listed"))
+
+    def require_others(self, what: str, available: list, unavailable: list[str], all_of: tuple[str, ...] = (),
+                       any_of: tuple[str, ...] = ()) -> None:
+        """Skip the test unless ``available`` (from :meth:`available_stats` or :meth:`available_series` with the same
+        tags) holds the other models the claim compares with; ``what`` names them (e.g. ``"a decoder to compare
+        with"``).
+
+        Raises :class:`Skip`: *not applicable* (a skip that a ``must_run`` model may have) when the run's model set
+        holds no model with these tags, as in a single-model run, naming the registry models it left out that have
+        them; otherwise a skip for want of weights or code, naming each unavailable model and why.
+        """
+        if available:
+            return
+        if unavailable:
+            self.result.skip_kind = "model"
+            raise Skip(f"needs {what}; unavailable: " + "; ".join(unavailable))
+        outside = [e.id for e in Registry(self._session.left_out).select(all_of, any_of)]
+        models = self._session.settings.models
+        self.not_applicable(
+            f"not applicable to this run: needs {what}, and the model set {models!r} has none"
+            + (f" (outside it: {', '.join(outside[:4])}{', …' if len(outside) > 4 else ''}; add one to "
+               "--aniso-models / ANISO_MODELS to measure this claim)" if outside else ""))
 
     def available_stats(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
                         ) -> tuple[list[tuple[ModelEntry, ModelStats]], list[str]]:

@@ -142,6 +142,29 @@ class Settings:
                 values[f.name] = env
         return cls(**values)
 
+    def check_paths(self) -> None:
+        """Check the paths a run reads or writes before it starts, so that a wrong one gives one line instead of a
+        traceback minutes later.
+
+        ``corpus`` and ``train_text`` must be files (not folders), ``speech_dir``, ``image_dir`` and ``models_dir``
+        folders (when set); ``cache_dir`` must be a folder this process can create and write files in (it also holds
+        unpacked package weights, joined GGUF files and the miniatures' checkpoints, which a run needs, so a
+        read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
+        variable and option, and the path.
+        """
+        def where(name: str) -> str:
+            return f"setting {name} (ANISO_{name.upper()}, --aniso-{name.replace('_', '-')})"
+
+        for name in ("corpus", "train_text"):
+            value = getattr(self, name)
+            if value and os.path.isdir(value):
+                raise ValueError(f"{where(name)}: {value} is a folder; it must name a text file")
+        for name in ("speech_dir", "image_dir", "models_dir"):
+            value = getattr(self, name)
+            if value and os.path.exists(value) and not os.path.isdir(value):
+                raise ValueError(f"{where(name)}: {value} is a file; it must name a folder")
+        _check_writable_folder(self.cache_dir, where("cache_dir"))
+
     def extraction_key(self) -> dict:
         """The settings that change extracted statistics (part of the cache key)."""
         key = {k: v for k, v in asdict(self).items() if k in
@@ -156,6 +179,23 @@ class Settings:
         """The text miniatures' recipe sizes of this run (see :class:`~aniso.experiments.miniature_text.TextRecipe`)."""
         return {"total_steps": self.miniature_steps, "hidden_size": self.miniature_width,
                 "batch_size": self.miniature_batch}
+
+
+def _check_writable_folder(path: str, where: str) -> None:
+    """Create ``path`` if needed and write and remove a probe file in it; raises ValueError (one line, ``where``
+    first) if it is a file or cannot be created or written."""
+    import tempfile
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{where}: {path} is a file; it must name a folder (it is created if missing)")
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".aniso-write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot write in {path} ({exc.strerror or exc}); point it at a writable folder")\
+            from None
 
 
 SETTING_HELP = {

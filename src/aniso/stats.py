@@ -977,8 +977,11 @@ class StatsCache:
                 ]
             return stats
         except Exception as exc:  # noqa: BLE001 - any defect means: recompute
+            from .files import quarantine
+
+            moved = quarantine(data_path, meta_path)
             warnings.warn(
-                f"statistics cache entry {data_path} is corrupt or truncated ({exc}); recomputing it",
+                f"statistics cache entry {data_path} is corrupt or truncated ({exc}); {moved}; recomputing it",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -1034,7 +1037,9 @@ class JsonCache:
                 raise ValueError("checksum mismatch")
             return doc["payload"]
         except Exception as exc:  # noqa: BLE001 - any defect means: recompute
-            warnings.warn(f"cache entry {path} is corrupt or truncated ({exc}); recomputing it",
+            from .files import quarantine
+
+            warnings.warn(f"cache entry {path} is corrupt or truncated ({exc}); {quarantine(path)}; recomputing it",
                           RuntimeWarning, stacklevel=2)
             return None
 

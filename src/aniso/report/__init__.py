@@ -187,7 +187,7 @@ def render_html(document: ResultsDocument) -> str:
         other_figures=other_figures, layer_figures={mid: layer_figure(mid, m) for mid, m in doc["models"].items()},
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
-        block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry,
+        block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
     )
 
 
