@@ -116,15 +116,19 @@ def _env(tmp_path) -> dict:
     return env
 
 
-def test_a_single_model_run_whose_only_claim_is_not_applicable_exits_3(tmp_path, tiny_bert_dir):
-    """A real `aniso run` of a must_run encoder alone with R.encoder-flat-profile: not applicable (no decoder in
-    the run), no must_run error, nothing measured: exit code 3, and the report says why."""
-    proc = subprocess.run([sys.executable, "-m", "aniso.cli", "run", "tiny", "--claims", "R.encoder-flat-profile",
-                           "--claims-dir", str(ROOT / "claims"), "--registry", str(_tiny_registry(tmp_path, tiny_bert_dir)), "--",
-                           "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=_env(tmp_path))
-    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "must_run" not in proc.stdout and "nothing measured" in proc.stderr
+def test_a_single_model_run_whose_only_claim_is_not_applicable_exits_3(tmp_path, tiny_bert_dir, monkeypatch, capsys):
+    """A real `aniso run` (in this process) of a must_run encoder alone with R.encoder-flat-profile: not applicable
+    (no decoder in the run), no must_run error, nothing measured: exit code 3, and the report says why."""
+    for name, value in _env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    for name in [k for k in os.environ if k.startswith("ANISO_") and k not in ("ANISO_CACHE_DIR", "ANISO_REPORT_DIR")]:
+        monkeypatch.delenv(name)
+    code = main(["run", "tiny", "--claims", "R.encoder-flat-profile", "--claims-dir", str(ROOT / "claims"),
+                 "--registry", str(_tiny_registry(tmp_path, tiny_bert_dir)), "--",
+                 "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code == 3, out[-3000:] + err[-3000:]
+    assert "must_run" not in out and "nothing measured" in err
     results = json.loads(next((tmp_path / "reports").glob("run-*/results.json")).read_text())
     assert [(r["verdict"], r["skip_kind"]) for r in results["results"]] == [("skipped", "not-applicable")]
     assert "outside it: dec" in results["results"][0]["reason"] and results["run_errors"] == []

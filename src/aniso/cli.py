@@ -259,8 +259,9 @@ def _run(args: argparse.Namespace) -> int:
                     os.environ[k] = v
         result = run_exit_code(code, tally.measured)
         if result == 3:
-            print(f"aniso run: nothing measured: {tally.results} claim test(s) of {model_id}, all skipped "
-                  "(reasons above and in the report); exit code 3", file=sys.stderr)
+            said = (f"{tally.results} claim test(s) of {model_id}, all skipped (reasons above and in the report)"
+                    if tally.results else f"no selected claim applies to {model_id}")
+            print(f"aniso run: nothing measured: {said}; exit code 3", file=sys.stderr)
         return result
     finally:
         if tmp_dir is not None:
@@ -318,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
                    "registry gets an entry detected from its config (modality, granularity, architecture, role), or "
                    "a clear error saying which fields to write into models.yaml. Settings come from the ANISO_* "
                    "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
-                   "--aniso-n-sequences 64`).\n\nexit codes:\n" + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))
+                   "--aniso-n-sequences 64`).\n\nexit codes:\n"
+                   + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))
     run.add_argument("model", help="registry id, local model folder (with config.json) or hub id")
     run.add_argument("--claims", default=None, help="comma-separated claim ids or prefixes (e.g. 'G.', 'R.')")
     run.add_argument("--claims-dir", default=None, help="folder of the claim tests (default: claims/ beside the registry)")
@@ -330,8 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     df = _command(sub, "diff", "which verdicts and numbers changed between two runs (exit code 1 on a changed verdict)",
                   "aniso diff reports/run-A/results.json reports/run-B/results.json", _diff,
                   "Compare two results.json files claim by claim and model by model: changed verdicts, deciding "
-                  "statistics that moved beyond their bootstrap intervals, results that appeared or went away. When the runs "
-                  "cover different models (a one-model `aniso run` against a full run), only the results both have "
+                  "statistics that moved beyond their bootstrap intervals, results that appeared or went away. When "
+                  "the runs cover different models (a one-model `aniso run` against a full run), only the results both have "
                   "are compared and the rest is counted; --all compares everything. "
                   "Exit code 1 when a verdict changed (for CI), else 0; 2 when a file cannot be read.")
     df.add_argument("old", help="results.json of the earlier run")
