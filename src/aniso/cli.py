@@ -98,6 +98,7 @@ def _block_sweep(args: argparse.Namespace) -> int:
 
     try:
         settings = Settings.from_sources({"registry": args.registry})
+        settings.check_paths()
         registry = load_registry(settings.registry)
         entries = [registry.get(m) for m in args.models] if args.models else registry.select(("untrained-block",))
         provider = BlockSweepProvider(settings, progress=print if args.verbose else None)
