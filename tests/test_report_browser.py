@@ -1,5 +1,7 @@
 """The report in a real browser (headless Chromium): every image decodes and no part of the page is wider than a
-1280-pixel window, with every collapsed section opened. Screenshots go to ANISO_SCREENSHOT_DIR when it is set.
+1280-pixel window, with every collapsed section opened; the verdict matrix is the first table; on a 1,366-pixel
+screen no figure is shown smaller than the width at which its smallest text reads at 9 pt. Screenshots of the top of
+the page go to ANISO_SCREENSHOT_DIR (default: the test's temporary folder).
 
 Chromium is Debian's package (`apt-get install chromium`); `.ci/run` installs it and sets ANISO_REQUIRE_BROWSER=1,
 so there its absence fails the test instead of skipping it.
@@ -20,14 +22,23 @@ from aniso.report import render_html
 from aniso.results import (ClaimResult, ModelLayers, RegistryRow, ResultsDocument, Uncertainty, provenance)
 
 WIDTH = 1280
+SCREEN = 1366
 CHECK = """<script>
 window.addEventListener('load', () => {
+  const firstTable = document.querySelector('table').id;
+  // on screen, a figure's smallest text is font_pt x shown width / css width (the width its text reads at font_pt)
+  const figures = [...document.querySelectorAll('img[data-font-pt]')].filter(i => i.getBoundingClientRect().width > 0)
+    .map(i => ({alt: i.alt.slice(0, 60), pt: parseFloat(i.dataset.fontPt) * i.getBoundingClientRect().width
+                / parseFloat(i.dataset.cssWidth), natural: i.naturalWidth, css: parseFloat(i.dataset.cssWidth)}));
   document.querySelectorAll('details').forEach(d => d.open = true);
   const broken = [...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt);
   const wide = [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
     .map(e => e.tagName + ':' + (e.textContent || '').slice(0, 40));
   const out = document.createElement('pre'); out.id = 'aniso-check';
-  out.textContent = JSON.stringify({images: document.images.length, broken, wide: wide.slice(0, 5),
+  const hidden = [...document.querySelectorAll('img[data-font-pt]')].map(i => ({alt: i.alt.slice(0, 60),
+    pt: parseFloat(i.dataset.fontPt) * i.getBoundingClientRect().width / parseFloat(i.dataset.cssWidth)}));
+  out.textContent = JSON.stringify({images: document.images.length, broken, wide: wide.slice(0, 5), firstTable,
+    figures, opened: hidden,
     scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth});
   document.body.appendChild(out);
 });
@@ -43,10 +54,11 @@ def _chromium() -> str:
     return path
 
 
-def _run(chromium: str, page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess:
+def _run(chromium: str, page: Path, profile: Path, *args: str, width: int = WIDTH,
+         height: int = 2000) -> subprocess.CompletedProcess:
     return subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           f"--user-data-dir={profile}", f"--window-size={WIDTH},2000", "--virtual-time-budget=20000",
+                           f"--user-data-dir={profile}", f"--window-size={width},{height}", "--virtual-time-budget=20000",
                            *args, page.as_uri()], capture_output=True, text=True, timeout=180)
 
 
@@ -81,6 +93,10 @@ def _document(tmp_path) -> ResultsDocument:
     results += [result("G.drift-correlation-pearson", m, "expected not to hold", p=0.3) for m in ("enc", long_id)]
     results += [result("G.cnn-mostly-isotropic", "cnn", "holds", fragile=True, max_avg_cos=0.19)]
     results += [result("R.decoder-bell-profile", long_id, "holds"), result("R.encoder-flat-profile", "enc", "holds")]
+    results += [result("G.drift-correlation-pearson", "cnn", "does not hold", p=0.4)]
+    one = result("M.partition-isotropy", "enc", "holds")
+    one.n_items, one.uncertainty.low, one.uncertainty.high = 1, 0.07134, 0.07134
+    results += [one]
     results += [ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="§2", figure="Fig. 1",
                             statement="s", model_id=f"hub-model-{i}", test=f"t[{i}]", verdict="skipped",
                             reason="offline and not in the local cache " * 3) for i in range(30)]
@@ -88,22 +104,40 @@ def _document(tmp_path) -> ResultsDocument:
                            models=models, registry=rows)
 
 
+def _check(chromium: str, page: Path, profile: Path, width: int) -> dict:
+    proc = _run(chromium, page, profile, "--dump-dom", width=width)
+    found = re.search(r'<pre id="aniso-check">(.*?)</pre>', proc.stdout, re.S)
+    assert found, proc.stderr[-2000:]
+    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
 def test_report_reads_in_a_browser(tmp_path):
     chromium = _chromium()
     html = render_html(_document(tmp_path))
     page = tmp_path / "report.html"
     page.write_text(html.replace("</body>", CHECK + "</body>"), encoding="utf-8")
-    proc = _run(chromium, page, tmp_path / "profile", "--dump-dom")
-    found = re.search(r'<pre id="aniso-check">(.*?)</pre>', proc.stdout, re.S)
-    assert found, proc.stderr[-2000:]
-    check = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    check = _check(chromium, page, tmp_path / "profile", WIDTH)
     assert check["images"] >= 5 and check["broken"] == [], check
     assert check["scrollWidth"] <= WIDTH and check["wide"] == [], check
+    assert check["firstTable"] == "verdict-matrix", check
+    # legible at 100% on a 1,366-pixel screen: every figure in view, and every one inside an opened section
+    screen = _check(chromium, page, tmp_path / "profile-screen", SCREEN)
+    assert len(screen["figures"]) >= 5 and len(screen["opened"]) == screen["images"], screen
+    small = [f for f in screen["figures"] + screen["opened"] if f["pt"] < 9.0 - 1e-6]
+    assert small == [], small
+    # the width the text is legible at is the image's own (144 dpi shown at 96 CSS pixels per inch)
+    assert all(abs(f["natural"] * 96 / 144 - f["css"]) <= 1 for f in screen["figures"]), screen["figures"]
     # top-down: the summary and its findings come before the claims, the provenance last
-    assert html.index("Findings and fragile verdicts") < html.index("<h2>Claims</h2>") < html.index("Provenance")
+    assert html.index("Findings and fragile verdicts") < html.index('<h2 id="claims">Claims</h2>') < html.index('<h2 id="provenance">')
     # skipped models: one collapsed line per claim, and one line each (with the reason) under "Models not run here"
+    # the matrix and the contents come first; an interval over one input is not printed as one
+    assert html.index('id="toc"') < html.index('id="verdict-matrix"') < html.index('id="summary"')
+    assert "n/a (one input)" in html and "[0.07134, 0.07134]" not in html
     assert "30 model(s) skipped for this claim" in html and html.count("<b>hub-model-7</b>: offline") == 1
-    shots = os.environ.get("ANISO_SCREENSHOT_DIR")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        _run(chromium, page, tmp_path / "profile2", f"--screenshot={Path(shots) / 'report.png'}")
+    shots = Path(os.environ.get("ANISO_SCREENSHOT_DIR") or tmp_path / "screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
+    plain = tmp_path / "plain.html"
+    plain.write_text(html, encoding="utf-8")
+    for name, height in (("report-top.png", 900), ("report-top-long.png", 2400)):
+        _run(chromium, plain, tmp_path / f"profile-{name}", f"--screenshot={shots / name}", width=SCREEN, height=height)
+        assert (shots / name).stat().st_size > 10_000, name

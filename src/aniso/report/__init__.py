@@ -17,7 +17,8 @@ from ..results import ResultsDocument, read_results
 from .figures import png as _png
 from .figures import pyplot
 
-__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "FINDING_VERDICTS"]
+__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "FINDING_VERDICTS", "verdict_matrix",
+           "interval_text", "common_wording"]
 
 VERDICT_CLASS = {
     "holds": "holds",
@@ -34,39 +35,49 @@ def _series(layers: list[dict], key: str) -> list[float]:
 
 
 def layer_figure(model_id: str, model_doc: dict) -> str:
-    """Layer-wise figure of one model as base64 PNG: avg cos with q95(d), drift norm, SVD anisotropy.
+    """Layer-wise figure of one model as a base64 :class:`~aniso.report.figures.Png`, a 2 x 2 grid: avg cos with
+    q95(d), drift norm, SVD anisotropy, TwoNN intrinsic dimension.
 
     Godey et al. 2024 Fig. 1 (avg cos per layer) and App. B Fig. 18 (q95 line);
     §3.3 (drift norm); Razzhigaev et al. 2024 Fig. 1 (SVD anisotropy, exact and
-    batch-wise mean ± std).
+    batch-wise mean ± std) and Fig. 2 (TwoNN).
     """
+    from matplotlib.ticker import MaxNLocator
+
     plt = pyplot()
     layers = model_doc["layers"]
     x = list(range(len(layers)))
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
+    fig, grid = plt.subplots(2, 2, figsize=(11, 6.4))
+    axes = [grid[0][0], grid[0][1], grid[1][0], grid[1][1]]
     ax = axes[0]
     ax.plot(x, _series(layers, "mean_cosine"), "o-", label="avg cos (exact)")
     ax.plot(x, _series(layers, "q95"), "k--", label="isotropic q95(d)")
     ax.set_title("mean cosine similarity")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     axes[1].plot(x, _series(layers, "drift_norm"), "o-", color="C1", label="drift norm ||x̄||")
     axes[1].plot(x, _series(layers, "mean_norm"), ".:", color="C7", label="mean norm E||x||")
     axes[1].set_title("drift norm")
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=9)
     ax = axes[2]
     ax.plot(x, _series(layers, "svd_anisotropy"), "o-", color="C2", label="exact (all vectors)")
     mean = _series(layers, "svd_anisotropy_batch_mean")
     std = _series(layers, "svd_anisotropy_batch_std")
     ax.errorbar(x, mean, yerr=std, fmt="s:", color="C3", capsize=3, label="batch-wise mean ± std")
     ax.set_title("SVD anisotropy σ₁²/Σσᵢ²")
-    ax.legend(fontsize=8)
-    names = model_doc.get("layer_names", x)
+    ax.legend(fontsize=9)
+    axes[3].plot(x, _series(layers, "twonn"), "o-", color="C4", label="TwoNN (reservoir)")
+    axes[3].set_title("intrinsic dimension (TwoNN)")
+    names = model_doc.get("layer_names") or [str(i) for i in x]
     for ax in axes:
         ax.set_xlabel("layer")
-        ax.set_xticks(x)
-        ax.set_xticklabels(names, rotation=90 if len(x) > 14 else 0, fontsize=7)
+        if len(x) <= 16:
+            ax.set_xticks(x)
+            ax.set_xticklabels(names)
+        else:  # every name would overlap at 9 pt: integer ticks, the names are in the table below
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-    fig.suptitle(model_id, y=1.04)
+    fig.suptitle(model_id)
+    fig.tight_layout()
     out = _png(fig)
     plt.close(fig)
     return out
@@ -126,6 +137,133 @@ def _notes(measured: dict) -> list[str]:
     return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
+def _num(v) -> str:
+    return "—" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
+
+
+def interval_text(result: dict) -> str | None:
+    """The bootstrap interval of a result (a ``ClaimResult`` as a dict) as ``"[low, high]"``; ``"n/a (one
+    input)"`` when it rests on fewer than two inputs (``n_items`` < 2: resampling one input gives back that input);
+    None when the result has no interval."""
+    u = result.get("uncertainty") or {}
+    if u.get("low") is None or u.get("high") is None:
+        return None
+    if result.get("n_items") is not None and result["n_items"] < 2:
+        return "n/a (one input)"
+    return f"[{_num(u['low'])}, {_num(u['high'])}]"
+
+
+def _deciding(r: dict) -> str:
+    """The deciding number of a verdict in one line, for a matrix cell's hover text."""
+    u = r.get("uncertainty")
+    if u and u.get("value") is not None:
+        text = f"{u['statistic']} = {_num(u['value'])}"
+        if r.get("interval"):
+            text += f", {round(u.get('level', 0.95) * 100)}% CI {r['interval']}"
+        if u.get("threshold") is not None:
+            text += f" vs {u.get('holds_if') or ''} {_num(u['threshold'])}"
+    elif r.get("p_value") is not None:
+        text = f"p = {_num(r['p_value'])}"
+    else:
+        text = "; ".join(f"{k} = {_num(v)}" for k, v in _scalars(r.get("measured") or {}, 2))
+    if r["verdict"] != "holds" and r.get("reason"):
+        text += (" — " if text else "") + r["reason"][:240]
+    return f"{r['model_id'] or 'no model'}: {r['verdict']}" + (f" · {text}" if text else "")
+
+
+#: Matrix cell symbol per verdict (the colour class comes from VERDICT_CLASS).
+SYMBOL = {"holds": "✓", "does not hold": "✗", "expected not to hold": "(✗)", "holds, expected not to": "✓!",
+          "error": "!", "skipped": "·"}
+
+
+def verdict_matrix(claims: list[dict], results: list[dict], models: dict, registry: dict,
+                   not_run: dict[str, str]) -> dict:
+    """The claim x model verdict matrix: ``rows`` (claims grouped by paper and section, each with one cell per
+    column), ``groups`` (column groups of run models by report group: (title, [model ids])), ``not_here`` (models
+    not run here, a folded group), ``model_free`` (whether a column for claims without a model is needed).
+
+    A cell holds the verdict's symbol, colour class, whether it is fragile, the deciding number (hover text) and
+    the anchor of the result in the claim's section; a (claim, model) with several results shows the first one
+    that is not skipped and says how many there are."""
+    from .modalities import GROUPS, entry_of, group_of
+
+    titles = {k: t for k, t, _ in GROUPS}
+    order = {k: i for i, (k, _, _) in enumerate(GROUPS)}
+    run = sorted({r["model_id"] for r in results if r["model_id"] and r["verdict"] != "skipped"},
+                 key=lambda m: (order.get(group_of(entry_of(m, models.get(m) or {}, registry)), 99), m))
+    groups: list[tuple[str, list[str]]] = []
+    for m in run:
+        key = group_of(entry_of(m, models.get(m) or {}, registry))
+        title = titles.get(key, key).split(" (")[0].split(":")[0]
+        if groups and groups[-1][0] == title:
+            groups[-1][1].append(m)
+        else:
+            groups.append((title, [m]))
+    model_free = any(r["model_id"] is None for r in results)
+    columns = run + ([None] if model_free else [])
+    by_pair: dict[tuple, list[dict]] = {}
+    for r in results:
+        by_pair.setdefault((r["claim_id"], r["model_id"]), []).append(r)
+
+    def cell(cid, mid):
+        found = by_pair.get((cid, mid))
+        if not found:
+            return None
+        r = next((x for x in found if x["verdict"] != "skipped"), found[0])
+        fragile = bool((r.get("uncertainty") or {}).get("fragile"))
+        na = r["verdict"] == "skipped" and r.get("skip_kind") == "not-applicable"
+        title = _deciding(r) + (f" ({len(found)} results)" if len(found) > 1 else "")
+        return {"symbol": "n/a" if na else SYMBOL.get(r["verdict"], "?"), "fragile": fragile, "title": title,
+                "cls": VERDICT_CLASS.get(r["verdict"], ""), "anchor": r["anchor"]}
+
+    rows, last = [], None
+    for c in claims:
+        section = f"{c['paper']} {c['section']}".strip() or "other"
+        if section != last:
+            rows.append({"section": section})
+            last = section
+        rows.append({"claim": c, "cells": [cell(c["id"], m) for m in columns],
+                     "hidden": [cell(c["id"], m) for m in not_run],
+                     "n_not_here": sum(1 for m in not_run if (c["id"], m) in by_pair)})
+    return {"rows": rows, "groups": groups, "not_here": list(not_run), "model_free": model_free,
+            "width": len(columns) + 2}
+
+
+def common_wording(reasons: list[str]) -> tuple[str, list[str], str]:
+    """The words every reason starts with, what is left of each, and the words every reason ends with; e.g.
+    ``["max avg cos 0.1 < 0.2", "max avg cos 0.15 < 0.2"]`` -> ``("max avg cos", ["0.1", "0.15"], "< 0.2")``."""
+    words = [r.split() for r in reasons]
+    if len(words) < 2:
+        return "", [" ".join(w) for w in words], ""
+    n = 0
+    while all(len(w) > n for w in words) and len({w[n] for w in words}) == 1:
+        n += 1
+    m = 0
+    while all(len(w) - n > m for w in words) and len({w[len(w) - 1 - m] for w in words}) == 1:
+        m += 1
+    return (" ".join(words[0][:n]), [" ".join(w[n:len(w) - m]) for w in words], " ".join(words[0][len(words[0]) - m:]))
+
+
+def _grouped_findings(claims: list[dict], findings: list[dict], fragile: list[dict]) -> list[dict]:
+    """Findings and fragile verdicts per claim, one line per (claim, verdict): the wording the models share said
+    once, then each model with what differs."""
+    out = []
+    for c in claims:
+        for verdict in FINDING_VERDICTS:
+            mine = [r for r in findings if r["claim_id"] == c["id"] and r["verdict"] == verdict]
+            if mine:
+                head, rests, tail = common_wording([r["reason"] or "" for r in mine])
+                out.append({"claim": c, "verdict": verdict, "cls": VERDICT_CLASS.get(verdict, ""), "head": head,
+                            "tail": tail, "entries": [(r, rest) for r, rest in zip(mine, rests)], "fragile": False})
+        mine = [r for r in fragile if r["claim_id"] == c["id"]]
+        if mine:
+            u = mine[0]["uncertainty"]
+            out.append({"claim": c, "verdict": "fragile", "cls": "", "fragile": True,
+                        "head": f"{u['statistic']} against {u['holds_if'] or ''} {_num(u['threshold'])}",
+                        "tail": "", "entries": [(r, "") for r in mine]})
+    return out
+
+
 def render_html(document: ResultsDocument) -> str:
     """The report page for a results document (as read by :func:`aniso.results.read_results`): a summary (claims
     executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
@@ -134,7 +272,7 @@ def render_html(document: ResultsDocument) -> str:
     from ..catalog import CLAIMS
 
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
-    env.filters["num"] = lambda v: "—" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
+    env.filters["num"] = _num
     from .blocks import block_figures
     from .modalities import P_FLOOR, drift_pvalue_figure, modality_figures, profile_figure
     from .training import training_figures
@@ -146,6 +284,7 @@ def render_html(document: ResultsDocument) -> str:
         r["anchor"] = f"r-{i}"
         r["scalars"] = _scalars(r["measured"])
         r["notes"] = _notes(r["measured"])
+        r["interval"] = interval_text(r)
     counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -153,14 +292,17 @@ def render_html(document: ResultsDocument) -> str:
     training = doc["experiments"].get("training", {})
     from .counter import counter_figures
 
-    figures = (modality_figures(doc["models"]) + drift_pvalue_figure(document.results, doc["models"])
-               + profile_figure(doc["models"]) + block_figures(block_docs) + training_figures(training, registry)
-               + counter_figures(doc["models"], training))
+    from .overview import overview_figures
+
     claim_ids = [c for c in CLAIMS if any(r["claim_id"] == c for r in results)]
     claim_ids += sorted({r["claim_id"] for r in results} - set(claim_ids))
     claims = [{"id": c, "statement": CLAIMS[c].statement if c in CLAIMS else "", "paper": CLAIMS[c].paper if c in
                CLAIMS else "", "section": CLAIMS[c].section if c in CLAIMS else "",
                "figure": CLAIMS[c].figure if c in CLAIMS else ""} for c in claim_ids]
+    figures = (modality_figures(doc["models"], registry, _measured_by_figure(claims, results))
+               + drift_pvalue_figure(document.results, doc["models"], registry)
+               + profile_figure(doc["models"], registry) + block_figures(block_docs)
+               + training_figures(training, registry) + counter_figures(doc["models"], training))
     beside, other_figures = _claim_figures(claims, figures)
     for c in claims:
         mine = [r for r in results if r["claim_id"] == c["id"]]
@@ -180,8 +322,12 @@ def render_html(document: ResultsDocument) -> str:
     summary = {"catalogue": len(CLAIMS), "executable": len(executable),
                "run": len({r["claim_id"] for r in results if r["verdict"] != "skipped"}),
                "models_run": len(run_models), "models_not_run": len(not_run)}
+    matrix = verdict_matrix(claims, results, doc["models"], registry, not_run)
+    overview = [{"caption": cap, "anchor": f"overview-{i}", "png": png}
+                for i, (cap, png) in enumerate(overview_figures(doc["models"], registry))]
     template = env.get_template("report.html.j2")
     return template.render(
+        matrix=matrix, overview=overview, grouped_findings=_grouped_findings(claims, findings, fragile),
         prov=doc["provenance"], schema_version=doc["schema_version"], results=results, claims=claims,
         summary=summary, counts=counts, findings=findings, fragile=fragile, not_run=not_run, sensitive=sensitive,
         other_figures=other_figures, layer_figures={mid: layer_figure(mid, m) for mid, m in doc["models"].items()},
@@ -189,6 +335,19 @@ def render_html(document: ResultsDocument) -> str:
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
     )
+
+
+def _measured_by_figure(claims: list[dict], results: list[dict]) -> dict[str, set[str]]:
+    """Per report group, the models measured (not skipped) by a claim whose figure is that group's figure."""
+    from .modalities import GROUPS
+
+    out: dict[str, set[str]] = {}
+    for key, _, figure in GROUPS:
+        refs = figure_refs(figure)
+        ids = {c["id"] for c in claims if refs and refs & figure_refs(c["figure"], c["id"].split(".")[0])}
+        out[key] = {r["model_id"] for r in results if r["claim_id"] in ids and r["model_id"]
+                    and r["verdict"] != "skipped"}
+    return out
 
 
 def _missing_inputs(results: list[dict]) -> list[tuple[str, int, list[str]]]:

@@ -33,10 +33,15 @@ def _has_attention(sweeps: list[dict]) -> bool:
 def _grid(blocks: dict[str, list[dict]], rows: list[tuple[str, Callable]], title: str, attention_only: bool = False):
     plt = _plt()
     ids = [b for b, s in blocks.items() if _has_attention(s) or not attention_only]
-    fig, axes = plt.subplots(len(rows), len(ids), figsize=(3.6 * len(ids), 2.9 * len(rows)), squeeze=False)
+    # one panel per (block, row); a single row of more than three blocks wraps into a grid of three columns
+    wrap = 3 if len(rows) == 1 and len(ids) > 3 else len(ids)
+    n_rows = len(rows) * math.ceil(len(ids) / wrap)
+    fig, axes = plt.subplots(n_rows, wrap, figsize=(3.9 * wrap, 3.0 * n_rows), squeeze=False)
+    for extra in range(len(ids), n_rows * wrap if wrap != len(ids) else 0):
+        axes[extra // wrap][extra % wrap].axis("off")
     for j, bid in enumerate(ids):
         for i, (ylabel, draw) in enumerate(rows):
-            ax = axes[i][j]
+            ax = axes[i + j // wrap][j % wrap] if wrap != len(ids) else axes[i][j]
             draw(ax, blocks[bid])
             ax.set_xscale("symlog", linthresh=0.5)
             ax.set_xlim(left=0)
@@ -45,7 +50,7 @@ def _grid(blocks: dict[str, list[dict]], rows: list[tuple[str, Callable]], title
                 ax.set_title(bid, fontsize=9)
             if i == len(rows) - 1:
                 ax.set_xlabel("bias norm N")
-            if j == 0:
+            if j % wrap == 0:
                 ax.set_ylabel(ylabel)
     fig.suptitle(title, y=1.02)
     fig.tight_layout()
@@ -64,7 +69,7 @@ def _lines(pairs: list[tuple[str, str, str]], logy: bool = False) -> Callable:
                         label=label if s_i == 0 else None)
         if logy:
             ax.set_yscale("log")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
 
     return draw
 
@@ -77,14 +82,19 @@ def _norms_with_fixed_point(ax, sweeps):
             ax.axvline(n_star, color="k", lw=0.6, ls="--")
     stars = [s["fixed_point"]["n_star"] for s in sweeps if s["fixed_point"].get("n_star") is not None]
     ax.text(0.02, 0.02, f"N* = {sum(stars) / len(stars):.4g} ({len(stars)}/{len(sweeps)} seeds)" if stars
-            else "no fixed point on the sweep", transform=ax.transAxes, fontsize=7)
+            else "no fixed point on the sweep", transform=ax.transAxes, fontsize=9)
 
 
 def _score_histograms(blocks: dict[str, list[dict]]) -> str:
     plt = _plt()
     ids = [b for b, s in blocks.items() if _has_attention(s)]
-    fig, axes = plt.subplots(1, len(ids), figsize=(3.6 * len(ids), 3.0), squeeze=False)
-    for ax, bid in zip(axes[0], ids):
+    cols = min(len(ids), 3)
+    n_rows = math.ceil(len(ids) / cols)
+    fig, grid = plt.subplots(n_rows, cols, figsize=(3.9 * cols, 3.2 * n_rows), squeeze=False)
+    flat = [a for row in grid for a in row]
+    for ax in flat[len(ids):]:
+        ax.axis("off")
+    for ax, bid in zip(flat, ids):
         s = blocks[bid][0]
         pts = s["points"]
         picks = sorted({0, len(pts) // 3, 2 * len(pts) // 3, len(pts) - 1})
@@ -97,9 +107,10 @@ def _score_histograms(blocks: dict[str, list[dict]]) -> str:
         ax.set_yscale("log")
         ax.set_xlabel("pre-softmax score QKᵀ/√d_k")
         ax.set_title(f"{bid} (seed {s['spec']['seed']})", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("density (subsample)")
+    for row in grid:
+        row[0].set_ylabel("density (subsample)")
     fig.suptitle("Fig. 7: pre-softmax score histograms as N grows", y=1.03)
     fig.tight_layout()
     out = _png(fig)
@@ -118,7 +129,8 @@ def _comparison(blocks: dict[str, list[dict]]) -> str:
         ("score std", lambda s: _series(s, "score_std"), True),
         ("mean row entropy (nats)", lambda s: _series(s, "row_entropy"), False),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.2))
+    fig, grid = plt.subplots(2, 2, figsize=(10, 6.4))
+    axes = [a for row in grid for a in row]
     for ax, (label, fn, logy) in zip(axes, panels):
         for c, (bid, sweeps) in enumerate(blocks.items()):
             ys = [fn(s) for s in sweeps]
@@ -135,7 +147,7 @@ def _comparison(blocks: dict[str, list[dict]]) -> str:
         ax.grid(alpha=0.3)
     axes[0].axhline(1.0, color="k", lw=0.6, ls="--")
     axes[1].axhline(0.0, color="k", lw=0.6, ls="--")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=9)
     fig.suptitle("Block types compared (mean over seeds)", y=1.03)
     fig.tight_layout()
     out = _png(fig)

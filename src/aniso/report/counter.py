@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
 
@@ -32,7 +33,7 @@ def _per_layer(models: dict, key: str, keep, title: str, ylabel: str, caption: s
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for mid, v in curves.items():
-        ax.plot(_depth(len(v)), v, "o-", ms=3, label=mid)
+        ax.plot(_depth(len(v)), v, "o-", ms=3, label=_label(mid))
     if level is not None:
         ax.axhline(level, color="k", ls=":", lw=1, label=f"{level:g}")
     if logy:
@@ -41,7 +42,7 @@ def _per_layer(models: dict, key: str, keep, title: str, ylabel: str, caption: s
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [(caption, _png(fig))]
     plt.close(fig)
     return out
@@ -60,11 +61,11 @@ def _pairs(rows: dict[str, tuple[float, float]], labels: tuple[str, str], ylabel
     if level is not None:
         ax.axhline(level, color="k", ls=":", lw=1, label=f"{level:g}")
     ax.set_xticks(x)
-    ax.set_xticklabels(ids, rotation=30, ha="right", fontsize=8)
+    ax.set_xticklabels([_label(m) for m in ids], rotation=30, ha="right", fontsize=9)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [(caption, _png(fig))]
     plt.close(fig)
     return out
@@ -84,7 +85,7 @@ def _sink_along_training(training: dict, eps: float = 0.3):
     ax.set_xlabel("training step (step 0 drawn at 1)")
     ax.set_ylabel(f"share of heads with attention on the first token > {eps}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [("X.attention-sink along training: share of sink heads per checkpoint (Gu et al. 2025 Fig. 3)", _png(fig))]
     plt.close(fig)
     return out

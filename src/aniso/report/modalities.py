@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 
+from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
 
-__all__ = ["GROUPS", "group_of", "modality_figures", "drift_pvalue_figure", "profile_figure", "P_FLOOR"]
+__all__ = ["GROUPS", "group_of", "entry_of", "modality_figures", "drift_pvalue_figure", "profile_figure", "P_FLOOR"]
 
 #: Report groups in order: (key, title, figure of G).
 GROUPS = (
@@ -46,32 +47,49 @@ def group_of(entry: dict) -> str:
 
 
 
-def modality_figures(models: dict[str, dict]) -> list[tuple[str, str]]:
+def entry_of(model_id: str, doc: dict, registry: dict | None = None) -> dict:
+    """The registry row of a measured model: the one its layer table carries, else the document's registry's."""
+    return doc.get("entry") or (registry or {}).get(model_id) or {}
+
+
+def _style(i: int) -> dict:
+    """Colour and line style of the i-th curve of a figure: ten colours, then the same with another dash."""
+    return {"color": f"C{i % 10}", "ls": ("-", "-.", ":")[(i // 10) % 3]}
+
+
+def modality_figures(models: dict[str, dict], registry: dict | None = None,
+                     also: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
     """One figure per group with measured models: avg cos per layer against relative depth (0 = embedding
-    output, 1 = last layer), each model's isotropic q95(d) dashed (Transformers) or the 0.2 level (speech, CNNs)."""
+    output, 1 = last layer), each model's isotropic q95(d) dashed (Transformers) or the 0.2 level (speech, CNNs).
+
+    A model's group comes from its layer table's registry row, else from ``registry`` (``results.json``'s
+    ``registry``); ``also`` adds, per group key, the models a claim of that figure measured, so that a figure
+    shows every model its claim has a verdict for."""
     plt = _plt()
     out = []
     for key, title, figure in GROUPS:
-        members = {mid: doc for mid, doc in models.items() if group_of(doc.get("entry") or {}) == key}
+        extra = (also or {}).get(key, set())
+        members = {mid: doc for mid, doc in models.items()
+                   if group_of(entry_of(mid, doc, registry)) == key or mid in extra}
         if not members:
             continue
-        fig, ax = plt.subplots(figsize=(7, 3.6))
+        fig, ax = plt.subplots(figsize=(8, 3.8 + 0.12 * max(len(members) - 12, 0)))
         for i, (mid, doc) in enumerate(members.items()):
             cos = [math.nan if s.get("mean_cosine") is None else s["mean_cosine"] for s in doc["layers"]]
             n = len(cos)
             x = [j / max(n - 1, 1) for j in range(n)]
-            ax.plot(x, cos, "o-", ms=3, color=f"C{i}", label=mid)
-            if key in ("speech", "vision-cnn") or (doc.get("entry") or {}).get("architecture") == "cnn":
+            ax.plot(x, cos, marker="o", ms=3, label=_label(mid), **_style(i))
+            if key in ("speech", "vision-cnn") or entry_of(mid, doc, registry).get("architecture") == "cnn":
                 continue
             q95 = [math.nan if s.get("q95") is None else s["q95"] for s in doc["layers"]]
-            ax.plot(x, q95, "--", lw=0.8, color=f"C{i}")
+            ax.plot(x, q95, "--", lw=0.8, color=_style(i)["color"])
         if key in ("speech", "vision-cnn", "vision-miniature"):
             ax.axhline(0.2, color="k", ls=":", lw=1, label="0.2 (G §3.2)")
         ax.set_xlabel("relative depth (layer / last layer)")
         ax.set_ylabel("avg cos")
         ax.set_ylim(min(0.0, ax.get_ylim()[0]), 1.0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, never over them
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, never over them
         ax.set_title(f"{title} ({figure}); dashed: isotropic q95(d)" if key not in ("speech", "vision-cnn")
                      else f"{title} ({figure})", fontsize=9)
         out.append((f"{title} — {figure}", _png(fig)))
@@ -86,7 +104,8 @@ P_FLOOR = 1e-16
 DRIFT_CLAIMS = ("G.drift-correlation-spearman", "G.drift-correlation-pearson")
 
 
-def drift_pvalue_figure(results: list, models: dict[str, dict]) -> list[tuple[str, str]]:
+def drift_pvalue_figure(results: list, models: dict[str, dict], registry: dict | None = None
+                        ) -> list[tuple[str, str]]:
     """G Fig. 5 / 16: p-values of the Spearman and Pearson tests between per-layer drift norm and avg cos,
     one point per model (log scale), the 0.05 line, models ordered by report group. ``results`` are
     :class:`~aniso.results.ClaimResult`; their typed ``p_value`` is read."""
@@ -97,28 +116,30 @@ def drift_pvalue_figure(results: list, models: dict[str, dict]) -> list[tuple[st
     if not rows:
         return []
     order = {k: i for i, (k, _, _) in enumerate(GROUPS)}
-    ids = sorted(rows, key=lambda m: (order.get(group_of((models.get(m) or {}).get("entry") or {}), 99), m))
+    ids = sorted(rows, key=lambda m: (order.get(group_of(entry_of(m, models.get(m) or {}, registry)), 99), m))
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(ids) + 2), 3.4))
-    x = range(len(ids))
-    ax.scatter(x, [max(rows[m][0], P_FLOOR) for m in ids], marker="o", label="Spearman (Fig. 5)")
-    ax.scatter(x, [max(rows[m][1], P_FLOOR) for m in ids], marker="x", label="Pearson (Fig. 16)")
-    ax.axhline(P_FLOOR, color="0.6", ls=":", lw=0.8, label=f"floor {P_FLOOR:g} (smaller p drawn here)")
-    ax.axhline(0.05, color="r", ls="--", lw=1, label="p = 0.05")
-    ax.set_yscale("log")
-    ax.set_xticks(list(x))
-    ax.set_xticklabels(ids, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("p-value")
+    # one row per model (names read horizontally), p along a log axis
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.28 * len(ids)))
+    y = list(range(len(ids)))[::-1]
+    ax.scatter([max(rows[m][0], P_FLOOR) for m in ids], y, marker="o", label="Spearman (Fig. 5)")
+    ax.scatter([max(rows[m][1], P_FLOOR) for m in ids], y, marker="x", s=40, label="Pearson (Fig. 16)")
+    ax.axvline(P_FLOOR, color="0.6", ls=":", lw=0.8, label=f"floor {P_FLOOR:g} (smaller p drawn here)")
+    ax.axvline(0.05, color="r", ls="--", lw=1, label="p = 0.05")
+    ax.set_xscale("log")
+    ax.set_yticks(y)
+    ax.set_yticklabels([_label(m) for m in ids])
+    ax.set_ylim(-0.7, len(ids) - 0.3)
+    ax.set_xlabel("p-value (log scale)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    ax.set_title("drift norm vs avg cos across layers", fontsize=9)
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("drift norm vs avg cos across layers", fontsize=10)
     out = [(f"p-values of the drift-norm correlations — G Fig. 5 and 16 (p < {P_FLOOR:g} drawn at {P_FLOOR:g})",
             _png(fig))]
     plt.close(fig)
     return out
 
 
-def profile_figure(models: dict[str, dict]) -> list[tuple[str, str]]:
+def profile_figure(models: dict[str, dict], registry: dict | None = None) -> list[tuple[str, str]]:
     """R Fig. 1: the SVD-anisotropy profile of every measured text Transformer against relative depth (decoders
     solid, encoders dashed), with every token (left, R's setting) and without the first token of each sequence
     (right, where measured). Models without second-order statistics are left out."""
@@ -126,7 +147,7 @@ def profile_figure(models: dict[str, dict]) -> list[tuple[str, str]]:
 
     curves = {}
     for mid, doc in models.items():
-        entry = doc.get("entry") or {}
+        entry = entry_of(mid, doc, registry)
         if entry.get("modality") != "text" or entry.get("architecture") != "transformer":
             continue
         try:
@@ -139,7 +160,7 @@ def profile_figure(models: dict[str, dict]) -> list[tuple[str, str]]:
     if not curves:
         return []
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6), sharey=False)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.0), sharey=False)
     for i, (title, which) in enumerate((("every token (R's setting)", 1), ("first token of each sequence excluded", 2))):
         ax = axes[i]
         for mid, curve in curves.items():
@@ -147,14 +168,15 @@ def profile_figure(models: dict[str, dict]) -> list[tuple[str, str]]:
             if y is None:
                 continue
             x = [k / (len(y) - 1) for k in range(len(y))]
-            ax.plot(x, y, "-" if curve[0] == "decoder" else "--", marker=".", label=f"{mid} ({curve[0]})")
+            ax.plot(x, y, marker=".", label=f"{_label(mid)} ({curve[0]})", color=_style(list(curves).index(mid))["color"],
+                    ls="-" if curve[0] == "decoder" else "--")
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)")
         ax.set_ylabel("SVD anisotropy σ₁²/Σσᵢ² (batch mean)")
         ax.grid(alpha=0.3)
     labelled = next((ax for ax in axes[::-1] if ax.get_legend_handles_labels()[0]), None)
     if labelled is not None:
-        labelled.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        labelled.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [("SVD-anisotropy profiles of decoders and encoders — R Fig. 1", _png(fig))]
     plt.close(fig)
     return out

@@ -29,7 +29,7 @@ def _per_layer(ax, steps, values: np.ndarray, title: str, ylabel: str) -> None:
         ax.plot(_x(steps), values[:, layer], "o-", ms=3, color=plt.cm.viridis(layer / max(n - 1, 1)),
                 label=f"layer {layer}")
     ax.set_title(title, fontsize=9)
-    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=9)
 
 
 def series_figures(series_id: str, doc: dict) -> list[tuple[str, str]]:
@@ -37,7 +37,8 @@ def series_figures(series_id: str, doc: dict) -> list[tuple[str, str]]:
     plt = _plt()
     steps = doc["steps"]
     cos, dot, ent = (np.asarray(doc[k], dtype=float) for k in ("qk_cos", "qk_dot", "entropy"))
-    fig, axes = plt.subplots(1, 5, figsize=(19, 3.4))
+    fig, grid = plt.subplots(2, 3, figsize=(12, 6.6))
+    axes = [grid[0][0], grid[0][1], grid[0][2], grid[1][0], grid[1][1]]
     _per_layer(axes[0], steps, cos.mean(2), "G Fig. 13: cos(Q̄, K̄), mean over heads", "cosine")
     axes[0].axhline(0, color="k", lw=0.6)
     _per_layer(axes[1], steps, np.abs(dot).mean(2), "G Fig. 14: |Q̄·K̄|, mean over heads", "|dot|")
@@ -53,12 +54,17 @@ def series_figures(series_id: str, doc: dict) -> list[tuple[str, str]]:
     for ax in axes:
         ax.set_xscale("symlog", linthresh=max(1, min(s for s in steps if s > 0) if any(steps) else 1))
         ax.set_xlim(min(steps), max(steps) * 1.2 if max(steps) > 0 else 1)
-        ax.set_xlabel("training step", fontsize=8)
+        ax.set_xlabel("training step", fontsize=9)
         ax.grid(alpha=0.3)
-        ax.tick_params(labelsize=7)
-    axes[0].legend(fontsize=6)
-    axes[4].legend(fontsize=6)
-    fig.suptitle(f"{series_id} ({doc.get('inputs') or 'inputs not recorded'})", y=1.05)
+        ax.tick_params(labelsize=9)
+    axes[4].legend(fontsize=9)
+    # the sixth cell holds the layer legend of the three per-layer panels
+    grid[1][2].axis("off")
+    handles, labels = axes[0].get_legend_handles_labels()
+    grid[1][2].legend(handles, labels, loc="center", fontsize=9, ncol=2 if len(labels) > 12 else 1,
+                      title="layer (dark: first)")
+    fig.tight_layout()
+    fig.suptitle(f"{series_id} ({doc.get('inputs') or 'inputs not recorded'})", y=1.02)
     out = [(f"{series_id}: queries, keys and attention along training (G Fig. 13-15); SVD anisotropy and "
             f"intrinsic dimension along training (R Fig. 2-4)", _png(fig))]
     plt.close(fig)
@@ -81,12 +87,12 @@ def projection_figure(series_id: str, doc: dict) -> list[tuple[str, str]]:
                     ax.annotate("", xy=b, xytext=a, arrowprops=dict(arrowstyle="->", color=colour, lw=1.2))
                 ax.plot(p[:, 0], p[:, 1], "o", ms=2, color=colour, label=f"{key.upper()}̄_s")
             ax.plot([0], [0], "k+", ms=8)
-            ax.set_title(f"{title}: layer {head['layer']}, head {head['head']}", fontsize=8)
-            ax.set_xlabel("1st singular direction", fontsize=7)
-            ax.set_ylabel("2nd", fontsize=7)
-            ax.tick_params(labelsize=7)
+            ax.set_title(f"{title}: layer {head['layer']}, head {head['head']}", fontsize=9)
+            ax.set_xlabel("1st singular direction", fontsize=9)
+            ax.set_ylabel("2nd", fontsize=9)
+            ax.tick_params(labelsize=9)
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=9)
     fig.suptitle(f"{series_id}: mean query and key along training (step 0 to {doc['steps'][-1]})", y=1.02)
     out = [(f"{series_id}: Q̄_s and K̄_s projected on the first two singular directions (G Fig. 12, 21-22)",
             _png(fig))]
@@ -107,9 +113,9 @@ def seed_figure(family: str, docs: dict[str, dict]) -> list[tuple[str, str]]:
         ax.set_xlim(left=0)
         ax.axhline(0, color="k", lw=0.6)
         ax.set_title(f"cos(Q̄, K̄), {name}", fontsize=9)
-        ax.set_xlabel("training step", fontsize=8)
+        ax.set_xlabel("training step", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=9)
     out = [(f"{family}: the query/key alignment across seeds (G Fig. 23)", _png(fig))]
     plt.close(fig)
     return out
