@@ -179,3 +179,126 @@ def test_a_claims_notes_are_shown_in_full_beside_its_numbers(tmp_path):
     assert "identity-attention control (seed 0): N* = 27.707, with attention 27.707; &lt;script&gt;" in html
     assert EVIL not in html
     assert "per-sequence mean (every sequence weighs the same): holds (0.726)" in html
+
+
+def _claim(claim, model, verdict, fragile=False, n_items=100, reason="", low=0.1, high=0.3):
+    from aniso.results import Uncertainty
+
+    return ClaimResult(claim_id=claim, paper="G", section="§2", figure="Fig. 1", statement="s", model_id=model,
+                       test=f"t[{model}]", verdict=verdict, reason=reason, n_items=n_items,
+                       skip_kind="model" if verdict == "skipped" else None,
+                       uncertainty=None if verdict == "skipped" else Uncertainty(
+                           statistic="highest layer avg cos", value=0.2, low=low, high=high, threshold=0.25,
+                           holds_if="<", holds_share=0.6, fragile=fragile, n_boot=100))
+
+
+def test_verdict_matrix_is_the_first_table_with_a_cell_per_claim_and_model(tmp_path):
+    """Rows are claims under their paper and section, columns the run models by group, hub-only models folded into
+    one "not here" group; each cell links to its verdict and says its deciding number on hover."""
+    import re
+
+    from aniso.results import RegistryRow
+
+    rows = {"enc": RegistryRow(modality="text", granularity="subword", architecture="transformer", role="encoder",
+                               family="bert"),
+            "cnn": RegistryRow(modality="vision", granularity="pixel", architecture="cnn", role="encoder",
+                               family="resnet")}
+    results = [_claim("G.token-nlp-anisotropic", "enc", "holds"),
+               _claim("G.cnn-mostly-isotropic", "cnn", "holds", fragile=True),
+               _claim("G.drift-correlation-pearson", "enc", "does not hold", reason="r = 0.1 < 0.5"),
+               _claim("G.token-nlp-anisotropic", "hub-only", "skipped", reason="not in the local cache")]
+    html = render_html(_doc(tmp_path, results, registry=rows))
+    matrix = html.split('<table id="verdict-matrix">', 1)[1].split("</table>", 1)[0]
+    assert html.index('<table id="verdict-matrix">') == html.index("<table")
+    assert "Subword text Transformers" in matrix and "Convolutional networks" in matrix
+    assert matrix.index("Subword text Transformers") < matrix.index("Convolutional networks")
+    assert "§2" in matrix and "§3.2" in matrix  # claims grouped by paper and section
+    cells = re.findall(r'<td class="([^"]*)" title="([^"]*)"><a href="#(r-\d+)">([^<]*)</a>', matrix)
+    by_anchor = {a: (cls, title, sym) for cls, title, a, sym in cells}
+    assert by_anchor["r-0"] == ("holds", "enc: holds · highest layer avg cos = 0.2, 95% CI [0.1, 0.3] vs &lt; 0.25",
+                                "✓")
+    assert by_anchor["r-1"][0] == "holds fragile" and by_anchor["r-1"][2] == "✓?"
+    assert by_anchor["r-2"][0] == "fails" and "r = 0.1 &lt; 0.5" in by_anchor["r-2"][1]
+    assert 'id="vm-toggle"' in html and 'class="model nh-col" title="hub-only"' in matrix
+    assert matrix.count("nh-sum") == 1 + 3  # the folded header and one count per claim
+
+
+def test_interval_of_one_input_is_not_available(tmp_path):
+    from aniso.report import interval_text
+
+    one = _claim("M.partition-isotropy", "enc", "holds", n_items=1, low=0.07134, high=0.07134).model_dump()
+    assert interval_text(one) == "n/a (one input)"
+    assert interval_text(_claim("G.token-nlp-anisotropic", "enc", "holds").model_dump()) == "[0.1, 0.3]"
+    assert interval_text(_claim("G.token-nlp-anisotropic", "enc", "skipped").model_dump()) is None
+    html = render_html(_doc(tmp_path, [_claim("M.partition-isotropy", "enc", "holds", n_items=1, low=0.07134,
+                                              high=0.07134)]))
+    assert "n/a (one input)" in html and "0.07134, 0.07134" not in html
+
+
+def test_findings_say_the_shared_wording_once_per_claim(tmp_path):
+    from aniso.report import common_wording
+
+    assert common_wording(["max avg cos 0.1 < 0.2", "max avg cos 0.15 < 0.2"]) == ("max avg cos", ["0.1", "0.15"],
+                                                                                    "< 0.2")
+    assert common_wording(["same words"]) == ("", ["same words"], "")
+    reason = "the drift norm and avg cos are not linearly correlated across layers: r ="
+    results = [_claim("G.drift-correlation-pearson", m, "expected not to hold", reason=f"{reason} 0.{i}")
+               for i, m in enumerate(("a", "b", "c"))]
+    html = render_html(_doc(tmp_path, results))
+    findings = html.split("Findings and fragile verdicts", 1)[1].split("</ul>", 1)[0]
+    assert findings.count("<li") == 1 and findings.count(reason) == 1
+    assert "on 3 model(s)" in findings and 'c</a> (<span title="0.2">0.2</span>)' in findings
+
+
+def test_figures_are_legible_and_fit_the_page():
+    """No text under 9 pt; a figure wider than the page is narrowed (its axes, not its type)."""
+    from aniso.report.figures import DPI, MAX_WIDTH_IN, png, pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(20, 3))
+    ax.plot([0, 1], [0, 1], label="x" * 30)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
+    out = png(fig)
+    assert out.font_pt >= 9 and out.css_width <= MAX_WIDTH_IN * 96 + 1
+    assert abs(out.pixel_width * 96 / DPI - out.css_width) <= 1
+    ax.set_title("tiny", fontsize=7)
+    with pytest.raises(ValueError, match="7 pt"):
+        png(fig)
+    plt.close(fig)
+
+
+def test_group_figure_draws_every_model_its_claim_measured():
+    """A model whose layer table carries no registry row is grouped by the document's registry; a model measured
+    by a claim of the figure is drawn in it whatever its row."""
+    from aniso.report.modalities import group_members
+
+    char = {"modality": "text", "granularity": "byte", "architecture": "transformer", "role": "decoder"}
+    models = {"a": {"entry": char, "layers": []}, "b": {"entry": None, "layers": []},
+              "c": {"entry": {"modality": "text", "granularity": "subword", "architecture": "transformer"},
+                    "layers": []}}
+    assert set(group_members(models, "text-char")) == {"a"}
+    assert set(group_members(models, "text-char", {"b": char})) == {"a", "b"}
+    assert set(group_members(models, "text-char", {"b": char}, {"text-char": {"c"}})) == {"a", "b", "c"}
+
+
+def test_overview_figures_put_every_model_side_by_side(tmp_path):
+    from aniso.report.overview import overview_figures
+    from aniso.results import RegistryRow
+
+    def model(modality, role, arch="transformer"):
+        layers = [dict(LAYER, mean_cosine=0.1 * i, drift_norm=1.0 + i, svd_anisotropy_batch_mean=0.1 + 0.01 * i,
+                       twonn=5.0 + i) for i in range(4)]
+        return ModelLayers(layer_names=[str(i) for i in range(4)], layers=layers, meta={},
+                           entry=RegistryRow(modality=modality, granularity="subword", architecture=arch, role=role,
+                                             family="f"))
+
+    doc = _doc(tmp_path, [], models={"dec": model("text", "decoder"), "enc": model("text", "encoder"),
+                                     "cnn": model("vision", "encoder", "cnn")})
+    figs = overview_figures(doc.model_dump(mode="json")["models"])
+    starts = ("avg cos by relative depth", "drift norm vs avg cos per layer", "SVD-anisotropy and TwoNN profiles")
+    assert len(figs) == 3 and all(c.split(": ", 1)[1].startswith(s) for (c, _), s in zip(figs, starts)), figs
+    assert all(f.font_pt >= 9 for _, f in figs)
+    html = render_html(doc)
+    assert html.index('id="across-models"') < html.index('id="claims"')
+    one = {"dec": doc.model_dump(mode="json")["models"]["dec"]}
+    assert overview_figures({}) == [] and overview_figures(one) == []

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from aniso.report import render_html
+from aniso.report.figures import DPI
 from aniso.results import (ClaimResult, ModelLayers, RegistryRow, ResultsDocument, Uncertainty, provenance)
 
 WIDTH = 1280
@@ -125,8 +126,8 @@ def test_report_reads_in_a_browser(tmp_path):
     assert len(screen["figures"]) >= 5 and len(screen["opened"]) == screen["images"], screen
     small = [f for f in screen["figures"] + screen["opened"] if f["pt"] < 9.0 - 1e-6]
     assert small == [], small
-    # the width the text is legible at is the image's own (144 dpi shown at 96 CSS pixels per inch)
-    assert all(abs(f["natural"] * 96 / 144 - f["css"]) <= 1 for f in screen["figures"]), screen["figures"]
+    # the width the text is legible at is the image's own (DPI dots per inch shown at 96 CSS pixels per inch)
+    assert all(abs(f["natural"] * 96 / DPI - f["css"]) <= 1 for f in screen["figures"]), screen["figures"]
     # top-down: the summary and its findings come before the claims, the provenance last
     assert html.index("Findings and fragile verdicts") < html.index('<h2 id="claims">Claims</h2>') < html.index('<h2 id="provenance">')
     # skipped models: one collapsed line per claim, and one line each (with the reason) under "Models not run here"

@@ -218,7 +218,7 @@ def verdict_matrix(claims: list[dict], results: list[dict], models: dict, regist
 
     rows, last = [], None
     for c in claims:
-        section = f"{c['paper']} {c['section']}".strip() or "other"
+        section = f"{c['paper'].split(', ')[0]} {c['section']}".strip() or "other"
         if section != last:
             rows.append({"section": section})
             last = section

@@ -14,9 +14,9 @@ import io
 
 __all__ = ["pyplot", "png", "Png", "label", "DPI", "MAX_WIDTH_IN", "MIN_FONT_PT"]
 
-#: Dots per inch of the embedded PNGs (1.5x the 96 CSS pixels per inch: sharp on high-density screens, and a
-#: full-size view that is larger than the page's).
-DPI = 144
+#: Dots per inch of the embedded PNGs (1.25x the 96 CSS pixels per inch: sharper on high-density screens, and a
+#: full-size view larger than the page's, for about 1.5x the bytes of the former 90 dpi).
+DPI = 120
 #: The widest figure, in inches (1,190 CSS pixels: inside the page's 1,280-pixel column at 1,366 pixels).
 MAX_WIDTH_IN = 12.4
 #: The smallest type in any figure, in points.
@@ -65,13 +65,15 @@ def png(fig) -> Png:
     small = _smallest_text(fig)
     if small < MIN_FONT_PT:
         raise ValueError(f"figure {fig.get_suptitle() or ''!r}: text of {small:g} pt, below {MIN_FONT_PT:g} pt")
+    import matplotlib
+
+    limit = MAX_WIDTH_IN - 2 * float(matplotlib.rcParams["savefig.pad_inches"])  # the saved box is padded
     for _ in range(4):
-        fig.canvas.draw()
         box = fig.get_tightbbox(fig.canvas.get_renderer())
-        if box.width <= MAX_WIDTH_IN:
+        if box.width <= limit:
             break
         w, h = fig.get_size_inches()
-        fig.set_size_inches(max(w - (box.width - MAX_WIDTH_IN) - 0.05, 2.0), h)
+        fig.set_size_inches(max(w - (box.width - limit) - 0.05, 2.0), h)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     data = buf.getvalue()

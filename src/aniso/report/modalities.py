@@ -14,7 +14,7 @@ from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
 
-__all__ = ["GROUPS", "group_of", "entry_of", "modality_figures", "drift_pvalue_figure", "profile_figure", "P_FLOOR"]
+__all__ = ["GROUPS", "group_of", "entry_of", "group_members", "modality_figures", "drift_pvalue_figure", "profile_figure", "P_FLOOR"]
 
 #: Report groups in order: (key, title, figure of G).
 GROUPS = (
@@ -57,6 +57,14 @@ def _style(i: int) -> dict:
     return {"color": f"C{i % 10}", "ls": ("-", "-.", ":")[(i // 10) % 3]}
 
 
+def group_members(models: dict[str, dict], key: str, registry: dict | None = None,
+                  also: dict[str, set[str]] | None = None) -> dict[str, dict]:
+    """The measured models a group's figure draws: those of the group (by :func:`entry_of`), and those ``also``
+    names for it."""
+    extra = (also or {}).get(key, set())
+    return {mid: doc for mid, doc in models.items() if group_of(entry_of(mid, doc, registry)) == key or mid in extra}
+
+
 def modality_figures(models: dict[str, dict], registry: dict | None = None,
                      also: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
     """One figure per group with measured models: avg cos per layer against relative depth (0 = embedding
@@ -68,9 +76,7 @@ def modality_figures(models: dict[str, dict], registry: dict | None = None,
     plt = _plt()
     out = []
     for key, title, figure in GROUPS:
-        extra = (also or {}).get(key, set())
-        members = {mid: doc for mid, doc in models.items()
-                   if group_of(entry_of(mid, doc, registry)) == key or mid in extra}
+        members = group_members(models, key, registry, also)
         if not members:
             continue
         fig, ax = plt.subplots(figsize=(8, 3.8 + 0.12 * max(len(members) - 12, 0)))

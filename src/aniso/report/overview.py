@@ -179,5 +179,8 @@ def profile_overview(models: dict, registry: dict | None = None) -> list[tuple[s
 
 
 def overview_figures(models: dict, registry: dict | None = None) -> list[tuple[str, str]]:
-    """The three cross-model views, each where at least one model has its numbers."""
+    """The three cross-model views, each where a model has its numbers; none for fewer than two models (one
+    model's layers are drawn in its group's figure and its layer-wise figure)."""
+    if len(models) < 2:
+        return []
     return avg_cos_overview(models, registry) + drift_overview(models, registry) + profile_overview(models, registry)
