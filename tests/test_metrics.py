@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import special_ortho_group
@@ -177,23 +178,105 @@ def _brute_two_nearest(x):
     return two[:, 0], two[:, 1]
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 10_000), st.integers(3, 1500), st.integers(1, 40), st.sampled_from(["gauss", "offset", "grid"]))
-def test_two_nearest_neighbours_are_exact(seed, n, d, kind):
-    """The float32 search with its float64 re-check gives the float64 brute-force distances, also far from the
-    origin (cancellation) and on a grid (many exact ties)."""
-    rng = np.random.default_rng(seed)
+def _points_of_kind(rng, n, d, kind):
+    """Hard cases for the float32 screening: far from the origin (cancellation), a grid (exact ties), a massive
+    feature (one column 10³-10⁴ times the others on some or all rows, as in decoder models), duplicates."""
     if kind == "grid":
-        x = rng.integers(0, 4, size=(n, d)).astype(float)
-    else:
-        x = rng.standard_normal((n, d)) * (1e-3 if kind == "offset" else 1) + (1e4 if kind == "offset" else 0)
-    x = metrics.unique_rows(x)
+        return rng.integers(0, 4, size=(n, d)).astype(float)
+    x = rng.standard_normal((n, d))
+    if kind == "offset":
+        return x * 1e-3 + 1e4
+    if kind in ("massive", "massive-all"):
+        rows = rng.random(n) < (1.0 if kind == "massive-all" else 0.5)
+        x[rows, 0] = 10 ** rng.uniform(3, 4) * (1 + 0.01 * rng.standard_normal(rows.sum()))
+        return x
+    if kind == "duplicates":
+        return np.concatenate([x, x[: n // 3]])
+    return x
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 600), st.integers(1, 40),
+       st.sampled_from(["gauss", "offset", "grid", "massive", "massive-all", "duplicates"]))
+def test_two_nearest_neighbours_are_exact(seed, n, d, kind):
+    """The float32 search with its float64 re-check gives the float64 brute-force distances to 1e-9, also far
+    from the origin (cancellation), on a grid (many exact ties) and with a massive feature."""
+    x = metrics.unique_rows(_points_of_kind(np.random.default_rng(seed), n, d, kind))
     assume(len(x) >= 3)
     r1, r2 = metrics.two_nearest_neighbours(x)
     b1, b2 = _brute_two_nearest(x)
     scale = np.abs(x - x.mean(0)).max() + 1
     assert np.allclose(r1, b1, rtol=1e-9, atol=1e-12 * scale) and np.allclose(r2, b2, rtol=1e-9, atol=1e-12 * scale)
     assert np.all(r1 <= r2)
+
+
+def _brute_twonn(x, discard_fraction=0.1):
+    """TwoNN from float64 brute-force distances (the definition, without the suite's search)."""
+    x = metrics.unique_rows(np.asarray(x, dtype=float))
+    r1, r2 = _brute_two_nearest(x)
+    n = len(x)
+    mu = np.sort(r2 / r1)
+    keep = min(int(math.floor(n * (1 - discard_fraction))), n - 1)
+    log_mu = np.log(mu[:keep])
+    y = -np.log1p(-np.arange(1, n + 1)[:keep] / n)
+    return float(log_mu @ y / (log_mu @ log_mu))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 10_000), st.integers(20, 600), st.integers(2, 30),
+       st.sampled_from(["gauss", "offset", "massive", "massive-all", "duplicates"]))
+def test_twonn_equals_float64_brute_force(seed, n, d, kind):
+    """The estimate equals the one from exact float64 distances to 1e-9 (relative), from NumPy and from a
+    torch tensor alike."""
+    x = _points_of_kind(np.random.default_rng(seed), n, d, kind)
+    want = _brute_twonn(x)
+    assert metrics.twonn_dimension(x) == pytest.approx(want, rel=1e-9)
+    assert metrics.twonn_dimension(torch.from_numpy(x)) == pytest.approx(want, rel=1e-9)
+
+
+def test_massive_feature_keeps_the_float32_screen(monkeypatch):
+    """Decoder-like points (a column ~10³ times the others on half of the rows): the massive column is split off,
+    so few rows fail the float32 screen of 4 candidates; left in the float32 product, most rows (84% here) do. Both
+    exact."""
+    x = _points_of_kind(np.random.default_rng(0), 2000, 64, "massive")
+    b1, b2 = _brute_two_nearest(x)
+    recheck = metrics._recheck
+    for ratio, most in ((metrics._MASSIVE_RATIO, 100), (math.inf, 2000)):
+        calls = []
+        monkeypatch.setattr(metrics, "_MASSIVE_RATIO", ratio)
+        monkeypatch.setattr(metrics, "_NN_WIDE", metrics._NN_CANDIDATES)  # every unsure row of the screen counted
+        monkeypatch.setattr(metrics, "_recheck", lambda rows, *a: calls.append(rows.numel()) or recheck(rows, *a))
+        r1, r2 = metrics.two_nearest_neighbours(x)
+        monkeypatch.undo()
+        assert np.allclose(r1, b1, rtol=1e-9) and np.allclose(r2, b2, rtol=1e-9)
+        assert calls[0] <= most and (ratio != math.inf or calls[0] >= 1500), calls
+
+
+def test_twonn_on_a_tensor_stays_on_its_device(monkeypatch):
+    """A torch tensor is computed with torch (nothing of the points' size goes to NumPy; the (n,) results only),
+    the answer is that of the NumPy path, and a TF32/bfloat16 matrix-product precision still gives it exactly."""
+    x = _points_of_kind(np.random.default_rng(1), 500, 16, "massive")
+    want = metrics.two_nearest_neighbours(x)
+    t = torch.from_numpy(x)
+    shapes = []
+    to_numpy = torch.Tensor.numpy
+    monkeypatch.setattr(torch.Tensor, "numpy", lambda self, *a, **k: shapes.append(self.shape) or to_numpy(self))
+    got = metrics.two_nearest_neighbours(t)
+    monkeypatch.undo()
+    assert shapes and all(s.numel() <= 2 * 500 for s in shapes), shapes
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert metrics.unique_rows(torch.cat([t, t[:7]])).shape == t.shape
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")
+        low = metrics.two_nearest_neighbours(t)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert np.allclose(low[0], want[0], rtol=1e-12) and np.allclose(low[1], want[1], rtol=1e-12)
+    with pytest.raises(ValueError, match="2-D"):
+        metrics.twonn_dimension(t[0])
+    with pytest.raises(ValueError, match="NaN"):
+        metrics.twonn_dimension(torch.full((5, 2), float("nan")))
 
 
 def test_two_nearest_neighbours_recheck_near_ties(monkeypatch):
@@ -204,8 +287,8 @@ def test_two_nearest_neighbours_recheck_near_ties(monkeypatch):
     for noise, last_resort in ((1e-7, 0), (1e-13, 300)):
         x = np.eye(300) * 10 + rng.standard_normal((300, 300)) * noise
         calls = []
-        partition = np.partition
-        monkeypatch.setattr(metrics.np, "partition", lambda *a, **k: calls.append(1) or partition(*a, **k))
+        every = metrics._all_distances
+        monkeypatch.setattr(metrics, "_all_distances", lambda *a: calls.append(1) or every(*a))
         r1, r2 = metrics.two_nearest_neighbours(x)
         monkeypatch.undo()
         assert len(calls) == last_resort

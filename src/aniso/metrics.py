@@ -218,16 +218,53 @@ def svd_anisotropy(x: np.ndarray) -> float:
 _NN_BLOCK = 1024
 #: Candidates kept per row from the float32 block before the exact float64 re-check.
 _NN_CANDIDATES = 4
+#: Candidates taken, from the same block, for the rows whose 4 candidates cannot be shown to hold the two nearest.
+_NN_WIDE = 32
 _F64_UNIT_ROUNDOFF = 2.0**-53
-_F32_UNIT_ROUNDOFF = 2.0 ** -24
+#: A centred column is "massive" when its largest |value|² exceeds this many times the median over columns of the
+#: largest |value|²; at most ``_MASSIVE_MAX`` columns (the largest) are split off.
+_MASSIVE_RATIO = 256.0
+_MASSIVE_MAX = 8
 
 
-def unique_rows(x: np.ndarray) -> np.ndarray:
+def _f32_unit_roundoff() -> float:
+    """Unit roundoff of a float32 matrix product under ``torch.get_float32_matmul_precision()``: 2⁻²⁴ at
+    "highest" (the default), 2⁻¹¹ at "high" (TF32 may be used), 2⁻⁸ at "medium" (bfloat16 may be used)."""
+    return {"highest": 2.0**-24, "high": 2.0**-11}.get(torch.get_float32_matmul_precision(), 2.0**-8)
+
+
+def _as_points(x, name: str = "x") -> torch.Tensor:
+    """``x`` (a NumPy array or a torch tensor on any device) as a finite float64 tensor of shape (n, d) on the
+    same device (a NumPy array goes to the CPU without a copy when it is already float64)."""
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+        if t.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D tensor of shape (n, d), got shape {tuple(t.shape)}")
+        t = t.to(torch.float64)
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} contains NaN or infinite values")
+        return t
+    return torch.from_numpy(np.ascontiguousarray(_as_matrix(x, name)))
+
+
+def unique_rows(x):
     """The distinct rows of ``x`` (shape (n, d)), each once, in order of first appearance.
 
-    Rows are compared by their bytes (hashing, not sorting), so this costs O(n·d); ``-0.0`` and ``0.0``
-    count as different, NaN rows as equal to themselves (callers reject NaN first).
+    A NumPy array gives a NumPy array: rows are compared by their bytes (hashing, not sorting), so this costs
+    O(n·d); ``-0.0`` and ``0.0`` count as different, NaN rows as equal to themselves (callers reject NaN first).
+    A torch tensor gives a tensor on its device (``torch.unique`` over rows, O(n·log n·d)); there rows are
+    compared by value (``-0.0`` equals ``0.0``). The input itself is returned when every row is distinct.
     """
+    if isinstance(x, torch.Tensor):
+        if x.ndim != 2 or x.shape[0] < 2:
+            return x
+        distinct, inverse = torch.unique(x, dim=0, return_inverse=True)
+        if distinct.shape[0] == x.shape[0]:
+            return x
+        index = torch.arange(x.shape[0], device=x.device)
+        first = torch.full((distinct.shape[0],), x.shape[0], dtype=index.dtype, device=x.device)
+        first.scatter_reduce_(0, inverse, index, reduce="amin")
+        return x[torch.sort(first).values]
     x = np.ascontiguousarray(x)
     first = dict.fromkeys(row.tobytes() for row in x)
     if len(first) == x.shape[0]:
@@ -237,90 +274,170 @@ def unique_rows(x: np.ndarray) -> np.ndarray:
     return x[keep]
 
 
-def two_nearest_neighbours(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _massive_columns(centred: torch.Tensor) -> torch.Tensor:
+    """Indices (on the device) of the few columns whose largest |value| dwarfs the others' (see
+    ``_MASSIVE_RATIO``): decoder models' massive activations. Only a speed choice; exactness never depends on it."""
+    peak = centred.abs().amax(0) ** 2
+    massive = torch.nonzero(peak > _MASSIVE_RATIO * peak.median()).flatten()
+    if massive.numel() > _MASSIVE_MAX:
+        massive = massive[torch.topk(peak[massive], _MASSIVE_MAX).indices]
+    return massive
+
+
+def two_nearest_neighbours(x) -> tuple[np.ndarray, np.ndarray]:
     """Exact Euclidean distances of every point to its first and second nearest other point.
 
-    The search is a blocked float32 matrix product (‖a − b‖² = ‖a‖² + ‖b‖² − 2a·b on the centred points) that
-    keeps 4 candidates per row; the candidates' distances are then recomputed in float64 and the two smallest taken.
-    A row is exact when no point outside its candidates can be nearer than its second: the float32 squared
-    distance of every excluded point is at least that of the 4th candidate, and differs from the true one by at most
-    ε = (d + 4)·u·(‖a‖ + max‖b‖)² (u = 2⁻²⁴, the worst-case rounding of a length-d dot product in any summation
-    order), so a row is exact if the 4th candidate's value − ε exceeds its exact second distance². Rows that fail
-    the test (near-ties over many points) are recomputed against every point in float64. The result is therefore
-    the exact one, at float32 matrix-product speed.
+    Runs with torch on the device of ``x`` (a NumPy array runs on the CPU), in ``torch.get_num_threads()``
+    threads; only the two (n,) results come to the host.
+
+    Method. The points are centred (float64). The few *massive* columns M (a column whose largest |value|² is
+    over 256 times the median over columns, at most 8: the massive activations of decoder models, 10³-10⁴ times the
+    other features) are split from the small ones S, so ‖a − b‖² = D_S + D_M. Blocks of 1024 rows are ranked by
+    v = ‖b_S‖² − 2·a_S·b_S (one float32 matrix product on the S columns) + Σ_{j∈M} fl32(a_j − b_j)² (the
+    difference taken in float64, rounded once); 4 candidates are kept per row, their distances recomputed exactly
+    in float64 and the two smallest taken.
+
+    Error bound (why the answer is exact). With u the float32 unit roundoff of the matrix product (2⁻²⁴;
+    larger when TF32/bfloat16 products are allowed, see :func:`_f32_unit_roundoff`), d_S = |S|, m = |M| and
+    γ = c·u / (1 − c·u), c = d_S + m + 6, for every pair the computed v obeys
+    ‖a − b‖² ≥ (‖a_S‖² + v − ε(a)) / (1 + (m + 4)·1.01·u), ε(a) = γ·(‖a_S‖ + max_b ‖b_S‖)².
+    ε collects the rounding of the points to float32 (≤ 3u‖b‖² + 2u‖a‖‖b‖), the length-d_S dot product in any
+    summation order (γ_d‖a‖‖b‖, doubled), the rounding of ‖b‖² and of the sum, and the m additions of the massive
+    terms (each ≤ u·|running sum|, bounded by (‖a_S‖ + ‖b_S‖)² plus D_M); the denominator covers the relative error
+    of the massive terms (≤ 3.01u·D_M ≤ 3.01u·‖a − b‖²) and of the additions. Every excluded point has v at least
+    the 4th candidate's, so a row is exact when that lower bound at the 4th candidate's v exceeds the exact second
+    distance². Because the massive columns leave ε, the bound scales with the small features' norms only: on
+    decoder-like points it stays as tight as on Gaussian ones (without the split, ε grows with the massive
+    norm² and nearly every row failed the test). Rows that fail are ranked again in float64 (the same bound with
+    u = 2⁻⁵³, all columns in the product); the few that still fail get every distance in float64. The result is
+    therefore the float64 brute-force one, at float32 matrix-product speed.
 
     Parameters
     ----------
-    x : array of shape (n, d), float64, n >= 3, rows distinct and finite
+    x : NumPy array or torch tensor (any device, any float dtype) of shape (n, d), n >= 3, rows distinct, finite
 
     Returns
     -------
-    (r1, r2) : two arrays of shape (n,), float64, r1 <= r2, in the units of ``x``
+    (r1, r2) : two NumPy arrays of shape (n,), float64, r1 <= r2, in the units of ``x``
 
     Raises
     ------
-    ValueError if fewer than 3 points.
+    ValueError if fewer than 3 points, not 2-D, or not finite.
     """
-    x = _as_matrix(x)
-    n, d = x.shape
-    if n < 3:
-        raise ValueError(f"two nearest neighbours need at least 3 points, got {n}")
-    centred = x - x.mean(axis=0)
-    x64 = torch.from_numpy(centred)
-    x32 = x64.float()
-    sq = (x32.double() ** 2).sum(1).float()  # ‖b‖² of the float32 points
-    norm = np.linalg.norm(centred, axis=1)
-    slack = (d + 4) * _F32_UNIT_ROUNDOFF * (norm + norm.max()) ** 2 * 1.01
+    points = _as_points(x)
+    if points.shape[0] < 3:
+        raise ValueError(f"two nearest neighbours need at least 3 points, got {points.shape[0]}")
+    r = _two_nearest_squared(points).sqrt().cpu().numpy()
+    return np.ascontiguousarray(r[:, 0]), np.ascontiguousarray(r[:, 1])
+
+
+def _two_nearest_squared(points: torch.Tensor) -> torch.Tensor:
+    """Exact squared distances (n, 2), float64, on the device of ``points`` (float64, n >= 3, distinct rows)."""
+    n, d = points.shape
+    centred = points - points.mean(0)
+    massive = _massive_columns(centred)
+    m = massive.numel()
+    if m:
+        small_mask = torch.ones(d, dtype=torch.bool, device=centred.device)
+        small_mask[massive] = False
+        small64 = centred[:, small_mask]
+        massive64 = centred[:, massive].T.contiguous()  # (m, n)
+        massive32 = massive64.float()
+        peak = massive64.abs()
+        reach = ((peak + peak.amax(1, keepdim=True)) ** 2).sum(0).sqrt()  # ‖P‖, P_j = |a_j| + max_b |b_j|
+    else:
+        small64, massive32, reach = centred, None, torch.zeros(n, dtype=torch.float64, device=centred.device)
+    small32 = small64.float()
+    sq = (small32.double() ** 2).sum(1).float()  # ‖b_S‖² of the float32 points
+    sq_exact = (small64**2).sum(1)  # ‖a_S‖², float64
+    norm = sq_exact.sqrt()
+    u = _f32_unit_roundoff()
+    d_s = small64.shape[1]
+    gamma = d_s * u / (1 - d_s * u) if d_s * u < 0.5 else math.inf
+    q = (norm + norm.max()) ** 2
+    # The floor of every excluded point's squared distance is L = ‖a_S‖² + v − base (v its ranking value); the
+    # row is exact when L > alpha·r₂² + beta·r₂ (see the error bound in two_nearest_neighbours).
+    base = (0.505 * gamma + (m + 4) * 1.01 * u) * q + 3 * u**2 * reach**2
+    alpha = 1 + (3.3 + 1.1 * m) * u
+    beta = 2.1 * u * reach
     k = min(_NN_CANDIDATES, n - 1)
-    r = np.empty((n, 2))
-    recheck: list[np.ndarray] = []
+    wide = min(_NN_WIDE, n - 1)
+    r = torch.empty((n, 2), dtype=torch.float64, device=centred.device)
+    unsure: list[torch.Tensor] = []
+    step = None
     for s in range(0, n, _NN_BLOCK):
-        rows = torch.arange(s, min(s + _NN_BLOCK, n))
-        # ‖b‖² − 2a·b ranks the row like the distance (‖a‖² is the same along the row): one BLAS call.
-        part = torch.addmm(sq.unsqueeze(0), x32[rows], x32.T, beta=1.0, alpha=-2.0)
-        part[torch.arange(len(rows)), rows] = float("inf")
-        values, idx = torch.topk(part, k, dim=1, largest=False, sorted=True)
-        diff = x64[idx] - x64[rows].unsqueeze(1)
-        exact = torch.einsum("rkd,rkd->rk", diff, diff)  # (rows, k) float64 squared distances
-        two = torch.topk(exact, 2, dim=1, largest=False, sorted=True).values
-        r[s : s + len(rows)] = two.numpy()
+        e = min(s + _NN_BLOCK, n)
+        # ‖b_S‖² − 2a_S·b_S ranks the row like the distance (‖a‖² is the same along the row): one BLAS call.
+        part = torch.addmm(sq.unsqueeze(0), small32[s:e], small32.T, beta=1.0, alpha=-2.0)
+        if massive32 is not None:
+            if step is None or step.shape != part.shape:
+                step = torch.empty_like(part)
+            for j in range(m):
+                torch.sub(massive32[j, s:e].unsqueeze(1), massive32[j].unsqueeze(0), out=step)
+                part.addcmul_(step, step)
+        part.diagonal(s).fill_(math.inf)
+        rows = torch.arange(s, e, device=centred.device)
+        r[s:e], unsure_here = _candidates(part, rows, centred, k, sq_exact, base, alpha, beta)
+        if unsure_here.numel() and wide > k:  # a wider candidate list from the same block, for those rows only
+            local = unsure_here - s
+            r[unsure_here], unsure_here = _candidates(part[local], unsure_here, centred, wide, sq_exact, base,
+                                                      alpha, beta)
         if k < n - 1:
-            floor = values[:, -1].double() + sq[rows].double() - torch.from_numpy(slack[s : s + len(rows)])
-            unsure = (floor <= two[:, 1]).numpy()
-            recheck.append(rows.numpy()[unsure])
-    # Rows whose float32 ranking cannot be trusted (large norms, e.g. massive activations, widen the bound): rank
-    # them again in float64, blocked, with a bound 2^29 times tighter; the few that remain unsure get every distance.
-    last = _recheck(np.concatenate(recheck) if recheck else np.zeros(0, np.int64), x64, slack, k, r)
-    for i in last:
-        dist = ((centred - centred[i]) ** 2).sum(1)
-        dist[i] = np.inf
-        r[i] = np.partition(dist, 1)[:2]
-    r = np.sqrt(r)
-    return r[:, 0], r[:, 1]
+            unsure.append(unsure_here)
+    if unsure:
+        last = _recheck(torch.cat(unsure), centred, wide, r)
+        for i in last.tolist():
+            r[i] = _all_distances(centred, i)
+    return r
 
 
-def _recheck(rows_all: np.ndarray, x64: torch.Tensor, slack32: np.ndarray, k: int, r: np.ndarray) -> np.ndarray:
-    """Two nearest neighbours of ``rows_all`` from float64 candidates (exact distances recomputed), written into
-    ``r``; returns the rows whose float64 bound still cannot separate the candidates from the rest."""
-    if rows_all.size == 0:
+def _candidates(part, rows, centred, k, sq_exact, base, alpha, beta):
+    """From a block of ranking values ``part`` (rows × n), the exact two smallest squared distances of ``rows``
+    among their ``k`` best candidates, (rows, 2) float64, and the rows whose bound cannot exclude the others."""
+    values, idx = torch.topk(part, k, dim=1, largest=False, sorted=True)
+    near = torch.index_select(centred, 0, idx.flatten()).view(idx.shape[0], k, -1)
+    diff = near - centred[rows].unsqueeze(1)
+    two = torch.topk(torch.einsum("rkd,rkd->rk", diff, diff), 2, dim=1, largest=False, sorted=True).values
+    if k == centred.shape[0] - 1:
+        return two, rows[:0]
+    floor = sq_exact[rows] + values[:, -1].double() - base[rows]
+    r2 = two[:, 1]
+    return two, rows[floor <= alpha * r2 + beta[rows] * r2.sqrt()]
+
+
+def _recheck(rows_all: torch.Tensor, centred: torch.Tensor, k: int, r: torch.Tensor) -> torch.Tensor:
+    """Two nearest neighbours of ``rows_all`` (indices on the device) from float64 candidates (exact distances
+    recomputed), written into ``r``; returns the rows whose float64 bound (that of
+    :func:`two_nearest_neighbours` with u = 2⁻⁵³ and no massive split) still cannot separate the candidates."""
+    if rows_all.numel() == 0:
         return rows_all
-    sq64 = (x64 ** 2).sum(1)
-    slack = slack32 * (_F64_UNIT_ROUNDOFF / _F32_UNIT_ROUNDOFF)
+    sq = (centred**2).sum(1)
+    norm = sq.sqrt()
+    c = centred.shape[1] + 6
+    slack = c * _F64_UNIT_ROUNDOFF / (1 - c * _F64_UNIT_ROUNDOFF) * (norm + norm.max()) ** 2
+    shrink = 1 + 4.04 * _F64_UNIT_ROUNDOFF
     left = []
-    for s in range(0, rows_all.size, _NN_BLOCK):
-        rows = torch.from_numpy(rows_all[s : s + _NN_BLOCK])
-        part = torch.addmm(sq64.unsqueeze(0), x64[rows], x64.T, beta=1.0, alpha=-2.0)
-        part[torch.arange(len(rows)), rows] = float("inf")
+    for s in range(0, rows_all.numel(), _NN_BLOCK):
+        rows = rows_all[s : s + _NN_BLOCK]
+        part = torch.addmm(sq.unsqueeze(0), centred[rows], centred.T, beta=1.0, alpha=-2.0)
+        part[torch.arange(len(rows), device=rows.device), rows] = math.inf
         values, idx = torch.topk(part, k, dim=1, largest=False, sorted=True)
-        diff = x64[idx] - x64[rows].unsqueeze(1)
+        diff = centred[idx] - centred[rows].unsqueeze(1)
         two = torch.topk(torch.einsum("rkd,rkd->rk", diff, diff), 2, dim=1, largest=False, sorted=True).values
-        r[rows.numpy()] = two.numpy()
-        floor = values[:, -1] + sq64[rows] - torch.from_numpy(slack[rows.numpy()])
-        left.append(rows.numpy()[(floor <= two[:, 1]).numpy()])
-    return np.concatenate(left)
+        r[rows] = two
+        floor = (values[:, -1] + sq[rows] - slack[rows]) / shrink
+        left.append(rows[floor <= two[:, 1]])
+    return torch.cat(left)
 
 
-def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
+def _all_distances(centred: torch.Tensor, i: int) -> torch.Tensor:
+    """The two smallest float64 squared distances from row ``i`` to every other row (the last resort)."""
+    dist = ((centred - centred[i]) ** 2).sum(1)
+    dist[i] = math.inf
+    return torch.topk(dist, 2, largest=False, sorted=True).values
+
+
+def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     """TwoNN intrinsic dimension (Facco et al. 2017, Sci. Rep. 7:12140).
 
     For every point, μ = r₂ / r₁ (distances to its first and second nearest
@@ -332,11 +449,12 @@ def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
 
     Duplicate points (r₁ = 0) are removed before the fit: they carry no
     information on the local dimension and would give μ = ∞. The neighbours
-    are exact (:func:`two_nearest_neighbours`).
+    are exact (:func:`two_nearest_neighbours`) and computed on the device of
+    ``x``; only the (n,) distances come to the host for the fit.
 
     Parameters
     ----------
-    x : array of shape (n, d); needs at least 3 distinct points
+    x : NumPy array or torch tensor (any device) of shape (n, d); needs at least 3 distinct points
     discard_fraction : float in [0, 1), share of the largest μ discarded
 
     Returns
@@ -345,16 +463,19 @@ def twonn_dimension(x: np.ndarray, discard_fraction: float = 0.1) -> float:
 
     Raises
     ------
-    ValueError if fewer than 3 distinct points or a bad ``discard_fraction``.
+    ValueError if fewer than 3 distinct points, non-finite or non-2-D ``x``, or a bad ``discard_fraction``.
     """
     if not 0 <= discard_fraction < 1:
         raise ValueError(f"discard_fraction must be in [0, 1), got {discard_fraction}")
-    x = unique_rows(_as_matrix(x))
-    n = x.shape[0]
+    if isinstance(x, torch.Tensor):
+        points = unique_rows(_as_points(x))
+    else:  # hashing the rows' bytes (O(n·d)) is cheaper than torch.unique's sort
+        points = torch.from_numpy(np.ascontiguousarray(unique_rows(_as_matrix(x))))
+    n = points.shape[0]
     if n < 3:
         raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
-    r1, r2 = two_nearest_neighbours(x)
-    mu = np.sort(r2 / r1)
+    r = _two_nearest_squared(points).sqrt().cpu().numpy()
+    mu = np.sort(r[:, 1] / r[:, 0])
     f_emp = np.arange(1, n + 1) / n
     keep = int(math.floor(n * (1 - discard_fraction)))
     keep = min(keep, n - 1)  # F_emp = 1 at the last point gives log(0)

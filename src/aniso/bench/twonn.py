@@ -1,0 +1,174 @@
+"""TwoNN intrinsic dimension: the suite against the matrix-product bound and the peers, on the same points, one run.
+
+:func:`bench_twonn` times, on the points of :func:`make_points`:
+
+- ``suite``: :func:`aniso.metrics.twonn_dimension` (exact: float32 blocks, float64 re-check of the candidates);
+- ``bound``: :func:`gemm_top2_bound`, the n²·d work any exact TwoNN does: a float32 matrix product of the points
+  against themselves in the suite's blocks of rows, with a top-2 per row (no estimate). ``ratio_to_bound`` =
+  suite / bound is the number to read;
+- the peers: ``dadapy`` (``Data.compute_id_2NN``) and ``scikit-dimension`` (``skdim.id.TwoNN``) when importable
+  here. Neither is in the lock. dadapy needs NumPy < 2, so it may run in a virtual environment of its own whose
+  Python ``ANISO_PEER_PYTHON`` names (``python -m venv peer && peer/bin/pip install "numpy<2" dadapy``): the
+  points go to it as a ``.npy`` file and it reports its estimate and the time measured inside that process
+  (without its start-up). Peers get the same points in float64.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from aniso import metrics
+
+DATA_KINDS = ("gaussian", "subspace", "massive")
+#: Subspace dimension of ``data="subspace"``.
+SUBSPACE_DIM = 10
+#: ``data="massive"``: coordinate 0 of a random half of the rows is MASSIVE_VALUE·(1 + 0.01·g), g ~ N(0, 1).
+MASSIVE_VALUE = 2000.0
+
+
+def make_points(n: int, d: int, data: str = "gaussian", seed: int = 0) -> np.ndarray:
+    """Points for the TwoNN benchmark, shape (n, d), float32, reproducible from ``seed``.
+
+    - ``"gaussian"``: i.i.d. N(0, 1) coordinates (intrinsic dimension d);
+    - ``"subspace"``: N(0, I₁₀) points on a random orthonormal 10-dimensional subspace of ℝ^d (dimension 10);
+    - ``"massive"``: decoder-like: the Gaussian points, and on a random half of the rows (the tokens that carry
+      a massive activation, as the first token and delimiters in SmolLM2 and large decoders) coordinate 0 is
+      replaced by 2000·(1 + 0.01·g), g ~ N(0, 1): about 2·10³ times the other coordinates, varying by 1% across
+      those rows. After centring that column is ±1000, so it dominates every row's norm.
+
+    Raises
+    ------
+    ValueError for an unknown ``data``, n < 3 or d < 1 (``"subspace"`` needs d >= 10).
+    """
+    if data not in DATA_KINDS:
+        raise ValueError(f"data must be one of {DATA_KINDS}, got {data!r}")
+    if n < 3 or d < 1:
+        raise ValueError(f"TwoNN benchmark needs n >= 3 and d >= 1, got n={n}, d={d}")
+    rng = np.random.default_rng(seed)
+    if data == "subspace":
+        if d < SUBSPACE_DIM:
+            raise ValueError(f"data='subspace' needs d >= {SUBSPACE_DIM}, got d={d}")
+        basis = np.linalg.qr(rng.standard_normal((d, SUBSPACE_DIM)))[0]
+        return (rng.standard_normal((n, SUBSPACE_DIM)) @ basis.T).astype(np.float32)
+    x = rng.standard_normal((n, d), dtype=np.float32)
+    if data == "massive":
+        rows = rng.permutation(n)[: n // 2]
+        x[rows, 0] = MASSIVE_VALUE * (1 + 0.01 * rng.standard_normal(rows.size))
+    return x
+
+
+def gemm_top2_bound(points: torch.Tensor) -> None:
+    """The lower bound of an exact TwoNN: float32 ``points @ points.T`` in blocks of the suite's rows
+    (``metrics._NN_BLOCK``), a top-2 per row; on the device of ``points`` (shape (n, d)). Returns nothing."""
+    x32 = points.float()
+    for s in range(0, x32.shape[0], metrics._NN_BLOCK):
+        torch.topk(x32[s : s + metrics._NN_BLOCK] @ x32.T, 2, dim=1)
+
+
+def _timed(fn: Callable[[], object], device: str) -> tuple[float, object]:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+    t = time.perf_counter()
+    out = fn()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - t, out
+
+
+def skdim_twonn(x: np.ndarray) -> float:
+    """scikit-dimension's TwoNN (``skdim.id.TwoNN(discard_fraction=0.1)``) of ``x`` (n, d)."""
+    import skdim
+
+    return float(skdim.id.TwoNN(discard_fraction=0.1).fit(x).dimension_)
+
+
+_DADAPY = """
+import json, sys, time
+import numpy as np
+import dadapy
+x = np.load(sys.argv[1])
+t = time.perf_counter()
+estimate = float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0])
+print(json.dumps({"estimate": estimate, "seconds": time.perf_counter() - t}))
+"""
+
+
+def dadapy_twonn(x: np.ndarray) -> tuple[float, float | None]:
+    """dadapy's TwoNN (``Data.compute_id_2NN``, 10% of the largest μ discarded) of ``x`` (n, d): (estimate,
+    seconds measured inside the peer's process, or None when dadapy ran in this process)."""
+    if importlib.util.find_spec("dadapy") is not None:
+        import dadapy
+
+        return float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0]), None
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(f"{tmp}/x.npy", x)
+        out = subprocess.run([os.environ["ANISO_PEER_PYTHON"], "-c", _DADAPY, f"{tmp}/x.npy"], capture_output=True,
+                             text=True, timeout=3600)
+    if out.returncode != 0:
+        raise RuntimeError(f"ANISO_PEER_PYTHON={os.environ['ANISO_PEER_PYTHON']}: dadapy failed: "
+                           f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    return got["estimate"], got["seconds"]
+
+
+def available_peers() -> list[str]:
+    """The peers that can run here: ``scikit-dimension`` when ``skdim`` imports, ``dadapy`` when it imports or
+    ``ANISO_PEER_PYTHON`` is set."""
+    peers = []
+    if importlib.util.find_spec("dadapy") is not None or os.environ.get("ANISO_PEER_PYTHON"):
+        peers.append("dadapy")
+    if importlib.util.find_spec("skdim") is not None:
+        peers.append("scikit-dimension")
+    return peers
+
+
+def run_peer(name: str, x: np.ndarray) -> dict:
+    """Run peer ``name`` (see :func:`available_peers`) on ``x``: ``{"s": seconds, "estimate": float}``."""
+    if name == "dadapy":
+        seconds, (estimate, inside) = _timed(lambda: dadapy_twonn(x), "cpu")
+        return {"s": inside if inside is not None else seconds, "estimate": estimate}
+    if name == "scikit-dimension":
+        seconds, estimate = _timed(lambda: skdim_twonn(x), "cpu")
+        return {"s": seconds, "estimate": estimate}
+    raise ValueError(f"unknown TwoNN peer {name!r}")
+
+
+def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int = 0, device: str = "cpu",
+                peers: bool = True) -> dict:
+    """Time the suite's TwoNN, its matrix-product bound and the available peers on the same points, in one run.
+
+    One timing each (wall clock, seconds; on CUDA synchronised). On ``device="cpu"`` the suite gets the NumPy
+    points, as callers pass them; elsewhere a tensor on ``device`` (computed there). The bound always runs on
+    ``device``; peers run on the CPU, on the same points in float64.
+
+    Returns
+    -------
+    ``{"n", "d", "data", "device", "suite_s", "bound_s", "ratio_to_bound", "estimate",
+    "peers": {name: {"s": seconds, "estimate": float}}}``; ``peers`` is empty when ``peers=False`` or none runs.
+
+    Raises
+    ------
+    ValueError for bad ``n``, ``d``, ``data`` (see :func:`make_points`); RuntimeError if a peer fails.
+    """
+    x = make_points(n, d, data, seed)
+    on_device = torch.from_numpy(x).to(device)
+    suite_input = x if device == "cpu" else on_device
+    gemm_top2_bound(on_device[: min(n, 256)])  # warm-up: first-call allocations and kernels out of both timings
+    metrics.twonn_dimension(suite_input[: min(n, 256)])
+    bound_s, _ = _timed(lambda: gemm_top2_bound(on_device), device)
+    suite_s, estimate = _timed(lambda: metrics.twonn_dimension(suite_input), device)
+    found = {}
+    if peers:
+        x64 = x.astype(np.float64)
+        found = {name: run_peer(name, x64) for name in available_peers()}
+    return {"n": n, "d": d, "data": data, "device": device, "suite_s": suite_s, "bound_s": bound_s,
+            "ratio_to_bound": suite_s / bound_s, "estimate": estimate, "peers": found}
