@@ -4,7 +4,8 @@ Commands: ``aniso list`` (claims and models, and whether their weights are here)
 model: a registry id, a local model folder or a hub id), ``aniso report`` (re-render a report), ``aniso diff``
 (what changed between two runs; exit code 1 on a changed verdict), ``aniso stats`` (one model's layer table),
 ``aniso block-sweep`` (the untrained-block sweeps of G §4), ``aniso extract`` (fill the statistics cache, sharded
-under ``torchrun``). The main job is ``pytest claims/``, which ``aniso run`` wraps.
+under ``torchrun``), ``aniso bench`` (time extraction and statistics, or TwoNN). The main job is ``pytest claims/``,
+which ``aniso run`` wraps.
 """
 
 from __future__ import annotations
@@ -290,6 +291,64 @@ def _diff(args: argparse.Namespace) -> int:
     return 1 if any(c.kind == "verdict" for c in changes) else 0
 
 
+def _bench_extraction(args: argparse.Namespace) -> int:
+    import json
+
+    from .bench.extraction import bench_extraction, best_device, format_table, llama_subject, load_subject
+    from .inputs.text import CorpusError
+    from .registry import RegistryError
+    from .sources import ModelUnavailable
+
+    if (args.model is None) == (args.config is None):
+        print("aniso bench extraction: give a registry id (MODEL) or --config, not both", file=sys.stderr)
+        return 2
+    if args.random_init != (args.config is not None):
+        print("aniso bench extraction: --config builds random weights: give it with --random-init", file=sys.stderr)
+        return 2
+    device = args.device or best_device()
+    sizes = dict(paragraphs=args.paragraphs, max_length=args.max_length, batch_size=args.batch_size, device=device)
+    try:
+        if args.config is not None:
+            subject = llama_subject(args.config, layers=args.layers, dtype=args.dtype, **sizes)
+        else:
+            subject = load_subject(args.model, registry=args.registry, **sizes)
+        result = bench_extraction(subject, repeats=args.repeats, warmup=not args.no_warmup, memory=not args.no_memory,
+                                  embedding_isotropy=not args.no_embedding_isotropy)
+    except (RegistryError, KeyError, ValueError, CorpusError, ModelUnavailable, RuntimeError) as exc:
+        print(f"aniso bench extraction: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=1) if args.json else format_table(result))
+    return 0
+
+
+def _bench_twonn(args: argparse.Namespace) -> int:
+    import json
+
+    try:
+        from .bench.twonn import bench_twonn
+    except ImportError as exc:
+        print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
+        return 2
+    from .bench.extraction import best_device
+
+    try:
+        result = bench_twonn(args.n, args.d, args.data, args.seed, args.device or best_device(), not args.no_peers)
+    except ValueError as exc:
+        print(f"aniso bench twonn: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    from tabulate import tabulate
+
+    rows = [["suite", result.get("suite_s"), result.get("estimate")], ["bound", result.get("bound_s"), None]]
+    rows += [[name, peer.get("s"), peer.get("estimate")] for name, peer in (result.get("peers") or {}).items()]
+    print(f"TwoNN on {result.get('n')} x {result.get('d')} {result.get('data')} points, {result.get('device')}: "
+          f"suite / bound = {result.get('ratio_to_bound')}")
+    print(tabulate(rows, headers=["estimator", "seconds", "estimate"], floatfmt=".4g"))
+    return 0
+
+
 def _command(sub, name: str, help_text: str, example: str, func, description: str = ""):
     """One subcommand whose --help ends with an example."""
     parser = sub.add_parser(name, help=help_text, description=description or help_text,
@@ -360,6 +419,48 @@ def main(argv: list[str] | None = None) -> int:
                   "ANISO_* variables, as for pytest claims/.")
     ex.add_argument("models", nargs="+", help="registry ids")
     _registry_option(ex)
+    bench = _command(sub, "bench", "time extraction and statistics, or the TwoNN estimator",
+                     "aniso bench extraction all-MiniLM-L6-v2 --paragraphs 256 --json", None)
+    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    be = _command(bench_sub, "extraction", "time extraction and statistics against a bare forward pass",
+                  "aniso bench extraction all-MiniLM-L6-v2 --paragraphs 256 --json\n  "
+                  "aniso bench extraction --config llama-7b --random-init --layers 2 --paragraphs 4 --max-length 16",
+                  _bench_extraction,
+                  "Time, over the same paragraphs in the same batches, a bare forward pass (output_hidden_states, "
+                  "inference mode), the hidden states with padding removed, and the statistics: first order, "
+                  "first and second order ('all'), and every streamed statistic ('every': also first-token-excluded, "
+                  "final norm, attention sink, per-input sums). Each time is the best of --repeats interleaved "
+                  "rounds after a warm-up round, and is reported as a multiple of the forward pass. Peak memory of "
+                  "'every' at 1x and 8x the paragraphs is measured in fresh processes (ru_maxrss on the CPU, "
+                  "torch.cuda.max_memory_allocated on CUDA). The corpus is the run's (ANISO_CORPUS).")
+    be.add_argument("model", nargs="?", default=None, help="registry id of a text model, e.g. all-MiniLM-L6-v2")
+    be.add_argument("--config", choices=("llama-7b",), default=None,
+                    help="build this configuration with random weights instead of a registry model")
+    be.add_argument("--random-init", action="store_true", help="random weights (required with --config)")
+    be.add_argument("--layers", type=int, default=32, help="blocks of the --config model (default 32)")
+    be.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                    help="weights of the --config model (default bfloat16; the statistics are float32)")
+    be.add_argument("--paragraphs", type=int, default=256, help="paragraphs of the corpus (default 256)")
+    be.add_argument("--max-length", type=int, default=128, help="tokens per paragraph at most (default 128)")
+    be.add_argument("--batch-size", type=int, default=16, help="paragraphs per forward pass (default 16)")
+    be.add_argument("--device", default=None, help="torch device (default: cuda, else mps, else cpu)")
+    be.add_argument("--repeats", type=int, default=3, help="timed rounds; each variant's best is kept (default 3)")
+    be.add_argument("--no-warmup", action="store_true", help="no warm-up round before the timed ones")
+    be.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes (1x and 8x)")
+    be.add_argument("--no-embedding-isotropy", action="store_true",
+                    help="skip timing the embedding matrices' partition isotropy (once per model)")
+    be.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    _registry_option(be)
+    bt = _command(bench_sub, "twonn", "time the suite's TwoNN against the matrix-product bound and the peers",
+                  "aniso bench twonn --n 16384 --d 768 --data massive --json", _bench_twonn)
+    bt.add_argument("--n", type=int, default=16_384, help="points (default 16,384)")
+    bt.add_argument("--d", type=int, default=768, help="dimensions (default 768)")
+    bt.add_argument("--data", choices=("gaussian", "subspace", "massive"), default="gaussian",
+                    help="kind of points (default gaussian)")
+    bt.add_argument("--seed", type=int, default=0, help="seed of the points (default 0)")
+    bt.add_argument("--device", default=None, help="torch device (default: cuda, else mps, else cpu)")
+    bt.add_argument("--no-peers", action="store_true", help="time the suite and the bound only")
+    bt.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
