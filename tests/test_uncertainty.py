@@ -119,3 +119,51 @@ def test_resampled_avg_cos_does_not_pair_copies_of_one_input():
     mean = np.mean([r.summaries()[0].mean_cosine for r in res.replicates])
     bias_if_paired = (1 - full) / 20
     assert abs(mean - full) < 0.25 * bias_if_paired
+
+
+def _with_first_token_complement(rng, n_inputs=16, d=6):
+    """Sequences of 3-6 tokens whose first token is far from the rest, with the profile without it in ``meta``."""
+    from aniso.pipeline import FIRST_TOKEN, _complement_summaries
+
+    acc = LayerAccumulator(d, reservoir_size=8, svd_batch_size=8, per_input=True, complements=(FIRST_TOKEN,))
+    for start in range(0, n_inputs, 4):
+        groups = [rng.normal(size=(int(rng.integers(3, 7)), d)) + 0.5 for _ in range(4)]
+        for g in groups:
+            g[0] += 20.0
+        x = np.concatenate(groups)
+        labels = np.concatenate([np.full(len(g), i) for i, g in enumerate(groups)])
+        positions = np.concatenate([np.arange(len(g)) for g in groups])
+        acc.update(x, labels, 4, positions, {FIRST_TOKEN: positions == 0})
+    return acc, _complement_summaries([acc], FIRST_TOKEN)
+
+
+def test_the_profile_without_the_first_token_is_resampled_over_the_same_svd_batches():
+    """The interval of a claim on the first-token-excluded profile (X.sink-token-and-profiles) resamples its SVD
+    batches with the picks of the whole stream's: with identical batch values both resampled means agree in every
+    resample; the real complement's resamples scatter around its own measurement."""
+    rng = np.random.default_rng(11)
+    acc, first = _with_first_token_complement(rng)
+    b = len(acc.batch_svd)
+    assert b >= 2 and len(first[0]["batch_svd"]) == b
+    assert first[0]["batch_svd"] != acc.batch_svd  # the first tokens change every batch's anisotropy
+    mirror = [dict(first[0], batch_svd=list(acc.batch_svd))]
+    res = bootstrap_stats(ModelStats("m", ["0"], [acc], meta={"first_token_excluded": mirror}), 200, seed=4)
+    main = [r.summaries()[0].svd_anisotropy_batch_mean for r in res.replicates]
+    aside = [r.meta["first_token_excluded"][0]["svd_anisotropy_batch_mean"] for r in res.replicates]
+    np.testing.assert_allclose(aside, main, rtol=1e-12)
+    assert np.std(main) > 0 and all(r.meta["first_token_excluded"][0]["svd_anisotropy"] is None
+                                    for r in res.replicates)
+    real = bootstrap_stats(ModelStats("m", ["0"], [acc], meta={"first_token_excluded": first}), 200, seed=4)
+    values = np.array([r.meta["first_token_excluded"][0]["svd_anisotropy_batch_mean"] for r in real.replicates])
+    assert values.std() > 0
+    assert values.min() <= first[0]["svd_anisotropy_batch_mean"] <= values.max()
+
+
+def test_a_complement_without_batch_values_stays_at_its_measurement():
+    """A cache entry from before the batch values were kept: the profile without the first token is not resampled
+    (the claim's interval then spans one value), never resampled with made-up batches."""
+    rng = np.random.default_rng(12)
+    acc, first = _with_first_token_complement(rng)
+    stale = [{k: v for k, v in first[0].items() if k != "batch_svd"}]
+    res = bootstrap_stats(ModelStats("m", ["0"], [acc], meta={"first_token_excluded": stale}), 20, seed=4)
+    assert all(r.meta["first_token_excluded"] is stale for r in res.replicates)

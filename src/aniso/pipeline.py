@@ -177,14 +177,16 @@ COMPLEMENTS = (FIRST_TOKEN, MASSIVE)
 
 
 def _complement_summaries(layers: list[LayerAccumulator], name: str) -> list[dict] | None:
-    """Per layer, the :func:`~aniso.stats.summary_dict` of the rows left after leaving out complement ``name``;
-    None if some layer keeps fewer than two non-zero rows (nothing to measure)."""
+    """Per layer, the :func:`~aniso.stats.summary_dict` of the rows left after leaving out complement ``name``, with
+    ``batch_svd``: the SVD anisotropy of each complete SVD batch without those rows (the same batches as the whole
+    stream's, so a bootstrap over batches resamples both coherently); None if some layer keeps fewer than two
+    non-zero rows (nothing to measure)."""
     out = []
     for acc in layers:
         rest = acc.complement(name)
         if rest.n_nonzero < 2:
             return None
-        out.append(summary_dict(rest.summary()))
+        out.append(summary_dict(rest.summary()) | {"batch_svd": [float(v) for v in rest.batch_svd]})
     return out
 
 

@@ -26,7 +26,7 @@ from .files import atomic_write, sha256_file
 log = logging.getLogger(__name__)
 
 #: Bump when the accumulated state or its meaning changes: old cache entries are then ignored.
-STATS_FORMAT_VERSION = 4
+STATS_FORMAT_VERSION = 5
 
 
 def accumulation_dtype(device: "torch.device | str") -> torch.dtype:

@@ -37,7 +37,9 @@ class Resamples:
     ``replicates``: one :class:`~aniso.stats.ModelStats` per resample, whose summaries have the first-order metrics
     (avg cos, drift norm) recomputed from resampled inputs (avg cos over the pairs of the resample that are pairs of
     the data: two copies of one input are not paired, which would bias avg cos upwards by about 1/inputs) and the batch-wise SVD anisotropy from resampled SVD
-    batches; metrics that cannot be resampled this way (exact SVD anisotropy, TwoNN, sampled pairs) are NaN.
+    batches, as are the profiles without the first token and without the massive-activation tokens that ``meta``
+    holds (the same batch picks); metrics that cannot be resampled this way (exact SVD anisotropy, TwoNN, sampled
+    pairs) are NaN.
     ``unit``: what was resampled (``"input"``: paragraph, recording or image; else batches of inputs);
     ``n_units``: how many there were; ``fixed_layers``: layers without per-input sums (wider than
     :data:`aniso.pipeline.PER_INPUT_MAX_DIM`), held at their measured value in every resample; ``n_svd_batches``:
@@ -101,6 +103,7 @@ def bootstrap_stats(stats: ModelStats, n_boot: int, seed: int) -> Resamples | No
         batch_means = values[:, picks].mean(axis=2).T  # (B, layers)
     else:
         b = 0
+    metas = _complement_metas(stats.meta, picks, n_boot) if b else [stats.meta] * n_boot
     replicates = []
     for r in range(n_boot):
         layers = [dataclasses.replace(
@@ -108,11 +111,44 @@ def bootstrap_stats(stats: ModelStats, n_boot: int, seed: int) -> Resamples | No
             svd_anisotropy=math.nan, twonn=math.nan,
             svd_anisotropy_batch_mean=float(batch_means[r, i]) if batch_means is not None else math.nan)
             for i, s in enumerate(full)]
-        rep = ModelStats(stats.model_id, stats.layer_names, [], stats.meta)
+        rep = ModelStats(stats.model_id, stats.layer_names, [], metas[r])
         rep._summaries = layers
         replicates.append(rep)
     unit = stats.meta.get("bootstrap_unit", "batch")
     return Resamples(replicates, unit, k, fixed, b)
+
+
+def _complement_metas(meta: dict, picks: np.ndarray, n_boot: int) -> list[dict]:
+    """``meta`` per resample, with the profiles without the first token (``first_token_excluded``) and without the
+    massive-activation tokens (``massive_excluded``) resampled over the same SVD batches as the whole stream
+    (``picks``, shape (n_boot, b)): each layer's ``svd_anisotropy_batch_mean`` becomes the resample's mean of its
+    ``batch_svd`` and the exact ``svd_anisotropy`` is dropped. A profile whose layers did not keep ``batch_svd`` for
+    the same b batches (a cache entry from before they were kept) stays at its measured value."""
+    b = picks.shape[1]
+
+    def resampled(layers):
+        if not layers or any(len(s.get("batch_svd") or ()) != b for s in layers):
+            return None
+        values = np.array([s["batch_svd"] for s in layers], dtype=np.float64)  # (layers, b)
+        means = values[:, picks].mean(axis=2).T  # (n_boot, layers)
+        return [[{k: v for k, v in s.items() if k != "batch_svd"} | {"svd_anisotropy_batch_mean": float(m),
+                                                                    "svd_anisotropy": None}
+                 for s, m in zip(layers, row)] for row in means]
+
+    first = resampled(meta.get("first_token_excluded"))
+    massive_meta = meta.get("massive_excluded") or {}
+    massive = resampled(massive_meta.get("layers"))
+    if first is None and massive is None:
+        return [meta] * n_boot
+    out = []
+    for r in range(n_boot):
+        m = dict(meta)
+        if first is not None:
+            m["first_token_excluded"] = first[r]
+        if massive is not None:
+            m["massive_excluded"] = dict(massive_meta, layers=massive[r])
+        out.append(m)
+    return out
 
 
 @dataclass(frozen=True)
