@@ -81,7 +81,8 @@ def test_import_writes_the_layout_huggingface_hub_reads(cache):
     record = json.loads((cache / "models--sentence-transformers--all-MiniLM-L6-v2" / ".aniso-import.json").read_text())
     assert record[commit]["imported_from"] == str(FOLDER) and record[commit]["revisions"] == ["main", "v1"]
     assert cached_state(HUB_ID, "v1", cache) == {"commit": commit, "origin": f"imported from {FOLDER}",
-                                                 "size": sum((FOLDER / f).stat().st_size for f in files)}
+                                                 "size": sum((FOLDER / f).stat().st_size for f in files),
+                                                 "missing": None}
 
 
 def test_hub_row_loads_the_import_offline_in_its_dtype(offline):
@@ -146,6 +147,33 @@ def test_pickle_weights_are_left_out_or_refused(tmp_path):
     assert not (tmp_path / "hub" / "models--org--pickle").exists()
     assert import_folder("org/pickle", only, cache_dir=tmp_path / "hub", allow_pickle=True).files == (
         "config.json", "pytorch_model.bin")
+
+
+def test_a_snapshot_without_its_weights_is_not_here(tmp_path, monkeypatch, capsys):
+    """A download cut short (a shard the index names is absent, a blob deleted) is "missing", not "here", and
+    loading it offline says what is absent; an import that moves a ref says which commit it named before."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    folder = _folder(tmp_path / "a", "model-00001-of-00002.safetensors")
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
+        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    assert main(["hub", "import", "org/sharded", str(folder)]) == 0
+    sharded = ModelEntry.model_validate(dict(id="sharded", source={"kind": "hub", "repo": "org/sharded"}, **TEXT))
+    assert weights_here(sharded, SourceContext()) == (
+        "missing: in the hub cache, but 1 of 2 safetensors shards not cached (model-00002-of-00002.safetensors...)")
+    with pytest.raises(ModelUnavailable, match=r"^sharded: .* is in the hub cache \(commit [0-9a-f]{40}\) but 1 of 2 "):
+        load_model(sharded)
+    first = import_folder("org/one", _folder(tmp_path / "b", "model.safetensors"))
+    assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"
+    (first.repo / "snapshots" / first.commit / "model.safetensors").resolve().unlink()  # its link points at nothing
+    assert weights_here(_entry(repo="org/one"), SourceContext()).startswith("missing: in the hub cache, but no safe")
+    capsys.readouterr()
+    (tmp_path / "b" / "model" / "model.safetensors").write_bytes(b"other weights")
+    assert main(["hub", "import", "org/one", str(tmp_path / "b" / "model")]) == 0
+    assert f"refs/main named commit {first.commit} before" in capsys.readouterr().out
+    assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"
 
 
 @pytest.mark.parametrize("hub_id, folder, revision, message", [

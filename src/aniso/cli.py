@@ -163,6 +163,8 @@ def _hub_import(args: argparse.Namespace) -> int:
         return 2
     print(f"{args.hub_id}@{done.revision} -> commit {done.commit} ({len(done.files)} files, "
           f"{done.size / 1e6:.1f} MB) in {done.repo}")
+    if done.replaced:
+        print(f"refs/{done.revision} named commit {done.replaced} before; that snapshot stays in the cache")
     if done.skipped:
         print(f"left out (pickle; the safetensors weights are used): {', '.join(done.skipped)}")
     return 0
@@ -190,7 +192,8 @@ def _hub_list(args: argparse.Namespace) -> int:
             return [model_id, repo, revision, "-", f"unreadable: {exc}", "-"]
         if state is None:
             return [model_id, repo, revision, "-", "not cached", "-"]
-        return [model_id, repo, revision, state["commit"], state["origin"], f"{state['size'] / 1e6:.1f} MB"]
+        origin = state["origin"] + (f"; {state['missing']}" if state["missing"] else "")
+        return [model_id, repo, revision, state["commit"], origin, f"{state['size'] / 1e6:.1f} MB"]
 
     for e in registry:
         if e.source.kind == "hub":

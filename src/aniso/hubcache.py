@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .sources.base import SourceContext
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
-           "import_provenance", "cached_state", "cached_repos", "cached_revisions", "weights_here",
+           "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions", "weights_here",
            "HUB_ID_PATTERN"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
@@ -61,8 +61,8 @@ class HubCacheError(ValueError):
 @dataclass(frozen=True)
 class Imported:
     """What :func:`import_folder` wrote: the ``repo`` folder, the ``commit`` (40 hex), the ``revision`` whose ref
-    points at it, the imported ``files`` (relative paths), their total ``size`` in bytes and the pickle files it
-    ``skipped``."""
+    points at it, the imported ``files`` (relative paths), their total ``size`` in bytes, the pickle files it
+    ``skipped`` and the commit the ref named before, if another (``replaced``; that snapshot stays in the cache)."""
 
     repo: Path
     commit: str
@@ -70,6 +70,7 @@ class Imported:
     files: tuple[str, ...]
     size: int
     skipped: tuple[str, ...]
+    replaced: str | None = None
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -191,6 +192,7 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
         os.symlink(target, link)
     ref = repo / "refs" / revision
     ref.parent.mkdir(parents=True, exist_ok=True)
+    replaced = ref.read_text().strip() if ref.is_file() else None
     ref.write_text(commit)  # huggingface_hub writes refs without a newline
     record = import_provenance(hub_id, cache_dir)
     entry = record.get(commit, {})
@@ -199,7 +201,8 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     tmp = repo / (PROVENANCE_FILE + ".incomplete")
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
     os.replace(tmp, repo / PROVENANCE_FILE)
-    return Imported(repo, commit, revision, tuple(files), size, tuple(skipped))
+    return Imported(repo, commit, revision, tuple(files), size, tuple(skipped),
+                    replaced if replaced != commit else None)
 
 
 def import_provenance(hub_id: str, cache_dir: str | Path | None = None) -> dict:
@@ -228,9 +231,28 @@ def resolve_commit(hub_id: str, revision: str = "main", cache_dir: str | Path | 
     return None
 
 
+def missing_weights(snapshot: Path) -> str | None:
+    """What a snapshot folder lacks for the hub source (which loads safetensors only), or None: no
+    ``.safetensors`` file, or shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
+    download cut short; a symlink to a missing blob counts as missing)."""
+    index = snapshot / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            return f"{index.name} has no weight_map"
+        absent = sorted(s for s in shards if not (snapshot / s).is_file())
+        return f"{len(absent)} of {len(shards)} safetensors shards not cached ({absent[0]}...)" if absent else None
+    if not any(p.is_file() for p in snapshot.glob("*.safetensors")):
+        return "no safetensors weights cached (the hub source loads safetensors only)"
+    return None
+
+
 def cached_state(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> dict | None:
-    """What the cache holds of ``hub_id`` at ``revision``: ``{"commit", "origin", "size"}`` (``origin`` is
-    ``"imported from FOLDER"`` or ``"downloaded"``, ``size`` the bytes of the snapshot's files), or None."""
+    """What the cache holds of ``hub_id`` at ``revision``: ``{"commit", "origin", "size", "missing"}``
+    (``origin`` is ``"imported from FOLDER"`` or ``"downloaded"``, ``size`` the bytes of the snapshot's files,
+    ``missing`` what it lacks to be loaded, see :func:`missing_weights`, or None), or None when it holds no
+    snapshot of that revision. Raises HubCacheError when the import record is unreadable."""
     commit = resolve_commit(hub_id, revision, cache_dir)
     if commit is None:
         return None
@@ -238,7 +260,7 @@ def cached_state(hub_id: str, revision: str = "main", cache_dir: str | Path | No
     size = sum(p.stat().st_size for p in snapshot.rglob("*") if p.is_file())
     imported = import_provenance(hub_id, cache_dir).get(commit)
     origin = f"imported from {imported['imported_from']}" if imported else "downloaded"
-    return {"commit": commit, "origin": origin, "size": size}
+    return {"commit": commit, "origin": origin, "size": size, "missing": missing_weights(snapshot)}
 
 
 def weights_here(entry: "ModelEntry", ctx: "SourceContext") -> str:
@@ -256,9 +278,12 @@ def weights_here(entry: "ModelEntry", ctx: "SourceContext") -> str:
     try:
         if kind == "hub":
             check_permissions(entry)
-            if resolve_commit(entry.source.repo, entry.source.revision) is not None:
-                return "here (hub cache)"
-            return "hub only (not cached)"
+            state = cached_state(entry.source.repo, entry.source.revision)
+            if state is None:
+                return "hub only (not cached)"
+            if state["missing"]:
+                return f"missing: in the hub cache, but {state['missing']}"
+            return "here (hub cache)"
         SOURCE_KINDS[kind].fingerprint(entry, ctx)
     except (ModelUnavailable, HubCacheError, OSError) as exc:
         return "missing: " + str(exc).split(": ", 1)[-1][:90]

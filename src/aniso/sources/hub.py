@@ -108,6 +108,12 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
         state = cached_state(src.repo, src.revision)
     except HubCacheError as exc:
         raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    if state is not None and state["missing"]:  # a download cut short: the hub may complete it
+        if not ctx.hub.reachable():
+            raise ModelUnavailable(f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is in the hub "
+                                   f"cache (commit {state['commit']}) but {state['missing']}, and the hub cannot be "
+                                   "reached")
+        state = None
     if state is None:
         if not ctx.hub.reachable():
             raise _not_cached(entry)
