@@ -120,9 +120,9 @@ def _list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .catalog import CLAIMS
+    from .hubcache import weights_here
     from .pipeline import StatsProvider
     from .registry import RegistryError, load_registry
-    from .hubcache import weights_here
     from .settings import Settings
 
     try:

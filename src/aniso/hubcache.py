@@ -2,16 +2,17 @@
 
 A machine with no hub can still run the registry's hub rows when their weights are in the standard Hugging Face
 cache (``$HF_HUB_CACHE``, by default ``~/.cache/huggingface/hub``). :func:`import_folder` writes a model folder into
-that layout exactly as a download would leave it::
+the layout a download leaves (hidden files such as ``.gitattributes`` left out)::
 
     models--ORG--NAME/
-        blobs/<sha256 of a weight file, git-sha1 of any other file>
+        blobs/<sha256 of a Git LFS file (weights, 10 MB or more), git blob sha1 of any other file>
         snapshots/<commit>/<path>  -> ../../blobs/<hash>   (relative symlinks)
         refs/<revision>            (the commit, no newline)
-        .aniso-import.json         {commit: {"imported_from": FOLDER, "revision": ..., "files": {path: sha256}}}
+        .aniso-import.json         {commit: {"imported_from": FOLDER, "revisions": [...], "files": {path: sha256}}}
 
 Blob names follow huggingface_hub's convention (a file stored with Git LFS is named by its sha256, any other by its
-git blob sha1, see ``huggingface_hub.utils.sha.git_hash``). The commit is not a hub commit: it is the sha1 of the
+git blob sha1, see ``huggingface_hub.utils.sha.git_hash``; which files the hub stores with LFS is approximated by
+the hub's default ``.gitattributes`` suffixes and size, see :data:`LFS_SUFFIXES`). The commit is not a hub commit: it is the sha1 of the
 sorted ``path sha256`` lines of the imported files, so importing the same files gives the same commit, and the
 provenance file beside the snapshots (outside them, so ``scan_cache_dir`` and ``from_pretrained`` never see it) says
 which folder it came from. ``from_pretrained(HUB_ID, local_files_only=True)`` and ``HF_HUB_OFFLINE=1`` then find it

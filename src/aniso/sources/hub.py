@@ -2,8 +2,8 @@
 
 The local Hugging Face cache is read first (the revision resolved to a commit there, no network; a model folder
 gets there with ``aniso hub import``, see :mod:`aniso.hubcache`); the hub only if it is reachable (probed once per
-run), so an offline machine skips hub models at once, saying which weights are not cached here. Safetensors only; remote code and
-credentials only with the entry's explicit opt-in.
+run), so an offline machine skips hub models at once, saying which weights are not cached here. Safetensors only;
+remote code and credentials only with the entry's explicit opt-in.
 """
 
 from __future__ import annotations
