@@ -176,6 +176,22 @@ def test_a_snapshot_without_its_weights_is_not_here(tmp_path, monkeypatch, capsy
     assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"
 
 
+def test_a_downloaded_snapshot_reads_as_downloaded(tmp_path):
+    """A snapshot with no import record (as huggingface_hub leaves a download) is "downloaded"; a pinned commit
+    resolves to its own snapshot, and a ref or commit the cache lacks to None."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--org--dl"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    for name in ("config.json", "model.safetensors"):
+        (repo / "snapshots" / commit / name).write_text("{}")
+    assert cached_state("org/dl", "main", tmp_path) == {"commit": commit, "origin": "downloaded", "size": 4,
+                                                         "missing": None}
+    assert resolve_commit("org/dl", commit, tmp_path) == commit
+    assert resolve_commit("org/dl", "f" * 40, tmp_path) is None and resolve_commit("org/dl", "v1", tmp_path) is None
+
+
 @pytest.mark.parametrize("hub_id, folder, revision, message", [
     ("org/x", "model", "a" * 40, "looks like a commit"),
     ("org/x", "model", "../up", "not a valid branch or tag name"),
