@@ -120,10 +120,10 @@ def _list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .catalog import CLAIMS
+    from .hubcache import weights_here
     from .pipeline import StatsProvider
     from .registry import RegistryError, load_registry
     from .settings import Settings
-    from .sources import ModelUnavailable, SOURCE_KINDS
 
     try:
         settings = Settings.from_sources({"registry": args.registry})
@@ -141,14 +141,7 @@ def _list(args: argparse.Namespace) -> int:
         in_set = {e.id for e in chosen}
         rows = []
         for e in registry:
-            if e.miniature:
-                here = "trained by the suite on first use"
-            else:
-                try:
-                    SOURCE_KINDS[e.source.kind].fingerprint(e, ctx)
-                    here = "yes"
-                except ModelUnavailable as exc:
-                    here = "no: " + str(exc).split(": ", 1)[-1][:90]
+            here = weights_here(e, ctx)  # read from disk only: packages, folders, the hub cache
             rows.append([e.id, e.source.kind, e.modality, e.role, ",".join(sorted(e.tags)) or "-",
                          f"{e.params_m:g}M" if e.params_m else "-", "yes" if e.id in in_set else "no", here])
         if args.what == "all":
@@ -156,6 +149,63 @@ def _list(args: argparse.Namespace) -> int:
         print(tabulate(rows, headers=["model", "source", "modality", "role", "tags", "params",
                                       f"in set {args.models or settings.models!r}", "weights here"],
                        tablefmt="github"))
+    return 0
+
+
+def _hub_import(args: argparse.Namespace) -> int:
+    from .hubcache import HubCacheError, import_folder
+
+    try:
+        done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
+                             allow_pickle=args.allow_pickle)
+    except (HubCacheError, OSError) as exc:
+        print(f"aniso hub import: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.hub_id}@{done.revision} -> commit {done.commit} ({len(done.files)} files, "
+          f"{done.size / 1e6:.1f} MB) in {done.repo}")
+    if done.replaced:
+        print(f"refs/{done.revision} named commit {done.replaced} before; that snapshot stays in the cache")
+    if done.skipped:
+        print(f"left out (pickle; the safetensors weights are used): {', '.join(done.skipped)}")
+    return 0
+
+
+def _hub_list(args: argparse.Namespace) -> int:
+    from tabulate import tabulate
+
+    from .hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state
+    from .registry import RegistryError, load_registry
+    from .settings import Settings
+
+    try:
+        settings = Settings.from_sources({"registry": args.registry})
+        registry = load_registry(settings.registry)
+    except (RegistryError, ValueError) as exc:
+        print(f"aniso hub list: {exc}", file=sys.stderr)
+        return 2
+    rows, named = [], set()
+
+    def row(model_id: str, repo: str, revision: str) -> list:
+        try:
+            state = cached_state(repo, revision, args.cache_dir)
+        except HubCacheError as exc:
+            return [model_id, repo, revision, "-", f"unreadable: {exc}", "-"]
+        if state is None:
+            return [model_id, repo, revision, "-", "not cached", "-"]
+        origin = state["origin"] + (f"; {state['missing']}" if state["missing"] else "")
+        return [model_id, repo, revision, state["commit"], origin, f"{state['size'] / 1e6:.1f} MB"]
+
+    for e in registry:
+        if e.source.kind == "hub":
+            named.add((e.source.repo, e.source.revision))
+            state_row = row(e.id, e.source.repo, e.source.revision)
+            if args.all or state_row[3] != "-":
+                rows.append(state_row)
+    for repo in cached_repos(args.cache_dir):  # revisions in the cache that no registry row names
+        rows.extend(row("-", repo, rev) for rev in cached_revisions(repo, args.cache_dir) if (repo, rev) not in named)
+    print(f"hub cache: {cache_root(args.cache_dir)}")
+    print(tabulate(rows, headers=["registry id", "hub id", "revision", "commit", "origin", "size"], tablefmt="github")
+          if rows else "nothing cached for the registry's hub rows" + ("" if args.all else " (--all lists them all)"))
     return 0
 
 
@@ -461,6 +511,34 @@ def main(argv: list[str] | None = None) -> int:
     bt.add_argument("--device", default=None, help="torch device (default: cuda, else mps, else cpu)")
     bt.add_argument("--no-peers", action="store_true", help="time the suite and the bound only")
     bt.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    hub = _command(sub, "hub", "put a model folder into the local Hugging Face cache, or list what it holds",
+                   "aniso hub import sentence-transformers/all-MiniLM-L6-v2 ./all-MiniLM-L6-v2", None)
+    hub_sub = hub.add_subparsers(dest="hub", required=True)
+    hi = _command(hub_sub, "import", "write a model folder into the Hugging Face cache as a hub id at a revision",
+                  "aniso hub import sentence-transformers/all-MiniLM-L6-v2 ./all-MiniLM-L6-v2 --revision main",
+                  _hub_import,
+                  "Write a transformers model folder into the standard Hugging Face cache layout (blobs/, "
+                  "snapshots/<commit>/, refs/<revision>), so that the registry's hub row and "
+                  "from_pretrained(HUB_ID) with HF_HUB_OFFLINE=1 find it as they find a downloaded model. The commit "
+                  "is no hub commit: the sha1 of the sorted (path, sha256) list of the files, so the same files give "
+                  "the same commit; .aniso-import.json beside the snapshots records the folder they came from. "
+                  "Safetensors weights only; pickle files (.bin, .pt, ...) are left out, and a folder with pickle "
+                  "weights only is refused without --allow-pickle.")
+    hi.add_argument("hub_id", help="hub id, as the registry row's repo (e.g. sentence-transformers/all-MiniLM-L6-v2)")
+    hi.add_argument("folder", help="transformers model folder (config.json, *.safetensors, tokenizer files)")
+    hi.add_argument("--revision", default="main", help="branch or tag whose ref is written (default main)")
+    hi.add_argument("--cache-dir", default=None, help="hub cache (default: HF_HUB_CACHE, else HF_HOME/hub, else "
+                    "~/.cache/huggingface/hub)")
+    hi.add_argument("--allow-pickle", action="store_true",
+                    help="import a folder whose only weights are pickle files (the hub source still loads "
+                         "safetensors only)")
+    hl = _command(hub_sub, "list", "what the Hugging Face cache holds for the registry's hub rows",
+                  "aniso hub list --all", _hub_list,
+                  "One line per registry hub row the cache holds (registry id, hub id, revision, commit, imported "
+                  "from a folder or downloaded, size), then the cached models no row names. Reads the cache only.")
+    hl.add_argument("--all", action="store_true", help="also list the hub rows that are not cached")
+    hl.add_argument("--cache-dir", default=None, help="hub cache (default: HF_HUB_CACHE)")
+    _registry_option(hl)
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)

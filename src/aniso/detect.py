@@ -95,9 +95,11 @@ def transformer_problem(entry, model_type: str | None) -> str | None:
 
 
 def config_of(model: str) -> dict[str, Any]:
-    """The config of a local folder (its ``config.json``) or, where the hub is reachable, of a hub id.
+    """The config of a local folder (its ``config.json``), or of a hub id: from the local Hugging Face cache
+    (revision ``main``), else from the hub where it is reachable (probed once, without retries).
 
-    Raises UndetectableModel naming the folder or id when neither can be read (offline: saying so).
+    Raises UndetectableModel naming the folder or id when neither can be read (offline: at once, saying it is not
+    cached here).
     """
     path = Path(model)
     if path.is_dir():
@@ -110,9 +112,22 @@ def config_of(model: str) -> dict[str, Any]:
             raise UndetectableModel(f"{cfg}: not valid JSON ({exc})") from None
     if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)?", model):
         raise UndetectableModel(f"{model!r} is no registry id, no model folder and no hub id")
-    try:
-        from transformers import AutoConfig
+    from transformers import AutoConfig
 
+    from .hubcache import resolve_commit
+    from .sources.base import HubStatus
+
+    if resolve_commit(model) is not None:  # in the local Hugging Face cache (downloaded or `aniso hub import`)
+        try:
+            return AutoConfig.from_pretrained(model, local_files_only=True).to_dict()
+        except Exception as exc:  # noqa: BLE001 - a damaged snapshot: say which
+            raise UndetectableModel(f"{model}: its config in the Hugging Face cache cannot be read "
+                                    f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    if not HubStatus().reachable():  # at once, rather than huggingface_hub's retries over ~30 s
+        raise UndetectableModel(f"{model}: not cached here and the hub cannot be reached (HF_HUB_OFFLINE=1 or no "
+                                "network); offline, only registry models, local folders and models put in the cache "
+                                "with `aniso hub import` run")
+    try:
         return AutoConfig.from_pretrained(model).to_dict()  # no remote code: trust_remote_code stays False
     except Exception as exc:  # noqa: BLE001 - offline, unknown id, gated: all mean "cannot read it here"
         raise UndetectableModel(f"{model}: cannot read its config from the hub ({type(exc).__name__}: "

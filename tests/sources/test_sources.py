@@ -20,9 +20,9 @@ def _entry(**kw) -> ModelEntry:
 def test_hub_model_offline_is_unavailable_fast(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     t = time.perf_counter()
-    with pytest.raises(ModelUnavailable, match=r"^m: weights not available offline"):
+    with pytest.raises(ModelUnavailable, match=r"^m: hub id 'nobody/nothing' at revision 'main' is not cached here"):
         load_model(_entry())
-    assert time.perf_counter() - t < 30
+    assert time.perf_counter() - t < 2
 
 
 def test_remote_code_and_credentials_need_opt_in():

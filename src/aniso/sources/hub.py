@@ -1,8 +1,9 @@
 """Source kind ``hub``: a model on the Hugging Face hub, loaded with ``from_pretrained`` at a revision.
 
-The local Hugging Face cache is tried first; the hub only if it is reachable (probed once per run), so an offline
-machine skips hub models at once, saying which weights it could not load. Safetensors only; remote code and
-credentials only with the entry's explicit opt-in.
+The local Hugging Face cache is read first (the revision resolved to a commit there, no network; a model folder
+gets there with ``aniso hub import``, see :mod:`aniso.hubcache`); the hub only if it is reachable (probed once per
+run), so an offline machine skips hub models at once, saying which weights are not cached here. Safetensors only;
+remote code and credentials only with the entry's explicit opt-in.
 """
 
 from __future__ import annotations
@@ -66,33 +67,74 @@ def from_pretrained(entry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
-    """``hub:<repo>@<revision>`` (pin a commit hash as revision for exact reproducibility)."""
-    check_permissions(entry)
-    return f"hub:{entry.source.repo}@{entry.source.revision}{placement_key(entry.source)}"
+    """``hub:<repo>@<revision>`` (pin a commit hash as revision for exact reproducibility), followed by
+    ``#<commit>`` when the local Hugging Face cache resolves the revision to a commit (read from the cache, no
+    network), so statistics of an imported folder and of a later download of the same revision are kept apart."""
+    from ..hubcache import HubCacheError, resolve_commit
 
-
-def load(entry, ctx: SourceContext) -> LoadedModel:
-    """From the local Hugging Face cache, else from the hub if reachable. Raises ModelUnavailable naming the model
-    (not cached and offline, or a load error)."""
     check_permissions(entry)
     src = entry.source
     try:
-        model, tok, proc = from_pretrained(entry, src.repo, revision=src.revision, local_files_only=True)
-        origin = f"hub cache: {src.repo}@{src.revision}"
-    except OSError:
+        commit = resolve_commit(src.repo, src.revision)
+    except (HubCacheError, OSError):
+        commit = None
+    pinned = f"#{commit}" if commit and commit != src.revision else ""
+    return f"hub:{src.repo}@{src.revision}{pinned}{placement_key(src)}"
+
+
+def _not_cached(entry) -> ModelUnavailable:
+    from ..hubcache import cache_root, cached_revisions
+
+    src = entry.source
+    held = cached_revisions(src.repo)
+    has = f"; it holds revision(s) {', '.join(held)} of it" if held else ""
+    return ModelUnavailable(
+        f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is not cached here ({cache_root()}{has}) and "
+        f"the hub cannot be reached (HF_HUB_OFFLINE=1 or no network); `aniso hub import {src.repo} FOLDER` puts a "
+        "model folder there"
+    )
+
+
+def load(entry, ctx: SourceContext) -> LoadedModel:
+    """From the local Hugging Face cache (the revision resolved there, no network), else from the hub if
+    reachable. ``origin`` names the repo, revision and commit, and whether the snapshot was downloaded or
+    imported from a folder (``aniso hub import``). Raises ModelUnavailable naming the model: not cached here and
+    the hub unreachable (at once, no retries), or a load error."""
+    from ..hubcache import HubCacheError, cached_state
+
+    check_permissions(entry)
+    src = entry.source
+    try:
+        state = cached_state(src.repo, src.revision)
+    except HubCacheError as exc:
+        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    if state is not None and state["missing"]:  # a download cut short: the hub may complete it
         if not ctx.hub.reachable():
-            raise ModelUnavailable(
-                f"{entry.id}: weights not available offline (hub id {src.repo!r} at revision {src.revision!r} "
-                "is not in the local Hugging Face cache and the hub cannot be reached)"
-            ) from None
+            raise ModelUnavailable(f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is in the hub "
+                                   f"cache (commit {state['commit']}) but {state['missing']}, and the hub cannot be "
+                                   "reached")
+        state = None
+    if state is None:
+        if not ctx.hub.reachable():
+            raise _not_cached(entry)
         try:
             model, tok, proc = from_pretrained(entry, src.repo, revision=src.revision)
         except OSError as exc:
-            raise ModelUnavailable(f"{entry.id}: could not load {src.repo!r}@{src.revision}: {exc}") from None
-        origin = f"hub: {src.repo}@{src.revision}"
-    commit = getattr(model.config, "_commit_hash", None)
-    if commit:
-        origin += f" (commit {commit})"
+            raise ModelUnavailable(f"{entry.id}: could not load {src.repo!r}@{src.revision}: "
+                                   f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        state = cached_state(src.repo, src.revision)
+        where = "hub"
+    else:
+        try:
+            model, tok, proc = from_pretrained(entry, src.repo, revision=state["commit"], local_files_only=True)
+        except OSError as exc:
+            raise ModelUnavailable(f"{entry.id}: {src.repo!r}@{src.revision} is in the hub cache "
+                                   f"(commit {state['commit']}) but cannot be loaded from it: "
+                                   f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        where = "hub cache"
+    origin = f"{where}: {src.repo}@{src.revision}"
+    if state is not None:
+        origin += f" (commit {state['commit']}, {state['origin']})"
     return LoadedModel(entry, model, tok, origin, proc)
 
 
