@@ -55,3 +55,28 @@ def test_out_of_memory_is_one_line_and_leaves_the_cache_as_it_was(tiny_bert_entr
     assert "\n" not in message and message.startswith(f"{tiny_bert_entry.id}: out of memory on cpu with batch_size 8")
     assert "ANISO_BATCH_SIZE" in message and "cache is unchanged" in message
     assert not list(cache.glob("*.safetensors")) if cache.exists() else True
+
+
+def test_xdist_workers_share_the_cores_instead_of_each_taking_all(monkeypatch):
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from aniso.devices import share_cpu_cores
+
+    before_torch = torch.get_num_threads()
+    restore = threadpool_limits(limits=None)  # records the pools' present limits
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        assert share_cpu_cores(2, cpus=4) == 2
+        assert torch.get_num_threads() == 2
+        assert share_cpu_cores(3, cpus=2) == 1
+        assert torch.get_num_threads() == 1
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's choice wins and nothing is changed
+        assert share_cpu_cores(2, cpus=8) == 3
+        assert torch.get_num_threads() == 1
+        with pytest.raises(ValueError, match="n_workers"):
+            share_cpu_cores(0)
+    finally:
+        torch.set_num_threads(before_torch)
+        restore.restore_original_limits()

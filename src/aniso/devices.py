@@ -53,3 +53,30 @@ def check_device(device: str) -> "torch.device":
     elif dev.type != "cpu":
         raise ValueError(f"device {device!r}: only cpu, cuda, cuda:N and mps are supported")
     return dev
+
+
+def share_cpu_cores(n_workers: int, cpus: int | None = None) -> int:
+    """Give each of ``n_workers`` processes of one run (pytest-xdist workers) its share of the CPU cores, so that
+    their thread pools do not oversubscribe the machine: torch's intra-op threads and the BLAS / OpenMP pools numpy
+    and scipy call (via threadpoolctl) are limited to ``max(1, cpus // n_workers)`` threads in this process.
+
+    ``cpus`` defaults to the cores this process may run on (``os.sched_getaffinity``). A user who set
+    ``OMP_NUM_THREADS`` has chosen already: nothing is changed and that number is returned. Returns the number of
+    threads. Raises ValueError if ``n_workers`` < 1.
+    """
+    import os
+
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    chosen = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cpus // n_workers)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    threadpool_limits(limits=threads)
+    return threads

@@ -42,6 +42,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its share of the cores, not all of them
+        from .devices import share_cpu_cores
+
+        share_cpu_cores(int(config.workerinput.get("workercount", 1)))
     config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.catalog) a test measures")
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
     options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
