@@ -177,9 +177,10 @@ class ClaimResults:
 # -- settings, registry, inputs -----------------------------------------------------------------------------------
 
 
-def _settings(options: dict[str, Any], settings: dict[str, Any] | None):
+def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: bool = True):
     """:class:`aniso.settings.Settings` from the arguments (``options``; None = not given), then ``settings`` (a
-    dict of setting names), then the ``ANISO_*`` variables and the profile. Raises ValueError naming the setting."""
+    dict of setting names), then the ``ANISO_*`` variables and the profile; with ``check``, its paths checked
+    (:meth:`~aniso.settings.Settings.check_paths`). Raises ValueError naming the setting."""
     from .settings import Settings
 
     given = dict(settings or {})
@@ -190,7 +191,8 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None):
                                                                        else "") + " (see aniso.settings.SETTING_HELP)")
     merged = given | {k: v for k, v in options.items() if v is not None}
     s = Settings.from_sources(merged)
-    s.check_paths()
+    if check:
+        s.check_paths()
     return s
 
 
@@ -719,7 +721,7 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     from .hubcache import weights_here
     from .pipeline import StatsProvider
 
-    s = _settings({}, settings)
+    s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))
     ctx = StatsProvider(s, reg).source_context
     rows = [{"model": e.id, "source": e.source.kind, "modality": e.modality, "granularity": e.granularity,
