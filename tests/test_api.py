@@ -144,8 +144,9 @@ def test_claims_and_models_list_the_catalogue_and_the_registry():
     (lambda: aniso.measure(object(), TEXTS), "model: a object"),
     (lambda: aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp", registry=REGISTRY), "claims: 'G.token-nlp'"),
     (lambda: aniso.check(_tiny_gpt2()[0], registry=REGISTRY), "save_pretrained"),
+    (lambda: aniso.check("all-MiniLM-L6-v2", settings={"models": "small"}, registry=REGISTRY), "settings: 'models'"),
 ], ids=["unknown-id", "close-id", "empty-list", "not-a-text", "texts-to-vision", "folder-to-text", "a-bare-string",
-        "statistic", "setting", "no-tokenizer", "not-a-model", "claim", "in-memory-check"])
+        "statistic", "setting", "no-tokenizer", "not-a-model", "claim", "in-memory-check", "check-setting"])
 def test_bad_input_gives_one_line_naming_the_argument(call, names):
     with pytest.raises(ValueError) as err:
         call()

@@ -649,6 +649,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
             raise ValueError(f"claims: {w!r} is no claim id or prefix" + (f"; did you mean {close[0]!r}?" if close
                                                                           else "") + " (see aniso.claims())")
     base = _settings({}, settings)
+    taken = sorted(set(settings or {}) & {"models", "claims", "registry"})
+    if taken:
+        raise ValueError(f"settings: {taken[0]!r} is set by check itself (give it as model=, claims= or registry=)")
     reg_path = _registry_file(registry, base)
     if reg_path is None:
         raise ValueError("registry: no models.yaml here or in this source tree; give registry=")
