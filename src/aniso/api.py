@@ -384,8 +384,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
 def _measure_entry(entry, registry, settings, statistics, given: dict, progress: bool) -> LayerStats:
     from .registry import Registry
 
-    provider = _provider_class()(settings, Registry([entry], registry.path, registry.recorded_inputs), statistics=statistics,
-                         given=given)
+    one = Registry([entry], registry.path, registry.recorded_inputs)
+    provider = _provider_class()(settings, one, statistics=statistics, given=given)
     with _progress(progress):
         return LayerStats.of(provider.get(entry))
 
