@@ -216,15 +216,15 @@ def _load_registry(path: Path | None):
     return load_registry(path) if path is not None else Registry([], None)
 
 
-def _entry(model: str | Path, registry) -> tuple[Any, bool]:
-    """The registry entry for ``model`` (a registry id; else a folder or hub id, detected as ``aniso run`` does) and
-    whether it was detected. Raises ValueError naming ``model``."""
+def _entry(model: str | Path, registry):
+    """The registry entry for ``model``: a registry id, else a folder or hub id whose entry is detected as ``aniso
+    run`` detects it. Raises ValueError naming ``model``."""
     from .detect import UndetectableModel, config_of, registry_entry
     from .registry import ModelEntry
 
     text = str(model)
     if any(e.id == text for e in registry):
-        return registry.get(text), False
+        return registry.get(text)
     try:
         row = registry_entry(text, config_of(text))
     except UndetectableModel as exc:
@@ -233,7 +233,7 @@ def _entry(model: str | Path, registry) -> tuple[Any, bool]:
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
         raise ValueError(f"model {text!r}: {where}; as a folder or hub id: {exc}") from None
-    return ModelEntry.model_validate(row), True
+    return ModelEntry.model_validate(row)
 
 
 def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
@@ -355,7 +355,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     if isinstance(model, (str, Path)):
         base = _settings(options, settings)
         reg = _load_registry(_registry_file(registry, base))
-        entry, _ = _entry(model, reg)
+        entry = _entry(model, reg)
         from .modalities import modality_of
 
         row = modality_of(entry)
@@ -656,7 +656,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     if reg_path is None:
         raise ValueError("registry: no models.yaml here or in this source tree; give registry=")
     reg = _load_registry(reg_path)
-    entry, _ = _entry(model, reg)
+    entry = _entry(model, reg)
     given = dict(settings or {})
     with tempfile.TemporaryDirectory(prefix="aniso-check-") as tmp:
         if inputs is not None:
