@@ -112,6 +112,7 @@ def test_measure_and_check_all_minilm_agree():
     assert row["value"] == pytest.approx((frame["avg_cos"] - frame["q95"]).max(), rel=1e-5)
     assert row["ci_low"] <= row["value"] <= row["ci_high"] and not math.isnan(row["ci_low"])
     assert verdicts.path.name == "results.json" and verdicts.path.is_file()
+    assert verdicts.report() == verdicts.path.with_name("report.html")  # the run wrote it
     out = verdicts.report(verdicts.path.parent / "again.html")
     assert out.stat().st_size > 1000 and "G.token-nlp-anisotropic" in out.read_text()
 

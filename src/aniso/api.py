@@ -166,11 +166,13 @@ class ClaimResults:
         return pd.DataFrame(rows, columns=columns)
 
     def report(self, path: str | Path | None = None) -> Path:
-        """Write the HTML report of this run to ``path`` (default: ``report.html`` beside ``results.json``, which
-        the run already wrote) with :func:`aniso.report.write_html_report`; returns its path. Raises OSError if it
-        cannot be written."""
+        """The HTML report of this run: written to ``path`` with :func:`aniso.report.write_html_report`, or, with no
+        ``path``, the ``report.html`` the run wrote beside ``results.json`` (written anew if it is gone); returns its
+        path. Raises OSError if it cannot be written."""
         from .report import write_html_report
 
+        if path is None and self.path.with_name("report.html").is_file():
+            return self.path.with_name("report.html")
         return write_html_report(self.path, Path(path) if path is not None else self.path.with_name("report.html"))
 
 
