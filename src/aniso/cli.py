@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .api import RUN_EXIT_CODES, run_exit_code  # re-exported; aniso.api imports nothing heavy at module level
+
 __all__ = ["main"]
 
 
@@ -119,9 +121,7 @@ def _block_sweep(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .catalog import CLAIMS
-    from .hubcache import weights_here
-    from .pipeline import StatsProvider
+    from .api import claims, models
     from .registry import RegistryError, load_registry
     from .settings import Settings
 
@@ -133,17 +133,15 @@ def _list(args: argparse.Namespace) -> int:
         print(f"aniso list: {exc}", file=sys.stderr)
         return 2
     if args.what in ("claims", "all"):
-        rows = [[c.id, c.section, c.figure, "executable" if c.executable else "not yet executable", c.statement]
-                for c in CLAIMS.values()]
+        rows = [[c["claim"], c["section"], c["figure"], "executable" if c["executable"] else "not yet executable",
+                 c["statement"]] for c in claims(as_frame=False)]
         print(tabulate(rows, headers=["claim", "section", "figure", "status", "statement"], tablefmt="github"))
     if args.what in ("models", "all"):
-        ctx = StatsProvider(settings, registry).source_context
         in_set = {e.id for e in chosen}
-        rows = []
-        for e in registry:
-            here = weights_here(e, ctx)  # read from disk only: packages, folders, the hub cache
-            rows.append([e.id, e.source.kind, e.modality, e.role, ",".join(sorted(e.tags)) or "-",
-                         f"{e.params_m:g}M" if e.params_m else "-", "yes" if e.id in in_set else "no", here])
+        rows = [[m["model"], m["source"], m["modality"], m["role"], m["tags"] or "-",
+                 f"{m['params_m']:g}M" if m["params_m"] else "-", "yes" if m["model"] in in_set else "no",
+                 m["weights_here"]]  # read from disk only: packages, folders, the hub cache
+                for m in models(settings.registry, as_frame=False)]
         if args.what == "all":
             print()
         print(tabulate(rows, headers=["model", "source", "modality", "role", "tags", "params",
@@ -209,115 +207,21 @@ def _hub_list(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Exit codes of ``aniso run`` (also in its --help and the README).
-RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored",
-                  1: "a claim did not hold against its record, or errored",
-                  2: "bad usage or input (an option, a setting, the registry, a model that cannot be detected)",
-                  3: "nothing measured: every selected claim test was skipped (the report says why)"}
-
-
-class _Tally:
-    """A pytest plugin that counts what a claims run measured (claim results that were not skipped)."""
-
-    def __init__(self) -> None:
-        self.measured = self.results = 0
-
-    def pytest_sessionfinish(self, session) -> None:
-        from .pytest_plugin import _SESSION
-        from .verdicts import SKIPPED
-
-        aniso = session.config.stash.get(_SESSION, None)
-        if aniso is not None:
-            self.results = len(aniso.results)
-            self.measured = sum(r.verdict != SKIPPED for r in aniso.results)
-
-
-def run_exit_code(pytest_code: int, measured: int) -> int:
-    """The exit code of ``aniso run`` (:data:`RUN_EXIT_CODES`) from pytest's exit code and the number of claim
-    results measured (not skipped)."""
-    if pytest_code in (1, 3):  # tests failed; internal error
-        return 1
-    if pytest_code in (2, 4):  # interrupted; usage error
-        return 2
-    return 0 if measured else 3  # 0 with something measured; 5 (no tests collected) or all skipped: 3
-
-
 def _run(args: argparse.Namespace) -> int:
-    import os
-    import shutil
-    import tempfile
-
-    import pytest
-    import yaml
-
-    from .detect import UndetectableModel, config_of, registry_entry
-    from .registry import RegistryError, load_registry
-    from .settings import Settings
+    from .api import run_claims
 
     try:
-        settings = Settings.from_sources({"registry": args.registry})
-        settings.check_paths()
-        registry = load_registry(settings.registry)
-    except (RegistryError, ValueError) as exc:
+        done = run_claims(args.model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
+                          pytest_args=list(args.pytest_args or []),
+                          say=lambda line: print(f"aniso run: {line}", file=sys.stderr))
+    except ValueError as exc:  # settings, registry, claims folder, a model that cannot be detected
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2
-    claims_dir = Path(args.claims_dir) if args.claims_dir else Path(settings.registry).resolve().parent / "claims"
-    if not claims_dir.is_dir():
-        print(f"aniso run: no claims folder at {claims_dir} (give --claims-dir)", file=sys.stderr)
-        return 2
-    env = {"ANISO_REGISTRY": str(Path(args.registry).resolve())} if args.registry else {}
-    tmp_dir = None
-    try:
-        if any(e.id == args.model for e in registry):
-            model_id = args.model
-        else:
-            try:
-                row = registry_entry(args.model, config_of(args.model))
-            except UndetectableModel as exc:
-                print(f"aniso run: {exc}", file=sys.stderr)
-                return 2
-            model_id = row["id"]
-            if any(e.id == model_id for e in registry):
-                print(f"aniso run: {args.model} would get the id {model_id!r}, which the registry already uses",
-                      file=sys.stderr)
-                return 2
-            raw = yaml.safe_load(Path(settings.registry).read_text())
-            raw["models"].append(row)
-            tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
-            tmp = tmp_dir / "models.yaml"
-            tmp.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
-            try:
-                load_registry(tmp)
-            except RegistryError as exc:
-                print(f"aniso run: the detected entry does not validate: {exc}", file=sys.stderr)
-                return 2
-            env["ANISO_REGISTRY"] = str(tmp)
-            print(f"aniso run: {args.model} is not in the registry; detected "
-                  + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")),
-                  file=sys.stderr)
-        pytest_args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
-        if args.claims:
-            pytest_args += ["--aniso-claims", args.claims]
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        tally = _Tally()
-        try:
-            code = int(pytest.main(pytest_args + list(args.pytest_args or []), plugins=[tally]))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        result = run_exit_code(code, tally.measured)
-        if result == 3:
-            said = (f"{tally.results} claim test(s) of {model_id}, all skipped (reasons above and in the report)"
-                    if tally.results else f"no selected claim applies to {model_id}")
-            print(f"aniso run: nothing measured: {said}; exit code 3", file=sys.stderr)
-        return result
-    finally:
-        if tmp_dir is not None:
-            shutil.rmtree(tmp_dir, ignore_errors=True)
+    if done.exit_code == 3:
+        said = (f"{done.results} claim test(s) of {done.model_id}, all skipped (reasons above and in the report)"
+                if done.results else f"no selected claim applies to {done.model_id}")
+        print(f"aniso run: nothing measured: {said}; exit code 3", file=sys.stderr)
+    return done.exit_code
 
 
 def _diff(args: argparse.Namespace) -> int:

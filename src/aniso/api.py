@@ -1,0 +1,740 @@
+"""The Python API: measure a model's layers, run the claims on it, and list the claims and models, from a notebook.
+
+Four functions, re-exported by ``import aniso`` (lazily: importing :mod:`aniso` does not import torch)::
+
+    import aniso
+    stats = aniso.measure("all-MiniLM-L6-v2", ["The cat sat on the mat.", "Anisotropy of hidden states."])
+    stats.to_frame()                     # one row per layer: avg_cos, drift_norm, svd_anisotropy, twonn, q95, ...
+    aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp-anisotropic").to_frame()
+    aniso.claims(); aniso.models()       # the catalogue and the registry, as DataFrames
+
+They go the same way as the command line: a model argument is resolved as ``aniso run`` resolves it (a registry id,
+else a local folder or hub id whose registry entry is detected from its config, :mod:`aniso.detect`); statistics
+come from :class:`aniso.pipeline.StatsProvider` (the claims' provider, with its disk cache) and
+:func:`aniso.pipeline.compute_model_stats`; :func:`check` runs ``pytest claims/`` through :func:`run_claims`,
+which ``aniso run`` calls too, and reads the ``results.json`` it writes (:mod:`aniso.results`). Settings not given
+as arguments come from the ``ANISO_*`` variables and the run profile (:class:`aniso.settings.Settings`).
+
+Errors in arguments raise ValueError with one line that names the argument (``model``, ``inputs``,
+``statistics``, ``settings``, ``claims``); a model whose weights cannot be had raises
+:class:`aniso.sources.ModelUnavailable` saying why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import functools
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+__all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims",
+           "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
+
+#: What :func:`measure` keeps unless told: avg cos, drift and mean norm (first order), and the d x d statistics (SVD
+#: anisotropy, TwoNN, IsoScore, sampled pairs). The other kinds of :data:`aniso.pipeline.ALL_STATISTICS` (e.g.
+#: ``attention-sink``, which switches the model to eager attention) are asked for by name, or with ``"all"``.
+DEFAULT_STATISTICS = ("first-order", "second-order")
+
+#: Exit codes of ``aniso run`` and of :attr:`ClaimResults.exit_code` (also in ``aniso run --help`` and the README).
+RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored",
+                  1: "a claim did not hold against its record, or errored",
+                  2: "bad usage or input (an option, a setting, the registry, a model that cannot be detected)",
+                  3: "nothing measured: every selected claim test was skipped (the report says why)"}
+
+#: Column names of :meth:`LayerStats.to_frame` that differ from :class:`aniso.stats.LayerSummary`'s fields: the
+#: papers' "avg cos" for the mean cosine similarity.
+_COLUMN = {"mean_cosine": "avg_cos", "mean_cosine_sampled": "avg_cos_sampled",
+           "mean_cosine_standardised": "avg_cos_standardised"}
+
+
+# -- results ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerStats:
+    """The layer-wise statistics of one model on one set of inputs (what :func:`measure` returns).
+
+    Attributes
+    ----------
+    model_id : the registry id (or the id detected for a folder or hub id, or the name of an in-memory model)
+    layer_names : one name per hidden state, in order ("0" is the embedding output; encoder-decoder models list
+        ``enc.i`` then ``dec.i``)
+    layers : one :class:`aniso.stats.LayerSummary` per layer (avg cos and the rest, dimensionless; norms in the
+        model's hidden-state units)
+    inputs : provenance of the inputs (dataset, name, label, fingerprint, number of items; no data)
+    settings : the settings that change the statistics (sample sizes, seed, reservoir and SVD batch sizes, device)
+    meta : everything else :func:`aniso.pipeline.compute_stats` recorded (origin of the weights, vectors per layer,
+        seconds, cache key and hit, and the optional statistics asked for)
+    stats : the underlying :class:`aniso.stats.ModelStats` (accumulators; for the claims' functions)
+    """
+
+    model_id: str
+    layer_names: tuple[str, ...]
+    layers: tuple[Any, ...] = field(repr=False)
+    inputs: dict = field(repr=False)
+    settings: dict = field(repr=False)
+    meta: dict = field(repr=False)
+    stats: Any = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, stats) -> "LayerStats":
+        """Wrap a :class:`aniso.stats.ModelStats`. Raises ValueError naming the model and layer if a layer has
+        fewer than two non-zero vectors."""
+        meta = dict(stats.meta)
+        return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()),
+                   dict(meta.get("corpus") or {}), dict(meta.get("settings") or {}), meta, stats)
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per layer in order: column ``layer`` (its name), then every field of
+        :class:`aniso.stats.LayerSummary`, ``mean_cosine*`` named ``avg_cos*`` (``avg_cos``, ``drift_norm``,
+        ``mean_norm``, ``svd_anisotropy``, ``svd_anisotropy_batch_mean``, ``twonn``, ``isoscore``, ``q95``, ``dim``,
+        ``count``, ...). Statistics not kept (first order only) are NaN."""
+        import pandas as pd
+
+        rows = [{"layer": name} | {_COLUMN.get(k, k): v for k, v in asdict(s).items()}
+                for name, s in zip(self.layer_names, self.layers)]
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:  # a notebook shows the table
+        return self.to_frame()._repr_html_()
+
+    def to_dict(self) -> dict:
+        """JSON-friendly: ``model_id``, ``layer_names``, ``layers`` (one :func:`aniso.stats.summary_dict` per layer;
+        NaN as None), ``inputs``, ``settings``, ``meta``."""
+        from .results import _clean
+        from .stats import summary_dict
+
+        return _clean({"model_id": self.model_id, "layer_names": list(self.layer_names),
+                       "layers": [summary_dict(s) for s in self.layers], "inputs": self.inputs,
+                       "settings": self.settings, "meta": self.meta})
+
+    def series(self, column: str):
+        """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``.
+        Raises ValueError naming the column if there is no such column."""
+        import numpy as np
+
+        names = {_COLUMN.get(k, k): k for k in self.layers[0].__dataclass_fields__} if self.layers else {}
+        if column not in names:
+            raise ValueError(f"column {column!r} is not one of {sorted(names)}")
+        return np.array([getattr(s, names[column]) for s in self.layers], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ClaimResults:
+    """The verdicts of one claims run (what :func:`check` returns), read from the ``results.json`` it wrote.
+
+    Attributes
+    ----------
+    path : the run's ``results.json`` (``report.html`` beside it)
+    document : the whole :class:`aniso.results.ResultsDocument`
+    exit_code : as ``aniso run`` (:data:`RUN_EXIT_CODES`): 0 measured and nothing failed, 1 a claim did not hold
+        against its record or errored, 3 nothing measured
+    model_id : the model's registry id (or the id detected for a folder or hub id)
+    """
+
+    path: Path
+    document: Any = field(repr=False)
+    exit_code: int
+    model_id: str
+
+    @property
+    def results(self) -> list:
+        """The :class:`aniso.results.ClaimResult` of every claim test, in test order."""
+        return list(self.document.results)
+
+    def to_frame(self):
+        """A pandas DataFrame, one row per claim test: ``claim``, ``model``, ``verdict``, ``statistic`` (the deciding
+        statistic), ``value``, ``threshold``, ``holds_if``, ``ci_low``/``ci_high`` (its bootstrap interval over the
+        inputs, at ``level``), ``fragile``, ``p_value``, ``reason``, ``inputs``, ``seconds``. A result without an
+        interval (skipped, or a claim with no single deciding statistic) has None there."""
+        import pandas as pd
+
+        rows = []
+        for r in self.document.results:
+            u = r.uncertainty
+            rows.append({"claim": r.claim_id, "model": r.model_id, "verdict": r.verdict,
+                         "statistic": u.statistic if u else None, "value": u.value if u else None,
+                         "threshold": u.threshold if u else None, "holds_if": u.holds_if if u else None,
+                         "ci_low": u.low if u else None, "ci_high": u.high if u else None,
+                         "level": u.level if u else None, "fragile": bool(u.fragile) if u else False,
+                         "p_value": r.p_value, "reason": r.reason, "inputs": r.inputs, "seconds": r.seconds})
+        columns = ["claim", "model", "verdict", "statistic", "value", "threshold", "holds_if", "ci_low", "ci_high",
+                   "level", "fragile", "p_value", "reason", "inputs", "seconds"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def report(self, path: str | Path | None = None) -> Path:
+        """The HTML report of this run: written to ``path`` with :func:`aniso.report.write_html_report`, or, with no
+        ``path``, the ``report.html`` the run wrote beside ``results.json`` (written anew if it is gone); returns its
+        path. Raises OSError if it cannot be written."""
+        from .report import write_html_report
+
+        if path is None and self.path.with_name("report.html").is_file():
+            return self.path.with_name("report.html")
+        return write_html_report(self.path, Path(path) if path is not None else self.path.with_name("report.html"))
+
+
+# -- settings, registry, inputs -----------------------------------------------------------------------------------
+
+
+def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: bool = True):
+    """:class:`aniso.settings.Settings` from the arguments (``options``; None = not given), then ``settings`` (a
+    dict of setting names), then the ``ANISO_*`` variables and the profile; with ``check``, its paths checked
+    (:meth:`~aniso.settings.Settings.check_paths`). Raises ValueError naming the setting."""
+    from .settings import Settings
+
+    given = dict(settings or {})
+    unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
+        raise ValueError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]!r}?" if close
+                                                                       else "") + " (see aniso.settings.SETTING_HELP)")
+    merged = given | {k: v for k, v in options.items() if v is not None}
+    s = Settings.from_sources(merged)
+    if check:
+        s.check_paths()
+    return s
+
+
+def _registry_file(path: str | Path | None, settings) -> Path | None:
+    """The registry file: ``path``, else setting ``registry`` (``models.yaml`` in the working folder) where it
+    exists, else the ``models.yaml`` of the source tree this package runs from (an editable install), else None
+    (no registry: folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and missing."""
+    if path is not None:
+        if not Path(path).is_file():
+            raise ValueError(f"registry: {path} is not a file")
+        return Path(path)
+    if Path(settings.registry).is_file():
+        return Path(settings.registry)
+    tree = Path(__file__).resolve().parents[2] / "models.yaml"
+    return tree if tree.is_file() else None
+
+
+def _load_registry(path: Path | None):
+    from .registry import Registry, load_registry
+
+    return load_registry(path) if path is not None else Registry([], None)
+
+
+def _entry(model: str | Path, registry):
+    """The registry entry for ``model``: a registry id, else a folder or hub id whose entry is detected as ``aniso
+    run`` detects it. Raises ValueError naming ``model``."""
+    from .detect import UndetectableModel, config_of, registry_entry
+    from .registry import ModelEntry
+
+    text = str(model)
+    if any(e.id == text for e in registry):
+        return registry.get(text)
+    try:
+        row = registry_entry(text, config_of(text))
+    except UndetectableModel as exc:
+        ids = [e.id for e in registry]
+        close = difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+        where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
+        raise ValueError(f"model {text!r}: {where}; as a folder or hub id: {exc}") from None
+    return ModelEntry.model_validate(row)
+
+
+def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
+    """``inputs`` as a tuple of non-empty texts. Raises ValueError naming ``inputs`` and the first bad item."""
+    if len(inputs) == 0:
+        raise ValueError("inputs: an empty list; give at least one text (or a corpus file, or None for the "
+                         "settings' corpus)")
+    for i, t in enumerate(inputs):
+        if not isinstance(t, str):
+            raise ValueError(f"inputs[{i}]: a {type(t).__name__}; a list of inputs must hold texts (for images or "
+                             "recordings give their folder)")
+        if not t.strip():
+            raise ValueError(f"inputs[{i}]: an empty text")
+    return tuple(inputs)
+
+
+def _corpus_of(texts: tuple[str, ...], seed: int):
+    """A :class:`aniso.inputs.text.Corpus` of the given texts, in order, fingerprinted like a corpus file."""
+    from .inputs.text import Corpus, _fingerprint
+
+    return Corpus("texts", f"{len(texts)} texts given to aniso.measure", "a list of texts", _fingerprint(list(texts)),
+                  texts, len(texts), seed)
+
+
+#: Kind of inputs (:data:`aniso.modalities.INPUTS`) → the setting naming the folder or file it is read from.
+_INPUT_SETTING = {"text": "corpus", "speech": "speech_dir", "vision": "image_dir"}
+
+
+def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
+    """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
+    a model reading inputs of ``kind``. Raises ValueError naming ``inputs`` when it does not exist or does not fit."""
+    path = Path(os.path.expanduser(str(inputs)))
+    if not path.exists():
+        raise ValueError(f"inputs: {str(inputs)[:80]!r} is no file or folder (give texts as a list of strings)")
+    if kind in ("text", "reactions"):
+        if path.is_dir():
+            raise ValueError(f"inputs: {path} is a folder, but {model_id} is a text model: give a corpus file (one "
+                             "paragraph per line) or a list of texts")
+        return {"corpus": str(path)}
+    if not path.is_dir():
+        what = "recordings (.flac/.wav)" if kind == "speech" else "photographs (.jpg/.png)"
+        raise ValueError(f"inputs: {path} is a file, but {model_id} is a {kind} model: give a folder of {what}")
+    return {_INPUT_SETTING[kind]: str(path)}
+
+
+def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
+    from .pipeline import ALL_STATISTICS
+
+    if statistics == "all":
+        return ALL_STATISTICS
+    chosen = frozenset([statistics] if isinstance(statistics, str) else statistics)
+    unknown = sorted(chosen - ALL_STATISTICS)
+    if unknown or not chosen:
+        raise ValueError(f"statistics: {unknown[0]!r} is not one of {sorted(ALL_STATISTICS)} (or 'all')" if unknown
+                         else "statistics: none asked for")
+    return chosen | {"first-order"}
+
+
+@contextlib.contextmanager
+def _progress(show: bool):
+    """Progress bars shown (``show``: even where standard error is no terminal, as in a notebook) or not."""
+    from . import progress
+
+    with progress.shown(show):
+        yield
+
+
+# -- measure ------------------------------------------------------------------------------------------------------
+
+
+def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics: str | Iterable[str] =
+            DEFAULT_STATISTICS, device: str | None = None, batch_size: int | None = None,
+            max_length: int | None = None, n_inputs: int | None = None, progress: bool = True,
+            settings: dict[str, Any] | None = None, registry: str | Path | None = None,
+            name: str | None = None) -> LayerStats:
+    """Measure the anisotropy of every layer of a model: its hidden states on ``inputs`` streamed into per-layer
+    statistics (avg cos, drift norm, SVD anisotropy, TwoNN, ...; Godey et al. 2024 §3, Razzhigaev et al. 2024 §2).
+
+    Parameters
+    ----------
+    model : a registry id (``aniso.models()``), a local transformers folder (with ``config.json``), a hub id (from
+        the local Hugging Face cache, else the hub where reachable), or an already-loaded transformers text model
+        (``AutoModel`` / ``AutoModelForCausalLM``; give ``tokenizer``). Registry ids, folders and hub ids are
+        resolved as ``aniso run`` resolves them and their statistics are cached on disk (setting ``cache_dir``); an
+        in-memory model is measured every time (its weights may have changed), moved to ``device`` and put in eval
+        mode for the measurement (its training flag is restored).
+    inputs : a list of texts (each one sequence, truncated to ``max_length`` tokens), a corpus file (one paragraph
+        per line, WikiText layout; ``n_inputs`` paragraphs sampled), a folder of photographs (vision models) or of
+        recordings (speech models), or None: the settings' inputs for the model's modality (``ANISO_CORPUS``,
+        ``ANISO_IMAGE_DIR``, ``ANISO_SPEECH_DIR``; the embedded fallback corpus if none)
+    tokenizer : the tokenizer of an in-memory model (ignored otherwise)
+    statistics : names from :data:`aniso.pipeline.ALL_STATISTICS`, or ``"all"``; default :data:`DEFAULT_STATISTICS`
+    device : torch device (``cpu``, ``cuda``, ``mps``; default: setting ``device``, ``auto``)
+    batch_size, max_length : sequences per forward pass and tokens per sequence (default: the settings')
+    n_inputs : paragraphs, photographs or recordings sampled from a file or folder (default: the run profile's)
+    progress : show a progress bar over the batches (False: none)
+    settings : other settings by name (:data:`aniso.settings.SETTING_HELP`), e.g. ``{"seed": 1}``
+    registry : registry file (default: ``models.yaml`` here, else the one of this source tree)
+    name : the id an in-memory model is reported under (default: its ``name_or_path``, else its class)
+
+    Returns
+    -------
+    :class:`LayerStats`; ``.to_frame()`` is a DataFrame of shape (n_layers, n_statistics + 1).
+
+    Raises
+    ------
+    ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
+    empty list, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
+    (``statistics``) or setting (``settings``); :class:`aniso.sources.ModelUnavailable` when the weights cannot be
+    had (:class:`aniso.sources.InputsMissing` when inputs are missing); RuntimeError naming the model and device on
+    running out of memory.
+    """
+    chosen = _statistics(statistics)
+    texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
+    if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
+        raise ValueError(f"inputs: a {type(inputs).__name__}; give a list of texts, a corpus file, a folder of "
+                         "photographs or recordings, or None")
+    options = {"device": device, "batch_size": batch_size, "max_length": max_length}
+    if isinstance(model, (str, Path)):
+        base = _settings(options, settings)
+        reg = _load_registry(_registry_file(registry, base))
+        entry = _entry(model, reg)
+        from .modalities import modality_of
+
+        row = modality_of(entry)
+        if row is None:
+            raise ValueError(f"model {entry.id!r}: modality {entry.modality!r} has no hidden states measured over "
+                             "inputs (an untrained block: see `aniso block-sweep`)")
+        kind = entry.measured_on or row.inputs
+        if texts is not None and kind not in ("text", "reactions"):
+            raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model: give a folder of "
+                             f"{'photographs' if kind == 'vision' else 'recordings'} (or None for setting "
+                             f"{_INPUT_SETTING.get(kind, kind)})")
+        extra: dict[str, Any] = {}
+        if isinstance(inputs, (str, Path)):
+            extra |= _inputs_option(inputs, kind, entry.id)
+        size = {"text": "n_sequences", "reactions": "n_sequences", "speech": "n_clips", "vision": "n_images"}[kind]
+        if texts is not None:
+            extra[size] = len(texts)
+        elif n_inputs is not None:
+            extra[size] = n_inputs
+        run_settings = _settings(options | extra, settings) if extra else base
+        return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
+                              if texts is not None else {}, progress)
+    return _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress, name)
+
+
+def _measure_entry(entry, registry, settings, statistics, given: dict, progress: bool) -> LayerStats:
+    from .registry import Registry
+
+    one = Registry([entry], registry.path, registry.recorded_inputs)
+    provider = _provider_class()(settings, one, statistics=statistics, given=given)
+    with _progress(progress):
+        return LayerStats.of(provider.get(entry))
+
+
+def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inputs, settings, progress,
+                    name) -> LayerStats:
+    """:func:`measure` on an already-loaded transformers text model (no registry entry, no disk cache)."""
+    import torch
+
+    from .detect import UndetectableModel, entry_fields
+    from .modalities import MODALITIES
+    from .sources import LoadedModel
+
+    config = getattr(model, "config", None)
+    if not isinstance(model, torch.nn.Module) or config is None or not hasattr(config, "to_dict"):
+        raise ValueError(f"model: a {type(model).__name__}; give a registry id, a model folder, a hub id or a loaded "
+                         "transformers model")
+    try:
+        fields = entry_fields(config.to_dict())
+    except UndetectableModel as exc:
+        raise ValueError(f"model: {exc}") from None
+    if fields["modality"] != "text":
+        raise ValueError(f"model: an in-memory {fields['modality']} model ({config.model_type}); only in-memory text "
+                         "models are measured here: save it with save_pretrained and pass the folder")
+    if tokenizer is None or not callable(tokenizer):
+        raise ValueError(f"tokenizer: an in-memory text model needs its tokenizer (tokenizer=...), got "
+                         f"{type(tokenizer).__name__}")
+    ident = name or str(getattr(config, "name_or_path", "") or "") or type(model).__name__
+    extra: dict[str, Any] = {}
+    if isinstance(inputs, (str, Path)):
+        extra |= _inputs_option(inputs, "text", ident)
+    if texts is not None:
+        extra["n_sequences"] = len(texts)
+    elif n_inputs is not None:
+        extra["n_sequences"] = n_inputs
+    run_settings = _settings(options | extra, settings)
+    if texts is not None:
+        corpus = _corpus_of(texts, run_settings.seed)
+    else:
+        from .modalities import INPUTS
+        from .sources import HubStatus
+
+        corpus = INPUTS["text"](run_settings, HubStatus())
+    subject = _InMemory(ident, **fields)
+    loaded = LoadedModel(subject, model, tokenizer, f"in-memory {type(model).__name__} ({ident})")
+    was_training = model.training
+    model.eval()
+    try:
+        from .pipeline import compute_model_stats
+
+        with _progress(progress), torch.inference_mode():
+            stats = compute_model_stats(loaded, MODALITIES["text"], corpus, run_settings, f"in-memory:{ident}",
+                                        statistics)
+    finally:
+        model.train(was_training)
+    stats.meta["cache"] = {"key": None, "hit": False}
+    return LayerStats.of(stats)
+
+
+@dataclass(frozen=True)
+class _InMemory:
+    """What the statistics code reads of a registry entry, for a model given in memory."""
+
+    id: str
+    modality: str
+    granularity: str
+    architecture: str
+    role: str
+    family: str
+    measured_on: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@functools.cache
+def _provider_class():
+    from .pipeline import StatsProvider
+
+    @dataclass
+    class Provider(StatsProvider):
+        """A :class:`~aniso.pipeline.StatsProvider` whose inputs of some kinds are given (a list of texts) rather
+        than loaded from the settings."""
+
+        given: dict = field(default_factory=dict)
+
+        def inputs(self, name: str):
+            return self.given[name] if name in self.given else super().inputs(name)
+
+    return Provider
+
+
+# -- check --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimsRun:
+    """What :func:`run_claims` did: ``exit_code`` (:data:`RUN_EXIT_CODES`), ``model_id``, ``results_path`` (the
+    ``results.json`` written, None if the run wrote none), ``results`` (claim tests recorded) and ``measured`` (of
+    them, not skipped), and ``detected`` (the registry row detected for a folder or hub id, else None)."""
+
+    exit_code: int
+    model_id: str
+    results_path: Path | None
+    results: int
+    measured: int
+    detected: dict | None = None
+
+
+class _Tally:
+    """A pytest plugin that counts what a claims run measured (claim results that were not skipped) and where it
+    wrote its results."""
+
+    def __init__(self) -> None:
+        self.measured = self.results = 0
+        self.report: Path | None = None
+
+    def pytest_sessionfinish(self, session) -> None:
+        from .pytest_plugin import _SESSION
+        from .verdicts import SKIPPED
+
+        aniso = session.config.stash.get(_SESSION, None)
+        if aniso is not None:
+            self.results = len(aniso.results)
+            self.measured = sum(r.verdict != SKIPPED for r in aniso.results)
+
+    def pytest_unconfigure(self, config) -> None:
+        from .pytest_plugin import _SESSION
+
+        aniso = config.stash.get(_SESSION, None)
+        if aniso is not None and aniso.report_path is not None:
+            self.report = Path(aniso.report_path)
+
+
+def run_exit_code(pytest_code: int, measured: int) -> int:
+    """The exit code of ``aniso run`` (:data:`RUN_EXIT_CODES`) from pytest's exit code and the number of claim
+    results measured (not skipped)."""
+    if pytest_code in (1, 3):  # tests failed; internal error
+        return 1
+    if pytest_code in (2, 4):  # interrupted; usage error
+        return 2
+    return 0 if measured else 3  # 0 with something measured; 5 (no tests collected) or all skipped: 3
+
+
+def run_claims(model: str, claims: str | None = None, *, registry: str | Path | None = None,
+               claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
+               say: Callable[[str], None] = lambda line: None) -> ClaimsRun:
+    """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
+    CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
+    detected from its config (:func:`aniso.detect.registry_entry`) in a temporary copy of the registry, removed
+    afterwards. ``claims``: comma-separated ids or prefixes (None: every claim); ``registry``: the registry file
+    (None: setting ``registry``); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
+    ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``say``: receives the line that
+    says what was detected.
+
+    Returns a :class:`ClaimsRun`. Raises ValueError (one line) for a bad setting or registry, a missing claims
+    folder, a model that is neither a registry id nor detectable, or a detected id the registry already uses.
+    """
+    import shutil
+    import tempfile
+
+    import pytest
+    import yaml
+
+    from .detect import config_of, registry_entry
+    from .registry import RegistryError, load_registry
+    from .settings import Settings
+
+    settings = Settings.from_sources({"registry": str(registry) if registry is not None else None})
+    settings.check_paths()
+    reg = load_registry(settings.registry)
+    claims_dir = Path(claims_dir) if claims_dir else Path(settings.registry).resolve().parent / "claims"
+    if not claims_dir.is_dir():
+        raise ValueError(f"no claims folder at {claims_dir} (give --claims-dir)")
+    env = {"ANISO_REGISTRY": str(Path(registry).resolve())} if registry else {}
+    tmp_dir = row = None
+    try:
+        if any(e.id == model for e in reg):
+            model_id = model
+        else:
+            row = registry_entry(model, config_of(model))  # UndetectableModel is a ValueError
+            model_id = row["id"]
+            if any(e.id == model_id for e in reg):
+                raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
+            raw = yaml.safe_load(Path(settings.registry).read_text())
+            raw["models"].append(row)
+            tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
+            tmp = tmp_dir / "models.yaml"
+            tmp.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+            try:
+                load_registry(tmp)
+            except RegistryError as exc:
+                raise ValueError(f"the detected entry does not validate: {exc}") from None
+            env["ANISO_REGISTRY"] = str(tmp)
+            say(f"{model} is not in the registry; detected "
+                + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
+        if claims:
+            args += ["--aniso-claims", claims]
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        tally = _Tally()
+        try:
+            code = int(pytest.main(args + list(pytest_args), plugins=[tally]))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        results = tally.report.with_name("results.json") if tally.report is not None else None
+        return ClaimsRun(run_exit_code(code, tally.measured), model_id, results, tally.results, tally.measured, row)
+    finally:
+        if tmp_dir is not None:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings: dict[str, Any] | None = None,
+          registry: str | Path | None = None, claims_dir: str | Path | None = None,
+          verbose: bool = False) -> ClaimResults:
+    """Run the paper claims on one model and return their verdicts, as ``aniso run MODEL --claims CLAIMS`` does
+    (:func:`run_claims`; the run also writes ``results.json`` and ``report.html`` under setting ``report_dir``).
+
+    Parameters
+    ----------
+    model : a registry id, a local transformers folder or a hub id (an in-memory model: save it with
+        ``save_pretrained`` and pass the folder)
+    claims : comma-separated claim ids or prefixes (``aniso.claims()``), e.g. ``"G."`` or
+        ``"G.token-nlp-anisotropic"``; ``""`` for every claim
+    inputs : a corpus file, a folder of photographs or recordings (by the model's modality), a list of texts
+        (written to a temporary corpus file, one per line; line breaks inside a text become spaces), or None:
+        the settings' inputs. Inputs other than the registry's recorded ones inform and never fail a verdict
+        recorded on other inputs (:mod:`aniso.verdicts`).
+    settings : settings by name (:data:`aniso.settings.SETTING_HELP`), passed as ``--aniso-<name>`` options, e.g.
+        ``{"n_sequences": 64, "n_bootstrap": 0}``
+    registry, claims_dir : the registry file and the claim tests (defaults as :func:`measure`; ``claims/`` beside
+        the registry)
+    verbose : pytest's usual output (default: quiet, ``-qq``)
+
+    Returns
+    -------
+    :class:`ClaimResults`: ``.to_frame()`` one row per claim test, ``.report(path)``, ``.exit_code``.
+
+    Raises
+    ------
+    ValueError, one line naming the argument: an unknown or undetectable model (``model``), an unknown claim id or
+    prefix (``claims``), a bad setting (``settings``), inputs that do not exist or do not fit the model
+    (``inputs``); RuntimeError when the run wrote no results (pytest could not start; its output says why).
+    """
+    import tempfile
+
+    from .catalog import CLAIMS
+    from .results import read_results
+    from .settings import SETTING_HELP, Settings
+
+    if not isinstance(model, (str, Path)):
+        raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
+                         "(save an in-memory model with save_pretrained and pass the folder)")
+    wanted = [c.strip() for c in (claims or "").split(",") if c.strip()]
+    for w in wanted:
+        if not any(cid == w or (w.endswith((".", "*")) and cid.startswith(w.rstrip("*"))) for cid in CLAIMS):
+            close = difflib.get_close_matches(w, list(CLAIMS), n=1)
+            raise ValueError(f"claims: {w!r} is no claim id or prefix" + (f"; did you mean {close[0]!r}?" if close
+                                                                          else "") + " (see aniso.claims())")
+    base = _settings({}, settings)
+    taken = sorted(set(settings or {}) & {"models", "claims", "registry"})
+    if taken:
+        raise ValueError(f"settings: {taken[0]!r} is set by check itself (give it as model=, claims= or registry=)")
+    reg_path = _registry_file(registry, base)
+    if reg_path is None:
+        raise ValueError("registry: no models.yaml here or in this source tree; give registry=")
+    reg = _load_registry(reg_path)
+    entry = _entry(model, reg)
+    given = dict(settings or {})
+    with tempfile.TemporaryDirectory(prefix="aniso-check-") as tmp:
+        if inputs is not None:
+            from .modalities import modality_of
+
+            row = modality_of(entry)
+            kind = entry.measured_on or (row.inputs if row else "text")
+            if isinstance(inputs, (list, tuple)):
+                texts = _texts(inputs)
+                if kind not in ("text", "reactions"):
+                    raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model")
+                corpus = Path(tmp) / "texts.txt"
+                corpus.write_text("\n".join(" ".join(t.split()) for t in texts) + "\n", encoding="utf-8")
+                given |= {"corpus": str(corpus), "n_sequences": len(texts)}
+            elif isinstance(inputs, (str, Path)):
+                given |= _inputs_option(inputs, kind, entry.id)
+            else:
+                raise ValueError(f"inputs: a {type(inputs).__name__}; give a corpus file, a folder, a list of texts "
+                                 "or None")
+        Settings.from_sources(given).check_paths()  # a bad value: one line here rather than a pytest usage error
+        args: list[str] = []
+        for k, v in given.items():
+            if k not in SETTING_HELP:
+                raise ValueError(f"settings: {k!r} cannot be given to a claims run")
+            if isinstance(v, bool):
+                args += [f"--aniso-{k.replace('_', '-')}"] if v else []
+            else:
+                args += [f"--aniso-{k.replace('_', '-')}", str(v)]
+        args += [] if verbose else ["-qq", "--disable-warnings"]
+        with _progress(verbose):
+            done = run_claims(str(model), claims or None, registry=reg_path, claims_dir=claims_dir,
+                              pytest_args=args)
+    if done.results_path is None:
+        raise RuntimeError(f"check {model}: the claims run wrote no results (pytest exit code {done.exit_code}); "
+                           "run with verbose=True to see why")
+    return ClaimResults(done.results_path, read_results(done.results_path), done.exit_code, done.model_id)
+
+
+# -- listings -----------------------------------------------------------------------------------------------------
+
+
+def claims(*, as_frame: bool = True):
+    """The claims catalogue (:data:`aniso.catalog.CLAIMS`, specified in ``docs/claims.md``): one row per claim with
+    ``claim``, ``paper``, ``section``, ``figure``, ``statement``, ``executable`` (a test measures it) and
+    ``statistics`` (what it reads). A pandas DataFrame, or a list of dicts with ``as_frame=False``."""
+    from .catalog import CLAIMS
+
+    rows = [{"claim": c.id, "paper": c.paper, "section": c.section, "figure": c.figure, "statement": c.statement,
+             "executable": c.executable, "statistics": ",".join(c.statistics)} for c in CLAIMS.values()]
+    if not as_frame:
+        return rows
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def models(registry: str | Path | None = None, *, as_frame: bool = True, settings: dict[str, Any] | None = None):
+    """The registry's models, one row each in file order: ``model``, ``source`` (kind), ``modality``,
+    ``granularity``, ``role``, ``family``, ``tags`` (comma-joined), ``params_m`` (millions, None if not recorded)
+    and ``weights_here`` (:func:`aniso.hubcache.weights_here`: read from disk only, no network). A pandas DataFrame,
+    or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`).
+
+    Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.RegistryError`).
+    """
+    from .hubcache import weights_here
+    from .pipeline import StatsProvider
+
+    s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
+    reg = _load_registry(_registry_file(registry, s))
+    ctx = StatsProvider(s, reg).source_context
+    rows = [{"model": e.id, "source": e.source.kind, "modality": e.modality, "granularity": e.granularity,
+             "role": e.role, "family": e.family, "tags": ",".join(sorted(e.tags)), "params_m": e.params_m,
+             "weights_here": weights_here(e, ctx)} for e in reg]
+    if not as_frame:
+        return rows
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["model", "source", "modality", "granularity", "role", "family", "tags",
+                                       "params_m", "weights_here"])

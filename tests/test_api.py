@@ -1,0 +1,169 @@
+"""The Python API (aniso.measure / check / claims / models): tiny random models measured in memory and from a folder
+against hidden states computed directly, the real all-MiniLM-L6-v2 (pip package) measured and checked, the
+listings, the one-line errors, and the example script."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import aniso
+from aniso import metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = ROOT / "models.yaml"
+TEXTS = ["The tower is 324 metres tall, about the same height as an 81-storey building.",
+         "Anisotropy of hidden states.",
+         "During its construction, the Eiffel Tower surpassed the Washington Monument.",
+         "The cat sat on the mat and looked at the rain."]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_run(tmp_path_factory, monkeypatch):
+    """One statistics cache for the module (check reads what measure wrote), reports in a temporary folder, the hub
+    not probed (an unknown id fails at once)."""
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "api-cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path_factory.getbasetemp() / "api-reports"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("ANISO_PROGRESS", "0")
+
+
+def _tiny_gpt2():
+    from transformers import GPT2Config, GPT2Model
+
+    from aniso.modalities import _subword_tokenizer
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=2, eos_token_id=3)
+    return GPT2Model(cfg).eval(), _subword_tokenizer(300)
+
+
+def test_import_aniso_stays_cheap():
+    code = ("import sys, aniso; assert 'torch' not in sys.modules and 'pandas' not in sys.modules; "
+            "assert callable(aniso.measure) and 'torch' not in sys.modules; print(sorted(aniso.__all__))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "measure" in out.stdout and "check" in out.stdout
+
+
+def test_measure_an_in_memory_model_equals_the_direct_computation():
+    """avg cos of every layer of a tiny random GPT-2 given in memory, against aniso.metrics.mean_cosine on its hidden
+    states computed here, one text at a time (no padding at all)."""
+    model, tok = _tiny_gpt2()
+    model.train()  # measured in eval mode, left as it was
+    stats = aniso.measure(model, TEXTS, tokenizer=tok, name="tiny-gpt2", progress=False)
+    assert model.training
+    frame = stats.to_frame()
+    assert list(frame["layer"]) == ["0", "1", "2"] and len(frame) == 3
+    for column in ("layer", "avg_cos", "drift_norm", "svd_anisotropy", "twonn", "q95", "isoscore", "count"):
+        assert column in frame.columns
+    model.eval()
+    with torch.no_grad():
+        per_text = [model(**tok(t, return_tensors="pt"), output_hidden_states=True).hidden_states for t in TEXTS]
+    for i in range(3):
+        h = torch.cat([hs[i][0] for hs in per_text]).double().numpy()
+        assert frame["count"][i] == h.shape[0]
+        assert frame["avg_cos"][i] == pytest.approx(metrics.mean_cosine(h), rel=1e-5, abs=1e-7)
+        assert frame["drift_norm"][i] == pytest.approx(np.linalg.norm(h.mean(axis=0)), rel=1e-5)
+    assert stats.model_id == "tiny-gpt2" and stats.inputs["n_sequences"] == len(TEXTS)
+    assert stats.meta["cache"] == {"key": None, "hit": False}
+    assert np.allclose(stats.series("avg_cos"), frame["avg_cos"])
+    doc = stats.to_dict()
+    json.dumps(doc)  # JSON-friendly
+    assert doc["layer_names"] == ["0", "1", "2"] and doc["layers"][1]["mean_cosine"] == frame["avg_cos"][1]
+
+
+def test_a_folder_and_the_same_model_in_memory_measure_the_same(tiny_bert_dir):
+    """A local folder goes through detection (as `aniso run`) and the pipeline's cache; loaded in memory it gives
+    the same numbers."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from_folder = aniso.measure(tiny_bert_dir, ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"], registry=REGISTRY,
+                                progress=False).to_frame()
+    in_memory = aniso.measure(AutoModel.from_pretrained(tiny_bert_dir), ["w1 w2 w3", "w4 w5", "w6 w7 w8 w9"],
+                              tokenizer=AutoTokenizer.from_pretrained(tiny_bert_dir), progress=False).to_frame()
+    assert len(from_folder) == 3 and from_folder["count"].tolist() == [15, 15, 15]  # 9 words, [CLS] and [SEP] x 3
+    assert np.allclose(from_folder["avg_cos"], in_memory["avg_cos"], rtol=1e-6)
+    assert np.allclose(from_folder["svd_anisotropy"], in_memory["svd_anisotropy"], rtol=1e-6)
+
+
+def test_measure_and_check_all_minilm_agree():
+    """The real all-MiniLM-L6-v2 (a pip package): measure on a few texts, then check G.token-nlp-anisotropic on the
+    same texts; the claim's deciding value is max over layers of (avg cos - q95(d)) of what measure gave."""
+    stats = aniso.measure("all-MiniLM-L6-v2", TEXTS, max_length=32, registry=REGISTRY, progress=False)
+    frame = stats.to_frame()
+    assert len(frame) == 7 and frame["dim"].eq(384).all()
+    assert stats.meta["cache"]["hit"] is False and stats.inputs["label"] == "4 texts given to aniso.measure"
+    assert frame["avg_cos"].max() > frame["q95"].max()  # anisotropic (G §2)
+    verdicts = aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp-anisotropic", inputs=TEXTS,
+                           settings={"max_length": 32, "n_bootstrap": 50}, registry=REGISTRY)
+    table = verdicts.to_frame()
+    assert verdicts.exit_code == 0 and list(table["claim"]) == ["G.token-nlp-anisotropic"]
+    row = table.iloc[0]
+    assert row["model"] == "all-MiniLM-L6-v2" and row["verdict"] == "holds" and row["threshold"] == 0.0
+    assert row["value"] == pytest.approx((frame["avg_cos"] - frame["q95"]).max(), rel=1e-5)
+    assert row["ci_low"] <= row["value"] <= row["ci_high"] and not math.isnan(row["ci_low"])
+    assert verdicts.path.name == "results.json" and verdicts.path.is_file()
+    assert verdicts.report() == verdicts.path.with_name("report.html")  # the run wrote it
+    out = verdicts.report(verdicts.path.parent / "again.html")
+    assert out.stat().st_size > 1000 and "G.token-nlp-anisotropic" in out.read_text()
+
+
+def test_claims_and_models_list_the_catalogue_and_the_registry():
+    from aniso.catalog import CLAIMS
+    from aniso.registry import load_registry
+
+    table = aniso.claims()
+    assert table["claim"].tolist() == list(CLAIMS) and table["executable"].dtype == bool
+    assert aniso.claims(as_frame=False)[0]["claim"] == next(iter(CLAIMS))
+    rows = aniso.models(REGISTRY)
+    assert rows["model"].tolist() == [e.id for e in load_registry(REGISTRY)]
+    minilm = rows.set_index("model").loc["all-MiniLM-L6-v2"]
+    assert minilm["source"] == "package" and minilm["modality"] == "text" and minilm["weights_here"] == "here (package)"
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: aniso.measure("no-such-model-xyz", TEXTS, registry=REGISTRY), "model 'no-such-model-xyz'"),
+    (lambda: aniso.measure("all-MiniLM-L6", TEXTS, registry=REGISTRY), "did you mean 'all-MiniLM-L6-v2'"),
+    (lambda: aniso.measure("all-MiniLM-L6-v2", [], registry=REGISTRY), "inputs: an empty list"),
+    (lambda: aniso.measure("all-MiniLM-L6-v2", ["fine", 3], registry=REGISTRY), "inputs[1]"),
+    (lambda: aniso.measure("vit-base-patch16-224", TEXTS, registry=REGISTRY), "inputs: a list of texts, but"),
+    (lambda: aniso.measure("all-MiniLM-L6-v2", str(ROOT / "tests"), registry=REGISTRY), "is a folder, but"),
+    (lambda: aniso.measure("all-MiniLM-L6-v2", "just one sentence", registry=REGISTRY), "is no file or folder"),
+    (lambda: aniso.measure("all-MiniLM-L6-v2", TEXTS, statistics=["avg-cos"], registry=REGISTRY), "statistics:"),
+    (lambda: aniso.measure("all-MiniLM-L6-v2", TEXTS, settings={"n_sequence": 3}, registry=REGISTRY),
+     "did you mean 'n_sequences'"),
+    (lambda: aniso.measure(_tiny_gpt2()[0], TEXTS), "tokenizer:"),
+    (lambda: aniso.measure(object(), TEXTS), "model: a object"),
+    (lambda: aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp", registry=REGISTRY), "claims: 'G.token-nlp'"),
+    (lambda: aniso.check(_tiny_gpt2()[0], registry=REGISTRY), "save_pretrained"),
+    (lambda: aniso.check("all-MiniLM-L6-v2", settings={"models": "small"}, registry=REGISTRY), "settings: 'models'"),
+], ids=["unknown-id", "close-id", "empty-list", "not-a-text", "texts-to-vision", "folder-to-text", "a-bare-string",
+        "statistic", "setting", "no-tokenizer", "not-a-model", "claim", "in-memory-check", "check-setting"])
+def test_bad_input_gives_one_line_naming_the_argument(call, names):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert names in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_example_script_runs(tmp_path, monkeypatch):
+    """examples/measure_a_model.py as a reader runs it, on small inputs: the table, the figure, the verdict."""
+    spec = importlib.util.spec_from_file_location("measure_a_model", ROOT / "examples" / "measure_a_model.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("ANISO_N_BOOTSTRAP", "0")
+    code = example.main(["all-MiniLM-L6-v2", "--n", "6", "--max-length", "24", "--out", str(tmp_path)])
+    assert code == 0
+    png = tmp_path / "avg_cos.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    results = json.loads(next(tmp_path.glob("run-*/results.json")).read_text())
+    assert [r["verdict"] for r in results["results"]] == ["holds"]
