@@ -38,10 +38,12 @@ def test_must_run_model_skipped_fails_the_run(tmp_path):
 
 def test_parallel_workers_write_one_report_and_keep_must_run(tmp_path):
     """With pytest-xdist (-n 2) the workers' claim results are merged by the controller: one report holding every
-    result, and a must_run model skipped on any worker still fails the run."""
+    result, and a must_run model skipped on any worker still fails the run. With ``--dist loadgroup`` (as CI runs)
+    a model's claims share one worker, and the results name each test without xdist's "@<group>" suffix."""
     import json
 
-    proc = _run_claims(tmp_path, "gone", "{kind: package, package: no_such_pkg_xyz}", "-n", "2", modality="text",
+    proc = _run_claims(tmp_path, "gone", "{kind: package, package: no_such_pkg_xyz}", "-n", "2", "--dist",
+                       "loadgroup", modality="text",
                        granularity="subword", role="encoder", family="bert")
     assert proc.returncode != 0, proc.stdout[-2000:]
     assert "gone is marked must_run" in proc.stdout
@@ -50,6 +52,7 @@ def test_parallel_workers_write_one_report_and_keep_must_run(tmp_path):
     results = json.loads((runs[0] / "results.json").read_text())["results"]
     assert len(results) >= 4 and all(r["model_id"] == "gone" and r["verdict"] == "skipped" for r in results)
     assert [r["test"] for r in results] == sorted(r["test"] for r in results)
+    assert all(r["test"].endswith("[gone]") for r in results), [r["test"] for r in results]
 
 
 def test_must_run_model_without_its_data_folder_is_reported_not_failed(tmp_path):

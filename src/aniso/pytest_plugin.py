@@ -68,11 +68,28 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
 
 
+def _model_of(item: pytest.Item):
+    """The registry entry a claim test is parametrised over, or None."""
+    callspec = getattr(item, "callspec", None)
+    entry = callspec.params.get("entry") if callspec is not None else None
+    return entry if item.get_closest_marker("claim") is not None and hasattr(entry, "id") else None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Compute only the statistics that the selected claims read (:attr:`aniso.catalog.Claim.statistics`)."""
+    """Compute only the statistics that the selected claims read (:attr:`aniso.catalog.Claim.statistics`).
+
+    Each claim test over a model is marked ``xdist_group(<model id>)``: with ``pytest -n 2 --dist loadgroup`` all
+    of a model's claims run on one worker, which pays its statistics once while the other worker measures another
+    model (with plain ``--dist load`` the workers often wait on each other's file lock for the same model).
+    """
     aniso = config.stash.get(_SESSION, None)
     if aniso is None:
         return
+    for item in items:
+        entry = _model_of(item)
+        if entry is not None:
+            item.add_marker(pytest.mark.xdist_group(entry.id))
     if aniso.settings.claims:
         from .catalog import get_claim
 
@@ -127,7 +144,9 @@ def claim(request: pytest.FixtureRequest) -> ClaimContext:
         raise pytest.UsageError(f"{request.node.nodeid}: the 'claim' fixture needs @pytest.mark.claim('<id>')")
     session = request.config.stash[_SESSION]
     entry = request.getfixturevalue("entry") if "entry" in request.fixturenames else None
-    context = session.claim(marker.args[0], entry, request.node.nodeid, _PytestClaim)
+    # pytest-xdist's loadgroup appends "@<group>" to the node id; the results name the test as pytest collects it.
+    test = request.node.nodeid.removesuffix(f"@{entry.id}") if entry is not None else request.node.nodeid
+    context = session.claim(marker.args[0], entry, test, _PytestClaim)
     request.node.stash[_CLAIM] = context
     return context
 
