@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aniso import metrics
-from aniso.stats import LayerAccumulator, ModelStats, StatsCache, cache_key
+from aniso.stats import LayerAccumulator, ModelStats, StatsCache
+from aniso.versions import cache_key
 
 
 @st.composite

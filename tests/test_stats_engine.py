@@ -15,7 +15,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aniso.stats import AttentionSink, LayerAccumulator, batch_svd_anisotropy, first_token_attention_sums
+from aniso.extract import first_token_attention_sums
+from aniso.stats import AttentionSink, LayerAccumulator, batch_svd_anisotropy
 from reference_stats import ReferenceLayerAccumulator
 
 REL = 1e-6

@@ -80,3 +80,12 @@ def share_cpu_cores(n_workers: int, cpus: int | None = None) -> int:
     torch.set_num_threads(threads)
     threadpool_limits(limits=threads)
     return threads
+
+
+def accumulation_dtype(device: "torch.device | str") -> "torch.dtype":
+    """The dtype the streamed sums are kept in on ``device``: float64 wherever the device has it (CPU, CUDA), float32
+    on Apple's MPS, which has no float64 (there each batch is upcast to float32 and summed in float32: relative
+    error of a sum of n terms at most about n·2⁻²⁴ in the worst case, √n·2⁻²⁴ typically)."""
+    import torch
+
+    return torch.float32 if torch.device(device).type == "mps" else torch.float64

@@ -28,7 +28,9 @@ import numpy as np
 import torch
 
 from .files import atomic_write
-from .stats import ShuffledBatches, accumulation_dtype, cache_key, first_token_attention, summary_dict
+from .devices import accumulation_dtype
+from .stats import ShuffledBatches, first_token_attention, summary_dict
+from .versions import cache_key
 
 log = logging.getLogger(__name__)
 

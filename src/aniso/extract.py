@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
+from .devices import accumulation_dtype
+
 __all__ = ["Batch", "layer_names", "iter_text_hidden_states", "iter_speech_hidden_states",
            "iter_vision_hidden_states", "speech_layer_names", "AttentionSite", "attention_sites",
-           "capture_queries_keys"]
+           "capture_queries_keys", "first_token_attention_sums"]
 
 
 @dataclass
@@ -30,7 +32,7 @@ class Batch:
     decoder) holds the same layers without the first real token of each sequence (the attention-sink position of
     decoders), for the profiles reported with and without it. ``attention_sums`` (text, when asked for) holds, per
     attention layer, what ``attention_reduce`` made of that layer's probabilities (b, heads, t, t) inside the forward
-    pass (by default :func:`aniso.stats.first_token_attention_sums`: two (heads,) tensors), so no attention map outlives
+    pass (by default :func:`first_token_attention_sums`: two (heads,) tensors), so no attention map outlives
     its layer; ``mask`` is the (b, t) bool mask of real tokens.
     ``inputs`` labels the rows of each layer with the input they came from (0 .. ``n_sequences`` - 1: paragraph,
     recording, image), (m_i,) int64, for statistics kept per input (bootstrap intervals); None: not labelled.
@@ -257,7 +259,7 @@ def iter_text_hidden_states(
     attentions : also measure the attention probabilities (decoder-only and encoder-only models; the model is
         switched to transformers' eager attention, which computes them): each layer's map is reduced by
         ``attention_reduce(probs (b, H, t, t), mask (b, t), layer index)`` inside its forward hook (default
-        :func:`aniso.stats.first_token_attention_sums`) and only the result is kept, in ``Batch.attention_sums``
+        :func:`first_token_attention_sums`) and only the result is kept, in ``Batch.attention_sums``
     final_norm : also return the states entering and leaving the model's final normalisation
         (:func:`final_norm_of`; encoder-only and decoder-only models that have one)
 
@@ -296,8 +298,6 @@ def iter_text_hidden_states(
     hook = _FinalNormHook(norm[1]) if norm is not None else None
     reducer = None
     if attentions:
-        from .stats import first_token_attention_sums
-
         reducer = _AttentionReducer(model, attention_reduce or (lambda probs, mask, layer:
                                                                 first_token_attention_sums(probs, mask)))
     try:
@@ -630,3 +630,23 @@ class capture_queries_keys:
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
+
+
+def first_token_attention_sums(probs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention on the first real token, reduced where the map is produced.
+
+    ``probs`` (b, H, t, t) attention probabilities (any float dtype), ``mask`` (b, t) bool of real tokens, both on one
+    device. Returns ``(token_sum, sequence_sum)``, each (H,) in :func:`accumulation_dtype` on that device:
+    ``token_sum[h]`` = Σ over every real query row of A_h[t, first]; ``sequence_sum[h]`` = Σ over sequences of the
+    mean over that sequence's real query rows (Gu et al. 2025, §3: α is the mean over query positions; averaged
+    per token or per sequence, see :class:`aniso.stats.AttentionSink`). Only one layer's map is needed at a time.
+    """
+    rows = mask.to(device=probs.device, dtype=torch.bool)
+    b, h, t, _ = probs.shape
+    first = rows.to(torch.int64).argmax(dim=1)  # (b,) index of each sequence's first real token
+    on_first = probs.gather(3, first.view(b, 1, 1, 1).expand(b, h, t, 1)).squeeze(3)  # (b, H, t)
+    dtype = accumulation_dtype(probs.device)
+    weights = rows.to(dtype)[:, None, :]
+    per_row = (on_first.to(dtype) * weights).sum(2)  # (b, H)
+    per_sequence = per_row / rows.sum(1).clamp(min=1).to(dtype)[:, None]
+    return per_row.sum(0), per_sequence.sum(0)

@@ -25,8 +25,9 @@ from .sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, S
                       source_fingerprint)
 from .distributed import Shard
 from .files import exclusive
-from .stats import (AttentionSink, JsonCache, LayerAccumulator, ModelStats, ShuffledBatches, StatsCache, cache_key,
+from .stats import (AttentionSink, JsonCache, LayerAccumulator, ModelStats, ShuffledBatches, StatsCache,
                     massive_rows, summary_dict)
+from .versions import cache_key
 
 log = logging.getLogger(__name__)
 

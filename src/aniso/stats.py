@@ -21,20 +21,12 @@ import numpy as np
 import torch
 
 from . import metrics
+from .devices import accumulation_dtype
+from .extract import first_token_attention_sums
 from .files import atomic_write, sha256_file
+from .versions import STATS_FORMAT_VERSION, cache_key
 
 log = logging.getLogger(__name__)
-
-#: Bump when the accumulated state or its meaning changes: old cache entries are then ignored.
-STATS_FORMAT_VERSION = 5
-
-
-def accumulation_dtype(device: "torch.device | str") -> torch.dtype:
-    """The dtype the streamed sums are kept in on ``device``: float64 wherever the device has it (CPU, CUDA), float32
-    on Apple's MPS, which has no float64 (there each batch is upcast to float32 and summed in float32: relative
-    error of a sum of n terms at most about n·2⁻²⁴ in the worst case, √n·2⁻²⁴ typically)."""
-    return torch.float32 if torch.device(device).type == "mps" else torch.float64
-
 
 def _host(t: torch.Tensor) -> np.ndarray:
     """One explicit device-to-host copy of a summary tensor (O(d) or O(d²), never per token)."""
@@ -759,26 +751,6 @@ def first_token_attention(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tens
     return first_token_attention_sums(probs, mask)[0]
 
 
-def first_token_attention_sums(probs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention on the first real token, reduced where the map is produced.
-
-    ``probs`` (b, H, t, t) attention probabilities (any float dtype), ``mask`` (b, t) bool of real tokens, both on one
-    device. Returns ``(token_sum, sequence_sum)``, each (H,) in :func:`accumulation_dtype` on that device:
-    ``token_sum[h]`` = Σ over every real query row of A_h[t, first]; ``sequence_sum[h]`` = Σ over sequences of the
-    mean over that sequence's real query rows (Gu et al. 2025, §3: α is the mean over query positions; averaged
-    per token or per sequence, see :class:`AttentionSink`). Only one layer's map is needed at a time.
-    """
-    rows = mask.to(device=probs.device, dtype=torch.bool)
-    b, h, t, _ = probs.shape
-    first = rows.to(torch.int64).argmax(dim=1)  # (b,) index of each sequence's first real token
-    on_first = probs.gather(3, first.view(b, 1, 1, 1).expand(b, h, t, 1)).squeeze(3)  # (b, H, t)
-    dtype = accumulation_dtype(probs.device)
-    weights = rows.to(dtype)[:, None, :]
-    per_row = (on_first.to(dtype) * weights).sum(2)  # (b, H)
-    per_sequence = per_row / rows.sum(1).clamp(min=1).to(dtype)[:, None]
-    return per_row.sum(0), per_sequence.sum(0)
-
-
 class AttentionSink:
     """Streamed mean attention paid to the first real token of each sequence, per attention layer and head.
 
@@ -924,19 +896,6 @@ class ModelStats:
 
 
 # -- cache ----------------------------------------------------------------------
-
-
-def cache_key(parts: dict) -> str:
-    """A stable hex key for the JSON-serialisable ``parts`` (model, revision, corpus fingerprint, settings).
-
-    The key also covers the cache format and the versions of the libraries that change numbers
-    (:func:`aniso.versions.library_versions`), so an entry written under other versions is not reused.
-    """
-    from .versions import library_versions
-
-    payload = json.dumps({"format": STATS_FORMAT_VERSION, "versions": library_versions(), **parts},
-                         sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
 class StatsCache:

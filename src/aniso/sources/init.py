@@ -11,14 +11,11 @@ from typing import Literal, Union
 
 from pydantic import Field
 
+from ..experiments.untrained_block import BLOCK_KINDS
 from ..schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind
 
 __all__ = ["InitSource", "KIND", "BLOCK_KINDS"]
-
-#: The block types of the untrained-block experiment: G's post-LayerNorm BERT block, a pre-LayerNorm GPT-2 block,
-#: a pre-RMSNorm Llama block, and the BERT block with its self-attention replaced by the identity (a control).
-BLOCK_KINDS = ("bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention")
 
 
 class InitSource(Strict):

@@ -64,7 +64,7 @@ def run_key(entry, ctx: SourceContext) -> str:
     from dataclasses import asdict
 
     from ..files import sha256_file
-    from ..stats import cache_key
+    from ..versions import cache_key
 
     path = _training_text(entry, ctx)
     return cache_key({"miniature-text": asdict(recipe_of(entry, ctx)), "train_text": sha256_file(path),
