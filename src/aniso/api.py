@@ -718,13 +718,13 @@ def claims(*, as_frame: bool = True):
 def models(registry: str | Path | None = None, *, as_frame: bool = True, settings: dict[str, Any] | None = None):
     """The registry's models, one row each in file order: ``model``, ``source`` (kind), ``modality``,
     ``granularity``, ``role``, ``family``, ``tags`` (comma-joined), ``params_m`` (millions, None if not recorded)
-    and ``weights_here`` (:func:`aniso.hubcache.weights_here`: read from disk only, no network). A pandas DataFrame,
+    and ``weights_here`` (:func:`aniso.sources.weights_here`: read from disk only, no network). A pandas DataFrame,
     or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`).
 
     Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.RegistryError`).
     """
-    from .hubcache import weights_here
     from .pipeline import StatsProvider
+    from .sources import weights_here
 
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))

@@ -32,14 +32,9 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .registry import ModelEntry
-    from .sources.base import SourceContext
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
-           "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions", "weights_here",
+           "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
            "HUB_ID_PATTERN"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
@@ -262,37 +257,6 @@ def cached_state(hub_id: str, revision: str = "main", cache_dir: str | Path | No
     imported = import_provenance(hub_id, cache_dir).get(commit)
     origin = f"imported from {imported['imported_from']}" if imported else "downloaded"
     return {"commit": commit, "origin": origin, "size": size, "missing": missing_weights(snapshot)}
-
-
-def weights_here(entry: "ModelEntry", ctx: "SourceContext") -> str:
-    """Where an entry's weights are, checked without network and without loading them: ``"here (package)"`` (an
-    installed pip package), ``"here (folder)"`` (a local or models-folder file), ``"here (hub cache)"`` (the hub
-    row's repo at its revision is in the Hugging Face cache, downloaded or imported), ``"hub only (not cached)"``,
-    ``"trained by the suite on first use"``, ``"built by the suite"`` (untrained initialisations) or
-    ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache...)."""
-    from .sources import SOURCE_KINDS, ModelUnavailable
-    from .sources.base import check_permissions
-
-    if entry.miniature:
-        return "trained by the suite on first use"
-    kind = entry.source.kind
-    try:
-        if kind == "hub":
-            check_permissions(entry)
-            state = cached_state(entry.source.repo, entry.source.revision)
-            if state is None:
-                return "hub only (not cached)"
-            if state["missing"]:
-                return f"missing: in the hub cache, but {state['missing']}"
-            return "here (hub cache)"
-        SOURCE_KINDS[kind].fingerprint(entry, ctx)
-    except (ModelUnavailable, HubCacheError, OSError) as exc:
-        return "missing: " + str(exc).split(": ", 1)[-1][:90]
-    if kind == "init":
-        return "built by the suite"
-    if getattr(entry.source, "package", None):
-        return "here (package)"
-    return "here (folder)"
 
 
 def cached_repos(cache_dir: str | Path | None = None) -> list[str]:
