@@ -4,7 +4,7 @@ Claim tests are marked ``@pytest.mark.claim("<id>")``. A test that takes an
 ``entry`` argument (a registry entry) and carries ``@pytest.mark.models(all_of=(...), any_of=(...))``
 is parametrised over the registry entries those tags select. The ``claim``
 fixture gives statistics and records the verdict; the test's outcome follows
-the verdict policy (:mod:`aniso.verdicts`). At the end of a run with claim
+the verdict policy (:mod:`aniso.claims.verdicts`). At the end of a run with claim
 tests, the session writes ``<report_dir>/<run>/results.json`` and
 ``report.html`` and the plugin prints its summary. Under pytest-xdist (``pytest -n 2``) each worker sends its
 results to the controller, which writes the one report; workers share the statistics cache (each entry is made
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from .catalog import statistics_read
-from .registry import RegistryError, load_registry
+from .registry.catalog import statistics_read
+from .registry.entries import RegistryError, load_registry
 from .session import AnisoSession, ClaimContext, Skip
-from .settings import SETTING_HELP, Settings
-from .verdicts import Outcome
+from .common.settings import SETTING_HELP, Settings
+from .claims.verdicts import Outcome
 
 _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()
@@ -43,10 +43,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: its share of the cores, not all of them
-        from .devices import share_cpu_cores
+        from .common.devices import share_cpu_cores
 
         share_cpu_cores(int(config.workerinput.get("workercount", 1)))
-    config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.catalog) a test measures")
+    config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.registry.catalog) a test measures")
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
     options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
     try:
@@ -69,12 +69,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Compute only the statistics that the selected claims read (:attr:`aniso.catalog.Claim.statistics`)."""
+    """Compute only the statistics that the selected claims read (:attr:`aniso.registry.catalog.Claim.statistics`)."""
     aniso = config.stash.get(_SESSION, None)
     if aniso is None:
         return
     if aniso.settings.claims:
-        from .catalog import get_claim
+        from .registry.catalog import get_claim
 
         for wanted in (c.strip().rstrip("*") for c in aniso.settings.claims.split(",") if c.strip()):
             if not wanted.endswith("."):

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ..files import atomic_write, exclusive
+from ..common.files import atomic_write, exclusive
 from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
@@ -229,7 +229,7 @@ def train(recipe: VisionRecipe, train_images: Sequence, heldout_images: Sequence
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     model.train()
     losses, curve = [], []
-    from ..progress import bar
+    from ..common.progress import bar
 
     for step in bar(range(recipe.steps), desc=f"{recipe.arch} seed {recipe.seed}: training", unit="step"):
         for group in opt.param_groups:

@@ -595,7 +595,7 @@ def run_sweep(spec: SweepSpec, progress: Callable[[str], None] | None = None) ->
     x = draw_inputs(block.table, spec.n_sequences, spec.seq_len, spec.seed)
     direction = bias_direction(block.dim, spec.seed)
     gen = torch.Generator().manual_seed(_stream_seed(spec.seed, _STREAM_SCORES))
-    from ..progress import bar
+    from ..common.progress import bar
 
     points = []
     for n in bar(spec.norms, desc=f"{spec.kind} seed {spec.seed}: bias norms", unit="norm"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from . import gguf, hub, init, llama2c, local, miniature, miniature_text, onnx_cnn, package
 from .base import HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
-from ..hubcache import HubCacheError, cached_state
+from .hubcache import HubCacheError, cached_state
 from .package import load_ct2_whisper
 
 __all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "InputsMissing", "LoadedModel",
@@ -43,10 +43,10 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     ------
     ModelUnavailable naming the model and saying why (offline and not cached, package not installed, remote code
     or credentials not opted in, file missing, load error, a model that is not a Transformer in an entry declared
-    one and not tagged ``control``: :func:`aniso.detect.transformer_problem`); InputsMissing for want of a data
+    one and not tagged ``control``: :func:`aniso.sources.detect.transformer_problem`); InputsMissing for want of a data
     folder.
     """
-    from ..detect import transformer_problem
+    from .detect import transformer_problem
 
     loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
     problem = transformer_problem(entry, getattr(getattr(loaded.model, "config", None), "model_type", None))

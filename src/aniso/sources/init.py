@@ -1,7 +1,7 @@
 """Source kind ``init``: a freshly initialised Transformer block built from a transformers config (no weights).
 
 Such an entry is measured by the untrained-block experiment of G §4 (:mod:`aniso.experiments.untrained_block`,
-through :class:`aniso.pipeline.BlockSweepProvider`), not by hidden-state statistics over a corpus, so
+through :class:`aniso.stats.pipeline.BlockSweepProvider`), not by hidden-state statistics over a corpus, so
 :func:`load` refuses to give it as a model.
 """
 
@@ -12,7 +12,7 @@ from typing import Literal, Union
 from pydantic import Field
 
 from ..experiments.untrained_block import BLOCK_KINDS
-from ..schema import Strict
+from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind
 
 __all__ = ["InitSource", "KIND", "BLOCK_KINDS"]

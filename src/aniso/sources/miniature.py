@@ -56,7 +56,7 @@ def _training(entry, ctx: SourceContext):
 
 
 def _key(recipe, training) -> str:
-    from ..versions import cache_key
+    from ..common.versions import cache_key
 
     return cache_key({"recipe": recipe.__dict__, "training": training.fingerprint})
 
