@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aniso.claims.rules import (CONTRAST, SINK_WEIGHTING, first_token_cv, per_sequence_share, profile_shape,
-                               sink_note, svd_profile)
+                                sink_note, svd_profile)
 
 #: Machina & Mercer's yardstick for an isotropic embedding matrix: I(W) close to 1.
 PARTITION_LEVEL = 0.9

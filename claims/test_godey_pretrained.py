@@ -13,7 +13,7 @@ import torch
 
 from aniso import metrics
 from aniso.claims.rules import (FIRST_TOKEN_EXCLUDED, SIGNIFICANCE_RULE, significance_alternatives,
-                               significance_margin, significant_anisotropy, without_first_token)
+                                significance_margin, significant_anisotropy, without_first_token)
 
 #: Significance level of the drift-correlation tests (G §3.3: "p > 0.05" = no significant correlation).
 ALPHA = 0.05

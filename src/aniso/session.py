@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .claims.results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
-                      provenance, write_results)
+                             provenance, write_results)
 from .extract.architecture_check import ArchitectureChecks
 from .registry.catalog import get_claim, not_yet_executable
 from .stats.dynamics import Series, SeriesProvider

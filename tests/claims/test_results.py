@@ -7,7 +7,7 @@ import json
 import pytest
 
 from aniso.claims.results import (SCHEMA_VERSION, ClaimResult, ResultsDocument, provenance, read_results,
-                           write_results)
+                                  write_results)
 
 
 def _result(**kw) -> ClaimResult:

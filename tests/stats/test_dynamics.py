@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings as hsettings, strategies as st
 
 from aniso.stats.dynamics import (AttentionMoments, CheckpointMeasure, SeriesProvider, first_directions, head_cosines,
-                            head_dots, measure_checkpoint, projections)
+                                  head_dots, measure_checkpoint, projections)
 from aniso.experiments import miniature_text as mt
 from aniso.common.settings import Settings
 from aniso.sources.base import LoadedModel

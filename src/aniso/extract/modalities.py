@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .hidden import (Batch, iter_speech_hidden_states, iter_text_hidden_states, iter_vision_hidden_states,
-                      layer_names, speech_layer_names)
+                     layer_names, speech_layer_names)
 
 __all__ = ["Modality", "MODALITIES", "INPUTS", "modality_of", "CHECK_TEXTS"]
 

@@ -22,7 +22,7 @@ from ..extract.modalities import INPUTS, Modality, modality_of, sample_names
 from ..registry.entries import ModelEntry, Registry
 from ..common.settings import Settings
 from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
-                      source_fingerprint)
+                       source_fingerprint)
 from .distributed import Shard
 from ..common.files import exclusive
 from .accumulators import (AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches, massive_rows,
