@@ -507,17 +507,17 @@ class _Tally:
         from .pytest_plugin import _SESSION
         from .claims.verdicts import SKIPPED
 
-        aniso = session.config.stash.get(_SESSION, None)
-        if aniso is not None:
-            self.results = len(aniso.results)
-            self.measured = sum(r.verdict != SKIPPED for r in aniso.results)
+        claims_run = session.config.stash.get(_SESSION, None)
+        if claims_run is not None:
+            self.results = len(claims_run.results)
+            self.measured = sum(r.verdict != SKIPPED for r in claims_run.results)
 
     def pytest_unconfigure(self, config) -> None:
         from .pytest_plugin import _SESSION
 
-        aniso = config.stash.get(_SESSION, None)
-        if aniso is not None and aniso.report_path is not None:
-            self.report = Path(aniso.report_path)
+        claims_run = config.stash.get(_SESSION, None)
+        if claims_run is not None and claims_run.report_path is not None:
+            self.report = Path(claims_run.report_path)
 
 
 def run_exit_code(pytest_code: int, measured: int) -> int:

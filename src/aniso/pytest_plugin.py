@@ -70,13 +70,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Compute only the statistics that the selected claims read (:attr:`aniso.registry.catalog.Claim.statistics`)."""
-    aniso = config.stash.get(_SESSION, None)
-    if aniso is None:
+    claims_run = config.stash.get(_SESSION, None)
+    if claims_run is None:
         return
-    if aniso.settings.claims:
+    if claims_run.settings.claims:
         from .registry.catalog import get_claim
 
-        for wanted in (c.strip().rstrip("*") for c in aniso.settings.claims.split(",") if c.strip()):
+        for wanted in (c.strip().rstrip("*") for c in claims_run.settings.claims.split(",") if c.strip()):
             if not wanted.endswith("."):
                 try:
                     get_claim(wanted)
@@ -85,11 +85,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         keep, drop = [], []
         for item in items:
             marker = item.get_closest_marker("claim")
-            (keep if marker is None or aniso.settings.selects_claim(marker.args[0]) else drop).append(item)
+            (keep if marker is None or claims_run.settings.selects_claim(marker.args[0]) else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-    aniso.provider.statistics = statistics_read(
+    claims_run.provider.statistics = statistics_read(
         m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
 
 
@@ -161,29 +161,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    aniso = session.config.stash.get(_SESSION, None)
-    if aniso is None:
+    claims_run = session.config.stash.get(_SESSION, None)
+    if claims_run is None:
         return
     if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller writes the one report
-        session.config.workeroutput["aniso"] = aniso.worker_payload()
+        session.config.workeroutput["aniso"] = claims_run.worker_payload()
         return
-    if aniso.finish() and session.exitstatus == 0:
+    if claims_run.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
     """pytest-xdist: a worker finished; its claim results join the controller's run."""
-    aniso = node.config.stash.get(_SESSION, None)
+    claims_run = node.config.stash.get(_SESSION, None)
     payload = getattr(node, "workeroutput", {}).get("aniso")
-    if aniso is not None and payload:
-        aniso.absorb(payload)
+    if claims_run is not None and payload:
+        claims_run.absorb(payload)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    aniso = config.stash.get(_SESSION, None)
-    if aniso is None or not aniso.results:
+    claims_run = config.stash.get(_SESSION, None)
+    if claims_run is None or not claims_run.results:
         return
     terminalreporter.write_sep("=", "aniso: claim verdicts")
-    for style, line in aniso.summary_lines():
+    for style, line in claims_run.summary_lines():
         terminalreporter.write_line(line, yellow=style == "warn", red=style == "error", bold=style == "error")

@@ -11,6 +11,7 @@ import json
 import math
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
