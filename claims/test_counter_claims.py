@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.claims.rules import (CONTRAST, SINK_WEIGHTING, first_token_cv, per_sequence_share, profile_shape,
+from aniso.judge.rules import (CONTRAST, SINK_WEIGHTING, first_token_cv, per_sequence_share, profile_shape,
                                 sink_note, svd_profile)
 
 #: Machina & Mercer's yardstick for an isotropic embedding matrix: I(W) close to 1.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from aniso.stats.dynamics import head_cosines, head_dots
-from aniso.claims.training_rules import (ALIGN_RULE, DEPTH_RULE, DOT_RULE, ENTROPY_RULE, PROJECTION_RULE, entropy_decays,
+from aniso.judge.training_rules import (ALIGN_RULE, DEPTH_RULE, DOT_RULE, ENTROPY_RULE, PROJECTION_RULE, entropy_decays,
                                          qk_dot_grows, qk_direction_by_depth, qk_means_align, qk_projections_grow)
 
 SERIES = ("checkpoints", "text")

@@ -13,7 +13,7 @@ import pytest
 
 from aniso.stats.dynamics import TWONN_BATCHES
 from aniso.sources import InputsMissing
-from aniso.claims.training_rules import GROWS_RULE, RISE_FALL_RULE, grows_then_stabilises, rises_then_falls
+from aniso.judge.training_rules import GROWS_RULE, RISE_FALL_RULE, grows_then_stabilises, rises_then_falls
 
 
 @pytest.mark.claim("R.decoder-anisotropy-grows")

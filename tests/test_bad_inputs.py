@@ -265,7 +265,7 @@ def test_a_full_disk_while_caching_keeps_the_statistics_of_the_run(tmp_path, tin
 
 def test_a_full_disk_while_writing_the_report_fails_the_run_naming_the_folder(tmp_path, monkeypatch):
     from aniso.common import files
-    from aniso.claims.results import ClaimResult
+    from aniso.judge.results import ClaimResult
     from aniso.session import AnisoSession
 
     session = AnisoSession.start(Settings(report_dir=str(tmp_path / "reports"), cache_dir=str(tmp_path / "c")),
@@ -302,7 +302,7 @@ def test_two_runs_writing_the_same_cache_entry_compute_it_once(tmp_path, tiny_be
 
 def test_the_interval_and_statistic_names_are_escaped_in_the_report(tmp_path):
     from aniso.report import render_html
-    from aniso.claims.results import ClaimResult, ResultsDocument, Uncertainty, provenance
+    from aniso.judge.results import ClaimResult, ResultsDocument, Uncertainty, provenance
 
     evil = "<script>alert(1)</script>"
     r = ClaimResult(claim_id="G.cnn-mostly-isotropic", paper="G", section="", figure="", statement="", model_id=evil,

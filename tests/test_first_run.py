@@ -16,7 +16,7 @@ import pytest
 
 from aniso.cli import RUN_EXIT_CODES, main, run_exit_code
 from aniso.registry.entries import ModelEntry, Registry
-from aniso.claims.results import ClaimResult, ResultsDocument, provenance, read_results, write_results
+from aniso.judge.results import ClaimResult, ResultsDocument, provenance, read_results, write_results
 from aniso.session import AnisoSession, Skip
 from aniso.common.settings import Settings
 

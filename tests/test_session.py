@@ -69,7 +69,7 @@ def test_a_claim_that_does_not_apply_is_no_must_run_failure(tmp_path):
     """A must_run model skipped because a claim does not apply to it (no final normalisation) keeps the run green;
     skipped for want of its weights, it fails the run."""
     from aniso.registry.entries import ModelEntry, Registry
-    from aniso.claims.results import ClaimResult
+    from aniso.judge.results import ClaimResult
     from aniso.session import AnisoSession, Skip
     from aniso.common.settings import Settings
 

@@ -12,7 +12,7 @@ They go the same way as the command line: a model argument is resolved as ``anis
 else a local folder or hub id whose registry entry is detected from its config, :mod:`aniso.sources.detect`); statistics
 come from :class:`aniso.stats.pipeline.StatsProvider` (the claims' provider, with its disk cache) and
 :func:`aniso.stats.pipeline.compute_model_stats`; :func:`check` runs ``pytest claims/`` through :func:`run_claims`,
-which ``aniso run`` calls too, and reads the ``results.json`` it writes (:mod:`aniso.claims.results`). Settings not given
+which ``aniso run`` calls too, and reads the ``results.json`` it writes (:mod:`aniso.judge.results`). Settings not given
 as arguments come from the ``ANISO_*`` variables and the run profile (:class:`aniso.common.settings.Settings`).
 
 Errors in arguments raise ValueError with one line that names the argument (``model``, ``inputs``,
@@ -104,7 +104,7 @@ class LayerStats:
     def to_dict(self) -> dict:
         """JSON-friendly: ``model_id``, ``layer_names``, ``layers`` (one :func:`aniso.stats.accumulators.summary_dict` per layer;
         NaN as None), ``inputs``, ``settings``, ``meta``."""
-        from .claims.results import _clean
+        from .judge.results import _clean
         from .stats.accumulators import summary_dict
 
         return _clean({"model_id": self.model_id, "layer_names": list(self.layer_names),
@@ -129,7 +129,7 @@ class ClaimResults:
     Attributes
     ----------
     path : the run's ``results.json`` (``report.html`` beside it)
-    document : the whole :class:`aniso.claims.results.ResultsDocument`
+    document : the whole :class:`aniso.judge.results.ResultsDocument`
     exit_code : as ``aniso run`` (:data:`RUN_EXIT_CODES`): 0 measured and nothing failed, 1 a claim did not hold
         against its record or errored, 3 nothing measured
     model_id : the model's registry id (or the id detected for a folder or hub id)
@@ -142,7 +142,7 @@ class ClaimResults:
 
     @property
     def results(self) -> list:
-        """The :class:`aniso.claims.results.ClaimResult` of every claim test, in test order."""
+        """The :class:`aniso.judge.results.ClaimResult` of every claim test, in test order."""
         return list(self.document.results)
 
     def to_frame(self):
@@ -505,7 +505,7 @@ class _Tally:
 
     def pytest_sessionfinish(self, session) -> None:
         from .pytest_plugin import _SESSION
-        from .claims.verdicts import SKIPPED
+        from .judge.verdicts import SKIPPED
 
         claims_run = session.config.stash.get(_SESSION, None)
         if claims_run is not None:
@@ -618,7 +618,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     inputs : a corpus file, a folder of photographs or recordings (by the model's modality), a list of texts
         (written to a temporary corpus file, one per line; line breaks inside a text become spaces), or None:
         the settings' inputs. Inputs other than the registry's recorded ones inform and never fail a verdict
-        recorded on other inputs (:mod:`aniso.claims.verdicts`).
+        recorded on other inputs (:mod:`aniso.judge.verdicts`).
     settings : settings by name (:data:`aniso.common.settings.SETTING_HELP`), passed as ``--aniso-<name>`` options, e.g.
         ``{"n_sequences": 64, "n_bootstrap": 0}``
     registry, claims_dir : the registry file and the claim tests (defaults as :func:`measure`; ``claims/`` beside
@@ -638,7 +638,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     import tempfile
 
     from .registry.catalog import CLAIMS
-    from .claims.results import read_results
+    from .judge.results import read_results
     from .common.settings import SETTING_HELP, Settings
 
     if not isinstance(model, (str, Path)):

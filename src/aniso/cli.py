@@ -226,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     from .report.diff import diff_results, format_diff, left_aside, model_sets
-    from .claims.results import read_results
+    from .judge.results import read_results
 
     try:
         old, new = read_results(Path(args.old)), read_results(Path(args.new))

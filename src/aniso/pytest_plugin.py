@@ -4,7 +4,7 @@ Claim tests are marked ``@pytest.mark.claim("<id>")``. A test that takes an
 ``entry`` argument (a registry entry) and carries ``@pytest.mark.models(all_of=(...), any_of=(...))``
 is parametrised over the registry entries those tags select. The ``claim``
 fixture gives statistics and records the verdict; the test's outcome follows
-the verdict policy (:mod:`aniso.claims.verdicts`). At the end of a run with claim
+the verdict policy (:mod:`aniso.judge.verdicts`). At the end of a run with claim
 tests, the session writes ``<report_dir>/<run>/results.json`` and
 ``report.html`` and the plugin prints its summary. Under pytest-xdist (``pytest -n 2``) each worker sends its
 results to the controller, which writes the one report; workers share the statistics cache (each entry is made
@@ -22,7 +22,7 @@ from .registry.catalog import statistics_read
 from .registry.entries import RegistryError, load_registry
 from .session import AnisoSession, ClaimContext, Skip
 from .common.settings import SETTING_HELP, Settings
-from .claims.verdicts import Outcome
+from .judge.verdicts import Outcome
 
 _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()

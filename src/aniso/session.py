@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .claims.results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
+from .judge.results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
                              provenance, write_results)
 from .extract.architecture_check import ArchitectureChecks
 from .registry.catalog import get_claim, not_yet_executable
@@ -24,7 +24,7 @@ from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
 from .sources import InputsMissing, ModelUnavailable
 from .stats.accumulators import ModelStats
-from .claims.verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
+from .judge.verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
 
 __all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text"]
 
@@ -149,7 +149,7 @@ class AnisoSession:
         return bool(self.must_run_failures)
 
     def document(self) -> ResultsDocument:
-        """The run as a :class:`~aniso.claims.results.ResultsDocument`."""
+        """The run as a :class:`~aniso.judge.results.ResultsDocument`."""
         computed = self.provider.computed()
         described = [s.meta.get("corpus", {}) for s in computed.values()]
         corpus = next((d for d in described if d and d.get("modality") is None), None)
@@ -246,7 +246,7 @@ class AnisoSession:
 class ClaimContext:
     """What a claim test uses: statistics of its model, and a way to state its verdict.
 
-    :meth:`conclude` returns the :class:`~aniso.claims.verdicts.Decision`; the plugin makes the test's outcome follow
+    :meth:`conclude` returns the :class:`~aniso.judge.verdicts.Decision`; the plugin makes the test's outcome follow
     it. Unavailable statistics raise :class:`Skip`.
     """
 
@@ -440,7 +440,7 @@ class ClaimContext:
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
                  p_value: float | None = None, uncertainty: Uncertainty | None = None,
                  alternatives: dict[str, tuple[bool, float | None]] | None = None) -> tuple[Decision, str]:
-        """Record the verdict under the verdict policy (:mod:`aniso.claims.verdicts`).
+        """Record the verdict under the verdict policy (:mod:`aniso.judge.verdicts`).
 
         Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
         claim's significance test, where it has one (recorded as a typed field for the report); ``uncertainty``:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aniso.report import render_html
-from aniso.claims.results import ClaimResult, ModelLayers, NotYetExecutable, ResultsDocument, provenance, write_results
+from aniso.judge.results import ClaimResult, ModelLayers, NotYetExecutable, ResultsDocument, provenance, write_results
 
 EVIL = "<script>alert(1)</script>"
 LAYER = {"dim": 4, "count": 10, "mean_cosine": 0.1, "q95": 0.8, "drift_norm": 1.0, "mean_norm": 2.0,
@@ -89,7 +89,7 @@ def test_report_groups(row, group):
 def test_profile_figure_draws_text_models_with_second_order_statistics(tmp_path):
     """R Fig. 1: one curve per text Transformer with SVD anisotropy; a model without it is left out."""
     from aniso.report.modalities import profile_figure
-    from aniso.claims.results import RegistryRow
+    from aniso.judge.results import RegistryRow
 
     def model(role, values, aside=None):
         layers = [dict(LAYER, svd_anisotropy=v, svd_anisotropy_batch_mean=v) for v in values]
@@ -139,7 +139,7 @@ def test_report_draws_training_series_per_series_and_across_seeds(tmp_path):
 
 def test_counter_claim_figures_sit_beside_their_claims(tmp_path):
     """The M and X figures are drawn from the models' layers and meta, each beside the claim its caption names."""
-    from aniso.claims.results import RegistryRow
+    from aniso.judge.results import RegistryRow
 
     row = RegistryRow(modality="text", granularity="subword", architecture="transformer", role="decoder",
                       family="llama")
@@ -165,7 +165,7 @@ def test_counter_claim_figures_sit_beside_their_claims(tmp_path):
 def test_a_claims_notes_are_shown_in_full_beside_its_numbers(tmp_path):
     """A control reported beside a claim (measured["notes"]) reaches the claim's table whole and escaped, whatever
     the number of scalars before it; the sensitivity of the sink share is shown with its value."""
-    from aniso.claims.results import Sensitivity
+    from aniso.judge.results import Sensitivity
 
     note = "identity-attention control (seed 0): N* = 27.707, with attention 27.707; " + EVIL
     r = ClaimResult(claim_id="G.block-norm-fixed-point", paper="G", section="§4.2", figure="Fig. 6b", statement="s",
@@ -182,7 +182,7 @@ def test_a_claims_notes_are_shown_in_full_beside_its_numbers(tmp_path):
 
 
 def _claim(claim, model, verdict, fragile=False, n_items=100, reason="", low=0.1, high=0.3):
-    from aniso.claims.results import Uncertainty
+    from aniso.judge.results import Uncertainty
 
     return ClaimResult(claim_id=claim, paper="G", section="§2", figure="Fig. 1", statement="s", model_id=model,
                        test=f"t[{model}]", verdict=verdict, reason=reason, n_items=n_items,
@@ -197,7 +197,7 @@ def test_verdict_matrix_is_the_first_table_with_a_cell_per_claim_and_model(tmp_p
     one "not here" group; each cell links to its verdict and says its deciding number on hover."""
     import re
 
-    from aniso.claims.results import RegistryRow
+    from aniso.judge.results import RegistryRow
 
     rows = {"enc": RegistryRow(modality="text", granularity="subword", architecture="transformer", role="encoder",
                                family="bert"),
@@ -283,7 +283,7 @@ def test_group_figure_draws_every_model_its_claim_measured():
 
 def test_overview_figures_put_every_model_side_by_side(tmp_path):
     from aniso.report.overview import overview_figures
-    from aniso.claims.results import RegistryRow
+    from aniso.judge.results import RegistryRow
 
     def model(modality, role, arch="transformer"):
         layers = [dict(LAYER, mean_cosine=0.1 * i, drift_norm=1.0 + i, svd_anisotropy_batch_mean=0.1 + 0.01 * i,

@@ -20,7 +20,7 @@ import pytest
 
 from aniso.report import render_html
 from aniso.report.figures import DPI
-from aniso.claims.results import (ClaimResult, ModelLayers, RegistryRow, ResultsDocument, Uncertainty, provenance)
+from aniso.judge.results import (ClaimResult, ModelLayers, RegistryRow, ResultsDocument, Uncertainty, provenance)
 
 WIDTH = 1280
 SCREEN = 1366

@@ -48,7 +48,7 @@ Source, SOURCE_KIND_NAMES = _source_union()
 
 Verdict = Literal["holds", "does-not-hold"]
 
-#: A dataset identity: ``<name>@<fingerprint>`` (see :mod:`aniso.claims.verdicts`).
+#: A dataset identity: ``<name>@<fingerprint>`` (see :mod:`aniso.judge.verdicts`).
 _INPUTS = r"^.+@[^@\s]+$"
 
 #: A kind of inputs (the keys of :data:`aniso.extract.modalities.INPUTS`, checked by a test).
@@ -62,7 +62,7 @@ class ExpectedVerdict(Strict):
 
     ``inputs`` is the dataset identity (``<name>@<fingerprint>``) the verdict was measured on; when left out, a
     ``measured`` verdict was measured on the registry's ``recorded_inputs`` for the model's modality, and a
-    ``paper`` verdict (the paper's own exception) binds whatever the inputs. See :mod:`aniso.claims.verdicts`.
+    ``paper`` verdict (the paper's own exception) binds whatever the inputs. See :mod:`aniso.judge.verdicts`.
     """
 
     verdict: Verdict

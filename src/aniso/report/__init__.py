@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..claims.results import ResultsDocument, read_results
+from ..judge.results import ResultsDocument, read_results
 from .figures import png as _png
 from .figures import pyplot
 
@@ -265,7 +265,7 @@ def _grouped_findings(claims: list[dict], findings: list[dict], fragile: list[di
 
 
 def render_html(document: ResultsDocument) -> str:
-    """The report page for a results document (as read by :func:`aniso.claims.results.read_results`): a summary (claims
+    """The report page for a results document (as read by :func:`aniso.judge.results.read_results`): a summary (claims
     executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
     section per claim (its verdicts with their intervals, the skipped models in one line each, its figures
     beside), the models not run here, the layer-wise tables, the experiments, and the provenance at the end."""

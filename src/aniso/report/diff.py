@@ -1,7 +1,7 @@
 """What changed between two runs (``aniso diff OLD NEW``): verdicts, and deciding statistics beyond their intervals.
 
 Results are matched by (claim, model, test). A *verdict* change is a different verdict string (holds, does not hold,
-expected not to hold, skipped, ...). A *number* change is a deciding statistic (:class:`~aniso.claims.results.Uncertainty`)
+expected not to hold, skipped, ...). A *number* change is a deciding statistic (:class:`~aniso.judge.results.Uncertainty`)
 whose new value lies outside the old run's interval, or the old value outside the new one's: a move larger than the
 resampling noise of either run. Without intervals, the scalar numbers of ``measured`` are compared, and one that
 differs by more than ``rel_tol`` is reported as a number change "without interval".
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..claims.results import ClaimResult, ResultsDocument
+from ..judge.results import ClaimResult, ResultsDocument
 
 __all__ = ["Change", "diff_results", "format_diff", "left_aside", "model_sets"]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from aniso.claims.results import (SCHEMA_VERSION, ClaimResult, ResultsDocument, provenance, read_results,
+from aniso.judge.results import (SCHEMA_VERSION, ClaimResult, ResultsDocument, provenance, read_results,
                                   write_results)
 
 

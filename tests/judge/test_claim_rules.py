@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aniso.claims.rules import CONTRAST, EDGE, profile_shape, svd_profile
+from aniso.judge.rules import CONTRAST, EDGE, profile_shape, svd_profile
 
 
 def test_a_middle_peak_is_a_bell_and_a_flat_profile_is_not():
@@ -51,7 +51,7 @@ def test_bad_profiles_are_refused(bad):
 # -- attention-sink weighting and a first token fixed by construction --------------------------------------------
 
 def test_the_per_sequence_sink_share_is_read_in_every_form_the_statistics_give():
-    from aniso.claims.rules import per_sequence_share, sink_note
+    from aniso.judge.rules import per_sequence_share, sink_note
 
     sink = {"share": 0.5, "eps": 0.3, "per_head": [[0.1, 0.4], [0.5, 0.2]]}
     assert per_sequence_share(sink) is None and "not measured" in sink_note(0.5, None)
@@ -65,7 +65,7 @@ def test_the_per_sequence_sink_share_is_read_in_every_form_the_statistics_give()
 def test_a_first_token_cv_is_not_informative_when_every_sequence_starts_with_one_token():
     from types import SimpleNamespace
 
-    from aniso.claims.rules import first_token_cv
+    from aniso.judge.rules import first_token_cv
 
     layer = SimpleNamespace(massive_first_token_cv=0.0)
     fixed = SimpleNamespace(meta={"first_token": {"fixed": True, "id": 2, "token": "<bos>", "checked": 256}})

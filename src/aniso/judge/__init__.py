@@ -1,4 +1,5 @@
-"""The claims stage: statistics in, verdicts and results out.
+"""The claims stage (named ``judge`` so that it does not hide the Python API's ``aniso.claims()``): statistics in,
+verdicts and results out.
 
 :mod:`.rules` (shared operationalisations of the claims), :mod:`.training_rules` (the training-dynamics claims'
 rules), :mod:`.verdicts` (the verdict policy), :mod:`.results` (the typed, versioned ``results.json``). The claim

@@ -75,7 +75,7 @@ class ClaimResult(_Doc):
     the dataset identity the verdict was measured on (``<name>@<fingerprint>``), ``inputs_label`` what a reader
     must know about those inputs, ``n_items`` / ``n_vectors`` how many inputs (paragraphs, recordings, photographs,
     block sequences) and vectors per layer; ``differs_from_record`` is set when the verdict differs from the one
-    the registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.claims.verdicts`);
+    the registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.judge.verdicts`);
     ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code,
     ``"not-applicable"`` when the claim does not apply to the model (e.g. no final normalisation to measure).
     """

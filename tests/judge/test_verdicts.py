@@ -1,4 +1,4 @@
-"""The verdict policy (aniso.claims.verdicts): every row of its table, and the inputs rule."""
+"""The verdict policy (aniso.judge.verdicts): every row of its table, and the inputs rule."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aniso.claims.verdicts import (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, HOLDS, UNEXPECTEDLY_HOLDS, Outcome, decide)
+from aniso.judge.verdicts import (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, HOLDS, UNEXPECTEDLY_HOLDS, Outcome, decide)
 
 WIKI = "wikitext-103-validation@fc03b3e11199aebb"
 PYDOC = "pydoc_data.topics (fallback)@ff12a5432833d6ad"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from aniso.claims import training_rules as tr
+from aniso.judge import training_rules as tr
 
 
 def _cos(first, last, shape=(4, 4)):
