@@ -202,7 +202,7 @@ def test_a_hidden_size_that_differs_from_the_config_is_named(tiny_bert_dir):
 
 
 def test_a_series_whose_layer_count_changes_between_checkpoints_is_refused(monkeypatch, tmp_path):
-    from aniso.stats.accumulators import dynamics
+    from aniso.stats import dynamics
     from aniso.stats.dynamics import CheckpointMeasure, SeriesProvider
 
     entry = ModelEntry.model_validate({**_row(), "checkpoints": {"steps": [0, 10], "vary": {"revision": "s{step}"}}})
