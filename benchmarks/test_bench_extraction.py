@@ -6,7 +6,7 @@ bench extraction`` (:mod:`aniso.bench.extraction`, which this file calls), on th
 same 64 paragraphs of at most 128 tokens, in the same batches, on the best device present:
 
 - ``forward``: ``model(**batch, output_hidden_states=True)`` under ``torch.inference_mode`` (the baseline);
-- ``hidden_states``: :func:`aniso.extract.iter_text_hidden_states` (the forward pass, padding removed);
+- ``hidden_states``: :func:`aniso.extract.hidden.iter_text_hidden_states` (the forward pass, padding removed);
 - ``first_order``, ``all`` and ``every``: first-order statistics; with second-order ones (Σxxᵀ, batch-wise SVD
   anisotropy, reservoir); every streamed statistic (also the complements, final norm, attention sink, per-input
   sums).

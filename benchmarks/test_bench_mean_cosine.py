@@ -3,7 +3,7 @@
 Run: ``pytest benchmarks/test_bench_mean_cosine.py --benchmark-only`` (``ANISO_BENCH_LARGE=1`` adds n = 10⁶). Each
 group is one (n, d) of anisotropic Gaussian vectors (mean shifted by 0.3 per coordinate); its rows:
 
-- ``one-pass``: :class:`aniso.stats.LayerAccumulator` (first order) over batches of 4,096, then
+- ``one-pass``: :class:`aniso.stats.accumulators.LayerAccumulator` (first order) over batches of 4,096, then
   :func:`aniso.metrics.mean_cosine_from_unit_sum` — exact: avg cos = (‖Σu‖² − n) / (n(n − 1));
 - ``pairwise``: the mean of the n(n − 1) off-diagonal cosines from blocked Gram matrices (exact; run up to
   n = 16,384, beyond which its O(n²·d) work is not run);
@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from aniso import metrics
-from aniso.stats import LayerAccumulator
+from aniso.stats.accumulators import LayerAccumulator
 
 SIZES = [1_000, 10_000, 100_000] + ([1_000_000] if os.environ.get("ANISO_BENCH_LARGE") else [])
 DIMS = [384, 768]

@@ -26,11 +26,11 @@ import pytest
 _CHILD = r"""
 import json, os, resource, sys
 import torch
-from aniso.extract import iter_text_hidden_states, layer_names
+from aniso.extract.hidden import iter_text_hidden_states, layer_names
 from aniso.inputs.text import load_corpus
-from aniso.pipeline import compute_stats
-from aniso.registry import ModelEntry, load_registry
-from aniso.settings import Settings
+from aniso.stats.pipeline import compute_stats
+from aniso.registry.entries import ModelEntry, load_registry
+from aniso.common.settings import Settings
 from aniso.sources import load_model
 
 kind, n = sys.argv[1], int(sys.argv[2])
@@ -42,7 +42,7 @@ if kind == "minilm":
     model, tok, second = loaded.model, loaded.tokenizer, True
 else:
     from transformers import LlamaConfig, LlamaModel
-    from aniso.modalities import _subword_tokenizer
+    from aniso.extract.modalities import _subword_tokenizer
     entry = ModelEntry.model_validate(dict(id="wide", modality="text", granularity="subword", architecture="transformer",
                                            role="decoder", family="llama", source=dict(kind="hub", repo="none/none")))
     torch.manual_seed(0)

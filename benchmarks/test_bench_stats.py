@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aniso import metrics
-from aniso.stats import LayerAccumulator
+from aniso.stats.accumulators import LayerAccumulator
 
 D, N, BATCH = 384, 16_384, 1024
 

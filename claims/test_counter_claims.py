@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.claim_rules import (CONTRAST, SINK_WEIGHTING, first_token_cv, per_sequence_share, profile_shape,
-                               sink_note, svd_profile)
+from aniso.judge.rules import (CONTRAST, SINK_WEIGHTING, first_token_cv, per_sequence_share, profile_shape,
+                                sink_note, svd_profile)
 
 #: Machina & Mercer's yardstick for an isotropic embedding matrix: I(W) close to 1.
 PARTITION_LEVEL = 0.9

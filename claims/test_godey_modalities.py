@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aniso import metrics
-from aniso.claim_rules import SIGNIFICANCE_RULE, significance_alternatives, significance_margin, significant_anisotropy
+from aniso.judge.rules import SIGNIFICANCE_RULE, significance_alternatives, significance_margin, significant_anisotropy
 
 #: The level G §3.2 treats as clearly anisotropic for speech, used by the speech and CNN claims.
 LEVEL = 0.2

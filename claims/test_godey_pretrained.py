@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from aniso import metrics
-from aniso.claim_rules import (FIRST_TOKEN_EXCLUDED, SIGNIFICANCE_RULE, significance_alternatives,
-                               significance_margin, significant_anisotropy, without_first_token)
+from aniso.judge.rules import (FIRST_TOKEN_EXCLUDED, SIGNIFICANCE_RULE, significance_alternatives,
+                                significance_margin, significant_anisotropy, without_first_token)
 
 #: Significance level of the drift-correlation tests (G §3.3: "p > 0.05" = no significant correlation).
 ALPHA = 0.05

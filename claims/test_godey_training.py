@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from aniso.dynamics import head_cosines, head_dots
-from aniso.training_rules import (ALIGN_RULE, DEPTH_RULE, DOT_RULE, ENTROPY_RULE, PROJECTION_RULE, entropy_decays,
-                                  qk_dot_grows, qk_direction_by_depth, qk_means_align, qk_projections_grow)
+from aniso.stats.dynamics import head_cosines, head_dots
+from aniso.judge.training_rules import (ALIGN_RULE, DEPTH_RULE, DOT_RULE, ENTROPY_RULE, PROJECTION_RULE, entropy_decays,
+                                         qk_dot_grows, qk_direction_by_depth, qk_means_align, qk_projections_grow)
 
 SERIES = ("checkpoints", "text")
 

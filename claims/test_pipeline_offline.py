@@ -3,7 +3,7 @@
 Pre-trained weights of most registry models cannot be had offline. For each
 entry with a ``tiny`` config (and each miniature trained by the suite, at its initialisation), a randomly initialised model of the same
 architecture runs through the same extraction path as the claims
-(:mod:`aniso.architecture_check`): number of layers, vector shapes, padding
+(:mod:`aniso.extract.architecture_check`): number of layers, vector shapes, padding
 excluded, and queries/keys captured. The report shows "pipeline verified
 offline" for it: never a verdict on a claim.
 """

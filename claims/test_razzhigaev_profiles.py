@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.claim_rules import BELL_RULE, CONTRAST, FIRST_TOKEN_EXCLUDED, profile_shape, svd_profile
+from aniso.judge.rules import BELL_RULE, CONTRAST, FIRST_TOKEN_EXCLUDED, profile_shape, svd_profile
 
 
 def _profile(stats) -> dict:

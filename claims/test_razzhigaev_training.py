@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.dynamics import TWONN_BATCHES
+from aniso.stats.dynamics import TWONN_BATCHES
 from aniso.sources import InputsMissing
-from aniso.training_rules import GROWS_RULE, RISE_FALL_RULE, grows_then_stabilises, rises_then_falls
+from aniso.judge.training_rules import GROWS_RULE, RISE_FALL_RULE, grows_then_stabilises, rises_then_falls
 
 
 @pytest.mark.claim("R.decoder-anisotropy-grows")

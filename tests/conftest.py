@@ -32,7 +32,7 @@ def tiny_bert_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tiny_bert_entry(tiny_bert_dir):
     """A registry entry (source kind local) for :func:`tiny_bert_dir`."""
-    from aniso.registry import ModelEntry
+    from aniso.registry.entries import ModelEntry
 
     return ModelEntry.model_validate(dict(id="m", source={"kind": "local", "path": str(tiny_bert_dir)},
                                           modality="text", granularity="subword", architecture="transformer",

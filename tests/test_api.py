@@ -39,7 +39,7 @@ def _quiet_run(tmp_path_factory, monkeypatch):
 def _tiny_gpt2():
     from transformers import GPT2Config, GPT2Model
 
-    from aniso.modalities import _subword_tokenizer
+    from aniso.extract.modalities import _subword_tokenizer
 
     torch.manual_seed(0)
     cfg = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=2, eos_token_id=3)
@@ -118,8 +118,8 @@ def test_measure_and_check_all_minilm_agree():
 
 
 def test_claims_and_models_list_the_catalogue_and_the_registry():
-    from aniso.catalog import CLAIMS
-    from aniso.registry import load_registry
+    from aniso.registry.catalog import CLAIMS
+    from aniso.registry.entries import load_registry
 
     table = aniso.claims()
     assert table["claim"].tolist() == list(CLAIMS) and table["executable"].dtype == bool

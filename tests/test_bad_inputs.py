@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aniso.extract import Batch
-from aniso.pipeline import StatsProvider, compute_stats
-from aniso.registry import ModelEntry, Registry, RegistryError, load_registry
-from aniso.settings import Settings
-from aniso.stats import LayerAccumulator, ModelStats
+from aniso.extract.hidden import Batch
+from aniso.stats.pipeline import StatsProvider, compute_stats
+from aniso.registry.entries import ModelEntry, Registry, RegistryError, load_registry
+from aniso.common.settings import Settings
+from aniso.stats.accumulators import LayerAccumulator, ModelStats
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "aniso"
@@ -193,7 +193,7 @@ def test_all_zero_vectors_are_left_out_of_the_cosine_and_an_all_zero_layer_is_na
 def test_a_hidden_size_that_differs_from_the_config_is_named(tiny_bert_dir):
     from transformers import AutoModel, AutoTokenizer
 
-    from aniso.extract import iter_text_hidden_states
+    from aniso.extract.hidden import iter_text_hidden_states
 
     model = AutoModel.from_pretrained(tiny_bert_dir)
     model.config.hidden_size = 48  # the weights are 32 wide
@@ -202,8 +202,8 @@ def test_a_hidden_size_that_differs_from_the_config_is_named(tiny_bert_dir):
 
 
 def test_a_series_whose_layer_count_changes_between_checkpoints_is_refused(monkeypatch, tmp_path):
-    from aniso import dynamics
-    from aniso.dynamics import CheckpointMeasure, SeriesProvider
+    from aniso.stats import dynamics
+    from aniso.stats.dynamics import CheckpointMeasure, SeriesProvider
 
     entry = ModelEntry.model_validate({**_row(), "checkpoints": {"steps": [0, 10], "vary": {"revision": "s{step}"}}})
     layers = {0: 3, 10: 4}
@@ -252,7 +252,7 @@ def test_an_interrupted_run_keeps_every_model_already_cached(tmp_path, tiny_bert
 
 
 def test_a_full_disk_while_caching_keeps_the_statistics_of_the_run(tmp_path, tiny_bert_dir, monkeypatch):
-    from aniso.stats import StatsCache
+    from aniso.stats.cache import StatsCache
 
     def full(self, key, stats):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -264,8 +264,8 @@ def test_a_full_disk_while_caching_keeps_the_statistics_of_the_run(tmp_path, tin
 
 
 def test_a_full_disk_while_writing_the_report_fails_the_run_naming_the_folder(tmp_path, monkeypatch):
-    from aniso import files
-    from aniso.results import ClaimResult
+    from aniso.common import files
+    from aniso.judge.results import ClaimResult
     from aniso.session import AnisoSession
 
     session = AnisoSession.start(Settings(report_dir=str(tmp_path / "reports"), cache_dir=str(tmp_path / "c")),
@@ -302,7 +302,7 @@ def test_two_runs_writing_the_same_cache_entry_compute_it_once(tmp_path, tiny_be
 
 def test_the_interval_and_statistic_names_are_escaped_in_the_report(tmp_path):
     from aniso.report import render_html
-    from aniso.results import ClaimResult, ResultsDocument, Uncertainty, provenance
+    from aniso.judge.results import ClaimResult, ResultsDocument, Uncertainty, provenance
 
     evil = "<script>alert(1)</script>"
     r = ClaimResult(claim_id="G.cnn-mostly-isotropic", paper="G", section="", figure="", statement="", model_id=evil,

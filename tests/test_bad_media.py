@@ -92,7 +92,7 @@ def test_a_uniform_image_under_pillows_limit_but_above_the_cap_is_skipped(tmp_pa
     raises the cap."""
     from PIL import Image
 
-    from aniso.settings import Settings
+    from aniso.common.settings import Settings
 
     Image.new("L", (9000, 9000), 7).save(tmp_path / "big.png")
     Image.new("RGB", (32, 32), (1, 2, 3)).save(tmp_path / "ok.png")

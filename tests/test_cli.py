@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aniso.cli import main
-from aniso.results import ClaimResult, ResultsDocument, Uncertainty, provenance, write_results
+from aniso.judge.results import ClaimResult, ResultsDocument, Uncertainty, provenance, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """IsoScore, per-dimension contributions and partition isotropy (aniso.metrics), with Hypothesis properties and a
 check against the IsoScore package; the streamed statistics behind massive activations, rogue dimensions and the
-attention sink (aniso.stats)."""
+attention sink (aniso.stats.accumulators)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aniso import metrics
-from aniso.stats import AttentionSink, LayerAccumulator
+from aniso.stats.accumulators import AttentionSink, LayerAccumulator
 
 
 @given(st.integers(2, 40), st.data())

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from aniso.cli import RUN_EXIT_CODES, main, run_exit_code
-from aniso.registry import ModelEntry, Registry
-from aniso.results import ClaimResult, ResultsDocument, provenance, read_results, write_results
+from aniso.registry.entries import ModelEntry, Registry
+from aniso.judge.results import ClaimResult, ResultsDocument, provenance, read_results, write_results
 from aniso.session import AnisoSession, Skip
-from aniso.settings import Settings
+from aniso.common.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -230,7 +230,7 @@ def test_two_sessions_finishing_in_the_same_second_keep_both_reports(tmp_path):
 
 
 def test_a_corrupt_cache_entry_is_moved_aside_and_the_warning_says_so(tmp_path):
-    from aniso.stats import JsonCache, StatsCache
+    from aniso.stats.cache import JsonCache, StatsCache
 
     (tmp_path / "k.safetensors").write_bytes(b"not safetensors")
     (tmp_path / "k.json").write_text("{truncated")

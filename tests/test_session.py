@@ -71,10 +71,10 @@ def test_must_run_model_without_its_data_folder_is_reported_not_failed(tmp_path)
 def test_a_claim_that_does_not_apply_is_no_must_run_failure(tmp_path):
     """A must_run model skipped because a claim does not apply to it (no final normalisation) keeps the run green;
     skipped for want of its weights, it fails the run."""
-    from aniso.registry import ModelEntry, Registry
-    from aniso.results import ClaimResult
+    from aniso.registry.entries import ModelEntry, Registry
+    from aniso.judge.results import ClaimResult
     from aniso.session import AnisoSession, Skip
-    from aniso.settings import Settings
+    from aniso.common.settings import Settings
 
     entry = ModelEntry.model_validate(dict(id="m", source={"kind": "hub", "repo": "x/m"}, modality="text",
                                            granularity="subword", architecture="transformer", role="encoder",

@@ -9,11 +9,11 @@ Four functions, re-exported by ``import aniso`` (lazily: importing :mod:`aniso` 
     aniso.claims(); aniso.models()       # the catalogue and the registry, as DataFrames
 
 They go the same way as the command line: a model argument is resolved as ``aniso run`` resolves it (a registry id,
-else a local folder or hub id whose registry entry is detected from its config, :mod:`aniso.detect`); statistics
-come from :class:`aniso.pipeline.StatsProvider` (the claims' provider, with its disk cache) and
-:func:`aniso.pipeline.compute_model_stats`; :func:`check` runs ``pytest claims/`` through :func:`run_claims`,
-which ``aniso run`` calls too, and reads the ``results.json`` it writes (:mod:`aniso.results`). Settings not given
-as arguments come from the ``ANISO_*`` variables and the run profile (:class:`aniso.settings.Settings`).
+else a local folder or hub id whose registry entry is detected from its config, :mod:`aniso.sources.detect`); statistics
+come from :class:`aniso.stats.pipeline.StatsProvider` (the claims' provider, with its disk cache) and
+:func:`aniso.stats.pipeline.compute_model_stats`; :func:`check` runs ``pytest claims/`` through :func:`run_claims`,
+which ``aniso run`` calls too, and reads the ``results.json`` it writes (:mod:`aniso.judge.results`). Settings not given
+as arguments come from the ``ANISO_*`` variables and the run profile (:class:`aniso.common.settings.Settings`).
 
 Errors in arguments raise ValueError with one line that names the argument (``model``, ``inputs``,
 ``statistics``, ``settings``, ``claims``); a model whose weights cannot be had raises
@@ -34,7 +34,7 @@ __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
 
 #: What :func:`measure` keeps unless told: avg cos, drift and mean norm (first order), and the d x d statistics (SVD
-#: anisotropy, TwoNN, IsoScore, sampled pairs). The other kinds of :data:`aniso.pipeline.ALL_STATISTICS` (e.g.
+#: anisotropy, TwoNN, IsoScore, sampled pairs). The other kinds of :data:`aniso.stats.pipeline.ALL_STATISTICS` (e.g.
 #: ``attention-sink``, which switches the model to eager attention) are asked for by name, or with ``"all"``.
 DEFAULT_STATISTICS = ("first-order", "second-order")
 
@@ -44,7 +44,7 @@ RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored",
                   2: "bad usage or input (an option, a setting, the registry, a model that cannot be detected)",
                   3: "nothing measured: every selected claim test was skipped (the report says why)"}
 
-#: Column names of :meth:`LayerStats.to_frame` that differ from :class:`aniso.stats.LayerSummary`'s fields: the
+#: Column names of :meth:`LayerStats.to_frame` that differ from :class:`aniso.stats.accumulators.LayerSummary`'s fields: the
 #: papers' "avg cos" for the mean cosine similarity.
 _COLUMN = {"mean_cosine": "avg_cos", "mean_cosine_sampled": "avg_cos_sampled",
            "mean_cosine_standardised": "avg_cos_standardised"}
@@ -62,13 +62,13 @@ class LayerStats:
     model_id : the registry id (or the id detected for a folder or hub id, or the name of an in-memory model)
     layer_names : one name per hidden state, in order ("0" is the embedding output; encoder-decoder models list
         ``enc.i`` then ``dec.i``)
-    layers : one :class:`aniso.stats.LayerSummary` per layer (avg cos and the rest, dimensionless; norms in the
+    layers : one :class:`aniso.stats.accumulators.LayerSummary` per layer (avg cos and the rest, dimensionless; norms in the
         model's hidden-state units)
     inputs : provenance of the inputs (dataset, name, label, fingerprint, number of items; no data)
     settings : the settings that change the statistics (sample sizes, seed, reservoir and SVD batch sizes, device)
-    meta : everything else :func:`aniso.pipeline.compute_stats` recorded (origin of the weights, vectors per layer,
+    meta : everything else :func:`aniso.stats.pipeline.compute_stats` recorded (origin of the weights, vectors per layer,
         seconds, cache key and hit, and the optional statistics asked for)
-    stats : the underlying :class:`aniso.stats.ModelStats` (accumulators; for the claims' functions)
+    stats : the underlying :class:`aniso.stats.accumulators.ModelStats` (accumulators; for the claims' functions)
     """
 
     model_id: str
@@ -81,7 +81,7 @@ class LayerStats:
 
     @classmethod
     def of(cls, stats) -> "LayerStats":
-        """Wrap a :class:`aniso.stats.ModelStats`. Raises ValueError naming the model and layer if a layer has
+        """Wrap a :class:`aniso.stats.accumulators.ModelStats`. Raises ValueError naming the model and layer if a layer has
         fewer than two non-zero vectors."""
         meta = dict(stats.meta)
         return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()),
@@ -89,7 +89,7 @@ class LayerStats:
 
     def to_frame(self):
         """A pandas DataFrame, one row per layer in order: column ``layer`` (its name), then every field of
-        :class:`aniso.stats.LayerSummary`, ``mean_cosine*`` named ``avg_cos*`` (``avg_cos``, ``drift_norm``,
+        :class:`aniso.stats.accumulators.LayerSummary`, ``mean_cosine*`` named ``avg_cos*`` (``avg_cos``, ``drift_norm``,
         ``mean_norm``, ``svd_anisotropy``, ``svd_anisotropy_batch_mean``, ``twonn``, ``isoscore``, ``q95``, ``dim``,
         ``count``, ...). Statistics not kept (first order only) are NaN."""
         import pandas as pd
@@ -102,10 +102,10 @@ class LayerStats:
         return self.to_frame()._repr_html_()
 
     def to_dict(self) -> dict:
-        """JSON-friendly: ``model_id``, ``layer_names``, ``layers`` (one :func:`aniso.stats.summary_dict` per layer;
+        """JSON-friendly: ``model_id``, ``layer_names``, ``layers`` (one :func:`aniso.stats.accumulators.summary_dict` per layer;
         NaN as None), ``inputs``, ``settings``, ``meta``."""
-        from .results import _clean
-        from .stats import summary_dict
+        from .judge.results import _clean
+        from .stats.accumulators import summary_dict
 
         return _clean({"model_id": self.model_id, "layer_names": list(self.layer_names),
                        "layers": [summary_dict(s) for s in self.layers], "inputs": self.inputs,
@@ -129,7 +129,7 @@ class ClaimResults:
     Attributes
     ----------
     path : the run's ``results.json`` (``report.html`` beside it)
-    document : the whole :class:`aniso.results.ResultsDocument`
+    document : the whole :class:`aniso.judge.results.ResultsDocument`
     exit_code : as ``aniso run`` (:data:`RUN_EXIT_CODES`): 0 measured and nothing failed, 1 a claim did not hold
         against its record or errored, 3 nothing measured
     model_id : the model's registry id (or the id detected for a folder or hub id)
@@ -142,7 +142,7 @@ class ClaimResults:
 
     @property
     def results(self) -> list:
-        """The :class:`aniso.results.ClaimResult` of every claim test, in test order."""
+        """The :class:`aniso.judge.results.ClaimResult` of every claim test, in test order."""
         return list(self.document.results)
 
     def to_frame(self):
@@ -180,17 +180,17 @@ class ClaimResults:
 
 
 def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: bool = True):
-    """:class:`aniso.settings.Settings` from the arguments (``options``; None = not given), then ``settings`` (a
+    """:class:`aniso.common.settings.Settings` from the arguments (``options``; None = not given), then ``settings`` (a
     dict of setting names), then the ``ANISO_*`` variables and the profile; with ``check``, its paths checked
-    (:meth:`~aniso.settings.Settings.check_paths`). Raises ValueError naming the setting."""
-    from .settings import Settings
+    (:meth:`~aniso.common.settings.Settings.check_paths`). Raises ValueError naming the setting."""
+    from .common.settings import Settings
 
     given = dict(settings or {})
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
         raise ValueError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]!r}?" if close
-                                                                       else "") + " (see aniso.settings.SETTING_HELP)")
+                                                                       else "") + " (see aniso.common.settings.SETTING_HELP)")
     merged = given | {k: v for k, v in options.items() if v is not None}
     s = Settings.from_sources(merged)
     if check:
@@ -213,7 +213,7 @@ def _registry_file(path: str | Path | None, settings) -> Path | None:
 
 
 def _load_registry(path: Path | None):
-    from .registry import Registry, load_registry
+    from .registry.entries import Registry, load_registry
 
     return load_registry(path) if path is not None else Registry([], None)
 
@@ -221,8 +221,8 @@ def _load_registry(path: Path | None):
 def _entry(model: str | Path, registry):
     """The registry entry for ``model``: a registry id, else a folder or hub id whose entry is detected as ``aniso
     run`` detects it. Raises ValueError naming ``model``."""
-    from .detect import UndetectableModel, config_of, registry_entry
-    from .registry import ModelEntry
+    from .sources.detect import UndetectableModel, config_of, registry_entry
+    from .registry.entries import ModelEntry
 
     text = str(model)
     if any(e.id == text for e in registry):
@@ -260,7 +260,7 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
                   texts, len(texts), seed)
 
 
-#: Kind of inputs (:data:`aniso.modalities.INPUTS`) → the setting naming the folder or file it is read from.
+#: Kind of inputs (:data:`aniso.extract.modalities.INPUTS`) → the setting naming the folder or file it is read from.
 _INPUT_SETTING = {"text": "corpus", "speech": "speech_dir", "vision": "image_dir"}
 
 
@@ -282,7 +282,7 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
 
 
 def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
-    from .pipeline import ALL_STATISTICS
+    from .stats.pipeline import ALL_STATISTICS
 
     if statistics == "all":
         return ALL_STATISTICS
@@ -297,7 +297,7 @@ def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
 @contextlib.contextmanager
 def _progress(show: bool):
     """Progress bars shown (``show``: even where standard error is no terminal, as in a notebook) or not."""
-    from . import progress
+    from .common import progress
 
     with progress.shown(show):
         yield
@@ -327,12 +327,12 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         recordings (speech models), or None: the settings' inputs for the model's modality (``ANISO_CORPUS``,
         ``ANISO_IMAGE_DIR``, ``ANISO_SPEECH_DIR``; the embedded fallback corpus if none)
     tokenizer : the tokenizer of an in-memory model (ignored otherwise)
-    statistics : names from :data:`aniso.pipeline.ALL_STATISTICS`, or ``"all"``; default :data:`DEFAULT_STATISTICS`
+    statistics : names from :data:`aniso.stats.pipeline.ALL_STATISTICS`, or ``"all"``; default :data:`DEFAULT_STATISTICS`
     device : torch device (``cpu``, ``cuda``, ``mps``; default: setting ``device``, ``auto``)
     batch_size, max_length : sequences per forward pass and tokens per sequence (default: the settings')
     n_inputs : paragraphs, photographs or recordings sampled from a file or folder (default: the run profile's)
     progress : show a progress bar over the batches (False: none)
-    settings : other settings by name (:data:`aniso.settings.SETTING_HELP`), e.g. ``{"seed": 1}``
+    settings : other settings by name (:data:`aniso.common.settings.SETTING_HELP`), e.g. ``{"seed": 1}``
     registry : registry file (default: ``models.yaml`` here, else the one of this source tree)
     name : the id an in-memory model is reported under (default: its ``name_or_path``, else its class)
 
@@ -358,7 +358,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         base = _settings(options, settings)
         reg = _load_registry(_registry_file(registry, base))
         entry = _entry(model, reg)
-        from .modalities import modality_of
+        from .extract.modalities import modality_of
 
         row = modality_of(entry)
         if row is None:
@@ -384,7 +384,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
 
 
 def _measure_entry(entry, registry, settings, statistics, given: dict, progress: bool) -> LayerStats:
-    from .registry import Registry
+    from .registry.entries import Registry
 
     one = Registry([entry], registry.path, registry.recorded_inputs)
     provider = _provider_class()(settings, one, statistics=statistics, given=given)
@@ -397,8 +397,8 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     """:func:`measure` on an already-loaded transformers text model (no registry entry, no disk cache)."""
     import torch
 
-    from .detect import UndetectableModel, entry_fields
-    from .modalities import MODALITIES
+    from .sources.detect import UndetectableModel, entry_fields
+    from .extract.modalities import MODALITIES
     from .sources import LoadedModel
 
     config = getattr(model, "config", None)
@@ -427,7 +427,7 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     if texts is not None:
         corpus = _corpus_of(texts, run_settings.seed)
     else:
-        from .modalities import INPUTS
+        from .extract.modalities import INPUTS
         from .sources import HubStatus
 
         corpus = INPUTS["text"](run_settings, HubStatus())
@@ -436,7 +436,7 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     was_training = model.training
     model.eval()
     try:
-        from .pipeline import compute_model_stats
+        from .stats.pipeline import compute_model_stats
 
         with _progress(progress), torch.inference_mode():
             stats = compute_model_stats(loaded, MODALITIES["text"], corpus, run_settings, f"in-memory:{ident}",
@@ -463,11 +463,11 @@ class _InMemory:
 
 @functools.cache
 def _provider_class():
-    from .pipeline import StatsProvider
+    from .stats.pipeline import StatsProvider
 
     @dataclass
     class Provider(StatsProvider):
-        """A :class:`~aniso.pipeline.StatsProvider` whose inputs of some kinds are given (a list of texts) rather
+        """A :class:`~aniso.stats.pipeline.StatsProvider` whose inputs of some kinds are given (a list of texts) rather
         than loaded from the settings."""
 
         given: dict = field(default_factory=dict)
@@ -505,19 +505,19 @@ class _Tally:
 
     def pytest_sessionfinish(self, session) -> None:
         from .pytest_plugin import _SESSION
-        from .verdicts import SKIPPED
+        from .judge.verdicts import SKIPPED
 
-        aniso = session.config.stash.get(_SESSION, None)
-        if aniso is not None:
-            self.results = len(aniso.results)
-            self.measured = sum(r.verdict != SKIPPED for r in aniso.results)
+        claims_run = session.config.stash.get(_SESSION, None)
+        if claims_run is not None:
+            self.results = len(claims_run.results)
+            self.measured = sum(r.verdict != SKIPPED for r in claims_run.results)
 
     def pytest_unconfigure(self, config) -> None:
         from .pytest_plugin import _SESSION
 
-        aniso = config.stash.get(_SESSION, None)
-        if aniso is not None and aniso.report_path is not None:
-            self.report = Path(aniso.report_path)
+        claims_run = config.stash.get(_SESSION, None)
+        if claims_run is not None and claims_run.report_path is not None:
+            self.report = Path(claims_run.report_path)
 
 
 def run_exit_code(pytest_code: int, measured: int) -> int:
@@ -535,7 +535,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                say: Callable[[str], None] = lambda line: None) -> ClaimsRun:
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
     CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
-    detected from its config (:func:`aniso.detect.registry_entry`) in a temporary copy of the registry, removed
+    detected from its config (:func:`aniso.sources.detect.registry_entry`) in a temporary copy of the registry, removed
     afterwards. ``claims``: comma-separated ids or prefixes (None: every claim); ``registry``: the registry file
     (None: setting ``registry``); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
     ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``say``: receives the line that
@@ -550,9 +550,9 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     import pytest
     import yaml
 
-    from .detect import config_of, registry_entry
-    from .registry import RegistryError, load_registry
-    from .settings import Settings
+    from .sources.detect import config_of, registry_entry
+    from .registry.entries import RegistryError, load_registry
+    from .common.settings import Settings
 
     settings = Settings.from_sources({"registry": str(registry) if registry is not None else None})
     settings.check_paths()
@@ -618,8 +618,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     inputs : a corpus file, a folder of photographs or recordings (by the model's modality), a list of texts
         (written to a temporary corpus file, one per line; line breaks inside a text become spaces), or None:
         the settings' inputs. Inputs other than the registry's recorded ones inform and never fail a verdict
-        recorded on other inputs (:mod:`aniso.verdicts`).
-    settings : settings by name (:data:`aniso.settings.SETTING_HELP`), passed as ``--aniso-<name>`` options, e.g.
+        recorded on other inputs (:mod:`aniso.judge.verdicts`).
+    settings : settings by name (:data:`aniso.common.settings.SETTING_HELP`), passed as ``--aniso-<name>`` options, e.g.
         ``{"n_sequences": 64, "n_bootstrap": 0}``
     registry, claims_dir : the registry file and the claim tests (defaults as :func:`measure`; ``claims/`` beside
         the registry)
@@ -637,9 +637,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     """
     import tempfile
 
-    from .catalog import CLAIMS
-    from .results import read_results
-    from .settings import SETTING_HELP, Settings
+    from .registry.catalog import CLAIMS
+    from .judge.results import read_results
+    from .common.settings import SETTING_HELP, Settings
 
     if not isinstance(model, (str, Path)):
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
@@ -662,7 +662,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     given = dict(settings or {})
     with tempfile.TemporaryDirectory(prefix="aniso-check-") as tmp:
         if inputs is not None:
-            from .modalities import modality_of
+            from .extract.modalities import modality_of
 
             row = modality_of(entry)
             kind = entry.measured_on or (row.inputs if row else "text")
@@ -701,10 +701,10 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
 
 
 def claims(*, as_frame: bool = True):
-    """The claims catalogue (:data:`aniso.catalog.CLAIMS`, specified in ``docs/claims.md``): one row per claim with
+    """The claims catalogue (:data:`aniso.registry.catalog.CLAIMS`, specified in ``docs/claims.md``): one row per claim with
     ``claim``, ``paper``, ``section``, ``figure``, ``statement``, ``executable`` (a test measures it) and
     ``statistics`` (what it reads). A pandas DataFrame, or a list of dicts with ``as_frame=False``."""
-    from .catalog import CLAIMS
+    from .registry.catalog import CLAIMS
 
     rows = [{"claim": c.id, "paper": c.paper, "section": c.section, "figure": c.figure, "statement": c.statement,
              "executable": c.executable, "statistics": ",".join(c.statistics)} for c in CLAIMS.values()]
@@ -718,13 +718,13 @@ def claims(*, as_frame: bool = True):
 def models(registry: str | Path | None = None, *, as_frame: bool = True, settings: dict[str, Any] | None = None):
     """The registry's models, one row each in file order: ``model``, ``source`` (kind), ``modality``,
     ``granularity``, ``role``, ``family``, ``tags`` (comma-joined), ``params_m`` (millions, None if not recorded)
-    and ``weights_here`` (:func:`aniso.hubcache.weights_here`: read from disk only, no network). A pandas DataFrame,
+    and ``weights_here`` (:func:`aniso.sources.weights_here`: read from disk only, no network). A pandas DataFrame,
     or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`).
 
-    Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.RegistryError`).
+    Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.entries.RegistryError`).
     """
-    from .hubcache import weights_here
-    from .pipeline import StatsProvider
+    from .stats.pipeline import StatsProvider
+    from .sources import weights_here
 
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))

@@ -35,9 +35,9 @@ def _report(args: argparse.Namespace) -> int:
 def _stats(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .pipeline import StatsProvider
-    from .registry import RegistryError, load_registry
-    from .settings import Settings
+    from .stats.pipeline import StatsProvider
+    from .registry.entries import RegistryError, load_registry
+    from .common.settings import Settings
     from .sources import ModelUnavailable
 
     try:
@@ -60,10 +60,10 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from .distributed import process_group, shard_of
-    from .pipeline import StatsProvider
-    from .registry import RegistryError, load_registry
-    from .settings import Settings
+    from .stats.distributed import process_group, shard_of
+    from .stats.pipeline import StatsProvider
+    from .registry.entries import RegistryError, load_registry
+    from .common.settings import Settings
     from .sources import ModelUnavailable
 
     shard = shard_of()
@@ -95,9 +95,9 @@ def _extract(args: argparse.Namespace) -> int:
 def _block_sweep(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .pipeline import BlockSweepProvider
-    from .registry import RegistryError, load_registry
-    from .settings import Settings
+    from .stats.pipeline import BlockSweepProvider
+    from .registry.entries import RegistryError, load_registry
+    from .common.settings import Settings
 
     try:
         settings = Settings.from_sources({"registry": args.registry})
@@ -122,8 +122,8 @@ def _list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .api import claims, models
-    from .registry import RegistryError, load_registry
-    from .settings import Settings
+    from .registry.entries import RegistryError, load_registry
+    from .common.settings import Settings
 
     try:
         settings = Settings.from_sources({"registry": args.registry})
@@ -151,7 +151,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _hub_import(args: argparse.Namespace) -> int:
-    from .hubcache import HubCacheError, import_folder
+    from .sources.hubcache import HubCacheError, import_folder
 
     try:
         done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
@@ -171,9 +171,9 @@ def _hub_import(args: argparse.Namespace) -> int:
 def _hub_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state
-    from .registry import RegistryError, load_registry
-    from .settings import Settings
+    from .sources.hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state
+    from .registry.entries import RegistryError, load_registry
+    from .common.settings import Settings
 
     try:
         settings = Settings.from_sources({"registry": args.registry})
@@ -225,8 +225,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .diff import diff_results, format_diff, left_aside, model_sets
-    from .results import read_results
+    from .report.diff import diff_results, format_diff, left_aside, model_sets
+    from .judge.results import read_results
 
     try:
         old, new = read_results(Path(args.old)), read_results(Path(args.new))
@@ -250,7 +250,7 @@ def _bench_extraction(args: argparse.Namespace) -> int:
 
     from .bench.extraction import bench_extraction, best_device, format_table, llama_subject, load_subject
     from .inputs.text import CorpusError
-    from .registry import RegistryError
+    from .registry.entries import RegistryError
     from .sources import ModelUnavailable
 
     if (args.model is None) == (args.config is None):

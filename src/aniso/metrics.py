@@ -1,7 +1,7 @@
 """Metrics of representation geometry, as small pure functions.
 
 Every function takes plain NumPy arrays (rows are vectors) or the streamed sums
-that :mod:`aniso.stats` accumulates, and returns floats. Definitions follow the
+that :mod:`aniso.stats.accumulators` accumulates, and returns floats. Definitions follow the
 metric table of the claims catalogue (``CLAIMS.md``).
 """
 

@@ -4,7 +4,7 @@ Claim tests are marked ``@pytest.mark.claim("<id>")``. A test that takes an
 ``entry`` argument (a registry entry) and carries ``@pytest.mark.models(all_of=(...), any_of=(...))``
 is parametrised over the registry entries those tags select. The ``claim``
 fixture gives statistics and records the verdict; the test's outcome follows
-the verdict policy (:mod:`aniso.verdicts`). At the end of a run with claim
+the verdict policy (:mod:`aniso.judge.verdicts`). At the end of a run with claim
 tests, the session writes ``<report_dir>/<run>/results.json`` and
 ``report.html`` and the plugin prints its summary. Under pytest-xdist (``pytest -n 2``) each worker sends its
 results to the controller, which writes the one report; workers share the statistics cache (each entry is made
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from .catalog import statistics_read
-from .registry import RegistryError, load_registry
+from .registry.catalog import statistics_read
+from .registry.entries import RegistryError, load_registry
 from .session import AnisoSession, ClaimContext, Skip
-from .settings import SETTING_HELP, Settings
-from .verdicts import Outcome
+from .common.settings import SETTING_HELP, Settings
+from .judge.verdicts import Outcome
 
 _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()
@@ -43,10 +43,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: its share of the cores, not all of them
-        from .devices import share_cpu_cores
+        from .common.devices import share_cpu_cores
 
         share_cpu_cores(int(config.workerinput.get("workercount", 1)))
-    config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.catalog) a test measures")
+    config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.registry.catalog) a test measures")
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
     options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
     try:
@@ -77,23 +77,23 @@ def _model_of(item: pytest.Item):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Compute only the statistics that the selected claims read (:attr:`aniso.catalog.Claim.statistics`).
+    """Compute only the statistics that the selected claims read (:attr:`aniso.registry.catalog.Claim.statistics`).
 
     Each claim test over a model is marked ``xdist_group(<model id>)``: with ``pytest -n 2 --dist loadgroup`` all
     of a model's claims run on one worker, which pays its statistics once while the other worker measures another
     model (with plain ``--dist load`` the workers often wait on each other's file lock for the same model).
     """
-    aniso = config.stash.get(_SESSION, None)
-    if aniso is None:
+    claims_run = config.stash.get(_SESSION, None)
+    if claims_run is None:
         return
     for item in items:
         entry = _model_of(item)
         if entry is not None:
             item.add_marker(pytest.mark.xdist_group(entry.id))
-    if aniso.settings.claims:
-        from .catalog import get_claim
+    if claims_run.settings.claims:
+        from .registry.catalog import get_claim
 
-        for wanted in (c.strip().rstrip("*") for c in aniso.settings.claims.split(",") if c.strip()):
+        for wanted in (c.strip().rstrip("*") for c in claims_run.settings.claims.split(",") if c.strip()):
             if not wanted.endswith("."):
                 try:
                     get_claim(wanted)
@@ -102,11 +102,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         keep, drop = [], []
         for item in items:
             marker = item.get_closest_marker("claim")
-            (keep if marker is None or aniso.settings.selects_claim(marker.args[0]) else drop).append(item)
+            (keep if marker is None or claims_run.settings.selects_claim(marker.args[0]) else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
-    aniso.provider.statistics = statistics_read(
+    claims_run.provider.statistics = statistics_read(
         m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
 
 
@@ -180,29 +180,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    aniso = session.config.stash.get(_SESSION, None)
-    if aniso is None:
+    claims_run = session.config.stash.get(_SESSION, None)
+    if claims_run is None:
         return
     if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller writes the one report
-        session.config.workeroutput["aniso"] = aniso.worker_payload()
+        session.config.workeroutput["aniso"] = claims_run.worker_payload()
         return
-    if aniso.finish() and session.exitstatus == 0:
+    if claims_run.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
     """pytest-xdist: a worker finished; its claim results join the controller's run."""
-    aniso = node.config.stash.get(_SESSION, None)
+    claims_run = node.config.stash.get(_SESSION, None)
     payload = getattr(node, "workeroutput", {}).get("aniso")
-    if aniso is not None and payload:
-        aniso.absorb(payload)
+    if claims_run is not None and payload:
+        claims_run.absorb(payload)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    aniso = config.stash.get(_SESSION, None)
-    if aniso is None or not aniso.results:
+    claims_run = config.stash.get(_SESSION, None)
+    if claims_run is None or not claims_run.results:
         return
     terminalreporter.write_sep("=", "aniso: claim verdicts")
-    for style, line in aniso.summary_lines():
+    for style, line in claims_run.summary_lines():
         terminalreporter.write_line(line, yellow=style == "warn", red=style == "error", bold=style == "error")

@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
-                      provenance, write_results)
-from .architecture_check import ArchitectureChecks
-from .catalog import get_claim, not_yet_executable
-from .dynamics import Series, SeriesProvider
-from .pipeline import BlockSweepProvider, StatsProvider
-from .registry import ModelEntry, Registry
-from .settings import PROFILES, Settings
+from .judge.results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
+                             provenance, write_results)
+from .extract.architecture_check import ArchitectureChecks
+from .registry.catalog import get_claim, not_yet_executable
+from .stats.dynamics import Series, SeriesProvider
+from .stats.pipeline import BlockSweepProvider, StatsProvider
+from .registry.entries import ModelEntry, Registry
+from .common.settings import PROFILES, Settings
 from .sources import InputsMissing, ModelUnavailable
-from .stats import ModelStats
-from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
+from .stats.accumulators import ModelStats
+from .judge.verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
 
 __all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text"]
 
@@ -84,7 +84,7 @@ class AnisoSession:
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
         """A session with its statistics provider, block sweeps, architecture checks and checkpoint series, over
-        the registry entries of the model set ``settings.models`` (:meth:`~aniso.registry.Registry.model_set`; raises
+        the registry entries of the model set ``settings.models`` (:meth:`~aniso.registry.entries.Registry.model_set`; raises
         its RegistryError)."""
         registry, left_out = registry.model_set(settings.models)
         provider = StatsProvider(settings, registry)
@@ -149,7 +149,7 @@ class AnisoSession:
         return bool(self.must_run_failures)
 
     def document(self) -> ResultsDocument:
-        """The run as a :class:`~aniso.results.ResultsDocument`."""
+        """The run as a :class:`~aniso.judge.results.ResultsDocument`."""
         computed = self.provider.computed()
         described = [s.meta.get("corpus", {}) for s in computed.values()]
         corpus = next((d for d in described if d and d.get("modality") is None), None)
@@ -165,7 +165,7 @@ class AnisoSession:
         if self.architectures.results:
             experiments["pipeline_offline"] = self.architectures.results
         if self.series.computed():
-            from .dynamics import series_document
+            from .stats.dynamics import series_document
 
             experiments["training"] = {mid: series_document(s) for mid, s in self.series.computed().items()}
         models = {mid: model_layers(st, self.registry.get(mid)) for mid, st in computed.items()}
@@ -246,7 +246,7 @@ class AnisoSession:
 class ClaimContext:
     """What a claim test uses: statistics of its model, and a way to state its verdict.
 
-    :meth:`conclude` returns the :class:`~aniso.verdicts.Decision`; the plugin makes the test's outcome follow
+    :meth:`conclude` returns the :class:`~aniso.judge.verdicts.Decision`; the plugin makes the test's outcome follow
     it. Unavailable statistics raise :class:`Skip`.
     """
 
@@ -385,7 +385,7 @@ class ClaimContext:
     def interval(self, stats: ModelStats, statistic: Callable[[ModelStats], float], name: str, threshold: float,
                  holds_if: str, verdict: Callable[[ModelStats], bool] | None = None,
                  fixed: str = "") -> Uncertainty:
-        """The bootstrap interval over the inputs of the claim's deciding statistic (:mod:`aniso.uncertainty`).
+        """The bootstrap interval over the inputs of the claim's deciding statistic (:mod:`aniso.stats.uncertainty`).
 
         ``statistic(stats)`` gives the statistic (``name`` says what it is) that the claim compares with
         ``threshold`` by ``holds_if`` (``">"``, ``">="``, ``"<"``, ``"<="``); ``verdict(stats)``, where the rule
@@ -393,7 +393,7 @@ class ClaimContext:
         ``settings.seed``) recomputes them; ``fixed`` says what the resamples hold fixed (e.g. the other models
         compared with). Without per-input sums or with ``n_bootstrap`` 0 the interval is left out, saying why.
         """
-        from .uncertainty import COMPARISONS, bootstrap_stats, interval
+        from .stats.uncertainty import COMPARISONS, bootstrap_stats, interval
 
         value = float(statistic(stats))
         if self.settings.n_bootstrap == 0:
@@ -440,7 +440,7 @@ class ClaimContext:
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
                  p_value: float | None = None, uncertainty: Uncertainty | None = None,
                  alternatives: dict[str, tuple[bool, float | None]] | None = None) -> tuple[Decision, str]:
-        """Record the verdict under the verdict policy (:mod:`aniso.verdicts`).
+        """Record the verdict under the verdict policy (:mod:`aniso.judge.verdicts`).
 
         Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
         claim's significance test, where it has one (recorded as a typed field for the report); ``uncertainty``:

@@ -12,7 +12,7 @@ from PIL import Image
 
 from aniso.experiments import miniature_vision as mv
 from aniso.inputs.media import InputsUnavailable, load_images, load_images_excluding
-from aniso.registry import RegistryError, load_registry
+from aniso.registry.entries import RegistryError, load_registry
 
 
 def _photos(n: int, seed: int = 0, size=(40, 52)) -> list:

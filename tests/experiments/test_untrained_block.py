@@ -16,10 +16,10 @@ from aniso.experiments.untrained_block import (
     BLOCK_KINDS, BlockSweep, SweepSpec, bias_direction, build_block, default_bias_norms, draw_inputs,
     find_fixed_point, measure_point, run_sweep,
 )
-from aniso.pipeline import BlockSweepProvider, block_sweep_specs
-from aniso.registry import ModelEntry
-from aniso.settings import Settings
-from aniso.stats import JsonCache
+from aniso.stats.pipeline import BlockSweepProvider, block_sweep_specs
+from aniso.registry.entries import ModelEntry
+from aniso.common.settings import Settings
+from aniso.stats.cache import JsonCache
 
 TINY = {
     "bert-post-ln": dict(hidden_size=32, num_attention_heads=4, intermediate_size=64, vocab_size=300),

@@ -8,8 +8,8 @@ import pytest
 
 from aniso.inputs.media import InputsUnavailable
 from aniso.inputs.reactions import load_reactions, reactions_in_source
-from aniso.modalities import INPUTS
-from aniso.registry import InputsKind, ModelEntry
+from aniso.extract.modalities import INPUTS
+from aniso.registry.entries import InputsKind, ModelEntry
 
 SOURCE = '''
 GOOD = "CCO.BrCC>>CCOCC"

@@ -8,7 +8,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from aniso.registry import ModelEntry
+from aniso.registry.entries import ModelEntry
 from aniso.sources import ModelUnavailable, SourceContext, load_model, source_fingerprint
 
 BASE = dict(id="g", modality="text", granularity="subword", architecture="transformer", role="decoder",

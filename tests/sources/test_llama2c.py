@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from aniso.registry import ModelEntry
+from aniso.registry.entries import ModelEntry
 from aniso.sources import ModelUnavailable, SourceContext, load_model, source_fingerprint
 from aniso.sources.llama2c import read_llama2c, rotary_permutation
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aniso.dynamics import checkpoint_entries
-from aniso.registry import RegistryError, load_registry
+from aniso.stats.dynamics import checkpoint_entries
+from aniso.registry.entries import RegistryError, load_registry
 from aniso.sources import InputsMissing, SourceContext, load_model, source_fingerprint
 
 ROW = """models:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from aniso.registry import ModelEntry
+from aniso.registry.entries import ModelEntry
 from aniso.sources import ModelUnavailable, SourceContext, load_model, source_fingerprint
 
 onnx = pytest.importorskip("onnx")

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from aniso.inputs.reactions import load_reactions
-from aniso.registry import ModelEntry
+from aniso.registry.entries import ModelEntry
 from aniso.sources import ModelUnavailable, load_model
 from aniso.sources.package import read_torch_bin
 from aniso.sources.smiles import SMILES_REGEX, smiles_tokenizer

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from aniso.registry import ModelEntry
+from aniso.registry.entries import ModelEntry
 from aniso.sources import ModelUnavailable, load_model
 
 
@@ -43,7 +43,7 @@ def test_the_registry_takes_its_source_kinds_from_the_table():
     """One table: every kind's schema is named by its row, and the registry accepts exactly those kinds."""
     import typing
 
-    from aniso.registry import SOURCE_KIND_NAMES
+    from aniso.registry.entries import SOURCE_KIND_NAMES
     from aniso.sources import SOURCE_KINDS
 
     assert set(SOURCE_KIND_NAMES) == set(SOURCE_KINDS) == {"hub", "local", "package", "onnx", "gguf", "llama2c", "init", "miniature",
@@ -54,7 +54,7 @@ def test_the_registry_takes_its_source_kinds_from_the_table():
 
 
 def test_unknown_source_kind_is_named(tmp_path):
-    from aniso.registry import RegistryError, load_registry
+    from aniso.registry.entries import RegistryError, load_registry
 
     p = tmp_path / "models.yaml"
     p.write_text("models:\n  - {id: x, source: {kind: gguf, path: a}, modality: text, granularity: subword, "
@@ -68,7 +68,7 @@ def test_a_kind_checks_the_rest_of_its_entry():
     block with a modality other than embeddings."""
     from pydantic import ValidationError
 
-    from aniso.registry import ModelEntry
+    from aniso.registry.entries import ModelEntry
 
     base = dict(id="x", granularity="pixel", role="encoder", family="f")
     for bad in (dict(source={"kind": "onnx", "path": "m.onnx"}, modality="text", architecture="transformer"),
@@ -114,7 +114,7 @@ def test_placement_reaches_from_pretrained_and_the_fingerprint(monkeypatch):
 def test_a_model_spread_by_accelerate_is_not_moved():
     import torch
 
-    from aniso.extract import place
+    from aniso.extract.hidden import place
 
     plain = torch.nn.Linear(2, 2)
     assert place(plain, "cpu") == "cpu"

@@ -2,15 +2,15 @@
 extraction``; ``benchmarks/test_bench_extraction.py`` and ``benchmarks/test_bench_memory.py`` call the same code).
 
 Variants (:data:`VARIANTS`), each run over the same paragraphs in the same batches (sorted by token length, as
-:func:`aniso.extract.iter_text_hidden_states` batches them):
+:func:`aniso.extract.hidden.iter_text_hidden_states` batches them):
 
 - ``forward``: ``model(**batch, output_hidden_states=True)`` under ``torch.inference_mode`` (the baseline);
-- ``hidden_states``: :func:`aniso.extract.iter_text_hidden_states` (the forward pass, padding removed on the
+- ``hidden_states``: :func:`aniso.extract.hidden.iter_text_hidden_states` (the forward pass, padding removed on the
   device, states kept there in the model's dtype);
-- ``first_order``: :func:`aniso.pipeline.compute_stats` with first-order statistics only (O(d) per layer);
+- ``first_order``: :func:`aniso.stats.pipeline.compute_stats` with first-order statistics only (O(d) per layer);
 - ``all``: the same with second-order statistics too (Σxxᵀ, batch-wise SVD anisotropy, reservoir:
   ``second_order=True``);
-- ``every``: :func:`aniso.pipeline.compute_model_stats` with every streamed statistic (:data:`STREAMED`: also the
+- ``every``: :func:`aniso.stats.pipeline.compute_model_stats` with every streamed statistic (:data:`STREAMED`: also the
   first-token-excluded set, the final normalisation's input and output, the attention sink with eager attention,
   per-input sums). The embedding matrices' partition isotropy (``embedding-isotropy``) does not depend on the inputs,
   so it is timed once on its own (``embedding_isotropy_s``), not as a multiple of the forward pass.
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from ..devices import best_device
+from ..common.devices import best_device
 
 __all__ = ["VARIANTS", "STREAMED", "CONFIGS", "Subject", "best_device", "load_subject", "llama_subject",
            "build_llama_7b", "byte_tokenizer", "run_variant", "time_variants", "peak_memory", "memory_growth",
@@ -62,7 +62,7 @@ LLAMA_7B = dict(hidden_size=4096, num_attention_heads=32, num_key_value_heads=32
 
 
 def _streamed() -> frozenset[str]:
-    from ..pipeline import ALL_STATISTICS, EMBEDDING_ISOTROPY
+    from ..stats.pipeline import ALL_STATISTICS, EMBEDDING_ISOTROPY
 
     return frozenset(ALL_STATISTICS - {EMBEDDING_ISOTROPY})
 
@@ -76,7 +76,7 @@ class Subject:
     """A model, its inputs and the extraction settings of one benchmark.
 
     ``loaded`` is a :class:`aniso.sources.LoadedModel`; ``corpus`` a :class:`aniso.inputs.text.Corpus`; ``settings``
-    an :class:`aniso.settings.Settings` whose ``batch_size``, ``max_length`` and ``device`` are the benchmark's;
+    an :class:`aniso.common.settings.Settings` whose ``batch_size``, ``max_length`` and ``device`` are the benchmark's;
     ``spec`` is what a fresh process needs to build the same subject (:func:`subject_from_spec`).
     """
 
@@ -99,7 +99,7 @@ class Subject:
 
 
 def _settings(paragraphs: int, max_length: int, batch_size: int, device: str, registry: str | None = None):
-    from ..settings import Settings
+    from ..common.settings import Settings
 
     options = {"n_sequences": paragraphs, "max_length": max_length, "batch_size": batch_size, "device": device,
                "registry": registry}
@@ -121,8 +121,8 @@ def load_subject(model_id: str, *, paragraphs: int = 256, max_length: int = 128,
     its weights cannot be loaded, ValueError for a non-text model or a bad setting, and
     :class:`aniso.inputs.text.CorpusError` for an unreadable corpus.
     """
-    from ..pipeline import StatsProvider
-    from ..registry import load_registry
+    from ..stats.pipeline import StatsProvider
+    from ..registry.entries import load_registry
     from ..sources import load_model
 
     settings = _settings(paragraphs, max_length, batch_size, device, registry)
@@ -192,7 +192,7 @@ def llama_subject(config: str = "llama-7b", *, layers: int = 32, dtype: str = "b
 
     Raises ValueError for an unknown configuration, ``layers`` < 1 or an unknown ``dtype``.
     """
-    from ..registry import ModelEntry
+    from ..registry.entries import ModelEntry
     from ..sources import LoadedModel
 
     if config not in CONFIGS:
@@ -253,16 +253,16 @@ def _forward(subject: Subject, batches: list[list[str]]) -> None:
 
 
 def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None = None):
-    """Run one variant (:data:`VARIANTS`) of the benchmark once; returns the :class:`aniso.stats.ModelStats` of the
+    """Run one variant (:data:`VARIANTS`) of the benchmark once; returns the :class:`aniso.stats.accumulators.ModelStats` of the
     statistics variants, None for ``forward`` and ``hidden_states``. ``batches``: the paragraphs already grouped
     (:func:`_batch_order`; for ``forward`` only). ``every`` switches the model to eager attention (for the attention
     sink) and back to its own attention afterwards, so that the other variants are timed with the model's own.
 
     Raises ValueError for an unknown variant.
     """
-    from ..extract import iter_text_hidden_states, layer_names
-    from ..modalities import modality_of
-    from ..pipeline import compute_model_stats, compute_stats
+    from ..extract.hidden import iter_text_hidden_states, layer_names
+    from ..extract.modalities import modality_of
+    from ..stats.pipeline import compute_model_stats, compute_stats
 
     s, model, tok = subject.settings, subject.model, subject.loaded.tokenizer
     if variant == "forward":
@@ -437,7 +437,7 @@ def bench_extraction(subject: Subject, *, repeats: int = 3, warmup: bool = True,
     """
     import transformers
 
-    from ..pipeline import embedding_isotropy as partition
+    from ..stats.pipeline import embedding_isotropy as partition
 
     seconds, stats = time_variants(subject, repeats=repeats, warmup=warmup)
     fwd = seconds["forward"]

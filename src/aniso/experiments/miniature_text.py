@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..files import atomic_write, exclusive
+from ..common.files import atomic_write, exclusive
 from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
@@ -182,7 +182,7 @@ def train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key
     saves = set(checkpoint_steps(recipe.total_steps))
     doc = {"parameters": sum(p.numel() for p in model.parameters()), "n_train_ids": int(len(stream)), "loss": []}
     losses: list[float] = []
-    from ..progress import bar
+    from ..common.progress import bar
 
     for step in bar(range(recipe.total_steps + 1), desc=f"miniature {recipe.arch} seed {recipe.seed}: training",
                     unit="step"):

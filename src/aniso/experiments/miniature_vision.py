@@ -31,16 +31,20 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from ..files import atomic_write, exclusive
+from ..common.files import atomic_write, exclusive
 from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
 
 __all__ = ["ARCHITECTURES", "VisionRecipe", "TrainedMiniature", "build_model", "image_processor", "training_pixels",
-           "rotation_batch", "rotation_accuracy", "train", "load_or_train", "parameter_count"]
+           "rotation_batch", "rotation_accuracy", "train", "load_or_train", "parameter_count", "RECIPE_OVERRIDES"]
 
 #: Rotation classes: k·90° for k = 0..3.
 N_ROTATIONS = 4
+
+#: Recipe fields a registry entry may override in ``config`` (the rest of :class:`VisionRecipe` is ``arch``,
+#: ``seed`` and ``steps``); the source kind ``miniature`` (:mod:`aniso.sources.miniature`) takes them from here.
+RECIPE_OVERRIDES = ("image_size", "batch_size", "lr", "weight_decay", "warmup_fraction")
 
 
 def _vit(image_size: int):
@@ -225,7 +229,7 @@ def train(recipe: VisionRecipe, train_images: Sequence, heldout_images: Sequence
     opt = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     model.train()
     losses, curve = [], []
-    from ..progress import bar
+    from ..common.progress import bar
 
     for step in bar(range(recipe.steps), desc=f"{recipe.arch} seed {recipe.seed}: training", unit="step"):
         for group in opt.param_groups:
@@ -295,8 +299,6 @@ def recipe_of(source) -> VisionRecipe:
 
     Raises ValueError naming the field if ``config`` has a key that is not a recipe field.
     """
-    from ..sources.miniature import RECIPE_OVERRIDES
-
     unknown = sorted(set(source.config) - set(RECIPE_OVERRIDES))
     if unknown:
         raise ValueError(f"miniature source config: unknown field(s) {unknown}; allowed: {sorted(RECIPE_OVERRIDES)}")

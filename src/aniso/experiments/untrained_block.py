@@ -42,13 +42,17 @@ import torch
 from torch import nn
 
 from .. import metrics
-from ..sources.init import BLOCK_KINDS
 
 __all__ = [
     "BLOCK_KINDS", "default_bias_norms", "SweepSpec", "UntrainedBlock", "AttentionCapture",
     "build_block", "projection_params", "draw_inputs", "bias_direction", "BlockPoint", "FixedPoint", "BlockSweep",
     "measure_point", "norm_gap", "find_fixed_point", "run_sweep", "IDENTITY_CONTROLS", "identity_attention_control",
 ]
+
+#: The block types of the untrained-block experiment: G's post-LayerNorm BERT block, a pre-LayerNorm GPT-2 block,
+#: a pre-RMSNorm Llama block, and the BERT block with its self-attention replaced by the identity (a control).
+#: The source kind ``init`` (:mod:`aniso.sources.init`) takes them from here.
+BLOCK_KINDS = ("bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention")
 
 #: Block kind → the kind that is the same block with its self-attention replaced by the identity (the control of
 #: G.block-norm-fixed-point: built under the same seed, it has the same weights apart from attention).
@@ -591,7 +595,7 @@ def run_sweep(spec: SweepSpec, progress: Callable[[str], None] | None = None) ->
     x = draw_inputs(block.table, spec.n_sequences, spec.seq_len, spec.seed)
     direction = bias_direction(block.dim, spec.seed)
     gen = torch.Generator().manual_seed(_stream_seed(spec.seed, _STREAM_SCORES))
-    from ..progress import bar
+    from ..common.progress import bar
 
     points = []
     for n in bar(spec.norms, desc=f"{spec.kind} seed {spec.seed}: bias norms", unit="norm"):

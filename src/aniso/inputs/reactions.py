@@ -3,7 +3,7 @@
 No reaction dataset installs offline, so the inputs are the reactions that rxnmapper's own test suite maps, read
 from the installed package's ``tests/*.py`` as string literals (``ast``: parsed, never run). Kept: literals that
 hold one reaction ``reactants>>products`` with both sides non-empty, made of SMILES tokens only (every character
-matched by :data:`aniso.sources.smiles.SMILES_REGEX`), with no atom-map numbers (the mapped copies repeat the
+matched by :data:`SMILES_REGEX`), with no atom-map numbers (the mapped copies repeat the
 unmapped reactions) and not starting or ending with a dot. They are few (tens) and mostly textbook reactions
 (Williamson ether syntheses and their variants) with a few from patents: enough for the exact layer-wise avg cos
 over some hundred token vectors, not a sample of organic chemistry. Every result names them.
@@ -15,11 +15,16 @@ import ast
 import importlib.metadata
 import re
 
-from ..sources.smiles import SMILES_REGEX
 from .media import InputsUnavailable
 from .text import Corpus, _fingerprint, sample_sequences
 
-__all__ = ["load_reactions", "reactions_in_source", "DISTRIBUTION"]
+__all__ = ["load_reactions", "reactions_in_source", "DISTRIBUTION", "SMILES_REGEX"]
+
+#: One SMILES token: a bracket atom, a two-letter halogen, an organic-subset or aromatic atom, a bond, a branch,
+#: a ring closure (one digit or ``%NN``), a dot, or the reaction arrow ``>>`` (Schwaller et al. 2019). The SMILES
+#: tokenizer of the source kinds (:mod:`aniso.sources.smiles`) splits on it too.
+SMILES_REGEX = (r"(\[[^\]]+]|Br?|Cl?|N|O|S|P|F|I|b|c|n|o|s|p|\(|\)|\.|=|#|-|\+|\\|\/|:|~|@|\?|>>?|\*|\$|\%[0-9]{2}"
+                r"|[0-9])")
 
 #: The pip distribution whose tests hold the reactions.
 DISTRIBUTION = "rxnmapper"

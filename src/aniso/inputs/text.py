@@ -197,7 +197,7 @@ FIRST_TOKEN_CHECKED = 1000
 
 def first_token(tokenizer, texts, limit: int = FIRST_TOKEN_CHECKED) -> dict:
     """Whether every sequence starts with the same token id, as the text modality tokenizes it (special tokens
-    added, as in :mod:`aniso.extract`): the signature of a tokenizer that prepends a fixed BOS token.
+    added, as in :mod:`aniso.extract.hidden`): the signature of a tokenizer that prepends a fixed BOS token.
 
     Returns ``{"fixed": bool, "id": int | None, "token": str | None, "checked": n}``: ``fixed`` True when the first
     ``n`` = min(len(texts), ``limit``) non-empty sequences, at least 2, all start with token ``id`` (its string

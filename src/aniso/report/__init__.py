@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..results import ResultsDocument, read_results
+from ..judge.results import ResultsDocument, read_results
 from .figures import png as _png
 from .figures import pyplot
 
@@ -265,11 +265,11 @@ def _grouped_findings(claims: list[dict], findings: list[dict], fragile: list[di
 
 
 def render_html(document: ResultsDocument) -> str:
-    """The report page for a results document (as read by :func:`aniso.results.read_results`): a summary (claims
+    """The report page for a results document (as read by :func:`aniso.judge.results.read_results`): a summary (claims
     executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
     section per claim (its verdicts with their intervals, the skipped models in one line each, its figures
     beside), the models not run here, the layer-wise tables, the experiments, and the provenance at the end."""
-    from ..catalog import CLAIMS
+    from ..registry.catalog import CLAIMS
 
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["num"] = _num
@@ -363,7 +363,7 @@ def _missing_inputs(results: list[dict]) -> list[tuple[str, int, list[str]]]:
 
 def write_html_report(results_json: Path, out: Path) -> Path:
     """Render ``results_json`` into the HTML file ``out``; returns ``out``. Raises ValueError on a malformed file."""
-    from ..files import atomic_write
+    from ..common.files import atomic_write
 
     doc = read_results(results_json)
     out = Path(out)

@@ -39,7 +39,7 @@ _GROUP_OF = {("text", True, False, False): "text-subword", ("text", False, False
 
 def group_of(entry: dict) -> str:
     """The report group of a registry row (its ``modality``, ``granularity``, ``architecture`` and ``miniature``
-    fields, as in :class:`aniso.results.RegistryRow`)."""
+    fields, as in :class:`aniso.judge.results.RegistryRow`)."""
     m = entry.get("modality")
     key = (m, m == "text" and entry.get("granularity") == "subword", entry.get("architecture") == "cnn",
            bool(entry.get("miniature")))
@@ -114,7 +114,7 @@ def drift_pvalue_figure(results: list, models: dict[str, dict], registry: dict |
                         ) -> list[tuple[str, str]]:
     """G Fig. 5 / 16: p-values of the Spearman and Pearson tests between per-layer drift norm and avg cos,
     one point per model (log scale), the 0.05 line, models ordered by report group. ``results`` are
-    :class:`~aniso.results.ClaimResult`; their typed ``p_value`` is read."""
+    :class:`~aniso.judge.results.ClaimResult`; their typed ``p_value`` is read."""
     p = {(r.claim_id, r.model_id): r.p_value for r in results
          if r.claim_id in DRIFT_CLAIMS and r.model_id and r.p_value is not None}
     rows = {m: (p[(DRIFT_CLAIMS[0], m)], p[(DRIFT_CLAIMS[1], m)]) for (c, m) in p
@@ -149,7 +149,7 @@ def profile_figure(models: dict[str, dict], registry: dict | None = None) -> lis
     """R Fig. 1: the SVD-anisotropy profile of every measured text Transformer against relative depth (decoders
     solid, encoders dashed), with every token (left, R's setting) and without the first token of each sequence
     (right, where measured). Models without second-order statistics are left out."""
-    from ..claim_rules import svd_profile
+    from ..judge.rules import svd_profile
 
     curves = {}
     for mid, doc in models.items():

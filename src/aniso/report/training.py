@@ -1,5 +1,5 @@
 """Figures of the training-dynamics claims, from ``results.json``'s ``experiments.training`` (one
-:func:`aniso.dynamics.series_document` per checkpoint series).
+:func:`aniso.stats.dynamics.series_document` per checkpoint series).
 
 Per series: G Fig. 13 (cos(Q̄, K̄) per layer), Fig. 14 (|Q̄·K̄|), Fig. 15 (attention entropy), R Fig. 3-4 (SVD
 anisotropy) and R Fig. 2 (TwoNN, mean ± batch std) against the training step; G Fig. 12 / 21 / 22 (Q̄_s and K̄_s

@@ -16,11 +16,12 @@ To add a source kind: write ``sources/<kind>.py`` with its schema (``kind: Liter
 from __future__ import annotations
 
 from . import gguf, hub, init, llama2c, local, miniature, miniature_text, onnx_cnn, package
-from .base import HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind
+from .base import HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+from .hubcache import HubCacheError, cached_state
 from .package import load_ct2_whisper
 
 __all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "InputsMissing", "LoadedModel",
-           "HubStatus", "load_model", "source_fingerprint", "load_ct2_whisper"]
+           "HubStatus", "load_model", "source_fingerprint", "load_ct2_whisper", "weights_here"]
 
 #: The table of source kinds, by the registry's ``source.kind``.
 SOURCE_KINDS: dict[str, SourceKind] = {m.KIND.name: m.KIND for m in (hub, local, package, onnx_cnn, gguf, llama2c, init, miniature,
@@ -42,10 +43,10 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     ------
     ModelUnavailable naming the model and saying why (offline and not cached, package not installed, remote code
     or credentials not opted in, file missing, load error, a model that is not a Transformer in an entry declared
-    one and not tagged ``control``: :func:`aniso.detect.transformer_problem`); InputsMissing for want of a data
+    one and not tagged ``control``: :func:`aniso.sources.detect.transformer_problem`); InputsMissing for want of a data
     folder.
     """
-    from ..detect import transformer_problem
+    from .detect import transformer_problem
 
     loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
     problem = transformer_problem(entry, getattr(getattr(loaded.model, "config", None), "model_type", None))
@@ -66,3 +67,31 @@ def _first_token(entry, tokenizer, ctx: SourceContext) -> dict | None:
         return first_token(tokenizer, ctx.media(entry.measured_on or "text").items)
     except (InputsUnavailable, ValueError, TypeError, KeyError):
         return None
+
+
+def weights_here(entry, ctx: SourceContext) -> str:
+    """Where an entry's weights are, checked without network and without loading them: ``"here (package)"`` (an
+    installed pip package), ``"here (folder)"`` (a local or models-folder file), ``"here (hub cache)"`` (the hub
+    row's repo at its revision is in the Hugging Face cache, downloaded or imported), ``"hub only (not cached)"``,
+    ``"trained by the suite on first use"``, ``"built by the suite"`` (untrained initialisations) or
+    ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache...)."""
+    if entry.miniature:
+        return "trained by the suite on first use"
+    kind = entry.source.kind
+    try:
+        if kind == "hub":
+            check_permissions(entry)
+            state = cached_state(entry.source.repo, entry.source.revision)
+            if state is None:
+                return "hub only (not cached)"
+            if state["missing"]:
+                return f"missing: in the hub cache, but {state['missing']}"
+            return "here (hub cache)"
+        SOURCE_KINDS[kind].fingerprint(entry, ctx)
+    except (ModelUnavailable, HubCacheError, OSError) as exc:
+        return "missing: " + str(exc).split(": ", 1)[-1][:90]
+    if kind == "init":
+        return "built by the suite"
+    if getattr(entry.source, "package", None):
+        return "here (package)"
+    return "here (folder)"

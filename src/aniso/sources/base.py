@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Union
 
 from pydantic import Field, field_validator
 
-from ..schema import Strict
+from ..common.schema import Strict
 
 if TYPE_CHECKING:
     from ..inputs.media import MediaSet
-    from ..registry import ModelEntry
+    from ..registry.entries import ModelEntry
 
 __all__ = ["ModelUnavailable", "InputsMissing", "LoadedModel", "HubStatus", "SourceContext", "SourceKind",
            "check_permissions", "in_models_dir", "TrainedBySuite"]
@@ -138,7 +138,7 @@ class SourceKind:
     Attributes
     ----------
     name : the registry's ``source.kind``
-    schema : the pydantic model of the ``source:`` field (a :class:`~aniso.schema.Strict` with ``kind: Literal[name]``)
+    schema : the pydantic model of the ``source:`` field (a :class:`~aniso.common.schema.Strict` with ``kind: Literal[name]``)
     fingerprint : ``(entry, ctx) -> str``, the identity of the exact weights, computed without loading them; raises
         ModelUnavailable (InputsMissing for want of a data folder) as ``load`` would
     load : ``(entry, ctx) -> LoadedModel``; raises ModelUnavailable naming the model and why

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..files import sha256_file
-from ..schema import Strict
+from ..common.files import sha256_file
+from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .parts import PackagePart, joined_file, package_file, parts_fingerprint
 

@@ -1,7 +1,7 @@
 """Source kind ``hub``: a model on the Hugging Face hub, loaded with ``from_pretrained`` at a revision.
 
 The local Hugging Face cache is read first (the revision resolved to a commit there, no network; a model folder
-gets there with ``aniso hub import``, see :mod:`aniso.hubcache`); the hub only if it is reachable (probed once per
+gets there with ``aniso hub import``, see :mod:`aniso.sources.hubcache`); the hub only if it is reachable (probed once per
 run), so an offline machine skips hub models at once, saying which weights are not cached here. Safetensors only;
 remote code and credentials only with the entry's explicit opt-in.
 """
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..schema import Strict
+from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
 __all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key"]
@@ -70,7 +70,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     """``hub:<repo>@<revision>`` (pin a commit hash as revision for exact reproducibility), followed by
     ``#<commit>`` when the local Hugging Face cache resolves the revision to a commit (read from the cache, no
     network), so statistics of an imported folder and of a later download of the same revision are kept apart."""
-    from ..hubcache import HubCacheError, resolve_commit
+    from .hubcache import HubCacheError, resolve_commit
 
     check_permissions(entry)
     src = entry.source
@@ -83,7 +83,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
 
 
 def _not_cached(entry) -> ModelUnavailable:
-    from ..hubcache import cache_root, cached_revisions
+    from .hubcache import cache_root, cached_revisions
 
     src = entry.source
     held = cached_revisions(src.repo)
@@ -100,7 +100,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     reachable. ``origin`` names the repo, revision and commit, and whether the snapshot was downloaded or
     imported from a folder (``aniso hub import``). Raises ModelUnavailable naming the model: not cached here and
     the hub unreachable (at once, no retries), or a load error."""
-    from ..hubcache import HubCacheError, cached_state
+    from .hubcache import HubCacheError, cached_state
 
     check_permissions(entry)
     src = entry.source

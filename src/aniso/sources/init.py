@@ -1,7 +1,7 @@
 """Source kind ``init``: a freshly initialised Transformer block built from a transformers config (no weights).
 
 Such an entry is measured by the untrained-block experiment of G §4 (:mod:`aniso.experiments.untrained_block`,
-through :class:`aniso.pipeline.BlockSweepProvider`), not by hidden-state statistics over a corpus, so
+through :class:`aniso.stats.pipeline.BlockSweepProvider`), not by hidden-state statistics over a corpus, so
 :func:`load` refuses to give it as a model.
 """
 
@@ -11,14 +11,11 @@ from typing import Literal, Union
 
 from pydantic import Field
 
-from ..schema import Strict
+from ..experiments.untrained_block import BLOCK_KINDS
+from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind
 
 __all__ = ["InitSource", "KIND", "BLOCK_KINDS"]
-
-#: The block types of the untrained-block experiment: G's post-LayerNorm BERT block, a pre-LayerNorm GPT-2 block,
-#: a pre-RMSNorm Llama block, and the BERT block with its self-attention replaced by the identity (a control).
-BLOCK_KINDS = ("bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention")
 
 
 class InitSource(Strict):

@@ -22,8 +22,8 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from ..files import sha256_file
-from ..schema import Strict
+from ..common.files import sha256_file
+from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
 
 __all__ = ["Llama2cSource", "KIND", "read_llama2c", "rotary_permutation"]

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..files import hash_files
+from ..common.files import hash_files
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .hub import Placement, from_pretrained, placement_key
 
@@ -47,10 +47,10 @@ def fingerprint(entry, ctx: SourceContext) -> str:
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """Load the folder's model and preprocessor. Raises ModelUnavailable naming the model if the folder is missing,
     cannot be loaded, or its ``config.json`` is of a model that is not a Transformer (before reading the weights;
-    :func:`aniso.detect.transformer_problem`)."""
+    :func:`aniso.sources.detect.transformer_problem`)."""
     import json
 
-    from ..detect import transformer_problem
+    from .detect import transformer_problem
 
     check_permissions(entry)
     path = directory(entry, ctx)

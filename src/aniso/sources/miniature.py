@@ -11,13 +11,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from ..experiments.miniature_vision import RECIPE_OVERRIDES
 from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind, TrainedBySuite
 
 __all__ = ["MiniatureSource", "KIND", "RECIPE_OVERRIDES", "ARCH_FAMILY"]
-
-#: Recipe fields a registry entry may override in ``config`` (the rest of
-#: :class:`aniso.experiments.miniature_vision.VisionRecipe` is ``arch``, ``seed`` and ``steps``).
-RECIPE_OVERRIDES = ("image_size", "batch_size", "lr", "weight_decay", "warmup_fraction")
 
 #: Miniature architecture → the registry ``architecture`` it is.
 ARCH_FAMILY = {"vit": "transformer", "convnext": "cnn", "resnet": "cnn"}
@@ -59,7 +56,7 @@ def _training(entry, ctx: SourceContext):
 
 
 def _key(recipe, training) -> str:
-    from ..stats import cache_key
+    from ..common.versions import cache_key
 
     return cache_key({"recipe": recipe.__dict__, "training": training.fingerprint})
 

@@ -63,8 +63,8 @@ def run_key(entry, ctx: SourceContext) -> str:
     (a run trained on another device differs in its last bits, so it is another run)."""
     from dataclasses import asdict
 
-    from ..files import sha256_file
-    from ..stats import cache_key
+    from ..common.files import sha256_file
+    from ..common.versions import cache_key
 
     path = _training_text(entry, ctx)
     return cache_key({"miniature-text": asdict(recipe_of(entry, ctx)), "train_text": sha256_file(path),

@@ -31,8 +31,8 @@ import torch
 from pydantic import Field, model_validator
 from torch import nn
 
-from ..files import sha256_file
-from ..schema import Strict
+from ..common.files import sha256_file
+from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
 from .builders import TappedCNNOutput
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import Field, model_validator
 
-from ..schema import Strict
+from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .parts import PackagePart, joined_file, package_dir, parts_fingerprint
 from .hub import from_pretrained

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..files import atomic_write, sha256_file
-from ..schema import Strict
+from ..common.files import atomic_write, sha256_file
+from ..common.schema import Strict
 from .base import ModelUnavailable
 
 __all__ = ["PackagePart", "package_dir", "package_file", "joined_file", "parts_fingerprint"]

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..inputs.reactions import SMILES_REGEX
+
 __all__ = ["SMILES_REGEX", "smiles_tokenizer"]
 
-#: One SMILES token: a bracket atom, a two-letter halogen, an organic-subset or aromatic atom, a bond, a branch,
-#: a ring closure (one digit or ``%NN``), a dot, or the reaction arrow ``>>`` (Schwaller et al. 2019).
-SMILES_REGEX = (r"(\[[^\]]+]|Br?|Cl?|N|O|S|P|F|I|b|c|n|o|s|p|\(|\)|\.|=|#|-|\+|\\|\/|:|~|@|\?|>>?|\*|\$|\%[0-9]{2}"
-                r"|[0-9])")
 
 
 def smiles_tokenizer(vocab_file: Path | str, model_max_length: int = 512):

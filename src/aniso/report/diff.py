@@ -1,0 +1,110 @@
+"""What changed between two runs (``aniso diff OLD NEW``): verdicts, and deciding statistics beyond their intervals.
+
+Results are matched by (claim, model, test). A *verdict* change is a different verdict string (holds, does not hold,
+expected not to hold, skipped, ...). A *number* change is a deciding statistic (:class:`~aniso.judge.results.Uncertainty`)
+whose new value lies outside the old run's interval, or the old value outside the new one's: a move larger than the
+resampling noise of either run. Without intervals, the scalar numbers of ``measured`` are compared, and one that
+differs by more than ``rel_tol`` is reported as a number change "without interval".
+
+Two runs over different model sets (a one-model ``aniso run`` against a full ``pytest claims/``) share only some
+results; ``common_only`` compares just those and :func:`left_aside` counts the rest, instead of listing every
+result of the larger run as added or removed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..judge.results import ClaimResult, ResultsDocument
+
+__all__ = ["Change", "diff_results", "format_diff", "left_aside", "model_sets"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"added"`` or ``"removed"``;
+    ``claim_id``, ``model_id`` and ``test`` say where; ``old`` and ``new`` what (in words)."""
+
+    kind: str
+    claim_id: str
+    model_id: str | None
+    test: str
+    old: str
+    new: str
+
+
+def _key(r: ClaimResult) -> tuple[str, str, str]:
+    return (r.claim_id, r.model_id or "", r.test)
+
+
+def _outside(value: float | None, low: float | None, high: float | None) -> bool:
+    return None not in (value, low, high) and not (low <= value <= high)
+
+
+def _scalars(measured: dict) -> dict[str, float]:
+    return {k: float(v) for k, v in measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def model_sets(old: ResultsDocument, new: ResultsDocument) -> tuple[set[str], set[str]]:
+    """The models each run has results for (model-free results left out)."""
+    return ({r.model_id for r in old.results if r.model_id}, {r.model_id for r in new.results if r.model_id})
+
+
+def left_aside(old: ResultsDocument, new: ResultsDocument) -> tuple[int, int]:
+    """How many results only ``old`` has and only ``new`` has (what ``common_only`` does not compare)."""
+    before, after = {_key(r) for r in old.results}, {_key(r) for r in new.results}
+    return len(before - after), len(after - before)
+
+
+def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e-6,
+                 common_only: bool = False) -> list[Change]:
+    """The :class:`Change` list from ``old`` to ``new`` (in the new run's order, then the removed ones).
+
+    ``common_only``: compare only the results (claim, model, test) both runs have; no "added" or "removed" change.
+    """
+    before = {_key(r): r for r in old.results}
+    after = {_key(r): r for r in new.results}
+    if common_only:
+        before = {k: r for k, r in before.items() if k in after}
+        after = {k: r for k, r in after.items() if k in before}
+    changes: list[Change] = []
+    for key, b in after.items():
+        a = before.get(key)
+        where = (b.claim_id, b.model_id, b.test)
+        if a is None:
+            changes.append(Change("added", *where, "-", b.verdict))
+            continue
+        if a.verdict != b.verdict:
+            changes.append(Change("verdict", *where, a.verdict, b.verdict))
+        ua, ub = a.uncertainty, b.uncertainty
+        if ua is not None and ub is not None and ua.low is not None and ub.low is not None:
+            if _outside(ub.value, ua.low, ua.high) or _outside(ua.value, ub.low, ub.high):
+                changes.append(Change("number", *where, f"{ua.statistic} {ua.value:.4g} [{ua.low:.4g}, {ua.high:.4g}]",
+                                      f"{ub.value:.4g} [{ub.low:.4g}, {ub.high:.4g}]"))
+            if ua.fragile != ub.fragile:
+                changes.append(Change("fragility", *where, "fragile" if ua.fragile else "robust",
+                                      "fragile" if ub.fragile else "robust"))
+            continue
+        sa, sb = _scalars(a.measured), _scalars(b.measured)
+        for name in sa.keys() & sb.keys():
+            x, y = sa[name], sb[name]
+            if not math.isclose(x, y, rel_tol=rel_tol, abs_tol=1e-12):
+                changes.append(Change("number", *where, f"{name} {x:.6g}", f"{y:.6g} (without interval)"))
+    for key, a in before.items():
+        if key not in after:
+            changes.append(Change("removed", a.claim_id, a.model_id, a.test, a.verdict, "-"))
+    return changes
+
+
+def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "new") -> str:
+    """The changes as a table, with a one-line count first."""
+    from tabulate import tabulate
+
+    counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "added", "removed")}
+    head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \
+        f"{old_name} -> {new_name}: no verdict or number changed"
+    if not changes:
+        return head
+    rows = [[c.kind, c.claim_id, c.model_id or "-", c.old, c.new] for c in changes]
+    return head + "\n" + tabulate(rows, headers=["change", "claim", "model", "old", "new"], tablefmt="github")

@@ -1,0 +1,190 @@
+"""A registry entry for a model that is not in the registry, from its transformers config (``aniso run``).
+
+The modality, granularity, architecture and role follow from the config's ``model_type`` and fields; what cannot
+be told raises :class:`UndetectableModel` saying which registry fields to write by hand.
+
+The claims are about Transformers. A model that is not one is refused with :class:`NotATransformer` saying what it
+is: a ``model_type`` of :data:`NOT_TRANSFORMERS` (state-space, recurrent, and hybrids whose layers are mostly
+state-space or recurrent), or a text config of a type not known here without any attention-head field. Such a model
+is measured only from a registry entry written by hand and tagged ``control`` (as the registry's other controls), so
+that its results are read as a control, never as a finding about Transformers; :func:`transformer_problem` is the
+same rule for a registry entry once its model's config is read (at load, and for the offline architecture check).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["UndetectableModel", "NotATransformer", "NOT_TRANSFORMERS", "ATTENTION_FIELDS", "CONTROL_TAG",
+           "entry_fields", "config_of", "registry_entry", "not_a_transformer", "transformer_problem"]
+
+#: model_type → (modality, granularity, architecture) for the types that are not subword-text Transformers.
+_TYPES: dict[str, tuple[str, str, str]] = {
+    **{t: ("text", "char", "transformer") for t in ("canine", "character_bert")},
+    **{t: ("text", "byte", "transformer") for t in ("byt5",)},
+    **{t: ("speech", "audio-frame", "transformer") for t in ("whisper", "wav2vec2", "hubert", "wavlm", "data2vec-audio",
+                                                             "unispeech", "unispeech-sat", "sew", "sew-d")},
+    **{t: ("vision", "patch", "transformer") for t in ("vit", "deit", "beit", "segformer", "cvt", "swin", "dinov2",
+                                                       "data2vec-vision", "vit_mae", "vit_msn")},
+    **{t: ("vision", "pixel", "cnn") for t in ("resnet", "convnext", "convnextv2", "efficientnet", "van", "regnet",
+                                               "mobilenet_v1", "mobilenet_v2", "bit")},
+}
+
+
+#: model_type → what the model is, for the architectures that are not Transformers. Hybrids are refused too: in
+#: Jamba one layer in eight is attention, in Zamba, Bamba, Falcon-H1, Granite-4 hybrids and Nemotron-H most layers are
+#: Mamba, in LFM2 most are short convolutions, in RecurrentGemma two blocks in three are recurrent, so their per-layer
+#: profiles would mostly measure layers that are not attention blocks. Linear-attention Transformers (e.g.
+#: ``qwen3_next``, ``minimax``) are attention models and are not listed.
+NOT_TRANSFORMERS: dict[str, str] = {
+    **{t: f"a state-space model ({name}), not a Transformer" for t, name in
+       (("mamba", "Mamba"), ("mamba2", "Mamba-2"), ("falcon_mamba", "Falcon Mamba"))},
+    **{t: f"a recurrent network ({name}), not a Transformer" for t, name in
+       (("rwkv", "RWKV"), ("rwkv5", "RWKV-5"), ("rwkv6", "RWKV-6"), ("rwkv7", "RWKV-7"), ("xlstm", "xLSTM"),
+        ("recurrent_gemma", "RecurrentGemma/Griffin: recurrent blocks, local attention in one block of three"))},
+    **{t: f"a hybrid ({name}), not a Transformer" for t, name in
+       (("jamba", "Jamba: Mamba layers, attention in one layer of eight"), ("zamba", "Zamba: Mamba layers and a "
+        "shared attention block"), ("zamba2", "Zamba2: Mamba-2 layers and shared attention blocks"),
+        ("bamba", "Bamba: Mamba-2 and attention layers"), ("falcon_h1", "Falcon-H1: Mamba-2 and attention heads "
+        "side by side"), ("granitemoehybrid", "Granite-4 hybrid: Mamba-2 and attention layers"),
+        ("nemotron_h", "Nemotron-H: Mamba-2 and attention layers"),
+        ("lfm2", "LFM2: short convolutions and attention layers"))},
+}
+#: Config fields that give a number of attention heads (one of them is in every Transformer's config).
+ATTENTION_FIELDS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads",
+                    "decoder_attention_heads", "num_attention_heads_per_layer")
+#: The registry tag that lets an entry written by hand measure a model that is not a Transformer, as a control.
+CONTROL_TAG = "control"
+
+
+class UndetectableModel(ValueError):
+    """The config does not say enough to write a registry entry; the message names the fields to add by hand."""
+
+
+class NotATransformer(UndetectableModel):
+    """The config is of a model that is not a Transformer; the message says what it is and how to run it anyway."""
+
+
+def not_a_transformer(config: dict[str, Any]) -> str | None:
+    """What a config's model is when it is not a Transformer (see :data:`NOT_TRANSFORMERS`), else None.
+
+    A config whose ``model_type`` is neither a known Transformer here nor in :data:`NOT_TRANSFORMERS` and that
+    has no attention-head field (:data:`ATTENTION_FIELDS`) is not one either: "no attention layers in its config".
+    """
+    model_type = config.get("model_type")
+    if model_type in NOT_TRANSFORMERS:
+        return NOT_TRANSFORMERS[model_type]
+    if model_type not in _TYPES and not any(f in config for f in ATTENTION_FIELDS):
+        return f"not a Transformer by its config: no attention layers (none of {', '.join(ATTENTION_FIELDS)})"
+    return None
+
+
+def transformer_problem(entry, model_type: str | None) -> str | None:
+    """Why a registry entry declared ``architecture: transformer`` cannot be measured as one, or None.
+
+    ``model_type`` is its model's config type once read. An entry tagged ``control`` is measured whatever it is.
+    Returns a one-line reason naming the entry.
+    """
+    if entry.architecture != "transformer" or CONTROL_TAG in entry.tags or model_type not in NOT_TRANSFORMERS:
+        return None
+    return (f"{entry.id}: model_type {model_type!r} is {NOT_TRANSFORMERS[model_type]}; the claims are about "
+            f"Transformers (tag the entry '{CONTROL_TAG}' to measure it as a control)")
+
+
+def config_of(model: str) -> dict[str, Any]:
+    """The config of a local folder (its ``config.json``), or of a hub id: from the local Hugging Face cache
+    (revision ``main``), else from the hub where it is reachable (probed once, without retries).
+
+    Raises UndetectableModel naming the folder or id when neither can be read (offline: at once, saying it is not
+    cached here).
+    """
+    path = Path(model)
+    if path.is_dir():
+        cfg = path / "config.json"
+        if not cfg.is_file():
+            raise UndetectableModel(f"{path}: no config.json in this folder (a transformers model folder has one)")
+        try:
+            return json.loads(cfg.read_text())
+        except json.JSONDecodeError as exc:
+            raise UndetectableModel(f"{cfg}: not valid JSON ({exc})") from None
+    if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)?", model):
+        raise UndetectableModel(f"{model!r} is no registry id, no model folder and no hub id")
+    from transformers import AutoConfig
+
+    from .hubcache import resolve_commit
+    from .base import HubStatus
+
+    if resolve_commit(model) is not None:  # in the local Hugging Face cache (downloaded or `aniso hub import`)
+        try:
+            return AutoConfig.from_pretrained(model, local_files_only=True).to_dict()
+        except Exception as exc:  # noqa: BLE001 - a damaged snapshot: say which
+            raise UndetectableModel(f"{model}: its config in the Hugging Face cache cannot be read "
+                                    f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    if not HubStatus().reachable():  # at once, rather than huggingface_hub's retries over ~30 s
+        raise UndetectableModel(f"{model}: not cached here and the hub cannot be reached (HF_HUB_OFFLINE=1 or no "
+                                "network); offline, only registry models, local folders and models put in the cache "
+                                "with `aniso hub import` run")
+    try:
+        return AutoConfig.from_pretrained(model).to_dict()  # no remote code: trust_remote_code stays False
+    except Exception as exc:  # noqa: BLE001 - offline, unknown id, gated: all mean "cannot read it here"
+        raise UndetectableModel(f"{model}: cannot read its config from the hub ({type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else ''}); offline, only registry models "
+                                "and local folders run") from None
+
+
+def entry_fields(config: dict[str, Any]) -> dict[str, str]:
+    """``modality``, ``granularity``, ``architecture``, ``role`` and ``family`` from a transformers config dict.
+
+    Raises UndetectableModel when the config has no ``model_type`` or one whose modality is not known here, and
+    NotATransformer (a subclass) when the model is not a Transformer (:func:`not_a_transformer`).
+    """
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str):
+        raise UndetectableModel("the config has no model_type; add a models.yaml entry with modality, granularity, "
+                                "architecture, role and family")
+    architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
+    if model_type in NOT_TRANSFORMERS or (model_type not in _TYPES and _looks_like_text(config)):
+        what = not_a_transformer(config)
+        if what is not None:
+            raise NotATransformer(f"model_type {model_type!r} is {what}; the claims are about Transformers, so it is "
+                                  f"not detected: to measure it as a control, write its models.yaml entry by hand "
+                                  f"with tags: [{CONTROL_TAG}]")
+    if model_type in _TYPES:
+        modality, granularity, architecture = _TYPES[model_type]
+    elif _looks_like_text(config):
+        modality, granularity, architecture = "text", "subword", "transformer"
+    else:
+        raise UndetectableModel(f"model_type {model_type!r}: its modality is not known to aniso; add a models.yaml "
+                                "entry with modality, granularity, architecture, role and family")
+    if config.get("is_encoder_decoder"):
+        role = "encoder-decoder"
+    elif modality == "text" and (config.get("is_decoder") or any(a.endswith(("ForCausalLM", "LMHeadModel"))
+                                                                 for a in architectures)):
+        role = "decoder"
+    else:
+        role = "encoder"
+    return {"modality": modality, "granularity": granularity, "architecture": architecture, "role": role,
+            "family": model_type}
+
+
+def _looks_like_text(config: dict[str, Any]) -> bool:
+    return "vocab_size" in config and any(f in config for f in ("num_hidden_layers", "n_layer", "num_layers"))
+
+
+def registry_entry(model: str, config: dict[str, Any]) -> dict[str, Any]:
+    """A registry row (as YAML data) for ``model`` (a local folder or hub id) with fields from ``config``.
+
+    Raises UndetectableModel / NotATransformer as :func:`entry_fields`, the message prefixed with ``model``.
+    """
+    try:
+        fields = entry_fields(config)
+    except UndetectableModel as exc:
+        raise type(exc)(f"{model}: {exc}") from None
+    path = Path(model)
+    ident = re.sub(r"[^A-Za-z0-9._\-]", "-", path.name if path.is_dir() else model).strip("-") or "model"
+    source = {"kind": "local", "path": str(path.resolve())} if path.is_dir() else {"kind": "hub", "repo": model}
+    return {"id": ident, "source": source, **fields,
+            "description": f"run by `aniso run {model}`; fields detected from its config"}

@@ -1,0 +1,276 @@
+"""The local Hugging Face hub cache: import a model folder into it, read what it holds, say which weights are here.
+
+A machine with no hub can still run the registry's hub rows when their weights are in the standard Hugging Face
+cache (``$HF_HUB_CACHE``, by default ``~/.cache/huggingface/hub``). :func:`import_folder` writes a model folder into
+the layout a download leaves (hidden files such as ``.gitattributes`` left out)::
+
+    models--ORG--NAME/
+        blobs/<sha256 of a Git LFS file (weights, 10 MB or more), git blob sha1 of any other file>
+        snapshots/<commit>/<path>  -> ../../blobs/<hash>   (relative symlinks)
+        refs/<revision>            (the commit, no newline)
+        .aniso-import.json         {commit: {"imported_from": FOLDER, "revisions": [...], "files": {path: sha256}}}
+
+Blob names follow huggingface_hub's convention (a file stored with Git LFS is named by its sha256, any other by its
+git blob sha1, see ``huggingface_hub.utils.sha.git_hash``; which files the hub stores with LFS is approximated by
+the hub's default ``.gitattributes`` suffixes and size, see :data:`LFS_SUFFIXES`). The commit is not a hub commit: it is the sha1 of the
+sorted ``path sha256`` lines of the imported files, so importing the same files gives the same commit, and the
+provenance file beside the snapshots (outside them, so ``scan_cache_dir`` and ``from_pretrained`` never see it) says
+which folder it came from. ``from_pretrained(HUB_ID, local_files_only=True)`` and ``HF_HUB_OFFLINE=1`` then find it
+as they find a downloaded model.
+
+Pickle files (``.bin``, ``.pt``, ``.pth``, ``.ckpt``, ``.pkl``, ``.pickle``) are left out when the folder has
+safetensors weights, and a folder whose only weights are pickles is refused unless ``allow_pickle`` is given (the
+suite's hub source still loads safetensors only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
+           "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
+           "HUB_ID_PATTERN"]
+
+#: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
+HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
+#: Weight files that unpickle code when read.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+#: Suffixes the hub stores with Git LFS by default (its ``.gitattributes``); files of 10 MB or more are LFS too.
+LFS_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".h5", ".onnx", ".msgpack",
+                ".model", ".tflite", ".ot", ".arrow", ".parquet", ".pb", ".gz", ".zip", ".npy", ".npz", ".joblib",
+                ".wasm", ".zst", ".xz", ".bz2", ".7z", ".tgz", ".gguf")
+LFS_MIN_BYTES = 10 * 1024 * 1024
+PROVENANCE_FILE = ".aniso-import.json"
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class HubCacheError(ValueError):
+    """A folder cannot be imported, or a cache cannot be read; the one-line message names the folder, id or file."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What :func:`import_folder` wrote: the ``repo`` folder, the ``commit`` (40 hex), the ``revision`` whose ref
+    points at it, the imported ``files`` (relative paths), their total ``size`` in bytes, the pickle files it
+    ``skipped`` and the commit the ref named before, if another (``replaced``; that snapshot stays in the cache)."""
+
+    repo: Path
+    commit: str
+    revision: str
+    files: tuple[str, ...]
+    size: int
+    skipped: tuple[str, ...]
+    replaced: str | None = None
+
+
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    """The hub cache folder: ``cache_dir`` if given, else huggingface_hub's ``HF_HUB_CACHE`` (set from
+    ``HF_HUB_CACHE`` or ``HF_HOME``, default ``~/.cache/huggingface/hub``), read when called."""
+    if cache_dir is not None:
+        return Path(os.path.expanduser(str(cache_dir)))
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def repo_dir(hub_id: str, cache_dir: str | Path | None = None) -> Path:
+    """``<cache>/models--ORG--NAME`` of a model's hub id (huggingface_hub's ``repo_folder_name``)."""
+    return cache_root(cache_dir) / ("models--" + hub_id.replace("/", "--"))
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _git_sha1(path: Path) -> str:
+    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _is_lfs(rel: str, size: int) -> bool:
+    return rel.lower().endswith(LFS_SUFFIXES) or size >= LFS_MIN_BYTES
+
+
+def _folder_files(folder: Path) -> list[str]:
+    """Relative POSIX paths of the regular files under ``folder`` (symlinks followed), hidden entries left out."""
+    out = []
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+            continue
+        out.append(rel.as_posix())
+    return out
+
+
+def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache_dir: str | Path | None = None,
+                  allow_pickle: bool = False) -> Imported:
+    """Write the model folder ``folder`` into the hub cache as ``hub_id`` at ``revision`` (see the module doc).
+
+    Parameters
+    ----------
+    hub_id : ``org/name`` (or ``name``), as a registry hub row's ``repo``
+    folder : a transformers model folder (with ``config.json``)
+    revision : the branch or tag name whose ref is written (``main`` by default); not a 40-hex commit, since the
+        commit is derived from the files
+    cache_dir : the hub cache (default: ``HF_HUB_CACHE``, see :func:`cache_root`)
+    allow_pickle : import a folder whose only weights are pickle files
+
+    Returns
+    -------
+    :class:`Imported`. Importing the same files again gives the same commit and rewrites nothing but the ref.
+
+    Raises
+    ------
+    HubCacheError naming the id, folder or revision: malformed id, no folder or no ``config.json``, revision that
+    looks like a commit or is no valid ref name, only pickle weights without ``allow_pickle``, no weights at all.
+    """
+    if not HUB_ID_PATTERN.fullmatch(hub_id) or "--" in hub_id:
+        raise HubCacheError(f"{hub_id!r}: not a hub id (expected org/name of letters, digits, '_', '.', '-')")
+    if _COMMIT.fullmatch(revision):
+        raise HubCacheError(f"--revision {revision}: looks like a commit; the commit of an import is derived from its "
+                            "files, so name a branch or tag (e.g. main)")
+    if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)*", revision) or ".." in revision:
+        raise HubCacheError(f"--revision {revision!r}: not a valid branch or tag name")
+    src = Path(os.path.expanduser(str(folder))).resolve()
+    if not src.is_dir():
+        raise HubCacheError(f"{folder}: no such folder")
+    if not (src / "config.json").is_file():
+        raise HubCacheError(f"{folder}: no config.json (a transformers model folder has one)")
+    files = _folder_files(src)
+    safetensors = [f for f in files if f.endswith(".safetensors")]
+    pickles = [f for f in files if f.lower().endswith(PICKLE_SUFFIXES)]
+    if not safetensors and not pickles:
+        raise HubCacheError(f"{folder}: no weights (no .safetensors file)")
+    skipped: list[str] = []
+    if safetensors:
+        skipped = pickles
+    elif not allow_pickle:
+        raise HubCacheError(f"{folder}: its only weights are pickle files ({', '.join(pickles)}), which run code when "
+                            "read; convert them to safetensors, or pass --allow-pickle to import them anyway (the "
+                            "suite's hub source still loads safetensors only)")
+    files = [f for f in files if f not in skipped]
+
+    sha256 = {f: _file_sha256(src / f) for f in files}
+    commit = hashlib.sha1("".join(f"{f} {sha256[f]}\n" for f in sorted(files)).encode()).hexdigest()
+    repo = repo_dir(hub_id, cache_dir)
+    snapshot = repo / "snapshots" / commit
+    (repo / "blobs").mkdir(parents=True, exist_ok=True)
+    size = 0
+    for f in files:
+        path = src / f
+        n = path.stat().st_size
+        size += n
+        blob = repo / "blobs" / (sha256[f] if _is_lfs(f, n) else _git_sha1(path))
+        if not blob.is_file() or blob.stat().st_size != n:
+            tmp = blob.with_name(blob.name + ".incomplete")
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, blob)
+        link = snapshot / f
+        link.parent.mkdir(parents=True, exist_ok=True)
+        target = os.path.relpath(blob, link.parent)
+        if link.is_symlink() and os.readlink(link) == target:
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        os.symlink(target, link)
+    ref = repo / "refs" / revision
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    replaced = ref.read_text().strip() if ref.is_file() else None
+    ref.write_text(commit)  # huggingface_hub writes refs without a newline
+    record = import_provenance(hub_id, cache_dir)
+    entry = record.get(commit, {})
+    revisions = sorted(set(entry.get("revisions", [])) | {revision})
+    record[commit] = {"imported_from": str(src), "revisions": revisions, "files": sha256}
+    tmp = repo / (PROVENANCE_FILE + ".incomplete")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    os.replace(tmp, repo / PROVENANCE_FILE)
+    return Imported(repo, commit, revision, tuple(files), size, tuple(skipped),
+                    replaced if replaced != commit else None)
+
+
+def import_provenance(hub_id: str, cache_dir: str | Path | None = None) -> dict:
+    """``{commit: {"imported_from", "revisions", "files"}}`` of the imports of ``hub_id`` in the cache; ``{}`` when
+    none (a downloaded model). Raises HubCacheError naming the file if it is not valid JSON."""
+    path = repo_dir(hub_id, cache_dir) / PROVENANCE_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise HubCacheError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise HubCacheError(f"{path}: expected an object keyed by commit")
+    return data
+
+
+def resolve_commit(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> str | None:
+    """The commit the cache holds for ``hub_id`` at ``revision`` (a ref name, or a commit with a snapshot folder),
+    or None when the cache does not hold it. Reads the cache only; no network."""
+    repo = repo_dir(hub_id, cache_dir)
+    ref = repo / "refs" / revision
+    commit = ref.read_text().strip() if ref.is_file() else (revision if _COMMIT.fullmatch(revision) else None)
+    if commit and (repo / "snapshots" / commit / "config.json").exists():
+        return commit
+    return None
+
+
+def missing_weights(snapshot: Path) -> str | None:
+    """What a snapshot folder lacks for the hub source (which loads safetensors only), or None: no
+    ``.safetensors`` file, or shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
+    download cut short; a symlink to a missing blob counts as missing)."""
+    index = snapshot / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            return f"{index.name} has no weight_map"
+        absent = sorted(s for s in shards if not (snapshot / s).is_file())
+        return f"{len(absent)} of {len(shards)} safetensors shards not cached ({absent[0]}...)" if absent else None
+    if not any(p.is_file() for p in snapshot.glob("*.safetensors")):
+        return "no safetensors weights cached (the hub source loads safetensors only)"
+    return None
+
+
+def cached_state(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> dict | None:
+    """What the cache holds of ``hub_id`` at ``revision``: ``{"commit", "origin", "size", "missing"}``
+    (``origin`` is ``"imported from FOLDER"`` or ``"downloaded"``, ``size`` the bytes of the snapshot's files,
+    ``missing`` what it lacks to be loaded, see :func:`missing_weights`, or None), or None when it holds no
+    snapshot of that revision. Raises HubCacheError when the import record is unreadable."""
+    commit = resolve_commit(hub_id, revision, cache_dir)
+    if commit is None:
+        return None
+    snapshot = repo_dir(hub_id, cache_dir) / "snapshots" / commit
+    size = sum(p.stat().st_size for p in snapshot.rglob("*") if p.is_file())
+    imported = import_provenance(hub_id, cache_dir).get(commit)
+    origin = f"imported from {imported['imported_from']}" if imported else "downloaded"
+    return {"commit": commit, "origin": origin, "size": size, "missing": missing_weights(snapshot)}
+
+
+def cached_repos(cache_dir: str | Path | None = None) -> list[str]:
+    """The hub ids of the models the cache holds (its ``models--ORG--NAME`` folders), sorted; ``[]`` when the
+    cache folder does not exist."""
+    root = cache_root(cache_dir)
+    if not root.is_dir():
+        return []
+    return sorted(p.name[len("models--"):].replace("--", "/") for p in root.glob("models--*") if p.is_dir())
+
+
+def cached_revisions(hub_id: str, cache_dir: str | Path | None = None) -> list[str]:
+    """The revision names (``refs/``) the cache holds for ``hub_id``, sorted; ``[]`` when none."""
+    refs = repo_dir(hub_id, cache_dir) / "refs"
+    if not refs.is_dir():
+        return []
+    return sorted(p.relative_to(refs).as_posix() for p in refs.rglob("*") if p.is_file())

@@ -1,0 +1,895 @@
+"""Streamed per-layer statistics of hidden states (their on-disk cache is :mod:`aniso.stats.cache`).
+
+A :class:`LayerAccumulator` sees the vectors of one layer batch by batch and
+keeps only fixed-size state (O(d²) plus a fixed reservoir and one SVD batch
+buffer), so peak memory does not grow with the number of tokens processed.
+Its :meth:`LayerAccumulator.summary` gives the per-layer metrics the claims read.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import metrics
+from ..common.devices import accumulation_dtype
+from ..extract.hidden import first_token_attention_sums
+
+log = logging.getLogger(__name__)
+
+
+def _host(t: torch.Tensor) -> np.ndarray:
+    """One explicit device-to-host copy of a summary tensor (O(d) or O(d²), never per token)."""
+    return t.detach().to("cpu").numpy()
+
+
+class LayerAccumulator:
+    """Streamed statistics of one layer's vectors, kept on the device the vectors come from.
+
+    State: count n, zero-vector count, Σ u_i (unit vectors), Σ x_i, Σ ‖x_i‖, Σ x_i x_iᵀ, the SVD anisotropy of each
+    complete batch of ``svd_batch_size`` consecutive vectors (Razzhigaev et al. 2024 §2.3), and a uniform reservoir
+    sample of ``reservoir_size`` vectors (Vitter's algorithm R, seeded) for TwoNN and sampled-pair estimators.
+    Every statistic is independent of how the stream is split into updates.
+
+    **Device and precision.** Every piece of state is a torch tensor on ``device`` (the model's: CPU stays CPU).
+    Each batch, in whatever dtype the model produced it (bf16, fp16, fp32), is upcast once to
+    :func:`accumulation_dtype` (float64 on CPU and CUDA; float32 on MPS) and summed there: Σ u, Σ x, Σ x∘x by
+    reductions, per-input sums by one segment sum (``index_add_`` of the (m, 2d) rows [u | x] into their input's row), Σ x xᵀ by one
+    float64 GEMM per SVD batch, whose Gram matrix also gives that batch's SVD anisotropy (λ_max / trace of the
+    centred scatter, by ``torch.linalg.eigvalsh`` of the smaller of the d × d and b × b Gram matrices). The float64
+    sums agree with a float64 host computation to rounding (relative 1e-12 on the data sizes here; the reference
+    test holds them to 1e-6). Only O(d²) summaries reach the host, once, when read (:meth:`state`,
+    :meth:`summary` and the array properties). Torch's own thread pool does the work, so
+    ``torch.set_num_threads`` bounds it.
+
+    With ``second_order=False`` only the first-order state is kept (count, Σ u_i, Σ x_i, Σ ||x_i||, and the O(d)
+    feature sums): O(d) memory, which is all avg cos, drift norm and mean norm need. This is the mode for flattened
+    CNN feature maps (G §3.2), whose d (C·H·W, up to ~4·10⁵) rules out a d × d matrix; the SVD anisotropy, TwoNN and
+    sampled-pair estimates are then NaN.
+
+    Parameters
+    ----------
+    dim : int, the vector dimension d
+    reservoir_size : int >= 0 (ignored, 0, without second order)
+    svd_batch_size : int >= 2, vectors per batch for the batch-wise SVD anisotropy
+    seed : int, seed of the reservoir's random stream (host numpy PCG64: one draw per vector past the fill)
+    second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
+    per_input : bool, also keep Σ u_i, Σ x_i and the counts of each input (a paragraph, recording or image, as
+        :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
+        bootstrap over the inputs resamples (:func:`aniso.stats.uncertainty.bootstrap_stats`)
+    device : torch device of the state (where :meth:`update` expects its vectors; others are moved there)
+    complements : names of subsets of rows that :meth:`update` may mark (``exclude``): for each, the statistics of
+        the stream *without* those rows are available as :meth:`complement` (e.g. without the first token of each
+        sequence, or without the tokens that carry massive activations). Their sums are those of the excluded rows,
+        subtracted from the whole stream's, so a complement costs O(excluded rows · d²), not a second pass over
+        every row; its batch-wise SVD anisotropy is that of each SVD batch without its excluded rows.
+
+    Raises
+    ------
+    ValueError on a dimension < 1, a negative reservoir, an SVD batch < 2 or a device that does not exist.
+    """
+
+    def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
+                 second_order: bool = True, per_input: bool = False, device: "torch.device | str" = "cpu",
+                 complements: tuple[str, ...] = ()):
+        if dim < 1:
+            raise ValueError(f"dim must be >= 1, got {dim}")
+        if reservoir_size < 0:
+            raise ValueError(f"reservoir_size must be >= 0, got {reservoir_size}")
+        if svd_batch_size < 2:
+            raise ValueError(f"svd_batch_size must be >= 2, got {svd_batch_size}")
+        self.dim = dim
+        self.second_order = second_order
+        if not second_order:
+            reservoir_size = 0
+        self.reservoir_size = reservoir_size
+        self.svd_batch_size = svd_batch_size
+        self.seed = seed
+        self.per_input = per_input
+        self.device = torch.device(device)
+        self.dtype = accumulation_dtype(self.device)
+        self.count = 0
+        self._partial_lost = False  # rebuilt from a state without its partial SVD batch (cannot be merged)
+        self._rng = np.random.Generator(np.random.PCG64(seed))
+        self._cache: dict[str, Any] = {}
+        zeros = self._zeros
+        self._n_zero = torch.zeros((), dtype=torch.int64, device=self.device)
+        self._unit_sum, self._vector_sum, self._norm_sum = zeros(dim), zeros(dim), zeros()
+        # O(d) sums for rogue dimensions (Σ u∘u, Σ x∘x) and massive activations (per feature: max |x| and the
+        # position in its sequence where it was seen; Σ x and Σ x∘x over the first token of each sequence).
+        self._unit_sq_sum, self._sq_sum, self._abs_max = zeros(dim), zeros(dim), zeros(dim)
+        self._abs_max_pos = torch.full((dim,), -1, dtype=torch.int64, device=self.device)
+        self._first_sum, self._first_sq_sum = zeros(dim), zeros(dim)
+        self._n_first = torch.zeros((), dtype=torch.int64, device=self.device)
+        # Σxxᵀ of the vectors in complete SVD batches (each batch's Gram matrix serves its SVD anisotropy too); the
+        # partial batch's is added when `gram` is read.
+        self._gram_done = zeros(dim, dim) if second_order else None
+        self._batch_svd: list[torch.Tensor] = []
+        self._svd_buffer = torch.empty((svd_batch_size if second_order else 0, dim), dtype=torch.float32,
+                                       device=self.device)
+        self._svd_fill = 0
+        self._reservoir = torch.empty((reservoir_size, dim), dtype=torch.float32, device=self.device)
+        # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one triple per update.
+        self._inputs: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        # Named subsets of rows to leave out (e.g. the first token of each sequence): their sums, kept apart, are
+        # subtracted from the whole stream's (see `complement`).
+        self._complements = {name: _Complement(self) for name in complements}
+
+    def _zeros(self, *shape: int) -> torch.Tensor:
+        return torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def _as_tensor(self, x, dtype=None) -> torch.Tensor:
+        t = torch.from_numpy(np.asarray(x)) if not isinstance(x, torch.Tensor) else x
+        return t.to(device=self.device, dtype=dtype) if dtype is not None or t.device != self.device else t
+
+    # -- streaming -----------------------------------------------------------
+    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None, exclude=None) -> None:
+        """Add a batch of vectors ``x``, shape (m, d): a torch tensor (any float dtype; moved to this accumulator's
+        device if elsewhere) or a numpy array.
+
+        ``inputs`` (m,) int labels each row with the input it came from, 0 .. ``n_inputs`` - 1 (kept per input with
+        ``per_input``; None: the whole batch is one input). ``positions`` (m,) int: each row's position in its
+        sequence (0 = its first token; text only), for the massive-activation statistics. ``exclude``: {complement
+        name: (m,) bool, the rows that complement leaves out} (a complement not named leaves out none of these rows).
+        Raises ValueError on a bad shape, bad labels or non-finite values (naming how many rows are NaN or infinite).
+        """
+        x = self._as_tensor(x)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"expected an array of shape (m, {self.dim}), got {tuple(x.shape)}")
+        self._cache.clear()
+        m = x.shape[0]
+        if m == 0:
+            if self.per_input and n_inputs:  # inputs with no vectors here still hold their place
+                self._inputs.append((torch.zeros(n_inputs, self.dim, device=self.device),
+                                     torch.zeros(n_inputs, self.dim, device=self.device),
+                                     torch.zeros(n_inputs, 2, dtype=torch.int64, device=self.device)))
+            return
+        x64 = x.to(self.dtype)
+        sq = x64 * x64
+        norms = sq.sum(1).sqrt_()
+        if not bool(torch.isfinite(norms).all()):  # a non-finite entry makes its row's norm non-finite
+            bad = ~torch.isfinite(x64).all(1)
+            raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {m} vectors "
+                             f"({int(torch.isnan(x64).any(1).sum())} with NaN)")
+        nonzero = norms > 0
+        self._n_zero += m - nonzero.sum()
+        inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
+        self._unit_sum += inverse @ x64  # Σ x_i / ‖x_i‖ over the non-zero vectors
+        self._vector_sum += x64.sum(0)
+        self._norm_sum += norms.sum()
+        self._sq_sum += sq.sum(0)
+        self._unit_sq_sum += (inverse * inverse) @ sq
+        self._update_massive(x, x64, sq, positions)
+        if self.per_input:
+            self._update_inputs(x64, inverse, nonzero, inputs, n_inputs)
+        masks = {}
+        for name, comp in self._complements.items():
+            mask = (exclude or {}).get(name)
+            mask = (torch.zeros(m, dtype=torch.bool, device=self.device) if mask is None
+                    else self._as_tensor(mask, torch.bool).reshape(-1))
+            if mask.shape[0] != m:
+                raise ValueError(f"exclude[{name!r}] must mark {m} rows, got {mask.shape[0]}")
+            comp.update(x, x64, sq, norms, inverse, positions, mask)
+            masks[name] = mask
+        if self.second_order:
+            if self.count == 0 and x.dtype == torch.float64:
+                self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
+            self._update_svd_batches(x, masks)
+            self._update_reservoir(x)
+        self.count += m
+
+    def _update_massive(self, x: torch.Tensor, x64: torch.Tensor, sq: torch.Tensor, positions) -> None:
+        top, rows = x.abs().max(0)  # in the batch's own dtype (exact); the first row reaching each maximum
+        top = top.to(self.dtype)
+        better = top > self._abs_max
+        self._abs_max = torch.where(better, top, self._abs_max)
+        if positions is None:
+            self._abs_max_pos = torch.where(better, -1, self._abs_max_pos)
+            return
+        pos = self._as_tensor(positions, torch.int64).reshape(-1)
+        self._abs_max_pos = torch.where(better, pos[rows], self._abs_max_pos)
+        first = (pos == 0).to(self.dtype)
+        self._first_sum += first @ x64
+        self._first_sq_sum += first @ sq
+        self._n_first += (pos == 0).sum()
+
+    def _update_inputs(self, x64, inverse, nonzero, inputs, n_inputs) -> None:
+        m = x64.shape[0]
+        if inputs is None:
+            labels, k = torch.zeros(m, dtype=torch.int64, device=self.device), 1
+        else:
+            labels = self._as_tensor(inputs, torch.int64).reshape(-1)
+            k = int(n_inputs) if n_inputs is not None else int(labels.max()) + 1
+            if labels.shape[0] != m or not bool(((labels >= 0) & (labels < k)).all()):
+                raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(labels.shape)}")
+        # One segment sum for both Σu and Σx of every input: the rows of (m, 2d) added into their input's row.
+        sums = torch.zeros(k, 2 * self.dim, dtype=self.dtype, device=self.device).index_add_(
+            0, labels, torch.cat([x64 * inverse[:, None], x64], dim=1))
+        counts = torch.stack([torch.bincount(labels, minlength=k),
+                              torch.bincount(labels[nonzero], minlength=k)], 1)
+        self._inputs.append((sums[:, : self.dim].float(), sums[:, self.dim :].float(), counts))
+
+    def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
+        start = 0
+        while start < x.shape[0]:
+            take = min(self.svd_batch_size - self._svd_fill, x.shape[0] - start)
+            self._svd_buffer[self._svd_fill : self._svd_fill + take] = x[start : start + take]
+            for name, mask in (masks or {}).items():
+                self._complements[name].marked[self._svd_fill : self._svd_fill + take] = mask[start : start + take]
+            self._svd_fill += take
+            start += take
+            if self._svd_fill == self.svd_batch_size:
+                anisotropy, gram = batch_svd_anisotropy(self._svd_buffer, self.dtype)
+                self._batch_svd.append(anisotropy)
+                self._gram_done += gram
+                for comp in self._complements.values():
+                    comp.close_batch(self._svd_buffer, gram)
+                self._svd_fill = 0
+
+    def _update_reservoir(self, x: torch.Tensor) -> None:
+        if self.reservoir_size:
+            _reservoir_update(self._reservoir, self.count, x, self._rng)
+
+    def merge(self, other: "LayerAccumulator") -> None:
+        """Add the vectors ``other`` has seen (another shard of the same stream), in place.
+
+        Sums (count, Σ u, Σ x, Σ ‖x‖, Σ x xᵀ) add, so they equal a single pass up to float64 rounding. The
+        batch-wise SVD anisotropy keeps both sides' complete batches and refills the partial one with ``other``'s
+        partial batch (batches are consecutive within each shard). The reservoir becomes a uniform sample of the
+        union (a hypergeometric split of its slots between the two sides, then a uniform choice within each, drawn
+        from a stream seeded by both counts, so every rank merging the same states gets the same sample). Raises
+        ValueError if the two were not made with the same dimension, reservoir, batch size and order.
+        """
+        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order, self.per_input)
+        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order, other.per_input)
+        if mine != theirs:
+            raise ValueError(f"cannot merge accumulators of different settings: {mine} vs {theirs}")
+        if self._partial_lost or other._partial_lost:
+            raise ValueError("cannot merge an accumulator rebuilt from state() without its partial SVD batch; "
+                             "merge transfer_state()s")
+        if self._complements or other._complements:
+            raise ValueError("cannot merge accumulators that keep complements (rows left out); their summaries are "
+                             "per process")
+        self._cache.clear()
+        on = lambda t: t.to(device=self.device, dtype=self.dtype)  # noqa: E731
+        if self.second_order:
+            self._gram_done += on(other._gram_done)
+            self._batch_svd.extend(t.to(self.device) for t in other._batch_svd)
+            self._update_svd_batches(other._svd_buffer[: other._svd_fill].to(self.device))
+            if self.reservoir_size:
+                self._merge_reservoir(other)
+        self._unit_sum += on(other._unit_sum)
+        self._vector_sum += on(other._vector_sum)
+        self._norm_sum += on(other._norm_sum)
+        self._n_zero += other._n_zero.to(self.device)
+        self.count += other.count
+        self._unit_sq_sum += on(other._unit_sq_sum)
+        self._sq_sum += on(other._sq_sum)
+        theirs_max = on(other._abs_max)
+        better = theirs_max > self._abs_max
+        self._abs_max = torch.where(better, theirs_max, self._abs_max)
+        self._abs_max_pos = torch.where(better, other._abs_max_pos.to(self.device), self._abs_max_pos)
+        self._first_sum += on(other._first_sum)
+        self._first_sq_sum += on(other._first_sq_sum)
+        self._n_first += other._n_first.to(self.device)
+        if self.per_input:
+            self._inputs.append(tuple(t.to(self.device) for t in other._input_tensors()))
+
+    def _merge_reservoir(self, other: "LayerAccumulator") -> None:
+        k = self.reservoir_size
+        a = self._reservoir[: min(self.count, k)].clone()
+        b = other._reservoir[: min(other.count, k)].to(self.device)
+        total = self.count + other.count
+        if total <= k:
+            self._reservoir[: a.shape[0]] = a
+            self._reservoir[a.shape[0] : total] = b
+            return
+        rng = np.random.Generator(np.random.PCG64([self.seed, self.count, other.count]))
+        from_a = int(rng.hypergeometric(self.count, other.count, k)) if self.count and other.count else \
+            (k if self.count else 0)
+        pick_a = torch.from_numpy(rng.choice(a.shape[0], from_a, replace=False)).to(self.device)
+        pick_b = torch.from_numpy(rng.choice(b.shape[0], k - from_a, replace=False)).to(self.device)
+        self._reservoir[:from_a] = a[pick_a]
+        self._reservoir[from_a:k] = b[pick_b]
+
+    def transfer_state(self) -> dict[str, np.ndarray]:
+        """:meth:`state` plus the partial SVD batch, so that an unfinished accumulator can be rebuilt on another
+        process and merged (:meth:`from_state`, :meth:`merge`)."""
+        extra = {"svd_buffer": _host(self._svd_buffer[: self._svd_fill]).copy(),
+                 "gram_done": _host(self._gram_done)} if self.second_order else {}
+        return self.state() | extra
+
+    # -- results ---------------------------------------------------------------
+    def _cached(self, name: str, make):
+        if name not in self._cache:
+            self._cache[name] = make()
+        return self._cache[name]
+
+    def gram_tensor(self) -> torch.Tensor | None:
+        """Σ x_i x_iᵀ over every vector seen, (d, d) in :func:`accumulation_dtype`, on the device; None without
+        second order."""
+        if not self.second_order:
+            return None
+        if self._svd_fill == 0:
+            return self._gram_done
+        partial = self._svd_buffer[: self._svd_fill].to(self.dtype)
+        return torch.addmm(self._gram_done, partial.T, partial)
+
+    @property
+    def gram(self) -> np.ndarray | None:
+        """Σ x_i x_iᵀ over every vector seen, (d, d) float64 on the host; None without second order."""
+        if not self.second_order:
+            return None
+        return self._cached("gram", lambda: _host(self.gram_tensor()).astype(np.float64))
+
+    @property
+    def n_zero(self) -> int:
+        """Vectors of norm 0 (left out of the cosine)."""
+        return self._cached("n_zero", lambda: int(self._n_zero))
+
+    @property
+    def n_nonzero(self) -> int:
+        return self.count - self.n_zero
+
+    @property
+    def n_first(self) -> int:
+        """Rows seen at position 0 of their sequence."""
+        return self._cached("n_first", lambda: int(self._n_first))
+
+    @property
+    def norm_sum(self) -> float:
+        """Σ ‖x_i‖."""
+        return self._cached("norm_sum", lambda: float(self._norm_sum))
+
+    @property
+    def batch_svd(self) -> list[float]:
+        """SVD anisotropy of each complete batch, in stream order."""
+        return self._cached("batch_svd", lambda: _host(torch.stack(self._batch_svd)).astype(np.float64).tolist()
+                            if self._batch_svd else [])
+
+    @property
+    def reservoir(self) -> np.ndarray:
+        """The reservoir's storage (reservoir_size, d) float32 on the host (see :meth:`reservoir_sample`)."""
+        return self._cached("reservoir", lambda: _host(self._reservoir))
+
+    def reservoir_sample(self) -> np.ndarray:
+        """The reservoir's vectors, shape (min(count, reservoir_size), d), float32 on the host."""
+        return self.reservoir[: min(self.count, self.reservoir_size)]
+
+    def input_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, in the order
+        of the updates, on the host; None without ``per_input``."""
+        if not self.per_input:
+            return None
+        return self._cached("inputs", lambda: tuple(_host(t) for t in self._input_tensors()))
+
+    def _input_tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if not self._inputs:
+            return (torch.zeros(0, self.dim, device=self.device), torch.zeros(0, self.dim, device=self.device),
+                    torch.zeros(0, 2, dtype=torch.int64, device=self.device))
+        if len(self._inputs) > 1:
+            self._inputs = [tuple(torch.cat(parts) for parts in zip(*self._inputs))]
+        return self._inputs[0]
+
+    def summary(self, seed: int = 0, n_pairs: int = 20_000) -> "LayerSummary":
+        """Per-layer metrics of everything seen so far (see :class:`LayerSummary`).
+
+        The whole-set SVD anisotropy and IsoScore come from one ``eigvalsh`` of the centred Σ x xᵀ on the device;
+        TwoNN, sampled pairs and the standardised cosine from the reservoir."""
+        n = self.count
+        res = self.reservoir_sample()
+        rng = np.random.Generator(np.random.PCG64(seed))
+        twonn = [metrics.twonn_dimension(res)] if res.shape[0] >= 3 else []
+        bs = np.asarray(self.batch_svd, dtype=np.float64)
+        svd, iso = self._spectrum_metrics() if self.second_order else (math.nan, math.nan)
+        return LayerSummary(
+            dim=self.dim,
+            count=n,
+            n_zero=self.n_zero,
+            mean_cosine=metrics.mean_cosine_from_unit_sum(self.unit_sum, self.n_nonzero),
+            mean_cosine_sampled=metrics.mean_cosine_sampled(res, n_pairs, rng) if res.shape[0] >= 2 else math.nan,
+            drift_norm=metrics.drift_norm_from_sum(self.vector_sum, n),
+            mean_norm=self.norm_sum / n,
+            svd_anisotropy=svd,
+            svd_anisotropy_batch_mean=float(bs.mean()) if bs.size else math.nan,
+            svd_anisotropy_batch_std=float(bs.std()) if bs.size else math.nan,
+            n_svd_batches=int(bs.size),
+            twonn=twonn[0] if twonn else math.nan,
+            n_reservoir=int(res.shape[0]),
+            q95=metrics.isotropic_cos_quantile(self.dim) if self.dim >= 2 else math.nan,
+            isoscore=iso,
+            **self._rogue(res), **self._massive(res),
+        )
+
+    def _spectrum_metrics(self) -> tuple[float, float]:
+        """(SVD anisotropy, IsoScore) of every vector seen, from the eigenvalues of the centred scatter
+        C = Σxxᵀ − n x̄x̄ᵀ (R §2.3; Rudman et al. 2022): λ_max / trace(C), and IsoScore of the spectrum."""
+        n = self.count
+        if n < 2:
+            raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
+        s = self._vector_sum
+        c = self.gram_tensor() - torch.outer(s, s) / n
+        c = (c + c.T) / 2
+        trace = float(torch.diagonal(c).sum())
+        eig = torch.linalg.eigvalsh(c)
+        svd = float(min(1.0, max(0.0, float(eig[-1]) / trace))) if trace > 0 else math.nan
+        iso = metrics.isoscore_from_eigenvalues(_host(eig).astype(np.float64)) if self.dim >= 2 else math.nan
+        return svd, iso
+
+    def _rogue(self, res: np.ndarray) -> dict:
+        """Rogue dimensions (Timkey & van Schijndel 2021): the three largest per-dimension contributions to avg cos,
+        their share of it, and avg cos after standardising each dimension (exact μ and σ, on the reservoir)."""
+        out = {"rogue_dims": [], "rogue_top3_share": math.nan, "mean_cosine_standardised": math.nan}
+        if self.n_nonzero < 2:
+            return out
+        c = metrics.dimension_contributions(self.unit_sum, self.unit_sq_sum, self.n_nonzero)
+        top = np.argsort(c)[::-1][:3]
+        total = float(c.sum())
+        out["rogue_dims"] = [int(i) for i in top]
+        out["rogue_top3_share"] = float(c[top].sum() / total) if total > 0 else math.nan
+        if res.shape[0] >= 2:
+            mean = self.vector_sum / self.count
+            std = np.sqrt(np.clip(self.sq_sum / self.count - mean * mean, 0.0, None))
+            keep = std > 0
+            z = (res[:, keep].astype(np.float64) - mean[keep]) / std[keep]
+            z = z[np.linalg.norm(z, axis=1) > 0]
+            if z.shape[0] >= 2:
+                out["mean_cosine_standardised"] = metrics.mean_cosine(z)
+        return out
+
+    def _massive(self, res: np.ndarray) -> dict:
+        """Massive activations (Sun et al. 2024): the largest |activation|, its feature and its position in the
+        sequence, its ratio to the median |activation| (of the reservoir), and how constant that feature is on the
+        first token of each sequence (std / |mean| over sequences)."""
+        abs_max = self.abs_max
+        f = int(np.argmax(abs_max))
+        value = float(abs_max[f])
+        median = float(np.median(np.abs(res))) if res.size else math.nan
+        cv = math.nan
+        if self.n_first >= 2:
+            mean = self.first_sum[f] / self.n_first
+            var = max(self.first_sq_sum[f] / self.n_first - mean * mean, 0.0)
+            cv = math.sqrt(var) / abs(mean) if mean != 0 else math.inf
+        return {"massive_value": value, "massive_feature": f, "massive_position": int(self.abs_max_pos[f]),
+                "massive_ratio": value / median if median > 0 else math.nan, "massive_first_token_cv": cv}
+
+    def complement(self, name: str) -> "LayerAccumulator":
+        """The statistics of every row seen except those marked ``exclude[name]``, as a finished accumulator on the
+        same device without reservoir (so its TwoNN, sampled-pair cosine, standardised cosine and massive ratio are
+        NaN): sums are the whole stream's minus the excluded rows'; ``batch_svd`` is each complete SVD batch without
+        its excluded rows. Raises KeyError for a name not given as a complement."""
+        return self._complements[name].accumulator()
+
+    def excluded_count(self, name: str) -> int:
+        """Rows marked ``exclude[name]`` so far."""
+        return int(self._complements[name].count)
+
+    # -- persistence -----------------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """The accumulated state as named host arrays (for the cache)."""
+        return {
+            "count": np.array([self.count, self.n_zero, self._svd_fill], np.int64),
+            "settings": np.array([self.dim, self.reservoir_size, self.svd_batch_size, self.seed,
+                                  int(self.second_order)], np.int64),
+            "unit_sum": self.unit_sum,
+            "vector_sum": self.vector_sum,
+            "norm_sum": np.array([self.norm_sum], np.float64),
+            "batch_svd": np.asarray(self.batch_svd, np.float64),
+            "unit_sq_sum": self.unit_sq_sum, "sq_sum": self.sq_sum, "abs_max": self.abs_max,
+            "abs_max_pos": self.abs_max_pos, "first_sum": self.first_sum, "first_sq_sum": self.first_sq_sum,
+            "n_first": np.array([self.n_first], np.int64),
+        } | ({"gram": self.gram, "reservoir": self.reservoir_sample().copy()} if self.second_order else {}) \
+          | (dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), self.input_sums()))
+             if self.per_input else {})
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray], device: "torch.device | str" = "cpu") -> "LayerAccumulator":
+        """Rebuild an accumulator on ``device`` from :meth:`state` (a finished one: its SVD buffer is not kept) or
+        from :meth:`transfer_state` (with its partial SVD batch)."""
+        dim, k, b, seed, second = (int(v) for v in state["settings"])
+        acc = cls(dim, k, b, seed, bool(second), per_input="input_count" in state, device=device)
+        count, n_zero, acc._svd_fill = (int(v) for v in state["count"])
+        acc.count = count
+        t = lambda name, dtype=None: torch.as_tensor(np.ascontiguousarray(state[name]),  # noqa: E731
+                                                     device=acc.device).to(dtype or acc.dtype)
+        acc._n_zero = torch.tensor(n_zero, dtype=torch.int64, device=acc.device)
+        if acc.per_input:
+            acc._inputs = [(t("input_unit_sum", torch.float32), t("input_vector_sum", torch.float32),
+                            t("input_count", torch.int64))]
+        for name in ("unit_sum", "vector_sum", "unit_sq_sum", "sq_sum", "abs_max", "first_sum", "first_sq_sum"):
+            setattr(acc, f"_{name}", t(name))
+        acc._norm_sum = t("norm_sum")[0]
+        acc._batch_svd = [v for v in t("batch_svd")]
+        acc._abs_max_pos = t("abs_max_pos", torch.int64)
+        acc._n_first = torch.tensor(int(state["n_first"][0]), dtype=torch.int64, device=acc.device)
+        if acc.second_order:
+            res = t("reservoir", torch.float32)
+            acc._reservoir[: res.shape[0]] = res
+            partial = state.get("svd_buffer")
+            if partial is not None:
+                acc._svd_buffer = acc._svd_buffer.to(torch.float64 if partial.dtype == np.float64 else torch.float32)
+                acc._svd_buffer[: partial.shape[0]] = torch.as_tensor(partial, device=acc.device)
+                acc._gram_done = t("gram_done")
+            else:  # a finished accumulator (the cache): its partial batch is inside Σxxᵀ and not kept apart
+                acc._partial_lost = acc._svd_fill > 0
+                acc._svd_fill = 0
+                acc._gram_done = t("gram")
+        return acc
+
+
+def _host_property(name: str, doc: str) -> property:
+    def get(self: LayerAccumulator) -> np.ndarray:
+        return self._cached(name, lambda: _host(getattr(self, f"_{name}")).copy())
+    return property(get, doc=doc)
+
+
+for _name, _doc in (("unit_sum", "Σ u_i over the non-zero vectors, (d,) float64 on the host."),
+                    ("vector_sum", "Σ x_i, (d,) float64 on the host."),
+                    ("unit_sq_sum", "Σ u_i∘u_i, (d,) float64 on the host."),
+                    ("sq_sum", "Σ x_i∘x_i, (d,) float64 on the host."),
+                    ("abs_max", "Per feature, max |x|, (d,) float64 on the host."),
+                    ("abs_max_pos", "Per feature, the sequence position where max |x| was seen (-1 unknown), (d,)."),
+                    ("first_sum", "Σ x over the first token of each sequence, (d,)."),
+                    ("first_sq_sum", "Σ x∘x over the first token of each sequence, (d,).")):
+    setattr(LayerAccumulator, _name, _host_property(_name, _doc))
+
+
+class _Complement:
+    """The sums of the rows a :class:`LayerAccumulator` was told to leave out under one name, on its device; with the
+    whole stream's sums they give the statistics without those rows (:meth:`LayerAccumulator.complement`)."""
+
+    def __init__(self, main: LayerAccumulator):
+        self.main = main
+        d, zeros = main.dim, main._zeros
+        self.count = torch.zeros((), dtype=torch.int64, device=main.device)
+        self.n_zero = torch.zeros((), dtype=torch.int64, device=main.device)
+        self.n_first = torch.zeros((), dtype=torch.int64, device=main.device)
+        self.sums = {k: zeros(d) for k in ("unit_sum", "vector_sum", "sq_sum", "unit_sq_sum", "first_sum",
+                                           "first_sq_sum")}
+        self.norm_sum = zeros()
+        # Largest |x| per feature over the rows kept (a maximum does not subtract) and its position.
+        self.abs_max = zeros(d)
+        self.abs_max_pos = torch.full((d,), -1, dtype=torch.int64, device=main.device)
+        self.marked = torch.zeros(main.svd_batch_size if main.second_order else 0, dtype=torch.bool,
+                                  device=main.device)
+        self.gram_done = zeros(d, d) if main.second_order else None
+        self.batch_svd: list[torch.Tensor] = []
+
+    def update(self, x, x64, sq, norms, inverse, positions, mask) -> None:
+        dtype = self.main.dtype
+        w = mask.to(dtype)
+        self.count += mask.sum()
+        self.n_zero += (mask & (norms == 0)).sum()
+        self.sums["unit_sum"] += (w * inverse) @ x64
+        self.sums["vector_sum"] += w @ x64
+        self.sums["sq_sum"] += w @ sq
+        self.sums["unit_sq_sum"] += (w * inverse * inverse) @ sq
+        self.norm_sum += w @ norms
+        kept = x.abs().masked_fill(mask[:, None], -1.0)
+        top, rows = kept.max(0)
+        top = top.to(dtype)
+        better = top > self.abs_max
+        self.abs_max = torch.where(better, top, self.abs_max)
+        if positions is None:
+            self.abs_max_pos = torch.where(better, -1, self.abs_max_pos)
+            return
+        pos = self.main._as_tensor(positions, torch.int64).reshape(-1)
+        self.abs_max_pos = torch.where(better, pos[rows], self.abs_max_pos)
+        first = (pos == 0) & mask
+        self.sums["first_sum"] += first.to(dtype) @ x64
+        self.sums["first_sq_sum"] += first.to(dtype) @ sq
+        self.n_first += first.sum()
+
+    def close_batch(self, buffer: torch.Tensor, gram: torch.Tensor) -> None:
+        """The SVD batch in ``buffer`` (with Gram matrix ``gram``) is complete: its anisotropy without the marked
+        rows, and the marked rows' share of Σxxᵀ."""
+        out = buffer[self.marked].to(self.main.dtype)
+        gram_out = out.T @ out
+        self.gram_done += gram_out
+        kept = buffer[~self.marked]
+        if kept.shape[0] < 2:
+            self.batch_svd.append(torch.tensor(math.nan, dtype=self.main.dtype, device=buffer.device))
+        else:  # the kept rows' Gram matrix by subtraction: no second GEMM over the batch
+            self.batch_svd.append(batch_svd_anisotropy(kept, self.main.dtype, gram=gram - gram_out)[0])
+
+    def gram(self) -> torch.Tensor:
+        fill = self.main._svd_fill
+        if fill == 0:
+            return self.gram_done
+        out = self.main._svd_buffer[:fill][self.marked[:fill]].to(self.main.dtype)
+        return torch.addmm(self.gram_done, out.T, out)
+
+    def accumulator(self) -> LayerAccumulator:
+        main = self.main
+        acc = LayerAccumulator(main.dim, 0, main.svd_batch_size, main.seed, main.second_order, device=main.device)
+        acc.count = main.count - int(self.count)
+        acc._n_zero = main._n_zero - self.n_zero
+        for name, sub in self.sums.items():
+            setattr(acc, f"_{name}", getattr(main, f"_{name}") - sub)
+        acc._norm_sum = main._norm_sum - self.norm_sum
+        acc._abs_max, acc._abs_max_pos = self.abs_max.clone(), self.abs_max_pos.clone()
+        acc._n_first = main._n_first - self.n_first
+        if main.second_order:
+            acc._gram_done = main.gram_tensor() - self.gram()
+            acc._batch_svd = list(self.batch_svd)
+        acc._partial_lost = main._svd_fill > 0
+        return acc
+
+
+def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64,
+                         gram: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """SVD anisotropy of one batch and its Gram matrix, on the batch's device.
+
+    ``batch`` (b, d) -> (σ₁² / Σσᵢ² of the centred rows as a 0-d tensor, Σxxᵀ (d, d) in ``dtype``). The ratio is
+    λ_max / trace of the centred scatter (Razzhigaev et al. 2024 §2.3; equal to :func:`aniso.metrics.svd_anisotropy`),
+    with λ_max from ``torch.linalg.eigvalsh`` of the smaller of the centred d × d scatter (from the Gram matrix, which
+    is the batch's share of the layer's Σxxᵀ anyway) and the centred b × b Gram matrix. NaN when every row is
+    identical (no direction of variance, as the SVD gives). ``gram``: the batch's Σxxᵀ when already known (it is then
+    not computed again).
+    """
+    b = batch.to(dtype)
+    n, d = b.shape
+    if gram is None:
+        gram = b.T @ b
+    s = b.sum(0)
+    if d <= n:
+        c = gram - torch.outer(s, s) / n
+    else:
+        centred = b - s / n
+        c = centred @ centred.T
+    c = (c + c.T) / 2
+    trace = torch.diagonal(c).sum()
+    lam = torch.linalg.eigvalsh(c)[-1]
+    identical = (batch.amax(0) == batch.amin(0)).all()
+    ratio = torch.where(identical | (trace <= 0), torch.nan, (lam / trace).clamp(0.0, 1.0))
+    return ratio, gram
+
+
+def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.0) -> torch.Tensor:
+    """Which rows of one layer's batch ``h`` (m, d) carry a massive activation (Sun et al. 2024, §2: an activation
+    of magnitude above ``magnitude`` (100) and about ``ratio`` (1,000) times the median magnitude of the hidden state,
+    here the median |x| over the batch's rows and features, estimated from at most 65,536 of its entries taken at an
+    even stride). Returns (m,) bool on ``h``'s device."""
+    a = h.abs()
+    flat = a.reshape(-1)
+    median = flat[:: max(1, flat.numel() // 65_536)].float().median()
+    threshold = torch.clamp(median * ratio, min=magnitude)
+    return a.amax(1).float() > threshold
+
+
+def _reservoir_update(reservoir, count: int, x, rng: np.random.Generator) -> None:
+    """Vitter's algorithm R over the rows of ``x`` in place: ``reservoir`` (k, d) holds a uniform sample of the
+    ``count`` rows seen before. One uniform draw per row past the fill (on the host, O(m) numbers), so the sample
+    does not depend on how the stream is split into updates; the rows themselves are copied where they are (a numpy
+    reservoir with numpy rows, or a torch reservoir on the rows' device)."""
+    k = reservoir.shape[0]
+    m = x.shape[0]
+    seen = count + np.arange(m)  # items seen before each new one
+    fill = seen < k
+    torch_rows = isinstance(reservoir, torch.Tensor)
+    index = (lambda a: torch.from_numpy(a).to(reservoir.device)) if torch_rows else (lambda a: a)  # noqa: E731
+    if fill.any():
+        reservoir[index(seen[fill])] = x[index(np.flatnonzero(fill))].to(reservoir.dtype) if torch_rows \
+            else x[fill]
+    rest = np.flatnonzero(~fill)
+    if rest.size:
+        u = rng.random(rest.size)
+        slot = np.floor(u * (seen[rest] + 1)).astype(np.int64)
+        hit = slot < k
+        slots, items = slot[hit], rest[hit]
+        # Later items overwrite earlier ones in the same slot: keep the last.
+        rev_slots = slots[::-1]
+        _, first_in_rev = np.unique(rev_slots, return_index=True)
+        last = len(slots) - 1 - first_in_rev
+        if last.size:
+            rows = x[index(items[last])]
+            reservoir[index(slots[last])] = rows.to(reservoir.dtype) if torch_rows else rows
+
+
+class ShuffledBatches:
+    """Disjoint uniformly random batches of a stream of vectors, kept in bounded memory: R §2.4's "shuffle, then
+    split into batches of >= 4096 vectors" without holding the stream.
+
+    Each incoming vector is sent to one of ``n_batches`` bins at random, and each bin keeps a uniform reservoir of
+    ``batch_size`` of the vectors sent to it (Vitter's algorithm R). Once every bin is full, the bins are disjoint
+    uniform random subsets of the stream, as consecutive batches of a shuffled stream are. Memory: ``n_batches`` x
+    ``batch_size`` x d float32, whatever the stream's length.
+
+    Parameters
+    ----------
+    dim : vector dimension d; n_batches >= 1; batch_size >= 3; seed : the random stream
+    """
+
+    def __init__(self, dim: int, n_batches: int, batch_size: int, seed: int = 0, device: "torch.device | str" = "cpu"):
+        if dim < 1 or n_batches < 1 or batch_size < 3:
+            raise ValueError(f"need dim >= 1, n_batches >= 1 and batch_size >= 3, got {dim}, {n_batches}, {batch_size}")
+        self.bins = torch.empty((n_batches, batch_size, dim), dtype=torch.float32, device=device)
+        self.seen = np.zeros(n_batches, np.int64)
+        # One stream for the bin of each vector, one per bin for its reservoir: one draw per vector in each, so the
+        # batches do not depend on how the stream is split into updates.
+        self._assign = np.random.Generator(np.random.PCG64(seed))
+        self._draws = [np.random.Generator(np.random.PCG64([seed, b])) for b in range(n_batches)]
+
+    def update(self, x) -> None:
+        """Add vectors, shape (m, d): a torch tensor (moved to the bins' device if elsewhere) or a numpy array."""
+        x = (x if isinstance(x, torch.Tensor) else torch.from_numpy(np.asarray(x))).to(self.bins.device)
+        n_bins = self.bins.shape[0]
+        which = np.minimum((self._assign.random(x.shape[0]) * n_bins).astype(np.int64), n_bins - 1)
+        for b in range(n_bins):
+            rows = np.flatnonzero(which == b)
+            if rows.size:
+                _reservoir_update(self.bins[b], int(self.seen[b]), x[torch.from_numpy(rows).to(x.device)],
+                                  self._draws[b])
+                self.seen[b] += rows.size
+
+    def batches(self) -> list[np.ndarray]:
+        """The full batches (bins that received at least ``batch_size`` vectors), on the host."""
+        return [_host(self.bins[b]) for b in range(len(self.bins)) if self.seen[b] >= self.bins.shape[1]]
+
+    def twonn(self) -> tuple[float, float, int]:
+        """TwoNN dimension per full batch: (mean, std, number of batches); NaNs with 0 if no batch is full."""
+        values = [metrics.twonn_dimension(b) for b in self.batches()]
+        if not values:
+            return math.nan, math.nan, 0
+        return float(np.mean(values)), float(np.std(values)), len(values)
+
+
+def first_token_attention(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per head, the attention paid to each sequence's first real token, summed over the real query rows:
+    ``probs`` (b, H, t, t), ``mask`` (b, t) bool; returns (H,) in :func:`accumulation_dtype`, on ``probs``' device
+    (Gu et al. 2025, §3)."""
+    return first_token_attention_sums(probs, mask)[0]
+
+
+class AttentionSink:
+    """Streamed mean attention paid to the first real token of each sequence, per attention layer and head.
+
+    For head h of layer l: α = mean over every real query position t of A[t, first] (Gu et al. 2025, §3, with
+    their ε = 0.3 to call a head a sink). Kept two ways: token-weighted (every real query row of the corpus counts
+    once, so long sequences weigh more: what the claim reads, as Gu et al. average over the query positions of their
+    corpus) and per sequence (the mean of each sequence's own mean). ``heads[l]`` is layer l's number of heads (None:
+    learnt from the first map of each layer). Sums stay on the device of the maps until :meth:`result`.
+    """
+
+    def __init__(self, heads: list[int] | None = None, n_layers: int | None = None):
+        n = len(heads) if heads is not None else int(n_layers or 0)
+        self.heads = list(heads) if heads is not None else [None] * n
+        self.token_sums: list[torch.Tensor | None] = [None] * n
+        self.sequence_sums: list[torch.Tensor | None] = [None] * n
+        self.rows = 0
+        self.sequences = 0
+
+    def update_layer(self, layer: int, probs: torch.Tensor, mask: torch.Tensor) -> None:
+        """Add layer ``layer``'s map of one batch: ``probs`` (b, H, t, t), ``mask`` (b, t) bool. Raises ValueError
+        if its head count or shape does not match."""
+        expected = self.heads[layer]
+        if (expected is not None and probs.shape[1] != expected) or probs.shape[-1] != mask.shape[1]:
+            raise ValueError(f"attention shape {tuple(probs.shape)} does not match {expected} heads and mask "
+                             f"{tuple(mask.shape)}")
+        self.add_sums(layer, *first_token_attention_sums(probs, mask))
+
+    def add_sums(self, layer: int, token_sum: torch.Tensor, sequence_sum: torch.Tensor) -> None:
+        """Add layer ``layer``'s sums of one batch, as :func:`first_token_attention_sums` gives them ((H,) each),
+        where the map was reduced (the extraction's attention hooks)."""
+        if self.heads[layer] is not None and token_sum.shape[0] != self.heads[layer]:
+            raise ValueError(f"attention layer {layer}: {token_sum.shape[0]} heads, expected {self.heads[layer]}")
+        self.heads[layer] = token_sum.shape[0]
+        self.token_sums[layer] = token_sum if self.token_sums[layer] is None else self.token_sums[layer] + token_sum
+        self.sequence_sums[layer] = (sequence_sum if self.sequence_sums[layer] is None
+                                     else self.sequence_sums[layer] + sequence_sum)
+
+    def add_batch(self, mask: torch.Tensor) -> None:
+        """Count one batch's real query rows and sequences (after its layers went through :meth:`update_layer`)."""
+        self.rows += int(mask.sum())
+        self.sequences += int(mask.shape[0])
+
+    def update(self, attentions: list[torch.Tensor], mask: torch.Tensor) -> None:
+        """Add one batch: ``attentions[l]`` (b, H_l, t, t) probabilities, ``mask`` (b, t) bool of real tokens.
+        Raises ValueError if the layers' head counts or shapes do not match."""
+        if len(attentions) != len(self.heads):
+            raise ValueError(f"expected {len(self.heads)} attention layers, got {len(attentions)}")
+        for layer, a in enumerate(attentions):
+            self.update_layer(layer, a, mask)
+        self.add_batch(mask)
+
+    def result(self, eps: float = 0.3) -> dict:
+        """``per_head``: per layer, each head's token-weighted mean attention on the first token; ``share_per_layer``:
+        the share of heads above ``eps``; ``share``: the share over every (layer, head) (what X.attention-sink
+        reads); ``per_sequence``: the same three from per-sequence means (``per_head``, ``share_per_layer``,
+        ``share``); ``eps``; ``rows``: query rows seen; ``sequences``."""
+        def shares(sums, n):
+            per_head = [(_host(s) / max(n, 1)).round(6).tolist() if s is not None else [] for s in sums]
+            flat = np.concatenate([np.asarray(h) for h in per_head]) if per_head else np.zeros(0)
+            return {"per_head": per_head, "share_per_layer": [float(np.mean(np.asarray(h) > eps)) if h else math.nan
+                                                             for h in per_head],
+                    "share": float(np.mean(flat > eps)) if flat.size else float("nan")}
+
+        out = shares(self.token_sums, self.rows)
+        return out | {"eps": eps, "rows": self.rows, "sequences": self.sequences,
+                      "per_sequence": shares(self.sequence_sums, self.sequences)}
+
+
+@dataclass(frozen=True)
+class LayerSummary:
+    """Per-layer metrics of one model on one corpus.
+
+    Attributes: ``dim`` d; ``count`` vectors seen; ``n_zero`` zero vectors
+    excluded from the cosine; ``mean_cosine`` exact avg cos over all pairs;
+    ``mean_cosine_sampled`` the same from sampled pairs of the reservoir;
+    ``drift_norm`` ||x̄||; ``mean_norm`` E||x||; ``svd_anisotropy`` exact, of the
+    whole centred set; ``svd_anisotropy_batch_mean``/``_std`` over complete
+    batches (``n_svd_batches``); ``twonn`` TwoNN dimension of the reservoir
+    (``n_reservoir`` points); ``q95`` the isotropic q95(d); ``isoscore`` the IsoScore of the covariance (Rudman
+    et al. 2022; second order only); ``rogue_dims`` the three dimensions contributing most to avg cos and
+    ``rogue_top3_share`` their share of it, ``mean_cosine_standardised`` avg cos after per-dimension
+    standardisation, on the reservoir (Timkey & van Schijndel 2021); ``massive_value`` the largest |activation|,
+    ``massive_feature`` and ``massive_position`` (in its sequence, -1 unknown) where it is, ``massive_ratio`` its
+    ratio to the median |activation| of the reservoir, ``massive_first_token_cv`` std/|mean| of that feature on the
+    first token of each sequence (Sun et al. 2024).
+    """
+
+    dim: int
+    count: int
+    n_zero: int
+    mean_cosine: float
+    mean_cosine_sampled: float
+    drift_norm: float
+    mean_norm: float
+    svd_anisotropy: float
+    svd_anisotropy_batch_mean: float
+    svd_anisotropy_batch_std: float
+    n_svd_batches: int
+    twonn: float
+    n_reservoir: int
+    q95: float
+    isoscore: float = math.nan
+    rogue_dims: list = field(default_factory=list)
+    rogue_top3_share: float = math.nan
+    mean_cosine_standardised: float = math.nan
+    massive_value: float = math.nan
+    massive_feature: int = -1
+    massive_position: int = -1
+    massive_ratio: float = math.nan
+    massive_first_token_cv: float = math.nan
+
+
+@dataclass
+class ModelStats:
+    """Streamed statistics of every layer of one model on one corpus.
+
+    ``layers[i]`` is layer i (0 = embedding output; encoder–decoder models list
+    encoder layers then decoder layers, ``layer_names`` tells which).
+    """
+
+    model_id: str
+    layer_names: list[str]
+    layers: list[LayerAccumulator]
+    meta: dict = field(default_factory=dict)
+    _summaries: list[LayerSummary] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def summaries(self) -> list[LayerSummary]:
+        """Per-layer :class:`LayerSummary`, computed once."""
+        if self._summaries is None:
+            out = []
+            for name, acc in zip(self.layer_names, self.layers):
+                try:
+                    out.append(acc.summary())
+                except ValueError as exc:  # e.g. a layer of all-zero vectors: name the model and the layer
+                    raise ValueError(f"{self.model_id}: layer {name}: {exc} ({acc.n_zero} of {acc.count} vectors "
+                                     "are all zero)") from None
+            self._summaries = out
+        return self._summaries
+
+    def series(self, name: str) -> np.ndarray:
+        """One metric across layers, shape (n_layers,)."""
+        return np.array([getattr(s, name) for s in self.summaries()], dtype=np.float64)
+
+
+def summary_dict(summary: LayerSummary) -> dict:
+    """A JSON-friendly dict of a :class:`LayerSummary` (NaN becomes None)."""
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(summary).items()}

@@ -1,0 +1,463 @@
+"""Registry → model source → inputs → extraction → streamed statistics (cached).
+
+:class:`StatsProvider` is what claims ask for statistics: it loads a model only
+when its statistics are not cached, streams its hidden states into one
+:class:`~aniso.stats.accumulators.LayerAccumulator` per layer, and caches the result.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..inputs.media import InputsUnavailable
+from ..extract.modalities import INPUTS, Modality, modality_of, sample_names
+from ..registry.entries import ModelEntry, Registry
+from ..common.settings import Settings
+from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
+                       source_fingerprint)
+from .distributed import Shard
+from ..common.files import exclusive
+from .accumulators import (AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches, massive_rows,
+                           summary_dict)
+from .cache import JsonCache, StatsCache
+from ..common.versions import cache_key
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FIRST_ORDER", "SECOND_ORDER", "FIRST_TOKEN_EXCLUDED", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider", "remembered",
+           "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable", "InputsMissing"]
+
+#: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
+BLOCK_SWEEP_FORMAT = 1
+
+#: The statistics a claim can read (its ``statistics`` in :mod:`aniso.registry.catalog`): ``first-order`` (count, Σ of unit
+#: vectors, Σx, Σ‖x‖: avg cos, drift norm, mean norm; O(d) memory) and ``second-order`` (also Σxxᵀ, the batch-wise
+#: SVD anisotropy and the reservoir sample: SVD anisotropy, TwoNN, sampled pairs; O(d²) memory per layer).
+FIRST_ORDER = "first-order"
+SECOND_ORDER = "second-order"
+#: Also every statistic of text layers without the first token of each sequence (decoders' attention sink; R's
+#: profiles are reported with and without it).
+FIRST_TOKEN_EXCLUDED = "first-token-excluded"
+#: Also the states entering and leaving the model's final normalisation (Machina & Mercer 2024).
+FINAL_NORM = "final-norm"
+#: Also the attention each head pays to the first token (text encoders and decoders; Gu et al. 2025).
+ATTENTION_SINK = "attention-sink"
+#: Also the partition-function isotropy of the input (and output) embedding matrix (Machina & Mercer 2024 §3).
+EMBEDDING_ISOTROPY = "embedding-isotropy"
+ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED, FINAL_NORM, ATTENTION_SINK,
+                            EMBEDDING_ISOTROPY})
+#: Widest layer whose sums are also kept per input (for bootstrap intervals over the inputs): 16,384 keeps them for
+#: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer.
+PER_INPUT_MAX_DIM = 16_384
+
+
+def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
+                  second_order: bool = True, first_token_excluded: bool = False, shard: Shard = Shard()) -> ModelStats:
+    """Stream hidden-state batches (:class:`~aniso.extract.hidden.Batch`) into one accumulator per layer.
+
+    Memory is bounded by one batch of hidden states plus the accumulators'
+    fixed state, whatever the number of inputs. With ``second_order`` False, and
+    for layers wider than ``settings.second_order_max_dim``, only first-order
+    statistics are kept (avg cos, drift norm, mean norm; no SVD anisotropy,
+    TwoNN or sampled pairs). ``names`` are the layer names (None: numbered
+    from the first batch). Speech batches' all-frames states go into
+    ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer. With ``first_token_excluded``,
+    text batches' statistics without the first token of each sequence go into ``meta["first_token_excluded"]`` (one
+    :func:`~aniso.stats.accumulators.summary_dict` per layer), and without the rows that carry massive activations
+    (:func:`~aniso.stats.accumulators.massive_rows`) into ``meta["massive_excluded"]`` (criterion, rows left out per layer,
+    summaries); both are complements of the layer accumulators (rows left out by subtraction), without a reservoir:
+    their TwoNN, sampled-pair cosine, standardised cosine and massive ratio are None, and their batch-wise SVD
+    anisotropy is that of each SVD batch without its left-out rows. With ``settings.twonn_batches`` > 0, each
+    second-order layer's rows also go into that many shuffled batches of ``settings.svd_batch_size`` vectors
+    (:class:`~aniso.stats.accumulators.ShuffledBatches`), whose TwoNN mean ± std lands in ``meta["twonn_shuffled_batches"]`` (R
+    §2.4's protocol over the whole corpus). ``shard``: this process's part of a sharded extraction
+    (:mod:`aniso.stats.distributed`), whose reservoirs get a seed of their own.
+
+    Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
+    """
+    layers: list[LayerAccumulator] | None = None
+    norm_pair: list[LayerAccumulator] | None = None
+    sink: AttentionSink | None = None
+    all_frames: list[LayerAccumulator] | None = None
+    complements: tuple[str, ...] = ()
+    shuffled: list[ShuffledBatches | None] | None = None
+    n_seq = 0
+    t0 = time.perf_counter()
+    from ..common.progress import bar
+
+    for batch in bar(batches, desc=f"{entry.id}: hidden states", unit="batch"):
+        if layers is None:
+            if names is None:
+                names = [str(i) for i in range(len(batch.layers))]
+            if len(batch.layers) != len(names):
+                raise RuntimeError(f"{entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
+            device = batch.layers[0].device  # the statistics live where the model put its hidden states
+            # Without the first token of each sequence, and without the rows carrying massive activations: rows
+            # the accumulators leave out by subtraction (no second pass, no second Gram matrix per batch).
+            complements = COMPLEMENTS if first_token_excluded and batch.without_first_states is not None else ()
+            layers = [
+                LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
+                                 shard.seed(settings.seed + i),
+                                 second_order=second_order and h.shape[1] <= settings.second_order_max_dim,
+                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device, complements=complements)
+                for i, h in enumerate(batch.layers)
+            ]
+            unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
+            if settings.twonn_batches:
+                shuffled = [ShuffledBatches(acc.dim, settings.twonn_batches, settings.svd_batch_size,
+                                            shard.seed(settings.seed + 7919 * (i + 1)), device=device)
+                            if acc.second_order else None for i, acc in enumerate(layers)]
+            if batch.all_frames is not None:
+                all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device)
+                              for h in batch.all_frames]
+        labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
+        positions = batch.positions if batch.positions is not None else [None] * len(layers)
+        for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
+            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h)} if complements and pos is not None else None
+            try:
+                acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude)
+            except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
+                raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
+        for bins, h in zip(shuffled or [], batch.layers):
+            if bins is not None:
+                bins.update(h)
+        if batch.final_norm is not None:
+            if norm_pair is None:
+                norm_pair = [LayerAccumulator(h.shape[1], second_order=False, device=h.device)
+                             for h in batch.final_norm]
+            for acc, h in zip(norm_pair, batch.final_norm):
+                acc.update(h)
+        sums = batch.attention_sums
+        if sums is not None and batch.mask is not None and sums and all(isinstance(x, tuple) for x in sums):
+            if sink is None:
+                sink = AttentionSink(n_layers=len(sums))
+            for layer, (token_sum, sequence_sum) in enumerate(sums):
+                sink.add_sums(layer, token_sum, sequence_sum)
+            sink.add_batch(batch.mask)
+        if all_frames is not None:
+            for acc, h in zip(all_frames, batch.all_frames):
+                acc.update(h)
+        n_seq += batch.n_sequences
+    if layers is None:
+        raise RuntimeError(f"{entry.id}: the inputs gave no batches")
+    meta = dict(meta, n_sequences=n_seq, n_tokens=layers[0].count, settings=settings.extraction_key(),
+                seconds=round(time.perf_counter() - t0, 2), bootstrap_unit=unit)
+    if all_frames is not None:
+        meta["all_frames_mean_cosine"] = [a.summary().mean_cosine for a in all_frames]
+        meta["all_frames_count"] = all_frames[0].count
+    if complements:
+        first = _complement_summaries(layers, FIRST_TOKEN)
+        if first is not None:
+            meta["first_token_excluded"] = first
+        meta["massive_excluded"] = {
+            "criterion": "rows with an activation above 100 and above 1000 x the median |activation| of the layer's "
+                         "batch (Sun et al. 2024, §2), left out layer by layer",
+            "rows": [acc.excluded_count(MASSIVE) for acc in layers],
+            "layers": _complement_summaries(layers, MASSIVE)}
+    if shuffled is not None:
+        meta["twonn_shuffled_batches"] = [_twonn_batches(bins) for bins in shuffled]
+    if norm_pair is not None and norm_pair[0].count >= 2:
+        meta["final_norm"] = {"before": summary_dict(norm_pair[0].summary()),
+                              "after": summary_dict(norm_pair[1].summary())}
+    if sink is not None:
+        meta["attention_sink"] = sink.result()
+    return ModelStats(entry.id, names, layers, meta)
+
+
+#: The rows a text model's statistics are also reported without: the first token of each sequence (the attention
+#: sink of decoders) and the tokens carrying massive activations (Sun et al. 2024).
+FIRST_TOKEN, MASSIVE = "first-token", "massive-activations"
+COMPLEMENTS = (FIRST_TOKEN, MASSIVE)
+
+
+def _complement_summaries(layers: list[LayerAccumulator], name: str) -> list[dict] | None:
+    """Per layer, the :func:`~aniso.stats.accumulators.summary_dict` of the rows left after leaving out complement ``name``, with
+    ``batch_svd``: the SVD anisotropy of each complete SVD batch without those rows (the same batches as the whole
+    stream's, so a bootstrap over batches resamples both coherently); None if some layer keeps fewer than two
+    non-zero rows (nothing to measure)."""
+    out = []
+    for acc in layers:
+        rest = acc.complement(name)
+        if rest.n_nonzero < 2:
+            return None
+        out.append(summary_dict(rest.summary()) | {"batch_svd": [float(v) for v in rest.batch_svd]})
+    return out
+
+
+def _twonn_batches(bins: ShuffledBatches | None) -> dict | None:
+    """R §2.4's intrinsic dimension of one layer: TwoNN over its full shuffled batches, mean ± std."""
+    if bins is None:
+        return None
+    mean, std, n = bins.twonn()
+    return {"mean": None if n == 0 else mean, "std": None if n == 0 else std, "n_batches": n,
+            "batch_size": int(bins.bins.shape[1])}
+
+
+def embedding_isotropy(model) -> dict:
+    """Partition isotropy I(W) (:func:`aniso.metrics.partition_isotropy`) of the model's input embedding matrix and,
+    where loaded and not tied to it, its output embedding matrix: raw and mean-centred, with the mean row norm (I(W)
+    depends on the scale of W), the vocabulary size and the dimension. Machina & Mercer 2024 §3."""
+    from .. import metrics
+
+    out = {}
+    emb = model.get_input_embeddings()
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    tied = bool(getattr(model.config, "tie_word_embeddings", False))
+    for name, module in (("input", emb), ("output", head)):
+        if module is None or not hasattr(module, "weight") or (name == "output" and module.weight is emb.weight):
+            continue  # a tied output matrix is the input one: measured once
+        w = module.weight.detach().double().cpu().numpy()
+        out[name] = {"raw": metrics.partition_isotropy(w), "centred": metrics.partition_isotropy(w, centre=True),
+                     "mean_norm": float(np.linalg.norm(w, axis=1).mean()), "vocab": int(w.shape[0]),
+                     "dim": int(w.shape[1])}
+    out["output_embeddings"] = ("tied to the input embeddings" if tied else
+                                "measured" if "output" in out else "not loaded (base model without its LM head)")
+    return out
+
+
+def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
+                        statistics: frozenset[str] = ALL_STATISTICS, shard: Shard = Shard()) -> ModelStats:
+    """Run ``inputs`` (a corpus, recordings or photographs) through ``loaded`` as its modality row says, and
+    stream the hidden states into statistics (see :func:`compute_stats`); ``statistics`` says which are kept.
+
+    With a ``shard`` of several processes, this process runs its contiguous part of the inputs and the statistics
+    of every process are merged (:func:`aniso.stats.distributed.reduce_model_stats`; every process must call this). The
+    per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
+    """
+    batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
+                           settings.batch_size, settings.device, settings.max_length,
+                           attentions=ATTENTION_SINK in statistics, final_norm=FINAL_NORM in statistics)
+    sharded = shard.world > 1
+    try:
+        extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
+            if EMBEDDING_ISOTROPY in statistics and modality.name == "text" else {}
+        stats = compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
+                              {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe(),
+                               "device": str(settings.device)} | loaded.meta | extra,
+                              second_order=modality.second_order and SECOND_ORDER in statistics,
+                              first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
+    except torch.OutOfMemoryError:
+        raise out_of_memory(loaded.entry.id, settings) from None
+    except RuntimeError as exc:
+        if "out of memory" not in str(exc).lower():
+            raise
+        raise out_of_memory(loaded.entry.id, settings) from None
+    if not sharded:
+        return stats
+    from .distributed import reduce_model_stats
+
+    for name in ("all_frames_mean_cosine", "all_frames_count", "twonn_shuffled_batches"):
+        stats.meta.pop(name, None)
+    return reduce_model_stats(stats)
+
+
+def out_of_memory(model_id: str, settings: Settings) -> RuntimeError:
+    """The one-line error for a model that ran out of memory: the model, the device, the batch size and the settings
+    to lower (nothing was cached for it, so the cache is as it was)."""
+    return RuntimeError(f"{model_id}: out of memory on {settings.device} with batch_size {settings.batch_size} x "
+                        f"max_length {settings.max_length}: lower ANISO_BATCH_SIZE (--aniso-batch-size) or "
+                        "ANISO_MAX_LENGTH, or set ANISO_DEVICE to a device with more memory; the statistics cache "
+                        "is unchanged")
+
+
+def remembered(memo: dict, key: str, compute):
+    """``memo[key]``, else ``compute()`` stored there. A :class:`ModelUnavailable` raised by ``compute`` is stored
+    too and raised again on every later call, so an unavailable model is tried and reported once per run."""
+    got = memo.get(key)
+    if got is None:
+        try:
+            got = compute()
+        except ModelUnavailable as exc:
+            got = exc
+        memo[key] = got
+    if isinstance(got, ModelUnavailable):
+        raise got
+    return got
+
+
+@dataclass
+class StatsProvider:
+    """Statistics per registry model for one run (one set of inputs, one set of settings).
+
+    Results are memoised for the run and cached on disk (unless
+    ``settings.no_cache``). :meth:`get` raises :class:`ModelUnavailable` for a
+    model that cannot be loaded (:class:`InputsMissing` for want of a data
+    folder); the failure is remembered so it is reported once per model and
+    not retried. ``statistics`` are the statistics the run's claims read
+    (:data:`FIRST_ORDER`, :data:`SECOND_ORDER`): only those are computed. ``shard``: this process's part of a
+    sharded extraction (every process of the group calls :meth:`get` for the same models in the same order; the
+    merged statistics are cached by rank 0 under a key that names the number of shards, since their reservoir
+    sample and SVD batches differ from a single process's).
+    """
+
+    settings: Settings
+    registry: Registry
+    hub: HubStatus = field(default_factory=HubStatus)
+    statistics: frozenset[str] = ALL_STATISTICS
+    shard: Shard = field(default_factory=Shard)
+    _inputs: dict[str, object] = field(default_factory=dict, init=False)
+    _memo: dict[str, ModelStats | ModelUnavailable] = field(default_factory=dict, init=False)
+
+    def inputs(self, name: str):
+        """The run's inputs of kind ``name`` (``text``, ``speech``, ``vision``, ``reactions``;
+        :data:`aniso.extract.modalities.INPUTS`),
+        loaded once. Raises :class:`~aniso.inputs.media.InputsUnavailable` (remembered) if there are none."""
+        got = self._inputs.get(name)
+        if got is None:
+            try:
+                got = INPUTS[name](self.settings, self.hub)
+            except InputsUnavailable as exc:
+                got = exc
+            self._inputs[name] = got
+        if isinstance(got, InputsUnavailable):
+            raise got
+        return got
+
+    @property
+    def source_context(self) -> SourceContext:
+        """What the source kinds may need: the hub status, the registry's folder, the models and cache folders,
+        and this run's media (for miniatures that train on the photographs not measured)."""
+        return SourceContext(self.hub, self.registry.path.parent if self.registry.path else None,
+                             self.settings.models_dir, self.settings.cache_dir, self.inputs, self.settings.train_text,
+                             self.settings.miniature_sizes(), self.settings.device)
+
+    @property
+    def cache(self) -> StatsCache:
+        return StatsCache(Path(self.settings.cache_dir))
+
+    def computed(self) -> dict[str, ModelStats]:
+        """Statistics obtained so far in this run, by model id."""
+        return {k: v for k, v in self._memo.items() if isinstance(v, ModelStats)}
+
+    def get(self, entry: ModelEntry) -> ModelStats:
+        """The statistics of ``entry`` on this run's inputs (cached, else computed)."""
+        return remembered(self._memo, entry.id, lambda: self._get_uncached(entry))
+
+    def _get_uncached(self, entry: ModelEntry) -> ModelStats:
+        modality = modality_of(entry)
+        if modality is None:
+            raise ModelUnavailable(f"{entry.id}: no hidden-state statistics for modality {entry.modality!r}")
+        ctx = self.source_context
+        fingerprint = source_fingerprint(entry, ctx)
+        try:
+            inputs = self.inputs(entry.measured_on or modality.inputs)
+        except InputsUnavailable as exc:
+            raise InputsMissing(f"{entry.id}: {exc}") from None
+        shards = self.shard.world if self.shard.world > 1 else self.settings.shards
+
+        def key_of(statistics: frozenset[str]) -> str:
+            return cache_key({
+                "model": entry.id,
+                "fingerprint": fingerprint,
+                "inputs": inputs.fingerprint,
+                "sample": sample_names(inputs),
+                "settings": self.settings.extraction_key(),
+                "second_order": modality.second_order and SECOND_ORDER in statistics,
+                "first_token_excluded": FIRST_TOKEN_EXCLUDED in statistics and shards == 1,
+                "extras": sorted(statistics & {FINAL_NORM, ATTENTION_SINK, EMBEDDING_ISOTROPY}),
+            } | ({"shards": shards} if shards > 1 else {}))
+
+        key = key_of(self.statistics)
+        if self.settings.no_cache and shards == self.shard.world:
+            return self._compute(entry, ctx, modality, inputs, fingerprint, key)
+        # An entry with every statistic (`aniso extract`, a full run) serves a run that reads fewer.
+        for candidate in dict.fromkeys((key, key_of(ALL_STATISTICS))):
+            cached = None if self.settings.no_cache else self._cached(entry, candidate)
+            if cached is not None:
+                return cached
+        if shards > self.shard.world:
+            raise ModelUnavailable(f"{entry.id}: no statistics extracted over {shards} shards in the cache "
+                                   f"{self.settings.cache_dir} (setting shards); extract them first with "
+                                   f"`torchrun --nproc-per-node {shards} -m aniso.cli extract {entry.id}`")
+        # One process computes an entry; others sharing the cache folder (pytest -n) wait for it, then read it.
+        with nullcontext() if self.shard.world > 1 else exclusive(Path(self.settings.cache_dir) / key):
+            cached = self._cached(entry, key)
+            if cached is not None:
+                return cached
+            stats = self._compute(entry, ctx, modality, inputs, fingerprint, key)
+            if self.shard.rank == 0:
+                try:
+                    self.cache.save(key, stats)
+                except OSError as exc:  # e.g. a full disk: the run goes on with the statistics in memory
+                    warnings.warn(f"{entry.id}: could not write the statistics cache entry in "
+                                  f"{self.settings.cache_dir} ({exc}); this run keeps them in memory, the next "
+                                  "computes them again", RuntimeWarning, stacklevel=2)
+        return stats
+
+    def _cached(self, entry: ModelEntry, key: str) -> ModelStats | None:
+        cached = self.cache.load(key)
+        if cached is not None:
+            cached.meta["cache"] = {"key": key, "hit": True}
+            log.info("%s: statistics from cache %s", entry.id, key)
+        return cached
+
+    def _compute(self, entry, ctx, modality, inputs, fingerprint, key) -> ModelStats:
+        stats = compute_model_stats(load_model(entry, ctx), modality, inputs, self.settings, fingerprint,
+                                    self.statistics, self.shard)
+        stats.meta["cache"] = {"key": key, "hit": False}
+        return stats
+
+
+def block_sweep_specs(entry: ModelEntry, settings: Settings):
+    """The :class:`~aniso.experiments.untrained_block.SweepSpec` of each seed for an untrained-block entry.
+
+    Seeds are ``settings.seed + i`` for ``i < settings.block_seeds``. Raises
+    ValueError naming the entry if its source is not an untrained block.
+    """
+    from ..experiments.untrained_block import SweepSpec, default_bias_norms
+
+    if entry.source.kind != "init":
+        raise ValueError(f"{entry.id}: not an untrained block (source kind {entry.source.kind!r})")
+    return [
+        SweepSpec(entry.source.block, settings.seed + i, default_bias_norms(settings.n_bias_norms),
+                  settings.block_sequences, settings.block_seq_len, tuple(sorted(entry.source.config.items())))
+        for i in range(settings.block_seeds)
+    ]
+
+
+@dataclass
+class BlockSweepProvider:
+    """Untrained-block sweeps (G §4) per registry entry, one per seed, memoised and cached as JSON."""
+
+    settings: Settings
+    progress: object = None  # callable(str) or None
+    _memo: dict[str, list] = field(default_factory=dict, init=False)
+
+    @property
+    def cache(self) -> JsonCache:
+        return JsonCache(Path(self.settings.cache_dir) / "untrained-block")
+
+    def computed(self) -> dict[str, list]:
+        """Sweeps obtained so far in this run, by entry id (lists of BlockSweep, one per seed)."""
+        return dict(self._memo)
+
+    def get(self, entry: ModelEntry) -> list:
+        """The sweeps of ``entry`` for every seed (cached, else computed; see :func:`block_sweep_specs`)."""
+        if entry.id in self._memo:
+            return self._memo[entry.id]
+        from ..experiments.untrained_block import BlockSweep, run_sweep
+
+        sweeps = []
+        for spec in block_sweep_specs(entry, self.settings):
+            key = cache_key({"experiment": "untrained-block", "format": BLOCK_SWEEP_FORMAT, "spec": spec.key()})
+            cached = None if self.settings.no_cache else self.cache.load(key)
+            if cached is not None:
+                sweep = BlockSweep.from_dict(cached)
+                sweep.meta["cache"] = {"key": key, "hit": True}
+            else:
+                sweep = run_sweep(spec, progress=self.progress)
+                log.info("%s seed %d: sweep in %.0f s", entry.id, spec.seed, sweep.seconds)
+                if not self.settings.no_cache:
+                    self.cache.save(key, sweep.to_dict())
+                sweep.meta["cache"] = {"key": key, "hit": False}
+            sweeps.append(sweep)
+        self._memo[entry.id] = sweeps
+        return sweeps

@@ -1,0 +1,82 @@
+"""The device setting: auto picks what is present, a missing device is refused at once, out-of-memory is one line
+that names the model, the batch size and the setting to lower, and leaves the cache as it was."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from aniso.common.devices import best_device, check_device, resolve_device
+from aniso.stats.pipeline import StatsProvider
+from aniso.registry.entries import Registry
+from aniso.common.settings import Settings
+
+
+def test_auto_resolves_to_the_best_device_present():
+    assert Settings().device == best_device()
+    assert resolve_device("auto") == best_device()
+    if not torch.cuda.is_available():
+        assert best_device() in ("cpu", "mps")
+
+
+@pytest.mark.parametrize("device", ["cuda:7", "tpu"])
+def test_a_device_that_is_not_here_is_refused_naming_it(device):
+    if device.startswith("cuda") and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has 8 GPUs")
+    with pytest.raises(ValueError, match=rf"setting device: device '{device}'"):
+        Settings(device=device)
+    with pytest.raises(ValueError, match="ANISO_DEVICE|auto, cpu"):
+        check_device(device)
+
+
+def test_other_devices_get_cache_keys_of_their_own():
+    cpu = Settings(device="cpu").extraction_key()
+    assert "device" not in cpu  # CPU entries keep the keys they had
+    fake = Settings(device="cpu")
+    object.__setattr__(fake, "device", "cuda:1")
+    assert fake.extraction_key() == cpu | {"device": "cuda"}
+
+
+def test_out_of_memory_is_one_line_and_leaves_the_cache_as_it_was(tiny_bert_entry, tmp_path, monkeypatch):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(30)))
+    cache = tmp_path / "cache"
+    settings = Settings(corpus=str(corpus), n_sequences=20, cache_dir=str(cache), reservoir_size=16,
+                        svd_batch_size=20, batch_size=8)
+    import aniso.stats.pipeline as pipeline
+
+    def exhausted(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+    monkeypatch.setattr(pipeline, "compute_stats", exhausted)
+    with pytest.raises(RuntimeError) as err:
+        StatsProvider(settings, Registry([tiny_bert_entry])).get(tiny_bert_entry)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"{tiny_bert_entry.id}: out of memory on cpu with batch_size 8")
+    assert "ANISO_BATCH_SIZE" in message and "cache is unchanged" in message
+    assert not list(cache.glob("*.safetensors")) if cache.exists() else True
+
+
+def test_xdist_workers_share_the_cores_instead_of_each_taking_all(monkeypatch):
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from aniso.common.devices import share_cpu_cores
+
+    before_torch = torch.get_num_threads()
+    restore = threadpool_limits(limits=None)  # records the pools' present limits
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        assert share_cpu_cores(2, cpus=4) == 2
+        assert torch.get_num_threads() == 2
+        assert share_cpu_cores(3, cpus=2) == 1
+        assert torch.get_num_threads() == 1
+        assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's choice wins and nothing is changed
+        assert share_cpu_cores(2, cpus=8) == 3
+        assert torch.get_num_threads() == 1
+        with pytest.raises(ValueError, match="n_workers"):
+            share_cpu_cores(0)
+    finally:
+        torch.set_num_threads(before_torch)
+        restore.restore_original_limits()

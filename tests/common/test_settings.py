@@ -1,0 +1,48 @@
+"""Settings: options over environment over run profile over defaults; profiles set consistent sizes."""
+
+from __future__ import annotations
+
+import pytest
+
+from aniso.common.settings import DEFAULT_PROFILE, PROFILES, SETTING_HELP, Settings
+
+
+def test_default_is_the_quick_profile():
+    assert DEFAULT_PROFILE == "quick"
+    s = Settings.from_sources({}, {})
+    assert s.profile == "quick"
+    assert {k: getattr(s, k) for k in PROFILES["quick"]} == PROFILES["quick"]
+    assert Settings() == s  # the dataclass defaults are the quick profile's sizes
+
+
+def test_paper_profile_sets_the_papers_sizes():
+    s = Settings.from_sources({}, {"ANISO_PROFILE": "paper"})
+    assert (s.block_sequences, s.block_seq_len) == (16, 512)  # G §4.1
+    assert s.max_length == 512 and s.n_sequences >= 100_000  # the whole validation set
+    assert {k: getattr(s, k) for k in PROFILES["paper"]} == PROFILES["paper"]
+
+
+def test_explicit_settings_override_the_profile():
+    s = Settings.from_sources({"profile": "paper", "block_sequences": 3}, {"ANISO_N_SEQUENCES": "10"})
+    assert (s.profile, s.block_sequences, s.n_sequences, s.block_seq_len) == ("paper", 3, 10, 512)
+    # the option wins over the environment, for the profile too
+    s = Settings.from_sources({"profile": "quick"}, {"ANISO_PROFILE": "paper"})
+    assert s.profile == "quick" and s.block_sequences == PROFILES["quick"]["block_sequences"]
+
+
+def test_unknown_profile_names_itself():
+    with pytest.raises(ValueError, match="'fast'"):
+        Settings.from_sources({}, {"ANISO_PROFILE": "fast"})
+    with pytest.raises(ValueError, match="profile"):
+        Settings(profile="fast")
+
+
+def test_bad_environment_value_names_the_variable():
+    with pytest.raises(ValueError, match="ANISO_N_CLIPS"):
+        Settings.from_sources({}, {"ANISO_N_CLIPS": "many"})
+
+
+def test_every_setting_has_help():
+    from dataclasses import fields
+
+    assert {f.name for f in fields(Settings)} == set(SETTING_HELP)

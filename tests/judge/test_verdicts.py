@@ -1,0 +1,62 @@
+"""The verdict policy (aniso.judge.verdicts): every row of its table, and the inputs rule."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aniso.judge.verdicts import (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, HOLDS, UNEXPECTEDLY_HOLDS, Outcome, decide)
+
+WIKI = "wikitext-103-validation@fc03b3e11199aebb"
+PYDOC = "pydoc_data.topics (fallback)@ff12a5432833d6ad"
+
+
+@pytest.mark.parametrize("expected", [None, "holds"])
+def test_expected_to_hold(expected):
+    assert decide(True, expected, recorded_inputs=WIKI, run_inputs=WIKI).outcome is Outcome.PASS
+    d = decide(False, expected, recorded_inputs=WIKI, run_inputs=WIKI)
+    assert (d.verdict, d.outcome, d.differs_from_record) == (DOES_NOT_HOLD, Outcome.FAIL, None)
+
+
+def test_expected_not_to_hold():
+    d = decide(False, "does-not-hold", "the paper says so", WIKI, WIKI)
+    assert (d.verdict, d.outcome, d.reason) == (EXPECTED_NOT_TO_HOLD, Outcome.XFAIL, "the paper says so")
+    d = decide(True, "does-not-hold", "the paper says so", WIKI, WIKI)
+    assert (d.verdict, d.outcome) == (UNEXPECTEDLY_HOLDS, Outcome.FAIL)
+    assert "the paper says so" in d.reason
+
+
+def test_a_change_on_other_inputs_informs_and_does_not_fail():
+    d = decide(False, None, "", WIKI, PYDOC)
+    assert (d.verdict, d.outcome) == (DOES_NOT_HOLD, Outcome.PASS)
+    assert d.differs_from_record == f"recorded: holds on {WIKI}"
+    assert PYDOC in d.reason
+    d = decide(True, "does-not-hold", "r", WIKI, PYDOC)
+    assert (d.verdict, d.outcome) == (HOLDS, Outcome.PASS) and "does not hold" in d.differs_from_record
+
+
+def test_an_expectation_without_inputs_binds_every_run():
+    """The papers' own exceptions carry no inputs: they fail on any corpus when they change."""
+    assert decide(True, "does-not-hold", "paper", None, PYDOC).outcome is Outcome.FAIL
+    assert decide(False, None, "", None, PYDOC).outcome is Outcome.FAIL
+
+
+@given(st.booleans(), st.sampled_from([None, "holds", "does-not-hold"]), st.sampled_from([None, WIKI]),
+       st.sampled_from([None, WIKI, PYDOC]))
+def test_same_inputs_never_pass_a_changed_verdict(holds, expected, recorded, run):
+    """Whatever the case, a verdict that differs from its record passes only when the inputs differ, and a
+    matching verdict never fails."""
+    d = decide(holds, expected, "reason", recorded, run)
+    matches = holds == (expected != "does-not-hold")
+    if matches:
+        assert d.outcome is not Outcome.FAIL and d.differs_from_record is None
+    else:
+        differ = recorded is not None and run is not None and recorded != run
+        assert (d.outcome is Outcome.PASS) == differ
+        assert (d.differs_from_record is not None) == differ
+
+
+def test_unknown_expected_verdict():
+    with pytest.raises(ValueError, match="maybe"):
+        decide(True, "maybe")

@@ -1,0 +1,130 @@
+"""The registry schema: the real models.yaml validates; malformed files fail with one line naming the entry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aniso.registry.entries import RegistryError, load_registry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ENTRY = """\
+  - id: tiny
+    source: {kind: local, path: ./tiny}
+    modality: text
+    granularity: subword
+    architecture: transformer
+    role: encoder
+    family: bert
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "models.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_project_registry_is_valid_and_lists_the_papers_models():
+    reg = load_registry(ROOT / "models.yaml")
+    ids = {e.id for e in reg}
+    for needed in ["bert-base-uncased", "roberta-base", "gpt2", "t5-base", "albert-base-v2", "opt-125m", "opt-13b",
+                   "llama-2-7b-hf", "gpt-j-6b", "falcon-7b", "pythia-2.8b", "canine-s", "canine-c", "byt5-small",
+                   "character-bert", "manta-lm-base", "wav2vec2-base", "hubert-base-ls960", "whisper-base",
+                   "vit-base-patch16-224", "beit-base-patch16-224", "mit-b0", "deit-base-patch16-224", "resnet-50",
+                   "efficientnet-b0", "cvt-13", "convnext-tiny-224", "van-base", "all-MiniLM-L6-v2"]:
+        assert needed in ids
+    assert all(not e.trust_remote_code for e in reg), "remote code must stay opt-in, off by default"
+    assert reg.get("gpt2").expected["G.drift-correlation-spearman"].verdict == "does-not-hold"
+    assert {e.id for e in reg.select(all_of=("text", "subword"))} >= {"gpt2", "all-MiniLM-L6-v2"}
+    assert "resnet-50" not in {e.id for e in reg.select(all_of=("transformer",))}
+
+
+def test_valid_minimal_file(tmp_path):
+    reg = load_registry(write(tmp_path, "models:\n" + ENTRY))
+    assert reg.get("tiny").source.kind == "local"
+    assert reg.get("tiny").source.path == "./tiny"
+
+
+@pytest.mark.parametrize(
+    "mutation, expected",
+    [
+        (lambda e: e + "    colour: blue\n", r"models\[0\] \(id 'tiny'\): colour: unknown key"),
+        (lambda e: e.replace("role: encoder", "role: sideways"), r"models\[0\] \(id 'tiny'\): role:"),
+        (lambda e: e.replace("{kind: local, path: ./tiny}", "{kind: hub}"), r"models\[0\] \(id 'tiny'\): source.repo"),
+        (lambda e: e.replace("{kind: local, path: ./tiny}", "{kind: ftp, path: x}"), r"models\[0\] \(id 'tiny'\): source"),
+        (lambda e: e + "    expected: {G.not-a-claim: {verdict: holds, reason: x}}\n", r"unknown claim id"),
+        (lambda e: e + "    trust_remote_code: true\n", r"needs_remote_code"),
+        (lambda e: e.replace("    modality: text\n", ""), r"models\[0\] \(id 'tiny'\): modality: Field required"),
+    ],
+)
+def test_malformed_entry_names_file_entry_and_field(tmp_path, mutation, expected):
+    path = write(tmp_path, "models:\n" + mutation(ENTRY))
+    with pytest.raises(RegistryError, match=expected) as info:
+        load_registry(path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+
+
+def test_duplicate_ids_and_bad_yaml(tmp_path):
+    with pytest.raises(RegistryError, match=r"models\[1\] \(id 'tiny'\): duplicate id"):
+        load_registry(write(tmp_path, "models:\n" + ENTRY + ENTRY))
+    with pytest.raises(RegistryError, match="not valid YAML at line"):
+        load_registry(write(tmp_path, "models:\n  - id: [unclosed\n"))
+    with pytest.raises(RegistryError, match="registry file not found"):
+        load_registry(tmp_path / "missing.yaml")
+
+
+def test_broken_registry_gives_one_line_pytest_error(tmp_path):
+    path = write(tmp_path, "models:\n" + ENTRY.replace("role: encoder", "role: sideways"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "claims"), "-q", "-p", "no:cacheprovider",
+         f"--aniso-registry={path}", "--collect-only"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode != 0
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if str(path) in line]
+    assert lines and "models[0] (id 'tiny'): role:" in lines[0]
+
+
+def test_recorded_inputs_and_expectations(tmp_path):
+    """Measured expectations (and the implicit "holds") belong to the registry's recorded inputs for the model's
+    modality; an expectation's own inputs override them; a paper exception without inputs binds any inputs."""
+    text = ("recorded_inputs: {text: corpus@aaaa}\nmodels:\n" + ENTRY + """\
+    expected:
+      G.token-nlp-anisotropic: {verdict: does-not-hold, reason: measured}
+      G.isotropic-baseline: {verdict: does-not-hold, reason: paper, source: paper}
+      G.drift-correlation-spearman: {verdict: holds, reason: measured elsewhere, inputs: other@bbbb}
+""")
+    reg = load_registry(write(tmp_path, text))
+    entry = reg.get("tiny")
+    assert reg.recorded_inputs == {"text": "corpus@aaaa"}
+    assert reg.expectation(entry, "G.token-nlp-anisotropic")[1] == "corpus@aaaa"
+    assert reg.expectation(entry, "G.isotropic-baseline")[1] is None
+    assert reg.expectation(entry, "G.drift-correlation-spearman")[1] == "other@bbbb"
+    assert reg.expectation(entry, "G.drift-correlation-pearson") == (None, "corpus@aaaa")
+
+
+def test_measured_on_takes_the_recorded_inputs_of_its_kind(tmp_path):
+    """A model measured on other inputs than its modality's (reaction SMILES for a chemistry model) is held to the
+    dataset recorded for those inputs."""
+    text = ("recorded_inputs: {text: corpus@aaaa, reactions: rxn@cccc}\nmodels:\n" + ENTRY
+            + "    measured_on: reactions\n")
+    reg = load_registry(write(tmp_path, text))
+    assert reg.expectation(reg.get("tiny"), "G.drift-correlation-pearson") == (None, "rxn@cccc")
+
+
+@pytest.mark.parametrize("text, field", [
+    ("recorded_inputs: {audio: x@1}\nmodels:\n" + ENTRY, "recorded_inputs.audio"),
+    ("recorded_inputs: {text: no-fingerprint}\nmodels:\n" + ENTRY, "recorded_inputs.text"),
+    ("models:\n" + ENTRY + "    expected:\n      G.token-nlp-anisotropic: {verdict: holds, reason: r, inputs: nofp}\n",
+     "expected.G.token-nlp-anisotropic.inputs"),
+])
+def test_bad_recorded_inputs_name_the_field(tmp_path, text, field):
+    """Inputs are a modality's dataset identity, name@fingerprint."""
+    with pytest.raises(RegistryError, match=field.replace(".", r"\.")):
+        load_registry(write(tmp_path, text))

@@ -1,0 +1,64 @@
+"""The statistics provider: computed, cached, reused; only the statistics the claims read."""
+
+from __future__ import annotations
+
+import pytest
+
+from aniso.stats.pipeline import StatsProvider
+from aniso.registry.entries import Registry
+from aniso.common.settings import Settings
+
+
+def test_provider_computes_caches_and_reuses(tiny_bert_entry, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
+    entry = tiny_bert_entry
+    settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+                        svd_batch_size=50)
+    first = StatsProvider(settings, Registry([entry])).get(entry)
+    second = StatsProvider(settings, Registry([entry])).get(entry)
+    assert first.meta["cache"]["hit"] is False and second.meta["cache"]["hit"] is True
+    assert first.summaries() == second.summaries()
+    assert first.layers[0].count == first.meta["n_tokens"] > 40
+    assert first.summaries()[0].n_svd_batches == first.meta["n_tokens"] // 50
+
+
+def test_first_order_claims_keep_no_d_by_d_matrix(tiny_bert_entry, tmp_path):
+    """A run whose claims read first-order statistics only (every claim on pre-trained models today) keeps no
+    Σxxᵀ, SVD batch or reservoir; the same first-order numbers as a run that keeps everything."""
+    from aniso.registry.catalog import statistics_read
+    from aniso.stats.pipeline import FIRST_ORDER
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
+    entry = tiny_bert_entry
+    settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+                        svd_batch_size=50)
+    wanted = statistics_read(["G.token-nlp-anisotropic", "G.drift-correlation-spearman", "G.isotropic-baseline"])
+    assert wanted == {FIRST_ORDER}
+    lean = StatsProvider(settings, Registry([entry]), statistics=wanted).get(entry)
+    assert all(acc.gram is None and acc.reservoir.size == 0 and not acc.batch_svd for acc in lean.layers)
+    full = StatsProvider(settings, Registry([entry])).get(entry)
+    assert full.layers[0].gram is not None and lean.meta["cache"]["key"] != full.meta["cache"]["key"]
+    # The full run also reads attention probabilities, which switches the model to eager attention: the same
+    # numbers up to float rounding of the two attention implementations.
+    assert [s.mean_cosine for s in lean.summaries()] == pytest.approx([s.mean_cosine for s in full.summaries()],
+                                                                      rel=1e-8)
+    assert [s.drift_norm for s in lean.summaries()] == pytest.approx([s.drift_norm for s in full.summaries()],
+                                                                     rel=1e-8)
+
+
+def test_twonn_over_shuffled_batches_of_every_token(tiny_bert_entry, tmp_path):
+    """R §2.4's protocol (setting twonn_batches): TwoNN mean ± std over disjoint random batches of the whole stream,
+    per layer, in the metadata; the reservoir TwoNN is unchanged beside it."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
+    common = dict(corpus=str(corpus), n_sequences=60, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+                  svd_batch_size=40)
+    plain = StatsProvider(Settings(**common), Registry([tiny_bert_entry])).get(tiny_bert_entry)
+    both = StatsProvider(Settings(**common, twonn_batches=3), Registry([tiny_bert_entry])).get(tiny_bert_entry)
+    assert "twonn_shuffled_batches" not in plain.meta
+    per_layer = both.meta["twonn_shuffled_batches"]
+    assert len(per_layer) == len(both.layers)
+    assert all(d["n_batches"] == 3 and d["batch_size"] == 40 and d["mean"] > 0 and d["std"] >= 0 for d in per_layer)
+    assert [s.twonn for s in both.summaries()] == [s.twonn for s in plain.summaries()]
