@@ -13,10 +13,17 @@ once, under a file lock).
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
+
+from .common.devices import worker_thread_environment
+
+# A pytest-xdist worker's thread pools take its share of the cores from the start: set before the imports below load
+# torch, numpy and scipy (see worker_thread_environment).
+worker_thread_environment(os.environ)
 
 from .registry.catalog import statistics_read
 from .registry.entries import RegistryError, load_registry

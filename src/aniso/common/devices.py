@@ -55,6 +55,33 @@ def check_device(device: str) -> "torch.device":
     return dev
 
 
+#: The variables that size the OpenMP and BLAS thread pools when their libraries load.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def worker_thread_environment(environ: "dict[str, str]", cpus: int | None = None) -> int | None:
+    """Set the thread-pool variables (:data:`THREAD_VARIABLES`) of a pytest-xdist worker in ``environ`` (normally
+    ``os.environ``, before torch, numpy or scipy load) to its share of the cores, ``max(1, cpus // workers)``, with
+    the number of workers from ``PYTEST_XDIST_WORKER_COUNT``.
+
+    Limits set after loading (:func:`share_cpu_cores`) reach neither OpenMP threads started from other OS threads
+    (each starts with the default the variable sets, all cores otherwise) nor a BLAS loaded later; the variables reach
+    both, and the worker's subprocesses. Nothing is changed outside a worker or when ``OMP_NUM_THREADS`` is set
+    already (the user's choice). Returns the threads set, or None when nothing was changed.
+    """
+    import os
+
+    workers = environ.get("PYTEST_XDIST_WORKER_COUNT", "").strip()
+    if not workers.isdigit() or int(workers) < 1 or environ.get("OMP_NUM_THREADS", "").strip():
+        return None
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, cpus // int(workers))
+    for name in THREAD_VARIABLES:
+        environ.setdefault(name, str(threads))
+    return threads
+
+
 def share_cpu_cores(n_workers: int, cpus: int | None = None) -> int:
     """Give each of ``n_workers`` processes of one run (pytest-xdist workers) its share of the CPU cores, so that
     their thread pools do not oversubscribe the machine: torch's intra-op threads and the BLAS / OpenMP pools numpy
