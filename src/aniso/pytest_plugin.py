@@ -33,6 +33,7 @@ from .judge.verdicts import Outcome
 
 _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()
+_THREADS = pytest.StashKey[int]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: its share of the cores, not all of them
         from .common.devices import share_cpu_cores
 
-        share_cpu_cores(int(config.workerinput.get("workercount", 1)))
+        config.stash[_THREADS] = share_cpu_cores(int(config.workerinput.get("workercount", 1)))
     config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.registry.catalog) a test measures")
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
     options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
@@ -162,6 +163,15 @@ def claim(request: pytest.FixtureRequest) -> ClaimContext:
 def aniso_session(request: pytest.FixtureRequest) -> AnisoSession:
     """The run's :class:`~aniso.session.AnisoSession` (settings, registry, statistics, architecture checks)."""
     return request.config.stash[_SESSION]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A pytest-xdist worker starts each test with its share of the cores, whatever the previous test set."""
+    threads = item.config.stash.get(_THREADS, None)
+    if threads is not None:
+        from .common.devices import keep_cpu_share
+
+        keep_cpu_share(threads)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -80,3 +80,32 @@ def test_xdist_workers_share_the_cores_instead_of_each_taking_all(monkeypatch):
     finally:
         torch.set_num_threads(before_torch)
         restore.restore_original_limits()
+
+
+def test_worker_thread_environment_sets_the_share_before_libraries_load():
+    from aniso.common.devices import THREAD_VARIABLES, worker_thread_environment
+
+    env = {"PYTEST_XDIST_WORKER_COUNT": "2"}
+    assert worker_thread_environment(env, cpus=8) == 4
+    assert all(env[name] == "4" for name in THREAD_VARIABLES)
+    assert worker_thread_environment({"PYTEST_XDIST_WORKER_COUNT": "3"}, cpus=2) == 1
+    outside = {}  # not a worker: nothing changes
+    assert worker_thread_environment(outside, cpus=8) is None and outside == {}
+    chosen = {"PYTEST_XDIST_WORKER_COUNT": "2", "OMP_NUM_THREADS": "3"}  # the user's choice wins
+    assert worker_thread_environment(chosen, cpus=8) is None and chosen == {"PYTEST_XDIST_WORKER_COUNT": "2",
+                                                                            "OMP_NUM_THREADS": "3"}
+
+
+def test_keep_cpu_share_puts_back_what_a_test_changed():
+    import torch
+
+    from aniso.common.devices import keep_cpu_share
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert keep_cpu_share(1) is False
+        torch.set_num_threads(2)
+        assert keep_cpu_share(1) is True and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -109,6 +109,22 @@ def share_cpu_cores(n_workers: int, cpus: int | None = None) -> int:
     return threads
 
 
+def keep_cpu_share(threads: int) -> bool:
+    """Put torch's intra-op threads and the BLAS / OpenMP pools back to ``threads`` if anything changed them (a
+    library or a test that sets its own thread count); called before each test of a pytest-xdist worker with the
+    worker's share from :func:`share_cpu_cores`. Returns True when something had to be put back.
+    """
+    import torch
+
+    if torch.get_num_threads() == threads:
+        return False
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    threadpool_limits(limits=threads)
+    return True
+
+
 def accumulation_dtype(device: "torch.device | str") -> "torch.dtype":
     """The dtype the streamed sums are kept in on ``device``: float64 wherever the device has it (CPU, CUDA), float32
     on Apple's MPS, which has no float64 (there each batch is upcast to float32 and summed in float32: relative
