@@ -68,6 +68,8 @@ def test_the_notebook_runs(tmp_path, monkeypatch):
     tmp.mkdir()
     monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))  # the kernel inherits this process's environment
     monkeypatch.setenv("TMPDIR", str(tmp))  # where the notebook's tempfile.mkdtemp() writes the report
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))  # the kernel's connection file
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))  # no profile or start-up files from the home folder
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("ANISO_PROGRESS", "0")
     monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend, as in Jupyter
