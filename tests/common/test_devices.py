@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from aniso.common.devices import best_device, check_device, resolve_device
+from aniso.common.devices import best_device, check_device, release_freed_host_memory, resolve_device
 from aniso.stats.pipeline import StatsProvider
 from aniso.registry.entries import Registry
 from aniso.common.settings import Settings
@@ -109,3 +109,46 @@ def test_keep_cpu_share_puts_back_what_a_test_changed():
         assert keep_cpu_share(1) is True and torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+_HEAP_AFTER_FREE = r"""
+import ctypes, sys
+import numpy as np
+from aniso.common.devices import release_freed_host_memory
+
+class MallInfo2(ctypes.Structure):  # glibc >= 2.33, <malloc.h>
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+big = np.ones(8 << 20, np.uint8); del big  # glibc now serves blocks up to 8 MiB from the heap
+held = [np.ones(1 << 20, np.uint8) for _ in range(16)]  # 16 MiB of heap, then every other block freed: holes
+del held[::2]
+free_before = libc.mallinfo2().fordblks
+trimmed = release_freed_host_memory() if sys.argv[1] == "release" else None
+rss = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS")][0]
+print(free_before >> 20, trimmed, rss)
+"""
+
+
+def test_freed_host_memory_goes_back_to_the_system():
+    """Holes left in glibc's heap by freed blocks stay resident until trimmed: after the release, the resident set is
+    smaller by about the 8 MiB freed. In fresh processes (the allocator's state is process-wide)."""
+    import platform
+    import subprocess
+    import sys
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        assert not release_freed_host_memory()  # other C libraries keep their own policy
+        return
+    runs = {how: subprocess.run([sys.executable, "-c", _HEAP_AFTER_FREE, how], capture_output=True, text=True,
+                                check=True).stdout.split() for how in ("keep", "release")}
+    (free_kept, _, rss_kept), (free_released, released, rss_released) = runs["keep"], runs["release"]
+    assert int(free_kept) >= 8 and int(free_released) >= 8  # the holes are there in both
+    assert released == "True" and int(rss_kept) - int(rss_released) >= 6 * 1024  # KiB: most of the 8 MiB given back
+
+
+def test_release_host_memory_is_a_setting():
+    assert Settings().release_host_memory is True
+    assert Settings.from_sources({"release_host_memory": False}).release_host_memory is False

@@ -8,6 +8,8 @@ once (:func:`check_device`) rather than at the first forward pass. The model and
 
 from __future__ import annotations
 
+import functools
+
 AUTO = "auto"
 
 
@@ -69,13 +71,11 @@ def worker_thread_environment(environ: "dict[str, str]", cpus: int | None = None
     both, and the worker's subprocesses. Nothing is changed outside a worker or when ``OMP_NUM_THREADS`` is set
     already (the user's choice). Returns the threads set, or None when nothing was changed.
     """
-    import os
-
     workers = environ.get("PYTEST_XDIST_WORKER_COUNT", "").strip()
     if not workers.isdigit() or int(workers) < 1 or environ.get("OMP_NUM_THREADS", "").strip():
         return None
     if cpus is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cpus = _usable_cores()
     threads = max(1, cpus // int(workers))
     for name in THREAD_VARIABLES:
         environ.setdefault(name, str(threads))
@@ -99,13 +99,9 @@ def share_cpu_cores(n_workers: int, cpus: int | None = None) -> int:
     if chosen.isdigit() and int(chosen) > 0:
         return int(chosen)
     if cpus is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cpus = _usable_cores()
     threads = max(1, cpus // n_workers)
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(threads)
-    threadpool_limits(limits=threads)
+    _limit_threads(threads)
     return threads
 
 
@@ -118,11 +114,64 @@ def keep_cpu_share(threads: int) -> bool:
 
     if torch.get_num_threads() == threads:
         return False
+    _limit_threads(threads)
+    return True
+
+
+def release_freed_host_memory() -> bool:
+    """Give the host memory that the C allocator holds free back to the operating system: glibc's
+    ``malloc_trim(0)``, which also releases free pages inside the heap. Called after each batch of hidden states
+    (:func:`aniso.stats.pipeline.compute_stats`, setting ``release_host_memory``).
+
+    Why: batches are formed in order of length, so each batch's hidden states, attention maps and MLP activations
+    (megabytes each, served from the heap once glibc has raised its mmap threshold to the largest block freed) are a
+    little larger than the holes the previous batch left; the heap grows past them, and the resident set grows with
+    the number of batches rather than with what is held. Measured with MiniLM and every statistic, one thread, 256
+    and 2,048 WikiText paragraphs (fresh processes): peak RSS 1,162 and 2,273 MB (+96%) with glibc's default; 808
+    and 945 MB (+17%, of which the per-input sums are about 40 MB) with a trim after each batch, for 6% more CPU
+    time (re-faulted pages). A fixed mmap threshold of 64 KiB instead (``mallopt(M_MMAP_THRESHOLD)``) kept growth at
+    +9% but took 50% more CPU time (1.7 M page faults per run against 0.3 M). Device memory (CUDA, MPS) has
+    allocators of its own and is not touched.
+
+    Returns True where glibc's ``malloc_trim`` ran, False where the C library is not glibc (musl, macOS and Windows
+    keep their own policies) and nothing was done.
+    """
+    trim = _glibc_malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+@functools.cache
+def _glibc_malloc_trim():
+    import ctypes
+    import platform
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = (ctypes.c_size_t,), ctypes.c_int
+    return trim
+
+
+def _usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity where the system has one, else all of them)."""
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _limit_threads(threads: int) -> None:
+    """torch's intra-op pool and every BLAS / OpenMP pool loaded (threadpoolctl) to ``threads`` threads."""
+    import torch
     from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(threads)
     threadpool_limits(limits=threads)
-    return True
 
 
 def accumulation_dtype(device: "torch.device | str") -> "torch.dtype":

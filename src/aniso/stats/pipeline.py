@@ -24,6 +24,7 @@ from ..common.settings import Settings
 from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
                        source_fingerprint)
 from .distributed import Shard
+from ..common.devices import release_freed_host_memory
 from ..common.files import exclusive
 from .accumulators import (AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches, massive_rows,
                            summary_dict)
@@ -146,6 +147,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             for acc, h in zip(all_frames, batch.all_frames):
                 acc.update(h)
         n_seq += batch.n_sequences
+        if settings.release_host_memory:  # the last batch's freed memory back to the system: no creeping peak RSS
+            release_freed_host_memory()
     if layers is None:
         raise RuntimeError(f"{entry.id}: the inputs gave no batches")
     meta = dict(meta, n_sequences=n_seq, n_tokens=layers[0].count, settings=settings.extraction_key(),
