@@ -302,3 +302,25 @@ def test_overview_figures_put_every_model_side_by_side(tmp_path):
     assert html.index('id="across-models"') < html.index('id="claims"')
     one = {"dec": doc.model_dump(mode="json")["models"]["dec"]}
     assert overview_figures({}) == [] and overview_figures(one) == []
+
+
+def test_report_says_what_a_model_stands_for_wherever_it_names_it(tmp_path):
+    """A row on real weights that stands for a seed model says so (escaped) in the verdict matrix's column title,
+    the claim's table, the layer-wise section and the table of every result; other models get no such label."""
+    from aniso.judge.results import RegistryRow
+
+    row = dict(modality="text", granularity="subword", architecture="transformer", role="encoder", family="bert")
+    rows = {"real": RegistryRow(**row, stands_for="seed<b>", relation="relative"), "plain": RegistryRow(**row)}
+    results = [_claim("G.token-nlp-anisotropic", "real", "holds"), _claim("G.token-nlp-anisotropic", "plain", "holds")]
+    models = {m: ModelLayers(layer_names=["0", "1"], layers=[LAYER, LAYER], meta={"origin": "o"}) for m in rows}
+    html = render_html(_doc(tmp_path, results, registry=rows, models=models))
+    label = "stands for seed&lt;b&gt; (relative)"
+    assert "seed<b>" not in html
+    matrix = html.split('<table id="verdict-matrix">', 1)[1].split("</table>", 1)[0]
+    assert f'title="real: {label}"' in matrix and 'title="plain"' in matrix
+    claim = html.split('id="claim-G.token-nlp-anisotropic"', 1)[1].split("</section>", 1)[0]
+    assert f'<div class="small stands-for">{label}</div>' in claim
+    layers = html.split('id="layers"', 1)[1]
+    assert f'<b>real</b> <span class="small stands-for">({label})</span>' in layers
+    every = html.split('id="every-result"', 1)[1]
+    assert every.count(label) == 1 and html.count("stands for") == 4

@@ -264,6 +264,14 @@ def _grouped_findings(claims: list[dict], findings: list[dict], fragile: list[di
     return out
 
 
+def stands_for_labels(registry: dict) -> dict[str, str]:
+    """Model id → ``"stands for <seed id> (<relation>)"`` for the registry rows (``results.json``'s ``registry``, as
+    dicts) on real weights that stand for a seed model; the others are left out. The report shows the label beside
+    the model's name (verdict matrix column titles, claim tables, layer-wise sections), autoescaped."""
+    return {mid: f"stands for {row['stands_for']} ({row['relation']})" for mid, row in registry.items()
+            if row.get("stands_for")}
+
+
 def render_html(document: ResultsDocument) -> str:
     """The report page for a results document (as read by :func:`aniso.judge.results.read_results`): a summary (claims
     executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
@@ -323,6 +331,7 @@ def render_html(document: ResultsDocument) -> str:
                "run": len({r["claim_id"] for r in results if r["verdict"] != "skipped"}),
                "models_run": len(run_models), "models_not_run": len(not_run)}
     matrix = verdict_matrix(claims, results, doc["models"], registry, not_run)
+    stands = stands_for_labels(registry)
     overview = [{"caption": cap, "anchor": f"overview-{i}", "png": png}
                 for i, (cap, png) in enumerate(overview_figures(doc["models"], registry))]
     template = env.get_template("report.html.j2")
@@ -334,6 +343,7 @@ def render_html(document: ResultsDocument) -> str:
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
+        stands=stands,
     )
 
 
