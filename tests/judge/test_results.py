@@ -58,5 +58,6 @@ def test_registry_row_carries_what_a_model_stands_for():
     row = RegistryRow.of(reg.get("whisper-tiny.en"))
     assert (row.stands_for, row.relation) == ("whisper-base", "relative")
     assert RegistryRow.of(reg.get("gpt2")).stands_for is None
+    assert RegistryRow.of(reg.get("rxnfp-bert-ft")).fine_tuned_from == "rxnfp-bert-pretrained"
     # a results.json written before the fields existed still reads
     assert RegistryRow.model_validate(row.model_dump(exclude={"stands_for", "relation"})).relation is None

@@ -163,12 +163,14 @@ def test_stands_for_names_a_seed_row_with_its_relation(tmp_path):
          + "    stands_for: tiny\n    relation: relative\n",
          r"models\[2\] \(id 'other'\): stands_for: 'tiny' is not a seed row .*local row that stands for 'seed'"),
         (ENTRY + "    stands_for: tiny\n    relation: relative\n", r"models\[0\] \(id 'tiny'\): \(entry\): .*no relative of itself"),
+        (SEED + ENTRY + "    fine_tuned_from: sede\n", r"models\[1\] \(id 'tiny'\): fine_tuned_from: no row 'sede' in the registry; did you mean 'seed'\?"),
+        (ENTRY + "    fine_tuned_from: tiny\n", r"models\[0\] \(id 'tiny'\): \(entry\): .*fine_tuned_from names the row itself"),
         (SEED + "  - id: blk\n    source: {kind: init, block: bert-post-ln}\n    modality: embeddings\n"
          "    granularity: embedding\n    architecture: transformer\n    role: block\n    family: bert\n"
          "    stands_for: seed\n    relation: relative\n", r"models\[1\] \(id 'blk'\): \(entry\): .*real pretrained weights"),
     ],
 )
-def test_bad_stands_for_names_file_entry_and_field(tmp_path, rows, expected):
+def test_bad_stands_for_or_fine_tuned_from_names_file_entry_and_field(tmp_path, rows, expected):
     path = write(tmp_path, "models:\n" + rows)
     with pytest.raises(RegistryError, match=expected) as info:
         load_registry(path)

@@ -324,3 +324,31 @@ def test_report_says_what_a_model_stands_for_wherever_it_names_it(tmp_path):
     assert f'<b>real</b> <span class="small stands-for">({label})</span>' in layers
     every = html.split('id="every-result"', 1)[1]
     assert every.count(label) == 1 and html.count("stands for") == 4
+
+
+def test_report_compares_a_fine_tuned_model_with_its_base_layer_by_layer(tmp_path):
+    """A measured model whose registry row names the measured model it was fine-tuned from gets a table of both
+    layer-wise avg cos and the change (names escaped); without its base measured, no table."""
+    from aniso.judge.results import RegistryRow
+    from aniso.report import fine_tuning_pairs
+
+    row = dict(modality="text", granularity="char", architecture="transformer", role="encoder", family="bert")
+    rows = {"pre<": RegistryRow(**row), "ft": RegistryRow(**row, fine_tuned_from="pre<")}
+    meta = {"origin": "o", "corpus": {"dataset": "rx@1"}}
+    models = {"pre<": ModelLayers(layer_names=["0", "1"], layers=[LAYER | {"mean_cosine": 0.2},
+                                                                   LAYER | {"mean_cosine": 0.3}], meta=meta),
+              "ft": ModelLayers(layer_names=["0", "1"], layers=[LAYER | {"mean_cosine": 0.25},
+                                                                 LAYER | {"mean_cosine": 0.1}], meta=meta)}
+    doc = _doc(tmp_path, [_claim("G.token-nlp-anisotropic", m, "holds") for m in models], registry=rows,
+               models=models)
+    pairs = fine_tuning_pairs(doc.model_dump(mode="json")["models"], doc.model_dump(mode="json")["registry"])
+    assert [(p["base"], p["model"], p["same_inputs"]) for p in pairs] == [("pre<", "ft", True)]
+    assert [name for name, *_ in pairs[0]["layers"]] == ["0", "1"]
+    assert pairs[0]["layers"][1][3] == pytest.approx(-0.2) and pairs[0]["largest"][0] == "1"
+    html = render_html(doc)
+    section = html.split('<h2 id="fine-tuning">', 1)[1].split("<h2", 1)[0]
+    assert "pre&lt; → ft" in section and "pre<" not in section
+    assert "<td>1</td><td>0.3</td><td>0.1</td><td>-0.2</td>" in section
+    alone = render_html(_doc(tmp_path, [_claim("G.token-nlp-anisotropic", "ft", "holds")], registry=rows,
+                             models={"ft": models["ft"]}))
+    assert 'id="fine-tuning"' not in alone

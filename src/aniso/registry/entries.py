@@ -124,6 +124,7 @@ class ModelEntry(Strict):
     params_m: float | None = Field(default=None, gt=0)
     stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     relation: Relation | None = None
+    fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
     @property
     def large(self) -> bool:
@@ -155,6 +156,8 @@ class ModelEntry(Strict):
         if self.stands_for is not None and (not self.trained or self.miniature):
             raise ValueError("stands_for and relation belong to rows on real pretrained weights, not to untrained "
                              "blocks or the suite's own miniatures")
+        if self.fine_tuned_from == self.id:
+            raise ValueError("fine_tuned_from names the row itself: it names the row of the model it was fine-tuned from")
         if self.stands_for == self.id and self.relation == "relative":
             raise ValueError("a row is no relative of itself: relation 'same' or 'converted' for stands_for its "
                              "own id (the seed model read from a copy or a conversion)")
@@ -342,7 +345,8 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
 
 
 def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
-    """Raise RegistryError (file, entry, field) for a ``stands_for`` that names no seed row of the registry.
+    """Raise RegistryError (file, entry, field) for a ``stands_for`` that names no seed row of the registry, or a
+    ``fine_tuned_from`` that names no row.
 
     A seed row is a ``hub`` row (the model as its authors publish it) or a row that stands for itself (a model of
     the papers run here from a copy or a conversion, e.g. ``whisper-base``). Checked on the whole file only: a
@@ -352,6 +356,11 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
 
     by_id = {e.id: e for e in entries}
     for i, e in enumerate(entries):
+        if e.fine_tuned_from is not None and e.fine_tuned_from not in by_id:
+            close = difflib.get_close_matches(e.fine_tuned_from, list(by_id), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): fine_tuned_from: no row {e.fine_tuned_from!r} in "
+                                f"the registry{hint}")
         if e.stands_for is None or e.stands_for == e.id:
             continue
         where = f"{path}: models[{i}] (id {e.id!r}): stands_for"

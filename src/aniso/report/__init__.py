@@ -272,6 +272,32 @@ def stands_for_labels(registry: dict) -> dict[str, str]:
             if row.get("stands_for")}
 
 
+def fine_tuning_pairs(models: dict, registry: dict) -> list[dict]:
+    """The measured models that were fine-tuned from another measured model (``fine_tuned_from`` in the registry),
+    each with the layer-wise avg cos (exact mean cosine similarity, on the run's inputs) of both: a list of
+    ``{"model", "base", "inputs", "same_inputs", "layers": [(layer name, base avg cos, fine-tuned avg cos,
+    change)], "largest": (layer name, change) of the largest absolute change}``. A pair whose layer counts
+    differ, or of which one is not measured, is left out. No claim reads this: it is a comparison shown in the
+    report (how fine-tuning moved each layer's anisotropy)."""
+    pairs = []
+    for mid, row in registry.items():
+        base = row.get("fine_tuned_from")
+        if not base or mid not in models or base not in models:
+            continue
+        tuned, orig = models[mid], models[base]
+        if len(tuned["layers"]) != len(orig["layers"]):
+            continue
+        layers = []
+        for name, b, t in zip(tuned["layer_names"], orig["layers"], tuned["layers"]):
+            before, after = b.get("mean_cosine"), t.get("mean_cosine")
+            layers.append((name, before, after, None if before is None or after is None else after - before))
+        changes = [(name, d) for name, _, _, d in layers if d is not None]
+        inputs = [(m["meta"].get("corpus") or {}).get("dataset") for m in (orig, tuned)]
+        pairs.append({"model": mid, "base": base, "inputs": inputs[1], "same_inputs": inputs[0] == inputs[1],
+                      "layers": layers, "largest": max(changes, key=lambda c: abs(c[1])) if changes else None})
+    return pairs
+
+
 def render_html(document: ResultsDocument) -> str:
     """The report page for a results document (as read by :func:`aniso.judge.results.read_results`): a summary (claims
     executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
@@ -343,7 +369,7 @@ def render_html(document: ResultsDocument) -> str:
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
-        stands=stands,
+        stands=stands, fine_tuning=fine_tuning_pairs(doc["models"], registry),
     )
 
 
