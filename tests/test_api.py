@@ -127,6 +127,8 @@ def test_claims_and_models_list_the_catalogue_and_the_registry():
     assert rows["model"].tolist() == [e.id for e in load_registry(REGISTRY)]
     minilm = rows.set_index("model").loc["all-MiniLM-L6-v2"]
     assert minilm["source"] == "package" and minilm["modality"] == "text" and minilm["weights_here"] == "here (package)"
+    assert (minilm["stands_for"], minilm["relation"]) == ("bert-base-uncased", "relative")
+    assert rows.set_index("model").loc["gpt2", ["stands_for", "relation"]].isna().all()
 
 
 @pytest.mark.parametrize("call, names", [

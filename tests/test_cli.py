@@ -39,6 +39,12 @@ def test_list_shows_claims_and_models_with_their_set_and_weights(capsys):
     assert "| yes " in minilm  # in the small set, and its weights install with the package
     opt13 = next(line for line in out.splitlines() if line.startswith("| opt-13b "))
     assert "12853M" in opt13 and "| no " in opt13  # large: outside the default set
+    whisper = next(line for line in out.splitlines() if line.startswith("| whisper-base "))
+    assert "| whisper-base (converted) " in whisper  # a model of the papers, from a conversion
+    assert "| bert-base-uncased (relative) " in minilm
+    header = next(line for line in out.splitlines() if line.startswith("| model ") and "source" in line)
+    assert "| stands for " in header
+    assert "| - " in next(line for line in out.splitlines() if line.startswith("| gemma-3-270m "))  # no seed row
 
 
 def test_list_rejects_an_unknown_model_set(capsys):

@@ -717,8 +717,9 @@ def claims(*, as_frame: bool = True):
 
 def models(registry: str | Path | None = None, *, as_frame: bool = True, settings: dict[str, Any] | None = None):
     """The registry's models, one row each in file order: ``model``, ``source`` (kind), ``modality``,
-    ``granularity``, ``role``, ``family``, ``tags`` (comma-joined), ``params_m`` (millions, None if not recorded)
-    and ``weights_here`` (:func:`aniso.sources.weights_here`: read from disk only, no network). A pandas DataFrame,
+    ``granularity``, ``role``, ``family``, ``tags`` (comma-joined), ``params_m`` (millions, None if not recorded),
+    ``stands_for`` and ``relation`` (the seed model's row id a row on real weights stands for, and how: ``same``,
+    ``converted`` or ``relative``; None for the others) and ``weights_here`` (:func:`aniso.sources.weights_here`: read from disk only, no network). A pandas DataFrame,
     or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`).
 
     Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.entries.RegistryError`).
@@ -731,10 +732,10 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     ctx = StatsProvider(s, reg).source_context
     rows = [{"model": e.id, "source": e.source.kind, "modality": e.modality, "granularity": e.granularity,
              "role": e.role, "family": e.family, "tags": ",".join(sorted(e.tags)), "params_m": e.params_m,
-             "weights_here": weights_here(e, ctx)} for e in reg]
+             "stands_for": e.stands_for, "relation": e.relation, "weights_here": weights_here(e, ctx)} for e in reg]
     if not as_frame:
         return rows
     import pandas as pd
 
     return pd.DataFrame(rows, columns=["model", "source", "modality", "granularity", "role", "family", "tags",
-                                       "params_m", "weights_here"])
+                                       "params_m", "stands_for", "relation", "weights_here"])

@@ -139,12 +139,14 @@ def _list(args: argparse.Namespace) -> int:
     if args.what in ("models", "all"):
         in_set = {e.id for e in chosen}
         rows = [[m["model"], m["source"], m["modality"], m["role"], m["tags"] or "-",
-                 f"{m['params_m']:g}M" if m["params_m"] else "-", "yes" if m["model"] in in_set else "no",
+                 f"{m['params_m']:g}M" if m["params_m"] else "-",
+                 f"{m['stands_for']} ({m['relation']})" if m["stands_for"] else "-",
+                 "yes" if m["model"] in in_set else "no",
                  m["weights_here"]]  # read from disk only: packages, folders, the hub cache
                 for m in models(settings.registry, as_frame=False)]
         if args.what == "all":
             print()
-        print(tabulate(rows, headers=["model", "source", "modality", "role", "tags", "params",
+        print(tabulate(rows, headers=["model", "source", "modality", "role", "tags", "params", "stands for",
                                       f"in set {args.models or settings.models!r}", "weights here"],
                        tablefmt="github"))
     return 0

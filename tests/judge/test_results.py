@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,16 @@ def test_bad_files_are_named(tmp_path, content, message):
 def test_unknown_fields_are_rejected():
     with pytest.raises(ValueError, match="corpus"):
         _result(corpus="renamed to inputs_label")
+
+
+def test_registry_row_carries_what_a_model_stands_for():
+    from aniso.judge.results import RegistryRow
+    from aniso.registry.entries import load_registry
+
+    reg = load_registry(Path(__file__).resolve().parents[2] / "models.yaml")
+    row = RegistryRow.of(reg.get("whisper-tiny.en"))
+    assert (row.stands_for, row.relation) == ("whisper-base", "relative")
+    assert RegistryRow.of(reg.get("gpt2")).stands_for is None
+    assert RegistryRow.of(reg.get("rxnfp-bert-ft")).fine_tuned_from == "rxnfp-bert-pretrained"
+    # a results.json written before the fields existed still reads
+    assert RegistryRow.model_validate(row.model_dump(exclude={"stands_for", "relation"})).relation is None

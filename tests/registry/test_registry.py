@@ -128,3 +128,69 @@ def test_bad_recorded_inputs_name_the_field(tmp_path, text, field):
     """Inputs are a modality's dataset identity, name@fingerprint."""
     with pytest.raises(RegistryError, match=field.replace(".", r"\.")):
         load_registry(write(tmp_path, text))
+
+
+SEED = """\
+  - id: seed
+    source: {kind: hub, repo: org/seed}
+    modality: text
+    granularity: subword
+    architecture: transformer
+    role: encoder
+    family: bert
+"""
+
+
+def test_stands_for_names_a_seed_row_with_its_relation(tmp_path):
+    reg = load_registry(write(tmp_path, "models:\n" + SEED + ENTRY + "    stands_for: seed\n    relation: relative\n"))
+    assert (reg.get("tiny").stands_for, reg.get("tiny").relation) == ("seed", "relative")
+    assert (reg.get("seed").stands_for, reg.get("seed").relation) == (None, None)
+    # a model of the papers run here from a conversion stands for itself, and is a seed row for its relatives
+    own = ENTRY.replace("id: tiny", "id: conv") + "    stands_for: conv\n    relation: converted\n"
+    reg = load_registry(write(tmp_path, "models:\n" + own + ENTRY + "    stands_for: conv\n    relation: relative\n"))
+    assert reg.get("tiny").stands_for == "conv" and reg.get("conv").relation == "converted"
+
+
+@pytest.mark.parametrize(
+    "rows, expected",
+    [
+        (SEED + ENTRY + "    stands_for: seed\n", r"models\[1\] \(id 'tiny'\): \(entry\): .*go together"),
+        (SEED + ENTRY + "    relation: same\n", r"models\[1\] \(id 'tiny'\): \(entry\): .*go together"),
+        (SEED + ENTRY + "    stands_for: seed\n    relation: cousin\n", r"models\[1\] \(id 'tiny'\): relation: Input should be 'same', 'converted' or 'relative'"),
+        (SEED + ENTRY + "    stands_for: sed\n    relation: same\n",
+         r"models\[1\] \(id 'tiny'\): stands_for: no row 'sed' in the registry; did you mean 'seed'\?"),
+        (SEED + ENTRY + "    stands_for: seed\n    relation: same\n" + ENTRY.replace("id: tiny", "id: other")
+         + "    stands_for: tiny\n    relation: relative\n",
+         r"models\[2\] \(id 'other'\): stands_for: 'tiny' is not a seed row .*local row that stands for 'seed'"),
+        (ENTRY + "    stands_for: tiny\n    relation: relative\n", r"models\[0\] \(id 'tiny'\): \(entry\): .*no relative of itself"),
+        (SEED + ENTRY + "    fine_tuned_from: sede\n", r"models\[1\] \(id 'tiny'\): fine_tuned_from: no row 'sede' in the registry; did you mean 'seed'\?"),
+        (ENTRY + "    fine_tuned_from: tiny\n", r"models\[0\] \(id 'tiny'\): \(entry\): .*fine_tuned_from names the row itself"),
+        (SEED + "  - id: blk\n    source: {kind: init, block: bert-post-ln}\n    modality: embeddings\n"
+         "    granularity: embedding\n    architecture: transformer\n    role: block\n    family: bert\n"
+         "    stands_for: seed\n    relation: relative\n", r"models\[1\] \(id 'blk'\): \(entry\): .*real pretrained weights"),
+    ],
+)
+def test_bad_stands_for_or_fine_tuned_from_names_file_entry_and_field(tmp_path, rows, expected):
+    path = write(tmp_path, "models:\n" + rows)
+    with pytest.raises(RegistryError, match=expected) as info:
+        load_registry(path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+
+
+def test_a_model_set_keeps_a_row_whose_seed_it_leaves_out(tmp_path):
+    reg = load_registry(write(tmp_path, "models:\n" + SEED + ENTRY + "    stands_for: seed\n    relation: relative\n"))
+    kept, left = reg.model_set("tiny")
+    assert [e.id for e in kept] == ["tiny"] and [e.id for e in left] == ["seed"]
+
+
+def test_project_rows_on_real_weights_say_what_they_stand_for():
+    """Every row on real pretrained weights (not hub, not built or trained here) names its seed, except those whose
+    seed has no row (Gemma-3-270M, MobileNetV2): a seed row is a hub row or a row standing for itself."""
+    reg = load_registry(ROOT / "models.yaml")
+    real = [e for e in reg if e.source.kind != "hub" and e.trained and not e.miniature]
+    assert {e.id for e in real if e.stands_for is None} == {"gemma-3-270m", "mobilenetv2-1.0-int8"}
+    assert all(e.stands_for is None for e in reg if not e.trained or e.miniature or e.source.kind == "hub")
+    assert (reg.get("whisper-base").stands_for, reg.get("whisper-base").relation) == ("whisper-base", "converted")
+    assert (reg.get("resnet-50-1by2-opennsfw").stands_for, reg.get("resnet-50-1by2-opennsfw").relation) == \
+        ("resnet-50", "relative")

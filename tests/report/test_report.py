@@ -302,3 +302,53 @@ def test_overview_figures_put_every_model_side_by_side(tmp_path):
     assert html.index('id="across-models"') < html.index('id="claims"')
     one = {"dec": doc.model_dump(mode="json")["models"]["dec"]}
     assert overview_figures({}) == [] and overview_figures(one) == []
+
+
+def test_report_says_what_a_model_stands_for_wherever_it_names_it(tmp_path):
+    """A row on real weights that stands for a seed model says so (escaped) in the verdict matrix's column title,
+    the claim's table, the layer-wise section and the table of every result; other models get no such label."""
+    from aniso.judge.results import RegistryRow
+
+    row = dict(modality="text", granularity="subword", architecture="transformer", role="encoder", family="bert")
+    rows = {"real": RegistryRow(**row, stands_for="seed<b>", relation="relative"), "plain": RegistryRow(**row)}
+    results = [_claim("G.token-nlp-anisotropic", "real", "holds"), _claim("G.token-nlp-anisotropic", "plain", "holds")]
+    models = {m: ModelLayers(layer_names=["0", "1"], layers=[LAYER, LAYER], meta={"origin": "o"}) for m in rows}
+    html = render_html(_doc(tmp_path, results, registry=rows, models=models))
+    label = "stands for seed&lt;b&gt; (relative)"
+    assert "seed<b>" not in html
+    matrix = html.split('<table id="verdict-matrix">', 1)[1].split("</table>", 1)[0]
+    assert f'title="real: {label}"' in matrix and 'title="plain"' in matrix
+    claim = html.split('id="claim-G.token-nlp-anisotropic"', 1)[1].split("</section>", 1)[0]
+    assert f'<div class="small stands-for">{label}</div>' in claim
+    layers = html.split('id="layers"', 1)[1]
+    assert f'<b>real</b> <span class="small stands-for">({label})</span>' in layers
+    every = html.split('id="every-result"', 1)[1]
+    assert every.count(label) == 1 and html.count("stands for") == 4
+
+
+def test_report_compares_a_fine_tuned_model_with_its_base_layer_by_layer(tmp_path):
+    """A measured model whose registry row names the measured model it was fine-tuned from gets a table of both
+    layer-wise avg cos and the change (names escaped); without its base measured, no table."""
+    from aniso.judge.results import RegistryRow
+    from aniso.report import fine_tuning_pairs
+
+    row = dict(modality="text", granularity="char", architecture="transformer", role="encoder", family="bert")
+    rows = {"pre<": RegistryRow(**row), "ft": RegistryRow(**row, fine_tuned_from="pre<")}
+    meta = {"origin": "o", "corpus": {"dataset": "rx@1"}}
+    models = {"pre<": ModelLayers(layer_names=["0", "1"], layers=[LAYER | {"mean_cosine": 0.2},
+                                                                   LAYER | {"mean_cosine": 0.3}], meta=meta),
+              "ft": ModelLayers(layer_names=["0", "1"], layers=[LAYER | {"mean_cosine": 0.25},
+                                                                 LAYER | {"mean_cosine": 0.1}], meta=meta)}
+    doc = _doc(tmp_path, [_claim("G.token-nlp-anisotropic", m, "holds") for m in models], registry=rows,
+               models=models)
+    pairs = fine_tuning_pairs(doc.model_dump(mode="json")["models"], doc.model_dump(mode="json")["registry"])
+    assert [(p["base"], p["model"], p["same_inputs"]) for p in pairs] == [("pre<", "ft", True)]
+    assert [name for name, *_ in pairs[0]["layers"]] == ["0", "1"]
+    assert pairs[0]["layers"][1][3] == pytest.approx(-0.2) and pairs[0]["largest"][0] == "1"
+    html = render_html(doc)
+    section = html.split('<h2 id="fine-tuning">', 1)[1].split("<h2", 1)[0]
+    assert "pre&lt; → ft" in section and "pre<" not in section
+    assert "<td>1</td><td>0.3</td><td>0.1</td><td>-0.2</td>" in section
+    alone = render_html(_doc(tmp_path, [_claim("G.token-nlp-anisotropic", "ft", "holds")], registry=rows,
+                             models={"ft": models["ft"]}))
+    assert 'id="fine-tuning"' not in alone

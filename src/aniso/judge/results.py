@@ -105,7 +105,9 @@ class ClaimResult(_Doc):
 
 
 class RegistryRow(_Doc):
-    """The registry fields of one model that the report groups and labels by."""
+    """The registry fields of one model that the report groups and labels by (``stands_for``, ``relation``: the
+    seed model a row on real weights stands for, and how; ``fine_tuned_from``: the row of the model it was
+    fine-tuned from; None for the others)."""
 
     modality: str
     granularity: str
@@ -115,13 +117,17 @@ class RegistryRow(_Doc):
     description: str = ""
     trained: bool = True
     miniature: bool = False
+    stands_for: str | None = None
+    relation: str | None = None
+    fine_tuned_from: str | None = None
 
     @classmethod
     def of(cls, entry) -> "RegistryRow":
         """The row of a :class:`~aniso.registry.entries.ModelEntry`."""
         return cls(modality=entry.modality, granularity=entry.granularity, architecture=entry.architecture,
                    role=entry.role, family=entry.family, description=entry.description, trained=entry.trained,
-                   miniature=entry.miniature)
+                   miniature=entry.miniature, stands_for=entry.stands_for, relation=entry.relation,
+                   fine_tuned_from=entry.fine_tuned_from)
 
 
 class ModelLayers(_Doc):

@@ -56,6 +56,13 @@ InputsKind = Literal["text", "speech", "vision", "reactions"]
 #: Modality → the kinds of inputs its models can be measured on (the first is the modality's own).
 _READS: dict[str, tuple[str, ...]] = {"text": ("text", "reactions"), "speech": ("speech",), "vision": ("vision",)}
 
+#: How a row on real weights stands for its seed model (``relation:``, with ``stands_for:`` the seed's row id):
+#: ``same`` the seed's own weights, read from another place (a package, a folder); ``converted`` the seed's weights
+#: in another format or precision (e.g. Whisper-base as a CTranslate2 float16 conversion); ``relative`` another
+#: model of the seed's architecture family (another size, task or training data), standing in for it.
+Relation = Literal["same", "converted", "relative"]
+RELATIONS: tuple[str, ...] = ("same", "converted", "relative")
+
 
 class ExpectedVerdict(Strict):
     """What a claim is expected to give for a model, with the measured value and the reason.
@@ -115,6 +122,9 @@ class ModelEntry(Strict):
     checkpoints: CheckpointSeries | None = None
     measured_on: InputsKind | None = None
     params_m: float | None = Field(default=None, gt=0)
+    stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    relation: Relation | None = None
+    fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
     @property
     def large(self) -> bool:
@@ -140,6 +150,17 @@ class ModelEntry(Strict):
                              f"(it reads {list(_READS.get(self.modality, ()))})")
         if self.modality == "embeddings" and self.source.kind != "init":
             raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
+        if (self.stands_for is None) != (self.relation is None):
+            raise ValueError("stands_for (the seed model's row id) and relation (same | converted | relative) go "
+                             "together: give both or neither")
+        if self.stands_for is not None and (not self.trained or self.miniature):
+            raise ValueError("stands_for and relation belong to rows on real pretrained weights, not to untrained "
+                             "blocks or the suite's own miniatures")
+        if self.fine_tuned_from == self.id:
+            raise ValueError("fine_tuned_from names the row itself: it names the row of the model it was fine-tuned from")
+        if self.stands_for == self.id and self.relation == "relative":
+            raise ValueError("a row is no relative of itself: relation 'same' or 'converted' for stands_for its "
+                             "own id (the seed model read from a copy or a conversion)")
         problem = self._kind.check_entry(self)
         if problem:
             raise ValueError(problem)
@@ -323,6 +344,37 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
 
 
+def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, field) for a ``stands_for`` that names no seed row of the registry, or a
+    ``fine_tuned_from`` that names no row.
+
+    A seed row is a ``hub`` row (the model as its authors publish it) or a row that stands for itself (a model of
+    the papers run here from a copy or a conversion, e.g. ``whisper-base``). Checked on the whole file only: a
+    model set (:meth:`Registry.model_set`) may leave the seed row out.
+    """
+    import difflib
+
+    by_id = {e.id: e for e in entries}
+    for i, e in enumerate(entries):
+        if e.fine_tuned_from is not None and e.fine_tuned_from not in by_id:
+            close = difflib.get_close_matches(e.fine_tuned_from, list(by_id), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): fine_tuned_from: no row {e.fine_tuned_from!r} in "
+                                f"the registry{hint}")
+        if e.stands_for is None or e.stands_for == e.id:
+            continue
+        where = f"{path}: models[{i}] (id {e.id!r}): stands_for"
+        seed = by_id.get(e.stands_for)
+        if seed is None:
+            close = difflib.get_close_matches(e.stands_for, list(by_id), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise RegistryError(f"{where}: no row {e.stands_for!r} in the registry{hint}")
+        if seed.source.kind != "hub" and seed.stands_for != seed.id:
+            raise RegistryError(f"{where}: {e.stands_for!r} is not a seed row (a hub row, or a row that stands for "
+                                f"itself); it is a {seed.source.kind} row"
+                                + (f" that stands for {seed.stands_for!r}" if seed.stands_for else ""))
+
+
 def load_registry(path: Path | str) -> Registry:
     """Read and validate a registry file.
 
@@ -344,4 +396,6 @@ def load_registry(path: Path | str) -> Registry:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
         raise RegistryError(_format_error(path, raw, err)) from None
-    return Registry(parsed.models, path, parsed.recorded_inputs)
+    registry = Registry(parsed.models, path, parsed.recorded_inputs)
+    _check_stands_for(registry.entries, path)
+    return registry

@@ -264,6 +264,40 @@ def _grouped_findings(claims: list[dict], findings: list[dict], fragile: list[di
     return out
 
 
+def stands_for_labels(registry: dict) -> dict[str, str]:
+    """Model id → ``"stands for <seed id> (<relation>)"`` for the registry rows (``results.json``'s ``registry``, as
+    dicts) on real weights that stand for a seed model; the others are left out. The report shows the label beside
+    the model's name (verdict matrix column titles, claim tables, layer-wise sections), autoescaped."""
+    return {mid: f"stands for {row['stands_for']} ({row['relation']})" for mid, row in registry.items()
+            if row.get("stands_for")}
+
+
+def fine_tuning_pairs(models: dict, registry: dict) -> list[dict]:
+    """The measured models that were fine-tuned from another measured model (``fine_tuned_from`` in the registry),
+    each with the layer-wise avg cos (exact mean cosine similarity, on the run's inputs) of both: a list of
+    ``{"model", "base", "inputs", "same_inputs", "layers": [(layer name, base avg cos, fine-tuned avg cos,
+    change)], "largest": (layer name, change) of the largest absolute change}``. A pair whose layer counts
+    differ, or of which one is not measured, is left out. No claim reads this: it is a comparison shown in the
+    report (how fine-tuning moved each layer's anisotropy)."""
+    pairs = []
+    for mid, row in registry.items():
+        base = row.get("fine_tuned_from")
+        if not base or mid not in models or base not in models:
+            continue
+        tuned, orig = models[mid], models[base]
+        if len(tuned["layers"]) != len(orig["layers"]):
+            continue
+        layers = []
+        for name, b, t in zip(tuned["layer_names"], orig["layers"], tuned["layers"]):
+            before, after = b.get("mean_cosine"), t.get("mean_cosine")
+            layers.append((name, before, after, None if before is None or after is None else after - before))
+        changes = [(name, d) for name, _, _, d in layers if d is not None]
+        inputs = [(m["meta"].get("corpus") or {}).get("dataset") for m in (orig, tuned)]
+        pairs.append({"model": mid, "base": base, "inputs": inputs[1], "same_inputs": inputs[0] == inputs[1],
+                      "layers": layers, "largest": max(changes, key=lambda c: abs(c[1])) if changes else None})
+    return pairs
+
+
 def render_html(document: ResultsDocument) -> str:
     """The report page for a results document (as read by :func:`aniso.judge.results.read_results`): a summary (claims
     executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
@@ -323,6 +357,7 @@ def render_html(document: ResultsDocument) -> str:
                "run": len({r["claim_id"] for r in results if r["verdict"] != "skipped"}),
                "models_run": len(run_models), "models_not_run": len(not_run)}
     matrix = verdict_matrix(claims, results, doc["models"], registry, not_run)
+    stands = stands_for_labels(registry)
     overview = [{"caption": cap, "anchor": f"overview-{i}", "png": png}
                 for i, (cap, png) in enumerate(overview_figures(doc["models"], registry))]
     template = env.get_template("report.html.j2")
@@ -334,6 +369,7 @@ def render_html(document: ResultsDocument) -> str:
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
+        stands=stands, fine_tuning=fine_tuning_pairs(doc["models"], registry),
     )
 
 

@@ -7,8 +7,12 @@ Whisper by :mod:`aniso.sources.ctranslate2_reader`), or ``state-dict`` (a PyTorc
 ``onnx-dinov2`` (the DINOv2 ViT backbone inside an ONNX ``file``, read onto transformers' ``Dinov2Model`` by
 :mod:`aniso.sources.onnx_vit`), or ``transformers-torch`` (a Hugging Face folder whose weights are a PyTorch
 ``pytorch_model.bin``, read with ``weights_only=True`` onto the ``AutoModel`` of its ``config.json``; ``tokenizer:
-smiles`` reads its ``vocab.txt`` as SMILES tokens, :mod:`aniso.sources.smiles`). Packages are located without being
-imported, so none of their code runs.
+smiles`` reads its ``vocab.txt`` as SMILES tokens, :mod:`aniso.sources.smiles`; ``model_type`` names the
+transformers model type of a ``config.json`` that names none, as folders written by transformers 2.x do). Packages
+are located without being imported, so none of their code runs.
+
+``sha256`` without ``parts`` is the SHA-256 of the format's one model file (e.g. ``pytorch_model.bin``), checked
+each time the folder is located: a package whose file differs is reported unavailable, naming both digests.
 
 A model file split over several packages (PyPI's size limit) is given as ``parts`` with the ``sha256`` of the joined
 file: the parts are joined once into ``<cache>/package/<sha256>/`` beside copies of the other files of ``subdir``
@@ -31,7 +35,7 @@ from .parts import PackagePart, joined_file, package_dir, parts_fingerprint
 from .hub import from_pretrained
 from .local import weight_files_fingerprint
 
-__all__ = ["PackageSource", "KIND", "FORMATS", "load_ct2_whisper", "read_torch_bin"]
+__all__ = ["PackageSource", "KIND", "FORMATS", "load_ct2_whisper", "read_torch_bin", "torch_bin_config"]
 
 #: The PyTorch weights file of a ``transformers-torch`` folder.
 TORCH_BIN = "pytorch_model.bin"
@@ -51,11 +55,14 @@ class PackageSource(Strict):
     builder: str | None = None
     parts: tuple[PackagePart, ...] = ()
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    model_type: str | None = Field(default=None, pattern=r"^[a-z0-9_\-]+$")
 
     @model_validator(mode="after")
     def _format_fields(self) -> "PackageSource":
-        if bool(self.parts) != bool(self.sha256):
-            raise ValueError("a model file split over 'parts' needs the 'sha256' of the joined file, and only then")
+        if self.parts and not self.sha256:
+            raise ValueError("a model file split over 'parts' needs the 'sha256' of the joined file")
+        if self.model_type is not None and self.format != "transformers-torch":
+            raise ValueError("'model_type' is only used with format 'transformers-torch'")
         if self.format == "state-dict" and not (self.file and self.builder):
             raise ValueError("format 'state-dict' needs 'file' and 'builder'")
         if self.format == "onnx-dinov2" and not self.file:
@@ -98,6 +105,13 @@ def directory(entry, ctx: SourceContext | None = None) -> Path:
     needed = FORMATS[src.format].needed(src)
     if not (path / needed).is_file():
         raise ModelUnavailable(f"{entry.id}: package {src.package!r} has no {needed} under {path}")
+    if src.sha256 is not None:
+        from ..common.files import sha256_file
+
+        found = sha256_file(path / needed)
+        if found != src.sha256:
+            raise ModelUnavailable(f"{entry.id}: {path / needed} has SHA-256 {found}, the registry's source.sha256 "
+                                   f"is {src.sha256} (another version of package {src.package!r}?)")
     return path
 
 
@@ -180,19 +194,42 @@ def _load_onnx_dinov2(entry, path: Path, version: str) -> LoadedModel:
                        processor)
 
 
-def read_torch_bin(directory: Path, lm_head: bool = False):
+def torch_bin_config(directory: Path, model_type: str | None = None):
+    """The transformers configuration of ``directory/config.json``.
+
+    ``model_type`` (a key of transformers' ``CONFIG_MAPPING``, e.g. ``bert``) is needed when the file names none
+    (folders written by transformers 2.x, such as rxnfp's); when the file names one, it must be the same. Raises
+    ValueError naming the file for an unknown or contradicting model type, OSError if the file cannot be read.
+    """
+    import json
+
+    from transformers import CONFIG_MAPPING, AutoConfig
+
+    file = Path(directory) / "config.json"
+    named = json.loads(file.read_text(encoding="utf-8")).get("model_type")
+    if model_type is None or named == model_type:
+        return AutoConfig.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
+    if named is not None:
+        raise ValueError(f"{file}: names model_type {named!r}, the registry's source.model_type is {model_type!r}")
+    if model_type not in CONFIG_MAPPING:
+        raise ValueError(f"{file}: source.model_type {model_type!r} is no transformers model type")
+    return CONFIG_MAPPING[model_type].from_json_file(str(file))
+
+
+def read_torch_bin(directory: Path, lm_head: bool = False, model_type: str | None = None):
     """The transformers model of ``directory/config.json`` with the weights of ``directory/pytorch_model.bin``.
 
     The file is read with ``torch.load(weights_only=True)``: tensors and plain containers only, never pickled
     objects. Returns the ``AutoModel`` of the configuration (the base model, whose hidden states the suite
     measures; a task head's weights in the file are left out), or with ``lm_head`` the ``AutoModelForMaskedLM``
-    (every weight of the file but a pooler's, which that class does not have); float32, eval mode. Raises ValueError naming the file if its weights do not fit
-    the configuration's model exactly (a missing or unexpected tensor, a wrong shape).
+    (every weight of the file but a pooler's and a next-sentence-prediction head's, which that class does not
+    have); float32, eval mode. ``model_type``: see :func:`torch_bin_config`. Raises ValueError naming the file if
+    its weights do not fit the configuration's model exactly (a missing or unexpected tensor, a wrong shape).
     """
     import torch
-    from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
+    from transformers import AutoModel, AutoModelForMaskedLM
 
-    config = AutoConfig.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
+    config = torch_bin_config(directory, model_type)
     file = Path(directory) / TORCH_BIN
     state = torch.load(file, map_location="cpu", weights_only=True)
     model = (AutoModelForMaskedLM if lm_head else AutoModel).from_config(config)
@@ -206,11 +243,17 @@ def read_torch_bin(directory: Path, lm_head: bool = False):
         raise ValueError(f"{file}: the weights do not fit {type(model).__name__} of its config.json: "
                          f"{str(exc)[:300]}") from None
     # Every weight of the model must come from the file; the only tensors the file may hold beyond them are a
-    # pooler's, which masked-LM classes leave out.
-    unexpected = [k for k in result.unexpected_keys if ".pooler." not in f".{k}"]
-    if result.missing_keys or unexpected:
+    # pooler's and a next-sentence-prediction head's (BERT pre-training), which masked-LM classes leave out.
+    unexpected = [k for k in result.unexpected_keys
+                  if ".pooler." not in f".{k}" and not k.startswith("cls.seq_relationship.")]
+    # A tensor the model ties to another one it reads from the file (transformers' _tied_weights_keys, target →
+    # source: BERT's decoder bias is its prediction bias) may be absent: tie_weights sets it from its source.
+    tied = getattr(model, "_tied_weights_keys", None)
+    tied = tied if isinstance(tied, dict) else {}
+    missing = [k for k in result.missing_keys if not (lm_head and tied.get(k) in state)]
+    if missing or unexpected:
         raise ValueError(f"{file}: the weights do not fit {type(model).__name__} of its config.json: missing "
-                         f"{result.missing_keys[:5]}, unexpected {unexpected[:5]}")
+                         f"{missing[:5]}, unexpected {unexpected[:5]}")
     if lm_head:
         model.tie_weights()
     return model.float().eval()
@@ -220,7 +263,7 @@ def _load_torch_bin(entry, path: Path, version: str) -> LoadedModel:
     from transformers import AutoTokenizer
 
     try:
-        model = read_torch_bin(path)
+        model = read_torch_bin(path, model_type=entry.source.model_type)
     except (OSError, ValueError) as exc:
         raise ModelUnavailable(f"{entry.id}: could not load from {path}: {exc}") from None
     if entry.source.tokenizer == "smiles":
