@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 import re
 from pathlib import Path
 
@@ -21,6 +22,9 @@ NOTEBOOK = ROOT / "examples" / "measure_a_model.ipynb"
 CELL_TIMEOUT = 300
 #: Set in a cell after the notebook's ``parameters`` cell, as papermill would: the sizes of tests/test_api.py.
 SMALL = {"N_INPUTS": 6, "MAX_LENGTH": 24, "N_BOOTSTRAP": 0}
+#: Settings that name files or folders: the kernel's working folder is a temporary one, so they are passed absolute.
+DATA_SETTINGS = ("ANISO_CORPUS", "ANISO_SPEECH_DIR", "ANISO_IMAGE_DIR", "ANISO_MODELS_DIR", "ANISO_TRAIN_TEXT",
+                 "ANISO_REGISTRY")
 MINILM_LAYERS = ["0", "1", "2", "3", "4", "5", "6"]  # the embedding output, then six Transformer layers
 
 
@@ -67,6 +71,9 @@ def test_the_notebook_runs(tmp_path, monkeypatch):
     work.mkdir()
     tmp.mkdir()
     monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))  # the kernel inherits this process's environment
+    for name in DATA_SETTINGS:  # the kernel runs in another folder: relative data paths (as .ci/run sets) made absolute
+        if os.environ.get(name):
+            monkeypatch.setenv(name, str(Path(os.environ[name]).resolve()))
     monkeypatch.setenv("TMPDIR", str(tmp))  # where the notebook's tempfile.mkdtemp() writes the report
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))  # the kernel's connection file
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))  # no profile or start-up files from the home folder
