@@ -355,20 +355,20 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
     import difflib
 
     by_id = {e.id: e for e in entries}
+
+    def no_row(name: str) -> str:
+        close = difflib.get_close_matches(name, list(by_id), n=1, cutoff=0.6)
+        return f"no row {name!r} in the registry" + (f"; did you mean {close[0]!r}?" if close else "")
+
     for i, e in enumerate(entries):
         if e.fine_tuned_from is not None and e.fine_tuned_from not in by_id:
-            close = difflib.get_close_matches(e.fine_tuned_from, list(by_id), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): fine_tuned_from: no row {e.fine_tuned_from!r} in "
-                                f"the registry{hint}")
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): fine_tuned_from: {no_row(e.fine_tuned_from)}")
         if e.stands_for is None or e.stands_for == e.id:
             continue
         where = f"{path}: models[{i}] (id {e.id!r}): stands_for"
         seed = by_id.get(e.stands_for)
         if seed is None:
-            close = difflib.get_close_matches(e.stands_for, list(by_id), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise RegistryError(f"{where}: no row {e.stands_for!r} in the registry{hint}")
+            raise RegistryError(f"{where}: {no_row(e.stands_for)}")
         if seed.source.kind != "hub" and seed.stands_for != seed.id:
             raise RegistryError(f"{where}: {e.stands_for!r} is not a seed row (a hub row, or a row that stands for "
                                 f"itself); it is a {seed.source.kind} row"
