@@ -7,6 +7,15 @@ from hypothesis import settings
 settings.register_profile("aniso", deadline=None, max_examples=60)
 settings.load_profile("aniso")
 
+#: Where the device-resident paths are tested: the CPU always, and CUDA where a GPU is present (CI has none).
+TORCH_DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def pytest_generate_tests(metafunc):
+    """A test that takes ``torch_device`` runs once per device of :data:`TORCH_DEVICES` (ids ``cpu``, ``cuda``)."""
+    if "torch_device" in metafunc.fixturenames:
+        metafunc.parametrize("torch_device", TORCH_DEVICES)
+
 
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory):

@@ -62,3 +62,44 @@ def test_twonn_over_shuffled_batches_of_every_token(tiny_bert_entry, tmp_path):
     assert len(per_layer) == len(both.layers)
     assert all(d["n_batches"] == 3 and d["batch_size"] == 40 and d["mean"] > 0 and d["std"] >= 0 for d in per_layer)
     assert [s.twonn for s in both.summaries()] == [s.twonn for s in plain.summaries()]
+
+
+def test_every_statistic_on_the_device_matches_the_cpu(tiny_bert_entry, tmp_path, torch_device):
+    """Hidden states, attention (sink share, entropy, first-token attention), Q/K and per-input sums reduced on
+    ``torch_device`` give the CPU's statistics to float rounding (1e-5 relative): what a GPU run reports is what
+    the CPU reports. On the CPU, two runs into separate caches give the same numbers exactly."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
+    common = dict(corpus=str(corpus), n_sequences=40, reservoir_size=64, svd_batch_size=50)
+    runs = [StatsProvider(Settings(**common, device=device, cache_dir=str(tmp_path / f"cache-{i}")),
+                          Registry([tiny_bert_entry])).get(tiny_bert_entry)
+            for i, device in enumerate(("cpu", torch_device))]
+    cpu, dev = runs
+    assert dev.meta["cache"]["hit"] is False and dev.meta["n_tokens"] == cpu.meta["n_tokens"]
+    exact = torch_device == "cpu"
+    for a, b in zip(cpu.summaries(), dev.summaries()):
+        for field, value in vars(a).items():
+            got = getattr(b, field)
+            if isinstance(value, float) and not exact:
+                assert got == pytest.approx(value, rel=1e-5, abs=1e-7, nan_ok=True), field
+            else:
+                assert got == value or (value != value and got != got), field
+    assert "attention_sink" in cpu.meta and "first_token_excluded" in cpu.meta
+    for name in ("attention_sink", "first_token_excluded", "massive_excluded"):
+        _assert_close(cpu.meta[name], dev.meta[name], exact, name)
+
+
+def _assert_close(a, b, exact: bool, where: str) -> None:
+    """Nested metadata (dicts, lists, numbers, strings) equal, floats to 1e-5 relative unless ``exact``."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            _assert_close(a[k], b[k], exact, f"{where}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_close(x, y, exact, f"{where}[{i}]")
+    elif isinstance(a, float) and not exact:
+        assert b == pytest.approx(a, rel=1e-5, abs=1e-7, nan_ok=True), where
+    else:
+        assert a == b or (a != a and b != b), where

@@ -22,10 +22,11 @@ from reference_stats import ReferenceLayerAccumulator
 REL = 1e-6
 
 
-def _feed(acc, chunks, labels, positions, torch_in: bool, dtype=torch.float32):
+def _feed(acc, chunks, labels, positions, torch_in: bool, dtype=torch.float32, device="cpu"):
     for x, lab, pos, k in zip(chunks, labels, positions, [int(lab.max()) + 1 for lab in labels]):
         if torch_in:
-            acc.update(torch.from_numpy(x).to(dtype), torch.from_numpy(lab), k, torch.from_numpy(pos))
+            acc.update(torch.from_numpy(x).to(device, dtype), torch.from_numpy(lab).to(device), k,
+                       torch.from_numpy(pos).to(device))
         else:
             acc.update(x, lab, k, pos)
 
@@ -85,11 +86,14 @@ def streams(draw):
 
 @settings(max_examples=40)
 @given(streams(), st.booleans(), st.integers(2, 9), st.integers(0, 7))
-def test_engine_matches_reference_on_random_streams(stream, torch_in, svd_batch, reservoir):
+def test_engine_matches_reference_on_random_streams(torch_device, stream, torch_in, svd_batch, reservoir):
+    """On the CPU, and on a GPU where present: the engine's state lives on the device of the accumulator (NumPy
+    input is moved there), and agrees with the float64 host reference to 1e-6."""
     d, chunks, labels, positions, seed = stream
     kwargs = dict(reservoir_size=reservoir, svd_batch_size=svd_batch, seed=seed, per_input=True)
-    new, ref = LayerAccumulator(d, **kwargs), ReferenceLayerAccumulator(d, **kwargs)
-    _feed(new, chunks, labels, positions, torch_in)
+    new, ref = LayerAccumulator(d, device=torch_device, **kwargs), ReferenceLayerAccumulator(d, **kwargs)
+    _feed(new, chunks, labels, positions, torch_in, device=torch_device)
+    assert new.gram_tensor().device.type == torch.device(torch_device).type
     _feed(ref, chunks, labels, positions, False)
     if ref.n_nonzero >= 2:  # fewer non-zero vectors have no avg cos (both raise, tested in test_stats)
         _assert_same(new, ref)

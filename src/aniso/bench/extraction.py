@@ -187,8 +187,9 @@ def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "
 def llama_subject(config: str = "llama-7b", *, layers: int = 32, dtype: str = "bfloat16", paragraphs: int = 256,
                   max_length: int = 128, batch_size: int = 16, device: str = "cpu", seed: int = 0) -> Subject:
     """A random-weight model of configuration ``config`` (:data:`CONFIGS`; :func:`build_llama_7b`) with
-    :func:`byte_tokenizer`, on ``paragraphs`` paragraphs of the run's corpus. The model is built on the CPU and moved
-    to ``device`` by the extraction, as registry models are.
+    :func:`byte_tokenizer`, on ``paragraphs`` paragraphs of the run's corpus. The model is built directly on the run's
+    device (``device``, resolved as the ``device`` setting is): a 7B model is never materialised on the host first.
+    Its random weights depend on the device's generator (same seed, same device, same weights).
 
     Raises ValueError for an unknown configuration, ``layers`` < 1 or an unknown ``dtype``.
     """
@@ -198,7 +199,7 @@ def llama_subject(config: str = "llama-7b", *, layers: int = 32, dtype: str = "b
     if config not in CONFIGS:
         raise ValueError(f"--config must be one of {', '.join(CONFIGS)}, got {config!r}")
     settings = _settings(paragraphs, max_length, batch_size, device)
-    model = build_llama_7b(layers, dtype=dtype, seed=seed)
+    model = build_llama_7b(layers, dtype=dtype, device=settings.device, seed=seed)
     entry = ModelEntry.model_validate(dict(
         id=f"{config}-random-{layers}l", modality="text", granularity="byte", architecture="transformer",
         role="decoder", family="llama", source=dict(kind="hub", repo="none/none")))
