@@ -341,3 +341,72 @@ def test_drift_correlation_uses_scipy_and_validates():
         metrics.drift_correlation(drift, cos, "kendall")
     with pytest.raises(ValueError, match="at least 3"):
         metrics.drift_correlation(drift[:2], cos[:2])
+
+
+def _spectrum_matrix(rng, m: int, kind: str) -> np.ndarray:
+    """A centred scatter (m, m) with the top of the spectrum ``kind`` describes."""
+    if kind == "clustered-top":  # λ₁, λ₂, λ₃ within 1e-7 of each other: nothing separates the top
+        u, _ = np.linalg.qr(rng.normal(size=(m, m)))
+        lam = rng.uniform(0, 1, size=m)
+        lam[:3] = [10.0, 10.0 - 1e-6, 10.0 - 2e-6][:m]
+        return (u * lam) @ u.T
+    x = rng.normal(size=(2 * m, m))
+    if kind == "anisotropic":  # a common direction, as in hidden states
+        x += 5 * rng.normal(size=(1, m))
+    elif kind == "massive":
+        x[:, int(rng.integers(m))] *= 1e3
+    elif kind == "rank-deficient":
+        x = rng.normal(size=(2 * m, 5)) @ rng.normal(size=(5, m))
+    elif kind == "scaled":  # feature scales over several orders of magnitude
+        x *= np.exp(2 * rng.normal(size=m))
+    xc = x - x.mean(0)
+    return xc.T @ xc
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 260),
+       st.sampled_from(["isotropic", "anisotropic", "massive", "rank-deficient", "scaled", "clustered-top"]),
+       st.sampled_from([0, 10**9]))
+def test_largest_eigenvalue_equals_the_dense_solver(torch_device, seed, m, kind, min_size):
+    """The Lanczos λ_max (and, below ``min_size``, the dense one) equals ``eigvalsh``'s to 1e-9 relative on every
+    kind of spectrum, on the CPU and on a GPU where present; the seed fixes it bit for bit."""
+    c = torch.from_numpy(_spectrum_matrix(np.random.default_rng(seed), m, kind)).to(torch_device)
+    c = (c + c.T) / 2
+    want = float(torch.linalg.eigvalsh(c.cpu())[-1])
+    got = metrics.largest_eigenvalue(c, min_size=min_size)
+    assert got.device == c.device and got.dtype == c.dtype
+    assert float(got) == pytest.approx(want, rel=1e-9, abs=1e-12 * max(1.0, float(c.diagonal().sum())))
+    assert float(metrics.largest_eigenvalue(c, min_size=min_size)) == float(got)
+
+
+def test_largest_eigenvalue_falls_back_to_the_dense_solver_and_checks_its_input(monkeypatch):
+    """Too few steps to meet the residual bound: the dense solver answers. A non-square input is refused."""
+    c = torch.from_numpy(_spectrum_matrix(np.random.default_rng(3), 300, "isotropic"))
+    calls = []
+    dense = torch.linalg.eigvalsh
+    monkeypatch.setattr(torch.linalg, "eigvalsh", lambda a: calls.append(a.shape) or dense(a))
+    got = metrics.largest_eigenvalue(c, min_size=0, max_steps=4)
+    assert (300, 300) in calls and float(got) == pytest.approx(float(dense(c)[-1]), rel=1e-12)
+    calls.clear()
+    metrics.largest_eigenvalue(c, min_size=0)
+    assert (300, 300) not in calls  # converged: no dense solve of c
+    with pytest.raises(ValueError, match="square matrix"):
+        metrics.largest_eigenvalue(torch.zeros(3, 4))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 80),
+       st.sampled_from(["isotropic", "anisotropic", "massive", "rank-deficient", "scaled", "clustered-top"]))
+def test_isoscore_from_trace_and_frobenius_equals_rudmans_algorithm(seed, n, kind):
+    """(tr² / ‖C‖²_F − 1) / (n − 1) equals Rudman et al.'s IsoScore of C's eigenvalues to 1e-9, on every kind of
+    spectrum; the two ends: 1 for C = I, 1/(n − 1)·(k − 1) for k equal directions, NaN for C = 0."""
+    c = _spectrum_matrix(np.random.default_rng(seed), n, kind)
+    want = metrics.isoscore_from_eigenvalues(np.linalg.eigvalsh(c))
+    got = metrics.isoscore_from_trace_and_frobenius(float(np.trace(c)), float(np.sum(c * c)), n)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+    assert metrics.isoscore_from_trace_and_frobenius(float(n), float(n), n) == pytest.approx(1.0)
+    k = max(1, n // 2)
+    assert metrics.isoscore_from_trace_and_frobenius(float(k), float(k), n) == pytest.approx((k - 1) / (n - 1))
+    assert math.isnan(metrics.isoscore_from_trace_and_frobenius(0.0, 0.0, n))
+    with pytest.raises(ValueError, match="dimension >= 2"):
+        metrics.isoscore_from_trace_and_frobenius(1.0, 1.0, 1)

@@ -24,6 +24,8 @@ __all__ = [
     "drift_norm_from_sum",
     "svd_anisotropy",
     "svd_anisotropy_from_moments",
+    "largest_eigenvalue",
+    "isoscore_from_trace_and_frobenius",
     "twonn_dimension",
     "two_nearest_neighbours",
     "unique_rows",
@@ -212,6 +214,72 @@ def svd_anisotropy(x: np.ndarray) -> float:
     if total <= 0 or total < 1e-24 * max(1.0, float(np.sum(x**2))):
         return float("nan")
     return float(sv[0] ** 2 / total)
+
+
+#: Matrices of this size or smaller take ``torch.linalg.eigvalsh`` in :func:`largest_eigenvalue` (a dense solve of
+#: microseconds). Above it the Lanczos iteration is faster: centred scatters of 4,096 rows in float64 on 2 CPU cores,
+#: d = 384: 1.5 ms against 7.8 ms; d = 1,024: 5.2 ms against 99.5 ms (``eigvalsh``); on an H100 ``eigvalsh`` of
+#: d = 4,096 takes 0.12 s.
+LANCZOS_MIN_SIZE = 128
+_LANCZOS_CHUNK = 24
+
+
+def largest_eigenvalue(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
+                       min_size: int = LANCZOS_MIN_SIZE) -> torch.Tensor:
+    """λ_max of a symmetric positive semi-definite matrix, on its device, in its dtype.
+
+    ``c`` (m, m) float64 (or float32) -> 0-d tensor on ``c``'s device. For m <= ``min_size`` this is
+    ``torch.linalg.eigvalsh(c)[-1]``. Above, it is the largest Ritz value of a Lanczos iteration (Lanczos 1950;
+    Golub & Van Loan, *Matrix Computations*, 4th ed., §10.1) with full re-orthogonalisation (twice per step), from a
+    start vector drawn by a generator seeded with ``seed`` on ``c``'s device: one matrix-vector product per step
+    (O(m²)), against the O(m³) of the dense solver, whose cost at m = 4,096 (0.12 s on an H100 in float64, 2.5 s on
+    2 CPU cores) made it the largest cost of the batch-wise SVD anisotropy of a 7B decoder. The top of a hidden
+    state's spectrum converges in a few dozen steps.
+
+    Accuracy: the Ritz value θ never exceeds λ_max (Cauchy interlacing, up to rounding), and the iteration stops when
+    the top Ritz pair's residual ‖c y − θ y‖ = β_k |s_k| is at most ``rtol`` · θ, which puts an eigenvalue of ``c``
+    within ``rtol`` · θ of θ (Parlett, *The Symmetric Eigenvalue Problem*, Thm 4.5.1). That eigenvalue is λ_max
+    unless the start vector is (nearly) orthogonal to λ_max's eigenvector and the top of the spectrum is not
+    separated (Kaniel–Paige–Saad bound, Golub & Van Loan Thm 10.1.2); a random start makes the first improbable
+    and then the error is at most the gap to the next eigenvalue. If the residual is still larger after
+    ``max_steps`` steps, the dense solver answers (so the result is never less exact than ``rtol``).
+    ``tests/test_metrics.py`` checks agreement with ``eigvalsh`` to 1e-9 relative on isotropic, anisotropic,
+    clustered-top, rank-deficient and massive-feature spectra.
+
+    Raises ValueError when ``c`` is not a square matrix.
+    """
+    if c.ndim != 2 or c.shape[0] != c.shape[1]:
+        raise ValueError(f"c must be a square matrix, got shape {tuple(c.shape)}")
+    m = c.shape[0]
+    if m <= min_size:
+        return torch.linalg.eigvalsh(c)[-1]
+    steps = min(max_steps, m)
+    gen = torch.Generator(device=c.device).manual_seed(seed)
+    basis = torch.zeros(steps + 1, m, dtype=c.dtype, device=c.device)
+    q = torch.randn(m, generator=gen, dtype=c.dtype, device=c.device)
+    basis[0] = q / torch.linalg.vector_norm(q)
+    alphas = torch.zeros(steps, dtype=c.dtype, device=c.device)
+    betas = torch.zeros(steps, dtype=c.dtype, device=c.device)
+    tiny = torch.finfo(c.dtype).tiny
+    k = 0
+    while k < steps:
+        for _ in range(min(_LANCZOS_CHUNK, steps - k)):
+            w = c @ basis[k]
+            alphas[k] = basis[k] @ w
+            done = basis[: k + 1]
+            w = w - done.T @ (done @ w)
+            w = w - done.T @ (done @ w)
+            betas[k] = torch.linalg.vector_norm(w)
+            basis[k + 1] = w / betas[k].clamp_min(tiny)
+            k += 1
+        # The k x k tridiagonal's eigenpairs (a few kilobytes): where the iteration stops is decided on the host.
+        t = torch.diag(alphas[:k]) + torch.diag(betas[: k - 1], 1) + torch.diag(betas[: k - 1], -1)
+        theta, s = torch.linalg.eigh(t.cpu())
+        top = theta[-1]
+        residual = betas[k - 1].cpu() * s[-1, -1].abs()
+        if residual <= rtol * top.abs() or k == m:
+            return top.to(c.device)
+    return torch.linalg.eigvalsh(c)[-1]
 
 
 #: Rows of the float32 distance block of :func:`two_nearest_neighbours` (bounds its memory: rows × n floats).
@@ -615,6 +683,41 @@ def isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:
     root = math.sqrt(n)
     defect = float(np.linalg.norm(lam * root / norm - 1.0)) / math.sqrt(2 * (n - root))
     score = ((n - defect**2 * (n - root)) ** 2 - n) / (n * (n - 1))
+    return float(min(1.0, max(0.0, score)))
+
+
+def isoscore_from_trace_and_frobenius(trace: float, frobenius_sq: float, n: int) -> float:
+    """IsoScore from the trace and the squared Frobenius norm of a covariance (or centred scatter) matrix C of
+    dimension n, without its eigenvalues.
+
+    With S₁ = Σλᵢ = tr C and S₂ = Σλᵢ² = ‖C‖²_F, Rudman et al. (2022, Alg. 1; :func:`isoscore_from_eigenvalues`) give
+    ‖λ̂ − 1‖² = 2n − 2√n S₁/√S₂, so n − δ²(n − √n) = √n S₁/√S₂ and
+
+        IsoScore = (S₁² / S₂ − 1) / (n − 1),
+
+    the participation ratio S₁²/S₂ (the effective number of directions) rescaled from [1, n] to [0, 1]. Equal to
+    :func:`isoscore_from_eigenvalues` up to rounding (that function clips eigenvalues that rounding made negative,
+    of the order of 1e-16 · λ_max), at O(n²) instead of a dense O(n³) eigendecomposition.
+
+    Parameters
+    ----------
+    trace : float, tr C >= 0
+    frobenius_sq : float, ‖C‖²_F = Σᵢⱼ Cᵢⱼ² >= 0
+    n : int >= 2, the dimension of C
+
+    Returns
+    -------
+    float in [0, 1] (clipped); NaN if C is 0 (all points equal).
+
+    Raises
+    ------
+    ValueError if n < 2.
+    """
+    if n < 2:
+        raise ValueError(f"IsoScore needs a dimension >= 2, got {n}")
+    if frobenius_sq <= 0 or trace <= 0:
+        return float("nan")
+    score = (trace * trace / frobenius_sq - 1.0) / (n - 1)
     return float(min(1.0, max(0.0, score)))
 
 

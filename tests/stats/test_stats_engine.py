@@ -239,3 +239,24 @@ def test_massive_rows_follow_sun_et_al():
     h[3, 5] = 500.0
     assert massive_rows(h).tolist() == [False, True, False, False, False, False]
     assert massive_rows(h.to(torch.bfloat16)).tolist() == [False, True, False, False, False, False]
+
+
+def test_engine_matches_reference_when_batches_take_the_lanczos_path(torch_device):
+    """SVD batches larger than :data:`aniso.metrics.LANCZOS_MIN_SIZE` on both sides (the d x d scatter of 200 x
+    300 rows is 200 x 200 via the b x b Gram matrix; 400 rows of 300 take the d x d one): λ_max from the Lanczos
+    iteration, every statistic still equal to the host reference's (dense SVD) to 1e-6."""
+    from aniso.metrics import LANCZOS_MIN_SIZE
+
+    rng = np.random.default_rng(7)
+    for svd_batch in (200, 400):
+        assert min(svd_batch, 300) > LANCZOS_MIN_SIZE
+        kw = dict(reservoir_size=32, svd_batch_size=svd_batch, seed=1, per_input=True)
+        new, ref = LayerAccumulator(300, device=torch_device, **kw), ReferenceLayerAccumulator(300, **kw)
+        chunks = [(rng.normal(size=(n, 300)) + 4 * rng.normal(size=(1, 300))).astype(np.float32)
+                  for n in (150, 330, 270)]
+        labels = [np.repeat(np.arange(3), [n // 3, n // 3, n - 2 * (n // 3)]) for n in (150, 330, 270)]
+        positions = [np.arange(len(lab)) % 7 for lab in labels]
+        _feed(new, chunks, labels, positions, True, device=torch_device)
+        _feed(ref, chunks, labels, positions, False)
+        assert len(ref.batch_svd) >= 1
+        _assert_same(new, ref)
