@@ -100,7 +100,8 @@ def test_profile_figure_draws_text_models_with_second_order_statistics(tmp_path)
                                              role=role, family="f"))
 
     doc = _doc(tmp_path, [], models={"dec": model("decoder", [0.1, 0.9, 0.2], [0.1, 0.3, 0.2]),
-                                     "enc": model("encoder", [0.1, 0.12, 0.1])})
+                                     "enc": model("encoder", [0.1, 0.12, 0.1]),
+                                     "one": model("encoder", [0.4])})  # a single layer: drawn at depth 0
     models = doc.model_dump(mode="json")["models"]
     assert [c for c, _ in profile_figure(models)] == ["SVD-anisotropy profiles of decoders and encoders — R Fig. 1"]
     for m in models.values():

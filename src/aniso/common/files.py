@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -18,7 +19,17 @@ def _feed(h, path: Path) -> None:
 
 
 def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks. Raises OSError if it cannot be read."""
+    """Hex SHA-256 of a file, read in 1 MiB chunks, once per process for the same file: the digest is remembered
+    under the file's resolved path, device, inode, size and modification time (ns), so a model file checked when its
+    folder is located, hashed for the source fingerprint and checked again at load is read once, and a file that is
+    replaced or rewritten is read again. Raises OSError if it cannot be read."""
+    path = Path(path).resolve()
+    st = path.stat()
+    return _sha256_of(str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _sha256_of(path: str, dev: int, ino: int, size: int, mtime_ns: int) -> str:
     h = hashlib.sha256()
     _feed(h, Path(path))
     return h.hexdigest()

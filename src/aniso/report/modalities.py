@@ -173,7 +173,7 @@ def profile_figure(models: dict[str, dict], registry: dict | None = None) -> lis
             y = curve[which]
             if y is None:
                 continue
-            x = [k / (len(y) - 1) for k in range(len(y))]
+            x = [k / max(1, len(y) - 1) for k in range(len(y))]  # one layer: at depth 0
             ax.plot(x, y, marker=".", label=f"{_label(mid)} ({curve[0]})", color=_style(list(curves).index(mid))["color"],
                     ls="-" if curve[0] == "decoder" else "--")
         ax.set_title(title, fontsize=9)

@@ -1,0 +1,23 @@
+"""File helpers: the SHA-256 of a file is read once per process, and again when the file changes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from aniso.common import files
+
+
+def test_sha256_file_reads_a_file_once_and_again_when_it_changes(tmp_path, monkeypatch):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"a" * 3000)
+    reads = []
+    feed = files._feed
+    monkeypatch.setattr(files, "_feed", lambda h, p: reads.append(p) or feed(h, p))
+    first = files.sha256_file(path)
+    assert first == hashlib.sha256(b"a" * 3000).hexdigest()
+    assert files.sha256_file(tmp_path / "." / "weights.bin") == first and len(reads) == 1  # same file: not read again
+    path.write_bytes(b"b" * 3000)  # same size, rewritten: a new modification time
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert files.sha256_file(path) == hashlib.sha256(b"b" * 3000).hexdigest() and len(reads) == 2
