@@ -37,25 +37,12 @@ def read_onnx_dinov2(path: Path | str, prefix: str = "backbone.", num_heads: int
     dimension 64, DINOv2's). The architecture (width, depth, patch size, MLP ratio, position grid) is read off the
     weights. Raises ValueError naming what is missing or ambiguous if the graph is not such a backbone.
     """
-    import onnx
     import torch
-    from onnx import numpy_helper
     from transformers import Dinov2Config, Dinov2Model
 
-    graph = onnx.load(str(path)).graph
-    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
-    producer = {out: node for node in graph.node for out in node.output}
-    state = {_rename(k[len(prefix):]): v for k, v in inits.items() if k.startswith(prefix)}
-    for node in graph.node:
-        if node.op_type != "Add":
-            continue
-        bias = [i for i in node.input if i.startswith(prefix) and i.endswith(".bias")]
-        other = [i for i in node.input if i not in inits]
-        source = producer.get(other[0]) if other else None
-        if bias and source is not None and source.op_type == "MatMul":
-            weight = [i for i in source.input if i in inits]
-            if weight:
-                state[_rename(bias[0][len(prefix):-len("bias")]) + "weight"] = inits[weight[0]].T
+    from .onnx_weights import named_state
+
+    state, inits, _ = named_state(path, prefix, _rename)
     if "embeddings.cls_token" not in state or "embeddings.patch_embeddings.projection.weight" not in state:
         raise ValueError(f"{path}: no DINOv2 embeddings under prefix {prefix!r}")
     d = state["embeddings.cls_token"].shape[-1]

@@ -45,12 +45,16 @@ class PackageSource(Strict):
     """A Python package that ships model files in ``subdir`` of its install folder, read as ``format`` says."""
 
     kind: Literal["package"]
-    package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
+    package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")  # the install folder's name (some hold hyphens)
     subdir: str = ""
     distribution: str | None = None  # the pip name, for the install hint
-    format: Literal["transformers", "ctranslate2-whisper", "state-dict", "onnx-dinov2", "transformers-torch"] = \
-        "transformers"
+    format: Literal["transformers", "ctranslate2-whisper", "state-dict", "onnx-dinov2", "onnx-bert",
+                    "transformers-torch"] = "transformers"
     tokenizer: Literal["auto", "smiles"] = "auto"
+    #: ``onnx-bert``: the installed package (and folder in it) whose Hugging Face tokenizer the graph's inputs use,
+    #: for a graph that ships without one.
+    tokenizer_package: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+    tokenizer_subdir: str = ""
     file: str | None = None
     builder: str | None = None
     parts: tuple[PackagePart, ...] = ()
@@ -65,8 +69,11 @@ class PackageSource(Strict):
             raise ValueError("'model_type' is only used with format 'transformers-torch'")
         if self.format == "state-dict" and not (self.file and self.builder):
             raise ValueError("format 'state-dict' needs 'file' and 'builder'")
-        if self.format == "onnx-dinov2" and not self.file:
-            raise ValueError("format 'onnx-dinov2' needs the ONNX 'file'")
+        if self.format in ("onnx-dinov2", "onnx-bert") and not self.file:
+            raise ValueError(f"format {self.format!r} needs the ONNX 'file'")
+        if (self.format == "onnx-bert") != (self.tokenizer_package is not None):
+            raise ValueError("format 'onnx-bert' needs 'tokenizer_package' (the package whose tokenizer the graph "
+                             "reads), and only it takes one")
         if self.format != "state-dict" and self.builder:
             raise ValueError("'builder' is only used with format 'state-dict'")
         if self.tokenizer != "auto" and self.format != "transformers-torch":
@@ -194,6 +201,60 @@ def _load_onnx_dinov2(entry, path: Path, version: str) -> LoadedModel:
                        processor)
 
 
+def _tokenizer_dir(entry) -> Path:
+    src = entry.source
+    folder = package_dir(entry, src.tokenizer_package).resolve() / src.tokenizer_subdir
+    if not (folder / "tokenizer.json").is_file() and not (folder / "vocab.txt").is_file():
+        raise ModelUnavailable(f"{entry.id}: package {src.tokenizer_package!r} has no tokenizer under {folder}")
+    return folder
+
+
+def _load_onnx_bert(entry, path: Path, version: str) -> LoadedModel:
+    from transformers import AutoTokenizer
+
+    from .onnx_bert import read_onnx_bert
+
+    file = path / entry.source.file
+    try:
+        model = read_onnx_bert(file)
+    except ImportError as exc:
+        raise ModelUnavailable(f"{entry.id}: reading an ONNX graph needs the onnx package: {exc}") from None
+    except ValueError as exc:
+        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    folder = _tokenizer_dir(entry)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    if len(tokenizer) > model.config.vocab_size:
+        raise ModelUnavailable(f"{entry.id}: the tokenizer of {folder} has {len(tokenizer)} tokens, the graph's "
+                               f"embeddings {model.config.vocab_size}")
+    tok_version = importlib.metadata.version(entry.source.tokenizer_package.replace("_", "-")) \
+        if _installed(entry.source.tokenizer_package) else "?"
+    return LoadedModel(entry, model, tokenizer, f"package: {file} {version} (ONNX initializers -> transformers "
+                       f"BertModel, {model.config.num_hidden_layers} layers x {model.config.hidden_size}); tokenizer "
+                       f"of {entry.source.tokenizer_package} {tok_version}")
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.version(name.replace("_", "-"))
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _onnx_bert_print(src: PackageSource, path: Path) -> str:
+    """The graph's fingerprint and that of the tokenizer files it is read with (another package's)."""
+    import importlib.util
+
+    from ..common.files import hash_files
+
+    spec = importlib.util.find_spec(src.tokenizer_package)
+    folder = Path(list(spec.submodule_search_locations)[0]) / src.tokenizer_subdir if spec and \
+        spec.submodule_search_locations else None
+    files = sorted(p for p in folder.iterdir() if p.name.startswith(("tokenizer", "vocab", "special_tokens"))) \
+        if folder is not None and folder.is_dir() else []
+    return f"package:onnx-bert:{_file_print(src, path)}:{hash_files(files) if files else 'no-tokenizer'}"
+
+
 def torch_bin_config(directory: Path, model_type: str | None = None):
     """The transformers configuration of ``directory/config.json``.
 
@@ -318,6 +379,7 @@ FORMATS: dict[str, _Format] = {
                                    _load_ct2),
     "onnx-dinov2": _Format(lambda src: src.file, lambda src, path: f"package:onnx-dinov2:{_file_print(src, path)}",
                            _load_onnx_dinov2),
+    "onnx-bert": _Format(lambda src: src.file, _onnx_bert_print, _load_onnx_bert),
     "transformers-torch": _Format(lambda src: TORCH_BIN,
                                   lambda src, path: f"package:{weight_files_fingerprint(path, (TORCH_BIN,))}",
                                   _load_torch_bin),
