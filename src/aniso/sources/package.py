@@ -226,19 +226,17 @@ def _load_onnx_bert(entry, path: Path, version: str) -> LoadedModel:
     if len(tokenizer) > model.config.vocab_size:
         raise ModelUnavailable(f"{entry.id}: the tokenizer of {folder} has {len(tokenizer)} tokens, the graph's "
                                f"embeddings {model.config.vocab_size}")
-    tok_version = importlib.metadata.version(entry.source.tokenizer_package.replace("_", "-")) \
-        if _installed(entry.source.tokenizer_package) else "?"
     return LoadedModel(entry, model, tokenizer, f"package: {file} {version} (ONNX initializers -> transformers "
                        f"BertModel, {model.config.num_hidden_layers} layers x {model.config.hidden_size}); tokenizer "
-                       f"of {entry.source.tokenizer_package} {tok_version}")
+                       f"of {entry.source.tokenizer_package} {_dist_version(entry.source.tokenizer_package)}")
 
 
-def _installed(name: str) -> bool:
+def _dist_version(package: str) -> str:
+    """The installed version of the distribution named like ``package``, or ``?``."""
     try:
-        importlib.metadata.version(name.replace("_", "-"))
+        return importlib.metadata.version(package.replace("_", "-"))
     except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
+        return "?"
 
 
 def _onnx_bert_print(src: PackageSource, path: Path) -> str:
