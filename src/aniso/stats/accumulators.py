@@ -409,7 +409,7 @@ class LayerAccumulator:
         )
 
     def _spectrum_metrics(self) -> tuple[float, float]:
-        """(SVD anisotropy, IsoScore) of every vector seen, from the eigenvalues of the centred scatter
+        """(SVD anisotropy, IsoScore) of every vector seen, from the centred scatter
         C = Σxxᵀ − n x̄x̄ᵀ (R §2.3; Rudman et al. 2022): λ_max / trace(C) (λ_max by
         :func:`aniso.metrics.largest_eigenvalue`), and IsoScore from tr C and ‖C‖²_F
         (:func:`aniso.metrics.isoscore_from_trace_and_frobenius`): no dense eigendecomposition of the d x d matrix."""
