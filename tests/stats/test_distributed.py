@@ -98,10 +98,10 @@ def _extract(rank: int, world: int, init: str, out: str) -> None:
                                       "max_length": 64}, environ={})
     corpus = load_corpus(None, 24, 0)
     shard = Shard(rank, world)
-    if world > 1:
-        torch.distributed.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
-    with process_group(shard):
+    with process_group(shard, backend="gloo", init_method=init or None):
         stats = compute_model_stats(loaded, MODALITIES["text"], corpus, settings, "tiny", shard=shard)
+    # the group it started is torn down (a rank exiting with a live gloo group can abort: SIGABRT at exit)
+    assert not torch.distributed.is_initialized()
     if rank == 0:
         arrays = {f"{i}.{k}": v for i, acc in enumerate(stats.layers) for k, v in acc.state().items()}
         np.savez(out, **arrays, tokens=np.array([stats.meta["n_tokens"]]),

@@ -49,9 +49,11 @@ def shard_of() -> Shard:
 
 
 @contextmanager
-def process_group(shard: Shard, backend: str | None = None) -> Iterator[None]:
-    """Start the default process group for ``shard`` (from torchrun's ``MASTER_ADDR``/``MASTER_PORT``), gloo on
-    CPU or NCCL where CUDA is present, and tear it down; nothing for a single process."""
+def process_group(shard: Shard, backend: str | None = None, init_method: str | None = None) -> Iterator[None]:
+    """Start the default process group for ``shard`` (from torchrun's ``MASTER_ADDR``/``MASTER_PORT``, or from
+    ``init_method`` such as ``file:///tmp/rendezvous``), gloo on CPU or NCCL where CUDA is present, and tear it down
+    once every rank is done (a barrier, then ``destroy_process_group``: a rank that exits with its group alive can
+    abort in gloo's threads); nothing for a single process. A group started by the caller is left to the caller."""
     if shard.world == 1:
         yield
         return
@@ -61,11 +63,15 @@ def process_group(shard: Shard, backend: str | None = None) -> Iterator[None]:
     owned = not dist.is_initialized()
     if owned:
         dist.init_process_group(backend or ("nccl" if torch.cuda.is_available() else "gloo"), rank=shard.rank,
-                                world_size=shard.world)
+                                world_size=shard.world, init_method=init_method)
+    completed = False
     try:
         yield
+        completed = True
     finally:
         if owned:
+            if completed:
+                dist.barrier()
             dist.destroy_process_group()
 
 
