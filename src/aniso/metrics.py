@@ -289,6 +289,9 @@ _NN_BLOCK = 1024
 _NN_CANDIDATES = 4
 #: Candidates taken, from the same block, for the rows whose 4 candidates cannot be shown to hold the two nearest.
 _NN_WIDE = 32
+#: The float32 ranking product runs on a width padded with zero columns to a multiple of this: on 2 CPU cores a
+#: (1,024 × 767) · (767 × 16,384) product took 9% longer than one of width 768 (massive-column split of 768-d points).
+_NN_ALIGN = 8
 _F64_UNIT_ROUNDOFF = 2.0**-53
 #: A centred column is "massive" when its largest |value|² exceeds this many times the median over columns of the
 #: largest |value|²; at most ``_MASSIVE_MAX`` columns (the largest) are split off.
@@ -417,11 +420,13 @@ def _two_nearest_squared(points: torch.Tensor) -> torch.Tensor:
     else:
         small64, massive32, reach = centred, None, torch.zeros(n, dtype=torch.float64, device=centred.device)
     small32 = small64.float()
+    if small32.shape[1] % _NN_ALIGN:  # zero columns add exact zeros; an aligned width keeps the GEMM at its pace
+        small32 = torch.nn.functional.pad(small32, (0, -small32.shape[1] % _NN_ALIGN))
     sq = (small32.double() ** 2).sum(1).float()  # ‖b_S‖² of the float32 points
     sq_exact = (small64**2).sum(1)  # ‖a_S‖², float64
     norm = sq_exact.sqrt()
     u = _f32_unit_roundoff()
-    d_s = small64.shape[1]
+    d_s = small32.shape[1]  # the padded width: the bound below counts its additions, zeros included
     gamma = d_s * u / (1 - d_s * u) if d_s * u < 0.5 else math.inf
     q = (norm + norm.max()) ** 2
     # The floor of every excluded point's squared distance is L = ‖a_S‖² + v − base (v its ranking value); the
