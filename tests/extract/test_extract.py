@@ -149,3 +149,21 @@ def test_captured_queries_and_keys_rebuild_the_models_own_attention(family):
         bias = build_alibi_tensor(torch.ones(1, 9), 4, torch.float32).reshape(4, 1, 9)
     rebuilt = _rebuilt_probs(q, k, n_heads, n_kv, d, causal=family != "bert", bias=bias)
     assert torch.allclose(rebuilt, out.attentions[1][0], atol=1e-5)
+
+
+def test_a_dropped_batch_is_freed_before_the_next_forward_pass(tiny_bert_entry):
+    """The generator keeps no reference to the batch it yielded nor to the model output it came from: once the
+    consumer drops a batch, its hidden states (and the padded states behind ``without_first``) are freed, before
+    the next batch's forward pass runs."""
+    import weakref
+
+    loaded = load_model(tiny_bert_entry)
+    batches = iter_text_hidden_states(loaded.model, loaded.tokenizer, TEXTS, batch_size=2, max_length=32,
+                                      final_norm=True)
+    refs = []
+    for batch in batches:
+        padded = batch.without_first_states.args[0][1]  # one of the model output's padded hidden states
+        refs.append((weakref.ref(batch.layers[1]), weakref.ref(padded)))
+        del batch, padded
+        assert all(r() is None for r in refs[-1]), "a dropped batch's tensors are still held"
+    assert len(refs) == 2

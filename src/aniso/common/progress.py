@@ -52,4 +52,18 @@ def bar(iterable: Iterable[T], *, desc: str, total: int | None = None, unit: str
         return iterable
     from tqdm.std import tqdm
 
-    return tqdm(iterable, desc=desc, total=total, unit=unit, leave=False, dynamic_ncols=True)
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)  # type: ignore[arg-type]
+    return _counted(iterable, tqdm(desc=desc, total=total, unit=unit, leave=False, dynamic_ncols=True))
+
+
+def _counted(iterable: Iterable[T], progress) -> Iterator[T]:
+    """Yield the items of ``iterable``, advancing ``progress``, without keeping a reference to the item last
+    yielded while suspended (tqdm's own iterator keeps one until the next item is made: a batch of hidden states
+    would then live through the next forward pass)."""
+    with progress:
+        for item in iterable:
+            box = [item]
+            del item
+            yield box.pop()
+            progress.update(1)

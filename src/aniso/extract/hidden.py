@@ -39,6 +39,9 @@ class Batch:
     ``positions`` (text) gives each row's position among the real tokens of its sequence (0: its first token).
     ``final_norm`` holds the rows entering and leaving the model's final normalisation (:func:`final_norm_of`), where
     asked for and the model has one.
+
+    The generators drop their own references to a batch (and to the model output it came from) before they run the
+    next forward pass; a consumer that drops its reference too keeps at most one batch's tensors alive at a time.
     """
 
     layers: list[torch.Tensor]
@@ -235,7 +238,6 @@ def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor
                        f"input mask of length {mask.shape[1]}")
 
 
-@torch.inference_mode()
 def iter_text_hidden_states(
     model, tokenizer, texts: Sequence[str], *, batch_size: int = 16, max_length: int = 128, device: str = "cpu",
     attentions: bool = False, final_norm: bool = False, attention_reduce=None,
@@ -266,6 +268,8 @@ def iter_text_hidden_states(
     Yields
     ------
     :class:`Batch` with one (m, d) tensor per layer (see :func:`layer_names`), in the model's dtype, on ``device``.
+    Each batch's forward pass runs under ``torch.inference_mode``; the generator keeps no reference to a batch it
+    has yielded (see :class:`Batch`).
 
     Raises
     ------
@@ -312,36 +316,43 @@ def iter_text_hidden_states(
 
 def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, reducer, enc_dec, accepted,
                   hook) -> Iterator[Batch]:
+    # Each batch is made by a function of its own, so this generator holds nothing of it while suspended: the
+    # consumer's reference is the only one, and a batch it drops is freed before the next forward pass.
     for start in range(0, len(order), batch_size):
-        chunk = [texts[i] for i in order[start : start + batch_size]]
-        enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}
-        mask = inputs["attention_mask"].bool()
-        if reducer is not None:
-            reducer.mask = mask
-        if enc_dec:
-            dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
-            out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
-            states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask.bool()) for h in out.decoder_hidden_states]
-        else:
-            out = model(**inputs, output_hidden_states=True)
-            states = [(h, mask) for h in out.hidden_states]
-        masks = [_resolution_mask(model, m, h) for h, m in states]
-        hidden = getattr(model.config, "hidden_size", None)
-        if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] != hidden:
-            raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
-                               f"its config says hidden_size {hidden}")
-        layers = [h[m] for (h, _), m in zip(states, masks)]
-        rows_of = [m.nonzero()[:, 0] for m in masks]  # boolean indexing is row-major: the sequence of each row
-        positions = [(m.long().cumsum(dim=1) - 1)[m] for m in masks]
-        without_first = None
-        if not enc_dec and not getattr(model.config, "downsampling_rate", None):
-            later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
-            without_first = partial(_select_rows, [h for h, _ in states], later)
-        yield Batch(layers, len(chunk), without_first_states=without_first,
-                    attention_sums=reducer.take() if reducer is not None else None,
-                    mask=mask if reducer is not None else None, inputs=rows_of, positions=positions,
-                    final_norm=hook.take(masks[-1]) if hook is not None else None)
+        yield _text_batch(model, tokenizer, [texts[i] for i in order[start : start + batch_size]], max_length,
+                          device, reducer, enc_dec, accepted, hook)
+
+
+@torch.inference_mode()
+def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, accepted, hook) -> Batch:
+    enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}
+    mask = inputs["attention_mask"].bool()
+    if reducer is not None:
+        reducer.mask = mask
+    if enc_dec:
+        dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
+        out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
+        states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask.bool()) for h in out.decoder_hidden_states]
+    else:
+        out = model(**inputs, output_hidden_states=True)
+        states = [(h, mask) for h in out.hidden_states]
+    masks = [_resolution_mask(model, m, h) for h, m in states]
+    hidden = getattr(model.config, "hidden_size", None)
+    if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] != hidden:
+        raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
+                           f"its config says hidden_size {hidden}")
+    layers = [h[m] for (h, _), m in zip(states, masks)]
+    rows_of = [m.nonzero()[:, 0] for m in masks]  # boolean indexing is row-major: the sequence of each row
+    positions = [(m.long().cumsum(dim=1) - 1)[m] for m in masks]
+    without_first = None
+    if not enc_dec and not getattr(model.config, "downsampling_rate", None):
+        later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
+        without_first = partial(_select_rows, [h for h, _ in states], later)
+    return Batch(layers, len(chunk), without_first_states=without_first,
+                 attention_sums=reducer.take() if reducer is not None else None,
+                 mask=mask if reducer is not None else None, inputs=rows_of, positions=positions,
+                 final_norm=hook.take(masks[-1]) if hook is not None else None)
 
 
 def speech_layer_names(model) -> list[str]:
@@ -363,7 +374,6 @@ def _speech_frame_mask(model, inputs: dict, n_frames: int, batch: int) -> torch.
     return model._get_feature_vector_attention_mask(n_frames, mask).bool()
 
 
-@torch.inference_mode()
 def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batch_size: int = 8,
                               device: str = "cpu", sampling_rate: int = 16_000,
                               final_norm: bool = False) -> Iterator[Batch]:
@@ -406,23 +416,28 @@ def iter_speech_hidden_states(model, feature_extractor, clips: Sequence, *, batc
 
 def _speech_batches(model, feature_extractor, clips, batch_size, device, sampling_rate, whisper,
                     hook) -> Iterator[Batch]:
-    for start in range(0, len(clips), batch_size):
-        chunk = [clips[i] for i in range(start, min(start + batch_size, len(clips)))]
-        if whisper:
-            enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt",
-                                    return_attention_mask=True)
-            inputs = {"input_features": enc["input_features"].to(device)}
-            out = model.get_encoder()(**inputs, output_hidden_states=True)
-        else:
-            enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", padding=True)
-            inputs = {k: v.to(device) for k, v in enc.items() if k in ("input_values", "attention_mask")}
-            out = model(**inputs, output_hidden_states=True)
-        states = out.hidden_states
-        b, t = states[0].shape[:2]
-        mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
-        yield Batch([h[mask] for h in states], len(chunk), [h.reshape(-1, h.shape[-1]) for h in states],
-                    inputs=[mask.nonzero()[:, 0]] * len(states),
-                    final_norm=hook.take(mask) if hook is not None else None)
+    for start in range(0, len(clips), batch_size):  # one function per batch: nothing of it held here (_text_batches)
+        yield _speech_batch(model, feature_extractor, [clips[i] for i in range(start, min(start + batch_size,
+                                                                                        len(clips)))],
+                            device, sampling_rate, whisper, hook)
+
+
+@torch.inference_mode()
+def _speech_batch(model, feature_extractor, chunk, device, sampling_rate, whisper, hook) -> Batch:
+    if whisper:
+        enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", return_attention_mask=True)
+        inputs = {"input_features": enc["input_features"].to(device)}
+        out = model.get_encoder()(**inputs, output_hidden_states=True)
+    else:
+        enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", padding=True)
+        inputs = {k: v.to(device) for k, v in enc.items() if k in ("input_values", "attention_mask")}
+        out = model(**inputs, output_hidden_states=True)
+    states = out.hidden_states
+    b, t = states[0].shape[:2]
+    mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
+    return Batch([h[mask] for h in states], len(chunk), [h.reshape(-1, h.shape[-1]) for h in states],
+                 inputs=[mask.nonzero()[:, 0]] * len(states),
+                 final_norm=hook.take(mask) if hook is not None else None)
 
 
 def _vision_inputs(h: torch.Tensor, per_image: bool) -> torch.Tensor:
@@ -443,7 +458,6 @@ def _vision_vectors(h: torch.Tensor, per_image: bool) -> torch.Tensor:
     return h.reshape(-1, h.shape[-1])
 
 
-@torch.inference_mode()
 def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_image: bool,
                               batch_size: int = 16, device: str = "cpu") -> Iterator[Batch]:
     """Run photographs through a vision model and yield its hidden states / feature maps.
@@ -464,15 +478,18 @@ def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_i
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     device = place(model, device)
-    for start in range(0, len(images), batch_size):
-        chunk = list(images[start : start + batch_size])
-        pixels = image_processor(chunk, return_tensors="pt")["pixel_values"].to(device)
-        out = model(pixel_values=pixels, output_hidden_states=True)
-        states = out.hidden_states
-        if states is None:
-            raise RuntimeError(f"{type(model).__name__} returned no hidden states")
-        yield Batch([_vision_vectors(h, per_image) for h in states], len(chunk),
-                    inputs=[_vision_inputs(h, per_image) for h in states])
+    for start in range(0, len(images), batch_size):  # one function per batch: nothing of it held here
+        yield _vision_batch(model, image_processor, list(images[start : start + batch_size]), per_image, device)
+
+
+@torch.inference_mode()
+def _vision_batch(model, image_processor, chunk, per_image, device) -> Batch:
+    pixels = image_processor(chunk, return_tensors="pt")["pixel_values"].to(device)
+    states = model(pixel_values=pixels, output_hidden_states=True).hidden_states
+    if states is None:
+        raise RuntimeError(f"{type(model).__name__} returned no hidden states")
+    return Batch([_vision_vectors(h, per_image) for h in states], len(chunk),
+                 inputs=[_vision_inputs(h, per_image) for h in states])
 
 
 #: Child-module name pairs that hold the query and key projections of one attention module, by family:

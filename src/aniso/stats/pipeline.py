@@ -147,6 +147,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             for acc, h in zip(all_frames, batch.all_frames):
                 acc.update(h)
         n_seq += batch.n_sequences
+        # this batch's tensors are freed before the trim and the next forward pass, not after it
+        batch = labels = positions = h = rows = pos = exclude = sums = token_sum = sequence_sum = None
         if settings.release_host_memory:  # the last batch's freed memory back to the system: no creeping peak RSS
             release_freed_host_memory()
     if layers is None:
