@@ -38,8 +38,10 @@ class LayerAccumulator:
 
     **Device and precision.** Every piece of state is a torch tensor on ``device`` (the model's: CPU stays CPU).
     Each batch, in whatever dtype the model produced it (bf16, fp16, fp32), is upcast once to
-    :func:`accumulation_dtype` (float64 on CPU and CUDA; float32 on MPS) and summed there: Σ u, Σ x, Σ x∘x by
-    reductions, per-input sums by one segment sum (``index_add_`` of the (m, 2d) rows [u | x] into their input's row), Σ x xᵀ by one
+    :func:`accumulation_dtype` (float64 on CPU and CUDA; float32 on MPS) and summed there: every weighted row sum of a
+    batch (Σ u, Σ x, the first tokens' sums, the per-input sums of up to 64 inputs as one-hot rows, the left-out
+    sets' sums) in one GEMM against x and one against x∘x, a pass over the batch each (more inputs in one update:
+    one segment sum, ``index_add_``, of the (m, 2d) rows [u | x] into their input's row); Σ x xᵀ by one
     float64 GEMM per SVD batch, whose Gram matrix also gives that batch's SVD anisotropy (λ_max / trace of the
     centred scatter, by :func:`aniso.metrics.largest_eigenvalue` of the smaller of the d × d and b × b Gram matrices:
     a Lanczos iteration, O(d²) per step, not a dense O(d³) solve). The float64
@@ -158,25 +160,58 @@ class LayerAccumulator:
             raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {m} vectors "
                              f"({int(torch.isnan(x64).any(1).sum())} with NaN)")
         nonzero = norms > 0
-        self._n_zero += m - nonzero.sum()
         inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
-        self._unit_sum += inverse @ x64  # Σ x_i / ‖x_i‖ over the non-zero vectors
-        self._vector_sum += x64.sum(0)
-        self._norm_sum += norms.sum()
-        self._sq_sum += sq.sum(0)
-        self._unit_sq_sum += (inverse * inverse) @ sq
-        self._update_massive(x, x64, sq, positions)
-        if self.per_input:
-            self._update_inputs(x64, inverse, nonzero, inputs, n_inputs)
+        pos = None if positions is None else self._as_tensor(positions, torch.int64).reshape(-1)
+        first = None if pos is None else pos == 0
+        labels, k = self._input_labels(inputs, n_inputs, m) if self.per_input else (None, 0)
         masks = {}
-        for name, comp in self._complements.items():
+        for name in self._complements:
             mask = (exclude or {}).get(name)
             mask = (torch.zeros(m, dtype=torch.bool, device=self.device) if mask is None
                     else self._as_tensor(mask, torch.bool).reshape(-1))
             if mask.shape[0] != m:
                 raise ValueError(f"exclude[{name!r}] must mark {m} rows, got {mask.shape[0]}")
-            comp.update(x, x64, sq, norms, inverse, positions, mask)
             masks[name] = mask
+        # Every weighted row sum of this batch, in two GEMMs: the rows of `w_x` against x (Σ u, Σ x, Σ over first
+        # tokens, per input, per left-out set) and the rows of `w_sq` against x∘x. One pass over the batch each,
+        # instead of one per statistic.
+        ones = torch.ones(m, dtype=self.dtype, device=self.device)
+        zero = torch.zeros(m, dtype=self.dtype, device=self.device)
+        first_w = first.to(self.dtype) if first is not None else zero
+        w_x, w_sq = [inverse, ones, first_w], [ones, inverse * inverse, first_w]
+        by_gemm = labels is not None and k <= _ONE_HOT_INPUTS
+        if by_gemm:  # per-input sums as k one-hot rows of the same GEMM
+            onehot = (labels.unsqueeze(0) == torch.arange(k, device=self.device).unsqueeze(1)).to(self.dtype)
+            w_x += [onehot * inverse, onehot]
+        for mask in masks.values():
+            w = mask.to(self.dtype)
+            w_x += [w * inverse, w, w * first_w]
+            w_sq += [w, w * inverse * inverse, w * first_w]
+        s_x = torch.cat([v.reshape(-1, m) for v in w_x]) @ x64
+        s_sq = torch.cat([v.reshape(-1, m) for v in w_sq]) @ sq
+        self._n_zero += m - nonzero.sum()
+        self._unit_sum += s_x[0]  # Σ x_i / ‖x_i‖ over the non-zero vectors
+        self._vector_sum += s_x[1]
+        self._norm_sum += norms.sum()
+        self._sq_sum += s_sq[0]
+        self._unit_sq_sum += s_sq[1]
+        ax = x.abs()  # in the batch's own dtype (exact)
+        top, rows = ax.max(0)  # the first row reaching each maximum
+        self._update_massive(top, rows, pos, first, s_x[2], s_sq[2])
+        at = 3
+        if labels is not None:
+            counts = torch.stack([torch.bincount(labels, minlength=k), torch.bincount(labels[nonzero], minlength=k)], 1)
+            if by_gemm:
+                unit, vector = s_x[at : at + k], s_x[at + k : at + 2 * k]
+                at += 2 * k
+            else:  # many inputs in one update: one segment sum of the (m, 2d) rows [u | x] into their input's row
+                both = torch.zeros(k, 2 * self.dim, dtype=self.dtype, device=self.device).index_add_(
+                    0, labels, torch.cat([x64 * inverse[:, None], x64], dim=1))
+                unit, vector = both[:, : self.dim], both[:, self.dim :]
+            self._inputs.append((unit.float(), vector.float(), counts))
+        for i, (name, mask) in enumerate(masks.items()):
+            self._complements[name].update(mask, s_x[at + 3 * i : at + 3 * i + 3], s_sq[3 + 3 * i : 6 + 3 * i],
+                                           norms, ax, top, rows, pos, first)
         if self.second_order:
             if self.count == 0 and x.dtype == torch.float64:
                 self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
@@ -184,36 +219,26 @@ class LayerAccumulator:
             self._update_reservoir(x)
         self.count += m
 
-    def _update_massive(self, x: torch.Tensor, x64: torch.Tensor, sq: torch.Tensor, positions) -> None:
-        top, rows = x.abs().max(0)  # in the batch's own dtype (exact); the first row reaching each maximum
+    def _update_massive(self, top, rows, pos, first, first_sum, first_sq_sum) -> None:
         top = top.to(self.dtype)
         better = top > self._abs_max
         self._abs_max = torch.where(better, top, self._abs_max)
-        if positions is None:
+        if pos is None:
             self._abs_max_pos = torch.where(better, -1, self._abs_max_pos)
             return
-        pos = self._as_tensor(positions, torch.int64).reshape(-1)
         self._abs_max_pos = torch.where(better, pos[rows], self._abs_max_pos)
-        first = (pos == 0).to(self.dtype)
-        self._first_sum += first @ x64
-        self._first_sq_sum += first @ sq
-        self._n_first += (pos == 0).sum()
+        self._first_sum += first_sum
+        self._first_sq_sum += first_sq_sum
+        self._n_first += first.sum()
 
-    def _update_inputs(self, x64, inverse, nonzero, inputs, n_inputs) -> None:
-        m = x64.shape[0]
+    def _input_labels(self, inputs, n_inputs, m: int) -> tuple[torch.Tensor, int]:
         if inputs is None:
-            labels, k = torch.zeros(m, dtype=torch.int64, device=self.device), 1
-        else:
-            labels = self._as_tensor(inputs, torch.int64).reshape(-1)
-            k = int(n_inputs) if n_inputs is not None else int(labels.max()) + 1
-            if labels.shape[0] != m or not bool(((labels >= 0) & (labels < k)).all()):
-                raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(labels.shape)}")
-        # One segment sum for both Σu and Σx of every input: the rows of (m, 2d) added into their input's row.
-        sums = torch.zeros(k, 2 * self.dim, dtype=self.dtype, device=self.device).index_add_(
-            0, labels, torch.cat([x64 * inverse[:, None], x64], dim=1))
-        counts = torch.stack([torch.bincount(labels, minlength=k),
-                              torch.bincount(labels[nonzero], minlength=k)], 1)
-        self._inputs.append((sums[:, : self.dim].float(), sums[:, self.dim :].float(), counts))
+            return torch.zeros(m, dtype=torch.int64, device=self.device), 1
+        labels = self._as_tensor(inputs, torch.int64).reshape(-1)
+        k = int(n_inputs) if n_inputs is not None else int(labels.max()) + 1
+        if labels.shape[0] != m or not bool(((labels >= 0) & (labels < k)).all()):
+            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(labels.shape)}")
+        return labels, k
 
     def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
         start = 0
@@ -566,30 +591,34 @@ class _Complement:
         self.gram_done = zeros(d, d) if main.second_order else None
         self.batch_svd: list[torch.Tensor] = []
 
-    def update(self, x, x64, sq, norms, inverse, positions, mask) -> None:
+    def update(self, mask, s_x, s_sq, norms, ax, top, rows, pos, first) -> None:
+        """Add this batch's left-out rows ``mask`` (m,) bool, given the batch's weighted sums over them (``s_x``:
+        Σ u, Σ x, Σ x over first tokens; ``s_sq``: Σ x∘x, Σ u∘u, Σ x∘x over first tokens), the rows' norms, |x|
+        (m, d) and its per-feature maximum ``top`` at rows ``rows``."""
         dtype = self.main.dtype
-        w = mask.to(dtype)
         self.count += mask.sum()
         self.n_zero += (mask & (norms == 0)).sum()
-        self.sums["unit_sum"] += (w * inverse) @ x64
-        self.sums["vector_sum"] += w @ x64
-        self.sums["sq_sum"] += w @ sq
-        self.sums["unit_sq_sum"] += (w * inverse * inverse) @ sq
-        self.norm_sum += w @ norms
-        kept = x.abs().masked_fill(mask[:, None], -1.0)
-        top, rows = kept.max(0)
+        self.sums["unit_sum"] += s_x[0]
+        self.sums["vector_sum"] += s_x[1]
+        self.sums["first_sum"] += s_x[2]
+        self.sums["sq_sum"] += s_sq[0]
+        self.sums["unit_sq_sum"] += s_sq[1]
+        self.sums["first_sq_sum"] += s_sq[2]
+        self.norm_sum += mask.to(dtype) @ norms
+        # The largest |x| over the kept rows: the batch's own where its maximum sits on a kept row, else recomputed
+        # over the kept rows for those features only (-1 where every row is left out).
+        moved = mask[rows]
+        if bool(moved.any()):
+            top, rows = top.clone(), rows.clone()
+            top[moved], rows[moved] = ax[:, moved].masked_fill(mask[:, None], -1.0).max(0)
         top = top.to(dtype)
         better = top > self.abs_max
         self.abs_max = torch.where(better, top, self.abs_max)
-        if positions is None:
+        if pos is None:
             self.abs_max_pos = torch.where(better, -1, self.abs_max_pos)
             return
-        pos = self.main._as_tensor(positions, torch.int64).reshape(-1)
         self.abs_max_pos = torch.where(better, pos[rows], self.abs_max_pos)
-        first = (pos == 0) & mask
-        self.sums["first_sum"] += first.to(dtype) @ x64
-        self.sums["first_sq_sum"] += first.to(dtype) @ sq
-        self.n_first += first.sum()
+        self.n_first += (first & mask).sum()
 
     def close_batch(self, buffer: torch.Tensor, gram: torch.Tensor) -> None:
         """The SVD batch in ``buffer`` (with Gram matrix ``gram``) is complete: its anisotropy without the marked
@@ -625,6 +654,11 @@ class _Complement:
             acc._batch_svd = list(self.batch_svd)
         acc._partial_lost = main._svd_fill > 0
         return acc
+
+
+#: Up to this many inputs in one update, the per-input sums are one-hot rows of the update's GEMM (k·m weights);
+#: beyond it, a segment sum (``index_add_``), so a caller passing many inputs at once never builds a k × m matrix.
+_ONE_HOT_INPUTS = 64
 
 
 def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64,
