@@ -176,8 +176,7 @@ class LayerAccumulator:
         # tokens, per input, per left-out set) and the rows of `w_sq` against x∘x. One pass over the batch each,
         # instead of one per statistic.
         ones = torch.ones(m, dtype=self.dtype, device=self.device)
-        zero = torch.zeros(m, dtype=self.dtype, device=self.device)
-        first_w = first.to(self.dtype) if first is not None else zero
+        first_w = first.to(self.dtype) if first is not None else torch.zeros_like(ones)
         w_x, w_sq = [inverse, ones, first_w], [ones, inverse * inverse, first_w]
         by_gemm = labels is not None and k <= _ONE_HOT_INPUTS
         if by_gemm:  # per-input sums as k one-hot rows of the same GEMM
@@ -220,13 +219,9 @@ class LayerAccumulator:
         self.count += m
 
     def _update_massive(self, top, rows, pos, first, first_sum, first_sq_sum) -> None:
-        top = top.to(self.dtype)
-        better = top > self._abs_max
-        self._abs_max = torch.where(better, top, self._abs_max)
+        self._abs_max, self._abs_max_pos = _running_max(self._abs_max, self._abs_max_pos, top, rows, pos)
         if pos is None:
-            self._abs_max_pos = torch.where(better, -1, self._abs_max_pos)
             return
-        self._abs_max_pos = torch.where(better, pos[rows], self._abs_max_pos)
         self._first_sum += first_sum
         self._first_sq_sum += first_sq_sum
         self._n_first += first.sum()
@@ -595,7 +590,6 @@ class _Complement:
         """Add this batch's left-out rows ``mask`` (m,) bool, given the batch's weighted sums over them (``s_x``:
         Σ u, Σ x, Σ x over first tokens; ``s_sq``: Σ x∘x, Σ u∘u, Σ x∘x over first tokens), the rows' norms, |x|
         (m, d) and its per-feature maximum ``top`` at rows ``rows``."""
-        dtype = self.main.dtype
         self.count += mask.sum()
         self.n_zero += (mask & (norms == 0)).sum()
         self.sums["unit_sum"] += s_x[0]
@@ -604,21 +598,16 @@ class _Complement:
         self.sums["sq_sum"] += s_sq[0]
         self.sums["unit_sq_sum"] += s_sq[1]
         self.sums["first_sq_sum"] += s_sq[2]
-        self.norm_sum += mask.to(dtype) @ norms
+        self.norm_sum += mask.to(self.main.dtype) @ norms
         # The largest |x| over the kept rows: the batch's own where its maximum sits on a kept row, else recomputed
         # over the kept rows for those features only (-1 where every row is left out).
         moved = mask[rows]
         if bool(moved.any()):
             top, rows = top.clone(), rows.clone()
             top[moved], rows[moved] = ax[:, moved].masked_fill(mask[:, None], -1.0).max(0)
-        top = top.to(dtype)
-        better = top > self.abs_max
-        self.abs_max = torch.where(better, top, self.abs_max)
-        if pos is None:
-            self.abs_max_pos = torch.where(better, -1, self.abs_max_pos)
-            return
-        self.abs_max_pos = torch.where(better, pos[rows], self.abs_max_pos)
-        self.n_first += (first & mask).sum()
+        self.abs_max, self.abs_max_pos = _running_max(self.abs_max, self.abs_max_pos, top, rows, pos)
+        if pos is not None:
+            self.n_first += (first & mask).sum()
 
     def close_batch(self, buffer: torch.Tensor, gram: torch.Tensor) -> None:
         """The SVD batch in ``buffer`` (with Gram matrix ``gram``) is complete: its anisotropy without the marked
@@ -654,6 +643,15 @@ class _Complement:
             acc._batch_svd = list(self.batch_svd)
         acc._partial_lost = main._svd_fill > 0
         return acc
+
+
+def _running_max(abs_max: torch.Tensor, abs_max_pos: torch.Tensor, top: torch.Tensor, rows: torch.Tensor,
+                 pos: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per feature, the running max |x| (d,) and its sequence position (d,) after a batch whose max is ``top`` (d,)
+    at rows ``rows`` (d,); ``pos`` (m,) the rows' positions, None: unknown (-1). A tie keeps the earlier batch."""
+    top = top.to(abs_max.dtype)
+    better = top > abs_max
+    return torch.where(better, top, abs_max), torch.where(better, -1 if pos is None else pos[rows], abs_max_pos)
 
 
 #: Up to this many inputs in one update, the per-input sums are one-hot rows of the update's GEMM (k·m weights);
