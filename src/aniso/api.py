@@ -35,7 +35,7 @@ __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults",
 
 #: What :func:`measure` keeps unless told: avg cos, drift and mean norm (first order), and the d x d statistics (SVD
 #: anisotropy, TwoNN, IsoScore, sampled pairs). The other kinds of :data:`aniso.stats.pipeline.ALL_STATISTICS` (e.g.
-#: ``attention-sink``, which switches the model to eager attention) are asked for by name, or with ``"all"``.
+#: ``attention-sink``, the attention on the first token) are asked for by name, or with ``"all"``.
 DEFAULT_STATISTICS = ("first-order", "second-order")
 
 #: Exit codes of ``aniso run`` and of :attr:`ClaimResults.exit_code` (also in ``aniso run --help`` and the README).

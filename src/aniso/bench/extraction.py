@@ -11,8 +11,8 @@ Variants (:data:`VARIANTS`), each run over the same paragraphs in the same batch
 - ``all``: the same with second-order statistics too (Σxxᵀ, batch-wise SVD anisotropy, reservoir:
   ``second_order=True``);
 - ``every``: :func:`aniso.stats.pipeline.compute_model_stats` with every streamed statistic (:data:`STREAMED`: also the
-  first-token-excluded set, the final normalisation's input and output, the attention sink with eager attention,
-  per-input sums). The embedding matrices' partition isotropy (``embedding-isotropy``) does not depend on the inputs,
+  first-token-excluded set, the final normalisation's input and output, the attention sink read from the queries
+  and keys of the model's own attention, per-input sums). The embedding matrices' partition isotropy (``embedding-isotropy``) does not depend on the inputs,
   so it is timed once on its own (``embedding_isotropy_s``), not as a multiple of the forward pass.
 
 Each variant's time is the best (minimum) of ``repeats`` runs after one warm-up run of each; the variants are run
@@ -256,8 +256,7 @@ def _forward(subject: Subject, batches: list[list[str]]) -> None:
 def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None = None):
     """Run one variant (:data:`VARIANTS`) of the benchmark once; returns the :class:`aniso.stats.accumulators.ModelStats` of the
     statistics variants, None for ``forward`` and ``hidden_states``. ``batches``: the paragraphs already grouped
-    (:func:`_batch_order`; for ``forward`` only). ``every`` switches the model to eager attention (for the attention
-    sink) and back to its own attention afterwards, so that the other variants are timed with the model's own.
+    (:func:`_batch_order`; for ``forward`` only). Every variant runs the model's own attention.
 
     Raises ValueError for an unknown variant.
     """
@@ -270,13 +269,8 @@ def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None 
         _forward(subject, batches if batches is not None else _batch_order(subject))
         return None
     if variant == "every":
-        own = model.config._attn_implementation
-        try:
-            stats = compute_model_stats(subject.loaded, modality_of(subject.entry), subject.corpus, s, "benchmark",
-                                        statistics=STREAMED)
-        finally:
-            if model.config._attn_implementation != own:
-                model.set_attn_implementation(own)
+        stats = compute_model_stats(subject.loaded, modality_of(subject.entry), subject.corpus, s, "benchmark",
+                                    statistics=STREAMED)
         _sync(s.device)
         return stats
     if variant not in VARIANTS:

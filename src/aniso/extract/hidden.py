@@ -9,12 +9,13 @@ same input (Godey et al. 2024, Fig. 1 note).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from functools import partial
 from dataclasses import dataclass
 
 import torch
 
-from ..common.devices import accumulation_dtype
+from .attention import FirstTokenAttention, first_column, first_token_sums
 
 __all__ = ["Batch", "layer_names", "iter_text_hidden_states", "iter_speech_hidden_states",
            "iter_vision_hidden_states", "speech_layer_names", "AttentionSite", "attention_sites",
@@ -31,9 +32,10 @@ class Batch:
     the claims catalogue asks to report next to the real-frames one. ``without_first`` (text models without a
     decoder) holds the same layers without the first real token of each sequence (the attention-sink position of
     decoders), for the profiles reported with and without it. ``attention_sums`` (text, when asked for) holds, per
-    attention layer, what ``attention_reduce`` made of that layer's probabilities (b, heads, t, t) inside the forward
-    pass (by default :func:`first_token_attention_sums`: two (heads,) tensors), so no attention map outlives
-    its layer; ``mask`` is the (b, t) bool mask of real tokens.
+    attention layer, the attention on the first real token reduced inside the forward pass (by default two (heads,)
+    tensors, :func:`aniso.extract.attention.first_token_sums`; with an ``attention_reduce``, what it made of that
+    layer's probabilities (b, heads, t, t)), so no attention map outlives its layer; ``mask`` is the (b, t) bool
+    mask of real tokens.
     ``inputs`` labels the rows of each layer with the input they came from (0 .. ``n_sequences`` - 1: paragraph,
     recording, image), (m_i,) int64, for statistics kept per input (bootstrap intervals); None: not labelled.
     ``positions`` (text) gives each row's position among the real tokens of its sequence (0: its first token).
@@ -171,6 +173,11 @@ class _AttentionReducer:
             self.sums[i] = self.reduce(probs.detach(), self.mask, i)
         return keep
 
+    def reading(self, mask: torch.Tensor):
+        """Context manager around one forward pass over a batch whose (b, t) bool mask of real tokens is ``mask``."""
+        self.mask = mask
+        return nullcontext()
+
     def take(self) -> list:
         got, self.sums = self.sums, [None] * len(self.modules)
         return got
@@ -258,10 +265,13 @@ def iter_text_hidden_states(
     max_length : tokens per sequence at most (and at most the model's learnt positions,
         ``max_position_embeddings`` or ``n_positions``)
     device : torch device for the forward pass
-    attentions : also measure the attention probabilities (decoder-only and encoder-only models; the model is
-        switched to transformers' eager attention, which computes them): each layer's map is reduced by
-        ``attention_reduce(probs (b, H, t, t), mask (b, t), layer index)`` inside its forward hook (default
-        :func:`first_token_attention_sums`) and only the result is kept, in ``Batch.attention_sums``
+    attentions : also measure the attention on the first real token (decoder-only and encoder-only models): by
+        default on the model's own attention (SDPA / flash), each layer's (token_sum, sequence_sum) of
+        :func:`aniso.extract.attention.first_token_sums` from the queries and keys its attention call receives
+        (:class:`aniso.extract.attention.FirstTokenAttention`; ``Batch.attention_sums`` is None for a model whose
+        attention gives neither such a call nor a map). With ``attention_reduce``, the model is switched to
+        transformers' eager attention and each layer's whole map is reduced by ``attention_reduce(probs (b, H, t, t),
+        mask (b, t), layer index)`` inside its forward hook; only the result is kept, in ``Batch.attention_sums``
     final_norm : also return the states entering and leaving the model's final normalisation
         (:func:`final_norm_of`; encoder-only and decoder-only models that have one)
 
@@ -281,8 +291,8 @@ def iter_text_hidden_states(
         if getattr(model.config, "is_encoder_decoder", False):
             raise ValueError(f"{type(model).__name__}: attention probabilities are measured on encoder-only and "
                              "decoder-only models")
-        if getattr(model.config, "_attn_implementation", "eager") != "eager":
-            model.set_attn_implementation("eager")
+        if attention_reduce is not None and getattr(model.config, "_attn_implementation", "eager") != "eager":
+            model.set_attn_implementation("eager")  # a reduction of the whole map needs the map
     _prepare_tokenizer(tokenizer)
     device = place(model, device)
     positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
@@ -302,8 +312,8 @@ def iter_text_hidden_states(
     hook = _FinalNormHook(norm[1]) if norm is not None else None
     reducer = None
     if attentions:
-        reducer = _AttentionReducer(model, attention_reduce or (lambda probs, mask, layer:
-                                                                first_token_attention_sums(probs, mask)))
+        reducer = (_AttentionReducer(model, attention_reduce) if attention_reduce is not None
+                   else FirstTokenAttention([model.get_submodule(s.name) for s in attention_sites(model)]))
     try:
         yield from _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, reducer, enc_dec,
                                  accepted, hook)
@@ -328,14 +338,13 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
     enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
     inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}
     mask = inputs["attention_mask"].bool()
-    if reducer is not None:
-        reducer.mask = mask
     if enc_dec:
         dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
         out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
         states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask.bool()) for h in out.decoder_hidden_states]
     else:
-        out = model(**inputs, output_hidden_states=True)
+        with reducer.reading(mask) if reducer is not None else nullcontext():
+            out = model(**inputs, output_hidden_states=True)
         states = [(h, mask) for h in out.hidden_states]
     masks = [_resolution_mask(model, m, h) for h, m in states]
     hidden = getattr(model.config, "hidden_size", None)
@@ -653,17 +662,10 @@ def first_token_attention_sums(probs: torch.Tensor, mask: torch.Tensor) -> tuple
     """Attention on the first real token, reduced where the map is produced.
 
     ``probs`` (b, H, t, t) attention probabilities (any float dtype), ``mask`` (b, t) bool of real tokens, both on one
-    device. Returns ``(token_sum, sequence_sum)``, each (H,) in :func:`accumulation_dtype` on that device:
+    device. Returns ``(token_sum, sequence_sum)``, each (H,) in :func:`~aniso.common.devices.accumulation_dtype` on that device:
     ``token_sum[h]`` = Σ over every real query row of A_h[t, first]; ``sequence_sum[h]`` = Σ over sequences of the
     mean over that sequence's real query rows (Gu et al. 2025, §3: α is the mean over query positions; averaged
     per token or per sequence, see :class:`aniso.stats.accumulators.AttentionSink`). Only one layer's map is needed at a time.
     """
     rows = mask.to(device=probs.device, dtype=torch.bool)
-    b, h, t, _ = probs.shape
-    first = rows.to(torch.int64).argmax(dim=1)  # (b,) index of each sequence's first real token
-    on_first = probs.gather(3, first.view(b, 1, 1, 1).expand(b, h, t, 1)).squeeze(3)  # (b, H, t)
-    dtype = accumulation_dtype(probs.device)
-    weights = rows.to(dtype)[:, None, :]
-    per_row = (on_first.to(dtype) * weights).sum(2)  # (b, H)
-    per_sequence = per_row / rows.sum(1).clamp(min=1).to(dtype)[:, None]
-    return per_row.sum(0), per_sequence.sum(0)
+    return first_token_sums(first_column(probs, rows.to(torch.int64).argmax(dim=1)), rows)
