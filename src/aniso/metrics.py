@@ -2,7 +2,8 @@
 
 Every function takes plain NumPy arrays (rows are vectors) or the streamed sums
 that :mod:`aniso.stats.accumulators` accumulates, and returns floats. Definitions follow the
-metric table of the claims catalogue (``CLAIMS.md``).
+metric table of the claims catalogue (``CLAIMS.md``). SciPy is imported inside the few functions that use it, so that a
+statistics run (which reads q95 through :func:`scipy.special.betaincinv` alone) never imports :mod:`scipy.stats`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy import linalg as _linalg
-from scipy import stats as _stats
 
 __all__ = [
     "unit_rows",
@@ -36,6 +35,7 @@ __all__ = [
     "isoscore_from_moments",
     "dimension_contributions",
     "partition_isotropy",
+    "partition_isotropies",
     "Correlation",
     "drift_correlation",
 ]
@@ -194,7 +194,9 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
     trace = float(np.trace(c))
     if trace <= 0:
         return float("nan")
-    lam_max = float(_linalg.eigh(c, eigvals_only=True, subset_by_index=[c.shape[0] - 1, c.shape[0] - 1])[0])
+    from scipy import linalg
+
+    lam_max = float(linalg.eigh(c, eigvals_only=True, subset_by_index=[c.shape[0] - 1, c.shape[0] - 1])[0])
     return float(min(1.0, max(0.0, lam_max / trace)))
 
 
@@ -574,8 +576,10 @@ def isotropic_cos_quantile(d: int, q: float = 0.95) -> float:
         raise ValueError(f"dimension must be >= 2, got {d}")
     if not 0 < q < 1:
         raise ValueError(f"quantile must be in (0, 1), got {q}")
+    from scipy.special import betaincinv  # what scipy.stats.beta.ppf computes, without importing scipy.stats
+
     a = (d - 1) / 2
-    return float(2 * _stats.beta.ppf(q, a, a) - 1)
+    return float(2 * betaincinv(a, a, q) - 1)
 
 
 def isotropic_cos_std(d: int) -> float:
@@ -586,7 +590,7 @@ def isotropic_cos_std(d: int) -> float:
     if d < 2:
         raise ValueError(f"dimension must be >= 2, got {d}")
     a = (d - 1) / 2
-    return float(2 * math.sqrt(_stats.beta.var(a, a)))
+    return float(2 * math.sqrt(a * a / ((a + a) * (a + a) * (a + a + 1))))  # Beta(a, a)'s variance, as scipy's
 
 
 @dataclass(frozen=True)
@@ -625,11 +629,13 @@ def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method:
     ------
     ValueError for an unknown method, mismatched lengths or fewer than 3 layers.
     """
+    from scipy import stats
+
     a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}")
     if method == "spearman":
-        res = _stats.spearmanr(a, b)
+        res = stats.spearmanr(a, b)
     elif method == "pearson":
-        res = _stats.pearsonr(a, b)
+        res = stats.pearsonr(a, b)
     else:
         raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
     return Correlation(method, float(res.statistic), float(res.pvalue), int(a.shape[0]))
@@ -655,7 +661,9 @@ def monotonic_trend(along: np.ndarray, values: np.ndarray) -> Correlation:
         raise ValueError("a trend needs finite values")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation("spearman", 0.0, 1.0, int(a.shape[0]))
-    res = _stats.spearmanr(a, b)
+    from scipy import stats
+
+    res = stats.spearmanr(a, b)
     return Correlation("spearman", float(res.statistic), float(res.pvalue), int(a.shape[0]))
 
 
@@ -780,20 +788,38 @@ def partition_isotropy(w: np.ndarray, centre: bool = False, chunk: int = 8192) -
     ------
     ValueError for a non-2-D or non-finite matrix.
     """
+    return partition_isotropies(w, chunk)[1 if centre else 0]
+
+
+def partition_isotropies(w: np.ndarray, chunk: int = 8192) -> tuple[float, float]:
+    """:func:`partition_isotropy` of ``w`` raw and centred, ``(raw, centred)``, for the price of about one.
+
+    Both come from one WᵀW (the centred matrix's is WᵀW − V·w̄w̄ᵀ, V rows) and one pass over the rows: each block's
+    products with both sets of eigenvectors in one matrix product, (w − w̄)·v = w·v − w̄·v, and Z(−v) from the same
+    products negated (no product against the negated vectors). Raises ValueError as :func:`partition_isotropy` does.
+    """
     w = np.asarray(w, dtype=np.float64)
     if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
         raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {w.shape}")
     if not np.isfinite(w).all():
         raise ValueError("W contains NaN or infinite values")
-    if centre:
-        w = w - w.mean(axis=0)
-    _, vectors = np.linalg.eigh(w.T @ w)  # columns: unit eigenvectors of WᵀW
-    vectors = np.concatenate([vectors, -vectors], axis=1)  # an eigenvector's sign is arbitrary: take both
-    log_z = np.full(vectors.shape[1], -np.inf)
+    d = w.shape[1]
+    gram = w.T @ w
+    mean = w.mean(axis=0)
+    raw = np.linalg.eigh(gram)[1]  # columns: unit eigenvectors of WᵀW
+    centred = np.linalg.eigh(gram - w.shape[0] * np.outer(mean, mean))[1]
+    vectors = np.concatenate([raw, centred], axis=1)
+    shift = np.concatenate([np.zeros(d), mean @ centred])  # w̄·v for the centred matrix's vectors
+    log_z = np.full(4 * d, -np.inf)  # Z(v) then Z(−v), raw vectors then centred
     for start in range(0, w.shape[0], chunk):
-        block = w[start : start + chunk] @ vectors  # (rows, d): wᵢ·v for every eigenvector v
-        log_z = np.logaddexp(log_z, _lse_columns(block))
-    return float(math.exp(float(log_z.min() - log_z.max())))
+        block = w[start : start + chunk] @ vectors - shift  # (rows, 2d): wᵢ·v (minus w̄·v where centred)
+        log_z = np.logaddexp(log_z, np.concatenate([_lse_columns(block), _lse_columns(-block)]))
+    plus, minus = log_z[: 2 * d], log_z[2 * d :]
+    out = []
+    for part in (slice(0, d), slice(d, 2 * d)):
+        both = np.concatenate([plus[part], minus[part]])
+        out.append(float(math.exp(float(both.min() - both.max()))))
+    return out[0], out[1]
 
 
 def _lse_columns(a: np.ndarray) -> np.ndarray:

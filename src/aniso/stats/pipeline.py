@@ -220,7 +220,8 @@ def embedding_isotropy(model) -> dict:
         if module is None or not hasattr(module, "weight") or (name == "output" and module.weight is emb.weight):
             continue  # a tied output matrix is the input one: measured once
         w = module.weight.detach().double().cpu().numpy()
-        out[name] = {"raw": metrics.partition_isotropy(w), "centred": metrics.partition_isotropy(w, centre=True),
+        raw, centred = metrics.partition_isotropies(w)
+        out[name] = {"raw": raw, "centred": centred,
                      "mean_norm": float(np.linalg.norm(w, axis=1).mean()), "vocab": int(w.shape[0]),
                      "dim": int(w.shape[1])}
     out["output_embeddings"] = ("tied to the input embeddings" if tied else
