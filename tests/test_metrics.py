@@ -235,10 +235,12 @@ def test_twonn_equals_float64_brute_force(torch_device, seed, n, d, kind):
 
 
 def test_massive_feature_keeps_the_float32_screen(monkeypatch):
-    """Decoder-like points (a column ~10³ times the others on half of the rows): the massive column is split off,
-    so few rows fail the float32 screen of 4 candidates; left in the float32 product, most rows (84% here) do. Both
-    exact."""
-    x = _points_of_kind(np.random.default_rng(0), 2000, 64, "massive")
+    """Points with a column ~10³ times the others that does not separate them into groups (its values spread
+    continuously, 3,000 ± 30%): the massive column is split off, so few rows fail the float32 screen of 4
+    candidates; left in the float32 product, most rows do. Both exact."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2000, 64))
+    x[:, 0] = 3e3 * (1 + 0.3 * rng.standard_normal(2000))
     b1, b2 = _brute_two_nearest(x)
     recheck = metrics._recheck
     for ratio, most in ((metrics._MASSIVE_RATIO, 100), (math.inf, 2000)):
@@ -250,6 +252,43 @@ def test_massive_feature_keeps_the_float32_screen(monkeypatch):
         monkeypatch.undo()
         assert np.allclose(r1, b1, rtol=1e-9) and np.allclose(r2, b2, rtol=1e-9)
         assert calls[0] <= most and (ratio != math.inf or calls[0] >= 1500), calls
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 500), st.integers(2, 24), st.sampled_from([1, 2]),
+       st.sampled_from([6.0, 30.0, 3e3]), st.booleans())
+def test_two_nearest_neighbours_in_separated_groups_are_exact(seed, n, d, columns, gap, float32):
+    """Massive columns whose values fall into clusters (activations of 10³ on some rows, of several sizes, on one or
+    two columns; groups of one or two points; clusters barely wider apart than the small features' spread, so
+    that points near a cluster's edge have their neighbours across it): searched group by group, then checked
+    against the other groups, the distances are the float64 brute-force ones."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d))
+    for j in range(columns):
+        level = rng.integers(0, 4, size=n)  # four clusters per column, some possibly tiny or empty
+        x[:, j] = np.where(level == 0, x[:, j], gap * level * (1 + 0.01 * rng.standard_normal(n)) + 4e3 * (level == 3))
+    x = metrics.unique_rows(x.astype(np.float32) if float32 else x)
+    assume(len(x) >= 3)
+    r1, r2 = metrics.two_nearest_neighbours(x)
+    b1, b2 = _brute_two_nearest(x.astype(np.float64))
+    assert np.allclose(r1, b1, rtol=1e-9, atol=1e-12) and np.allclose(r2, b2, rtol=1e-9, atol=1e-12)
+
+
+def test_separated_massive_rows_are_searched_group_by_group(monkeypatch):
+    """The benchmark's decoder-like points (a massive feature of about 2,000 on half the rows): two groups, each
+    searched on its own (two products of a quarter the size), no point re-checked against all; exact."""
+    from aniso.bench.twonn import make_points
+
+    x = make_points(3000, 32, "massive", seed=2)
+    sizes, settled = [], []
+    search, settle = metrics._two_nearest_squared, metrics._settle
+    monkeypatch.setattr(metrics, "_two_nearest_squared", lambda p: sizes.append(p.shape[0]) or search(p))
+    monkeypatch.setattr(metrics, "_settle", lambda rows, *a: settled.append(rows.numel()) or settle(rows, *a))
+    r1, r2 = metrics.two_nearest_neighbours(x)
+    assert sizes[0] == 3000 and sorted(sizes[1:]) == sorted([int((x[:, 0] > 1000).sum()), int((x[:, 0] < 1000).sum())])
+    assert settled[-1] == 0
+    b1, b2 = _brute_two_nearest(x.astype(np.float64))
+    assert np.allclose(r1, b1, rtol=1e-9) and np.allclose(r2, b2, rtol=1e-9)
 
 
 def test_twonn_on_a_tensor_stays_on_its_device(monkeypatch, torch_device):

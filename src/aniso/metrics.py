@@ -308,17 +308,28 @@ def _f32_unit_roundoff() -> float:
 
 
 def _as_points(x, name: str = "x") -> torch.Tensor:
-    """``x`` (a NumPy array or a torch tensor on any device) as a finite float64 tensor of shape (n, d) on the
-    same device (a NumPy array goes to the CPU without a copy when it is already float64)."""
+    """``x`` (a NumPy array or a torch tensor on any device) as a finite tensor of shape (n, d) on the same device:
+    float32 when ``x`` is float32 or narrower (bfloat16, float16: exact in float32), else float64 (a NumPy array
+    goes to the CPU without a copy when it already has that dtype). Every float32 value is exact in float64, so the
+    nearest-neighbour search below is the float64 one either way, without a float64 copy of the points."""
     if isinstance(x, torch.Tensor):
         t = x.detach()
         if t.ndim != 2:
             raise ValueError(f"{name} must be a 2-D tensor of shape (n, d), got shape {tuple(t.shape)}")
-        t = t.to(torch.float64)
+        narrow = t.is_floating_point() and torch.finfo(t.dtype).bits <= 32
+        t = t.to(torch.float32 if narrow else torch.float64)
         if not bool(torch.isfinite(t).all()):
             raise ValueError(f"{name} contains NaN or infinite values")
         return t
-    return torch.from_numpy(np.ascontiguousarray(_as_matrix(x, name)))
+    a = np.asarray(x)
+    if a.dtype in (np.float32, np.float16):
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        if a.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {a.shape}")
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} contains NaN or infinite values")
+        return torch.from_numpy(a)
+    return torch.from_numpy(np.ascontiguousarray(_as_matrix(a, name)))
 
 
 def unique_rows(x):
@@ -348,10 +359,11 @@ def unique_rows(x):
     return x[keep]
 
 
-def _massive_columns(centred: torch.Tensor) -> torch.Tensor:
-    """Indices (on the device) of the few columns whose largest |value| dwarfs the others' (see
-    ``_MASSIVE_RATIO``): decoder models' massive activations. Only a speed choice; exactness never depends on it."""
-    peak = centred.abs().amax(0) ** 2
+def _massive_columns(peak: torch.Tensor) -> torch.Tensor:
+    """Indices (on the device) of the few columns whose largest |value| ``peak`` (d,) (about the centre) dwarfs the
+    others' (see ``_MASSIVE_RATIO``): decoder models' massive activations. Only a speed choice; exactness never
+    depends on it."""
+    peak = peak**2
     massive = torch.nonzero(peak > _MASSIVE_RATIO * peak.median()).flatten()
     if massive.numel() > _MASSIVE_MAX:
         massive = massive[torch.topk(peak[massive], _MASSIVE_MAX).indices]
@@ -384,7 +396,19 @@ def two_nearest_neighbours(x) -> tuple[np.ndarray, np.ndarray]:
     decoder-like points it stays as tight as on Gaussian ones (without the split, ε grows with the massive
     norm² and nearly every row failed the test). Rows that fail are ranked again in float64 (the same bound with
     u = 2⁻⁵³, all columns in the product); the few that still fail get every distance in float64. The result is
-    therefore the float64 brute-force one, at float32 matrix-product speed.
+    therefore the float64 brute-force one, at float32 matrix-product speed. The points are centred at a centre
+    their dtype holds exactly (float32 points stay float32: x − c is exact in float64, and rounding it once to
+    float32 is the rounding the bound counts), and the exact float64 rows are formed block by block or for the
+    candidates only, never as a float64 copy of all the points.
+
+    Massive columns that separate the points. Where a massive column's sorted values have gaps wider than the
+    small features' spread (4·√S, S the small features' total variance: massive activations on some tokens
+    only), the points fall into groups on either side of the gaps, and each group's two nearest neighbours are
+    found within the group (recursively, by this method). A point is exact when its second distance² within its
+    group is below the squared distance, along that column, to the nearest value outside its group's interval:
+    every point of another group is at least that far. Points that fail (and groups of fewer than 3 points) are
+    searched against every point in float64, as above. On points whose massive activation is on half the rows,
+    the product is two of a quarter the size each.
 
     Parameters
     ----------
@@ -405,27 +429,65 @@ def two_nearest_neighbours(x) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(r[:, 0]), np.ascontiguousarray(r[:, 1])
 
 
+class _Centred:
+    """Points (n, d), float32 or float64, about a centre ``c`` their dtype holds exactly: their exact float64
+    centred rows on demand (``rows``), or all of them once (``all``) for the rare float64 re-checks."""
+
+    def __init__(self, points: torch.Tensor):
+        self.points = points
+        n = points.shape[0]
+        self.centre = (points.sum(0, dtype=torch.float64) / n).to(points.dtype).to(torch.float64)
+        self._all: torch.Tensor | None = None
+
+    def rows(self, index) -> torch.Tensor:
+        return self.points[index].to(torch.float64) - self.centre
+
+    def columns(self, index) -> torch.Tensor:
+        return self.points[:, index].to(torch.float64) - self.centre[index]
+
+    def all(self) -> torch.Tensor:
+        if self._all is None:
+            self._all = self.points.to(torch.float64) - self.centre
+        return self._all
+
+    def peak(self) -> torch.Tensor:
+        """Per column, max |x − c| (d,), float64, from the column's extremes (no temporary of the points' size)."""
+        return torch.maximum(self.points.amax(0).double() - self.centre, self.centre - self.points.amin(0).double())
+
+
 def _two_nearest_squared(points: torch.Tensor) -> torch.Tensor:
-    """Exact squared distances (n, 2), float64, on the device of ``points`` (float64, n >= 3, distinct rows)."""
+    """Exact squared distances (n, 2), float64, on the device of ``points`` (float32 or float64, n >= 3, distinct
+    rows)."""
     n, d = points.shape
-    centred = points - points.mean(0)
-    massive = _massive_columns(centred)
+    pts = _Centred(points)
+    massive = _massive_columns(pts.peak())
     m = massive.numel()
     if m:
-        small_mask = torch.ones(d, dtype=torch.bool, device=centred.device)
+        small_mask = torch.ones(d, dtype=torch.bool, device=points.device)
         small_mask[massive] = False
-        small64 = centred[:, small_mask]
-        massive64 = centred[:, massive].T.contiguous()  # (m, n)
+        groups = _separated_groups(pts, massive, small_mask)
+        if groups is not None:
+            return _two_nearest_in_groups(pts, groups)
+        massive64 = pts.columns(massive).T.contiguous()  # (m, n)
         massive32 = massive64.float()
         peak = massive64.abs()
         reach = ((peak + peak.amax(1, keepdim=True)) ** 2).sum(0).sqrt()  # ‖P‖, P_j = |a_j| + max_b |b_j|
     else:
-        small64, massive32, reach = centred, None, torch.zeros(n, dtype=torch.float64, device=centred.device)
-    small32 = small64.float()
-    if small32.shape[1] % _NN_ALIGN:  # zero columns add exact zeros; an aligned width keeps the GEMM at its pace
-        small32 = torch.nn.functional.pad(small32, (0, -small32.shape[1] % _NN_ALIGN))
-    sq = (small32.double() ** 2).sum(1).float()  # ‖b_S‖² of the float32 points
-    sq_exact = (small64**2).sum(1)  # ‖a_S‖², float64
+        small_mask, massive32 = None, None
+        reach = torch.zeros(n, dtype=torch.float64, device=points.device)
+    d_small = d - m
+    # float32 S columns, padded: zero columns add exact zeros; an aligned width keeps the GEMM at its pace
+    small32 = torch.zeros((n, d_small + (-d_small % _NN_ALIGN)), dtype=torch.float32, device=points.device)
+    sq = torch.empty(n, dtype=torch.float32, device=points.device)  # ‖b_S‖² of the float32 points
+    sq_exact = torch.empty(n, dtype=torch.float64, device=points.device)  # ‖a_S‖², float64
+    for s in range(0, n, _NN_BLOCK):  # one pass, a block of exact float64 rows at a time
+        block = pts.rows(slice(s, s + _NN_BLOCK))
+        if small_mask is not None:
+            block = block[:, small_mask]
+        rounded = block.float()
+        small32[s : s + _NN_BLOCK, :d_small] = rounded
+        sq[s : s + _NN_BLOCK] = (rounded.double() ** 2).sum(1).float()
+        sq_exact[s : s + _NN_BLOCK] = (block**2).sum(1)
     norm = sq_exact.sqrt()
     u = _f32_unit_roundoff()
     d_s = small32.shape[1]  # the padded width: the bound below counts its additions, zeros included
@@ -438,7 +500,7 @@ def _two_nearest_squared(points: torch.Tensor) -> torch.Tensor:
     beta = 2.1 * u * reach
     k = min(_NN_CANDIDATES, n - 1)
     wide = min(_NN_WIDE, n - 1)
-    r = torch.empty((n, 2), dtype=torch.float64, device=centred.device)
+    r = torch.empty((n, 2), dtype=torch.float64, device=points.device)
     unsure: list[torch.Tensor] = []
     step = None
     for s in range(0, n, _NN_BLOCK):
@@ -452,29 +514,95 @@ def _two_nearest_squared(points: torch.Tensor) -> torch.Tensor:
                 torch.sub(massive32[j, s:e].unsqueeze(1), massive32[j].unsqueeze(0), out=step)
                 part.addcmul_(step, step)
         part.diagonal(s).fill_(math.inf)
-        rows = torch.arange(s, e, device=centred.device)
-        r[s:e], unsure_here = _candidates(part, rows, centred, k, sq_exact, base, alpha, beta)
+        rows = torch.arange(s, e, device=points.device)
+        r[s:e], unsure_here = _candidates(part, rows, pts, k, sq_exact, base, alpha, beta)
         if unsure_here.numel() and wide > k:  # a wider candidate list from the same block, for those rows only
             local = unsure_here - s
-            r[unsure_here], unsure_here = _candidates(part[local], unsure_here, centred, wide, sq_exact, base,
+            r[unsure_here], unsure_here = _candidates(part[local], unsure_here, pts, wide, sq_exact, base,
                                                       alpha, beta)
         if k < n - 1:
             unsure.append(unsure_here)
     if unsure:
-        last = _recheck(torch.cat(unsure), centred, wide, r)
-        for i in last.tolist():
-            r[i] = _all_distances(centred, i)
+        _settle(torch.cat(unsure), pts, wide, r)
     return r
 
 
-def _candidates(part, rows, centred, k, sq_exact, base, alpha, beta):
+def _settle(rows: torch.Tensor, pts: _Centred, k: int, r: torch.Tensor) -> None:
+    """The rows whose candidates could not be shown to hold their two nearest neighbours: ranked again in float64
+    against every point (:func:`_recheck`), and the few that still fail get every distance; written into ``r``."""
+    if rows.numel() == 0:
+        return
+    for i in _recheck(rows, pts.all(), k, r).tolist():
+        r[i] = _all_distances(pts.all(), i)
+
+
+#: A massive column splits the points where its sorted values have a gap wider than this many times the small
+#: features' spread √S (S their total variance): wide enough that the two nearest neighbours of nearly every
+#: point are on its side (a pair of points differs by about √(2S) in the small features).
+_SPLIT_GAP = 4.0
+
+
+def _separated_groups(pts: _Centred, massive: torch.Tensor, small_mask: torch.Tensor) -> list | None:
+    """Groups of points that the massive columns separate (see :func:`two_nearest_neighbours`): a list of (index
+    tensor, column bounds) or None when no massive column has a gap wider than ``_SPLIT_GAP``·√S. Column bounds:
+    per point, the squared distance along the splitting columns to the nearest value outside its group's interval
+    (n,), float64 (every point of another group is at least that far)."""
+    n = pts.points.shape[0]
+    sample = pts.rows(slice(None, None, max(1, n // 1024)))[:, small_mask]  # the small features' spread
+    gap_min = _SPLIT_GAP * float((sample**2).sum(1).mean().sqrt())
+    labels = torch.zeros(n, dtype=torch.int64, device=pts.points.device)
+    floor = torch.full((n,), math.inf, dtype=torch.float64, device=pts.points.device)
+    split = False
+    for j in massive.tolist():
+        values = pts.points[:, j].double()
+        order = torch.argsort(values)
+        v = values[order]
+        cut = torch.nonzero(v[1:] - v[:-1] > gap_min).flatten()  # a cut after sorted position cut[i]
+        if cut.numel() == 0:
+            continue
+        split = True
+        interval = torch.zeros(n, dtype=torch.int64, device=v.device)
+        interval[cut + 1] = 1
+        interval = interval.cumsum(0)  # interval of each sorted position
+        starts = torch.cat([torch.zeros(1, dtype=torch.int64, device=v.device), cut + 1])
+        ends = torch.cat([cut, torch.tensor([n - 1], device=v.device)])
+        below = torch.where(starts > 0, v[(starts - 1).clamp_min(0)], -math.inf)[interval]
+        above = torch.where(ends < n - 1, v[(ends + 1).clamp_max(n - 1)], math.inf)[interval]
+        near = torch.minimum(v - below, above - v) ** 2  # exact differences of float32 values, squared once
+        floor[order] = torch.minimum(floor[order], near)
+        lab = torch.empty_like(interval)
+        lab[order] = interval
+        labels = torch.unique(labels * (cut.numel() + 1) + lab, return_inverse=True)[1]  # kept compact
+    if not split:
+        return None
+    group = labels
+    order = torch.argsort(group, stable=True)
+    sizes = torch.bincount(group).tolist()
+    return [list(torch.split(order, sizes)), floor * (1 - 8 * _F64_UNIT_ROUNDOFF)]
+
+
+def _two_nearest_in_groups(pts: _Centred, groups: list) -> torch.Tensor:
+    """Two nearest neighbours within each separated group, then checked against the bound to the other groups;
+    points that fail it are searched against every point (see :func:`two_nearest_neighbours`)."""
+    members, floor = groups
+    n = pts.points.shape[0]
+    r = torch.full((n, 2), math.inf, dtype=torch.float64, device=pts.points.device)
+    for index in members:
+        if index.numel() >= 3:
+            r[index] = _two_nearest_squared(pts.points[index])
+    unsure = torch.nonzero(~(r[:, 1] < floor)).flatten()  # within-group second distance not below the bound
+    _settle(unsure, pts, min(_NN_WIDE, n - 1), r)
+    return r
+
+
+def _candidates(part, rows, pts: _Centred, k, sq_exact, base, alpha, beta):
     """From a block of ranking values ``part`` (rows × n), the exact two smallest squared distances of ``rows``
     among their ``k`` best candidates, (rows, 2) float64, and the rows whose bound cannot exclude the others."""
     values, idx = torch.topk(part, k, dim=1, largest=False, sorted=True)
-    near = torch.index_select(centred, 0, idx.flatten()).view(idx.shape[0], k, -1)
-    diff = near - centred[rows].unsqueeze(1)
+    near = pts.rows(idx.flatten()).view(idx.shape[0], k, -1)
+    diff = near - pts.rows(rows).unsqueeze(1)
     two = torch.topk(torch.einsum("rkd,rkd->rk", diff, diff), 2, dim=1, largest=False, sorted=True).values
-    if k == centred.shape[0] - 1:
+    if k == pts.points.shape[0] - 1:
         return two, rows[:0]
     floor = sq_exact[rows] + values[:, -1].double() - base[rows]
     r2 = two[:, 1]
@@ -546,7 +674,11 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     if isinstance(x, torch.Tensor):
         points = unique_rows(_as_points(x))
     else:  # hashing the rows' bytes (O(n·d)) is cheaper than torch.unique's sort
-        points = torch.from_numpy(np.ascontiguousarray(unique_rows(_as_matrix(x))))
+        points = _as_points(x)
+        rows = points.numpy()
+        distinct = unique_rows(rows)
+        if distinct is not rows:
+            points = torch.from_numpy(np.ascontiguousarray(distinct))
     n = points.shape[0]
     if n < 3:
         raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
