@@ -305,6 +305,28 @@ def _bench_twonn(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_command(args: argparse.Namespace) -> int:
+    import json
+
+    from .bench.command import bench_command
+    from .inputs.text import CorpusError
+    from .registry.entries import RegistryError
+    from .sources import ModelUnavailable
+
+    try:
+        result = bench_command(args.model, paragraphs=args.paragraphs, repeats=args.repeats, registry=args.registry)
+    except (RegistryError, KeyError, ValueError, CorpusError, ModelUnavailable, RuntimeError) as exc:
+        print(f"aniso bench command: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"aniso stats {result['model']} --n-sequences {result['paragraphs']}: {result['command_s']} s; the "
+              f"same forward passes in a bare script: {result['script_s']} s; ratio {result['ratio']} (best of "
+              f"{len(result['rounds'])})")
+    return 0
+
+
 def _command(sub, name: str, help_text: str, example: str, func, description: str = ""):
     """One subcommand whose --help ends with an example."""
     parser = sub.add_parser(name, help=help_text, description=description or help_text,
@@ -407,6 +429,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip timing the embedding matrices' partition isotropy (once per model)")
     be.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     _registry_option(be)
+    bc = _command(bench_sub, "command", "time the whole 'aniso stats' command against a bare script",
+                  "aniso bench command all-MiniLM-L6-v2 --paragraphs 256 --json", _bench_command,
+                  "Time 'aniso stats MODEL --n-sequences N' on an empty cache, as a user waits for it (imports, "
+                  "model, corpus, every statistic, summaries, cache entry), against a script that imports torch and "
+                  "transformers, loads the same model folder and runs the same forward passes; both in fresh "
+                  "processes, interleaved, best of --repeats rounds. The corpus is the run's (ANISO_CORPUS).")
+    bc.add_argument("model", help="registry id of a text model read from a transformers folder, e.g. all-MiniLM-L6-v2")
+    bc.add_argument("--paragraphs", type=int, default=256, help="paragraphs of the corpus (default 256)")
+    bc.add_argument("--repeats", type=int, default=3, help="rounds; each side's best is kept (default 3)")
+    bc.add_argument("--json", action="store_true", help="print one JSON object instead of a line")
+    _registry_option(bc)
     bt = _command(bench_sub, "twonn", "time the suite's TwoNN against the matrix-product bound and the peers",
                   "aniso bench twonn --n 16384 --d 768 --data massive --json", _bench_twonn)
     bt.add_argument("--n", type=int, default=16_384, help="points (default 16,384)")

@@ -1,5 +1,5 @@
-"""``aniso bench extraction`` and ``aniso bench twonn``: the JSON objects they print, the 7B-shaped random decoder
-path, and their one-line errors (:mod:`aniso.bench`)."""
+"""``aniso bench extraction``, ``aniso bench twonn`` and ``aniso bench command``: the JSON objects they print, the
+7B-shaped random decoder path, and their one-line errors (:mod:`aniso.bench`)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,8 @@ def test_llama_7b_configuration_is_the_papers():
     (["bench", "extraction", "no-such-model", "--no-memory"], "no-such-model"),
     (["bench", "extraction", "--config", "llama-7b", "--random-init", "--layers", "0"], "--layers must be >= 1"),
     (["bench", "twonn", "--n", "2"], "n >= 3"),
+    (["bench", "command", "no-such-model"], "no-such-model"),
+    (["bench", "command", "smollm2-135m-instruct"], "needs a model read from a transformers folder"),
 ])
 def test_bench_bad_usage_is_one_line(capsys, argv, message):
     assert main(argv) == 2
@@ -75,3 +77,19 @@ def test_bench_twonn_json_on_every_kind_of_points(capsys):
         assert got["estimate"] == pytest.approx(float(log_mu @ y / (log_mu @ log_mu)), rel=1e-9)
         if data == "subspace":
             assert 8 <= got["estimate"] <= 12
+
+
+def test_bench_command_times_aniso_stats_against_the_bare_script(capsys, tmp_path, tiny_bert_dir, monkeypatch):
+    """A tiny local BERT on a few paragraphs, one round: both processes ran (the command on an empty cache of its
+    own, which it filled and which is gone afterwards), and the ratio is the command's time over the script's."""
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: tiny\n    source: {{kind: local, path: {tiny_bert_dir}}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(20)))
+    monkeypatch.setenv("ANISO_CORPUS", str(corpus))
+    got = _json(capsys, ["bench", "command", "tiny", "--paragraphs", "6", "--repeats", "1", "--registry", str(reg),
+                         "--json"])
+    assert got["model"] == "tiny" and got["paragraphs"] == 6 and len(got["rounds"]) == 1
+    assert got["command_s"] > 0 and got["script_s"] > 0
+    assert got["ratio"] == pytest.approx(got["command_s"] / got["script_s"], rel=1e-2)
