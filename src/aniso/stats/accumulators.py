@@ -257,9 +257,10 @@ class LayerAccumulator:
         comps = list(self._complements.values())
         moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.dtype)
         self._gram_done += moments.gram
-        self._batch_svd.append(moments.anisotropy())
-        for comp, marked in zip(comps, moments.marked):
-            comp.close_batch(moments, marked)
+        ratios = moments.anisotropies()
+        self._batch_svd.append(ratios[0])
+        for comp, marked, ratio in zip(comps, moments.marked, ratios[1:]):
+            comp.close_batch(moments, marked, ratio)
 
     def _update_reservoir(self, x: torch.Tensor) -> None:
         if self.reservoir_size:
@@ -618,12 +619,12 @@ class _Complement:
         if pos is not None:
             self.n_first += (first & mask).sum()
 
-    def close_batch(self, moments: "BatchProducts", marked: "_Marked") -> None:
-        """The SVD batch is complete: its anisotropy without the marked rows, and the marked rows' share of Σxxᵀ,
-        from the batch's centred products and the marked rows alone (no pass over the rows kept)."""
+    def close_batch(self, moments: "BatchProducts", marked: "_Marked", anisotropy: torch.Tensor) -> None:
+        """The SVD batch is complete: its ``anisotropy`` without the marked rows (:meth:`BatchProducts.anisotropies`),
+        and the marked rows' share of Σxxᵀ, from the batch's centred products and the marked rows alone."""
         if marked.n:
             self.gram_done += moments.uncentred(marked.scatter, marked.y_sum, marked.n)
-        self.batch_svd.append(moments.anisotropy(without=marked))
+        self.batch_svd.append(anisotropy)
 
     def gram(self) -> torch.Tensor:
         fill = self.main._svd_fill
@@ -668,21 +669,21 @@ def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64
     """SVD anisotropy of one batch and its Gram matrix, on the batch's device.
 
     ``batch`` (b, d) -> (σ₁² / Σσᵢ² of the centred rows as a 0-d tensor, Σxxᵀ (d, d) in ``dtype``): λ_max / trace of
-    the centred scatter (Razzhigaev et al. 2024 §2.3; equal to :func:`aniso.metrics.svd_anisotropy`), from
-    :func:`centred_batch_products` (float32 products for a float32 batch, with the error bound stated there), λ_max
-    by :func:`aniso.metrics.largest_eigenvalue` of the smaller of the centred d × d scatter and the centred b × b Gram
-    matrix. NaN when every row is identical (no direction of variance, as the SVD gives). ``gram``: ignored (the
-    batch's Σxxᵀ comes with its centred products); kept for callers that passed it.
+    the centred scatter (Razzhigaev et al. 2024 §2.3; equal to :func:`aniso.metrics.svd_anisotropy`), as
+    :meth:`BatchProducts.anisotropies` gives it. NaN when every row is identical (no direction of variance, as the
+    SVD gives). ``gram``: ignored (the batch's Σxxᵀ comes with its centred products); kept for callers that passed
+    it.
     """
     moments = centred_batch_products(batch.clone(), [], dtype)
-    return moments.anisotropy(), moments.gram
+    return moments.anisotropies()[0], moments.gram
 
 
 @dataclass
 class _Marked:
-    """The ``n`` rows of an SVD batch that one complement leaves out, with y = x − c (from exact copies of the rows,
-    taken before the batch is centred, in the accumulation dtype): Σy (d,), Σyyᵀ (d, d)."""
+    """The ``n`` rows of an SVD batch that one complement leaves out (``mask`` (b,) bool), with y = x − c (from
+    exact copies of the rows, taken before the batch is centred, in the accumulation dtype): Σy (d,), Σyyᵀ (d, d)."""
 
+    mask: torch.Tensor
     n: int
     y_sum: torch.Tensor
     scatter: torch.Tensor
@@ -693,7 +694,7 @@ class BatchProducts:
     """Second-order moments of one SVD batch of ``n`` rows about a centre ``c`` (d,): ``y_sum`` = Σ(x − c) (d,),
     ``products`` = Σ(x − c)(x − c)ᵀ (d, d), ``gram`` = Σxxᵀ (d, d), all in the accumulation dtype; ``marked``: one
     :class:`_Marked` per complement; ``work``: the dtype the products were formed in; ``rows``: the centred rows
-    (b, d) for batches wider than they are long."""
+    (b, d), in that dtype (the batch's buffer, centred in place)."""
 
     n: int
     centre: torch.Tensor
@@ -702,7 +703,7 @@ class BatchProducts:
     gram: torch.Tensor
     marked: list
     work: torch.dtype
-    rows: torch.Tensor | None = None
+    rows: torch.Tensor
 
     def uncentred(self, products: torch.Tensor, y_sum: torch.Tensor, n: int) -> torch.Tensor:
         """Σxxᵀ of n rows from their products about the centre c: Σ(x − c)(x − c)ᵀ + c·Σ(x − c)ᵀ + Σ(x − c)·cᵀ +
@@ -710,37 +711,77 @@ class BatchProducts:
         half = y_sum + (n / 2) * self.centre
         return torch.addr(torch.addr(products, self.centre, half), half, self.centre)
 
-    def scatter(self, without: _Marked | None = None) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def scatter(self, without: _Marked | None = None) -> torch.Tensor:
         """The centred scatter Σ(x − x̄)(x − x̄)ᵀ of the batch, or of the batch without the rows ``without``:
         Σ(x − c)(x − c)ᵀ − n (x̄ − c)(x̄ − c)ᵀ over the rows kept (a product about any centre, corrected to the
-        mean); with the trace of the product about c over those rows, and their number."""
+        mean)."""
         products, y_sum, n = self.products, self.y_sum, self.n
         if without is not None:
             products, y_sum, n = products - without.scatter, y_sum - without.y_sum, n - without.n
         c = torch.addr(products, y_sum, y_sum, alpha=-1.0 / max(n, 1))
-        return (c + c.T) / 2, torch.diagonal(products).sum(), n
+        return (c + c.T) / 2
 
-    def anisotropy(self, without: _Marked | None = None) -> torch.Tensor:
-        """λ_max / trace of the centred scatter of the batch (or of the batch without ``without``'s rows), 0-d.
+    def anisotropies(self) -> list[torch.Tensor]:
+        """λ_max / trace of the centred scatter of the batch, then of the batch without each complement's rows
+        (:attr:`marked`), as 0-d tensors: the SVD anisotropy of each set of rows, to float64 rounding.
 
-        NaN for fewer than two rows, and where the scatter's trace is not above what the products' rounding could
-        leave, b·u·tr(Σ(x − c)(x − c)ᵀ) (u the unit roundoff of the products' dtype): no direction of variance
-        (identical rows give exactly 0, as they are centred exactly). λ_max by
-        :func:`aniso.metrics.largest_eigenvalue`, of the b × b Gram matrix of the centred rows instead where a
-        whole batch is wider than it is long (same non-zero spectrum, the smaller matrix)."""
-        scatter, spread, n = self.scatter(without)
-        if n < 2:
-            return torch.tensor(math.nan, dtype=scatter.dtype, device=scatter.device)
-        trace = torch.diagonal(scatter).sum()
-        if without is None and self.rows is not None:
-            r = self.rows.to(scatter.dtype)
-            r = r - r.mean(0)
-            small = r @ r.T
-            lam = metrics.largest_eigenvalue((small + small.T) / 2)
-        else:
-            lam = metrics.largest_eigenvalue(scatter)
-        floor = self.n * torch.finfo(self.work).eps / 2 * spread
-        return torch.where(trace > floor, (lam / trace).clamp(0.0, 1.0), torch.nan)
+        The float32 products only *find* the top direction v of each set (:func:`aniso.metrics.largest_eigenpair`
+        of its scatter, or of the b × b Gram matrix of the centred rows where the batch is wider than it is long).
+        The value is then computed in float64 from the rows themselves, in one pass over the batch for every set:
+        the Rayleigh quotient vᵀCv = Σ(y·v)² − (Σy·v)²/n and the trace Σ‖y‖² − ‖Σy‖²/n over the set's rows y (the
+        centred rows as the buffer holds them). A Rayleigh quotient is at most λ_max and falls short of it by at
+        most (λ_max − λ_min)·sin²θ, θ the angle between v and the top eigenvector, itself at most ‖E‖/(λ₁ − λ₂)
+        for a perturbation E of the scatter (Davis–Kahan): the float32 products' error enters squared (about 10⁻¹⁴
+        with the bound of :func:`centred_batch_products`, unless the two top eigenvalues are within about 10⁻⁶ of
+        each other, where λ_max itself barely moves when v does). What remains is the rows' own float32 rounding
+        (x − c rounded once, relative 2⁻²⁴ per entry and unbiased): the values agree with the float64 SVD of the
+        rows to about 10⁻⁹ (``tests/stats/test_float32_products.py``).
+
+        NaN for fewer than two rows, and where the trace is not above what rounding the rows could leave,
+        b·u·Σ‖y‖² (u the unit roundoff of the rows' dtype): no direction of variance (identical rows are centred
+        exactly to 0).
+        """
+        sets = [None, *self.marked]
+        vectors = []
+        for i, without in enumerate(sets):
+            if i == 0 and self.n < self.rows.shape[1]:  # wide batch: the b × b Gram matrix is the smaller one
+                r = self.rows.to(self.products.dtype)
+                r = r - r.mean(0)
+                small = r @ r.T
+                u = metrics.largest_eigenpair((small + small.T) / 2)[1]
+                v = r.T @ u
+                vectors.append(v / torch.linalg.vector_norm(v).clamp_min(torch.finfo(v.dtype).tiny))
+            else:
+                vectors.append(metrics.largest_eigenpair(torch.nan_to_num(self.scatter(without)))[1])
+        v = torch.stack(vectors, 1)  # (d, sets)
+        dtype = self.products.dtype
+        proj = torch.empty((self.n, v.shape[1]), dtype=dtype, device=v.device)
+        norms = torch.empty(self.n, dtype=dtype, device=v.device)
+        total = torch.zeros(v.shape[0], dtype=dtype, device=v.device)
+        for s in range(0, self.n, _ROWS_PER_PASS):  # float64 blocks of the float32 rows: no float64 copy of the batch
+            y = self.rows[s : s + _ROWS_PER_PASS].to(dtype)
+            proj[s : s + _ROWS_PER_PASS] = y @ v
+            norms[s : s + _ROWS_PER_PASS] = (y * y).sum(1)
+            total += y.sum(0)
+        eps = torch.finfo(self.work).eps / 2
+        out = []
+        for i, without in enumerate(sets):
+            keep = None if without is None else ~without.mask
+            n = self.n if keep is None else int(keep.sum())
+            if n < 2:
+                out.append(torch.tensor(math.nan, dtype=dtype, device=v.device))
+                continue
+            w = proj[:, i] if keep is None else proj[keep, i]
+            sq = norms.sum() if keep is None else norms[keep].sum()
+            y_sum = total if keep is None else total - self.rows[without.mask].to(dtype).sum(0)
+            quotient = (w * w).sum() - w.sum() ** 2 / n
+            trace = sq - (y_sum @ y_sum) / n
+            out.append(torch.where(trace > self.n * eps * sq, (quotient / trace).clamp(0.0, 1.0), torch.nan))
+        return out
+
+
+#: Rows of an SVD batch per float64 block of :meth:`BatchProducts.anisotropies` (bounds its transient memory).
+_ROWS_PER_PASS = 1024
 
 
 def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype: torch.dtype) -> BatchProducts:
@@ -788,7 +829,7 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     marked = []
     for m in marks:
         y = batch[m].to(dtype) - cc
-        marked.append(_Marked(y.shape[0], y.sum(0), y.T @ y))
+        marked.append(_Marked(m, y.shape[0], y.sum(0), y.T @ y))
     batch.sub_(c)
     if any_mark is not None:
         batch[any_mark] = 0  # the marked rows' products are taken apart, in ``dtype``
@@ -798,7 +839,7 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
         y_any = x_any - cc
         products += y_any.T @ y_any
         batch[any_mark] = y_any.to(work)
-    moments = BatchProducts(n, cc, total - n * cc, products, None, marked, work, rows=batch if d > n else None)
+    moments = BatchProducts(n, cc, total - n * cc, products, None, marked, work, batch)
     moments.gram = moments.uncentred(products, moments.y_sum, n)
     return moments
 
