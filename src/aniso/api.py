@@ -148,8 +148,10 @@ class ClaimResults:
     def to_frame(self):
         """A pandas DataFrame, one row per claim test: ``claim``, ``model``, ``verdict``, ``statistic`` (the deciding
         statistic), ``value``, ``threshold``, ``holds_if``, ``ci_low``/``ci_high`` (its bootstrap interval over the
-        inputs, at ``level``), ``fragile``, ``p_value``, ``reason``, ``inputs``, ``seconds``. A result without an
-        interval (skipped, or a claim with no single deciding statistic) has None there."""
+        inputs, at ``level``), ``interval_note`` (what the interval cannot show, or why it is not informative),
+        ``fragile``, ``p_value``, ``reason``, ``inputs``, ``seconds``. A result without an interval (skipped, or a
+        claim with no single deciding statistic), or with one that is not informative (every resample gave the same
+        value), has None in ``ci_low``/``ci_high``."""
         import pandas as pd
 
         rows = []
@@ -158,11 +160,13 @@ class ClaimResults:
             rows.append({"claim": r.claim_id, "model": r.model_id, "verdict": r.verdict,
                          "statistic": u.statistic if u else None, "value": u.value if u else None,
                          "threshold": u.threshold if u else None, "holds_if": u.holds_if if u else None,
-                         "ci_low": u.low if u else None, "ci_high": u.high if u else None,
+                         "ci_low": u.low if u and u.informative else None,
+                         "ci_high": u.high if u and u.informative else None,
+                         "interval_note": u.note if u else None,
                          "level": u.level if u else None, "fragile": bool(u.fragile) if u else False,
                          "p_value": r.p_value, "reason": r.reason, "inputs": r.inputs, "seconds": r.seconds})
         columns = ["claim", "model", "verdict", "statistic", "value", "threshold", "holds_if", "ci_low", "ci_high",
-                   "level", "fragile", "p_value", "reason", "inputs", "seconds"]
+                   "interval_note", "level", "fragile", "p_value", "reason", "inputs", "seconds"]
         return pd.DataFrame(rows, columns=columns)
 
     def report(self, path: str | Path | None = None) -> Path:
@@ -386,7 +390,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
 def _measure_entry(entry, registry, settings, statistics, given: dict, progress: bool) -> LayerStats:
     from .registry.entries import Registry
 
-    one = Registry([entry], registry.path, registry.recorded_inputs)
+    one = Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
     provider = _provider_class()(settings, one, statistics=statistics, given=given)
     with _progress(progress):
         return LayerStats.of(provider.get(entry))

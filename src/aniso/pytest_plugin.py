@@ -127,16 +127,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test with an 'entry' argument needs @pytest.mark.models")
     session = metafunc.config.stash[_SESSION]
-    entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())))
+    entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())),
+                                      tuple(marker.kwargs.get("none_of", ())))
     metafunc.parametrize("entry", entries, ids=[e.id for e in entries])
 
 
 class _PytestClaim(ClaimContext):
     """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome."""
 
-    def conclude(self, holds, measured, rule, *, p_value=None, uncertainty=None, alternatives=None):
-        decision, message = super().conclude(holds, measured, rule, p_value=p_value, uncertainty=uncertainty,
-                                             alternatives=alternatives)
+    def conclude(self, holds, measured, rule, **kwargs):
+        decision, message = super().conclude(holds, measured, rule, **kwargs)
         if decision.outcome is Outcome.XFAIL:
             pytest.xfail(message)
         if decision.outcome is Outcome.FAIL:

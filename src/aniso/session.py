@@ -24,7 +24,8 @@ from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
 from .sources import InputsMissing, ModelUnavailable
 from .stats.accumulators import ModelStats
-from .judge.verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
+from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNDERPOWERED, UNEXPECTEDLY_HOLDS,
+                              Decision, Outcome, decide)
 
 __all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text"]
 
@@ -223,6 +224,20 @@ class AnisoSession:
                           for a in r.sensitivity if a.differs)
             rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
         out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
+        counts: dict[str, int] = {}
+        for r in self.results:
+            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+        findings = sum(counts.get(v, 0) for v in (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, UNEXPECTEDLY_HOLDS))
+        out.append(("", f"verdicts: {counts.get('holds', 0)} hold, {findings} finding(s) (does not hold, expected not "
+                        f"to hold, holds against its record), {counts.get(UNDERPOWERED, 0)} underpowered at this size "
+                        "(decided neither way, not findings), "
+                        f"{sum(bool(r.uncertainty and r.uncertainty.fragile) for r in self.results)} fragile"))
+        stale = [r for r in self.results if r.record_drift]
+        if stale:
+            out.append(("error", f"{len(stale)} registry record(s) stale (the run measured other numbers): "
+                                 + "; ".join(f"{r.claim_id} on {r.model_id}: {r.record_drift[0].key} recorded "
+                                             f"{fmt(r.record_drift[0].recorded)}, measured {fmt(r.record_drift[0].measured)}"
+                                             for r in stale[:3]) + (" …" if len(stale) > 3 else "")))
         for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
             out.append(("", f"inputs: {dataset}: {label}"))
         for reason, missing in no_inputs.items():
@@ -358,14 +373,15 @@ class ClaimContext:
             + (f" (outside it: {', '.join(outside[:4])}{', …' if len(outside) > 4 else ''}; add one to "
                "--aniso-models / ANISO_MODELS to measure this claim)" if outside else ""))
 
-    def available_stats(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
-                        ) -> tuple[list[tuple[ModelEntry, ModelStats]], list[str]]:
-        """Statistics of every registry entry with these tags whose model is available here.
+    def available_stats(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = (),
+                        none_of: tuple[str, ...] = ()) -> tuple[list[tuple[ModelEntry, ModelStats]], list[str]]:
+        """Statistics of every registry entry with these tags (and none of ``none_of``) whose model is available
+        here.
 
         Returns ``(available, unavailable)``: (entry, stats) pairs in registry
         order, and one reason per entry that could not be had (naming it).
         """
-        return self._available(self._session.provider.get, all_of, any_of)
+        return self._available(self._session.provider.get, all_of, any_of, none_of)
 
     def available_series(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
                          ) -> tuple[list[tuple[ModelEntry, Series]], list[str]]:
@@ -373,9 +389,10 @@ class ClaimContext:
         :meth:`available_stats` gives statistics."""
         return self._available(self._session.series.get, all_of, any_of)
 
-    def _available(self, get, all_of: tuple[str, ...], any_of: tuple[str, ...]) -> tuple[list, list[str]]:
+    def _available(self, get, all_of: tuple[str, ...], any_of: tuple[str, ...],
+                   none_of: tuple[str, ...] = ()) -> tuple[list, list[str]]:
         got, missing = [], []
-        for entry in self._session.registry.select(all_of, any_of):
+        for entry in self._session.registry.select(all_of, any_of, none_of):
             try:
                 got.append((entry, get(entry)))
             except ModelUnavailable as exc:
@@ -384,39 +401,50 @@ class ClaimContext:
 
     def interval(self, stats: ModelStats, statistic: Callable[[ModelStats], float], name: str, threshold: float,
                  holds_if: str, verdict: Callable[[ModelStats], bool] | None = None,
-                 fixed: str = "") -> Uncertainty:
+                 fixed: str = "", *, batch: Callable[[list[ModelStats]], Any] | None = None,
+                 cannot_show: str = "", constant: str = "") -> Uncertainty:
         """The bootstrap interval over the inputs of the claim's deciding statistic (:mod:`aniso.stats.uncertainty`).
 
         ``statistic(stats)`` gives the statistic (``name`` says what it is) that the claim compares with
         ``threshold`` by ``holds_if`` (``">"``, ``">="``, ``"<"``, ``"<="``); ``verdict(stats)``, where the rule
-        has more than that comparison, the whole verdict. Each of ``settings.n_bootstrap`` resamples (seeded by
-        ``settings.seed``) recomputes them; ``fixed`` says what the resamples hold fixed (e.g. the other models
-        compared with). Without per-input sums or with ``n_bootstrap`` 0 the interval is left out, saying why.
+        has more than that comparison, the whole verdict; ``batch(replicates)``, where given, the statistic of every
+        resample at once (shape (n_boot,)) instead of one call of ``statistic`` per resample. Each of
+        ``settings.n_bootstrap`` resamples (seeded by ``settings.seed``) recomputes them; ``fixed`` says what the
+        resamples hold fixed (e.g. the other models compared with); ``cannot_show`` what the interval cannot show
+        (e.g. for a test over layers: the layers are not resampled). Without per-input sums or with
+        ``n_bootstrap`` 0 the interval is left out, saying why. Where every resample gives the same value the
+        interval is *not informative* (``low``/``high`` None, ``informative`` False) and its note says why
+        (``constant``: the claim's own explanation, e.g. "the layers' rank order was the same in every resample").
         """
         from .stats.uncertainty import COMPARISONS, bootstrap_stats, interval
 
         value = float(statistic(stats))
         if self.settings.n_bootstrap == 0:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
-                               method="not computed (n_bootstrap = 0)")
+                               method="not computed (n_bootstrap = 0)", informative=False, note=cannot_show)
         resamples = bootstrap_stats(stats, self.settings.n_bootstrap, self.settings.seed)
         if resamples is None:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
-                               method="not available: these statistics kept no per-input sums")
+                               method="not available: these statistics kept no per-input sums", informative=False,
+                               note=cannot_show)
+
         def safely(fn, r, default):
             try:
                 return fn(r)
             except (ValueError, ZeroDivisionError):  # a resample the rule cannot judge (e.g. no SVD batches)
                 return default
 
-        values = [float(safely(statistic, r, math.nan)) for r in resamples.replicates]
+        if batch is not None:
+            values = [float(v) for v in batch(resamples.replicates)]
+        else:
+            values = [float(safely(statistic, r, math.nan)) for r in resamples.replicates]
         finite = [v for v in values if math.isfinite(v)]
         held = (f"held at their measured value ({', '.join(resamples.fixed_layers[:4])}"
                 f"{', …' if len(resamples.fixed_layers) > 4 else ''})")
         if resamples.fixed_layers and finite and max(finite) == min(finite):
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
                                method=f"not available: the statistic rests on layers wider than the per-input limit, "
-                                      f"{held}")
+                                      f"{held}", informative=False, note=cannot_show)
         compare = COMPARISONS[holds_if]
         holds = [bool(safely(verdict, r, False)) if verdict is not None else compare(v, threshold)
                  for r, v in zip(resamples.replicates, values)]
@@ -424,7 +452,7 @@ class ClaimContext:
             iv = interval(value, values, holds, threshold, holds_if)
         except ValueError as exc:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
-                               method=f"not available: {exc}")
+                               method=f"not available: {exc}", informative=False, note=cannot_show)
         unit = "inputs" if resamples.unit == "input" else f"{resamples.unit}es"
         method = f"percentile bootstrap over the {resamples.n_units} {unit}, seed {self.settings.seed}"
         if resamples.n_svd_batches:
@@ -433,36 +461,83 @@ class ClaimContext:
             method += f"; {len(resamples.fixed_layers)} layer(s) wider than the per-input limit {held}"
         if fixed:
             method += f"; {fixed} held fixed"
+        if iv.low == iv.high:
+            why = f"not informative: all {iv.n_boot} resamples gave {fmt(iv.low)}" + (f" ({constant})" if constant
+                                                                                        else "")
+            return Uncertainty(statistic=name, value=iv.value, threshold=iv.threshold, holds_if=holds_if,
+                               holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot, level=iv.level,
+                               method=method, informative=False, note="; ".join(x for x in (why, cannot_show) if x))
         return Uncertainty(statistic=name, value=iv.value, low=iv.low, high=iv.high, threshold=iv.threshold,
                            holds_if=holds_if, holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot,
-                           level=iv.level, method=method)
+                           level=iv.level, method=method, note=cannot_show)
 
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
                  p_value: float | None = None, uncertainty: Uncertainty | None = None,
-                 alternatives: dict[str, tuple[bool, float | None]] | None = None) -> tuple[Decision, str]:
+                 alternatives: dict[str, tuple[bool, float | None]] | None = None,
+                 undecided: str | None = None) -> tuple[Decision, str]:
         """Record the verdict under the verdict policy (:mod:`aniso.judge.verdicts`).
 
         Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
         claim's significance test, where it has one (recorded as a typed field for the report); ``uncertainty``:
         the deciding statistic's bootstrap interval (:meth:`interval`), whose ``fragile`` flag the report shows;
         ``alternatives``: for each choice the paper left open that the run also measured (e.g. ``"padding frames
-        included"``), whether the claim holds under it and the deciding value (the report's sensitivity).
+        included"``), whether the claim holds under it and the deciding value (the report's sensitivity);
+        ``undecided``: why this measurement could not decide the claim at this size (e.g. a test over too few
+        points), None when it could: a measurement that does not hold is then *underpowered*, not a finding.
+
+        The registry's record for this model and claim decides what the verdict means; its numbers are compared with
+        ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
+        sizes of the registry's ``recorded_profile``, and a stale number fails the test.
         """
+        from .judge.records import stale_numbers
+        from .judge.results import RecordDrift
+
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
+        r.underpowered = undecided
         r.sensitivity = [Sensitivity(choice=choice, holds=bool(h), value=None if v is None else float(v),
                                      differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
-        expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
+        registry = self._session.registry
+        expected, recorded_inputs = (registry.expectation(self.entry, r.claim_id)
                                      if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None
-        decision = decide(holds, expected.verdict if expected else None, expected.reason if expected else "",
-                          recorded_inputs, r.inputs)
+        sizes = (expected.sizes if expected is not None else None) or {}
+        same_sizes = all(getattr(self.settings, k) == v for k, v in sizes.items())
+        reason = expected.text if expected else ""
+        decision = decide(holds, expected.verdict if expected else None, reason, recorded_inputs, r.inputs,
+                          decidable=undecided is None, undecided=undecided or "", same_sizes=same_sizes)
         r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         numbers = _numbers(measured)
         model = self.entry.id if self.entry is not None else "(no model)"
-        if decision.verdict == EXPECTED_NOT_TO_HOLD:
+        stale = ""
+        if expected is not None and expected.measured:
+            at_recorded_sizes = self._at_recorded_profile() and same_sizes
+            same_inputs = recorded_inputs is None or r.inputs is None or recorded_inputs == r.inputs
+            if not same_inputs:
+                r.record_check = f"record's numbers not compared: recorded on {recorded_inputs}"
+            elif not at_recorded_sizes:
+                r.record_check = (f"record's numbers not compared: recorded at the {registry.recorded_profile!r} "
+                                  f"profile's sizes{' and ' + str(sizes) if sizes else ''}, this run at other sizes")
+            else:
+                drift = stale_numbers(expected.measured, measured)
+                r.record_drift = [RecordDrift(key=d.key, recorded=d.recorded, measured=d.measured,
+                                              tolerance=d.tolerance) for d in drift]
+                r.record_check = (f"record's numbers compared: {len(drift)} of them stale" if drift else
+                                  "record's numbers compared: all within tolerance")
+                if drift:
+                    stale = ("; the registry's record is stale (re-measure it): "
+                             + "; ".join(str(d) for d in drift[:4]) + (" …" if len(drift) > 4 else ""))
+        if decision.verdict == EXPECTED_NOT_TO_HOLD or (decision.verdict == UNDERPOWERED
+                                                         and decision.outcome is Outcome.XFAIL):
             r.reason = decision.reason
-            return decision, f"{r.claim_id} on {model}: expected not to hold: {decision.reason} ({numbers})"
+            if stale:
+                decision = Decision(decision.verdict, Outcome.FAIL, decision.reason + stale)
+            return decision, f"{r.claim_id} on {model}: {decision.verdict}: {decision.reason} ({numbers})"
+        if decision.verdict == UNDERPOWERED:
+            r.reason = decision.reason
+            if decision.outcome is Outcome.FAIL:
+                return decision, f"{r.claim_id} on {model}: {decision.reason} ({numbers})"
+            return decision, ""
         if decision.verdict == UNEXPECTEDLY_HOLDS:
             r.reason = decision.reason
             return decision, (f"{r.claim_id} on {model}: expected not to hold, but it holds ({numbers}; {rule}). "
@@ -471,4 +546,13 @@ class ClaimContext:
             r.reason = f"{numbers}; rule: {rule}"
             return decision, f"{r.claim_id} does not hold on {model}: {numbers} (rule: {rule})"
         r.reason = decision.reason
+        if stale and decision.outcome is Outcome.PASS and decision.differs_from_record is None:
+            decision = Decision(decision.verdict, Outcome.FAIL, (decision.reason + stale).lstrip("; "))
+            return decision, f"{r.claim_id} on {model}: {decision.verdict}{stale} ({numbers})"
         return decision, ""
+
+    def _at_recorded_profile(self) -> bool:
+        """Whether this run has the sizes of the registry's ``recorded_profile`` (none of them overridden)."""
+        s = self.settings
+        profile = self._session.registry.recorded_profile
+        return all(getattr(s, k) == v for k, v in PROFILES[profile].items())

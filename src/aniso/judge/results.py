@@ -18,15 +18,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..stats.accumulators import ModelStats, summary_dict
-from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNEXPECTEDLY_HOLDS  # noqa: F401
+from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,  # noqa: F401
+                       UNEXPECTEDLY_HOLDS)
 from ..common.versions import library_versions
 
-__all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED",
-           "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
+__all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
+           "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
            "ResultsDocument", "provenance", "model_layers", "write_results", "read_results"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class _Doc(BaseModel):
@@ -40,6 +41,9 @@ class Uncertainty(_Doc):
     ``threshold`` and ``holds_if`` the claim's rule on it; ``holds_share`` the share of the ``n_boot`` resamples in
     which the verdict holds; ``fragile`` whether the interval straddles the threshold (or the verdict flips in more
     than (1 - level) / 2 of the resamples); ``method`` what was resampled, and what was held fixed.
+    ``informative`` is False when the resamples cannot be read as an interval (every resample gave the same value:
+    ``low`` and ``high`` are then None and ``note`` says why); ``note`` also says what the interval cannot show
+    (e.g. for a test over layers: the layers, the test's own units, are not resampled).
     """
 
     statistic: str
@@ -53,6 +57,19 @@ class Uncertainty(_Doc):
     n_boot: int = 0
     level: float = 0.95
     method: str = ""
+    informative: bool = True
+    note: str = ""
+
+
+class RecordDrift(_Doc):
+    """A number of the registry's record that this run measured otherwise (:mod:`aniso.judge.records`): its
+    ``key`` (a path into ``measured``), the ``recorded`` and ``measured`` values (None: not reported by the run) and
+    the ``tolerance`` it was held to."""
+
+    key: str
+    recorded: Any = None
+    measured: Any = None
+    tolerance: str = ""
 
 
 class Sensitivity(_Doc):
@@ -78,6 +95,9 @@ class ClaimResult(_Doc):
     the registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.judge.verdicts`);
     ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code,
     ``"not-applicable"`` when the claim does not apply to the model (e.g. no final normalisation to measure).
+    ``underpowered`` says why the measurement could not decide the claim at this size (None: it could);
+    ``record_drift`` lists the numbers of the registry's record that this run measured otherwise, and
+    ``record_check`` says whether the record's numbers were compared with the run's, and if not, why not.
     """
 
     claim_id: str
@@ -102,12 +122,15 @@ class ClaimResult(_Doc):
     skip_kind: str | None = None
     uncertainty: Uncertainty | None = None
     sensitivity: list[Sensitivity] = Field(default_factory=list)
+    underpowered: str | None = None
+    record_drift: list[RecordDrift] = Field(default_factory=list)
+    record_check: str | None = None
 
 
 class RegistryRow(_Doc):
     """The registry fields of one model that the report groups and labels by (``stands_for``, ``relation``: the
     seed model a row on real weights stands for, and how; ``fine_tuned_from``: the row of the model it was
-    fine-tuned from; None for the others)."""
+    fine-tuned from; ``category``: ``beyond-paper`` for a row outside every paper category; None for the others)."""
 
     modality: str
     granularity: str
@@ -120,6 +143,7 @@ class RegistryRow(_Doc):
     stands_for: str | None = None
     relation: str | None = None
     fine_tuned_from: str | None = None
+    category: str | None = None
 
     @classmethod
     def of(cls, entry) -> "RegistryRow":
@@ -127,7 +151,7 @@ class RegistryRow(_Doc):
         return cls(modality=entry.modality, granularity=entry.granularity, architecture=entry.architecture,
                    role=entry.role, family=entry.family, description=entry.description, trained=entry.trained,
                    miniature=entry.miniature, stands_for=entry.stands_for, relation=entry.relation,
-                   fine_tuned_from=entry.fine_tuned_from)
+                   fine_tuned_from=entry.fine_tuned_from, category=entry.category)
 
 
 class ModelLayers(_Doc):
