@@ -82,6 +82,21 @@ def test_diff_exits_1_on_a_changed_verdict_and_0_on_noise(tmp_path, capsys):
     assert "1 verdict" in out and "does not hold" in out and "fragile" in out
 
 
+def test_diff_flags_a_record_that_went_stale(tmp_path, capsys):
+    """A registry record whose numbers the new run does not reproduce is a change that fails the diff (exit 1)."""
+    from aniso.judge.results import RecordDrift
+
+    fresh = _result("expected not to hold", 0.17, 0.15, 0.19)
+    stale = fresh.model_copy(update={"record_drift": [RecordDrift(key="p_value", recorded=0.39, measured=0.285,
+                                                                  tolerance="p-value")]})
+    old, new = _write(tmp_path, "a", [fresh]), _write(tmp_path, "b", [stale])
+    assert main(["diff", str(old), str(new)]) == 1
+    out = capsys.readouterr().out
+    assert "1 record" in out and "stale record: p_value recorded 0.39, measured 0.285" in out
+    assert main(["diff", str(new), str(old)]) == 0
+    assert "record's numbers reproduced" in capsys.readouterr().out
+
+
 def test_diff_names_added_and_removed_results_and_unreadable_files(tmp_path, capsys):
     old = _write(tmp_path, "a", [_result("holds", 0.17, 0.15, 0.19, model="x")])
     new = _write(tmp_path, "b", [_result("holds", 0.17, 0.15, 0.19, model="y")])

@@ -244,7 +244,7 @@ def _diff(args: argparse.Namespace) -> int:
         print(f"the runs cover different models ({len(mine)} and {len(theirs)}); compared the "
               f"{len(new.results) - only_new} result(s) both have, left aside {only_old} only in {args.old} and "
               f"{only_new} only in {args.new} (--all lists them as removed and added)")
-    return 1 if any(c.kind == "verdict" for c in changes) else 0
+    return 1 if any(c.kind == "verdict" or (c.kind == "record" and c.new.startswith("stale")) for c in changes) else 0
 
 
 def _bench_extraction(args: argparse.Namespace) -> int:

@@ -79,6 +79,8 @@ def test_cli_report_renders_and_rejects_bad_files(tmp_path, capsys):
     ({"modality": "speech", "granularity": "audio-frame", "architecture": "transformer"}, "speech"),
     ({"modality": "text", "granularity": "byte", "architecture": "transformer", "miniature": True}, "text-miniature"),
     ({"modality": "embeddings", "granularity": "embedding", "architecture": "transformer"}, "embeddings"),
+    ({"modality": "text", "granularity": "char", "architecture": "transformer", "category": "beyond-paper"},
+     "beyond-paper"),
 ])
 def test_report_groups(row, group):
     from aniso.report.modalities import group_of
@@ -353,3 +355,66 @@ def test_report_compares_a_fine_tuned_model_with_its_base_layer_by_layer(tmp_pat
     alone = render_html(_doc(tmp_path, [_claim("G.token-nlp-anisotropic", "ft", "holds")], registry=rows,
                              models={"ft": models["ft"]}))
     assert 'id="fine-tuning"' not in alone
+
+
+def _row(modality, granularity, architecture, miniature=False):
+    from aniso.judge.results import RegistryRow
+
+    return RegistryRow(modality=modality, granularity=granularity, architecture=architecture, role="encoder",
+                       family="f", miniature=miniature)
+
+
+def test_each_modality_figure_holds_exactly_the_models_of_its_modality(tmp_path):
+    """G Fig. 3a (speech) and Fig. 3b (vision Transformers) are panels of one figure: a model measured by the speech
+    claim must not be drawn among the vision Transformers, nor the other way round."""
+    from aniso.report import _measured_by_figure, render_html
+    from aniso.report.modalities import GROUPS, entry_of, group_members
+    from aniso.registry.catalog import CLAIMS
+
+    rows = {"whisper": _row("speech", "audio-frame", "transformer"), "dinov2": _row("vision", "patch", "transformer"),
+            "mini-vit": _row("vision", "patch", "transformer", miniature=True),
+            "resnet": _row("vision", "pixel", "cnn"), "minilm": _row("text", "subword", "transformer")}
+    models = {m: ModelLayers(layer_names=["0", "1"], layers=[LAYER, LAYER], meta={}, entry=row)
+              for m, row in rows.items()}
+    claim_of = {"whisper": "G.speech-all-layers-0.2", "dinov2": "G.vision-transformers-anisotropic",
+                "mini-vit": "G.vision-transformers-anisotropic", "resnet": "G.cnn-mostly-isotropic",
+                "minilm": "G.token-nlp-anisotropic"}
+    results = [ClaimResult(claim_id=c, paper="G", section=CLAIMS[c].section, figure=CLAIMS[c].figure, statement="",
+                           model_id=m, test=f"t[{m}]", verdict="holds") for m, c in claim_of.items()]
+    doc = _doc(tmp_path, results, models=models)
+    dumped = doc.model_dump(mode="json")
+    claims = [{"id": c.id, "figure": c.figure} for c in CLAIMS.values()]
+    also = _measured_by_figure(claims, dumped["results"])
+    modality_of = {"speech": {"speech"}, "vision-transformer": {"vision"}, "vision-cnn": {"vision"},
+                   "text-subword": {"text"}}
+    for key, _, _ in GROUPS:
+        drawn = group_members(dumped["models"], key, None, also)
+        for mid, d in drawn.items():
+            if key in modality_of:
+                assert entry_of(mid, d)["modality"] in modality_of[key], (key, mid)
+    assert set(group_members(dumped["models"], "speech", None, also)) == {"whisper"}
+    assert set(group_members(dumped["models"], "vision-transformer", None, also)) == {"dinov2", "mini-vit"}
+    assert "data:image/png;base64," in render_html(doc)
+
+
+def test_underpowered_verdicts_are_counted_apart_and_intervals_that_cannot_be_read_are_not_printed(tmp_path):
+    """An underpowered verdict is listed apart from the findings; a degenerate interval is shown as "not
+    informative" with its reason, never as [x, x]; a stale record is named with its numbers."""
+    from aniso.judge.results import RecordDrift, Uncertainty
+
+    degenerate = Uncertainty(statistic="spearman p-value", value=0.0068, threshold=0.05, holds_if="<", n_boot=1000,
+                             informative=False, note="not informative: all 1000 resamples gave 0.0068 (rank order)")
+    rows = [
+        ClaimResult(claim_id="G.drift-correlation-spearman", paper="G", section="§3.3", figure="Fig. 5", statement="",
+                    model_id="minilm", test="a", verdict="holds", p_value=0.0068, uncertainty=degenerate),
+        ClaimResult(claim_id="G.drift-correlation-spearman", paper="G", section="§3.3", figure="Fig. 5", statement="",
+                    model_id="l3", test="b", verdict="underpowered at this size", reason="4 layers: cannot decide",
+                    underpowered="4 layers: cannot decide"),
+        ClaimResult(claim_id="G.drift-correlation-pearson", paper="G", section="§3.3", figure="Fig. 16", statement="",
+                    model_id="resnet", test="c", verdict="expected not to hold", reason="weak",
+                    record_drift=[RecordDrift(key="p_value", recorded=0.39, measured=0.285, tolerance="p-value")]),
+    ]
+    html = render_html(_doc(tmp_path, rows))
+    assert "[0.0068, 0.0068]" not in html and "not informative: all 1000 resamples gave 0.0068" in html
+    assert "Underpowered at this size" in html and "4 layers: cannot decide" in html
+    assert "stale" in html and "0.285" in html

@@ -17,7 +17,8 @@ from ..judge.results import ResultsDocument, read_results
 from .figures import png as _png
 from .figures import pyplot
 
-__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "FINDING_VERDICTS", "verdict_matrix",
+__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "refs_overlap", "FINDING_VERDICTS",
+           "UNDERPOWERED_VERDICTS", "verdict_matrix",
            "interval_text", "common_wording"]
 
 VERDICT_CLASS = {
@@ -25,6 +26,7 @@ VERDICT_CLASS = {
     "does not hold": "fails",
     "expected not to hold": "expected",
     "holds, expected not to": "fails",
+    "underpowered at this size": "underpowered",
     "skipped": "skipped",
     "error": "fails",
 }
@@ -84,26 +86,37 @@ def layer_figure(model_id: str, model_doc: dict) -> str:
 
 
 #: Verdicts that are findings (a claim that does not hold for a model, recorded or new) or faults, listed first.
+#: "underpowered at this size" is none of them: it is listed apart (UNDERPOWERED_VERDICTS).
 FINDING_VERDICTS = ("expected not to hold", "does not hold", "holds, expected not to", "error")
+UNDERPOWERED_VERDICTS = ("underpowered at this size",)
 
 _FIG_REF = re.compile(r"\b([GRS]) Fig\. ((?:\d+[a-z]?(?:\s*[-–/]\s*\d*[a-z]?)?(?:\s*(?:,|and)\s*)?)+)")
 
 
 def figure_refs(text: str, paper: str | None = None) -> set[tuple[str, str]]:
-    """The (paper letter, figure number) pairs a caption or a claim's figure field names, e.g. ``"G Fig. 12,
-    21-22"`` -> {(G, 12), (G, 21), (G, 22)}; letters are kept (``6a``) and also given bare (``6``). ``paper``
-    prefixes a bare ``Fig. ...`` (a claim's own figure field). A caption "beyond G Fig. ..." is the suite's own."""
+    """The (paper letter, figure) pairs a caption or a claim's figure field names, as written, e.g. ``"G Fig. 12,
+    21-22, 3a"`` -> {(G, 12), (G, 21), (G, 22), (G, 3a)}. ``paper`` prefixes a bare ``Fig. ...`` (a claim's own
+    figure field). A caption "beyond G Fig. ..." is the suite's own. Compare two sets with :func:`refs_overlap`."""
     text = text.replace("beyond G Fig.", "S Fig.")
     if paper is not None:
         text = re.sub(r"(?<![GRS] )\bFig\.", f"{paper} Fig.", text)
     refs: set[tuple[str, str]] = set()
     for letter, items in _FIG_REF.findall(text):
         for a, b in re.findall(r"(\d+[a-z]?)(?:\s*[-–]\s*(\d+))?", items):
-            num = int(re.match(r"\d+", a).group())
-            refs |= {(letter, a), (letter, str(num))}
+            refs.add((letter, a))
             if b:
+                num = int(re.match(r"\d+", a).group())
                 refs |= {(letter, str(n)) for n in range(num, int(b) + 1)}
     return refs
+
+
+def refs_overlap(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> bool:
+    """Whether two sets of :func:`figure_refs` name a common figure: the same one (``3a`` and ``3a``), or a figure and
+    one of its panels (``3`` and ``3a``); two panels of one figure (``3a``, speech, and ``3b``, vision) are not."""
+    def bare(fig: str) -> str:
+        return re.match(r"\d+", fig).group()
+
+    return any(p == q and (f == g or f == bare(g) or g == bare(f)) for p, f in a for q, g in b)
 
 
 def _claim_figures(claims: list[dict], figures: list[tuple[str, str]]) -> tuple[dict[str, list], list]:
@@ -115,7 +128,7 @@ def _claim_figures(claims: list[dict], figures: list[tuple[str, str]]) -> tuple[
         refs = figure_refs(caption)
         named = [c["id"] for c in claims if caption.startswith(c["id"] + " ") or caption.startswith(c["id"] + ":")]
         for c in claims:
-            if (c["id"] in named) if named else refs & figure_refs(c["figure"], c["id"].split(".")[0]):
+            if (c["id"] in named) if named else refs_overlap(refs, figure_refs(c["figure"], c["id"].split(".")[0])):
                 if i in placed:
                     beside[c["id"]].append({"caption": caption, "anchor": f"fig-{i}", "png": None})
                 else:
@@ -144,9 +157,10 @@ def _num(v) -> str:
 def interval_text(result: dict) -> str | None:
     """The bootstrap interval of a result (a ``ClaimResult`` as a dict) as ``"[low, high]"``; ``"n/a (one
     input)"`` when it rests on fewer than two inputs (``n_items`` < 2: resampling one input gives back that input);
-    None when the result has no interval."""
+    None when the result has no interval, or one that is not informative (every resample gave the same value: its
+    ``note`` says why, and it is never printed as an interval)."""
     u = result.get("uncertainty") or {}
-    if u.get("low") is None or u.get("high") is None:
+    if u.get("low") is None or u.get("high") is None or u.get("informative") is False:
         return None
     if result.get("n_items") is not None and result["n_items"] < 2:
         return "n/a (one input)"
@@ -173,7 +187,7 @@ def _deciding(r: dict) -> str:
 
 #: Matrix cell symbol per verdict (the colour class comes from VERDICT_CLASS).
 SYMBOL = {"holds": "✓", "does not hold": "✗", "expected not to hold": "(✗)", "holds, expected not to": "✓!",
-          "error": "!", "skipped": "·"}
+          "underpowered at this size": "≈", "error": "!", "skipped": "·"}
 
 
 def verdict_matrix(claims: list[dict], results: list[dict], models: dict, registry: dict,
@@ -346,6 +360,8 @@ def render_html(document: ResultsDocument) -> str:
         c["rule"] = next((r["rule"] for r in c["rows"] if r["rule"]), "")
     findings = [r for r in results if r["verdict"] in FINDING_VERDICTS]
     fragile = [r for r in results if (r.get("uncertainty") or {}).get("fragile")]
+    underpowered = [r for r in results if r["verdict"] in UNDERPOWERED_VERDICTS]
+    stale = [r for r in results if r.get("record_drift")]
     sensitive = [(r, alt) for r in results for alt in r.get("sensitivity") or [] if alt["differs"]]
     run_models = {r["model_id"] for r in results if r["verdict"] != "skipped"}
     not_run: dict[str, str] = {}
@@ -369,7 +385,8 @@ def render_html(document: ResultsDocument) -> str:
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
-        stands=stands, fine_tuning=fine_tuning_pairs(doc["models"], registry),
+        stands=stands, fine_tuning=fine_tuning_pairs(doc["models"], registry), underpowered=underpowered,
+        stale=stale, n_findings=len(findings),
     )
 
 
@@ -380,7 +397,7 @@ def _measured_by_figure(claims: list[dict], results: list[dict]) -> dict[str, se
     out: dict[str, set[str]] = {}
     for key, _, figure in GROUPS:
         refs = figure_refs(figure)
-        ids = {c["id"] for c in claims if refs and refs & figure_refs(c["figure"], c["id"].split(".")[0])}
+        ids = {c["id"] for c in claims if refs and refs_overlap(refs, figure_refs(c["figure"], c["id"].split(".")[0]))}
         out[key] = {r["model_id"] for r in results if r["claim_id"] in ids and r["model_id"]
                     and r["verdict"] != "skipped"}
     return out

@@ -27,6 +27,8 @@ GROUPS = (
      "papers' models)", "beyond G Fig. 3b vs 4"),
     ("text-miniature", "Text miniatures pre-trained by this suite: byte-level BERT and GPT-2 (not the papers' models)",
      "G §5, R §4"),
+    ("beyond-paper", "Beyond the papers: chemistry models on reaction SMILES, tokenised atom by atom (counted in no "
+     "paper category)", "no figure of the papers"),
 )
 
 
@@ -38,8 +40,11 @@ _GROUP_OF = {("text", True, False, False): "text-subword", ("text", False, False
 
 
 def group_of(entry: dict) -> str:
-    """The report group of a registry row (its ``modality``, ``granularity``, ``architecture`` and ``miniature``
-    fields, as in :class:`aniso.judge.results.RegistryRow`)."""
+    """The report group of a registry row (its ``modality``, ``granularity``, ``architecture``, ``miniature`` and
+    ``category`` fields, as in :class:`aniso.judge.results.RegistryRow`): a ``beyond-paper`` row is grouped apart,
+    whatever its modality and granularity."""
+    if entry.get("category") == "beyond-paper":
+        return "beyond-paper"
     m = entry.get("modality")
     key = (m, m == "text" and entry.get("granularity") == "subword", entry.get("architecture") == "cnn",
            bool(entry.get("miniature")))
