@@ -137,3 +137,30 @@ def test_run_on_a_local_folder_detects_it_and_writes_a_report(tmp_path, tiny_ber
     assert {r["claim_id"] for r in results} == {"G.token-nlp-anisotropic"}
     assert results[0]["model_id"] == tiny_bert_dir.name and results[0]["verdict"] in ("holds", "does not hold")
     assert results[0]["uncertainty"]["n_boot"] == 1000
+
+
+def test_record_rewrites_a_stale_record_and_refuses_bad_files(tmp_path, capsys):
+    """`aniso record RESULTS`: the stale record's numbers become the run's; --dry-run writes nothing; an unreadable
+    results file is one line and exit 2."""
+    import yaml
+
+    from aniso.judge.results import RecordDrift
+
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n- id: m\n  source: {kind: local, path: ./m}\n  modality: vision\n"
+                        "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: f\n  expected:\n"
+                        "    G.cnn-mostly-isotropic:\n      verdict: does-not-hold\n"
+                        "      measured: {max_avg_cos: 0.521}\n      reason: 'max {max_avg_cos:.3f}'\n")
+    r = _result("expected not to hold", 0.539, 0.5, 0.56).model_copy(update={
+        "expected": {"measured": {"max_avg_cos": 0.521}},
+        "record_drift": [RecordDrift(key="max_avg_cos", recorded=0.521, measured=0.539)]})
+    results = _write(tmp_path, "a", [r])
+    assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 0
+    assert "max_avg_cos 0.521 -> 0.539" in capsys.readouterr().out and "0.521" in registry.read_text()
+    assert main(["record", str(results), "--registry", str(registry)]) == 0
+    record = yaml.safe_load(registry.read_text())["models"][0]["expected"]["G.cnn-mostly-isotropic"]
+    assert record["measured"] == {"max_avg_cos": 0.539}
+    from aniso.registry.entries import load_registry
+    assert load_registry(registry).get("m").expected["G.cnn-mostly-isotropic"].text == "max 0.539"
+    assert main(["record", str(tmp_path / "nowhere.json"), "--registry", str(registry)]) == 2
+    assert "nowhere.json" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 
 Commands: ``aniso list`` (claims and models, and whether their weights are here), ``aniso run`` (the claims on one
 model: a registry id, a local model folder or a hub id), ``aniso report`` (re-render a report), ``aniso diff``
-(what changed between two runs; exit code 1 on a changed verdict), ``aniso stats`` (one model's layer table),
+(what changed between two runs; exit code 1 on a changed verdict or a record gone stale), ``aniso record``
+(re-measure the registry's stale records from a run), ``aniso stats`` (one model's layer table),
 ``aniso block-sweep`` (the untrained-block sweeps of G §4), ``aniso extract`` (fill the statistics cache, sharded
 under ``torchrun``), ``aniso bench`` (time extraction and statistics, or TwoNN). The main job is ``pytest claims/``,
 which ``aniso run`` wraps.
@@ -247,6 +248,44 @@ def _diff(args: argparse.Namespace) -> int:
     return 1 if any(c.kind == "verdict" or (c.kind == "record" and c.new.startswith("stale")) for c in changes) else 0
 
 
+def _record(args: argparse.Namespace) -> int:
+    from .common.files import atomic_write
+    from .common.settings import Settings
+    from .judge.records import refresh_records
+    from .judge.results import read_results
+    from .registry.entries import RegistryError, load_registry
+
+    try:
+        registry = Path(Settings.from_sources({"registry": args.registry}).registry)
+        doc = read_results(Path(args.results))
+        new, notes = refresh_records(registry.read_text(), doc.results)
+    except (OSError, ValueError) as exc:
+        print(f"aniso record: {exc}", file=sys.stderr)
+        return 2
+    if not notes:
+        print(f"aniso record: no stale record in {args.results}: {registry} unchanged")
+        return 0
+    for line in notes:
+        print(line)
+    if args.dry_run:
+        print(f"aniso record: --dry-run: {registry} unchanged")
+        return 0
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # validate before the registry is touched
+        trial = Path(tmp) / registry.name
+        trial.write_text(new)
+        try:
+            load_registry(trial)
+        except RegistryError as exc:
+            print(f"aniso record: {registry} would no longer validate ({exc}); unchanged: fix the record by hand",
+                  file=sys.stderr)
+            return 2
+    atomic_write(registry, lambda path: path.write_text(new))
+    print(f"aniso record: {len(notes)} record(s) rewritten in {registry}")
+    return 0
+
+
 def _bench_extraction(args: argparse.Namespace) -> int:
     import json
 
@@ -357,6 +396,16 @@ def main(argv: list[str] | None = None) -> int:
     df.add_argument("--all", action="store_true",
                     help="compare every result, listing those only one run has as added or removed (the default "
                          "when both runs cover the same models; otherwise only the results both have are compared)")
+    rec = _command(sub, "record", "re-measure the registry's stale records: their numbers from a run's results.json",
+                   "aniso record reports/run-A/results.json --dry-run", _record,
+                   "For every registry record that the run found stale (its numbers differ from the run's beyond "
+                   "their tolerance, on the record's inputs at the recorded profile's sizes), replace the record's "
+                   "measured numbers by the run's, keeping its keys. The reasons, whose numbers are placeholders into "
+                   "measured, then read the new numbers. A changed verdict is not rewritten: that is a finding to "
+                   "record by hand. Exit code 2 when a file cannot be read or the result does not validate.")
+    rec.add_argument("results", help="results.json of a run on the recorded inputs and profile")
+    rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
+    _registry_option(rec)
     st = _command(sub, "stats", "print the layer-wise statistics of one registry model",
                   "aniso stats all-MiniLM-L6-v2 --n-sequences 64", _stats)
     st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")

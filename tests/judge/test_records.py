@@ -53,3 +53,47 @@ def test_nan_equals_nan_only():
     assert stale_numbers({"x": math.nan}, {"x": math.nan}) == []
     assert len(stale_numbers({"x": math.nan}, {"x": 0.1})) == 1
     assert len(stale_numbers({"x": 0.1}, {"x": math.nan})) == 1
+
+
+def test_refresh_rewrites_only_the_stale_records_measured_line():
+    """`aniso record`: the stale numbers of a record are replaced by the run's (4 significant digits), the rest of
+    the file is kept byte for byte, a key the run does not report is kept and named, and the reason renders anew."""
+    import yaml
+
+    from aniso.judge.records import refresh_records
+    from aniso.judge.results import ClaimResult, RecordDrift
+
+    text = """# a comment
+models:
+- id: m
+  expected:
+    G.drift-correlation-spearman:
+      verdict: does-not-hold
+      measured: {coefficient: 0.5, p_value: 0.39, extra: 1.0}
+      reason: 'rho = {coefficient:.1f}, p = {p_value:.2f}'
+    X.rogue-dimensions:
+      verdict: does-not-hold
+      measured: {max_top3_share: 0.18}
+      reason: x
+- id: other
+  expected:
+    G.drift-correlation-spearman:
+      verdict: does-not-hold
+      measured: {coefficient: 0.5}
+      reason: y
+"""
+    stale = ClaimResult(claim_id="G.drift-correlation-spearman", paper="G", section="", figure="", statement="",
+                        model_id="m", test="t", measured={"coefficient": 0.6000001, "p_value": 0.28472},
+                        expected={"measured": {"coefficient": 0.5, "p_value": 0.39, "extra": 1.0}},
+                        record_drift=[RecordDrift(key="coefficient"), RecordDrift(key="p_value")])
+    fresh = stale.model_copy(update={"claim_id": "X.rogue-dimensions", "record_drift": []})
+    new, notes = refresh_records(text, [stale, fresh])
+    data = yaml.safe_load(new)
+    assert data["models"][0]["expected"]["G.drift-correlation-spearman"]["measured"] == \
+        {"coefficient": 0.6, "p_value": 0.2847, "extra": 1.0}
+    assert data["models"][1]["expected"]["G.drift-correlation-spearman"]["measured"] == {"coefficient": 0.5}
+    assert new.replace("{coefficient: 0.6, p_value: 0.2847, extra: 1.0}", "{coefficient: 0.5, p_value: 0.39, extra: 1.0}") == text
+    assert notes == ["m G.drift-correlation-spearman: coefficient 0.5 -> 0.6; p_value 0.39 -> 0.2847; not reported "
+                     "by the run, left as recorded: extra"]
+    with pytest.raises(ValueError, match="nowhere G.drift"):
+        refresh_records(text, [stale.model_copy(update={"model_id": "nowhere"})])

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Tolerance", "TOLERANCES", "tolerance_of", "Drift", "stale_numbers"]
+__all__ = ["Tolerance", "TOLERANCES", "tolerance_of", "Drift", "stale_numbers", "refresh_records"]
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,83 @@ def stale_numbers(recorded: dict[str, Any] | None, measured: dict[str, Any]) -> 
     for k, v in (recorded or {}).items():
         walk(str(k), str(k), v, measured.get(k))
     return out
+
+
+def _rounded(v: Any) -> Any:
+    """A measured value as a record keeps it: floats to 4 significant digits, recursively."""
+    if isinstance(v, float):
+        return float(f"{v:.4g}") if math.isfinite(v) else v
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_rounded(x) for x in v]
+    return v
+
+
+def _flow(mapping: dict) -> str:
+    """``mapping`` as a one-line YAML flow mapping, keys in their order."""
+    import yaml
+
+    return yaml.safe_dump(mapping, default_flow_style=True, width=10**9, sort_keys=False, allow_unicode=True).strip()
+
+
+def refresh_records(text: str, results) -> tuple[str, list[str]]:
+    """A registry file's text with the recorded numbers of every record that ``results`` found stale replaced by the
+    numbers the run measured (4 significant digits, the record's own keys and order), and one line per change.
+
+    ``results``: :class:`~aniso.judge.results.ClaimResult` objects (a run's ``results.json``). A record is rewritten
+    only where its result compared the numbers (``record_drift`` non-empty: same inputs, the recorded profile's
+    sizes). A recorded key the run did not report is left as it was and named (the record needs editing by hand). The
+    reason, whose numbers are placeholders into ``measured``, renders the new numbers. Only the record's one-line
+    ``measured:`` flow mapping is rewritten; comments, anchors and the rest of the file are kept. Raises ValueError
+    naming the model and claim when a record cannot be found in ``text``.
+    """
+    import yaml
+
+    lines = text.splitlines(keepends=True)
+    notes: list[str] = []
+    for r in results:
+        if not r.record_drift or not r.expected or not r.expected.get("measured"):
+            continue
+        where = f"{r.model_id} {r.claim_id}"
+        i = _find_measured_line(lines, r.model_id, r.claim_id)
+        if i is None:
+            raise ValueError(f"{where}: no one-line 'measured:' mapping found for this record")
+        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+        old = yaml.safe_load(lines[i].strip()[len("measured:"):]) or {}
+        new, missing = {}, []
+        for k, v in old.items():
+            if r.measured.get(k) is None:
+                new[k] = v
+                missing.append(k)
+            else:
+                new[k] = _rounded(r.measured[k])
+        lines[i] = f"{indent}measured: {_flow(new)}\n"
+        changed = [f"{k} {old[k]} -> {new[k]}" for k in old if new[k] != old[k]]
+        notes.append(f"{where}: " + ("; ".join(changed) or "no number changed")
+                     + (f"; not reported by the run, left as recorded: {', '.join(missing)}" if missing else ""))
+    return "".join(lines), notes
+
+
+def _find_measured_line(lines: list[str], model_id: str, claim_id: str) -> int | None:
+    """The index of the ``measured:`` line of record ``claim_id`` under registry row ``model_id``, or None."""
+    start = next((i for i, line in enumerate(lines) if line.strip() in (f"- id: {model_id}", f"- id: '{model_id}'")),
+                 None)
+    if start is None:
+        return None
+    claim_line = None
+    for i in range(start + 1, len(lines)):
+        stripped = lines[i].strip()
+        if stripped.startswith("- id:"):
+            break
+        if stripped == f"{claim_id}:":
+            claim_line = i
+            depth = len(lines[i]) - len(lines[i].lstrip())
+            continue
+        if claim_line is not None:
+            here = len(lines[i]) - len(lines[i].lstrip())
+            if stripped and here <= depth:
+                return None
+            if stripped.startswith("measured:"):
+                return i
+    return None
