@@ -180,6 +180,7 @@ def test_drift_correlation_pearson(entry, claim):
     (e.g. GPT-2)".
 
     Holds if the Pearson permutation p < 0.05 (two-sided; exact up to 8 layers, else
-    Monte Carlo), which assumes no normality; Spearman is reported beside it.
+    Monte Carlo), which assumes no normality; over 5 layers or fewer a test that
+    does not reject is underpowered. Spearman is reported beside it.
     """
     _drift_claim(claim, "pearson")

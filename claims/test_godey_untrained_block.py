@@ -49,12 +49,17 @@ def _decreases(c) -> bool:
 
 def _conclude_per_seed(claim, sweeps, per_seed: list[dict], rule: str, extra: dict | None = None) -> None:
     holds = [bool(d["holds"]) for d in per_seed]
+    numeric = [k for k, v in per_seed[0].items() if k not in ("seed", "holds") and isinstance(v, (int, float))
+               and not isinstance(v, bool) and all(isinstance(d.get(k), (int, float)) for d in per_seed)]
     measured = {
         "seeds": len(sweeps),
         "fraction_of_seeds_holding": sum(holds) / len(holds),
         "bias_norms": len(sweeps[0].points),
         "inputs": f"{sweeps[0].spec.n_sequences} x {sweeps[0].spec.seq_len}",
         **(extra or {}),
+        # Each per-seed number's mean and range over the seeds, for the registry's records to cite.
+        "seed_mean": {k: float(np.mean([d[k] for d in per_seed])) for k in numeric},
+        "seed_range": {k: [float(min(d[k] for d in per_seed)), float(max(d[k] for d in per_seed))] for k in numeric},
         "per_seed": per_seed,
     }
     claim.conclude(all(holds), measured, rule + "; for every seed")

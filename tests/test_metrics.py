@@ -407,16 +407,18 @@ def test_the_issues_small_cases_have_their_exact_p_values():
 
 
 def test_smallest_decidable_n_is_where_an_imperfect_ordering_can_reject():
-    """Two-sided Spearman at 0.05: 6 points (one adjacent swap from perfect: p = 0.0167 at 6, 0.083 at 5); the
-    rule reproduced by enumeration; Pearson: 5 (4/5! = 0.033 < 0.05 <= 4/4!)."""
+    """Two-sided at 0.05: 6 points; one-sided: 5. For Spearman this is where the ordering one adjacent swap from
+    perfect first reaches p < 0.05, as an enumeration shows (p = 0.017 at 6 points, 0.083 at 5)."""
     assert metrics.smallest_decidable_n("two-sided") == 6
     assert metrics.smallest_decidable_n("greater") == 5 == metrics.smallest_decidable_n("less")
-    assert metrics.smallest_decidable_n("two-sided", 0.05, "pearson") == 5
-    for n in (5, 6):
-        x = np.arange(float(n))
-        y = x.copy()
-        y[[0, 1]] = y[[1, 0]]
-        assert (_enumerated_p(x, y, "spearman", "two-sided") < 0.05) == (n == 6)
+    for alternative, sides in (("two-sided", 2), ("greater", 1)):
+        for n in range(3, 8):
+            x = np.arange(float(n))
+            y = x.copy()
+            y[[0, 1]] = y[[1, 0]]
+            assert (_enumerated_p(x, y, "spearman", alternative) < 0.05) == (n >= metrics.smallest_decidable_n(
+                alternative)), (alternative, n)
+    assert not metrics.correlation_test(np.arange(5.0), np.arange(5.0) ** 3, "pearson").decidable
     with pytest.raises(ValueError):
         metrics.smallest_decidable_n("two-sided", 1.5)
 

@@ -619,7 +619,7 @@ class Correlation:
     orderings" or "Monte Carlo: R seeded orderings, seed s"); ``n_permutations`` the orderings it counted;
     ``p_value_asymptotic`` the large-sample p-value of the same test (:func:`scipy.stats.spearmanr` /
     :func:`scipy.stats.pearsonr`: Student's t approximation), reported beside and never decided on; ``decidable``
-    False when no ordering of n points other than the perfectly monotone ones can reach p < 0.05 (see
+    False when, at 0.05, only a (nearly) perfectly ordered series of n points can reach significance (see
     :func:`smallest_decidable_n`).
     """
 
@@ -803,44 +803,33 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
     how = (f"exact: all {math.factorial(n):,} orderings" if exact else
            f"Monte Carlo: {n_resamples:,} seeded orderings (seed {seed}), p >= 1/{n_resamples + 1:,}")
     return Correlation(method, float(coef[0]), float(p[0]), n, alternative, how,
-                       math.factorial(n) if exact else n_resamples, asymptotic,
-                       n >= smallest_decidable_n(alternative, 0.05, method))
+                       math.factorial(n) if exact else n_resamples, asymptotic, n >= smallest_decidable_n(alternative))
 
 
 @lru_cache(maxsize=None)
-def smallest_decidable_n(alternative: str = "two-sided", alpha: float = 0.05, method: str = "spearman") -> int:
-    """The fewest points at which an exact permutation correlation test can reject at ``alpha`` for a series whose
-    ranks are not perfectly concordant (or discordant): below it, only a perfect ordering (or none) reaches
-    p < alpha, so a test that does not reject says nothing about the claim (it is *underpowered*, not a finding).
+def smallest_decidable_n(alternative: str = "two-sided", alpha: float = 0.05) -> int:
+    """The fewest points at which an exact permutation correlation test (Spearman or Pearson) can reject at ``alpha``
+    for more than a (nearly) perfectly ordered series: below it, a test that does not reject says nothing about the
+    claim (it is *underpowered*, not a finding).
 
-    Spearman: the smallest n at which the ordering one adjacent swap away from perfect (rho = 1 - 12 / (n (n² -
-    1))) has an exact p-value < ``alpha``; two-sided at 0.05 that is 6 (5 points: rho = 0.9 gives p = 10/120 =
-    0.083; 4 points: even rho = 1 gives 2/24 = 0.083). Pearson: a series that is not perfectly ordered is at best the
-    second most extreme of the n! pairings (the perfectly ordered pairing is more extreme, by the rearrangement
-    inequality), so the smallest n with 2/n! < alpha (one-sided) or 4/n! < alpha (two-sided): 5 at 0.05.
+    An exact test over n points rejects only for the most extreme pairings, fewer than ``alpha`` n! (one-sided) or
+    ``alpha`` n! / 2 (two-sided) of the n! pairings. The n orderings within one adjacent swap of a perfect order are
+    the least a test should be able to tell from no association; the bound is the smallest n whose rejection region
+    can hold them: n · sides / n! < ``alpha``. For Spearman's rho this is exactly the n at which one adjacent swap
+    (rho = 1 - 12 / (n (n² - 1)), tied with the n - 2 other swaps) reaches p < alpha: two-sided at 0.05, 6 (5 points:
+    rho = 0.9 gives p = 10/120 = 0.083; 4 points: even rho = 1 gives 2/24 = 0.083); one-sided, 5.
 
-    Raises ValueError for an unknown alternative or method, or alpha outside (0, 1).
+    Raises ValueError for an unknown alternative, or alpha outside (0, 1).
     """
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
-    if method not in ("spearman", "pearson"):
-        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     sides = 2 if alternative == "two-sided" else 1
-    for n in range(3, EXACT_MAX_N + 1):
-        if method == "pearson":
-            if sides * 2 / math.factorial(n) < alpha:
-                return n
-            continue
-        x = np.arange(n, dtype=np.float64)
-        y = x.copy()
-        y[[0, 1]] = y[[1, 0]]
-        sign = -1 if alternative == "less" else 1
-        _, p = correlation_tests(x[None], sign * y[None], "spearman", alternative)
-        if p[0] < alpha:
-            return n
-    return EXACT_MAX_N + 1
+    n = 3
+    while n * sides / math.factorial(n) >= alpha:
+        n += 1
+    return n
 
 
 def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method: str = "spearman", *,

@@ -102,7 +102,10 @@ def stale_numbers(recorded: dict[str, Any] | None, measured: dict[str, Any]) -> 
                 return
             for i, (a, b) in enumerate(zip(want, got)):
                 walk(f"{path}[{i}]", key, a, b)
-        elif isinstance(want, bool) or isinstance(want, str) or want is None:
+        elif isinstance(want, str) or isinstance(got, str):  # a name (a layer "3" may be read back as 3)
+            if str(want) != str(got):
+                out.append(Drift(path, want, got, "equal"))
+        elif isinstance(want, bool) or want is None:
             if want != got:
                 out.append(Drift(path, want, got, "equal"))
         elif isinstance(want, int) and isinstance(got, int) and not isinstance(got, bool):

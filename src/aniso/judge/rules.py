@@ -19,16 +19,19 @@ __all__ = ["significant_anisotropy", "significance_margin", "significance_altern
 
 def too_few_points(c: "metrics.Correlation", what: str, alpha: float = 0.05) -> str | None:
     """Why a correlation test ``c`` (:func:`aniso.metrics.correlation_test`) over ``what`` (e.g. "layers") that did
-    not reject could not have: over fewer than :func:`aniso.metrics.smallest_decidable_n` points only a perfectly
-    ordered series reaches p < ``alpha`` (or none does). None when the test rejected or could have."""
-    if c.p_value < alpha or c.n >= metrics.smallest_decidable_n(c.alternative, alpha, c.method):
+    not reject could not have decided: over fewer than :func:`aniso.metrics.smallest_decidable_n` points only a
+    (nearly) perfectly ordered series reaches p < ``alpha``, or none does. None when the test rejected or could
+    have."""
+    n_min = metrics.smallest_decidable_n(c.alternative, alpha)
+    if c.p_value < alpha or c.n >= n_min:
         return None
     sides = 2 if c.alternative == "two-sided" else 1
     best = sides / math.factorial(c.n)
-    reach = (f"even a perfectly ordered series has p = {best:.3g}" if best >= alpha else
-             "only a perfectly ordered series reaches it")
+    region = int(math.ceil(alpha * math.factorial(c.n) / sides)) - 1
+    reach = (f"even the perfectly ordered series has p = {best:.3g}" if best >= alpha else
+             f"only the {region} most extreme of the {math.factorial(c.n)} pairings reach it")
     return (f"{c.n} {what}: an exact {c.alternative} {c.method} test over so few points cannot decide at p < {alpha} "
-            f"({reach}); {metrics.smallest_decidable_n(c.alternative, alpha, c.method)} or more would")
+            f"({reach}); {n_min} or more would")
 
 
 #: The rule, in words, as every result states it.
