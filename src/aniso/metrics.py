@@ -46,6 +46,8 @@ __all__ = [
     "EXACT_MAX_N",
     "N_PERMUTATIONS",
     "ALTERNATIVES",
+    "REFINE_SE",
+    "REFINE_FACTOR",
 ]
 
 
@@ -762,8 +764,14 @@ def _rank_null(n: int, n_resamples: int, seed: int) -> np.ndarray:
     return np.sort(z[_orderings(n, n_resamples, seed)] @ z)
 
 
+#: A Monte Carlo p-value within this many binomial standard errors of the level it is read against is recomputed
+#: over :data:`REFINE_FACTOR` times as many orderings, so that its verdict does not rest on Monte Carlo noise.
+REFINE_SE = 3.0
+REFINE_FACTOR = 10
+
+
 def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alternative: str = "two-sided", *,
-                     n_resamples: int = N_PERMUTATIONS, seed: int = 0) -> Correlation:
+                     n_resamples: int = N_PERMUTATIONS, seed: int = 0, alpha: float | None = 0.05) -> Correlation:
     """Spearman or Pearson correlation of two series with a permutation p-value: exact over all n! orderings for
     n <= :data:`EXACT_MAX_N`, else Monte Carlo over ``n_resamples`` seeded orderings; the asymptotic p-value is
     reported beside it.
@@ -782,6 +790,8 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
     alternative : "two-sided", "greater" (positive association) or "less" (negative association)
     n_resamples : orderings of the Monte Carlo test (n > EXACT_MAX_N)
     seed : seeds the Monte Carlo orderings (the same seed gives the same p-value)
+    alpha : the level the p-value will be read against: a Monte Carlo p-value within :data:`REFINE_SE` binomial
+        standard errors of it is recomputed over :data:`REFINE_FACTOR` x ``n_resamples`` orderings (None: never)
 
     Returns
     -------
@@ -795,6 +805,9 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
     coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=n_resamples, seed=seed)
     n = a.shape[0]
     exact = n <= EXACT_MAX_N
+    if not exact and alpha is not None and abs(p[0] - alpha) <= REFINE_SE * math.sqrt(alpha * (1 - alpha) / n_resamples):
+        n_resamples *= REFINE_FACTOR
+        coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=n_resamples, seed=seed)
     asymptotic = None
     if coef[0] != 0 or p[0] != 1:
         fn = _stats.spearmanr if method == "spearman" else _stats.pearsonr

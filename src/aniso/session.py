@@ -108,7 +108,8 @@ class AnisoSession:
         result.seconds = round(seconds, 2)
         if skipped is not None:
             result.verdict, result.reason = SKIPPED, skipped.removeprefix("Skipped: ")
-        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS):
+        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS, UNDERPOWERED) \
+                and not result.record_drift:  # a verdict that failed the test keeps its name
             result.verdict, result.reason = ERROR, failed[:500]
         if result not in self.results:
             self.results.append(result)
@@ -489,7 +490,7 @@ class ClaimContext:
         ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
         sizes of the registry's ``recorded_profile``, and a stale number fails the test.
         """
-        from .judge.records import stale_numbers
+        from .judge.records import names_any, stale_numbers
         from .judge.results import RecordDrift
 
         r = self.result
@@ -518,6 +519,9 @@ class ClaimContext:
             elif not at_recorded_sizes:
                 r.record_check = (f"record's numbers not compared: recorded at the {registry.recorded_profile!r} "
                                   f"profile's sizes{' and ' + str(sizes) if sizes else ''}, this run at other sizes")
+            elif not names_any(expected.measured, measured):
+                r.record_check = ("record's numbers not compared: this test reports none of them (another test of the "
+                                  "claim does)")
             else:
                 drift = stale_numbers(expected.measured, measured)
                 r.record_drift = [RecordDrift(key=d.key, recorded=d.recorded, measured=d.measured,
