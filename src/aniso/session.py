@@ -228,11 +228,13 @@ class AnisoSession:
         counts: dict[str, int] = {}
         for r in self.results:
             counts[r.verdict] = counts.get(r.verdict, 0) + 1
-        findings = sum(counts.get(v, 0) for v in (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, UNEXPECTEDLY_HOLDS))
+        fragile = [r for r in self.results if r.uncertainty is not None and r.uncertainty.fragile]
+        findings = sum(r.verdict in (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, UNEXPECTEDLY_HOLDS) and r not in fragile
+                       for r in self.results)
         out.append(("", f"verdicts: {counts.get('holds', 0)} hold, {findings} finding(s) (does not hold, expected not "
-                        f"to hold, holds against its record), {counts.get(UNDERPOWERED, 0)} underpowered at this size "
-                        "(decided neither way, not findings), "
-                        f"{sum(bool(r.uncertainty and r.uncertainty.fragile) for r in self.results)} fragile"))
+                        f"to hold, holds against its record; fragile ones left out), {counts.get(UNDERPOWERED, 0)} "
+                        f"underpowered at this size (decided neither way, not findings), {len(fragile)} fragile "
+                        "(flip when the inputs are resampled, not findings)"))
         stale = [r for r in self.results if r.record_drift]
         if stale:
             out.append(("error", f"{len(stale)} registry record(s) stale (the run measured other numbers): "
