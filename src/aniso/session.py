@@ -515,9 +515,12 @@ class ClaimContext:
         stale = ""
         if expected is not None and expected.measured:
             at_recorded_sizes = self._at_recorded_profile() and same_sizes
-            same_inputs = recorded_inputs is None or r.inputs is None or recorded_inputs == r.inputs
+            # The numbers were measured on the record's inputs, or the registry's for the modality (a paper record
+            # binds any inputs, but its numbers were measured on those).
+            numbers_on = expected.inputs or registry.recorded_inputs.get(self.entry.measured_on or self.entry.modality)
+            same_inputs = numbers_on is None or r.inputs is None or numbers_on == r.inputs
             if not same_inputs:
-                r.record_check = f"record's numbers not compared: recorded on {recorded_inputs}"
+                r.record_check = f"record's numbers not compared: recorded on {numbers_on}"
             elif not at_recorded_sizes:
                 r.record_check = (f"record's numbers not compared: recorded at the {registry.recorded_profile!r} "
                                   f"profile's sizes{' and ' + str(sizes) if sizes else ''}, this run at other sizes")
