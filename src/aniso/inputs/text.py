@@ -159,10 +159,10 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
         raise CorpusError(f"{what} {path} cannot be read ({exc.strerror or exc})") from None
     head = data[:4096]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head.count(0) > len(head) // 4:
-        raise CorpusError(f"{what} {path} is UTF-16 text, not UTF-8; save it as UTF-8 (e.g. iconv -f UTF-16 -t "
-                          "UTF-8)")
+        raise CorpusError(f"{what} {path} is not UTF-8 text: it is UTF-16; save it as UTF-8 (e.g. iconv -f UTF-16 "
+                          "-t UTF-8)")
     if b"\x00" in data:
-        raise CorpusError(f"{what} {path} holds NUL bytes: binary data, not UTF-8 text")
+        raise CorpusError(f"{what} {path} is not UTF-8 text: it holds NUL bytes (binary data)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
