@@ -149,3 +149,91 @@ def test_run_on_a_local_folder_detects_it_and_writes_a_report(tmp_path, tiny_ber
     assert {r["claim_id"] for r in results} == {"G.token-nlp-anisotropic"}
     assert results[0]["model_id"] == tiny_bert_dir.name and results[0]["verdict"] in ("holds", "does not hold")
     assert results[0]["uncertainty"]["n_boot"] == 1000
+
+
+# -- aniso run --changed-since: the registry rows a change adds or edits --------------------------------------------
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+def _registry_row(ident: str, folder: Path, description: str = "a tiny BERT") -> str:
+    return (f"  - id: {ident}\n    description: {description}\n    source: {{kind: local, path: {folder}}}\n"
+            "    modality: text\n    granularity: subword\n    architecture: transformer\n    role: encoder\n"
+            "    family: bert\n")
+
+
+def test_run_changed_since_runs_the_rows_added_or_changed_in_a_git_repository(tmp_path, tiny_bert_dir, monkeypatch,
+                                                                             capsys):
+    """A temporary git repository whose models.yaml has three rows at HEAD; then one row's description changes, a
+    row is added, one stays as it was: `aniso run --changed-since HEAD` runs the changed and the added row (each as
+    `aniso run ID` would, with its own report) and not the unchanged one."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    registry = repo / "models.yaml"
+    registry.write_text("models:\n" + _registry_row("kept", tiny_bert_dir) + _registry_row("edited", tiny_bert_dir))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "models.yaml")
+    _git(repo, "commit", "-q", "-m", "registry")
+    # Same rows in another order and spacing, one description changed, one row added.
+    registry.write_text("# the registry\nmodels:\n" + _registry_row("edited", tiny_bert_dir, "a tiny BERT, described anew")
+                        + "\n" + _registry_row("kept", tiny_bert_dir) + _registry_row("added", tiny_bert_dir))
+    for name, value in _env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    monkeypatch.setenv("ANISO_CORPUS", str(corpus))
+    monkeypatch.chdir(repo)  # the registry as `aniso run` finds it: models.yaml in the working folder
+    code = main(["run", "--changed-since", "HEAD", "--claims", "G.token-nlp-anisotropic", "--claims-dir",
+                 str(ROOT / "claims"), "--", "--aniso-n-sequences", "8", "--aniso-max-length", "16",
+                 "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out[-3000:] + err[-3000:]
+    assert "2 registry row(s) added or changed since HEAD: edited, added" in err
+    runs = sorted((tmp_path / "reports").glob("run-*/results.json"))
+    assert [json.loads(p.read_text())["results"][0]["model_id"] for p in runs] == ["edited", "added"]
+    _git(repo, "add", "models.yaml")
+    _git(repo, "commit", "-q", "-m", "more")
+    assert main(["run", "--changed-since", "HEAD"]) == 0
+    assert "no registry row" in capsys.readouterr().err
+    assert main(["run", "--changed-since", "no-such-ref"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--changed-since no-such-ref: no such commit" in err
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "models.yaml").write_text(registry.read_text())
+    monkeypatch.chdir(outside)
+    assert main(["run", "--changed-since", "HEAD"]) == 2
+    assert "is not in a git repository" in capsys.readouterr().err
+    assert main(["run", "edited", "--changed-since", "HEAD"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_the_example_workflow_runs_the_changed_rows_with_the_command():
+    """docs/github-actions-example.yml is YAML whose job runs `aniso run --changed-since` (no inline registry diff)."""
+    import yaml
+
+    text = (ROOT / "docs/github-actions-example.yml").read_text()
+    steps = yaml.safe_load(text)["jobs"]["claims"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    assert any(r.startswith('aniso run --changed-since "origin/${{ github.base_ref }}"') for r in runs)
+    assert "load_registry" not in text and "python - " not in text
+    assert next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))["with"]["fetch-depth"] == 0
+
+
+def test_top_level_help_is_plain_text_naming_every_claim_family(capsys, monkeypatch):
+    from aniso.registry.selection import FAMILIES
+
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "``" not in out and ":func:" not in out and ":mod:" not in out
+    for family in FAMILIES:
+        assert f"\n  {family[0]}  " in out, family
+    for verdict in ("holds", "does not hold", "expected not to hold", "differs on these inputs", "fragile",
+                    "underpowered at this size"):
+        assert verdict in " ".join(out.split())
+    assert "--changed-since" in out

@@ -16,17 +16,17 @@ __all__ = ["main", "DESCRIPTION"]
 
 #: What ``aniso --help`` says first (plain text: a terminal shows it as it is).
 DESCRIPTION = """\
-aniso measures the anisotropy of a model's hidden states layer by layer and checks published claims about it,
-each claim a test over the models of a registry (models.yaml). The claim families:
+aniso measures the anisotropy of a model's hidden states layer by layer and checks published
+claims about it, each claim a test over the models of a registry (models.yaml). The families:
   G  Godey et al. 2024, Anisotropy Is Inherent to Self-Attention in Transformers (EACL)
   R  Razzhigaev et al. 2024, The Shape of Learning (EACL Findings)
   M  Machina & Mercer 2024, Anisotropy is Not Inherent to Transformers (NAACL)
   X  later work that explains G and R: massive activations, attention sinks, rogue dimensions
   S  this suite's own controlled experiments on models it trains
-A verdict is: holds, does not hold, expected not to hold (a recorded finding), differs on these inputs, fragile
-(its interval straddles the threshold), or underpowered at this size.
+A verdict is: holds, does not hold, expected not to hold (a recorded finding), differs on these
+inputs, fragile (its interval straddles the threshold), or underpowered at this size.
 
-Start with `aniso list`, then `aniso run MODEL`; every command's --help ends with an example."""
+Start with `aniso list`, then `aniso run MODEL`; each command's --help ends with an example."""
 
 #: Settings a user sets for the data the claims read, with what happens without each (``aniso list`` names the
 #: unset ones).
