@@ -1,4 +1,5 @@
-"""The command line: list, run (registry, folder, undetectable), diff (exit codes), help with examples."""
+"""The command line: list, run (registry, undetectable, --changed-since), diff (exit codes), help with examples.
+`aniso run` on a local folder runs in tests/test_readme_commands.py, as the README has it."""
 
 from __future__ import annotations
 
@@ -132,30 +133,6 @@ def test_run_refuses_what_it_cannot_detect(tmp_path, capsys):
     assert "no-such-type" in err and "modality, granularity, architecture, role and family" in err
     assert main(["run", str(tmp_path / "nowhere"), "--registry", str(ROOT / "models.yaml")]) == 2
     assert "nowhere" in capsys.readouterr().err
-
-
-def test_run_on_a_local_folder_detects_it_and_writes_a_report(tmp_path, tiny_bert_dir):
-    """`aniso run <folder>`: an entry from its config (a BERT: text, subword, encoder), the chosen claims run on it
-    alone, and the report holds its verdicts."""
-    proc = subprocess.run([sys.executable, "-m", "aniso.cli", "run", str(tiny_bert_dir), "--claims",
-                           "G.token-nlp-anisotropic", "--", "--aniso-n-sequences", "16"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env=_env(tmp_path) | {"TMPDIR": str(tmp_path)})
-    assert not list(tmp_path.glob("aniso-run-*"))  # the temporary registry is removed
-    assert "detected modality: text, granularity: subword, architecture: transformer, role: encoder" in proc.stderr
-    runs = list((tmp_path / "reports").glob("run-*/results.json"))
-    assert len(runs) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    results = json.loads(runs[0].read_text())["results"]
-    assert {r["claim_id"] for r in results} == {"G.token-nlp-anisotropic"}
-    assert results[0]["model_id"] == tiny_bert_dir.name and results[0]["verdict"] in ("holds", "does not hold")
-    assert results[0]["uncertainty"]["n_boot"] == 1000
-
-
-# -- aniso run --changed-since: the registry rows a change adds or edits --------------------------------------------
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=repo, check=True,
-                   capture_output=True)
 
 
 def _registry_row(ident: str, folder: Path, description: str = "a tiny BERT") -> str:

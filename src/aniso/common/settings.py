@@ -269,3 +269,22 @@ SETTING_HELP = {
     "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
     "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }
+
+
+def settings_table() -> str:
+    """The settings as a Markdown table, made from their own definitions (:class:`Settings`, :data:`PROFILES`,
+    :data:`SETTING_HELP`): option, variable, default (each profile's where the profile sets it) and meaning, one row
+    per field in definition order. The documentation's settings page is this table."""
+    defaults = Settings.__dataclass_fields__
+    rows = ["| option | variable | default | meaning |", "|---|---|---|---|"]
+    for f in fields(Settings):
+        if f.name in PROFILES[DEFAULT_PROFILE]:
+            default = ", ".join(f"{name}: {sizes[f.name]:,}" for name, sizes in PROFILES.items())
+        elif f.name == "cache_dir":
+            default = "`$XDG_CACHE_HOME/aniso`, else `~/.cache/aniso`"
+        else:
+            value = defaults[f.name].default
+            default = "—" if value is None or value == "" else f"`{str(value).lower() if isinstance(value, bool) else value}`"
+        meaning = SETTING_HELP[f.name].replace("|", "\\|")
+        rows.append(f"| `--aniso-{f.name.replace('_', '-')}` | `ANISO_{f.name.upper()}` | {default} | {meaning} |")
+    return "\n".join(rows) + "\n"
