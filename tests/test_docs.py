@@ -30,6 +30,9 @@ def test_the_site_builds_strict_with_every_setting_and_the_api(tmp_path):
     assert set(names) == set(SETTING_HELP)
     for name in names:  # the five the hand-written table left out among them: batch_size, device, ...
         assert f"ANISO_{name.upper()}" in settings and f"--aniso-{name.replace('_', '-')}" in settings, name
+    findings = (tmp_path / "site/findings/index.html").read_text()  # one table per claim, from models.yaml
+    assert "<code>G.speech-all-layers-0.2</code>" in findings and "<code>whisper-tiny.en</code>" in findings
+    assert "aniso:findings-by-claim" not in findings
     api = (tmp_path / "site/api/index.html").read_text()
     assert "aniso.api.measure" in api and "aniso.registry.selection.parse_claims" in api
 
