@@ -21,7 +21,6 @@ def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, title:
     cell on one line (short values, ids), the others wrap at spaces, and a word longer than its column folds;
     ``max_width`` caps some columns' widths (their cells wrap), leaving the rest to the others."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title_justify="left",
