@@ -10,6 +10,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,7 @@ def test_the_readme_commands_run(tmp_path, tiny_bert_dir, monkeypatch, capsys):
     monkeypatch.setenv("CI", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("COLUMNS", "100")
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where `aniso run` writes a detected model's registry
     monkeypatch.chdir(work)
     for line in commands:
         argv = shlex.split(line)[1:]
@@ -84,7 +85,7 @@ def test_the_readme_commands_run(tmp_path, tiny_bert_dir, monkeypatch, capsys):
             else:  # the folder: an entry detected from its config, every G claim that applies to it measured
                 assert ("my-bert-folder is not in the registry; detected modality: text, granularity: subword, "
                         "architecture: transformer, role: encoder") in err
-                assert not list(tmp_path.glob("aniso-run-*"))  # the temporary registry is removed
+                assert not list(tmp_path.glob("aniso-run-*"))  # the temporary registry is removed again
                 mine = [r for r in results["results"] if r["model_id"] == "my-bert-folder"]
                 assert {r["claim_id"] for r in mine} >= {"G.token-nlp-anisotropic", "G.drift-correlation-spearman"}
                 assert all(r["claim_id"].startswith("G.") for r in results["results"])
