@@ -203,23 +203,23 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
 
 
 def _registry_file(path: str | Path | None, settings) -> Path | None:
-    """The registry file: ``path``, else setting ``registry`` (``models.yaml`` in the working folder) where it
-    exists, else the ``models.yaml`` of the source tree this package runs from (an editable install), else None
-    (no registry: folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and missing."""
-    if path is not None:
-        if not Path(path).is_file():
-            raise ValueError(f"registry: {path} is not a file")
-        return Path(path)
-    if Path(settings.registry).is_file():
-        return Path(settings.registry)
-    tree = Path(__file__).resolve().parents[2] / "models.yaml"
-    return tree if tree.is_file() else None
+    """The registry file as every door finds it (:func:`aniso.registry.locate.registry_path`), or None where there is
+    none (folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and is not a file."""
+    from .registry.locate import registry_path
+
+    return registry_path(path, settings.registry, required=False)
 
 
 def _load_registry(path: Path | None):
-    from .registry.entries import Registry, load_registry
+    from .registry.locate import open_registry
 
-    return load_registry(path) if path is not None else Registry([], None)
+    return open_registry(path)
+
+
+def _count(name: str, value: Any) -> None:
+    """Raise ValueError naming argument ``name`` unless ``value`` is None or an integer >= 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name}: {value!r} ({type(value).__name__}); give an integer >= 1")
 
 
 def _entry(model: str | Path, registry):
@@ -353,6 +353,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     running out of memory.
     """
     chosen = _statistics(statistics)
+    for arg, value in (("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)):
+        _count(arg, value)
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
         raise ValueError(f"inputs: a {type(inputs).__name__}; give a list of texts, a corpus file, a folder of "
@@ -489,7 +491,8 @@ def _provider_class():
 class ClaimsRun:
     """What :func:`run_claims` did: ``exit_code`` (:data:`RUN_EXIT_CODES`), ``model_id``, ``results_path`` (the
     ``results.json`` written, None if the run wrote none), ``results`` (claim tests recorded) and ``measured`` (of
-    them, not skipped), and ``detected`` (the registry row detected for a folder or hub id, else None)."""
+    them, not skipped), ``detected`` (the registry row detected for a folder or hub id, else None), and
+    ``stopped`` (one line saying why the run stopped early, e.g. interrupted while writing its report; else None)."""
 
     exit_code: int
     model_id: str
@@ -497,31 +500,25 @@ class ClaimsRun:
     results: int
     measured: int
     detected: dict | None = None
+    stopped: str | None = None
 
 
 class _Tally:
-    """A pytest plugin that counts what a claims run measured (claim results that were not skipped) and where it
-    wrote its results."""
+    """A pytest plugin that counts what a claims run measured (claim results that were not skipped), where it wrote
+    its results and why it stopped early, from the hook the aniso plugin calls when the run finishes."""
 
     def __init__(self) -> None:
         self.measured = self.results = 0
         self.report: Path | None = None
+        self.stopped: str | None = None
 
-    def pytest_sessionfinish(self, session) -> None:
-        from .pytest_plugin import _SESSION
+    def pytest_aniso_run_finished(self, run) -> None:
         from .judge.verdicts import SKIPPED
 
-        claims_run = session.config.stash.get(_SESSION, None)
-        if claims_run is not None:
-            self.results = len(claims_run.results)
-            self.measured = sum(r.verdict != SKIPPED for r in claims_run.results)
-
-    def pytest_unconfigure(self, config) -> None:
-        from .pytest_plugin import _SESSION
-
-        claims_run = config.stash.get(_SESSION, None)
-        if claims_run is not None and claims_run.report_path is not None:
-            self.report = Path(claims_run.report_path)
+        self.results = len(run.results)
+        self.measured = sum(r.verdict != SKIPPED for r in run.results)
+        self.report = Path(run.report_path) if run.report_path is not None else None
+        self.stopped = run.stopped
 
 
 def run_exit_code(pytest_code: int, measured: int) -> int:
@@ -534,19 +531,48 @@ def run_exit_code(pytest_code: int, measured: int) -> int:
     return 0 if measured else 3  # 0 with something measured; 5 (no tests collected) or all skipped: 3
 
 
+def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
+    """The ``--aniso-<setting>`` options among ``pytest_args``, parsed as the pytest plugin parses them (by setting
+    name; the rest left to pytest). Raises ValueError naming the option whose value does not parse."""
+    import argparse
+    from dataclasses import fields as dataclass_fields
+
+    from .common.settings import SETTING_HELP, Settings
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
+            raise ValueError(message)
+
+    types = {f.name: f.type for f in dataclass_fields(Settings)}
+    parser = _Parser(add_help=False, allow_abbrev=False)
+    for name in SETTING_HELP:
+        opt = "--aniso-" + name.replace("_", "-")
+        if types[name] in ("bool", bool):
+            parser.add_argument(opt, dest=name, action="store_true", default=None)
+        else:
+            parser.add_argument(opt, dest=name, type=int if types[name] in ("int", int) else str, default=None)
+    known, _ = parser.parse_known_args(list(pytest_args))
+    return {k: v for k, v in vars(known).items() if v is not None}
+
+
 def run_claims(model: str, claims: str | None = None, *, registry: str | Path | None = None,
                claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
                say: Callable[[str], None] = lambda line: None) -> ClaimsRun:
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
     CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
     detected from its config (:func:`aniso.sources.detect.registry_entry`) in a temporary copy of the registry, removed
-    afterwards. ``claims``: comma-separated ids or prefixes (None: every claim); ``registry``: the registry file
-    (None: setting ``registry``); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
-    ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``say``: receives the line that
-    says what was detected.
+    afterwards. ``claims``: comma-separated ids or prefixes (None: every claim; :func:`aniso.registry.selection.
+    parse_claims`); ``registry``: the registry file (None: as every door finds it, :mod:`aniso.registry.locate`);
+    ``claims_dir``: the claim tests (default ``claims/`` beside the registry); ``pytest_args``: more pytest
+    arguments (e.g. ``--aniso-n-sequences 64``); ``say``: receives the line that says what was detected.
 
-    Returns a :class:`ClaimsRun`. Raises ValueError (one line) for a bad setting or registry, a missing claims
-    folder, a model that is neither a registry id nor detectable, or a detected id the registry already uses.
+    Everything a run reads is checked before pytest starts, so that bad input is one line rather than a test
+    failure: the settings (the ``ANISO_*`` variables and the ``--aniso-*`` options among ``pytest_args``), their
+    paths and the corpus, the claims filter, the registry and the model.
+
+    Returns a :class:`ClaimsRun`. Raises ValueError (one line) for a bad setting, corpus, claims filter or registry,
+    a missing claims folder, a model that is neither a registry id nor detectable, or a detected id the registry
+    already uses.
     """
     import shutil
     import tempfile
@@ -556,15 +582,17 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
 
     from .sources.detect import config_of, registry_entry
     from .registry.entries import RegistryError, load_registry
-    from .common.settings import Settings
+    from .registry.locate import claims_folder, settings_and_registry
+    from .registry.selection import parse_claims
 
-    settings = Settings.from_sources({"registry": str(registry) if registry is not None else None})
-    settings.check_paths()
-    reg = load_registry(settings.registry)
-    claims_dir = Path(claims_dir) if claims_dir else Path(settings.registry).resolve().parent / "claims"
-    if not claims_dir.is_dir():
-        raise ValueError(f"no claims folder at {claims_dir} (give --claims-dir)")
-    env = {"ANISO_REGISTRY": str(Path(registry).resolve())} if registry else {}
+    options = _setting_options(pytest_args)
+    if claims is not None:
+        options["claims"] = claims
+    settings, reg = settings_and_registry(options, registry=registry)
+    wanted = parse_claims(settings.claims)
+    reg_path = Path(settings.registry)
+    claims_dir = claims_folder(claims_dir, reg_path)
+    env = {"ANISO_REGISTRY": str(reg_path)}
     tmp_dir = row = None
     try:
         if any(e.id == model for e in reg):
@@ -574,7 +602,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             model_id = row["id"]
             if any(e.id == model_id for e in reg):
                 raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
-            raw = yaml.safe_load(Path(settings.registry).read_text())
+            raw = yaml.safe_load(reg_path.read_text())
             raw["models"].append(row)
             tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
             tmp = tmp_dir / "models.yaml"
@@ -587,8 +615,8 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             say(f"{model} is not in the registry; detected "
                 + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
         args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
-        if claims:
-            args += ["--aniso-claims", claims]
+        if not wanted.everything:
+            args += ["--aniso-claims", str(wanted)]
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         tally = _Tally()
@@ -601,7 +629,8 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                 else:
                     os.environ[k] = v
         results = tally.report.with_name("results.json") if tally.report is not None else None
-        return ClaimsRun(run_exit_code(code, tally.measured), model_id, results, tally.results, tally.measured, row)
+        return ClaimsRun(run_exit_code(code, tally.measured), model_id, results, tally.results, tally.measured, row,
+                         tally.stopped)
     finally:
         if tmp_dir is not None:
             shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -641,19 +670,14 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     """
     import tempfile
 
-    from .registry.catalog import CLAIMS
+    from .registry.selection import parse_claims
     from .judge.results import read_results
     from .common.settings import SETTING_HELP, Settings
 
     if not isinstance(model, (str, Path)):
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
-    wanted = [c.strip() for c in (claims or "").split(",") if c.strip()]
-    for w in wanted:
-        if not any(cid == w or (w.endswith((".", "*")) and cid.startswith(w.rstrip("*"))) for cid in CLAIMS):
-            close = difflib.get_close_matches(w, list(CLAIMS), n=1)
-            raise ValueError(f"claims: {w!r} is no claim id or prefix" + (f"; did you mean {close[0]!r}?" if close
-                                                                          else "") + " (see aniso.claims())")
+    parse_claims(claims)  # ValueError "claims: ..." naming the item
     base = _settings({}, settings)
     taken = sorted(set(settings or {}) & {"models", "claims", "registry"})
     if taken:
@@ -728,12 +752,14 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
 
     Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.entries.RegistryError`).
     """
-    from .stats.pipeline import StatsProvider
-    from .sources import weights_here
+    from .sources import SourceContext, weights_here
 
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))
-    ctx = StatsProvider(s, reg).source_context
+    # What weights_here reads: no inputs, no statistics (so a listing imports neither torch nor the pipeline).
+    ctx = SourceContext(registry_dir=reg.path.parent if reg.path else None, models_dir=s.models_dir,
+                        cache_dir=s.cache_dir, train_text=s.train_text, miniature_sizes=s.miniature_sizes(),
+                        device=s.device)
     rows = [{"model": e.id, "source": e.source.kind, "modality": e.modality, "granularity": e.granularity,
              "role": e.role, "family": e.family, "tags": ",".join(sorted(e.tags)), "params_m": e.params_m,
              "stands_for": e.stands_for, "relation": e.relation, "weights_here": weights_here(e, ctx)} for e in reg]

@@ -81,6 +81,7 @@ class AnisoSession:
     must_run_failures: list[str] = field(default_factory=list)
     absorbed: list[ResultsDocument] = field(default_factory=list)
     left_out: list[ModelEntry] = field(default_factory=list)
+    stopped: str | None = None
 
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
@@ -113,6 +114,18 @@ class AnisoSession:
             result.verdict, result.reason = ERROR, failed[:500]
         if result not in self.results:
             self.results.append(result)
+
+    def record_outcome(self, result: ClaimResult, *, seconds: float, outcome: str, detail: str = "") -> None:
+        """Record a finished claim test from its outcome as the test runner reports it: ``outcome`` is ``passed``,
+        ``skipped`` or ``failed``; ``detail`` the skip reason, or the failure's text, of which the last line is
+        kept (see :meth:`record`)."""
+        if outcome == "skipped":
+            self.record(result, seconds=seconds, skipped=detail)
+        elif outcome == "failed":
+            lines = detail.strip().splitlines()
+            self.record(result, seconds=seconds, failed=lines[-1] if lines else "error")
+        else:
+            self.record(result, seconds=seconds)
 
     def worker_payload(self) -> str:
         """This run's results as JSON, for the process that merges parallel workers' runs (:meth:`absorb`)."""
@@ -148,6 +161,10 @@ class AnisoSession:
                 self.must_run_failures.append(
                     f"could not write the report under {self.settings.report_dir} ({exc}); the statistics of this "
                     f"run are in the cache {self.settings.cache_dir}, so a rerun writes it in seconds")
+            except KeyboardInterrupt:  # Ctrl-C: no half-written report folder, one line saying what to do
+                self.stopped = (f"interrupted while writing the report under {self.settings.report_dir}; nothing "
+                                f"was kept there, and the statistics of this run are in the cache "
+                                f"{self.settings.cache_dir}, so a rerun writes it in seconds")
         return bool(self.must_run_failures)
 
     def document(self) -> ResultsDocument:
@@ -192,15 +209,23 @@ class AnisoSession:
 
     def write_report(self) -> Path:
         """Write ``<report_dir>/run-<time>/results.json`` and ``report.html`` (a folder of its own: see
-        :func:`_new_run_folder`); returns the report's path. Raises OSError."""
+        :func:`_new_run_folder`); returns the report's path. Raises OSError; on any error or interrupt the folder is
+        removed again."""
         from .report import write_html_report
 
         run_dir = Path(self.settings.report_dir)
         if not run_dir.is_absolute():
             run_dir = self.root / run_dir
         run_dir = _new_run_folder(run_dir)
-        write_results(run_dir / "results.json", self.document())
-        self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+        try:
+            write_results(run_dir / "results.json", self.document())
+            self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+        except BaseException:  # an error or Ctrl-C halfway: no folder holding results without their report
+            import shutil
+
+            self.report_path = None
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
         return self.report_path
 
     def summary_lines(self) -> list[tuple[str, str]]:
@@ -256,6 +281,8 @@ class AnisoSession:
                             f"were not run ({', '.join(e.id for e in self.left_out[:6])}"
                             f"{', …' if len(self.left_out) > 6 else ''}); --aniso-models paper runs every model"))
         out += [("error", f"ERROR: {msg}") for msg in self.must_run_failures]
+        if self.stopped:
+            out.append(("error", f"STOPPED: {self.stopped}"))
         if self.report_path is not None:
             out.append(("", f"report: {self.report_path}"))
         return out

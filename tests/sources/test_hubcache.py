@@ -223,13 +223,14 @@ def _registry(tmp_path: Path) -> Path:
     return path
 
 
-def test_list_and_hub_list_say_which_weights_are_here(offline, tmp_path, capsys):
+def test_list_and_hub_list_say_which_weights_are_here(offline, tmp_path, capsys, monkeypatch):
     registry = _registry(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")  # one line per row
     assert main(["list", "models", "--registry", str(registry)]) == 0
-    lines = {line.split("|")[1].strip(): line.split("|")[-2].strip() for line in capsys.readouterr().out.splitlines()
-             if line.startswith("| ")}
-    assert (lines["all-MiniLM-L6-v2"], lines["minilm-hub"], lines["bert-base-uncased"]) == (
-        "here (package)", "here (hub cache)", "hub only (not cached)")
+    lines = {line.split()[0]: line.rstrip() for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert lines["all-MiniLM-L6-v2"].endswith("package: here")
+    assert lines["minilm-hub"].endswith("hub: here (in the hub cache)")
+    assert lines["bert-base-uncased"].endswith("hub: not cached here")
     assert main(["hub", "list", "--registry", str(registry)]) == 0
     out = capsys.readouterr().out
     commit = resolve_commit(HUB_ID)

@@ -52,7 +52,7 @@ __all__ = [
 #: The block types of the untrained-block experiment: G's post-LayerNorm BERT block, a pre-LayerNorm GPT-2 block,
 #: a pre-RMSNorm Llama block, and the BERT block with its self-attention replaced by the identity (a control).
 #: The source kind ``init`` (:mod:`aniso.sources.init`) takes them from here.
-BLOCK_KINDS = ("bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention")
+from .names import BLOCK_KINDS  # noqa: E402 - the one list, which the registry schema reads without torch
 
 #: Block kind → the kind that is the same block with its self-attention replaced by the identity (the control of
 #: G.block-norm-fixed-point: built under the same seed, it has the same weights apart from attention).

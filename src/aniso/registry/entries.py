@@ -452,7 +452,7 @@ def load_registry(path: Path | str) -> Registry:
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 10x faster
     except FileNotFoundError:
         raise RegistryError(f"{path}: registry file not found") from None
     except yaml.YAMLError as exc:

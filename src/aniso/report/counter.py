@@ -6,23 +6,14 @@ beside that claim in the report. Inputs are parts of ``results.json``; each func
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
+from .overview import _depth, _values  # one definition of a layer column and of relative depth
 
 __all__ = ["counter_figures"]
-
-
-def _values(layers: list[dict], key: str) -> list[float]:
-    return [math.nan if s.get(key) is None else float(s[key]) for s in layers]
-
-
-def _depth(n: int) -> list[float]:
-    return [i / max(n - 1, 1) for i in range(n)]
 
 
 def _per_layer(models: dict, key: str, keep, title: str, ylabel: str, caption: str, logy=False, level=None):

@@ -89,7 +89,7 @@ def weights_here(entry, ctx: SourceContext) -> str:
             return "here (hub cache)"
         SOURCE_KINDS[kind].fingerprint(entry, ctx)
     except (ModelUnavailable, HubCacheError, OSError) as exc:
-        return "missing: " + str(exc).split(": ", 1)[-1][:90]
+        return "missing: " + str(exc).split(": ", 1)[-1]
     if kind == "init":
         return "built by the suite"
     if getattr(entry.source, "package", None):

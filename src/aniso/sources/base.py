@@ -182,8 +182,8 @@ def in_models_dir(entry: "ModelEntry", ctx: SourceContext, name: str, what: str,
     path = Path(os.path.expanduser(name))
     if not path.is_absolute():
         if ctx.models_dir is None:
-            raise ModelUnavailable(f"{entry.id}: {name} is relative to the models folder, which is not set "
-                                   "(--aniso-models-dir or ANISO_MODELS_DIR, e.g. ../shared/models)")
+            raise ModelUnavailable(f"{entry.id}: set ANISO_MODELS_DIR (--aniso-models-dir, e.g. ../shared/models): "
+                                   f"its {what} {name} is relative to the models folder, which is not set")
         path = Path(ctx.models_dir) / path
     if not present(path):
         raise ModelUnavailable(f"{entry.id}: {what} {path} does not exist (models folder: {ctx.models_dir})")
