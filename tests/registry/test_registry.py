@@ -255,3 +255,9 @@ def test_paper_categories_keep_chemistry_out_of_character_level_natural_language
     selected = {e.id for e in reg.select(("pretrained", "text", "transformer"), ("char", "byte"),
                                          none_of=("beyond-paper",))}
     assert not selected & chemistry and {"canine-s", "byt5-small"} <= selected
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
+    """YAML keeps the last of two equal keys; the registry refuses them, naming the file, the line and the key."""
+    with pytest.raises(RegistryError, match=r"models.yaml: not valid YAML at line 4: the key 'source' is given twice"):
+        load_registry(write(tmp_path, "models:\n" + ENTRY.replace("    modality:", "    source: {kind: local, path: x}\n    modality:", 1)))

@@ -442,17 +442,39 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
                                 + (f" that stands for {seed.stands_for!r}" if seed.stands_for else ""))
 
 
+def _loader():
+    """libyaml's safe loader (10x faster than the pure-Python one) with mappings that refuse a key given twice: YAML
+    keeps the last of two equal keys, so a record or a field written twice would silently lose the first."""
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return base.construct_mapping(loader, node, deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
+
+
 def load_registry(path: Path | str) -> Registry:
     """Read and validate a registry file.
 
     Raises
     ------
     RegistryError with a one-line message naming the file, the entry (index and
-    id) and the field, for a missing file, bad YAML or a schema violation.
+    id) and the field, for a missing file, bad YAML (a key given twice included) or a schema violation.
     """
     path = Path(path)
     try:
-        raw = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 10x faster
+        raw = yaml.load(path.read_text(), Loader=_loader())
     except FileNotFoundError:
         raise RegistryError(f"{path}: registry file not found") from None
     except yaml.YAMLError as exc:
