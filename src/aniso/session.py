@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .judge.results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
-                             provenance, write_results)
+from .judge.results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, Sensitivity, Uncertainty,
+                            dump_results, model_layers, provenance, verdict_counts, write_results)
 from .extract.architecture_check import ArchitectureChecks
 from .registry.catalog import get_claim, not_yet_executable
 from .stats.dynamics import Series, SeriesProvider
@@ -205,7 +205,7 @@ class AnisoSession:
             experiments=experiments, registry={e.id: RegistryRow.of(e) for e in self.registry},
             not_yet_executable=[NotYetExecutable(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
                                                    statement=c.statement) for c in not_yet_executable()],
-            run_errors=list(self.must_run_failures))
+            run_errors=list(self.must_run_failures), summary=verdict_counts(self.results))
 
     def write_report(self) -> Path:
         """Write ``<report_dir>/run-<time>/results.json`` and ``report.html`` (a folder of its own: see
@@ -250,16 +250,11 @@ class AnisoSession:
                           for a in r.sensitivity if a.differs)
             rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
         out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
-        counts: dict[str, int] = {}
-        for r in self.results:
-            counts[r.verdict] = counts.get(r.verdict, 0) + 1
-        fragile = [r for r in self.results if r.uncertainty is not None and r.uncertainty.fragile]
-        findings = sum(r.verdict in (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, UNEXPECTEDLY_HOLDS) and r not in fragile
-                       for r in self.results)
-        out.append(("", f"verdicts: {counts.get('holds', 0)} hold, {findings} finding(s) (does not hold, expected not "
-                        f"to hold, holds against its record; fragile ones left out), {counts.get(UNDERPOWERED, 0)} "
-                        f"underpowered at this size (decided neither way, not findings), {len(fragile)} fragile "
-                        "(flip when the inputs are resampled, not findings)"))
+        counts = verdict_counts(self.results)
+        out.append(("", f"verdicts: {counts['holds']} hold, {counts['findings']} finding(s) (does not hold, expected "
+                        f"not to hold, holds against its record), {counts['underpowered']} underpowered at this size "
+                        f"(decided neither way, not findings), {counts['fragile']} fragile (flip when the inputs are "
+                        "resampled, not findings)"))
         stale = [r for r in self.results if r.record_drift]
         if stale:
             out.append(("error", f"{len(stale)} registry record(s) stale (the run measured other numbers): "

@@ -24,7 +24,8 @@ from ..common.versions import library_versions
 
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
            "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
-           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results"]
+           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts",
+           "COUNT_KINDS"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
 SCHEMA_VERSION = 4
@@ -200,6 +201,36 @@ class ResultsDocument(_Doc):
     not_yet_executable: list[NotYetExecutable] = Field(default_factory=list)
     #: What failed the run beyond its claim results (a ``must_run`` model skipped for want of weights or code).
     run_errors: list[str] = Field(default_factory=list)
+    #: The verdicts counted by kind (:func:`verdict_counts`): findings apart from underpowered and fragile ones.
+    summary: dict[str, int] = Field(default_factory=dict)
+
+
+#: The kinds :func:`verdict_counts` counts, in the order the console and the report show them.
+COUNT_KINDS = ("holds", "findings", "underpowered", "fragile", "stale records", "skipped", "error")
+
+
+def verdict_counts(results: list[ClaimResult]) -> dict[str, int]:
+    """How many results of each kind of :data:`COUNT_KINDS`: ``holds``; ``findings`` (does not hold, expected not to
+    hold, holds against its record); ``underpowered`` (could not decide at this size: not findings); ``fragile``
+    (the verdict flips when the inputs are resampled: not findings, whatever the verdict, and counted only here);
+    ``stale records`` (results whose registry record's numbers the run measured otherwise: also counted under their
+    verdict); ``skipped``; ``error``."""
+    counts = dict.fromkeys(COUNT_KINDS, 0)
+    for r in results:
+        counts["stale records"] += bool(r.record_drift)
+        if r.uncertainty is not None and r.uncertainty.fragile:
+            counts["fragile"] += 1
+        elif r.verdict == HOLDS:
+            counts["holds"] += 1
+        elif r.verdict in (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, UNEXPECTEDLY_HOLDS):
+            counts["findings"] += 1
+        elif r.verdict == UNDERPOWERED:
+            counts["underpowered"] += 1
+        elif r.verdict == SKIPPED:
+            counts["skipped"] += 1
+        else:
+            counts["error"] += 1
+    return counts
 
 
 def _clean(obj: Any) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..judge.results import ResultsDocument, read_results
+from ..judge.results import ResultsDocument, read_results, verdict_counts
 from .figures import png as _png
 from .figures import pyplot
 
@@ -386,7 +386,7 @@ def render_html(document: ResultsDocument) -> str:
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
         stands=stands, fine_tuning=fine_tuning_pairs(doc["models"], registry), underpowered=underpowered,
-        stale=stale, n_findings=len(findings),
+        stale=stale, kinds=verdict_counts(document.results),
     )
 
 
