@@ -514,16 +514,12 @@ class ClaimContext:
         ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
         sizes of the registry's ``recorded_profile``, and a stale number fails the test.
         """
-        from .judge.records import names_any, stale_numbers
-        from .judge.results import RecordDrift
-
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
         r.underpowered = undecided
         r.sensitivity = [Sensitivity(choice=choice, holds=bool(h), value=None if v is None else float(v),
                                      differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
-        registry = self._session.registry
-        expected, recorded_inputs = (registry.expectation(self.entry, r.claim_id)
+        expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
                                      if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None
         sizes = (expected.sizes if expected is not None else None) or {}
@@ -534,30 +530,7 @@ class ClaimContext:
         r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         numbers = _numbers(measured)
         model = self.entry.id if self.entry is not None else "(no model)"
-        stale = ""
-        if expected is not None and expected.measured:
-            at_recorded_sizes = self._at_recorded_profile() and same_sizes
-            # The numbers were measured on the record's inputs, or the registry's for the modality (a paper record
-            # binds any inputs, but its numbers were measured on those).
-            numbers_on = expected.inputs or registry.recorded_inputs.get(self.entry.measured_on or self.entry.modality)
-            same_inputs = numbers_on is None or r.inputs is None or numbers_on == r.inputs
-            if not same_inputs:
-                r.record_check = f"record's numbers not compared: recorded on {numbers_on}"
-            elif not at_recorded_sizes:
-                r.record_check = (f"record's numbers not compared: recorded at the {registry.recorded_profile!r} "
-                                  f"profile's sizes{' and ' + str(sizes) if sizes else ''}, this run at other sizes")
-            elif not names_any(expected.measured, measured):
-                r.record_check = ("record's numbers not compared: this test reports none of them (another test of the "
-                                  "claim does)")
-            else:
-                drift = stale_numbers(expected.measured, measured)
-                r.record_drift = [RecordDrift(key=d.key, recorded=d.recorded, measured=d.measured,
-                                              tolerance=d.tolerance) for d in drift]
-                r.record_check = (f"record's numbers compared: {len(drift)} of them stale" if drift else
-                                  "record's numbers compared: all within tolerance")
-                if drift:
-                    stale = ("; the registry's record is stale (re-measure it): "
-                             + "; ".join(str(d) for d in drift[:4]) + (" …" if len(drift) > 4 else ""))
+        stale = self._compare_record(expected, measured, same_sizes) if expected is not None else ""
         if decision.verdict == EXPECTED_NOT_TO_HOLD or (decision.verdict == UNDERPOWERED
                                                          and decision.outcome is Outcome.XFAIL):
             r.reason = decision.reason
@@ -581,6 +554,39 @@ class ClaimContext:
             decision = Decision(decision.verdict, Outcome.FAIL, (decision.reason + stale).lstrip("; "))
             return decision, f"{r.claim_id} on {model}: {decision.verdict}{stale} ({numbers})"
         return decision, ""
+
+    def _compare_record(self, expected, measured: dict[str, Any], same_sizes: bool) -> str:
+        """Compare the record's numbers with ``measured`` where the run has the record's inputs (its own, or the
+        registry's for the modality: a paper record binds any inputs, but its numbers were measured on those) and
+        the sizes of the registry's ``recorded_profile``; set the result's ``record_check`` and ``record_drift``.
+        Returns the failure text of a stale record, or ""."""
+        from .judge.records import names_any, stale_numbers
+        from .judge.results import RecordDrift
+
+        r, registry = self.result, self._session.registry
+        if not expected.measured:
+            return ""
+        numbers_on = expected.inputs or registry.recorded_inputs.get(self.entry.measured_on or self.entry.modality)
+        if not (numbers_on is None or r.inputs is None or numbers_on == r.inputs):
+            r.record_check = f"record's numbers not compared: recorded on {numbers_on}"
+            return ""
+        if not (self._at_recorded_profile() and same_sizes):
+            sizes = f" and {expected.sizes}" if expected.sizes else ""
+            r.record_check = (f"record's numbers not compared: recorded at the {registry.recorded_profile!r} "
+                              f"profile's sizes{sizes}, this run at other sizes")
+            return ""
+        if not names_any(expected.measured, measured):
+            r.record_check = "record's numbers not compared: this test reports none of them (another test does)"
+            return ""
+        drift = stale_numbers(expected.measured, measured)
+        r.record_drift = [RecordDrift(key=d.key, recorded=d.recorded, measured=d.measured, tolerance=d.tolerance)
+                          for d in drift]
+        if not drift:
+            r.record_check = "record's numbers compared: all within tolerance"
+            return ""
+        r.record_check = f"record's numbers compared: {len(drift)} of them stale"
+        return ("; the registry's record is stale (re-measure it: aniso record RESULTS): "
+                + "; ".join(str(d) for d in drift[:4]) + (" …" if len(drift) > 4 else ""))
 
     def _at_recorded_profile(self) -> bool:
         """Whether this run has the sizes of the registry's ``recorded_profile`` (none of them overridden)."""
