@@ -149,6 +149,10 @@ def _list(args: argparse.Namespace) -> int:
         print(tabulate(rows, headers=["model", "source", "modality", "role", "tags", "params", "stands for",
                                       f"in set {args.models or settings.models!r}", "weights here"],
                        tablefmt="github"))
+        for e in registry:  # rows the locked libraries cannot run: what stops each, and what would make it run
+            if e.cannot_run is not None:
+                print(f"\n{e.id} cannot run with the locked libraries: {e.cannot_run.why}; it would run with "
+                      f"{e.cannot_run.would_run_with}")
     return 0
 
 

@@ -100,6 +100,15 @@ class CheckpointSeries(Strict):
         return value
 
 
+class CannotRun(Strict):
+    """Why a registry row cannot run with the locked libraries (``why``) and what would make it run
+    (``would_run_with``); ``aniso list``, the report and the README show both, and its twin (``aniso run ID --twin``)
+    is refused with them rather than failing."""
+
+    why: str = Field(min_length=1)
+    would_run_with: str = Field(min_length=1)
+
+
 class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
@@ -125,6 +134,7 @@ class ModelEntry(Strict):
     stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     relation: Relation | None = None
     fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    cannot_run: CannotRun | None = None
 
     @property
     def large(self) -> bool:
