@@ -214,15 +214,22 @@ def _hub_list(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .api import run_claims
+    from .api import run_claims, run_twins
 
+    say = lambda line: print(f"aniso run: {line}", file=sys.stderr)  # noqa: E731
     try:
-        done = run_claims(args.model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
-                          pytest_args=list(args.pytest_args or []),
-                          say=lambda line: print(f"aniso run: {line}", file=sys.stderr))
+        if getattr(args, "twin", False):
+            done = run_twins(args.model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
+                             pytest_args=list(args.pytest_args or []), say=say, keep=args.keep_twins)
+        else:
+            done = run_claims(args.model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
+                              pytest_args=list(args.pytest_args or []), say=say)
     except ValueError as exc:  # settings, registry, claims folder, a model that cannot be detected
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2
+    if done.refused and not getattr(args, "twin", False):  # files here that cannot be loaded faithfully
+        for line in done.refused:
+            print(f"aniso run: refused: {line}", file=sys.stderr)
     if done.exit_code == 3:
         said = (f"{done.results} claim test(s) of {done.model_id}, all skipped (reasons above and in the report)"
                 if done.results else f"no selected claim applies to {done.model_id}")
@@ -344,6 +351,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("model", help="registry id, local model folder (with config.json) or hub id")
     run.add_argument("--claims", default=None, help="comma-separated claim ids or prefixes (e.g. 'G.', 'R.')")
     run.add_argument("--claims-dir", default=None, help="folder of the claim tests (default: claims/ beside the registry)")
+    run.add_argument("--twin", action="store_true",
+                     help="run the claims on twins of the registry's hub rows MODEL names (an id, ids and tags, or a "
+                          "model set such as paper): the row's own architecture and preprocessing files with seeded "
+                          "random weights, imported into a temporary hub cache and loaded offline as a download "
+                          "would be; verdicts labelled 'twin: random weights, code path only', never findings")
+    run.add_argument("--keep-twins", default=None, metavar="FOLDER",
+                     help="with --twin: keep the twins' folders and hub cache in FOLDER")
     _registry_option(run)
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)
