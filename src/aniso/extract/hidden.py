@@ -106,10 +106,18 @@ def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.T
     return [h[mask] for h in states]
 
 
+#: model_type → (class-name suffix, output index) of the self-attention modules of models whose transformers code
+#: has no output-recording table (it still returns ``(output, attention probabilities)`` from each attention module
+#: under eager attention, the legacy ``output_attentions`` path): GPT-J in transformers 5.
+_LEGACY_ATTENTION: dict[str, tuple[str, int]] = {"gptj": ("GPTJAttention", 1)}
+
+
 def _attention_targets(model) -> list[tuple[type | None, str | None, str | None, int]]:
     """(class, class-name suffix, layer name, output index) of the modules that return attention probabilities,
-    from transformers' own output-recording tables (``_can_record_outputs["attentions"]``) of every sub-model."""
-    targets = []
+    from transformers' own output-recording tables (``_can_record_outputs["attentions"]``) of every sub-model, else
+    from :data:`_LEGACY_ATTENTION` for the model types without such a table."""
+    legacy = _LEGACY_ATTENTION.get(getattr(getattr(model, "config", None), "model_type", None))
+    targets = [(None, legacy[0], None, legacy[1])] if legacy else []
     for module in model.modules():
         table = getattr(type(module), "_can_record_outputs", None)
         if not isinstance(table, dict) or table.get("attentions") is None:

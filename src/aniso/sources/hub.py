@@ -122,7 +122,9 @@ def weights_problem(model: Any, info: dict) -> str | None:
                 f"initialised ({listed(missing)}): the config does not match the weights")
     children = {name for name, _ in model.named_children()} | {name for name, _ in model.named_parameters(recurse=False)}
     buffers = {name for name, _ in model.named_buffers()}
-    own = [k for k in info.get("unexpected_keys") or [] if k.split(".")[0] in children and k not in buffers]
+    prefix = f"{getattr(model, 'base_model_prefix', '') or ''}."  # a head model's checkpoint: bert.encoder...
+    unexpected = [k.removeprefix(prefix) if prefix != "." else k for k in info.get("unexpected_keys") or []]
+    own = [k for k in unexpected if k.split(".")[0] in children and k not in buffers]
     if own:
         return (f"the weights files hold {len(own)} weight(s) of modules its config does not build ({listed(own)}): "
                 "the config names fewer layers or other modules than the weights")
