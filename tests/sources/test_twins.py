@@ -134,3 +134,54 @@ def test_a_twin_is_the_same_files_for_the_same_seed(texts, tmp_path):
     assert read(a) == read(b) != read(c)
     assert (a.folder / "tokenizer.json").read_bytes() == (b.folder / "tokenizer.json").read_bytes()
     assert os.path.getsize(a.folder / "model.safetensors") < 1_000_000
+
+
+#: Rows whose twins run every claim end to end in CI, one of each path: a subword decoder with a checkpoint series
+#: (three checkpoints under their own revisions), a character encoder from its repository's code (opt-in for the
+#: twin), speech, a vision Transformer, a CNN.
+END_TO_END = ("pythia-2.8b", "character-bert", "wav2vec2-base", "vit-base-patch16-224", "resnet-50")
+
+
+def test_aniso_run_twin_runs_the_claims_through_the_hub_path(tmp_path, monkeypatch, capsys):
+    """`aniso run ID,ID,... --twin`: every claim that applies runs on the twins (exit 0), each verdict labelled and
+    not judged, none a finding; results.json names each twin's provenance and the hub cache it was loaded from."""
+    import json
+
+    from aniso.cli import main
+    from aniso.sources.twin import TWIN_LABEL
+
+    for name in [k for k in os.environ if k.startswith("ANISO_") and k not in ("ANISO_CACHE_DIR", "ANISO_SPEECH_DIR",
+                                                                               "ANISO_IMAGE_DIR", "ANISO_CORPUS")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    code = main(["run", ",".join(END_TO_END), "--twin", "--registry", str(ROOT / "models.yaml"),
+                 "--keep-twins", str(tmp_path / "twins")])
+    out, err = capsys.readouterr()
+    assert code == 0, out[-3000:] + err[-3000:]
+    assert "TWIN RUN (twin: random weights, code path only)" in out
+    doc = json.loads(next((tmp_path / "reports").glob("run-*/results.json")).read_text())
+    twin = doc["provenance"]["twin"]
+    assert twin["label"] == TWIN_LABEL and sorted(twin["rows"]) == sorted(END_TO_END)
+    assert [i["revision"] for i in twin["rows"]["pythia-2.8b"]["imported"]] == ["main", "step0", "step1000",
+                                                                               "step143000"]
+    assert twin["rows"]["character-bert"]["remote_code"] == "modeling_twin.py"
+    measured = [r for r in doc["results"] if r["model_id"] in END_TO_END and r["verdict"] != "skipped"]
+    assert {r["model_id"] for r in measured} == set(END_TO_END)
+    assert all(r["twin"] == TWIN_LABEL and r["expected"] is None and r["verdict"] in ("holds", "does not hold")
+               for r in measured)
+    assert {r["claim_id"] for r in measured if r["model_id"] == "pythia-2.8b"} >= {
+        "R.decoder-anisotropy-grows", "G.qk-means-align", "G.attention-entropy-decays", "X.attention-sink"}
+    for mid in END_TO_END:
+        origin = doc["models"][mid]["meta"]["origin"]
+        assert origin.startswith(f"hub cache: {REGISTRY.get(mid).source.repo}@main (commit ") and "imported from" in origin
+    html = next((tmp_path / "reports").glob("run-*/report.html")).read_text()
+    assert "Twin run — twin: random weights, code path only" in html and "None: every measured claim holds" in html
+
+
+def test_aniso_run_twin_refuses_a_row_the_registry_says_cannot_run(capsys):
+    from aniso.cli import main
+
+    assert main(["run", "van-base", "--twin", "--registry", str(ROOT / "models.yaml")]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "van-base" in line]
+    assert len(lines) == 1 and "cannot run with the locked libraries: transformers 5 removed VAN" in lines[0]

@@ -89,6 +89,15 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     problem = transformer_problem(entry, model_type)
     if problem:
         raise ValueError(problem)
+    if entry.needs_remote_code:  # its repository's code (opted in): here, the code its twin carries
+        from ..sources.twin import TwinError, remote_code_model
+
+        try:
+            model = remote_code_model(entry, seed)
+        except TwinError as exc:
+            raise ValueError(str(exc)) from None
+        tokenizer, processor = modality.tiny_preprocessors(entry, model.config)
+        return model, tokenizer, processor
     try:
         config = AutoConfig.for_model(model_type, **fields_)
     except ValueError as exc:

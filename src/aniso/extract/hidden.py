@@ -108,8 +108,9 @@ def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.T
 
 #: model_type → (class-name suffix, output index) of the self-attention modules of models whose transformers code
 #: has no output-recording table (it still returns ``(output, attention probabilities)`` from each attention module
-#: under eager attention, the legacy ``output_attentions`` path): GPT-J in transformers 5.
-_LEGACY_ATTENTION: dict[str, tuple[str, int]] = {"gptj": ("GPTJAttention", 1)}
+#: under eager attention, the legacy ``output_attentions`` path): GPT-J, Falcon and BLOOM in transformers 5.
+_LEGACY_ATTENTION: dict[str, tuple[str, int]] = {"gptj": ("GPTJAttention", 1), "falcon": ("FalconAttention", 1),
+                                                  "bloom": ("BloomAttention", 1)}
 
 
 def _attention_targets(model) -> list[tuple[type | None, str | None, str | None, int]]:
@@ -291,6 +292,10 @@ def iter_text_hidden_states(
                              "decoder-only models")
         if getattr(model.config, "_attn_implementation", "eager") != "eager":
             model.set_attn_implementation("eager")
+        if getattr(model.config, "_attn_implementation", "eager") != "eager":
+            # a model that cannot switch through transformers' attention interface (Falcon in transformers 5) reads
+            # its config's implementation at each forward: the eager branch computes the probabilities
+            model.config._attn_implementation = "eager"
     _prepare_tokenizer(tokenizer)
     device = place(model, device)
     positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)

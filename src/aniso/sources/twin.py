@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = ["TWIN_LABEL", "TwinSpec", "TWIN_SPECS", "TwinFolder", "TwinError", "twin_spec", "build_twin",
-           "twin_folders", "twin_tokenizer", "REMOTE_CODE_FILE"]
+           "twin_folders", "twin_tokenizer", "remote_code_model", "REMOTE_CODE_FILE"]
 
 #: How every twin verdict is labelled (console, results.json, report).
 TWIN_LABEL = "twin: random weights, code path only"
@@ -90,6 +90,10 @@ TWIN_SPECS: dict[str, TwinSpec] = {
 _MAX_VOCAB = 512
 #: Images of a twin's image processor: square, small, the tiny config's ``image_size`` where it has one.
 _IMAGE_SIZE = 32
+#: Layers of a checkpoint series' twin (the training-dynamics claims read first, middle and last layers), and the
+#: config fields that count them.
+_SERIES_LAYERS = 4
+_DEPTH_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
 
 
 def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
@@ -114,6 +118,10 @@ def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
                         spec.remote)
     if entry.granularity == "byte" and spec.tokenizer not in (None, "byt5"):
         spec = TwinSpec(spec.model_class, "byt5", spec.processor, spec.remote)
+    if getattr(entry, "checkpoints", None) is not None:  # G §5's depth claims compare first and last layers: >= 3
+        for name in _DEPTH_FIELDS:
+            if isinstance(fields_.get(name), int):
+                fields_[name] = max(fields_[name], _SERIES_LAYERS)
     return model_type, fields_, spec
 
 
@@ -282,6 +290,28 @@ def _remote_classes(model_type: str, spec: TwinSpec):
     source = _REMOTE_CODE.format(model_class=spec.model_class, base_model=spec.remote[1], model_type=model_type,
                                  base_config=spec.remote[0], config_class=config_class)
     return source, config_class
+
+
+def remote_code_model(entry, seed: int = 0):
+    """A randomly initialised model (seeded, eager attention) of a ``needs_remote_code`` row's twin: the twin's own
+    custom-code module (the one its folder carries) imported from a temporary file, at the sizes of the row's
+    ``tiny`` config. Raises TwinError as :func:`twin_spec`, or when the row is not a custom-code twin."""
+    import tempfile
+
+    import torch
+
+    model_type, fields_, spec = twin_spec(entry)
+    if spec.remote is None:
+        raise TwinError(f"{entry.id}: model_type {model_type!r} is no custom-code architecture")
+    source, config_class = _remote_classes(model_type, spec)
+    with tempfile.TemporaryDirectory(prefix="aniso-twin-code-") as tmp:
+        (Path(tmp) / REMOTE_CODE_FILE).write_text(source)
+        module = _import_module(Path(tmp) / REMOTE_CODE_FILE, f"aniso_twin_{model_type}_{os.getpid()}_tiny")
+    config = getattr(module, config_class)(**fields_)
+    config._attn_implementation = "eager"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return getattr(module, spec.model_class)(config).eval()
 
 
 def _import_module(path: Path, name: str):

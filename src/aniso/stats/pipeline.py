@@ -213,7 +213,11 @@ def embedding_isotropy(model) -> dict:
     from .. import metrics
 
     out = {}
-    emb = model.get_input_embeddings()
+    try:
+        emb = model.get_input_embeddings()
+    except NotImplementedError:  # no vocabulary matrix (CANINE hashes code points into several small tables)
+        out["input_embeddings"] = f"not available: {type(model).__name__} has no input embedding matrix"
+        return out
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
     for name, module in (("input", emb), ("output", head)):
