@@ -131,7 +131,13 @@ def _folder(tmp_path: Path, *names: str) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text('{"model_type": "bert"}')
     for name in names:
-        (folder / name).write_bytes(b"weights of " + name.encode())
+        if name.endswith(".safetensors"):  # a valid file: hub import reads every safetensors header
+            import torch
+            from safetensors.torch import save_file
+
+            save_file({"w": torch.zeros(2)}, str(folder / name), metadata={"name": name})
+        else:
+            (folder / name).write_bytes(b"weights of " + name.encode())
     return folder
 
 

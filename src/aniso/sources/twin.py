@@ -94,6 +94,13 @@ _IMAGE_SIZE = 32
 #: config fields that count them.
 _SERIES_LAYERS = 4
 _DEPTH_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
+#: Where a twin's config differs from the row's ``tiny`` one: MiT's four stages (its hidden states are one per
+#: stage, and the drift correlations need at least three layers), at tiny widths.
+_TWIN_CONFIG: dict[str, dict] = {
+    "segformer": {"num_encoder_blocks": 4, "depths": [1, 1, 1, 1], "sr_ratios": [8, 4, 2, 1],
+                  "hidden_sizes": [8, 16, 24, 32], "patch_sizes": [7, 3, 3, 3], "strides": [4, 2, 2, 2],
+                  "num_attention_heads": [1, 1, 2, 2], "mlp_ratios": [2, 2, 2, 2], "image_size": 64},
+}
 
 
 def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
@@ -118,6 +125,8 @@ def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
                         spec.remote)
     if entry.granularity == "byte" and spec.tokenizer not in (None, "byt5"):
         spec = TwinSpec(spec.model_class, "byt5", spec.processor, spec.remote)
+    if model_type in _TWIN_CONFIG:
+        fields_.update(_TWIN_CONFIG[model_type])
     if getattr(entry, "checkpoints", None) is not None:  # G §5's depth claims compare first and last layers: >= 3
         for name in _DEPTH_FIELDS:
             if isinstance(fields_.get(name), int):
@@ -371,6 +380,8 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0) -
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = model_cls(config).eval()
+            if model_type in _SCALE_PRESERVING:
+                _scale_preserving_convolutions(model)
         model.save_pretrained(str(folder), safe_serialization=True)
     except (ValueError, TypeError, AttributeError, ImportError) as exc:
         raise TwinError(f"{entry.id}: transformers {transformers.__version__} cannot build its twin "
@@ -392,6 +403,25 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0) -
             "parameters": int(sum(p.numel() for p in model.parameters())),
             "files": sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()),
             "transformers": transformers.__version__}
+
+
+#: model_types whose own initialisation shrinks the signal to zero within a few blocks at random weights
+#: (EfficientNet in transformers 5: N(0, 0.02²) convolutions and batch-norm scales): their twins draw convolutions
+#: He-normal and set batch-norm scales to 1, as a trained network keeps its activations' scale.
+_SCALE_PRESERVING = ("efficientnet",)
+
+
+def _scale_preserving_convolutions(model) -> None:
+    """Redraw every convolution's weight He-normal (fan-in, ReLU gain), on the current RNG, and set every batch
+    norm's scale to 1: activations keep their scale from block to block instead of vanishing."""
+    import torch
+
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Conv2d):
+                torch.nn.init.kaiming_normal_(module.weight, mode="fan_in", nonlinearity="relu")
+            elif isinstance(module, torch.nn.BatchNorm2d) and module.weight is not None:
+                module.weight.fill_(1.0)
 
 
 def _format(template: str, step: int) -> str:

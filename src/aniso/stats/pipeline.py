@@ -232,6 +232,15 @@ def embedding_isotropy(model) -> dict:
     return out
 
 
+def _attention_measurable(loaded: LoadedModel) -> bool:
+    """Whether a model's attention probabilities are measured for the attention sink: a decoder's always (X.attention-
+    sink reads decoders; one whose attention cannot be found is an error), an encoder's where its code gives them per
+    layer (not CANINE's chunked local attention, which is then left unmeasured rather than failing the model)."""
+    from ..extract.hidden import attention_modules
+
+    return getattr(loaded.entry, "role", None) == "decoder" or bool(attention_modules(loaded.model))
+
+
 def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
                         statistics: frozenset[str] = ALL_STATISTICS, shard: Shard = Shard()) -> ModelStats:
     """Run ``inputs`` (a corpus, recordings or photographs) through ``loaded`` as its modality row says, and
@@ -243,7 +252,8 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     """
     batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
                            settings.batch_size, settings.device, settings.max_length,
-                           attentions=ATTENTION_SINK in statistics, final_norm=FINAL_NORM in statistics)
+                           attentions=ATTENTION_SINK in statistics and _attention_measurable(loaded),
+                           final_norm=FINAL_NORM in statistics)
     sharded = shard.world > 1
     try:
         extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
