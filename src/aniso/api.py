@@ -617,8 +617,8 @@ TWIN_SIZES = {"n_sequences": 16, "max_length": 32, "n_clips": 4, "n_images": 8, 
 
 
 def _synthetic_recordings(folder: Path, seed: int, n: int = 4) -> Path:
-    """``n`` WAV files of 16 kHz tones in noise (1 to 2 s), for a twin run of a speech row where no speech folder
-    is set (setting ``speech_dir``): a twin's verdicts say only that the code path runs."""
+    """``n`` WAV files of 16 kHz tones in noise (1 to 2 s), the recordings of a twin run's speech rows (a twin's
+    verdicts say only that the code path runs; a folder of 30-s recordings would take tens of seconds)."""
     import numpy as np
     import soundfile
 
@@ -752,9 +752,10 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         if not ids:
             return ClaimsRun(2, models, None, 0, 0, None, tuple(refused.values()))
         sizes = dict(TWIN_SIZES)
-        if any(reg.get(i).modality == "speech" for i in ids) and settings.speech_dir is None:
+        if any(reg.get(i).modality == "speech" for i in ids):  # short clips: a twin's verdicts are the code path's
             sizes["speech_dir"] = str(_synthetic_recordings(root / "speech", settings.seed))
-            manifest["inputs"]["speech"] = "synthetic tones in noise (no speech folder set, ANISO_SPEECH_DIR)"
+            manifest["inputs"]["speech"] = ("4 synthetic recordings, tones in noise of 1 to 2 s (WAV, 16 kHz), read "
+                                            "by the speech loader as a folder of recordings is")
         tmp_registry = root / "models.yaml"
         tmp_registry.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
         try:

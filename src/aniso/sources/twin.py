@@ -22,6 +22,7 @@ registry).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -235,10 +236,18 @@ def twin_tokenizer(kind: str, texts: Sequence[str], vocab_size: int):
         vocab, merges = _llama_model(texts, v)
         return transformers.LlamaTokenizer(vocab=vocab, merges=merges)
     if kind == "canine":
-        return transformers.CanineTokenizer()
+        return _canine_tokenizer()
     if kind == "byt5":
         return transformers.ByT5Tokenizer()
     raise TwinError(f"no twin tokenizer of kind {kind!r}")
+
+
+@functools.cache
+def _canine_tokenizer():
+    """CANINE's tokenizer (code points are ids; its construction takes seconds, so it is made once a process)."""
+    import transformers
+
+    return transformers.CanineTokenizer()
 
 
 def _save_tokenizer(tokenizer, folder: Path) -> None:
