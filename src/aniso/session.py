@@ -287,6 +287,7 @@ class ClaimContext:
         self._session = session
         self.result = result
         self.entry = entry
+        self._read_models = False  # set when a claim without a model of its own reads other models' statistics
 
     @property
     def settings(self) -> Settings:
@@ -360,6 +361,7 @@ class ClaimContext:
         Raises :class:`Skip`, naming every entry tried and why, if none is available.
         """
         tried = []
+        self._read_models = True
         candidates = self._session.registry.select(all_of)
         if not candidates:
             self.require_others(f"a reference model with tags {list(all_of)}", [], [], all_of)
@@ -408,6 +410,7 @@ class ClaimContext:
         return self._available(self._session.series.get, all_of, any_of)
 
     def _available(self, get, all_of: tuple[str, ...], any_of: tuple[str, ...]) -> tuple[list, list[str]]:
+        self._read_models = True  # a claim comparing models: in a twin run, it compares twins
         got, missing = [], []
         for entry in self._session.registry.select(all_of, any_of):
             try:
@@ -496,7 +499,7 @@ class ClaimContext:
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
         r.sensitivity = [Sensitivity(choice=choice, holds=bool(h), value=None if v is None else float(v),
                                      differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
-        if self._session.twin is not None and self.entry is not None:
+        if self._session.twin is not None and (self.entry is not None or self._read_models):
             return self._conclude_twin(holds)
         expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
                                      if self.entry is not None else (None, None))

@@ -5,7 +5,7 @@ files of its own tokenizer or processor class) is imported with `aniso hub impor
 Face cache at the row's repo and revision, and loaded by the hub source with HF_HUB_OFFLINE=1 in the row's dtype,
 then run through its modality's extraction; a checkpoint series' twins load under their own repos and revisions.
 A row that needs its repository's code loads only with the opt-in; a row the registry says cannot run is refused
-with the record. `aniso run ID --twin` runs the claims on a few twins end to end (tests/test_twin_run.py...)."""
+with the record. `aniso run ID,... --twin` runs every claim on five twins end to end, one of each path."""
 
 from __future__ import annotations
 
