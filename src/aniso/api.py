@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-__all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims",
+__all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
 
 #: What :func:`measure` keeps unless told: avg cos, drift and mean norm (first order), and the d x d statistics (SVD
@@ -501,6 +501,7 @@ class ClaimsRun:
     measured: int
     detected: dict | None = None
     stopped: str | None = None
+    refused: tuple[str, ...] = ()
 
 
 class _Tally:
@@ -511,6 +512,7 @@ class _Tally:
         self.measured = self.results = 0
         self.report: Path | None = None
         self.stopped: str | None = None
+        self.refused: tuple[str, ...] = ()
 
     def pytest_aniso_run_finished(self, run) -> None:
         from .judge.verdicts import SKIPPED
@@ -519,6 +521,8 @@ class _Tally:
         self.measured = sum(r.verdict != SKIPPED for r in run.results)
         self.report = Path(run.report_path) if run.report_path is not None else None
         self.stopped = run.stopped
+        # a model whose files cannot be loaded faithfully: one line each (aniso.sources.ModelRefused)
+        self.refused = tuple(dict.fromkeys(r.reason for r in run.results if r.skip_kind == "refused"))
 
 
 def run_exit_code(pytest_code: int, measured: int) -> int:
@@ -570,9 +574,10 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     failure: the settings (the ``ANISO_*`` variables and the ``--aniso-*`` options among ``pytest_args``), their
     paths and the corpus, the claims filter, the registry and the model.
 
-    Returns a :class:`ClaimsRun`. Raises ValueError (one line) for a bad setting, corpus, claims filter or registry,
-    a missing claims folder, a model that is neither a registry id nor detectable, or a detected id the registry
-    already uses.
+    Returns a :class:`ClaimsRun`; its exit code is 2, with the reasons in ``refused``, when a model's files are
+    there but cannot be loaded faithfully (:class:`aniso.sources.ModelRefused`). Raises ValueError (one line) for a
+    bad setting, corpus, claims filter or registry, a missing claims folder, a model that is neither a registry id
+    nor detectable, or a detected id the registry already uses.
     """
     import shutil
     import tempfile
@@ -629,11 +634,189 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                 else:
                     os.environ[k] = v
         results = tally.report.with_name("results.json") if tally.report is not None else None
-        return ClaimsRun(run_exit_code(code, tally.measured), model_id, results, tally.results, tally.measured, row,
-                         tally.stopped)
+        exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
+        return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, tally.stopped,
+                         tally.refused)
     finally:
         if tmp_dir is not None:
             shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+#: The sizes of a twin run (``aniso run ID --twin``), given before any pytest argument (which may override them):
+#: enough inputs for every statistic and for the batch-wise TwoNN of the training claims, seconds per row.
+TWIN_SIZES = {"n_sequences": 16, "max_length": 32, "n_clips": 4, "n_images": 8, "n_bootstrap": 20,
+              "svd_batch_size": 64, "reservoir_size": 256}
+
+
+def _synthetic_recordings(folder: Path, seed: int, n: int = 4) -> Path:
+    """``n`` WAV files of 16 kHz tones in noise (1 to 2 s), the recordings of a twin run's speech rows (a twin's
+    verdicts say only that the code path runs; a folder of 30-s recordings would take tens of seconds)."""
+    import numpy as np
+    import soundfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for i in range(n):
+        t = np.arange(int(16_000 * (1.0 + i / max(n - 1, 1)))) / 16_000
+        audio = 0.1 * np.sin(2 * np.pi * (180 + 60 * i) * t) + 0.02 * rng.standard_normal(t.size)
+        soundfile.write(folder / f"tone-{i}.wav", audio.astype(np.float32), 16_000)
+    return folder
+
+
+@contextlib.contextmanager
+def _offline_hub_cache(cache: Path):
+    """``HF_HUB_OFFLINE=1`` and ``cache`` as the Hugging Face hub cache, in the environment and in huggingface_hub's
+    constants (read at import), restored afterwards."""
+    from huggingface_hub import constants
+
+    saved_env = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_HUB_CACHE")}
+    saved = (constants.HF_HUB_CACHE, constants.HF_HUB_OFFLINE)
+    os.environ.update({"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)})
+    constants.HF_HUB_CACHE, constants.HF_HUB_OFFLINE = str(cache), True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_CACHE, constants.HF_HUB_OFFLINE = saved
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_twins(models: str, claims: str | None = None, *, registry: str | Path | None = None,
+              claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
+              say: Callable[[str], None] = lambda line: None, keep: str | Path | None = None) -> ClaimsRun:
+    """Run the claims on twins of registry hub rows, as ``aniso run ID --twin`` does, through the path a user with a
+    hub takes: for each hub row of ``models`` (a registry id, comma-separated ids and tags, or a model set such as
+    ``paper``), its twin (:func:`aniso.sources.twin.twin_folders`: the row's own class and preprocessing files,
+    seeded random weights; for a checkpoint series, three checkpoints under their own repos and revisions) is
+    written to a temporary folder, imported with ``aniso hub import``'s code into a temporary Hugging Face cache at
+    the row's repo and revision, and the claims run on the row with ``HF_HUB_OFFLINE=1`` (the hub source loads it
+    from the cache, in the row's dtype) at the small sizes of :data:`TWIN_SIZES`.
+
+    The registry the run reads is a temporary copy: a series' steps are the twin's, and a row that needs its
+    repository's code opts in (its twin's code is the suite's own module; the row itself stays refused without the
+    opt-in). Every verdict is labelled ``twin: random weights, code path only``, never judged against the registry's
+    records, never counted as a finding; ``results.json`` and the report hold the twins' provenance. ``keep``: a
+    folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards).
+
+    Returns a :class:`ClaimsRun` (``model_id``: ``models``). A row the registry says cannot run (``cannot_run``) is
+    refused in one line, as is a row with no twin; the exit code is 2 when every row was refused, or a row without a
+    ``cannot_run`` record was. Raises ValueError (one line) for a bad setting, registry or model set, or a set with no
+    hub row.
+    """
+    import json
+    import shutil
+    import tempfile
+
+    import pytest
+    import yaml
+
+    from .inputs.text import CorpusError, load_corpus
+    from .registry.entries import RegistryError, load_registry
+    from .registry.locate import claims_folder, settings_and_registry
+    from .registry.selection import parse_claims
+    from .sources.hubcache import import_folder
+    from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
+
+    options = _setting_options(pytest_args)
+    if claims is not None:
+        options["claims"] = claims
+    settings, reg = settings_and_registry(options, registry=registry)
+    wanted = parse_claims(settings.claims)
+    chosen, _ = reg.model_set(models)
+    hub_rows = [e for e in chosen if e.source.kind == "hub"]
+    if not hub_rows:
+        raise ValueError(f"--twin: {models!r} holds no hub row (twins are made of the registry's hub rows: "
+                         f"{', '.join(e.id for e in reg if e.source.kind == 'hub')[:160]}...)")
+    others = [e.id for e in chosen if e.source.kind != "hub"]
+    if others:
+        say(f"--twin: {len(others)} row(s) of {models!r} are not hub rows and have no twin; left out "
+            f"({', '.join(others[:5])}{', …' if len(others) > 5 else ''})")
+    claims_dir = claims_folder(claims_dir, Path(settings.registry))
+    refused: dict[str, str] = {}
+    documented: set[str] = set()
+    runnable = []
+    for e in hub_rows:
+        try:
+            twin_spec(e)
+            runnable.append(e)
+        except TwinError as exc:
+            refused[e.id] = str(exc)
+            if e.cannot_run is not None:
+                documented.add(e.id)
+            say(str(exc))
+    if not runnable:
+        return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
+    try:
+        texts = load_corpus(settings.corpus, 256, settings.seed).sequences
+    except CorpusError as exc:
+        raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
+    root = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="aniso-twin-"))
+    root.mkdir(parents=True, exist_ok=True)
+    import transformers
+
+    manifest: dict[str, Any] = {"label": TWIN_LABEL, "transformers": transformers.__version__, "rows": {},
+                                "refused": refused, "hub_cache": str(root / "hub"), "inputs": {}}
+    try:
+        raw = yaml.safe_load(Path(settings.registry).read_text())
+        by_id = {row["id"]: row for row in raw["models"]}
+        for e in runnable:
+            try:
+                folders = twin_folders(e, root / "folders", texts, seed=settings.seed, max_steps=3)
+            except TwinError as exc:
+                refused[e.id] = str(exc)
+                say(str(exc))
+                continue
+            imported = []
+            for f in folders:
+                done = import_folder(f.repo, f.folder, f.revision, cache_dir=root / "hub")
+                imported.append({"repo": f.repo, "revision": f.revision, "commit": done.commit, "step": f.step,
+                                 "seed": f.seed, "folder": str(f.folder)})
+            row = by_id[e.id]
+            if e.checkpoints is not None:
+                row["checkpoints"] = dict(row["checkpoints"], steps=[f.step for f in folders if f.step is not None])
+            if e.needs_remote_code:
+                row["trust_remote_code"] = True
+            manifest["rows"][e.id] = dict(folders[0].provenance, imported=imported,
+                                          trust_remote_code=bool(e.needs_remote_code), dtype=e.source.dtype)
+        ids = list(manifest["rows"])
+        if not ids:
+            return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
+        sizes = dict(TWIN_SIZES)
+        if any(reg.get(i).modality == "speech" for i in ids):  # short clips: a twin's verdicts are the code path's
+            sizes["speech_dir"] = str(_synthetic_recordings(root / "speech", settings.seed))
+            manifest["inputs"]["speech"] = ("4 synthetic recordings, tones in noise of 1 to 2 s (WAV, 16 kHz), read "
+                                            "by the speech loader as a folder of recordings is")
+        tmp_registry = root / "models.yaml"
+        tmp_registry.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        try:
+            load_registry(tmp_registry)
+        except RegistryError as exc:
+            raise ValueError(f"--twin: the twins' registry does not validate: {exc}") from None
+        (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), "-q",
+                "--aniso-registry", str(tmp_registry), "--aniso-twin", str(root / "twin-manifest.json")]
+        for k, v in sizes.items():
+            args += [f"--aniso-{k.replace('_', '-')}", str(v)]
+        if not wanted.everything:
+            args += ["--aniso-claims", str(wanted)]
+        say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
+        tally = _Tally()
+        with _offline_hub_cache(root / "hub"):
+            code = int(pytest.main(args + list(pytest_args), plugins=[tally]))
+        results = tally.report.with_name("results.json") if tally.report is not None else None
+        for line in tally.refused:
+            say(f"refused: {line}")
+        exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
+        if exit_code == 0 and set(refused) - documented:
+            exit_code = 2
+        return ClaimsRun(exit_code, models, results, tally.results, tally.measured, None, tally.stopped,
+                         tuple(refused.values()) + tally.refused)
+    finally:
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings: dict[str, Any] | None = None,

@@ -186,6 +186,10 @@ def _list(args: argparse.Namespace) -> int:
         unset = [f"  {variable}: {effect}" for name, variable, effect in _DATA_SETTINGS if not getattr(settings, name)]
         if unset:
             print_lines(["Data settings not set here, and what the claims do without them:", *unset])
+        for e in registry:  # rows the locked libraries cannot run: what stops each, and what would make it run
+            if e.cannot_run is not None:
+                print_lines([f"{e.id} cannot run with the locked libraries: {e.cannot_run.why}; it would run with "
+                             f"{e.cannot_run.would_run_with}"])
     return 0
 
 
@@ -244,16 +248,24 @@ def _hub_list(args: argparse.Namespace) -> int:
 
 
 def _run_one(model: str, args: argparse.Namespace) -> int:
-    """``aniso run MODEL``: its exit code, having said in one line why when it is not 0 or 1."""
-    from .api import run_claims
+    """``aniso run MODEL`` (or its twin, ``--twin``): its exit code, having said in one line why when it is not 0
+    or 1."""
+    from .api import run_claims, run_twins
 
+    say = lambda line: print(f"aniso run: {line}", file=sys.stderr)  # noqa: E731
     try:
-        done = run_claims(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
-                          pytest_args=list(args.pytest_args or []),
-                          say=lambda line: print(f"aniso run: {line}", file=sys.stderr))
+        if getattr(args, "twin", False):
+            done = run_twins(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
+                             pytest_args=list(args.pytest_args or []), say=say, keep=args.keep_twins)
+        else:
+            done = run_claims(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
+                              pytest_args=list(args.pytest_args or []), say=say)
     except ValueError as exc:  # settings, corpus, claims filter, registry, claims folder, undetectable model
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2
+    if done.refused and not getattr(args, "twin", False):  # files here that cannot be loaded faithfully
+        for line in done.refused:
+            print(f"aniso run: refused: {line}", file=sys.stderr)
     if done.stopped:
         print(f"aniso run: {done.stopped}", file=sys.stderr)
     elif done.exit_code == 3:
@@ -452,6 +464,13 @@ def main(argv: list[str] | None = None) -> int:
                           "commit), each run as `aniso run ID` runs it; the worst exit code is the command's")
     run.add_argument("--claims", default=None, help="comma-separated claim ids or prefixes (e.g. 'G.', 'R.')")
     run.add_argument("--claims-dir", default=None, help="folder of the claim tests (default: claims/ beside the registry)")
+    run.add_argument("--twin", action="store_true",
+                     help="run the claims on twins of the registry's hub rows MODEL names (an id, ids and tags, or a "
+                          "model set such as paper): the row's own architecture and preprocessing files with seeded "
+                          "random weights, imported into a temporary hub cache and loaded offline as a download "
+                          "would be; verdicts labelled 'twin: random weights, code path only', never findings")
+    run.add_argument("--keep-twins", default=None, metavar="FOLDER",
+                     help="with --twin: keep the twins' folders and hub cache in FOLDER")
     _registry_option(run)
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)

@@ -87,6 +87,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_SESSION] = AnisoSession.start(settings, registry, Path(config.rootpath))
     except RegistryError as exc:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
+    except ValueError as exc:  # an unreadable twin manifest (setting twin)
+        raise pytest.UsageError(f"aniso settings: {exc}") from None
 
 
 def _model_of(item: pytest.Item):

@@ -22,12 +22,12 @@ from .stats.dynamics import Series, SeriesProvider
 from .stats.pipeline import BlockSweepProvider, StatsProvider
 from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
-from .sources import InputsMissing, ModelUnavailable
+from .sources import InputsMissing, ModelRefused, ModelUnavailable
 from .stats.accumulators import ModelStats
-from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNDERPOWERED, UNEXPECTEDLY_HOLDS,
-                              Decision, Outcome, decide)
+from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
+                              UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 
-__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text"]
+__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text", "twin_summary"]
 
 
 class Skip(Exception):
@@ -43,6 +43,16 @@ def fragile_text(u: Uncertainty) -> str:
     """A fragile verdict's interval in words, e.g. ``"highest layer avg cos 0.17, 95% CI [0.15, 0.21] vs < 0.2"``."""
     return (f"{u.statistic} {fmt(u.value)}, {round(u.level * 100)}% CI [{fmt(u.low)}, {fmt(u.high)}] vs "
             f"{u.holds_if} {fmt(u.threshold)}, holds in {fmt(100 * (u.holds_share or 0.0))}% of resamples")
+
+
+def twin_summary(manifest: dict) -> str:
+    """The console line that says a run measured twins: the label, the rows, the library versions."""
+    rows = manifest.get("rows") or {}
+    refused = manifest.get("refused") or {}
+    return (f"TWIN RUN ({manifest.get('label')}): {len(rows)} twin(s) of registry hub rows, built here with "
+            f"transformers {manifest.get('transformers')}, imported into a temporary hub cache and loaded offline; the "
+            "verdicts say that the code path runs, nothing about the papers' models"
+            + (f"; refused: {', '.join(sorted(refused))}" if refused else ""))
 
 
 def _numbers(measured: dict[str, Any]) -> str:
@@ -82,6 +92,8 @@ class AnisoSession:
     absorbed: list[ResultsDocument] = field(default_factory=list)
     left_out: list[ModelEntry] = field(default_factory=list)
     stopped: str | None = None
+    #: The manifest of a twin run (setting ``twin``), else None: see :meth:`twin_manifest`.
+    twin: dict | None = None
 
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
@@ -91,7 +103,23 @@ class AnisoSession:
         registry, left_out = registry.model_set(settings.models)
         provider = StatsProvider(settings, registry)
         return cls(settings, registry, root, provider, BlockSweepProvider(settings), ArchitectureChecks(settings.seed),
-                   SeriesProvider(provider), left_out=left_out)
+                   SeriesProvider(provider), left_out=left_out, twin=cls.twin_manifest(settings))
+
+    @staticmethod
+    def twin_manifest(settings: Settings) -> dict | None:
+        """The manifest of a twin run (the JSON file setting ``twin`` names, written by ``aniso run ID --twin``), or
+        None. Raises ValueError naming the file if it cannot be read or is not a JSON object with a ``label``."""
+        import json
+
+        if not settings.twin:
+            return None
+        try:
+            data = json.loads(Path(settings.twin).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"setting twin: cannot read the twin manifest {settings.twin} ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("label"), str):
+            raise ValueError(f"setting twin: {settings.twin} is not a twin manifest (a JSON object with a label)")
+        return data
 
     def claim(self, claim_id: str, entry: ModelEntry | None, test: str,
               context: type["ClaimContext"] | None = None) -> "ClaimContext":
@@ -176,7 +204,7 @@ class AnisoSession:
         s = self.settings
         profile = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
                    "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
-        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile)
+        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin)
         experiments: dict[str, Any] = {}
         if self.blocks.computed():
             experiments["untrained_block"] = {mid: [sw.to_dict() for sw in sweeps]
@@ -248,6 +276,8 @@ class AnisoSession:
                                                if r.uncertainty is not None and r.uncertainty.fragile else "") \
                 + "".join(f" [{'holds' if a.holds else 'does not hold'} with the {a.choice}]"
                           for a in r.sensitivity if a.differs)
+            if r.twin:
+                verdict += f" [{r.twin}]"
             rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
         out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
         counts = verdict_counts(self.results)
@@ -261,6 +291,8 @@ class AnisoSession:
                                  + "; ".join(f"{r.claim_id} on {r.model_id}: {r.record_drift[0].key} recorded "
                                              f"{fmt(r.record_drift[0].recorded)}, measured {fmt(r.record_drift[0].measured)}"
                                              for r in stale[:3]) + (" …" if len(stale) > 3 else "")))
+        if self.twin is not None:
+            out = [("warn", twin_summary(self.twin))] + out
         for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
             out.append(("", f"inputs: {dataset}: {label}"))
         for reason, missing in no_inputs.items():
@@ -294,6 +326,7 @@ class ClaimContext:
         self._session = session
         self.result = result
         self.entry = entry
+        self._read_models = False  # set when a claim without a model of its own reads other models' statistics
 
     @property
     def settings(self) -> Settings:
@@ -317,7 +350,8 @@ class ClaimContext:
 
     def skip(self, exc: ModelUnavailable) -> None:
         """Skip the test for ``exc``, recording whether inputs (a data folder) or the model were missing."""
-        self.result.skip_kind = "inputs" if isinstance(exc, InputsMissing) else "model"
+        self.result.skip_kind = ("inputs" if isinstance(exc, InputsMissing) else
+                                 "refused" if isinstance(exc, ModelRefused) else "model")
         raise Skip(str(exc))
 
     def note_inputs(self, stats: ModelStats) -> ModelStats:
@@ -366,6 +400,7 @@ class ClaimContext:
         Raises :class:`Skip`, naming every entry tried and why, if none is available.
         """
         tried = []
+        self._read_models = True
         candidates = self._session.registry.select(all_of)
         if not candidates:
             self.require_others(f"a reference model with tags {list(all_of)}", [], [], all_of)
@@ -416,6 +451,7 @@ class ClaimContext:
 
     def _available(self, get, all_of: tuple[str, ...], any_of: tuple[str, ...],
                    none_of: tuple[str, ...] = ()) -> tuple[list, list[str]]:
+        self._read_models = True  # a claim comparing models: in a twin run, it compares twins
         got, missing = [], []
         for entry in self._session.registry.select(all_of, any_of, none_of):
             try:
@@ -496,6 +532,16 @@ class ClaimContext:
                            holds_if=holds_if, holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot,
                            level=iv.level, method=method, note=cannot_show)
 
+    def _conclude_twin(self, holds: bool) -> tuple[Decision, str]:
+        """A twin run's verdict: measured on random weights, it passes whatever it is, is never judged against the
+        registry's records and is labelled :data:`aniso.sources.twin.TWIN_LABEL` (no finding)."""
+        r = self.result
+        r.twin = str(self._session.twin.get("label"))
+        r.expected, r.differs_from_record = None, None
+        r.verdict = HOLDS if holds else DOES_NOT_HOLD if r.underpowered is None else UNDERPOWERED
+        r.reason = f"{r.twin}; {_numbers(r.measured)}"
+        return Decision(r.verdict, Outcome.PASS, r.twin), ""
+
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
                  p_value: float | None = None, uncertainty: Uncertainty | None = None,
                  alternatives: dict[str, tuple[bool, float | None]] | None = None,
@@ -519,6 +565,8 @@ class ClaimContext:
         r.underpowered = undecided
         r.sensitivity = [Sensitivity(choice=choice, holds=bool(h), value=None if v is None else float(v),
                                      differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
+        if self._session.twin is not None and (self.entry is not None or self._read_models):
+            return self._conclude_twin(holds)
         expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
                                      if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None

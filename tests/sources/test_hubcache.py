@@ -131,7 +131,13 @@ def _folder(tmp_path: Path, *names: str) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text('{"model_type": "bert"}')
     for name in names:
-        (folder / name).write_bytes(b"weights of " + name.encode())
+        if name.endswith(".safetensors"):  # a valid file: hub import reads every safetensors header
+            import torch
+            from safetensors.torch import save_file
+
+            save_file({"w": torch.zeros(2)}, str(folder / name), metadata={"name": name})
+        else:
+            (folder / name).write_bytes(b"weights of " + name.encode())
     return folder
 
 
@@ -170,7 +176,10 @@ def test_a_snapshot_without_its_weights_is_not_here(tmp_path, monkeypatch, capsy
     (first.repo / "snapshots" / first.commit / "model.safetensors").resolve().unlink()  # its link points at nothing
     assert weights_here(_entry(repo="org/one"), SourceContext()).startswith("missing: in the hub cache, but no safe")
     capsys.readouterr()
-    (tmp_path / "b" / "model" / "model.safetensors").write_bytes(b"other weights")
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.ones(2)}, str(tmp_path / "b" / "model" / "model.safetensors"))  # other weights
     assert main(["hub", "import", "org/one", str(tmp_path / "b" / "model")]) == 0
     assert f"refs/main named commit {first.commit} before" in capsys.readouterr().out
     assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"

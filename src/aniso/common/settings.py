@@ -86,6 +86,7 @@ class Settings:
     twonn_batches: int = _QUICK["twonn_batches"]
     models: str = "small"
     claims: str = ""
+    twin: str | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):  # values given in code (the Python API) are checked as the variables are parsed
@@ -263,6 +264,9 @@ SETTING_HELP = {
     "registry ids",
     "claims": "comma-separated claim ids or prefixes (e.g. 'G.', 'R.decoder-bell-profile') the run measures; empty: "
     "every claim",
+    "twin": "the manifest (JSON) of a twin run, written by `aniso run ID --twin`: the models are twins of the registry's "
+    "hub rows (random weights, imported into a temporary hub cache), their verdicts labelled 'twin: random weights, "
+    "code path only', never judged against the registry's records nor counted as findings",
     "twonn_batches": "R's intrinsic-dimension protocol (R §2.4): TwoNN on this many disjoint uniformly random "
     "batches of svd_batch_size (4096) vectors drawn from every token of the corpus, mean +- std over the batches, per "
     "layer (0: TwoNN of one reservoir of reservoir_size vectors only; memory: batches x 4096 x d float32 per layer)",

@@ -126,6 +126,9 @@ class ClaimResult(_Doc):
     underpowered: str | None = None
     record_drift: list[RecordDrift] = Field(default_factory=list)
     record_check: str | None = None
+    #: Set on the verdicts of a twin run (``aniso run ID --twin``): ``"twin: random weights, code path only"``. Such a
+    #: verdict is not judged against the registry's records and is no finding.
+    twin: str | None = None
 
 
 class RegistryRow(_Doc):
@@ -177,6 +180,9 @@ class Provenance(_Doc):
     corpus: dict[str, Any] | None = None
     inputs: list[dict[str, Any]] = Field(default_factory=list)
     profile: dict[str, Any] | None = None
+    #: A twin run's manifest: its label, and per registry row the twin's provenance (classes, seed, files, the hub
+    #: repo, revision and commit it was imported under), the rows refused and why (``aniso run ID --twin``).
+    twin: dict[str, Any] | None = None
 
 
 class NotYetExecutable(_Doc):

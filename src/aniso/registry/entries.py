@@ -149,6 +149,15 @@ class CheckpointSeries(Strict):
         return value
 
 
+class CannotRun(Strict):
+    """Why a registry row cannot run with the locked libraries (``why``) and what would make it run
+    (``would_run_with``); ``aniso list``, the report and the README show both, and its twin (``aniso run ID --twin``)
+    is refused with them rather than failing."""
+
+    why: str = Field(min_length=1)
+    would_run_with: str = Field(min_length=1)
+
+
 class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
@@ -175,6 +184,7 @@ class ModelEntry(Strict):
     relation: Relation | None = None
     fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     category: Category | None = None
+    cannot_run: CannotRun | None = None
 
     @property
     def large(self) -> bool:

@@ -358,9 +358,9 @@ def render_html(document: ResultsDocument) -> str:
         c["skipped"] = [r for r in mine if r["verdict"] == "skipped"]
         c["figures"] = beside[c["id"]]
         c["rule"] = next((r["rule"] for r in c["rows"] if r["rule"]), "")
-    findings = [r for r in results if r["verdict"] in FINDING_VERDICTS]
-    fragile = [r for r in results if (r.get("uncertainty") or {}).get("fragile")]
-    underpowered = [r for r in results if r["verdict"] in UNDERPOWERED_VERDICTS]
+    findings = [r for r in results if r["verdict"] in FINDING_VERDICTS and not r.get("twin")]  # a twin finds nothing
+    fragile = [r for r in results if (r.get("uncertainty") or {}).get("fragile") and not r.get("twin")]
+    underpowered = [r for r in results if r["verdict"] in UNDERPOWERED_VERDICTS and not r.get("twin")]
     stale = [r for r in results if r.get("record_drift")]
     sensitive = [(r, alt) for r in results for alt in r.get("sensitivity") or [] if alt["differs"]]
     run_models = {r["model_id"] for r in results if r["verdict"] != "skipped"}
