@@ -128,3 +128,23 @@ def test_a_records_numbers_are_compared_where_they_were_measured(tmp_path):
     assert decision.outcome is Outcome.XFAIL and result.record_drift == [] and "other sizes" in result.record_check
     decision, result, _ = conclude({"final_share": 0.0})
     assert decision.outcome is Outcome.XFAIL and "reports none of them" in result.record_check
+
+
+def test_a_recorded_verdict_is_named_in_results_json_not_skipped(tmp_path, tiny_bert_dir):
+    """Through pytest: a claim test that xfails under its record keeps its verdict in results.json (here a drift
+    test over the 3 hidden states of a 2-layer BERT, recorded as underpowered), never "skipped"."""
+    import json
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    record = ("    expected:\n      G.drift-correlation-spearman:\n        verdict: underpowered\n"
+              "        decides_at: 6 or more hidden states\n        reason: three hidden states only\n")
+    proc = _run_claims(tmp_path, "tiny", f"{{kind: local, path: {tiny_bert_dir}}}", "--aniso-corpus", str(corpus),
+                       "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0", "--aniso-claims",
+                       "G.drift-correlation-spearman", modality="text", granularity="subword", role="encoder",
+                       family="bert\n" + record.rstrip("\n"))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (written,) = (tmp_path / "reports").glob("run-*/results.json")
+    (result,) = [r for r in json.loads(written.read_text())["results"] if r["claim_id"] == "G.drift-correlation-spearman"]
+    assert result["verdict"] == "underpowered at this size" and result["reason"] == "three hidden states only"
+    assert "3 layers" in result["underpowered"]

@@ -195,11 +195,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     context = item.stash.get(_CLAIM, None)
     if context is not None and (report.when == "call" or (report.when == "setup" and not report.passed)):
-        skipped = report.skipped and not hasattr(report, "wasxfail")
+        xfailed = hasattr(report, "wasxfail")  # the verdict (expected not to hold, underpowered) is already set
+        skipped = report.skipped and not xfailed
         detail = report.longrepr[2] if skipped and isinstance(report.longrepr, tuple) else report.longrepr
-        item.config.stash[_SESSION].record_outcome(context.result, seconds=report.duration,
-                                                   outcome="skipped" if skipped else report.outcome,
-                                                   detail=str(detail) if detail else "")
+        outcome = "skipped" if skipped else "passed" if xfailed else report.outcome
+        item.config.stash[_SESSION].record_outcome(context.result, seconds=report.duration, outcome=outcome,
+                                                   detail=str(detail) if detail and not xfailed else "")
     return report
 
 
