@@ -21,9 +21,15 @@ __all__ = ["Settings", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE"]
 #: 192 in both, since the suite's miniatures train on the other half of the image folder. Both sweep 5 seeds and
 #: 21 bias norms (G §4: "several seeds"; >= 20 norms). The text miniatures (byte-level BERT and GPT-2, 4 layers)
 #: pre-train for ``miniature_steps`` steps of ``miniature_batch`` x 128 bytes at width ``miniature_width``.
+#: ``study``: ``quick``, with the text miniatures pre-trained 4x longer (2,048 steps), the budget at which the budget
+#: study (docs/studies/miniature-budget.md) found the training-dynamics claims decided for the miniature GPT-2 and
+#: all but two of them for the miniature BERT.
 PROFILES: dict[str, dict[str, int]] = {
     "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
                   block_seq_len=512, n_bias_norms=21, miniature_steps=512, miniature_width=128, miniature_batch=16,
+                  twonn_batches=0),
+    "study": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
+                  block_seq_len=512, n_bias_norms=21, miniature_steps=2048, miniature_width=128, miniature_batch=16,
                   twonn_batches=0),
     "paper": dict(n_sequences=1_000_000, max_length=512, n_clips=1_000_000, n_images=192, block_seeds=5,
                   block_sequences=16, block_seq_len=512, n_bias_norms=21, miniature_steps=4096, miniature_width=256,
