@@ -559,6 +559,21 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     return {k: v for k, v in vars(known).items() if v is not None}
 
 
+def _write_registry(raw: dict, path: Path, what: str) -> Path:
+    """Write the registry ``raw`` (the parsed YAML of a registry file) to ``path`` and validate it; returns ``path``.
+    Raises ValueError (one line, beginning with ``what``) when it does not validate."""
+    import yaml
+
+    from .registry.entries import RegistryError, load_registry
+
+    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+    try:
+        load_registry(path)
+    except RegistryError as exc:
+        raise ValueError(f"{what} does not validate: {exc}") from None
+    return path
+
+
 def run_claims(model: str, claims: str | None = None, *, registry: str | Path | None = None,
                claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
                say: Callable[[str], None] = lambda line: None) -> ClaimsRun:
@@ -586,7 +601,6 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     import yaml
 
     from .sources.detect import config_of, registry_entry
-    from .registry.entries import RegistryError, load_registry
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
 
@@ -610,12 +624,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             raw = yaml.safe_load(reg_path.read_text())
             raw["models"].append(row)
             tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
-            tmp = tmp_dir / "models.yaml"
-            tmp.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
-            try:
-                load_registry(tmp)
-            except RegistryError as exc:
-                raise ValueError(f"the detected entry does not validate: {exc}") from None
+            tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
             env["ANISO_REGISTRY"] = str(tmp)
             say(f"{model} is not in the registry; detected "
                 + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
@@ -714,7 +723,6 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     import yaml
 
     from .inputs.text import CorpusError, load_corpus
-    from .registry.entries import RegistryError, load_registry
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
     from .sources.hubcache import import_folder
@@ -789,12 +797,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
             sizes["speech_dir"] = str(_synthetic_recordings(root / "speech", settings.seed))
             manifest["inputs"]["speech"] = ("4 synthetic recordings, tones in noise of 1 to 2 s (WAV, 16 kHz), read "
                                             "by the speech loader as a folder of recordings is")
-        tmp_registry = root / "models.yaml"
-        tmp_registry.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
-        try:
-            load_registry(tmp_registry)
-        except RegistryError as exc:
-            raise ValueError(f"--twin: the twins' registry does not validate: {exc}") from None
+        tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
         args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), "-q",
                 "--aniso-registry", str(tmp_registry), "--aniso-twin", str(root / "twin-manifest.json")]
