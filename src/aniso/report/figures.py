@@ -10,9 +10,12 @@ text is smaller than ``MIN_FONT_PT``, so at 100% zoom on a 1,366-pixel screen ev
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import io
 
-__all__ = ["pyplot", "png", "Png", "label", "symlog", "text_overlaps", "DPI", "MAX_WIDTH_IN", "MIN_FONT_PT"]
+__all__ = ["pyplot", "png", "Png", "label", "symlog", "text_overlaps", "checked", "DPI", "MAX_WIDTH_IN",
+           "MIN_FONT_PT"]
 
 #: Dots per inch of the embedded PNGs (1.25x the 96 CSS pixels per inch: sharper on high-density screens, and a
 #: full-size view larger than the page's, for about 1.5x the bytes of the former 90 dpi).
@@ -29,21 +32,23 @@ _RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.label
 class Png(str):
     """A base64-encoded PNG (usable as a ``str`` in a data URI) with ``css_width`` (CSS pixels at which its text
     shows at its point size), ``font_pt`` (its smallest text, in points), ``pixel_width`` (its width in pixels),
-    ``overlaps`` (pairs of texts drawn over each other, see :func:`text_overlaps`; empty in a legible figure) and
+    ``overlaps`` (pairs of texts drawn over each other, see :func:`text_overlaps`; empty in a legible figure; None
+    where not checked, see :func:`checked`) and
     ``model_colours`` (model id -> the colours its curves were drawn in, from the artists whose ``gid`` is a model
     id: one colour per model across the report, see :func:`aniso.report.modalities.model_styles`)."""
 
     css_width: int
     font_pt: float
     pixel_width: int
-    overlaps: tuple[tuple[str, str], ...]
+    overlaps: tuple[tuple[str, str], ...] | None
     model_colours: dict[str, tuple[str, ...]]
 
     def __new__(cls, data: str, css_width: int, font_pt: float, pixel_width: int,
-                overlaps: tuple[tuple[str, str], ...] = (), model_colours: dict[str, tuple[str, ...]] | None = None):
+                overlaps: tuple[tuple[str, str], ...] | None = None,
+                model_colours: dict[str, tuple[str, ...]] | None = None):
         obj = super().__new__(cls, data)
         obj.css_width, obj.font_pt, obj.pixel_width = css_width, font_pt, pixel_width
-        obj.overlaps, obj.model_colours = tuple(overlaps), dict(model_colours or {})
+        obj.overlaps, obj.model_colours = overlaps, dict(model_colours or {})
         return obj
 
 
@@ -94,7 +99,8 @@ def _texts(fig) -> list[tuple[str, object]]:
 def text_overlaps(fig, tolerance: float = 1.0) -> list[tuple[str, str]]:
     """Pairs of texts of ``fig`` drawn over each other (by more than ``tolerance`` pixels both ways at the figure's
     dpi): a title over the tick labels of the axes above, "0" over "10⁻¹" on a symlog axis, a legend over a label.
-    Text is read as in :func:`_texts`; the figure is drawn first."""
+    Text is read as in :func:`_texts`; the figure is drawn first (a third more time for :func:`png`, which
+    therefore checks only inside :func:`checked`)."""
     renderer = fig.canvas.get_renderer()
     fig.draw(renderer)
     boxes = [(text, a.get_window_extent(renderer)) for text, a in _texts(fig)]
@@ -147,11 +153,26 @@ def symlog(ax, linthresh: float, top: float | None = None, axis: str = "x") -> N
     target.set_minor_locator(NullLocator())
 
 
+_CHECK: contextvars.ContextVar[bool] = contextvars.ContextVar("aniso_report_check_text", default=False)
+
+
+@contextlib.contextmanager
+def checked():
+    """Within this context, :func:`png` also records the texts of each figure drawn over each other
+    (:attr:`Png.overlaps`, from :func:`text_overlaps`); outside it, ``overlaps`` is None (not checked)."""
+    token = _CHECK.set(True)
+    try:
+        yield
+    finally:
+        _CHECK.reset(token)
+
+
 def png(fig) -> Png:
     """``fig`` as a base64-encoded :class:`Png` (``DPI`` dots per inch, tight bounding box). A figure whose tight
     box is wider than ``MAX_WIDTH_IN`` is narrowed (its axes, not its type) until it fits. Raises ValueError if any
-    text in the figure is smaller than ``MIN_FONT_PT``. The texts drawn over each other (:func:`text_overlaps`)
-    and the colour of each model (artists with a model id as ``gid``) are recorded on the result, for the tests."""
+    text in the figure is smaller than ``MIN_FONT_PT``. The colour of each model (artists with a model id as
+    ``gid``) and, inside :func:`checked`, the texts drawn over each other (:func:`text_overlaps`) are recorded on
+    the result."""
     small = _smallest_text(fig)
     if small < MIN_FONT_PT:
         raise ValueError(f"figure {fig.get_suptitle() or ''!r}: text of {small:g} pt, below {MIN_FONT_PT:g} pt")
@@ -169,7 +190,7 @@ def png(fig) -> Png:
     data = buf.getvalue()
     pixel_width = int.from_bytes(data[16:20], "big")  # the PNG header's IHDR width
     return Png(base64.b64encode(data).decode("ascii"), round(pixel_width * 96 / DPI), small, pixel_width,
-               text_overlaps(fig), _model_colours(fig))
+               tuple(text_overlaps(fig)) if _CHECK.get() else None, _model_colours(fig))
 
 
 def label(text: str, limit: int = 48) -> str:

@@ -223,9 +223,12 @@ def profile_figure(models: dict[str, dict], registry: dict | None = None,
     if not curves:
         return []
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.0), sharey=False)
-    for i, (title, which) in enumerate((("every token (R's setting)", 1), ("first token of each sequence excluded", 2))):
-        ax = axes[i]
+    panels = [("every token (R's setting)", 1)]
+    if any(curve[2] is not None for curve in curves.values()):  # the second panel only where it was measured
+        panels.append(("first token of each sequence excluded", 2))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.0), squeeze=False)
+    axes = list(axes[0])
+    for ax, (title, which) in zip(axes, panels):
         for mid, curve in curves.items():
             y = curve[which]
             if y is None:
@@ -237,9 +240,8 @@ def profile_figure(models: dict[str, dict], registry: dict | None = None,
         ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)")
         ax.set_ylabel("SVD anisotropy σ₁²/Σσᵢ² (batch mean)")
         ax.grid(alpha=0.3)
-    labelled = next((ax for ax in axes[::-1] if ax.get_legend_handles_labels()[0]), None)
-    if labelled is not None:
-        labelled.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    # every model is in the first panel: its legend beside the last one, clear of every axis
+    axes[-1].legend(*axes[0].get_legend_handles_labels(), fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [("SVD-anisotropy profiles of decoders and encoders — R Fig. 1", _png(fig))]
     plt.close(fig)
     return out

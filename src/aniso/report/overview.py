@@ -1,7 +1,8 @@
 """Figures that put every measured model side by side, from the layer tables of ``results.json`` (``models``):
 
 * avg cos against relative depth for every model, each in its colour (shades of one family per report group, see
-  :func:`~aniso.report.modalities.model_styles`), each with its isotropic q95(d) (Godey et al. 2024 Fig. 1-4 in one plot);
+  :func:`~aniso.report.modalities.model_styles`), each with its isotropic q95(d) (Godey et al. 2024 Fig. 1-4 in one
+  plot);
 * drift norm against avg cos, one point per layer, every model (the relation G §3.3 and Fig. 5 test per model);
 * the SVD-anisotropy and intrinsic-dimension (TwoNN) profiles of every text decoder and encoder together
   (Razzhigaev et al. 2024 Fig. 1 and 2).
@@ -85,8 +86,8 @@ def avg_cos_overview(models: dict, registry: dict | None = None,
     ax.set_title("every model: avg cos per layer (thin dotted: isotropic q95(d))")
     ax.grid(alpha=0.3)
     _legend(fig, ax, rows, styles)
-    out = [("Across models: avg cos by relative depth, one shade family per modality, with each model's isotropic q95(d) "
-            "(G Fig. 1-4 side by side)", _png(fig))]
+    out = [("Across models: avg cos by relative depth, one shade family per modality, with each model's isotropic "
+            "q95(d) (G Fig. 1-4 side by side)", _png(fig))]
     plt.close(fig)
     return out
 
