@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.judge.rules import (CONTRAST, SINK_WEIGHTING, first_token_cv, per_sequence_share, profile_shape,
-                                sink_note, svd_profile)
+from aniso.judge.rules import (BELL_MARGIN, SINK_WEIGHTING, bell_margin, first_token_cv, per_sequence_share,
+                                profile_shape, sink_note, svd_profile)
 
 #: Machina & Mercer's yardstick for an isotropic embedding matrix: I(W) close to 1.
 PARTITION_LEVEL = 0.9
@@ -251,7 +251,7 @@ def test_bell_profile_without_first_token(entry, claim):
         return profile_shape(svd_profile(s.meta["first_token_excluded"])[0])
 
     claim.conclude(bool(b["bell"]), measured, "the profile without the first token is bell-shaped (R's rule)",
-                   uncertainty=claim.interval(stats, lambda s: without_first(s)["contrast"],
-                                              "peak-to-ends contrast without the first token", CONTRAST, ">=",
+                   uncertainty=claim.interval(stats, lambda s: bell_margin(without_first(s)),
+                                              f"{BELL_MARGIN}, without the first token", 0.0, ">=",
                                               verdict=lambda s: without_first(s)["bell"]))
 

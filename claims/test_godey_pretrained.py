@@ -13,7 +13,7 @@ import torch
 
 from aniso import metrics
 from aniso.judge.rules import (FIRST_TOKEN_EXCLUDED, SIGNIFICANCE_RULE, significance_alternatives,
-                                significance_margin, significant_anisotropy, without_first_token)
+                                significance_margin, significant_anisotropy, too_few_points, without_first_token)
 
 #: Significance level of the drift-correlation tests (G §3.3: "p > 0.05" = no significant correlation).
 ALPHA = 0.05
@@ -101,37 +101,60 @@ def test_isotropic_baseline_models(entry, claim):
 
 def _drift_claim(claim, method: str) -> None:
     stats = claim.stats()
+    seed = claim.settings.seed
     cos, _, drift, _ = _layer_series(stats)
-    spearman = metrics.drift_correlation(drift, cos, "spearman")
-    pearson = metrics.drift_correlation(drift, cos, "pearson")
+    spearman = metrics.drift_correlation(drift, cos, "spearman", seed=seed)
+    pearson = metrics.drift_correlation(drift, cos, "pearson", seed=seed)
     chosen = spearman if method == "spearman" else pearson
+    constant = ("the layers' rank order was the same in every resample, and the exact p-value is a function of the "
+                "ranks" if method == "spearman" else "the resampled profiles all gave the same permutation p-value")
     claim.conclude(
         chosen.p_value < ALPHA,
         {"p_value": chosen.p_value, "coefficient": chosen.coefficient, "n_layers": chosen.n,
+         "alternative": chosen.alternative, "p_method": chosen.p_method,
+         "p_value_asymptotic": chosen.p_value_asymptotic,
          "spearman_rho": spearman.coefficient, "spearman_p": spearman.p_value,
          "pearson_r": pearson.coefficient, "pearson_p": pearson.p_value,
          "drift_norm_per_layer": [round(float(v), 4) for v in drift],
          "avg_cos_per_layer": [round(float(v), 5) for v in cos]},
-        f"{method} p < {ALPHA} between per-layer drift norm and avg cos",
+        f"{method} permutation p < {ALPHA} ({chosen.alternative}) between per-layer drift norm and avg cos",
         p_value=chosen.p_value,
-        uncertainty=claim.interval(stats, lambda s: _drift_p(s, method), f"{method} p-value", ALPHA, "<"),
-        alternatives=_drift_alternatives(stats, method),
+        uncertainty=claim.interval(
+            stats, lambda s: _drift_p(s, method, seed), f"{method} p-value", ALPHA, "<",
+            batch=lambda reps: _drift_ps(reps, method, seed), constant=constant,
+            cannot_show=f"the {chosen.n} layers, the test's own units, are not resampled: the interval shows how the "
+                        "p-value moves with the inputs behind each layer's avg cos and drift norm, not the test's "
+                        "uncertainty over the layers, which the p-value itself states"),
+        alternatives=_drift_alternatives(stats, method, seed),
+        undecided=too_few_points(chosen, "layers", ALPHA),
     )
 
 
-def _drift_alternatives(stats, method: str) -> dict:
+def _drift_alternatives(stats, method: str, seed: int) -> dict:
     aside = without_first_token(stats)
     if aside is None:
         return {}
     cos = np.array([s["mean_cosine"] for s in aside], dtype=float)
     drift = np.array([s["drift_norm"] for s in aside], dtype=float)
-    p = metrics.drift_correlation(drift, cos, method).p_value
+    p = metrics.drift_correlation(drift, cos, method, seed=seed).p_value
     return {FIRST_TOKEN_EXCLUDED: (p < ALPHA, p)}
 
 
-def _drift_p(stats, method: str) -> float:
+def _drift_p(stats, method: str, seed: int) -> float:
     cos, _, drift, _ = _layer_series(stats)
-    return metrics.drift_correlation(drift, cos, method).p_value
+    return metrics.drift_correlation(drift, cos, method, seed=seed).p_value
+
+
+def _drift_ps(replicates, method: str, seed: int) -> np.ndarray:
+    """The permutation p-value of every bootstrap resample at once, NaN where a resample has a non-finite layer."""
+    series = [_layer_series(s) for s in replicates]
+    cos = np.array([c for c, _, _, _ in series])
+    drift = np.array([d for _, _, d, _ in series])
+    ok = np.isfinite(cos).all(axis=1) & np.isfinite(drift).all(axis=1)
+    out = np.full(len(replicates), np.nan)
+    if ok.any():
+        out[ok] = metrics.correlation_tests(drift[ok], cos[ok], method, "two-sided", seed=seed)[1]
+    return out
 
 
 @pytest.mark.claim("G.drift-correlation-spearman")
@@ -141,8 +164,11 @@ def test_drift_correlation_spearman(entry, claim):
     CANINE-c, MANTa, HuBERT, Whisper-base and most CNNs".
 
     Holds if the Spearman test between per-layer drift norm ||x̄|| and per-layer
-    avg cos has p < 0.05 (scipy.stats.spearmanr, two-sided). The paper's
-    exceptions are expected verdicts in the registry.
+    avg cos has p < 0.05, two-sided (G looks for "a monotonic relation" of either
+    sign), by permutation: exact over all n! orderings up to 8 layers, else
+    Monte Carlo over 9,999 seeded orderings; the asymptotic p-value is reported
+    beside. Over 5 layers or fewer a test that does not reject is underpowered,
+    not a finding. The paper's exceptions are expected verdicts in the registry.
     """
     _drift_claim(claim, "spearman")
 
@@ -153,6 +179,8 @@ def test_drift_correlation_pearson(entry, claim):
     """G App. A, Fig. 16: the same correlation with the Pearson test; "differs from Spearman for some models
     (e.g. GPT-2)".
 
-    Holds if Pearson p < 0.05 (scipy.stats.pearsonr, two-sided); Spearman is reported beside it.
+    Holds if the Pearson permutation p < 0.05 (two-sided; exact up to 8 layers, else
+    Monte Carlo), which assumes no normality; over 5 layers or fewer a test that
+    does not reject is underpowered. Spearman is reported beside it.
     """
     _drift_claim(claim, "pearson")

@@ -56,7 +56,8 @@ def test_qk_dot_grows(entry, claim):
     |Q̄·K̄|) > 0.
     """
     series = claim.series()
-    holds, measured, p = qk_dot_grows(series.steps, head_dots(series.stacked("q_mean"), series.stacked("k_mean")))
+    holds, measured, p = qk_dot_grows(series.steps, head_dots(series.stacked("q_mean"), series.stacked("k_mean")),
+                                      seed=claim.settings.seed)
     claim.conclude(holds, measured, DOT_RULE, p_value=p)
 
 

@@ -27,26 +27,39 @@ ALPHA = 0.05
 FACTOR = 10.0
 
 
+#: The direction each swept quantity is claimed to move in as N grows (G §4.3-4.4): the alternative of its test.
+_DIRECTION = {"score_std": "greater", "score_mean_abs": "greater", "query_mean_norm": "greater",
+              "key_mean_norm": "greater", "row_max": "greater", "row_min": "less", "row_entropy": "less",
+              "seq_max": "greater", "seq_min": "less"}
+
+
 def _trend(sweep, name: str):
-    return metrics.monotonic_trend(sweep.norms, sweep.series(name))
+    """Spearman's rho of ``name`` against the bias norm N over the sweep, with its one-sided permutation p-value in
+    the direction G claims (Monte Carlo over 9,999 orderings seeded by the sweep's seed)."""
+    return metrics.monotonic_trend(sweep.norms, sweep.series(name), _DIRECTION[name], seed=sweep.spec.seed)
 
 
 def _increases(c) -> bool:
-    return c.coefficient > 0 and c.p_value < ALPHA
+    return c.alternative == "greater" and c.coefficient > 0 and c.p_value < ALPHA
 
 
 def _decreases(c) -> bool:
-    return c.coefficient < 0 and c.p_value < ALPHA
+    return c.alternative == "less" and c.coefficient < 0 and c.p_value < ALPHA
 
 
 def _conclude_per_seed(claim, sweeps, per_seed: list[dict], rule: str, extra: dict | None = None) -> None:
     holds = [bool(d["holds"]) for d in per_seed]
+    numeric = [k for k, v in per_seed[0].items() if k not in ("seed", "holds") and isinstance(v, (int, float))
+               and not isinstance(v, bool) and all(isinstance(d.get(k), (int, float)) for d in per_seed)]
     measured = {
         "seeds": len(sweeps),
         "fraction_of_seeds_holding": sum(holds) / len(holds),
         "bias_norms": len(sweeps[0].points),
         "inputs": f"{sweeps[0].spec.n_sequences} x {sweeps[0].spec.seq_len}",
         **(extra or {}),
+        # Each per-seed number's mean and range over the seeds, for the registry's records to cite.
+        "seed_mean": {k: float(np.mean([d[k] for d in per_seed])) for k in numeric},
+        "seed_range": {k: [float(min(d[k] for d in per_seed)), float(max(d[k] for d in per_seed))] for k in numeric},
         "per_seed": per_seed,
     }
     claim.conclude(all(holds), measured, rule + "; for every seed")
@@ -196,7 +209,7 @@ def test_block_scores_spread(entry, claim):
     """G §4.3, Fig. 7: pre-softmax scores QKᵀ/√d_k move away from zero as N grows.
 
     Holds for a seed if both the std and the mean |score| increase with N
-    (Spearman ρ > 0, p < 0.05 over the sweep).
+    (Spearman ρ > 0, one-sided permutation p < 0.05 over the sweep).
     """
     sweeps = claim.block_sweeps()
     per_seed = []
@@ -207,7 +220,7 @@ def test_block_scores_spread(entry, claim):
                          "mean_abs_p": mabs.p_value, "std_at_0": float(s.points[0].score_std),
                          "std_at_N_max": float(s.points[-1].score_std)})
     _conclude_per_seed(claim, sweeps, per_seed, f"Spearman ρ(N, score std) > 0 and ρ(N, mean |score|) > 0, "
-                       f"p < {ALPHA}")
+                       f"one-sided permutation p < {ALPHA}")
 
 
 @pytest.mark.claim("G.block-qk-norms")
@@ -216,7 +229,7 @@ def test_block_qk_norms(entry, claim):
     """G §4.3, Fig. 8: query and key norms grow with N; Q and K are anisotropic even at N = 0.
 
     Holds for a seed if mean ||Q_i|| and ||K_i|| increase with N (Spearman
-    ρ > 0, p < 0.05) and, at N = 0, the head-averaged avg cos of the query
+    ρ > 0, one-sided permutation p < 0.05) and, at N = 0, the head-averaged avg cos of the query
     rows and of the key rows exceeds q95(d_head). Each part is reported
     separately (G attributes the N = 0 anisotropy to BERT's initialisation).
     """
@@ -234,8 +247,8 @@ def test_block_qk_norms(entry, claim):
                          "query_norm_at_0": p0.query_mean_norm, "query_norm_at_N_max": s.points[-1].query_mean_norm,
                          "query_cos_at_0": p0.query_mean_cos, "key_cos_at_0": p0.key_mean_cos, "q95_d_head": q95})
     _conclude_per_seed(
-        claim, sweeps, per_seed, f"Spearman ρ(N, mean ||Q||) > 0 and ρ(N, mean ||K||) > 0 with p < {ALPHA}, and "
-        "avg cos of Q and of K at N = 0 > q95(d_head)",
+        claim, sweeps, per_seed, f"Spearman ρ(N, mean ||Q||) > 0 and ρ(N, mean ||K||) > 0 with one-sided permutation "
+        f"p < {ALPHA}, and avg cos of Q and of K at N = 0 > q95(d_head)",
         {"norms_grow_all_seeds": all(d["norms_grow"] for d in per_seed),
          "anisotropic_at_0_all_seeds": all(d["anisotropic_at_0"] for d in per_seed)})
 
@@ -246,7 +259,8 @@ def test_block_softmax_sharpens(entry, claim):
     """G §4.4, Fig. 9–10: as N grows, softmax rows get sharper (higher max, lower min, lower entropy),
     clearer still on per-sequence extremes.
 
-    Holds for a seed if, over the sweep (Spearman, p < 0.05): mean row max
+    Holds for a seed if, over the sweep (Spearman, one-sided permutation p < 0.05 in the claimed
+    direction): mean row max
     increases, mean row min decreases, mean row entropy decreases, and the
     per-sequence max increases and min decreases.
     """
@@ -263,5 +277,5 @@ def test_block_softmax_sharpens(entry, claim):
                          "entropy_at_0": s.points[0].row_entropy, "entropy_at_N_max": s.points[-1].row_entropy,
                          "row_max_at_0": s.points[0].row_max, "row_max_at_N_max": s.points[-1].row_max,
                          "parts_holding": [k for k, v in ok.items() if v]})
-    _conclude_per_seed(claim, sweeps, per_seed, f"Spearman over N with p < {ALPHA}: row max ↑, row min ↓, "
+    _conclude_per_seed(claim, sweeps, per_seed, f"Spearman over N, one-sided permutation p < {ALPHA}: row max ↑, row min ↓, "
                        "row entropy ↓, per-sequence max ↑ and min ↓")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aniso.judge.rules import BELL_RULE, CONTRAST, FIRST_TOKEN_EXCLUDED, profile_shape, svd_profile
+from aniso.judge.rules import BELL_MARGIN, BELL_RULE, FIRST_TOKEN_EXCLUDED, bell_margin, profile_shape, svd_profile
 
 
 def _profile(stats) -> dict:
@@ -50,8 +50,8 @@ def test_decoder_bell_profile(entry, claim):
     alternatives = {FIRST_TOKEN_EXCLUDED: (shape["bell_without_first_token"], shape["contrast_without_first_token"])} \
         if "bell_without_first_token" in shape else {}
     claim.conclude(shape["bell"], {k: v for k, v in shape.items() if k != "bell"}, BELL_RULE,
-                   uncertainty=claim.interval(stats, lambda s: _profile(s)["contrast"], "peak-to-ends contrast",
-                                              CONTRAST, ">=", verdict=lambda s: _profile(s)["bell"]),
+                   uncertainty=claim.interval(stats, lambda s: bell_margin(_profile(s)), BELL_MARGIN, 0.0, ">=",
+                                              verdict=lambda s: _profile(s)["bell"]),
                    alternatives=alternatives)
 
 

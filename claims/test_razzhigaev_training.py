@@ -26,7 +26,7 @@ def test_decoder_anisotropy_grows(entry, claim):
     """
     series = claim.series()
     values = series.layer_metric("svd_anisotropy_batch_mean").mean(1)
-    holds, measured, p = grows_then_stabilises(series.steps, values)
+    holds, measured, p = grows_then_stabilises(series.steps, values, seed=claim.settings.seed)
     claim.conclude(holds, measured | {"steps": series.steps.tolist()}, GROWS_RULE, p_value=p)
 
 

@@ -187,6 +187,8 @@ def test_a_wrong_cache_path_stops_pytest_with_one_line(tmp_path, monkeypatch):
     from aniso.pytest_plugin import pytest_configure
 
     class Config:
+        rootpath = ROOT
+
         def addinivalue_line(self, *args):
             pass
 

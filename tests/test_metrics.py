@@ -369,17 +369,132 @@ def test_isotropic_quantile_shrinks_with_dimension():
         metrics.isotropic_cos_quantile(1)
 
 
-def test_drift_correlation_uses_scipy_and_validates():
-    drift = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    cos = np.array([0.1, 0.2, 0.25, 0.4, 0.5])
-    c = metrics.drift_correlation(drift, cos, "spearman")
-    assert c.coefficient == pytest.approx(1.0) and c.p_value < 0.05 and c.n == 5
-    p = metrics.drift_correlation(drift, -cos, "pearson")
-    assert p.coefficient < -0.9
+def _enumerated_p(x: np.ndarray, y: np.ndarray, method: str, alternative: str) -> float:
+    """The permutation p-value by brute force: the coefficient of every one of the n! pairings (the textbook
+    sum-of-products formula, of scipy's ranks for Spearman), counted as scipy.stats.permutation_test counts an exact
+    test."""
+    import itertools
+
+    from scipy.stats import rankdata
+
+    a, b = (rankdata(x), rankdata(y)) if method == "spearman" else (x, y)
+    n = len(a)
+    perms = np.array(list(itertools.permutations(range(n))))
+    bp = b[perms]  # (n!, n): every pairing of a with b
+    num = n * (bp @ a) - a.sum() * b.sum()
+    den = np.sqrt((n * (a * a).sum() - a.sum() ** 2) * (n * (b * b).sum() - b.sum() ** 2))
+    null = num / den
+    obs = np.corrcoef(a, b)[0, 1]
+    greater, less = np.mean(null >= obs - 1e-12), np.mean(null <= obs + 1e-12)
+    return {"greater": greater, "less": less}.get(alternative, min(1.0, 2 * min(greater, less)))
+
+
+@st.composite
+def paired_series(draw, min_n=3, max_n=8):
+    n = draw(st.integers(min_n, max_n))
+    values = st.one_of(st.floats(-100, 100, allow_nan=False, allow_infinity=False), st.integers(-3, 3).map(float))
+    x = np.array(draw(st.lists(values, min_size=n, max_size=n)))
+    y = np.array(draw(st.lists(values, min_size=n, max_size=n)))
+    assume(np.ptp(x) > 1e-6 and np.ptp(y) > 1e-6)
+    return x, y
+
+
+@settings(max_examples=60, deadline=None)
+@given(paired_series(max_n=7), st.sampled_from(["spearman", "pearson"]), st.sampled_from(metrics.ALTERNATIVES))
+def test_the_exact_p_value_is_the_enumeration_of_every_pairing(xy, method, alternative):
+    """Up to EXACT_MAX_N points the p-value counts every one of the n! pairings (ties included): the same as a brute
+    force enumeration and as scipy.stats.permutation_test's own exact test."""
+    from scipy.stats import permutation_test, rankdata
+
+    x, y = xy
+    c = metrics.correlation_test(x, y, method, alternative)
+    assert c.p_method.startswith("exact") and c.n_permutations == math.factorial(len(x))
+    assert c.p_value == pytest.approx(_enumerated_p(x, y, method, alternative), abs=1e-12)
+    a, b = (rankdata(x), rankdata(y)) if method == "spearman" else (x, y)
+
+    def statistic(v, axis=-1):
+        va = a - a.mean()
+        vb = v - v.mean(axis=axis, keepdims=True)
+        return (vb @ va) / (np.linalg.norm(vb, axis=axis) * np.linalg.norm(va))
+
+    ref = permutation_test((b,), statistic, permutation_type="pairings", alternative=alternative,
+                           n_resamples=np.inf, vectorized=True)
+    assert c.p_value == pytest.approx(ref.pvalue, abs=1e-9)
+
+
+@settings(max_examples=5, deadline=None)
+@given(paired_series(min_n=8, max_n=8), st.sampled_from(["spearman", "pearson"]))
+def test_the_exact_p_value_at_eight_points(xy, method):
+    x, y = xy
+    assert metrics.correlation_test(x, y, method).p_value == pytest.approx(_enumerated_p(x, y, method, "two-sided"),
+                                                                           abs=1e-12)
+
+
+def test_the_issues_small_cases_have_their_exact_p_values():
+    """4 layers with rho = 1: 2/24 (scipy's asymptotic value is 0); 5 points with rho = 1: 2/120; rho = 0.9 over 5
+    points: 10/120 (asymptotic 0.037); the asymptotic value is reported beside, never decided on."""
+    four = metrics.drift_correlation(np.arange(4.0), np.array([0.1, 0.2, 0.3, 0.5]), "spearman")
+    assert four.p_value == pytest.approx(2 / 24) and four.p_value_asymptotic == pytest.approx(0.0, abs=1e-12)
+    assert not four.decidable and four.alternative == "two-sided"
+    five = metrics.drift_correlation(np.arange(5.0), np.array([0.0, 1, 2, 4, 3]), "spearman")
+    assert five.coefficient == pytest.approx(0.9) and five.p_value == pytest.approx(10 / 120)
+    assert five.p_value_asymptotic == pytest.approx(0.0374, abs=1e-3)
+    assert metrics.drift_correlation(np.arange(5.0), np.arange(5.0) ** 2, "spearman").p_value == pytest.approx(2 / 120)
     with pytest.raises(ValueError, match="method"):
-        metrics.drift_correlation(drift, cos, "kendall")
+        metrics.drift_correlation(np.arange(5.0), np.arange(5.0), "kendall")
     with pytest.raises(ValueError, match="at least 3"):
-        metrics.drift_correlation(drift[:2], cos[:2])
+        metrics.drift_correlation(np.arange(2.0), np.arange(2.0))
+    with pytest.raises(ValueError, match="finite"):
+        metrics.drift_correlation(np.array([0, 1, np.nan]), np.arange(3.0))
+    with pytest.raises(ValueError, match="alternative"):
+        metrics.correlation_test(np.arange(5.0), np.arange(5.0), alternative="bigger")
+
+
+def test_smallest_decidable_n_is_where_an_imperfect_ordering_can_reject():
+    """Two-sided at 0.05: 6 points; one-sided: 5. For Spearman this is where the ordering one adjacent swap from
+    perfect first reaches p < 0.05, as an enumeration shows (p = 0.017 at 6 points, 0.083 at 5)."""
+    assert metrics.smallest_decidable_n("two-sided") == 6
+    assert metrics.smallest_decidable_n("greater") == 5 == metrics.smallest_decidable_n("less")
+    for alternative, sides in (("two-sided", 2), ("greater", 1)):
+        for n in range(3, 8):
+            x = np.arange(float(n))
+            y = x.copy()
+            y[[0, 1]] = y[[1, 0]]
+            assert (_enumerated_p(x, y, "spearman", alternative) < 0.05) == (n >= metrics.smallest_decidable_n(
+                alternative)), (alternative, n)
+    assert not metrics.correlation_test(np.arange(5.0), np.arange(5.0) ** 3, "pearson").decidable
+    with pytest.raises(ValueError):
+        metrics.smallest_decidable_n("two-sided", 1.5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(9, 40), st.integers(0, 2**32 - 1), st.sampled_from(["spearman", "pearson"]))
+def test_monte_carlo_p_values_are_seeded_and_never_zero(n, seed, method):
+    """Above EXACT_MAX_N points: (count + 1) / (R + 1) over R seeded orderings, so never 0, the same for the same
+    seed, and within 4 binomial standard errors of the asymptotic value for Gaussian data (where it is valid)."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    a = metrics.correlation_test(x, y, method, seed=7)
+    assert a == metrics.correlation_test(x, y, method, seed=7)
+    assert a.p_method.startswith("Monte Carlo") and a.p_value >= 1 / (metrics.N_PERMUTATIONS + 1)
+    perfect = metrics.correlation_test(x, x, method)
+    assert perfect.p_value == pytest.approx(1 / (metrics.N_PERMUTATIONS + 1) * 2)
+    if method == "pearson" and n >= 20:
+        se = math.sqrt(a.p_value_asymptotic * (1 - a.p_value_asymptotic) / metrics.N_PERMUTATIONS)
+        assert abs(a.p_value - a.p_value_asymptotic) <= 4 * se + 0.02
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(3, 12), st.integers(1, 6), st.integers(0, 2**32 - 1), st.sampled_from(["spearman", "pearson"]),
+       st.sampled_from(metrics.ALTERNATIVES))
+def test_many_series_at_once_equal_one_at_a_time(n, b, seed, method, alternative):
+    rng = np.random.default_rng(seed)
+    x, y = rng.normal(size=(b, n)), rng.normal(size=(b, n))
+    y[0] = np.round(y[0])  # ties: the general path beside the untied ranks' shortcut
+    coef, p = metrics.correlation_tests(x, y, method, alternative, seed=3)
+    for i in range(b):
+        one = metrics.correlation_test(x[i], y[i], method, alternative, seed=3, alpha=None)
+        assert coef[i] == pytest.approx(one.coefficient, abs=1e-12) and p[i] == pytest.approx(one.p_value, abs=1e-12)
 
 
 def _spectrum_matrix(rng, m: int, kind: str) -> np.ndarray:
@@ -449,3 +564,24 @@ def test_isoscore_from_trace_and_frobenius_equals_rudmans_algorithm(seed, n, kin
     assert math.isnan(metrics.isoscore_from_trace_and_frobenius(0.0, 0.0, n))
     with pytest.raises(ValueError, match="dimension >= 2"):
         metrics.isoscore_from_trace_and_frobenius(1.0, 1.0, 1)
+
+
+def test_a_monte_carlo_p_value_near_the_level_is_refined():
+    """A Monte Carlo p-value within 3 binomial standard errors of 0.05 is recomputed over 10x the orderings (its
+    p_method says so), so a verdict at p < 0.05 does not rest on Monte Carlo noise; far from it, it is not."""
+    rng = np.random.default_rng(5)
+    n = 12
+    x = np.arange(float(n))
+    found = None
+    for _ in range(400):  # a series whose p-value lies near 0.05
+        y = x + rng.normal(scale=4.5, size=n)
+        c = metrics.correlation_test(x, y, "pearson", alpha=None)
+        if abs(c.p_value - 0.05) < 0.004:
+            found = y
+            break
+    assert found is not None
+    near = metrics.correlation_test(x, found, "pearson")
+    assert near.n_permutations == metrics.N_PERMUTATIONS * metrics.REFINE_FACTOR
+    assert f"{metrics.N_PERMUTATIONS * metrics.REFINE_FACTOR:,}" in near.p_method
+    far = metrics.correlation_test(x, x + rng.normal(scale=0.1, size=n), "pearson")
+    assert far.n_permutations == metrics.N_PERMUTATIONS

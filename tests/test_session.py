@@ -91,3 +91,60 @@ def test_a_claim_that_does_not_apply_is_no_must_run_failure(tmp_path):
         session.record(context.result, seconds=0.1, skipped="m: no final normalisation")
         assert session.finish() is fails, kind
         assert isinstance(context.result, ClaimResult)
+
+
+def test_a_records_numbers_are_compared_where_they_were_measured(tmp_path):
+    """conclude() compares a record's numbers with the run's on the record's inputs at the recorded profile's sizes:
+    within tolerance it passes; a stale number fails the test (keeping the verdict's name) and is listed; at other
+    sizes, or from a test that reports none of the record's keys, nothing is compared and record_check says why."""
+    from aniso.common.settings import Settings
+    from aniso.judge.verdicts import EXPECTED_NOT_TO_HOLD, Outcome
+    from aniso.registry.entries import ModelEntry, Registry
+    from aniso.session import AnisoSession
+
+    wiki = "wikitext-103-validation@fc03b3e11199aebb"
+    entry = ModelEntry.model_validate(dict(
+        id="m", source={"kind": "hub", "repo": "x/m"}, modality="text", granularity="subword",
+        architecture="transformer", role="encoder", family="bert",
+        expected={"G.drift-correlation-spearman": dict(verdict="does-not-hold", measured={"p_value": 0.39},
+                                                       reason="p = {p_value:.2f}")}))
+    registry = Registry([entry], recorded_inputs={"text": wiki})
+
+    def conclude(measured, **settings):
+        session = AnisoSession.start(Settings(report_dir=str(tmp_path / "r"), cache_dir=str(tmp_path / "c"),
+                                              **settings), registry, tmp_path)
+        context = session.claim("G.drift-correlation-spearman", entry, "t")
+        context.result.inputs = wiki
+        decision, message = context.conclude(False, measured, "rule")
+        return decision, context.result, message
+
+    decision, result, _ = conclude({"p_value": 0.3905})
+    assert decision.outcome is Outcome.XFAIL and result.record_drift == [] and "all within" in result.record_check
+    assert result.reason == "p = 0.39"
+    decision, result, message = conclude({"p_value": 0.285})
+    assert (decision.verdict, decision.outcome) == (EXPECTED_NOT_TO_HOLD, Outcome.FAIL)
+    assert [d.key for d in result.record_drift] == ["p_value"] and "stale" in message and "0.285" in message
+    decision, result, _ = conclude({"p_value": 0.285}, n_sequences=64)
+    assert decision.outcome is Outcome.XFAIL and result.record_drift == [] and "other sizes" in result.record_check
+    decision, result, _ = conclude({"final_share": 0.0})
+    assert decision.outcome is Outcome.XFAIL and "reports none of them" in result.record_check
+
+
+def test_a_recorded_verdict_is_named_in_results_json_not_skipped(tmp_path, tiny_bert_dir):
+    """Through pytest: a claim test that xfails under its record keeps its verdict in results.json (here a drift
+    test over the 3 hidden states of a 2-layer BERT, recorded as underpowered), never "skipped"."""
+    import json
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    record = ("    expected:\n      G.drift-correlation-spearman:\n        verdict: underpowered\n"
+              "        decides_at: 6 or more hidden states\n        reason: three hidden states only\n")
+    proc = _run_claims(tmp_path, "tiny", f"{{kind: local, path: {tiny_bert_dir}}}", "--aniso-corpus", str(corpus),
+                       "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0", "--aniso-claims",
+                       "G.drift-correlation-spearman", modality="text", granularity="subword", role="encoder",
+                       family="bert\n" + record.rstrip("\n"))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    (written,) = (tmp_path / "reports").glob("run-*/results.json")
+    (result,) = [r for r in json.loads(written.read_text())["results"] if r["claim_id"] == "G.drift-correlation-spearman"]
+    assert result["verdict"] == "underpowered at this size" and result["reason"] == "three hidden states only"
+    assert "3 layers" in result["underpowered"]

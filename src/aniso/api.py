@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-__all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims",
+__all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
 
 #: What :func:`measure` keeps unless told: avg cos, drift and mean norm (first order), and the d x d statistics (SVD
@@ -148,8 +148,10 @@ class ClaimResults:
     def to_frame(self):
         """A pandas DataFrame, one row per claim test: ``claim``, ``model``, ``verdict``, ``statistic`` (the deciding
         statistic), ``value``, ``threshold``, ``holds_if``, ``ci_low``/``ci_high`` (its bootstrap interval over the
-        inputs, at ``level``), ``fragile``, ``p_value``, ``reason``, ``inputs``, ``seconds``. A result without an
-        interval (skipped, or a claim with no single deciding statistic) has None there."""
+        inputs, at ``level``), ``interval_note`` (what the interval cannot show, or why it is not informative),
+        ``fragile``, ``p_value``, ``reason``, ``inputs``, ``seconds``. A result without an interval (skipped, or a
+        claim with no single deciding statistic), or with one that is not informative (every resample gave the same
+        value), has None in ``ci_low``/``ci_high``."""
         import pandas as pd
 
         rows = []
@@ -158,11 +160,13 @@ class ClaimResults:
             rows.append({"claim": r.claim_id, "model": r.model_id, "verdict": r.verdict,
                          "statistic": u.statistic if u else None, "value": u.value if u else None,
                          "threshold": u.threshold if u else None, "holds_if": u.holds_if if u else None,
-                         "ci_low": u.low if u else None, "ci_high": u.high if u else None,
+                         "ci_low": u.low if u and u.informative else None,
+                         "ci_high": u.high if u and u.informative else None,
+                         "interval_note": u.note if u else None,
                          "level": u.level if u else None, "fragile": bool(u.fragile) if u else False,
                          "p_value": r.p_value, "reason": r.reason, "inputs": r.inputs, "seconds": r.seconds})
         columns = ["claim", "model", "verdict", "statistic", "value", "threshold", "holds_if", "ci_low", "ci_high",
-                   "level", "fragile", "p_value", "reason", "inputs", "seconds"]
+                   "interval_note", "level", "fragile", "p_value", "reason", "inputs", "seconds"]
         return pd.DataFrame(rows, columns=columns)
 
     def report(self, path: str | Path | None = None) -> Path:
@@ -199,23 +203,23 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
 
 
 def _registry_file(path: str | Path | None, settings) -> Path | None:
-    """The registry file: ``path``, else setting ``registry`` (``models.yaml`` in the working folder) where it
-    exists, else the ``models.yaml`` of the source tree this package runs from (an editable install), else None
-    (no registry: folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and missing."""
-    if path is not None:
-        if not Path(path).is_file():
-            raise ValueError(f"registry: {path} is not a file")
-        return Path(path)
-    if Path(settings.registry).is_file():
-        return Path(settings.registry)
-    tree = Path(__file__).resolve().parents[2] / "models.yaml"
-    return tree if tree.is_file() else None
+    """The registry file as every door finds it (:func:`aniso.registry.locate.registry_path`), or None where there is
+    none (folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and is not a file."""
+    from .registry.locate import registry_path
+
+    return registry_path(path, settings.registry, required=False)
 
 
 def _load_registry(path: Path | None):
-    from .registry.entries import Registry, load_registry
+    from .registry.locate import open_registry
 
-    return load_registry(path) if path is not None else Registry([], None)
+    return open_registry(path)
+
+
+def _count(name: str, value: Any) -> None:
+    """Raise ValueError naming argument ``name`` unless ``value`` is None or an integer >= 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name}: {value!r} ({type(value).__name__}); give an integer >= 1")
 
 
 def _entry(model: str | Path, registry):
@@ -349,6 +353,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     running out of memory.
     """
     chosen = _statistics(statistics)
+    for arg, value in (("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)):
+        _count(arg, value)
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
         raise ValueError(f"inputs: a {type(inputs).__name__}; give a list of texts, a corpus file, a folder of "
@@ -386,7 +392,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
 def _measure_entry(entry, registry, settings, statistics, given: dict, progress: bool) -> LayerStats:
     from .registry.entries import Registry
 
-    one = Registry([entry], registry.path, registry.recorded_inputs)
+    one = Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
     provider = _provider_class()(settings, one, statistics=statistics, given=given)
     with _progress(progress):
         return LayerStats.of(provider.get(entry))
@@ -485,7 +491,8 @@ def _provider_class():
 class ClaimsRun:
     """What :func:`run_claims` did: ``exit_code`` (:data:`RUN_EXIT_CODES`), ``model_id``, ``results_path`` (the
     ``results.json`` written, None if the run wrote none), ``results`` (claim tests recorded) and ``measured`` (of
-    them, not skipped), and ``detected`` (the registry row detected for a folder or hub id, else None)."""
+    them, not skipped), ``detected`` (the registry row detected for a folder or hub id, else None), and
+    ``stopped`` (one line saying why the run stopped early, e.g. interrupted while writing its report; else None)."""
 
     exit_code: int
     model_id: str
@@ -493,31 +500,29 @@ class ClaimsRun:
     results: int
     measured: int
     detected: dict | None = None
+    stopped: str | None = None
+    refused: tuple[str, ...] = ()
 
 
 class _Tally:
-    """A pytest plugin that counts what a claims run measured (claim results that were not skipped) and where it
-    wrote its results."""
+    """A pytest plugin that counts what a claims run measured (claim results that were not skipped), where it wrote
+    its results and why it stopped early, from the hook the aniso plugin calls when the run finishes."""
 
     def __init__(self) -> None:
         self.measured = self.results = 0
         self.report: Path | None = None
+        self.stopped: str | None = None
+        self.refused: tuple[str, ...] = ()
 
-    def pytest_sessionfinish(self, session) -> None:
-        from .pytest_plugin import _SESSION
+    def pytest_aniso_run_finished(self, run) -> None:
         from .judge.verdicts import SKIPPED
 
-        claims_run = session.config.stash.get(_SESSION, None)
-        if claims_run is not None:
-            self.results = len(claims_run.results)
-            self.measured = sum(r.verdict != SKIPPED for r in claims_run.results)
-
-    def pytest_unconfigure(self, config) -> None:
-        from .pytest_plugin import _SESSION
-
-        claims_run = config.stash.get(_SESSION, None)
-        if claims_run is not None and claims_run.report_path is not None:
-            self.report = Path(claims_run.report_path)
+        self.results = len(run.results)
+        self.measured = sum(r.verdict != SKIPPED for r in run.results)
+        self.report = Path(run.report_path) if run.report_path is not None else None
+        self.stopped = run.stopped
+        # a model whose files cannot be loaded faithfully: one line each (aniso.sources.ModelRefused)
+        self.refused = tuple(dict.fromkeys(r.reason for r in run.results if r.skip_kind == "refused"))
 
 
 def run_exit_code(pytest_code: int, measured: int) -> int:
@@ -530,19 +535,64 @@ def run_exit_code(pytest_code: int, measured: int) -> int:
     return 0 if measured else 3  # 0 with something measured; 5 (no tests collected) or all skipped: 3
 
 
+def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
+    """The ``--aniso-<setting>`` options among ``pytest_args``, parsed as the pytest plugin parses them (by setting
+    name; the rest left to pytest). Raises ValueError naming the option whose value does not parse."""
+    import argparse
+    from dataclasses import fields as dataclass_fields
+
+    from .common.settings import SETTING_HELP, Settings
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
+            raise ValueError(message)
+
+    types = {f.name: f.type for f in dataclass_fields(Settings)}
+    parser = _Parser(add_help=False, allow_abbrev=False)
+    for name in SETTING_HELP:
+        opt = "--aniso-" + name.replace("_", "-")
+        if types[name] in ("bool", bool):
+            parser.add_argument(opt, dest=name, action="store_true", default=None)
+        else:
+            parser.add_argument(opt, dest=name, type=int if types[name] in ("int", int) else str, default=None)
+    known, _ = parser.parse_known_args(list(pytest_args))
+    return {k: v for k, v in vars(known).items() if v is not None}
+
+
+def _write_registry(raw: dict, path: Path, what: str) -> Path:
+    """Write the registry ``raw`` (the parsed YAML of a registry file) to ``path`` and validate it; returns ``path``.
+    Raises ValueError (one line, beginning with ``what``) when it does not validate."""
+    import yaml
+
+    from .registry.entries import RegistryError, load_registry
+
+    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+    try:
+        load_registry(path)
+    except RegistryError as exc:
+        raise ValueError(f"{what} does not validate: {exc}") from None
+    return path
+
+
 def run_claims(model: str, claims: str | None = None, *, registry: str | Path | None = None,
                claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
                say: Callable[[str], None] = lambda line: None) -> ClaimsRun:
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
     CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
     detected from its config (:func:`aniso.sources.detect.registry_entry`) in a temporary copy of the registry, removed
-    afterwards. ``claims``: comma-separated ids or prefixes (None: every claim); ``registry``: the registry file
-    (None: setting ``registry``); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
-    ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``say``: receives the line that
-    says what was detected.
+    afterwards. ``claims``: comma-separated ids or prefixes (None: every claim; :func:`aniso.registry.selection.
+    parse_claims`); ``registry``: the registry file (None: as every door finds it, :mod:`aniso.registry.locate`);
+    ``claims_dir``: the claim tests (default ``claims/`` beside the registry); ``pytest_args``: more pytest
+    arguments (e.g. ``--aniso-n-sequences 64``); ``say``: receives the line that says what was detected.
 
-    Returns a :class:`ClaimsRun`. Raises ValueError (one line) for a bad setting or registry, a missing claims
-    folder, a model that is neither a registry id nor detectable, or a detected id the registry already uses.
+    Everything a run reads is checked before pytest starts, so that bad input is one line rather than a test
+    failure: the settings (the ``ANISO_*`` variables and the ``--aniso-*`` options among ``pytest_args``), their
+    paths and the corpus, the claims filter, the registry and the model.
+
+    Returns a :class:`ClaimsRun`; its exit code is 2, with the reasons in ``refused``, when a model's files are
+    there but cannot be loaded faithfully (:class:`aniso.sources.ModelRefused`). Raises ValueError (one line) for a
+    bad setting, corpus, claims filter or registry, a missing claims folder, a model that is neither a registry id
+    nor detectable, or a detected id the registry already uses.
     """
     import shutil
     import tempfile
@@ -551,16 +601,17 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     import yaml
 
     from .sources.detect import config_of, registry_entry
-    from .registry.entries import RegistryError, load_registry
-    from .common.settings import Settings
+    from .registry.locate import claims_folder, settings_and_registry
+    from .registry.selection import parse_claims
 
-    settings = Settings.from_sources({"registry": str(registry) if registry is not None else None})
-    settings.check_paths()
-    reg = load_registry(settings.registry)
-    claims_dir = Path(claims_dir) if claims_dir else Path(settings.registry).resolve().parent / "claims"
-    if not claims_dir.is_dir():
-        raise ValueError(f"no claims folder at {claims_dir} (give --claims-dir)")
-    env = {"ANISO_REGISTRY": str(Path(registry).resolve())} if registry else {}
+    options = _setting_options(pytest_args)
+    if claims is not None:
+        options["claims"] = claims
+    settings, reg = settings_and_registry(options, registry=registry)
+    wanted = parse_claims(settings.claims)
+    reg_path = Path(settings.registry)
+    claims_dir = claims_folder(claims_dir, reg_path)
+    env = {"ANISO_REGISTRY": str(reg_path)}
     tmp_dir = row = None
     try:
         if any(e.id == model for e in reg):
@@ -570,21 +621,16 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             model_id = row["id"]
             if any(e.id == model_id for e in reg):
                 raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
-            raw = yaml.safe_load(Path(settings.registry).read_text())
+            raw = yaml.safe_load(reg_path.read_text())
             raw["models"].append(row)
             tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
-            tmp = tmp_dir / "models.yaml"
-            tmp.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
-            try:
-                load_registry(tmp)
-            except RegistryError as exc:
-                raise ValueError(f"the detected entry does not validate: {exc}") from None
+            tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
             env["ANISO_REGISTRY"] = str(tmp)
             say(f"{model} is not in the registry; detected "
                 + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
         args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
-        if claims:
-            args += ["--aniso-claims", claims]
+        if not wanted.everything:
+            args += ["--aniso-claims", str(wanted)]
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         tally = _Tally()
@@ -597,10 +643,183 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                 else:
                     os.environ[k] = v
         results = tally.report.with_name("results.json") if tally.report is not None else None
-        return ClaimsRun(run_exit_code(code, tally.measured), model_id, results, tally.results, tally.measured, row)
+        exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
+        return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, tally.stopped,
+                         tally.refused)
     finally:
         if tmp_dir is not None:
             shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+#: The sizes of a twin run (``aniso run ID --twin``), given before any pytest argument (which may override them):
+#: enough inputs for every statistic and for the batch-wise TwoNN of the training claims, seconds per row.
+TWIN_SIZES = {"n_sequences": 16, "max_length": 32, "n_clips": 4, "n_images": 8, "n_bootstrap": 20,
+              "svd_batch_size": 64, "reservoir_size": 256}
+
+
+def _synthetic_recordings(folder: Path, seed: int, n: int = 4) -> Path:
+    """``n`` WAV files of 16 kHz tones in noise (1 to 2 s), the recordings of a twin run's speech rows (a twin's
+    verdicts say only that the code path runs; a folder of 30-s recordings would take tens of seconds)."""
+    import numpy as np
+    import soundfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for i in range(n):
+        t = np.arange(int(16_000 * (1.0 + i / max(n - 1, 1)))) / 16_000
+        audio = 0.1 * np.sin(2 * np.pi * (180 + 60 * i) * t) + 0.02 * rng.standard_normal(t.size)
+        soundfile.write(folder / f"tone-{i}.wav", audio.astype(np.float32), 16_000)
+    return folder
+
+
+@contextlib.contextmanager
+def _offline_hub_cache(cache: Path):
+    """``HF_HUB_OFFLINE=1`` and ``cache`` as the Hugging Face hub cache, in the environment and in huggingface_hub's
+    constants (read at import), restored afterwards."""
+    from huggingface_hub import constants
+
+    saved_env = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "HF_HUB_CACHE")}
+    saved = (constants.HF_HUB_CACHE, constants.HF_HUB_OFFLINE)
+    os.environ.update({"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)})
+    constants.HF_HUB_CACHE, constants.HF_HUB_OFFLINE = str(cache), True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_CACHE, constants.HF_HUB_OFFLINE = saved
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_twins(models: str, claims: str | None = None, *, registry: str | Path | None = None,
+              claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
+              say: Callable[[str], None] = lambda line: None, keep: str | Path | None = None) -> ClaimsRun:
+    """Run the claims on twins of registry hub rows, as ``aniso run ID --twin`` does, through the path a user with a
+    hub takes: for each hub row of ``models`` (a registry id, comma-separated ids and tags, or a model set such as
+    ``paper``), its twin (:func:`aniso.sources.twin.twin_folders`: the row's own class and preprocessing files,
+    seeded random weights; for a checkpoint series, three checkpoints under their own repos and revisions) is
+    written to a temporary folder, imported with ``aniso hub import``'s code into a temporary Hugging Face cache at
+    the row's repo and revision, and the claims run on the row with ``HF_HUB_OFFLINE=1`` (the hub source loads it
+    from the cache, in the row's dtype) at the small sizes of :data:`TWIN_SIZES`.
+
+    The registry the run reads is a temporary copy: a series' steps are the twin's, and a row that needs its
+    repository's code opts in (its twin's code is the suite's own module; the row itself stays refused without the
+    opt-in). Every verdict is labelled ``twin: random weights, code path only``, never judged against the registry's
+    records, never counted as a finding; ``results.json`` and the report hold the twins' provenance. ``keep``: a
+    folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards).
+
+    Returns a :class:`ClaimsRun` (``model_id``: ``models``). A row the registry says cannot run (``cannot_run``) is
+    refused in one line, as is a row with no twin; the exit code is 2 when every row was refused, or a row without a
+    ``cannot_run`` record was. Raises ValueError (one line) for a bad setting, registry or model set, or a set with no
+    hub row.
+    """
+    import json
+    import shutil
+    import tempfile
+
+    import pytest
+    import yaml
+
+    from .inputs.text import CorpusError, load_corpus
+    from .registry.locate import claims_folder, settings_and_registry
+    from .registry.selection import parse_claims
+    from .sources.hubcache import import_folder
+    from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
+
+    options = _setting_options(pytest_args)
+    if claims is not None:
+        options["claims"] = claims
+    settings, reg = settings_and_registry(options, registry=registry)
+    wanted = parse_claims(settings.claims)
+    chosen, _ = reg.model_set(models)
+    hub_rows = [e for e in chosen if e.source.kind == "hub"]
+    if not hub_rows:
+        raise ValueError(f"--twin: {models!r} holds no hub row (twins are made of the registry's hub rows: "
+                         f"{', '.join(e.id for e in reg if e.source.kind == 'hub')[:160]}...)")
+    others = [e.id for e in chosen if e.source.kind != "hub"]
+    if others:
+        say(f"--twin: {len(others)} row(s) of {models!r} are not hub rows and have no twin; left out "
+            f"({', '.join(others[:5])}{', …' if len(others) > 5 else ''})")
+    claims_dir = claims_folder(claims_dir, Path(settings.registry))
+    refused: dict[str, str] = {}
+    documented: set[str] = set()
+    runnable = []
+    for e in hub_rows:
+        try:
+            twin_spec(e)
+            runnable.append(e)
+        except TwinError as exc:
+            refused[e.id] = str(exc)
+            if e.cannot_run is not None:
+                documented.add(e.id)
+            say(str(exc))
+    if not runnable:
+        return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
+    try:
+        texts = load_corpus(settings.corpus, 256, settings.seed).sequences
+    except CorpusError as exc:
+        raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
+    root = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="aniso-twin-"))
+    root.mkdir(parents=True, exist_ok=True)
+    import transformers
+
+    manifest: dict[str, Any] = {"label": TWIN_LABEL, "transformers": transformers.__version__, "rows": {},
+                                "refused": refused, "hub_cache": str(root / "hub"), "inputs": {}}
+    try:
+        raw = yaml.safe_load(Path(settings.registry).read_text())
+        by_id = {row["id"]: row for row in raw["models"]}
+        for e in runnable:
+            try:
+                folders = twin_folders(e, root / "folders", texts, seed=settings.seed, max_steps=3)
+            except TwinError as exc:
+                refused[e.id] = str(exc)
+                say(str(exc))
+                continue
+            imported = []
+            for f in folders:
+                done = import_folder(f.repo, f.folder, f.revision, cache_dir=root / "hub")
+                imported.append({"repo": f.repo, "revision": f.revision, "commit": done.commit, "step": f.step,
+                                 "seed": f.seed, "folder": str(f.folder)})
+            row = by_id[e.id]
+            if e.checkpoints is not None:
+                row["checkpoints"] = dict(row["checkpoints"], steps=[f.step for f in folders if f.step is not None])
+            if e.needs_remote_code:
+                row["trust_remote_code"] = True
+            manifest["rows"][e.id] = dict(folders[0].provenance, imported=imported,
+                                          trust_remote_code=bool(e.needs_remote_code), dtype=e.source.dtype)
+        ids = list(manifest["rows"])
+        if not ids:
+            return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
+        sizes = dict(TWIN_SIZES)
+        if any(reg.get(i).modality == "speech" for i in ids):  # short clips: a twin's verdicts are the code path's
+            sizes["speech_dir"] = str(_synthetic_recordings(root / "speech", settings.seed))
+            manifest["inputs"]["speech"] = ("4 synthetic recordings, tones in noise of 1 to 2 s (WAV, 16 kHz), read "
+                                            "by the speech loader as a folder of recordings is")
+        tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
+        (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), "-q",
+                "--aniso-registry", str(tmp_registry), "--aniso-twin", str(root / "twin-manifest.json")]
+        for k, v in sizes.items():
+            args += [f"--aniso-{k.replace('_', '-')}", str(v)]
+        if not wanted.everything:
+            args += ["--aniso-claims", str(wanted)]
+        say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
+        tally = _Tally()
+        with _offline_hub_cache(root / "hub"):
+            code = int(pytest.main(args + list(pytest_args), plugins=[tally]))
+        results = tally.report.with_name("results.json") if tally.report is not None else None
+        for line in tally.refused:
+            say(f"refused: {line}")
+        exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
+        if exit_code == 0 and set(refused) - documented:
+            exit_code = 2
+        return ClaimsRun(exit_code, models, results, tally.results, tally.measured, None, tally.stopped,
+                         tuple(refused.values()) + tally.refused)
+    finally:
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings: dict[str, Any] | None = None,
@@ -637,19 +856,14 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     """
     import tempfile
 
-    from .registry.catalog import CLAIMS
+    from .registry.selection import parse_claims
     from .judge.results import read_results
     from .common.settings import SETTING_HELP, Settings
 
     if not isinstance(model, (str, Path)):
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
-    wanted = [c.strip() for c in (claims or "").split(",") if c.strip()]
-    for w in wanted:
-        if not any(cid == w or (w.endswith((".", "*")) and cid.startswith(w.rstrip("*"))) for cid in CLAIMS):
-            close = difflib.get_close_matches(w, list(CLAIMS), n=1)
-            raise ValueError(f"claims: {w!r} is no claim id or prefix" + (f"; did you mean {close[0]!r}?" if close
-                                                                          else "") + " (see aniso.claims())")
+    parse_claims(claims)  # ValueError "claims: ..." naming the item
     base = _settings({}, settings)
     taken = sorted(set(settings or {}) & {"models", "claims", "registry"})
     if taken:
@@ -724,12 +938,14 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
 
     Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.entries.RegistryError`).
     """
-    from .stats.pipeline import StatsProvider
-    from .sources import weights_here
+    from .sources import SourceContext, weights_here
 
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))
-    ctx = StatsProvider(s, reg).source_context
+    # What weights_here reads: no inputs, no statistics (so a listing imports neither torch nor the pipeline).
+    ctx = SourceContext(registry_dir=reg.path.parent if reg.path else None, models_dir=s.models_dir,
+                        cache_dir=s.cache_dir, train_text=s.train_text, miniature_sizes=s.miniature_sizes(),
+                        device=s.device)
     rows = [{"model": e.id, "source": e.source.kind, "modality": e.modality, "granularity": e.granularity,
              "role": e.role, "family": e.family, "tags": ",".join(sorted(e.tags)), "params_m": e.params_m,
              "stands_for": e.stands_for, "relation": e.relation, "weights_here": weights_here(e, ctx)} for e in reg]

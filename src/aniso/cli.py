@@ -1,11 +1,7 @@
-"""aniso: the anisotropy claims of Godey et al. 2024 and Razzhigaev et al. 2024, measured on a registry of models.
+"""The ``aniso`` command: list the claims and models, run the claims on a model, compare runs, measure a model's
+layers, time the suite.
 
-Commands: ``aniso list`` (claims and models, and whether their weights are here), ``aniso run`` (the claims on one
-model: a registry id, a local model folder or a hub id), ``aniso report`` (re-render a report), ``aniso diff``
-(what changed between two runs; exit code 1 on a changed verdict), ``aniso stats`` (one model's layer table),
-``aniso block-sweep`` (the untrained-block sweeps of G §4), ``aniso extract`` (fill the statistics cache, sharded
-under ``torchrun``), ``aniso bench`` (time extraction and statistics, or TwoNN). The main job is ``pytest claims/``,
-which ``aniso run`` wraps.
+The main job is ``pytest claims/``, which ``aniso run`` wraps; its help text is :data:`DESCRIPTION`.
 """
 
 from __future__ import annotations
@@ -16,17 +12,64 @@ from pathlib import Path
 
 from .api import RUN_EXIT_CODES, run_exit_code  # re-exported; aniso.api imports nothing heavy at module level
 
-__all__ = ["main"]
+__all__ = ["main", "DESCRIPTION"]
+
+#: What ``aniso --help`` says first (plain text: a terminal shows it as it is).
+DESCRIPTION = """\
+aniso measures the anisotropy of a model's hidden states layer by layer and checks published
+claims about it, each claim a test over the models of a registry (models.yaml). The families:
+  G  Godey et al. 2024, Anisotropy Is Inherent to Self-Attention in Transformers (EACL)
+  R  Razzhigaev et al. 2024, The Shape of Learning (EACL Findings)
+  M  Machina & Mercer 2024, Anisotropy is Not Inherent to Transformers (NAACL)
+  X  later work that explains G and R: massive activations, attention sinks, rogue dimensions
+  S  this suite's own controlled experiments on models it trains
+A verdict is: holds, does not hold, expected not to hold (a recorded finding), differs on these
+inputs, fragile (its interval straddles the threshold), or underpowered at this size.
+
+Start with `aniso list`, then `aniso run MODEL`; each command's --help ends with an example."""
+
+#: Settings a user sets for the data the claims read, with what happens without each (``aniso list`` names the
+#: unset ones).
+_DATA_SETTINGS = (
+    ("corpus", "ANISO_CORPUS", "text models read WikiText-103 through datasets when online, else an embedded "
+     "fallback text (labelled FALLBACK CORPUS)"),
+    ("speech_dir", "ANISO_SPEECH_DIR", "speech models read LibriSpeech through datasets when online, else are "
+     "skipped as inputs missing"),
+    ("image_dir", "ANISO_IMAGE_DIR", "vision models read scikit-image's sample photographs (FALLBACK IMAGES); the "
+     "vision miniatures are skipped"),
+    ("train_text", "ANISO_TRAIN_TEXT", "the text miniatures cannot be trained and are skipped"),
+    ("models_dir", "ANISO_MODELS_DIR", "models whose files are relative to the models folder are missing"),
+)
+
+
+#: How ``aniso list`` words :func:`aniso.sources.weights_here` beside the source kind (``package: here``).
+_WHERE = {"here (package)": "here", "here (folder)": "here", "here (hub cache)": "here (in the hub cache)",
+          "hub only (not cached)": "not cached here", "trained by the suite on first use": "trained on first use"}
+
+
+def _open(args: argparse.Namespace, options: dict | None = None, check_paths: bool = True):
+    """The settings (``options``, then the ``ANISO_*`` variables) and the registry (``--registry``, else as every
+    door finds it: :mod:`aniso.registry.locate`). Raises ValueError (one line)."""
+    from .registry.locate import settings_and_registry
+
+    return settings_and_registry(options, registry=getattr(args, "registry", None), check_paths=check_paths)
 
 
 def _report(args: argparse.Namespace) -> int:
     from .report import write_html_report
 
     out = Path(args.out) if args.out else Path(args.results).with_name("report.html")
+    if out.is_dir():
+        print(f"aniso report: --out {args.out} is a folder; name the HTML file to write (e.g. "
+              f"{out / 'report.html'})", file=sys.stderr)
+        return 2
     try:
         write_html_report(Path(args.results), out)
     except ValueError as exc:
         print(f"aniso report: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"aniso report: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(out)
     return 0
@@ -36,15 +79,11 @@ def _stats(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .stats.pipeline import StatsProvider
-    from .registry.entries import RegistryError, load_registry
-    from .common.settings import Settings
+    from .registry.entries import RegistryError
     from .sources import ModelUnavailable
 
     try:
-        settings = Settings.from_sources({"registry": args.registry, "corpus": args.corpus,
-                                          "n_sequences": args.n_sequences})
-        settings.check_paths()
-        registry = load_registry(settings.registry)
+        settings, registry = _open(args, {"corpus": args.corpus, "n_sequences": args.n_sequences})
         entry = registry.get(args.model)
         stats = StatsProvider(settings, registry).get(entry)
     except (RegistryError, KeyError, ValueError, ModelUnavailable) as exc:
@@ -62,15 +101,12 @@ def _stats(args: argparse.Namespace) -> int:
 def _extract(args: argparse.Namespace) -> int:
     from .stats.distributed import process_group, shard_of
     from .stats.pipeline import StatsProvider
-    from .registry.entries import RegistryError, load_registry
-    from .common.settings import Settings
+    from .registry.entries import RegistryError
     from .sources import ModelUnavailable
 
     shard = shard_of()
     try:
-        settings = Settings.from_sources({"registry": args.registry})
-        settings.check_paths()
-        registry = load_registry(settings.registry)
+        settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models]
     except (RegistryError, KeyError, ValueError) as exc:
         print(f"aniso extract: {exc}", file=sys.stderr)
@@ -96,13 +132,10 @@ def _block_sweep(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .stats.pipeline import BlockSweepProvider
-    from .registry.entries import RegistryError, load_registry
-    from .common.settings import Settings
+    from .registry.entries import RegistryError
 
     try:
-        settings = Settings.from_sources({"registry": args.registry})
-        settings.check_paths()
-        registry = load_registry(settings.registry)
+        settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models] if args.models else registry.select(("untrained-block",))
         provider = BlockSweepProvider(settings, progress=print if args.verbose else None)
         for entry in entries:
@@ -119,36 +152,44 @@ def _block_sweep(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from tabulate import tabulate
-
     from .api import claims, models
-    from .registry.entries import RegistryError, load_registry
-    from .common.settings import Settings
+    from .common.tables import print_lines, print_table
 
-    try:
-        settings = Settings.from_sources({"registry": args.registry})
-        registry = load_registry(settings.registry)
-        chosen, _ = registry.model_set(args.models or settings.models)
-    except (RegistryError, ValueError) as exc:
+    try:  # a listing computes nothing: no device to resolve (which would import torch), no path to check
+        settings, registry = _open(args, {"device": "cpu"}, check_paths=False)
+        set_name = args.models or settings.models
+        chosen, _ = registry.model_set(set_name)
+    except ValueError as exc:  # a RegistryError too
         print(f"aniso list: {exc}", file=sys.stderr)
         return 2
     if args.what in ("claims", "all"):
-        rows = [[c["claim"], c["section"], c["figure"], "executable" if c["executable"] else "not yet executable",
-                 c["statement"]] for c in claims(as_frame=False)]
-        print(tabulate(rows, headers=["claim", "section", "figure", "status", "statement"], tablefmt="github"))
+        rows = [[c["claim"], f"{c['section']} {c['figure']}".strip(),
+                 c["statement"] + ("" if c["executable"] else " (not yet executable)")]
+                for c in claims(as_frame=False)]
+        print_table(rows, ["claim", "where", "statement"], no_wrap=["claim"], max_width={"where": 16},
+                    title=f"{len(rows)} claims (G Godey, R Razzhigaev, M Machina & Mercer, X later work, S this "
+                          "suite); run some with aniso run MODEL --claims G.")
     if args.what in ("models", "all"):
-        in_set = {e.id for e in chosen}
-        rows = [[m["model"], m["source"], m["modality"], m["role"], m["tags"] or "-",
-                 f"{m['params_m']:g}M" if m["params_m"] else "-",
-                 f"{m['stands_for']} ({m['relation']})" if m["stands_for"] else "-",
-                 "yes" if m["model"] in in_set else "no",
-                 m["weights_here"]]  # read from disk only: packages, folders, the hub cache
-                for m in models(settings.registry, as_frame=False)]
         if args.what == "all":
             print()
-        print(tabulate(rows, headers=["model", "source", "modality", "role", "tags", "params", "stands for",
-                                      f"in set {args.models or settings.models!r}", "weights here"],
-                       tablefmt="github"))
+        in_set = {e.id for e in chosen}
+        listed = models(settings.registry, as_frame=False, settings={"device": "cpu"})
+        rows = [[m["model"] + (f"\n  for {m['stands_for']} ({m['relation']})" if m["stands_for"] else ""),
+                 f"{m['modality']} {m['role']}", f"{m['params_m']:g}M" if m["params_m"] else None,
+                 "yes" if m["model"] in in_set else "no", f"{m['source']}: {_WHERE.get(w, w)}"]
+                for m in listed for w in [m["weights_here"]]]
+        print_table(rows, ["model", "kind", "params", "in set", "source: weights"],
+                    no_wrap=["model", "params", "in set"], max_width={"kind": 15},
+                    title=f"{len(rows)} models in {settings.registry}; {len(in_set)} in the set {set_name!r} "
+                          "(--models or ANISO_MODELS: small, paper, all, a tag or ids); \"for\" names the papers' "
+                          "model a row stands for")
+        unset = [f"  {variable}: {effect}" for name, variable, effect in _DATA_SETTINGS if not getattr(settings, name)]
+        if unset:
+            print_lines(["Data settings not set here, and what the claims do without them:", *unset])
+        for e in registry:  # rows the locked libraries cannot run: what stops each, and what would make it run
+            if e.cannot_run is not None:
+                print_lines([f"{e.id} cannot run with the locked libraries: {e.cannot_run.why}; it would run with "
+                             f"{e.cannot_run.would_run_with}"])
     return 0
 
 
@@ -174,13 +215,10 @@ def _hub_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .sources.hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state
-    from .registry.entries import RegistryError, load_registry
-    from .common.settings import Settings
 
     try:
-        settings = Settings.from_sources({"registry": args.registry})
-        registry = load_registry(settings.registry)
-    except (RegistryError, ValueError) as exc:
+        settings, registry = _open(args, {"device": "cpu"}, check_paths=False)
+    except ValueError as exc:
         print(f"aniso hub list: {exc}", file=sys.stderr)
         return 2
     rows, named = [], set()
@@ -209,21 +247,63 @@ def _hub_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    from .api import run_claims
+def _run_one(model: str, args: argparse.Namespace) -> int:
+    """``aniso run MODEL`` (or its twin, ``--twin``): its exit code, having said in one line why when it is not 0
+    or 1."""
+    from .api import run_claims, run_twins
 
+    say = lambda line: print(f"aniso run: {line}", file=sys.stderr)  # noqa: E731
     try:
-        done = run_claims(args.model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
-                          pytest_args=list(args.pytest_args or []),
-                          say=lambda line: print(f"aniso run: {line}", file=sys.stderr))
-    except ValueError as exc:  # settings, registry, claims folder, a model that cannot be detected
+        if getattr(args, "twin", False):
+            done = run_twins(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
+                             pytest_args=list(args.pytest_args or []), say=say, keep=args.keep_twins)
+        else:
+            done = run_claims(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
+                              pytest_args=list(args.pytest_args or []), say=say)
+    except ValueError as exc:  # settings, corpus, claims filter, registry, claims folder, undetectable model
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2
-    if done.exit_code == 3:
+    if done.refused and not getattr(args, "twin", False):  # files here that cannot be loaded faithfully
+        for line in done.refused:
+            print(f"aniso run: refused: {line}", file=sys.stderr)
+    if done.stopped:
+        print(f"aniso run: {done.stopped}", file=sys.stderr)
+    elif done.exit_code == 3:
         said = (f"{done.results} claim test(s) of {done.model_id}, all skipped (reasons above and in the report)"
                 if done.results else f"no selected claim applies to {done.model_id}")
         print(f"aniso run: nothing measured: {said}; exit code 3", file=sys.stderr)
     return done.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
+    if (args.model is None) == (args.changed_since is None):
+        print("aniso run: give a model (registry id, folder or hub id) or --changed-since REF, not both",
+              file=sys.stderr)
+        return 2
+    if args.model is not None:
+        return _run_one(args.model, args)
+    from .registry.changes import changed_rows
+
+    try:
+        settings, _ = _open(args, {"device": "cpu"}, check_paths=False)
+        ids = changed_rows(settings.registry, args.changed_since)
+    except ValueError as exc:
+        print(f"aniso run: {exc}", file=sys.stderr)
+        return 2
+    if not ids:
+        print(f"aniso run: no registry row of {settings.registry} was added or changed since {args.changed_since}; "
+              "nothing to run", file=sys.stderr)
+        return 0
+    print(f"aniso run: {len(ids)} registry row(s) added or changed since {args.changed_since}: {', '.join(ids)}",
+          file=sys.stderr)
+    codes = {}
+    for model_id in ids:
+        codes[model_id] = _run_one(model_id, args)
+    # The worst outcome decides: a claim that did not hold (1), then bad input (2), then nothing measured (3).
+    code = next((c for c in (1, 2) if c in codes.values()), 3 if all(c == 3 for c in codes.values()) else 0)
+    print("aniso run: " + ", ".join(f"{m}: exit {c}" for m, c in codes.items()) + f"; exit code {code}",
+          file=sys.stderr)
+    return code
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -244,7 +324,46 @@ def _diff(args: argparse.Namespace) -> int:
         print(f"the runs cover different models ({len(mine)} and {len(theirs)}); compared the "
               f"{len(new.results) - only_new} result(s) both have, left aside {only_old} only in {args.old} and "
               f"{only_new} only in {args.new} (--all lists them as removed and added)")
-    return 1 if any(c.kind == "verdict" for c in changes) else 0
+    return 1 if any(c.kind == "verdict" or (c.kind == "record" and c.new.startswith("stale")) for c in changes) else 0
+
+
+def _record(args: argparse.Namespace) -> int:
+    from .common.files import atomic_write
+    from .common.settings import Settings
+    from .judge.records import refresh_records
+    from .judge.results import read_results
+    from .registry.entries import RegistryError, load_registry
+    from .registry.locate import registry_path
+
+    try:
+        registry = registry_path(args.registry, Settings.from_sources({}).registry)
+        doc = read_results(Path(args.results))
+        new, notes = refresh_records(registry.read_text(), doc.results)
+    except (OSError, ValueError) as exc:
+        print(f"aniso record: {exc}", file=sys.stderr)
+        return 2
+    if not notes:
+        print(f"aniso record: no stale record in {args.results}: {registry} unchanged")
+        return 0
+    for line in notes:
+        print(line)
+    if args.dry_run:
+        print(f"aniso record: --dry-run: {registry} unchanged")
+        return 0
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # validate before the registry is touched
+        trial = Path(tmp) / registry.name
+        trial.write_text(new)
+        try:
+            load_registry(trial)
+        except RegistryError as exc:
+            print(f"aniso record: {registry} would no longer validate ({exc}); unchanged: fix the record by hand",
+                  file=sys.stderr)
+            return 2
+    atomic_write(registry, lambda path: path.write_text(new))
+    print(f"aniso record: {len(notes)} record(s) rewritten in {registry}")
+    return 0
 
 
 def _bench_extraction(args: argparse.Namespace) -> int:
@@ -341,8 +460,9 @@ def _registry_option(parser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command."""
-    parser = argparse.ArgumentParser(prog="aniso", description=__doc__,
+    parser = argparse.ArgumentParser(prog="aniso", description=DESCRIPTION,
                                      epilog="example:\n  aniso list models\n  aniso run all-MiniLM-L6-v2\n  "
+                                     "aniso run --changed-since origin/main\n  "
                                      "aniso diff reports/run-A/results.json reports/run-B/results.json",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -359,9 +479,20 @@ def main(argv: list[str] | None = None) -> int:
                    "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
                    "--aniso-n-sequences 64`).\n\nexit codes:\n"
                    + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))
-    run.add_argument("model", help="registry id, local model folder (with config.json) or hub id")
+    run.add_argument("model", nargs="?", default=None,
+                     help="registry id, local model folder (with config.json) or hub id")
+    run.add_argument("--changed-since", metavar="REF", default=None,
+                     help="instead of MODEL: every registry row added or changed since git ref REF (a branch, tag or "
+                          "commit), each run as `aniso run ID` runs it; the worst exit code is the command's")
     run.add_argument("--claims", default=None, help="comma-separated claim ids or prefixes (e.g. 'G.', 'R.')")
     run.add_argument("--claims-dir", default=None, help="folder of the claim tests (default: claims/ beside the registry)")
+    run.add_argument("--twin", action="store_true",
+                     help="run the claims on twins of the registry's hub rows MODEL names (an id, ids and tags, or a "
+                          "model set such as paper): the row's own architecture and preprocessing files with seeded "
+                          "random weights, imported into a temporary hub cache and loaded offline as a download "
+                          "would be; verdicts labelled 'twin: random weights, code path only', never findings")
+    run.add_argument("--keep-twins", default=None, metavar="FOLDER",
+                     help="with --twin: keep the twins' folders and hub cache in FOLDER")
     _registry_option(run)
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)
@@ -379,6 +510,16 @@ def main(argv: list[str] | None = None) -> int:
     df.add_argument("--all", action="store_true",
                     help="compare every result, listing those only one run has as added or removed (the default "
                          "when both runs cover the same models; otherwise only the results both have are compared)")
+    rec = _command(sub, "record", "re-measure the registry's stale records: their numbers from a run's results.json",
+                   "aniso record reports/run-A/results.json --dry-run", _record,
+                   "For every registry record that the run found stale (its numbers differ from the run's beyond "
+                   "their tolerance, on the record's inputs at the recorded profile's sizes), replace the record's "
+                   "measured numbers by the run's, keeping its keys. The reasons, whose numbers are placeholders into "
+                   "measured, then read the new numbers. A changed verdict is not rewritten: that is a finding to "
+                   "record by hand. Exit code 2 when a file cannot be read or the result does not validate.")
+    rec.add_argument("results", help="results.json of a run on the recorded inputs and profile")
+    rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
+    _registry_option(rec)
     st = _command(sub, "stats", "print the layer-wise statistics of one registry model",
                   "aniso stats all-MiniLM-L6-v2 --n-sequences 64", _stats)
     st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")
@@ -482,7 +623,11 @@ def main(argv: list[str] | None = None) -> int:
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`
     args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     args.pytest_args = extra
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (a claims run handles its own, see aniso run)
+        print(f"aniso {args.command}: interrupted", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

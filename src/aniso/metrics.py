@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -38,7 +39,16 @@ __all__ = [
     "partition_isotropy",
     "partition_isotropies",
     "Correlation",
+    "correlation_test",
+    "correlation_tests",
+    "smallest_decidable_n",
     "drift_correlation",
+    "monotonic_trend",
+    "EXACT_MAX_N",
+    "N_PERMUTATIONS",
+    "ALTERNATIVES",
+    "REFINE_SE",
+    "REFINE_FACTOR",
 ]
 
 
@@ -741,78 +751,302 @@ def isotropic_cos_std(d: int) -> float:
     return float(2 * math.sqrt(a * a / ((a + a) * (a + a) * (a + a + 1))))  # Beta(a, a)'s variance, as scipy's
 
 
+#: Largest number of points whose n! orderings are all enumerated for an exact p-value (8! = 40,320); above it,
+#: a Monte Carlo permutation test with :data:`N_PERMUTATIONS` seeded random orderings.
+EXACT_MAX_N = 8
+#: Random orderings of a Monte Carlo permutation test (p-values resolve to 1 / (N_PERMUTATIONS + 1) = 1e-4).
+N_PERMUTATIONS = 9_999
+#: The alternatives of a correlation test, as :func:`scipy.stats.permutation_test` names them.
+ALTERNATIVES = ("two-sided", "greater", "less")
+#: Absolute tolerance when a permuted coefficient is compared with the observed one (coefficients lie in [-1, 1];
+#: equal orderings must count as equal despite rounding).
+_TIE_TOL = 1e-12
+
+
 @dataclass(frozen=True)
 class Correlation:
-    """A correlation coefficient with its two-sided p-value and method name."""
+    """A correlation coefficient with its permutation p-value (exact or Monte Carlo) and its asymptotic one.
+
+    ``method`` "spearman" or "pearson"; ``coefficient`` in [-1, 1] (0 for a constant series, which has no order);
+    ``p_value`` the permutation p-value under ``alternative`` ("two-sided", "greater": positive correlation,
+    "less": negative); ``n`` the number of points; ``p_method`` how the p-value was obtained ("exact: all n!
+    orderings" or "Monte Carlo: R seeded orderings, seed s"); ``n_permutations`` the orderings it counted;
+    ``p_value_asymptotic`` the large-sample p-value of the same test (:func:`scipy.stats.spearmanr` /
+    :func:`scipy.stats.pearsonr`: Student's t approximation), reported beside and never decided on; ``decidable``
+    False when, at 0.05, only a (nearly) perfectly ordered series of n points can reach significance (see
+    :func:`smallest_decidable_n`).
+    """
 
     method: str
     coefficient: float
     p_value: float
     n: int
+    alternative: str = "two-sided"
+    p_method: str = ""
+    n_permutations: int = 0
+    p_value_asymptotic: float | None = None
+    decidable: bool = True
+
+    def as_dict(self, prefix: str = "") -> dict:
+        """The numbers a result reports (coefficient, p-value, asymptotic p-value, alternative, how the p-value
+        was obtained), keys prefixed by ``prefix``."""
+        return {f"{prefix}{k}": v for k, v in (
+            ("coefficient", self.coefficient), ("p_value", self.p_value),
+            ("p_value_asymptotic", self.p_value_asymptotic), ("alternative", self.alternative),
+            ("p_method", self.p_method))}
 
 
 def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str) -> tuple[np.ndarray, np.ndarray]:
-    """Two equal-length 1-D float64 arrays of at least 3 values; ValueError otherwise (``too_short`` formats n)."""
+    """Two equal-length 1-D float64 arrays of at least 3 finite values; ValueError otherwise (``too_short`` formats
+    n)."""
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"need two 1-D arrays of equal length, got {a.shape} and {b.shape}")
     if a.shape[0] < 3:
         raise ValueError(too_short.format(n=a.shape[0]))
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("a correlation test needs finite values")
     return a, b
 
 
-def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method: str = "spearman") -> Correlation:
-    """Correlation across layers between drift norm and avg cos of one model.
+@lru_cache(maxsize=16)
+def _orderings(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The orderings a permutation test over n points counts, shape (R, n), int: all n! of them for n <=
+    :data:`EXACT_MAX_N` (the identity first), else ``n_resamples`` uniform random ones from PCG64(``seed``)."""
+    if n <= EXACT_MAX_N:
+        import itertools
 
-    Godey et al. 2024 §3.3, Fig. 5 (Spearman) and App. A, Fig. 16 (Pearson),
-    computed with :func:`scipy.stats.spearmanr` / :func:`scipy.stats.pearsonr`.
+        return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return np.argsort(rng.random((n_resamples, n)), axis=1)
+
+
+def _standardised(v: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``v`` (B, n) as centred unit vectors (ranks first for Spearman, ties averaged), and a (B,) mask of
+    the constant rows (left as zeros: they have no order)."""
+    if method == "spearman":
+        from scipy.stats import rankdata
+
+        v = rankdata(v, axis=-1)
+    c = v - v.mean(axis=-1, keepdims=True)
+    norm = np.linalg.norm(c, axis=-1, keepdims=True)
+    constant = (norm <= 1e-12 * np.maximum(1.0, np.abs(v).max(axis=-1, keepdims=True)))[:, 0]
+    return np.where(constant[:, None], 0.0, c / np.where(norm == 0, 1.0, norm)), constant
+
+
+def _permutation_p(observed: np.ndarray, null: np.ndarray, alternative: str, exact: bool) -> np.ndarray:
+    """p-values of ``observed`` (B,) against ``null`` (B, R) under ``alternative``, as
+    :func:`scipy.stats.permutation_test` counts them: exact, the share of orderings at least as extreme; Monte Carlo,
+    (count + 1) / (R + 1) (Phipson & Smyth 2010); two-sided, twice the smaller one-sided p-value, at most 1."""
+    adjust = 0 if exact else 1
+    r = null.shape[-1]
+    greater = ((null >= observed[:, None] - _TIE_TOL).sum(-1) + adjust) / (r + adjust)
+    less = ((null <= observed[:, None] + _TIE_TOL).sum(-1) + adjust) / (r + adjust)
+    if alternative == "greater":
+        return greater
+    if alternative == "less":
+        return less
+    return np.minimum(1.0, 2 * np.minimum(greater, less))
+
+
+def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", alternative: str = "two-sided", *,
+                      n_resamples: int = N_PERMUTATIONS, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Coefficients and permutation p-values of many paired series at once (e.g. bootstrap resamples of a layer
+    profile), every series tested against the same orderings.
 
     Parameters
     ----------
-    drift_norms, mean_cosines : arrays of shape (n_layers,), n_layers >= 3
-    method : "spearman" or "pearson"
+    x, y : arrays of shape (B, n), n >= 3, finite: B paired series of n points
+    method, alternative, n_resamples, seed : as :func:`correlation_test`
+
+    Returns
+    -------
+    coefficients, p_values : arrays of shape (B,); a series with a constant side gets coefficient 0 and p-value 1.
 
     Raises
     ------
-    ValueError for an unknown method, mismatched lengths or fewer than 3 layers.
+    ValueError for other shapes, fewer than 3 points, non-finite values, or an unknown method or alternative.
     """
-    from scipy import stats
-
-    a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}")
-    if method == "spearman":
-        res = stats.spearmanr(a, b)
-    elif method == "pearson":
-        res = stats.pearsonr(a, b)
-    else:
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"need two (B, n) arrays of equal shape, got {a.shape} and {b.shape}")
+    if a.shape[1] < 3:
+        raise ValueError(f"a correlation test needs at least 3 points, got {a.shape[1]}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("a correlation test needs finite values")
+    if method not in ("spearman", "pearson"):
         raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
-    return Correlation(method, float(res.statistic), float(res.pvalue), int(a.shape[0]))
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    n = a.shape[1]
+    exact = n <= EXACT_MAX_N
+    xs, x_const = _standardised(a, method)
+    ys, y_const = _standardised(b, method)
+    coef = np.clip(np.einsum("bn,bn->b", xs, ys), -1.0, 1.0)
+    p = np.ones(a.shape[0])
+    live = ~(x_const | y_const)
+    coef[~live] = 0.0
+    fast = live & (method == "spearman") & _untied(a) & _untied(b)
+    if fast.any():  # untied ranks are an ordering of 0..n-1: the null of rho is the same for every such series
+        null = _rank_null(n, n_resamples, seed)
+        adjust, r = (0 if exact else 1), null.size
+        greater = (r - np.searchsorted(null, coef[fast] - _TIE_TOL, "left") + adjust) / (r + adjust)
+        less = (np.searchsorted(null, coef[fast] + _TIE_TOL, "right") + adjust) / (r + adjust)
+        p[fast] = {"greater": greater, "less": less}.get(alternative, np.minimum(1.0, 2 * np.minimum(greater, less)))
+    rest = np.flatnonzero(live & ~fast)
+    if rest.size:
+        orderings = _orderings(n, n_resamples, seed)
+        for i in rest:  # one series at a time: the (R, n) gather of a series bounds the memory
+            null = ys[i][orderings] @ xs[i]
+            p[i] = _permutation_p(coef[i : i + 1], null[None, :], alternative, exact)[0]
+    return coef, p
 
 
-def monotonic_trend(along: np.ndarray, values: np.ndarray) -> Correlation:
-    """Spearman rank correlation of ``values`` with ``along`` (e.g. a quantity against the bias norm N).
+def _untied(v: np.ndarray) -> np.ndarray:
+    """(B,) mask of the rows of ``v`` (B, n) without two equal values."""
+    return (np.diff(np.sort(v, axis=-1), axis=-1) > 0).all(axis=-1)
 
-    Used for the "grows / decreases with N" claims of Godey et al. 2024 §4.3–4.4
-    (Fig. 7–10), with :func:`scipy.stats.spearmanr` (two-sided p-value). A
-    constant series has no rank order: coefficient 0 and p-value 1.
+
+@lru_cache(maxsize=16)
+def _rank_null(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Spearman's rho of the orderings of :func:`_orderings` against the identity, sorted, shape (R,): the null
+    distribution of rho for any two untied series of n points (exact: all n!; else the Monte Carlo sample)."""
+    ranks = np.arange(n, dtype=np.float64)
+    z = (ranks - ranks.mean()) / np.linalg.norm(ranks - ranks.mean())
+    return np.sort(z[_orderings(n, n_resamples, seed)] @ z)
+
+
+#: A Monte Carlo p-value within this many binomial standard errors of the level it is read against is recomputed
+#: over :data:`REFINE_FACTOR` times as many orderings, so that its verdict does not rest on Monte Carlo noise.
+REFINE_SE = 3.0
+REFINE_FACTOR = 10
+
+
+def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alternative: str = "two-sided", *,
+                     n_resamples: int = N_PERMUTATIONS, seed: int = 0, alpha: float | None = 0.05) -> Correlation:
+    """Spearman or Pearson correlation of two series with a permutation p-value: exact over all n! orderings for
+    n <= :data:`EXACT_MAX_N`, else Monte Carlo over ``n_resamples`` seeded orderings; the asymptotic p-value is
+    reported beside it.
+
+    Over a handful of points (layers, checkpoints) the asymptotic p-values of :func:`scipy.stats.spearmanr` and
+    :func:`scipy.stats.pearsonr` are wrong (4 layers with rho = 1 give p = 0; the exact two-sided p-value is
+    2/24 = 0.083), and Pearson's assumes normality that a layer profile does not have. The permutation test assumes
+    only exchangeability of the pairing under the null of no association. Its p-values are counted as
+    :func:`scipy.stats.permutation_test` counts them (two-sided: twice the smaller one-sided p-value), so they equal
+    ``scipy.stats.spearmanr(x, y, method=scipy.stats.PermutationMethod())`` where that is exact.
+
+    Parameters
+    ----------
+    x, y : arrays of shape (n,), n >= 3, finite
+    method : "spearman" (ranks, ties averaged) or "pearson"
+    alternative : "two-sided", "greater" (positive association) or "less" (negative association)
+    n_resamples : orderings of the Monte Carlo test (n > EXACT_MAX_N)
+    seed : seeds the Monte Carlo orderings (the same seed gives the same p-value)
+    alpha : the level the p-value will be read against: a Monte Carlo p-value within :data:`REFINE_SE` binomial
+        standard errors of it is recomputed over :data:`REFINE_FACTOR` x ``n_resamples`` orderings (None: never)
+
+    Returns
+    -------
+    :class:`Correlation`; a constant series has no order: coefficient 0, p-value 1.
+
+    Raises
+    ------
+    ValueError for mismatched shapes, fewer than 3 points, non-finite values, an unknown method or alternative.
+    """
+    a, b = _paired_series(x, y, "a correlation test needs at least 3 points, got {n}")
+    coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=n_resamples, seed=seed)
+    n = a.shape[0]
+    exact = n <= EXACT_MAX_N
+    if not exact and alpha is not None and abs(p[0] - alpha) <= REFINE_SE * math.sqrt(alpha * (1 - alpha) / n_resamples):
+        n_resamples *= REFINE_FACTOR
+        coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=n_resamples, seed=seed)
+    asymptotic = None
+    if coef[0] != 0 or p[0] != 1:
+        from scipy import stats
+
+        fn = stats.spearmanr if method == "spearman" else stats.pearsonr
+        with np.errstate(all="ignore"):
+            asymptotic = float(fn(a, b, alternative=alternative).pvalue)
+    how = (f"exact: all {math.factorial(n):,} orderings" if exact else
+           f"Monte Carlo: {n_resamples:,} seeded orderings (seed {seed}), p >= 1/{n_resamples + 1:,}")
+    return Correlation(method, float(coef[0]), float(p[0]), n, alternative, how,
+                       math.factorial(n) if exact else n_resamples, asymptotic, n >= smallest_decidable_n(alternative))
+
+
+@lru_cache(maxsize=None)
+def smallest_decidable_n(alternative: str = "two-sided", alpha: float = 0.05) -> int:
+    """The fewest points at which an exact permutation correlation test (Spearman or Pearson) can reject at ``alpha``
+    for more than a (nearly) perfectly ordered series: below it, a test that does not reject says nothing about the
+    claim (it is *underpowered*, not a finding).
+
+    An exact test over n points rejects only for the most extreme pairings, fewer than ``alpha`` n! (one-sided) or
+    ``alpha`` n! / 2 (two-sided) of the n! pairings. The n orderings within one adjacent swap of a perfect order are
+    the least a test should be able to tell from no association; the bound is the smallest n whose rejection region
+    can hold them: n · sides / n! < ``alpha``. For Spearman's rho this is exactly the n at which one adjacent swap
+    (rho = 1 - 12 / (n (n² - 1)), tied with the n - 2 other swaps) reaches p < alpha: two-sided at 0.05, 6 (5 points:
+    rho = 0.9 gives p = 10/120 = 0.083; 4 points: even rho = 1 gives 2/24 = 0.083); one-sided, 5.
+
+    Raises ValueError for an unknown alternative, or alpha outside (0, 1).
+    """
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    sides = 2 if alternative == "two-sided" else 1
+    n = 3
+    while n * sides / math.factorial(n) >= alpha:
+        n += 1
+    return n
+
+
+def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method: str = "spearman", *,
+                      seed: int = 0) -> Correlation:
+    """Correlation across layers between drift norm and avg cos of one model, with its permutation p-value
+    (:func:`correlation_test`, two-sided).
+
+    Godey et al. 2024 §3.3, Fig. 5 (Spearman) and App. A, Fig. 16 (Pearson). G asks whether anisotropy "could be
+    directly explained by the drift effect" by "a monotonic relation" of either sign and reports scipy's default
+    (two-sided) test: the alternative here is two-sided.
+
+    Parameters
+    ----------
+    drift_norms, mean_cosines : arrays of shape (n_layers,), n_layers >= 3, finite
+    method : "spearman" or "pearson"
+    seed : seeds the Monte Carlo orderings above :data:`EXACT_MAX_N` layers
+
+    Raises
+    ------
+    ValueError for an unknown method, mismatched lengths, fewer than 3 layers or non-finite values.
+    """
+    if method not in ("spearman", "pearson"):
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}")
+    return correlation_test(a, b, method, "two-sided", seed=seed)
+
+
+def monotonic_trend(along: np.ndarray, values: np.ndarray, alternative: str = "two-sided", *,
+                    seed: int = 0) -> Correlation:
+    """Spearman rank correlation of ``values`` with ``along`` (e.g. a quantity against the bias norm N, or against
+    the training step), with its permutation p-value (:func:`correlation_test`).
+
+    Used for the "grows / decreases with N" claims of Godey et al. 2024 §4.3–4.4 (Fig. 7–10, alternative
+    "greater" or "less"), the trends along training of G §5 Fig. 14 and R §4.2 Fig. 3–4 ("greater"), and the
+    depth trend of G §3.2 Fig. 4 ("less"). A constant series has no rank order: coefficient 0 and p-value 1.
 
     Parameters
     ----------
     along, values : arrays of shape (n,), n >= 3, finite
+    alternative : "two-sided", "greater" (values grow along) or "less"
+    seed : seeds the Monte Carlo orderings above :data:`EXACT_MAX_N` points
 
     Raises
     ------
-    ValueError for mismatched shapes, fewer than 3 points or non-finite values.
+    ValueError for mismatched shapes, fewer than 3 points, non-finite values or an unknown alternative.
     """
     a, b = _paired_series(along, values, "a trend needs at least 3 points, got {n}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("a trend needs finite values")
-    if np.ptp(a) == 0 or np.ptp(b) == 0:
-        return Correlation("spearman", 0.0, 1.0, int(a.shape[0]))
-    from scipy import stats
-
-    res = stats.spearmanr(a, b)
-    return Correlation("spearman", float(res.statistic), float(res.pvalue), int(a.shape[0]))
+    return correlation_test(a, b, "spearman", alternative, seed=seed)
 
 
 def isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:

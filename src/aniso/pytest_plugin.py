@@ -26,7 +26,9 @@ from .common.devices import worker_thread_environment
 worker_thread_environment(os.environ)
 
 from .registry.catalog import statistics_read
-from .registry.entries import RegistryError, load_registry
+from .registry.entries import RegistryError
+from .registry.locate import settings_and_registry
+from .registry.selection import ClaimsFilter, parse_claims
 from .session import AnisoSession, ClaimContext, Skip
 from .common.settings import SETTING_HELP, Settings
 from .judge.verdicts import Outcome
@@ -34,6 +36,20 @@ from .judge.verdicts import Outcome
 _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()
 _THREADS = pytest.StashKey[int]()
+_FILTER = pytest.StashKey[ClaimsFilter]()
+
+
+class AnisoHooks:
+    """The hooks the plugin calls, for other plugins (e.g. the one :func:`aniso.api.run_claims` passes to pytest)."""
+
+    @pytest.hookspec(firstresult=False)
+    def pytest_aniso_run_finished(self, run: AnisoSession) -> None:
+        """A claims run finished (in the process that writes the report, after it is written): ``run`` is its
+        :class:`~aniso.session.AnisoSession` (``results``, ``report_path``)."""
+
+
+def pytest_addhooks(pluginmanager) -> None:
+    pluginmanager.add_hookspecs(AnisoHooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -58,22 +74,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
     options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
     try:
-        settings = Settings.from_sources(options)
-        settings.check_paths()
+        settings, registry = settings_and_registry(options, root=config.rootpath)
+    except RegistryError as exc:  # names the registry file, the entry and the field
+        raise pytest.UsageError(str(exc)) from None
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
-    root = Path(config.rootpath)
-    reg_path = Path(settings.registry)
-    if not reg_path.is_absolute():
-        reg_path = root / reg_path
     try:
-        registry = load_registry(reg_path)
-    except RegistryError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        config.stash[_FILTER] = parse_claims(settings.claims)
+    except ValueError as exc:
+        raise pytest.UsageError(f"aniso settings: {exc}") from None
     try:
-        config.stash[_SESSION] = AnisoSession.start(settings, registry, root)
+        config.stash[_SESSION] = AnisoSession.start(settings, registry, Path(config.rootpath))
     except RegistryError as exc:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
+    except ValueError as exc:  # an unreadable twin manifest (setting twin)
+        raise pytest.UsageError(f"aniso settings: {exc}") from None
 
 
 def _model_of(item: pytest.Item):
@@ -98,19 +113,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         entry = _model_of(item)
         if entry is not None:
             item.add_marker(pytest.mark.xdist_group(entry.id))
-    if claims_run.settings.claims:
-        from .registry.catalog import get_claim
-
-        for wanted in (c.strip().rstrip("*") for c in claims_run.settings.claims.split(",") if c.strip()):
-            if not wanted.endswith("."):
-                try:
-                    get_claim(wanted)
-                except KeyError as exc:
-                    raise pytest.UsageError(f"aniso settings: claims: {exc.args[0]}") from None
+    wanted = config.stash[_FILTER]
+    if not wanted.everything:
         keep, drop = [], []
         for item in items:
             marker = item.get_closest_marker("claim")
-            (keep if marker is None or claims_run.settings.selects_claim(marker.args[0]) else drop).append(item)
+            (keep if marker is None or wanted.selects(marker.args[0]) else drop).append(item)
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
@@ -127,16 +135,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test with an 'entry' argument needs @pytest.mark.models")
     session = metafunc.config.stash[_SESSION]
-    entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())))
+    entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())),
+                                      tuple(marker.kwargs.get("none_of", ())))
     metafunc.parametrize("entry", entries, ids=[e.id for e in entries])
 
 
 class _PytestClaim(ClaimContext):
     """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome."""
 
-    def conclude(self, holds, measured, rule, *, p_value=None, uncertainty=None, alternatives=None):
-        decision, message = super().conclude(holds, measured, rule, p_value=p_value, uncertainty=uncertainty,
-                                             alternatives=alternatives)
+    def conclude(self, holds, measured, rule, **kwargs):
+        decision, message = super().conclude(holds, measured, rule, **kwargs)
         if decision.outcome is Outcome.XFAIL:
             pytest.xfail(message)
         if decision.outcome is Outcome.FAIL:
@@ -187,12 +195,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     context = item.stash.get(_CLAIM, None)
     if context is not None and (report.when == "call" or (report.when == "setup" and not report.passed)):
-        skipped = failed = None
-        if report.skipped and not hasattr(report, "wasxfail"):
-            skipped = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        elif report.failed:
-            failed = str(report.longrepr).strip().splitlines()[-1] if report.longrepr else "error"
-        item.config.stash[_SESSION].record(context.result, seconds=report.duration, skipped=skipped, failed=failed)
+        xfailed = hasattr(report, "wasxfail")  # the verdict (expected not to hold, underpowered) is already set
+        skipped = report.skipped and not xfailed
+        detail = report.longrepr[2] if skipped and isinstance(report.longrepr, tuple) else report.longrepr
+        outcome = "skipped" if skipped else "passed" if xfailed else report.outcome
+        item.config.stash[_SESSION].record_outcome(context.result, seconds=report.duration, outcome=outcome,
+                                                   detail=str(detail) if detail and not xfailed else "")
     return report
 
 
@@ -205,6 +213,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if claims_run.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if claims_run.stopped:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    session.config.hook.pytest_aniso_run_finished(run=claims_run)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -14,19 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .judge.results import (ClaimResult, NotYetExecutable, Sensitivity, Uncertainty, RegistryRow, ResultsDocument, dump_results, model_layers,
-                             provenance, write_results)
+from .judge.results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, Sensitivity, Uncertainty,
+                            dump_results, model_layers, provenance, verdict_counts, write_results)
 from .extract.architecture_check import ArchitectureChecks
 from .registry.catalog import get_claim, not_yet_executable
 from .stats.dynamics import Series, SeriesProvider
 from .stats.pipeline import BlockSweepProvider, StatsProvider
 from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
-from .sources import InputsMissing, ModelUnavailable
+from .sources import InputsMissing, ModelRefused, ModelUnavailable
 from .stats.accumulators import ModelStats
-from .judge.verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, SKIPPED, UNEXPECTEDLY_HOLDS, Decision, decide
+from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
+                              UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 
-__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text"]
+__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text", "twin_summary"]
 
 
 class Skip(Exception):
@@ -42,6 +43,16 @@ def fragile_text(u: Uncertainty) -> str:
     """A fragile verdict's interval in words, e.g. ``"highest layer avg cos 0.17, 95% CI [0.15, 0.21] vs < 0.2"``."""
     return (f"{u.statistic} {fmt(u.value)}, {round(u.level * 100)}% CI [{fmt(u.low)}, {fmt(u.high)}] vs "
             f"{u.holds_if} {fmt(u.threshold)}, holds in {fmt(100 * (u.holds_share or 0.0))}% of resamples")
+
+
+def twin_summary(manifest: dict) -> str:
+    """The console line that says a run measured twins: the label, the rows, the library versions."""
+    rows = manifest.get("rows") or {}
+    refused = manifest.get("refused") or {}
+    return (f"TWIN RUN ({manifest.get('label')}): {len(rows)} twin(s) of registry hub rows, built here with "
+            f"transformers {manifest.get('transformers')}, imported into a temporary hub cache and loaded offline; the "
+            "verdicts say that the code path runs, nothing about the papers' models"
+            + (f"; refused: {', '.join(sorted(refused))}" if refused else ""))
 
 
 def _numbers(measured: dict[str, Any]) -> str:
@@ -80,6 +91,9 @@ class AnisoSession:
     must_run_failures: list[str] = field(default_factory=list)
     absorbed: list[ResultsDocument] = field(default_factory=list)
     left_out: list[ModelEntry] = field(default_factory=list)
+    stopped: str | None = None
+    #: The manifest of a twin run (setting ``twin``), else None: see :meth:`twin_manifest`.
+    twin: dict | None = None
 
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
@@ -89,7 +103,23 @@ class AnisoSession:
         registry, left_out = registry.model_set(settings.models)
         provider = StatsProvider(settings, registry)
         return cls(settings, registry, root, provider, BlockSweepProvider(settings), ArchitectureChecks(settings.seed),
-                   SeriesProvider(provider), left_out=left_out)
+                   SeriesProvider(provider), left_out=left_out, twin=cls.twin_manifest(settings))
+
+    @staticmethod
+    def twin_manifest(settings: Settings) -> dict | None:
+        """The manifest of a twin run (the JSON file setting ``twin`` names, written by ``aniso run ID --twin``), or
+        None. Raises ValueError naming the file if it cannot be read or is not a JSON object with a ``label``."""
+        import json
+
+        if not settings.twin:
+            return None
+        try:
+            data = json.loads(Path(settings.twin).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"setting twin: cannot read the twin manifest {settings.twin} ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("label"), str):
+            raise ValueError(f"setting twin: {settings.twin} is not a twin manifest (a JSON object with a label)")
+        return data
 
     def claim(self, claim_id: str, entry: ModelEntry | None, test: str,
               context: type["ClaimContext"] | None = None) -> "ClaimContext":
@@ -107,10 +137,23 @@ class AnisoSession:
         result.seconds = round(seconds, 2)
         if skipped is not None:
             result.verdict, result.reason = SKIPPED, skipped.removeprefix("Skipped: ")
-        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS):
+        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS, UNDERPOWERED) \
+                and not result.record_drift:  # a verdict that failed the test keeps its name
             result.verdict, result.reason = ERROR, failed[:500]
         if result not in self.results:
             self.results.append(result)
+
+    def record_outcome(self, result: ClaimResult, *, seconds: float, outcome: str, detail: str = "") -> None:
+        """Record a finished claim test from its outcome as the test runner reports it: ``outcome`` is ``passed``,
+        ``skipped`` or ``failed``; ``detail`` the skip reason, or the failure's text, of which the last line is
+        kept (see :meth:`record`)."""
+        if outcome == "skipped":
+            self.record(result, seconds=seconds, skipped=detail)
+        elif outcome == "failed":
+            lines = detail.strip().splitlines()
+            self.record(result, seconds=seconds, failed=lines[-1] if lines else "error")
+        else:
+            self.record(result, seconds=seconds)
 
     def worker_payload(self) -> str:
         """This run's results as JSON, for the process that merges parallel workers' runs (:meth:`absorb`)."""
@@ -146,6 +189,10 @@ class AnisoSession:
                 self.must_run_failures.append(
                     f"could not write the report under {self.settings.report_dir} ({exc}); the statistics of this "
                     f"run are in the cache {self.settings.cache_dir}, so a rerun writes it in seconds")
+            except KeyboardInterrupt:  # Ctrl-C: no half-written report folder, one line saying what to do
+                self.stopped = (f"interrupted while writing the report under {self.settings.report_dir}; nothing "
+                                f"was kept there, and the statistics of this run are in the cache "
+                                f"{self.settings.cache_dir}, so a rerun writes it in seconds")
         return bool(self.must_run_failures)
 
     def document(self) -> ResultsDocument:
@@ -157,7 +204,7 @@ class AnisoSession:
         s = self.settings
         profile = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
                    "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
-        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile)
+        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin)
         experiments: dict[str, Any] = {}
         if self.blocks.computed():
             experiments["untrained_block"] = {mid: [sw.to_dict() for sw in sweeps]
@@ -186,19 +233,27 @@ class AnisoSession:
             experiments=experiments, registry={e.id: RegistryRow.of(e) for e in self.registry},
             not_yet_executable=[NotYetExecutable(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
                                                    statement=c.statement) for c in not_yet_executable()],
-            run_errors=list(self.must_run_failures))
+            run_errors=list(self.must_run_failures), summary=verdict_counts(self.results))
 
     def write_report(self) -> Path:
         """Write ``<report_dir>/run-<time>/results.json`` and ``report.html`` (a folder of its own: see
-        :func:`_new_run_folder`); returns the report's path. Raises OSError."""
+        :func:`_new_run_folder`); returns the report's path. Raises OSError; on any error or interrupt the folder is
+        removed again."""
         from .report import write_html_report
 
         run_dir = Path(self.settings.report_dir)
         if not run_dir.is_absolute():
             run_dir = self.root / run_dir
         run_dir = _new_run_folder(run_dir)
-        write_results(run_dir / "results.json", self.document())
-        self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+        try:
+            write_results(run_dir / "results.json", self.document())
+            self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+        except BaseException:  # an error or Ctrl-C halfway: no folder holding results without their report
+            import shutil
+
+            self.report_path = None
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
         return self.report_path
 
     def summary_lines(self) -> list[tuple[str, str]]:
@@ -221,8 +276,23 @@ class AnisoSession:
                                                if r.uncertainty is not None and r.uncertainty.fragile else "") \
                 + "".join(f" [{'holds' if a.holds else 'does not hold'} with the {a.choice}]"
                           for a in r.sensitivity if a.differs)
+            if r.twin:
+                verdict += f" [{r.twin}]"
             rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
         out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
+        counts = verdict_counts(self.results)
+        out.append(("", f"verdicts: {counts['holds']} hold, {counts['findings']} finding(s) (does not hold, expected "
+                        f"not to hold, holds against its record), {counts['underpowered']} underpowered at this size "
+                        f"(decided neither way, not findings), {counts['fragile']} fragile (flip when the inputs are "
+                        "resampled, not findings)"))
+        stale = [r for r in self.results if r.record_drift]
+        if stale:
+            out.append(("error", f"{len(stale)} registry record(s) stale (the run measured other numbers): "
+                                 + "; ".join(f"{r.claim_id} on {r.model_id}: {r.record_drift[0].key} recorded "
+                                             f"{fmt(r.record_drift[0].recorded)}, measured {fmt(r.record_drift[0].measured)}"
+                                             for r in stale[:3]) + (" …" if len(stale) > 3 else "")))
+        if self.twin is not None:
+            out = [("warn", twin_summary(self.twin))] + out
         for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
             out.append(("", f"inputs: {dataset}: {label}"))
         for reason, missing in no_inputs.items():
@@ -238,6 +308,8 @@ class AnisoSession:
                             f"were not run ({', '.join(e.id for e in self.left_out[:6])}"
                             f"{', …' if len(self.left_out) > 6 else ''}); --aniso-models paper runs every model"))
         out += [("error", f"ERROR: {msg}") for msg in self.must_run_failures]
+        if self.stopped:
+            out.append(("error", f"STOPPED: {self.stopped}"))
         if self.report_path is not None:
             out.append(("", f"report: {self.report_path}"))
         return out
@@ -254,6 +326,7 @@ class ClaimContext:
         self._session = session
         self.result = result
         self.entry = entry
+        self._read_models = False  # set when a claim without a model of its own reads other models' statistics
 
     @property
     def settings(self) -> Settings:
@@ -277,7 +350,8 @@ class ClaimContext:
 
     def skip(self, exc: ModelUnavailable) -> None:
         """Skip the test for ``exc``, recording whether inputs (a data folder) or the model were missing."""
-        self.result.skip_kind = "inputs" if isinstance(exc, InputsMissing) else "model"
+        self.result.skip_kind = ("inputs" if isinstance(exc, InputsMissing) else
+                                 "refused" if isinstance(exc, ModelRefused) else "model")
         raise Skip(str(exc))
 
     def note_inputs(self, stats: ModelStats) -> ModelStats:
@@ -326,6 +400,7 @@ class ClaimContext:
         Raises :class:`Skip`, naming every entry tried and why, if none is available.
         """
         tried = []
+        self._read_models = True
         candidates = self._session.registry.select(all_of)
         if not candidates:
             self.require_others(f"a reference model with tags {list(all_of)}", [], [], all_of)
@@ -358,14 +433,15 @@ class ClaimContext:
             + (f" (outside it: {', '.join(outside[:4])}{', …' if len(outside) > 4 else ''}; add one to "
                "--aniso-models / ANISO_MODELS to measure this claim)" if outside else ""))
 
-    def available_stats(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
-                        ) -> tuple[list[tuple[ModelEntry, ModelStats]], list[str]]:
-        """Statistics of every registry entry with these tags whose model is available here.
+    def available_stats(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = (),
+                        none_of: tuple[str, ...] = ()) -> tuple[list[tuple[ModelEntry, ModelStats]], list[str]]:
+        """Statistics of every registry entry with these tags (and none of ``none_of``) whose model is available
+        here.
 
         Returns ``(available, unavailable)``: (entry, stats) pairs in registry
         order, and one reason per entry that could not be had (naming it).
         """
-        return self._available(self._session.provider.get, all_of, any_of)
+        return self._available(self._session.provider.get, all_of, any_of, none_of)
 
     def available_series(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()
                          ) -> tuple[list[tuple[ModelEntry, Series]], list[str]]:
@@ -373,9 +449,11 @@ class ClaimContext:
         :meth:`available_stats` gives statistics."""
         return self._available(self._session.series.get, all_of, any_of)
 
-    def _available(self, get, all_of: tuple[str, ...], any_of: tuple[str, ...]) -> tuple[list, list[str]]:
+    def _available(self, get, all_of: tuple[str, ...], any_of: tuple[str, ...],
+                   none_of: tuple[str, ...] = ()) -> tuple[list, list[str]]:
+        self._read_models = True  # a claim comparing models: in a twin run, it compares twins
         got, missing = [], []
-        for entry in self._session.registry.select(all_of, any_of):
+        for entry in self._session.registry.select(all_of, any_of, none_of):
             try:
                 got.append((entry, get(entry)))
             except ModelUnavailable as exc:
@@ -384,39 +462,50 @@ class ClaimContext:
 
     def interval(self, stats: ModelStats, statistic: Callable[[ModelStats], float], name: str, threshold: float,
                  holds_if: str, verdict: Callable[[ModelStats], bool] | None = None,
-                 fixed: str = "") -> Uncertainty:
+                 fixed: str = "", *, batch: Callable[[list[ModelStats]], Any] | None = None,
+                 cannot_show: str = "", constant: str = "") -> Uncertainty:
         """The bootstrap interval over the inputs of the claim's deciding statistic (:mod:`aniso.stats.uncertainty`).
 
         ``statistic(stats)`` gives the statistic (``name`` says what it is) that the claim compares with
         ``threshold`` by ``holds_if`` (``">"``, ``">="``, ``"<"``, ``"<="``); ``verdict(stats)``, where the rule
-        has more than that comparison, the whole verdict. Each of ``settings.n_bootstrap`` resamples (seeded by
-        ``settings.seed``) recomputes them; ``fixed`` says what the resamples hold fixed (e.g. the other models
-        compared with). Without per-input sums or with ``n_bootstrap`` 0 the interval is left out, saying why.
+        has more than that comparison, the whole verdict; ``batch(replicates)``, where given, the statistic of every
+        resample at once (shape (n_boot,)) instead of one call of ``statistic`` per resample. Each of
+        ``settings.n_bootstrap`` resamples (seeded by ``settings.seed``) recomputes them; ``fixed`` says what the
+        resamples hold fixed (e.g. the other models compared with); ``cannot_show`` what the interval cannot show
+        (e.g. for a test over layers: the layers are not resampled). Without per-input sums or with
+        ``n_bootstrap`` 0 the interval is left out, saying why. Where every resample gives the same value the
+        interval is *not informative* (``low``/``high`` None, ``informative`` False) and its note says why
+        (``constant``: the claim's own explanation, e.g. "the layers' rank order was the same in every resample").
         """
         from .stats.uncertainty import COMPARISONS, bootstrap_stats, interval
 
         value = float(statistic(stats))
         if self.settings.n_bootstrap == 0:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
-                               method="not computed (n_bootstrap = 0)")
+                               method="not computed (n_bootstrap = 0)", informative=False, note=cannot_show)
         resamples = bootstrap_stats(stats, self.settings.n_bootstrap, self.settings.seed)
         if resamples is None:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
-                               method="not available: these statistics kept no per-input sums")
+                               method="not available: these statistics kept no per-input sums", informative=False,
+                               note=cannot_show)
+
         def safely(fn, r, default):
             try:
                 return fn(r)
             except (ValueError, ZeroDivisionError):  # a resample the rule cannot judge (e.g. no SVD batches)
                 return default
 
-        values = [float(safely(statistic, r, math.nan)) for r in resamples.replicates]
+        if batch is not None:
+            values = [float(v) for v in batch(resamples.replicates)]
+        else:
+            values = [float(safely(statistic, r, math.nan)) for r in resamples.replicates]
         finite = [v for v in values if math.isfinite(v)]
         held = (f"held at their measured value ({', '.join(resamples.fixed_layers[:4])}"
                 f"{', …' if len(resamples.fixed_layers) > 4 else ''})")
         if resamples.fixed_layers and finite and max(finite) == min(finite):
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
                                method=f"not available: the statistic rests on layers wider than the per-input limit, "
-                                      f"{held}")
+                                      f"{held}", informative=False, note=cannot_show)
         compare = COMPARISONS[holds_if]
         holds = [bool(safely(verdict, r, False)) if verdict is not None else compare(v, threshold)
                  for r, v in zip(resamples.replicates, values)]
@@ -424,7 +513,7 @@ class ClaimContext:
             iv = interval(value, values, holds, threshold, holds_if)
         except ValueError as exc:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
-                               method=f"not available: {exc}")
+                               method=f"not available: {exc}", informative=False, note=cannot_show)
         unit = "inputs" if resamples.unit == "input" else f"{resamples.unit}es"
         method = f"percentile bootstrap over the {resamples.n_units} {unit}, seed {self.settings.seed}"
         if resamples.n_svd_batches:
@@ -433,36 +522,74 @@ class ClaimContext:
             method += f"; {len(resamples.fixed_layers)} layer(s) wider than the per-input limit {held}"
         if fixed:
             method += f"; {fixed} held fixed"
+        if iv.low == iv.high:
+            why = f"not informative: all {iv.n_boot} resamples gave {fmt(iv.low)}" + (f" ({constant})" if constant
+                                                                                        else "")
+            return Uncertainty(statistic=name, value=iv.value, threshold=iv.threshold, holds_if=holds_if,
+                               holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot, level=iv.level,
+                               method=method, informative=False, note="; ".join(x for x in (why, cannot_show) if x))
         return Uncertainty(statistic=name, value=iv.value, low=iv.low, high=iv.high, threshold=iv.threshold,
                            holds_if=holds_if, holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot,
-                           level=iv.level, method=method)
+                           level=iv.level, method=method, note=cannot_show)
+
+    def _conclude_twin(self, holds: bool) -> tuple[Decision, str]:
+        """A twin run's verdict: measured on random weights, it passes whatever it is, is never judged against the
+        registry's records and is labelled :data:`aniso.sources.twin.TWIN_LABEL` (no finding)."""
+        r = self.result
+        r.twin = str(self._session.twin.get("label"))
+        r.expected, r.differs_from_record = None, None
+        r.verdict = HOLDS if holds else DOES_NOT_HOLD if r.underpowered is None else UNDERPOWERED
+        r.reason = f"{r.twin}; {_numbers(r.measured)}"
+        return Decision(r.verdict, Outcome.PASS, r.twin), ""
 
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
                  p_value: float | None = None, uncertainty: Uncertainty | None = None,
-                 alternatives: dict[str, tuple[bool, float | None]] | None = None) -> tuple[Decision, str]:
+                 alternatives: dict[str, tuple[bool, float | None]] | None = None,
+                 undecided: str | None = None) -> tuple[Decision, str]:
         """Record the verdict under the verdict policy (:mod:`aniso.judge.verdicts`).
 
         Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
         claim's significance test, where it has one (recorded as a typed field for the report); ``uncertainty``:
         the deciding statistic's bootstrap interval (:meth:`interval`), whose ``fragile`` flag the report shows;
         ``alternatives``: for each choice the paper left open that the run also measured (e.g. ``"padding frames
-        included"``), whether the claim holds under it and the deciding value (the report's sensitivity).
+        included"``), whether the claim holds under it and the deciding value (the report's sensitivity);
+        ``undecided``: why this measurement could not decide the claim at this size (e.g. a test over too few
+        points), None when it could: a measurement that does not hold is then *underpowered*, not a finding.
+
+        The registry's record for this model and claim decides what the verdict means; its numbers are compared with
+        ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
+        sizes of the registry's ``recorded_profile``, and a stale number fails the test.
         """
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
+        r.underpowered = undecided
         r.sensitivity = [Sensitivity(choice=choice, holds=bool(h), value=None if v is None else float(v),
                                      differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
+        if self._session.twin is not None and (self.entry is not None or self._read_models):
+            return self._conclude_twin(holds)
         expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
                                      if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None
-        decision = decide(holds, expected.verdict if expected else None, expected.reason if expected else "",
-                          recorded_inputs, r.inputs)
+        sizes = (expected.sizes if expected is not None else None) or {}
+        same_sizes = all(getattr(self.settings, k) == v for k, v in sizes.items())
+        reason = expected.text if expected else ""
+        decision = decide(holds, expected.verdict if expected else None, reason, recorded_inputs, r.inputs,
+                          decidable=undecided is None, undecided=undecided or "", same_sizes=same_sizes)
         r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         numbers = _numbers(measured)
         model = self.entry.id if self.entry is not None else "(no model)"
-        if decision.verdict == EXPECTED_NOT_TO_HOLD:
+        stale = self._compare_record(expected, measured, same_sizes) if expected is not None else ""
+        if decision.verdict == EXPECTED_NOT_TO_HOLD or (decision.verdict == UNDERPOWERED
+                                                         and decision.outcome is Outcome.XFAIL):
             r.reason = decision.reason
-            return decision, f"{r.claim_id} on {model}: expected not to hold: {decision.reason} ({numbers})"
+            if stale:
+                decision = Decision(decision.verdict, Outcome.FAIL, decision.reason + stale)
+            return decision, f"{r.claim_id} on {model}: {decision.verdict}: {decision.reason} ({numbers})"
+        if decision.verdict == UNDERPOWERED:
+            r.reason = decision.reason
+            if decision.outcome is Outcome.FAIL:
+                return decision, f"{r.claim_id} on {model}: {decision.reason} ({numbers})"
+            return decision, ""
         if decision.verdict == UNEXPECTEDLY_HOLDS:
             r.reason = decision.reason
             return decision, (f"{r.claim_id} on {model}: expected not to hold, but it holds ({numbers}; {rule}). "
@@ -471,4 +598,46 @@ class ClaimContext:
             r.reason = f"{numbers}; rule: {rule}"
             return decision, f"{r.claim_id} does not hold on {model}: {numbers} (rule: {rule})"
         r.reason = decision.reason
+        if stale and decision.outcome is Outcome.PASS and decision.differs_from_record is None:
+            decision = Decision(decision.verdict, Outcome.FAIL, (decision.reason + stale).lstrip("; "))
+            return decision, f"{r.claim_id} on {model}: {decision.verdict}{stale} ({numbers})"
         return decision, ""
+
+    def _compare_record(self, expected, measured: dict[str, Any], same_sizes: bool) -> str:
+        """Compare the record's numbers with ``measured`` where the run has the record's inputs (its own, or the
+        registry's for the modality: a paper record binds any inputs, but its numbers were measured on those) and
+        the sizes of the registry's ``recorded_profile``; set the result's ``record_check`` and ``record_drift``.
+        Returns the failure text of a stale record, or ""."""
+        from .judge.records import names_any, stale_numbers
+        from .judge.results import RecordDrift
+
+        r, registry = self.result, self._session.registry
+        if not expected.measured:
+            return ""
+        numbers_on = expected.inputs or registry.recorded_inputs.get(self.entry.measured_on or self.entry.modality)
+        if not (numbers_on is None or r.inputs is None or numbers_on == r.inputs):
+            r.record_check = f"record's numbers not compared: recorded on {numbers_on}"
+            return ""
+        if not (self._at_recorded_profile() and same_sizes):
+            sizes = f" and {expected.sizes}" if expected.sizes else ""
+            r.record_check = (f"record's numbers not compared: recorded at the {registry.recorded_profile!r} "
+                              f"profile's sizes{sizes}, this run at other sizes")
+            return ""
+        if not names_any(expected.measured, measured):
+            r.record_check = "record's numbers not compared: this test reports none of them (another test does)"
+            return ""
+        drift = stale_numbers(expected.measured, measured)
+        r.record_drift = [RecordDrift(key=d.key, recorded=d.recorded, measured=d.measured, tolerance=d.tolerance)
+                          for d in drift]
+        if not drift:
+            r.record_check = "record's numbers compared: all within tolerance"
+            return ""
+        r.record_check = f"record's numbers compared: {len(drift)} of them stale"
+        return ("; the registry's record is stale (re-measure it: aniso record RESULTS): "
+                + "; ".join(str(d) for d in drift[:4]) + (" …" if len(drift) > 4 else ""))
+
+    def _at_recorded_profile(self) -> bool:
+        """Whether this run has the sizes of the registry's ``recorded_profile`` (none of them overridden)."""
+        s = self.settings
+        profile = self._session.registry.recorded_profile
+        return all(getattr(s, k) == v for k, v in PROFILES[profile].items())

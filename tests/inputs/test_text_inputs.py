@@ -40,7 +40,7 @@ def test_corpus_errors_name_the_file(tmp_path):
     with pytest.raises(CorpusError, match="missing.txt does not exist"):
         load_corpus(tmp_path / "missing.txt", 5, 0)
     bad = tmp_path / "bin.txt"
-    bad.write_bytes(b"\xff\xfe\x00bad")
+    bad.write_bytes(b"caf\xe9 bad")  # Latin-1
     with pytest.raises(CorpusError, match="bin.txt is not UTF-8"):
         load_corpus(bad, 5, 0)
 

@@ -74,3 +74,25 @@ def test_a_first_token_cv_is_not_informative_when_every_sequence_starts_with_one
     varied = SimpleNamespace(meta={"first_token": {"fixed": False, "id": None, "token": None, "checked": 256}})
     assert first_token_cv(varied, SimpleNamespace(massive_first_token_cv=0.12)) == 0.12
     assert first_token_cv(SimpleNamespace(meta={}), layer) == 0.0  # statistics that do not say: the value as is
+
+
+def test_the_bell_margin_decides_as_the_bell_rule_does():
+    """The deciding statistic of the bell claims: positive exactly when the rule says bell, and it speaks of the
+    peak's position when the position decides (a high contrast at an edge is no bell)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from aniso.judge.rules import CONTRAST, EDGE, bell_margin, profile_shape
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.floats(0.01, 1.0), min_size=3, max_size=30))
+    def check(values):
+        shape = profile_shape(np.array(values))
+        margin = bell_margin(shape)
+        if abs(shape["contrast"] - CONTRAST) > 1e-12:
+            assert (margin > 0) == shape["bell"] or (margin == 0 and not shape["bell"])
+
+    check()
+    edge = profile_shape(np.array([0.1, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2]))  # peak at depth 1/9 < EDGE
+    assert not edge["bell"] and edge["contrast"] > CONTRAST
+    assert bell_margin(edge) == pytest.approx(1 / 9 - EDGE)

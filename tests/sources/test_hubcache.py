@@ -131,7 +131,13 @@ def _folder(tmp_path: Path, *names: str) -> Path:
     folder.mkdir(parents=True)
     (folder / "config.json").write_text('{"model_type": "bert"}')
     for name in names:
-        (folder / name).write_bytes(b"weights of " + name.encode())
+        if name.endswith(".safetensors"):  # a valid file: hub import reads every safetensors header
+            import torch
+            from safetensors.torch import save_file
+
+            save_file({"w": torch.zeros(2)}, str(folder / name), metadata={"name": name})
+        else:
+            (folder / name).write_bytes(b"weights of " + name.encode())
     return folder
 
 
@@ -170,7 +176,10 @@ def test_a_snapshot_without_its_weights_is_not_here(tmp_path, monkeypatch, capsy
     (first.repo / "snapshots" / first.commit / "model.safetensors").resolve().unlink()  # its link points at nothing
     assert weights_here(_entry(repo="org/one"), SourceContext()).startswith("missing: in the hub cache, but no safe")
     capsys.readouterr()
-    (tmp_path / "b" / "model" / "model.safetensors").write_bytes(b"other weights")
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.ones(2)}, str(tmp_path / "b" / "model" / "model.safetensors"))  # other weights
     assert main(["hub", "import", "org/one", str(tmp_path / "b" / "model")]) == 0
     assert f"refs/main named commit {first.commit} before" in capsys.readouterr().out
     assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"
@@ -223,13 +232,14 @@ def _registry(tmp_path: Path) -> Path:
     return path
 
 
-def test_list_and_hub_list_say_which_weights_are_here(offline, tmp_path, capsys):
+def test_list_and_hub_list_say_which_weights_are_here(offline, tmp_path, capsys, monkeypatch):
     registry = _registry(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")  # one line per row
     assert main(["list", "models", "--registry", str(registry)]) == 0
-    lines = {line.split("|")[1].strip(): line.split("|")[-2].strip() for line in capsys.readouterr().out.splitlines()
-             if line.startswith("| ")}
-    assert (lines["all-MiniLM-L6-v2"], lines["minilm-hub"], lines["bert-base-uncased"]) == (
-        "here (package)", "here (hub cache)", "hub only (not cached)")
+    lines = {line.split()[0]: line.rstrip() for line in capsys.readouterr().out.splitlines() if line.strip()}
+    assert lines["all-MiniLM-L6-v2"].endswith("package: here")
+    assert lines["minilm-hub"].endswith("hub: here (in the hub cache)")
+    assert lines["bert-base-uncased"].endswith("hub: not cached here")
     assert main(["hub", "list", "--registry", str(registry)]) == 0
     out = capsys.readouterr().out
     commit = resolve_commit(HUB_ID)

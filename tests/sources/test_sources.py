@@ -26,10 +26,18 @@ def test_hub_model_offline_is_unavailable_fast(monkeypatch):
 
 
 def test_remote_code_and_credentials_need_opt_in():
+    """Remote code always needs the entry's opt-in; credentials only to download a gated model (one already in the
+    local cache loads without them)."""
+    from aniso.sources import HubStatus, SourceContext
+    from aniso.sources.base import check_permissions
+
     with pytest.raises(ModelUnavailable, match="trust_remote_code: true"):
         load_model(_entry(needs_remote_code=True))
+    reachable = HubStatus()
+    reachable._reachable = True  # a download would be tried: the opt-in is asked first, without any request
     with pytest.raises(ModelUnavailable, match="use_auth_token: true"):
-        load_model(_entry(gated=True))
+        load_model(_entry(gated=True), SourceContext(hub=reachable))
+    check_permissions(_entry(gated=True), download=False)
 
 
 def test_missing_package_and_directory_are_named(tmp_path):
@@ -93,7 +101,7 @@ def test_placement_reaches_from_pretrained_and_the_fingerprint(monkeypatch):
         @staticmethod
         def from_pretrained(where, **kwargs):
             seen.update(kwargs)
-            return torch_module()
+            return torch_module(), {"missing_keys": [], "unexpected_keys": [], "mismatched_keys": [], "error_msgs": []}
 
     def torch_module():
         import torch

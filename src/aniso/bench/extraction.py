@@ -122,11 +122,11 @@ def load_subject(model_id: str, *, paragraphs: int = 256, max_length: int = 128,
     :class:`aniso.inputs.text.CorpusError` for an unreadable corpus.
     """
     from ..stats.pipeline import StatsProvider
-    from ..registry.entries import load_registry
+    from ..registry.locate import open_registry, registry_path
     from ..sources import load_model
 
     settings = _settings(paragraphs, max_length, batch_size, device, registry)
-    reg = load_registry(settings.registry)
+    reg = open_registry(registry_path(registry, settings.registry))
     entry = reg.get(model_id)
     if entry.modality != "text":
         raise ValueError(f"{model_id}: aniso bench extraction measures text models, this one is {entry.modality!r}")

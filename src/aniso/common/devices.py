@@ -17,6 +17,8 @@ def resolve_device(device: str) -> str:
     """``device`` checked (:func:`check_device`), with ``auto`` replaced by :func:`best_device`. Raises ValueError."""
     if device.strip().lower() == AUTO:
         return best_device()
+    if device == "cpu":  # always present: no need to import torch (a listing stays quick)
+        return device
     check_device(device)
     return device
 

@@ -21,9 +21,15 @@ __all__ = ["Settings", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE"]
 #: 192 in both, since the suite's miniatures train on the other half of the image folder. Both sweep 5 seeds and
 #: 21 bias norms (G §4: "several seeds"; >= 20 norms). The text miniatures (byte-level BERT and GPT-2, 4 layers)
 #: pre-train for ``miniature_steps`` steps of ``miniature_batch`` x 128 bytes at width ``miniature_width``.
+#: ``study``: ``quick``, with the text miniatures pre-trained 4x longer (2,048 steps), the budget at which the budget
+#: study (docs/studies/miniature-budget.md) found every training-dynamics claim decided for the miniature GPT-2 (the
+#: miniature BERT's Q/K claims need 4,096 steps).
 PROFILES: dict[str, dict[str, int]] = {
     "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
                   block_seq_len=512, n_bias_norms=21, miniature_steps=512, miniature_width=128, miniature_batch=16,
+                  twonn_batches=0),
+    "study": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
+                  block_seq_len=512, n_bias_norms=21, miniature_steps=2048, miniature_width=128, miniature_batch=16,
                   twonn_batches=0),
     "paper": dict(n_sequences=1_000_000, max_length=512, n_clips=1_000_000, n_images=192, block_seeds=5,
                   block_sequences=16, block_seq_len=512, n_bias_norms=21, miniature_steps=4096, miniature_width=256,
@@ -31,6 +37,16 @@ PROFILES: dict[str, dict[str, int]] = {
 }
 DEFAULT_PROFILE = "quick"
 _QUICK = PROFILES[DEFAULT_PROFILE]
+
+
+#: The words a boolean ``ANISO_*`` variable may hold (any case); anything else is refused, naming the variable.
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _where(name: str) -> str:
+    """How a message names setting ``name``: ``setting seed (ANISO_SEED, --aniso-seed)``."""
+    return f"setting {name} (ANISO_{name.upper()}, --aniso-{name.replace('_', '-')})"
 
 
 def _default_cache() -> str:
@@ -76,34 +92,38 @@ class Settings:
     twonn_batches: int = _QUICK["twonn_batches"]
     models: str = "small"
     claims: str = ""
-
-    def selects_claim(self, claim_id: str) -> bool:
-        """Whether setting ``claims`` (comma-separated ids or prefixes such as ``G.``; empty: all) takes a claim."""
-        wanted = [c.strip() for c in self.claims.split(",") if c.strip()]
-        return not wanted or any(claim_id == w or (w.endswith((".", "*")) and claim_id.startswith(w.rstrip("*")))
-                                 for w in wanted)
+    twin: str | None = None
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # values given in code (the Python API) are checked as the variables are parsed
+            value = getattr(self, f.name)
+            if f.type in ("int", int) and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{_where(f.name)} must be an integer, got {value!r} ({type(value).__name__})")
+            if f.type in ("bool", bool) and not isinstance(value, bool):
+                raise ValueError(f"{_where(f.name)} must be true or false, got {value!r}")
         if self.profile not in PROFILES:
-            raise ValueError(f"setting profile must be one of {sorted(PROFILES)}, got {self.profile!r}")
+            raise ValueError(f"{_where('profile')} must be one of {sorted(PROFILES)}, got {self.profile!r}")
         for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences", "n_clips", "n_images",
                      "max_image_pixels", "second_order_max_dim", "miniature_steps", "miniature_width",
                      "miniature_batch", "shards"):
             if getattr(self, name) < 1:
-                raise ValueError(f"setting {name} must be >= 1, got {getattr(self, name)}")
+                raise ValueError(f"{_where(name)} must be >= 1, got {getattr(self, name)}")
+        if self.seed < 0:
+            raise ValueError(f"{_where('seed')} must be >= 0, got {self.seed}")
         if self.reservoir_size < 3:
-            raise ValueError(f"setting reservoir_size must be >= 3, got {self.reservoir_size}")
+            raise ValueError(f"{_where('reservoir_size')} must be >= 3, got {self.reservoir_size}")
         if self.block_seq_len < 2 or self.n_bias_norms < 3:
-            raise ValueError(f"settings block_seq_len must be >= 2 and n_bias_norms >= 3, got "
-                             f"{self.block_seq_len} and {self.n_bias_norms}")
+            raise ValueError(f"{_where('block_seq_len' if self.block_seq_len < 2 else 'n_bias_norms')} must be >= "
+                             f"{2 if self.block_seq_len < 2 else 3}, got "
+                             f"{self.block_seq_len if self.block_seq_len < 2 else self.n_bias_norms}")
         if self.twonn_batches < 0:
-            raise ValueError(f"setting twonn_batches must be >= 0, got {self.twonn_batches}")
+            raise ValueError(f"{_where('twonn_batches')} must be >= 0, got {self.twonn_batches}")
         if self.n_bootstrap < 0:
-            raise ValueError(f"setting n_bootstrap must be >= 0, got {self.n_bootstrap}")
+            raise ValueError(f"{_where('n_bootstrap')} must be >= 0, got {self.n_bootstrap}")
         if not self.models.strip():
             raise ValueError("setting models must name a model set, a tag or registry ids")
         if self.svd_batch_size < 2:
-            raise ValueError(f"setting svd_batch_size must be >= 2, got {self.svd_batch_size}")
+            raise ValueError(f"{_where('svd_batch_size')} must be >= 2, got {self.svd_batch_size}")
         from .devices import resolve_device
 
         try:  # frozen: the resolved device replaces "auto" once, so every stage and every report name the same one
@@ -116,7 +136,8 @@ class Settings:
         """Build settings from explicit options (None = not given), then ``ANISO_<NAME>`` variables, then the
         profile's sizes (:data:`PROFILES`; the profile itself comes from option or ``ANISO_PROFILE``), then defaults.
 
-        Raises ValueError naming the variable when one does not parse, or the profile when it is unknown.
+        Raises ValueError naming the variable when one does not parse (an integer that is not one; a boolean that is
+        none of 1/true/yes/on, 0/false/no/off), or the profile when it is unknown.
         """
         options = options or {}
         environ = os.environ if environ is None else environ
@@ -138,7 +159,11 @@ class Settings:
                 except ValueError:
                     raise ValueError(f"environment variable ANISO_{f.name.upper()}={env!r} is not an integer") from None
             elif f.type in ("bool", bool):
-                values[f.name] = env.strip().lower() in ("1", "true", "yes", "on")
+                word = env.strip().lower()
+                if word not in _TRUE + _FALSE:
+                    raise ValueError(f"environment variable ANISO_{f.name.upper()}={env!r} is neither true "
+                                     f"({', '.join(_TRUE)}) nor false ({', '.join(_FALSE)})")
+                values[f.name] = word in _TRUE
             else:
                 values[f.name] = env
         return cls(**values)
@@ -153,18 +178,15 @@ class Settings:
         read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
         variable and option, and the path.
         """
-        def where(name: str) -> str:
-            return f"setting {name} (ANISO_{name.upper()}, --aniso-{name.replace('_', '-')})"
-
         for name in ("corpus", "train_text"):
             value = getattr(self, name)
             if value and os.path.isdir(value):
-                raise ValueError(f"{where(name)}: {value} is a folder; it must name a text file")
+                raise ValueError(f"{_where(name)}: {value} is a folder; it must name a text file")
         for name in ("speech_dir", "image_dir", "models_dir"):
             value = getattr(self, name)
             if value and os.path.exists(value) and not os.path.isdir(value):
-                raise ValueError(f"{where(name)}: {value} is a file; it must name a folder")
-        _check_writable_folder(self.cache_dir, where("cache_dir"))
+                raise ValueError(f"{_where(name)}: {value} is a file; it must name a folder")
+        _check_writable_folder(self.cache_dir, _where("cache_dir"))
 
     def extraction_key(self) -> dict:
         """The settings that change extracted statistics (part of the cache key)."""
@@ -248,9 +270,31 @@ SETTING_HELP = {
     "registry ids",
     "claims": "comma-separated claim ids or prefixes (e.g. 'G.', 'R.decoder-bell-profile') the run measures; empty: "
     "every claim",
+    "twin": "the manifest (JSON) of a twin run, written by `aniso run ID --twin`: the models are twins of the registry's "
+    "hub rows (random weights, imported into a temporary hub cache), their verdicts labelled 'twin: random weights, "
+    "code path only', never judged against the registry's records nor counted as findings",
     "twonn_batches": "R's intrinsic-dimension protocol (R §2.4): TwoNN on this many disjoint uniformly random "
     "batches of svd_batch_size (4096) vectors drawn from every token of the corpus, mean +- std over the batches, per "
     "layer (0: TwoNN of one reservoir of reservoir_size vectors only; memory: batches x 4096 x d float32 per layer)",
     "second_order_max_dim": "largest vector dimension for which the d x d second moment, SVD anisotropy and TwoNN "
     "reservoir are kept (CNN maps, one vector per image, always get first-order statistics only)",
 }
+
+
+def settings_table() -> str:
+    """The settings as a Markdown table, made from their own definitions (:class:`Settings`, :data:`PROFILES`,
+    :data:`SETTING_HELP`): option, variable, default (each profile's where the profile sets it) and meaning, one row
+    per field in definition order. The documentation's settings page is this table."""
+    defaults = Settings.__dataclass_fields__
+    rows = ["| option | variable | default | meaning |", "|---|---|---|---|"]
+    for f in fields(Settings):
+        if f.name in PROFILES[DEFAULT_PROFILE]:
+            default = ", ".join(f"{name}: {sizes[f.name]:,}" for name, sizes in PROFILES.items())
+        elif f.name == "cache_dir":
+            default = "`$XDG_CACHE_HOME/aniso`, else `~/.cache/aniso`"
+        else:
+            value = defaults[f.name].default
+            default = "—" if value is None or value == "" else f"`{str(value).lower() if isinstance(value, bool) else value}`"
+        meaning = SETTING_HELP[f.name].replace("|", "\\|")
+        rows.append(f"| `--aniso-{f.name.replace('_', '-')}` | `ANISO_{f.name.upper()}` | {default} | {meaning} |")
+    return "\n".join(rows) + "\n"

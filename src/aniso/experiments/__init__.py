@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["warmup_cosine_lr", "BLOCK_KINDS"]
-
-#: The block types of the untrained-block experiment (:mod:`aniso.experiments.untrained_block`): G's post-LayerNorm
-#: BERT block, a pre-LayerNorm GPT-2 block, a pre-RMSNorm Llama block, and the BERT block with its self-attention
-#: replaced by the identity (a control). Kept here so that the registry's source kind ``init``
-#: (:mod:`aniso.sources.init`) validates entries without importing the experiment.
-BLOCK_KINDS = ("bert-post-ln", "gpt2-pre-ln", "llama-pre-rmsnorm", "bert-identity-attention")
+__all__ = ["warmup_cosine_lr"]
 
 
 def warmup_cosine_lr(step: int, total_steps: int, lr: float, warmup_fraction: float, floor: float = 0.0) -> float:

@@ -44,7 +44,7 @@ N_ROTATIONS = 4
 
 #: Recipe fields a registry entry may override in ``config`` (the rest of :class:`VisionRecipe` is ``arch``,
 #: ``seed`` and ``steps``); the source kind ``miniature`` (:mod:`aniso.sources.miniature`) takes them from here.
-RECIPE_OVERRIDES = ("image_size", "batch_size", "lr", "weight_decay", "warmup_fraction")
+from .names import VISION_RECIPE_OVERRIDES as RECIPE_OVERRIDES  # noqa: E402 - read by the registry schema
 
 
 def _vit(image_size: int):

@@ -42,7 +42,6 @@ import torch
 from torch import nn
 
 from .. import metrics
-from . import BLOCK_KINDS
 
 __all__ = [
     "BLOCK_KINDS", "default_bias_norms", "SweepSpec", "UntrainedBlock", "AttentionCapture",
@@ -50,6 +49,10 @@ __all__ = [
     "measure_point", "norm_gap", "find_fixed_point", "run_sweep", "IDENTITY_CONTROLS", "identity_attention_control",
 ]
 
+#: The block types of the untrained-block experiment: G's post-LayerNorm BERT block, a pre-LayerNorm GPT-2 block,
+#: a pre-RMSNorm Llama block, and the BERT block with its self-attention replaced by the identity (a control).
+#: The source kind ``init`` (:mod:`aniso.sources.init`) takes them from here.
+from .names import BLOCK_KINDS  # noqa: E402 - the one list, which the registry schema reads without torch
 
 #: Block kind → the kind that is the same block with its self-attention replaced by the identity (the control of
 #: G.block-norm-fixed-point: built under the same seed, it has the same weights apart from attention).

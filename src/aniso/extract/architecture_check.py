@@ -66,7 +66,13 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     """
     from transformers import AutoConfig, AutoModel
 
-    if entry.miniature:  # the suite's own miniature: its architecture at initialisation is already tiny
+    if entry.source.kind == "miniature-text":  # the suite's byte-level BERT / GPT-2 at initialisation, small
+        from ..experiments.miniature_text import TextRecipe, build_model as build_text, byte_tokenizer
+
+        recipe = TextRecipe(entry.source.arch, seed, **(dict(hidden_size=32, num_layers=2, num_heads=4)
+                                                        | dict(entry.source.config)))
+        return build_text(recipe).eval(), byte_tokenizer(), None
+    if entry.miniature:  # the suite's own vision miniature: its architecture at initialisation is already tiny
         from ..experiments.miniature_vision import build_model, image_processor, recipe_of
 
         recipe = recipe_of(entry.source)
@@ -83,6 +89,15 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     problem = transformer_problem(entry, model_type)
     if problem:
         raise ValueError(problem)
+    if entry.needs_remote_code:  # its repository's code (opted in): here, the code its twin carries
+        from ..sources.twin import TwinError, remote_code_model
+
+        try:
+            model = remote_code_model(entry, seed)
+        except TwinError as exc:
+            raise ValueError(str(exc)) from None
+        tokenizer, processor = modality.tiny_preprocessors(entry, model.config)
+        return model, tokenizer, processor
     try:
         config = AutoConfig.for_model(model_type, **fields_)
     except ValueError as exc:
@@ -124,11 +139,23 @@ def check_architecture(entry: ModelEntry, seed: int = 0) -> ArchitectureCheck:
     res.layer_dims = [int(h.shape[1]) for h in batch.layers]
     res.n_vectors = [int(h.shape[0]) for h in batch.layers]
     expected = modality.expected_layers(model)
-    res.checks["layers"] = (expected is None or res.n_layers == expected,
-                            f"{res.n_layers} hidden states" + (f", expected {expected}" if expected else ""))
+    res.checks["layers"] = (expected is not None and res.n_layers == expected,
+                            f"{res.n_layers} hidden states, expected "
+                            + (str(expected) if expected is not None else
+                               f"an unknown number: no rule for model_type {model.config.model_type!r} in "
+                               "aniso.extract.modalities (add one)"))
     rows_alone = [sum(b.layers[i].shape[0] for b in alone) for i in range(res.n_layers)]
     want_rows = [len(inputs)] * res.n_layers if modality.one_vector_per_input else rows_alone
-    shapes_ok = res.n_vectors == want_rows and len(set(res.n_vectors)) >= 1 and all(d > 0 for d in res.layer_dims)
+    # every layer of a stack keeps every vector (padding aside): one row count per stack, none empty. A stack is the
+    # layers of one width in one part of the model (an encoder-decoder's encoder and decoder layers, named enc.i and
+    # dec.i, are two; a hierarchical vision model's stages, of growing width and fewer patches, one each); CNN maps:
+    # one row per image
+    names = modality.layer_names(model) or [str(i) for i in range(res.n_layers)]
+    stacks: dict[tuple[str, int], set[int]] = {}
+    for name, rows, dim in zip(names, res.n_vectors, res.layer_dims):
+        stacks.setdefault((name.split(".")[0] if "." in name else "", dim), set()).add(rows)
+    shapes_ok = (res.n_vectors == want_rows and len(names) == res.n_layers and min(res.n_vectors) > 0
+                 and all(len(counts) == 1 for counts in stacks.values()) and all(d > 0 for d in res.layer_dims))
     if tokenizer is not None:  # text: one row per real token of the encoder
         real = [len(ids) for ids in tokenizer(list(inputs), truncation=True, max_length=64)["input_ids"]]
         shapes_ok &= (entry.role == "encoder-decoder" or res.n_vectors[0] == sum(real))

@@ -108,10 +108,19 @@ def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.T
     return [h[mask] for h in states]
 
 
+#: model_type → (class-name suffix, output index) of the self-attention modules of models whose transformers code
+#: has no output-recording table (it still returns ``(output, attention probabilities)`` from each attention module
+#: under eager attention, the legacy ``output_attentions`` path): GPT-J, Falcon and BLOOM in transformers 5.
+_LEGACY_ATTENTION: dict[str, tuple[str, int]] = {"gptj": ("GPTJAttention", 1), "falcon": ("FalconAttention", 1),
+                                                  "bloom": ("BloomAttention", 1)}
+
+
 def _attention_targets(model) -> list[tuple[type | None, str | None, str | None, int]]:
     """(class, class-name suffix, layer name, output index) of the modules that return attention probabilities,
-    from transformers' own output-recording tables (``_can_record_outputs["attentions"]``) of every sub-model."""
-    targets = []
+    from transformers' own output-recording tables (``_can_record_outputs["attentions"]``) of every sub-model, else
+    from :data:`_LEGACY_ATTENTION` for the model types without such a table."""
+    legacy = _LEGACY_ATTENTION.get(getattr(getattr(model, "config", None), "model_type", None))
+    targets = [(None, legacy[0], None, legacy[1])] if legacy else []
     for module in model.modules():
         table = getattr(type(module), "_can_record_outputs", None)
         if not isinstance(table, dict) or table.get("attentions") is None:
@@ -293,6 +302,10 @@ def iter_text_hidden_states(
                              "decoder-only models")
         if attention_reduce is not None and getattr(model.config, "_attn_implementation", "eager") != "eager":
             model.set_attn_implementation("eager")  # a reduction of the whole map needs the map
+            if getattr(model.config, "_attn_implementation", "eager") != "eager":
+                # a model that cannot switch through transformers' attention interface (Falcon in transformers 5)
+                # reads its config's implementation at each forward: the eager branch computes the probabilities
+                model.config._attn_implementation = "eager"
     _prepare_tokenizer(tokenizer)
     device = place(model, device)
     positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)

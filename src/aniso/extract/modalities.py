@@ -20,6 +20,7 @@ To add a modality: one row here (and, if it reads a new kind of inputs, one load
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -173,6 +174,8 @@ _CNN_LAYERS: dict[str, Callable[[Any], int]] = {
     "resnet": lambda cfg: len(cfg.depths) + 1,
     "convnext": lambda cfg: len(cfg.depths) + 1,
     "cvt": lambda cfg: len(cfg.depth),
+    # the stem's output, then every MBConv block (each stage's repeats scaled by depth_coefficient, rounded up)
+    "efficientnet": lambda cfg: 1 + sum(math.ceil(cfg.depth_coefficient * n) for n in cfg.num_block_repeats),
 }
 
 

@@ -191,7 +191,8 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
 
 
 def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
-    """One recording as float32 mono 16 kHz, cut to ``max_seconds``; raises _Unusable naming the file."""
+    """One recording as float32 mono 16 kHz, cut to ``max_seconds``; raises _Unusable naming the file when it cannot
+    be read, holds a NaN or infinite sample, or is empty, too short or silent."""
     import soundfile
 
     try:
@@ -199,6 +200,9 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
         clip = _to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)]
     except Exception as exc:  # noqa: BLE001 - name the file
         raise _Unusable(f"cannot read {p}: {_line(exc)}") from None
+    bad = int(np.count_nonzero(~np.isfinite(audio)))
+    if bad:  # checked on the file's own samples: resampling would spread one NaN over its neighbours
+        raise _Unusable(f"{p} has {bad} NaN or infinite sample(s) of {audio.size}")
     if clip.size < MIN_SAMPLES or not np.any(clip):
         kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
         raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak "

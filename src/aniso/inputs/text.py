@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Corpus", "CorpusError", "load_corpus", "wikitext_paragraphs", "sample_sequences", "first_token"]
+__all__ = ["Corpus", "CorpusError", "load_corpus", "read_text_file", "corpus_paragraphs", "ALL", "wikitext_paragraphs", "sample_sequences", "first_token"]
 
 _WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
 
@@ -140,6 +140,45 @@ def _from_datasets() -> list[str] | None:
     return wikitext_paragraphs("\n".join(ds["text"]))
 
 
+#: A sample size this large means "every paragraph" (the ``paper`` profile's sizes): a smaller file is no surprise.
+ALL = 1_000_000
+
+
+def read_text_file(path: Path | str, what: str = "corpus file") -> str:
+    """The text of a UTF-8 file. Raises :class:`CorpusError` (one line, ``what`` and the path first) when it does
+    not exist, is a folder, is UTF-16 (a byte-order mark, or NUL bytes between the letters) or other binary data, or
+    is not UTF-8."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CorpusError(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise CorpusError(f"{what} {path} is a folder; it must name a text file") from None
+    except OSError as exc:
+        raise CorpusError(f"{what} {path} cannot be read ({exc.strerror or exc})") from None
+    head = data[:4096]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head.count(0) > len(head) // 4:
+        raise CorpusError(f"{what} {path} is not UTF-8 text: it is UTF-16; save it as UTF-8 (e.g. iconv -f UTF-16 "
+                          "-t UTF-8)")
+    if b"\x00" in data:
+        raise CorpusError(f"{what} {path} is not UTF-8 text: it holds NUL bytes (binary data)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{what} {path} is not UTF-8 text ({exc})") from None
+
+
+def corpus_paragraphs(path: Path | str) -> list[str]:
+    """The paragraphs of a corpus file (:func:`wikitext_paragraphs` of :func:`read_text_file`). Raises
+    :class:`CorpusError` naming the file when it cannot be read as UTF-8 text or has fewer than 2 paragraphs
+    (a blank file has none)."""
+    paragraphs = wikitext_paragraphs(read_text_file(path))
+    if len(paragraphs) < 2:
+        raise CorpusError(f"corpus file {path} has {len(paragraphs)} paragraph(s); at least 2 are needed")
+    return paragraphs
+
+
 def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reachable: bool = False) -> Corpus:
     """Load and sample the text corpus (see the module docstring for the order of sources).
 
@@ -152,23 +191,19 @@ def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reacha
 
     Raises
     ------
-    CorpusError naming the file when it is missing, not UTF-8, or has fewer than 2 paragraphs.
+    CorpusError naming the file when it is missing, a folder, UTF-16 or binary, not UTF-8, or has fewer than 2
+    paragraphs. A file with fewer paragraphs than ``n_sequences`` (below :data:`ALL`) is sampled whole, and its
+    label says how many were used and how many requested.
     """
     if path is not None:
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise CorpusError(f"corpus file {path} does not exist") from None
-        except UnicodeDecodeError as exc:
-            raise CorpusError(f"corpus file {path} is not UTF-8 text ({exc})") from None
-        paragraphs = wikitext_paragraphs(text)
-        if len(paragraphs) < 2:
-            raise CorpusError(f"corpus file {path} has {len(paragraphs)} paragraph(s); at least 2 are needed")
+        paragraphs = corpus_paragraphs(path)
         if "103" in path.name:
             name, label = "wikitext-103-validation", f"WikiText-103 validation ({path.name})"
         else:
             name, label = path.stem, f"local corpus {path.name}"
+        if len(paragraphs) < n_sequences < ALL:
+            label += f"; only {len(paragraphs)} paragraphs, {n_sequences} requested"
         return Corpus(name, label, str(path), _fingerprint(paragraphs), sample_sequences(paragraphs, n_sequences, seed),
                       len(paragraphs), seed)
     if hub_reachable:

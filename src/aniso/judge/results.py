@@ -18,15 +18,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..stats.accumulators import ModelStats, summary_dict
-from .verdicts import DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNEXPECTEDLY_HOLDS  # noqa: F401
+from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,  # noqa: F401
+                       UNEXPECTEDLY_HOLDS)
 from ..common.versions import library_versions
 
-__all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "SKIPPED",
-           "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
-           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results"]
+__all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
+           "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
+           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts",
+           "COUNT_KINDS"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class _Doc(BaseModel):
@@ -40,6 +42,9 @@ class Uncertainty(_Doc):
     ``threshold`` and ``holds_if`` the claim's rule on it; ``holds_share`` the share of the ``n_boot`` resamples in
     which the verdict holds; ``fragile`` whether the interval straddles the threshold (or the verdict flips in more
     than (1 - level) / 2 of the resamples); ``method`` what was resampled, and what was held fixed.
+    ``informative`` is False when the resamples cannot be read as an interval (every resample gave the same value:
+    ``low`` and ``high`` are then None and ``note`` says why); ``note`` also says what the interval cannot show
+    (e.g. for a test over layers: the layers, the test's own units, are not resampled).
     """
 
     statistic: str
@@ -53,6 +58,19 @@ class Uncertainty(_Doc):
     n_boot: int = 0
     level: float = 0.95
     method: str = ""
+    informative: bool = True
+    note: str = ""
+
+
+class RecordDrift(_Doc):
+    """A number of the registry's record that this run measured otherwise (:mod:`aniso.judge.records`): its
+    ``key`` (a path into ``measured``), the ``recorded`` and ``measured`` values (None: not reported by the run) and
+    the ``tolerance`` it was held to."""
+
+    key: str
+    recorded: Any = None
+    measured: Any = None
+    tolerance: str = ""
 
 
 class Sensitivity(_Doc):
@@ -78,6 +96,9 @@ class ClaimResult(_Doc):
     the registry recorded on other inputs (then it informs and does not fail; see :mod:`aniso.judge.verdicts`);
     ``skip_kind`` is ``"inputs"`` when a skip is for want of a data folder, ``"model"`` for want of weights or code,
     ``"not-applicable"`` when the claim does not apply to the model (e.g. no final normalisation to measure).
+    ``underpowered`` says why the measurement could not decide the claim at this size (None: it could);
+    ``record_drift`` lists the numbers of the registry's record that this run measured otherwise, and
+    ``record_check`` says whether the record's numbers were compared with the run's, and if not, why not.
     """
 
     claim_id: str
@@ -102,12 +123,18 @@ class ClaimResult(_Doc):
     skip_kind: str | None = None
     uncertainty: Uncertainty | None = None
     sensitivity: list[Sensitivity] = Field(default_factory=list)
+    underpowered: str | None = None
+    record_drift: list[RecordDrift] = Field(default_factory=list)
+    record_check: str | None = None
+    #: Set on the verdicts of a twin run (``aniso run ID --twin``): ``"twin: random weights, code path only"``. Such a
+    #: verdict is not judged against the registry's records and is no finding.
+    twin: str | None = None
 
 
 class RegistryRow(_Doc):
     """The registry fields of one model that the report groups and labels by (``stands_for``, ``relation``: the
     seed model a row on real weights stands for, and how; ``fine_tuned_from``: the row of the model it was
-    fine-tuned from; None for the others)."""
+    fine-tuned from; ``category``: ``beyond-paper`` for a row outside every paper category; None for the others)."""
 
     modality: str
     granularity: str
@@ -120,6 +147,7 @@ class RegistryRow(_Doc):
     stands_for: str | None = None
     relation: str | None = None
     fine_tuned_from: str | None = None
+    category: str | None = None
 
     @classmethod
     def of(cls, entry) -> "RegistryRow":
@@ -127,7 +155,7 @@ class RegistryRow(_Doc):
         return cls(modality=entry.modality, granularity=entry.granularity, architecture=entry.architecture,
                    role=entry.role, family=entry.family, description=entry.description, trained=entry.trained,
                    miniature=entry.miniature, stands_for=entry.stands_for, relation=entry.relation,
-                   fine_tuned_from=entry.fine_tuned_from)
+                   fine_tuned_from=entry.fine_tuned_from, category=entry.category)
 
 
 class ModelLayers(_Doc):
@@ -152,6 +180,9 @@ class Provenance(_Doc):
     corpus: dict[str, Any] | None = None
     inputs: list[dict[str, Any]] = Field(default_factory=list)
     profile: dict[str, Any] | None = None
+    #: A twin run's manifest: its label, and per registry row the twin's provenance (classes, seed, files, the hub
+    #: repo, revision and commit it was imported under), the rows refused and why (``aniso run ID --twin``).
+    twin: dict[str, Any] | None = None
 
 
 class NotYetExecutable(_Doc):
@@ -176,6 +207,36 @@ class ResultsDocument(_Doc):
     not_yet_executable: list[NotYetExecutable] = Field(default_factory=list)
     #: What failed the run beyond its claim results (a ``must_run`` model skipped for want of weights or code).
     run_errors: list[str] = Field(default_factory=list)
+    #: The verdicts counted by kind (:func:`verdict_counts`): findings apart from underpowered and fragile ones.
+    summary: dict[str, int] = Field(default_factory=dict)
+
+
+#: The kinds :func:`verdict_counts` counts, in the order the console and the report show them.
+COUNT_KINDS = ("holds", "findings", "underpowered", "fragile", "stale records", "skipped", "error")
+
+
+def verdict_counts(results: list[ClaimResult]) -> dict[str, int]:
+    """How many results of each kind of :data:`COUNT_KINDS`: ``holds``; ``findings`` (does not hold, expected not to
+    hold, holds against its record); ``underpowered`` (could not decide at this size: not findings); ``fragile``
+    (the verdict flips when the inputs are resampled: not findings, whatever the verdict, and counted only here);
+    ``stale records`` (results whose registry record's numbers the run measured otherwise: also counted under their
+    verdict); ``skipped``; ``error``."""
+    counts = dict.fromkeys(COUNT_KINDS, 0)
+    for r in results:
+        counts["stale records"] += bool(r.record_drift)
+        if r.uncertainty is not None and r.uncertainty.fragile:
+            counts["fragile"] += 1
+        elif r.verdict == HOLDS:
+            counts["holds"] += 1
+        elif r.verdict in (DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, UNEXPECTEDLY_HOLDS):
+            counts["findings"] += 1
+        elif r.verdict == UNDERPOWERED:
+            counts["underpowered"] += 1
+        elif r.verdict == SKIPPED:
+            counts["skipped"] += 1
+        else:
+            counts["error"] += 1
+    return counts
 
 
 def _clean(obj: Any) -> Any:

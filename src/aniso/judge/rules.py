@@ -6,11 +6,33 @@ percentile of the cosine of two isotropic Gaussian vectors in its dimension (G A
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from .. import metrics
 
 __all__ = ["significant_anisotropy", "significance_margin", "significance_alternatives", "without_first_token",
            "FIRST_TOKEN_EXCLUDED", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST",
-           "SINK_WEIGHTING", "per_sequence_share", "sink_note", "first_token_cv"]
+           "SINK_WEIGHTING", "per_sequence_share", "sink_note", "first_token_cv", "too_few_points", "bell_margin",
+           "BELL_MARGIN"]
+
+def too_few_points(c: "metrics.Correlation", what: str, alpha: float = 0.05) -> str | None:
+    """Why a correlation test ``c`` (:func:`aniso.metrics.correlation_test`) over ``what`` (e.g. "layers") that did
+    not reject could not have decided: over fewer than :func:`aniso.metrics.smallest_decidable_n` points only a
+    (nearly) perfectly ordered series reaches p < ``alpha``, or none does. None when the test rejected or could
+    have."""
+    n_min = metrics.smallest_decidable_n(c.alternative, alpha)
+    if c.p_value < alpha or c.n >= n_min:
+        return None
+    sides = 2 if c.alternative == "two-sided" else 1
+    best = sides / math.factorial(c.n)
+    region = int(math.ceil(alpha * math.factorial(c.n) / sides)) - 1
+    reach = (f"even the perfectly ordered series has p = {best:.3g}" if best >= alpha else
+             f"only the {region} most extreme of the {math.factorial(c.n)} pairings reach it")
+    return (f"{c.n} {what}: an exact {c.alternative} {c.method} test over so few points cannot decide at p < {alpha} "
+            f"({reach}); {n_min} or more would")
+
 
 #: The rule, in words, as every result states it.
 SIGNIFICANCE_RULE = "some layer has avg cos > q95(d)"
@@ -116,6 +138,19 @@ def profile_shape(profile: np.ndarray) -> dict:
     contrast = (peak - max(float(p[0]), float(p[-1]))) / peak
     return {"peak": peak, "peak_layer": k, "peak_relative_depth": depth, "first": float(p[0]), "last": float(p[-1]),
             "contrast": contrast, "bell": bool(EDGE < depth < 1 - EDGE and contrast >= CONTRAST)}
+
+
+#: The name of :func:`bell_margin` as results show it.
+BELL_MARGIN = (f"bell margin: min(contrast − {CONTRAST}, peak depth − {EDGE}, {1 - EDGE} − peak depth)")
+
+
+def bell_margin(shape: dict) -> float:
+    """The one number :data:`BELL_RULE` decides on, from a :func:`profile_shape`: the smallest of the contrast's
+    margin over :data:`CONTRAST` and the peak's relative depth's margins inside (:data:`EDGE`, 1 − EDGE). Positive
+    when the profile is bell-shaped (up to a contrast exactly at CONTRAST, which the rule counts as a bell); its sign
+    and its bootstrap interval speak of whichever part decides, the peak's position or its height."""
+    depth = shape["peak_relative_depth"]
+    return float(min(shape["contrast"] - CONTRAST, depth - EDGE, (1 - EDGE) - depth))
 
 
 #: Which mean the share of sink heads of X.attention-sink is read from (the per-sequence one is reported beside).

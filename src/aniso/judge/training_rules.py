@@ -69,18 +69,21 @@ DOT_RULE = ("|Q̄·K̄| at the last checkpoint > at step 0 for most heads (> 50%
             "heads of |Q̄·K̄|) > 0")
 
 
-def qk_dot_grows(steps: np.ndarray, dots: np.ndarray) -> tuple[bool, dict, float]:
+def qk_dot_grows(steps: np.ndarray, dots: np.ndarray, seed: int = 0) -> tuple[bool, dict, float]:
     """G §5, Fig. 14: the magnitude of Q̄_s·K̄_s grows along training.
 
-    ``steps`` (n_checkpoints,), ``dots`` (n_checkpoints, L, H). Returns ``(holds, measured, p_value)`` (the
-    Spearman test's two-sided p-value). Raises ValueError for fewer than 3 checkpoints.
+    ``steps`` (n_checkpoints,), ``dots`` (n_checkpoints, L, H). Returns ``(holds, measured, p_value)``: the
+    Spearman test's one-sided ("greater": it grows) permutation p-value over the checkpoints, exact up to
+    :data:`aniso.metrics.EXACT_MAX_N` checkpoints, else Monte Carlo seeded by ``seed``; reported beside the rule,
+    which reads the sign of rho. Raises ValueError for fewer than 3 checkpoints.
     """
     d = np.abs(np.asarray(dots, dtype=np.float64))
     mean = d.reshape(d.shape[0], -1).mean(1)
-    trend = metrics.monotonic_trend(np.asarray(steps, dtype=np.float64), mean)
+    trend = metrics.monotonic_trend(np.asarray(steps, dtype=np.float64), mean, "greater", seed=seed)
     share = float((d[-1] > d[0]).mean())
     return share > 0.5 and trend.coefficient > 0, {
         "grown_share": share, "spearman_rho": trend.coefficient, "p_value": trend.p_value,
+        "alternative": trend.alternative, "p_method": trend.p_method, "p_value_asymptotic": trend.p_value_asymptotic,
         "mean_abs_dot_first": float(mean[0]), "mean_abs_dot_last": float(mean[-1]),
         "mean_abs_dot_per_checkpoint": _r(mean)}, trend.p_value
 
@@ -148,19 +151,22 @@ GROWS_RULE = ("mean-over-layers SVD anisotropy: Spearman rho(step, value) > 0 ov
               "the last third of checkpoints < over the first third")
 
 
-def grows_then_stabilises(steps: np.ndarray, values: np.ndarray) -> tuple[bool, dict, float]:
+def grows_then_stabilises(steps: np.ndarray, values: np.ndarray, seed: int = 0) -> tuple[bool, dict, float]:
     """R §4.2, Fig. 3-4: anisotropy grows as training proceeds, then stabilises.
 
     ``steps``, ``values``: (n_checkpoints,), n >= 3 (values: mean over layers of the batch-wise SVD anisotropy).
     "Changes less" is compared on the range (max - min) within each third (:func:`thirds`). Returns ``(holds,
-    measured, p_value)``.
+    measured, p_value)``: the p-value is Spearman's one-sided ("greater") permutation p-value over the checkpoints
+    (exact up to :data:`aniso.metrics.EXACT_MAX_N`, else Monte Carlo seeded by ``seed``), reported beside the rule,
+    which reads the sign of rho.
     """
     v = np.asarray(values, dtype=np.float64)
-    trend = metrics.monotonic_trend(np.asarray(steps, dtype=np.float64), v)
+    trend = metrics.monotonic_trend(np.asarray(steps, dtype=np.float64), v, "greater", seed=seed)
     early, late = thirds(v.size)
     first_range, last_range = float(np.ptp(v[early])), float(np.ptp(v[late]))
     return trend.coefficient > 0 and last_range < first_range, {
-        "spearman_rho": trend.coefficient, "p_value": trend.p_value, "range_first_third": first_range,
+        "spearman_rho": trend.coefficient, "p_value": trend.p_value, "alternative": trend.alternative,
+        "p_method": trend.p_method, "p_value_asymptotic": trend.p_value_asymptotic, "range_first_third": first_range,
         "range_last_third": last_range, "value_first": float(v[0]), "value_last": float(v[-1]),
         "value_per_checkpoint": _r(v)}, trend.p_value
 

@@ -1,25 +1,38 @@
 """The verdict policy: from a measured verdict and the registry's expectation to a test outcome.
 
-A claim test measures whether its claim holds for one model. What that means for the test run depends on what
-the registry recorded for that model and claim, and on which inputs (corpus, recordings, photographs) it was
-recorded:
+A claim test measures whether its claim holds for one model. A measurement that does not hold is *underpowered* when
+the test could not have decided at this size: a correlation test over so few points that only a perfectly monotone
+series reaches p < 0.05 (:func:`aniso.metrics.smallest_decidable_n`), or a miniature trained on a budget the
+registry records as too small to decide the claim. What the verdict means for the test run depends on what the
+registry recorded for that model and claim, and on which inputs and at which sizes it was recorded:
 
-========================  ====================  =====================  ===========================================
-recorded (expected)       measured              inputs                 outcome
-========================  ====================  =====================  ===========================================
-nothing (= holds)         holds                 any                    pass, "holds"
-nothing (= holds)         does not hold         same as recorded       fail, "does not hold" (a new finding)
-does-not-hold             does not hold         any                    xfail, "expected not to hold" (a finding)
-does-not-hold             holds                 same as recorded       fail, "holds, expected not to"
-holds (measured)          does not hold         same as recorded       fail, "does not hold"
-any                       differs from record   other than recorded    pass, the measured verdict, marked as
-                                                                       differing from the record on other inputs
-========================  ====================  =====================  ===========================================
+========================  =====================  ========================  =====================================
+recorded (expected)       measured               inputs and sizes          outcome
+========================  =====================  ========================  =====================================
+nothing (= holds)         holds                  any                       pass, "holds"
+nothing (= holds)         does not hold          as recorded               fail, "does not hold" (a new finding)
+nothing (= holds)         underpowered           as recorded               fail, "underpowered at this size"
+                                                                           (record it as such)
+does-not-hold             does not hold          any                       xfail, "expected not to hold" (a finding)
+does-not-hold             holds                  as recorded               fail, "holds, expected not to"
+does-not-hold             underpowered           as recorded               fail, "underpowered at this size": a
+                                                                           recorded finding the test cannot make
+underpowered              does not hold          as recorded               xfail, "underpowered at this size"
+                                                                           (tracked, counted apart from findings)
+underpowered              underpowered           any                       xfail, "underpowered at this size"
+underpowered              holds                  as recorded               fail, "holds, expected not to"
+holds (measured)          does not hold          as recorded               fail, "does not hold"
+any                       differs from record    other than recorded       pass, the measured verdict, marked as
+                                                                           differing from the record on other
+                                                                           inputs or sizes
+========================  =====================  ========================  =====================================
 
 "Inputs" are a dataset identity ``<name>@<fingerprint>`` (:attr:`aniso.inputs.text.Corpus.dataset`,
 :attr:`aniso.inputs.media.MediaSet.dataset`), independent of the sample size: a verdict recorded on WikiText-103
 binds every run on WikiText-103, at the ``quick`` and the ``paper`` size alike, and informs (without failing)
-a run on another corpus. Expectations without inputs (the papers' own exceptions) bind every run.
+a run on another corpus. Expectations without inputs (the papers' own exceptions) bind every run. "Sizes" are the
+settings a record names in its ``sizes`` (e.g. a miniature's training budget): a record with sizes binds only the runs
+made at those sizes, so a verdict underpowered at the quick budget does not bind a run at a larger one.
 """
 
 from __future__ import annotations
@@ -28,14 +41,20 @@ from dataclasses import dataclass
 from enum import Enum
 
 __all__ = ["Outcome", "Decision", "decide", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS",
-           "SKIPPED", "ERROR"]
+           "UNDERPOWERED", "SKIPPED", "ERROR", "EXPECTED_VERDICTS", "MEASURED_VERDICTS"]
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold"
 EXPECTED_NOT_TO_HOLD = "expected not to hold"
 UNEXPECTEDLY_HOLDS = "holds, expected not to"
+#: A measurement that could not decide the claim at this size (too few points, too small a budget): not a finding.
+UNDERPOWERED = "underpowered at this size"
 SKIPPED = "skipped"
 ERROR = "error"
+#: What a registry record may expect.
+EXPECTED_VERDICTS = ("holds", "does-not-hold", "underpowered")
+#: Every verdict a measured claim can end with.
+MEASURED_VERDICTS = (HOLDS, DOES_NOT_HOLD, EXPECTED_NOT_TO_HOLD, UNEXPECTEDLY_HOLDS, UNDERPOWERED)
 
 
 class Outcome(str, Enum):
@@ -63,35 +82,51 @@ class Decision:
 
 
 def decide(holds: bool, expected_verdict: str | None = None, expected_reason: str = "",
-           recorded_inputs: str | None = None, run_inputs: str | None = None) -> Decision:
+           recorded_inputs: str | None = None, run_inputs: str | None = None, *, decidable: bool = True,
+           undecided: str = "", same_sizes: bool = True) -> Decision:
     """Apply the verdict policy (module docstring) to one measured verdict.
 
     Parameters
     ----------
     holds : whether the operationalised claim holds on this run's measurement
-    expected_verdict : the registry's ``"holds"`` / ``"does-not-hold"`` for this model and claim, or None (which
-        means "holds")
+    expected_verdict : the registry's ``"holds"`` / ``"does-not-hold"`` / ``"underpowered"`` for this model and
+        claim, or None (which means "holds")
     expected_reason : the registry's reason for it
     recorded_inputs : the dataset identity the expectation was recorded on, or None (binds any inputs)
     run_inputs : the dataset identity of this run's inputs, or None (unknown: treated as the recorded ones)
+    decidable : False when the measurement could not have decided the claim at this size (e.g. a test over too few
+        points); a measurement that does not hold is then *underpowered*, not a finding
+    undecided : why it could not decide (shown with the verdict)
+    same_sizes : False when the record names sizes (``sizes``) other than this run's: the record then informs and
+        does not bind, as a record on other inputs
 
     Raises ValueError for an unknown ``expected_verdict``.
     """
-    if expected_verdict not in (None, "holds", "does-not-hold"):
-        raise ValueError(f"expected verdict must be 'holds' or 'does-not-hold', got {expected_verdict!r}")
-    expects_holds = expected_verdict in (None, "holds")
-    measured = HOLDS if holds else DOES_NOT_HOLD
-    if holds == expects_holds:
-        if holds:
-            return Decision(HOLDS, Outcome.PASS)
+    if expected_verdict not in (None, *EXPECTED_VERDICTS):
+        raise ValueError(f"expected verdict must be one of {EXPECTED_VERDICTS}, got {expected_verdict!r}")
+    recorded = expected_verdict or "holds"
+    measured = HOLDS if holds else DOES_NOT_HOLD if decidable else UNDERPOWERED
+    binds = same_sizes and (recorded_inputs is None or run_inputs is None or recorded_inputs == run_inputs)
+    if recorded == "underpowered" and not holds and (binds or measured == UNDERPOWERED):
+        return Decision(UNDERPOWERED, Outcome.XFAIL, expected_reason)
+    if recorded == "holds" and holds:
+        return Decision(HOLDS, Outcome.PASS)
+    if recorded == "does-not-hold" and measured == DOES_NOT_HOLD:
         return Decision(EXPECTED_NOT_TO_HOLD, Outcome.XFAIL, expected_reason)
-    same_inputs = recorded_inputs is None or run_inputs is None or recorded_inputs == run_inputs
-    if not same_inputs:
-        record = f"recorded: {'holds' if expects_holds else 'does not hold'} on {recorded_inputs}"
+    words = {"holds": "holds", "does-not-hold": "does not hold", "underpowered": "underpowered"}[recorded]
+    if not binds:
+        where = recorded_inputs if recorded_inputs != run_inputs else "other sizes"
+        record = f"recorded: {words} on {where}"
         return Decision(measured, Outcome.PASS,
-                        f"differs from the verdict recorded on other inputs ({record}; these inputs: {run_inputs})",
+                        f"differs from the verdict recorded on other inputs or sizes ({record}; these inputs: "
+                        f"{run_inputs})" + (f"; {undecided}" if measured == UNDERPOWERED and undecided else ""),
                         record)
     if holds:
         return Decision(UNEXPECTEDLY_HOLDS, Outcome.FAIL,
-                        f"registry expects does-not-hold ({expected_reason}); now it holds")
+                        f"registry expects {expected_verdict} ({expected_reason}); now it holds")
+    if measured == UNDERPOWERED:
+        return Decision(UNDERPOWERED, Outcome.FAIL,
+                        f"{undecided or 'the test cannot decide at this size'}; the registry records {words}"
+                        + (f" ({expected_reason})" if expected_reason else "")
+                        + ": record it as verdict: underpowered, with what would decide it")
     return Decision(DOES_NOT_HOLD, Outcome.FAIL, expected_reason)

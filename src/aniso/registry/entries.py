@@ -46,7 +46,7 @@ def _source_union():
 #: A registry ``source:``: one of the schemas of the source-kind table (:data:`aniso.sources.SOURCE_KINDS`).
 Source, SOURCE_KIND_NAMES = _source_union()
 
-Verdict = Literal["holds", "does-not-hold"]
+Verdict = Literal["holds", "does-not-hold", "underpowered"]
 
 #: A dataset identity: ``<name>@<fingerprint>`` (see :mod:`aniso.judge.verdicts`).
 _INPUTS = r"^.+@[^@\s]+$"
@@ -63,13 +63,35 @@ _READS: dict[str, tuple[str, ...]] = {"text": ("text", "reactions"), "speech": (
 Relation = Literal["same", "converted", "relative"]
 RELATIONS: tuple[str, ...] = ("same", "converted", "relative")
 
+#: A row's category in the papers' own terms (``category:``), where its modality and granularity alone would put it
+#: in a paper category it does not belong to. ``beyond-paper``: a model on inputs no claim of the papers is about
+#: (e.g. a chemistry model reading reaction SMILES tokenised atom by atom, which is neither subword nor
+#: character-level *natural-language* modelling, G §3.1); its verdicts are measured and shown, apart, and count as
+#: evidence for no claim of the papers' categories.
+Category = Literal["beyond-paper"]
+
+
+def _reason_fields(reason: str) -> list[str]:
+    """The placeholders (``{name}``, ``{name:.2f}``, ``{name[key]:.3g}``) of a record's reason, by field name."""
+    import string
+
+    return [field for _, field, _, _ in string.Formatter().parse(reason) if field is not None]
+
 
 class ExpectedVerdict(Strict):
-    """What a claim is expected to give for a model, with the measured value and the reason.
+    """What a claim is expected to give for a model, with the measured values and the reason.
 
     ``inputs`` is the dataset identity (``<name>@<fingerprint>``) the verdict was measured on; when left out, a
     ``measured`` verdict was measured on the registry's ``recorded_inputs`` for the model's modality, and a
     ``paper`` verdict (the paper's own exception) binds whatever the inputs. See :mod:`aniso.judge.verdicts`.
+
+    ``measured`` holds the numbers the record rests on, as the claim reports them (keys of the result's
+    ``measured``); every run compares them with what it measures (:mod:`aniso.judge.records`). ``reason`` is a
+    template whose numbers are placeholders into ``measured`` (``"contrast {contrast:.2f}"``), rendered by
+    :attr:`text`, so the prose cannot drift from the data; a number typed into it is refused by the registry's
+    tests. ``underpowered`` records say at which ``sizes`` (settings, e.g. ``{miniature_steps: 512}``) the claim
+    could not be decided and what would decide it (``decides_at``); a record with ``sizes`` binds only the runs
+    made at those sizes.
     """
 
     verdict: Verdict
@@ -77,6 +99,33 @@ class ExpectedVerdict(Strict):
     measured: dict[str, Any] | None = None
     source: Literal["paper", "measured"] = "measured"
     inputs: str | None = Field(default=None, pattern=_INPUTS)
+    sizes: dict[str, int] | None = None
+    decides_at: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ExpectedVerdict":
+        from ..common.settings import PROFILES
+
+        unknown = sorted(set(self.sizes or {}) - set(PROFILES["quick"]))
+        if unknown:
+            raise ValueError(f"sizes names {unknown}, which are no run-profile sizes ({', '.join(PROFILES['quick'])})")
+        if self.verdict == "underpowered" and not self.decides_at:
+            raise ValueError("an underpowered record says what would decide the claim (decides_at)")
+        try:
+            self.text
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+            fields = ", ".join(_reason_fields(self.reason)) or "none"
+            raise ValueError(f"reason: a placeholder does not render from measured ({type(exc).__name__}: {exc}; "
+                             f"placeholders: {fields})") from None
+        return self
+
+    @property
+    def text(self) -> str:
+        """The reason with its placeholders rendered from ``measured``. Raises KeyError (or ValueError for a bad
+        format) if one does not render."""
+        if not _reason_fields(self.reason):
+            return self.reason
+        return self.reason.format_map(self.measured or {})
 
 
 class CheckpointSeries(Strict):
@@ -98,6 +147,15 @@ class CheckpointSeries(Strict):
         if value != "all" and (len(value) < 2 or any(b <= a for a, b in zip(value, value[1:]))):
             raise ValueError("checkpoint steps must be at least two, strictly increasing")
         return value
+
+
+class CannotRun(Strict):
+    """Why a registry row cannot run with the locked libraries (``why``) and what would make it run
+    (``would_run_with``); ``aniso list``, the report and the README show both, and its twin (``aniso run ID --twin``)
+    is refused with them rather than failing."""
+
+    why: str = Field(min_length=1)
+    would_run_with: str = Field(min_length=1)
 
 
 class ModelEntry(Strict):
@@ -125,6 +183,8 @@ class ModelEntry(Strict):
     stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     relation: Relation | None = None
     fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    category: Category | None = None
+    cannot_run: CannotRun | None = None
 
     @property
     def large(self) -> bool:
@@ -209,13 +269,15 @@ class ModelEntry(Strict):
         checkpoint series."""
         implied = {self.modality, self.granularity, self.architecture, self.role, self.family,
                    "pretrained" if self.trained else "untrained"} | ({"miniature"} if self.miniature else set()) \
-            | ({"checkpoints"} if self.checkpoints is not None else set())
+            | ({"checkpoints"} if self.checkpoints is not None else set()) \
+            | ({self.category} if self.category is not None else set())
         return frozenset(self.tags) | implied
 
-    def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> bool:
-        """True if the entry has every tag of ``all_of`` and (if given) one of ``any_of``."""
+    def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = (),
+                none_of: tuple[str, ...] = ()) -> bool:
+        """True if the entry has every tag of ``all_of``, (if given) one of ``any_of``, and none of ``none_of``."""
         tags = self.all_tags
-        return set(all_of) <= tags and (not any_of or bool(tags & set(any_of)))
+        return set(all_of) <= tags and (not any_of or bool(tags & set(any_of))) and not tags & set(none_of)
 
 
 #: Models above this many million parameters are left out of the default ``small`` model set.
@@ -228,21 +290,34 @@ MODEL_SETS = ("small", "paper", "all")
 class _RegistryFile(Strict):
     recorded_inputs: dict[InputsKind, Annotated[str, Field(pattern=_INPUTS)]] = \
         Field(default_factory=dict)
+    recorded_profile: str = "quick"
     models: list[ModelEntry]
+
+    @field_validator("recorded_profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        from ..common.settings import PROFILES
+
+        if value not in PROFILES:
+            raise ValueError(f"recorded_profile {value!r} is no run profile ({', '.join(PROFILES)})")
+        return value
 
 
 class Registry:
     """A validated set of :class:`ModelEntry`, in file order.
 
     ``recorded_inputs`` maps a modality to the dataset identity (``<name>@<fingerprint>``) on which the registry's
-    measured expectations, and the implicit "holds" of every claim, were recorded.
+    measured expectations, and the implicit "holds" of every claim, were recorded; ``recorded_profile`` is the run
+    profile (:data:`aniso.common.settings.PROFILES`) at whose sizes the records' numbers were measured, which a run
+    at those sizes compares with its own (:mod:`aniso.judge.records`).
     """
 
     def __init__(self, entries: list[ModelEntry], path: Path | None = None,
-                 recorded_inputs: dict[str, str] | None = None):
+                 recorded_inputs: dict[str, str] | None = None, recorded_profile: str = "quick"):
         self.entries = list(entries)
         self.path = path
         self.recorded_inputs = dict(recorded_inputs or {})
+        self.recorded_profile = recorded_profile
         seen: set[str] = set()
         for i, e in enumerate(self.entries):
             if e.id in seen:
@@ -274,9 +349,10 @@ class Registry:
             return expected, expected.inputs
         return expected, self.recorded_inputs.get(entry.measured_on or entry.modality)
 
-    def select(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = ()) -> list[ModelEntry]:
+    def select(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = (),
+               none_of: tuple[str, ...] = ()) -> list[ModelEntry]:
         """Entries matching the tags (see :meth:`ModelEntry.matches`), in file order."""
-        return [e for e in self.entries if e.matches(all_of, any_of)]
+        return [e for e in self.entries if e.matches(all_of, any_of, none_of)]
 
     def model_set(self, spec: str) -> tuple["Registry", list[ModelEntry]]:
         """The entries a run takes under setting ``models``, and the entries it leaves out.
@@ -307,7 +383,8 @@ class Registry:
                 raise RegistryError(f"{self.path}: model set {part!r} is no named set ({', '.join(MODEL_SETS)}), "
                                     f"registry id or tag{hint}")
         kept = [e for e in self.entries if e.id in chosen]
-        return Registry(kept, self.path, self.recorded_inputs), [e for e in self.entries if e.id not in chosen]
+        return (Registry(kept, self.path, self.recorded_inputs, self.recorded_profile),
+                [e for e in self.entries if e.id not in chosen])
 
 
 def _did_you_mean(key: str) -> str:
@@ -375,17 +452,39 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
                                 + (f" that stands for {seed.stands_for!r}" if seed.stands_for else ""))
 
 
+def _loader():
+    """libyaml's safe loader (10x faster than the pure-Python one) with mappings that refuse a key given twice: YAML
+    keeps the last of two equal keys, so a record or a field written twice would silently lose the first."""
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return base.construct_mapping(loader, node, deep)
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
+
+
 def load_registry(path: Path | str) -> Registry:
     """Read and validate a registry file.
 
     Raises
     ------
     RegistryError with a one-line message naming the file, the entry (index and
-    id) and the field, for a missing file, bad YAML or a schema violation.
+    id) and the field, for a missing file, bad YAML (a key given twice included) or a schema violation.
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_loader())
     except FileNotFoundError:
         raise RegistryError(f"{path}: registry file not found") from None
     except yaml.YAMLError as exc:
@@ -396,6 +495,6 @@ def load_registry(path: Path | str) -> Registry:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
         raise RegistryError(_format_error(path, raw, err)) from None
-    registry = Registry(parsed.models, path, parsed.recorded_inputs)
+    registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile)
     _check_stands_for(registry.entries, path)
     return registry

@@ -13,18 +13,20 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..judge.results import ResultsDocument, read_results
+from ..judge.results import ResultsDocument, read_results, verdict_counts
+from .figures import Png, pyplot
 from .figures import png as _png
-from .figures import pyplot
 
-__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "FINDING_VERDICTS", "verdict_matrix",
-           "interval_text", "common_wording"]
+__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "refs_overlap", "FINDING_VERDICTS",
+           "UNDERPOWERED_VERDICTS", "verdict_matrix", "report_figures", "interval_text", "common_wording",
+           "public_text", "without_model_id"]
 
 VERDICT_CLASS = {
     "holds": "holds",
     "does not hold": "fails",
     "expected not to hold": "expected",
     "holds, expected not to": "fails",
+    "underpowered at this size": "underpowered",
     "skipped": "skipped",
     "error": "fails",
 }
@@ -84,26 +86,37 @@ def layer_figure(model_id: str, model_doc: dict) -> str:
 
 
 #: Verdicts that are findings (a claim that does not hold for a model, recorded or new) or faults, listed first.
+#: "underpowered at this size" is none of them: it is listed apart (UNDERPOWERED_VERDICTS).
 FINDING_VERDICTS = ("expected not to hold", "does not hold", "holds, expected not to", "error")
+UNDERPOWERED_VERDICTS = ("underpowered at this size",)
 
 _FIG_REF = re.compile(r"\b([GRS]) Fig\. ((?:\d+[a-z]?(?:\s*[-–/]\s*\d*[a-z]?)?(?:\s*(?:,|and)\s*)?)+)")
 
 
 def figure_refs(text: str, paper: str | None = None) -> set[tuple[str, str]]:
-    """The (paper letter, figure number) pairs a caption or a claim's figure field names, e.g. ``"G Fig. 12,
-    21-22"`` -> {(G, 12), (G, 21), (G, 22)}; letters are kept (``6a``) and also given bare (``6``). ``paper``
-    prefixes a bare ``Fig. ...`` (a claim's own figure field). A caption "beyond G Fig. ..." is the suite's own."""
+    """The (paper letter, figure) pairs a caption or a claim's figure field names, as written, e.g. ``"G Fig. 12,
+    21-22, 3a"`` -> {(G, 12), (G, 21), (G, 22), (G, 3a)}. ``paper`` prefixes a bare ``Fig. ...`` (a claim's own
+    figure field). A caption "beyond G Fig. ..." is the suite's own. Compare two sets with :func:`refs_overlap`."""
     text = text.replace("beyond G Fig.", "S Fig.")
     if paper is not None:
         text = re.sub(r"(?<![GRS] )\bFig\.", f"{paper} Fig.", text)
     refs: set[tuple[str, str]] = set()
     for letter, items in _FIG_REF.findall(text):
         for a, b in re.findall(r"(\d+[a-z]?)(?:\s*[-–]\s*(\d+))?", items):
-            num = int(re.match(r"\d+", a).group())
-            refs |= {(letter, a), (letter, str(num))}
+            refs.add((letter, a))
             if b:
+                num = int(re.match(r"\d+", a).group())
                 refs |= {(letter, str(n)) for n in range(num, int(b) + 1)}
     return refs
+
+
+def refs_overlap(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> bool:
+    """Whether two sets of :func:`figure_refs` name a common figure: the same one (``3a`` and ``3a``), or a figure and
+    one of its panels (``3`` and ``3a``); two panels of one figure (``3a``, speech, and ``3b``, vision) are not."""
+    def bare(fig: str) -> str:
+        return re.match(r"\d+", fig).group()
+
+    return any(p == q and (f == g or f == bare(g) or g == bare(f)) for p, f in a for q, g in b)
 
 
 def _claim_figures(claims: list[dict], figures: list[tuple[str, str]]) -> tuple[dict[str, list], list]:
@@ -115,7 +128,7 @@ def _claim_figures(claims: list[dict], figures: list[tuple[str, str]]) -> tuple[
         refs = figure_refs(caption)
         named = [c["id"] for c in claims if caption.startswith(c["id"] + " ") or caption.startswith(c["id"] + ":")]
         for c in claims:
-            if (c["id"] in named) if named else refs & figure_refs(c["figure"], c["id"].split(".")[0]):
+            if (c["id"] in named) if named else refs_overlap(refs, figure_refs(c["figure"], c["id"].split(".")[0])):
                 if i in placed:
                     beside[c["id"]].append({"caption": caption, "anchor": f"fig-{i}", "png": None})
                 else:
@@ -141,12 +154,62 @@ def _num(v) -> str:
     return "—" if v is None else (f"{v:.4g}" if isinstance(v, float) else str(v))
 
 
+#: An absolute path of two components or more (``/root/.cache/huggingface/hub``), not part of a URL, a relative path
+#: or a ratio (``σ₁²/Σσᵢ²``).
+_ABS_PATH = re.compile(r"(?<![\w.:/~-])/(?:[\w.@+~-]+/)+[\w.@+~-]*")
+_HOME = re.compile(r"^/(?:root|home/[^/]+|Users/[^/]+)/")
+
+
+def _public_path(path: str) -> str:
+    if _HOME.match(path):
+        return _HOME.sub("~/", path)
+    if "/site-packages/" in path:
+        return "site-packages/" + path.split("/site-packages/", 1)[1]
+    parts = [p for p in path.split("/") if p]
+    return "…/" + "/".join(parts[-2:] if len(parts) > 2 else parts[-1:])
+
+
+def public_text(text: str) -> str:
+    """``text`` with the absolute paths of the machine it ran on shortened to what reads the same anywhere: under a
+    home folder ``~/...`` (``/root/.cache/huggingface/hub`` -> ``~/.cache/huggingface/hub``), in an installed
+    package ``site-packages/...``, elsewhere the last two parts (``/work/run-7/models.yaml`` ->
+    ``…/run-7/models.yaml``). Relative paths, URLs and ratios (``σ₁²/Σσᵢ²``) are left as they are. The report
+    shows every text through it; ``results.json`` keeps the full paths."""
+    return _ABS_PATH.sub(lambda m: _public_path(m.group()), text)
+
+
+def _public(value):
+    """``value`` (a part of results.json as plain data) with :func:`public_text` applied to every string in it."""
+    if isinstance(value, str):
+        return public_text(value)
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return value
+
+
+def without_model_id(reason: str, model_id: str | None) -> str:
+    """A skip reason without the model id it starts with (the report names the model beside it):
+    ``"gpt2: not cached here"`` -> ``"not cached here"``, ``"bert.step0: not cached"`` -> ``"step0: not cached"``
+    for model ``bert``; any other reason as it is."""
+    if not model_id or not reason.startswith(model_id):
+        return reason
+    rest = reason[len(model_id):]
+    if rest.startswith(": "):
+        return rest[2:]
+    if rest[:1] in (".", "@", "/") and ": " in rest:
+        return rest[1:]
+    return reason
+
+
 def interval_text(result: dict) -> str | None:
     """The bootstrap interval of a result (a ``ClaimResult`` as a dict) as ``"[low, high]"``; ``"n/a (one
     input)"`` when it rests on fewer than two inputs (``n_items`` < 2: resampling one input gives back that input);
-    None when the result has no interval."""
+    None when the result has no interval, or one that is not informative (every resample gave the same value: its
+    ``note`` says why, and it is never printed as an interval)."""
     u = result.get("uncertainty") or {}
-    if u.get("low") is None or u.get("high") is None:
+    if u.get("low") is None or u.get("high") is None or u.get("informative") is False:
         return None
     if result.get("n_items") is not None and result["n_items"] < 2:
         return "n/a (one input)"
@@ -173,32 +236,32 @@ def _deciding(r: dict) -> str:
 
 #: Matrix cell symbol per verdict (the colour class comes from VERDICT_CLASS).
 SYMBOL = {"holds": "✓", "does not hold": "✗", "expected not to hold": "(✗)", "holds, expected not to": "✓!",
-          "error": "!", "skipped": "·"}
+          "underpowered at this size": "≈", "error": "!", "skipped": "·"}
 
 
 def verdict_matrix(claims: list[dict], results: list[dict], models: dict, registry: dict,
                    not_run: dict[str, str]) -> dict:
     """The claim x model verdict matrix: ``rows`` (claims grouped by paper and section, each with one cell per
-    column), ``groups`` (column groups of run models by report group: (title, [model ids])), ``not_here`` (models
-    not run here, a folded group), ``model_free`` (whether a column for claims without a model is needed).
+    column), ``groups`` (column groups of run models by report group: (short title, [model ids], full title)),
+    ``not_here`` (models not run here, a folded group), ``model_free`` (whether a column for claims without a model
+    is needed).
 
     A cell holds the verdict's symbol, colour class, whether it is fragile, the deciding number (hover text) and
     the anchor of the result in the claim's section; a (claim, model) with several results shows the first one
     that is not skipped and says how many there are."""
-    from .modalities import GROUPS, entry_of, group_of
+    from .modalities import GROUP_SHORT, GROUPS, entry_of, group_of
 
     titles = {k: t for k, t, _ in GROUPS}
     order = {k: i for i, (k, _, _) in enumerate(GROUPS)}
     run = sorted({r["model_id"] for r in results if r["model_id"] and r["verdict"] != "skipped"},
                  key=lambda m: (order.get(group_of(entry_of(m, models.get(m) or {}, registry)), 99), m))
-    groups: list[tuple[str, list[str]]] = []
+    groups: list[tuple[str, list[str], str]] = []
     for m in run:
         key = group_of(entry_of(m, models.get(m) or {}, registry))
-        title = titles.get(key, key).split(" (")[0].split(":")[0]
-        if groups and groups[-1][0] == title:
+        if groups and groups[-1][0] == GROUP_SHORT.get(key, key):
             groups[-1][1].append(m)
         else:
-            groups.append((title, [m]))
+            groups.append((GROUP_SHORT.get(key, key), [m], titles.get(key, key)))
     model_free = any(r["model_id"] is None for r in results)
     columns = run + ([None] if model_free else [])
     by_pair: dict[tuple, list[dict]] = {}
@@ -299,19 +362,40 @@ def fine_tuning_pairs(models: dict, registry: dict) -> list[dict]:
 
 
 def render_html(document: ResultsDocument) -> str:
-    """The report page for a results document (as read by :func:`aniso.judge.results.read_results`): a summary (claims
-    executable and run, verdict counts, the findings and fragile verdicts with links to their evidence), then one
-    section per claim (its verdicts with their intervals, the skipped models in one line each, its figures
-    beside), the models not run here, the layer-wise tables, the experiments, and the provenance at the end."""
-    from ..registry.catalog import CLAIMS
-
+    """The report page for a results document (as read by :func:`aniso.judge.results.read_results`). It reads
+    top-down: the verdict matrix first (a row per claim with its statement, a column per model, a cell per verdict
+    linking to it), then a summary (verdict counts, the findings and fragile verdicts, one line per claim and
+    verdict), then one section per claim (its verdicts counted; opened, the verdicts with their intervals, the
+    skipped models with their reasons, its figures), the models not run here, the layer-wise tables, the
+    experiments, and the provenance at the end. Long parts are collapsed (``<details>``), and a link into one opens
+    it. Every text is escaped and its machine paths shortened (:func:`public_text`); each model has one colour in
+    every figure (:func:`aniso.report.modalities.model_styles`)."""
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["num"] = _num
+    return env.get_template("report.html.j2").render(**_page(document))
+
+
+def report_figures(document: ResultsDocument) -> list[tuple[str, Png]]:
+    """Every figure the page of ``document`` embeds, as (caption, :class:`~aniso.report.figures.Png`): beside the
+    claims, across models, layer-wise per model. Each :class:`Png` says which texts overlap (drawn inside
+    :func:`~aniso.report.figures.checked`) and which colour each model was drawn in."""
+    from .figures import checked
+
+    with checked():
+        page = _page(document)
+    out = [(f["caption"], f["png"]) for c in page["claims"] for f in c["figures"] if f["png"]]
+    out += [(f["caption"], f["png"]) for f in page["other_figures"] + page["overview"]]
+    return out + [(f"layer-wise statistics of {mid}", png) for mid, png in page["layer_figures"].items()]
+
+
+def _page(document: ResultsDocument) -> dict:
+    """The template's context for the page of ``document`` (figures drawn)."""
+    from ..registry.catalog import CLAIMS
     from .blocks import block_figures
     from .modalities import P_FLOOR, drift_pvalue_figure, modality_figures, profile_figure
     from .training import training_figures
 
-    doc = document.model_dump(mode="json")
+    doc = _public(document.model_dump(mode="json"))  # no machine path reaches the page
     results = doc["results"]
     registry = doc["registry"]
     for i, r in enumerate(results):
@@ -319,24 +403,36 @@ def render_html(document: ResultsDocument) -> str:
         r["scalars"] = _scalars(r["measured"])
         r["notes"] = _notes(r["measured"])
         r["interval"] = interval_text(r)
+        if r["reason"]:
+            r["reason"] = without_model_id(r["reason"], r["model_id"])
     counts: dict[str, int] = {}
     for r in results:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     block_docs = doc["experiments"].get("untrained_block", {})
     training = doc["experiments"].get("training", {})
     from .counter import counter_figures
-
+    from .modalities import model_styles
     from .overview import overview_figures
 
+    # one colour per model in every figure: every model, series and block the page draws or names
+    styles = model_styles({*doc["models"], *training, *block_docs,
+                           *(r["model_id"] for r in results if r["model_id"] and r["verdict"] != "skipped")},
+                          doc["models"], registry)
     claim_ids = [c for c in CLAIMS if any(r["claim_id"] == c for r in results)]
     claim_ids += sorted({r["claim_id"] for r in results} - set(claim_ids))
     claims = [{"id": c, "statement": CLAIMS[c].statement if c in CLAIMS else "", "paper": CLAIMS[c].paper if c in
                CLAIMS else "", "section": CLAIMS[c].section if c in CLAIMS else "",
                "figure": CLAIMS[c].figure if c in CLAIMS else ""} for c in claim_ids]
-    figures = (modality_figures(doc["models"], registry, _measured_by_figure(claims, results))
+    for c in claims:  # a claim outside the catalogue says what its results say
+        if not c["statement"]:
+            first = next(r for r in results if r["claim_id"] == c["id"])
+            c.update(statement=first["statement"], paper=first["paper"], section=first["section"],
+                     figure=first["figure"])
+    figures = (modality_figures(doc["models"], registry, _measured_by_figure(claims, results), styles)
                + drift_pvalue_figure(document.results, doc["models"], registry)
-               + profile_figure(doc["models"], registry) + block_figures(block_docs)
-               + training_figures(training, registry) + counter_figures(doc["models"], training))
+               + profile_figure(doc["models"], registry, styles) + block_figures(block_docs, styles)
+               + training_figures(training, registry, styles)
+               + counter_figures(doc["models"], training, registry, styles))
     beside, other_figures = _claim_figures(claims, figures)
     for c in claims:
         mine = [r for r in results if r["claim_id"] == c["id"]]
@@ -344,8 +440,11 @@ def render_html(document: ResultsDocument) -> str:
         c["skipped"] = [r for r in mine if r["verdict"] == "skipped"]
         c["figures"] = beside[c["id"]]
         c["rule"] = next((r["rule"] for r in c["rows"] if r["rule"]), "")
-    findings = [r for r in results if r["verdict"] in FINDING_VERDICTS]
-    fragile = [r for r in results if (r.get("uncertainty") or {}).get("fragile")]
+        c["tally"] = _tally(mine)
+    findings = [r for r in results if r["verdict"] in FINDING_VERDICTS and not r.get("twin")]  # a twin finds nothing
+    fragile = [r for r in results if (r.get("uncertainty") or {}).get("fragile") and not r.get("twin")]
+    underpowered = [r for r in results if r["verdict"] in UNDERPOWERED_VERDICTS and not r.get("twin")]
+    stale = [r for r in results if r.get("record_drift")]
     sensitive = [(r, alt) for r in results for alt in r.get("sensitivity") or [] if alt["differs"]]
     run_models = {r["model_id"] for r in results if r["verdict"] != "skipped"}
     not_run: dict[str, str] = {}
@@ -359,18 +458,30 @@ def render_html(document: ResultsDocument) -> str:
     matrix = verdict_matrix(claims, results, doc["models"], registry, not_run)
     stands = stands_for_labels(registry)
     overview = [{"caption": cap, "anchor": f"overview-{i}", "png": png}
-                for i, (cap, png) in enumerate(overview_figures(doc["models"], registry))]
-    template = env.get_template("report.html.j2")
-    return template.render(
+                for i, (cap, png) in enumerate(overview_figures(doc["models"], registry, styles))]
+    return dict(
         matrix=matrix, overview=overview, grouped_findings=_grouped_findings(claims, findings, fragile),
         prov=doc["provenance"], schema_version=doc["schema_version"], results=results, claims=claims,
         summary=summary, counts=counts, findings=findings, fragile=fragile, not_run=not_run, sensitive=sensitive,
         other_figures=other_figures, layer_figures={mid: layer_figure(mid, m) for mid, m in doc["models"].items()},
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
-        missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS,
+        missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS, symbol=SYMBOL,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
-        stands=stands, fine_tuning=fine_tuning_pairs(doc["models"], registry),
+        stands=stands, fine_tuning=fine_tuning_pairs(doc["models"], registry), underpowered=underpowered,
+        stale=stale, kinds=verdict_counts(document.results),
     )
+
+
+def _tally(results: list[dict]) -> list[tuple[str, str, str, int]]:
+    """(verdict, colour class, matrix symbol, count) of a claim's results, in the order of :data:`SYMBOL`, for the
+    one line under the claim's heading; a fragile verdict is counted apart as ("fragile", ...)."""
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    out = [(v, VERDICT_CLASS.get(v, ""), SYMBOL[v], counts.pop(v)) for v in SYMBOL if v in counts]
+    out += [(v, VERDICT_CLASS.get(v, ""), "?", n) for v, n in counts.items()]
+    n_fragile = sum(1 for r in results if (r.get("uncertainty") or {}).get("fragile"))
+    return out + ([("fragile", "fragile", "?", n_fragile)] if n_fragile else [])
 
 
 def _measured_by_figure(claims: list[dict], results: list[dict]) -> dict[str, set[str]]:
@@ -380,7 +491,7 @@ def _measured_by_figure(claims: list[dict], results: list[dict]) -> dict[str, se
     out: dict[str, set[str]] = {}
     for key, _, figure in GROUPS:
         refs = figure_refs(figure)
-        ids = {c["id"] for c in claims if refs and refs & figure_refs(c["figure"], c["id"].split(".")[0])}
+        ids = {c["id"] for c in claims if refs and refs_overlap(refs, figure_refs(c["figure"], c["id"].split(".")[0]))}
         out[key] = {r["model_id"] for r in results if r["claim_id"] in ids and r["model_id"]
                     and r["verdict"] != "skipped"}
     return out
@@ -391,7 +502,7 @@ def _missing_inputs(results: list[dict]) -> list[tuple[str, int, list[str]]]:
     out: dict[str, tuple[int, set]] = {}
     for r in results:
         if r.get("skip_kind") == "inputs":
-            reason = r["reason"].split(": ", 1)[-1]
+            reason = without_model_id(r["reason"], r["model_id"])
             n, ids = out.get(reason, (0, set()))
             out[reason] = (n + 1, ids | {r["model_id"]})
     return [(reason, n, sorted(i for i in ids if i)) for reason, (n, ids) in out.items()]

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from .figures import png as _png
 from .figures import pyplot as _plt
+from .figures import symlog
+from .modalities import Palette, model_styles
 
 __all__ = ["block_figures"]
 
@@ -43,8 +45,7 @@ def _grid(blocks: dict[str, list[dict]], rows: list[tuple[str, Callable]], title
         for i, (ylabel, draw) in enumerate(rows):
             ax = axes[i + j // wrap][j % wrap] if wrap != len(ids) else axes[i][j]
             draw(ax, blocks[bid])
-            ax.set_xscale("symlog", linthresh=0.5)
-            ax.set_xlim(left=0)
+            symlog(ax, 0.5)
             ax.grid(alpha=0.3)
             if i == 0:
                 ax.set_title(bid, fontsize=9)
@@ -118,8 +119,9 @@ def _score_histograms(blocks: dict[str, list[dict]]) -> str:
     return out
 
 
-def _comparison(blocks: dict[str, list[dict]]) -> str:
-    """All block kinds on shared axes (mean over seeds): what comes from attention, what from normalisation."""
+def _comparison(blocks: dict[str, list[dict]], styles: Palette) -> str:
+    """All block kinds on shared axes (mean over seeds), each block in its colour: what comes from attention, what
+    from normalisation."""
     plt = _plt()
     panels = [
         ("E||T(x+b)|| / E||x+b||", lambda s: [o / i for o, i in zip(_series(s, "output_mean_norm"),
@@ -132,14 +134,13 @@ def _comparison(blocks: dict[str, list[dict]]) -> str:
     fig, grid = plt.subplots(2, 2, figsize=(10, 6.4))
     axes = [a for row in grid for a in row]
     for ax, (label, fn, logy) in zip(axes, panels):
-        for c, (bid, sweeps) in enumerate(blocks.items()):
+        for bid, sweeps in blocks.items():
             ys = [fn(s) for s in sweeps]
             if all(math.isnan(v) for y in ys for v in y):
                 continue
             mean = [sum(col) / len(col) for col in zip(*ys)]
-            ax.plot(_norms(sweeps[0]), mean, "o-", ms=2.5, color=f"C{c}", label=bid)
-        ax.set_xscale("symlog", linthresh=0.5)
-        ax.set_xlim(left=0)
+            ax.plot(_norms(sweeps[0]), mean, ms=2.5, label=bid, **styles[bid])
+        symlog(ax, 0.5)
         if logy:
             ax.set_yscale("log")
         ax.set_title(label, fontsize=9)
@@ -155,10 +156,12 @@ def _comparison(blocks: dict[str, list[dict]]) -> str:
     return out
 
 
-def block_figures(blocks: dict[str, list[dict]]) -> list[tuple[str, str]]:
-    """(caption, base64 PNG) for G Fig. 6a, 6b, 7, 8a/8b, 9, 10 and the block-type comparison."""
+def block_figures(blocks: dict[str, list[dict]], styles: Palette | None = None) -> list[tuple[str, str]]:
+    """(caption, base64 PNG) for G Fig. 6a, 6b, 7, 8a/8b, 9, 10 and the block-type comparison, where each block is
+    drawn in its colour (``styles``, :func:`~aniso.report.modalities.model_styles`; default: of the blocks)."""
     if not blocks:
         return []
+    styles = styles if styles is not None else model_styles(blocks)
     figs = [
         ("G Fig. 6a: avg cos of inputs x+b and outputs T(x+b)",
          _grid(blocks, [("avg cos", _lines([("input_mean_cos", "C0", "inputs x+b"),
@@ -178,6 +181,7 @@ def block_figures(blocks: dict[str, list[dict]]) -> list[tuple[str, str]]:
         ("G Fig. 10: per-sequence extremes of the attention map, mean over sequences and heads",
          _grid(blocks, [("softmax value", _lines([("seq_max", "C3", "sequence max"), ("seq_min", "C0", "sequence min")],
                                                  logy=True))], "Fig. 10", attention_only=True)),
-        ("Block types compared: which effects come from attention, which from normalisation", _comparison(blocks)),
+        ("Block types compared: which effects come from attention, which from normalisation",
+         _comparison(blocks, styles)),
     ]
     return figs

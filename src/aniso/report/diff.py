@@ -6,6 +6,10 @@ whose new value lies outside the old run's interval, or the old value outside th
 resampling noise of either run. Without intervals, the scalar numbers of ``measured`` are compared, and one that
 differs by more than ``rel_tol`` is reported as a number change "without interval".
 
+A *record* change is a registry record whose numbers one run measured otherwise than recorded (stale, see
+:mod:`aniso.judge.records`) and the other did not, or whose stale numbers differ between the runs: the new run
+flags every record it finds stale, so that a stale record is never read as a confirmed finding.
+
 Two runs over different model sets (a one-model ``aniso run`` against a full ``pytest claims/``) share only some
 results; ``common_only`` compares just those and :func:`left_aside` counts the rest, instead of listing every
 result of the larger run as added or removed.
@@ -23,7 +27,8 @@ __all__ = ["Change", "diff_results", "format_diff", "left_aside", "model_sets"]
 
 @dataclass(frozen=True)
 class Change:
-    """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"added"`` or ``"removed"``;
+    """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"record"``, ``"added"`` or
+    ``"removed"``;
     ``claim_id``, ``model_id`` and ``test`` say where; ``old`` and ``new`` what (in words)."""
 
     kind: str
@@ -44,6 +49,11 @@ def _outside(value: float | None, low: float | None, high: float | None) -> bool
 
 def _scalars(measured: dict) -> dict[str, float]:
     return {k: float(v) for k, v in measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _stale(r: ClaimResult) -> str:
+    """A result's stale record numbers in words ("" when none)."""
+    return "; ".join(f"{d.key} recorded {d.recorded}, measured {d.measured}" for d in r.record_drift)
 
 
 def model_sets(old: ResultsDocument, new: ResultsDocument) -> tuple[set[str], set[str]]:
@@ -77,8 +87,15 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
             continue
         if a.verdict != b.verdict:
             changes.append(Change("verdict", *where, a.verdict, b.verdict))
+        stale_a, stale_b = _stale(a), _stale(b)
+        if stale_b and stale_a != stale_b:
+            changes.append(Change("record", *where, stale_a or "record's numbers reproduced",
+                                  f"stale record: {stale_b}"))
+        elif stale_a and not stale_b:
+            changes.append(Change("record", *where, f"stale record: {stale_a}", "record's numbers reproduced"))
         ua, ub = a.uncertainty, b.uncertainty
-        if ua is not None and ub is not None and ua.low is not None and ub.low is not None:
+        if ua is not None and ub is not None and ua.low is not None and ub.low is not None and ua.informative \
+                and ub.informative:
             if _outside(ub.value, ua.low, ua.high) or _outside(ua.value, ub.low, ub.high):
                 changes.append(Change("number", *where, f"{ua.statistic} {ua.value:.4g} [{ua.low:.4g}, {ua.high:.4g}]",
                                       f"{ub.value:.4g} [{ub.low:.4g}, {ub.high:.4g}]"))
@@ -101,7 +118,8 @@ def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "n
     """The changes as a table, with a one-line count first."""
     from tabulate import tabulate
 
-    counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "added", "removed")}
+    counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "record", "added",
+                                                              "removed")}
     head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \
         f"{old_name} -> {new_name}: no verdict or number changed"
     if not changes:

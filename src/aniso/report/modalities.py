@@ -14,7 +14,8 @@ from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
 
-__all__ = ["GROUPS", "group_of", "entry_of", "group_members", "modality_figures", "drift_pvalue_figure", "profile_figure", "P_FLOOR"]
+__all__ = ["GROUPS", "GROUP_SHORT", "group_of", "entry_of", "group_members", "model_styles", "Palette",
+           "modality_figures", "drift_pvalue_figure", "profile_figure", "P_FLOOR"]
 
 #: Report groups in order: (key, title, figure of G).
 GROUPS = (
@@ -27,8 +28,14 @@ GROUPS = (
      "papers' models)", "beyond G Fig. 3b vs 4"),
     ("text-miniature", "Text miniatures pre-trained by this suite: byte-level BERT and GPT-2 (not the papers' models)",
      "G §5, R §4"),
+    ("beyond-paper", "Beyond the papers: chemistry models on reaction SMILES, tokenised atom by atom (counted in no "
+     "paper category)", "no figure of the papers"),
 )
 
+#: A report group in a few words (the verdict matrix's column groups, the legends of the figures across models).
+GROUP_SHORT = {"text-subword": "subword text", "text-char": "char/byte text", "speech": "speech",
+               "vision-transformer": "ViTs", "vision-cnn": "CNNs", "vision-miniature":
+               "vision miniatures", "text-miniature": "text miniatures", "beyond-paper": "beyond the papers"}
 
 #: (modality, subword text?, CNN?, miniature?) → report group; anything else is grouped by its modality.
 _GROUP_OF = {("text", True, False, False): "text-subword", ("text", False, False, False): "text-char",
@@ -38,8 +45,11 @@ _GROUP_OF = {("text", True, False, False): "text-subword", ("text", False, False
 
 
 def group_of(entry: dict) -> str:
-    """The report group of a registry row (its ``modality``, ``granularity``, ``architecture`` and ``miniature``
-    fields, as in :class:`aniso.judge.results.RegistryRow`)."""
+    """The report group of a registry row (its ``modality``, ``granularity``, ``architecture``, ``miniature`` and
+    ``category`` fields, as in :class:`aniso.judge.results.RegistryRow`): a ``beyond-paper`` row is grouped apart,
+    whatever its modality and granularity."""
+    if entry.get("category") == "beyond-paper":
+        return "beyond-paper"
     m = entry.get("modality")
     key = (m, m == "text" and entry.get("granularity") == "subword", entry.get("architecture") == "cnn",
            bool(entry.get("miniature")))
@@ -52,9 +62,51 @@ def entry_of(model_id: str, doc: dict, registry: dict | None = None) -> dict:
     return doc.get("entry") or (registry or {}).get(model_id) or {}
 
 
-def _style(i: int) -> dict:
-    """Colour and line style of the i-th curve of a figure: ten colours, then the same with another dash."""
-    return {"color": f"C{i % 10}", "ls": ("-", "-.", ":")[(i // 10) % 3]}
+#: Per report group, a family of shades (a matplotlib colormap and the part of it used, light to dark): each model
+#: of the group takes one shade, so the figures across models read by group and each model keeps its own colour.
+_SHADES = {"text-subword": ("Blues", 0.5, 0.95), "text-char": ("Purples", 0.5, 0.95), "speech": ("Greens", 0.5, 0.9),
+           "vision-transformer": ("Oranges", 0.45, 0.75), "vision-cnn": ("Reds", 0.65, 0.95),
+           "vision-miniature": ("YlOrBr", 0.7, 1.0), "text-miniature": ("RdPu", 0.45, 0.9),
+           "beyond-paper": ("Greys", 0.5, 0.9)}
+#: Shade families of the groups beyond :data:`GROUPS` (other modalities), in order of appearance.
+_MORE_SHADES = (("GnBu", 0.55, 0.95), ("YlGn", 0.55, 0.95), ("PuBuGn", 0.55, 0.95))
+_LINES = ("-", "--", "-.", ":")
+_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+
+
+class Palette(dict):
+    """Model id -> matplotlib style (``color``, ``ls``, ``marker``, ``gid``), as :func:`model_styles` makes it; a
+    model it does not know is drawn grey (never another model's colour)."""
+
+    def __missing__(self, model_id: str) -> dict:
+        return {"color": "0.45", "ls": "-", "marker": ".", "gid": model_id}
+
+
+def model_styles(ids, models: dict | None = None, registry: dict | None = None) -> Palette:
+    """The one colour of each model across every figure of a report: ``{model id: {"color", "ls", "marker",
+    "gid"}}`` for the model ids ``ids``. Each report group (:func:`group_of`, from :func:`entry_of` of ``models``
+    and ``registry``) has a family of shades; its models, ordered by id, take shades from light to dark and,
+    within the group, their own line style and marker. ``gid`` is the model id: a figure sets it on every curve of
+    the model (``ax.plot(..., **style)``), which :func:`aniso.report.figures.png` reads back. The same ids, models
+    and registry give the same styles."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    models, order = models or {}, {k: i for i, (k, _, _) in enumerate(GROUPS)}
+    by_group: dict[str, list[str]] = {}
+    for mid in sorted(set(ids)):
+        by_group.setdefault(group_of(entry_of(mid, models.get(mid) or {}, registry)), []).append(mid)
+    extra = iter(_MORE_SHADES * (1 + len(by_group) // len(_MORE_SHADES)))
+    out = Palette()
+    for key in sorted(by_group, key=lambda k: (order.get(k, len(order)), k)):
+        name, lo, hi = _SHADES.get(key) or next(extra)
+        members = by_group[key]
+        n = len(members)
+        for k, mid in enumerate(members):
+            shade = (lo + hi) / 2 if n == 1 else lo + (hi - lo) * k / (n - 1)
+            out[mid] = {"color": to_hex(colormaps[name](shade)), "ls": _LINES[k % len(_LINES)],
+                        "marker": _MARKERS[k % len(_MARKERS)], "gid": mid}
+    return out
 
 
 def group_members(models: dict[str, dict], key: str, registry: dict | None = None,
@@ -66,13 +118,15 @@ def group_members(models: dict[str, dict], key: str, registry: dict | None = Non
 
 
 def modality_figures(models: dict[str, dict], registry: dict | None = None,
-                     also: dict[str, set[str]] | None = None) -> list[tuple[str, str]]:
+                     also: dict[str, set[str]] | None = None, styles: Palette | None = None) -> list[tuple[str, str]]:
     """One figure per group with measured models: avg cos per layer against relative depth (0 = embedding
     output, 1 = last layer), each model's isotropic q95(d) dashed (Transformers) or the 0.2 level (speech, CNNs).
 
     A model's group comes from its layer table's registry row, else from ``registry`` (``results.json``'s
     ``registry``); ``also`` adds, per group key, the models a claim of that figure measured, so that a figure
-    shows every model its claim has a verdict for."""
+    shows every model its claim has a verdict for. ``styles`` (:func:`model_styles`, default: of ``models``) gives
+    each model its colour."""
+    styles = styles if styles is not None else model_styles(models, models, registry)
     plt = _plt()
     out = []
     for key, title, figure in GROUPS:
@@ -80,15 +134,15 @@ def modality_figures(models: dict[str, dict], registry: dict | None = None,
         if not members:
             continue
         fig, ax = plt.subplots(figsize=(8, 3.8 + 0.12 * max(len(members) - 12, 0)))
-        for i, (mid, doc) in enumerate(members.items()):
+        for mid, doc in members.items():
             cos = [math.nan if s.get("mean_cosine") is None else s["mean_cosine"] for s in doc["layers"]]
             n = len(cos)
             x = [j / max(n - 1, 1) for j in range(n)]
-            ax.plot(x, cos, marker="o", ms=3, label=_label(mid), **_style(i))
+            ax.plot(x, cos, ms=3, label=_label(mid), **styles[mid])
             if key in ("speech", "vision-cnn") or entry_of(mid, doc, registry).get("architecture") == "cnn":
                 continue
             q95 = [math.nan if s.get("q95") is None else s["q95"] for s in doc["layers"]]
-            ax.plot(x, q95, "--", lw=0.8, color=_style(i)["color"])
+            ax.plot(x, q95, lw=0.7, color=styles[mid]["color"], ls=(0, (1, 1)), gid=mid)
         if key in ("speech", "vision-cnn", "vision-miniature"):
             ax.axhline(0.2, color="k", ls=":", lw=1, label="0.2 (G §3.2)")
         ax.set_xlabel("relative depth (layer / last layer)")
@@ -96,7 +150,7 @@ def modality_figures(models: dict[str, dict], registry: dict | None = None,
         ax.set_ylim(min(0.0, ax.get_ylim()[0]), 1.0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, never over them
-        ax.set_title(f"{title} ({figure}); dashed: isotropic q95(d)" if key not in ("speech", "vision-cnn")
+        ax.set_title(f"{title} ({figure}); thin dotted: isotropic q95(d)" if key not in ("speech", "vision-cnn")
                      else f"{title} ({figure})", fontsize=9)
         out.append((f"{title} — {figure}", _png(fig)))
         plt.close(fig)
@@ -145,12 +199,15 @@ def drift_pvalue_figure(results: list, models: dict[str, dict], registry: dict |
     return out
 
 
-def profile_figure(models: dict[str, dict], registry: dict | None = None) -> list[tuple[str, str]]:
+def profile_figure(models: dict[str, dict], registry: dict | None = None,
+                   styles: Palette | None = None) -> list[tuple[str, str]]:
     """R Fig. 1: the SVD-anisotropy profile of every measured text Transformer against relative depth (decoders
     solid, encoders dashed), with every token (left, R's setting) and without the first token of each sequence
-    (right, where measured). Models without second-order statistics are left out."""
+    (right, where measured). Models without second-order statistics are left out. ``styles``: as in
+    :func:`modality_figures`."""
     from ..judge.rules import svd_profile
 
+    styles = styles if styles is not None else model_styles(models, models, registry)
     curves = {}
     for mid, doc in models.items():
         entry = entry_of(mid, doc, registry)
@@ -166,23 +223,25 @@ def profile_figure(models: dict[str, dict], registry: dict | None = None) -> lis
     if not curves:
         return []
     plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.0), sharey=False)
-    for i, (title, which) in enumerate((("every token (R's setting)", 1), ("first token of each sequence excluded", 2))):
-        ax = axes[i]
+    panels = [("every token (R's setting)", 1)]
+    if any(curve[2] is not None for curve in curves.values()):  # the second panel only where it was measured
+        panels.append(("first token of each sequence excluded", 2))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.0), squeeze=False)
+    axes = list(axes[0])
+    for ax, (title, which) in zip(axes, panels):
         for mid, curve in curves.items():
             y = curve[which]
             if y is None:
                 continue
             x = [k / max(1, len(y) - 1) for k in range(len(y))]  # one layer: at depth 0
-            ax.plot(x, y, marker=".", label=f"{_label(mid)} ({curve[0]})", color=_style(list(curves).index(mid))["color"],
-                    ls="-" if curve[0] == "decoder" else "--")
+            ax.plot(x, y, marker=".", label=f"{_label(mid)} ({curve[0]})", color=styles[mid]["color"],
+                    ls="-" if curve[0] == "decoder" else "--", gid=mid)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)")
         ax.set_ylabel("SVD anisotropy σ₁²/Σσᵢ² (batch mean)")
         ax.grid(alpha=0.3)
-    labelled = next((ax for ax in axes[::-1] if ax.get_legend_handles_labels()[0]), None)
-    if labelled is not None:
-        labelled.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    # every model is in the first panel: its legend beside the last one, clear of every axis
+    axes[-1].legend(*axes[0].get_legend_handles_labels(), fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [("SVD-anisotropy profiles of decoders and encoders — R Fig. 1", _png(fig))]
     plt.close(fig)
     return out

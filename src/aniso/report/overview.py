@@ -1,7 +1,8 @@
 """Figures that put every measured model side by side, from the layer tables of ``results.json`` (``models``):
 
-* avg cos against relative depth for every model, coloured by report group (modality), each with its isotropic
-  q95(d) (Godey et al. 2024 Fig. 1-4 in one plot);
+* avg cos against relative depth for every model, each in its colour (shades of one family per report group, see
+  :func:`~aniso.report.modalities.model_styles`), each with its isotropic q95(d) (Godey et al. 2024 Fig. 1-4 in one
+  plot);
 * drift norm against avg cos, one point per layer, every model (the relation G §3.3 and Fig. 5 test per model);
 * the SVD-anisotropy and intrinsic-dimension (TwoNN) profiles of every text decoder and encoder together
   (Razzhigaev et al. 2024 Fig. 1 and 2).
@@ -17,17 +18,9 @@ import math
 from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
-from .modalities import GROUPS, entry_of, group_of
+from .modalities import GROUP_SHORT, GROUPS, Palette, entry_of, group_of, model_styles
 
-__all__ = ["overview_figures", "GROUP_COLOURS"]
-
-#: One colour per report group (tab10, in the order of :data:`~aniso.report.modalities.GROUPS`).
-GROUP_COLOURS = {key: f"C{i}" for i, (key, _, _) in enumerate(GROUPS)}
-_SHORT = {"text-subword": "subword text", "text-char": "char/byte text", "speech": "speech",
-          "vision-transformer": "vision Transformers", "vision-cnn": "CNNs", "vision-miniature": "vision miniatures",
-          "text-miniature": "text miniatures"}
-_LINES = ("-", "--", "-.", ":")
-_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+__all__ = ["overview_figures"]
 
 
 def _values(layers: list[dict], key: str) -> list[float]:
@@ -45,18 +38,6 @@ def _ordered(models: dict, registry: dict | None) -> list[tuple[str, str, dict]]
     return sorted(rows, key=lambda r: (order.get(r[1], len(order)), r[0]))
 
 
-def _styles(rows: list[tuple[str, str, dict]]) -> dict[str, dict]:
-    """Colour by group; within a group each model its own line style and marker."""
-    seen: dict[str, int] = {}
-    out = {}
-    for mid, key, _ in rows:
-        k = seen.get(key, 0)
-        seen[key] = k + 1
-        out[mid] = {"color": GROUP_COLOURS.get(key, "0.4"), "ls": _LINES[k % len(_LINES)],
-                    "marker": _MARKERS[k % len(_MARKERS)]}
-    return out
-
-
 def _legend(fig, ax, rows, styles) -> None:
     """Models listed by group beside the axes; the group name heads each run of one colour."""
     from matplotlib.lines import Line2D
@@ -65,10 +46,10 @@ def _legend(fig, ax, rows, styles) -> None:
     for mid, key, _ in rows:
         if key != last:
             handles.append(Line2D([], [], ls="none"))
-            labels.append(_SHORT.get(key, key) + ":")
+            labels.append(GROUP_SHORT.get(key, key) + ":")
             last = key
         st = styles[mid]
-        handles.append(Line2D([], [], color=st["color"], ls=st["ls"], marker=st["marker"], ms=4))
+        handles.append(Line2D([], [], color=st["color"], ls=st["ls"], marker=st["marker"], ms=4, gid=mid))
         labels.append(_label(mid))
     ncol = 1 if len(labels) <= 26 else 2
     ax.legend(handles, labels, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol,
@@ -80,14 +61,16 @@ def _height(rows) -> float:
     return max(4.2, 0.19 * min(n_labels, 26) + 0.6)
 
 
-def avg_cos_overview(models: dict, registry: dict | None = None) -> list[tuple[str, str]]:
-    """avg cos of every model against relative depth (0 = embeddings, 1 = last layer), coloured by group, with each
-    Transformer's isotropic q95(d) as a thin line of its colour."""
+def avg_cos_overview(models: dict, registry: dict | None = None,
+                     styles: Palette | None = None) -> list[tuple[str, str]]:
+    """avg cos of every model against relative depth (0 = embeddings, 1 = last layer), each model in its colour
+    (``styles``, :func:`~aniso.report.modalities.model_styles`; default: of ``models``), with each Transformer's
+    isotropic q95(d) as a thin line of its colour."""
     rows = [r for r in _ordered(models, registry) if any(math.isfinite(v) for v in _values(r[2]["layers"],
                                                                                            "mean_cosine"))]
     if not rows:
         return []
-    styles = _styles(rows)
+    styles = styles if styles is not None else model_styles(models, models, registry)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, _height(rows)))
     for mid, key, doc in rows:
@@ -96,21 +79,23 @@ def avg_cos_overview(models: dict, registry: dict | None = None) -> list[tuple[s
         st = styles[mid]
         ax.plot(x, cos, ms=3, lw=1.3, **st)
         if entry_of(mid, doc, registry).get("architecture") != "cnn":
-            ax.plot(x, _values(doc["layers"], "q95"), color=st["color"], lw=0.6, alpha=0.7, ls=(0, (1, 1)))
+            ax.plot(x, _values(doc["layers"], "q95"), color=st["color"], lw=0.6, alpha=0.7, ls=(0, (1, 1)), gid=mid)
     ax.set_xlabel("relative depth (0 = embeddings, 1 = last layer)")
     ax.set_ylabel("avg cos (exact)")
     ax.set_ylim(min(0.0, ax.get_ylim()[0]), 1.0)
     ax.set_title("every model: avg cos per layer (thin dotted: isotropic q95(d))")
     ax.grid(alpha=0.3)
     _legend(fig, ax, rows, styles)
-    out = [("Across models: avg cos by relative depth, coloured by modality, with each model's isotropic q95(d) "
-            "(G Fig. 1-4 side by side)", _png(fig))]
+    out = [("Across models: avg cos by relative depth, one shade family per modality, with each model's isotropic "
+            "q95(d) (G Fig. 1-4 side by side)", _png(fig))]
     plt.close(fig)
     return out
 
 
-def drift_overview(models: dict, registry: dict | None = None) -> list[tuple[str, str]]:
-    """Drift norm ||x̄|| (log scale) against avg cos, one point per layer, every model's layers joined in order."""
+def drift_overview(models: dict, registry: dict | None = None,
+                   styles: Palette | None = None) -> list[tuple[str, str]]:
+    """Drift norm ||x̄|| (log scale) against avg cos, one point per layer, every model's layers joined in order, each
+    model in its colour (``styles``: as in :func:`avg_cos_overview`)."""
     rows = []
     for mid, key, doc in _ordered(models, registry):
         d, c = _values(doc["layers"], "drift_norm"), _values(doc["layers"], "mean_cosine")
@@ -119,7 +104,7 @@ def drift_overview(models: dict, registry: dict | None = None) -> list[tuple[str
             rows.append((mid, key, {"points": pts}))
     if not rows:
         return []
-    styles = _styles(rows)
+    styles = styles if styles is not None else model_styles(models, models, registry)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, _height(rows)))
     for mid, _, doc in rows:
@@ -137,9 +122,11 @@ def drift_overview(models: dict, registry: dict | None = None) -> list[tuple[str
     return out
 
 
-def profile_overview(models: dict, registry: dict | None = None) -> list[tuple[str, str]]:
+def profile_overview(models: dict, registry: dict | None = None,
+                     styles: Palette | None = None) -> list[tuple[str, str]]:
     """SVD anisotropy (batch-wise mean, else exact) and TwoNN intrinsic dimension against relative depth for every
-    text Transformer with a role of decoder or encoder: decoders solid, encoders dashed (R Fig. 1-2's view)."""
+    text Transformer with a role of decoder or encoder, each model in its colour (``styles``: as in
+    :func:`avg_cos_overview`): decoders solid, encoders dashed (R Fig. 1-2's view)."""
     curves = {}
     for mid, doc in models.items():
         entry = entry_of(mid, doc, registry)
@@ -153,13 +140,13 @@ def profile_overview(models: dict, registry: dict | None = None) -> list[tuple[s
             curves[mid] = (entry["role"], svd, twonn)
     if not curves:
         return []
+    styles = styles if styles is not None else model_styles(models, models, registry)
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     ids = sorted(curves, key=lambda m: (curves[m][0] != "decoder", m))
-    for i, mid in enumerate(ids):
+    for mid in ids:
         role, svd, twonn = curves[mid]
-        style = {"color": f"C{i % 10}", "ls": "-" if role == "decoder" else "--", "marker": _MARKERS[(i // 10) % 8],
-                 "ms": 3}
+        style = {**styles[mid], "ls": "-" if role == "decoder" else "--", "ms": 3}
         axes[0].plot(_depth(len(svd)), svd, label=f"{_label(mid)} ({role})", **style)
         axes[1].plot(_depth(len(twonn)), twonn, **style)
     axes[0].set_ylabel("SVD anisotropy σ₁²/Σσᵢ²")
@@ -178,9 +165,13 @@ def profile_overview(models: dict, registry: dict | None = None) -> list[tuple[s
     return out
 
 
-def overview_figures(models: dict, registry: dict | None = None) -> list[tuple[str, str]]:
+def overview_figures(models: dict, registry: dict | None = None,
+                     styles: Palette | None = None) -> list[tuple[str, str]]:
     """The three cross-model views, each where a model has its numbers; none for fewer than two models (one
-    model's layers are drawn in its group's figure and its layer-wise figure)."""
+    model's layers are drawn in its group's figure and its layer-wise figure). ``styles``: the report's
+    :func:`~aniso.report.modalities.model_styles` (default: of ``models``)."""
     if len(models) < 2:
         return []
-    return avg_cos_overview(models, registry) + drift_overview(models, registry) + profile_overview(models, registry)
+    styles = styles if styles is not None else model_styles(models, models, registry)
+    return (avg_cos_overview(models, registry, styles) + drift_overview(models, registry, styles)
+            + profile_overview(models, registry, styles))

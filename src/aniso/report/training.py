@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
+from .figures import symlog
+from .modalities import Palette, model_styles
 
 __all__ = ["series_figures", "projection_figure", "seed_figure", "training_figures"]
 
@@ -52,8 +55,8 @@ def series_figures(series_id: str, doc: dict) -> list[tuple[str, str]]:
                      label="mean over layers ± batch std")
     axes[4].set_title("R Fig. 2: TwoNN intrinsic dimension", fontsize=9)
     for ax in axes:
-        ax.set_xscale("symlog", linthresh=max(1, min(s for s in steps if s > 0) if any(steps) else 1))
-        ax.set_xlim(min(steps), max(steps) * 1.2 if max(steps) > 0 else 1)
+        ax.set_xlim(right=max(steps) * 1.2 if max(steps) > 0 else 1)
+        symlog(ax, max(1, min(s for s in steps if s > 0) if any(steps) else 1))
         ax.set_xlabel("training step", fontsize=9)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=9)
@@ -63,8 +66,8 @@ def series_figures(series_id: str, doc: dict) -> list[tuple[str, str]]:
     handles, labels = axes[0].get_legend_handles_labels()
     grid[1][2].legend(handles, labels, loc="center", fontsize=9, ncol=2 if len(labels) > 12 else 1,
                       title="layer (dark: first)")
+    fig.suptitle(f"{series_id} ({doc.get('inputs') or 'inputs not recorded'})")
     fig.tight_layout()
-    fig.suptitle(f"{series_id} ({doc.get('inputs') or 'inputs not recorded'})", y=1.02)
     out = [(f"{series_id}: queries, keys and attention along training (G Fig. 13-15); SVD anisotropy and "
             f"intrinsic dimension along training (R Fig. 2-4)", _png(fig))]
     plt.close(fig)
@@ -77,7 +80,8 @@ def projection_figure(series_id: str, doc: dict) -> list[tuple[str, str]]:
     plt = _plt()
     bases = (("qk", "Q ∪ K (G Fig. 12)"), ("k", "K only (G Fig. 21)"), ("q", "Q only (G Fig. 22)"))
     heads = doc["projections"]["qk"]
-    fig, axes = plt.subplots(len(heads), 3, figsize=(12, 3.6 * len(heads)), squeeze=False)
+    # constrained layout keeps each row's titles clear of the axis labels of the row above
+    fig, axes = plt.subplots(len(heads), 3, figsize=(12, 3.6 * len(heads)), squeeze=False, layout="constrained")
     for col, (basis, title) in enumerate(bases):
         for row, head in enumerate(doc["projections"][basis]):
             ax = axes[row][col]
@@ -87,30 +91,31 @@ def projection_figure(series_id: str, doc: dict) -> list[tuple[str, str]]:
                     ax.annotate("", xy=b, xytext=a, arrowprops=dict(arrowstyle="->", color=colour, lw=1.2))
                 ax.plot(p[:, 0], p[:, 1], "o", ms=2, color=colour, label=f"{key.upper()}̄_s")
             ax.plot([0], [0], "k+", ms=8)
-            ax.set_title(f"{title}: layer {head['layer']}, head {head['head']}", fontsize=9)
+            ax.set_title(f"{title}\nlayer {head['layer']}, head {head['head']}", fontsize=9)
             ax.set_xlabel("1st singular direction", fontsize=9)
             ax.set_ylabel("2nd", fontsize=9)
             ax.tick_params(labelsize=9)
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=9)
-    fig.suptitle(f"{series_id}: mean query and key along training (step 0 to {doc['steps'][-1]})", y=1.02)
+    fig.suptitle(f"{series_id}: mean query and key along training (step 0 to {doc['steps'][-1]})")
     out = [(f"{series_id}: Q̄_s and K̄_s projected on the first two singular directions (G Fig. 12, 21-22)",
             _png(fig))]
     plt.close(fig)
     return out
 
 
-def seed_figure(family: str, docs: dict[str, dict]) -> list[tuple[str, str]]:
-    """G Fig. 23: cos(Q̄, K̄) of the first and the last layer (mean over heads) along training, one line per seed."""
+def seed_figure(family: str, docs: dict[str, dict], styles: Palette | None = None) -> list[tuple[str, str]]:
+    """G Fig. 23: cos(Q̄, K̄) of the first and the last layer (mean over heads) along training, one line per seed,
+    each series in its colour (``styles``, :func:`~aniso.report.modalities.model_styles`; default: of ``docs``)."""
+    styles = styles if styles is not None else model_styles(docs)
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
-    for i, (sid, doc) in enumerate(docs.items()):
+    for sid, doc in docs.items():
         cos = np.asarray(doc["qk_cos"], dtype=float).mean(2)
         for ax, layer in zip(axes, (0, -1)):
-            ax.plot(_x(doc["steps"]), cos[:, layer], "o-", ms=3, color=f"C{i}", label=sid)
+            ax.plot(_x(doc["steps"]), cos[:, layer], ms=3, label=_label(sid), **styles[sid])
     for ax, name in zip(axes, ("first layer", "last layer")):
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_xlim(left=0)
+        symlog(ax, 1.0)
         ax.axhline(0, color="k", lw=0.6)
         ax.set_title(f"cos(Q̄, K̄), {name}", fontsize=9)
         ax.set_xlabel("training step", fontsize=9)
@@ -121,8 +126,11 @@ def seed_figure(family: str, docs: dict[str, dict]) -> list[tuple[str, str]]:
     return out
 
 
-def training_figures(training: dict[str, dict], registry: dict[str, dict]) -> list[tuple[str, str]]:
-    """Every figure of the training section: per series, then across seeds for each family with >= 2 series."""
+def training_figures(training: dict[str, dict], registry: dict[str, dict],
+                     styles: Palette | None = None) -> list[tuple[str, str]]:
+    """Every figure of the training section: per series, then across seeds for each family with >= 2 series
+    (``styles``: the report's :func:`~aniso.report.modalities.model_styles`; default: of the series)."""
+    styles = styles if styles is not None else model_styles(training, None, registry)
     out: list[tuple[str, str]] = []
     families: dict[str, dict[str, dict]] = {}
     for sid, doc in training.items():
@@ -130,5 +138,5 @@ def training_figures(training: dict[str, dict], registry: dict[str, dict]) -> li
         families.setdefault((registry.get(sid) or {}).get("family") or sid, {})[sid] = doc
     for family, docs in families.items():
         if len(docs) >= 2:
-            out += seed_figure(family, docs)
+            out += seed_figure(family, docs, styles)
     return out

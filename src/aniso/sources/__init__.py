@@ -16,11 +16,12 @@ To add a source kind: write ``sources/<kind>.py`` with its schema (``kind: Liter
 from __future__ import annotations
 
 from . import gguf, hub, init, llama2c, local, miniature, miniature_text, onnx_cnn, package
-from .base import HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
+from .base import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext, SourceKind,
+                   check_permissions)
 from .hubcache import HubCacheError, cached_state
 from .package import load_ct2_whisper
 
-__all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "InputsMissing", "LoadedModel",
+__all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "ModelRefused", "InputsMissing", "LoadedModel",
            "HubStatus", "load_model", "source_fingerprint", "load_ct2_whisper", "weights_here"]
 
 #: The table of source kinds, by the registry's ``source.kind``.
@@ -41,13 +42,18 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
 
     Raises
     ------
-    ModelUnavailable naming the model and saying why (offline and not cached, package not installed, remote code
+    ModelUnavailable naming the model and saying why (the registry says it cannot run with the locked libraries,
+    ``cannot_run``; offline and not cached, package not installed, remote code
     or credentials not opted in, file missing, load error, a model that is not a Transformer in an entry declared
     one and not tagged ``control``: :func:`aniso.sources.detect.transformer_problem`); InputsMissing for want of a data
     folder.
     """
     from .detect import transformer_problem
 
+    blocked = getattr(entry, "cannot_run", None)
+    if blocked is not None:
+        raise ModelUnavailable(f"{entry.id}: cannot run with the locked libraries: {blocked.why}; it would run with "
+                               f"{blocked.would_run_with}")
     loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
     problem = transformer_problem(entry, getattr(getattr(loaded.model, "config", None), "model_type", None))
     if problem:
@@ -74,22 +80,27 @@ def weights_here(entry, ctx: SourceContext) -> str:
     installed pip package), ``"here (folder)"`` (a local or models-folder file), ``"here (hub cache)"`` (the hub
     row's repo at its revision is in the Hugging Face cache, downloaded or imported), ``"hub only (not cached)"``,
     ``"trained by the suite on first use"``, ``"built by the suite"`` (untrained initialisations) or
-    ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache...)."""
+    ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache...), or
+    ``"cannot run with the locked libraries (registry: cannot_run)"`` (the row's ``cannot_run`` says why)."""
     if entry.miniature:
         return "trained by the suite on first use"
+    if getattr(entry, "cannot_run", None) is not None:
+        return "cannot run with the locked libraries (registry: cannot_run)"
     kind = entry.source.kind
     try:
         if kind == "hub":
-            check_permissions(entry)
+            check_permissions(entry, download=False)
             state = cached_state(entry.source.repo, entry.source.revision)
             if state is None:
+                if entry.gated and not entry.use_auth_token:
+                    return "hub only (not cached; gated: use_auth_token: true to download it)"
                 return "hub only (not cached)"
             if state["missing"]:
                 return f"missing: in the hub cache, but {state['missing']}"
             return "here (hub cache)"
         SOURCE_KINDS[kind].fingerprint(entry, ctx)
     except (ModelUnavailable, HubCacheError, OSError) as exc:
-        return "missing: " + str(exc).split(": ", 1)[-1][:90]
+        return "missing: " + str(exc).split(": ", 1)[-1]
     if kind == "init":
         return "built by the suite"
     if getattr(entry.source, "package", None):

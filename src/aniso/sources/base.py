@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..inputs.media import MediaSet
     from ..registry.entries import ModelEntry
 
-__all__ = ["ModelUnavailable", "InputsMissing", "LoadedModel", "HubStatus", "SourceContext", "SourceKind",
+__all__ = ["ModelUnavailable", "InputsMissing", "ModelRefused", "LoadedModel", "HubStatus", "SourceContext", "SourceKind",
            "check_permissions", "in_models_dir", "TrainedBySuite"]
 
 
@@ -46,6 +46,13 @@ class TrainedBySuite(Strict):
 
 class ModelUnavailable(RuntimeError):
     """The weights of a registry model cannot be loaded here; the message says why."""
+
+
+class ModelRefused(ModelUnavailable):
+    """A model's files are here but cannot be loaded faithfully (a damaged or truncated weights file, a config that
+    does not match the weights, so that some modules would be randomly initialised, missing preprocessing files, a
+    config that cannot be built); the one-line message names the folder and what is wrong. ``aniso run`` exits 2 on
+    it, where a model that is merely not here is skipped."""
 
 
 class InputsMissing(ModelUnavailable):
@@ -158,16 +165,19 @@ class SourceKind:
     checkpoints: Callable[["ModelEntry", SourceContext], list[int]] | None = None
 
 
-def check_permissions(entry: "ModelEntry") -> None:
-    """Raise ModelUnavailable if the entry needs remote code or credentials it has not opted in to."""
+def check_permissions(entry: "ModelEntry", download: bool = True) -> None:
+    """Raise ModelUnavailable if the entry needs remote code or credentials it has not opted in to. Credentials
+    are needed only to download a gated model (``download``): weights already in the local cache or a folder load
+    without them."""
     if entry.needs_remote_code and not entry.trust_remote_code:
         raise ModelUnavailable(
             f"{entry.id}: needs custom code from its repository; not run unless its registry entry opts in "
             "with trust_remote_code: true"
         )
-    if entry.gated and not entry.use_auth_token:
+    if download and entry.gated and not entry.use_auth_token:
         raise ModelUnavailable(
-            f"{entry.id}: gated model; credentials are not used unless its registry entry opts in with use_auth_token: true"
+            f"{entry.id}: gated model, not in the local cache; credentials are not used to download it unless its "
+            "registry entry opts in with use_auth_token: true"
         )
 
 
@@ -182,8 +192,8 @@ def in_models_dir(entry: "ModelEntry", ctx: SourceContext, name: str, what: str,
     path = Path(os.path.expanduser(name))
     if not path.is_absolute():
         if ctx.models_dir is None:
-            raise ModelUnavailable(f"{entry.id}: {name} is relative to the models folder, which is not set "
-                                   "(--aniso-models-dir or ANISO_MODELS_DIR, e.g. ../shared/models)")
+            raise ModelUnavailable(f"{entry.id}: set ANISO_MODELS_DIR (--aniso-models-dir, e.g. ../shared/models): "
+                                   f"its {what} {name} is relative to the models folder, which is not set")
         path = Path(ctx.models_dir) / path
     if not present(path):
         raise ModelUnavailable(f"{entry.id}: {what} {path} does not exist (models folder: {ctx.models_dir})")

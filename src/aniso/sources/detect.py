@@ -107,10 +107,16 @@ def config_of(model: str) -> dict[str, Any]:
         if not cfg.is_file():
             raise UndetectableModel(f"{path}: no config.json in this folder (a transformers model folder has one)")
         try:
-            return json.loads(cfg.read_text())
-        except json.JSONDecodeError as exc:
+            data = json.loads(cfg.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise UndetectableModel(f"{cfg}: not valid JSON ({exc})") from None
-    if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)?", model):
+        if not isinstance(data, dict):
+            raise UndetectableModel(f"{path}: config.json holds a JSON {type(data).__name__}, not an object of "
+                                    "config fields")
+        return data
+    from .hubcache import hub_id_problem
+
+    if hub_id_problem(model) is not None:
         raise UndetectableModel(f"{model!r} is no registry id, no model folder and no hub id")
     from transformers import AutoConfig
 

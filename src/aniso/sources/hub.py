@@ -8,6 +8,7 @@ remote code and credentials only with the entry's explicit opt-in.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -15,7 +16,8 @@ from pydantic import Field
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
-__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key"]
+__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key", "folder_problem", "weights_problem",
+           "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
 
 class Placement(Strict):
@@ -41,21 +43,161 @@ def placement_key(source) -> str:
     return "" if dtype == "float32" else f":{dtype}"
 
 
-def from_pretrained(entry, where: str, **kwargs: Any) -> tuple[Any, Any, Any]:
+#: Tokenizer classes that need no vocabulary file (characters or bytes are their own ids).
+NO_VOCABULARY_TOKENIZERS = ("CanineTokenizer", "ByT5Tokenizer")
+#: Files that hold a tokenizer's vocabulary (one of them is in every repository whose tokenizer needs one).
+VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer.model",
+                    "sentencepiece.bpe.model", "spm.model", "sentencepiece.model", "vocab.model", "bpe.codes")
+#: Exceptions of a model's construction from a config that cannot be built (not OSError: files not found).
+_BUILD_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, AssertionError, RuntimeError)
+
+
+def folder_problem(folder: str | Path, modality: str) -> str | None:
+    """What a model folder lacks or has wrong for a faithful load, read from its files without loading a tensor, or
+    None. Checked: ``config.json`` is there and is a JSON object; every ``.safetensors`` file's header agrees with its
+    size (:func:`aniso.sources.hubcache.safetensors_problem`) and the shards an index names are there; the
+    preprocessing files of ``modality`` are there: for text, the tokenizer's vocabulary (one of
+    :data:`VOCABULARY_FILES`, unless the tokenizer class, from ``tokenizer_config.json``, needs none:
+    :data:`NO_VOCABULARY_TOKENIZERS`, or is the repository's own code), for speech and vision
+    ``preprocessor_config.json``. The answer is one phrase naming the file."""
+    import json
+
+    from .hubcache import missing_weights, safetensors_problem
+
+    folder = Path(folder)
+    config = folder / "config.json"
+    if not config.is_file():
+        return "no config.json (a transformers model folder has one)"
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"config.json is not valid JSON ({exc})"
+    if not isinstance(data, dict):
+        return f"config.json holds a JSON {type(data).__name__}, not an object of config fields"
+    for path in sorted(folder.glob("*.safetensors")):
+        damaged = safetensors_problem(path)
+        if damaged is not None:
+            return f"{path.name}: {damaged}"
+    lacking = missing_weights(folder)
+    if lacking is not None:
+        return lacking
+    if modality == "text":
+        tokenizer_class, remote = None, False
+        tokenizer_config = folder / "tokenizer_config.json"
+        if tokenizer_config.is_file():
+            try:
+                tok = json.loads(tokenizer_config.read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                return f"tokenizer_config.json is not valid JSON ({exc})"
+            if isinstance(tok, dict):
+                tokenizer_class, remote = tok.get("tokenizer_class"), "auto_map" in tok
+        if remote or str(tokenizer_class or "").removesuffix("Fast") in NO_VOCABULARY_TOKENIZERS:
+            return None
+        if not any((folder / name).is_file() for name in VOCABULARY_FILES):
+            return ("no tokenizer files: none of " + ", ".join(VOCABULARY_FILES[:5]) + "... (without them "
+                    "transformers builds a tokenizer of a few tokens and every word becomes unknown)")
+    elif modality in ("speech", "vision") and not (folder / "preprocessor_config.json").is_file():
+        return f"no preprocessor_config.json (the {'feature extractor' if modality == 'speech' else 'image processor'} "\
+               "of the model)"
+    return None
+
+
+def weights_problem(model: Any, info: dict) -> str | None:
+    """Whether every weight of a loaded model came from its files, from ``from_pretrained``'s loading info: None,
+    or one phrase saying which weights the config builds that the files lack (they would be randomly initialised),
+    which weights the files hold for modules of the model that it does not build (the config names fewer layers or
+    other sizes), or which differ in shape. Weights of a head the base model does not have (e.g. ``lm_head``,
+    ``cls``, ``classifier``) are not the model's, and a saved buffer the model recomputes is not a weight."""
+    def listed(keys) -> str:
+        keys = sorted(keys)
+        return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+    mismatched = list(info.get("mismatched_keys") or [])
+    if mismatched:
+        names = [k[0] if isinstance(k, (tuple, list)) else k for k in mismatched]
+        return f"{len(names)} weight(s) of another shape than its config builds ({listed(names)})"
+    missing = list(info.get("missing_keys") or [])
+    if missing:
+        return (f"{len(missing)} weight(s) its config builds are not in the weights files, so they would be randomly "
+                f"initialised ({listed(missing)}): the config does not match the weights")
+    children = {name for name, _ in model.named_children()} | {name for name, _ in model.named_parameters(recurse=False)}
+    buffers = {name for name, _ in model.named_buffers()}
+    prefix = f"{getattr(model, 'base_model_prefix', '') or ''}."  # a head model's checkpoint: bert.encoder...
+    unexpected = [k.removeprefix(prefix) if prefix != "." else k for k in info.get("unexpected_keys") or []]
+    own = [k for k in unexpected if k.split(".")[0] in children and k not in buffers]
+    if own:
+        return (f"the weights files hold {len(own)} weight(s) of modules its config does not build ({listed(own)}): "
+                "the config names fewer layers or other modules than the weights")
+    errors = [str(e).splitlines()[0] for e in info.get("error_msgs") or [] if str(e).strip()]
+    if errors:
+        return f"loading reported: {errors[0]}"
+    return None
+
+
+def _accepts(model_class, name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(model_class.__init__).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwargs: Any) -> tuple[Any, Any, Any]:
     """``(model, tokenizer, processor)`` from a Hugging Face folder or hub id: the model (safetensors, eval mode, in
     the source's ``dtype`` and ``device_map``, see :class:`Placement`) and, by the entry's modality, its tokenizer (text), feature extractor (speech) or image processor
-    (vision, PIL backend). Raises OSError as transformers does when the files cannot be found."""
+    (vision, PIL backend).
+
+    The load is faithful or refused: ``folder`` (``where`` itself when it is a folder; the snapshot of a hub cache)
+    is checked first (:func:`folder_problem`), and every weight of the model must come from the files
+    (:func:`weights_problem`). A pooler the base model adds and the checkpoint does not hold (a checkpoint of a
+    head model, e.g. RoBERTa's masked-LM weights) is not built at all (``add_pooling_layer=False``) rather than
+    initialised at random: it is no hidden state.
+
+    Raises OSError as transformers does when the files cannot be found; :class:`~aniso.sources.base.ModelRefused`
+    (one line naming the folder or id and what is wrong) when the files are there but cannot be loaded faithfully.
+    """
+    from pathlib import Path as _Path
+
     from transformers import AutoFeatureExtractor, AutoModel, AutoTokenizer
 
     from ..inputs.processors import pretrained_image_processor
+    from .base import ModelRefused
 
+    if folder is None and _Path(where).is_dir():
+        folder = where
+    label = str(folder or where)
+    if folder is not None:
+        problem = folder_problem(folder, entry.modality)
+        if problem is not None:
+            raise ModelRefused(f"{entry.id}: {label}: {problem}")
     common = dict(trust_remote_code=entry.trust_remote_code, **kwargs)
     if entry.use_auth_token:
         common["token"] = True
     placement = {"dtype": getattr(entry.source, "dtype", "float32")}
     if getattr(entry.source, "device_map", None):
         placement["device_map"] = entry.source.device_map
-    model = AutoModel.from_pretrained(where, use_safetensors=True, **placement, **common)
+
+    def load(**extra):
+        import torch
+
+        try:
+            return AutoModel.from_pretrained(where, use_safetensors=True, output_loading_info=True, **placement,
+                                             **common, **extra)
+        except (OSError, torch.OutOfMemoryError):
+            raise
+        except _BUILD_ERRORS as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise ModelRefused(f"{entry.id}: {label}: the model cannot be built from its config.json and weights "
+                               f"({type(exc).__name__}: {first[:200]})") from None
+
+    model, info = load()
+    missing = list(info.get("missing_keys") or [])
+    if missing and all(k.split(".")[0] == "pooler" for k in missing) and _accepts(type(model), "add_pooling_layer"):
+        model, info = load(add_pooling_layer=False)
+    problem = weights_problem(model, info)
+    if problem is not None:
+        raise ModelRefused(f"{entry.id}: {label}: {problem}")
     model.eval()
     preprocessors = {
         "speech": lambda: (None, AutoFeatureExtractor.from_pretrained(where, **common)),
@@ -72,7 +214,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     network), so statistics of an imported folder and of a later download of the same revision are kept apart."""
     from .hubcache import HubCacheError, resolve_commit
 
-    check_permissions(entry)
+    check_permissions(entry, download=False)
     src = entry.source
     try:
         commit = resolve_commit(src.repo, src.revision)
@@ -102,7 +244,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     the hub unreachable (at once, no retries), or a load error."""
     from .hubcache import HubCacheError, cached_state
 
-    check_permissions(entry)
+    check_permissions(entry, download=False)  # a gated model's credentials: only to download it (below)
     src = entry.source
     try:
         state = cached_state(src.repo, src.revision)
@@ -117,6 +259,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     if state is None:
         if not ctx.hub.reachable():
             raise _not_cached(entry)
+        check_permissions(entry)
         try:
             model, tok, proc = from_pretrained(entry, src.repo, revision=src.revision)
         except OSError as exc:
@@ -126,7 +269,11 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
         where = "hub"
     else:
         try:
-            model, tok, proc = from_pretrained(entry, src.repo, revision=state["commit"], local_files_only=True)
+            from .hubcache import repo_dir
+
+            snapshot = repo_dir(src.repo) / "snapshots" / state["commit"]
+            model, tok, proc = from_pretrained(entry, src.repo, folder=snapshot, revision=state["commit"],
+                                               local_files_only=True)
         except OSError as exc:
             raise ModelUnavailable(f"{entry.id}: {src.repo!r}@{src.revision} is in the hub cache "
                                    f"(commit {state['commit']}) but cannot be loaded from it: "

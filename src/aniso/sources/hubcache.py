@@ -35,7 +35,7 @@ from pathlib import Path
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
-           "HUB_ID_PATTERN"]
+           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
 HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
@@ -52,6 +52,77 @@ _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 class HubCacheError(ValueError):
     """A folder cannot be imported, or a cache cannot be read; the one-line message names the folder, id or file."""
+
+
+def hub_id_problem(hub_id: str) -> str | None:
+    """Why ``hub_id`` is not an id the hub would accept (huggingface_hub's ``validate_repo_id``: ``name`` or
+    ``org/name`` of letters, digits, ``_ . -``, not starting or ending with ``-`` or ``.``, no ``--`` or ``..``, at
+    most 96 characters), or None."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if not isinstance(hub_id, str) or not HUB_ID_PATTERN.fullmatch(hub_id):
+        return "expected org/name of letters, digits, '_', '.', '-'"
+    try:
+        validate_repo_id(hub_id)
+    except HFValidationError as exc:
+        return str(exc).split(". ")[0].rstrip(".").replace("\n", " ")
+    return None
+
+
+#: Bytes of a safetensors file's header-length field, and the largest header read (the format's own limit).
+_ST_LEN, _ST_MAX_HEADER = 8, 100_000_000
+_ST_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2, "F16": 2,
+              "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8, "F4": 0.5,
+              "F6_E2M3": 0.75, "F6_E3M2": 0.75}
+
+
+def safetensors_problem(path: str | Path) -> str | None:
+    """What is wrong with a ``.safetensors`` file, read from its header only (no tensor is loaded), or None: too
+    short for a header, a header that is not a JSON object of tensors, a tensor whose dtype, shape and byte range
+    disagree, tensors that do not tile the data, or a file shorter or longer than its header says (a truncated
+    download or copy). The answer is one phrase, without the file name."""
+    import math
+
+    path = Path(path)
+    size = path.stat().st_size
+    if size < _ST_LEN:
+        return f"{size} bytes, too short for a safetensors header"
+    with path.open("rb") as f:
+        n = int.from_bytes(f.read(_ST_LEN), "little")
+        if n < 2 or n > _ST_MAX_HEADER or _ST_LEN + n > size:
+            return (f"not a safetensors file, or truncated: its header claims {n} bytes, the file holds "
+                    f"{size - _ST_LEN}")
+        raw = f.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return "not a safetensors file: its header is not JSON"
+    if not isinstance(header, dict):
+        return "not a safetensors file: its header is not a JSON object"
+    spans = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+            return f"tensor {name!r} has no dtype, shape and data_offsets in the header"
+        begin, end = info["data_offsets"]
+        width = _ST_DTYPES.get(info["dtype"])
+        if width is None or not all(isinstance(d, int) and d >= 0 for d in info["shape"]):
+            return f"tensor {name!r}: dtype {info['dtype']!r} or shape {info['shape']} not understood"
+        if not (0 <= begin <= end) or end - begin != math.ceil(math.prod(info["shape"]) * width):
+            return f"tensor {name!r}: byte range {begin}..{end} does not fit dtype {info['dtype']} x {info['shape']}"
+        spans.append((begin, end))
+    spans.sort()
+    data = size - _ST_LEN - n
+    covered = 0
+    for begin, end in spans:
+        if begin != covered:
+            return f"tensor bytes overlap or leave a gap at byte {covered} of the data"
+        covered = end
+    if covered != data:
+        return (f"truncated: its header places {covered} bytes of tensors, the file holds {data}" if covered > data
+                else f"{data - covered} bytes beyond the last tensor its header names")
+    return None
 
 
 @dataclass(frozen=True)
@@ -134,11 +205,14 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
 
     Raises
     ------
-    HubCacheError naming the id, folder or revision: malformed id, no folder or no ``config.json``, revision that
-    looks like a commit or is no valid ref name, only pickle weights without ``allow_pickle``, no weights at all.
+    HubCacheError naming the id, folder or revision: malformed id (one the hub would refuse, see
+    :func:`hub_id_problem`), no folder or no ``config.json``, a ``config.json`` that is not a JSON object, revision
+    that looks like a commit or is no valid ref name, only pickle weights without ``allow_pickle``, no weights at all,
+    a ``.safetensors`` file whose header is damaged or disagrees with its size (:func:`safetensors_problem`).
     """
-    if not HUB_ID_PATTERN.fullmatch(hub_id) or "--" in hub_id:
-        raise HubCacheError(f"{hub_id!r}: not a hub id (expected org/name of letters, digits, '_', '.', '-')")
+    problem = hub_id_problem(hub_id)
+    if problem is not None:
+        raise HubCacheError(f"{hub_id!r}: not a hub id ({problem})")
     if _COMMIT.fullmatch(revision):
         raise HubCacheError(f"--revision {revision}: looks like a commit; the commit of an import is derived from its "
                             "files, so name a branch or tag (e.g. main)")
@@ -149,8 +223,19 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
         raise HubCacheError(f"{folder}: no such folder")
     if not (src / "config.json").is_file():
         raise HubCacheError(f"{folder}: no config.json (a transformers model folder has one)")
+    try:
+        config = json.loads((src / "config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HubCacheError(f"{folder}: config.json is not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise HubCacheError(f"{folder}: config.json holds a JSON {type(config).__name__}, not an object of config "
+                            "fields")
     files = _folder_files(src)
     safetensors = [f for f in files if f.endswith(".safetensors")]
+    for f in safetensors:
+        damaged = safetensors_problem(src / f)
+        if damaged is not None:
+            raise HubCacheError(f"{folder}: {f}: {damaged}")
     pickles = [f for f in files if f.lower().endswith(PICKLE_SUFFIXES)]
     if not safetensors and not pickles:
         raise HubCacheError(f"{folder}: no weights (no .safetensors file)")

@@ -11,7 +11,7 @@ from typing import Literal, Union
 
 from pydantic import Field
 
-from ..experiments import BLOCK_KINDS
+from ..experiments.names import BLOCK_KINDS
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind
 

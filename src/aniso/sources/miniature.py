@@ -11,7 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from ..experiments.miniature_vision import RECIPE_OVERRIDES
+from ..experiments.names import VISION_RECIPE_OVERRIDES as RECIPE_OVERRIDES
 from .base import InputsMissing, LoadedModel, ModelUnavailable, SourceContext, SourceKind, TrainedBySuite
 
 __all__ = ["MiniatureSource", "KIND", "RECIPE_OVERRIDES", "ARCH_FAMILY"]

@@ -113,7 +113,7 @@ def checkpoint_steps(entry, ctx: SourceContext) -> list[int]:
 
 
 def _consistent(entry) -> str | None:
-    from ..experiments.miniature_text import ARCHS
+    from ..experiments.names import TEXT_ARCHS as ARCHS
 
     role = ARCHS[entry.source.arch]
     if entry.modality != "text" or entry.granularity != "byte" or entry.role != role:

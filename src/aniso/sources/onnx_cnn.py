@@ -26,15 +26,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-import torch
 from pydantic import Field, model_validator
-from torch import nn
 
 from ..common.files import sha256_file
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
-from .builders import TappedCNNOutput
+from .onnx_graph import float_block_taps, quantized_block_taps
 
 __all__ = ["OnnxSource", "KIND", "quantized_block_taps", "float_block_taps", "OnnxTappedCNN", "onnx_image_processor",
            "model_file"]
@@ -72,152 +69,6 @@ class OnnxSource(Strict):
         if self.image_size > self.resize_to:
             raise ValueError(f"image_size {self.image_size} is larger than resize_to {self.resize_to}")
         return self
-
-
-def _kernel(node) -> tuple[int, ...]:
-    for a in node.attribute:
-        if a.name == "kernel_shape":
-            return tuple(a.ints)
-    return ()
-
-
-def _consumers(graph) -> dict[str, list]:
-    """Tensor name → the nodes that read it."""
-    consumers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    return consumers
-
-
-def quantized_block_taps(graph) -> list[str]:
-    """Names of the quantised tensors between the blocks of a QLinear CNN graph, in forward order.
-
-    ``graph``: an ``onnx.GraphProto`` in topological order. The taps are the first QLinearConv's output (the
-    stem), then for every 1 x 1 QLinearConv fed by a 3 x 3 QLinearConv (a block's projection) the projection's
-    output or, if it only goes into a QLinearAdd (the block's residual branch), that residual sum, and last the final QLinearConv's output (the head)
-    if it is not a projection itself. Raises ValueError if the graph has no QLinearConv.
-    """
-    producer = {out: node for node in graph.node for out in node.output}
-    consumers = _consumers(graph)
-    convs = [n for n in graph.node if n.op_type == "QLinearConv"]
-    if not convs:
-        raise ValueError("no QLinearConv node: not a statically quantised CNN")
-    taps = [convs[0].output[0]]
-    for conv in convs[1:]:
-        source = producer.get(conv.input[0])
-        if _kernel(conv) == (1, 1) and source is not None and source.op_type == "QLinearConv" \
-                and _kernel(source) == (3, 3):
-            out = conv.output[0]
-            users = consumers.get(out, [])
-            # The residual branch of a block goes only into its sum; a block output without a residual also
-            # feeds the next block (and, as its skip input, the next block's sum).
-            residual = len(users) == 1 and users[0].op_type == "QLinearAdd"
-            taps.append(users[0].output[0] if residual else out)
-    if convs[-1].output[0] not in taps:
-        taps.append(convs[-1].output[0])
-    return taps
-
-
-def float_block_taps(graph) -> list[str]:
-    """Names of the float tensors between the blocks of a residual CNN graph, in forward order.
-
-    The stem's output (the first MaxPool's, else the first Relu's), then the output of every residual block: the
-    Relu applied to a residual sum (an Add of two feature maps whose only consumer is a Relu), or the sum itself
-    where no Relu follows. Raises ValueError if the graph has no Conv.
-    """
-    if not any(n.op_type == "Conv" for n in graph.node):
-        raise ValueError("no Conv node: not a CNN")
-    consumers = _consumers(graph)
-    inits = {i.name for i in graph.initializer}
-    stem = next((n for n in graph.node if n.op_type == "MaxPool"), None) \
-        or next(n for n in graph.node if n.op_type == "Relu")
-    taps = [stem.output[0]]
-    for node in graph.node:
-        if node.op_type != "Add" or any(i in inits for i in node.input):
-            continue  # a bias addition, not a residual sum
-        users = consumers.get(node.output[0], [])
-        if len(users) == 1 and users[0].op_type == "Relu":
-            taps.append(users[0].output[0])
-        elif users and all(u.op_type in ("Conv", "Add", "MaxPool", "AveragePool", "GlobalAveragePool") for u in users):
-            taps.append(node.output[0])
-    return taps
-
-
-def _quantization(graph, tensor: str) -> tuple[str, str]:
-    """(scale, zero point) initializer names of a tensor produced by QLinearConv / QLinearAdd."""
-    for node in graph.node:
-        if tensor in node.output:
-            if node.op_type not in ("QLinearConv", "QLinearAdd"):
-                raise ValueError(f"tap {tensor!r} is produced by {node.op_type}, not QLinearConv / QLinearAdd")
-            return node.input[6], node.input[7]
-    raise ValueError(f"no node produces tap {tensor!r}")
-
-
-class OnnxTappedCNN(nn.Module):
-    """A quantised ONNX CNN that answers like a transformers vision model.
-
-    ``model(pixel_values=x, output_hidden_states=True)`` with ``x`` a float (B, 3, H, W) tensor returns a
-    :class:`~aniso.sources.builders.TappedCNNOutput`: ``logits`` (B, classes), the graph's (dequantised) output,
-    and ``hidden_states``, the dequantised (B, C, H', W') maps of :func:`quantized_block_taps`. Runs on the CPU
-    with onnxruntime whatever ``.to()`` says (the module has no parameters).
-
-    Raises ImportError naming the package if onnx or onnxruntime is missing, ValueError if the graph is not a
-    QLinear CNN with one image input.
-    """
-
-    def __init__(self, path: Path | str, threads: int | None = None, channel_order: str = "rgb",
-                 input_layout: str = "nchw"):
-        super().__init__()
-        try:
-            import onnx
-            import onnxruntime as ort
-        except ImportError as exc:
-            raise ImportError(f"reading ONNX models needs onnx and onnxruntime (pip install onnx onnxruntime): "
-                              f"{exc}") from None
-        model = onnx.load(str(path))
-        graph = model.graph
-        inits = {i.name: i for i in graph.initializer}
-        inputs = [i.name for i in graph.input if i.name not in inits]
-        if len(inputs) != 1:
-            raise ValueError(f"{path}: expected one image input, found {inputs}")
-        self.input_name = inputs[0]
-        self.output_name = graph.output[0].name
-        self.channel_order, self.input_layout = channel_order, input_layout
-        self.quantized = any(n.op_type == "QLinearConv" for n in graph.node)
-        self.taps = quantized_block_taps(graph) if self.quantized else float_block_taps(graph)
-        self._dequant = []
-        for tap in self.taps:
-            if self.quantized:
-                scale, zero = _quantization(graph, tap)
-                zp = onnx.numpy_helper.to_array(inits[zero])
-                self._dequant.append((float(onnx.numpy_helper.to_array(inits[scale])), float(zp)))
-                dtype = inits[zero].data_type
-            else:
-                self._dequant.append((1.0, 0.0))
-                dtype = onnx.TensorProto.FLOAT
-            graph.output.append(onnx.helper.make_tensor_value_info(tap, dtype, None))
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        self._session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        self.config = None
-
-    def forward(self, pixel_values: torch.Tensor, output_hidden_states: bool = False) -> TappedCNNOutput:
-        x = pixel_values.detach().cpu().float().numpy()
-        if self.channel_order == "bgr":
-            x = x[:, ::-1]
-        if self.input_layout == "nhwc":
-            x = x.transpose(0, 2, 3, 1)
-        x = np.ascontiguousarray(x)
-        names = [self.output_name] + (self.taps if output_hidden_states else [])
-        outs = self._session.run(names, {self.input_name: x})
-        logits = torch.from_numpy(np.asarray(outs[0], dtype=np.float32))
-        if not output_hidden_states:
-            return TappedCNNOutput(logits, None)
-        maps = tuple(torch.from_numpy((q.astype(np.float32) - zp) * scale)
-                     for q, (scale, zp) in zip(outs[1:], self._dequant))
-        return TappedCNNOutput(logits, maps)
 
 
 def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mean, image_std,
@@ -270,7 +121,17 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     return f"onnx:{(src.sha256 or sha256_file(path))[:16]}:{pre}"
 
 
+def __getattr__(name: str) -> Any:
+    if name == "OnnxTappedCNN":  # its module imports torch: only when a model is loaded (``aniso list`` stays quick)
+        from .onnx_tapped import OnnxTappedCNN
+
+        return OnnxTappedCNN
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load(entry, ctx: SourceContext) -> LoadedModel:
+    from .onnx_tapped import OnnxTappedCNN
+
     check_permissions(entry)
     src, path = entry.source, model_file(entry, ctx)
     try:

@@ -364,8 +364,8 @@ def series_document(series: Series) -> dict:
     ``steps``; per checkpoint and layer ``mean_cosine``, ``svd_anisotropy_batch_mean``, ``twonn_batch_mean``,
     ``twonn_batch_std``; per checkpoint, layer and head ``qk_cos``, ``qk_dot``, ``entropy``; ``projections``: for
     the two heads with the highest and the lowest final cos(Q̄, K̄), the coordinates of Q̄_s and K̄_s on the first
-    two singular directions of each basis (``qk``, ``k``, ``q``: G Fig. 12, 21, 22); ``loss``: the training log's
-    loss curve where the series has one.
+    two singular directions of each basis (``qk``, ``k``, ``q``: G Fig. 12, 21, 22); ``loss`` and
+    ``training_seconds``: the training log's loss curve and duration where the series has one.
     """
     q, k = series.stacked("q_mean"), series.stacked("k_mean")
     q_moment, k_moment = series.stacked("q_moment"), series.stacked("k_moment")
@@ -384,6 +384,7 @@ def series_document(series: Series) -> dict:
                     if all(m.sink is not None for m in series.measures) else None),
            "projections": proj,
            "loss": series.measures[-1].meta.get("training", {}).get("loss", []),
+           "training_seconds": series.measures[-1].meta.get("training", {}).get("seconds"),
            "embedding_isotropy": [m.meta.get("embedding_isotropy") for m in series.measures]}
     for name in ("mean_cosine", "svd_anisotropy_batch_mean", "twonn_batch_mean", "twonn_batch_std"):
         values = series.layer_metric(name)

@@ -213,7 +213,11 @@ def embedding_isotropy(model) -> dict:
     from .. import metrics
 
     out = {}
-    emb = model.get_input_embeddings()
+    try:
+        emb = model.get_input_embeddings()
+    except NotImplementedError:  # no vocabulary matrix (CANINE hashes code points into several small tables)
+        out["input_embeddings"] = f"not available: {type(model).__name__} has no input embedding matrix"
+        return out
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
     for name, module in (("input", emb), ("output", head)):
@@ -229,6 +233,15 @@ def embedding_isotropy(model) -> dict:
     return out
 
 
+def _attention_measurable(loaded: LoadedModel) -> bool:
+    """Whether a model's attention probabilities are measured for the attention sink: a decoder's always (X.attention-
+    sink reads decoders; one whose attention cannot be found is an error), an encoder's where its code gives them per
+    layer (not CANINE's chunked local attention, which is then left unmeasured rather than failing the model)."""
+    from ..extract.hidden import attention_modules
+
+    return getattr(loaded.entry, "role", None) == "decoder" or bool(attention_modules(loaded.model))
+
+
 def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
                         statistics: frozenset[str] = ALL_STATISTICS, shard: Shard = Shard()) -> ModelStats:
     """Run ``inputs`` (a corpus, recordings or photographs) through ``loaded`` as its modality row says, and
@@ -240,7 +253,8 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     """
     batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
                            settings.batch_size, settings.device, settings.max_length,
-                           attentions=ATTENTION_SINK in statistics, final_norm=FINAL_NORM in statistics)
+                           attentions=ATTENTION_SINK in statistics and _attention_measurable(loaded),
+                           final_norm=FINAL_NORM in statistics)
     sharded = shard.world > 1
     try:
         extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \

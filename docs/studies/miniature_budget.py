@@ -1,0 +1,198 @@
+"""The budget study of the text miniatures: at which training budget is each training-dynamics claim decided?
+
+The claims of G §5 (queries and keys along training) and R §4.2-4.3 (anisotropy and intrinsic dimension along
+training) run offline on the suite's own byte-level miniatures (a BERT and a GPT-2, three seeds each). At the
+``quick`` budget several of them hold for one seed and not another: decided nowhere. This script trains the six
+miniatures at each budget asked for (steps x batch of 128-byte sequences, width), runs the claims on their checkpoint
+series exactly as ``pytest claims/`` does, and records claim x budget x seed: the verdict, the deciding numbers and
+the training seconds. A claim is *decided* at a budget for an architecture when its three seeds agree; the cheapest
+such budget is what the registry's ``underpowered`` records name as ``decides_at``.
+
+Run from the repository root, with the data settings of the main job (``ANISO_CORPUS``, ``ANISO_TRAIN_TEXT``):
+
+    python docs/studies/miniature_budget.py run 512x16x128 2048x16x128   # appends to miniature_budget.json
+    python docs/studies/miniature_budget.py add reports/run-X/results.json  # the main job's quick-budget verdicts
+    python docs/studies/miniature_budget.py table                       # the Markdown tables of the docs page
+
+Each budget is one ``pytest claims/test_godey_training.py claims/test_razzhigaev_training.py -n 2`` over the six
+miniatures (two at a time, one core each), with an empty statistics cache of its own unless ``--cache`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = Path(__file__).with_suffix(".json")
+MODELS = [f"mini-{arch}-bytes-s{seed}" for arch in ("bert", "gpt2") for seed in (0, 1, 2)]
+CLAIMS = ["G.qk-means-align", "G.qk-direction-by-depth", "G.qk-dot-grows", "G.attention-entropy-decays",
+          "G.qk-svd-projections", "G.qk-align-across-seeds", "R.decoder-anisotropy-grows",
+          "R.id-expands-then-compresses"]
+#: The numbers kept per verdict (when the claim reports them).
+KEEP = ("aligned_share", "mean_cos_first_third", "mean_cos_last_third", "grown_share", "spearman_rho", "p_value",
+        "layers_decayed", "n_layers", "share_qk", "share_k", "share_q", "seeds_holding", "range_first_third",
+        "range_last_third", "max_checkpoint", "max", "last", "batch_std")
+
+
+def parse_budget(text: str) -> dict[str, int]:
+    """``"2048x16x128"`` -> steps, batch, width."""
+    steps, batch, width = (int(v) for v in text.split("x"))
+    return {"miniature_steps": steps, "miniature_batch": batch, "miniature_width": width}
+
+
+def run_budget(budget: dict[str, int], cache: Path | None, archs: tuple[str, ...] = ("bert", "gpt2")) -> dict:
+    """Train and measure the miniatures of ``archs`` (three seeds each) at ``budget``; their verdicts and timings."""
+    models = [m for m in MODELS if m.split("-")[1] in archs]
+    import tempfile
+
+    from aniso.judge.results import read_results
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, ANISO_REPORT_DIR=str(Path(tmp) / "reports"),
+                   ANISO_CACHE_DIR=str(cache or Path(tmp) / "cache"), CI="1",
+                   ANISO_MODELS=",".join(models), ANISO_CLAIMS=",".join(CLAIMS),
+                   **{f"ANISO_{k.upper()}": str(v) for k, v in budget.items()})
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "claims/test_godey_training.py",
+                               "claims/test_razzhigaev_training.py", "-n", "2", "--dist", "loadgroup", "-q",
+                               "-p", "no:cacheprovider"], cwd=ROOT, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        found = sorted((Path(tmp) / "reports").glob("run-*/results.json"))
+        if not found:
+            raise SystemExit(f"no results for {budget}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        doc = read_results(found[-1])
+    verdicts = []
+    for r in doc.results:
+        if r.claim_id not in CLAIMS or r.model_id not in models or r.verdict == "skipped":
+            continue
+        verdicts.append({"claim": r.claim_id, "model": r.model_id, "verdict": _kind(r),
+                         "numbers": {k: r.measured[k] for k in KEEP if k in r.measured}})
+    seconds = {mid: doc.experiments.get("training", {}).get(mid, {}).get("training_seconds") for mid in models}
+    return {"budget": budget, "archs": list(archs), "wall_seconds": round(wall, 1), "training_seconds": seconds, "verdicts": verdicts,
+            "versions": {k: doc.provenance.versions.get(k) for k in ("torch", "transformers", "numpy")},
+            "git_commit": doc.provenance.git_commit, "time": doc.provenance.time,
+            "inputs": doc.provenance.corpus.get("dataset") if doc.provenance.corpus else None}
+
+
+def from_results(path: Path) -> dict:
+    """A study entry from a claims run's ``results.json`` that measured the six miniatures (e.g. the main job at the
+    ``quick`` budget): its verdicts, its miniatures' training seconds and its budget (the run profile's sizes)."""
+    from aniso.judge.results import read_results
+
+    doc = read_results(path)
+    sizes = (doc.provenance.profile or {}).get("sizes", {})
+    verdicts = [{"claim": r.claim_id, "model": r.model_id, "verdict": _kind(r),
+                 "numbers": {k: r.measured[k] for k in KEEP if k in r.measured}}
+                for r in doc.results if r.claim_id in CLAIMS and r.model_id in MODELS and r.verdict != "skipped"]
+    seconds = {mid: doc.experiments.get("training", {}).get(mid, {}).get("training_seconds") for mid in MODELS}
+    return {"budget": {k: sizes[k] for k in ("miniature_steps", "miniature_batch", "miniature_width")},
+            "archs": ["bert", "gpt2"], "wall_seconds": None, "training_seconds": seconds, "verdicts": verdicts,
+            "versions": {k: doc.provenance.versions.get(k) for k in ("torch", "transformers", "numpy")},
+            "git_commit": doc.provenance.git_commit, "time": doc.provenance.time, "from": "a claims run's results.json",
+            "inputs": doc.provenance.corpus.get("dataset") if doc.provenance.corpus else None}
+
+
+def _kind(result) -> str:
+    """What was measured, in three words: holds, does not hold, or underpowered (a test that could not decide, such
+    as one over too few points); a record's verdict (expected not to hold, underpowered at this budget) is read back
+    as what the run measured."""
+    if result.verdict in ("holds", "holds, expected not to"):
+        return "holds"
+    if result.underpowered:
+        return "underpowered"
+    return "does not hold"
+
+
+def decided(runs: list[dict]) -> dict[tuple[str, str, str], str]:
+    """(claim, architecture, budget) -> "holds" / "does not hold" when the three seeds agree, else "split".
+    ``G.qk-align-across-seeds`` (G.qk-means-align for every seed) is decided only where G.qk-means-align is: three
+    rows that share one answer across disagreeing seeds decide nothing."""
+    out = {}
+    for run in runs:
+        b = _name(run)
+        for claim in CLAIMS:
+            for arch in ("bert", "gpt2"):
+                got = [v["verdict"] for v in run["verdicts"] if v["claim"] == claim and f"-{arch}-" in v["model"]]
+                if got:
+                    out[(claim, arch, b)] = got[0] if len(got) == 3 and len(set(got)) == 1 else "split"
+        for arch in ("bert", "gpt2"):
+            key = ("G.qk-align-across-seeds", arch, b)
+            if key in out and out.get(("G.qk-means-align", arch, b)) == "split":
+                out[key] = "split"
+    return out
+
+
+def _name(run: dict) -> str:
+    return "x".join(str(run["budget"][k]) for k in ("miniature_steps", "miniature_batch", "miniature_width"))
+
+
+def table(runs: list[dict]) -> str:
+    """Markdown: one table per architecture, claim x budget, each cell the three seeds' verdicts and the decision."""
+    mark = {"holds": "✓", "does not hold": "✗", "underpowered": "≈"}
+    lines = []
+    d = decided(runs)
+    for arch in ("bert", "gpt2"):
+        mine = [r for r in runs if arch in r.get("archs", ["bert", "gpt2"])]
+        if not mine:
+            continue
+        budgets = [_name(r) for r in mine]
+        lines += [f"\n**mini-{arch}-bytes** (seeds 0, 1, 2; ✓ holds, ✗ does not hold; decided when the seeds agree)\n",
+                  "| claim | " + " | ".join(f"{b} (steps x batch x width)" for b in budgets) + " |",
+                  "|---|" + "---|" * len(budgets)]
+        for claim in CLAIMS:
+            cells = []
+            for run, b in zip(mine, budgets):
+                seeds = [next((mark[v["verdict"]] for v in run["verdicts"] if v["claim"] == claim
+                               and v["model"] == f"mini-{arch}-bytes-s{s}"), "–") for s in (0, 1, 2)]
+                verdict = d.get((claim, arch, b))
+                cells.append(" ".join(seeds) + (f" **{verdict}**" if verdict else ""))
+            if any(c.strip("– ") for c in cells):
+                lines.append(f"| `{claim}` | " + " | ".join(cells) + " |")
+    lines.append("\n| budget | miniatures | training seconds per miniature (seeds 0, 1, 2) | wall seconds (2 workers) |")
+    lines.append("|---|---|---|---|")
+    for run in runs:
+        for arch in run.get("archs", ["bert", "gpt2"]):
+            secs = ", ".join(str(run["training_seconds"].get(f"mini-{arch}-bytes-s{s}", "–")) for s in (0, 1, 2))
+            wall = run["wall_seconds"] if run["wall_seconds"] is not None else "(from the main job)"
+            lines.append(f"| {_name(run)} | mini-{arch}-bytes | {secs} | {wall} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="train and measure at these budgets (STEPSxBATCHxWIDTH), appending to the JSON")
+    r.add_argument("budgets", nargs="+")
+    r.add_argument("--cache", type=Path, default=None, help="a statistics cache to reuse (default: an empty one)")
+    r.add_argument("--archs", default="bert,gpt2", help="the architectures to train (default: bert,gpt2)")
+    sub.add_parser("table", help="print the Markdown tables of the recorded runs")
+    a = sub.add_parser("add", help="record the miniatures' verdicts of a claims run's results.json (e.g. the main job)")
+    a.add_argument("results", type=Path)
+    args = ap.parse_args(argv)
+    runs = json.loads(OUT.read_text()) if OUT.exists() else []
+    if args.cmd == "table":
+        print(table(sorted(runs, key=lambda x: tuple(x["budget"].values()))))
+        return 0
+    if args.cmd == "add":
+        run = from_results(args.results)
+        runs = [x for x in runs if not (x["budget"] == run["budget"] and x.get("archs") == run["archs"])] + [run]
+        OUT.write_text(json.dumps(runs, indent=1) + "\n")
+        return 0
+    for text in args.budgets:
+        budget = parse_budget(text)
+        run = run_budget(budget, args.cache, tuple(args.archs.split(",")))
+        runs = [x for x in runs if not (x["budget"] == budget and x.get("archs", ["bert", "gpt2"]) == run["archs"])]
+        runs.append(run)
+        OUT.write_text(json.dumps(runs, indent=1) + "\n")
+        print(f"{text}: {run['wall_seconds']} s; training seconds {run['training_seconds']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""Tables for the terminal: columns that wrap at word boundaries to fit its width (rich), for the command line's
+listings.
+
+The width is the terminal's (or ``COLUMNS``; 80 where the output is no terminal and ``COLUMNS`` is unset).
+Long words (ids, paths) wrap inside their cell rather than being cut.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterable, Sequence, TextIO
+
+__all__ = ["print_table", "print_lines"]
+
+
+def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, title: str | None = None,
+                file: TextIO | None = None, width: int | None = None, no_wrap: Sequence[str] = (),
+                max_width: dict[str, int] | None = None) -> None:
+    """Print ``rows`` (one sequence of cells each; None shows as ``-``) under ``headers`` to ``file`` (default:
+    standard output), fitting ``width`` columns (default: the terminal's). Columns named in ``no_wrap`` keep each
+    cell on one line (short values, ids), the others wrap at spaces, and a word longer than its column folds;
+    ``max_width`` caps some columns' widths (their cells wrap), leaving the rest to the others."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title_justify="left",
+                  header_style="bold")
+    for name in headers:
+        table.add_column(name, no_wrap=name in no_wrap, overflow="fold", max_width=(max_width or {}).get(name))
+    for row in rows:
+        table.add_row(*("-" if cell is None else str(cell) for cell in row))
+    _console(file, width).print(table)
+
+
+def print_lines(lines: Iterable[str], *, hang: int = 2, file: TextIO | None = None, width: int | None = None) -> None:
+    """Print each line wrapped at word boundaries to the terminal's width (or ``width``), its continuation lines
+    indented ``hang`` spaces more than the line itself."""
+    import textwrap
+
+    columns = _console(file, width).width
+    for line in lines:
+        lead = " " * (len(line) - len(line.lstrip(" ")))
+        print(textwrap.fill(line.strip(), columns, initial_indent=lead, subsequent_indent=lead + " " * hang,
+                            break_on_hyphens=False, break_long_words=True), file=file or sys.stdout)
+
+
+def _console(file: TextIO | None, width: int | None):
+    from rich.console import Console
+
+    return Console(file=file or sys.stdout, width=width, highlight=False, soft_wrap=False, markup=False)

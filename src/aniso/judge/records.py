@@ -1,0 +1,210 @@
+"""A registry record's numbers as data: each run compares them with what it measured, within a stated tolerance.
+
+A record (``expected:`` in ``models.yaml``, :class:`aniso.registry.entries.ExpectedVerdict`) keeps the numbers its
+verdict rests on in ``measured``, under the keys the claim reports. A run measuring the same model on the same
+inputs at the profile the records were measured at (the registry's ``recorded_profile``) compares every recorded
+number with its own: a number outside its tolerance makes the record *stale*, which fails the claim test (the record
+must be re-measured, its reason re-rendered), and the report and ``aniso diff`` show it. The tolerances are
+:data:`TOLERANCES`, chosen by the key's name:
+
+* p-values (keys ``p``, ``p_value``, ``*_p``, ``*_p_value``): 0.002 absolute or 1% relative, whichever is larger; an
+  exact permutation p-value moves in steps of 2/n! (0.0004 for 7 points) when two points swap ranks;
+* any other real number: 1% relative, or 1e-4 absolute near zero;
+* whole numbers, booleans and words: equal.
+
+Lists and mappings are compared element by element with their key's tolerance. A recorded key that the test does not
+report is stale too (the record names a number no run measures), unless the test reports none of the record's keys:
+a claim measured by two tests keeps one record, compared with the test whose numbers it names (:func:`names_any`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Tolerance", "TOLERANCES", "tolerance_of", "Drift", "stale_numbers", "names_any", "refresh_records"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|measured - recorded| <= max(absolute, relative * |recorded|)``; ``name`` says which rule it is."""
+
+    name: str
+    relative: float
+    absolute: float
+
+    def admits(self, recorded: float, measured: float) -> bool:
+        """Whether ``measured`` is within this tolerance of ``recorded`` (NaN equals NaN)."""
+        if math.isnan(recorded) or math.isnan(measured):
+            return math.isnan(recorded) and math.isnan(measured)
+        return abs(measured - recorded) <= max(self.absolute, self.relative * abs(recorded))
+
+    def __str__(self) -> str:
+        return f"{self.name}: ±max({self.absolute:g}, {self.relative:.0%} relative)"
+
+
+#: (key pattern, tolerance), first match wins; see the module docstring.
+TOLERANCES: tuple[tuple[re.Pattern, Tolerance], ...] = (
+    (re.compile(r"(^|_)p(_value)?$"), Tolerance("p-value", 0.01, 0.002)),
+    (re.compile(r".*"), Tolerance("real number", 0.01, 1e-4)),
+)
+
+
+def tolerance_of(key: str) -> Tolerance:
+    """The tolerance of a recorded number under ``key`` (the last part of its path, e.g. ``spearman_p``)."""
+    return next(t for pattern, t in TOLERANCES if pattern.search(key))
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One recorded number that the run measured otherwise: its ``key`` (a path such as ``decoder_contrasts.gemma``),
+    the ``recorded`` and ``measured`` values (None: not reported by the run) and the ``tolerance`` it was held to."""
+
+    key: str
+    recorded: Any
+    measured: Any
+    tolerance: str
+
+    def __str__(self) -> str:
+        got = "not reported by this run" if self.measured is None else _short(self.measured)
+        return f"{self.key} recorded {_short(self.recorded)}, measured {got} ({self.tolerance})"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    text = str(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool))
+
+
+def stale_numbers(recorded: dict[str, Any] | None, measured: dict[str, Any]) -> list[Drift]:
+    """The recorded numbers of a record that ``measured`` (a claim result's ``measured``) does not reproduce within
+    their tolerance (:data:`TOLERANCES`), in the record's key order; empty when the record holds no numbers."""
+    out: list[Drift] = []
+
+    def walk(path: str, key: str, want: Any, got: Any) -> None:
+        if got is None and want is not None:
+            out.append(Drift(path, want, None, "not reported"))
+        elif isinstance(want, dict):
+            if not isinstance(got, dict):
+                out.append(Drift(path, want, got, "a mapping"))
+                return
+            for k, v in want.items():
+                walk(f"{path}.{k}", str(k), v, got.get(k))
+        elif isinstance(want, (list, tuple)):
+            if not isinstance(got, (list, tuple)) or len(got) != len(want):
+                out.append(Drift(path, want, got, f"a list of {len(want)}"))
+                return
+            for i, (a, b) in enumerate(zip(want, got)):
+                walk(f"{path}[{i}]", key, a, b)
+        elif isinstance(want, str) or isinstance(got, str):  # a name (a layer "3" may be read back as 3)
+            if str(want) != str(got):
+                out.append(Drift(path, want, got, "equal"))
+        elif isinstance(want, bool) or want is None:
+            if want != got:
+                out.append(Drift(path, want, got, "equal"))
+        elif isinstance(want, int) and isinstance(got, int) and not isinstance(got, bool):
+            if want != got:
+                out.append(Drift(path, want, got, "equal (a count)"))
+        elif _is_real(want) and _is_real(got):
+            tol = tolerance_of(key)
+            if not tol.admits(float(want), float(got)):
+                out.append(Drift(path, want, got, str(tol)))
+        else:
+            out.append(Drift(path, want, got, "the same kind of value"))
+
+    for k, v in (recorded or {}).items():
+        walk(str(k), str(k), v, measured.get(k))
+    return out
+
+
+def names_any(recorded: dict[str, Any] | None, measured: dict[str, Any]) -> bool:
+    """Whether ``measured`` reports any of the record's keys: a claim measured by two tests (e.g. the attention sink
+    at the last checkpoint and along training) keeps one record, compared with the test whose numbers it names."""
+    return any(k in measured for k in (recorded or {}))
+
+
+def _rounded(v: Any) -> Any:
+    """A measured value as a record keeps it: floats to 4 significant digits, recursively."""
+    if isinstance(v, float):
+        return float(f"{v:.4g}") if math.isfinite(v) else v
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_rounded(x) for x in v]
+    return v
+
+
+def _flow(mapping: dict) -> str:
+    """``mapping`` as a one-line YAML flow mapping, keys in their order."""
+    import yaml
+
+    return yaml.safe_dump(mapping, default_flow_style=True, width=10**9, sort_keys=False, allow_unicode=True).strip()
+
+
+def refresh_records(text: str, results) -> tuple[str, list[str]]:
+    """A registry file's text with the recorded numbers of every record that ``results`` found stale replaced by the
+    numbers the run measured (4 significant digits, the record's own keys and order), and one line per change.
+
+    ``results``: :class:`~aniso.judge.results.ClaimResult` objects (a run's ``results.json``). A record is rewritten
+    only where its result compared the numbers (``record_drift`` non-empty: same inputs, the recorded profile's
+    sizes). A recorded key the run did not report is left as it was and named (the record needs editing by hand). The
+    reason, whose numbers are placeholders into ``measured``, renders the new numbers. Only the record's one-line
+    ``measured:`` flow mapping is rewritten; comments, anchors and the rest of the file are kept. Raises ValueError
+    naming the model and claim when a record cannot be found in ``text``.
+    """
+    import yaml
+
+    lines = text.splitlines(keepends=True)
+    notes: list[str] = []
+    for r in results:
+        if not r.record_drift or not r.expected or not r.expected.get("measured"):
+            continue
+        where = f"{r.model_id} {r.claim_id}"
+        i = _find_measured_line(lines, r.model_id, r.claim_id)
+        if i is None:
+            raise ValueError(f"{where}: no one-line 'measured:' mapping found for this record")
+        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+        old = yaml.safe_load(lines[i].strip()[len("measured:"):]) or {}
+        new, missing = {}, []
+        for k, v in old.items():
+            if r.measured.get(k) is None:
+                new[k] = v
+                missing.append(k)
+            else:
+                new[k] = _rounded(r.measured[k])
+        lines[i] = f"{indent}measured: {_flow(new)}\n"
+        changed = [f"{k} {old[k]} -> {new[k]}" for k in old if new[k] != old[k]]
+        notes.append(f"{where}: " + ("; ".join(changed) or "no number changed")
+                     + (f"; not reported by the run, left as recorded: {', '.join(missing)}" if missing else ""))
+    return "".join(lines), notes
+
+
+def _find_measured_line(lines: list[str], model_id: str, claim_id: str) -> int | None:
+    """The index of the ``measured:`` line of record ``claim_id`` under registry row ``model_id``, or None."""
+    start = next((i for i, line in enumerate(lines) if line.strip() in (f"- id: {model_id}", f"- id: '{model_id}'")),
+                 None)
+    if start is None:
+        return None
+    claim_line = None
+    for i in range(start + 1, len(lines)):
+        stripped = lines[i].strip()
+        if stripped.startswith("- id:"):
+            break
+        if stripped == f"{claim_id}:":
+            claim_line = i
+            depth = len(lines[i]) - len(lines[i].lstrip())
+            continue
+        if claim_line is not None:
+            here = len(lines[i]) - len(lines[i].lstrip())
+            if stripped and here <= depth:
+                return None
+            if stripped.startswith("measured:"):
+                return i
+    return None

@@ -1,0 +1,86 @@
+"""The graph side of source kind ``onnx`` (:mod:`aniso.sources.onnx_cnn`): which tensors of an ONNX CNN are its
+hidden states, and where a quantised tensor's scale and zero point are. Reads ``onnx`` graphs only; no torch."""
+
+from __future__ import annotations
+
+__all__ = ["quantized_block_taps", "float_block_taps", "quantization"]
+
+
+def _kernel(node) -> tuple[int, ...]:
+    for a in node.attribute:
+        if a.name == "kernel_shape":
+            return tuple(a.ints)
+    return ()
+
+
+def _consumers(graph) -> dict[str, list]:
+    """Tensor name → the nodes that read it."""
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    return consumers
+
+
+def quantized_block_taps(graph) -> list[str]:
+    """Names of the quantised tensors between the blocks of a QLinear CNN graph, in forward order.
+
+    ``graph``: an ``onnx.GraphProto`` in topological order. The taps are the first QLinearConv's output (the
+    stem), then for every 1 x 1 QLinearConv fed by a 3 x 3 QLinearConv (a block's projection) the projection's
+    output or, if it only goes into a QLinearAdd (the block's residual branch), that residual sum, and last the final QLinearConv's output (the head)
+    if it is not a projection itself. Raises ValueError if the graph has no QLinearConv.
+    """
+    producer = {out: node for node in graph.node for out in node.output}
+    consumers = _consumers(graph)
+    convs = [n for n in graph.node if n.op_type == "QLinearConv"]
+    if not convs:
+        raise ValueError("no QLinearConv node: not a statically quantised CNN")
+    taps = [convs[0].output[0]]
+    for conv in convs[1:]:
+        source = producer.get(conv.input[0])
+        if _kernel(conv) == (1, 1) and source is not None and source.op_type == "QLinearConv" \
+                and _kernel(source) == (3, 3):
+            out = conv.output[0]
+            users = consumers.get(out, [])
+            # The residual branch of a block goes only into its sum; a block output without a residual also
+            # feeds the next block (and, as its skip input, the next block's sum).
+            residual = len(users) == 1 and users[0].op_type == "QLinearAdd"
+            taps.append(users[0].output[0] if residual else out)
+    if convs[-1].output[0] not in taps:
+        taps.append(convs[-1].output[0])
+    return taps
+
+
+def float_block_taps(graph) -> list[str]:
+    """Names of the float tensors between the blocks of a residual CNN graph, in forward order.
+
+    The stem's output (the first MaxPool's, else the first Relu's), then the output of every residual block: the
+    Relu applied to a residual sum (an Add of two feature maps whose only consumer is a Relu), or the sum itself
+    where no Relu follows. Raises ValueError if the graph has no Conv.
+    """
+    if not any(n.op_type == "Conv" for n in graph.node):
+        raise ValueError("no Conv node: not a CNN")
+    consumers = _consumers(graph)
+    inits = {i.name for i in graph.initializer}
+    stem = next((n for n in graph.node if n.op_type == "MaxPool"), None) \
+        or next(n for n in graph.node if n.op_type == "Relu")
+    taps = [stem.output[0]]
+    for node in graph.node:
+        if node.op_type != "Add" or any(i in inits for i in node.input):
+            continue  # a bias addition, not a residual sum
+        users = consumers.get(node.output[0], [])
+        if len(users) == 1 and users[0].op_type == "Relu":
+            taps.append(users[0].output[0])
+        elif users and all(u.op_type in ("Conv", "Add", "MaxPool", "AveragePool", "GlobalAveragePool") for u in users):
+            taps.append(node.output[0])
+    return taps
+
+
+def quantization(graph, tensor: str) -> tuple[str, str]:
+    """(scale, zero point) initializer names of a tensor produced by QLinearConv / QLinearAdd."""
+    for node in graph.node:
+        if tensor in node.output:
+            if node.op_type not in ("QLinearConv", "QLinearAdd"):
+                raise ValueError(f"tap {tensor!r} is produced by {node.op_type}, not QLinearConv / QLinearAdd")
+            return node.input[6], node.input[7]
+    raise ValueError(f"no node produces tap {tensor!r}")

@@ -1,0 +1,461 @@
+"""Twins of the registry's hub rows: the row's own architecture with seeded random weights, in a model folder laid
+out as the row's hub repository lays it out, so that it can go through ``aniso hub import`` and the hub source.
+
+A twin of a hub row is a transformers model folder with
+
+- ``config.json`` and ``model.safetensors``: the row's own model class (:data:`TWIN_SPECS`, or the ``architectures``
+  of its ``tiny`` config) and ``model_type``, at the sizes of its ``tiny`` config, with weights drawn under
+  ``torch.manual_seed(seed)`` and saved by ``save_pretrained`` (safetensors);
+- the preprocessing files the row's repository ships, written by the row's own transformers classes: a tokenizer
+  (its vocabulary trained in-process with the ``tokenizers`` library on the run's corpus where the class needs one:
+  WordPiece for the BERT family, byte-level BPE for GPT-2 / RoBERTa / OPT / GPT-J / Pythia / BLOOM / Falcon,
+  SentencePiece-style Unigram for T5 / ALBERT and byte-fallback BPE for Llama; none for CANINE and ByT5, whose
+  classes need none), a feature extractor config (speech) or an image processor config (vision);
+- for a row whose architecture is code from its repository (``needs_remote_code``), a small custom-code module
+  (``modeling_twin.py``) that ``config.json`` names through ``auto_map``, as such a repository does.
+
+A twin measures nothing about the paper's model: its verdicts say only that the code path runs (:data:`TWIN_LABEL`).
+:func:`build_twin` writes one folder; :func:`twin_folders` the folders of a row and of its checkpoint series, with the
+repo and revision each is imported under. Functions take registry entries duck-typed (this stage does not import the
+registry).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["TWIN_LABEL", "TwinSpec", "TWIN_SPECS", "TwinFolder", "TwinError", "twin_spec", "build_twin",
+           "twin_folders", "twin_tokenizer", "remote_code_model", "REMOTE_CODE_FILE"]
+
+#: How every twin verdict is labelled (console, results.json, report).
+TWIN_LABEL = "twin: random weights, code path only"
+#: The custom-code module a twin of a ``needs_remote_code`` row carries, named by ``auto_map`` in its config.
+REMOTE_CODE_FILE = "modeling_twin.py"
+
+
+class TwinError(ValueError):
+    """A twin cannot be built for a registry row; the one-line message names the row and why."""
+
+
+@dataclass(frozen=True)
+class TwinSpec:
+    """What a twin of a ``model_type`` is made of, as the row's hub repository holds it.
+
+    ``model_class``: the transformers class whose weights the repository's ``model.safetensors`` holds (its
+    ``config.json`` ``architectures``); ``tokenizer``: the kind of tokenizer files (:data:`_TOKENIZERS`), or None;
+    ``processor``: the transformers feature extractor / image processor class, or None; ``remote``: for custom-code
+    architectures, the transformers base classes the twin's own module subclasses (config, model).
+    """
+
+    model_class: str
+    tokenizer: str | None = None
+    processor: str | None = None
+    remote: tuple[str, str] | None = None
+
+
+#: model_type → its twin (the classes the rows' hub repositories use).
+TWIN_SPECS: dict[str, TwinSpec] = {
+    "bert": TwinSpec("BertForPreTraining", "bert-wordpiece"),
+    "roberta": TwinSpec("RobertaForMaskedLM", "roberta-bpe"),
+    "gpt2": TwinSpec("GPT2LMHeadModel", "gpt2-bpe"),
+    "t5": TwinSpec("T5ForConditionalGeneration", "t5-unigram"),
+    "albert": TwinSpec("AlbertForMaskedLM", "albert-unigram"),
+    "opt": TwinSpec("OPTForCausalLM", "opt-bpe"),
+    "llama": TwinSpec("LlamaForCausalLM", "llama-bpe"),
+    "gptj": TwinSpec("GPTJForCausalLM", "gpt2-bpe"),
+    "falcon": TwinSpec("FalconForCausalLM", "falcon-bpe"),
+    "gpt_neox": TwinSpec("GPTNeoXForCausalLM", "neox-bpe"),
+    "bloom": TwinSpec("BloomForCausalLM", "bloom-bpe"),
+    "canine": TwinSpec("CanineModel", "canine"),
+    "wav2vec2": TwinSpec("Wav2Vec2ForPreTraining", processor="Wav2Vec2FeatureExtractor"),
+    "hubert": TwinSpec("HubertModel", processor="Wav2Vec2FeatureExtractor"),
+    "vit": TwinSpec("ViTForImageClassification", processor="ViTImageProcessor"),
+    "beit": TwinSpec("BeitForImageClassification", processor="BeitImageProcessor"),
+    "segformer": TwinSpec("SegformerForImageClassification", processor="SegformerImageProcessor"),
+    "deit": TwinSpec("DeiTForImageClassification", processor="DeiTImageProcessor"),
+    "resnet": TwinSpec("ResNetForImageClassification", processor="ConvNextImageProcessor"),
+    "efficientnet": TwinSpec("EfficientNetForImageClassification", processor="EfficientNetImageProcessor"),
+    "cvt": TwinSpec("CvtForImageClassification", processor="ConvNextImageProcessor"),
+    "convnext": TwinSpec("ConvNextForImageClassification", processor="ConvNextImageProcessor"),
+    # Architectures from their repositories' own code: the twin carries a module of its own through auto_map.
+    "character_bert": TwinSpec("CharacterBertModel", "bert-wordpiece", remote=("BertConfig", "BertModel")),
+    "manta": TwinSpec("MantaModel", "byt5", remote=("T5Config", "T5Model")),
+}
+
+#: Vocabulary size of the twin tokenizers' training (at most the tiny config's ``vocab_size``).
+_MAX_VOCAB = 512
+#: Images of a twin's image processor: square, small, the tiny config's ``image_size`` where it has one.
+_IMAGE_SIZE = 32
+#: Layers of a checkpoint series' twin (the training-dynamics claims read first, middle and last layers), and the
+#: config fields that count them.
+_SERIES_LAYERS = 4
+_DEPTH_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
+#: Where a twin's config differs from the row's ``tiny`` one: MiT's four stages (its hidden states are one per
+#: stage, and the drift correlations need at least three layers), at tiny widths.
+_TWIN_CONFIG: dict[str, dict] = {
+    "segformer": {"num_encoder_blocks": 4, "depths": [1, 1, 1, 1], "sr_ratios": [8, 4, 2, 1],
+                  "hidden_sizes": [8, 16, 24, 32], "patch_sizes": [7, 3, 3, 3], "strides": [4, 2, 2, 2],
+                  "num_attention_heads": [1, 1, 2, 2], "mlp_ratios": [2, 2, 2, 2], "image_size": 64},
+}
+
+
+def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
+    """``(model_type, config fields, spec)`` of a registry row's twin, from its ``tiny`` config (the
+    ``architectures`` of ``tiny``, where given, names the model class). ByT5 rows (``granularity: byte``) get ByT5's
+    tokenizer. Raises TwinError naming the row when it has no ``tiny`` config, when its model_type has no twin
+    here, or when the registry says the row cannot run (``cannot_run``)."""
+    blocked = getattr(entry, "cannot_run", None)
+    if blocked is not None:
+        raise TwinError(f"{entry.id}: cannot run with the locked libraries: {blocked.why}; it would run with "
+                        f"{blocked.would_run_with}")
+    if entry.tiny is None:
+        raise TwinError(f"{entry.id}: the registry row has no 'tiny' config to build a twin from")
+    fields_ = dict(entry.tiny)
+    model_type = fields_.pop("model_type")
+    spec = TWIN_SPECS.get(model_type)
+    if spec is None:
+        raise TwinError(f"{entry.id}: no twin for model_type {model_type!r} (known: {', '.join(sorted(TWIN_SPECS))})")
+    archs = fields_.pop("architectures", None)
+    if archs:
+        spec = TwinSpec(str(archs[0] if isinstance(archs, list) else archs), spec.tokenizer, spec.processor,
+                        spec.remote)
+    if entry.granularity == "byte" and spec.tokenizer not in (None, "byt5"):
+        spec = TwinSpec(spec.model_class, "byt5", spec.processor, spec.remote)
+    if model_type in _TWIN_CONFIG:
+        fields_.update(_TWIN_CONFIG[model_type])
+    if getattr(entry, "checkpoints", None) is not None:  # G §5's depth claims compare first and last layers: >= 3
+        for name in _DEPTH_FIELDS:
+            if isinstance(fields_.get(name), int):
+                fields_[name] = max(fields_[name], _SERIES_LAYERS)
+    return model_type, fields_, spec
+
+
+# -- tokenizers ---------------------------------------------------------------------------------------------------
+
+
+def _bpe_model(texts: Sequence[str], vocab_size: int, specials: list[str]):
+    """Byte-level BPE trained on ``texts``: ``(vocab, merges)`` as GPT-2's files hold them."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(texts), trainer)
+    model = json.loads(tok.to_str())["model"]
+    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return model["vocab"], merges, tok
+
+
+def _unigram_model(texts: Sequence[str], vocab_size: int, specials: list[str], unk: str, lowercase: bool):
+    """SentencePiece-style Unigram (Metaspace) trained on ``texts``: ``[(piece, score)]``, specials first."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.Unigram())
+    if lowercase:
+        tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token=unk,
+                                      show_progress=False)
+    tok.train_from_iterator([t.lower() for t in texts] if lowercase else list(texts), trainer)
+    return [(p, float(s)) for p, s in json.loads(tok.to_str())["model"]["vocab"]]
+
+
+def _llama_model(texts: Sequence[str], vocab_size: int):
+    """Llama's SentencePiece BPE with byte fallback: ``<unk> <s> </s>``, the 256 byte tokens, then merges."""
+    from tokenizers import Tokenizer, models, normalizers, trainers
+
+    tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    specials = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False)
+    tok.train_from_iterator(list(texts), trainer)
+    model = json.loads(tok.to_str())["model"]
+    return model["vocab"], [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+
+
+def _fast(tok, cls_name: str, **special):
+    """A tokenizers object wrapped as transformers' generic fast tokenizer, saved under class name ``cls_name``."""
+    from transformers import PreTrainedTokenizerFast
+
+    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, **special)
+    wrapped._twin_class = cls_name
+    return wrapped
+
+
+def twin_tokenizer(kind: str, texts: Sequence[str], vocab_size: int):
+    """The row's own tokenizer class (``kind``: a key of :data:`_TOKENIZERS`), its vocabulary trained on ``texts``
+    with at most ``vocab_size`` entries (none for CANINE and ByT5). Raises TwinError for an unknown kind."""
+    import transformers
+    from tokenizers import processors
+
+    v = min(vocab_size, _MAX_VOCAB)
+    if kind == "bert-wordpiece":
+        from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(
+            vocab_size=v, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+        return transformers.BertTokenizer(vocab=tok.get_vocab(), do_lower_case=True)
+    if kind == "roberta-bpe":
+        vocab, merges, _ = _bpe_model(texts, v, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        return transformers.RobertaTokenizer(vocab=vocab, merges=merges)
+    if kind in ("gpt2-bpe", "opt-bpe"):
+        specials = ["<|endoftext|>"] if kind == "gpt2-bpe" else ["<s>", "<pad>", "</s>", "<unk>"]
+        vocab, merges, _ = _bpe_model(texts, v, specials)
+        if kind == "gpt2-bpe":
+            return transformers.GPT2Tokenizer(vocab=vocab, merges=merges)
+        # OPT's tokenizer: GPT-2's class with </s> as bos, prepended to every sequence, and <pad>
+        return transformers.GPT2Tokenizer(vocab=vocab, merges=merges, bos_token="</s>", eos_token="</s>",
+                                          unk_token="<unk>", pad_token="<pad>", add_bos_token=True)
+    if kind == "neox-bpe":
+        vocab, merges, _ = _bpe_model(texts, v, ["<|endoftext|>", "<|padding|>"])
+        return transformers.GPTNeoXTokenizer(vocab=vocab, merges=merges)
+    if kind in ("bloom-bpe", "falcon-bpe"):
+        specials = ["<unk>", "<s>", "</s>", "<pad>"] if kind == "bloom-bpe" else [">>TITLE<<", "<|endoftext|>"]
+        _, _, tok = _bpe_model(texts, v, specials)
+        if kind == "bloom-bpe":
+            return _fast(tok, "BloomTokenizerFast", unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+                         pad_token="<pad>")
+        return _fast(tok, "PreTrainedTokenizerFast", eos_token="<|endoftext|>")
+    if kind == "t5-unigram":
+        vocab = _unigram_model(texts, v - 100, ["<pad>", "</s>", "<unk>"], "<unk>", lowercase=False)
+        return transformers.T5Tokenizer(vocab=vocab, extra_ids=100)
+    if kind == "albert-unigram":
+        vocab = _unigram_model(texts, v, ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>", lowercase=True)
+        return transformers.AlbertTokenizer(vocab=vocab)
+    if kind == "llama-bpe":
+        vocab, merges = _llama_model(texts, v)
+        return transformers.LlamaTokenizer(vocab=vocab, merges=merges)
+    if kind == "canine":
+        return _canine_tokenizer()
+    if kind == "byt5":
+        return transformers.ByT5Tokenizer()
+    raise TwinError(f"no twin tokenizer of kind {kind!r}")
+
+
+@functools.cache
+def _canine_tokenizer():
+    """CANINE's tokenizer (code points are ids; its construction takes seconds, so it is made once a process)."""
+    import transformers
+
+    return transformers.CanineTokenizer()
+
+
+def _save_tokenizer(tokenizer, folder: Path) -> None:
+    tokenizer.save_pretrained(str(folder))
+    cls = getattr(tokenizer, "_twin_class", None)
+    config = folder / "tokenizer_config.json"
+    if cls and config.is_file():  # the generic fast class, saved under the name the row's repository gives it
+        data = json.loads(config.read_text())
+        data["tokenizer_class"] = cls
+        config.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _save_processor(name: str, folder: Path, config) -> None:
+    if name == "Wav2Vec2FeatureExtractor":
+        from transformers import Wav2Vec2FeatureExtractor
+
+        # wav2vec2-base and HuBERT-base: group-normalised feature encoders, no attention mask
+        Wav2Vec2FeatureExtractor(do_normalize=True, return_attention_mask=False).save_pretrained(str(folder))
+        return
+    from ..inputs.processors import pil_image_processor
+
+    size = getattr(config, "image_size", _IMAGE_SIZE)
+    size = size if isinstance(size, int) else _IMAGE_SIZE
+    if name == "ConvNextImageProcessor":
+        options: dict[str, Any] = {"size": {"shortest_edge": size}}
+    else:
+        options = {"size": {"height": size, "width": size}}
+        if name in ("DeiTImageProcessor", "EfficientNetImageProcessor"):
+            options["crop_size"] = {"height": size, "width": size}
+    processor = pil_image_processor(name, **options)
+    processor.save_pretrained(str(folder))
+    path = folder / "preprocessor_config.json"
+    data = json.loads(path.read_text())
+    data["image_processor_type"] = name  # as the hub repositories name it (the PIL class is asked for at load)
+    path.write_text(json.dumps(data, indent=2))
+
+
+# -- custom code --------------------------------------------------------------------------------------------------
+
+_REMOTE_CODE = '''"""A twin's custom-code architecture (written by aniso): {model_class}, a {base_model} under model_type
+{model_type!r}, named by this folder's config.json through auto_map as a repository with its own code names it."""
+
+from transformers import {base_config}, {base_model}
+
+
+class {config_class}({base_config}):
+    model_type = {model_type!r}
+
+
+class {model_class}({base_model}):
+    config_class = {config_class}
+'''
+
+
+def _remote_classes(model_type: str, spec: TwinSpec):
+    """Write nothing: return ``(source, config_class_name)`` of the custom-code module of a remote-code twin."""
+    config_class = spec.model_class.removesuffix("Model") + "Config"
+    source = _REMOTE_CODE.format(model_class=spec.model_class, base_model=spec.remote[1], model_type=model_type,
+                                 base_config=spec.remote[0], config_class=config_class)
+    return source, config_class
+
+
+def remote_code_model(entry, seed: int = 0):
+    """A randomly initialised model (seeded, eager attention) of a ``needs_remote_code`` row's twin: the twin's own
+    custom-code module (the one its folder carries) imported from a temporary file, at the sizes of the row's
+    ``tiny`` config. Raises TwinError as :func:`twin_spec`, or when the row is not a custom-code twin."""
+    import tempfile
+
+    import torch
+
+    model_type, fields_, spec = twin_spec(entry)
+    if spec.remote is None:
+        raise TwinError(f"{entry.id}: model_type {model_type!r} is no custom-code architecture")
+    source, config_class = _remote_classes(model_type, spec)
+    with tempfile.TemporaryDirectory(prefix="aniso-twin-code-") as tmp:
+        (Path(tmp) / REMOTE_CODE_FILE).write_text(source)
+        module = _import_module(Path(tmp) / REMOTE_CODE_FILE, f"aniso_twin_{model_type}_{os.getpid()}_tiny")
+    config = getattr(module, config_class)(**fields_)
+    config._attn_implementation = "eager"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return getattr(module, spec.model_class)(config).eval()
+
+
+def _import_module(path: Path, name: str):
+    import importlib.util
+
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+# -- folders ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TwinFolder:
+    """One twin folder and where it goes: ``repo`` and ``revision`` of the hub cache, ``step`` (None for the row
+    itself), ``seed`` of its weights, and its ``provenance`` (classes, sizes, files)."""
+
+    folder: Path
+    repo: str
+    revision: str
+    seed: int
+    step: int | None = None
+    provenance: dict = field(default_factory=dict)
+
+
+def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0) -> dict:
+    """Write the twin of registry row ``entry`` into ``folder`` (created): config, safetensors weights drawn under
+    ``seed``, and preprocessing files (see the module docstring); ``texts`` train the tokenizer's vocabulary where
+    its class needs one. Returns its provenance: ``model_class``, ``model_type``, ``seed``, ``tokenizer`` /
+    ``processor`` class, ``files``, ``parameters``, ``remote_code`` (the module file, or None).
+
+    Raises TwinError naming the row (see :func:`twin_spec`, or transformers cannot build it).
+    """
+    import torch
+    import transformers
+
+    model_type, fields_, spec = twin_spec(entry)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    remote = None
+    try:
+        if spec.remote is not None:
+            source, config_class = _remote_classes(model_type, spec)
+            (folder / REMOTE_CODE_FILE).write_text(source)
+            module = _import_module(folder / REMOTE_CODE_FILE, f"aniso_twin_{model_type}_{os.getpid()}")
+            config = getattr(module, config_class)(**fields_)
+            config.auto_map = {"AutoConfig": f"{REMOTE_CODE_FILE[:-3]}.{config_class}",
+                               "AutoModel": f"{REMOTE_CODE_FILE[:-3]}.{spec.model_class}"}
+            model_cls = getattr(module, spec.model_class)
+            remote = REMOTE_CODE_FILE
+        else:
+            config = transformers.AutoConfig.for_model(model_type, **fields_)
+            model_cls = getattr(transformers, spec.model_class)
+        config.architectures = [spec.model_class]
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = model_cls(config).eval()
+            if model_type in _SCALE_PRESERVING:
+                _scale_preserving_convolutions(model)
+        model.save_pretrained(str(folder), safe_serialization=True)
+    except (ValueError, TypeError, AttributeError, ImportError) as exc:
+        raise TwinError(f"{entry.id}: transformers {transformers.__version__} cannot build its twin "
+                        f"{spec.model_class} ({model_type}): {str(exc).splitlines()[0][:160]}") from None
+    if remote is not None:  # save_pretrained of a dynamic class may copy its module; keep the one auto_map names
+        for extra in folder.glob("*.py"):
+            if extra.name != REMOTE_CODE_FILE:
+                extra.unlink()
+    tokenizer_class = processor_class = None
+    if spec.tokenizer is not None:
+        tokenizer = twin_tokenizer(spec.tokenizer, texts, int(getattr(config, "vocab_size", _MAX_VOCAB) or _MAX_VOCAB))
+        _save_tokenizer(tokenizer, folder)
+        tokenizer_class = getattr(tokenizer, "_twin_class", None) or type(tokenizer).__name__
+    if spec.processor is not None:
+        _save_processor(spec.processor, folder, config)
+        processor_class = spec.processor
+    return {"model_class": spec.model_class, "model_type": model_type, "seed": seed,
+            "tokenizer": tokenizer_class, "processor": processor_class, "remote_code": remote,
+            "parameters": int(sum(p.numel() for p in model.parameters())),
+            "files": sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()),
+            "transformers": transformers.__version__}
+
+
+#: model_types whose own initialisation shrinks the signal to zero within a few blocks at random weights
+#: (EfficientNet in transformers 5: N(0, 0.02²) convolutions and batch-norm scales): their twins draw convolutions
+#: He-normal and set batch-norm scales to 1, as a trained network keeps its activations' scale.
+_SCALE_PRESERVING = ("efficientnet",)
+
+
+def _scale_preserving_convolutions(model) -> None:
+    """Redraw every convolution's weight He-normal (fan-in, ReLU gain), on the current RNG, and set every batch
+    norm's scale to 1: activations keep their scale from block to block instead of vanishing."""
+    import torch
+
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Conv2d):
+                torch.nn.init.kaiming_normal_(module.weight, mode="fan_in", nonlinearity="relu")
+            elif isinstance(module, torch.nn.BatchNorm2d) and module.weight is not None:
+                module.weight.fill_(1.0)
+
+
+def _format(template: str, step: int) -> str:
+    return template.format(step=step, kstep=step // 1000)
+
+
+def twin_folders(entry, root: str | Path, texts: Sequence[str], seed: int = 0, max_steps: int = 2) -> list[TwinFolder]:
+    """Build the twin of ``entry`` under ``root`` and, for a checkpoint series, one twin per checkpoint for its
+    first and last steps (``max_steps`` of them, at least two; each with its own seed, so the checkpoints differ),
+    each with the hub repo and revision it is imported under (the series' ``vary`` templates formatted with the
+    step). Returns the folders, the row's own first. Raises TwinError as :func:`build_twin`."""
+    root = Path(root)
+    src = entry.source
+    out = [TwinFolder(root / entry.id, src.repo, src.revision, seed, None,
+                      build_twin(entry, root / entry.id, texts, seed))]
+    series = getattr(entry, "checkpoints", None)
+    if series is not None and series.steps != "all":
+        steps = list(series.steps)
+        keep = max(2, max_steps)
+        chosen = steps if len(steps) <= keep else [steps[round(i * (len(steps) - 1) / (keep - 1))]
+                                                     for i in range(keep)]
+        for i, step in enumerate(chosen):
+            fields_ = {"repo": src.repo, "revision": src.revision} | {k: _format(v, step)
+                                                                      for k, v in series.vary.items()}
+            folder = root / f"{entry.id}-step{step}"
+            out.append(TwinFolder(folder, fields_["repo"], fields_["revision"], seed + 1 + i, step,
+                                  build_twin(entry, folder, texts, seed + 1 + i)))
+    return out

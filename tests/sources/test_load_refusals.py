@@ -1,0 +1,113 @@
+"""Loading refuses what it cannot load faithfully, in one line naming the folder and what is wrong, exit 2, through
+`aniso run` (and `aniso hub import` for what it imports). The fixtures are copies of a twin of bert-base-uncased
+(:mod:`aniso.sources.twin`: BERT's own classes, WordPiece vocabulary, random weights), each with one fault:
+
+- no tokenizer files (transformers would build a tokenizer of a few tokens, every word unknown);
+- a config naming more layers than the weights hold (randomly initialised layers), or fewer (weights left unread);
+- a truncated or random ``model.safetensors``;
+- a head count that does not divide the width; a ``config.json`` that is a JSON list;
+- `aniso hub import` of a malformed hub id (``../evil``) or of a truncated weights file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aniso.cli import main
+from aniso.registry.entries import load_registry
+from aniso.sources.twin import twin_folders
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory) -> Path:
+    from aniso.inputs.text import load_corpus
+
+    texts = load_corpus(None, 128, 0).sequences
+    entry = load_registry(ROOT / "models.yaml").get("bert-base-uncased")
+    return twin_folders(entry, tmp_path_factory.mktemp("twin"), texts)[0].folder
+
+
+def _config(folder: Path, **changes) -> None:
+    path = folder / "config.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | changes))
+
+
+def _no_tokenizer(folder: Path) -> None:
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        (folder / name).unlink(missing_ok=True)
+
+
+def _truncated(folder: Path) -> None:
+    path = folder / "model.safetensors"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _random(folder: Path) -> None:
+    path = folder / "model.safetensors"
+    path.write_bytes(os.urandom(path.stat().st_size))
+
+
+FAULTS = {
+    "no-tokenizer": (_no_tokenizer, "no tokenizer files"),
+    "more-layers": (lambda f: _config(f, num_hidden_layers=3), "would be randomly initialised"),
+    "fewer-layers": (lambda f: _config(f, num_hidden_layers=1), "modules its config does not build"),
+    "truncated": (_truncated, "model.safetensors: truncated"),
+    "random": (_random, "model.safetensors: not a safetensors file"),
+    "heads": (lambda f: _config(f, num_attention_heads=5), "cannot be built from its config.json"),
+    "json-list": (lambda f: (f / "config.json").write_text("[1, 2]"), "config.json holds a JSON list"),
+}
+
+
+@pytest.fixture
+def quiet_run(tmp_path, monkeypatch):
+    for name in [k for k in os.environ if k.startswith("ANISO_") and k != "ANISO_CACHE_DIR"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return ["--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic", "--",
+            "--aniso-n-sequences", "4", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_aniso_run_refuses_a_folder_it_cannot_load_faithfully(fault, twin, tmp_path, quiet_run, capsys):
+    folder = tmp_path / f"bert-{fault}"
+    shutil.copytree(twin, folder)
+    damage, what = FAULTS[fault]
+    damage(folder)
+    code = main(["run", str(folder), *quiet_run])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-2000:] + err[-2000:]
+    said = [line for line in err.splitlines() if what in line]
+    assert len(said) == 1 and str(folder) in said[0], err
+    assert "Traceback" not in out + err
+
+
+def test_the_twin_itself_runs(twin, tmp_path, quiet_run, capsys):
+    """The fixture without a fault: measured, exit 0 (its verdict on random weights is what it is)."""
+    folder = tmp_path / "bert-twin"
+    shutil.copytree(twin, folder)
+    code = main(["run", str(folder), *quiet_run])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out[-2000:] + err[-2000:]
+    assert "refused" not in err
+
+
+def test_hub_import_refuses_a_malformed_id_and_damaged_weights(twin, tmp_path, capsys):
+    cache = ["--cache-dir", str(tmp_path / "hub")]
+    assert main(["hub", "import", "../evil", str(twin), *cache]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aniso hub import: '../evil': not a hub id") and err.count("\n") == 1
+    folder = tmp_path / "truncated"
+    shutil.copytree(twin, folder)
+    _truncated(folder)
+    assert main(["hub", "import", "org/bert-twin", str(folder), *cache]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder}: model.safetensors: truncated" in err and err.count("\n") == 1
+    assert not (tmp_path / "hub" / "models--org--bert-twin").exists()

@@ -1,0 +1,220 @@
+"""Bad input through `aniso run` (and `aniso report`), not only through the library: one line on standard error
+naming the setting, file or field, exit code 2, and never a pytest failure dump. Also the inputs a run measures on
+in spite of a bad file beside them (a recording with NaN samples) or of a short corpus (fewer paragraphs than
+asked for), which it names. Each case is a row of docs/bad-input.md."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aniso.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = str(ROOT / "models.yaml")
+
+
+@pytest.fixture
+def clean_env(tmp_path, monkeypatch):
+    """No ANISO_* setting from the caller's environment; a cache, report folder and temporary folder of the test's."""
+    for name in [k for k in os.environ if k.startswith("ANISO_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path
+
+
+def _one_line(capsys) -> str:
+    """Standard error of a command that must have stopped with one line and printed no test output."""
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aniso "), err[-3000:]
+    assert "Traceback" not in out + err and "FAILED" not in out and "ERROR" not in out, out[-3000:]
+    return lines[0]
+
+
+def _corpus(tmp_path: Path, case: str) -> Path:
+    path = tmp_path / f"{case}.txt"
+    text = "The first paragraph of the corpus.\nA second paragraph, in another line.\n"
+    if case == "missing":
+        return path
+    if case == "blank":
+        path.write_text("\n   \n\n")
+    elif case == "latin-1":
+        path.write_bytes(text.replace("first", "café").encode("latin-1"))
+    elif case == "utf-16":
+        path.write_text(text, encoding="utf-16")
+    elif case == "utf-16-le":  # no byte-order mark: the letters alternate with NUL bytes
+        path.write_bytes(text.encode("utf-16-le"))
+    return path
+
+
+@pytest.mark.parametrize("case, message", [("missing", "does not exist"), ("blank", "has 0 paragraph(s)"),
+                                           ("latin-1", "is not UTF-8 text"), ("utf-16", "it is UTF-16"),
+                                           ("utf-16-le", "it is UTF-16")])
+def test_a_corpus_that_is_missing_blank_or_not_utf8_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys, case,
+                                                                                  message):
+    path = _corpus(clean_env, case)
+    monkeypatch.setenv("ANISO_CORPUS", str(path))
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    line = _one_line(capsys)
+    assert "ANISO_CORPUS" in line and str(path) in line and message in line, line
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("ANISO_SEED", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be >= 0, got -1"),
+    ("ANISO_NO_CACHE", "ture", "ANISO_NO_CACHE='ture' is neither true"),
+    ("ANISO_N_SEQUENCES", "16.5", "ANISO_N_SEQUENCES='16.5' is not an integer"),
+])
+def test_a_bad_setting_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys, variable, value, message):
+    monkeypatch.setenv(variable, value)
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    assert message in _one_line(capsys)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--aniso-n-sequences", "16.5", "argument --aniso-n-sequences: invalid int value: '16.5'"),
+    ("--aniso-seed", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be >= 0"),
+])
+def test_a_bad_pytest_option_after_the_double_dash_stops_aniso_run_in_one_line(clean_env, capsys, option, value,
+                                                                              message):
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY, "--", option, value]) == 2
+    assert message in _one_line(capsys)
+
+
+@pytest.mark.parametrize("claims, message", [
+    (",", "claims: ',' names no claim id or prefix"),
+    ("Z.", "claims: no claim id starts with 'Z.'"),
+    ("Q.", "claims: no claim id starts with 'Q.'"),
+    ("G", "claims: 'G' is no claim id; did you mean 'G.'?"),
+    ("G.token-nlp-anisotropc", "did you mean 'G.token-nlp-anisotropic'?"),
+])
+def test_a_claims_filter_that_names_nothing_stops_aniso_run_in_one_line(clean_env, capsys, claims, message):
+    """The prefix is blamed, not the model; no run that deselects every claim and exits 3."""
+    assert main(["run", "all-MiniLM-L6-v2", "--claims", claims, "--registry", REGISTRY]) == 2
+    line = _one_line(capsys)
+    assert message in line and "all-MiniLM" not in line, line
+
+
+def test_the_same_claims_filter_is_refused_by_every_door(clean_env):
+    """aniso.check and pytest --aniso-claims parse the filter as aniso run does (aniso.registry.selection)."""
+    import aniso
+    from aniso.registry.selection import parse_claims
+
+    for claims in ("Q.", ","):
+        with pytest.raises(ValueError, match="^claims: "):
+            aniso.check("all-MiniLM-L6-v2", claims=claims, registry=REGISTRY)
+        with pytest.raises(ValueError, match="^claims: "):
+            parse_claims(claims)
+    assert parse_claims("G.").selects("G.token-nlp-anisotropic") and not parse_claims("G.").selects("R.x")
+    assert parse_claims("R.decoder*").selected() == ["R.decoder-bell-profile", "R.decoder-anisotropy-grows"]
+    assert parse_claims("").everything and parse_claims(None).selects("X.attention-sink")
+
+
+def test_a_string_where_a_count_is_expected_is_one_line_naming_the_argument():
+    import aniso
+
+    with pytest.raises(ValueError, match=r"^n_inputs: '16' \(str\); give an integer >= 1$"):
+        aniso.measure("all-MiniLM-L6-v2", ["a text", "another text"], n_inputs="16", registry=REGISTRY)
+    with pytest.raises(ValueError, match=r"^settings?.*n_sequences.*must be an integer, got '16'"):
+        aniso.measure("all-MiniLM-L6-v2", ["a text"], settings={"n_sequences": "16"}, registry=REGISTRY)
+
+
+def _results_file(tmp_path: Path) -> Path:
+    from aniso.judge.results import ResultsDocument, provenance, write_results
+
+    path = tmp_path / "run" / "results.json"
+    write_results(path, ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[]))
+    return path
+
+
+def test_report_out_naming_a_folder_is_one_line(tmp_path, capsys):
+    results = _results_file(tmp_path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert main(["report", str(results), "--out", str(folder)]) == 2
+    line = _one_line(capsys)
+    assert f"--out {folder} is a folder" in line and "report.html" in line
+    assert main(["report", str(results), "--out", str(tmp_path / "nowhere" / "deeper" / "r.html")]) == 0
+    capsys.readouterr()
+
+
+def _tiny_registry(tmp_path: Path, tiny_bert_dir: Path) -> Path:
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: tiny\n    source: {{kind: local, path: {tiny_bert_dir}}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n")
+    return reg
+
+
+TINY_RUN = ["--claims", "G.token-nlp-anisotropic", "--claims-dir", str(ROOT / "claims")]
+TINY_SIZES = ["--", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
+
+
+def test_ctrl_c_while_the_report_is_written_is_one_line_and_leaves_no_half_report(clean_env, tiny_bert_dir,
+                                                                                 monkeypatch, capsys):
+    """A real `aniso run` whose report writing is interrupted (Ctrl-C): exit 2, one line on standard error saying
+    what happened and that the statistics are cached, and no report folder holding results without their report."""
+    import aniso.report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    monkeypatch.setenv("ANISO_CORPUS", str(corpus))
+    monkeypatch.setattr(aniso.report, "write_html_report", interrupted)
+    code = main(["run", "tiny", "--registry", str(_tiny_registry(clean_env, tiny_bert_dir)), *TINY_RUN, *TINY_SIZES,
+                 "--aniso-n-sequences", "8"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted while writing the report" in lines[0], err
+    assert str(clean_env / "cache") in lines[0] and "Traceback" not in out + err
+    assert not list((clean_env / "reports").glob("run-*"))
+
+
+def test_a_short_corpus_is_measured_and_says_how_many_paragraphs_of_how_many_asked(clean_env, tiny_bert_dir,
+                                                                                    monkeypatch, capsys):
+    """2 paragraphs where 16 are asked for: measured (2 is enough for avg cos), and the run says 2 of 16."""
+    corpus = clean_env / "two.txt"
+    corpus.write_text("w1 w2 w3 w4 w5 w6 w7\nw8 w9 w10 w11 w12 w13\n")
+    monkeypatch.setenv("ANISO_CORPUS", str(corpus))
+    code = main(["run", "tiny", "--registry", str(_tiny_registry(clean_env, tiny_bert_dir)), *TINY_RUN, *TINY_SIZES,
+                 "--aniso-n-sequences", "16"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out[-3000:] + err[-3000:]
+    assert "only 2 paragraphs, 16 requested" in out
+    results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())
+    assert "only 2 paragraphs, 16 requested" in results["results"][0]["inputs_label"]
+
+
+def test_a_recording_with_nan_samples_is_skipped_and_named_and_the_model_measured(clean_env, monkeypatch, capsys):
+    """`aniso run whisper-tiny.en` on a folder where one WAV holds NaN samples: that file is skipped with its name
+    and the reason, as broken files are, and the model is measured on the others."""
+    import soundfile
+
+    folder = clean_env / "speech"
+    folder.mkdir()
+    t = np.arange(16_000) / 16_000
+    for i, f in enumerate((180.0, 260.0)):
+        soundfile.write(folder / f"tone{i}.wav", (0.3 * np.sin(2 * np.pi * f * t)).astype(np.float32), 16_000,
+                        subtype="FLOAT")
+    bad = (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    bad[5_000:5_010] = np.nan
+    soundfile.write(folder / "nan.wav", bad, 16_000, subtype="FLOAT")
+    monkeypatch.setenv("ANISO_SPEECH_DIR", str(folder))
+    code = main(["run", "whisper-tiny.en", "--claims", "G.speech-all-layers-0.2", "--registry", REGISTRY, "--",
+                 "--aniso-n-clips", "3", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out[-3000:] + err[-3000:]
+    results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())
+    (speech,) = [d for d in results["provenance"]["inputs"] if d.get("modality") == "speech"]
+    assert speech["n_items"] == 2 and set(speech["skipped"]) == {"nan.wav"}
+    assert "10 NaN or infinite sample(s)" in speech["skipped"]["nan.wav"]
+    assert results["results"][0]["verdict"] not in ("skipped", "error"), results["results"][0]
