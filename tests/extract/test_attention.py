@@ -20,8 +20,11 @@ from aniso.registry.entries import load_registry
 REGISTRY = load_registry(Path(__file__).resolve().parents[2] / "models.yaml")
 
 #: One registry entry per tiny text configuration whose attention the sink statistic reads (encoders, decoders).
+#: Rows whose model is their repository's own code (CharacterBERT) run, without it, on the transformers classes
+#: their twin builds (``aniso.sources.twin``: BertModel for CharacterBERT), a family already here.
 FAMILIES = {json.dumps(e.tiny, sort_keys=True): e for e in REGISTRY
-            if e.modality == "text" and e.tiny is not None and e.role in ("encoder", "decoder")}
+            if e.modality == "text" and e.tiny is not None and e.role in ("encoder", "decoder")
+            and not e.needs_remote_code}
 #: Texts of different lengths (padding in every batch), some longer than Gemma 3's tiny sliding window (16 tokens).
 TEXTS = ["Anisotropy of hidden states.",
          "The tower is 324 metres tall, about the same height as an 81-storey building, and was the tallest for "
