@@ -6,11 +6,11 @@
 - ``bound``: :func:`gemm_top2_bound`, the n²·d work any exact TwoNN does: a float32 matrix product of the points
   against themselves in the suite's blocks of rows, with a top-2 per row (no estimate). ``ratio_to_bound`` =
   suite / bound is the number to read;
-- the peers: ``dadapy`` (``Data.compute_id_2NN``) and ``scikit-dimension`` (``skdim.id.TwoNN``) when importable
-  here. Neither is in the lock. dadapy needs NumPy < 2, so it may run in a virtual environment of its own whose
-  Python ``ANISO_PEER_PYTHON`` names (``python -m venv peer && peer/bin/pip install "numpy<2" dadapy``): the
-  points go to it as a ``.npy`` file and it reports its estimate and the time measured inside that process
-  (without its start-up). Peers get the same points in float64.
+- the peers: ``dadapy`` (``Data.compute_id_2NN``) and ``scikit-dimension`` (``skdim.id.TwoNN``), each where it
+  imports here, else in the virtual environment whose Python ``ANISO_PEER_PYTHON`` names (``python -m venv peer &&
+  peer/bin/pip install "numpy<2" dadapy scikit-dimension``; neither is in the lock, and dadapy needs NumPy < 2):
+  the points go to it as a ``.npy`` file and it reports its estimate and the time measured inside that process
+  (without its start-up or imports). Peers get the same points in float64.
 """
 
 from __future__ import annotations
@@ -91,55 +91,65 @@ def skdim_twonn(x: np.ndarray) -> float:
     return float(skdim.id.TwoNN(discard_fraction=0.1).fit(x).dimension_)
 
 
-_DADAPY = """
+#: The peer process: argv = peer name, points (.npy); prints {"estimate", "seconds"} measured inside it.
+_PEER = """
 import json, sys, time
 import numpy as np
-import dadapy
-x = np.load(sys.argv[1])
+x = np.load(sys.argv[2])
+if sys.argv[1] == "dadapy":
+    import dadapy
+    run = lambda: dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0]
+else:
+    import skdim
+    run = lambda: skdim.id.TwoNN(discard_fraction=0.1).fit(x).dimension_
 t = time.perf_counter()
-estimate = float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0])
+estimate = float(run())
 print(json.dumps({"estimate": estimate, "seconds": time.perf_counter() - t}))
 """
 
+#: Peer name -> its module.
+_PEER_MODULES = {"dadapy": "dadapy", "scikit-dimension": "skdim"}
 
-def dadapy_twonn(x: np.ndarray) -> tuple[float, float | None]:
-    """dadapy's TwoNN (``Data.compute_id_2NN``, 10% of the largest μ discarded) of ``x`` (n, d): (estimate,
-    seconds measured inside the peer's process, or None when dadapy ran in this process)."""
-    if importlib.util.find_spec("dadapy") is not None:
-        import dadapy
 
-        return float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0]), None
+def dadapy_twonn(x: np.ndarray) -> float:
+    """dadapy's TwoNN (``Data.compute_id_2NN``, 10% of the largest μ discarded) of ``x`` (n, d)."""
+    import dadapy
+
+    return float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0])
+
+
+def _in_peer_process(name: str, x: np.ndarray) -> tuple[float, float]:
+    """(estimate, seconds measured inside the process) of peer ``name`` run by ``ANISO_PEER_PYTHON`` on ``x``."""
+    python = os.environ["ANISO_PEER_PYTHON"]
     with tempfile.TemporaryDirectory() as tmp:
         np.save(f"{tmp}/x.npy", x)
-        out = subprocess.run([os.environ["ANISO_PEER_PYTHON"], "-c", _DADAPY, f"{tmp}/x.npy"], capture_output=True,
-                             text=True, timeout=3600)
+        out = subprocess.run([python, "-c", _PEER, name, f"{tmp}/x.npy"], capture_output=True, text=True,
+                             timeout=3600)
     if out.returncode != 0:
-        raise RuntimeError(f"ANISO_PEER_PYTHON={os.environ['ANISO_PEER_PYTHON']}: dadapy failed: "
+        raise RuntimeError(f"ANISO_PEER_PYTHON={python}: {name} failed: "
                            f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
     got = json.loads(out.stdout.strip().splitlines()[-1])
     return got["estimate"], got["seconds"]
 
 
 def available_peers() -> list[str]:
-    """The peers that can run here: ``scikit-dimension`` when ``skdim`` imports, ``dadapy`` when it imports or
-    ``ANISO_PEER_PYTHON`` is set."""
-    peers = []
-    if importlib.util.find_spec("dadapy") is not None or os.environ.get("ANISO_PEER_PYTHON"):
-        peers.append("dadapy")
-    if importlib.util.find_spec("skdim") is not None:
-        peers.append("scikit-dimension")
-    return peers
+    """The peers that can run: each of ``dadapy`` and ``scikit-dimension`` that imports here, both when
+    ``ANISO_PEER_PYTHON`` is set (they run in that Python where they do not import here)."""
+    return [name for name, module in _PEER_MODULES.items()
+            if importlib.util.find_spec(module) is not None or os.environ.get("ANISO_PEER_PYTHON")]
 
 
 def run_peer(name: str, x: np.ndarray) -> dict:
-    """Run peer ``name`` (see :func:`available_peers`) on ``x``: ``{"s": seconds, "estimate": float}``."""
-    if name == "dadapy":
-        seconds, (estimate, inside) = _timed(lambda: dadapy_twonn(x), "cpu")
-        return {"s": inside if inside is not None else seconds, "estimate": estimate}
-    if name == "scikit-dimension":
-        seconds, estimate = _timed(lambda: skdim_twonn(x), "cpu")
-        return {"s": seconds, "estimate": estimate}
-    raise ValueError(f"unknown TwoNN peer {name!r}")
+    """Run peer ``name`` (see :func:`available_peers`) on ``x``: ``{"s": seconds, "estimate": float}``, in this
+    process where it imports, else in ``ANISO_PEER_PYTHON``'s (seconds measured there). Raises ValueError for an
+    unknown name, RuntimeError when the peer's process fails."""
+    if name not in _PEER_MODULES:
+        raise ValueError(f"unknown TwoNN peer {name!r}")
+    if importlib.util.find_spec(_PEER_MODULES[name]) is None:
+        estimate, inside = _in_peer_process(name, x)
+        return {"s": inside, "estimate": estimate}
+    seconds, estimate = _timed(lambda: (dadapy_twonn if name == "dadapy" else skdim_twonn)(x), "cpu")
+    return {"s": seconds, "estimate": estimate}
 
 
 def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int = 0, device: str = "cpu",
