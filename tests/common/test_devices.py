@@ -3,6 +3,8 @@ that names the model, the batch size and the setting to lower, and leaves the ca
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
@@ -152,3 +154,41 @@ def test_freed_host_memory_goes_back_to_the_system():
 def test_release_host_memory_is_a_setting():
     assert Settings().release_host_memory is True
     assert Settings.from_sources({"release_host_memory": False}).release_host_memory is False
+
+
+def test_host_memory_is_released_after_the_first_batch_and_when_the_resident_set_grew(monkeypatch):
+    """The release policy: the first batch releases; later batches only once the resident set is 2% (at least the
+    floor) above its level after the last release; that level is read again after each release."""
+    import aniso.common.devices as devices
+
+    calls = []
+    monkeypatch.setattr(devices, "release_freed_host_memory", lambda: calls.append(1) or True)
+    mib = 1 << 20
+    readings = iter([1000 * mib, 800 * mib,  # batch 1: releases, level 800 MiB
+                     815 * mib,  # +15 MiB: below the floor of 16 MiB
+                     816 * mib,  # +16 MiB: 2% is 16 MiB: not above
+                     817 * mib, 790 * mib,  # +17 MiB: releases, level 790
+                     805 * mib])  # +15 MiB
+    policy = devices.HostMemoryRelease(rss=lambda: next(readings))
+    assert [policy.after_batch() for _ in range(5)] == [True, False, False, True, False]
+    assert policy.releases == 2 and len(calls) == 2 and policy.level == 790 * mib
+    with pytest.raises(ValueError, match="growth"):
+        devices.HostMemoryRelease(growth=-1)
+
+
+def test_without_a_resident_set_reading_every_batch_releases(monkeypatch):
+    import aniso.common.devices as devices
+
+    monkeypatch.setattr(devices, "release_freed_host_memory", lambda: True)
+    policy = devices.HostMemoryRelease(rss=lambda: None)
+    assert all(policy.after_batch() for _ in range(3)) and policy.releases == 3
+
+
+def test_resident_bytes_reads_this_process():
+    from aniso.common.devices import resident_bytes
+
+    got = resident_bytes()
+    if sys.platform.startswith("linux"):
+        assert got is not None and 10 * (1 << 20) < got < 1 << 40
+    else:
+        assert got is None

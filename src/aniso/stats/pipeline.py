@@ -24,7 +24,7 @@ from ..common.settings import Settings
 from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
                        source_fingerprint)
 from .distributed import Shard
-from ..common.devices import release_freed_host_memory
+from ..common.devices import HostMemoryRelease
 from ..common.files import exclusive
 from .accumulators import (AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches, massive_rows,
                            summary_dict)
@@ -92,6 +92,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     shuffled: list[ShuffledBatches | None] | None = None
     n_seq = 0
     t0 = time.perf_counter()
+    release = HostMemoryRelease() if settings.release_host_memory else None
     from ..common.progress import bar
 
     for batch in bar(batches, desc=f"{entry.id}: hidden states", unit="batch"):
@@ -149,8 +150,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
         n_seq += batch.n_sequences
         # this batch's tensors are freed before the trim and the next forward pass, not after it
         batch = labels = positions = h = rows = pos = exclude = sums = token_sum = sequence_sum = None
-        if settings.release_host_memory:  # the last batch's freed memory back to the system: no creeping peak RSS
-            release_freed_host_memory()
+        if release is not None:  # freed memory back to the system when the resident set grew: no creeping peak RSS
+            release.after_batch()
     if layers is None:
         raise RuntimeError(f"{entry.id}: the inputs gave no batches")
     meta = dict(meta, n_sequences=n_seq, n_tokens=layers[0].count, settings=settings.extraction_key(),
