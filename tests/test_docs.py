@@ -35,6 +35,45 @@ def test_the_site_builds_strict_with_every_setting_and_the_api(tmp_path):
     assert "aniso:findings-by-claim" not in findings
     api = (tmp_path / "site/api/index.html").read_text()
     assert "aniso.api.measure" in api and "aniso.registry.selection.parse_claims" in api
+    performance = (tmp_path / "site/performance/index.html").read_text()  # the recorded benchmark runs, from files
+    assert "aniso:bench-results" not in performance
+    for run in sorted((ROOT / "benchmarks/results").glob("*/*.json")):
+        assert run.relative_to(ROOT).as_posix() in performance, run
+
+
+def _bench_hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_tables", ROOT / "docs/hooks/bench_tables.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+def test_the_benchmark_table_is_made_from_the_recorded_runs(tmp_path):
+    """One row per results file, by date, with its command, machine, commit and the numbers of its output."""
+    import json
+
+    hook = _bench_hook()
+    root = tmp_path / "benchmarks" / "results"
+    (root / "a").mkdir(parents=True)
+    meta = {"machine": {"cpu": "Some CPU", "cores": 2, "gpu": None}, "versions": {"torch": "9.9"}, "commit": "abc1234"}
+    (root / "a/twonn.json").write_text(json.dumps(meta | {
+        "command": "aniso bench twonn --n 16384", "date": "2026-01-02T00:00:00Z", "result": {
+            "n": 16384, "d": 768, "data": "massive", "suite_s": 1.5, "bound_s": 2.0, "ratio_to_bound": 0.75,
+            "estimate": 158.08, "peers": {"dadapy": {"s": 4.0, "estimate": 158.08}}}}))
+    (root / "a/minilm.json").write_text(json.dumps(meta | {
+        "command": "aniso bench extraction all-MiniLM-L6-v2", "date": "2026-01-01T00:00:00Z", "result": {
+            "forward_s": 2.85, "tokens": 23616, "ratios": {"hidden_states": 1.02, "first_order": 1.18, "all": 1.39,
+                                                           "every": 1.62},
+            "memory": {"peak_1x_mb": 757.0, "peak_8x_mb": 829.0, "growth": 0.095}}}))
+    (root / "a/failed.json").write_text(json.dumps(meta | {"command": "aniso bench command x", "exit_code": 1,
+                                                            "date": "2026-01-03T00:00:00Z", "result": None}))
+    rows = hook.table(root).splitlines()
+    assert len(rows) == 5 and "extraction" in rows[2] and "twonn" in rows[3] and "failed (exit 1)" in rows[4]
+    assert "all 1.39×, every 1.62×" in rows[2] and "+9.5%" in rows[2] and "Some CPU, 2 cores" in rows[2]
+    assert "bound 2.00 s (0.75×); dadapy 4.00 s (158.080)" in rows[3] and "`benchmarks/results/a/twonn.json`" in rows[3]
+    assert hook.table(tmp_path / "nothing") == "(no benchmark run recorded yet)"
 
 
 def test_a_broken_link_fails_the_build(tmp_path):

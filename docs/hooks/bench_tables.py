@@ -1,0 +1,60 @@
+"""MkDocs hook: on the performance page, the table of the recorded benchmark runs (``benchmarks/results/*/*.json``:
+each file one run of an ``aniso bench`` command, with its date, commit, machine, library versions and output), in
+place of the marker ``<!-- aniso:bench-results -->``. The numbers on the page are then those of the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MARKER = "<!-- aniso:bench-results -->"
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def summary(result: dict) -> str:
+    """One cell's worth of what a run measured: the ratios of ``aniso bench extraction``, the ratio of ``aniso
+    bench command``, or the times of ``aniso bench twonn`` with its peers'."""
+    if "ratios" in result:
+        r = result["ratios"]
+        text = (f"forward {_fmt(result['forward_s'])} s ({result['tokens']:,} tokens); hidden states "
+                f"{r['hidden_states']:.2f}×, first order {r['first_order']:.2f}×, all {r['all']:.2f}×, every "
+                f"{r['every']:.2f}×")
+        mem = result.get("memory")
+        if mem:
+            text += (f"; peak RSS {mem['peak_1x_mb']:,.0f} → {mem['peak_8x_mb']:,.0f} MB from 1× to 8× the tokens "
+                     f"({mem['growth']:+.1%})")
+        return text
+    if "command_s" in result:
+        return (f"command {result['command_s']:.2f} s, bare script {result['script_s']:.2f} s: "
+                f"{result['ratio']:.2f}× (best of {len(result['rounds'])} rounds)")
+    if "suite_s" in result:
+        peers = "; ".join(f"{name} {p['s']:.2f} s ({p['estimate']:.3f})" for name, p in result["peers"].items())
+        return (f"n = {result['n']:,}, d = {result['d']}, {result['data']}: suite {result['suite_s']:.2f} s "
+                f"({result['estimate']:.3f}), bound {result['bound_s']:.2f} s ({result['ratio_to_bound']:.2f}×)"
+                + (f"; {peers}" if peers else ""))
+    return "(unknown benchmark)"
+
+
+def table(root: Path) -> str:
+    """The Markdown table of every run recorded under ``root`` (``benchmarks/results``), by date."""
+    runs = [json.loads(p.read_text()) | {"file": p.relative_to(root.parent.parent).as_posix()}
+            for p in sorted(root.glob("*/*.json"))]
+    if not runs:
+        return "(no benchmark run recorded yet)"
+    rows = ["| date (UTC) | command | measured | machine, commit | file |", "|---|---|---|---|---|"]
+    for run in sorted(runs, key=lambda r: (r["date"], r["file"])):
+        measured = summary(run["result"]) if run.get("result") else f"failed (exit {run.get('exit_code')})"
+        machine = run["machine"]
+        where = (f"{machine['cpu']}, {machine['cores']} cores" + (f", {machine['gpu']}" if machine.get("gpu") else "")
+                 + f"; torch {run['versions']['torch']}; {run['commit']}")
+        rows.append(f"| {run['date']} | `{run['command']}` | {measured} | {where} | `{run['file']}` |")
+    return "\n".join(rows)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    if MARKER not in markdown:
+        return markdown
+    return markdown.replace(MARKER, table(Path(config["config_file_path"]).parent / "benchmarks" / "results"))
