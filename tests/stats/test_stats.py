@@ -149,6 +149,24 @@ def test_corrupt_cache_entry_warns_and_is_recomputed(tmp_path, damage):
         assert cache.load(key) is not None
 
 
+def test_an_entry_being_written_is_absent_not_corrupt(tmp_path):
+    """Data written, sidecar not yet (another process is saving the entry): absent, no warning, the data left in
+    place; once the sidecar is there the entry loads. Found by two pytest-xdist workers: one read the entry while
+    the other was computing its summaries, moved its data aside as corrupt and both computed it again."""
+    cache = StatsCache(tmp_path)
+    key = cache_key({"model": "m"})
+    cache.save(key, _stats())
+    sidecar = tmp_path / f"{key}.json"
+    text = sidecar.read_text()
+    sidecar.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.load(key) is None
+    assert (tmp_path / f"{key}.safetensors").exists() and not list(tmp_path.glob("*.corrupt"))
+    sidecar.write_text(text)
+    assert cache.load(key) is not None
+
+
 def test_cache_key_depends_on_every_part():
     base = {"model": "m", "corpus": "c", "settings": {"n": 1}}
     assert cache_key(base) == cache_key(dict(base))

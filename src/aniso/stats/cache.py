@@ -38,11 +38,18 @@ class StatsCache:
         return self.root / f"{key}.safetensors", self.root / f"{key}.json"
 
     def load(self, key: str) -> ModelStats | None:
-        """The cached :class:`ModelStats` for ``key``, or None if absent or corrupt (with a warning)."""
+        """The cached :class:`ModelStats` for ``key``, or None if absent, not yet complete, or corrupt (corrupt:
+        moved aside, with a warning).
+
+        An entry is complete once its sidecar (``KEY.json``, written last by :meth:`save`) exists: data without a
+        sidecar is an entry another process is writing (or one a crash left unfinished), and is left in place as
+        absent; the caller computes the entry under the lock (:func:`aniso.common.files.exclusive`), which waits
+        for the writer and then reads the complete entry, or writes over an unfinished one.
+        """
         from safetensors.numpy import load_file
 
         data_path, meta_path = self._paths(key)
-        if not data_path.exists() and not meta_path.exists():
+        if not meta_path.exists():
             return None
         try:
             meta = json.loads(meta_path.read_text())
