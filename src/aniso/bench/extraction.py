@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from ..common.devices import best_device
+from ..common.devices import best_device, resident_bytes
 
 __all__ = ["VARIANTS", "STREAMED", "CONFIGS", "Subject", "best_device", "load_subject", "llama_subject",
            "build_llama_7b", "byte_tokenizer", "run_variant", "time_variants", "peak_memory", "memory_growth",
@@ -332,16 +332,6 @@ def _vm_hwm() -> int | None:
     return None
 
 
-def _rss_now() -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _child(spec_json: str) -> None:
     """Entry point of the fresh processes of :func:`peak_memory`: build the subject, run ``every`` once, print one
     JSON line: ``peak`` (bytes) during the extraction, ``before`` (bytes held once the model is loaded), ``tokens``,
@@ -357,7 +347,7 @@ def _child(spec_json: str) -> None:
         torch.cuda.reset_peak_memory_stats()
         before, measure = int(torch.cuda.memory_allocated()), "torch.cuda.max_memory_allocated"
     elif _reset_rss_peak():
-        before, measure = _rss_now() or 0, "VmHWM (peak RSS, reset once the model is loaded)"
+        before, measure = resident_bytes() or 0, "VmHWM (peak RSS, reset once the model is loaded)"
     else:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         before, measure = int(rss if platform.system() == "Darwin" else rss * 1024), "ru_maxrss"

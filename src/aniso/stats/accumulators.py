@@ -664,15 +664,13 @@ def _running_max(abs_max: torch.Tensor, abs_max_pos: torch.Tensor, top: torch.Te
 _ONE_HOT_INPUTS = 64
 
 
-def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64,
-                         gram: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
     """SVD anisotropy of one batch and its Gram matrix, on the batch's device.
 
     ``batch`` (b, d) -> (σ₁² / Σσᵢ² of the centred rows as a 0-d tensor, Σxxᵀ (d, d) in ``dtype``): λ_max / trace of
     the centred scatter (Razzhigaev et al. 2024 §2.3; equal to :func:`aniso.metrics.svd_anisotropy`), as
     :meth:`BatchProducts.anisotropies` gives it. NaN when every row is identical (no direction of variance, as the
-    SVD gives). ``gram``: ignored (the batch's Σxxᵀ comes with its centred products); kept for callers that passed
-    it.
+    SVD gives).
     """
     moments = centred_batch_products(batch.clone(), [], dtype)
     return moments.anisotropies()[0], moments.gram
