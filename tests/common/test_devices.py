@@ -157,21 +157,26 @@ def test_release_host_memory_is_a_setting():
 
 
 def test_host_memory_is_released_after_the_first_batch_and_when_the_resident_set_grew(monkeypatch):
-    """The release policy: the first batch releases; later batches only once the resident set is 2% (at least the
-    floor) above its level after the last release; that level is read again after each release."""
+    """The release policy: the first batch releases; the end of the batch after a release is the reference (the
+    pages that batch faulted back in are not growth); later batches release once the resident set is 2% (at least
+    the floor) above the reference."""
     import aniso.common.devices as devices
 
     calls = []
     monkeypatch.setattr(devices, "release_freed_host_memory", lambda: calls.append(1) or True)
     mib = 1 << 20
     readings = iter([1000 * mib, 800 * mib,  # batch 1: releases, level 800 MiB
-                     815 * mib,  # +15 MiB: below the floor of 16 MiB
-                     816 * mib,  # +16 MiB: 2% is 16 MiB: not above
-                     817 * mib, 790 * mib,  # +17 MiB: releases, level 790
-                     805 * mib])  # +15 MiB
+                     950 * mib,  # batch 2: the reference, 950 MiB (2%: 19 MiB)
+                     969 * mib,  # +19 MiB: not above
+                     970 * mib, 790 * mib,  # +20 MiB: releases, level 790
+                     700 * mib,  # the new reference (2%: 14 MiB, below the floor of 16 MiB)
+                     715 * mib,  # +15 MiB: below the floor
+                     717 * mib, 680 * mib])  # +17 MiB: releases
     policy = devices.HostMemoryRelease(rss=lambda: next(readings))
-    assert [policy.after_batch() for _ in range(5)] == [True, False, False, True, False]
-    assert policy.releases == 2 and len(calls) == 2 and policy.level == 790 * mib
+    assert [policy.after_batch() for _ in range(4)] == [True, False, False, True]
+    assert policy.level == 790 * mib and policy.reference is None
+    assert [policy.after_batch() for _ in range(3)] == [False, False, True]
+    assert policy.releases == 3 and len(calls) == 3 and policy.level == 680 * mib
     with pytest.raises(ValueError, match="growth"):
         devices.HostMemoryRelease(growth=-1)
 

@@ -158,16 +158,21 @@ def resident_bytes() -> int | None:
 
 
 class HostMemoryRelease:
-    """When to give freed host memory back (:func:`release_freed_host_memory`): after a batch whose end finds the
-    resident set grown by more than ``growth`` (2%, at least ``floor_bytes``, 16 MiB) since the last release, and
-    after the first batch. A run's resident set then stays within about that growth of its level after the first
-    batch, as with a release after every batch, without paying each time: a release returns pages that the next
-    batch faults in again (MiniLM, every statistic, 256 WikiText paragraphs: the release after each batch was about
-    0.13x of the forward pass, see docs/performance.md). Where the resident set cannot be read (no
-    ``/proc/self/statm``) every batch releases.
+    """When to give freed host memory back (:func:`release_freed_host_memory`): after the first batch, and after a
+    batch whose end finds the resident set grown by more than ``growth`` (2%, at least ``floor_bytes``, 16 MiB)
+    above its *reference*: the resident set at the end of the first batch after the last release. A release returns
+    the free pages of the heap, and the next batch faults the ones it uses back in; its end is therefore the level
+    one batch holds, and what grows past it is the heap's fragmentation (or a batch that is larger than the earlier
+    ones, as batches sorted by length are). Reading the growth from the level right after the release instead made
+    every batch release (the pages faulted back in are above it), paying the release and the faults each time (MiniLM,
+    every statistic, 256 WikiText paragraphs: 16 releases in 16 batches, about 0.07x of the forward pass); from the
+    reference, 6 to 8 in 16, and the peak resident set grows by 6-9% from 256 to 2,048 paragraphs (41-55% without
+    any release; docs/performance.md). Where the resident set cannot be read (no ``/proc/self/statm``) every batch
+    releases.
 
-    ``after_batch()`` returns True when it released; ``releases`` counts them. ``rss`` (a callable giving bytes or
-    None) is read instead of :func:`resident_bytes` (for tests).
+    ``after_batch()`` returns True when it released; ``releases`` counts them; ``level`` is the resident set after
+    the last release, ``reference`` as above (None until the batch after a release). ``rss`` (a callable giving
+    bytes or None) is read instead of :func:`resident_bytes` (for tests).
     """
 
     def __init__(self, growth: float = 0.02, floor_bytes: int = 16 << 20, rss=None):
@@ -176,16 +181,21 @@ class HostMemoryRelease:
         self.growth, self.floor_bytes = growth, floor_bytes
         self._rss = rss or resident_bytes
         self.level: int | None = None  # resident bytes after the last release
+        self.reference: int | None = None  # resident bytes after the first batch that followed it
         self.releases = 0
 
     def after_batch(self) -> bool:
         now = self._rss()
-        if now is not None and self.level is not None \
-                and now <= self.level + max(self.floor_bytes, self.growth * self.level):
-            return False
+        if now is not None and self.level is not None:
+            if self.reference is None:  # the first batch after a release: what one batch holds resident
+                self.reference = now
+                return False
+            if now <= self.reference + max(self.floor_bytes, self.growth * self.reference):
+                return False
         released = release_freed_host_memory()
         self.releases += released
         self.level = self._rss() if released else now
+        self.reference = None
         return released
 
 

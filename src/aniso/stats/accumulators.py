@@ -120,7 +120,7 @@ class LayerAccumulator:
         self._svd_fill = 0
         self._reservoir = torch.empty((reservoir_size, dim), dtype=torch.float32, device=self.device)
         # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one triple per update.
-        self._inputs: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self._inputs = _InputRows(dim, self.device)
         # Named subsets of rows to leave out (e.g. the first token of each sequence): their sums, kept apart, are
         # subtracted from the whole stream's (see `complement`).
         self._complements = {name: _Complement(self) for name in complements}
@@ -150,9 +150,9 @@ class LayerAccumulator:
         m = x.shape[0]
         if m == 0:
             if self.per_input and n_inputs:  # inputs with no vectors here still hold their place
-                self._inputs.append((torch.zeros(n_inputs, self.dim, device=self.device),
-                                     torch.zeros(n_inputs, self.dim, device=self.device),
-                                     torch.zeros(n_inputs, 2, dtype=torch.int64, device=self.device)))
+                self._inputs.append(torch.zeros(n_inputs, self.dim, device=self.device),
+                                    torch.zeros(n_inputs, self.dim, device=self.device),
+                                    torch.zeros(n_inputs, 2, dtype=torch.int64, device=self.device))
             return
         x64 = x.to(self.dtype)
         sq = x64 * x64
@@ -209,7 +209,7 @@ class LayerAccumulator:
                 both = torch.zeros(k, 2 * self.dim, dtype=self.dtype, device=self.device).index_add_(
                     0, labels, torch.cat([x64 * inverse[:, None], x64], dim=1))
                 unit, vector = both[:, : self.dim], both[:, self.dim :]
-            self._inputs.append((unit.float(), vector.float(), counts))
+            self._inputs.append(unit, vector, counts)
         for i, (name, mask) in enumerate(masks.items()):
             self._complements[name].update(mask, s_x[at + 3 * i : at + 3 * i + 3], s_sq[3 + 3 * i : 6 + 3 * i],
                                            norms, ax, top, rows, pos, first)
@@ -309,7 +309,7 @@ class LayerAccumulator:
         self._first_sq_sum += on(other._first_sq_sum)
         self._n_first += other._n_first.to(self.device)
         if self.per_input:
-            self._inputs.append(tuple(t.to(self.device) for t in other._input_tensors()))
+            self._inputs.append(*other._input_tensors())
 
     def _merge_reservoir(self, other: "LayerAccumulator") -> None:
         k = self.reservoir_size
@@ -342,14 +342,18 @@ class LayerAccumulator:
         return self._cache[name]
 
     def gram_tensor(self) -> torch.Tensor | None:
-        """Σ x_i x_iᵀ over every vector seen, (d, d) in :func:`accumulation_dtype`, on the device; None without
-        second order."""
+        """Σ x_i x_iᵀ over every vector seen, (d, d) in :func:`accumulation_dtype`, on the device (shared: do not
+        modify it in place); None without second order."""
         if not self.second_order:
             return None
         if self._svd_fill == 0:
             return self._gram_done
-        partial = self._svd_buffer[: self._svd_fill].to(self.dtype)
-        return torch.addmm(self._gram_done, partial.T, partial)
+        # The partial batch's share as a complete batch's (centred float32 products, the complements' rows apart:
+        # :func:`centred_batch_products`), formed once per state: the layer's summary and each complement read it.
+        fill = self._svd_fill
+        marks = [c.marked[:fill] for c in self._complements.values()]
+        return self._cached("gram_tensor", lambda: self._gram_done + centred_batch_products(
+            self._svd_buffer[:fill].clone(), marks, self.dtype).gram)
 
     @property
     def gram(self) -> np.ndarray | None:
@@ -400,12 +404,7 @@ class LayerAccumulator:
         return self._cached("inputs", lambda: tuple(_host(t) for t in self._input_tensors()))
 
     def _input_tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if not self._inputs:
-            return (torch.zeros(0, self.dim, device=self.device), torch.zeros(0, self.dim, device=self.device),
-                    torch.zeros(0, 2, dtype=torch.int64, device=self.device))
-        if len(self._inputs) > 1:
-            self._inputs = [tuple(torch.cat(parts) for parts in zip(*self._inputs))]
-        return self._inputs[0]
+        return self._inputs.tensors()
 
     def summary(self, seed: int = 0, n_pairs: int = 20_000) -> "LayerSummary":
         """Per-layer metrics of everything seen so far (see :class:`LayerSummary`).
@@ -535,8 +534,8 @@ class LayerAccumulator:
                                                      device=acc.device).to(dtype or acc.dtype)
         acc._n_zero = torch.tensor(n_zero, dtype=torch.int64, device=acc.device)
         if acc.per_input:
-            acc._inputs = [(t("input_unit_sum", torch.float32), t("input_vector_sum", torch.float32),
-                            t("input_count", torch.int64))]
+            acc._inputs.append(t("input_unit_sum", torch.float32), t("input_vector_sum", torch.float32),
+                               t("input_count", torch.int64))
         for name in ("unit_sum", "vector_sum", "unit_sq_sum", "sq_sum", "abs_max", "first_sum", "first_sq_sum"):
             setattr(acc, f"_{name}", t(name))
         acc._norm_sum = t("norm_sum")[0]
@@ -573,6 +572,48 @@ for _name, _doc in (("unit_sum", "Σ u_i over the non-zero vectors, (d,) float64
                     ("first_sum", "Σ x over the first token of each sequence, (d,)."),
                     ("first_sq_sum", "Σ x∘x over the first token of each sequence, (d,).")):
     setattr(LayerAccumulator, _name, _host_property(_name, _doc))
+
+
+class _InputRows:
+    """Per-input rows (Σ u (k, d) and Σ x (k, d) float32, counts (k, 2) int64), appended update by update into blocks
+    allocated ahead, each as large as everything before it (at least 16 rows): a few allocations per run instead of
+    three per update. Small tensors that outlive the update, allocated between a batch's large transient ones, pin
+    the C heap's free space in place and make it grow batch after batch (``docs/performance.md``)."""
+
+    def __init__(self, dim: int, device: torch.device):
+        self.dim, self.device = dim, device
+        self.blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self.fill = 0  # rows used in the last block
+        self.rows = 0
+
+    def append(self, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor) -> None:
+        k, start = unit.shape[0], 0
+        while start < k:
+            if not self.blocks or self.fill == self.blocks[-1][0].shape[0]:
+                cap = max(16, k - start, self.rows)
+                self.blocks.append((torch.empty(cap, self.dim, device=self.device),
+                                    torch.empty(cap, self.dim, device=self.device),
+                                    torch.empty(cap, 2, dtype=torch.int64, device=self.device)))
+                self.fill = 0
+            block = self.blocks[-1]
+            take = min(block[0].shape[0] - self.fill, k - start)
+            for into, part in zip(block, (unit, vector, counts)):
+                into[self.fill : self.fill + take] = part[start : start + take]
+            self.fill += take
+            self.rows += take
+            start += take
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Every row appended, in order: three tensors (one block's views, or one concatenation)."""
+        if not self.blocks:
+            return (torch.zeros(0, self.dim, device=self.device), torch.zeros(0, self.dim, device=self.device),
+                    torch.zeros(0, 2, dtype=torch.int64, device=self.device))
+        parts = self.blocks[:-1] + [tuple(t[: self.fill] for t in self.blocks[-1])]
+        if len(parts) > 1:  # once joined, kept joined (the next append starts a block as large)
+            self.blocks = [tuple(torch.cat(p) for p in zip(*parts))]
+            self.fill = self.rows
+            return self.blocks[0]
+        return parts[0]
 
 
 class _Complement:
@@ -739,10 +780,12 @@ class BatchProducts:
         b·u·Σ‖y‖² (u the unit roundoff of the rows' dtype): no direction of variance (identical rows are centred
         exactly to 0).
         """
-        sets = [None, *self.marked]
+        sets = [None, *(m if m.n else None for m in self.marked)]  # a complement that leaves out no row: the batch
         vectors = []
         for i, without in enumerate(sets):
-            if i == 0 and self.n < self.rows.shape[1]:  # wide batch: the b × b Gram matrix is the smaller one
+            if i > 0 and without is None:
+                vectors.append(vectors[0])
+            elif i == 0 and self.n < self.rows.shape[1]:  # wide batch: the b × b Gram matrix is the smaller one
                 r = self.rows.to(self.products.dtype)
                 r = r - r.mean(0)
                 small = r @ r.T
@@ -870,12 +913,16 @@ def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.
     """Which rows of one layer's batch ``h`` (m, d) carry a massive activation (Sun et al. 2024, §2: an activation
     of magnitude above ``magnitude`` (100) and about ``ratio`` (1,000) times the median magnitude of the hidden state,
     here the median |x| over the batch's rows and features, estimated from at most 65,536 of its entries taken at an
-    even stride). Returns (m,) bool on ``h``'s device."""
+    even stride). Returns (m,) bool on ``h``'s device. A batch with no activation above ``magnitude`` has no such
+    row whatever its median, which is then not computed."""
     a = h.abs()
+    top = a.amax(1).float()
+    if not bool((top > magnitude).any()):
+        return torch.zeros(top.shape, dtype=torch.bool, device=top.device)
     flat = a.reshape(-1)
     median = flat[:: max(1, flat.numel() // 65_536)].float().median()
     threshold = torch.clamp(median * ratio, min=magnitude)
-    return a.amax(1).float() > threshold
+    return top > threshold
 
 
 def _reservoir_update(reservoir, count: int, x, rng: np.random.Generator) -> None:
