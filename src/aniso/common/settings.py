@@ -261,8 +261,8 @@ SETTING_HELP = {
     "processes (their reservoir sample and SVD batches differ from one process's, so they are cached apart); 1: "
     "extract in this process",
     "release_host_memory": "give freed host memory back to the system (glibc malloc_trim) after a batch that left "
-    "the resident set 2% (at least 16 MiB) above its level at the last release, so that peak RSS does not creep with "
-    "the number of batches; false: leave the C allocator as it is",
+    "the resident set 2% (at least 16 MiB) above its level at the end of the first batch after the last release, so "
+    "that peak RSS does not creep with the number of batches; false: leave the C allocator as it is",
     "n_bootstrap": "bootstrap resamples of the inputs behind each verdict's confidence interval (0: none); a verdict "
     "whose 95% interval straddles its threshold is reported as fragile",
     "models": "which registry models the claims run on: 'small' (default: every model that is small enough to "
