@@ -184,33 +184,6 @@ def _softmax_reference(q, k, mask, causal, scale, first):
     return first_column(p, first)
 
 
-@given(b=st.integers(1, 3), kv=st.sampled_from([1, 2]), groups=st.sampled_from([1, 3]), t=st.integers(1, 40),
-       e=st.sampled_from([4, 8, 32]), kind=st.sampled_from(["none", "bool", "float", "causal"]),
-       dtype=st.sampled_from([torch.float32, torch.float64, torch.bfloat16]), seed=st.integers(0, 2**16))
-def test_first_key_probabilities_equal_the_float64_softmax(b, kv, groups, t, e, kind, dtype, seed):
-    """Grouped heads, bool, additive or causal masks, padding rows that attend nothing: equal to the whole float64
-    softmax of the same scores to float32 rounding (1e-6); bfloat16 queries and keys are read in float32."""
-    gen = torch.Generator().manual_seed(seed)
-    heads = kv * groups
-    q = (torch.randn(b, heads, t, e, generator=gen) * 2).to(dtype)
-    k = (torch.randn(b, kv, t, e, generator=gen) * 2).to(dtype)
-    lengths = torch.randint(1, t + 1, (b,), generator=gen)
-    real = torch.arange(t)[None, :] < lengths[:, None]
-    first = torch.zeros(b, dtype=torch.int64)
-    mask = None
-    if kind == "bool":
-        mask = (real[:, None, :, None] & real[:, None, None, :])  # padding rows attend nothing
-    elif kind == "float":
-        mask = (torch.where(real[:, None, None, :], 0.0, torch.finfo(torch.float32).min) +
-                torch.randn(b, heads, t, t, generator=gen)).to(dtype)  # a bias per head (as ALiBi), padding keys out
-    got = first_key_probabilities(q, k, first, attn_mask=mask, is_causal=kind == "causal", scale=0.3,
-                                  enable_gqa=groups > 1)
-    assert got.dtype == (torch.float64 if dtype == torch.float64 else torch.float32)
-    want = _softmax_reference(q, k, mask, kind == "causal", 0.3, first)
-    rows = real[:, None, :].expand(b, heads, t)
-    assert torch.allclose(got.double()[rows], want[rows], rtol=1e-6, atol=1e-6)
-
-
 @pytest.mark.parametrize("name, entry, extra", SDPA_CASES, ids=[c[0] for c in SDPA_CASES])
 def test_reading_the_sink_leaves_the_hidden_states_bit_identical(name, entry, extra):
     """The layer's SDPA call runs the kernel SDPA picks, with its log-sum-exp: the model's hidden states are the
@@ -238,7 +211,7 @@ def _random_call(b, kv, groups, t, e, kind, dtype, seed):
     v = torch.randn(b, kv, t, e, generator=gen).to(dtype)
     lengths = torch.randint(1, t + 1, (b,), generator=gen)
     real = torch.arange(t)[None, :] < lengths[:, None]
-    starts = torch.randint(0, 1, (b,), generator=gen)
+    starts = torch.zeros(b, dtype=torch.int64)  # each sequence's first real token
     mask = None
     if kind == "bool":
         mask = (real[:, None, :, None] & real[:, None, None, :])  # padding rows attend nothing
@@ -256,6 +229,21 @@ def _random_call(b, kv, groups, t, e, kind, dtype, seed):
 CALLS = dict(b=st.integers(1, 3), kv=st.sampled_from([1, 2]), groups=st.sampled_from([1, 3]), t=st.integers(1, 40),
              e=st.sampled_from([4, 8, 32]), kind=st.sampled_from(["none", "bool", "float", "causal", "left-padded"]),
              dtype=st.sampled_from([torch.float32, torch.float64, torch.bfloat16]), seed=st.integers(0, 2**16))
+
+
+@given(**CALLS)
+def test_first_key_probabilities_equal_the_float64_softmax(b, kv, groups, t, e, kind, dtype, seed):
+    """Grouped heads, bool, additive or causal masks, left padding, padding rows that attend nothing: equal to the
+    whole float64 softmax of the same scores to float32 rounding (1e-6); bfloat16 queries and keys are read in
+    float32."""
+    q, k, _, mask, real, first = _random_call(b, kv, groups, t, e, kind, dtype, seed)
+    heads = kv * groups
+    got = first_key_probabilities(q, k, first, attn_mask=mask, is_causal=kind == "causal", scale=0.3,
+                                  enable_gqa=groups > 1)
+    assert got.dtype == (torch.float64 if dtype == torch.float64 else torch.float32)
+    want = _softmax_reference(q, k, mask, kind == "causal", 0.3, first)
+    rows = real[:, None, :].expand(b, heads, t)
+    assert torch.allclose(got.double()[rows], want[rows], rtol=1e-6, atol=1e-6)
 
 
 @given(**CALLS)
