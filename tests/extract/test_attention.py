@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from hypothesis import given, strategies as st
-from torch.nn.attention import SDPBackend
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.overrides import TorchFunctionMode
 
 from aniso.extract.attention import (FirstTokenAttention, attention_with_logsumexp, first_column,
@@ -54,8 +54,6 @@ def _keep(on_first, mask, layer):
 def _measured(model, tokenizer, backend=None):
     """(b, H, t) per layer from the model's own attention, and the batch's mask; ``backend``: an SDPA backend to
     restrict SDPA to (``torch.nn.attention.sdpa_kernel``), None: SDPA's own choice."""
-    from torch.nn.attention import sdpa_kernel
-
     reader = FirstTokenAttention([model.get_submodule(s.name) for s in attention_sites(model)], reduce=_keep)
     enc = tokenizer(TEXTS, padding=True, truncation=True, max_length=48, return_tensors="pt")
     mask = enc["attention_mask"].bool()
@@ -274,7 +272,7 @@ def test_attention_with_logsumexp_is_sdpa_bit_for_bit(b, kv, groups, t, e, kind,
 def test_attention_with_logsumexp_answers_none_where_sdpa_would_not_run_that_kernel():
     q = torch.randn(1, 2, 5, 8)
     assert attention_with_logsumexp(q, q, q, dropout_p=0.1) is None
-    with torch.nn.attention.sdpa_kernel(SDPBackend.MATH):
+    with sdpa_kernel(SDPBackend.MATH):
         assert attention_with_logsumexp(q, q, q) is None
     assert attention_with_logsumexp(q, q, q) is not None
 

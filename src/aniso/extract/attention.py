@@ -249,21 +249,20 @@ class FirstTokenAttention:
         layer = self.layer
         if self._got[layer] is not None:
             raise RuntimeError(f"attention layer {layer} called scaled_dot_product_attention more than once")
-        args = dict(call)
-        query, key, value = args.pop("query"), args.pop("key"), args.pop("value")
+        query, key, value = call.pop("query"), call.pop("key"), call.pop("value")
         mask = self.mask.to(query.device)
         b, t = mask.shape
         if query.shape[0] != b or key.shape[0] != b or key.shape[2] != t:
             # not this batch's self-attention (e.g. downsampled or chunked): the layer stays unmeasured
-            return _SDPA(query, key, value, **args)
+            return _SDPA(query, key, value, **call)
         first = self._first.to(query.device)
-        fused = attention_with_logsumexp(query, key, value, **args)
+        fused = attention_with_logsumexp(query, key, value, **call)
         if fused is None:
-            out = _SDPA(query, key, value, **args)
-            on_first = first_key_probabilities(query, key, first, **args)
+            out = _SDPA(query, key, value, **call)
+            on_first = first_key_probabilities(query, key, first, **call)
         else:
             out, lse = fused
-            on_first = first_key_probabilities_from_lse(query, key, first, lse, **args)
+            on_first = first_key_probabilities_from_lse(query, key, first, lse, **call)
         if on_first.shape[2] != t and t == 1:  # one token, grouped heads packed along the query rows
             on_first = on_first.reshape(b, -1, 1)
         if on_first.shape[2] == t:

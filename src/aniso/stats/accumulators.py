@@ -807,6 +807,9 @@ class BatchProducts:
         eps = torch.finfo(self.work).eps / 2
         out = []
         for i, without in enumerate(sets):
+            if i > 0 and without is None:  # leaves out no row: the batch's own value
+                out.append(out[0])
+                continue
             keep = None if without is None else ~without.mask
             n = self.n if keep is None else int(keep.sum())
             if n < 2:
