@@ -234,7 +234,8 @@ def svd_anisotropy(x: np.ndarray) -> float:
 #: of 4,096 rows in float64 on 2 CPU cores: d = 384, 2.6 ms against 7.5 ms; d = 1,024, 5.1 ms against 86.5 ms); on an
 #: H100 ``eigvalsh`` of d = 4,096 takes 0.12 s.
 LANCZOS_MIN_SIZE = 128
-_LANCZOS_CHUNK = 24
+#: Lanczos steps between two convergence checks of :func:`largest_eigenpair` (each check waits for the device).
+_LANCZOS_CHUNK = 8
 
 
 def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
@@ -248,7 +249,9 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
     start vector drawn by a generator seeded with ``seed`` on ``c``'s device: one matrix-vector product per step
     (O(m²)), against the O(m³) of the dense solver, whose cost at m = 4,096 (0.12 s on an H100 in float64, 2.5 s on
     2 CPU cores) made it the largest cost of the batch-wise SVD anisotropy of a 7B decoder. The iteration checks
-    its convergence every 24 steps.
+    its convergence every 8 steps (a k × k tridiagonal eigenproblem on the host, tens of microseconds): the SVD
+    batches of MiniLM's and SmolLM2's hidden states converge after 8 or 16 steps, where a check every 24 steps
+    ran 24.
 
     Accuracy: the Ritz value θ never exceeds λ_max (Cauchy interlacing, up to rounding), and the iteration stops when
     the top Ritz pair's residual ‖c y − θ y‖ = β_k |s_k| is at most ``rtol`` · θ, which puts an eigenvalue of ``c``

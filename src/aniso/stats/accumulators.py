@@ -210,9 +210,10 @@ class LayerAccumulator:
                     0, labels, torch.cat([x64 * inverse[:, None], x64], dim=1))
                 unit, vector = both[:, : self.dim], both[:, self.dim :]
             self._inputs.append(unit, vector, counts)
+        kept = _kept_maxima(ax, top, rows, list(masks.values()))  # (ax is overwritten)
         for i, (name, mask) in enumerate(masks.items()):
             self._complements[name].update(mask, s_x[at + 3 * i : at + 3 * i + 3], s_sq[3 + 3 * i : 6 + 3 * i],
-                                           norms, ax, top, rows, pos, first)
+                                           norms, *kept[i], pos, first)
         if self.second_order:
             if self.count == 0 and x.dtype == torch.float64:
                 self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
@@ -623,11 +624,10 @@ class _Complement:
     def __init__(self, main: LayerAccumulator):
         self.main = main
         d, zeros = main.dim, main._zeros
-        self.count = torch.zeros((), dtype=torch.int64, device=main.device)
-        self.n_zero = torch.zeros((), dtype=torch.int64, device=main.device)
-        self.n_first = torch.zeros((), dtype=torch.int64, device=main.device)
-        self.sums = {k: zeros(d) for k in ("unit_sum", "vector_sum", "sq_sum", "unit_sq_sum", "first_sum",
-                                           "first_sq_sum")}
+        # (rows left out, of them of norm 0, of them first tokens)
+        self.counts = torch.zeros(3, dtype=torch.int64, device=main.device)
+        # Σ u, Σ x, Σ x over first tokens (the rows of ``x_sums``); Σ x∘x, Σ u∘u, Σ x∘x over first tokens (``sq_sums``)
+        self.x_sums, self.sq_sums = zeros(3, d), zeros(3, d)
         self.norm_sum = zeros()
         # Largest |x| per feature over the rows kept (a maximum does not subtract) and its position.
         self.abs_max = zeros(d)
@@ -637,28 +637,23 @@ class _Complement:
         self.gram_done = zeros(d, d) if main.second_order else None
         self.batch_svd: list[torch.Tensor] = []
 
-    def update(self, mask, s_x, s_sq, norms, ax, top, rows, pos, first) -> None:
-        """Add this batch's left-out rows ``mask`` (m,) bool, given the batch's weighted sums over them (``s_x``:
-        Σ u, Σ x, Σ x over first tokens; ``s_sq``: Σ x∘x, Σ u∘u, Σ x∘x over first tokens), the rows' norms, |x|
-        (m, d) and its per-feature maximum ``top`` at rows ``rows``."""
-        self.count += mask.sum()
-        self.n_zero += (mask & (norms == 0)).sum()
-        self.sums["unit_sum"] += s_x[0]
-        self.sums["vector_sum"] += s_x[1]
-        self.sums["first_sum"] += s_x[2]
-        self.sums["sq_sum"] += s_sq[0]
-        self.sums["unit_sq_sum"] += s_sq[1]
-        self.sums["first_sq_sum"] += s_sq[2]
+    def update(self, mask, s_x, s_sq, norms, top, rows, pos, first) -> None:
+        """Add this batch's left-out rows ``mask`` (m,) bool, given the batch's weighted sums over them (``s_x`` (3, d):
+        Σ u, Σ x, Σ x over first tokens; ``s_sq`` (3, d): Σ x∘x, Σ u∘u, Σ x∘x over first tokens), the rows' norms
+        (m,), and the largest |x| per feature over the rows kept ``top`` (d,) at rows ``rows`` (d,)
+        (:func:`_kept_maxima`)."""
+        zero = norms == 0
+        marks = torch.stack([mask, mask & zero, mask & first if first is not None else torch.zeros_like(mask)])
+        self.counts += marks.sum(1)
+        self.x_sums += s_x
+        self.sq_sums += s_sq
         self.norm_sum += mask.to(self.main.dtype) @ norms
-        # The largest |x| over the kept rows: the batch's own where its maximum sits on a kept row, else recomputed
-        # over the kept rows for those features only (-1 where every row is left out).
-        moved = mask[rows]
-        if bool(moved.any()):
-            top, rows = top.clone(), rows.clone()
-            top[moved], rows[moved] = ax[:, moved].masked_fill(mask[:, None], -1.0).max(0)
         self.abs_max, self.abs_max_pos = _running_max(self.abs_max, self.abs_max_pos, top, rows, pos)
-        if pos is not None:
-            self.n_first += (first & mask).sum()
+
+    @property
+    def count(self) -> torch.Tensor:
+        """Rows left out so far (0-d int64 on the device)."""
+        return self.counts[0]
 
     def close_batch(self, moments: "BatchProducts", marked: "_Marked", anisotropy: torch.Tensor) -> None:
         """The SVD batch is complete: its ``anisotropy`` without the marked rows (:meth:`BatchProducts.anisotropies`),
@@ -677,18 +672,52 @@ class _Complement:
     def accumulator(self) -> LayerAccumulator:
         main = self.main
         acc = LayerAccumulator(main.dim, 0, main.svd_batch_size, main.seed, main.second_order, device=main.device)
-        acc.count = main.count - int(self.count)
-        acc._n_zero = main._n_zero - self.n_zero
-        for name, sub in self.sums.items():
-            setattr(acc, f"_{name}", getattr(main, f"_{name}") - sub)
+        count, n_zero, n_first = self.counts.unbind()
+        acc.count = main.count - int(count)
+        acc._n_zero = main._n_zero - n_zero
+        for names, sums in ((("unit_sum", "vector_sum", "first_sum"), self.x_sums),
+                            (("sq_sum", "unit_sq_sum", "first_sq_sum"), self.sq_sums)):
+            for name, sub in zip(names, sums):
+                setattr(acc, f"_{name}", getattr(main, f"_{name}") - sub)
         acc._norm_sum = main._norm_sum - self.norm_sum
         acc._abs_max, acc._abs_max_pos = self.abs_max.clone(), self.abs_max_pos.clone()
-        acc._n_first = main._n_first - self.n_first
+        acc._n_first = main._n_first - n_first
         if main.second_order:
             acc._gram_done = main.gram_tensor() - self.gram()
             acc._batch_svd = list(self.batch_svd)
         acc._partial_lost = main._svd_fill > 0
         return acc
+
+
+def _kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor,
+                 masks: list[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per mask of ``masks`` (each (m,) bool: the rows a complement leaves out), the largest |x| per feature over the
+    rows it keeps (d,) and the first row reaching it (d,); -1 at row 0 where the mask marks every row.
+
+    ``ax`` (m, d) is |x| of the batch, ``top`` and ``rows`` its per-feature maximum and the first row reaching it
+    (``ax.max(0)``). Where no mask marks a row holding a maximum, that maximum is every mask's. Otherwise one
+    reduction over the rows that no mask marks (``ax`` is overwritten: -1 on the marked rows), then, per mask, the
+    marked rows it keeps (a few) against it, a tie going to the earlier row.
+    """
+    if not masks:
+        return []
+    marked = functools.reduce(torch.logical_or, masks)
+    if not bool(marked[rows].any()):
+        return [(top, rows)] * len(masks)
+    idx = marked.nonzero().squeeze(1)  # the rows some mask marks (a few)
+    marked_rows = ax[idx]
+    free_top, free_rows = ax.index_fill_(0, idx, -1.0).max(0)
+    out = []
+    for m in masks:
+        keep = ~m[idx]
+        t, r = free_top, free_rows
+        if bool(keep.any()):
+            other_top, at = marked_rows[keep].max(0)
+            other_rows = idx[keep][at]
+            better = (other_top > t) | ((other_top == t) & (other_rows < r))
+            t, r = torch.where(better, other_top, t), torch.where(better, other_rows, r)
+        out.append((t, r))
+    return out
 
 
 def _running_max(abs_max: torch.Tensor, abs_max_pos: torch.Tensor, top: torch.Tensor, rows: torch.Tensor,
@@ -838,7 +867,7 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     ``batch`` (b, d), float32 or float64, is centred **in place** at c = the mean of the rows that no mask of
     ``marks`` (each (b,) bool: the rows a complement leaves out) marks (all rows' mean when every row is marked):
     c is rounded to the batch's dtype, so x − c is exact up to one rounding of the result. Those rows' products
-    Σ(x − c)(x − c)ᵀ come from GEMMs in the batch's dtype over blocks of 1,024 rows (float32: TF32 and
+    Σ(x − c)(x − c)ᵀ come from products in the batch's dtype (:func:`_add_upper_gram`) over blocks of 1,024 rows (float32: TF32 and
     reduced-precision products off on GPUs), summed in ``dtype`` (float64 on CPU and CUDA); the marked rows' (a few
     per batch: first tokens, massive-activation rows) are computed apart in ``dtype`` from exact copies of their
     rows, and added. Then, in ``dtype``:
@@ -868,34 +897,75 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     total = batch.sum(0, dtype=dtype)
     marks = [m.to(device=batch.device, dtype=torch.bool) for m in marks]
     any_mark = functools.reduce(torch.logical_or, marks) if marks else None
-    if any_mark is not None and bool(any_mark.any()):
-        x_any = batch[any_mark].to(dtype)
-        n_free = n - x_any.shape[0]
+    rows = any_mark.nonzero().squeeze(1) if any_mark is not None else None  # the rows some mask marks (a few)
+    if rows is not None and rows.numel():
+        x_any = batch[rows].to(dtype)
+        n_free = n - rows.numel()
         centre = ((total - x_any.sum(0)) / n_free) if n_free else total / n
     else:
-        any_mark, x_any = None, None
+        x_any = None
         centre = total / n
     c = centre.to(work)  # a centre the batch's dtype holds exactly: x − c is then exact up to one rounding
     cc = c.to(dtype)
-    marked = []
-    for m in marks:
-        y = batch[m].to(dtype) - cc
-        marked.append(_Marked(m, y.shape[0], y.sum(0), y.T @ y))
+    if x_any is not None:
+        y_any = x_any - cc
+        products_any, marked = _marked_products(y_any, [m[rows] for m in marks], marks)
+    else:
+        marked = [_Marked(m, 0, torch.zeros(d, dtype=dtype, device=batch.device),
+                          torch.zeros((d, d), dtype=dtype, device=batch.device)) for m in marks]
     batch.sub_(c)
-    if any_mark is not None:
-        batch[any_mark] = 0  # the marked rows' products are taken apart, in ``dtype``
+    if x_any is not None:
+        batch[rows] = 0  # the marked rows' products are taken apart, in ``dtype``
     products = torch.zeros((d, d), dtype=dtype, device=batch.device)
     with _ieee_float32(batch.device):
         for s in range(0, n, _PRODUCT_ROWS):  # float32 products over blocks of rows, summed in ``dtype``
-            part = batch[s : s + _PRODUCT_ROWS]
-            products += part.T @ part
+            _add_upper_gram(products, batch[s : s + _PRODUCT_ROWS])
+    products = torch.triu(products) + torch.triu(products, 1).mT
     if x_any is not None:
-        y_any = x_any - cc
-        products += y_any.T @ y_any
-        batch[any_mark] = y_any.to(work)
+        products += products_any
+        batch[rows] = y_any.to(work)
     moments = BatchProducts(n, cc, total - n * cc, products, None, marked, work, batch)
     moments.gram = moments.uncentred(products, moments.y_sum, n)
     return moments
+
+
+def _marked_products(y: torch.Tensor, member: list[torch.Tensor], masks: list[torch.Tensor]) -> tuple[torch.Tensor, list]:
+    """The products of the marked rows ``y`` (r, d) (every row some mask marks, centred, in the accumulation dtype):
+    Σyyᵀ over all of them, and one :class:`_Marked` per mask (``member``: which of the r rows it marks, (r,) bool;
+    ``masks``: the masks themselves, (b,) bool). The rows are split by the set of masks that mark them (first tokens
+    that also carry a massive activation, and so on) and each part's Σyyᵀ is formed once: one product over the r
+    rows in all, whatever the number of masks."""
+    in_mask = torch.stack(member)  # (k, r)
+    code = (in_mask.to(torch.int64) << torch.arange(len(member), device=y.device)[:, None]).sum(0)
+    parts = {int(v): y[code == v] for v in torch.unique(code).tolist()}
+    part_products = {v: part.mT @ part for v, part in parts.items()}
+    y_sums = in_mask.to(y.dtype) @ y  # (k, d)
+    counts = in_mask.sum(1).tolist()
+    marked = []
+    for j, mask in enumerate(masks):
+        mine = [p for v, p in part_products.items() if v >> j & 1]
+        scatter = functools.reduce(torch.add, mine) if mine else y.new_zeros((y.shape[1], y.shape[1]))
+        marked.append(_Marked(mask, int(counts[j]), y_sums[j], scatter))
+    return functools.reduce(torch.add, part_products.values()), marked
+
+
+def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor) -> None:
+    """Add rowsᵀ rows to the upper triangle (diagonal included) of ``products`` (d, d), in place, for ``rows`` (b, d)
+    on its device: the product is formed in the rows' dtype and added in ``products``'. The columns are cut into
+    :data:`_GRAM_COLUMN_BLOCKS` blocks and each block is multiplied by itself and the blocks after it only (one GEMM
+    per block): 10 of the 16 block products, 1.4× faster than the whole GEMM for 1,024 × 576 float32 rows on 2 CPU
+    cores (2.3 ms against 3.2 ms). The entries below the diagonal are left partly filled; read the upper triangle.
+    Each entry is still one dot product of length b in the rows' dtype, so :func:`centred_batch_products`'s error
+    bound holds as stated."""
+    d = rows.shape[1]
+    edges = [round(i * d / _GRAM_COLUMN_BLOCKS) for i in range(_GRAM_COLUMN_BLOCKS + 1)]
+    for start, end in zip(edges[:-1], edges[1:]):
+        if end > start:
+            products[start:end, start:] += rows[:, start:end].mT @ rows[:, start:]
+
+
+#: Column blocks of :func:`_add_upper_gram` (the share of a whole GEMM's products it forms: (k + 1) / 2k).
+_GRAM_COLUMN_BLOCKS = 4
 
 
 @contextmanager
