@@ -35,6 +35,7 @@ import math
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -287,10 +288,11 @@ def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None 
     return stats
 
 
-def time_variants(subject: Subject, variants=VARIANTS, repeats: int = 3, warmup: bool = True) -> tuple[dict, dict]:
+def time_variants(subject: Subject, variants=VARIANTS, repeats: int = 3, warmup: bool = True,
+                  rounds: dict | None = None) -> tuple[dict, dict]:
     """Seconds of each variant: the minimum over ``repeats`` interleaved rounds (each round runs every variant once,
     in order), after one warm-up round when ``warmup``. Returns (seconds by variant, the last ModelStats by
-    variant for the statistics variants).
+    variant for the statistics variants); ``rounds``, when given, receives every timed round's seconds by variant.
 
     Raises ValueError when ``repeats`` < 1.
     """
@@ -308,6 +310,8 @@ def time_variants(subject: Subject, variants=VARIANTS, repeats: int = 3, warmup:
                 stats[v] = out
             if r > 0 or not warmup:
                 best[v] = min(best[v], dt)
+                if rounds is not None:
+                    rounds.setdefault(v, []).append(dt)
     return best, stats
 
 
@@ -415,7 +419,9 @@ def bench_extraction(subject: Subject, *, repeats: int = 3, warmup: bool = True,
     """Time the variants on ``subject`` (:func:`time_variants`), measure the memory growth from 1x to 8x the
     paragraphs (:func:`memory_growth`, when ``memory``) and the embedding isotropy's one-off time (when
     ``embedding_isotropy``). Returns the JSON object ``aniso bench extraction --json`` prints: ``device``,
-    ``forward_s``, ``seconds`` and ``ratios`` by variant (time / forward time), ``memory_growth_8x`` (None when not
+    ``forward_s``, ``seconds`` and ``ratios`` by variant (best time / best forward time), ``rounds`` (every timed
+    round's seconds by variant) and ``ratios_median`` (median round / median forward round: what a typical run
+    gives, where ``ratios`` is the least disturbed one), ``memory_growth_8x`` (None when not
     measured) and ``memory``, ``model``, ``paragraphs``, ``tokens``, ``max_length``, ``batch_size``,
     ``torch_threads``, ``torch``, ``transformers``, ``repeats``, ``statistics`` (what ``every`` kept and whether it
     came out finite) and ``embedding_isotropy_s``.
@@ -424,7 +430,8 @@ def bench_extraction(subject: Subject, *, repeats: int = 3, warmup: bool = True,
 
     from ..stats.pipeline import embedding_isotropy as partition
 
-    seconds, stats = time_variants(subject, repeats=repeats, warmup=warmup)
+    rounds: dict[str, list[float]] = {}
+    seconds, stats = time_variants(subject, repeats=repeats, warmup=warmup, rounds=rounds)
     fwd = seconds["forward"]
     iso_s = None
     if embedding_isotropy:
@@ -439,6 +446,9 @@ def bench_extraction(subject: Subject, *, repeats: int = 3, warmup: bool = True,
         "max_length": s.max_length, "batch_size": s.batch_size, "dtype": str(next(subject.model.parameters()).dtype),
         "forward_s": round(fwd, 4), "seconds": {v: round(t, 4) for v, t in seconds.items()},
         "ratios": {v: round(seconds[v] / fwd, 3) for v in VARIANTS if v != "forward"},
+        "rounds": {v: [round(t, 4) for t in ts] for v, ts in rounds.items()},
+        "ratios_median": {v: round(statistics.median(rounds[v]) / statistics.median(rounds["forward"]), 3)
+                          for v in VARIANTS if v != "forward"},
         "memory_growth_8x": None if mem is None else mem["growth"], "memory": mem,
         "embedding_isotropy_s": iso_s, "statistics": _statistics_check(stats["every"]),
         "repeats": repeats, "warmup": warmup, "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
