@@ -67,12 +67,19 @@ def test_the_benchmark_table_is_made_from_the_recorded_runs(tmp_path):
             "forward_s": 2.85, "tokens": 23616, "ratios": {"hidden_states": 1.02, "first_order": 1.18, "all": 1.39,
                                                            "every": 1.62},
             "memory": {"peak_1x_mb": 757.0, "peak_8x_mb": 829.0, "growth": 0.095}}}))
+    (root / "a/rounds.json").write_text(json.dumps(meta | {
+        "command": "aniso bench extraction x", "date": "2026-01-01T12:00:00Z", "result": {
+            "forward_s": 2.85, "tokens": 100, "ratios": {"hidden_states": 1.0, "first_order": 1.1, "all": 1.3,
+                                                         "every": 1.4},
+            "rounds": {"forward": [2.9, 2.85, 3.0]},
+            "ratios_median": {"hidden_states": 1.0, "first_order": 1.1, "all": 1.34, "every": 1.46}}}))
     (root / "a/failed.json").write_text(json.dumps(meta | {"command": "aniso bench command x", "exit_code": 1,
                                                             "date": "2026-01-03T00:00:00Z", "result": None}))
     rows = hook.table(root).splitlines()
-    assert len(rows) == 5 and "extraction" in rows[2] and "twonn" in rows[3] and "failed (exit 1)" in rows[4]
+    assert len(rows) == 6 and "extraction" in rows[2] and "twonn" in rows[4] and "failed (exit 1)" in rows[5]
     assert "all 1.39×, every 1.62×" in rows[2] and "+9.5%" in rows[2] and "Some CPU, 2 cores" in rows[2]
-    assert "bound 2.00 s (0.75×); dadapy 4.00 s (158.080)" in rows[3] and "`benchmarks/results/a/twonn.json`" in rows[3]
+    assert "median" not in rows[2] and "(median of 3 rounds: all 1.34×, every 1.46×)" in rows[3]
+    assert "bound 2.00 s (0.75×); dadapy 4.00 s (158.080)" in rows[4] and "`benchmarks/results/a/twonn.json`" in rows[4]
     assert hook.table(tmp_path / "nothing") == "(no benchmark run recorded yet)"
 
 

@@ -15,13 +15,18 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 
 def summary(result: dict) -> str:
-    """One cell's worth of what a run measured: the ratios of ``aniso bench extraction``, the ratio of ``aniso
-    bench command``, or the times of ``aniso bench twonn`` with its peers'."""
+    """One cell's worth of what a run measured: the ratios of ``aniso bench extraction`` (best rounds, and the
+    median rounds' where the run recorded its rounds), the ratio of ``aniso bench command``, or the times of ``aniso
+    bench twonn`` with its peers'."""
     if "ratios" in result:
         r = result["ratios"]
         text = (f"forward {_fmt(result['forward_s'])} s ({result['tokens']:,} tokens); hidden states "
                 f"{r['hidden_states']:.2f}×, first order {r['first_order']:.2f}×, all {r['all']:.2f}×, every "
                 f"{r['every']:.2f}×")
+        med = result.get("ratios_median")
+        if med:
+            text += (f" (median of {len(result['rounds']['forward'])} rounds: all {med['all']:.2f}×, every "
+                     f"{med['every']:.2f}×)")
         mem = result.get("memory")
         if mem:
             text += (f"; peak RSS {mem['peak_1x_mb']:,.0f} → {mem['peak_8x_mb']:,.0f} MB from 1× to 8× the tokens "
