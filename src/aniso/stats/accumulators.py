@@ -763,7 +763,9 @@ class BatchProducts:
     """Second-order moments of one SVD batch of ``n`` rows about a centre ``c`` (d,): ``y_sum`` = Σ(x − c) (d,),
     ``products`` = Σ(x − c)(x − c)ᵀ (d, d), ``gram`` = Σxxᵀ (d, d), all in the accumulation dtype; ``marked``: one
     :class:`_Marked` per complement; ``work``: the dtype the products were formed in; ``rows``: the centred rows
-    (b, d), in that dtype (the batch's buffer, centred in place)."""
+    (b, d), in that dtype (the batch's buffer, centred in place); ``marked_index`` (r,) and ``marked_rows`` (r, d):
+    the rows some complement marks and their centred values in the accumulation dtype (not rounded to ``work``:
+    those rows can lie far from the centre), or None."""
 
     n: int
     centre: torch.Tensor
@@ -773,6 +775,8 @@ class BatchProducts:
     marked: list
     work: torch.dtype
     rows: torch.Tensor
+    marked_index: torch.Tensor | None = None
+    marked_rows: torch.Tensor | None = None
 
     def uncentred(self, products: torch.Tensor, y_sum: torch.Tensor, n: int) -> torch.Tensor:
         """Σxxᵀ of n rows from their products about the centre c: Σ(x − c)(x − c)ᵀ + c·Σ(x − c)ᵀ + Σ(x − c)·cᵀ +
@@ -806,9 +810,13 @@ class BatchProducts:
         (x − c rounded once, relative 2⁻²⁴ per entry and unbiased): the values agree with the float64 SVD of the
         rows to about 10⁻⁹ (``tests/stats/test_float32_products.py``).
 
+        The rows a complement marks (a few per batch, possibly far from the centre: massive activations, or every
+        row of a batch whose rows are all marked) enter in their exact centred values (:attr:`marked_rows`), not as
+        the buffer rounded them.
+
         NaN for fewer than two rows, and where the trace is not above what rounding the rows could leave,
-        b·u·Σ‖y‖² (u the unit roundoff of the rows' dtype): no direction of variance (identical rows are centred
-        exactly to 0).
+        b·u·Σ‖y‖² (u the unit roundoff of the rows' dtype; of the accumulation dtype for the marked rows): no
+        direction of variance (identical rows are centred exactly to 0).
         """
         sets = [None, *(m if m.n else None for m in self.marked)]  # a complement that leaves out no row: the batch
         vectors = []
@@ -834,7 +842,18 @@ class BatchProducts:
             proj[s : s + _ROWS_PER_PASS] = y @ v
             norms[s : s + _ROWS_PER_PASS] = torch.linalg.vecdot(y, y)
             total += y.sum(0)
+        marked_sum = None
+        if self.marked_index is not None:  # the marked rows from their exact centred values
+            y, at = self.marked_rows.to(dtype), self.marked_index
+            total += y.sum(0) - self.rows[at].to(dtype).sum(0)
+            proj[at], norms[at] = y @ v, torch.linalg.vecdot(y, y)
+            marked_sum = lambda mask: y[mask[at]].sum(0)  # noqa: E731  (a set's left-out rows are marked rows)
+        # What rounding the rows could leave of the trace: b·u·‖y‖² per row, u the unit roundoff of the dtype it was
+        # rounded to (the rows' own; the accumulation dtype's for the marked rows, which are kept exact).
         eps = torch.finfo(self.work).eps / 2
+        noise = norms * eps
+        if self.marked_index is not None:
+            noise[self.marked_index] *= torch.finfo(dtype).eps / 2 / eps
         out = []
         for i, without in enumerate(sets):
             if i > 0 and without is None:  # leaves out no row: the batch's own value
@@ -847,10 +866,11 @@ class BatchProducts:
                 continue
             w = proj[:, i] if keep is None else proj[keep, i]
             sq = norms.sum() if keep is None else norms[keep].sum()
-            y_sum = total if keep is None else total - self.rows[without.mask].to(dtype).sum(0)
+            floor = self.n * (noise.sum() if keep is None else noise[keep].sum())
+            y_sum = total if keep is None else total - marked_sum(without.mask)
             quotient = (w * w).sum() - w.sum() ** 2 / n
             trace = sq - (y_sum @ y_sum) / n
-            out.append(torch.where(trace > self.n * eps * sq, (quotient / trace).clamp(0.0, 1.0), torch.nan))
+            out.append(torch.where(trace > floor, (quotient / trace).clamp(0.0, 1.0), torch.nan))
         return out
 
 
@@ -927,7 +947,8 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     if x_any is not None:
         products += products_any
         batch[rows] = y_any.to(work)
-    moments = BatchProducts(n, cc, total - n * cc, products, None, marked, work, batch)
+    moments = BatchProducts(n, cc, total - n * cc, products, None, marked, work, batch,
+                            rows if x_any is not None else None, y_any if x_any is not None else None)
     moments.gram = moments.uncentred(products, moments.y_sum, n)
     return moments
 
