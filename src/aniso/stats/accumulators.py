@@ -930,9 +930,9 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
         centre = total / n
     c = centre.to(work)  # a centre the batch's dtype holds exactly: x − c is then exact up to one rounding
     cc = c.to(dtype)
-    if x_any is not None:
-        y_any = x_any - cc
-        products_any, marked = _marked_products(y_any, [m[rows] for m in marks], marks)
+    y_any = None if x_any is None else x_any - cc
+    if y_any is not None:
+        products_any, marked = _marked_products(y_any, rows, marks)
     else:
         marked = [_Marked(m, 0, torch.zeros(d, dtype=dtype, device=batch.device),
                           torch.zeros((d, d), dtype=dtype, device=batch.device)) for m in marks]
@@ -948,20 +948,19 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
         products += products_any
         batch[rows] = y_any.to(work)
     moments = BatchProducts(n, cc, total - n * cc, products, None, marked, work, batch,
-                            rows if x_any is not None else None, y_any if x_any is not None else None)
+                            None if y_any is None else rows, y_any)
     moments.gram = moments.uncentred(products, moments.y_sum, n)
     return moments
 
 
-def _marked_products(y: torch.Tensor, member: list[torch.Tensor],
-                     masks: list[torch.Tensor]) -> tuple[torch.Tensor, list]:
-    """The products of the marked rows ``y`` (r, d) (every row some mask marks, centred, in the accumulation dtype):
-    Σyyᵀ over all of them, and one :class:`_Marked` per mask (``member``: which of the r rows it marks, (r,) bool;
-    ``masks``: the masks themselves, (b,) bool). The rows are split by the set of masks that mark them (first tokens
-    that also carry a massive activation, and so on) and each part's Σyyᵀ is formed once: one product over the r
-    rows in all, whatever the number of masks."""
-    in_mask = torch.stack(member)  # (k, r)
-    code = (in_mask.to(torch.int64) << torch.arange(len(member), device=y.device)[:, None]).sum(0)
+def _marked_products(y: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor]) -> tuple[torch.Tensor, list]:
+    """The products of the marked rows ``y`` (r, d) (every row some mask marks, centred, in the accumulation dtype;
+    ``rows`` (r,): their indices in the batch): Σyyᵀ over all of them, and one :class:`_Marked` per mask of ``masks``
+    (each (b,) bool). The rows are split by the set of masks that mark them (first tokens that also carry a massive
+    activation, and so on) and each part's Σyyᵀ is formed once: one product over the r rows in all, whatever the
+    number of masks."""
+    in_mask = torch.stack([m[rows] for m in masks])  # (k, r)
+    code = (in_mask.to(torch.int64) << torch.arange(len(masks), device=y.device)[:, None]).sum(0)
     parts = {int(v): y[code == v] for v in torch.unique(code).tolist()}
     part_products = {v: part.mT @ part for v, part in parts.items()}
     y_sums = in_mask.to(y.dtype) @ y  # (k, d)
