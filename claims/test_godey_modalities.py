@@ -155,7 +155,7 @@ def test_cnn_mostly_isotropic(entry, claim):
     """
     stats = claim.stats()
     cos = _cos(stats)
-    trend = metrics.monotonic_trend(np.arange(len(cos), dtype=float), cos, "less", seed=claim.settings.seed)
+    trend = metrics.monotonic_trend(np.arange(len(cos), dtype=float), cos, "less", seed=claim.seed_for("depth-spearman"))
     top = int(np.argmax(cos))
     measured = {"max_avg_cos": float(cos.max()), "layer_of_max": stats.layer_names[top],
                 "dim_of_max": stats.summaries()[top].dim, "layers_at_or_above": int((cos >= LEVEL).sum()),

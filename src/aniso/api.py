@@ -622,7 +622,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             if any(e.id == model_id for e in reg):
                 raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
             raw = yaml.safe_load(reg_path.read_text())
-            raw["models"].append(row)
+            raw["models"].append({**row, "detected": True})
             tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
             tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
             env["ANISO_REGISTRY"] = str(tmp)

@@ -41,14 +41,17 @@ __all__ = [
     "Correlation",
     "correlation_test",
     "correlation_tests",
-    "smallest_decidable_n",
+    "correlation_power",
+    "points_for_power",
+    "derive_seed",
+    "mc_orderings_for",
     "drift_correlation",
     "monotonic_trend",
     "EXACT_MAX_N",
     "N_PERMUTATIONS",
     "ALTERNATIVES",
-    "REFINE_SE",
-    "REFINE_FACTOR",
+    "POWER_REQUIRED",
+    "MC_RELATIVE_ERROR",
 ]
 
 
@@ -754,16 +757,26 @@ def isotropic_cos_std(d: int) -> float:
     return float(2 * math.sqrt(a * a / ((a + a) * (a + a) * (a + a + 1))))  # Beta(a, a)'s variance, as scipy's
 
 
-#: Largest number of points whose n! orderings are all enumerated for an exact p-value (8! = 40,320); above it,
-#: a Monte Carlo permutation test with :data:`N_PERMUTATIONS` seeded random orderings.
-EXACT_MAX_N = 8
-#: Random orderings of a Monte Carlo permutation test (p-values resolve to 1 / (N_PERMUTATIONS + 1) = 1e-4).
+#: Largest number of points whose n! orderings are all enumerated for an exact p-value (10! = 3,628,800, held as
+#: int8, 36 MB); above it, a Monte Carlo permutation test over seeded random orderings.
+EXACT_MAX_N = 10
+#: Random orderings of a Monte Carlo permutation test's first stage, and of each bootstrap resample's p-value above
+#: :data:`EXACT_MAX_N` points (:func:`correlation_tests`): p-values resolve to 1 / (N_PERMUTATIONS + 1) = 1e-4.
 N_PERMUTATIONS = 9_999
 #: The alternatives of a correlation test, as :func:`scipy.stats.permutation_test` names them.
 ALTERNATIVES = ("two-sided", "greater", "less")
 #: Absolute tolerance when a permuted coefficient is compared with the observed one (coefficients lie in [-1, 1];
 #: equal orderings must count as equal despite rounding).
 _TIE_TOL = 1e-12
+#: A Monte Carlo p-value is reported within this relative error of the exact one (at p >= :data:`MC_P_FLOOR`), at
+#: :data:`MC_Z` binomial standard errors: the orderings of the second stage are chosen for it (:func:`mc_orderings_for`).
+MC_RELATIVE_ERROR = 0.10
+#: The smallest p-value the relative-error guarantee is sized for (smaller p-values are resolved to at least this).
+MC_P_FLOOR = 1e-3
+#: Standard errors the relative error is held to (4: a p-value misses the 10% band with probability < 1e-4).
+MC_Z = 4.0
+#: The orderings of one Monte Carlo ordering block (memory: block x n indices).
+_BLOCK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -775,9 +788,8 @@ class Correlation:
     "less": negative); ``n`` the number of points; ``p_method`` how the p-value was obtained ("exact: all n!
     orderings" or "Monte Carlo: R seeded orderings, seed s"); ``n_permutations`` the orderings it counted;
     ``p_value_asymptotic`` the large-sample p-value of the same test (:func:`scipy.stats.spearmanr` /
-    :func:`scipy.stats.pearsonr`: Student's t approximation), reported beside and never decided on; ``decidable``
-    False when, at 0.05, only a (nearly) perfectly ordered series of n points can reach significance (see
-    :func:`smallest_decidable_n`).
+    :func:`scipy.stats.pearsonr`: Student's t approximation), reported beside and never decided on; ``seed`` the
+    seed of the Monte Carlo orderings (None when exact).
     """
 
     method: str
@@ -788,7 +800,7 @@ class Correlation:
     p_method: str = ""
     n_permutations: int = 0
     p_value_asymptotic: float | None = None
-    decidable: bool = True
+    seed: int | None = None
 
     def as_dict(self, prefix: str = "") -> dict:
         """The numbers a result reports (coefficient, p-value, asymptotic p-value, alternative, how the p-value
@@ -797,6 +809,16 @@ class Correlation:
             ("coefficient", self.coefficient), ("p_value", self.p_value),
             ("p_value_asymptotic", self.p_value_asymptotic), ("alternative", self.alternative),
             ("p_method", self.p_method))}
+
+
+def derive_seed(base: int, *parts: object) -> int:
+    """A seed of its own for one test, from the run's ``base`` seed and the test's identity ``parts`` (e.g. claim id,
+    model id, statistic): a stable 63-bit integer (SHA-256 of their text), so that tests of the same size draw
+    independent null samples and a rerun draws the same ones. Raises nothing; any ``parts`` are formatted by ``str``."""
+    import hashlib
+
+    text = "\x1f".join([str(int(base)), *(str(p) for p in parts)])
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
 
 
 def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str) -> tuple[np.ndarray, np.ndarray]:
@@ -813,16 +835,35 @@ def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str) -> tuple[np.nda
     return a, b
 
 
-@lru_cache(maxsize=16)
-def _orderings(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    """The orderings a permutation test over n points counts, shape (R, n), int: all n! of them for n <=
-    :data:`EXACT_MAX_N` (the identity first), else ``n_resamples`` uniform random ones from PCG64(``seed``)."""
-    if n <= EXACT_MAX_N:
-        import itertools
+@lru_cache(maxsize=3)
+def _all_orderings(n: int) -> np.ndarray:
+    """Every ordering of n <= :data:`EXACT_MAX_N` points, shape (n!, n), int8, in lexicographic order (the identity
+    first), built by prefixing each first element to the orderings of the rest (no Python loop over orderings)."""
+    out = np.zeros((1, 1), dtype=np.int8)
+    for m in range(2, n + 1):
+        rest = out
+        out = np.empty((m * rest.shape[0], m), dtype=np.int8)
+        for k in range(m):
+            block = out[k * rest.shape[0]:(k + 1) * rest.shape[0]]
+            block[:, 0] = k
+            block[:, 1:] = rest + (rest >= k)
+    return out
 
-        return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+
+def _ordering_blocks(n: int, n_resamples: int, seed: int, exact_max_n: int = EXACT_MAX_N):
+    """The orderings a permutation test over n points counts, in blocks of shape (m, n): all n! for n <=
+    ``exact_max_n`` (the identity first), else ``n_resamples`` uniform random orderings drawn block by block from
+    PCG64(``seed``) (the same seed gives the same orderings)."""
+    if n <= min(exact_max_n, EXACT_MAX_N):
+        every = _all_orderings(n)
+        for start in range(0, every.shape[0], _BLOCK):
+            yield every[start:start + _BLOCK]
+        return
     rng = np.random.Generator(np.random.PCG64(seed))
-    return np.argsort(rng.random((n_resamples, n)), axis=1)
+    base = np.arange(n, dtype=np.int16)
+    for start in range(0, n_resamples, _BLOCK):
+        m = min(_BLOCK, n_resamples - start)
+        yield rng.permuted(np.broadcast_to(base, (m, n)), axis=1)
 
 
 def _standardised(v: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
@@ -838,14 +879,13 @@ def _standardised(v: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
     return np.where(constant[:, None], 0.0, c / np.where(norm == 0, 1.0, norm)), constant
 
 
-def _permutation_p(observed: np.ndarray, null: np.ndarray, alternative: str, exact: bool) -> np.ndarray:
-    """p-values of ``observed`` (B,) against ``null`` (B, R) under ``alternative``, as
+def _p_from_sorted_null(observed: np.ndarray, null: np.ndarray, alternative: str, exact: bool) -> np.ndarray:
+    """p-values of ``observed`` (B,) against one sorted null sample ``null`` (R,) under ``alternative``, counted as
     :func:`scipy.stats.permutation_test` counts them: exact, the share of orderings at least as extreme; Monte Carlo,
     (count + 1) / (R + 1) (Phipson & Smyth 2010); two-sided, twice the smaller one-sided p-value, at most 1."""
-    adjust = 0 if exact else 1
-    r = null.shape[-1]
-    greater = ((null >= observed[:, None] - _TIE_TOL).sum(-1) + adjust) / (r + adjust)
-    less = ((null <= observed[:, None] + _TIE_TOL).sum(-1) + adjust) / (r + adjust)
+    adjust, r = (0 if exact else 1), null.size
+    greater = (r - np.searchsorted(null, observed - _TIE_TOL, "left") + adjust) / (r + adjust)
+    less = (np.searchsorted(null, observed + _TIE_TOL, "right") + adjust) / (r + adjust)
     if alternative == "greater":
         return greater
     if alternative == "less":
@@ -853,15 +893,35 @@ def _permutation_p(observed: np.ndarray, null: np.ndarray, alternative: str, exa
     return np.minimum(1.0, 2 * np.minimum(greater, less))
 
 
+def _check_test_arguments(a: np.ndarray, b: np.ndarray, method: str, alternative: str) -> None:
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"need two (B, n) arrays of equal shape, got {a.shape} and {b.shape}")
+    if a.shape[1] < 3:
+        raise ValueError(f"a correlation test needs at least 3 points, got {a.shape[1]}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("a correlation test needs finite values")
+    if method not in ("spearman", "pearson"):
+        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+
+
 def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", alternative: str = "two-sided", *,
-                      n_resamples: int = N_PERMUTATIONS, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                      n_resamples: int = N_PERMUTATIONS, seed: int = 0,
+                      exact_max_n: int = EXACT_MAX_N) -> tuple[np.ndarray, np.ndarray]:
     """Coefficients and permutation p-values of many paired series at once (e.g. bootstrap resamples of a layer
-    profile), every series tested against the same orderings.
+    profile), every series tested against the same orderings: all n! of them for n <= :data:`EXACT_MAX_N` (exact),
+    else ``n_resamples`` random orderings seeded by ``seed`` (Monte Carlo, one stage: :func:`correlation_test` sizes
+    the orderings of a single test to its p-value).
 
     Parameters
     ----------
     x, y : arrays of shape (B, n), n >= 3, finite: B paired series of n points
-    method, alternative, n_resamples, seed : as :func:`correlation_test`
+    method : "spearman" (ranks, ties averaged) or "pearson"
+    alternative : "two-sided", "greater" (positive association) or "less" (negative association)
+    n_resamples, seed : the Monte Carlo orderings above EXACT_MAX_N points
+    exact_max_n : the most points enumerated exactly (at most EXACT_MAX_N; lower only to check the Monte Carlo test
+        against the enumeration)
 
     Returns
     -------
@@ -873,18 +933,9 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     """
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
-    if a.ndim != 2 or a.shape != b.shape:
-        raise ValueError(f"need two (B, n) arrays of equal shape, got {a.shape} and {b.shape}")
-    if a.shape[1] < 3:
-        raise ValueError(f"a correlation test needs at least 3 points, got {a.shape[1]}")
-    if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise ValueError("a correlation test needs finite values")
-    if method not in ("spearman", "pearson"):
-        raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
-    if alternative not in ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    _check_test_arguments(a, b, method, alternative)
     n = a.shape[1]
-    exact = n <= EXACT_MAX_N
+    exact = n <= min(exact_max_n, EXACT_MAX_N)
     xs, x_const = _standardised(a, method)
     ys, y_const = _standardised(b, method)
     coef = np.clip(np.einsum("bn,bn->b", xs, ys), -1.0, 1.0)
@@ -893,17 +944,12 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     coef[~live] = 0.0
     fast = live & (method == "spearman") & _untied(a) & _untied(b)
     if fast.any():  # untied ranks are an ordering of 0..n-1: the null of rho is the same for every such series
-        null = _rank_null(n, n_resamples, seed)
-        adjust, r = (0 if exact else 1), null.size
-        greater = (r - np.searchsorted(null, coef[fast] - _TIE_TOL, "left") + adjust) / (r + adjust)
-        less = (np.searchsorted(null, coef[fast] + _TIE_TOL, "right") + adjust) / (r + adjust)
-        p[fast] = {"greater": greater, "less": less}.get(alternative, np.minimum(1.0, 2 * np.minimum(greater, less)))
-    rest = np.flatnonzero(live & ~fast)
-    if rest.size:
-        orderings = _orderings(n, n_resamples, seed)
-        for i in rest:  # one series at a time: the (R, n) gather of a series bounds the memory
-            null = ys[i][orderings] @ xs[i]
-            p[i] = _permutation_p(coef[i : i + 1], null[None, :], alternative, exact)[0]
+        null = _rank_null(n, n_resamples, seed, exact_max_n)
+        p[fast] = _p_from_sorted_null(coef[fast], null, alternative, exact)
+    for i in np.flatnonzero(live & ~fast):  # one series at a time, its null block by block: bounded memory
+        null = np.concatenate([ys[i][block] @ xs[i]
+                               for block in _ordering_blocks(n, n_resamples, seed, exact_max_n)])
+        p[i] = _p_from_sorted_null(coef[i:i + 1], np.sort(null), alternative, exact)[0]
     return coef, p
 
 
@@ -912,26 +958,31 @@ def _untied(v: np.ndarray) -> np.ndarray:
     return (np.diff(np.sort(v, axis=-1), axis=-1) > 0).all(axis=-1)
 
 
-@lru_cache(maxsize=16)
-def _rank_null(n: int, n_resamples: int, seed: int) -> np.ndarray:
-    """Spearman's rho of the orderings of :func:`_orderings` against the identity, sorted, shape (R,): the null
+@lru_cache(maxsize=8)
+def _rank_null(n: int, n_resamples: int, seed: int, exact_max_n: int = EXACT_MAX_N) -> np.ndarray:
+    """Spearman's rho of the orderings of :func:`_ordering_blocks` against the identity, sorted, shape (R,): the null
     distribution of rho for any two untied series of n points (exact: all n!; else the Monte Carlo sample)."""
     ranks = np.arange(n, dtype=np.float64)
     z = (ranks - ranks.mean()) / np.linalg.norm(ranks - ranks.mean())
-    return np.sort(z[_orderings(n, n_resamples, seed)] @ z)
+    return np.sort(np.concatenate([z[block] @ z for block in _ordering_blocks(n, n_resamples, seed, exact_max_n)]))
 
 
-#: A Monte Carlo p-value within this many binomial standard errors of the level it is read against is recomputed
-#: over :data:`REFINE_FACTOR` times as many orderings, so that its verdict does not rest on Monte Carlo noise.
-REFINE_SE = 3.0
-REFINE_FACTOR = 10
+def mc_orderings_for(p_value: float, n_first: int = N_PERMUTATIONS) -> int:
+    """The orderings a Monte Carlo permutation p-value needs to lie within :data:`MC_RELATIVE_ERROR` of the exact
+    one at :data:`MC_Z` binomial standard errors: R = ceil((MC_Z / MC_RELATIVE_ERROR)² (1 − p) / p), with p the
+    lower :data:`MC_Z`-standard-error bound of ``p_value`` (a first-stage estimate over ``n_first`` orderings),
+    floored at :data:`MC_P_FLOOR` (1,598,400 orderings there) and never fewer than ``n_first``. The relative standard
+    error of a Monte Carlo proportion is sqrt((1 − p) / (p R)) (Davison & Hinkley 1997, §4.2.5)."""
+    se = math.sqrt(max(p_value * (1 - p_value), 0.0) / n_first)
+    p = max(MC_P_FLOOR, p_value - MC_Z * se)
+    return max(n_first, int(math.ceil((MC_Z / MC_RELATIVE_ERROR) ** 2 * (1 - p) / p)))
 
 
 def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alternative: str = "two-sided", *,
-                     n_resamples: int = N_PERMUTATIONS, seed: int = 0, alpha: float | None = 0.05) -> Correlation:
+                     seed: int = 0, n_resamples: int | None = None, exact_max_n: int = EXACT_MAX_N) -> Correlation:
     """Spearman or Pearson correlation of two series with a permutation p-value: exact over all n! orderings for
-    n <= :data:`EXACT_MAX_N`, else Monte Carlo over ``n_resamples`` seeded orderings; the asymptotic p-value is
-    reported beside it.
+    n <= :data:`EXACT_MAX_N`, else Monte Carlo over seeded orderings sized so that the p-value lies within 10%
+    relative of the exact one (at p >= 0.001); the asymptotic p-value is reported beside it.
 
     Over a handful of points (layers, checkpoints) the asymptotic p-values of :func:`scipy.stats.spearmanr` and
     :func:`scipy.stats.pearsonr` are wrong (4 layers with rho = 1 give p = 0; the exact two-sided p-value is
@@ -940,15 +991,20 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
     :func:`scipy.stats.permutation_test` counts them (two-sided: twice the smaller one-sided p-value), so they equal
     ``scipy.stats.spearmanr(x, y, method=scipy.stats.PermutationMethod())`` where that is exact.
 
+    The Monte Carlo test runs in two stages: :data:`N_PERMUTATIONS` orderings estimate p, then
+    :func:`mc_orderings_for` of that estimate orderings (a fresh sample from the same seed) give the reported
+    p-value, (count + 1) / (R + 1) (Phipson & Smyth 2010): so its floor is 1 / (R + 1) one-sided and 2 / (R + 1)
+    two-sided. Each test should have a seed of its own (:func:`derive_seed` of the test's identity), so that tests of
+    the same size draw independent null samples.
+
     Parameters
     ----------
     x, y : arrays of shape (n,), n >= 3, finite
     method : "spearman" (ranks, ties averaged) or "pearson"
     alternative : "two-sided", "greater" (positive association) or "less" (negative association)
-    n_resamples : orderings of the Monte Carlo test (n > EXACT_MAX_N)
     seed : seeds the Monte Carlo orderings (the same seed gives the same p-value)
-    alpha : the level the p-value will be read against: a Monte Carlo p-value within :data:`REFINE_SE` binomial
-        standard errors of it is recomputed over :data:`REFINE_FACTOR` x ``n_resamples`` orderings (None: never)
+    n_resamples : a fixed number of Monte Carlo orderings instead of the two stages (None: two stages)
+    exact_max_n : as :func:`correlation_tests`
 
     Returns
     -------
@@ -959,12 +1015,16 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
     ValueError for mismatched shapes, fewer than 3 points, non-finite values, an unknown method or alternative.
     """
     a, b = _paired_series(x, y, "a correlation test needs at least 3 points, got {n}")
-    coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=n_resamples, seed=seed)
     n = a.shape[0]
-    exact = n <= EXACT_MAX_N
-    if not exact and alpha is not None and abs(p[0] - alpha) <= REFINE_SE * math.sqrt(alpha * (1 - alpha) / n_resamples):
-        n_resamples *= REFINE_FACTOR
-        coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=n_resamples, seed=seed)
+    exact = n <= min(exact_max_n, EXACT_MAX_N)
+    r = n_resamples or N_PERMUTATIONS
+    coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=r, seed=seed,
+                                exact_max_n=exact_max_n)
+    if not exact and n_resamples is None and (coef[0] != 0 or p[0] != 1):
+        r = mc_orderings_for(float(p[0]), r)
+        if r > N_PERMUTATIONS:
+            coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=r, seed=seed + 1,
+                                        exact_max_n=exact_max_n)
     asymptotic = None
     if coef[0] != 0 or p[0] != 1:
         from scipy import stats
@@ -972,36 +1032,95 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
         fn = stats.spearmanr if method == "spearman" else stats.pearsonr
         with np.errstate(all="ignore"):
             asymptotic = float(fn(a, b, alternative=alternative).pvalue)
+    sides = 2 if alternative == "two-sided" else 1
     how = (f"exact: all {math.factorial(n):,} orderings" if exact else
-           f"Monte Carlo: {n_resamples:,} seeded orderings (seed {seed}), p >= 1/{n_resamples + 1:,}")
+           f"Monte Carlo: {r:,} seeded orderings (seed {seed}), p >= {sides}/{r + 1:,}")
     return Correlation(method, float(coef[0]), float(p[0]), n, alternative, how,
-                       math.factorial(n) if exact else n_resamples, asymptotic, n >= smallest_decidable_n(alternative))
+                       math.factorial(n) if exact else r, asymptotic, None if exact else seed)
 
 
-@lru_cache(maxsize=None)
-def smallest_decidable_n(alternative: str = "two-sided", alpha: float = 0.05) -> int:
-    """The fewest points at which an exact permutation correlation test (Spearman or Pearson) can reject at ``alpha``
-    for more than a (nearly) perfectly ordered series: below it, a test that does not reject says nothing about the
-    claim (it is *underpowered*, not a finding).
+#: The power a test must have at the claim's stated effect for its non-rejection to be a finding.
+POWER_REQUIRED = 0.8
+#: Simulated samples of a power estimate (Spearman: Monte Carlo standard error <= 0.5 / sqrt(N) = 0.0025).
+POWER_SAMPLES = 40_000
+#: Pearson's permutation test needs a null per sample: fewer samples, each against this many shared orderings.
+_PEARSON_POWER_SAMPLES, _PEARSON_POWER_ORDERINGS = 4_000, 1_999
+#: The null sample of a power estimate above EXACT_MAX_N points (the critical value of the Spearman test).
+_POWER_NULL = 199_999
 
-    An exact test over n points rejects only for the most extreme pairings, fewer than ``alpha`` n! (one-sided) or
-    ``alpha`` n! / 2 (two-sided) of the n! pairings. The n orderings within one adjacent swap of a perfect order are
-    the least a test should be able to tell from no association; the bound is the smallest n whose rejection region
-    can hold them: n · sides / n! < ``alpha``. For Spearman's rho this is exactly the n at which one adjacent swap
-    (rho = 1 - 12 / (n (n² - 1)), tied with the n - 2 other swaps) reaches p < alpha: two-sided at 0.05, 6 (5 points:
-    rho = 0.9 gives p = 10/120 = 0.083; 4 points: even rho = 1 gives 2/24 = 0.083); one-sided, 5.
 
-    Raises ValueError for an unknown alternative, or alpha outside (0, 1).
+@lru_cache(maxsize=256)
+def correlation_power(n: int, effect: float, method: str = "spearman", alternative: str = "two-sided",
+                      alpha: float = 0.05, *, seed: int = 0) -> float:
+    """The power of the permutation correlation test of :func:`correlation_test` over ``n`` points at level
+    ``alpha``: the probability that it rejects when the pairs are drawn from a bivariate normal distribution with
+    correlation ``effect`` (the claim's stated effect; its sign is the direction of a one-sided alternative).
+
+    The test's rejection region is exact where the test is (n <= :data:`EXACT_MAX_N`: the critical value of Spearman's
+    rho from all n! orderings; for Pearson, each sample's p-value against 1,999 shared seeded orderings); the
+    probability of that region under the bivariate normal has no closed form for rank statistics and is estimated
+    by simulation seeded by ``seed``: :data:`POWER_SAMPLES` samples for Spearman (standard error <= 0.0025), 4,000 for
+    Pearson (<= 0.008). Cohen 1988, ch. 3 (power of a correlation test); the samples' model is that of the exact
+    power of Pearson's t-test (Fisher 1915).
+
+    Parameters
+    ----------
+    n : points, >= 3
+    effect : the population correlation, in (-1, 1)
+    method, alternative : as :func:`correlation_test`
+    alpha : the level, in (0, 1)
+
+    Returns
+    -------
+    float in [0, 1].
+
+    Raises
+    ------
+    ValueError for n < 3, |effect| >= 1, alpha outside (0, 1), or an unknown method or alternative.
     """
-    if alternative not in ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    if n < 3:
+        raise ValueError(f"power needs n >= 3 points, got {n}")
+    if not -1 < effect < 1:
+        raise ValueError(f"effect must be a correlation in (-1, 1), got {effect}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    sides = 2 if alternative == "two-sided" else 1
-    n = 3
-    while n * sides / math.factorial(n) >= alpha:
-        n += 1
-    return n
+    if method not in ("spearman", "pearson") or alternative not in ALTERNATIVES:
+        raise ValueError(f"unknown method {method!r} or alternative {alternative!r}")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    samples = POWER_SAMPLES if method == "spearman" else _PEARSON_POWER_SAMPLES
+    x = rng.standard_normal((samples, n))
+    y = effect * x + math.sqrt(1 - effect * effect) * rng.standard_normal((samples, n))
+    if method == "spearman":  # continuous samples: no ties, every sample against the same null of rho
+        xs, _ = _standardised(x, "spearman")
+        ys, _ = _standardised(y, "spearman")
+        rho = np.einsum("bn,bn->b", xs, ys)
+        null = _rank_null(n, _POWER_NULL, seed)
+        p = _p_from_sorted_null(rho, null, alternative, n <= EXACT_MAX_N)
+    else:
+        xs, _ = _standardised(x, "pearson")
+        ys, _ = _standardised(y, "pearson")
+        coef = np.einsum("bn,bn->b", xs, ys)
+        orders = np.argsort(rng.random((_PEARSON_POWER_ORDERINGS, n)), axis=1)
+        p = np.empty(samples)
+        for start in range(0, samples, 64):
+            block = slice(start, start + 64)
+            null = np.einsum("bkn,bn->bk", ys[block][:, orders], xs[block])
+            greater = ((null >= coef[block, None] - _TIE_TOL).sum(1) + 1) / (orders.shape[0] + 1)
+            less = ((null <= coef[block, None] + _TIE_TOL).sum(1) + 1) / (orders.shape[0] + 1)
+            p[block] = {"greater": greater, "less": less}.get(alternative, np.minimum(1, 2 * np.minimum(greater, less)))
+    return float(np.mean(p <= alpha))
+
+
+def points_for_power(effect: float, method: str = "spearman", alternative: str = "two-sided", alpha: float = 0.05,
+                     power: float = POWER_REQUIRED, *, start: int = 3, limit: int = 200, seed: int = 0) -> int | None:
+    """The fewest points (>= ``start``) at which :func:`correlation_power` reaches ``power`` at ``effect``, or None
+    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`."""
+    n = max(3, start)
+    while n <= limit:
+        if correlation_power(n, effect, method, alternative, alpha, seed=seed) >= power:
+            return n
+        n += 1 if n < 16 else max(1, n // 8)
+    return None
 
 
 def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method: str = "spearman", *,

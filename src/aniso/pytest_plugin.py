@@ -25,11 +25,11 @@ from .common.devices import worker_thread_environment
 # torch, numpy and scipy (see worker_thread_environment).
 worker_thread_environment(os.environ)
 
-from .registry.catalog import statistics_read
+from .registry.catalog import get_claim, statistics_read
 from .registry.entries import RegistryError
 from .registry.locate import settings_and_registry
 from .registry.selection import ClaimsFilter, parse_claims
-from .session import AnisoSession, ClaimContext, Skip
+from .session import AnisoSession, ClaimContext, Skip, family_members
 from .common.settings import SETTING_HELP, Settings
 from .judge.verdicts import Outcome
 
@@ -122,6 +122,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+    for item in items:  # the largest family each adjusted claim's p-values can be adjusted across
+        marker = item.get_closest_marker("claim")
+        if marker is not None and marker.args and _model_of(item) is not None and get_claim(marker.args[0]).adjusted:
+            claims_run.family_sizes[marker.args[0]] = claims_run.family_sizes.get(marker.args[0], 0) + 1
     claims_run.provider.statistics = statistics_read(
         m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
 
@@ -137,7 +141,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     session = metafunc.config.stash[_SESSION]
     entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())),
                                       tuple(marker.kwargs.get("none_of", ())))
+    claim = metafunc.definition.get_closest_marker("claim")
+    if claim is not None and claim.args and get_claim(claim.args[0]).over_seeds:
+        # A claim about an architecture and recipe: one test per family of seeds, over its first seed's entry.
+        entries = [e for e in entries if _first_seed(session.registry, e) == e.id]
     metafunc.parametrize("entry", entries, ids=[e.id for e in entries])
+
+
+def _first_seed(registry, entry) -> str:
+    """The id of the first registry entry (in registry order) among ``entry``'s seeds (:func:`family_members`)."""
+    members = {m.id for m in family_members(registry, entry)}
+    return next(m.id for m in registry if m.id in members)
 
 
 class _PytestClaim(ClaimContext):

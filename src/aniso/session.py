@@ -18,6 +18,14 @@ from .judge.results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsD
                             dump_results, model_layers, provenance, verdict_counts, write_results)
 from .extract.architecture_check import ArchitectureChecks
 from .registry.catalog import get_claim, not_yet_executable
+
+#: The false discovery rate of the claims adjusted across a run's models, and the level of their tests.
+ADJUST_ALPHA = 0.05
+#: Inputs below which a bootstrap's interval is said to be unreliable beside it (the percentile bootstrap's
+#: coverage falls short at small n: Davison & Hinkley 1997, §5.3).
+MIN_BOOTSTRAP_UNITS = 30
+#: The verdict of an adjusted claim's test whose p-value its family decides, until the end of the run.
+PENDING = "pending adjustment"
 from .stats.dynamics import Series, SeriesProvider
 from .stats.pipeline import BlockSweepProvider, StatsProvider
 from .registry.entries import ModelEntry, Registry
@@ -27,7 +35,7 @@ from .stats.accumulators import ModelStats
 from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
                               UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 
-__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text", "twin_summary"]
+__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text", "twin_summary", "family_members"]
 
 
 class Skip(Exception):
@@ -40,8 +48,9 @@ def fmt(v: Any) -> str:
 
 
 def fragile_text(u: Uncertainty) -> str:
-    """A fragile verdict's interval in words, e.g. ``"highest layer avg cos 0.17, 95% CI [0.15, 0.21] vs < 0.2"``."""
-    return (f"{u.statistic} {fmt(u.value)}, {round(u.level * 100)}% CI [{fmt(u.low)}, {fmt(u.high)}] vs "
+    """A fragile verdict's interval in words, e.g. ``"highest layer avg cos 0.17, 95% percentile-bootstrap CI over
+    the inputs [0.15, 0.21] vs < 0.2"``."""
+    return (f"{u.statistic} {fmt(u.value)}, {u.name} [{fmt(u.low)}, {fmt(u.high)}] vs "
             f"{u.holds_if} {fmt(u.threshold)}, holds in {fmt(100 * (u.holds_share or 0.0))}% of resamples")
 
 
@@ -53,6 +62,14 @@ def twin_summary(manifest: dict) -> str:
             f"transformers {manifest.get('transformers')}, imported into a temporary hub cache and loaded offline; the "
             "verdicts say that the code path runs, nothing about the papers' models"
             + (f"; refused: {', '.join(sorted(refused))}" if refused else ""))
+
+
+def family_members(registry: Registry, entry: ModelEntry) -> list[ModelEntry]:
+    """The seeds of ``entry``'s architecture and recipe in ``registry``: the entries with checkpoints and the same
+    family, role and modality, ``entry`` first, then registry order."""
+    same = [e for e in registry if e.checkpoints is not None and e.family == entry.family and e.role == entry.role
+            and e.modality == entry.modality]
+    return [entry] + [e for e in same if e.id != entry.id]
 
 
 def _numbers(measured: dict[str, Any]) -> str:
@@ -94,6 +111,9 @@ class AnisoSession:
     stopped: str | None = None
     #: The manifest of a twin run (setting ``twin``), else None: see :meth:`twin_manifest`.
     twin: dict | None = None
+    #: For each claim whose p-values are adjusted across the run's models (:attr:`aniso.registry.catalog.Claim.
+    #: adjusted`), the number of its tests collected in this run: the largest its family can be.
+    family_sizes: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def start(cls, settings: Settings, registry: Registry, root: Path) -> "AnisoSession":
@@ -173,8 +193,11 @@ class AnisoSession:
         self.results = sorted([*self.results, *doc.results], key=lambda r: r.test)
 
     def finish(self) -> bool:
-        """Check the ``must_run`` models and write ``results.json`` and ``report.html``; True if the run must fail
-        because a ``must_run`` model was skipped for want of weights or code."""
+        """Adjust the p-values of each adjusted claim across the run's models (:meth:`adjust_families`), check the
+        ``must_run`` models and write ``results.json`` and ``report.html``; True if the run must fail because a
+        ``must_run`` model was skipped for want of weights or code, or a verdict decided on an adjusted p-value
+        contradicts its record."""
+        self.adjust_families()
         for entry in self.registry:
             if entry.must_run:
                 skipped = [r for r in self.results if r.model_id == entry.id and r.verdict == SKIPPED
@@ -194,6 +217,54 @@ class AnisoSession:
                                 f"was kept there, and the statistics of this run are in the cache "
                                 f"{self.settings.cache_dir}, so a rerun writes it in seconds")
         return bool(self.must_run_failures)
+
+    def adjust_families(self, alpha: float = ADJUST_ALPHA) -> None:
+        """Benjamini-Hochberg adjustment (Benjamini & Hochberg 1995; :func:`scipy.stats.false_discovery_control`) of
+        the p-values of each adjusted claim across its family, the claim's measured tests in this run, at false
+        discovery rate ``alpha``: sets every member's ``p_adjusted`` and ``p_adjustment``, and decides the verdicts
+        a test left pending (:meth:`ClaimContext.conclude`: a raw p-value in (alpha / m, alpha], where the family
+        decides) on the adjusted value. A pending verdict that then contradicts its record is a run error."""
+        from scipy.stats import false_discovery_control
+
+        families: dict[str, list[ClaimResult]] = {}
+        for r in self.results:
+            if r.p_value is not None and r.verdict not in (SKIPPED, ERROR) and r.twin is None \
+                    and get_claim(r.claim_id).adjusted:
+                families.setdefault(r.claim_id, []).append(r)
+        for claim_id, members in families.items():
+            adjusted = false_discovery_control([r.p_value for r in members], method="bh")
+            how = (f"Benjamini-Hochberg over the {len(members)} model(s) of {claim_id} in this run (false discovery "
+                   f"rate {alpha})")
+            for r, p in zip(members, adjusted):
+                r.p_adjusted, r.p_adjustment = float(p), how
+                if r.verdict == PENDING:
+                    self._decide_pending(r, float(p), alpha)
+
+    def _decide_pending(self, r: ClaimResult, p_adjusted: float, alpha: float) -> None:
+        """Decide a verdict left pending on its adjusted p-value, under the verdict policy and the registry."""
+        from .metrics import POWER_REQUIRED
+
+        holds = p_adjusted < alpha
+        undecided = None
+        if not holds and (r.power is None or r.power < POWER_REQUIRED):
+            undecided = (f"the adjusted p-value {p_adjusted:.3g} does not reject, and the test has power "
+                         f"{r.power if r.power is None else round(r.power, 2)} at the claim's effect against the "
+                         f"{POWER_REQUIRED} a non-rejection needs to be a finding")
+        r.underpowered = undecided
+        entry = self.registry.get(r.model_id)
+        expected, recorded_inputs = self.registry.expectation(entry, r.claim_id)
+        sizes = (expected.sizes if expected is not None else None) or {}
+        decision = decide(holds, expected.verdict if expected else None, expected.text if expected else "",
+                          recorded_inputs, r.inputs, decidable=undecided is None, undecided=undecided or "",
+                          same_sizes=all(getattr(self.settings, k) == v for k, v in sizes.items()),
+                          recorded_model=not entry.detected)
+        r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
+        r.reason = (f"decided on the adjusted p-value {p_adjusted:.3g} (raw {r.p_value:.3g}); "
+                    + (decision.reason or _numbers(r.measured)))
+        if decision.outcome is Outcome.FAIL:
+            self.must_run_failures.append(f"{r.claim_id} on {r.model_id}: {decision.verdict} on the adjusted p-value "
+                                          f"{p_adjusted:.3g} (raw {r.p_value:.3g}; {r.p_adjustment})"
+                                          + (f": {decision.reason}" if decision.reason else ""))
 
     def document(self) -> ResultsDocument:
         """The run as a :class:`~aniso.judge.results.ResultsDocument`."""
@@ -463,7 +534,7 @@ class ClaimContext:
     def interval(self, stats: ModelStats, statistic: Callable[[ModelStats], float], name: str, threshold: float,
                  holds_if: str, verdict: Callable[[ModelStats], bool] | None = None,
                  fixed: str = "", *, batch: Callable[[list[ModelStats]], Any] | None = None,
-                 cannot_show: str = "", constant: str = "") -> Uncertainty:
+                 cannot_show: str = "", constant: str = "", sensitivity: bool = False) -> Uncertainty:
         """The bootstrap interval over the inputs of the claim's deciding statistic (:mod:`aniso.stats.uncertainty`).
 
         ``statistic(stats)`` gives the statistic (``name`` says what it is) that the claim compares with
@@ -475,7 +546,11 @@ class ClaimContext:
         (e.g. for a test over layers: the layers are not resampled). Without per-input sums or with
         ``n_bootstrap`` 0 the interval is left out, saying why. Where every resample gives the same value the
         interval is *not informative* (``low``/``high`` None, ``informative`` False) and its note says why
-        (``constant``: the claim's own explanation, e.g. "the layers' rank order was the same in every resample").
+        (``constant``: the claim's own explanation, e.g. "the layers' rank order was the same in every resample");
+        where only the interval's ends coincide, the note gives the share of resamples that agree.
+        ``sensitivity``: the statistic is a p-value, whose resampled range is an *input-sensitivity range* (how it
+        moves with the inputs), named so, not a confidence interval. Fewer than :data:`MIN_BOOTSTRAP_UNITS` inputs
+        are named beside the interval.
         """
         from .stats.uncertainty import COMPARISONS, bootstrap_stats, interval
 
@@ -506,6 +581,9 @@ class ClaimContext:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
                                method=f"not available: the statistic rests on layers wider than the per-input limit, "
                                       f"{held}", informative=False, note=cannot_show)
+        level_pct = round(0.95 * 100)
+        label = (f"{level_pct}% input-sensitivity range" if sensitivity else
+                 f"{level_pct}% percentile-bootstrap CI over the inputs")
         compare = COMPARISONS[holds_if]
         holds = [bool(safely(verdict, r, False)) if verdict is not None else compare(v, threshold)
                  for r, v in zip(resamples.replicates, values)]
@@ -516,6 +594,13 @@ class ClaimContext:
                                method=f"not available: {exc}", informative=False, note=cannot_show)
         unit = "inputs" if resamples.unit == "input" else f"{resamples.unit}es"
         method = f"percentile bootstrap over the {resamples.n_units} {unit}, seed {self.settings.seed}"
+        if sensitivity:
+            method = (f"input-sensitivity range: the {level_pct}% central range of the statistic over "
+                      f"{len(values)} resamples of the {resamples.n_units} {unit} (seed {self.settings.seed}), not a "
+                      "confidence interval")
+        if resamples.n_units < MIN_BOOTSTRAP_UNITS:
+            method += (f"; only {resamples.n_units} {unit}: a bootstrap over fewer than {MIN_BOOTSTRAP_UNITS} "
+                       "understates the spread")
         if resamples.n_svd_batches:
             method += f"; SVD batches ({resamples.n_svd_batches} per layer) resampled apart"
         if resamples.fixed_layers:
@@ -523,14 +608,19 @@ class ClaimContext:
         if fixed:
             method += f"; {fixed} held fixed"
         if iv.low == iv.high:
-            why = f"not informative: all {iv.n_boot} resamples gave {fmt(iv.low)}" + (f" ({constant})" if constant
-                                                                                        else "")
+            agree = sum(v == iv.low for v in finite) / len(finite)
+            why = (f"not informative: all {iv.n_boot} resamples gave {fmt(iv.low)}" if agree == 1.0 and
+                   len(finite) == len(values) else
+                   f"not informative: the {label}'s ends coincide at {fmt(iv.low)} ({agree:.1%} of the "
+                   f"{len(values)} resamples gave exactly that)") + (f" ({constant})" if constant and agree == 1.0
+                                                                      else "")
             return Uncertainty(statistic=name, value=iv.value, threshold=iv.threshold, holds_if=holds_if,
                                holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot, level=iv.level,
-                               method=method, informative=False, note="; ".join(x for x in (why, cannot_show) if x))
+                               method=method, informative=False, note="; ".join(x for x in (why, cannot_show) if x),
+                               name=label)
         return Uncertainty(statistic=name, value=iv.value, low=iv.low, high=iv.high, threshold=iv.threshold,
                            holds_if=holds_if, holds_share=iv.holds_share, fragile=iv.fragile, n_boot=iv.n_boot,
-                           level=iv.level, method=method, note=cannot_show)
+                           level=iv.level, method=method, note=cannot_show, name=label)
 
     def _conclude_twin(self, holds: bool) -> tuple[Decision, str]:
         """A twin run's verdict: measured on random weights, it passes whatever it is, is never judged against the
@@ -542,10 +632,44 @@ class ClaimContext:
         r.reason = f"{r.twin}; {_numbers(r.measured)}"
         return Decision(r.verdict, Outcome.PASS, r.twin), ""
 
+    def seed_for(self, statistic: str) -> int:
+        """The seed of one test of this claim on this model (:func:`aniso.metrics.derive_seed` of the run's seed, the
+        claim, the model and ``statistic``): every Monte Carlo test draws its own null sample."""
+        from .metrics import derive_seed
+
+        return derive_seed(self.settings.seed, self.result.claim_id,
+                           self.entry.id if self.entry is not None else "", statistic)
+
+    def seeds(self) -> list[tuple[ModelEntry, Series]]:
+        """The checkpoint series of every seed of this test's architecture and recipe: the run's registry entries
+        with checkpoints and this entry's family and role (this entry first), computed or read from the cache.
+        Skips the test, naming each seed and why, if a seed's series is unavailable."""
+        if self.entry is None or self.entry.checkpoints is None:
+            raise RuntimeError(f"{self.result.claim_id}: seeds() needs a registry entry with checkpoints")
+        members = family_members(self._session.registry, self.entry)
+        got = []
+        for member in members:
+            got.append((member, self.series(member)))
+        self.series(self.entry)  # this entry's inputs, for the result
+        self.result.seeds = [m.id for m in members]
+        self.result.inputs_label = f"{self.result.inputs_label}; {len(members)} seeds decided together"
+        return got
+
+    def conclude_over_seeds(self, per_seed: dict, rule: str, *, alpha: float = 0.05) -> tuple[Decision, str]:
+        """Record the verdict of a claim about an architecture and a recipe from all its seeds together
+        (:func:`aniso.judge.training_rules.over_seeds`: a sign test over the seeds). ``per_seed``: {model id:
+        :class:`~aniso.judge.training_rules.SeedResult`}; ``rule`` the per-seed rule in words. The seeds'
+        numbers are reported beside the verdict; a claim the seeds cannot decide is underpowered."""
+        from .judge.training_rules import SEEDS_RULE, over_seeds
+
+        holds, measured, undecided = over_seeds(per_seed, alpha)
+        return self.conclude(holds, measured, f"per seed: {rule}; over the seeds: {SEEDS_RULE}",
+                             undecided=undecided)
+
     def conclude(self, holds: bool, measured: dict[str, Any], rule: str, *,
                  p_value: float | None = None, uncertainty: Uncertainty | None = None,
                  alternatives: dict[str, tuple[bool, float | None]] | None = None,
-                 undecided: str | None = None) -> tuple[Decision, str]:
+                 undecided: str | None = None, power: float | None = None) -> tuple[Decision, str]:
         """Record the verdict under the verdict policy (:mod:`aniso.judge.verdicts`).
 
         Returns the decision and the message for a failing or xfailing test. ``p_value``: the p-value of the
@@ -554,7 +678,8 @@ class ClaimContext:
         ``alternatives``: for each choice the paper left open that the run also measured (e.g. ``"padding frames
         included"``), whether the claim holds under it and the deciding value (the report's sensitivity);
         ``undecided``: why this measurement could not decide the claim at this size (e.g. a test over too few
-        points), None when it could: a measurement that does not hold is then *underpowered*, not a finding.
+        points), None when it could: a measurement that does not hold is then *underpowered*, not a finding;
+        ``power``: the power of the claim's test at the effect the claim states, where it has one.
 
         The registry's record for this model and claim decides what the verdict means; its numbers are compared with
         ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
@@ -563,6 +688,7 @@ class ClaimContext:
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
         r.underpowered = undecided
+        r.power = power
         r.sensitivity = [Sensitivity(choice=choice, holds=bool(h), value=None if v is None else float(v),
                                      differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
         if self._session.twin is not None and (self.entry is not None or self._read_models):
@@ -573,8 +699,18 @@ class ClaimContext:
         sizes = (expected.sizes if expected is not None else None) or {}
         same_sizes = all(getattr(self.settings, k) == v for k, v in sizes.items())
         reason = expected.text if expected else ""
+        family = self._session.family_sizes.get(r.claim_id, 1)
+        if p_value is not None and get_claim(r.claim_id).adjusted and family > 1 \
+                and ADJUST_ALPHA / family < p_value <= ADJUST_ALPHA:
+            # Benjamini-Hochberg rejects every p <= alpha / m and no p > alpha whatever the family's other p-values;
+            # in between, the family decides, at the end of the run (AnisoSession.adjust_families).
+            r.verdict = PENDING
+            r.reason = (f"p = {p_value:.3g} lies between {ADJUST_ALPHA}/{family} and {ADJUST_ALPHA}: decided at the "
+                        "end of the run on the Benjamini-Hochberg adjusted p-value across the run's models")
+            return Decision(PENDING, Outcome.PASS, r.reason), ""
         decision = decide(holds, expected.verdict if expected else None, reason, recorded_inputs, r.inputs,
-                          decidable=undecided is None, undecided=undecided or "", same_sizes=same_sizes)
+                          decidable=undecided is None, undecided=undecided or "", same_sizes=same_sizes,
+                          recorded_model=not (self.entry is not None and self.entry.detected))
         r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         numbers = _numbers(measured)
         model = self.entry.id if self.entry is not None else "(no model)"

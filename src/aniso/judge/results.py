@@ -60,6 +60,10 @@ class Uncertainty(_Doc):
     method: str = ""
     informative: bool = True
     note: str = ""
+    #: What the interval is, in words: a percentile-bootstrap confidence interval of a statistic over the inputs,
+    #: or, for a p-value, an input-sensitivity range (how the p-value moves with the inputs; not a confidence
+    #: interval of anything).
+    name: str = "95% CI"
 
 
 class RecordDrift(_Doc):
@@ -126,6 +130,15 @@ class ClaimResult(_Doc):
     underpowered: str | None = None
     record_drift: list[RecordDrift] = Field(default_factory=list)
     record_check: str | None = None
+    #: The claim's p-value adjusted across its family, the claim's tests in this run (Benjamini-Hochberg; None where
+    #: the claim is not adjusted or had no p-value); the verdict of an adjusted claim is decided on it.
+    p_adjusted: float | None = None
+    #: How ``p_adjusted`` was obtained (method, family, its size).
+    p_adjustment: str | None = None
+    #: The power of the claim's test at the effect the claim states (:func:`aniso.metrics.correlation_power`).
+    power: float | None = None
+    #: For a claim over seeds: the registry ids of the seeds decided together (the first is ``model_id``).
+    seeds: list[str] | None = None
     #: Set on the verdicts of a twin run (``aniso run ID --twin``): ``"twin: random weights, code path only"``. Such a
     #: verdict is not judged against the registry's records and is no finding.
     twin: str | None = None

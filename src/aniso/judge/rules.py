@@ -6,32 +6,32 @@ percentile of the cosine of two isotropic Gaussian vectors in its dimension (G A
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import metrics
 
 __all__ = ["significant_anisotropy", "significance_margin", "significance_alternatives", "without_first_token",
            "FIRST_TOKEN_EXCLUDED", "SIGNIFICANCE_RULE", "svd_profile", "profile_shape", "BELL_RULE", "EDGE", "CONTRAST",
-           "SINK_WEIGHTING", "per_sequence_share", "sink_note", "first_token_cv", "too_few_points", "bell_margin",
+           "SINK_WEIGHTING", "per_sequence_share", "sink_note", "first_token_cv", "underpowered", "bell_margin",
            "BELL_MARGIN"]
 
-def too_few_points(c: "metrics.Correlation", what: str, alpha: float = 0.05) -> str | None:
-    """Why a correlation test ``c`` (:func:`aniso.metrics.correlation_test`) over ``what`` (e.g. "layers") that did
-    not reject could not have decided: over fewer than :func:`aniso.metrics.smallest_decidable_n` points only a
-    (nearly) perfectly ordered series reaches p < ``alpha``, or none does. None when the test rejected or could
-    have."""
-    n_min = metrics.smallest_decidable_n(c.alternative, alpha)
-    if c.p_value < alpha or c.n >= n_min:
-        return None
-    sides = 2 if c.alternative == "two-sided" else 1
-    best = sides / math.factorial(c.n)
-    region = int(math.ceil(alpha * math.factorial(c.n) / sides)) - 1
-    reach = (f"even the perfectly ordered series has p = {best:.3g}" if best >= alpha else
-             f"only the {region} most extreme of the {math.factorial(c.n)} pairings reach it")
-    return (f"{c.n} {what}: an exact {c.alternative} {c.method} test over so few points cannot decide at p < {alpha} "
-            f"({reach}); {n_min} or more would")
+def underpowered(c: "metrics.Correlation", what: str, effect: float, alpha: float = 0.05) -> tuple[str | None, float]:
+    """Whether a correlation test ``c`` (:func:`aniso.metrics.correlation_test`) over ``what`` (e.g. "layers") that
+    did not reject could have: its power at the claim's stated ``effect`` (a bivariate-normal correlation; its sign
+    is the direction a one-sided test looks in) by :func:`aniso.metrics.correlation_power`. A non-rejection is a
+    finding only where that power is at least :data:`aniso.metrics.POWER_REQUIRED` (0.8).
+
+    Returns ``(why, power)``: ``why`` says, in one line, the power and how many points would give 0.8, when the test
+    did not reject and lacked the power; else None. ``power`` is the test's power at ``effect`` either way.
+    """
+    signed = -abs(effect) if c.alternative == "less" else abs(effect)
+    power = metrics.correlation_power(c.n, signed, c.method, c.alternative, alpha)
+    if c.p_value < alpha or power >= metrics.POWER_REQUIRED:
+        return None, power
+    need = metrics.points_for_power(signed, c.method, c.alternative, alpha, start=c.n + 1)
+    return (f"{c.n} {what}: the {c.alternative} {c.method} test has power {power:.2f} at the claim's effect "
+            f"(correlation {abs(effect)}) against the {metrics.POWER_REQUIRED} a non-rejection needs to be a finding"
+            + (f"; {need} {what} would give it" if need else "")), power
 
 
 #: The rule, in words, as every result states it.

@@ -1,22 +1,25 @@
 """The verdict policy: from a measured verdict and the registry's expectation to a test outcome.
 
-A claim test measures whether its claim holds for one model. A measurement that does not hold is *underpowered* when
-the test could not have decided at this size: a correlation test over so few points that only a perfectly monotone
-series reaches p < 0.05 (:func:`aniso.metrics.smallest_decidable_n`), or a miniature trained on a budget the
-registry records as too small to decide the claim. What the verdict means for the test run depends on what the
-registry recorded for that model and claim, and on which inputs and at which sizes it was recorded:
+A claim test measures whether its claim holds for one model. A measurement that does not hold is *underpowered*
+when the test could not have decided at this size: a test whose power at the effect the claim states is below 0.8
+(:func:`aniso.metrics.correlation_power`; e.g. a correlation over 7 layers), a claim over seeds whose sign test
+cannot reach significance with the seeds trained (:func:`aniso.judge.training_rules.over_seeds`), or a miniature
+trained on a budget the registry records as too small to decide the claim. Underpowered decides nothing, so it never
+fails a test. What a verdict means for the test run depends on what the registry recorded for that model and claim,
+and on which inputs and at which sizes it was recorded:
 
 ========================  =====================  ========================  =====================================
 recorded (expected)       measured               inputs and sizes          outcome
 ========================  =====================  ========================  =====================================
 nothing (= holds)         holds                  any                       pass, "holds"
 nothing (= holds)         does not hold          as recorded               fail, "does not hold" (a new finding)
-nothing (= holds)         underpowered           as recorded               fail, "underpowered at this size"
-                                                                           (record it as such)
+no record at all (a       does not hold          any                       pass, "does not hold": a new finding
+model detected for the                                                     on a model the registry has never
+run, not in the registry)                                                  measured, to look at and record
+any but underpowered      underpowered           any                       pass, "underpowered at this size",
+                                                                           saying what the record says
 does-not-hold             does not hold          any                       xfail, "expected not to hold" (a finding)
 does-not-hold             holds                  as recorded               fail, "holds, expected not to"
-does-not-hold             underpowered           as recorded               fail, "underpowered at this size": a
-                                                                           recorded finding the test cannot make
 underpowered              does not hold          as recorded               xfail, "underpowered at this size"
                                                                            (tracked, counted apart from findings)
 underpowered              underpowered           any                       xfail, "underpowered at this size"
@@ -83,7 +86,7 @@ class Decision:
 
 def decide(holds: bool, expected_verdict: str | None = None, expected_reason: str = "",
            recorded_inputs: str | None = None, run_inputs: str | None = None, *, decidable: bool = True,
-           undecided: str = "", same_sizes: bool = True) -> Decision:
+           undecided: str = "", same_sizes: bool = True, recorded_model: bool = True) -> Decision:
     """Apply the verdict policy (module docstring) to one measured verdict.
 
     Parameters
@@ -99,6 +102,8 @@ def decide(holds: bool, expected_verdict: str | None = None, expected_reason: st
     undecided : why it could not decide (shown with the verdict)
     same_sizes : False when the record names sizes (``sizes``) other than this run's: the record then informs and
         does not bind, as a record on other inputs
+    recorded_model : False for a model the registry has never measured (an entry detected for this run from a
+        model folder or hub id): a claim that does not hold on it is a new finding to record, and passes
 
     Raises ValueError for an unknown ``expected_verdict``.
     """
@@ -114,19 +119,24 @@ def decide(holds: bool, expected_verdict: str | None = None, expected_reason: st
     if recorded == "does-not-hold" and measured == DOES_NOT_HOLD:
         return Decision(EXPECTED_NOT_TO_HOLD, Outcome.XFAIL, expected_reason)
     words = {"holds": "holds", "does-not-hold": "does not hold", "underpowered": "underpowered"}[recorded]
+    if measured == UNDERPOWERED:  # decides nothing: never a failure, whatever the record says
+        note = undecided or "the test cannot decide at this size"
+        if expected_verdict is not None:
+            note += f"; the registry records {words}" + (f" ({expected_reason})" if expected_reason else "") + \
+                (": record it as verdict: underpowered, with what would decide it" if binds else
+                 f" on {recorded_inputs if recorded_inputs != run_inputs else 'other sizes'}")
+        return Decision(UNDERPOWERED, Outcome.PASS, note)
+    if not recorded_model and not holds:
+        return Decision(DOES_NOT_HOLD, Outcome.PASS,
+                        "a new finding: the registry has no record of this model; look at it, and record it with "
+                        "aniso record RESULTS")
     if not binds:
         where = recorded_inputs if recorded_inputs != run_inputs else "other sizes"
         record = f"recorded: {words} on {where}"
         return Decision(measured, Outcome.PASS,
                         f"differs from the verdict recorded on other inputs or sizes ({record}; these inputs: "
-                        f"{run_inputs})" + (f"; {undecided}" if measured == UNDERPOWERED and undecided else ""),
-                        record)
+                        f"{run_inputs})", record)
     if holds:
         return Decision(UNEXPECTEDLY_HOLDS, Outcome.FAIL,
                         f"registry expects {expected_verdict} ({expected_reason}); now it holds")
-    if measured == UNDERPOWERED:
-        return Decision(UNDERPOWERED, Outcome.FAIL,
-                        f"{undecided or 'the test cannot decide at this size'}; the registry records {words}"
-                        + (f" ({expected_reason})" if expected_reason else "")
-                        + ": record it as verdict: underpowered, with what would decide it")
     return Decision(DOES_NOT_HOLD, Outcome.FAIL, expected_reason)

@@ -21,6 +21,17 @@ X_TIMKEY = "Timkey & van Schijndel 2021, All Bark and No Bite: Rogue Dimensions 
 X_SUITE = "This suite, on R §4.1 and the attention-sink position"
 
 
+#: The effect a correlation or trend claim is tested at: a bivariate-normal correlation of 0.7, a strong association
+#: (Cohen 1988 calls 0.5 large). G reports p-values only (Fig. 5, 16) and R curves (Fig. 2-4), no effect sizes, so
+#: this is the suite's convention; a test that does not reject is a finding only where its power at this effect is
+#: at least 0.8 (:func:`aniso.metrics.correlation_power`).
+POWER_EFFECT = 0.7
+POWER_EFFECT_SOURCE = ("the suite's convention, a strong association (bivariate-normal r = 0.7; Cohen 1988 calls 0.5 "
+                       "large): the paper states no effect size")
+#: How a claim's p-values are adjusted across the models of a run (each claim's family: its tests in the run).
+FAMILY_ADJUSTMENT = "Benjamini-Hochberg"
+
+
 @dataclass(frozen=True)
 class Claim:
     """One paper claim: id, paper, section, figure, the statement in plain words, whether a test measures it, and
@@ -35,6 +46,14 @@ class Claim:
     statement: str
     executable: bool = True
     statistics: tuple[str, ...] = ("first-order",)
+    #: The effect the claim is tested at, for the power a non-rejection needs (:data:`POWER_EFFECT`), or None.
+    effect: float | None = None
+    #: Whose choice the effect is, and why.
+    effect_source: str = ""
+    #: Whether the claim's p-values are adjusted across the run's models (:data:`FAMILY_ADJUSTMENT`).
+    adjusted: bool = False
+    #: True for a claim about an architecture and training recipe, decided over its seeds together.
+    over_seeds: bool = False
 
 
 CLAIMS: dict[str, Claim] = {
@@ -55,9 +74,13 @@ CLAIMS: dict[str, Claim] = {
         Claim("S.vit-vs-cnn-controlled", S, "after G §3.2", "Fig. 3b vs 4",
               "with only the architecture differing (images, task, budget, seed), a ViT is more anisotropic than a CNN"),
         Claim("G.drift-correlation-spearman", G, "§3.3", "Fig. 5",
-              "across layers, anisotropy correlates with drift norm (Spearman)"),
+              "across layers, anisotropy correlates with drift norm (Spearman)", effect=POWER_EFFECT,
+              effect_source=POWER_EFFECT_SOURCE, adjusted=True),
+
         Claim("G.drift-correlation-pearson", G, "App. A", "Fig. 16",
-              "across layers, anisotropy correlates with drift norm (Pearson)"),
+              "across layers, anisotropy correlates with drift norm (Pearson)", effect=POWER_EFFECT,
+              effect_source=POWER_EFFECT_SOURCE, adjusted=True),
+
         Claim("G.isotropic-baseline", G, "App. B", "Fig. 17-18",
               "Transformer layer avg cos levels are far above the isotropic q95(d)"),
         Claim("G.mean-qk-linear", G, "§4.3", "eq. 1", "E_x(Q_i) = W_Q x̄ + b_Q and E_x(K_i) = W_K x̄ + b_K", statistics=()),
@@ -68,22 +91,25 @@ CLAIMS: dict[str, Claim] = {
         Claim("G.block-scores-spread", G, "§4.3", "Fig. 7", "pre-softmax scores move away from zero as N grows", statistics=()),
         Claim("G.block-qk-norms", G, "§4.3", "Fig. 8", "query and key norms grow with N", statistics=()),
         Claim("G.block-softmax-sharpens", G, "§4.4", "Fig. 9-10", "as N grows, softmax rows get sharper", statistics=()),
-        Claim("G.qk-means-align", G, "§5", "Fig. 13", "along training, mean queries and keys align", statistics=()),
+        Claim("G.qk-means-align", G, "§5", "Fig. 13", "along training, mean queries and keys align", statistics=(), over_seeds=True),
         Claim("G.qk-direction-by-depth", G, "§5", "Fig. 13",
-              "first layers drift in a common direction, last layers in opposite directions", statistics=()),
-        Claim("G.qk-dot-grows", G, "§5", "Fig. 14", "the magnitude of mean-query·mean-key grows along training", statistics=()),
-        Claim("G.attention-entropy-decays", G, "§5", "Fig. 15", "mean attention entropy decays along training", statistics=()),
+              "first layers drift in a common direction, last layers in opposite directions", statistics=(), over_seeds=True),
+        Claim("G.qk-dot-grows", G, "§5", "Fig. 14", "the magnitude of mean-query·mean-key grows along training", statistics=(), over_seeds=True,
+              effect=POWER_EFFECT, effect_source=POWER_EFFECT_SOURCE),
+        Claim("G.attention-entropy-decays", G, "§5", "Fig. 15", "mean attention entropy decays along training", statistics=(), over_seeds=True,
+              effect=POWER_EFFECT, effect_source=POWER_EFFECT_SOURCE),
         Claim("G.qk-svd-projections", G, "§5, App. C", "Fig. 11-12, 19-22",
-              "mean queries and keys drift away from the origin along the first singular direction", statistics=()),
-        Claim("G.qk-align-across-seeds", G, "App. D", "Fig. 23", "the trends hold across seeds", statistics=()),
+              "mean queries and keys drift away from the origin along the first singular direction", statistics=(), over_seeds=True),
+        Claim("G.qk-align-across-seeds", G, "App. D", "Fig. 23", "the trends hold across seeds", statistics=(), over_seeds=True),
         Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped",
               statistics=("first-order", "second-order", "first-token-excluded")),
         Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers",
               statistics=("first-order", "second-order", "first-token-excluded")),
         Claim("R.decoder-anisotropy-grows", R, "§4.2", "Fig. 3-4",
-              "in decoders, anisotropy grows as training proceeds, then stabilises", statistics=()),
+              "in decoders, anisotropy grows as training proceeds, then stabilises", statistics=(), over_seeds=True,
+              effect=POWER_EFFECT, effect_source=POWER_EFFECT_SOURCE),
         Claim("R.id-expands-then-compresses", R, "§4.3", "Fig. 2",
-              "intrinsic dimension rises early in training, then falls", statistics=()),
+              "intrinsic dimension rises early in training, then falls", statistics=(), over_seeds=True),
         Claim("M.final-norm-isotropises", M, "§4", "Fig. 2-3",
               "the final normalisation layer makes the output isotropic (avg cos below q95(d))",
               statistics=("first-order", "final-norm")),

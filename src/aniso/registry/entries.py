@@ -185,6 +185,9 @@ class ModelEntry(Strict):
     fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     category: Category | None = None
     cannot_run: CannotRun | None = None
+    #: True for a row detected for one run from a model folder, file or hub id (``aniso run PATH``): the registry
+    #: has never measured the model, so a claim that does not hold on it is a new finding, not a failure.
+    detected: bool = False
 
     @property
     def large(self) -> bool:

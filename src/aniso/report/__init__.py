@@ -222,7 +222,7 @@ def _deciding(r: dict) -> str:
     if u and u.get("value") is not None:
         text = f"{u['statistic']} = {_num(u['value'])}"
         if r.get("interval"):
-            text += f", {round(u.get('level', 0.95) * 100)}% CI {r['interval']}"
+            text += f", {u.get('name') or 'CI'} {r['interval']}"
         if u.get("threshold") is not None:
             text += f" vs {u.get('holds_if') or ''} {_num(u['threshold'])}"
     elif r.get("p_value") is not None:
