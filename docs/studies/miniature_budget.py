@@ -4,9 +4,10 @@ The claims of G §5 (queries and keys along training) and R §4.2-4.3 (anisotrop
 training) run offline on the suite's own byte-level miniatures (a BERT and a GPT-2, three seeds each). At the
 ``quick`` budget several of them hold for one seed and not another: decided nowhere. This script trains the six
 miniatures at each budget asked for (steps x batch of 128-byte sequences, width), runs the claims on their checkpoint
-series exactly as ``pytest claims/`` does, and records claim x budget x seed: the verdict, the deciding numbers and
-the training seconds. A claim is *decided* at a budget for an architecture when its three seeds agree; the cheapest
-such budget is what the registry's ``underpowered`` records name as ``decides_at``.
+series, and records claim x budget x seed: the verdict, the deciding numbers and
+the training seconds. A claim is *decided* at a budget for an architecture by the rule of every claim over seeds
+(:func:`aniso.judge.training_rules.over_seeds`: a one-sided sign test over the seeds at 0.05, so at least 5 seeds
+that agree), and each decision is given with the Clopper-Pearson 95% interval of the share of seeds that hold.
 
 Run from the repository root, with the data settings of the main job (``ANISO_CORPUS``, ``ANISO_TRAIN_TEXT``):
 
@@ -30,14 +31,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).with_suffix(".json")
-MODELS = [f"mini-{arch}-bytes-s{seed}" for arch in ("bert", "gpt2") for seed in (0, 1, 2)]
+#: The seeds of each architecture (the registry's rows mini-<arch>-bytes-s<seed>).
+SEEDS = (0, 1, 2, 3, 4)
+MODELS = [f"mini-{arch}-bytes-s{seed}" for arch in ("bert", "gpt2") for seed in SEEDS]
 CLAIMS = ["G.qk-means-align", "G.qk-direction-by-depth", "G.qk-dot-grows", "G.attention-entropy-decays",
           "G.qk-svd-projections", "G.qk-align-across-seeds", "R.decoder-anisotropy-grows",
           "R.id-expands-then-compresses"]
 #: The numbers kept per verdict (when the claim reports them).
 KEEP = ("aligned_share", "mean_cos_first_third", "mean_cos_last_third", "grown_share", "spearman_rho", "p_value",
         "layers_decayed", "n_layers", "share_qk", "share_k", "share_q", "seeds_holding", "range_first_third",
-        "range_last_third", "max_checkpoint", "max", "last", "batch_std")
+        "range_last_third", "max_checkpoint", "max", "last", "batch_std", "p_rise", "p_fall", "p_heads_grown",
+        "p_first_third_positive", "p_last_third_negative", "p_first_half_sharper", "p_qk", "p_k", "p_q")
 
 
 def parse_budget(text: str) -> dict[str, int]:
@@ -67,12 +71,7 @@ def run_budget(budget: dict[str, int], cache: Path | None, archs: tuple[str, ...
         if not found:
             raise SystemExit(f"no results for {budget}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         doc = read_results(found[-1])
-    verdicts = []
-    for r in doc.results:
-        if r.claim_id not in CLAIMS or r.model_id not in models or r.verdict == "skipped":
-            continue
-        verdicts.append({"claim": r.claim_id, "model": r.model_id, "verdict": _kind(r),
-                         "numbers": {k: r.measured[k] for k in KEEP if k in r.measured}})
+    verdicts = _per_seed_verdicts(doc, models)
     seconds = {mid: doc.experiments.get("training", {}).get(mid, {}).get("training_seconds") for mid in models}
     return {"budget": budget, "archs": list(archs), "wall_seconds": round(wall, 1), "training_seconds": seconds, "verdicts": verdicts,
             "versions": {k: doc.provenance.versions.get(k) for k in ("torch", "transformers", "numpy")},
@@ -87,9 +86,7 @@ def from_results(path: Path) -> dict:
 
     doc = read_results(path)
     sizes = (doc.provenance.profile or {}).get("sizes", {})
-    verdicts = [{"claim": r.claim_id, "model": r.model_id, "verdict": _kind(r),
-                 "numbers": {k: r.measured[k] for k in KEEP if k in r.measured}}
-                for r in doc.results if r.claim_id in CLAIMS and r.model_id in MODELS and r.verdict != "skipped"]
+    verdicts = _per_seed_verdicts(doc, MODELS)
     seconds = {mid: doc.experiments.get("training", {}).get(mid, {}).get("training_seconds") for mid in MODELS}
     return {"budget": {k: sizes[k] for k in ("miniature_steps", "miniature_batch", "miniature_width")},
             "archs": ["bert", "gpt2"], "wall_seconds": None, "training_seconds": seconds, "verdicts": verdicts,
@@ -98,21 +95,38 @@ def from_results(path: Path) -> dict:
             "inputs": doc.provenance.corpus.get("dataset") if doc.provenance.corpus else None}
 
 
-def _kind(result) -> str:
-    """What was measured, in three words: holds, does not hold, or underpowered (a test that could not decide, such
-    as one over too few points); a record's verdict (expected not to hold, underpowered at this budget) is read back
-    as what the run measured."""
-    if result.verdict in ("holds", "holds, expected not to"):
-        return "holds"
-    if result.underpowered:
-        return "underpowered"
-    return "does not hold"
+def _per_seed_verdicts(doc, models) -> list[dict]:
+    """Claim x seed verdicts of a claims run: each family result's ``measured.per_seed`` (one result per family of
+    seeds), each seed's verdict "holds", "does not hold" or "underpowered" and its kept numbers."""
+    out = []
+    for r in doc.results:
+        if r.claim_id not in CLAIMS or r.verdict == "skipped":
+            continue
+        for model, seed in (r.measured.get("per_seed") or {}).items():
+            if model in models:
+                kind = "holds" if seed.get("holds") else "underpowered" if seed.get("underpowered") else "does not hold"
+                out.append({"claim": r.claim_id, "model": model, "verdict": kind,
+                            "numbers": {k: seed[k] for k in KEEP if k in seed}})
+    return out
 
 
-def decided(runs: list[dict]) -> dict[tuple[str, str, str], str]:
-    """(claim, architecture, budget) -> "holds" / "does not hold" when the three seeds agree, else "split".
-    ``G.qk-align-across-seeds`` (G.qk-means-align for every seed) is decided only where G.qk-means-align is: three
-    rows that share one answer across disagreeing seeds decide nothing."""
+def decision(kinds: list[str]) -> tuple[str, list[float]]:
+    """The verdict of a claim over seeds from its seeds' kinds (the rule of
+    :func:`aniso.judge.training_rules.over_seeds`), and the Clopper-Pearson 95% interval of the share of seeds that
+    hold (Clopper & Pearson 1934; :meth:`scipy.stats.binomtest`)."""
+    from scipy.stats import binomtest
+
+    from aniso.judge.training_rules import SeedResult, over_seeds
+
+    holds, _, undecided = over_seeds({str(i): SeedResult(k == "holds", {}, "u" if k == "underpowered" else None)
+                                      for i, k in enumerate(kinds)})
+    ci = binomtest(kinds.count("holds"), len(kinds)).proportion_ci(0.95, method="exact")
+    return ("holds" if holds else "undecided" if undecided else "does not hold"), [round(ci.low, 3), round(ci.high, 3)]
+
+
+def decided(runs: list[dict]) -> dict[tuple[str, str, str], tuple[str, list[float], int]]:
+    """(claim, architecture, budget) -> (decision, 95% interval of the share of seeds holding, seeds): the sign test
+    over the seeds the run measured (:func:`decision`)."""
     out = {}
     for run in runs:
         b = _name(run)
@@ -120,11 +134,7 @@ def decided(runs: list[dict]) -> dict[tuple[str, str, str], str]:
             for arch in ("bert", "gpt2"):
                 got = [v["verdict"] for v in run["verdicts"] if v["claim"] == claim and f"-{arch}-" in v["model"]]
                 if got:
-                    out[(claim, arch, b)] = got[0] if len(got) == 3 and len(set(got)) == 1 else "split"
-        for arch in ("bert", "gpt2"):
-            key = ("G.qk-align-across-seeds", arch, b)
-            if key in out and out.get(("G.qk-means-align", arch, b)) == "split":
-                out[key] = "split"
+                    out[(claim, arch, b)] = (*decision(got), len(got))
     return out
 
 
@@ -142,25 +152,29 @@ def table(runs: list[dict]) -> str:
         if not mine:
             continue
         budgets = [_name(r) for r in mine]
-        lines += [f"\n**mini-{arch}-bytes** (seeds 0, 1, 2; ✓ holds, ✗ does not hold; decided when the seeds agree)\n",
+        lines += [f"\n**mini-{arch}-bytes** (✓ holds, ✗ does not hold, ≈ underpowered, one mark per seed; the "
+                  "decision by a one-sided sign test over the seeds, with the 95% interval of the share that hold)\n",
                   "| claim | " + " | ".join(f"{b} (steps x batch x width)" for b in budgets) + " |",
                   "|---|" + "---|" * len(budgets)]
         for claim in CLAIMS:
             cells = []
             for run, b in zip(mine, budgets):
                 seeds = [next((mark[v["verdict"]] for v in run["verdicts"] if v["claim"] == claim
-                               and v["model"] == f"mini-{arch}-bytes-s{s}"), "–") for s in (0, 1, 2)]
-                verdict = d.get((claim, arch, b))
-                cells.append(" ".join(seeds) + (f" **{verdict}**" if verdict else ""))
+                               and v["model"] == f"mini-{arch}-bytes-s{s}"), "") for s in SEEDS]
+                got = d.get((claim, arch, b))
+                cells.append(" ".join(x for x in seeds if x) + (f" **{got[0]}** ({got[2]} seeds; share holding "
+                                                                 f"[{got[1][0]:.2f}, {got[1][1]:.2f}])" if got else ""))
             if any(c.strip("– ") for c in cells):
                 lines.append(f"| `{claim}` | " + " | ".join(cells) + " |")
-    lines.append("\n| budget | miniatures | training seconds per miniature (seeds 0, 1, 2) | wall seconds (2 workers) |")
-    lines.append("|---|---|---|---|")
+    lines.append("\n| budget | miniatures | commit | training seconds per miniature (by seed) | wall seconds (2 workers) |")
+    lines.append("|---|---|---|---|---|")
     for run in runs:
         for arch in run.get("archs", ["bert", "gpt2"]):
-            secs = ", ".join(str(run["training_seconds"].get(f"mini-{arch}-bytes-s{s}", "–")) for s in (0, 1, 2))
+            secs = ", ".join(str(run["training_seconds"].get(f"mini-{arch}-bytes-s{s}"))
+                             for s in SEEDS if run["training_seconds"].get(f"mini-{arch}-bytes-s{s}") is not None)
             wall = run["wall_seconds"] if run["wall_seconds"] is not None else "(from the main job)"
-            lines.append(f"| {_name(run)} | mini-{arch}-bytes | {secs} | {wall} |")
+            lines.append(f"| {_name(run)} | mini-{arch}-bytes | {str(run.get('git_commit'))[:12]} | {secs or '–'} | "
+                         f"{wall} |")
     return "\n".join(lines)
 
 
