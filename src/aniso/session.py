@@ -342,6 +342,10 @@ class AnisoSession:
                 continue
             key = {k: v for k, v in r.measured.items() if not isinstance(v, (list, dict))}
             numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
+            if r.p_adjusted is not None:
+                numbers += f", p_adjusted={fmt(r.p_adjusted)}"
+            if r.power is not None:
+                numbers += f", power={fmt(r.power)}"
             verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
                                    else "") + (f" [FRAGILE: {fragile_text(r.uncertainty)}]"
                                                if r.uncertainty is not None and r.uncertainty.fragile else "") \
@@ -730,6 +734,10 @@ class ClaimContext:
             r.reason = decision.reason
             return decision, (f"{r.claim_id} on {model}: expected not to hold, but it holds ({numbers}; {rule}). "
                               "Update the expected verdict in the registry if this is a real change.")
+        if decision.verdict == DOES_NOT_HOLD and decision.outcome is Outcome.PASS and decision.differs_from_record \
+                is None:  # a new finding on a model the registry has never measured
+            r.reason = f"{decision.reason} ({numbers}; rule: {rule})"
+            return decision, ""
         if decision.verdict == DOES_NOT_HOLD and decision.differs_from_record is None:
             r.reason = f"{numbers}; rule: {rule}"
             return decision, f"{r.claim_id} does not hold on {model}: {numbers} (rule: {rule})"

@@ -227,6 +227,8 @@ def _deciding(r: dict) -> str:
             text += f" vs {u.get('holds_if') or ''} {_num(u['threshold'])}"
     elif r.get("p_value") is not None:
         text = f"p = {_num(r['p_value'])}"
+        if r.get("p_adjusted") is not None:
+            text += f", adjusted p = {_num(r['p_adjusted'])}"
     else:
         text = "; ".join(f"{k} = {_num(v)}" for k, v in _scalars(r.get("measured") or {}, 2))
     if r["verdict"] != "holds" and r.get("reason"):

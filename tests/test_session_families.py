@@ -1,0 +1,116 @@
+"""The session's run-level verdict rules: Benjamini-Hochberg across an adjusted claim's models (pending verdicts
+decided at the end), claims over seeds, and a model the registry has never measured."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import false_discovery_control
+
+from aniso.common.settings import Settings
+from aniso.judge.training_rules import SeedResult
+from aniso.judge.verdicts import DOES_NOT_HOLD, HOLDS, UNDERPOWERED, Outcome
+from aniso.registry.entries import ModelEntry, Registry
+from aniso.session import PENDING, AnisoSession
+
+CLAIM = "G.drift-correlation-spearman"
+
+
+def _entry(ident: str, **extra) -> ModelEntry:
+    return ModelEntry.model_validate(dict(id=ident, source={"kind": "hub", "repo": f"org/{ident}"}, modality="text",
+                                          granularity="subword", architecture="transformer", role="encoder",
+                                          family="bert", **extra))
+
+
+def _session(tmp_path, entries) -> AnisoSession:
+    settings = Settings(models=",".join(e.id for e in entries), report_dir=str(tmp_path / "reports"),
+                        cache_dir=str(tmp_path / "cache"))
+    return AnisoSession.start(settings, Registry(entries), tmp_path)
+
+
+def _conclude(session, entry, p: float, power: float = 0.9):
+    ctx = session.claim(CLAIM, entry, f"claims/t.py::t[{entry.id}]")
+    decision, _ = ctx.conclude(p < 0.05, {"p_value": p}, "p < 0.05", p_value=p, power=power)
+    session.record(ctx.result, seconds=0.0)
+    return decision, ctx.result
+
+
+def test_only_p_values_the_family_can_change_wait_for_it(tmp_path):
+    """With m = 4 tests, p <= 0.05/4 holds at once and p > 0.05 does not; p in between is pending, and decided at
+    the end on its Benjamini-Hochberg adjusted value."""
+    entries = [_entry(f"m{i}") for i in range(4)]
+    session = _session(tmp_path, entries)
+    session.family_sizes[CLAIM] = 4
+    ps = [0.001, 0.03, 0.04, 0.5]
+    decided = [_conclude(session, e, p) for e, p in zip(entries, ps)]
+    assert [d.verdict for d, _ in decided] == [HOLDS, PENDING, PENDING, DOES_NOT_HOLD]
+    assert decided[1][0].outcome is Outcome.PASS
+    session.adjust_families()
+    adjusted = false_discovery_control(ps, method="bh")
+    assert [r.p_adjusted for _, r in decided] == pytest.approx(list(adjusted))
+    # BH: 0.03 and 0.04 adjust to 0.04 x 4/3 = 0.0533 > 0.05: neither rejects
+    assert [r.verdict for _, r in decided] == [HOLDS, DOES_NOT_HOLD, DOES_NOT_HOLD, DOES_NOT_HOLD]
+    assert all("Benjamini-Hochberg over the 4 model(s)" in r.p_adjustment for _, r in decided)
+    # the two pending verdicts contradict their (implicit) "holds" record: the run fails, naming them
+    assert len(session.must_run_failures) == 2 and "adjusted p-value" in session.must_run_failures[0]
+
+
+def test_a_pending_verdict_the_family_rejects_holds(tmp_path):
+    entries = [_entry(f"m{i}") for i in range(3)]
+    session = _session(tmp_path, entries)
+    session.family_sizes[CLAIM] = 3
+    decided = [_conclude(session, e, p) for e, p in zip(entries, [0.01, 0.02, 0.03])]
+    assert decided[2][1].verdict == PENDING
+    session.adjust_families()
+    assert [r.verdict for _, r in decided] == [HOLDS, HOLDS, HOLDS] and session.must_run_failures == []
+    assert decided[2][1].p_adjusted == pytest.approx(0.03)
+
+
+def test_a_pending_non_rejection_without_power_is_underpowered(tmp_path):
+    entries = [_entry(f"m{i}") for i in range(2)]
+    session = _session(tmp_path, entries)
+    session.family_sizes[CLAIM] = 2
+    _conclude(session, entries[0], 0.9, power=0.3)
+    _, r = _conclude(session, entries[1], 0.04, power=0.3)
+    session.adjust_families()
+    assert r.p_adjusted == pytest.approx(0.08) and r.verdict == UNDERPOWERED and session.must_run_failures == []
+
+
+def test_a_family_of_one_is_its_raw_p_value(tmp_path):
+    e = _entry("solo")
+    session = _session(tmp_path, [e])
+    session.family_sizes[CLAIM] = 1
+    d, r = _conclude(session, e, 0.04)
+    assert d.verdict == HOLDS
+    session.adjust_families()
+    assert r.p_adjusted == pytest.approx(0.04) and r.verdict == HOLDS
+
+
+def test_a_claim_over_seeds_is_one_verdict_from_every_seed(tmp_path):
+    e = _entry("s0")
+    session = _session(tmp_path, [e])
+    ctx = session.claim("G.qk-means-align", e, "claims/t.py::t[s0]")
+    per_seed = {f"s{i}": SeedResult(True, {"aligned_share": 0.8}) for i in range(3)}
+    d, _ = ctx.conclude_over_seeds(per_seed, "rule")
+    assert d.verdict == UNDERPOWERED and d.outcome is Outcome.PASS and "5 seeds" in ctx.result.underpowered
+    assert ctx.result.measured["seeds_holding"] == 3 and set(ctx.result.measured["per_seed"]) == set(per_seed)
+    ctx = session.claim("G.qk-means-align", e, "claims/t.py::t[s0]")
+    d, _ = ctx.conclude_over_seeds({f"s{i}": SeedResult(True, {}) for i in range(5)}, "rule")
+    assert d.verdict == HOLDS
+
+
+def test_a_detected_model_that_does_not_hold_is_a_new_finding_not_a_failure(tmp_path):
+    e = _entry("mine", detected=True)
+    session = _session(tmp_path, [e])
+    ctx = session.claim("G.isotropic-baseline", e, "claims/t.py::t[mine]")
+    d, message = ctx.conclude(False, {"max_avg_cos": 0.01}, "rule")
+    assert (d.verdict, d.outcome, message) == (DOES_NOT_HOLD, Outcome.PASS, "")
+    assert "new finding" in ctx.result.reason
+
+
+def test_each_test_of_a_claim_gets_its_own_seed(tmp_path):
+    a, b = _entry("a"), _entry("b")
+    session = _session(tmp_path, [a, b])
+    seeds = {session.claim(CLAIM, e, "t").seed_for(s) for e in (a, b) for s in ("spearman", "pearson")}
+    assert len(seeds) == 4 and all(isinstance(s, int) for s in seeds)
+    assert np.random.default_rng(min(seeds)) is not None
