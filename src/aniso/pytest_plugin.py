@@ -98,6 +98,14 @@ def _model_of(item: pytest.Item):
     return entry if item.get_closest_marker("claim") is not None and hasattr(entry, "id") else None
 
 
+def _no_model(item: pytest.Item) -> bool:
+    """Whether ``item`` is a claim test over registry models of which the run's model set selects none (pytest's
+    placeholder for an empty parameter set)."""
+    callspec = getattr(item, "callspec", None)
+    return (callspec is not None and "entry" in callspec.params and not hasattr(callspec.params["entry"], "id")
+            and item.get_closest_marker("claim") is not None and item.get_closest_marker("models") is not None)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Compute only the statistics that the selected claims read (:attr:`aniso.registry.catalog.Claim.statistics`).
@@ -109,6 +117,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     claims_run = config.stash.get(_SESSION, None)
     if claims_run is None:
         return
+    # A claim test over models that no model of the run's set selects has an empty parameter set: it measures
+    # nothing, so it is deselected rather than reported as a skip ("got empty parameter set") in every run.
+    empty = [item for item in items if _no_model(item)]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [item for item in items if not _no_model(item)]
     for item in items:
         entry = _model_of(item)
         if entry is not None:
