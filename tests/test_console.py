@@ -49,7 +49,8 @@ def _mixed(tmp_path) -> AnisoSession:
                _result("a-model-with-a-long-registry-id", "underpowered at this size", claim="R.encoder-flat-profile"),
                *[_result("a-model-with-a-long-registry-id", "skipped", claim=f"X.c{i}", reason=long_reason)
                  for i in range(3)],
-               _result("a-model-with-a-long-registry-id", "skipped", claim="X.other", reason="no final norm")]
+               _result("a-model-with-a-long-registry-id", "skipped", claim="X.other", reason="no final norm"),
+               _result("other", "error", claim="X.broken", reason="ZeroDivisionError: division by zero")]
     return _session(tmp_path, [_entry("a-model-with-a-long-registry-id"), _entry("other")], results)
 
 
@@ -60,7 +61,8 @@ def test_every_line_fits_the_width_and_each_kind_has_one_line(tmp_path, width):
     text = "\n".join(lines)
     counts = {kind: [line for line in lines if re.match(rf"^\s*\d+ {word}", line)]
               for kind, word in (("holds", "hold$"), ("findings", "finding"), ("underpowered", "underpowered"),
-                                 ("fragile", "fragile"), ("skipped", "skipped$"))}
+                                 ("fragile", "fragile"), ("skipped", "skipped$"),
+                                 ("error", "error"))}
     assert {k: len(v) for k, v in counts.items()} == dict.fromkeys(counts, 1), text
     assert counts["holds"][0].split() == ["2", "hold"] and counts["skipped"][0].split() == ["4", "skipped"]
     # skip reasons grouped, with their counts, most frequent first
@@ -68,6 +70,8 @@ def test_every_line_fits_the_width_and_each_kind_has_one_line(tmp_path, width):
                                                                                          text, re.M)
     assert text.index("3 x not applicable") < text.index("1 x no final norm")
     assert "SKIPPED" not in text and "got empty parameter set" not in text
+    assert re.search(r"^\s+1 x ZeroDivisionError: division by zero", text, re.M)
+    assert text.index("errors, by reason") < text.index("skipped, by reason")
 
 
 def test_the_table_keeps_claim_model_and_verdict_whole_and_shows_the_adjusted_p(tmp_path):

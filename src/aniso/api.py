@@ -679,7 +679,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             env["ANISO_REGISTRY"] = str(tmp)
             say(f"{model} is not in the registry; detected "
                 + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q", "-rfE"]
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q", "-rfE", "--tb=no"]
         if not wanted.everything:
             args += ["--aniso-claims", str(wanted)]
         saved = {k: os.environ.get(k) for k in env}
@@ -854,7 +854,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                                             "by the speech loader as a folder of recordings is")
         tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), "-q", "-rfE",
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), "-q", "-rfE", "--tb=no",
                 "--aniso-registry", str(tmp_registry), "--aniso-twin", str(root / "twin-manifest.json")]
         for k, v in sizes.items():
             args += [f"--aniso-{k.replace('_', '-')}", str(v)]

@@ -292,6 +292,14 @@ class AnisoSession:
                                      for r in stale[:3]) + (" …" if len(stale) > 3 else ""))
         for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
             say("", f"inputs: {dataset}: {label}")
+        errors: dict[str, int] = {}
+        for r in self.results:
+            if r.verdict == ERROR:
+                errors[r.reason or "error"] = errors.get(r.reason or "error", 0) + 1
+        if errors:
+            say("error", "errors, by reason (the report has each; pytest's --tb=short shows the tracebacks):")
+        for reason, n in sorted(errors.items(), key=lambda kv: -kv[1]):
+            say("error", f"{n:>4} x {reason}")
         skips: dict[tuple[str, str], list[ClaimResult]] = {}
         for r in self.results:
             if r.verdict == SKIPPED:
