@@ -338,8 +338,8 @@ def test_record_adds_the_new_findings_of_a_first_run_with_the_detected_row(tmp_p
     registry = tmp_path / "models.yaml"
     registry.write_text("models:\n# a comment kept\n- id: m\n  source: {kind: local, path: ./m}\n  modality: vision\n"
                         "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: f\n")
-    new = [_result("does not hold", 0.61, 0.58, 0.64, model=model).model_copy(update={"inputs": "images@0123456789abcdef"})
-           for model in ("m", "mine")]
+    new = [_result("does not hold", 0.61, 0.58, 0.64, model=model).model_copy(
+        update={"inputs": "images@0123456789abcdef"}) for model in ("m", "mine")]
     results = _write(tmp_path, "a", [*new, _result("holds", 0.1, 0.05, 0.15, model="mine")])
     assert main(["record", str(results), "--registry", str(registry)]) == 0
     out = capsys.readouterr().out

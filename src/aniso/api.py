@@ -42,6 +42,12 @@ DEFAULT_STATISTICS = ("first-order", "second-order")
 #: (``aniso run PATH``), from which ``aniso record`` adds the row with its new findings.
 DETECTED_ENTRY = "detected-entry.yaml"
 
+#: The pytest options of ``aniso run`` (before the user's, which override them): quiet progress; a short summary of
+#: failures and errors only (the aniso summary groups the skips by reason); no tracebacks (the verdict table and the
+#: report have each result, ``-- --tb=short`` brings them back); and no warning that modules imported before pytest
+#: started cannot be rewritten (this door runs pytest in the process that imported them).
+_DOOR_OPTIONS = ("-q", "-rfE", "--tb=no", "-W", "ignore::pytest.PytestAssertRewriteWarning")
+
 #: Exit codes of ``aniso run`` and of :attr:`ClaimResults.exit_code` (also in ``aniso run --help`` and the README).
 RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored (new findings on a model with no "
                      "record and underpowered verdicts do not fail)",
@@ -679,7 +685,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             env["ANISO_REGISTRY"] = str(tmp)
             say(f"{model} is not in the registry; detected "
                 + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q", "-rfE", "--tb=no"]
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, *_DOOR_OPTIONS]
         if not wanted.everything:
             args += ["--aniso-claims", str(wanted)]
         saved = {k: os.environ.get(k) for k in env}
@@ -854,7 +860,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                                             "by the speech loader as a folder of recordings is")
         tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), "-q", "-rfE", "--tb=no",
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), *_DOOR_OPTIONS,
                 "--aniso-registry", str(tmp_registry), "--aniso-twin", str(root / "twin-manifest.json")]
         for k, v in sizes.items():
             args += [f"--aniso-{k.replace('_', '-')}", str(v)]

@@ -538,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
                    "Run the claims (pytest claims/) on one model and write the report. A model that is not in the "
                    "registry gets an entry detected from its files (modality, granularity, architecture, role), or "
                    "a clear error saying which fields to write into models.yaml; a claim that does not hold on it is "
-                   "a new finding, which does not fail the run and which `aniso record RESULTS` records. Settings come from the ANISO_* "
+                   "a new finding, which does not fail the run and which `aniso record RESULTS` records. Settings "
+                   "come from the ANISO_* "
                    "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
                    "--aniso-n-sequences 64`).\n\nexit codes:\n"
                    + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))

@@ -393,8 +393,8 @@ def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
                                            if r.uncertainty is not None and r.uncertainty.fragile else "") \
             + "".join(f" [{'holds' if a.holds else 'does not hold'} with the {a.choice}]"
                       for a in r.sensitivity if a.differs)
-        if r.twin:
-            verdict += f" [{r.twin}]"
+        if r.twin:  # the run's first line says what a twin is
+            verdict += " (twin)"
         key = {k: v for k, v in r.measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                and not (with_p and k == "p_value")}
         numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])

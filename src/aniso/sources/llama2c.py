@@ -168,8 +168,9 @@ def detect(path: Path) -> dict | None:
         return None
     if not any((path.parent / name).is_file() for name in _TOKENIZER_FILES):
         raise UndetectableModel(f"a llama2.c checkpoint ({layers} layers, width {dim}, vocabulary {vocab}) without "
-                                f"the Hugging Face tokenizer it was trained with: put its files ({', '.join(_TOKENIZER_FILES)}) "
-                                f"in {path.parent}, or write a models.yaml entry with source.tokenizer")
+                                "the Hugging Face tokenizer it was trained with: put its files "
+                                f"({', '.join(_TOKENIZER_FILES)}) in {path.parent}, or write a models.yaml entry with "
+                                "source.tokenizer")
     return {"source": {"kind": "llama2c", "path": str(path.resolve()), "tokenizer": str(path.parent.resolve())},
             "modality": "text", "granularity": "subword", "architecture": "transformer", "role": "decoder",
             "family": "llama"}
