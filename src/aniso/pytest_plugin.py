@@ -2,7 +2,8 @@
 
 Claim tests are marked ``@pytest.mark.claim("<id>")``. A test that takes an
 ``entry`` argument (a registry entry) and carries ``@pytest.mark.models(all_of=(...), any_of=(...))``
-is parametrised over the registry entries those tags select. The ``claim``
+is parametrised over the registry entries those tags select (deselected when the run's model set has none of
+them). The ``claim``
 fixture gives statistics and records the verdict; the test's outcome follows
 the verdict policy (:mod:`aniso.judge.verdicts`). At the end of a run with claim
 tests, the session writes ``<report_dir>/<run>/results.json`` and
