@@ -327,8 +327,8 @@ def test_the_first_run_of_a_new_model_reports_its_new_findings_and_exits_0(tmp_p
     folder = tmp_path / "my-bert"
     shutil.copytree(tiny_bert_dir, folder)
     code = main(["run", str(folder), "--claims", "X.rogue-dimensions,G.drift-correlation-spearman",
-                 "--claims-dir", str(ROOT / "claims"), "--registry", str(registry), "--", "--aniso-n-sequences", "8", "--aniso-max-length", "16",
-                 "--aniso-n-bootstrap", "0"])
+                 "--claims-dir", str(ROOT / "claims"), "--registry", str(registry), "--",
+                 "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"])
     out, err = capsys.readouterr()
     results = read_results(next((tmp_path / "reports").glob("run-*/results.json")))
     mine = [r for r in results.results if r.model_id == "my-bert"]
