@@ -267,3 +267,93 @@ def test_top_level_help_is_plain_text_naming_every_claim_family(capsys, monkeypa
                     "underpowered at this size"):
         assert verdict in " ".join(out.split())
     assert "--changed-since" in out
+
+
+_COMMANDS = [["run"], ["diff"], ["record"], ["extract"], ["bench", "extraction"], ["bench", "command"],
+             ["bench", "twonn"], ["hub", "import"], ["hub", "list"], ["list"], ["report"], ["stats"],
+             ["block-sweep"], ["bench"], ["hub"], []]
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+@pytest.mark.parametrize("command", _COMMANDS, ids=lambda c: " ".join(c) or "aniso")
+def test_every_help_is_wrapped_to_the_terminal(command, columns, capsys, monkeypatch):
+    """Each help's description is wrapped to the terminal's width (COLUMNS), not printed as one line of hundreds of
+    characters; its words are all there."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= columns, max(lines, key=len)
+    if command == ["run"]:
+        text = " ".join(" ".join(lines).split())
+        assert "pytest options follow `--` (e.g. `-- --aniso-n-sequences 64`)" in text
+        assert "  3  nothing measured" in "\n".join(lines)  # the exit codes stay one per line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", "all-MiniLM-L6-v2", "--no-such-option"], "aniso run: unrecognized argument --no-such-option"),
+    (["run", "m", "--claimz", "G."], "aniso run: unrecognized arguments --claimz G.; did you mean --claims?"),
+    (["run", "m", "--aniso-models", "paper"], "pytest's --aniso-models goes after --"),
+    (["rn", "m"], "aniso: unknown command 'rn'; did you mean run?"),
+    (["bench", "extractoin"], "aniso bench: unknown command 'extractoin'; did you mean extraction?"),
+    (["hub", "lst"], "aniso hub: unknown command 'lst'; did you mean list?"),
+    (["list", "modls"], "aniso list: unknown what value 'modls'; did you mean models?"),
+    (["bench", "extraction", "--dtype", "float16"], "aniso bench extraction: unknown --dtype value 'float16'"),
+    (["diff", "a.json"], "aniso diff: the following arguments are required: new"),
+])
+def test_a_parser_error_is_one_line_naming_the_subcommand(argv, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and says in lines[0] and "usage:" not in captured.err and captured.out == "", lines
+
+
+@pytest.mark.parametrize("option, says", [
+    ("--aniso-n-sequnces", "unknown option --aniso-n-sequnces after --; did you mean --aniso-n-sequences?"),
+    ("--maxfial", "pytest option after --: unrecognized arguments: --maxfial"),
+])
+def test_a_misspelt_pytest_option_after_the_separator_is_one_line(option, says, tmp_path, capfd, monkeypatch):
+    """`aniso run MODEL -- --misspelt`: one line naming the option (pytest's usage dump is not shown), exit 2."""
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    assert main(["run", "all-MiniLM-L6-v2", "--", option, "2"]) == 2
+    captured = capfd.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0] and "usage:" not in captured.err + captured.out, captured
+    assert "did you mean --maxfail?" in lines[0] or option != "--maxfial"
+
+
+def test_record_adds_the_new_findings_of_a_first_run_with_the_detected_row(tmp_path, capsys):
+    """`aniso record RESULTS` after the first run of a model the registry lacked: the claims that did not hold
+    become records (does-not-hold, their numbers and inputs), under the detected row written beside the results;
+    a registry model without records gets them under its own row; the registry still validates."""
+    import yaml
+
+    from aniso.api import DETECTED_ENTRY
+    from aniso.registry.entries import load_registry
+
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n# a comment kept\n- id: m\n  source: {kind: local, path: ./m}\n  modality: vision\n"
+                        "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: f\n")
+    new = [_result("does not hold", 0.61, 0.58, 0.64, model=model).model_copy(
+        update={"inputs": "images@0123456789abcdef"}) for model in ("m", "mine")]
+    results = _write(tmp_path, "a", [*new, _result("holds", 0.1, 0.05, 0.15, model="mine")])
+    assert main(["record", str(results), "--registry", str(registry)]) == 0
+    out = capsys.readouterr().out
+    assert "m G.cnn-mostly-isotropic: recorded as does-not-hold" in out
+    assert "mine: no row in the registry and no detected row" in out and "mine" not in registry.read_text()
+    results.with_name(DETECTED_ENTRY).write_text(yaml.safe_dump([{
+        "id": "mine", "source": {"kind": "local", "path": str(tmp_path)}, "modality": "vision",
+        "granularity": "pixel", "architecture": "cnn", "role": "encoder", "family": "f"}]))
+    assert main(["record", str(results), "--registry", str(registry)]) == 0
+    assert "mine G.cnn-mostly-isotropic: recorded as does-not-hold" in capsys.readouterr().out
+    text = registry.read_text()
+    assert "# a comment kept" in text and text.count("G.cnn-mostly-isotropic:") == 2
+    loaded = load_registry(registry)
+    for model in ("m", "mine"):
+        record = loaded.get(model).expected["G.cnn-mostly-isotropic"]
+        assert record.verdict == "does-not-hold" and record.measured == {"max_avg_cos": 0.61}
+        assert record.inputs == "images@0123456789abcdef"

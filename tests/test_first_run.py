@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -93,7 +94,8 @@ def test_run_documents_its_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     out = capsys.readouterr().out
-    assert "exit codes:" in out and all(f"  {k}  {v}" in out for k, v in RUN_EXIT_CODES.items())
+    flat = " ".join(out.split())  # the help wraps a long line to the terminal's width
+    assert "exit codes:" in out and all(f"\n  {k}  " in out and f"{k} {v}" in flat for k, v in RUN_EXIT_CODES.items())
     readme = (ROOT / "README.md").read_text()
     assert all(f"| {k} | {v} |" in readme for k, v in RUN_EXIT_CODES.items())
 
@@ -279,3 +281,63 @@ def test_reports_and_results_get_the_permissions_of_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644 and stat.S_IMODE(html.stat().st_mode) == 0o644
+
+
+def test_the_console_of_a_single_model_run_fits_100_columns_without_pytest_noise(tmp_path, tiny_bert_dir,
+                                                                                  monkeypatch, capsys):
+    """`aniso run MODEL` (output no terminal: 100 columns): every line fits, claim tests that no model of the run
+    selects are deselected rather than listed as skips ("got empty parameter set"), skip reasons are grouped with
+    their counts, and the hint for the models left out is a command that works as typed."""
+    for name, value in _env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    for name in [k for k in os.environ if k.startswith("ANISO_") and k not in ("ANISO_CACHE_DIR", "ANISO_REPORT_DIR")]:
+        monkeypatch.delenv(name)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    code = main(["run", "tiny", "--claims", "G.token-nlp-anisotropic,R.encoder-flat-profile,G.isotropic-baseline",
+                 "--claims-dir", str(ROOT / "claims"), "--registry", str(_tiny_registry(tmp_path, tiny_bert_dir)),
+                 "--", "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1), out[-3000:] + err[-3000:]
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    assert "empty parameter set" not in out and "SKIPPED [" not in out and "deselected" in out
+    assert any(line.startswith("claim ") and " verdict " in line for line in lines)
+    assert any(re.match(r"^\s+1 x not applicable to this run: needs a decoder", line) for line in lines), out
+    left_out = " ".join(out.split("registry model(s) outside the model set", 1)[1].split())
+    assert "all of them with: pytest claims --aniso-models all" in left_out
+
+
+def test_the_first_run_of_a_new_model_reports_its_new_findings_and_exits_0(tmp_path, tiny_bert_dir, monkeypatch,
+                                                                         capsys):
+    """`aniso run FOLDER` on a model the registry lacks: the claims that do not hold are new findings (the test
+    passes, the reason says so), underpowered verdicts do not fail, the console names the findings in one line with
+    the `aniso record` command that records them, and the run exits 0; that command then adds the row and its
+    records to the registry."""
+    import shutil
+
+    for name, value in _env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    for name in [k for k in os.environ if k.startswith("ANISO_") and k not in ("ANISO_CACHE_DIR", "ANISO_REPORT_DIR")]:
+        monkeypatch.delenv(name)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    registry = _tiny_registry(tmp_path, tiny_bert_dir)
+    folder = tmp_path / "my-bert"
+    shutil.copytree(tiny_bert_dir, folder)
+    code = main(["run", str(folder), "--claims", "X.rogue-dimensions,G.drift-correlation-spearman",
+                 "--claims-dir", str(ROOT / "claims"), "--registry", str(registry), "--",
+                 "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    results = read_results(next((tmp_path / "reports").glob("run-*/results.json")))
+    mine = [r for r in results.results if r.model_id == "my-bert"]
+    new = [r for r in mine if r.verdict == "does not hold"]
+    assert new and all("new" in r.reason for r in new), [(r.claim_id, r.verdict, r.reason) for r in mine]
+    flat = " ".join(out.split())
+    written = next((tmp_path / "reports").glob("run-*/results.json"))
+    assert (f"{len(new)} claim(s) do not hold on my-bert, which has no record: new findings to look at; record "
+            f"them with: aniso record {written}") in flat, out[-3000:]
+    assert code == 0, out[-3000:] + err[-3000:]
+    assert main(["record", str(written), "--registry", str(registry)]) == 0
+    from aniso.registry.entries import load_registry
+
+    entry = load_registry(registry).get("my-bert")
+    assert set(entry.expected) == {r.claim_id for r in new} and entry.source.kind == "local"

@@ -64,7 +64,9 @@ def test_must_run_model_without_its_data_folder_is_reported_not_failed(tmp_path)
                        role="encoder-decoder", family="whisper")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "is marked must_run" not in proc.stdout
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("inputs missing")]
+    # the console wraps a line to the terminal's width, continuation lines indented: each line joined again
+    joined = "\n".join(proc.stdout.splitlines()).replace("\n  ", " ").splitlines()
+    lines = [line for line in joined if line.startswith("inputs missing")]
     assert len(lines) == 1 and "ANISO_SPEECH_DIR" in lines[0] and "whisper-here" in lines[0], proc.stdout[-3000:]
 
 

@@ -38,8 +38,19 @@ __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults",
 #: ``attention-sink``, the attention on the first token) are asked for by name, or with ``"all"``.
 DEFAULT_STATISTICS = ("first-order", "second-order")
 
+#: The file beside a run's ``results.json`` that holds the registry row detected for a model the registry lacks
+#: (``aniso run PATH``), from which ``aniso record`` adds the row with its new findings.
+DETECTED_ENTRY = "detected-entry.yaml"
+
+#: The pytest options of ``aniso run`` (before the user's, which override them): quiet progress; a short summary of
+#: failures and errors only (the aniso summary groups the skips by reason); no tracebacks (the verdict table and the
+#: report have each result, ``-- --tb=short`` brings them back); and no warning that modules imported before pytest
+#: started cannot be rewritten (this door runs pytest in the process that imported them).
+_DOOR_OPTIONS = ("-q", "-rfE", "--tb=no", "-W", "ignore::pytest.PytestAssertRewriteWarning")
+
 #: Exit codes of ``aniso run`` and of :attr:`ClaimResults.exit_code` (also in ``aniso run --help`` and the README).
-RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored",
+RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored (new findings on a model with no "
+                     "record and underpowered verdicts do not fail)",
                   1: "a claim did not hold against its record, or errored",
                   2: "bad usage or input (an option, a setting, the registry, a model that cannot be detected)",
                   3: "nothing measured: every selected claim test was skipped (the report says why)"}
@@ -225,14 +236,14 @@ def _count(name: str, value: Any) -> None:
 def _entry(model: str | Path, registry):
     """The registry entry for ``model``: a registry id, else a folder or hub id whose entry is detected as ``aniso
     run`` detects it. Raises ValueError naming ``model``."""
-    from .sources.detect import UndetectableModel, config_of, registry_entry
+    from .sources.detect import UndetectableModel, detect_entry
     from .registry.entries import ModelEntry
 
     text = str(model)
     if any(e.id == text for e in registry):
         return registry.get(text)
     try:
-        row = registry_entry(text, config_of(text))
+        row = detect_entry(text)
     except UndetectableModel as exc:
         ids = [e.id for e in registry]
         close = difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
@@ -555,8 +566,54 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
             parser.add_argument(opt, dest=name, action="store_true", default=None)
         else:
             parser.add_argument(opt, dest=name, type=int if types[name] in ("int", int) else str, default=None)
-    known, _ = parser.parse_known_args(list(pytest_args))
+    known, rest = parser.parse_known_args(list(pytest_args))
+    for arg in rest:  # a misspelt setting option: one line naming it, rather than pytest's usage dump
+        option = arg.split("=", 1)[0]
+        if option.startswith("--aniso-"):
+            raise ValueError(f"unknown option {option} after --" + _did_you_mean(option, parser._option_string_actions))
     return {k: v for k, v in vars(known).items() if v is not None}
+
+
+def _did_you_mean(word: str, choices) -> str:
+    """``"; did you mean X?"`` with the closest of ``choices`` to ``word`` (:func:`difflib.get_close_matches`), or
+    ``""`` when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+class _PytestUsage:
+    """A pytest plugin that turns pytest's usage error (an unknown option after ``--``: a usage dump of a dozen
+    lines) into one line, kept in :attr:`line` for the caller to raise; pytest then prints nothing."""
+
+    def __init__(self) -> None:
+        self.line: str | None = None
+
+    def pytest_cmdline_parse(self, pluginmanager, args):
+        import pytest
+
+        try:
+            return (yield)
+        except pytest.UsageError as exc:
+            text = "\n".join(str(a) for a in exc.args)
+            said = next((line.split("error: ", 1)[1] for line in text.splitlines() if "error: " in line),
+                        text.splitlines()[0] if text else "usage error")
+            config = pluginmanager.get_plugin("pytestconfig")
+            known = getattr(getattr(getattr(config, "_parser", None), "optparser", None), "_option_string_actions",
+                            {})
+            unknown = [w for w in said.split(": ", 1)[-1].split() if w.startswith("-")]
+            self.line = (f"pytest option after --: {said}"
+                         + (_did_you_mean(unknown[0].split("=", 1)[0], known) if unknown and known else ""))
+            raise pytest.UsageError() from None
+
+    @classmethod
+    def plugin(cls) -> "_PytestUsage":
+        """A new instance, its hook marked as pytest's hook wrapper (pytest is imported here, not with this module)."""
+        import pytest
+
+        pytest.hookimpl(wrapper=True)(cls.pytest_cmdline_parse)
+        return cls()
 
 
 def _write_registry(raw: dict, path: Path, what: str) -> Path:
@@ -579,7 +636,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                say: Callable[[str], None] = lambda line: None) -> ClaimsRun:
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
     CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
-    detected from its config (:func:`aniso.sources.detect.registry_entry`) in a temporary copy of the registry, removed
+    detected from its files (:func:`aniso.sources.detect.detect_entry`) in a temporary copy of the registry, removed
     afterwards. ``claims``: comma-separated ids or prefixes (None: every claim; :func:`aniso.registry.selection.
     parse_claims`); ``registry``: the registry file (None: as every door finds it, :mod:`aniso.registry.locate`);
     ``claims_dir``: the claim tests (default ``claims/`` beside the registry); ``pytest_args``: more pytest
@@ -600,7 +657,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     import pytest
     import yaml
 
-    from .sources.detect import config_of, registry_entry
+    from .sources.detect import detect_entry
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
 
@@ -617,7 +674,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
         if any(e.id == model for e in reg):
             model_id = model
         else:
-            row = registry_entry(model, config_of(model))  # UndetectableModel is a ValueError
+            row = detect_entry(model)  # UndetectableModel is a ValueError
             model_id = row["id"]
             if any(e.id == model_id for e in reg):
                 raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
@@ -628,21 +685,25 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             env["ANISO_REGISTRY"] = str(tmp)
             say(f"{model} is not in the registry; detected "
                 + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, "-q"]
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, *_DOOR_OPTIONS]
         if not wanted.everything:
             args += ["--aniso-claims", str(wanted)]
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
-        tally = _Tally()
+        tally, usage = _Tally(), _PytestUsage.plugin()
         try:
-            code = int(pytest.main(args + list(pytest_args), plugins=[tally]))
+            code = int(pytest.main(args + list(pytest_args), plugins=[tally, usage]))
         finally:
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+        if usage.line is not None:
+            raise ValueError(usage.line)
         results = tally.report.with_name("results.json") if tally.report is not None else None
+        if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
+            results.with_name(DETECTED_ENTRY).write_text(yaml.safe_dump([row], sort_keys=False, allow_unicode=True))
         exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
         return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, tally.stopped,
                          tally.refused)
@@ -799,7 +860,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                                             "by the speech loader as a folder of recordings is")
         tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), "-q",
+        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), *_DOOR_OPTIONS,
                 "--aniso-registry", str(tmp_registry), "--aniso-twin", str(root / "twin-manifest.json")]
         for k, v in sizes.items():
             args += [f"--aniso-{k.replace('_', '-')}", str(v)]
@@ -808,7 +869,10 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = int(pytest.main(args + list(pytest_args), plugins=[tally]))
+            usage = _PytestUsage.plugin()
+            code = int(pytest.main(args + list(pytest_args), plugins=[tally, usage]))
+            if usage.line is not None:
+                raise ValueError(usage.line)
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")

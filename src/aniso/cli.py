@@ -330,7 +330,10 @@ def _diff(args: argparse.Namespace) -> int:
 def _record(args: argparse.Namespace) -> int:
     from .common.files import atomic_write
     from .common.settings import Settings
-    from .judge.records import refresh_records
+    import yaml
+
+    from .api import DETECTED_ENTRY
+    from .judge.records import record_new_findings, refresh_records
     from .judge.results import read_results
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import registry_path
@@ -339,11 +342,15 @@ def _record(args: argparse.Namespace) -> int:
         registry = registry_path(args.registry, Settings.from_sources({}).registry)
         doc = read_results(Path(args.results))
         new, notes = refresh_records(registry.read_text(), doc.results)
-    except (OSError, ValueError) as exc:
+        beside = Path(args.results).with_name(DETECTED_ENTRY)
+        detected = yaml.safe_load(beside.read_text()) if beside.is_file() else None
+        new, added = record_new_findings(new, doc.results, detected)
+        notes += added
+    except (OSError, ValueError, yaml.YAMLError) as exc:
         print(f"aniso record: {exc}", file=sys.stderr)
         return 2
     if not notes:
-        print(f"aniso record: no stale record in {args.results}: {registry} unchanged")
+        print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
         return 0
     for line in notes:
         print(line)
@@ -362,7 +369,7 @@ def _record(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     atomic_write(registry, lambda path: path.write_text(new))
-    print(f"aniso record: {len(notes)} record(s) rewritten in {registry}")
+    print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}")
     return 0
 
 
@@ -446,10 +453,65 @@ def _bench_command(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the (sub)command, with a "did you mean" for a
+    misspelt command or option (:mod:`difflib`), instead of argparse's usage and error lines."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            choices = [str(c) for c in action.choices]
+            what = ("command" if isinstance(action, argparse._SubParsersAction)
+                    else f"{action.option_strings[-1] if action.option_strings else action.dest} value")
+            raise argparse.ArgumentError(None, f"unknown {what} {value!r}{_did_you_mean(str(value), choices)} "
+                                               f"(one of: {', '.join(choices)})")
+
+    def unrecognized(self, extras: list[str]):
+        """Exit with one line naming the arguments this (sub)command does not know, with the closest option."""
+        options = [a.split("=", 1)[0] for a in extras if a.startswith("-")]
+        hint = _did_you_mean(options[0], list(self._option_string_actions)) if options else ""
+        if not hint and options and options[0].startswith("--aniso-") and self.prog == "aniso run":
+            hint = f"; pytest's {options[0]} goes after --, e.g. aniso run MODEL -- {options[0]} VALUE"
+        self.error(f"unrecognized argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}{hint}")
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    """``"; did you mean X?"`` with the closest of ``choices`` to ``word``, or ``""`` when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Help whose descriptions and examples are wrapped to the terminal's width (:func:`shutil.get_terminal_size`,
+    100 columns where the output is no terminal): each line of a description is a paragraph, wrapped with the
+    indentation it has (continuation lines of an indented line two spaces further in)."""
+
+    def __init__(self, prog: str, **kwargs):
+        import shutil
+
+        kwargs.setdefault("width", shutil.get_terminal_size((100, 24)).columns - 2)
+        super().__init__(prog, **kwargs)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        out = []
+        for line in text.splitlines():
+            lead = indent + " " * (len(line) - len(line.lstrip(" ")))
+            out.append(textwrap.fill(line.strip(), width, initial_indent=lead,
+                                     subsequent_indent=lead + ("  " if lead else ""), break_on_hyphens=False,
+                                     break_long_words=False) if line.strip() else "")
+        return "\n".join(out)
+
+
 def _command(sub, name: str, help_text: str, example: str, func, description: str = ""):
     """One subcommand whose --help ends with an example."""
     parser = sub.add_parser(name, help=help_text, description=description or help_text,
-                            epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+                            epilog=f"example:\n  {example}", formatter_class=_Help)
     parser.set_defaults(func=func)
     return parser
 
@@ -460,12 +522,12 @@ def _registry_option(parser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command."""
-    parser = argparse.ArgumentParser(prog="aniso", description=DESCRIPTION,
+    parser = _Parser(prog="aniso", description=DESCRIPTION,
                                      epilog="example:\n  aniso list models\n  aniso run all-MiniLM-L6-v2\n  "
                                      "aniso run --changed-since origin/main\n  "
                                      "aniso diff reports/run-A/results.json reports/run-B/results.json",
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+                                     formatter_class=_Help)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ls = _command(sub, "list", "list the claims (executable or not) and the models (tags, source, weights here)",
                   "aniso list models --models offline", _list)
     ls.add_argument("what", nargs="?", choices=("claims", "models", "all"), default="all")
@@ -474,13 +536,17 @@ def main(argv: list[str] | None = None) -> int:
     run = _command(sub, "run", "run the claims on one model: a registry id, a local model folder or a hub id",
                    "aniso run ./my-bert --claims G.token-nlp-anisotropic,G.drift-correlation-spearman", _run,
                    "Run the claims (pytest claims/) on one model and write the report. A model that is not in the "
-                   "registry gets an entry detected from its config (modality, granularity, architecture, role), or "
-                   "a clear error saying which fields to write into models.yaml. Settings come from the ANISO_* "
+                   "registry gets an entry detected from its files (modality, granularity, architecture, role), or "
+                   "a clear error saying which fields to write into models.yaml; a claim that does not hold on it is "
+                   "a new finding, which does not fail the run and which `aniso record RESULTS` records. Settings "
+                   "come from the ANISO_* "
                    "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
                    "--aniso-n-sequences 64`).\n\nexit codes:\n"
                    + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))
     run.add_argument("model", nargs="?", default=None,
-                     help="registry id, local model folder (with config.json) or hub id")
+                     help="registry id, hub id, or a file or folder in a format a source kind reads: a transformers "
+                          "folder (config.json), a llama2.c checkpoint (its Hugging Face tokenizer beside it), an "
+                          "ONNX CNN file")
     run.add_argument("--changed-since", metavar="REF", default=None,
                      help="instead of MODEL: every registry row added or changed since git ref REF (a branch, tag or "
                           "commit), each run as `aniso run ID` runs it; the worst exit code is the command's")
@@ -516,7 +582,10 @@ def main(argv: list[str] | None = None) -> int:
                    "their tolerance, on the record's inputs at the recorded profile's sizes), replace the record's "
                    "measured numbers by the run's, keeping its keys. The reasons, whose numbers are placeholders into "
                    "measured, then read the new numbers. A changed verdict is not rewritten: that is a finding to "
-                   "record by hand. Exit code 2 when a file cannot be read or the result does not validate.")
+                   "record by hand. A claim that does not hold on a model with no record (the first run of a model, "
+                   "`aniso run PATH`) is a new finding: it is added as a record (does-not-hold, with its numbers and "
+                   "inputs, and a reason to rewrite), with the model's detected row where the registry lacks it. "
+                   "Exit code 2 when a file cannot be read or the result does not validate.")
     rec.add_argument("results", help="results.json of a run on the recorded inputs and profile")
     rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     _registry_option(rec)
@@ -540,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     _registry_option(ex)
     bench = _command(sub, "bench", "time extraction and statistics, or the TwoNN estimator",
                      "aniso bench extraction all-MiniLM-L6-v2 --paragraphs 256 --json", None)
-    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="COMMAND")
     be = _command(bench_sub, "extraction", "time extraction and statistics against a bare forward pass",
                   "aniso bench extraction all-MiniLM-L6-v2 --paragraphs 256 --json\n  "
                   "aniso bench extraction --config llama-7b --random-init --layers 2 --paragraphs 4 --max-length 16",
@@ -585,15 +654,15 @@ def main(argv: list[str] | None = None) -> int:
                   "aniso bench twonn --n 16384 --d 768 --data massive --json", _bench_twonn)
     bt.add_argument("--n", type=int, default=16_384, help="points (default 16,384)")
     bt.add_argument("--d", type=int, default=768, help="dimensions (default 768)")
-    bt.add_argument("--data", choices=("gaussian", "subspace", "massive"), default="gaussian",
-                    help="kind of points (default gaussian)")
+    bt.add_argument("--data", choices=("gaussian", "subspace", "massive"), default="gaussian", metavar="KIND",
+                    help="kind of points: gaussian, subspace or massive (default gaussian)")
     bt.add_argument("--seed", type=int, default=0, help="seed of the points (default 0)")
     bt.add_argument("--device", default=None, help="torch device (default: cuda, else mps, else cpu)")
     bt.add_argument("--no-peers", action="store_true", help="time the suite and the bound only")
     bt.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     hub = _command(sub, "hub", "put a model folder into the local Hugging Face cache, or list what it holds",
                    "aniso hub import sentence-transformers/all-MiniLM-L6-v2 ./all-MiniLM-L6-v2", None)
-    hub_sub = hub.add_subparsers(dest="hub", required=True)
+    hub_sub = hub.add_subparsers(dest="hub", required=True, metavar="COMMAND")
     hi = _command(hub_sub, "import", "write a model folder into the Hugging Face cache as a hub id at a revision",
                   "aniso hub import sentence-transformers/all-MiniLM-L6-v2 ./all-MiniLM-L6-v2 --revision main",
                   _hub_import,
@@ -621,7 +690,16 @@ def main(argv: list[str] | None = None) -> int:
     _registry_option(hl)
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`
-    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    args, unknown = parser.parse_known_args(argv[: argv.index("--")] if "--" in argv else argv)
+    if unknown:  # named by the subcommand that was given them, not by aniso's top-level usage
+        used = parser
+        while used._subparsers is not None:
+            action = next(a for a in used._subparsers._group_actions if isinstance(a, argparse._SubParsersAction))
+            chosen = getattr(args, action.dest, None)
+            if chosen not in action.choices:
+                break
+            used = action.choices[chosen]
+        used.unrecognized(unknown)
     args.pytest_args = extra
     try:
         return args.func(args)

@@ -2,7 +2,8 @@
 
 Claim tests are marked ``@pytest.mark.claim("<id>")``. A test that takes an
 ``entry`` argument (a registry entry) and carries ``@pytest.mark.models(all_of=(...), any_of=(...))``
-is parametrised over the registry entries those tags select. The ``claim``
+is parametrised over the registry entries those tags select (deselected when the run's model set has none of
+them). The ``claim``
 fixture gives statistics and records the verdict; the test's outcome follows
 the verdict policy (:mod:`aniso.judge.verdicts`). At the end of a run with claim
 tests, the session writes ``<report_dir>/<run>/results.json`` and
@@ -98,6 +99,14 @@ def _model_of(item: pytest.Item):
     return entry if item.get_closest_marker("claim") is not None and hasattr(entry, "id") else None
 
 
+def _no_model(item: pytest.Item) -> bool:
+    """Whether ``item`` is a claim test over registry models of which the run's model set selects none (pytest's
+    placeholder for an empty parameter set)."""
+    callspec = getattr(item, "callspec", None)
+    return (callspec is not None and "entry" in callspec.params and not hasattr(callspec.params["entry"], "id")
+            and item.get_closest_marker("claim") is not None and item.get_closest_marker("models") is not None)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Compute only the statistics that the selected claims read (:attr:`aniso.registry.catalog.Claim.statistics`).
@@ -109,6 +118,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     claims_run = config.stash.get(_SESSION, None)
     if claims_run is None:
         return
+    # A claim test over models that no model of the run's set selects has an empty parameter set: it measures
+    # nothing, so it is deselected rather than reported as a skip ("got empty parameter set") in every run.
+    empty = [item for item in items if _no_model(item)]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [item for item in items if not _no_model(item)]
     for item in items:
         entry = _model_of(item)
         if entry is not None:

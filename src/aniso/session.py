@@ -35,7 +35,8 @@ from .stats.accumulators import ModelStats
 from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
                               UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 
-__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fragile_text", "twin_summary", "family_members"]
+__all__ = ["AnisoSession", "ClaimContext", "Skip", "fmt", "fit", "fragile_text", "twin_summary", "verdict_table",
+           "new_findings", "family_members"]
 
 
 class Skip(Exception):
@@ -327,67 +328,169 @@ class AnisoSession:
             raise
         return self.report_path
 
-    def summary_lines(self) -> list[tuple[str, str]]:
-        """The console summary: ``(style, line)`` pairs, style ``""``, ``"warn"`` or ``"error"``: the verdict table,
-        the inputs, the inputs that were missing (once each, with the setting), the skips, the must_run failures."""
-        from tabulate import tabulate
+    def summary_lines(self, width: int | None = None) -> list[tuple[str, str]]:
+        """The console summary: ``(style, line)`` pairs, style ``""``, ``"warn"`` or ``"error"``, every line at most
+        ``width`` columns (default: the terminal's, :func:`shutil.get_terminal_size`; 100 where the output is no
+        terminal and ``COLUMNS`` is unset): the verdict table (:func:`verdict_table`), one line per kind of verdict
+        (:func:`aniso.judge.results.verdict_counts`), the new findings on a model without records, the stale
+        records, the inputs, the skip reasons grouped with their counts (inputs missing once each, with the
+        setting), the models left out, the must_run failures and the report's path."""
+        import shutil
 
-        rows, skipped, no_inputs = [], {}, {}
-        for r in self.results:
-            if r.verdict == SKIPPED:
-                if r.skip_kind == "inputs":
-                    no_inputs.setdefault(r.reason.split(": ", 1)[-1], []).append(r)
-                else:
-                    skipped.setdefault(r.model_id or "-", r.reason)
-                continue
-            key = {k: v for k, v in r.measured.items() if not isinstance(v, (list, dict))}
-            numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
-            if r.p_adjusted is not None:
-                numbers += f", p_adjusted={fmt(r.p_adjusted)}"
-            if r.power is not None:
-                numbers += f", power={fmt(r.power)}"
-            verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
-                                   else "") + (f" [FRAGILE: {fragile_text(r.uncertainty)}]"
-                                               if r.uncertainty is not None and r.uncertainty.fragile else "") \
-                + "".join(f" [{'holds' if a.holds else 'does not hold'} with the {a.choice}]"
-                          for a in r.sensitivity if a.differs)
-            if r.twin:
-                verdict += f" [{r.twin}]"
-            rows.append([r.claim_id, r.model_id or "-", verdict, numbers])
-        out = [("", tabulate(rows, headers=["claim", "model", "verdict", "measured"], tablefmt="github"))]
+        width = width or shutil.get_terminal_size((100, 24)).columns
+        out: list[tuple[str, str]] = []
+
+        def say(style: str, line: str) -> None:
+            out.extend((style, part) for part in fit(line, width))
+
+        if self.twin is not None:
+            say("warn", twin_summary(self.twin))
+        measured = [r for r in self.results if r.verdict != SKIPPED]
+        out += [("", line) for line in verdict_table(measured, width)]
         counts = verdict_counts(self.results)
-        out.append(("", f"verdicts: {counts['holds']} hold, {counts['findings']} finding(s) (does not hold, expected "
-                        f"not to hold, holds against its record), {counts['underpowered']} underpowered at this size "
-                        f"(decided neither way, not findings), {counts['fragile']} fragile (flip when the inputs are "
-                        "resampled, not findings)"))
+        for kind, words in _COUNT_WORDS.items():
+            if counts.get(kind):
+                say("error" if kind in ("error", "stale records") else "", f"{counts[kind]:>4} {words}")
+        path = self.report_path.with_name("results.json") if self.report_path is not None else None
+        for model_id, new in new_findings(self.results, self.registry).items():
+            say("warn", f"{len(new)} claim(s) do not hold on {model_id}, which has no record: new findings to look "
+                        f"at; record them with: aniso record {path or '<reports/run-.../results.json>'}")
         stale = [r for r in self.results if r.record_drift]
         if stale:
-            out.append(("error", f"{len(stale)} registry record(s) stale (the run measured other numbers): "
-                                 + "; ".join(f"{r.claim_id} on {r.model_id}: {r.record_drift[0].key} recorded "
-                                             f"{fmt(r.record_drift[0].recorded)}, measured {fmt(r.record_drift[0].measured)}"
-                                             for r in stale[:3]) + (" …" if len(stale) > 3 else "")))
-        if self.twin is not None:
-            out = [("warn", twin_summary(self.twin))] + out
+            say("error", f"{len(stale)} registry record(s) stale (the run measured other numbers): "
+                         + "; ".join(f"{r.claim_id} on {r.model_id}: {r.record_drift[0].key} recorded "
+                                     f"{fmt(r.record_drift[0].recorded)}, measured {fmt(r.record_drift[0].measured)}"
+                                     for r in stale[:3]) + (" …" if len(stale) > 3 else ""))
         for dataset, label in sorted({(r.inputs, r.inputs_label) for r in self.results if r.inputs}, key=str):
-            out.append(("", f"inputs: {dataset}: {label}"))
-        for reason, missing in no_inputs.items():
-            models = sorted({r.model_id for r in missing if r.model_id})
-            out.append(("warn", f"inputs missing, {len(missing)} claim test(s) of {len(models)} model(s) not run "
-                                f"({', '.join(models)}): {reason}"))
-        if skipped:
-            n = sum(r.verdict == SKIPPED and r.skip_kind != "inputs" for r in self.results)
-            out.append(("", f"{n} claim test(s) skipped for {len(skipped)} model(s); reasons in the report. "
-                            f"First: {next(iter(skipped.values()))}"))
+            say("", f"inputs: {dataset}: {label}")
+        errors: dict[str, int] = {}
+        for r in self.results:
+            if r.verdict == ERROR:
+                errors[r.reason or "error"] = errors.get(r.reason or "error", 0) + 1
+        if errors:
+            say("error", "errors, by reason (the report has each; pytest's --tb=short shows the tracebacks):")
+        for reason, n in sorted(errors.items(), key=lambda kv: -kv[1]):
+            say("error", f"{n:>4} x {reason}")
+        skips: dict[tuple[str, str], list[ClaimResult]] = {}
+        for r in self.results:
+            if r.verdict == SKIPPED:
+                inputs = r.skip_kind == "inputs"
+                reason = r.reason.split(": ", 1)[-1] if inputs else r.reason
+                skips.setdefault(("inputs" if inputs else "", reason), []).append(r)
+        if skips:
+            say("", "skipped, by reason (the report names each test):")
+        for (kind, reason), missing in sorted(skips.items(), key=lambda kv: -len(kv[1])):
+            if kind == "inputs":
+                models = sorted({r.model_id for r in missing if r.model_id})
+                say("warn", f"inputs missing, {len(missing)} claim test(s) of {len(models)} model(s) not run "
+                            f"({', '.join(models)}): {reason}")
+            else:
+                say("", f"{len(missing):>4} x {reason}")
         if self.left_out:
-            out.append(("", f"{len(self.left_out)} registry model(s) outside the model set {self.settings.models!r} "
-                            f"were not run ({', '.join(e.id for e in self.left_out[:6])}"
-                            f"{', …' if len(self.left_out) > 6 else ''}); --aniso-models paper runs every model"))
-        out += [("error", f"ERROR: {msg}") for msg in self.must_run_failures]
+            shown = ", ".join(e.id for e in self.left_out[:3]) + (", …" if len(self.left_out) > 3 else "")
+            say("", f"{len(self.left_out)} registry model(s) outside the model set {self.settings.models!r} were not "
+                    f"run ({shown}); run one with: aniso run ID; all of them with: pytest claims --aniso-models all")
+        for msg in self.must_run_failures:
+            say("error", f"ERROR: {msg}")
         if self.stopped:
-            out.append(("error", f"STOPPED: {self.stopped}"))
+            say("error", f"STOPPED: {self.stopped}")
         if self.report_path is not None:
-            out.append(("", f"report: {self.report_path}"))
+            say("", f"report: {self.report_path}")
         return out
+
+
+#: How the console words each kind :func:`~aniso.judge.results.verdict_counts` counts, in its order.
+_COUNT_WORDS = {"holds": "hold",
+                "findings": "finding(s): does not hold, expected not to hold, or holds against its record",
+                "underpowered": "underpowered at this size: decided neither way, not findings",
+                "fragile": "fragile: the verdict flips when the inputs are resampled, not findings",
+                "twin": "twin verdict(s), code path only (random weights: never findings)",
+                "stale records": "stale record(s): the run measured other numbers than the registry's record",
+                "skipped": "skipped",
+                "error": "error(s)"}
+
+
+def new_findings(results: list[ClaimResult], registry: Registry) -> dict[str, list[ClaimResult]]:
+    """The results that are new findings, by model: claims that do not hold on a model the registry has never
+    measured (an entry detected for the run from a folder, file or hub id: ``detected``), neither fragile nor
+    measured on a twin. Such a result is a finding to look at and record (``aniso record``), not a
+    broken test."""
+    found: dict[str, list[ClaimResult]] = {}
+    for r in results:
+        if r.verdict != DOES_NOT_HOLD or r.model_id is None or r.twin or r.expected is not None \
+                or (r.uncertainty is not None and r.uncertainty.fragile):
+            continue
+        try:
+            entry = registry.get(r.model_id)
+        except KeyError:
+            continue
+        if entry.detected:
+            found.setdefault(r.model_id, []).append(r)
+    return found
+
+
+def fit(line: str, width: int, hang: int = 2) -> list[str]:
+    """``line`` wrapped at spaces into lines of at most ``width`` columns, continuation lines indented ``hang``
+    spaces more than the line (a word longer than the width is cut across lines)."""
+    import textwrap
+
+    lead = " " * (len(line) - len(line.lstrip(" ")))
+    return textwrap.wrap(line.strip(), width, initial_indent=lead, subsequent_indent=lead + " " * hang,
+                         break_on_hyphens=False, break_long_words=True) or [""]
+
+
+def _p_text(r: ClaimResult) -> str | None:
+    """The p-value of a result, with its adjusted value beside it where the run adjusted it (``p_adjusted``)."""
+    if r.p_value is None:
+        return None
+    adjusted = getattr(r, "p_adjusted", None)
+    return fmt(r.p_value) + (f" (adj. {fmt(adjusted)})" if adjusted is not None else "")
+
+
+def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
+    """The verdict table of ``results`` as lines of at most ``width`` columns: claim and model whole, the verdict
+    (its notes, e.g. fragile or differing from the record, wrapped within its column), the p-value where a claim
+    has one (its adjusted value beside it, ``p_adjusted``, where the run adjusted it), and the first measured
+    numbers on one line, cut with ``…`` at the width (the report has them all)."""
+    import textwrap
+
+    if not results:
+        return []
+    with_p = any(r.p_value is not None for r in results)
+    rows = []
+    for r in results:
+        verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
+                               else "") + (f" [FRAGILE: {fragile_text(r.uncertainty)}]"
+                                           if r.uncertainty is not None and r.uncertainty.fragile else "") \
+            + "".join(f" [{'holds' if a.holds else 'does not hold'} with the {a.choice}]"
+                      for a in r.sensitivity if a.differs)
+        if r.twin:  # the run's first line says what a twin is
+            verdict += " (twin)"
+        key = {k: v for k, v in r.measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+               and not (with_p and k == "p_value")}
+        numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
+        rows.append([r.claim_id, r.model_id or "-", verdict] + ([_p_text(r) or "-"] if with_p else []) + [numbers])
+    headers = ["claim", "model", "verdict"] + (["p (adjusted)" if any(getattr(r, "p_adjusted", None) is not None
+                                                                    for r in results) else "p"] if with_p else [])
+    fixed = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    fixed[2] = min(fixed[2], max(len("does not hold"), width // 4))  # the verdict's notes wrap within it
+    measured = width - sum(fixed) - 2 * len(fixed)
+    if measured < 12:  # a narrow terminal: the verdict column gives way first
+        fixed[2] = max(len("does not hold"), fixed[2] - (12 - measured))
+        measured = width - sum(fixed) - 2 * len(fixed)
+
+    def line(cells: list[str], last: str) -> str:
+        text = "  ".join(c.ljust(w) for c, w in zip(cells, fixed))
+        if measured >= 8:
+            text += "  " + (last if len(last) <= measured else last[:measured - 1] + "…")
+        return text[:width].rstrip()
+
+    out = [line(headers, "measured"), line(["-" * w for w in fixed], "-" * max(measured, 0))]
+    for row in rows:
+        verdict = textwrap.wrap(row[2], fixed[2], break_on_hyphens=False) or [""]
+        out.append(line([row[0], row[1], verdict[0], *row[3:len(fixed)]], row[-1]))
+        out += [line(["", "", more] + [""] * (len(fixed) - 3), "") for more in verdict[1:]]
+    return out
 
 
 class ClaimContext:

@@ -114,3 +114,105 @@ def test_a_hand_written_entry_is_measured_only_as_a_control(tmp_path):
         load_model(control)
     with pytest.raises(ValueError, match="^mamba-130m: model_type 'mamba' is a state-space model"):
         build_tiny_model(_entry(tmp_path, tiny={"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 1}))
+
+
+# -- files and folders in the formats the source kinds read (aniso run PATH) --------------------------------------
+
+def _llama2c(path: Path, dim=16, hidden=24, layers=2, heads=4, kv_heads=2, vocab=40, seq_len=32) -> Path:
+    """A llama2.c legacy checkpoint of random weights (tied classifier)."""
+    import struct
+
+    import numpy as np
+
+    hs, kv = dim // heads, kv_heads * (dim // heads)
+    n = vocab * dim + layers * (2 * dim + 2 * dim * dim + 2 * kv * dim + 3 * hidden * dim) + dim + seq_len * hs
+    path.write_bytes(struct.pack("<7i", dim, hidden, layers, heads, kv_heads, vocab, seq_len)
+                     + np.random.default_rng(0).standard_normal(n).astype("<f4").tobytes())
+    return path
+
+
+def _onnx_cnn(path: Path, shape=(1, 3, 32, 32)) -> Path:
+    """A float ONNX CNN: a convolution and ReLU stem with max pooling, one residual block, global pooling."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    channels = shape[1] if shape[1] in (3,) else shape[3]
+    inits = [numpy_helper.from_array(rng.standard_normal((8, channels, 3, 3)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal((8, 8, 3, 3)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["p1", "c2"], ["s2"]), helper.make_node("Relu", ["s2"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["y"])]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def test_every_format_a_source_kind_detects_comes_from_the_table_of_source_kinds():
+    from aniso.sources import SOURCE_KINDS
+
+    assert {k.name for k in SOURCE_KINDS.values() if k.detect is not None} == {"local", "llama2c", "onnx"}
+    assert all(k.detects for k in SOURCE_KINDS.values() if k.detect is not None)
+
+
+def test_a_llama2c_checkpoint_is_detected_with_the_tokenizer_beside_it(tmp_path):
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources import SourceContext, source_fingerprint
+    from aniso.sources.detect import detect_entry
+
+    path = _llama2c(tmp_path / "stories-mini.bin")
+    with pytest.raises(UndetectableModel, match=r"stories-mini.bin: a llama2.c checkpoint \(2 layers, width 16, "
+                                                r"vocabulary 40\) without the Hugging Face tokenizer"):
+        detect_entry(str(path))
+    (tmp_path / "tokenizer.json").write_text("{}")
+    row = detect_entry(str(path))
+    assert row["id"] == "stories-mini" and row["source"] == {"kind": "llama2c", "path": str(path.resolve()),
+                                                             "tokenizer": str(tmp_path.resolve())}
+    assert (row["modality"], row["role"], row["family"]) == ("text", "decoder", "llama")
+    entry = ModelEntry.model_validate(row)
+    assert source_fingerprint(entry, SourceContext()).startswith("llama2c:")
+    path.write_bytes(path.read_bytes()[:-4])  # a size the header does not imply: no llama2.c checkpoint
+    with pytest.raises(UndetectableModel, match="not in a format aniso reads: a transformers model folder"):
+        detect_entry(str(path))
+
+
+def test_an_onnx_cnn_is_detected_and_loads(tmp_path):
+    pytest.importorskip("onnxruntime")
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources import SourceContext, load_model
+    from aniso.sources.detect import detect_entry
+
+    row = detect_entry(str(_onnx_cnn(tmp_path / "tiny-cnn.onnx")))
+    assert row["id"] == "tiny-cnn" and row["source"]["kind"] == "onnx" and row["source"]["image_size"] == 32
+    assert (row["modality"], row["granularity"], row["architecture"]) == ("vision", "pixel", "cnn")
+    loaded = load_model(ModelEntry.model_validate(row), SourceContext())
+    assert len(loaded.model.taps) == 2  # the stem after max pooling, the residual block
+    last = detect_entry(str(_onnx_cnn(tmp_path / "last.onnx", shape=(1, 64, 64, 3))))
+    assert last["source"]["input_layout"] == "nhwc" and last["source"]["image_size"] == 64
+
+
+def test_onnx_files_that_are_no_cnn_on_photographs_are_refused_in_one_line(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from aniso.sources.detect import detect_entry
+
+    text = tmp_path / "text.onnx"
+    graph = helper.make_graph([helper.make_node("Relu", ["ids"], ["y"])], "g",
+                              [helper.make_tensor_value_info("ids", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph), str(text))
+    with pytest.raises(UndetectableModel, match=r"text.onnx: an ONNX graph whose input is not one batch of colour"):
+        detect_entry(str(text))
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\x00not onnx at all")
+    with pytest.raises(UndetectableModel, match=r"junk.onnx: not a readable ONNX file"):
+        detect_entry(str(junk))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UndetectableModel, match=r"empty: not in a format aniso reads: a transformers model folder "
+                                                r"with config.json, an ONNX CNN file \(.onnx\) or a llama2.c"):
+        detect_entry(str(tmp_path / "empty"))

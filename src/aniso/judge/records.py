@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Tolerance", "TOLERANCES", "tolerance_of", "Drift", "stale_numbers", "names_any", "refresh_records"]
+__all__ = ["Tolerance", "TOLERANCES", "tolerance_of", "Drift", "stale_numbers", "names_any", "refresh_records",
+           "record_new_findings"]
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,70 @@ def refresh_records(text: str, results) -> tuple[str, list[str]]:
         changed = [f"{k} {old[k]} -> {new[k]}" for k in old if new[k] != old[k]]
         notes.append(f"{where}: " + ("; ".join(changed) or "no number changed")
                      + (f"; not reported by the run, left as recorded: {', '.join(missing)}" if missing else ""))
+    return "".join(lines), notes
+
+
+def record_new_findings(text: str, results, detected: list[dict] | None = None) -> tuple[str, list[str]]:
+    """A registry file's text with a record added for every new finding among ``results``: a claim that does not
+    hold on a model for which the registry records nothing about that claim (``expected`` None), neither fragile
+    nor measured on a twin; and one line per record added.
+
+    Each record is ``verdict: does-not-hold, source: measured``, the result's numbers (scalars, 4 significant
+    digits) under ``measured``, the ``inputs`` it was measured on, and a reason to be rewritten by hand once the
+    finding is understood. A model that has no row in ``text`` gets its row from ``detected`` (the rows
+    ``aniso run`` detected for files, folders or hub ids the registry lacked) with its records; one that is in
+    neither is named in a line and left out. Comments and the rest of the file are kept.
+    """
+    new: dict[str, list] = {}
+    for r in results:
+        fragile = r.uncertainty is not None and r.uncertainty.fragile
+        if r.verdict == "does not hold" and r.expected is None and r.model_id and not r.twin and not fragile:
+            new.setdefault(r.model_id, []).append(r)
+    rows = {row["id"]: row for row in detected or []}
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    notes: list[str] = []
+    for model_id, found in new.items():
+        start = next((i for i, line in enumerate(lines)
+                      if line.strip() in (f"- id: {model_id}", f"- id: '{model_id}'")), None)
+        if start is None and model_id not in rows:
+            notes.append(f"{model_id}: no row in the registry and no detected row beside the results: add its row "
+                         "by hand, then run aniso record again")
+            continue
+        pad = " " * (2 + (len(lines[start]) - len(lines[start].lstrip()) if start is not None else 0))
+        if start is not None:  # a claim recorded already (an earlier aniso record of the same run) stays as it is
+            row_end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- id:")
+                            or (lines[i].strip() and not lines[i][0].isspace())), len(lines))
+            found = [r for r in found if f"{pad}  {r.claim_id}:\n" not in lines[start:row_end]]
+        records = []
+        for r in found:
+            measured = {k: _rounded(v) for k, v in r.measured.items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            records += [f"{pad}  {r.claim_id}:\n", f"{pad}    verdict: does-not-hold\n", f"{pad}    source: measured\n",
+                        *([f"{pad}    inputs: '{r.inputs}'\n"] if r.inputs else []),
+                        *([f"{pad}    measured: {_flow(measured)}\n"] if measured else []),
+                        f"{pad}    reason: >-\n", f"{pad}      a new finding of the model's first run, recorded by "
+                        "aniso record as measured; say here why it does not hold\n"]
+            notes.append(f"{model_id} {r.claim_id}: recorded as does-not-hold (a new finding)")
+        if not records:
+            continue
+        if start is None:
+            import yaml
+
+            row = {k: v for k, v in rows[model_id].items() if k != "expected"}
+            block = yaml.safe_dump([row], sort_keys=False, allow_unicode=True, width=10**9)
+            lines += ["\n", *block.splitlines(keepends=True), f"{pad}expected:\n", *records]
+            continue
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- id:")
+                    or (lines[i].strip() and not lines[i][0].isspace())), len(lines))
+        while end > start + 1 and not lines[end - 1].strip():
+            end -= 1
+        at = next((i for i in range(start + 1, end) if lines[i].rstrip() == f"{pad}expected:"), None)
+        if at is not None:  # after the records already there
+            end = next((i for i in range(at + 1, end)
+                        if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= len(pad)), end)
+        lines[end:end] = records if at is not None else [f"{pad}expected:\n", *records]
     return "".join(lines), notes
 
 

@@ -225,19 +225,22 @@ class ResultsDocument(_Doc):
 
 
 #: The kinds :func:`verdict_counts` counts, in the order the console and the report show them.
-COUNT_KINDS = ("holds", "findings", "underpowered", "fragile", "stale records", "skipped", "error")
+COUNT_KINDS = ("holds", "findings", "underpowered", "fragile", "twin", "stale records", "skipped", "error")
 
 
 def verdict_counts(results: list[ClaimResult]) -> dict[str, int]:
     """How many results of each kind of :data:`COUNT_KINDS`: ``holds``; ``findings`` (does not hold, expected not to
     hold, holds against its record); ``underpowered`` (could not decide at this size: not findings); ``fragile``
     (the verdict flips when the inputs are resampled: not findings, whatever the verdict, and counted only here);
-    ``stale records`` (results whose registry record's numbers the run measured otherwise: also counted under their
-    verdict); ``skipped``; ``error``."""
+    ``twin`` (verdicts measured on a twin's random weights, ``aniso run ID --twin``: code path only, never findings
+    nor holds); ``stale records`` (results whose registry record's numbers the run measured otherwise: also counted
+    under their verdict); ``skipped``; ``error``."""
     counts = dict.fromkeys(COUNT_KINDS, 0)
     for r in results:
         counts["stale records"] += bool(r.record_drift)
-        if r.uncertainty is not None and r.uncertainty.fragile:
+        if r.twin and r.verdict not in (SKIPPED, ERROR):
+            counts["twin"] += 1
+        elif r.uncertainty is not None and r.uncertainty.fragile:
             counts["fragile"] += 1
         elif r.verdict == HOLDS:
             counts["holds"] += 1

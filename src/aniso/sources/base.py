@@ -154,6 +154,11 @@ class SourceKind:
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
     checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
         registry series with ``steps: all``), or None where the kind does not list them
+    detect : ``(path) -> dict | None``, for ``aniso run PATH``: the registry fields (``source``, ``modality``,
+        ``granularity``, ``architecture``, ``role``, ``family``) of a file or folder in the format this kind reads,
+        None when ``path`` is not in it; raises :class:`~aniso.sources.detect.UndetectableModel` (a ValueError, one
+        line) when it is, but what its entry needs cannot be told (:func:`aniso.sources.detect.detect_entry`)
+    detects : what ``detect`` recognises, in words (for the error that names the formats ``aniso run`` reads)
     """
 
     name: str
@@ -163,6 +168,8 @@ class SourceKind:
     check_entry: Callable[["ModelEntry"], str | None] = lambda entry: None
     trained: Callable[[Any], bool] = lambda source: True
     checkpoints: Callable[["ModelEntry", SourceContext], list[int]] | None = None
+    detect: Callable[[Path], dict[str, Any] | None] | None = None
+    detects: str = ""
 
 
 def check_permissions(entry: "ModelEntry", download: bool = True) -> None:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["UndetectableModel", "NotATransformer", "NOT_TRANSFORMERS", "ATTENTION_FIELDS", "CONTROL_TAG",
-           "entry_fields", "config_of", "registry_entry", "not_a_transformer", "transformer_problem"]
+           "entry_fields", "config_of", "registry_entry", "detect_entry", "not_a_transformer",
+           "transformer_problem"]
 
 #: model_type → (modality, granularity, architecture) for the types that are not subword-text Transformers.
 _TYPES: dict[str, tuple[str, str, str]] = {
@@ -194,3 +195,34 @@ def registry_entry(model: str, config: dict[str, Any]) -> dict[str, Any]:
     source = {"kind": "local", "path": str(path.resolve())} if path.is_dir() else {"kind": "hub", "repo": model}
     return {"id": ident, "source": source, **fields,
             "description": f"run by `aniso run {model}`; fields detected from its config"}
+
+
+def detect_entry(model: str) -> dict[str, Any]:
+    """A registry row (as YAML data) for ``model``, a file, folder or hub id the registry lacks (``aniso run``).
+
+    A file or folder is read by the first source kind of :data:`aniso.sources.SOURCE_KINDS` whose ``detect``
+    recognises its format (a transformers folder, a llama2.c checkpoint, an ONNX CNN, ...); anything else is a hub id
+    (:func:`config_of`, :func:`registry_entry`). The row's id is the file's stem or the folder's name.
+
+    Raises UndetectableModel (one line, beginning with ``model``) when the path is in no format a kind reads
+    (naming the formats), when a kind recognises it but cannot tell what its entry needs, and as
+    :func:`registry_entry` for a hub id.
+    """
+    from . import SOURCE_KINDS
+
+    path = Path(model).expanduser()
+    if not path.exists():
+        return registry_entry(model, config_of(model))
+    kinds = [k for k in SOURCE_KINDS.values() if k.detect is not None]
+    for kind in kinds:
+        try:
+            fields = kind.detect(path)
+        except UndetectableModel as exc:
+            raise type(exc)(f"{model}: {exc}") from None
+        if fields is not None:
+            name = path.name if path.is_dir() else path.stem
+            ident = re.sub(r"[^A-Za-z0-9._\-]", "-", name).strip("-") or "model"
+            return {"id": ident, **fields,
+                    "description": f"run by `aniso run {model}`; fields detected from its {kind.name} files"}
+    formats = [k.detects for k in kinds]
+    raise UndetectableModel(f"{model}: not in a format aniso reads: {', '.join(formats[:-1])} or {formats[-1]}")

@@ -141,4 +141,40 @@ def _text_only(entry) -> str | None:
     return None if entry.modality == "text" else "a llama2c source is a language model: it needs modality 'text'"
 
 
-KIND = SourceKind("llama2c", Llama2cSource, fingerprint, load, check_entry=_text_only)
+#: Files of a Hugging Face tokenizer, any of which makes a folder one.
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+
+
+def detect(path: Path) -> dict | None:
+    """The registry fields of a llama2.c checkpoint (a file whose header is llama2.c's and whose size the header
+    implies), its tokenizer the Hugging Face tokenizer in the same folder; None for any other file or a folder.
+
+    Raises UndetectableModel (one line) when the checkpoint has no Hugging Face tokenizer beside it.
+    """
+    from .detect import UndetectableModel
+
+    if not path.is_file() or path.stat().st_size < 28:
+        return None
+    with path.open("rb") as f:
+        head = f.read(28)
+    try:
+        dim, hidden, layers, heads, kv_heads, vocab, seq_len, shared = _header(head, path)
+    except ValueError:
+        return None
+    kv_dim = kv_heads * (dim // heads)
+    floats = (vocab * dim + layers * (2 * dim + 2 * dim * dim + 2 * kv_dim * dim + 3 * hidden * dim) + dim
+              + seq_len * (dim // heads) + (0 if shared else vocab * dim))
+    if path.stat().st_size != 28 + 4 * floats:
+        return None
+    if not any((path.parent / name).is_file() for name in _TOKENIZER_FILES):
+        raise UndetectableModel(f"a llama2.c checkpoint ({layers} layers, width {dim}, vocabulary {vocab}) without "
+                                "the Hugging Face tokenizer it was trained with: put its files "
+                                f"({', '.join(_TOKENIZER_FILES)}) in {path.parent}, or write a models.yaml entry with "
+                                "source.tokenizer")
+    return {"source": {"kind": "llama2c", "path": str(path.resolve()), "tokenizer": str(path.parent.resolve())},
+            "modality": "text", "granularity": "subword", "architecture": "transformer", "role": "decoder",
+            "family": "llama"}
+
+
+KIND = SourceKind("llama2c", Llama2cSource, fingerprint, load, check_entry=_text_only, detect=detect,
+                  detects="a llama2.c checkpoint with its Hugging Face tokenizer beside it")

@@ -68,4 +68,15 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     return LoadedModel(entry, model, tok, f"local: {path}", proc)
 
 
-KIND = SourceKind("local", LocalSource, fingerprint, load)
+def detect(path: Path) -> dict | None:
+    """The registry fields of a transformers model folder (one with ``config.json``), from its config
+    (:func:`aniso.sources.detect.entry_fields`); None for anything else. Raises UndetectableModel as that does."""
+    from .detect import config_of, entry_fields
+
+    if not (path.is_dir() and (path / "config.json").is_file()):
+        return None
+    return {"source": {"kind": "local", "path": str(path.resolve())}, **entry_fields(config_of(str(path)))}
+
+
+KIND = SourceKind("local", LocalSource, fingerprint, load, detect=detect,
+                  detects="a transformers model folder with config.json")

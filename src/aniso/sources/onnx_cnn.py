@@ -154,4 +154,55 @@ def _vision_cnn_only(entry) -> str | None:
     return None
 
 
-KIND = SourceKind("onnx", OnnxSource, fingerprint, load, check_entry=_vision_cnn_only)
+def detect(path: Path) -> dict | None:
+    """The registry fields of an ONNX CNN file (``.onnx``; a QLinear or float graph with the block maps of
+    :func:`quantized_block_taps` / :func:`float_block_taps`), its crop the input's height where the graph fixes it
+    (else 224, resized from 256 as the default), channels first or last as its input says; None for any other
+    file or a folder. The photographs are normalised with ImageNet's mean and std in RGB order on [0, 1] pixels
+    (the defaults; a graph that expects otherwise needs a models.yaml entry written by hand).
+
+    Raises UndetectableModel (one line) for an ONNX file that cannot be read or is no CNN on photographs.
+    """
+    from .detect import UndetectableModel
+
+    if not (path.is_file() and path.suffix.lower() == ".onnx"):
+        return None
+    try:
+        import onnx
+
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except ImportError:
+        raise UndetectableModel("reading an ONNX file needs the onnx package (pip install onnx)") from None
+    except Exception as exc:  # noqa: BLE001 - onnx raises its own types for files that are not ONNX
+        raise UndetectableModel(f"not a readable ONNX file ({type(exc).__name__}: {str(exc)[:200]})") from None
+    inits = {i.name for i in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in inits]
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in inputs[0].type.tensor_type.shape.dim] \
+        if len(inputs) == 1 else []
+    if len(dims) != 4 or 3 not in (dims[1], dims[3]):
+        raise UndetectableModel(f"an ONNX graph whose input is not one batch of colour images ({len(inputs)} "
+                                f"input(s), shape {dims or '?'}); the onnx source reads CNNs on photographs: write "
+                                "its models.yaml entry by hand")
+    layout = "nchw" if dims[1] == 3 else "nhwc"
+    try:
+        quantized_block_taps(graph)
+        family = "onnx-cnn-int8"
+    except ValueError:
+        try:
+            float_block_taps(graph)
+            family = "onnx-cnn"
+        except (ValueError, StopIteration):
+            raise UndetectableModel("an ONNX graph with no convolution blocks the onnx source can read (no "
+                                    "QLinearConv, nor Conv with a ReLU stem)") from None
+    size = dims[2] if layout == "nchw" else dims[1]
+    source: dict = {"kind": "onnx", "path": str(path.resolve())}
+    if size and size != 224:
+        source |= {"image_size": size, "resize_to": round(size * 256 / 224)}
+    if layout == "nhwc":
+        source["input_layout"] = "nhwc"
+    return {"source": source, "modality": "vision", "granularity": "pixel", "architecture": "cnn",
+            "role": "encoder", "family": family}
+
+
+KIND = SourceKind("onnx", OnnxSource, fingerprint, load, check_entry=_vision_cnn_only, detect=detect,
+                  detects="an ONNX CNN file (.onnx)")
