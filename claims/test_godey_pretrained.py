@@ -112,7 +112,7 @@ def _drift_claim(claim, method: str) -> None:
                 "ranks" if method == "spearman" else "the resampled profiles all gave the same permutation p-value")
     claim.conclude(
         chosen.p_value < ALPHA,
-        {"p_value": chosen.p_value, "coefficient": chosen.coefficient, "n_layers": chosen.n,
+        {"p_value": chosen.p_value, "coefficient": chosen.coefficient, "n_layers": chosen.n, "power": power,
          "alternative": chosen.alternative, "p_method": chosen.p_method,
          "p_value_asymptotic": chosen.p_value_asymptotic,
          "spearman_rho": spearman.coefficient, "spearman_p": spearman.p_value,
