@@ -108,3 +108,56 @@ def test_the_bad_input_table_has_40_cases_each_with_a_test_that_exists():
         assert tests, row
         for path, name in tests:
             assert re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M), f"{path}::{name} ({row[:60]})"
+
+
+#: What reStructuredText markup looks like when a page shows it raw: a Sphinx role or a reST literal.
+RAW_MARKUP = re.compile(r":(?:py:)?(?:func|data|class|meth|mod|attr|exc|obj|const):`|``")
+
+
+def test_no_page_of_the_site_shows_raw_sphinx_roles_or_double_backticks(tmp_path):
+    """The docstrings are written with Sphinx roles and reST literals (``:func:`x```, ````x````); the API reference
+    renders them as links and code (docs/hooks/griffe_docstrings.py), and no page shows them raw."""
+    built = _build(ROOT, tmp_path / "site")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    pages = sorted((tmp_path / "site").rglob("*.html"))
+    assert len(pages) > 10
+    raw = [f"{page.relative_to(tmp_path / 'site')}: ...{text[max(0, m.start() - 60):m.end() + 40]}..."
+           for page in pages for text in [page.read_text()] for m in RAW_MARKUP.finditer(text)]
+    assert not raw, f"{len(raw)} raw roles or literals:\n" + "\n".join(raw[:20])
+    api = (tmp_path / "site/api/index.html").read_text()
+    assert '<link rel="canonical" href="http' in api  # the site has a site_url
+    # a role to an object the page documents is a link to it; one to an object it does not is its name as code
+    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#aniso\.api\.LayerStats"', api)
+    assert '<span title="aniso.sources.ModelUnavailable"><code>aniso.sources.ModelUnavailable</code></span>' in api
+    # a parameter described in prose is not set as its type: measure's `model` shows the signature's type
+    assert "<code>a registry id" not in api and "registry id (<code>aniso.models()</code>)" in api
+
+
+def _griffe_hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("griffe_docstrings", ROOT / "docs/hooks/griffe_docstrings.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+def test_the_docstrings_markup_is_made_markdown():
+    """Roles resolved in the object's scope (``~`` shows the last part), literals as code, ``name : prose`` entries
+    as descriptions, a type-like entry kept, a Raises section in prose as an admonition, and ``::`` before code."""
+    import griffe
+
+    hook = _griffe_hook()
+    module = griffe.visit("m", filepath=Path("m.py"), code=(
+        "from os.path import join\n\ndef f(x, n):\n    '''Doc.'''\n\nclass C:\n    '''Doc.'''\n"))
+    text = ("Calls :func:`join` and :class:`~a.b.Thing`, ``x`` and :mod:`aniso.metrics`::\n\n    f(``x``)\n\n"
+            "Parameters\n----------\nx : a list of texts (see ``n``)\n    more text\nn : int\n    a count\n\n"
+            "Raises\n------\nValueError naming ``x``;\nKeyError otherwise.\n")
+    out = hook.markdown_docstring(module["f"], text)
+    assert '<autoref identifier="os.path.join" optional><code>join()</code></autoref>' in out
+    assert '<autoref identifier="a.b.Thing" optional><code>Thing</code></autoref>' in out
+    assert '<autoref identifier="aniso.metrics" optional><code>aniso.metrics</code></autoref>:\n' in out
+    assert "`x` and" in out and "    f(``x``)" in out  # code stays code
+    assert "\nx\n    a list of texts (see `n`)\n    more text\nn : int\n" in out
+    assert "\nErrors\n------\nValueError naming `x`;\nKeyError otherwise." in out and "Raises" not in out
+    assert not RAW_MARKUP.search(out.replace("    f(``x``)", ""))
