@@ -221,7 +221,7 @@ class ModelEntry(Strict):
         if self.stands_for == self.id and self.relation == "relative":
             raise ValueError("a row is no relative of itself: relation 'same' or 'converted' for stands_for its "
                              "own id (the seed model read from a copy or a conversion)")
-        problem = self._kind.check_entry(self)
+        problem = self._kind.problem(self)
         if problem:
             raise ValueError(problem)
         series = self.checkpoints
@@ -255,6 +255,12 @@ class ModelEntry(Strict):
     def trained(self) -> bool:
         """False for an untrained block built from a config (source kind ``init``) and a miniature at step 0."""
         return self._kind.trained(self.source)
+
+    @property
+    def untrained_block(self) -> bool:
+        """True for an untrained block of G §4 (modality ``embeddings``, source kind ``init``: the two go together),
+        measured over its embedding table's rows rather than over inputs."""
+        return self.modality == "embeddings"
 
     @property
     def miniature(self) -> bool:

@@ -150,10 +150,15 @@ class SourceKind:
         ModelUnavailable (InputsMissing for want of a data folder) as ``load`` would
     load : ``(entry, ctx) -> LoadedModel``; raises ModelUnavailable naming the model and why
     check_entry : ``(entry) -> str | None``, what is inconsistent between the source and the rest of the entry
-        (e.g. an ONNX CNN declared as text), or None
+        beyond ``needs`` (e.g. a miniature's architecture against its recipe's), or None
+    needs : ``(field, value)`` pairs the entry of a row of this kind must have (e.g. ``("modality", "text")`` for a
+        language-model format); :meth:`problem` checks them
+    is_a : what a model of this kind is, for the message of a row that lacks ``needs`` (``a language model``)
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
     checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
         registry series with ``steps: all``), or None where the kind does not list them
+    twins : whether a row of this kind has a twin (:mod:`aniso.sources.twin`: its architecture with random weights,
+        in a folder laid out as its repository, imported into the hub cache)
     """
 
     name: str
@@ -163,6 +168,18 @@ class SourceKind:
     check_entry: Callable[["ModelEntry"], str | None] = lambda entry: None
     trained: Callable[[Any], bool] = lambda source: True
     checkpoints: Callable[["ModelEntry", SourceContext], list[int]] | None = None
+    twins: bool = False
+    needs: tuple[tuple[str, str], ...] = ()
+    is_a: str = ""
+
+    def problem(self, entry: "ModelEntry") -> str | None:
+        """What is inconsistent between a row of this kind and the rest of its entry (``needs``, then
+        ``check_entry``), in one phrase, or None."""
+        if any(getattr(entry, name) != value for name, value in self.needs):
+            article = "an" if self.name[0] in "aeiou" else "a"
+            return (f"{article} {self.name} source " + (f"is {self.is_a}: it " if self.is_a else "")
+                    + "needs " + " and ".join(f"{name} {value!r}" for name, value in self.needs))
+        return self.check_entry(entry)
 
 
 def check_permissions(entry: "ModelEntry", download: bool = True) -> None:

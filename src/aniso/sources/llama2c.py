@@ -137,8 +137,4 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     return LoadedModel(entry, model, tokenizer, f"llama2c: {path} (read onto transformers' LlamaModel)")
 
 
-def _text_only(entry) -> str | None:
-    return None if entry.modality == "text" else "a llama2c source is a language model: it needs modality 'text'"
-
-
-KIND = SourceKind("llama2c", Llama2cSource, fingerprint, load, check_entry=_text_only)
+KIND = SourceKind("llama2c", Llama2cSource, fingerprint, load, needs=(("modality", "text"),), is_a="a language model")

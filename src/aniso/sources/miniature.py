@@ -84,11 +84,10 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
 
 def _consistent(entry) -> str | None:
     arch = ARCH_FAMILY[entry.source.arch]
-    if entry.modality != "vision" or entry.architecture != arch:
-        return (f"a {entry.source.recipe} miniature of arch {entry.source.arch!r} needs modality 'vision' and "
-                f"architecture {arch!r}")
+    if entry.architecture != arch:
+        return f"a {entry.source.recipe} miniature of arch {entry.source.arch!r} needs architecture {arch!r}"
     return None
 
 
 KIND = SourceKind("miniature", MiniatureSource, fingerprint, load, check_entry=_consistent,
-                  trained=lambda src: src.steps > 0)
+                  needs=(("modality", "vision"),), is_a="a vision miniature", trained=lambda src: src.steps > 0)

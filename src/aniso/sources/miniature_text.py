@@ -116,10 +116,11 @@ def _consistent(entry) -> str | None:
     from ..experiments.names import TEXT_ARCHS as ARCHS
 
     role = ARCHS[entry.source.arch]
-    if entry.modality != "text" or entry.granularity != "byte" or entry.role != role:
-        return f"a miniature-text {entry.source.arch} needs modality 'text', granularity 'byte' and role {role!r}"
+    if entry.role != role:
+        return f"a miniature-text {entry.source.arch} needs role {role!r}"
     return None
 
 
 KIND = SourceKind("miniature-text", MiniatureTextSource, fingerprint, load, check_entry=_consistent,
+                  needs=(("modality", "text"), ("granularity", "byte")), is_a="a byte-level text miniature",
                   trained=lambda src: src.steps != 0, checkpoints=checkpoint_steps)

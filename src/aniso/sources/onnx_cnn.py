@@ -148,10 +148,5 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
                        processor)
 
 
-def _vision_cnn_only(entry) -> str | None:
-    if (entry.modality, entry.architecture) != ("vision", "cnn"):
-        return "an onnx source is a CNN: it needs modality 'vision' and architecture 'cnn'"
-    return None
-
-
-KIND = SourceKind("onnx", OnnxSource, fingerprint, load, check_entry=_vision_cnn_only)
+KIND = SourceKind("onnx", OnnxSource, fingerprint, load, needs=(("modality", "vision"), ("architecture", "cnn")),
+                  is_a="a CNN")
