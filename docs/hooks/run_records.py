@@ -114,7 +114,7 @@ def _about(record: dict) -> str:
     sizes = ", ".join(f"{k} {s[k]}" for k in ("n_sequences", "max_length", "n_clips", "n_images", "seed") if k in s)
     counts = record.get("summary") or {}
     parts = [f"`{record['command']}`, profile `{record['profile']}` ({sizes})",
-             f"commit `{record['commit']}`", f"torch {record['versions'].get('torch')}",
+             f"commit `{(record['commit'] or '?')[:10]}`", f"torch {record['versions'].get('torch')}",
              f"transformers {record['versions'].get('transformers')}"]
     if record.get("wall_s") is not None:
         parts.append(f"{record['wall_s']:.0f} s wall" + (f", peak {record['peak_mb']:,.0f} MB resident"
