@@ -10,7 +10,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["InputsForm", "INPUT_FORMS"]
+__all__ = ["InputsForm", "INPUT_FORMS", "SAMPLE_RATE"]
+
+#: Samples per second of the recordings: every clip is resampled to it on loading (16 kHz, as the speech models of
+#: the registry expect).
+SAMPLE_RATE = 16_000
 
 
 def _synthetic_recordings(folder, seed: int, n: int = 4):
@@ -20,9 +24,9 @@ def _synthetic_recordings(folder, seed: int, n: int = 4):
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.Generator(np.random.PCG64(seed))
     for i in range(n):
-        t = np.arange(int(16_000 * (1.0 + i / max(n - 1, 1)))) / 16_000
+        t = np.arange(int(SAMPLE_RATE * (1.0 + i / max(n - 1, 1)))) / SAMPLE_RATE
         audio = 0.1 * np.sin(2 * np.pi * (180 + 60 * i) * t) + 0.02 * rng.standard_normal(t.size)
-        soundfile.write(folder / f"tone-{i}.wav", audio.astype(np.float32), 16_000)
+        soundfile.write(folder / f"tone-{i}.wav", audio.astype(np.float32), SAMPLE_RATE)
     return folder
 
 
@@ -41,6 +45,8 @@ class InputsForm:
     synthetic : ``(folder, seed) -> folder`` writing a few small synthetic inputs for a twin run (whose verdicts
         are the code path's), where the run's own would take long; None where the twin run's sizes suffice
     synthetic_note : what ``synthetic`` writes, as the twin manifest records it
+    sample_rate : samples per second of one item (recordings, resampled to it on loading), None where the items
+        have no duration
     """
 
     setting: str
@@ -49,6 +55,7 @@ class InputsForm:
     processor: str | None = None
     synthetic: Callable[[Any, int], Any] | None = None
     synthetic_note: str = ""
+    sample_rate: int | None = None
 
     @property
     def noun(self) -> str:
@@ -62,6 +69,6 @@ INPUT_FORMS: dict[str, InputsForm] = {
     "reactions": InputsForm("corpus", "n_sequences"),
     "speech": InputsForm("speech_dir", "n_clips", "recordings (.flac/.wav)", "feature extractor", _synthetic_recordings,
                          "4 synthetic recordings, tones in noise of 1 to 2 s (WAV, 16 kHz), read by the speech loader "
-                         "as a folder of recordings is"),
+                         "as a folder of recordings is", sample_rate=SAMPLE_RATE),
     "vision": InputsForm("image_dir", "n_images", "photographs (.jpg/.png)", "image processor"),
 }
