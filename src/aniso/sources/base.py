@@ -154,6 +154,8 @@ class SourceKind:
     needs : ``(field, value)`` pairs the entry of a row of this kind must have (e.g. ``("modality", "text")`` for a
         language-model format); :meth:`problem` checks them
     is_a : what a model of this kind is, for the message of a row that lacks ``needs`` (``a language model``)
+    transformers_folder : ``(entry, ctx) -> Path | None``, the folder transformers' ``from_pretrained`` reads as it
+        is, for the rows of this kind that have one (``aniso bench command`` times a bare script on it)
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
     checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
         registry series with ``steps: all``), or None where the kind does not list them
@@ -171,6 +173,7 @@ class SourceKind:
     twins: bool = False
     needs: tuple[tuple[str, str], ...] = ()
     is_a: str = ""
+    transformers_folder: Callable[["ModelEntry", SourceContext], Path | None] | None = None
 
     def problem(self, entry: "ModelEntry") -> str | None:
         """What is inconsistent between a row of this kind and the rest of its entry (``needs``, then

@@ -68,4 +68,5 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     return LoadedModel(entry, model, tok, f"local: {path}", proc)
 
 
-KIND = SourceKind("local", LocalSource, fingerprint, load)
+KIND = SourceKind("local", LocalSource, fingerprint, load,
+                  transformers_folder=lambda entry, ctx: Path(entry.source.path))
