@@ -46,7 +46,6 @@ TABLES = {"extract/modalities.py", "sources/__init__.py", "sources/base.py", "re
 ALLOWED: dict[str, int] = {
     "bench/extraction.py": 1,  # the extraction benchmark measures text models only
     "cli.py": 1,  # twins are made of hub rows: SOURCE_KINDS[kind].twins, as aniso.api asks
-    "extract/architecture_check.py": 1,  # the offline check builds a text miniature small
     "inputs/media.py": 1,  # training images need photographs
     "sources/detect.py": 2,  # a detected entry's role from its config; the Transformer check
     "stats/dynamics.py": 1,  # training dynamics are measured on text encoders and decoders

@@ -156,6 +156,9 @@ class SourceKind:
     is_a : what a model of this kind is, for the message of a row that lacks ``needs`` (``a language model``)
     transformers_folder : ``(entry, ctx) -> Path | None``, the folder transformers' ``from_pretrained`` reads as it
         is, for the rows of this kind that have one (``aniso bench command`` times a bare script on it)
+    initialised : ``(entry, seed) -> (model, tokenizer, processor)``, a small model of the row at initialisation for
+        the offline architecture check (:mod:`aniso.extract.architecture_check`), for kinds whose rows have no
+        ``tiny`` config (the suite's miniatures); None: the check builds the row's ``tiny`` config
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
     checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
         registry series with ``steps: all``), or None where the kind does not list them
@@ -174,6 +177,7 @@ class SourceKind:
     needs: tuple[tuple[str, str], ...] = ()
     is_a: str = ""
     transformers_folder: Callable[["ModelEntry", SourceContext], Path | None] | None = None
+    initialised: Callable[["ModelEntry", int], tuple[Any, Any, Any]] | None = None
 
     def problem(self, entry: "ModelEntry") -> str | None:
         """What is inconsistent between a row of this kind and the rest of its entry (``needs``, then

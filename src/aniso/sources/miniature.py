@@ -89,5 +89,13 @@ def _consistent(entry) -> str | None:
     return None
 
 
-KIND = SourceKind("miniature", MiniatureSource, fingerprint, load, check_entry=_consistent,
+def _initialised(entry, seed: int):
+    """The vision miniature at initialisation (its architecture is already small), for the offline check."""
+    from ..experiments.miniature_vision import build_model, image_processor, recipe_of
+
+    recipe = recipe_of(entry.source)
+    return build_model(recipe.arch, recipe.image_size, seed).eval(), None, image_processor(recipe.image_size)
+
+
+KIND = SourceKind("miniature", MiniatureSource, fingerprint, load, check_entry=_consistent, initialised=_initialised,
                   needs=(("modality", "vision"),), is_a="a vision miniature", trained=lambda src: src.steps > 0)
