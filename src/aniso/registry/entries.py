@@ -265,7 +265,7 @@ class ModelEntry(Strict):
     @property
     def miniature(self) -> bool:
         """True for a model trained by the suite itself (source kinds ``miniature``, ``miniature-text``)."""
-        return self.source.kind in ("miniature", "miniature-text")
+        return self._kind.miniature
 
     @property
     def all_tags(self) -> frozenset[str]:

@@ -159,6 +159,7 @@ class SourceKind:
     initialised : ``(entry, seed) -> (model, tokenizer, processor)``, a small model of the row at initialisation for
         the offline architecture check (:mod:`aniso.extract.architecture_check`), for kinds whose rows have no
         ``tiny`` config (the suite's miniatures); None: the check builds the row's ``tiny`` config
+    miniature : whether the rows of this kind are models the suite trains itself
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
     checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
         registry series with ``steps: all``), or None where the kind does not list them
@@ -178,6 +179,7 @@ class SourceKind:
     is_a: str = ""
     transformers_folder: Callable[["ModelEntry", SourceContext], Path | None] | None = None
     initialised: Callable[["ModelEntry", int], tuple[Any, Any, Any]] | None = None
+    miniature: bool = False
 
     def problem(self, entry: "ModelEntry") -> str | None:
         """What is inconsistent between a row of this kind and the rest of its entry (``needs``, then

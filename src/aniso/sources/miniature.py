@@ -98,4 +98,5 @@ def _initialised(entry, seed: int):
 
 
 KIND = SourceKind("miniature", MiniatureSource, fingerprint, load, check_entry=_consistent, initialised=_initialised,
+                  miniature=True,
                   needs=(("modality", "vision"),), is_a="a vision miniature", trained=lambda src: src.steps > 0)

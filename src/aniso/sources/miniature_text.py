@@ -131,6 +131,6 @@ def _initialised(entry, seed: int):
 
 
 KIND = SourceKind("miniature-text", MiniatureTextSource, fingerprint, load, check_entry=_consistent,
-                  initialised=_initialised,
+                  initialised=_initialised, miniature=True,
                   needs=(("modality", "text"), ("granularity", "byte")), is_a="a byte-level text miniature",
                   trained=lambda src: src.steps != 0, checkpoints=checkpoint_steps)
