@@ -33,6 +33,9 @@ def test_the_site_builds_strict_with_every_setting_and_the_api(tmp_path):
     findings = (tmp_path / "site/findings/index.html").read_text()  # one table per claim, from models.yaml
     assert "<code>G.speech-all-layers-0.2</code>" in findings and "<code>whisper-tiny.en</code>" in findings
     assert "aniso:findings-by-claim" not in findings
+    assert "aniso:recorded-runs" not in findings and "aniso:profile-comparison" not in findings  # from docs/records
+    for record in sorted((ROOT / "docs/records").glob("*.json")):
+        assert record.relative_to(ROOT).as_posix() in findings, record
     api = (tmp_path / "site/api/index.html").read_text()
     assert "aniso.api.measure" in api and "aniso.registry.selection.parse_claims" in api
     performance = (tmp_path / "site/performance/index.html").read_text()  # the recorded benchmark runs, from files
@@ -108,3 +111,112 @@ def test_the_bad_input_table_has_40_cases_each_with_a_test_that_exists():
         assert tests, row
         for path, name in tests:
             assert re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M), f"{path}::{name} ({row[:60]})"
+
+
+#: What reStructuredText markup looks like when a page shows it raw: a Sphinx role or a reST literal.
+RAW_MARKUP = re.compile(r":(?:py:)?(?:func|data|class|meth|mod|attr|exc|obj|const):`|``")
+
+
+def test_no_page_of_the_site_shows_raw_sphinx_roles_or_double_backticks(tmp_path):
+    """The docstrings are written with Sphinx roles and reST literals (``:func:`x```, ````x````); the API reference
+    renders them as links and code (docs/hooks/griffe_docstrings.py), and no page shows them raw."""
+    built = _build(ROOT, tmp_path / "site")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    pages = sorted((tmp_path / "site").rglob("*.html"))
+    assert len(pages) > 10
+    raw = [f"{page.relative_to(tmp_path / 'site')}: ...{text[max(0, m.start() - 60):m.end() + 40]}..."
+           for page in pages for text in [page.read_text()] for m in RAW_MARKUP.finditer(text)]
+    assert not raw, f"{len(raw)} raw roles or literals:\n" + "\n".join(raw[:20])
+    api = (tmp_path / "site/api/index.html").read_text()
+    assert '<link rel="canonical" href="http' in api  # the site has a site_url
+    # a role to an object the page documents is a link to it; one to an object it does not is its name as code
+    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#aniso\.api\.LayerStats"', api)
+    assert '<span title="aniso.sources.ModelUnavailable"><code>aniso.sources.ModelUnavailable</code></span>' in api
+    # a parameter described in prose is not set as its type: measure's `model` shows the signature's type
+    assert "<code>a registry id" not in api and "registry id (<code>aniso.models()</code>)" in api
+
+
+def _griffe_hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("griffe_docstrings", ROOT / "docs/hooks/griffe_docstrings.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+def test_the_docstrings_markup_is_made_markdown():
+    """Roles resolved in the object's scope (``~`` shows the last part), literals as code, ``name : prose`` entries
+    as descriptions, a type-like entry kept, a Raises section in prose as an admonition, and ``::`` before code."""
+    import griffe
+
+    hook = _griffe_hook()
+    module = griffe.visit("m", filepath=Path("m.py"), code=(
+        "from os.path import join\n\ndef f(x, n):\n    '''Doc.'''\n\nclass C:\n    '''Doc.'''\n"))
+    text = ("Calls :func:`join` and :class:`~a.b.Thing`, ``x`` and :mod:`aniso.metrics`::\n\n    f(``x``)\n\n"
+            "Parameters\n----------\nx : a list of texts (see ``n``)\n    more text\nn : int\n    a count\n\n"
+            "Raises\n------\nValueError naming ``x``;\nKeyError otherwise.\n")
+    out = hook.markdown_docstring(module["f"], text)
+    assert '<autoref identifier="os.path.join" optional><code>join()</code></autoref>' in out
+    assert '<autoref identifier="a.b.Thing" optional><code>Thing</code></autoref>' in out
+    assert '<autoref identifier="aniso.metrics" optional><code>aniso.metrics</code></autoref>:\n' in out
+    assert "`x` and" in out and "    f(``x``)" in out  # code stays code
+    assert "\nx\n    a list of texts (see `n`)\n    more text\nn : int\n" in out
+    assert "\nErrors\n------\nValueError naming `x`;\nKeyError otherwise." in out and "Raises" not in out
+    assert not RAW_MARKUP.search(out.replace("    f(``x``)", ""))
+
+
+def _records_hook():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_records", ROOT / "docs/hooks/run_records.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+def _results(profile: str, verdict: str, value: float, time: str) -> dict:
+    """A results.json of one run with one decided verdict and one skipped test."""
+    return {"provenance": {"time": time, "git_commit": "abc1234", "versions": {"torch": "9.9", "transformers": "8.8"},
+                           "profile": {"name": profile}, "settings": {"profile": profile, "n_sequences": 256,
+                                                                      "seed": 0, "cache_dir": "/somewhere"}},
+            "results": [
+                {"claim_id": "G.token-nlp-anisotropic", "model_id": "m", "verdict": verdict, "inputs": "wiki@1",
+                 "measured": {"max_avg_cos": value, "layer_of_max": "5", "per_layer": [0.1, 0.2]},
+                 "uncertainty": {"statistic": "margin", "value": value - 0.08, "low": 0.1, "high": 0.2,
+                                 "fragile": False}, "n_items": 256},
+                {"claim_id": "G.char-nlp-anisotropic", "model_id": None, "verdict": "skipped"}],
+            "models": {"m": {"layer_names": ["0", "1"], "meta": {"seconds": 12.5, "cache": {"hit": False}}}},
+            "summary": {"holds": 1, "skipped": 1}}
+
+
+def test_the_findings_tables_are_made_from_the_recorded_runs(tmp_path):
+    """A record keeps what the tables show (no machine path, no per-layer list); the page gets one table per record,
+    and the paper-profile records set against the latest quick one, a difference without a note flagged."""
+    import json
+
+    hook = _records_hook()
+    root = tmp_path / "docs" / "records"
+    root.mkdir(parents=True)
+    quick = hook.trim(_results("quick", "holds", 0.2544, "2026-01-01T00:00:00+00:00"), "aniso run m", 171, 908)
+    assert quick["settings"] == {"n_sequences": 256, "seed": 0} and quick["wall_s"] == 171
+    assert [v["claim"] for v in quick["verdicts"]] == ["G.token-nlp-anisotropic"]
+    assert quick["verdicts"][0]["measured"] == {"max_avg_cos": 0.2544, "layer_of_max": "5"}
+    assert "/somewhere" not in json.dumps(quick)
+    (root / "a-quick.json").write_text(json.dumps(quick))
+    rows = hook.recorded_runs(root).splitlines()
+    assert rows[0] == "### 2026-01-01: `aniso run m` (quick)" and "171 s wall, peak 908 MB resident" in rows[2]
+    assert rows[-1].startswith("| `G.token-nlp-anisotropic` | `m` | holds | margin: 0.1744 [0.1, 0.2] |")
+
+    registry = ROOT / "models.yaml"
+    assert hook.profile_comparison(root, registry).startswith("No `paper`-profile run is recorded yet")
+    paper = hook.trim(_results("paper", "does-not-hold", 0.07, "2026-01-02T00:00:00+00:00"), "aniso run m "
+                      "--aniso-profile paper", 3600, 4000)
+    (root / "b-paper.json").write_text(json.dumps(paper))
+    table = hook.profile_comparison(root, registry)
+    row = next(line for line in table.splitlines() if line.startswith("| `m` |"))
+    assert "holds: margin: 0.1744" in row and "does-not-hold: margin" in row and "**no**" in row
+    assert "(not yet explained)" in row and "3600 s, 4,000 MB" in row and "Not yet recorded at the `paper`" in table
+    paper["notes"] = {"G.token-nlp-anisotropic m": "the whole validation set has longer paragraphs"}
+    (root / "b-paper.json").write_text(json.dumps(paper))
+    assert "the whole validation set has longer paragraphs" in hook.profile_comparison(root, registry)

@@ -275,25 +275,24 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
                   texts, len(texts), seed)
 
 
-#: Kind of inputs (:data:`aniso.extract.modalities.INPUTS`) → the setting naming the folder or file it is read from.
-_INPUT_SETTING = {"text": "corpus", "speech": "speech_dir", "vision": "image_dir"}
-
-
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
     """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
-    a model reading inputs of ``kind``. Raises ValueError naming ``inputs`` when it does not exist or does not fit."""
+    a model reading inputs of ``kind`` (:data:`aniso.inputs.forms.INPUT_FORMS`). Raises ValueError naming
+    ``inputs`` when it does not exist or does not fit."""
+    from .inputs.forms import INPUT_FORMS
+
+    form = INPUT_FORMS[kind]
     path = Path(os.path.expanduser(str(inputs)))
     if not path.exists():
         raise ValueError(f"inputs: {str(inputs)[:80]!r} is no file or folder (give texts as a list of strings)")
-    if kind in ("text", "reactions"):
+    if form.items is None:
         if path.is_dir():
             raise ValueError(f"inputs: {path} is a folder, but {model_id} is a text model: give a corpus file (one "
                              "paragraph per line) or a list of texts")
-        return {"corpus": str(path)}
-    if not path.is_dir():
-        what = "recordings (.flac/.wav)" if kind == "speech" else "photographs (.jpg/.png)"
-        raise ValueError(f"inputs: {path} is a file, but {model_id} is a {kind} model: give a folder of {what}")
-    return {_INPUT_SETTING[kind]: str(path)}
+    elif not path.is_dir():
+        raise ValueError(f"inputs: {path} is a file, but {model_id} is a {kind} model: give a folder of "
+                         f"{form.items}")
+    return {form.setting: str(path)}
 
 
 def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
@@ -375,21 +374,21 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         base = _settings(options, settings)
         reg = _load_registry(_registry_file(registry, base))
         entry = _entry(model, reg)
-        from .extract.modalities import modality_of
+        from .extract.modalities import INPUT_FORMS, inputs_kind, modality_of
 
         row = modality_of(entry)
         if row is None:
             raise ValueError(f"model {entry.id!r}: modality {entry.modality!r} has no hidden states measured over "
                              "inputs (an untrained block: see `aniso block-sweep`)")
-        kind = entry.measured_on or row.inputs
-        if texts is not None and kind not in ("text", "reactions"):
+        kind = inputs_kind(entry)
+        form = INPUT_FORMS[kind]
+        if texts is not None and form.items is not None:
             raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model: give a folder of "
-                             f"{'photographs' if kind == 'vision' else 'recordings'} (or None for setting "
-                             f"{_INPUT_SETTING.get(kind, kind)})")
+                             f"{form.noun} (or None for setting {form.setting})")
         extra: dict[str, Any] = {}
         if isinstance(inputs, (str, Path)):
             extra |= _inputs_option(inputs, kind, entry.id)
-        size = {"text": "n_sequences", "reactions": "n_sequences", "speech": "n_clips", "vision": "n_images"}[kind]
+        size = form.size
         if texts is not None:
             extra[size] = len(texts)
         elif n_inputs is not None:
@@ -718,21 +717,6 @@ TWIN_SIZES = {"n_sequences": 16, "max_length": 32, "n_clips": 4, "n_images": 8, 
               "svd_batch_size": 64, "reservoir_size": 256}
 
 
-def _synthetic_recordings(folder: Path, seed: int, n: int = 4) -> Path:
-    """``n`` WAV files of 16 kHz tones in noise (1 to 2 s), the recordings of a twin run's speech rows (a twin's
-    verdicts say only that the code path runs; a folder of 30-s recordings would take tens of seconds)."""
-    import numpy as np
-    import soundfile
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    for i in range(n):
-        t = np.arange(int(16_000 * (1.0 + i / max(n - 1, 1)))) / 16_000
-        audio = 0.1 * np.sin(2 * np.pi * (180 + 60 * i) * t) + 0.02 * rng.standard_normal(t.size)
-        soundfile.write(folder / f"tone-{i}.wav", audio.astype(np.float32), 16_000)
-    return folder
-
-
 @contextlib.contextmanager
 def _offline_hub_cache(cache: Path):
     """``HF_HUB_OFFLINE=1`` and ``cache`` as the Hugging Face hub cache, in the environment and in huggingface_hub's
@@ -787,6 +771,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
     from .sources.hubcache import import_folder
+    from .extract.modalities import INPUT_FORMS, inputs_kind
+    from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
 
     options = _setting_options(pytest_args)
@@ -795,11 +781,14 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     settings, reg = settings_and_registry(options, registry=registry)
     wanted = parse_claims(settings.claims)
     chosen, _ = reg.model_set(models)
-    hub_rows = [e for e in chosen if e.source.kind == "hub"]
+    def has_twin(e) -> bool:
+        return SOURCE_KINDS[e.source.kind].twins
+
+    hub_rows = [e for e in chosen if has_twin(e)]
     if not hub_rows:
         raise ValueError(f"--twin: {models!r} holds no hub row (twins are made of the registry's hub rows: "
-                         f"{', '.join(e.id for e in reg if e.source.kind == 'hub')[:160]}...)")
-    others = [e.id for e in chosen if e.source.kind != "hub"]
+                         f"{', '.join(e.id for e in reg if has_twin(e))[:160]}...)")
+    others = [e.id for e in chosen if not has_twin(e)]
     if others:
         say(f"--twin: {len(others)} row(s) of {models!r} are not hub rows and have no twin; left out "
             f"({', '.join(others[:5])}{', …' if len(others) > 5 else ''})")
@@ -854,10 +843,13 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         if not ids:
             return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
         sizes = dict(TWIN_SIZES)
-        if any(reg.get(i).modality == "speech" for i in ids):  # short clips: a twin's verdicts are the code path's
-            sizes["speech_dir"] = str(_synthetic_recordings(root / "speech", settings.seed))
-            manifest["inputs"]["speech"] = ("4 synthetic recordings, tones in noise of 1 to 2 s (WAV, 16 kHz), read "
-                                            "by the speech loader as a folder of recordings is")
+        # small synthetic inputs where the run's own would take long (short clips): a twin's verdicts are the code
+        # path's
+        for kind in sorted({k for k in map(inputs_kind, map(reg.get, ids)) if k is not None}):
+            form = INPUT_FORMS[kind]
+            if form.synthetic is not None:
+                sizes[form.setting] = str(form.synthetic(root / kind, settings.seed))
+                manifest["inputs"][kind] = form.synthetic_note
         tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
         args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), *_DOOR_OPTIONS,
@@ -940,13 +932,12 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     given = dict(settings or {})
     with tempfile.TemporaryDirectory(prefix="aniso-check-") as tmp:
         if inputs is not None:
-            from .extract.modalities import modality_of
+            from .extract.modalities import INPUT_FORMS, inputs_kind
 
-            row = modality_of(entry)
-            kind = entry.measured_on or (row.inputs if row else "text")
+            kind = inputs_kind(entry) or "text"
             if isinstance(inputs, (list, tuple)):
                 texts = _texts(inputs)
-                if kind not in ("text", "reactions"):
+                if INPUT_FORMS[kind].items is not None:
                     raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model")
                 corpus = Path(tmp) / "texts.txt"
                 corpus.write_text("\n".join(" ".join(t.split()) for t in texts) + "\n", encoding="utf-8")

@@ -544,7 +544,7 @@ class ClaimContext:
     def block_sweeps(self) -> list:
         """The untrained-block sweeps of the model (one :class:`~aniso.experiments.untrained_block.BlockSweep`
         per seed), computed or read from the cache."""
-        if self.entry is None or self.entry.modality != "embeddings":
+        if self.entry is None or not self.entry.untrained_block:
             raise RuntimeError(f"{self.result.claim_id}: block_sweeps() needs an untrained-block registry entry")
         sweeps = self._session.blocks.get(self.entry)
         spec = sweeps[0].spec

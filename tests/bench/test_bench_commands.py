@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,3 +96,18 @@ def test_bench_command_times_aniso_stats_against_the_bare_script(capsys, tmp_pat
     assert got["model"] == "tiny" and got["paragraphs"] == 6 and len(got["rounds"]) == 1
     assert got["command_s"] > 0 and got["script_s"] > 0
     assert got["ratio"] == pytest.approx(got["command_s"] / got["script_s"], rel=1e-2)
+
+
+def test_bench_command_reads_the_transformers_folder_of_local_and_package_rows(tmp_path):
+    """The bare script's folder: a local row's path, a package row's folder in the transformers format; a package in
+    another format, or another source kind, is refused naming the row."""
+    from aniso.bench.command import model_folder
+    from aniso.registry.entries import load_registry
+    from aniso.sources import SourceContext
+
+    reg = load_registry(Path(__file__).resolve().parents[2] / "models.yaml")
+    ctx = SourceContext(cache_dir=tmp_path)
+    assert (model_folder(reg.get("all-MiniLM-L6-v2"), ctx) / "config.json").is_file()
+    for refused in ("whisper-tiny.en", "smollm2-135m-instruct"):
+        with pytest.raises(ValueError, match=f"^{refused}: aniso bench command needs a model read from a transformers"):
+            model_folder(reg.get(refused), ctx)

@@ -165,6 +165,9 @@ def test_aniso_run_twin_runs_the_claims_through_the_hub_path(tmp_path, monkeypat
     assert [i["revision"] for i in twin["rows"]["pythia-2.8b"]["imported"]] == ["main", "step0", "step1000",
                                                                                "step143000"]
     assert twin["rows"]["character-bert"]["remote_code"] == "modeling_twin.py"
+    # the speech row reads short synthetic recordings (INPUT_FORMS["speech"].synthetic), not the 30-s folder
+    assert list(twin["inputs"]) == ["speech"] and twin["inputs"]["speech"].startswith("4 synthetic recordings")
+    assert len(list((tmp_path / "twins" / "speech").glob("tone-*.wav"))) == 4
     measured = [r for r in doc["results"] if r["model_id"] in END_TO_END and r["verdict"] != "skipped"]
     assert {r["model_id"] for r in measured} == set(END_TO_END)
     assert all(r["twin"] == TWIN_LABEL and r["expected"] is None

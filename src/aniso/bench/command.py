@@ -51,13 +51,13 @@ def model_folder(entry, ctx) -> Path:
     """The transformers folder a registry entry loads from: a ``local`` source's path, or a ``package`` source's
     folder in the ``transformers`` format. Raises ValueError naming the entry for any other source (the bare script
     needs a folder that ``from_pretrained`` reads as it is)."""
-    src = entry.source
-    if src.kind == "local":
-        return Path(src.path)
-    if src.kind == "package" and getattr(src, "format", None) == "transformers" and not getattr(src, "parts", None):
-        from ..sources.package import directory
+    from ..sources import SOURCE_KINDS
 
-        return directory(entry, ctx)
+    src = entry.source
+    folder = SOURCE_KINDS[src.kind].transformers_folder
+    path = folder(entry, ctx) if folder is not None else None
+    if path is not None:
+        return path
     raise ValueError(f"{entry.id}: aniso bench command needs a model read from a transformers folder (a local "
                      f"source, or a package in the transformers format); this one is a {src.kind} source")
 

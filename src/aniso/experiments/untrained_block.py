@@ -168,14 +168,8 @@ class UntrainedBlock:
 
     def _install_hooks(self) -> None:
         att = self.attention
-        if self.kind == "gpt2-pre-ln":
-            self._hooks.append(att.c_attn.register_forward_hook(self._keep("qkv")))
-        elif self.kind == "llama-pre-rmsnorm":
-            self._hooks.append(att.q_proj.register_forward_hook(self._keep("q")))
-            self._hooks.append(att.k_proj.register_forward_hook(self._keep("k")))
-        else:
-            self._hooks.append(att.query.register_forward_hook(self._keep("q")))
-            self._hooks.append(att.key.register_forward_hook(self._keep("k")))
+        for name, module in _BLOCKS[self.kind].family.qk_modules(att).items():
+            self._hooks.append(module.register_forward_hook(self._keep(name)))
         self._hooks.append(att.register_forward_hook(self._keep("probs")))
 
         def keep_input(_module, args, kwargs):
@@ -195,7 +189,7 @@ class UntrainedBlock:
         self._seen = {}
         kwargs = {}
         rope = None
-        if self.kind == "llama-pre-rmsnorm":
+        if self.rotary is not None:
             pos = torch.arange(h.shape[1], device=h.device).unsqueeze(0).expand(h.shape[0], -1)
             rope = self.rotary(h, pos)
             kwargs["position_embeddings"] = rope
@@ -235,16 +229,19 @@ def projection_params(block: UntrainedBlock) -> tuple[torch.Tensor, torch.Tensor
         raise ValueError(f"block {block.kind!r} has no attention")
     d = block.dim
 
-    def wb(lin: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
-        bias = lin.bias if lin.bias is not None else torch.zeros(lin.weight.shape[0], dtype=lin.weight.dtype)
-        return lin.weight.detach(), bias.detach()
+    return _BLOCKS[block.kind].family.projections(att, d)
 
-    if block.kind == "gpt2-pre-ln":  # Conv1D: y = x W + b with W (d, 3d)
-        w, b = att.c_attn.weight.detach(), att.c_attn.bias.detach()
-        return w[:, :d].T, b[:d], w[:, d:2 * d].T, b[d:2 * d]
-    if block.kind == "llama-pre-rmsnorm":
-        return (*wb(att.q_proj), *wb(att.k_proj))
-    return (*wb(att.query), *wb(att.key))
+
+def _linear(lin: nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
+    """(W, b) of a linear layer, W of shape (out, in); b zero where it has no bias."""
+    bias = lin.bias if lin.bias is not None else torch.zeros(lin.weight.shape[0], dtype=lin.weight.dtype)
+    return lin.weight.detach(), bias.detach()
+
+
+def _fused_qkv(att: nn.Module, d: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """GPT-2's Conv1D ``c_attn``: y = x W + b with W (d, 3d), queries, keys and values side by side."""
+    w, b = att.c_attn.weight.detach(), att.c_attn.bias.detach()
+    return w[:, :d].T, b[:d], w[:, d:2 * d].T, b[d:2 * d]
 
 
 class _IdentitySelfAttention(nn.Module):
@@ -254,22 +251,107 @@ class _IdentitySelfAttention(nn.Module):
         return hidden_states, None
 
 
-def _config(kind: str, overrides: dict[str, Any]):
-    from transformers import BertConfig, GPT2Config, LlamaConfig
+def _bert_parts(model, cfg):
+    block, table = model.encoder.layer[0], model.embeddings.word_embeddings.weight
+    if cfg.pad_token_id is not None:  # the padding row is zero: never drawn
+        keep = torch.ones(table.shape[0], dtype=torch.bool)
+        keep[cfg.pad_token_id] = False
+        table = table[keep]
+    heads = cfg.num_attention_heads
+    return block, table.detach(), heads, cfg.hidden_size // heads, block.attention.self, None
 
-    if kind in ("bert-post-ln", "bert-identity-attention"):
-        base = dict(num_hidden_layers=1)
-        cls = BertConfig
-    elif kind == "gpt2-pre-ln":
-        base = {}  # GPT-2 small: 12 layers, so residual projections get std 0.02/√24
-        cls = GPT2Config
-    else:
-        base = dict(hidden_size=768, intermediate_size=3072, num_attention_heads=12, num_key_value_heads=12,
-                    num_hidden_layers=1, vocab_size=32000)
-        cls = LlamaConfig
+
+def _gpt2_parts(model, cfg):
+    block = model.h[0]
+    return block, model.wte.weight.detach(), cfg.n_head, cfg.n_embd // cfg.n_head, block.attn, None
+
+
+def _llama_parts(model, cfg):
+    block = model.layers[0]
+    return (block, model.embed_tokens.weight.detach(), cfg.num_attention_heads, block.self_attn.head_dim,
+            block.self_attn, model.rotary_emb)
+
+
+def _bert_model(cfg):
+    from transformers import BertModel
+
+    return BertModel(cfg, add_pooling_layer=False)
+
+
+def _gpt2_model(cfg):
+    from transformers import GPT2Model
+
+    return GPT2Model(cfg)
+
+
+def _llama_model(cfg):
+    from transformers import LlamaModel
+
+    return LlamaModel(cfg)
+
+
+@dataclass(frozen=True)
+class BlockFamily:
+    """The transformers architecture a block kind is taken from.
+
+    Attributes
+    ----------
+    config : the name of its transformers config class
+    base : the config fields it is built with before the sweep's overrides
+    model : ``config -> model``, the whole model, initialised as transformers initialises it
+    parts : ``(model, config) -> (block, embedding table (V, d), heads, head dim, attention module, rotary
+        module or None)``
+    qk_modules : ``attention -> {name: module}``, the modules whose outputs are the queries and keys (``"q"`` and
+        ``"k"``, or ``"qkv"`` fused)
+    projections : ``(attention, d) -> (W_Q, b_Q, W_K, b_K)``, W of shape (d, d) acting as W x
+    """
+
+    config: str
+    base: tuple[tuple[str, Any], ...]
+    model: Callable[[Any], nn.Module]
+    parts: Callable[[Any, Any], tuple]
+    qk_modules: Callable[[nn.Module], dict[str, nn.Module]]
+    projections: Callable[[nn.Module, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+
+
+_BERT = BlockFamily("BertConfig", (("num_hidden_layers", 1),), _bert_model, _bert_parts,
+                    lambda att: {"q": att.query, "k": att.key},
+                    lambda att, d: (*_linear(att.query), *_linear(att.key)))
+# GPT-2 small: 12 layers, so residual projections get std 0.02/√24
+_GPT2 = BlockFamily("GPT2Config", (), _gpt2_model, _gpt2_parts, lambda att: {"qkv": att.c_attn}, _fused_qkv)
+_LLAMA = BlockFamily("LlamaConfig", (("hidden_size", 768), ("intermediate_size", 3072), ("num_attention_heads", 12),
+                                     ("num_key_value_heads", 12), ("num_hidden_layers", 1), ("vocab_size", 32000)),
+                     _llama_model, _llama_parts, lambda att: {"q": att.q_proj, "k": att.k_proj},
+                     lambda att, d: (*_linear(att.q_proj), *_linear(att.k_proj)))
+
+
+@dataclass(frozen=True)
+class BlockKind:
+    """One row of the block-kind table: its architecture, and whether its self-attention is replaced by the
+    identity (the control without attention)."""
+
+    family: BlockFamily
+    identity_attention: bool = False
+
+
+#: The table of block kinds (the names: :data:`BLOCK_KINDS`).
+_BLOCKS: dict[str, BlockKind] = {
+    "bert-post-ln": BlockKind(_BERT),
+    "gpt2-pre-ln": BlockKind(_GPT2),
+    "llama-pre-rmsnorm": BlockKind(_LLAMA),
+    "bert-identity-attention": BlockKind(_BERT, identity_attention=True),
+}
+assert tuple(_BLOCKS) == BLOCK_KINDS
+
+
+def _config(kind: str, overrides: dict[str, Any]):
+    import transformers
+
+    family = _BLOCKS[kind].family
+    base = dict(family.base)
     base.update(overrides)
     try:
-        return cls(attn_implementation="eager", **base)
+        return getattr(transformers, family.config)(attn_implementation="eager", **base)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"block kind {kind!r}: bad config override(s) {overrides}: {exc}") from None
 
@@ -287,33 +369,15 @@ def build_block(kind: str, seed: int, config: dict[str, Any] | None = None) -> U
     """
     if kind not in BLOCK_KINDS:
         raise ValueError(f"unknown block kind {kind!r}; known kinds: {', '.join(BLOCK_KINDS)}")
-    from transformers import BertModel, GPT2Model, LlamaModel
-
+    row = _BLOCKS[kind]
     cfg = _config(kind, dict(config or {}))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(_stream_seed(seed, _STREAM_INIT))
-        if kind.startswith("bert"):
-            model = BertModel(cfg, add_pooling_layer=False)
-            block, table = model.encoder.layer[0], model.embeddings.word_embeddings.weight
-            attention = block.attention.self
-            if cfg.pad_token_id is not None:  # the padding row is zero: never drawn
-                keep = torch.ones(table.shape[0], dtype=torch.bool)
-                keep[cfg.pad_token_id] = False
-                table = table[keep]
-            if kind == "bert-identity-attention":
-                block.attention.self = _IdentitySelfAttention()
-                attention = None
-            heads = cfg.num_attention_heads
-            return UntrainedBlock(kind, block, table.detach(), heads, cfg.hidden_size // heads, attention)
-        if kind == "gpt2-pre-ln":
-            model = GPT2Model(cfg)
-            block = model.h[0]
-            return UntrainedBlock(kind, block, model.wte.weight.detach(), cfg.n_head, cfg.n_embd // cfg.n_head,
-                                  block.attn)
-        model = LlamaModel(cfg)
-        block = model.layers[0]
-        return UntrainedBlock(kind, block, model.embed_tokens.weight.detach(), cfg.num_attention_heads,
-                              block.self_attn.head_dim, block.self_attn, rotary=model.rotary_emb)
+        block, table, heads, head_dim, attention, rotary = row.family.parts(row.family.model(cfg), cfg)
+    if row.identity_attention:
+        block.attention.self = _IdentitySelfAttention()
+        attention = None
+    return UntrainedBlock(kind, block, table, heads, head_dim, attention, rotary=rotary)
 
 
 def draw_inputs(table: torch.Tensor, n_sequences: int, seq_len: int, seed: int) -> torch.Tensor:

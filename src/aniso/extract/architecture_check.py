@@ -66,17 +66,11 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     """
     from transformers import AutoConfig, AutoModel
 
-    if entry.source.kind == "miniature-text":  # the suite's byte-level BERT / GPT-2 at initialisation, small
-        from ..experiments.miniature_text import TextRecipe, build_model as build_text, byte_tokenizer
+    from ..sources import SOURCE_KINDS
 
-        recipe = TextRecipe(entry.source.arch, seed, **(dict(hidden_size=32, num_layers=2, num_heads=4)
-                                                        | dict(entry.source.config)))
-        return build_text(recipe).eval(), byte_tokenizer(), None
-    if entry.miniature:  # the suite's own vision miniature: its architecture at initialisation is already tiny
-        from ..experiments.miniature_vision import build_model, image_processor, recipe_of
-
-        recipe = recipe_of(entry.source)
-        return build_model(recipe.arch, recipe.image_size, seed).eval(), None, image_processor(recipe.image_size)
+    initialised = SOURCE_KINDS[entry.source.kind].initialised
+    if initialised is not None:  # the suite's own miniatures: their architecture at initialisation, small
+        return initialised(entry, seed)
     if entry.tiny is None:
         raise ValueError(f"{entry.id}: registry entry has no 'tiny' config")
     modality = modality_of(entry)

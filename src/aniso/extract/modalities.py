@@ -15,7 +15,9 @@ row                    inputs     vectors of a layer
 (:mod:`aniso.stats.pipeline`) and the offline architecture check (:mod:`aniso.extract.architecture_check`) both go through it.
 :data:`INPUTS` loads each kind of inputs (corpus, recordings, photographs) from the run's settings.
 
-To add a modality: one row here (and, if it reads a new kind of inputs, one loader in :data:`INPUTS`).
+To add a modality: one row here (and, if it reads a new kind of inputs, one loader in :data:`INPUTS` and one row
+of :data:`aniso.inputs.forms.INPUT_FORMS`, how a user gives them). Code elsewhere asks a row, never compares a
+modality's name (``tests/test_one_switch.py``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..inputs.forms import INPUT_FORMS, InputsForm
 from .hidden import (Batch, iter_speech_hidden_states, iter_text_hidden_states, iter_vision_hidden_states,
                      layer_names, speech_layer_names)
 
-__all__ = ["Modality", "MODALITIES", "INPUTS", "modality_of", "CHECK_TEXTS"]
+__all__ = ["Modality", "MODALITIES", "INPUTS", "INPUT_FORMS", "InputsForm", "modality_of", "inputs_kind",
+           "CHECK_TEXTS"]
 
 #: Sentences of different lengths for the offline check (padding must not change any vector).
 CHECK_TEXTS = (
@@ -247,6 +251,13 @@ def _reaction_inputs(settings, hub):
 #: SMILES are text to a chemistry model).
 INPUTS: dict[str, Callable[[Any, Any], Any]] = {"text": _text_inputs, "speech": _speech_inputs,
                                                 "vision": _vision_inputs, "reactions": _reaction_inputs}
+
+
+def inputs_kind(entry) -> str | None:
+    """The kind of inputs (a key of :data:`INPUTS`) a registry entry reads: its ``measured_on``, else its modality
+    row's; None for an entry measured over no inputs (an untrained block)."""
+    row = modality_of(entry)
+    return getattr(entry, "measured_on", None) or (row.inputs if row else None)
 
 
 def sample_names(inputs) -> Sequence[str]:

@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from .forms import INPUT_FORMS, SAMPLE_RATE
+
 __all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_images_excluding", "SAMPLE_RATE",
            "MAX_IMAGE_PIXELS", "SkippedInput"]
 
-SAMPLE_RATE = 16_000
 #: Shortest recording kept: 0.1 s (Whisper and wav2vec 2.0 need a few frames).
 MIN_SAMPLES = SAMPLE_RATE // 10
 #: Smallest photograph side kept, in pixels (a smaller file is a thumbnail or a placeholder, not a photograph).
@@ -105,8 +106,9 @@ class MediaSet:
         out["n_skipped"] = len(self.skipped)
         if self.skipped:
             out["skipped"] = {name: reason for name, reason in self.skipped}
-        if self.modality == "speech":
-            out["seconds"] = round(sum(len(a) for a in self.items) / SAMPLE_RATE, 2)
+        rate = INPUT_FORMS[self.modality].sample_rate
+        if rate:  # recordings: their total duration
+            out["seconds"] = round(sum(len(a) for a in self.items) / rate, 2)
         return out
 
 

@@ -224,7 +224,7 @@ class ModelEntry(Strict):
         if self.stands_for == self.id and self.relation == "relative":
             raise ValueError("a row is no relative of itself: relation 'same' or 'converted' for stands_for its "
                              "own id (the seed model read from a copy or a conversion)")
-        problem = self._kind.check_entry(self)
+        problem = self._kind.problem(self)
         if problem:
             raise ValueError(problem)
         series = self.checkpoints
@@ -260,9 +260,15 @@ class ModelEntry(Strict):
         return self._kind.trained(self.source)
 
     @property
+    def untrained_block(self) -> bool:
+        """True for an untrained block of G §4 (modality ``embeddings``, source kind ``init``: the two go together),
+        measured over its embedding table's rows rather than over inputs."""
+        return self.modality == "embeddings"
+
+    @property
     def miniature(self) -> bool:
         """True for a model trained by the suite itself (source kinds ``miniature``, ``miniature-text``)."""
-        return self.source.kind in ("miniature", "miniature-text")
+        return self._kind.miniature
 
     @property
     def all_tags(self) -> frozenset[str]:

@@ -150,7 +150,16 @@ class SourceKind:
         ModelUnavailable (InputsMissing for want of a data folder) as ``load`` would
     load : ``(entry, ctx) -> LoadedModel``; raises ModelUnavailable naming the model and why
     check_entry : ``(entry) -> str | None``, what is inconsistent between the source and the rest of the entry
-        (e.g. an ONNX CNN declared as text), or None
+        beyond ``needs`` (e.g. a miniature's architecture against its recipe's), or None
+    needs : ``(field, value)`` pairs the entry of a row of this kind must have (e.g. ``("modality", "text")`` for a
+        language-model format); :meth:`problem` checks them
+    is_a : what a model of this kind is, for the message of a row that lacks ``needs`` (``a language model``)
+    transformers_folder : ``(entry, ctx) -> Path | None``, the folder transformers' ``from_pretrained`` reads as it
+        is, for the rows of this kind that have one (``aniso bench command`` times a bare script on it)
+    initialised : ``(entry, seed) -> (model, tokenizer, processor)``, a small model of the row at initialisation for
+        the offline architecture check (:mod:`aniso.extract.architecture_check`), for kinds whose rows have no
+        ``tiny`` config (the suite's miniatures); None: the check builds the row's ``tiny`` config
+    miniature : whether the rows of this kind are models the suite trains itself
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
     checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
         registry series with ``steps: all``), or None where the kind does not list them
@@ -159,6 +168,8 @@ class SourceKind:
         None when ``path`` is not in it; raises :class:`~aniso.sources.detect.UndetectableModel` (a ValueError, one
         line) when it is, but what its entry needs cannot be told (:func:`aniso.sources.detect.detect_entry`)
     detects : what ``detect`` recognises, in words (for the error that names the formats ``aniso run`` reads)
+    twins : whether a row of this kind has a twin (:mod:`aniso.sources.twin`: its architecture with random weights,
+        in a folder laid out as its repository, imported into the hub cache)
     """
 
     name: str
@@ -170,6 +181,21 @@ class SourceKind:
     checkpoints: Callable[["ModelEntry", SourceContext], list[int]] | None = None
     detect: Callable[[Path], dict[str, Any] | None] | None = None
     detects: str = ""
+    twins: bool = False
+    needs: tuple[tuple[str, str], ...] = ()
+    is_a: str = ""
+    transformers_folder: Callable[["ModelEntry", SourceContext], Path | None] | None = None
+    initialised: Callable[["ModelEntry", int], tuple[Any, Any, Any]] | None = None
+    miniature: bool = False
+
+    def problem(self, entry: "ModelEntry") -> str | None:
+        """What is inconsistent between a row of this kind and the rest of its entry (``needs``, then
+        ``check_entry``), in one phrase, or None."""
+        if any(getattr(entry, name) != value for name, value in self.needs):
+            article = "an" if self.name[0] in "aeiou" else "a"
+            return (f"{article} {self.name} source " + (f"is {self.is_a}: it " if self.is_a else "")
+                    + "needs " + " and ".join(f"{name} {value!r}" for name, value in self.needs))
+        return self.check_entry(entry)
 
 
 def check_permissions(entry: "ModelEntry", download: bool = True) -> None:

@@ -88,10 +88,4 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
                        f"{type(model).__name__})")
 
 
-def _text_only(entry) -> str | None:
-    if entry.modality != "text":
-        return "a gguf source is a language model: it needs modality 'text'"
-    return None
-
-
-KIND = SourceKind("gguf", GgufSource, fingerprint, load, check_entry=_text_only)
+KIND = SourceKind("gguf", GgufSource, fingerprint, load, needs=(("modality", "text"),), is_a="a language model")

@@ -81,7 +81,12 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
     lacking = missing_weights(folder)
     if lacking is not None:
         return lacking
-    if modality == "text":
+    from ..inputs.forms import INPUT_FORMS
+
+    form = INPUT_FORMS.get(modality)  # the registry's modality names the kind of inputs it reads
+    if form is None:
+        return None
+    if form.processor is None:  # a tokenizer reads them
         tokenizer_class, remote = None, False
         tokenizer_config = folder / "tokenizer_config.json"
         if tokenizer_config.is_file():
@@ -96,9 +101,8 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
         if not any((folder / name).is_file() for name in VOCABULARY_FILES):
             return ("no tokenizer files: none of " + ", ".join(VOCABULARY_FILES[:5]) + "... (without them "
                     "transformers builds a tokenizer of a few tokens and every word becomes unknown)")
-    elif modality in ("speech", "vision") and not (folder / "preprocessor_config.json").is_file():
-        return f"no preprocessor_config.json (the {'feature extractor' if modality == 'speech' else 'image processor'} "\
-               "of the model)"
+    elif not (folder / "preprocessor_config.json").is_file():
+        return f"no preprocessor_config.json (the {form.processor} of the model)"
     return None
 
 
@@ -285,4 +289,4 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     return LoadedModel(entry, model, tok, origin, proc)
 
 
-KIND = SourceKind("hub", HubSource, fingerprint, load)
+KIND = SourceKind("hub", HubSource, fingerprint, load, twins=True)

@@ -36,10 +36,5 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
                            "not by hidden-state statistics over inputs")
 
 
-def _embeddings_only(entry) -> str | None:
-    if entry.modality != "embeddings":
-        return "modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it"
-    return None
-
-
-KIND = SourceKind("init", InitSource, fingerprint, load, check_entry=_embeddings_only, trained=lambda src: False)
+KIND = SourceKind("init", InitSource, fingerprint, load, needs=(("modality", "embeddings"),),
+                  is_a="an untrained block", trained=lambda src: False)

@@ -137,10 +137,6 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     return LoadedModel(entry, model, tokenizer, f"llama2c: {path} (read onto transformers' LlamaModel)")
 
 
-def _text_only(entry) -> str | None:
-    return None if entry.modality == "text" else "a llama2c source is a language model: it needs modality 'text'"
-
-
 #: Files of a Hugging Face tokenizer, any of which makes a folder one.
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 
@@ -176,5 +172,5 @@ def detect(path: Path) -> dict | None:
             "family": "llama"}
 
 
-KIND = SourceKind("llama2c", Llama2cSource, fingerprint, load, check_entry=_text_only, detect=detect,
-                  detects="a llama2.c checkpoint with its Hugging Face tokenizer beside it")
+KIND = SourceKind("llama2c", Llama2cSource, fingerprint, load, needs=(("modality", "text"),), is_a="a language model",
+                  detect=detect, detects="a llama2.c checkpoint with its Hugging Face tokenizer beside it")

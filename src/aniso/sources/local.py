@@ -79,4 +79,5 @@ def detect(path: Path) -> dict | None:
 
 
 KIND = SourceKind("local", LocalSource, fingerprint, load, detect=detect,
-                  detects="a transformers model folder with config.json")
+                  detects="a transformers model folder with config.json",
+                  transformers_folder=lambda entry, ctx: Path(entry.source.path))

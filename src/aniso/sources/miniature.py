@@ -84,11 +84,19 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
 
 def _consistent(entry) -> str | None:
     arch = ARCH_FAMILY[entry.source.arch]
-    if entry.modality != "vision" or entry.architecture != arch:
-        return (f"a {entry.source.recipe} miniature of arch {entry.source.arch!r} needs modality 'vision' and "
-                f"architecture {arch!r}")
+    if entry.architecture != arch:
+        return f"a {entry.source.recipe} miniature of arch {entry.source.arch!r} needs architecture {arch!r}"
     return None
 
 
-KIND = SourceKind("miniature", MiniatureSource, fingerprint, load, check_entry=_consistent,
-                  trained=lambda src: src.steps > 0)
+def _initialised(entry, seed: int):
+    """The vision miniature at initialisation (its architecture is already small), for the offline check."""
+    from ..experiments.miniature_vision import build_model, image_processor, recipe_of
+
+    recipe = recipe_of(entry.source)
+    return build_model(recipe.arch, recipe.image_size, seed).eval(), None, image_processor(recipe.image_size)
+
+
+KIND = SourceKind("miniature", MiniatureSource, fingerprint, load, check_entry=_consistent, initialised=_initialised,
+                  miniature=True,
+                  needs=(("modality", "vision"),), is_a="a vision miniature", trained=lambda src: src.steps > 0)

@@ -116,10 +116,21 @@ def _consistent(entry) -> str | None:
     from ..experiments.names import TEXT_ARCHS as ARCHS
 
     role = ARCHS[entry.source.arch]
-    if entry.modality != "text" or entry.granularity != "byte" or entry.role != role:
-        return f"a miniature-text {entry.source.arch} needs modality 'text', granularity 'byte' and role {role!r}"
+    if entry.role != role:
+        return f"a miniature-text {entry.source.arch} needs role {role!r}"
     return None
 
 
+def _initialised(entry, seed: int):
+    """The suite's byte-level BERT / GPT-2 at initialisation, small (2 layers of 32), for the offline check."""
+    from ..experiments.miniature_text import TextRecipe, build_model, byte_tokenizer
+
+    recipe = TextRecipe(entry.source.arch, seed, **(dict(hidden_size=32, num_layers=2, num_heads=4)
+                                                    | dict(entry.source.config)))
+    return build_model(recipe).eval(), byte_tokenizer(), None
+
+
 KIND = SourceKind("miniature-text", MiniatureTextSource, fingerprint, load, check_entry=_consistent,
+                  initialised=_initialised, miniature=True,
+                  needs=(("modality", "text"), ("granularity", "byte")), is_a="a byte-level text miniature",
                   trained=lambda src: src.steps != 0, checkpoints=checkpoint_steps)

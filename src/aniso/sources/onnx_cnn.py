@@ -148,12 +148,6 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
                        processor)
 
 
-def _vision_cnn_only(entry) -> str | None:
-    if (entry.modality, entry.architecture) != ("vision", "cnn"):
-        return "an onnx source is a CNN: it needs modality 'vision' and architecture 'cnn'"
-    return None
-
-
 def detect(path: Path) -> dict | None:
     """The registry fields of an ONNX CNN file (``.onnx``; a QLinear or float graph with the block maps of
     :func:`quantized_block_taps` / :func:`float_block_taps`), its crop the input's height where the graph fixes it
@@ -204,5 +198,5 @@ def detect(path: Path) -> dict | None:
             "role": "encoder", "family": family}
 
 
-KIND = SourceKind("onnx", OnnxSource, fingerprint, load, check_entry=_vision_cnn_only, detect=detect,
-                  detects="an ONNX CNN file (.onnx)")
+KIND = SourceKind("onnx", OnnxSource, fingerprint, load, needs=(("modality", "vision"), ("architecture", "cnn")),
+                  is_a="a CNN", detect=detect, detects="an ONNX CNN file (.onnx)")

@@ -88,6 +88,7 @@ class _Format:
     needed: Callable[[PackageSource], str]  # the file that must exist in the folder
     fingerprint: Callable[[PackageSource, Path], str]
     load: Callable[[Any, Path, str], LoadedModel]  # (entry, folder, package version)
+    from_pretrained: bool = False  # the folder is one that transformers' from_pretrained reads as it is
 
 
 def _version(src: PackageSource) -> str:
@@ -365,7 +366,7 @@ def _file_print(src: PackageSource, path: Path) -> str:
 FORMATS: dict[str, _Format] = {
     "transformers": _Format(lambda src: "config.json",
                             lambda src, path: f"package:{weight_files_fingerprint(path, ('model.bin',))}",
-                            _load_transformers),
+                            _load_transformers, from_pretrained=True),
     "ctranslate2-whisper": _Format(lambda src: "model.bin",
                                    lambda src, path: f"package:{weight_files_fingerprint(path, ('model.bin',))}",
                                    _load_ct2),
@@ -399,4 +400,11 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     return FORMATS[entry.source.format].load(entry, directory(entry, ctx), _version(entry.source))
 
 
-KIND = SourceKind("package", PackageSource, fingerprint, load)
+def transformers_folder(entry, ctx: SourceContext) -> Path | None:
+    """The package's folder where transformers' ``from_pretrained`` reads it as it is (a format of
+    ``from_pretrained`` rows, not split into parts), else None."""
+    src = entry.source
+    return directory(entry, ctx) if FORMATS[src.format].from_pretrained and not src.parts else None
+
+
+KIND = SourceKind("package", PackageSource, fingerprint, load, transformers_folder=transformers_folder)

@@ -87,6 +87,9 @@ TWIN_SPECS: dict[str, TwinSpec] = {
     "manta": TwinSpec("MantaModel", "byt5", remote=("T5Config", "T5Model")),
 }
 
+#: Granularity whose rows read their text with one tokenizer whatever their model_type → that tokenizer (ByT5's
+#: bytes for byte-level rows).
+_GRANULARITY_TOKENIZERS: dict[str, str] = {"byte": "byt5"}
 #: Vocabulary size of the twin tokenizers' training (at most the tiny config's ``vocab_size``).
 _MAX_VOCAB = 512
 #: Images of a twin's image processor: square, small, the tiny config's ``image_size`` where it has one.
@@ -124,8 +127,9 @@ def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
     if archs:
         spec = TwinSpec(str(archs[0] if isinstance(archs, list) else archs), spec.tokenizer, spec.processor,
                         spec.remote)
-    if entry.granularity == "byte" and spec.tokenizer not in (None, "byt5"):
-        spec = TwinSpec(spec.model_class, "byt5", spec.processor, spec.remote)
+    by_granularity = _GRANULARITY_TOKENIZERS.get(entry.granularity)
+    if by_granularity is not None and spec.tokenizer is not None:
+        spec = TwinSpec(spec.model_class, by_granularity, spec.processor, spec.remote)
     if model_type in _TWIN_CONFIG:
         fields_.update(_TWIN_CONFIG[model_type])
     if getattr(entry, "checkpoints", None) is not None:  # G §5's depth claims compare first and last layers: >= 3
@@ -189,57 +193,102 @@ def _fast(tok, cls_name: str, **special):
     return wrapped
 
 
+def _bert_wordpiece(texts: Sequence[str], v: int):
+    import transformers
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(
+        vocab_size=v, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+    return transformers.BertTokenizer(vocab=tok.get_vocab(), do_lower_case=True)
+
+
+def _roberta_bpe(texts: Sequence[str], v: int):
+    import transformers
+
+    vocab, merges, _ = _bpe_model(texts, v, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    return transformers.RobertaTokenizer(vocab=vocab, merges=merges)
+
+
+def _gpt2_bpe(texts: Sequence[str], v: int):
+    import transformers
+
+    vocab, merges, _ = _bpe_model(texts, v, ["<|endoftext|>"])
+    return transformers.GPT2Tokenizer(vocab=vocab, merges=merges)
+
+
+def _opt_bpe(texts: Sequence[str], v: int):
+    """OPT's tokenizer: GPT-2's class with </s> as bos, prepended to every sequence, and <pad>."""
+    import transformers
+
+    vocab, merges, _ = _bpe_model(texts, v, ["<s>", "<pad>", "</s>", "<unk>"])
+    return transformers.GPT2Tokenizer(vocab=vocab, merges=merges, bos_token="</s>", eos_token="</s>",
+                                      unk_token="<unk>", pad_token="<pad>", add_bos_token=True)
+
+
+def _neox_bpe(texts: Sequence[str], v: int):
+    import transformers
+
+    vocab, merges, _ = _bpe_model(texts, v, ["<|endoftext|>", "<|padding|>"])
+    return transformers.GPTNeoXTokenizer(vocab=vocab, merges=merges)
+
+
+def _bloom_bpe(texts: Sequence[str], v: int):
+    _, _, tok = _bpe_model(texts, v, ["<unk>", "<s>", "</s>", "<pad>"])
+    return _fast(tok, "BloomTokenizerFast", unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+
+
+def _falcon_bpe(texts: Sequence[str], v: int):
+    _, _, tok = _bpe_model(texts, v, [">>TITLE<<", "<|endoftext|>"])
+    return _fast(tok, "PreTrainedTokenizerFast", eos_token="<|endoftext|>")
+
+
+def _t5_unigram(texts: Sequence[str], v: int):
+    import transformers
+
+    vocab = _unigram_model(texts, v - 100, ["<pad>", "</s>", "<unk>"], "<unk>", lowercase=False)
+    return transformers.T5Tokenizer(vocab=vocab, extra_ids=100)
+
+
+def _albert_unigram(texts: Sequence[str], v: int):
+    import transformers
+
+    vocab = _unigram_model(texts, v, ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>", lowercase=True)
+    return transformers.AlbertTokenizer(vocab=vocab)
+
+
+def _llama_bpe(texts: Sequence[str], v: int):
+    import transformers
+
+    vocab, merges = _llama_model(texts, v)
+    return transformers.LlamaTokenizer(vocab=vocab, merges=merges)
+
+
+def _byt5(texts: Sequence[str], v: int):
+    import transformers
+
+    return transformers.ByT5Tokenizer()
+
+
+#: Kind of tokenizer files (:attr:`TwinSpec.tokenizer`) → ``(texts, vocab_size) -> tokenizer``: the row's own
+#: tokenizer class, its vocabulary trained on ``texts`` (none for CANINE and ByT5, whose classes need none).
+_TOKENIZERS: dict[str, Any] = {
+    "bert-wordpiece": _bert_wordpiece, "roberta-bpe": _roberta_bpe, "gpt2-bpe": _gpt2_bpe, "opt-bpe": _opt_bpe,
+    "neox-bpe": _neox_bpe, "bloom-bpe": _bloom_bpe, "falcon-bpe": _falcon_bpe, "t5-unigram": _t5_unigram,
+    "albert-unigram": _albert_unigram, "llama-bpe": _llama_bpe, "canine": lambda texts, v: _canine_tokenizer(),
+    "byt5": _byt5,
+}
+
+
 def twin_tokenizer(kind: str, texts: Sequence[str], vocab_size: int):
     """The row's own tokenizer class (``kind``: a key of :data:`_TOKENIZERS`), its vocabulary trained on ``texts``
     with at most ``vocab_size`` entries (none for CANINE and ByT5). Raises TwinError for an unknown kind."""
-    import transformers
-    from tokenizers import processors
-
-    v = min(vocab_size, _MAX_VOCAB)
-    if kind == "bert-wordpiece":
-        from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
-
-        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(
-            vocab_size=v, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
-        return transformers.BertTokenizer(vocab=tok.get_vocab(), do_lower_case=True)
-    if kind == "roberta-bpe":
-        vocab, merges, _ = _bpe_model(texts, v, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-        return transformers.RobertaTokenizer(vocab=vocab, merges=merges)
-    if kind in ("gpt2-bpe", "opt-bpe"):
-        specials = ["<|endoftext|>"] if kind == "gpt2-bpe" else ["<s>", "<pad>", "</s>", "<unk>"]
-        vocab, merges, _ = _bpe_model(texts, v, specials)
-        if kind == "gpt2-bpe":
-            return transformers.GPT2Tokenizer(vocab=vocab, merges=merges)
-        # OPT's tokenizer: GPT-2's class with </s> as bos, prepended to every sequence, and <pad>
-        return transformers.GPT2Tokenizer(vocab=vocab, merges=merges, bos_token="</s>", eos_token="</s>",
-                                          unk_token="<unk>", pad_token="<pad>", add_bos_token=True)
-    if kind == "neox-bpe":
-        vocab, merges, _ = _bpe_model(texts, v, ["<|endoftext|>", "<|padding|>"])
-        return transformers.GPTNeoXTokenizer(vocab=vocab, merges=merges)
-    if kind in ("bloom-bpe", "falcon-bpe"):
-        specials = ["<unk>", "<s>", "</s>", "<pad>"] if kind == "bloom-bpe" else [">>TITLE<<", "<|endoftext|>"]
-        _, _, tok = _bpe_model(texts, v, specials)
-        if kind == "bloom-bpe":
-            return _fast(tok, "BloomTokenizerFast", unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-                         pad_token="<pad>")
-        return _fast(tok, "PreTrainedTokenizerFast", eos_token="<|endoftext|>")
-    if kind == "t5-unigram":
-        vocab = _unigram_model(texts, v - 100, ["<pad>", "</s>", "<unk>"], "<unk>", lowercase=False)
-        return transformers.T5Tokenizer(vocab=vocab, extra_ids=100)
-    if kind == "albert-unigram":
-        vocab = _unigram_model(texts, v, ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"], "<unk>", lowercase=True)
-        return transformers.AlbertTokenizer(vocab=vocab)
-    if kind == "llama-bpe":
-        vocab, merges = _llama_model(texts, v)
-        return transformers.LlamaTokenizer(vocab=vocab, merges=merges)
-    if kind == "canine":
-        return _canine_tokenizer()
-    if kind == "byt5":
-        return transformers.ByT5Tokenizer()
-    raise TwinError(f"no twin tokenizer of kind {kind!r}")
+    make = _TOKENIZERS.get(kind)
+    if make is None:
+        raise TwinError(f"no twin tokenizer of kind {kind!r}")
+    return make(texts, min(vocab_size, _MAX_VOCAB))
 
 
 @functools.cache
@@ -260,24 +309,44 @@ def _save_tokenizer(tokenizer, folder: Path) -> None:
         config.write_text(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _save_processor(name: str, folder: Path, config) -> None:
-    if name == "Wav2Vec2FeatureExtractor":
-        from transformers import Wav2Vec2FeatureExtractor
+def _square(size: int) -> dict:
+    return {"size": {"height": size, "width": size}}
 
-        # wav2vec2-base and HuBERT-base: group-normalised feature encoders, no attention mask
-        Wav2Vec2FeatureExtractor(do_normalize=True, return_attention_mask=False).save_pretrained(str(folder))
+
+def _square_cropped(size: int) -> dict:
+    return {"size": {"height": size, "width": size}, "crop_size": {"height": size, "width": size}}
+
+
+#: Image processor class → its options at a twin's image size (the sizes its hub repositories give it).
+_IMAGE_PROCESSORS: dict[str, Any] = {
+    "ViTImageProcessor": _square, "BeitImageProcessor": _square, "SegformerImageProcessor": _square,
+    "DeiTImageProcessor": _square_cropped, "EfficientNetImageProcessor": _square_cropped,
+    "ConvNextImageProcessor": lambda size: {"size": {"shortest_edge": size}},
+}
+
+
+def _save_wav2vec2_features(folder: Path, config) -> None:
+    from transformers import Wav2Vec2FeatureExtractor
+
+    # wav2vec2-base and HuBERT-base: group-normalised feature encoders, no attention mask
+    Wav2Vec2FeatureExtractor(do_normalize=True, return_attention_mask=False).save_pretrained(str(folder))
+
+
+#: Feature extractor class (speech) → how a twin's folder gets its config.
+_FEATURE_EXTRACTORS: dict[str, Any] = {"Wav2Vec2FeatureExtractor": _save_wav2vec2_features}
+
+
+def _save_processor(name: str, folder: Path, config) -> None:
+    """The preprocessor config of class ``name`` (:attr:`TwinSpec.processor`: a key of :data:`_FEATURE_EXTRACTORS`
+    or :data:`_IMAGE_PROCESSORS`) in a twin's folder."""
+    if name in _FEATURE_EXTRACTORS:
+        _FEATURE_EXTRACTORS[name](folder, config)
         return
     from ..inputs.processors import pil_image_processor
 
     size = getattr(config, "image_size", _IMAGE_SIZE)
     size = size if isinstance(size, int) else _IMAGE_SIZE
-    if name == "ConvNextImageProcessor":
-        options: dict[str, Any] = {"size": {"shortest_edge": size}}
-    else:
-        options = {"size": {"height": size, "width": size}}
-        if name in ("DeiTImageProcessor", "EfficientNetImageProcessor"):
-            options["crop_size"] = {"height": size, "width": size}
-    processor = pil_image_processor(name, **options)
+    processor = pil_image_processor(name, **_IMAGE_PROCESSORS.get(name, _square)(size))
     processor.save_pretrained(str(folder))
     path = folder / "preprocessor_config.json"
     data = json.loads(path.read_text())

@@ -435,7 +435,7 @@ def block_sweep_specs(entry: ModelEntry, settings: Settings):
     """
     from ..experiments.untrained_block import SweepSpec, default_bias_norms
 
-    if entry.source.kind != "init":
+    if not entry.untrained_block:
         raise ValueError(f"{entry.id}: not an untrained block (source kind {entry.source.kind!r})")
     return [
         SweepSpec(entry.source.block, settings.seed + i, default_bias_norms(settings.n_bias_norms),
