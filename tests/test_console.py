@@ -92,9 +92,12 @@ def test_the_table_keeps_claim_model_and_verdict_whole_and_shows_the_adjusted_p(
 @given(text=st.text(st.characters(codec="ascii", exclude_categories=("Cc",)), max_size=400),
        width=st.integers(20, 200))
 def test_fit_wraps_every_line_within_the_width_and_keeps_every_word(text, width):
+    """Every line within the width, except a word longer than the width (a path, a command), which stands whole on
+    a line of its own so that it can be copied; no word is lost or cut."""
     lines = fit(text, width)
-    assert all(len(line) <= width for line in lines)
+    assert all(len(line) <= width or len(line.split()) == 1 for line in lines)
     assert "".join("".join(lines).split()) == "".join(text.split())
+    assert [w for line in lines for w in line.split()] == text.split()
 
 
 def test_a_twin_run_counts_no_findings():

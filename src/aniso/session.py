@@ -431,12 +431,13 @@ def new_findings(results: list[ClaimResult], registry: Registry) -> dict[str, li
 
 def fit(line: str, width: int, hang: int = 2) -> list[str]:
     """``line`` wrapped at spaces into lines of at most ``width`` columns, continuation lines indented ``hang``
-    spaces more than the line (a word longer than the width is cut across lines)."""
+    spaces more than the line; a word longer than the width (a path, a command) is kept whole on a line of its own,
+    so that it can be copied."""
     import textwrap
 
     lead = " " * (len(line) - len(line.lstrip(" ")))
     return textwrap.wrap(line.strip(), width, initial_indent=lead, subsequent_indent=lead + " " * hang,
-                         break_on_hyphens=False, break_long_words=True) or [""]
+                         break_on_hyphens=False, break_long_words=False) or [""]
 
 
 def _p_text(r: ClaimResult) -> str | None:
