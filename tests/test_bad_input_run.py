@@ -68,9 +68,21 @@ def test_a_corpus_that_is_missing_blank_or_not_utf8_stops_aniso_run_in_one_line(
 
 
 @pytest.mark.parametrize("variable, value, message", [
-    ("ANISO_SEED", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be >= 0, got -1"),
+    ("ANISO_SEED", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be an integer from 0 to 4294967295, got -1"),
+    ("ANISO_SEED", "1180591620717411303424", "setting seed (ANISO_SEED, --aniso-seed) must be an integer from 0 to "
+     "4294967295, got 1180591620717411303424"),
     ("ANISO_NO_CACHE", "ture", "ANISO_NO_CACHE='ture' is neither true"),
     ("ANISO_N_SEQUENCES", "16.5", "ANISO_N_SEQUENCES='16.5' is not an integer"),
+    ("ANISO_RESERVOIR_SIZE", "100000000000", "setting reservoir_size (ANISO_RESERVOIR_SIZE, --aniso-reservoir-size) "
+     "must be an integer from 3 to 2147483647, got 100000000000"),
+    ("ANISO_RESERVOIR_SIZE", "2000000000", "setting reservoir_size (ANISO_RESERVOIR_SIZE, --aniso-reservoir-size) "
+     "must be at most"),  # within the bound, but not within this machine's memory at width 8192
+    ("ANISO_SECOND_ORDER_MAX_DIM", "1", "setting second_order_max_dim (ANISO_SECOND_ORDER_MAX_DIM, "
+     "--aniso-second-order-max-dim) must be an integer from 2 to 131072, got 1"),
+    ("ANISO_MODELS", " , ", "setting models (ANISO_MODELS, --aniso-models) must name a model set"),
+    ("ANISO_DEVICE", "gpu", "setting device: device 'gpu' is not a torch device; use auto, cpu"),
+    ("ANISO_MAX_LENGTH", "0", "setting max_length (ANISO_MAX_LENGTH, --aniso-max-length) must be an integer from 1"),
+    ("ANISO_PROFILE", "fast", "setting profile (ANISO_PROFILE, --aniso-profile): profile 'fast' is not one of"),
 ])
 def test_a_bad_setting_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys, variable, value, message):
     monkeypatch.setenv(variable, value)
@@ -79,13 +91,33 @@ def test_a_bad_setting_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsy
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("--aniso-n-sequences", "16.5", "argument --aniso-n-sequences: invalid int value: '16.5'"),
-    ("--aniso-seed", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be >= 0"),
+    ("--aniso-n-sequences", "16.5", "option --aniso-n-sequences='16.5' is not an integer"),
+    ("--aniso-seed", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be an integer from 0 to 4294967295, got -1"),
+    ("--aniso-batch-size", "99999999", "setting batch_size (ANISO_BATCH_SIZE, --aniso-batch-size) must be an "
+     "integer from 1 to 65536, got 99999999"),
 ])
 def test_a_bad_pytest_option_after_the_double_dash_stops_aniso_run_in_one_line(clean_env, capsys, option, value,
                                                                               message):
     assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY, "--", option, value]) == 2
     assert message in _one_line(capsys)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--no-such-option"], "the pytest arguments after `--`: unrecognized arguments: --no-such-option"),
+    (["--aniso-seed"], "argument --aniso-seed: expected one argument"),
+])
+def test_a_pytest_argument_pytest_does_not_take_is_one_line_naming_it(clean_env, capsys, extra, message):
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY, "--", *extra]) == 2
+    line = _one_line(capsys)
+    assert message in line and "--aniso-models" not in line, line
+
+
+def test_a_claims_folder_without_claim_tests_is_one_line_naming_it(clean_env, capsys):
+    empty = clean_env / "empty"
+    empty.mkdir()
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY, "--claims-dir", str(empty)]) == 2
+    line = _one_line(capsys)
+    assert f"claims folder {empty}: no claim tests in it" in line and "--aniso-models" not in line, line
 
 
 @pytest.mark.parametrize("claims, message", [
@@ -122,8 +154,37 @@ def test_a_string_where_a_count_is_expected_is_one_line_naming_the_argument():
 
     with pytest.raises(ValueError, match=r"^n_inputs: '16' \(str\); give an integer >= 1$"):
         aniso.measure("all-MiniLM-L6-v2", ["a text", "another text"], n_inputs="16", registry=REGISTRY)
-    with pytest.raises(ValueError, match=r"^settings?.*n_sequences.*must be an integer, got '16'"):
+    with pytest.raises(ValueError, match=r"^setting n_sequences .*must be an integer from 1 to 1000000000, got '16'$"):
         aniso.measure("all-MiniLM-L6-v2", ["a text"], settings={"n_sequences": "16"}, registry=REGISTRY)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"device": 0}, r"^setting device \(ANISO_DEVICE, --aniso-device\) must be a torch device name: auto, cpu, cuda, "
+                    r"cuda:N or mps, got 0$"),
+    ({"settings": {"corpus": 5}}, r"^setting corpus \(ANISO_CORPUS, --aniso-corpus\) must be a path \(str or "
+                                  r"os.PathLike\) or None, got 5$"),
+    ({"settings": {"seed": 2**70}}, r"^setting seed .* must be an integer from 0 to 4294967295, got 1180591620717411303424$"),
+    ({"settings": {"seed": True}}, r"^setting seed .* must be an integer from 0 to 4294967295, got True \(bool\)$"),
+    ({"settings": {"no_cache": "yes"}}, r"^setting no_cache .* must be true or false, got 'yes'$"),
+    ({"settings": {"models": " , "}}, r"^setting models .* must name a model set"),
+    ({"settings": {"second_order_max_dim": 1}}, r"^setting second_order_max_dim .* from 2 to 131072, got 1$"),
+    ({"settings": {"reservoir_size": 10**11}}, r"^setting reservoir_size .* got 100000000000$"),
+])
+def test_a_setting_of_the_wrong_type_or_out_of_bounds_is_one_line_through_the_api(kwargs, message, tmp_path):
+    import aniso
+
+    for error in (ValueError, TypeError):  # a SettingError is both
+        with pytest.raises(error, match=message):
+            aniso.measure("all-MiniLM-L6-v2", ["a text"], registry=REGISTRY, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        aniso.check("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=REGISTRY,
+                    settings=kwargs.get("settings", {"device": kwargs.get("device")}))
+
+
+def test_a_path_setting_takes_a_pathlib_path(tmp_path):
+    from aniso.common.settings import Settings
+
+    assert Settings(corpus=tmp_path / "c.txt", device="cpu").corpus == str(tmp_path / "c.txt")
 
 
 def _results_file(tmp_path: Path) -> Path:

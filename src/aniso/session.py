@@ -183,16 +183,18 @@ class AnisoSession:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
         if self.results or self.architectures.results or self.series.computed() or self.absorbed:
+            # where the statistics are, truthfully: not in the cache when the run was told not to use it
+            kept = ("the statistics of this run were not cached (setting no_cache), so a rerun computes them again"
+                    if self.settings.no_cache else f"the statistics of this run are in the cache "
+                    f"{self.settings.cache_dir}, so a rerun writes it in seconds")
             try:
                 self.write_report()
-            except OSError as exc:  # e.g. a full disk: say where, and that the statistics stay in the cache
+            except OSError as exc:  # e.g. a full disk: say where, and where the statistics are
                 self.must_run_failures.append(
-                    f"could not write the report under {self.settings.report_dir} ({exc}); the statistics of this "
-                    f"run are in the cache {self.settings.cache_dir}, so a rerun writes it in seconds")
+                    f"could not write the report under {self.settings.report_dir} ({exc}); {kept}")
             except KeyboardInterrupt:  # Ctrl-C: no half-written report folder, one line saying what to do
                 self.stopped = (f"interrupted while writing the report under {self.settings.report_dir}; nothing "
-                                f"was kept there, and the statistics of this run are in the cache "
-                                f"{self.settings.cache_dir}, so a rerun writes it in seconds")
+                                f"was kept there, and {kept}")
         return bool(self.must_run_failures)
 
     def document(self) -> ResultsDocument:
