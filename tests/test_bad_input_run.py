@@ -279,3 +279,42 @@ def test_a_recording_with_nan_samples_is_skipped_and_named_and_the_model_measure
     assert speech["n_items"] == 2 and set(speech["skipped"]) == {"nan.wav"}
     assert "10 NaN or infinite sample(s)" in speech["skipped"]["nan.wav"]
     assert results["results"][0]["verdict"] not in ("skipped", "error"), results["results"][0]
+
+
+def _edited_results(tmp_path: Path, change) -> Path:
+    """A results file with one result, edited by ``change`` and its digest made to match again (the consistency
+    checks, not the digest, must find what is wrong)."""
+    from aniso.judge.results import ClaimResult, ResultsDocument, content_digest, provenance, write_results
+
+    path = tmp_path / "edited" / "results.json"
+    result = ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="§3", figure="", statement="s",
+                         model_id="m", test="claims/t.py::t[m]", verdict="holds")
+    write_results(path, ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[result]))
+    data = json.loads(path.read_text())
+    change(data)
+    data["digest"] = content_digest(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_report_refuses_an_unknown_verdict_and_diff_a_result_listed_twice(tmp_path, capsys):
+    maybe = _edited_results(tmp_path, lambda d: d["results"][0].update(verdict="maybe"))
+    assert main(["report", str(maybe)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("aniso report: ") and "verdict 'maybe' is none of" in line, line
+    assert not maybe.with_name("report.html").exists()
+    twice = _edited_results(tmp_path, lambda d: d["results"].append(dict(d["results"][0], verdict="does not hold")))
+    good = _results_file(tmp_path)
+    assert main(["diff", str(good), str(twice)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("aniso diff: ") and "listed twice" in line and str(twice) in line, line
+    assert main(["record", str(twice), "--registry", REGISTRY, "--dry-run"]) == 2
+    assert "listed twice" in _one_line(capsys)
+
+
+def test_a_hand_edited_results_file_is_refused_by_report_diff_and_record(tmp_path, capsys):
+    path = _edited_results(tmp_path, lambda d: None)
+    path.write_text(path.read_text().replace('"holds"', '"does not hold"'))
+    for argv in (["report", str(path)], ["diff", str(path), str(path)], ["record", str(path), "--registry", REGISTRY]):
+        assert main(argv) == 2
+        assert "does not match the digest" in _one_line(capsys)

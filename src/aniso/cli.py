@@ -331,13 +331,18 @@ def _record(args: argparse.Namespace) -> int:
     from .common.files import atomic_write
     from .common.settings import Settings
     from .judge.records import refresh_records
-    from .judge.results import read_results
+    from .judge.results import file_digest, read_results
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import registry_path
 
     try:
-        registry = registry_path(args.registry, Settings.from_sources({}).registry)
-        doc = read_results(Path(args.results))
+        registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry)
+        doc = read_results(Path(args.results), require_digest=True)  # as the run wrote it, unedited
+        if doc.provenance.registry_sha256 != file_digest(registry):  # numbers only into the registry they ran on
+            raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
+                             + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
+                                if doc.provenance.registry_sha256 else "no registry file")
+                             + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
         new, notes = refresh_records(registry.read_text(), doc.results)
     except (OSError, ValueError) as exc:
         print(f"aniso record: {exc}", file=sys.stderr)

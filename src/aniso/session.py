@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .judge.results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, Sensitivity, Uncertainty,
-                            dump_results, model_layers, provenance, verdict_counts, write_results)
+                            dump_results, file_digest, model_layers, provenance, verdict_counts,
+                            write_results)
 from .extract.architecture_check import ArchitectureChecks
 from .registry.catalog import get_claim, not_yet_executable
 from .stats.dynamics import Series, SeriesProvider
@@ -206,7 +207,8 @@ class AnisoSession:
         s = self.settings
         profile = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
                    "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
-        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin)
+        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin,
+                          registry_sha256=file_digest(s.registry) if self.registry.path is not None else None)
         experiments: dict[str, Any] = {}
         if self.blocks.computed():
             experiments["untrained_block"] = {mid: [sw.to_dict() for sw in sweeps]
