@@ -318,3 +318,46 @@ def test_a_hand_edited_results_file_is_refused_by_report_diff_and_record(tmp_pat
     for argv in (["report", str(path)], ["diff", str(path), str(path)], ["record", str(path), "--registry", REGISTRY]):
         assert main(argv) == 2
         assert "does not match the digest" in _one_line(capsys)
+
+
+def _broken_bert(source: Path, target: Path, fault: str) -> Path:
+    """A copy of the tiny BERT of ``source`` whose weights are NaN, or whose embedding (and config vocab_size) has
+    fewer rows than its tokenizer has ids."""
+    import shutil
+
+    import torch
+    from transformers import BertModel
+
+    shutil.copytree(source, target)
+    model = BertModel.from_pretrained(source)
+    if fault == "nan":
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(float("nan"))
+    else:
+        model.resize_token_embeddings(8)  # the tokenizer's ids go up to 43
+    model.save_pretrained(target, safe_serialization=True)
+    return target
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("nan", r"refused: nan-bert: layer 0: hidden states contain NaN or infinite values: \d+ of \d+ vectors"),
+    ("vocab", r"refused: vocab-bert: a token id is past the input embedding's 8 rows \(config field vocab_size 8\), "
+              r"but the tokenizer has 44 ids"),
+])
+def test_a_model_that_gives_nan_or_whose_vocabulary_is_too_small_is_one_line(clean_env, tiny_bert_dir, capsys, fault,
+                                                                             message):
+    """`aniso run FOLDER` on a model whose weights are NaN, or whose vocabulary is smaller than its tokenizer's ids:
+    exit 2 and one line naming the model, the layer (or the config field) and the fault; no pytest dump."""
+    import re
+
+    folder = _broken_bert(tiny_bert_dir, clean_env / f"{fault}-bert", fault)
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    code = main(["run", str(folder), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    refused = [line for line in err.splitlines() if "refused:" in line]
+    assert len(refused) == 1 and re.search(message, refused[0]), err[-3000:]
+    assert "Traceback" not in out + err and "IndexError" not in out + err, out[-3000:]

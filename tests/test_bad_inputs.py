@@ -174,8 +174,10 @@ def test_nan_or_inf_hidden_states_are_reported_with_their_layer():
     import torch
 
     batches = [Batch([torch.from_numpy(good), torch.from_numpy(bad)], 2)]
-    with pytest.raises(RuntimeError, match=r"^m: layer 1: hidden states contain NaN or infinite values: 2 of 6 "
-                                           r"vectors \(1 with NaN\)$"):
+    from aniso.sources import ModelRefused
+
+    with pytest.raises(ModelRefused, match=r"^m: layer 1: hidden states contain NaN or infinite values: 2 of 6 "
+                                           r"vectors \(1 with NaN\); the model cannot be measured"):
         compute_stats(_entry(), iter(batches), ["0", "1"], Settings(), {})
 
 

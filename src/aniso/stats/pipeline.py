@@ -21,8 +21,8 @@ from ..inputs.media import InputsUnavailable
 from ..extract.modalities import INPUTS, Modality, modality_of, sample_names
 from ..registry.entries import ModelEntry, Registry
 from ..common.settings import Settings
-from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
-                       source_fingerprint)
+from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext,
+                       load_model, source_fingerprint)
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease
 from ..common.files import exclusive
@@ -127,7 +127,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             try:
                 acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude)
             except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
-                raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
+                raise ModelRefused(f"{entry.id}: layer {name}: {exc}; the model cannot be measured (its weights or "
+                                   "its inputs give non-finite states)") from None
         for bins, h in zip(shuffled or [], batch.layers):
             if bins is not None:
                 bins.update(h)
@@ -267,6 +268,10 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
                               first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
     except torch.OutOfMemoryError:
         raise out_of_memory(loaded.entry.id, settings) from None
+    except IndexError as exc:  # a token id past the embedding's rows: the tokenizer and the config disagree
+        raise vocabulary_mismatch(loaded, exc) from None
+    except ModelUnavailable:
+        raise
     except RuntimeError as exc:
         if "out of memory" not in str(exc).lower():
             raise
@@ -278,6 +283,24 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     for name in ("all_frames_mean_cosine", "all_frames_count", "twonn_shuffled_batches"):
         stats.meta.pop(name, None)
     return reduce_model_stats(stats)
+
+
+def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
+    """The one-line refusal of a model whose tokenizer gives ids its input embedding has no row for: the model, the
+    embedding's rows, the config field that sets them (``vocab_size``) and the tokenizer's size."""
+    rows = field = None
+    try:
+        emb = loaded.model.get_input_embeddings()
+        rows = getattr(emb, "num_embeddings", None)
+    except (AttributeError, NotImplementedError):
+        pass
+    config = getattr(loaded.model, "config", None)
+    if config is not None and getattr(config, "vocab_size", None) is not None:
+        field = f"config field vocab_size {config.vocab_size}"
+    size = len(loaded.tokenizer) if loaded.tokenizer is not None and hasattr(loaded.tokenizer, "__len__") else None
+    return ModelRefused(f"{loaded.entry.id}: a token id is past the input embedding's "
+                        f"{rows if rows is not None else '?'} rows ({field or 'its config'}), but the tokenizer has "
+                        f"{size if size is not None else 'more'} ids; the config does not fit the tokenizer ({exc})")
 
 
 def out_of_memory(model_id: str, settings: Settings) -> RuntimeError:
