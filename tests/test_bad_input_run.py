@@ -361,3 +361,89 @@ def test_a_model_that_gives_nan_or_whose_vocabulary_is_too_small_is_one_line(cle
     refused = [line for line in err.splitlines() if "refused:" in line]
     assert len(refused) == 1 and re.search(message, refused[0]), err[-3000:]
     assert "Traceback" not in out + err and "IndexError" not in out + err, out[-3000:]
+
+
+@pytest.mark.parametrize("variable", ["ANISO_CORPUS", "ANISO_TRAIN_TEXT"])
+@pytest.mark.parametrize("case, message", [
+    ("fifo", "is a FIFO or pipe, not a regular file"),
+    ("pipe", "is a FIFO or pipe, not a regular file"),
+    ("gzip", "is not text: it is gzip-compressed; decompress it first"),
+    ("zip", "is not text: it is a zip archive"),
+    ("device", "is a device, not a regular file"),
+])
+def test_an_input_that_is_no_regular_text_file_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys, variable,
+                                                                           case, message):
+    """A FIFO (which would block the run), a pipe (read once, then empty), a device, or compressed bytes given as the
+    corpus or the training text: one line naming the setting and the file, before anything is read or trained."""
+    import gzip
+    import zipfile
+
+    text = "The first paragraph of the corpus.\nA second paragraph, in another line.\n"
+    read_end = None
+    if case == "fifo":
+        path = clean_env / "corpus.fifo"
+        os.mkfifo(path)
+    elif case == "pipe":
+        read_end, write_end = os.pipe()
+        os.close(write_end)
+        path = Path(f"/proc/self/fd/{read_end}")
+    elif case == "gzip":
+        path = clean_env / "corpus.txt"  # the name says text; the bytes say otherwise
+        path.write_bytes(gzip.compress(text.encode()))
+    elif case == "zip":
+        path = clean_env / "corpus.txt"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("a.txt", text)
+    else:
+        path = Path("/dev/null")
+    monkeypatch.setenv(variable, str(path))
+    try:
+        assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    finally:
+        if read_end is not None:
+            os.close(read_end)
+    line = _one_line(capsys)
+    assert variable in line and str(path) in line and message in line, line
+
+
+def test_a_corpus_of_formatting_characters_only_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys):
+    """300 lines of zero-width spaces and joiners are no paragraphs: a tokenizer would give only special tokens."""
+    path = clean_env / "invisible.txt"
+    path.write_text("\u200b\u200c\u200d\ufeff \u2060\n" * 300, encoding="utf-8")
+    monkeypatch.setenv("ANISO_CORPUS", str(path))
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    line = _one_line(capsys)
+    assert "ANISO_CORPUS" in line and "has 0 paragraph(s)" in line, line
+
+
+def test_a_corpus_that_gives_only_special_tokens_is_refused_with_the_count(clean_env, tiny_bert_dir, capsys):
+    """Paragraphs of words the tokenizer does not know give [UNK] only (a special token): the model is refused with
+    the count of real tokens, not measured on special tokens."""
+    corpus = clean_env / "unknown-words.txt"
+    corpus.write_text("\n".join("zzz yyy xxx" for _ in range(8)) + "\n")
+    code = main(["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    assert "gives 0 real token(s) (not special ones) in 8 paragraph(s)" in err, err[-3000:]
+
+
+def test_a_dataset_is_named_by_its_content_not_its_file_name(tmp_path):
+    """A copy of WikiText-2's validation file named like WikiText-103 is WikiText-2 by its content; a local text named
+    like a dataset is a local corpus."""
+    import shutil
+
+    from aniso.inputs.text import load_corpus
+
+    shared = Path("/work/shared/data/text/wikitext-2_wiki.valid.tokens")
+    if not shared.is_file():
+        shared = None
+    lookalike = tmp_path / "wikitext-103-validation.txt"
+    lookalike.write_text("A paragraph of my notes.\nAnother paragraph of them.\n")
+    corpus = load_corpus(lookalike, 2, 0)
+    assert corpus.name == "local-corpus" and "103" not in corpus.dataset and "WikiText" not in corpus.label.split("(")[0]
+    if shared is not None:  # the data folder the CI reads
+        copy = tmp_path / "notes-103.txt"
+        shutil.copy(shared, copy)
+        corpus = load_corpus(copy, 2, 0)
+        assert corpus.name == "wikitext-2-validation" and corpus.label.startswith("WikiText-2 validation")

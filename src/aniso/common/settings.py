@@ -286,10 +286,24 @@ class Settings:
         read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
         variable and option, and the path.
         """
-        for name in ("corpus", "train_text"):
+        from .files import binary_kind, not_a_regular_file
+
+        for name in ("corpus", "train_text"):  # regular files of text: no FIFO, pipe, device, archive
             value = getattr(self, name)
-            if value and os.path.isdir(value):
-                raise ValueError(f"{_where(name)}: {value} is a folder; it must name a text file")
+            if not value:
+                continue
+            problem = not_a_regular_file(value)
+            if problem is not None and problem != "does not exist":  # a missing file: named where it is read
+                raise SettingError(f"{_where(name)}: {value} {problem}")
+            if problem is None:
+                with open(value, "rb") as f:
+                    head = f.read(4096)
+                kind = binary_kind(head) or ("binary data (NUL bytes)" if b"\x00" in head and not head.startswith(
+                    (b"\xff\xfe", b"\xfe\xff")) and head.count(0) <= len(head) // 4 else None)
+                if kind is not None:
+                    raise SettingError(f"{_where(name)}: {value} is not text: it is {kind}; decompress it first"
+                                       if "compressed" in kind or "archive" in kind else
+                                       f"{_where(name)}: {value} is not text: it holds {kind}")
         for name in ("speech_dir", "image_dir", "models_dir"):
             value = getattr(self, name)
             if value and os.path.exists(value) and not os.path.isdir(value):

@@ -253,6 +253,8 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     of every process are merged (:func:`aniso.stats.distributed.reduce_model_stats`; every process must call this). The
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
     """
+    if modality.name == "text" and loaded.tokenizer is not None:
+        _check_real_tokens(loaded, inputs)
     batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
                            settings.batch_size, settings.device, settings.max_length,
                            attentions=ATTENTION_SINK in statistics and _attention_measurable(loaded),
@@ -283,6 +285,30 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     for name in ("all_frames_mean_cosine", "all_frames_count", "twonn_shuffled_batches"):
         stats.meta.pop(name, None)
     return reduce_model_stats(stats)
+
+
+def _check_real_tokens(loaded: LoadedModel, inputs) -> None:
+    """Refuse a corpus whose paragraphs give the model's tokenizer fewer real tokens (not special ones: [CLS], [SEP],
+    [UNK], padding, ...) than there are paragraphs: its vectors would be those of the special tokens, and any verdict
+    on them about the text is wrong. Tokenizes in chunks of 256 paragraphs until there are enough. Raises
+    :class:`ModelRefused` naming the model, the corpus and the count."""
+    items = list(inputs.items)
+    tokenizer = loaded.tokenizer
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    if not items or not callable(tokenizer):
+        return
+    real = 0
+    for start in range(0, len(items), 256):
+        try:
+            ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False)["input_ids"]
+        except Exception:  # noqa: BLE001 - a tokenizer that cannot say: the extraction reads it as it does
+            return
+        real += sum(1 for row in ids for i in row if i not in special)
+        if real >= len(items):
+            return
+    raise ModelRefused(f"{loaded.entry.id}: the corpus {getattr(inputs, 'label', '')} gives {real} real token(s) "
+                       f"(not special ones) in {len(items)} paragraph(s) with this model's tokenizer; at least one per "
+                       "paragraph is needed (setting corpus: a text of words, not of formatting characters)")
 
 
 def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
