@@ -447,3 +447,63 @@ def test_a_dataset_is_named_by_its_content_not_its_file_name(tmp_path):
         shutil.copy(shared, copy)
         corpus = load_corpus(copy, 2, 0)
         assert corpus.name == "wikitext-2-validation" and corpus.label.startswith("WikiText-2 validation")
+
+
+@pytest.mark.parametrize("case", ["file", "under-a-file"])
+def test_a_report_folder_that_cannot_be_written_stops_aniso_run_before_it_starts(clean_env, monkeypatch, capsys, case):
+    """Checked before the run computes anything (with ANISO_NO_CACHE=1 nothing computed would be kept)."""
+    blocker = clean_env / "a-file"
+    blocker.write_text("x")
+    folder = blocker if case == "file" else blocker / "reports"
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(folder))
+    monkeypatch.setenv("ANISO_NO_CACHE", "1")
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    line = _one_line(capsys)
+    assert "ANISO_REPORT_DIR" in line and str(folder) in line, line
+
+
+def test_a_failed_report_under_no_cache_does_not_say_the_statistics_are_cached(tmp_path, monkeypatch):
+    from aniso.common.settings import Settings
+    from aniso.registry.entries import Registry
+    from aniso.session import AnisoSession
+
+    session = AnisoSession.start(Settings(report_dir=str(tmp_path / "r"), cache_dir=str(tmp_path / "c"),
+                                          no_cache=True, device="cpu"), Registry([]), tmp_path)
+
+    def full_disk():
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(session, "write_report", full_disk)
+    session.architectures.results = {"x": {}}  # something to report
+    assert session.finish()
+    (line,) = session.must_run_failures
+    assert "were not cached (setting no_cache)" in line and "are in the cache" not in line, line
+
+
+def test_sigterm_removes_the_temporary_registry_of_a_detected_model(clean_env, tiny_bert_dir):
+    """`aniso run FOLDER` stopped by SIGTERM while it runs: its temporary registry folder is gone."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    tmp = clean_env / "tmp"
+    tmp.mkdir()
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(64)) + "\n")
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "aniso.cli", "run", str(tiny_bert_dir), "--registry", REGISTRY,
+                             "--", "--aniso-corpus", str(corpus)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp.glob("aniso-run-*")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(tmp.glob("aniso-run-*")), "the run made no temporary registry"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert not list(tmp.glob("aniso-run-*"))
