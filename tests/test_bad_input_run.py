@@ -507,3 +507,18 @@ def test_sigterm_removes_the_temporary_registry_of_a_detected_model(clean_env, t
             proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM
     assert not list(tmp.glob("aniso-run-*"))
+
+
+def test_a_second_order_limit_below_the_models_width_skips_the_claims_that_read_it(clean_env, tiny_bert_dir, capsys):
+    """`--aniso-second-order-max-dim 16` on a model of width 32: X.rogue-dimensions, which reads the second-order
+    statistics, is skipped naming the setting, never decided on NaN."""
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(16)) + "\n")
+    code = main(["run", str(tiny_bert_dir), "--claims", "X.rogue-dimensions", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "16", "--aniso-n-bootstrap", "0",
+                 "--aniso-second-order-max-dim", "16"])
+    out, err = capsys.readouterr()
+    assert code == 3, out[-3000:] + err[-3000:]
+    results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())["results"]
+    assert [r["verdict"] for r in results] == ["skipped"], results
+    assert "wider than setting second_order_max_dim 16" in results[0]["reason"], results[0]["reason"]

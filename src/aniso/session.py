@@ -344,7 +344,27 @@ class ClaimContext:
             stats = self._session.provider.get(self.entry)
         except ModelUnavailable as exc:
             self.skip(exc)
+        self._second_order_kept(stats)
         return self.note_inputs(stats)
+
+    def _second_order_kept(self, stats: ModelStats) -> None:
+        """Skip the test as not applicable, naming the setting, when the claim reads second-order statistics (SVD
+        anisotropy, TwoNN, IsoScore, sampled pairs) that setting ``second_order_max_dim``, lowered below its default,
+        kept from this model's layers: a claim measured on their absence would decide on NaN."""
+        from .registry.catalog import CLAIMS
+
+        claim = CLAIMS.get(self.result.claim_id)
+        if claim is None or "second-order" not in claim.statistics:
+            return
+        limit = self.settings.second_order_max_dim
+        default = Settings.__dataclass_fields__["second_order_max_dim"].default
+        # only where the setting, lowered below its default, is what left them out (a wider model is as it was)
+        wide = sorted({acc.dim for acc in stats.layers if not acc.second_order and limit < acc.dim <= default})
+        if wide:
+            self.not_applicable(f"{self.entry.id}: layers of width {', '.join(map(str, wide))} are wider than setting "
+                                f"second_order_max_dim {limit} (ANISO_SECOND_ORDER_MAX_DIM), so their second-order "
+                                "statistics were not kept; raise it to at least "
+                                f"{wide[-1]} to measure {self.result.claim_id}")
 
     def not_applicable(self, reason: str) -> None:
         """Skip the test because the claim does not apply to this model (e.g. it has no final normalisation): a
