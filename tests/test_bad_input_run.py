@@ -417,10 +417,10 @@ def test_a_corpus_of_formatting_characters_only_stops_aniso_run_in_one_line(clea
 
 
 def test_a_corpus_that_gives_only_special_tokens_is_refused_with_the_count(clean_env, tiny_bert_dir, capsys):
-    """Paragraphs of words the tokenizer does not know give [UNK] only (a special token): the model is refused with
-    the count of real tokens, not measured on special tokens."""
-    corpus = clean_env / "unknown-words.txt"
-    corpus.write_text("\n".join("zzz yyy xxx" for _ in range(8)) + "\n")
+    """Paragraphs that the tokenizer reads as its own special tokens only (markup such as "[SEP] [CLS]"): the model
+    is refused with the count of real tokens, not measured on special tokens' vectors."""
+    corpus = clean_env / "markup.txt"
+    corpus.write_text("\n".join("[SEP] [CLS] [PAD]" for _ in range(8)) + "\n")
     code = main(["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
                  "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
     out, err = capsys.readouterr()

@@ -289,12 +289,13 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
 
 def _check_real_tokens(loaded: LoadedModel, inputs) -> None:
     """Refuse a corpus whose paragraphs give the model's tokenizer fewer real tokens (not special ones: [CLS], [SEP],
-    [UNK], padding, ...) than there are paragraphs: its vectors would be those of the special tokens, and any verdict
+    padding, ...; an unknown word's [UNK] is real) than there are paragraphs: its vectors would be those of the special tokens, and any verdict
     on them about the text is wrong. Tokenizes in chunks of 256 paragraphs until there are enough. Raises
     :class:`ModelRefused` naming the model, the corpus and the count."""
     items = list(inputs.items)
     tokenizer = loaded.tokenizer
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    # [UNK] counts as real: a word the vocabulary lacks is still a word of the text
+    special = set(getattr(tokenizer, "all_special_ids", []) or []) - {getattr(tokenizer, "unk_token_id", None)}
     if not items or not callable(tokenizer):
         return
     real = 0
