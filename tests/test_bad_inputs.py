@@ -332,3 +332,20 @@ def test_the_same_command_twice_gives_the_same_results_json_apart_from_times(tmp
         docs.append(text)
     assert len(json.loads(docs[0])["results"]) >= 4
     assert docs[0] == docs[1]
+
+
+def test_a_recording_scaled_far_outside_its_range_is_skipped_and_named(tmp_path):
+    """A float WAV scaled by 1e30 (it would make a speech model's spectrogram overflow to infinity) is skipped and
+    named as broken files are; the others are read."""
+    import soundfile
+
+    from aniso.inputs.media import load_speech
+
+    t = np.arange(16000) / 16000
+    soundfile.write(tmp_path / "good.wav", (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000,
+                    subtype="FLOAT")
+    soundfile.write(tmp_path / "loud.wav", (1e30 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000,
+                    subtype="FLOAT")
+    with pytest.warns(Warning, match=r"loud\.wav has samples of magnitude up to 1e\+30"):
+        got = load_speech(tmp_path, 2, 0)
+    assert len(got.items) == 1 and "loud.wav" in dict(got.skipped)
