@@ -127,8 +127,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             try:
                 acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude)
             except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
-                raise ModelRefused(f"{entry.id}: layer {name}: {exc}; the model cannot be measured (its weights or "
-                                   "its inputs give non-finite states)") from None
+                message = (f"{entry.id}: layer {name}: {exc}; the model cannot be measured (its weights or its "
+                           "inputs give non-finite states)")
+                bad = _non_finite_inputs(batch) if "NaN or infinite" in str(exc) else None
+                if bad is not None and (len(bad) < batch.n_sequences or batch.n_sequences == 1):  # some inputs: name them
+                    raise NonFiniteInputs(message, tuple(n_seq + i for i in bad), f"layer {name}: {exc}") from None
+                raise ModelRefused(message) from None
         for bins, h in zip(shuffled or [], batch.layers):
             if bins is not None:
                 bins.update(h)
@@ -255,6 +259,62 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     """
     if modality.name == "text" and loaded.tokenizer is not None:
         _check_real_tokens(loaded, inputs)
+    for _ in range(MAX_NON_FINITE_PASSES):
+        try:
+            return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard)
+        except NonFiniteInputs as exc:  # files that make the model non-finite: left out and named, as broken ones
+            names = getattr(inputs, "names", None)
+            if shard.world > 1 or names is None or len(exc.items) >= len(inputs.items):
+                raise ModelRefused(str(exc)) from None
+            inputs = _without_items(inputs, exc.items, f"makes {loaded.entry.id} produce non-finite hidden states "
+                                                       f"({exc.fault})")
+    raise ModelRefused(f"{loaded.entry.id}: more than {MAX_NON_FINITE_PASSES - 1} batches of its inputs give "
+                       "non-finite hidden states; the model cannot be measured")
+
+
+#: Passes over the inputs at most when files that make a model's hidden states non-finite are left out one batch at a
+#: time (each pass stops at the first such batch).
+MAX_NON_FINITE_PASSES = 4
+
+
+class NonFiniteInputs(ModelRefused):
+    """Hidden states that are NaN or infinite for some inputs of a batch: ``items`` their indices in the inputs
+    given to :func:`compute_stats`, ``fault`` what was found (layer, count)."""
+
+    def __init__(self, message: str, items: tuple[int, ...], fault: str):
+        super().__init__(message)
+        self.items, self.fault = items, fault
+
+
+def _without_items(inputs, drop: tuple[int, ...], reason: str):
+    """A :class:`~aniso.inputs.media.MediaSet` without the items ``drop``, each named in ``skipped`` with
+    ``reason``."""
+    from dataclasses import replace
+
+    gone = set(drop)
+    keep = [i for i in range(len(inputs.items)) if i not in gone]
+    skipped = tuple(inputs.skipped) + tuple((inputs.names[i], f"{inputs.names[i]} {reason}") for i in sorted(gone))
+    return replace(inputs, items=tuple(inputs.items[i] for i in keep), names=tuple(inputs.names[i] for i in keep),
+                   skipped=skipped, label=f"{inputs.label}; {len(gone)} left out: non-finite hidden states")
+
+
+def _non_finite_inputs(batch) -> tuple[int, ...] | None:
+    """The labels (0 .. n_sequences - 1 within the batch) of the inputs whose rows are NaN or infinite in some layer
+    of ``batch``, or None when its rows are not labelled by input."""
+    if batch.inputs is None:
+        return None
+    bad: set[int] = set()
+    for h, rows in zip(batch.layers, batch.inputs):
+        if rows is None:
+            return None
+        finite = torch.isfinite(h).all(dim=1)
+        bad |= {int(i) for i in rows[~finite].tolist()}
+    return tuple(sorted(bad)) or None
+
+
+def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
+                         statistics: frozenset[str], shard: Shard) -> ModelStats:
+    """:func:`compute_model_stats`, one pass over ``inputs``."""
     batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
                            settings.batch_size, settings.device, settings.max_length,
                            attentions=ATTENTION_SINK in statistics and _attention_measurable(loaded),
