@@ -691,8 +691,8 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
 @contextlib.contextmanager
 def _removed_on_sigterm():
     """A list of folders that are removed if SIGTERM stops the process inside the block (the usual ``finally``
-    removes them otherwise); SIGTERM then ends the process as it would have (exit status 128 + 15). Only the main
-    thread can set a signal handler: elsewhere the block runs as it is."""
+    removes them otherwise); SIGTERM then ends the process as it would have (killed by the signal, or as the handler
+    set before says). Only the main thread can set a signal handler: elsewhere the block runs as it is."""
     import shutil
     import signal
     import threading
@@ -705,8 +705,14 @@ def _removed_on_sigterm():
     def on_term(signum, frame):
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
-        signal.signal(signal.SIGTERM, previous if callable(previous) else signal.SIG_DFL)
-        raise SystemExit(128 + signum)
+        if callable(previous):  # someone else's handler: theirs decides what SIGTERM does next
+            signal.signal(signal.SIGTERM, previous)
+            previous(signum, frame)
+            return
+        # the default: end the process by the signal itself, wherever it came (pytest would take an exception
+        # raised inside a test for that test's failure and go on)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
 
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
