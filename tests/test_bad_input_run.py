@@ -68,9 +68,21 @@ def test_a_corpus_that_is_missing_blank_or_not_utf8_stops_aniso_run_in_one_line(
 
 
 @pytest.mark.parametrize("variable, value, message", [
-    ("ANISO_SEED", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be >= 0, got -1"),
+    ("ANISO_SEED", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be an integer from 0 to 4294967295, got -1"),
+    ("ANISO_SEED", "1180591620717411303424", "setting seed (ANISO_SEED, --aniso-seed) must be an integer from 0 to "
+     "4294967295, got 1180591620717411303424"),
     ("ANISO_NO_CACHE", "ture", "ANISO_NO_CACHE='ture' is neither true"),
     ("ANISO_N_SEQUENCES", "16.5", "ANISO_N_SEQUENCES='16.5' is not an integer"),
+    ("ANISO_RESERVOIR_SIZE", "100000000000", "setting reservoir_size (ANISO_RESERVOIR_SIZE, --aniso-reservoir-size) "
+     "must be an integer from 3 to 2147483647, got 100000000000"),
+    ("ANISO_RESERVOIR_SIZE", "2000000000", "setting reservoir_size (ANISO_RESERVOIR_SIZE, --aniso-reservoir-size) "
+     "must be at most"),  # within the bound, but not within this machine's memory at width 8192
+    ("ANISO_SECOND_ORDER_MAX_DIM", "1", "setting second_order_max_dim (ANISO_SECOND_ORDER_MAX_DIM, "
+     "--aniso-second-order-max-dim) must be an integer from 2 to 131072, got 1"),
+    ("ANISO_MODELS", " , ", "setting models (ANISO_MODELS, --aniso-models) must name a model set"),
+    ("ANISO_DEVICE", "gpu", "setting device: device 'gpu' is not a torch device; use auto, cpu"),
+    ("ANISO_MAX_LENGTH", "0", "setting max_length (ANISO_MAX_LENGTH, --aniso-max-length) must be an integer from 1"),
+    ("ANISO_PROFILE", "fast", "setting profile (ANISO_PROFILE, --aniso-profile): profile 'fast' is not one of"),
 ])
 def test_a_bad_setting_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys, variable, value, message):
     monkeypatch.setenv(variable, value)
@@ -79,13 +91,33 @@ def test_a_bad_setting_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsy
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("--aniso-n-sequences", "16.5", "argument --aniso-n-sequences: invalid int value: '16.5'"),
-    ("--aniso-seed", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be >= 0"),
+    ("--aniso-n-sequences", "16.5", "option --aniso-n-sequences='16.5' is not an integer"),
+    ("--aniso-seed", "-1", "setting seed (ANISO_SEED, --aniso-seed) must be an integer from 0 to 4294967295, got -1"),
+    ("--aniso-batch-size", "99999999", "setting batch_size (ANISO_BATCH_SIZE, --aniso-batch-size) must be an "
+     "integer from 1 to 65536, got 99999999"),
 ])
 def test_a_bad_pytest_option_after_the_double_dash_stops_aniso_run_in_one_line(clean_env, capsys, option, value,
                                                                               message):
     assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY, "--", option, value]) == 2
     assert message in _one_line(capsys)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--no-such-option"], "the pytest arguments after `--`: unrecognized arguments: --no-such-option"),
+    (["--aniso-seed"], "argument --aniso-seed: expected one argument"),
+])
+def test_a_pytest_argument_pytest_does_not_take_is_one_line_naming_it(clean_env, capsys, extra, message):
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY, "--", *extra]) == 2
+    line = _one_line(capsys)
+    assert message in line and "--aniso-models" not in line, line
+
+
+def test_a_claims_folder_without_claim_tests_is_one_line_naming_it(clean_env, capsys):
+    empty = clean_env / "empty"
+    empty.mkdir()
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY, "--claims-dir", str(empty)]) == 2
+    line = _one_line(capsys)
+    assert f"claims folder {empty}: no claim tests in it" in line and "--aniso-models" not in line, line
 
 
 @pytest.mark.parametrize("claims, message", [
@@ -122,8 +154,37 @@ def test_a_string_where_a_count_is_expected_is_one_line_naming_the_argument():
 
     with pytest.raises(ValueError, match=r"^n_inputs: '16' \(str\); give an integer >= 1$"):
         aniso.measure("all-MiniLM-L6-v2", ["a text", "another text"], n_inputs="16", registry=REGISTRY)
-    with pytest.raises(ValueError, match=r"^settings?.*n_sequences.*must be an integer, got '16'"):
+    with pytest.raises(ValueError, match=r"^setting n_sequences .*must be an integer from 1 to 1000000000, got '16'$"):
         aniso.measure("all-MiniLM-L6-v2", ["a text"], settings={"n_sequences": "16"}, registry=REGISTRY)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"device": 0}, r"^setting device \(ANISO_DEVICE, --aniso-device\) must be a torch device name: auto, cpu, cuda, "
+                    r"cuda:N or mps, got 0$"),
+    ({"settings": {"corpus": 5}}, r"^setting corpus \(ANISO_CORPUS, --aniso-corpus\) must be a path \(str or "
+                                  r"os.PathLike\) or None, got 5$"),
+    ({"settings": {"seed": 2**70}}, r"^setting seed .* must be an integer from 0 to 4294967295, got 1180591620717411303424$"),
+    ({"settings": {"seed": True}}, r"^setting seed .* must be an integer from 0 to 4294967295, got True \(bool\)$"),
+    ({"settings": {"no_cache": "yes"}}, r"^setting no_cache .* must be true or false, got 'yes'$"),
+    ({"settings": {"models": " , "}}, r"^setting models .* must name a model set"),
+    ({"settings": {"second_order_max_dim": 1}}, r"^setting second_order_max_dim .* from 2 to 131072, got 1$"),
+    ({"settings": {"reservoir_size": 10**11}}, r"^setting reservoir_size .* got 100000000000$"),
+])
+def test_a_setting_of_the_wrong_type_or_out_of_bounds_is_one_line_through_the_api(kwargs, message, tmp_path):
+    import aniso
+
+    for error in (ValueError, TypeError):  # a SettingError is both
+        with pytest.raises(error, match=message):
+            aniso.measure("all-MiniLM-L6-v2", ["a text"], registry=REGISTRY, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        aniso.check("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=REGISTRY,
+                    settings=kwargs.get("settings", {"device": kwargs.get("device")}))
+
+
+def test_a_path_setting_takes_a_pathlib_path(tmp_path):
+    from aniso.common.settings import Settings
+
+    assert Settings(corpus=tmp_path / "c.txt", device="cpu").corpus == str(tmp_path / "c.txt")
 
 
 def _results_file(tmp_path: Path) -> Path:
@@ -218,3 +279,247 @@ def test_a_recording_with_nan_samples_is_skipped_and_named_and_the_model_measure
     assert speech["n_items"] == 2 and set(speech["skipped"]) == {"nan.wav"}
     assert "10 NaN or infinite sample(s)" in speech["skipped"]["nan.wav"]
     assert results["results"][0]["verdict"] not in ("skipped", "error"), results["results"][0]
+
+
+def _edited_results(tmp_path: Path, change) -> Path:
+    """A results file with one result, edited by ``change`` and its digest made to match again (the consistency
+    checks, not the digest, must find what is wrong)."""
+    from aniso.judge.results import ClaimResult, ResultsDocument, content_digest, provenance, write_results
+
+    path = tmp_path / "edited" / "results.json"
+    result = ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="§3", figure="", statement="s",
+                         model_id="m", test="claims/t.py::t[m]", verdict="holds")
+    write_results(path, ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[result]))
+    data = json.loads(path.read_text())
+    change(data)
+    data["digest"] = content_digest(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_report_refuses_an_unknown_verdict_and_diff_a_result_listed_twice(tmp_path, capsys):
+    maybe = _edited_results(tmp_path, lambda d: d["results"][0].update(verdict="maybe"))
+    assert main(["report", str(maybe)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("aniso report: ") and "verdict 'maybe' is none of" in line, line
+    assert not maybe.with_name("report.html").exists()
+    twice = _edited_results(tmp_path, lambda d: d["results"].append(dict(d["results"][0], verdict="does not hold")))
+    good = _results_file(tmp_path)
+    assert main(["diff", str(good), str(twice)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("aniso diff: ") and "listed twice" in line and str(twice) in line, line
+    assert main(["record", str(twice), "--registry", REGISTRY, "--dry-run"]) == 2
+    assert "listed twice" in _one_line(capsys)
+
+
+def test_a_hand_edited_results_file_is_refused_by_report_diff_and_record(tmp_path, capsys):
+    path = _edited_results(tmp_path, lambda d: None)
+    path.write_text(path.read_text().replace('"holds"', '"does not hold"'))
+    for argv in (["report", str(path)], ["diff", str(path), str(path)], ["record", str(path), "--registry", REGISTRY]):
+        assert main(argv) == 2
+        assert "does not match the digest" in _one_line(capsys)
+
+
+def _broken_bert(source: Path, target: Path, fault: str) -> Path:
+    """A copy of the tiny BERT of ``source`` whose weights are NaN, or whose embedding (and config vocab_size) has
+    fewer rows than its tokenizer has ids."""
+    import shutil
+
+    import torch
+    from transformers import BertModel
+
+    shutil.copytree(source, target)
+    model = BertModel.from_pretrained(source)
+    if fault == "nan":
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(float("nan"))
+    else:
+        model.resize_token_embeddings(8)  # the tokenizer's ids go up to 43
+    model.save_pretrained(target, safe_serialization=True)
+    return target
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("nan", r"refused: nan-bert: layer 0: hidden states contain NaN or infinite values: \d+ of \d+ vectors"),
+    ("vocab", r"refused: vocab-bert: a token id is past the input embedding's 8 rows \(config field vocab_size 8\), "
+              r"but the tokenizer has 44 ids"),
+])
+def test_a_model_that_gives_nan_or_whose_vocabulary_is_too_small_is_one_line(clean_env, tiny_bert_dir, capsys, fault,
+                                                                             message):
+    """`aniso run FOLDER` on a model whose weights are NaN, or whose vocabulary is smaller than its tokenizer's ids:
+    exit 2 and one line naming the model, the layer (or the config field) and the fault; no pytest dump."""
+    import re
+
+    folder = _broken_bert(tiny_bert_dir, clean_env / f"{fault}-bert", fault)
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    code = main(["run", str(folder), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    refused = [line for line in err.splitlines() if "refused:" in line]
+    assert len(refused) == 1 and re.search(message, refused[0]), err[-3000:]
+    assert "Traceback" not in out + err and "IndexError" not in out + err, out[-3000:]
+
+
+@pytest.mark.parametrize("variable", ["ANISO_CORPUS", "ANISO_TRAIN_TEXT"])
+@pytest.mark.parametrize("case, message", [
+    ("fifo", "is a FIFO or pipe, not a regular file"),
+    ("pipe", "is a FIFO or pipe, not a regular file"),
+    ("gzip", "is not text: it is gzip-compressed; decompress it first"),
+    ("zip", "is not text: it is a zip archive"),
+    ("device", "is a device, not a regular file"),
+])
+def test_an_input_that_is_no_regular_text_file_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys, variable,
+                                                                           case, message):
+    """A FIFO (which would block the run), a pipe (read once, then empty), a device, or compressed bytes given as the
+    corpus or the training text: one line naming the setting and the file, before anything is read or trained."""
+    import gzip
+    import zipfile
+
+    text = "The first paragraph of the corpus.\nA second paragraph, in another line.\n"
+    read_end = None
+    if case == "fifo":
+        path = clean_env / "corpus.fifo"
+        os.mkfifo(path)
+    elif case == "pipe":
+        read_end, write_end = os.pipe()
+        os.close(write_end)
+        path = Path(f"/proc/self/fd/{read_end}")
+    elif case == "gzip":
+        path = clean_env / "corpus.txt"  # the name says text; the bytes say otherwise
+        path.write_bytes(gzip.compress(text.encode()))
+    elif case == "zip":
+        path = clean_env / "corpus.txt"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("a.txt", text)
+    else:
+        path = Path("/dev/null")
+    monkeypatch.setenv(variable, str(path))
+    try:
+        assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    finally:
+        if read_end is not None:
+            os.close(read_end)
+    line = _one_line(capsys)
+    assert variable in line and str(path) in line and message in line, line
+
+
+def test_a_corpus_of_formatting_characters_only_stops_aniso_run_in_one_line(clean_env, monkeypatch, capsys):
+    """300 lines of zero-width spaces and joiners are no paragraphs: a tokenizer would give only special tokens."""
+    path = clean_env / "invisible.txt"
+    path.write_text("\u200b\u200c\u200d\ufeff \u2060\n" * 300, encoding="utf-8")
+    monkeypatch.setenv("ANISO_CORPUS", str(path))
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    line = _one_line(capsys)
+    assert "ANISO_CORPUS" in line and "has 0 paragraph(s)" in line, line
+
+
+def test_a_corpus_that_gives_only_special_tokens_is_refused_with_the_count(clean_env, tiny_bert_dir, capsys):
+    """Paragraphs that the tokenizer reads as its own special tokens only (markup such as "[SEP] [CLS]"): the model
+    is refused with the count of real tokens, not measured on special tokens' vectors."""
+    corpus = clean_env / "markup.txt"
+    corpus.write_text("\n".join("[SEP] [CLS] [PAD]" for _ in range(8)) + "\n")
+    code = main(["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    assert "gives 0 real token(s) (not special ones) in 8 paragraph(s)" in err, err[-3000:]
+
+
+def test_a_dataset_is_named_by_its_content_not_its_file_name(tmp_path):
+    """A copy of WikiText-2's validation file named like WikiText-103 is WikiText-2 by its content; a local text named
+    like a dataset is a local corpus."""
+    import shutil
+
+    from aniso.inputs.text import load_corpus
+
+    shared = Path("/work/shared/data/text/wikitext-2_wiki.valid.tokens")
+    if not shared.is_file():
+        shared = None
+    lookalike = tmp_path / "wikitext-103-validation.txt"
+    lookalike.write_text("A paragraph of my notes.\nAnother paragraph of them.\n")
+    corpus = load_corpus(lookalike, 2, 0)
+    assert corpus.name == "local-corpus" and "103" not in corpus.dataset and "WikiText" not in corpus.label.split("(")[0]
+    if shared is not None:  # the data folder the CI reads
+        copy = tmp_path / "notes-103.txt"
+        shutil.copy(shared, copy)
+        corpus = load_corpus(copy, 2, 0)
+        assert corpus.name == "wikitext-2-validation" and corpus.label.startswith("WikiText-2 validation")
+
+
+@pytest.mark.parametrize("case", ["file", "under-a-file"])
+def test_a_report_folder_that_cannot_be_written_stops_aniso_run_before_it_starts(clean_env, monkeypatch, capsys, case):
+    """Checked before the run computes anything (with ANISO_NO_CACHE=1 nothing computed would be kept)."""
+    blocker = clean_env / "a-file"
+    blocker.write_text("x")
+    folder = blocker if case == "file" else blocker / "reports"
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(folder))
+    monkeypatch.setenv("ANISO_NO_CACHE", "1")
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    line = _one_line(capsys)
+    assert "ANISO_REPORT_DIR" in line and str(folder) in line, line
+
+
+def test_a_failed_report_under_no_cache_does_not_say_the_statistics_are_cached(tmp_path, monkeypatch):
+    from aniso.common.settings import Settings
+    from aniso.registry.entries import Registry
+    from aniso.session import AnisoSession
+
+    session = AnisoSession.start(Settings(report_dir=str(tmp_path / "r"), cache_dir=str(tmp_path / "c"),
+                                          no_cache=True, device="cpu"), Registry([]), tmp_path)
+
+    def full_disk():
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(session, "write_report", full_disk)
+    session.architectures.results = {"x": {}}  # something to report
+    assert session.finish()
+    (line,) = session.must_run_failures
+    assert "were not cached (setting no_cache)" in line and "are in the cache" not in line, line
+
+
+def test_sigterm_removes_the_temporary_registry_of_a_detected_model(clean_env, tiny_bert_dir):
+    """`aniso run FOLDER` stopped by SIGTERM while it runs: its temporary registry folder is gone."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    tmp = clean_env / "tmp"
+    tmp.mkdir()
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(64)) + "\n")
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT / "src"))
+    proc = subprocess.Popen([sys.executable, "-m", "aniso.cli", "run", str(tiny_bert_dir), "--registry", REGISTRY,
+                             "--", "--aniso-corpus", str(corpus)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp.glob("aniso-run-*")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(tmp.glob("aniso-run-*")), "the run made no temporary registry"
+        time.sleep(2)  # into the claims run (pytest collecting or running the tests)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGTERM  # ended by the signal, as without the handler
+    assert not list(tmp.glob("aniso-run-*"))
+
+
+def test_a_second_order_limit_below_the_models_width_skips_the_claims_that_read_it(clean_env, tiny_bert_dir, capsys):
+    """`--aniso-second-order-max-dim 16` on a model of width 32: X.rogue-dimensions, which reads the second-order
+    statistics, is skipped naming the setting, never decided on NaN."""
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(16)) + "\n")
+    code = main(["run", str(tiny_bert_dir), "--claims", "X.rogue-dimensions", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "16", "--aniso-n-bootstrap", "0",
+                 "--aniso-second-order-max-dim", "16"])
+    out, err = capsys.readouterr()
+    assert code == 3, out[-3000:] + err[-3000:]
+    results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())["results"]
+    assert [r["verdict"] for r in results] == ["skipped"], results
+    assert "wider than setting second_order_max_dim 16" in results[0]["reason"], results[0]["reason"]

@@ -174,8 +174,10 @@ def test_nan_or_inf_hidden_states_are_reported_with_their_layer():
     import torch
 
     batches = [Batch([torch.from_numpy(good), torch.from_numpy(bad)], 2)]
-    with pytest.raises(RuntimeError, match=r"^m: layer 1: hidden states contain NaN or infinite values: 2 of 6 "
-                                           r"vectors \(1 with NaN\)$"):
+    from aniso.sources import ModelRefused
+
+    with pytest.raises(ModelRefused, match=r"^m: layer 1: hidden states contain NaN or infinite values: 2 of 6 "
+                                           r"vectors \(1 with NaN\); the model cannot be measured"):
         compute_stats(_entry(), iter(batches), ["0", "1"], Settings(), {})
 
 
@@ -326,7 +328,24 @@ def test_the_same_command_twice_gives_the_same_results_json_apart_from_times(tmp
                         f"--aniso-cache-dir={tmp_path / 'cache'}"], cwd=ROOT, env=env, capture_output=True,
                        timeout=600)
         text = next((tmp_path / run).glob("run-*/results.json")).read_text()
-        text = re.sub(r'"(time|seconds)": [^,\n]+', r'"\1": 0', text).replace(str(tmp_path / run), "REPORTS")
+        text = re.sub(r'"(time|seconds|digest)": [^,\n]+', r'"\1": 0', text).replace(str(tmp_path / run), "REPORTS")
         docs.append(text)
     assert len(json.loads(docs[0])["results"]) >= 4
     assert docs[0] == docs[1]
+
+
+def test_a_recording_scaled_far_outside_its_range_is_skipped_and_named(tmp_path):
+    """A float WAV scaled by 1e30 (it would make a speech model's spectrogram overflow to infinity) is skipped and
+    named as broken files are; the others are read."""
+    import soundfile
+
+    from aniso.inputs.media import load_speech
+
+    t = np.arange(16000) / 16000
+    soundfile.write(tmp_path / "good.wav", (0.3 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000,
+                    subtype="FLOAT")
+    soundfile.write(tmp_path / "loud.wav", (1e30 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000,
+                    subtype="FLOAT")
+    with pytest.warns(Warning, match=r"loud\.wav has samples of magnitude up to 1e\+30"):
+        got = load_speech(tmp_path, 2, 0)
+    assert len(got.items) == 1 and "loud.wav" in dict(got.skipped)

@@ -171,7 +171,26 @@ def test_record_rewrites_a_stale_record_and_refuses_bad_files(tmp_path, capsys):
     r = _result("expected not to hold", 0.539, 0.5, 0.56).model_copy(update={
         "expected": {"measured": {"max_avg_cos": 0.521}},
         "record_drift": [RecordDrift(key="max_avg_cos", recorded=0.521, measured=0.539)]})
-    results = _write(tmp_path, "a", [r])
+    from aniso.judge.results import file_digest
+
+    results = tmp_path / "a" / "results.json"  # as a run of this registry writes it: the registry's digest inside
+    write_results(results, ResultsDocument(provenance=provenance(tmp_path, {}, None,
+                                                                 registry_sha256=file_digest(registry)), results=[r]))
+    other = _write(tmp_path, "other", [r])  # a run that read no registry file (or another one)
+    assert main(["record", str(other), "--registry", str(registry)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "was not written by a run of" in err and "0.521" in registry.read_text()
+    edited = tmp_path / "edited" / "results.json"  # a number edited after the run: its digest no longer matches
+    edited.parent.mkdir()
+    edited.write_text(results.read_text().replace("0.539", "0.6"))
+    assert main(["record", str(edited), "--registry", str(registry)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not match the digest" in err, err
+    undigested = tmp_path / "undigested" / "results.json"  # the digest taken out: not written by a run
+    undigested.parent.mkdir()
+    undigested.write_text(json.dumps({k: v for k, v in json.loads(results.read_text()).items() if k != "digest"}))
+    assert main(["record", str(undigested), "--registry", str(registry)]) == 2
+    assert "no digest" in capsys.readouterr().err
     assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 0
     assert "max_avg_cos 0.521 -> 0.539" in capsys.readouterr().out and "0.521" in registry.read_text()
     assert main(["record", str(results), "--registry", str(registry)]) == 0
@@ -313,7 +332,7 @@ def test_a_parser_error_is_one_line_naming_the_subcommand(argv, says, capsys):
 
 @pytest.mark.parametrize("option, says", [
     ("--aniso-n-sequnces", "unknown option --aniso-n-sequnces after --; did you mean --aniso-n-sequences?"),
-    ("--maxfial", "pytest option after --: unrecognized arguments: --maxfial"),
+    ("--maxfial", "the pytest arguments after `--`: unrecognized arguments: --maxfial"),
 ])
 def test_a_misspelt_pytest_option_after_the_separator_is_one_line(option, says, tmp_path, capfd, monkeypatch):
     """`aniso run MODEL -- --misspelt`: one line naming the option (pytest's usage dump is not shown), exit 2."""

@@ -191,6 +191,11 @@ def test_a_wrong_cache_path_stops_pytest_with_one_line(tmp_path, monkeypatch):
     class Config:
         rootpath = ROOT
 
+        class hook:  # no plugin hands a plan: the plugin reads its options and the environment
+            @staticmethod
+            def pytest_aniso_plan(config):
+                return None
+
         def addinivalue_line(self, *args):
             pass
 

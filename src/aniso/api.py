@@ -41,6 +41,8 @@ DEFAULT_STATISTICS = ("first-order", "second-order")
 #: The file beside a run's ``results.json`` that holds the registry row detected for a model the registry lacks
 #: (``aniso run PATH``), from which ``aniso record`` adds the row with its new findings.
 DETECTED_ENTRY = "detected-entry.yaml"
+#: The comment of :data:`DETECTED_ENTRY` naming the sha256 of the registry the detected row was added to for the run.
+DETECTED_BASE = "added to the registry of sha256"
 
 #: The pytest options of ``aniso run`` (before the user's, which override them): quiet progress; a short summary of
 #: failures and errors only (the aniso summary groups the skips by reason); no tracebacks (the verdict table and the
@@ -546,25 +548,24 @@ def run_exit_code(pytest_code: int, measured: int) -> int:
 
 
 def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
-    """The ``--aniso-<setting>`` options among ``pytest_args``, parsed as the pytest plugin parses them (by setting
-    name; the rest left to pytest). Raises ValueError naming the option whose value does not parse."""
+    """The ``--aniso-<setting>`` options among ``pytest_args``, by setting name, as typed (texts; flags True), read
+    with the plugin's own option table (:func:`aniso.common.settings.setting_options`); the rest is left to pytest.
+    :meth:`~aniso.common.settings.Settings.from_sources` parses them (``texts``). Raises ValueError naming an option
+    that lacks its value."""
     import argparse
-    from dataclasses import fields as dataclass_fields
 
-    from .common.settings import SETTING_HELP, Settings
+    from .common.settings import setting_options
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
             raise ValueError(message)
 
-    types = {f.name: f.type for f in dataclass_fields(Settings)}
     parser = _Parser(add_help=False, allow_abbrev=False)
-    for name in SETTING_HELP:
-        opt = "--aniso-" + name.replace("_", "-")
-        if types[name] in ("bool", bool):
+    for name, opt, flag, _ in setting_options():
+        if flag:
             parser.add_argument(opt, dest=name, action="store_true", default=None)
         else:
-            parser.add_argument(opt, dest=name, type=int if types[name] in ("int", int) else str, default=None)
+            parser.add_argument(opt, dest=name, default=None)
     known, rest = parser.parse_known_args(list(pytest_args))
     for arg in rest:  # a misspelt setting option: one line naming it, rather than pytest's usage dump
         option = arg.split("=", 1)[0]
@@ -582,37 +583,46 @@ def _did_you_mean(word: str, choices) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
-class _PytestUsage:
-    """A pytest plugin that turns pytest's usage error (an unknown option after ``--``: a usage dump of a dozen
-    lines) into one line, kept in :attr:`line` for the caller to raise; pytest then prints nothing."""
+class _Plan:
+    """A pytest plugin handing the run's validated settings and registry to the aniso plugin whole
+    (:func:`aniso.pytest_plugin.AnisoHooks.pytest_aniso_plan`)."""
 
-    def __init__(self) -> None:
-        self.line: str | None = None
+    def __init__(self, settings, registry) -> None:
+        self.settings, self.registry = settings, registry
 
-    def pytest_cmdline_parse(self, pluginmanager, args):
-        import pytest
+    def pytest_aniso_plan(self, config):
+        return self.settings, self.registry
 
-        try:
-            return (yield)
-        except pytest.UsageError as exc:
-            text = "\n".join(str(a) for a in exc.args)
-            said = next((line.split("error: ", 1)[1] for line in text.splitlines() if "error: " in line),
-                        text.splitlines()[0] if text else "usage error")
+    @staticmethod
+    def _one_line(exc: Exception, pluginmanager=None) -> str:
+        """pytest's usage error in one line naming what was given, with the closest pytest option to a misspelt
+        one."""
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        said = next((line.split("error: ", 1)[1] for line in lines if "error: " in line), lines[-1] if lines else "")
+        known = {}
+        if pluginmanager is not None:
             config = pluginmanager.get_plugin("pytestconfig")
             known = getattr(getattr(getattr(config, "_parser", None), "optparser", None), "_option_string_actions",
                             {})
-            unknown = [w for w in said.split(": ", 1)[-1].split() if w.startswith("-")]
-            self.line = (f"pytest option after --: {said}"
-                         + (_did_you_mean(unknown[0].split("=", 1)[0], known) if unknown and known else ""))
-            raise pytest.UsageError() from None
+        unknown = [w for w in said.split(": ", 1)[-1].split() if w.startswith("-")]
+        return (f"the pytest arguments after `--`: {said}"
+                + (_did_you_mean(unknown[0].split("=", 1)[0], known) if unknown and known else ""))
 
-    @classmethod
-    def plugin(cls) -> "_PytestUsage":
-        """A new instance, its hook marked as pytest's hook wrapper (pytest is imported here, not with this module)."""
-        import pytest
 
-        pytest.hookimpl(wrapper=True)(cls.pytest_cmdline_parse)
-        return cls()
+def _usage_wrapper():
+    """A pytest plugin whose ``pytest_cmdline_parse`` wrapper turns pytest's usage dump (an option it does not know,
+    a value it cannot take) into a ValueError of one line naming what was given, raised out of ``pytest.main``."""
+    import pytest
+
+    class _OneLineUsage:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_cmdline_parse(self, pluginmanager, args):
+            try:
+                return (yield)
+            except pytest.UsageError as exc:  # out of pytest.main as a ValueError: run_claims' one line
+                raise ValueError(_Plan._one_line(exc, pluginmanager)) from None
+
+    return _OneLineUsage()
 
 
 def _write_registry(raw: dict, path: Path, what: str) -> Path:
@@ -632,83 +642,124 @@ def _write_registry(raw: dict, path: Path, what: str) -> Path:
 
 def run_claims(model: str, claims: str | None = None, *, registry: str | Path | None = None,
                claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
-               say: Callable[[str], None] = lambda line: None) -> ClaimsRun:
+               say: Callable[[str], None] = lambda line: None, settings: dict[str, Any] | None = None) -> ClaimsRun:
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
     CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
     detected from its files (:func:`aniso.sources.detect.detect_entry`) in a temporary copy of the registry, removed
-    afterwards. ``claims``: comma-separated ids or prefixes (None: every claim; :func:`aniso.registry.selection.
-    parse_claims`); ``registry``: the registry file (None: as every door finds it, :mod:`aniso.registry.locate`);
-    ``claims_dir``: the claim tests (default ``claims/`` beside the registry); ``pytest_args``: more pytest
-    arguments (e.g. ``--aniso-n-sequences 64``); ``say``: receives the line that says what was detected.
+    afterwards (also when the process is stopped by SIGTERM). ``claims``: comma-separated ids or prefixes (None: every
+    claim; :func:`aniso.registry.selection.parse_claims`); ``registry``: the registry file (None: as every door finds
+    it, :mod:`aniso.registry.locate`); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
+    ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``settings``: settings by name, typed
+    (the Python API's); ``say``: receives the line that says what was detected.
 
-    Everything a run reads is checked before pytest starts, so that bad input is one line rather than a test
-    failure: the settings (the ``ANISO_*`` variables and the ``--aniso-*`` options among ``pytest_args``), their
-    paths and the corpus, the claims filter, the registry and the model.
+    The run's settings are built once, here (:class:`aniso.common.settings.Settings`: ``settings``, then the
+    ``--aniso-*`` options among ``pytest_args``, then the ``ANISO_*`` variables) and handed to the pytest plugin whole
+    with the registry (:meth:`aniso.pytest_plugin.AnisoHooks.pytest_aniso_plan`); no environment variable is written.
+    Everything a run reads or writes is checked before pytest starts, so that bad input is one line rather than a test
+    failure: the settings, their paths, the corpus, the report folder (writable), the claims filter, the claims
+    folder (it must hold claim tests), the registry and the model.
 
     Returns a :class:`ClaimsRun`; its exit code is 2, with the reasons in ``refused``, when a model's files are
     there but cannot be loaded faithfully (:class:`aniso.sources.ModelRefused`). Raises ValueError (one line) for a
-    bad setting, corpus, claims filter or registry, a missing claims folder, a model that is neither a registry id
-    nor detectable, or a detected id the registry already uses.
+    bad setting, corpus, claims filter or registry, a missing or empty claims folder, a report folder that cannot be
+    written, a model that is neither a registry id nor detectable, or a detected id the registry already uses.
     """
     import shutil
     import tempfile
+    from dataclasses import replace
 
     import pytest
-    import yaml
 
+    from . import pytest_plugin
+    from .common.settings import _check_writable_folder, _where
+    from .registry.locate import claims_folder, open_registry, settings_and_registry
     from .sources.detect import detect_entry
-    from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
 
-    options = _setting_options(pytest_args)
+    options = dict(settings or {})
     if claims is not None:
         options["claims"] = claims
-    settings, reg = settings_and_registry(options, registry=registry)
-    wanted = parse_claims(settings.claims)
-    reg_path = Path(settings.registry)
+    plan, reg = settings_and_registry(options, registry=registry, texts=_setting_options(pytest_args))
+    wanted = parse_claims(plan.claims)
+    reg_path = Path(plan.registry)
     claims_dir = claims_folder(claims_dir, reg_path)
-    env = {"ANISO_REGISTRY": str(reg_path)}
+    if not any(claims_dir.glob("test_*.py")) and not any(claims_dir.glob("*_test.py")):
+        raise ValueError(f"claims folder {claims_dir}: no claim tests in it (test_*.py files); give --claims-dir the "
+                         "folder of the claim tests, or leave it out for claims/ beside the registry")
+    _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
     tmp_dir = row = None
-    try:
-        if any(e.id == model for e in reg):
-            model_id = model
-        else:
-            row = detect_entry(model)  # UndetectableModel is a ValueError
-            model_id = row["id"]
-            if any(e.id == model_id for e in reg):
-                raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
-            raw = yaml.safe_load(reg_path.read_text())
-            raw["models"].append({**row, "detected": True})
-            tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
-            tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
-            env["ANISO_REGISTRY"] = str(tmp)
-            say(f"{model} is not in the registry; detected "
-                + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", model_id, *_DOOR_OPTIONS]
-        if not wanted.everything:
-            args += ["--aniso-claims", str(wanted)]
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        tally, usage = _Tally(), _PytestUsage.plugin()
+    with _removed_on_sigterm() as remove:
         try:
-            code = int(pytest.main(args + list(pytest_args), plugins=[tally, usage]))
+            if any(e.id == model for e in reg):
+                model_id = model
+            else:
+                row = detect_entry(model)  # UndetectableModel is a ValueError
+                model_id = row["id"]
+                if any(e.id == model_id for e in reg):
+                    raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
+                from .registry.entries import load_yaml
+
+                raw = load_yaml(reg_path)
+                raw["models"].append({**row, "detected": True})
+                tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
+                remove.append(tmp_dir)
+                tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
+                reg, plan = open_registry(tmp), replace(plan, registry=str(tmp))
+                say(f"{model} is not in the registry; detected "
+                    + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
+            plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
+            args = [str(claims_dir), "-p", "no:cacheprovider", *_DOOR_OPTIONS]
+            tally = _Tally()
+            code = int(pytest.main(args + list(pytest_args),
+                                   plugins=[pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally]))
+            results = tally.report.with_name("results.json") if tally.report is not None else None
+            if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
+                import yaml
+
+                from .judge.results import file_digest
+
+                results.with_name(DETECTED_ENTRY).write_text(  # the registry the row was added to, by its digest
+                    f"# {DETECTED_BASE}: {file_digest(reg_path)}\n"
+                    + yaml.safe_dump([row], sort_keys=False, allow_unicode=True))
+            exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
+            return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, tally.stopped,
+                             tally.refused)
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        if usage.line is not None:
-            raise ValueError(usage.line)
-        results = tally.report.with_name("results.json") if tally.report is not None else None
-        if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
-            results.with_name(DETECTED_ENTRY).write_text(yaml.safe_dump([row], sort_keys=False, allow_unicode=True))
-        exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
-        return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, tally.stopped,
-                         tally.refused)
+            if tmp_dir is not None:
+                shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _removed_on_sigterm():
+    """A list of folders that are removed if SIGTERM stops the process inside the block (the usual ``finally``
+    removes them otherwise); SIGTERM then ends the process as it would have (killed by the signal, or as the handler
+    set before says). Only the main thread can set a signal handler: elsewhere the block runs as it is."""
+    import shutil
+    import signal
+    import threading
+
+    folders: list[Path] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield folders
+        return
+
+    def on_term(signum, frame):
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        if callable(previous):  # someone else's handler: theirs decides what SIGTERM does next
+            signal.signal(signal.SIGTERM, previous)
+            previous(signum, frame)
+            return
+        # the default: end the process by the signal itself, wherever it came (pytest would take an exception
+        # raised inside a test for that test's failure and go on)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield folders
     finally:
-        if tmp_dir is not None:
-            shutil.rmtree(tmp_dir, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
 
 
 #: The sizes of a twin run (``aniso run ID --twin``), given before any pytest argument (which may override them):
@@ -775,10 +826,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
 
-    options = _setting_options(pytest_args)
-    if claims is not None:
-        options["claims"] = claims
-    settings, reg = settings_and_registry(options, registry=registry)
+    options = {"claims": claims} if claims is not None else {}
+    settings, reg = settings_and_registry(options, registry=registry, texts=_setting_options(pytest_args))
     wanted = parse_claims(settings.claims)
     chosen, _ = reg.model_set(models)
     def has_twin(e) -> bool:
@@ -818,7 +867,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     manifest: dict[str, Any] = {"label": TWIN_LABEL, "transformers": transformers.__version__, "rows": {},
                                 "refused": refused, "hub_cache": str(root / "hub"), "inputs": {}}
     try:
-        raw = yaml.safe_load(Path(settings.registry).read_text())
+        from .registry.entries import load_yaml
+
+        raw = load_yaml(settings.registry)
         by_id = {row["id"]: row for row in raw["models"]}
         for e in runnable:
             try:
@@ -861,10 +912,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            usage = _PytestUsage.plugin()
-            code = int(pytest.main(args + list(pytest_args), plugins=[tally, usage]))
-            if usage.line is not None:
-                raise ValueError(usage.line)
+            code = int(pytest.main(args + list(pytest_args), plugins=[tally, _usage_wrapper()]))
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")
@@ -914,7 +962,6 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
 
     from .registry.selection import parse_claims
     from .judge.results import read_results
-    from .common.settings import SETTING_HELP, Settings
 
     if not isinstance(model, (str, Path)):
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
@@ -947,19 +994,10 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
             else:
                 raise ValueError(f"inputs: a {type(inputs).__name__}; give a corpus file, a folder, a list of texts "
                                  "or None")
-        Settings.from_sources(given).check_paths()  # a bad value: one line here rather than a pytest usage error
-        args: list[str] = []
-        for k, v in given.items():
-            if k not in SETTING_HELP:
-                raise ValueError(f"settings: {k!r} cannot be given to a claims run")
-            if isinstance(v, bool):
-                args += [f"--aniso-{k.replace('_', '-')}"] if v else []
-            else:
-                args += [f"--aniso-{k.replace('_', '-')}", str(v)]
-        args += [] if verbose else ["-qq", "--disable-warnings"]
-        with _progress(verbose):
+        args = [] if verbose else ["-qq", "--disable-warnings"]
+        with _progress(verbose):  # the settings are built once, in run_claims, from ``given`` (typed)
             done = run_claims(str(model), claims or None, registry=reg_path, claims_dir=claims_dir,
-                              pytest_args=args)
+                              pytest_args=args, settings=given)
     if done.results_path is None:
         raise RuntimeError(f"check {model}: the claims run wrote no results (pytest exit code {done.exit_code}); "
                            "run with verbose=True to see why")

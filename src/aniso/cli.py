@@ -332,17 +332,25 @@ def _record(args: argparse.Namespace) -> int:
     from .common.settings import Settings
     import yaml
 
-    from .api import DETECTED_ENTRY
+    from .api import DETECTED_BASE, DETECTED_ENTRY
     from .judge.records import record_new_findings, refresh_records
-    from .judge.results import read_results
+    from .judge.results import file_digest, read_results
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import registry_path
 
     try:
-        registry = registry_path(args.registry, Settings.from_sources({}).registry)
-        doc = read_results(Path(args.results))
-        new, notes = refresh_records(registry.read_text(), doc.results)
+        registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry)
+        doc = read_results(Path(args.results), require_digest=True)  # as the run wrote it, unedited
         beside = Path(args.results).with_name(DETECTED_ENTRY)
+        base = next((line.split(": ", 1)[1].strip() for line in (beside.read_text().splitlines() if beside.is_file()
+                                                                   else []) if line.startswith(f"# {DETECTED_BASE}:")),
+                    None)  # a first run of a detected model ran on this registry plus its row
+        if file_digest(registry) not in (doc.provenance.registry_sha256, base):  # numbers into the registry they ran on
+            raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
+                             + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
+                                if doc.provenance.registry_sha256 else "no registry file")
+                             + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
+        new, notes = refresh_records(registry.read_text(), doc.results)
         detected = yaml.safe_load(beside.read_text()) if beside.is_file() else None
         new, added = record_new_findings(new, doc.results, detected)
         notes += added

@@ -15,7 +15,6 @@ once, under a file lock).
 from __future__ import annotations
 
 import os
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -31,7 +30,7 @@ from .registry.entries import RegistryError
 from .registry.locate import settings_and_registry
 from .registry.selection import ClaimsFilter, parse_claims
 from .session import AnisoSession, ClaimContext, Skip, family_members
-from .common.settings import SETTING_HELP, Settings
+from .common.settings import setting_options
 from .judge.verdicts import Outcome
 
 _SESSION = pytest.StashKey[AnisoSession]()
@@ -48,6 +47,12 @@ class AnisoHooks:
         """A claims run finished (in the process that writes the report, after it is written): ``run`` is its
         :class:`~aniso.session.AnisoSession` (``results``, ``report_path``)."""
 
+    @pytest.hookspec(firstresult=True)
+    def pytest_aniso_plan(self, config: pytest.Config):
+        """The run's settings and registry, validated where the run entered (``aniso run``, :func:`aniso.api.check`):
+        a ``(Settings, Registry)`` pair the plugin takes whole, reading no ``--aniso-*`` option nor ``ANISO_*``
+        variable again; None (no plugin answers): the plugin builds them from its options and the environment."""
+
 
 def pytest_addhooks(pluginmanager) -> None:
     pluginmanager.add_hookspecs(AnisoHooks)
@@ -55,15 +60,11 @@ def pytest_addhooks(pluginmanager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aniso", "anisotropy claims suite")
-    types = {f.name: f.type for f in fields(Settings)}
-    for name, help_text in SETTING_HELP.items():
-        opt = "--aniso-" + name.replace("_", "-")
-        env = f"ANISO_{name.upper()}"
-        if types[name] in ("bool", bool):
-            group.addoption(opt, action="store_true", default=None, help=f"{help_text} (env {env})")
+    for name, opt, flag, help_text in setting_options():  # values parsed once, by Settings.from_sources
+        if flag:
+            group.addoption(opt, action="store_true", default=None, help=help_text)
         else:
-            kind = int if types[name] in ("int", int) else str
-            group.addoption(opt, type=kind, default=None, help=f"{help_text} (env {env})")
+            group.addoption(opt, default=None, help=help_text)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,13 +74,29 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_THREADS] = share_cpu_cores(int(config.workerinput.get("workercount", 1)))
     config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.registry.catalog) a test measures")
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
-    options = {name: config.getoption("--aniso-" + name.replace("_", "-")) for name in SETTING_HELP}
-    try:
-        settings, registry = settings_and_registry(options, root=config.rootpath)
-    except RegistryError as exc:  # names the registry file, the entry and the field
-        raise pytest.UsageError(str(exc)) from None
-    except ValueError as exc:
-        raise pytest.UsageError(f"aniso settings: {exc}") from None
+    plan = config.hook.pytest_aniso_plan(config=config)
+    sent = getattr(config, "workerinput", {}).get("aniso_settings")
+    if plan is not None:  # validated where the run entered: taken whole
+        settings, registry = plan
+    elif sent is not None:  # a pytest-xdist worker: the controller's settings, as they were validated there
+        from dataclasses import fields as _fields
+
+        from .common.settings import Settings
+        from .registry.locate import open_registry
+
+        try:
+            settings = Settings(**{f.name: sent[f.name] for f in _fields(Settings) if f.name in sent})
+            registry = open_registry(Path(settings.registry))
+        except (RegistryError, ValueError) as exc:
+            raise pytest.UsageError(f"aniso settings: {exc}") from None
+    else:
+        texts = {name: config.getoption(opt) for name, opt, _, _ in setting_options()}
+        try:
+            settings, registry = settings_and_registry(texts=texts, root=config.rootpath)
+        except RegistryError as exc:  # names the registry file, the entry and the field
+            raise pytest.UsageError(str(exc)) from None
+        except ValueError as exc:
+            raise pytest.UsageError(f"aniso settings: {exc}") from None
     try:
         config.stash[_FILTER] = parse_claims(settings.claims)
     except ValueError as exc:
@@ -245,6 +262,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if claims_run.stopped:
         session.exitstatus = pytest.ExitCode.INTERRUPTED
     session.config.hook.pytest_aniso_run_finished(run=claims_run)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: a worker starts; it gets the controller's settings whole (the registry file among them), so
+    that it reads no option nor variable again and runs on the same plan (a detected model's temporary registry
+    included)."""
+    claims_run = node.config.stash.get(_SESSION, None)
+    if claims_run is not None:
+        from dataclasses import asdict
+
+        node.workerinput["aniso_settings"] = asdict(claims_run.settings)
 
 
 @pytest.hookimpl(optionalhook=True)

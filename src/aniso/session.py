@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .judge.results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsDocument, Sensitivity, Uncertainty,
-                            dump_results, model_layers, provenance, verdict_counts, write_results)
+                            dump_results, file_digest, model_layers, provenance, verdict_counts,
+                            write_results)
 from .extract.architecture_check import ArchitectureChecks
 from .registry.catalog import get_claim, not_yet_executable
 
@@ -207,16 +208,18 @@ class AnisoSession:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
         if self.results or self.architectures.results or self.series.computed() or self.absorbed:
+            # where the statistics are, truthfully: not in the cache when the run was told not to use it
+            kept = ("the statistics of this run were not cached (setting no_cache), so a rerun computes them again"
+                    if self.settings.no_cache else f"the statistics of this run are in the cache "
+                    f"{self.settings.cache_dir}, so a rerun writes it in seconds")
             try:
                 self.write_report()
-            except OSError as exc:  # e.g. a full disk: say where, and that the statistics stay in the cache
+            except OSError as exc:  # e.g. a full disk: say where, and where the statistics are
                 self.must_run_failures.append(
-                    f"could not write the report under {self.settings.report_dir} ({exc}); the statistics of this "
-                    f"run are in the cache {self.settings.cache_dir}, so a rerun writes it in seconds")
+                    f"could not write the report under {self.settings.report_dir} ({exc}); {kept}")
             except KeyboardInterrupt:  # Ctrl-C: no half-written report folder, one line saying what to do
                 self.stopped = (f"interrupted while writing the report under {self.settings.report_dir}; nothing "
-                                f"was kept there, and the statistics of this run are in the cache "
-                                f"{self.settings.cache_dir}, so a rerun writes it in seconds")
+                                f"was kept there, and {kept}")
         return bool(self.must_run_failures)
 
     def adjust_families(self, alpha: float = ADJUST_ALPHA) -> None:
@@ -276,7 +279,8 @@ class AnisoSession:
         s = self.settings
         profile = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
                    "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
-        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin)
+        prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin,
+                          registry_sha256=file_digest(s.registry) if self.registry.path is not None else None)
         experiments: dict[str, Any] = {}
         if self.blocks.computed():
             experiments["untrained_block"] = {mid: [sw.to_dict() for sw in sweeps]
@@ -519,7 +523,27 @@ class ClaimContext:
             stats = self._session.provider.get(self.entry)
         except ModelUnavailable as exc:
             self.skip(exc)
+        self._second_order_kept(stats)
         return self.note_inputs(stats)
+
+    def _second_order_kept(self, stats: ModelStats) -> None:
+        """Skip the test as not applicable, naming the setting, when the claim reads second-order statistics (SVD
+        anisotropy, TwoNN, IsoScore, sampled pairs) that setting ``second_order_max_dim``, lowered below its default,
+        kept from this model's layers: a claim measured on their absence would decide on NaN."""
+        from .registry.catalog import CLAIMS
+
+        claim = CLAIMS.get(self.result.claim_id)
+        if claim is None or "second-order" not in claim.statistics:
+            return
+        limit = self.settings.second_order_max_dim
+        default = Settings.__dataclass_fields__["second_order_max_dim"].default
+        # only where the setting, lowered below its default, is what left them out (a wider model is as it was)
+        wide = sorted({acc.dim for acc in stats.layers if not acc.second_order and limit < acc.dim <= default})
+        if wide:
+            self.not_applicable(f"{self.entry.id}: layers of width {', '.join(map(str, wide))} are wider than setting "
+                                f"second_order_max_dim {limit} (ANISO_SECOND_ORDER_MAX_DIM), so their second-order "
+                                "statistics were not kept; raise it to at least "
+                                f"{wide[-1]} to measure {self.result.claim_id}")
 
     def not_applicable(self, reason: str) -> None:
         """Skip the test because the claim does not apply to this model (e.g. it has no final normalisation): a

@@ -61,3 +61,81 @@ def test_registry_row_carries_what_a_model_stands_for():
     assert RegistryRow.of(reg.get("rxnfp-bert-ft")).fine_tuned_from == "rxnfp-bert-pretrained"
     # a results.json written before the fields existed still reads
     assert RegistryRow.model_validate(row.model_dump(exclude={"stands_for", "relation"})).relation is None
+
+
+def _written(tmp_path: Path, results: list[ClaimResult], **doc) -> Path:
+    path = tmp_path / "results.json"
+    write_results(path, ResultsDocument(provenance=provenance(tmp_path, {}, None), results=results, **doc))
+    return path
+
+
+def _edit(path: Path, change) -> Path:
+    """``path``'s document edited by ``change`` (a function of its JSON data), its digest made to match again, so
+    that only the consistency checks can find what is wrong."""
+    from aniso.judge.results import content_digest
+
+    data = json.loads(path.read_text())
+    change(data)
+    data["digest"] = content_digest(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_results_file_edited_after_the_run_is_refused_by_its_digest(tmp_path):
+    path = _written(tmp_path, [_result()])
+    assert read_results(path).digest
+    path.write_text(path.read_text().replace('"p_value": 0.01', '"p_value": 0.02', 1))
+    with pytest.raises(ValueError, match=r"results\.json: its content does not match the digest"):
+        read_results(path)
+
+
+def test_the_digest_covers_fields_it_does_not_know_by_name(tmp_path):
+    """The digest is of the whole document, not of a list of fields: a field added later is covered as well."""
+    from aniso.judge.results import content_digest
+
+    data = json.loads(_written(tmp_path, [_result()]).read_text())
+    assert content_digest(data) == data["digest"]
+    data["results"][0]["a_field_added_later"] = 1.0
+    assert content_digest(data) != data["digest"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["results"][0].update(verdict="maybe"), r"results\[0\] \(G\.drift-correlation-pearson, m\): verdict "
+                                                        r"'maybe' is none of"),
+    (lambda d: d["results"].append(dict(d["results"][0], verdict="does not hold")),
+     r"results\[1\] .*the same result as results\[0\] .* listed twice"),
+    (lambda d: d["results"][0].update(record_check="record's numbers compared: all within tolerance",
+                                      record_drift=[{"key": "p_value", "recorded": 0.5, "measured": 0.01,
+                                                     "tolerance": ""}]),
+     "record_check says all within tolerance, but record_drift lists 1"),
+    (lambda d: d["results"][0].update(record_check="record's numbers compared: 1 of them stale",
+                                      record_drift=[{"key": "p_value", "recorded": 0.5, "measured": 0.3,
+                                                     "tolerance": ""}]),
+     "record_drift gives p_value measured 0.3, but measured holds 0.01"),
+    (lambda d: d.update(summary=dict(d["summary"], holds=7)), "summary .* does not count the results"),
+])
+def test_an_inconsistent_results_file_is_refused_in_one_line(tmp_path, change, message):
+    from aniso.judge.results import verdict_counts
+
+    path = _edit(_written(tmp_path, [_result()], summary=verdict_counts([_result()])), change)
+    with pytest.raises(ValueError, match=message) as err:
+        read_results(path)
+    assert len(str(err.value).splitlines()) == 1 and "results.json" in str(err.value)
+
+
+def test_the_git_commit_is_the_projects_own_or_unknown(tmp_path):
+    """A copy of the project inside another git repository records no commit (unknown), not the other one's."""
+    import subprocess
+
+    from aniso.judge.results import _git_commit
+
+    outer = tmp_path / "outer"
+    (outer / "project").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    (outer / "f").write_text("x")
+    subprocess.run(["git", "-C", str(outer), "add", "f"], check=True)
+    subprocess.run(["git", "-C", str(outer), "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm",
+                    "x"], check=True)
+    assert _git_commit(outer) is not None
+    assert _git_commit(outer / "project") is None
+    assert provenance(outer / "project", {}, None).git_commit is None

@@ -261,3 +261,32 @@ def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
     """YAML keeps the last of two equal keys; the registry refuses them, naming the file, the line and the key."""
     with pytest.raises(RegistryError, match=r"models.yaml: not valid YAML at line 4: the key 'source' is given twice"):
         load_registry(write(tmp_path, "models:\n" + ENTRY.replace("    modality:", "    source: {kind: local, path: x}\n    modality:", 1)))
+
+
+def test_a_yaml_alias_bomb_is_refused_in_one_line_without_expanding_it(tmp_path, capsys):
+    """Nine levels of nine aliases inside a record would expand to 387 million nodes: refused at once, naming the
+    file, by `aniso run` and by the loader, before anything is built."""
+    import time
+
+    from aniso.cli import main
+    from aniso.registry.entries import MAX_YAML_NODES, RegistryError, load_registry
+
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    bomb = tmp_path / "models.yaml"
+    bomb.write_text("bombs:\n" + "".join(f"  {line}\n" for line in levels) + "models: []\n")
+    start = time.perf_counter()
+    with pytest.raises(RegistryError, match=rf"models\.yaml: its YAML aliases expand to more than {MAX_YAML_NODES}"):
+        load_registry(bomb)
+    assert time.perf_counter() - start < 2
+    assert main(["run", "all-MiniLM-L6-v2", "--registry", str(bomb)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "aliases expand to more than" in err, err
+    recursive = tmp_path / "recursive.yaml"
+    recursive.write_text("models: &m [*m]\n")
+    with pytest.raises(RegistryError, match="hold themselves"):
+        load_registry(recursive)
+    ordinary = tmp_path / "anchors.yaml"  # anchors and aliases as the suite's registry uses them stay fine
+    ordinary.write_text("tiny: &t {a: 1}\nmodels: []\nother: *t\n")
+    with pytest.raises(RegistryError, match="tiny|other"):  # unknown top-level keys, not the limit
+        load_registry(ordinary)

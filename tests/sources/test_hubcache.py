@@ -284,3 +284,25 @@ def test_a_claim_runs_on_the_hub_row_from_the_import(offline, tmp_path, monkeypa
                                                                           "holds")
     text = json.dumps(doc)
     assert f"hub cache: {HUB_ID}@main (commit {resolve_commit(HUB_ID)}, imported from {FOLDER})" in text
+
+
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_a_symbolic_link_that_leaves_the_folder_is_refused(tmp_path, capsys, link):
+    """`aniso hub import` of a folder holding a link to a file (or a folder) outside it: exit 2 with one line naming
+    the link and where it leads; nothing is copied into the cache. A link inside the folder is imported."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not the model's")
+    folder = _folder(tmp_path / "c", "model.safetensors")
+    if link == "file":
+        (folder / "notes.txt").symlink_to(outside / "secret.txt")
+    else:
+        (folder / "extra").symlink_to(outside, target_is_directory=True)
+    assert main(["hub", "import", "org/linked", str(folder), "--cache-dir", str(tmp_path / "hub")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is a symbolic link to" in err and str(outside) in err, err
+    assert not any((tmp_path / "hub").rglob("*secret*")) and not list((tmp_path / "hub").rglob("blobs/*"))
+    inside = _folder(tmp_path / "d", "model.safetensors")
+    (inside / "copy.safetensors").symlink_to(inside / "model.safetensors")
+    done = import_folder("org/inside", inside, cache_dir=tmp_path / "hub")
+    assert "copy.safetensors" in done.files

@@ -103,3 +103,59 @@ def _assert_close(a, b, exact: bool, where: str) -> None:
         assert b == pytest.approx(a, rel=1e-5, abs=1e-7, nan_ok=True), where
     else:
         assert a == b or (a != a and b != b), where
+
+
+def _fake_run(bad_items: set[int]):
+    """A modality's ``run`` that gives each input (a clip filled with its index) 3 rows of width 4 per layer, NaN for the inputs in
+    ``bad_items`` (by their value), labelled by input, in batches of ``batch_size``."""
+    import torch
+
+    from aniso.extract.hidden import Batch
+
+    def run(model, tokenizer, processor, items, batch_size, device, max_length, **_):
+        for start in range(0, len(items), batch_size):
+            chunk = items[start:start + batch_size]
+            rows, labels = [], []
+            for j, clip in enumerate(chunk):
+                value = int(clip[0])
+                g = torch.Generator().manual_seed(value)
+                x = torch.randn(3, 4, generator=g) + 2.0
+                if value in bad_items:
+                    x[1, 2] = float("nan")
+                rows.append(x)
+                labels.append(torch.full((3,), j, dtype=torch.int64))
+            h, lab = torch.cat(rows), torch.cat(labels)
+            yield Batch([h, h * 2], len(chunk), inputs=[lab, lab])
+
+    return run
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 8])
+def test_a_file_that_makes_the_model_non_finite_is_left_out_and_named(tmp_path, batch_size):
+    """One recording (here: item 2 of 6) whose hidden states are NaN: the model is measured on the others, the file
+    named among the skipped inputs as a broken file is; all of a batch of several NaN at once is the model's fault."""
+    from dataclasses import replace as _replace
+
+    import numpy as np
+
+    from aniso.extract.modalities import MODALITIES
+    from aniso.inputs.media import MediaSet
+    from aniso.sources import LoadedModel, ModelRefused
+    from aniso.stats.pipeline import compute_model_stats
+
+    modality = _replace(MODALITIES["speech"], run=_fake_run({2}), layer_names=lambda model: ["0", "1"])
+    entry = type("E", (), {"id": "m", "modality": "speech", "granularity": "audio-frame", "architecture":
+                           "transformer", "role": "encoder", "family": "f", "measured_on": None, "tags": ()})()
+    loaded = LoadedModel(entry, None, None, "fake")
+    media = MediaSet("speech", "clips", "6 recordings", "here", "fp", tuple(np.full(160, i, np.float32) for i in range(6)),
+                     tuple(f"clip{i}.wav" for i in range(6)), 6, 0)
+    settings = Settings(batch_size=batch_size, reservoir_size=8, svd_batch_size=8, device="cpu", n_bootstrap=0,
+                        cache_dir=str(tmp_path))
+    stats = compute_model_stats(loaded, modality, media, settings, "fp", frozenset({"first-order"}))
+    assert stats.meta["n_sequences"] == 5 and stats.layers[0].count == 15
+    skipped = dict(stats.meta["corpus"]["skipped"])
+    assert list(skipped) == ["clip2.wav"] and "makes m produce non-finite hidden states" in skipped["clip2.wav"]
+    all_bad = _replace(modality, run=_fake_run(set(range(6))))
+    if batch_size > 1:
+        with pytest.raises(ModelRefused, match=r"^m: layer 0: hidden states contain NaN"):
+            compute_model_stats(loaded, all_bad, media, settings, "fp", frozenset({"first-order"}))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import tracemalloc
 import warnings
 
@@ -127,8 +129,10 @@ def test_cache_round_trip(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "sidecar"])
+@pytest.mark.parametrize("damage", ["truncate", "flip", "sidecar", "summary", "meta", "layer-name"])
 def test_corrupt_cache_entry_warns_and_is_recomputed(tmp_path, damage):
+    """Any byte the reader trusts, in the data file or in its JSON sidecar (the summaries a verdict reads, the
+    metadata, the layer names), is covered by the entry's checksum: an edit makes the entry corrupt, recomputed."""
     cache = StatsCache(tmp_path)
     key = cache_key({"model": "m"})
     cache.save(key, _stats())
@@ -139,8 +143,18 @@ def test_corrupt_cache_entry_warns_and_is_recomputed(tmp_path, damage):
         raw = bytearray(data.read_bytes())
         raw[-5] ^= 0xFF
         data.write_bytes(bytes(raw))
-    else:
+    elif damage == "sidecar":
         (tmp_path / f"{key}.json").write_text("{not json")
+    else:  # a well-formed sidecar, edited: a summary's number, the metadata, a layer's name
+        sidecar = tmp_path / f"{key}.json"
+        meta = json.loads(sidecar.read_text())
+        if damage == "summary":
+            meta["summaries"][1]["mean_cosine"] = 0.99
+        elif damage == "meta":
+            meta["meta"]["note"] = "edited"
+        else:
+            meta["layer_names"][0] = "emb"
+        sidecar.write_text(json.dumps(meta, indent=1))
     with pytest.warns(RuntimeWarning, match="corrupt or truncated"):
         assert cache.load(key) is None
     cache.save(key, _stats())

@@ -100,3 +100,40 @@ def quarantine(*paths: Path) -> str:
             failed.append(f"{path.name} ({exc.strerror or exc})")
     said = f"moved aside to {', '.join(moved)}" if moved else "nothing moved aside"
     return said + (f"; could not move {', '.join(failed)}" if failed else "")
+
+
+#: The first bytes of compressed or archive formats, with their names: such a file is no text, whatever its name.
+_COMPRESSED = ((b"\x1f\x8b", "gzip-compressed"), (b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
+               (b"\x28\xb5\x2f\xfd", "zstd-compressed"), (b"PK\x03\x04", "a zip archive"),
+               (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive"), (b"\x04\x22\x4d\x18", "lz4-compressed"))
+
+
+def not_a_regular_file(path: str | Path) -> str | None:
+    """Why ``path`` cannot be read as an input file, or None: it does not exist, is a folder, or is no regular file
+    (a FIFO or pipe, which would block or be read once only, a device, a socket). Checked with ``os.stat``, which
+    never blocks (opening a FIFO does)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return "is a folder; it must name a text file"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO or pipe, not a regular file (it would block or be read once only); save it to a file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a regular file"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a regular file"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file"
+    return None
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What binary content ``head`` (a file's first bytes) begins with, in words (``"gzip-compressed"``, ...), or
+    None for none this knows."""
+    return next((name for magic, name in _COMPRESSED if head.startswith(magic)), None)

@@ -10,10 +10,16 @@ profile's value.
 
 from __future__ import annotations
 
+import difflib
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
+from typing import Annotated, Optional
 
-__all__ = ["Settings", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE"]
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+__all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
+           "parse_text", "setting_options", "second_order_bytes"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
 #: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
@@ -54,118 +60,220 @@ def _default_cache() -> str:
     return os.path.join(base, "aniso")
 
 
-@dataclass(frozen=True)
+#: Largest seed: numpy's ``Generator``/``SeedSequence`` entropy and ``torch.manual_seed`` both take it, and so does
+#: the legacy ``numpy.random.seed`` (0 .. 2**32 - 1).
+MAX_SEED = 2**32 - 1
+
+#: Bounds of the integer settings, inclusive: (smallest, largest). The largest values are far above any run's
+#: needs and keep a typo (a digit too many) from reaching a buffer; the memory the second-order sizes imply together
+#: is checked against this machine's memory as well (:func:`second_order_bytes`).
+BOUNDS: dict[str, tuple[int, int]] = {
+    "n_sequences": (1, 10**9), "max_length": (1, 2**20), "batch_size": (1, 2**16), "seed": (0, MAX_SEED),
+    "reservoir_size": (3, 2**31 - 1), "svd_batch_size": (2, 2**31 - 1), "block_seeds": (1, 1000),
+    "block_sequences": (1, 2**16), "block_seq_len": (2, 2**20), "n_bias_norms": (3, 10_000), "n_clips": (1, 10**9),
+    "n_images": (1, 10**9), "max_image_pixels": (1, 2**40), "second_order_max_dim": (2, 2**17),
+    "miniature_steps": (1, 10**9), "miniature_width": (8, 2**16), "miniature_batch": (1, 2**16), "shards": (1, 4096),
+    "n_bootstrap": (0, 10**7), "twonn_batches": (0, 10**4)}
+
+
+def _int(name: str):
+    lo, hi = BOUNDS[name]
+    return Annotated[int, Field(ge=lo, le=hi)]
+
+
+def _path_text(value: object) -> object:
+    """A path given as ``os.PathLike`` (``pathlib.Path``) becomes its text; anything else is left to the type check."""
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+#: A file or folder setting: text or ``os.PathLike``, or None (not set).
+_Path = Annotated[Optional[str], BeforeValidator(_path_text)]
+_PathRequired = Annotated[str, BeforeValidator(_path_text)]
+
+
+def _allowed(name: str) -> str:
+    """What setting ``name`` may hold, in words (for the one-line refusal)."""
+    if name in BOUNDS:
+        lo, hi = BOUNDS[name]
+        return f"an integer from {lo} to {hi}"
+    kind = Settings.__dataclass_fields__[name].type
+    if "bool" in str(kind):
+        return "true or false"
+    if name == "device":
+        return "a torch device name: auto, cpu, cuda, cuda:N or mps"
+    if name in ("corpus", "train_text", "speech_dir", "image_dir", "models_dir", "twin"):
+        return "a path (str or os.PathLike) or None"
+    if name in ("registry", "cache_dir", "report_dir"):
+        return "a path (str or os.PathLike)"
+    return "text"
+
+
+class SettingError(ValueError, TypeError):
+    """A setting refused: one line naming the setting (its variable and option), its value and what is allowed. A
+    ValueError (a value out of range) and a TypeError (a value of the wrong type) at once, so either ``except`` takes
+    it."""
+
+
+def _refusal(exc: ValidationError) -> SettingError:
+    """One line from pydantic's first error: the setting, its variable and option, what is allowed, the value."""
+    first = exc.errors()[0]
+    if isinstance((first.get("ctx") or {}).get("error"), SettingError):  # raised by __post_init__
+        return first["ctx"]["error"]
+    name = str(first["loc"][0]) if first.get("loc") else ""
+    value = first.get("input")
+    if name in Settings.__dataclass_fields__:
+        shown = f"{value!r}" + ("" if isinstance(value, (int, str)) and not isinstance(value, bool) or value is None
+                                else f" ({type(value).__name__})")
+        return SettingError(f"{_where(name)} must be {_allowed(name)}, got {shown}")
+    if first["type"] == "unexpected_keyword_argument":
+        close = difflib.get_close_matches(str(first["loc"][-1]), list(Settings.__dataclass_fields__), n=1)
+        return SettingError(f"settings: unknown setting {first['loc'][-1]!r}"
+                            + (f"; did you mean {close[0]!r}?" if close else ""))
+    return SettingError(f"settings: {first['msg']}")
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes (``os.sysconf``), or None where it cannot be told."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def second_order_bytes(reservoir_size: int, svd_batch_size: int, twonn_batches: int, width: int) -> dict[str, int]:
+    """The bytes one layer of ``width`` (at most setting ``second_order_max_dim``) holds for its second-order
+    statistics (:class:`aniso.stats.accumulators.LayerAccumulator`): the float32 reservoir (``reservoir_size`` x
+    width), the float32 SVD batch (``svd_batch_size`` x width) and TwoNN batches (``twonn_batches`` x
+    ``svd_batch_size`` x width), and the float64 d x d second moment; by the setting that sizes each."""
+    return {"reservoir_size": 4 * reservoir_size * width, "svd_batch_size": 4 * svd_batch_size * width,
+            "twonn_batches": 4 * twonn_batches * svd_batch_size * width, "second_order_max_dim": 8 * width * width}
+
+
+def _bytes(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} EiB"  # pragma: no cover
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(strict=True, extra="forbid"))
 class Settings:
-    """Settings of one run (see :data:`SETTING_HELP`)."""
+    """Settings of one run (see :data:`SETTING_HELP`): one validated plan, built once where a run enters (the
+    command line, the Python API, the environment, pytest options; :meth:`from_sources`) and passed on whole.
+
+    Types are strict (an integer setting takes an integer, not ``"16"`` nor ``True``; a path takes text or
+    ``os.PathLike``), integers are bounded (:data:`BOUNDS`; the seed within numpy's and torch's range), the
+    second-order sizes are checked against this machine's memory (:func:`second_order_bytes`), the device against
+    the devices present and the model set must name something. Raises :class:`SettingError` (a ValueError and a
+    TypeError) with one line naming the setting, its variable and option, what is allowed and the value.
+    """
 
     profile: str = DEFAULT_PROFILE
-    registry: str = "models.yaml"
-    corpus: str | None = None
-    n_sequences: int = _QUICK["n_sequences"]
-    max_length: int = _QUICK["max_length"]
-    batch_size: int = 16
-    seed: int = 0
-    reservoir_size: int = 4096
-    svd_batch_size: int = 4096
-    cache_dir: str = field(default_factory=_default_cache)
+    registry: _PathRequired = "models.yaml"
+    corpus: _Path = None
+    n_sequences: _int("n_sequences") = _QUICK["n_sequences"]
+    max_length: _int("max_length") = _QUICK["max_length"]
+    batch_size: _int("batch_size") = 16
+    seed: _int("seed") = 0
+    reservoir_size: _int("reservoir_size") = 4096
+    svd_batch_size: _int("svd_batch_size") = 4096
+    cache_dir: _PathRequired = field(default_factory=_default_cache)
     no_cache: bool = False
-    report_dir: str = "reports"
+    report_dir: _PathRequired = "reports"
     device: str = "auto"
-    block_seeds: int = _QUICK["block_seeds"]
-    block_sequences: int = _QUICK["block_sequences"]
-    block_seq_len: int = _QUICK["block_seq_len"]
-    n_bias_norms: int = _QUICK["n_bias_norms"]
-    speech_dir: str | None = None
-    n_clips: int = _QUICK["n_clips"]
-    image_dir: str | None = None
-    n_images: int = _QUICK["n_images"]
-    max_image_pixels: int = 50_000_000
-    models_dir: str | None = None
-    second_order_max_dim: int = 8192
-    train_text: str | None = None
-    miniature_steps: int = _QUICK["miniature_steps"]
-    miniature_width: int = _QUICK["miniature_width"]
-    miniature_batch: int = _QUICK["miniature_batch"]
-    shards: int = 1
+    block_seeds: _int("block_seeds") = _QUICK["block_seeds"]
+    block_sequences: _int("block_sequences") = _QUICK["block_sequences"]
+    block_seq_len: _int("block_seq_len") = _QUICK["block_seq_len"]
+    n_bias_norms: _int("n_bias_norms") = _QUICK["n_bias_norms"]
+    speech_dir: _Path = None
+    n_clips: _int("n_clips") = _QUICK["n_clips"]
+    image_dir: _Path = None
+    n_images: _int("n_images") = _QUICK["n_images"]
+    max_image_pixels: _int("max_image_pixels") = 50_000_000
+    models_dir: _Path = None
+    second_order_max_dim: _int("second_order_max_dim") = 8192
+    train_text: _Path = None
+    miniature_steps: _int("miniature_steps") = _QUICK["miniature_steps"]
+    miniature_width: _int("miniature_width") = _QUICK["miniature_width"]
+    miniature_batch: _int("miniature_batch") = _QUICK["miniature_batch"]
+    shards: _int("shards") = 1
     release_host_memory: bool = True
-    n_bootstrap: int = 1000
-    twonn_batches: int = _QUICK["twonn_batches"]
+    n_bootstrap: _int("n_bootstrap") = 1000
+    twonn_batches: _int("twonn_batches") = _QUICK["twonn_batches"]
     models: str = "small"
     claims: str = ""
-    twin: str | None = None
+    twin: _Path = None
 
     def __post_init__(self) -> None:
-        for f in fields(self):  # values given in code (the Python API) are checked as the variables are parsed
-            value = getattr(self, f.name)
-            if f.type in ("int", int) and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"{_where(f.name)} must be an integer, got {value!r} ({type(value).__name__})")
-            if f.type in ("bool", bool) and not isinstance(value, bool):
-                raise ValueError(f"{_where(f.name)} must be true or false, got {value!r}")
         if self.profile not in PROFILES:
-            raise ValueError(f"{_where('profile')} must be one of {sorted(PROFILES)}, got {self.profile!r}")
-        for name in ("n_sequences", "max_length", "batch_size", "block_seeds", "block_sequences", "n_clips", "n_images",
-                     "max_image_pixels", "second_order_max_dim", "miniature_steps", "miniature_width",
-                     "miniature_batch", "shards"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{_where(name)} must be >= 1, got {getattr(self, name)}")
-        if self.seed < 0:
-            raise ValueError(f"{_where('seed')} must be >= 0, got {self.seed}")
-        if self.reservoir_size < 3:
-            raise ValueError(f"{_where('reservoir_size')} must be >= 3, got {self.reservoir_size}")
-        if self.block_seq_len < 2 or self.n_bias_norms < 3:
-            raise ValueError(f"{_where('block_seq_len' if self.block_seq_len < 2 else 'n_bias_norms')} must be >= "
-                             f"{2 if self.block_seq_len < 2 else 3}, got "
-                             f"{self.block_seq_len if self.block_seq_len < 2 else self.n_bias_norms}")
-        if self.twonn_batches < 0:
-            raise ValueError(f"{_where('twonn_batches')} must be >= 0, got {self.twonn_batches}")
-        if self.n_bootstrap < 0:
-            raise ValueError(f"{_where('n_bootstrap')} must be >= 0, got {self.n_bootstrap}")
-        if not self.models.strip():
-            raise ValueError("setting models must name a model set, a tag or registry ids")
-        if self.svd_batch_size < 2:
-            raise ValueError(f"{_where('svd_batch_size')} must be >= 2, got {self.svd_batch_size}")
+            raise SettingError(f"{_where('profile')} must be one of {sorted(PROFILES)}, got {self.profile!r}")
+        if not any(part.strip() for part in self.models.split(",")):
+            raise SettingError(f"{_where('models')} must name a model set, a tag or registry ids "
+                               f"(e.g. small, paper, all), got {self.models!r}")
+        for name in ("registry", "cache_dir", "report_dir"):
+            if not getattr(self, name).strip():
+                raise SettingError(f"{_where(name)} must be {_allowed(name)}, got {getattr(self, name)!r}")
+        memory = physical_memory()
+        if memory:
+            parts = second_order_bytes(self.reservoir_size, self.svd_batch_size, self.twonn_batches,
+                                       self.second_order_max_dim)
+            total = sum(parts.values())
+            if total > memory:
+                name = max(parts, key=parts.get)
+                value = getattr(self, name)
+                rest = total - parts[name]
+                per_unit = parts[name] / value if value else 1
+                largest = max(int((memory - rest) // per_unit), 0) if name != "second_order_max_dim" else None
+                allowed = (f"at most {largest} here" if largest is not None else
+                           "a width whose d x d moment fits here")
+                raise SettingError(
+                    f"{_where(name)} must be {allowed}, got {value}: the second-order statistics of one layer of "
+                    f"width up to second_order_max_dim {self.second_order_max_dim} would take {_bytes(total)} "
+                    f"({', '.join(f'{k} {_bytes(v)}' for k, v in parts.items() if v)}) and this machine has "
+                    f"{_bytes(memory)}")
         from .devices import resolve_device
 
         try:  # frozen: the resolved device replaces "auto" once, so every stage and every report name the same one
             object.__setattr__(self, "device", resolve_device(self.device))
         except ValueError as exc:
-            raise ValueError(f"setting device: {exc}") from None
+            raise SettingError(f"setting device: {exc}") from None
 
     @classmethod
-    def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None) -> "Settings":
-        """Build settings from explicit options (None = not given), then ``ANISO_<NAME>`` variables, then the
-        profile's sizes (:data:`PROFILES`; the profile itself comes from option or ``ANISO_PROFILE``), then defaults.
+    def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None,
+                     texts: dict[str, str] | None = None) -> "Settings":
+        """Build settings from explicit ``options`` (typed values, as the Python API gives them; None = not given),
+        then ``texts`` (``--aniso-<name>`` option values as typed on a command line, by setting name), then
+        ``ANISO_<NAME>`` variables, then the profile's sizes (:data:`PROFILES`; the profile itself comes from an
+        option or ``ANISO_PROFILE``), then defaults.
 
-        Raises ValueError naming the variable when one does not parse (an integer that is not one; a boolean that is
-        none of 1/true/yes/on, 0/false/no/off), or the profile when it is unknown.
+        Raises :class:`SettingError` (one line) naming the option or variable when one does not parse (an integer
+        that is not one; a boolean that is none of 1/true/yes/on, 0/false/no/off), the profile when it is unknown,
+        and the setting when a value is out of bounds or of the wrong type.
         """
-        options = options or {}
+        options = {k: v for k, v in (options or {}).items() if v is not None}
+        texts = {k: v for k, v in (texts or {}).items() if v is not None}
         environ = os.environ if environ is None else environ
-        profile = options.get("profile") or environ.get("ANISO_PROFILE") or DEFAULT_PROFILE
+        unknown = sorted(set(options) - set(cls.__dataclass_fields__))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(cls.__dataclass_fields__), n=1)
+            raise SettingError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]!r}?" if close
+                                                                               else ""))
+        profile = options.get("profile") or texts.get("profile") or environ.get("ANISO_PROFILE") or DEFAULT_PROFILE
         if profile not in PROFILES:
-            raise ValueError(f"profile {profile!r} is not one of {sorted(PROFILES)}")
+            raise SettingError(f"{_where('profile')}: profile {profile!r} is not one of {sorted(PROFILES)}")
         values: dict[str, object] = dict(PROFILES[profile], profile=profile)
         for f in fields(cls):
-            given = options.get(f.name)
-            if given is not None:
-                values[f.name] = given
+            if f.name in options:
+                values[f.name] = options[f.name]
                 continue
-            env = environ.get(f"ANISO_{f.name.upper()}")
-            if env is None or env == "":
-                continue
-            if f.type in ("int", int):
-                try:
-                    values[f.name] = int(env)
-                except ValueError:
-                    raise ValueError(f"environment variable ANISO_{f.name.upper()}={env!r} is not an integer") from None
-            elif f.type in ("bool", bool):
-                word = env.strip().lower()
-                if word not in _TRUE + _FALSE:
-                    raise ValueError(f"environment variable ANISO_{f.name.upper()}={env!r} is neither true "
-                                     f"({', '.join(_TRUE)}) nor false ({', '.join(_FALSE)})")
-                values[f.name] = word in _TRUE
+            if f.name in texts:
+                given, where = texts[f.name], f"option --aniso-{f.name.replace('_', '-')}"
             else:
-                values[f.name] = env
+                given, where = environ.get(f"ANISO_{f.name.upper()}"), f"environment variable ANISO_{f.name.upper()}"
+            if given is None or given == "":
+                continue
+            values[f.name] = parse_text(f.name, given, where)
         return cls(**values)
 
     def check_paths(self) -> None:
@@ -178,10 +286,24 @@ class Settings:
         read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
         variable and option, and the path.
         """
-        for name in ("corpus", "train_text"):
+        from .files import binary_kind, not_a_regular_file
+
+        for name in ("corpus", "train_text"):  # regular files of text: no FIFO, pipe, device, archive
             value = getattr(self, name)
-            if value and os.path.isdir(value):
-                raise ValueError(f"{_where(name)}: {value} is a folder; it must name a text file")
+            if not value:
+                continue
+            problem = not_a_regular_file(value)
+            if problem is not None and problem != "does not exist":  # a missing file: named where it is read
+                raise SettingError(f"{_where(name)}: {value} {problem}")
+            if problem is None:
+                with open(value, "rb") as f:
+                    head = f.read(4096)
+                kind = binary_kind(head) or ("binary data (NUL bytes)" if b"\x00" in head and not head.startswith(
+                    (b"\xff\xfe", b"\xfe\xff")) and head.count(0) <= len(head) // 4 else None)
+                if kind is not None:
+                    raise SettingError(f"{_where(name)}: {value} is not text: it is {kind}; decompress it first"
+                                       if "compressed" in kind or "archive" in kind else
+                                       f"{_where(name)}: {value} is not text: it holds {kind}")
         for name in ("speech_dir", "image_dir", "models_dir"):
             value = getattr(self, name)
             if value and os.path.exists(value) and not os.path.isdir(value):
@@ -202,6 +324,48 @@ class Settings:
         """The text miniatures' recipe sizes of this run (see :class:`~aniso.experiments.miniature_text.TextRecipe`)."""
         return {"total_steps": self.miniature_steps, "hidden_size": self.miniature_width,
                 "batch_size": self.miniature_batch}
+
+
+_validated_init = Settings.__init__
+
+
+def _init(self, *args, **kwargs) -> None:  # pydantic's errors as one line naming the setting
+    try:
+        _validated_init(self, *args, **kwargs)
+    except ValidationError as exc:
+        raise _refusal(exc) from None
+
+
+Settings.__init__ = _init
+
+
+def parse_text(name: str, text: object, where: str) -> object:
+    """The value of setting ``name`` from ``text`` as typed in an environment variable or on a command line
+    (``where`` names which, for the refusal): an integer, a boolean word (1/true/yes/on, 0/false/no/off, any case) or
+    the text itself. Raises :class:`SettingError` (one line naming ``where`` and the text) when it does not parse;
+    bounds are checked when the settings are built."""
+    if not isinstance(text, str):  # a flag given on the command line (True), or a value already typed
+        return text
+    kind = str(Settings.__dataclass_fields__[name].type)
+    if name in BOUNDS:
+        try:
+            return int(text)
+        except ValueError:
+            raise SettingError(f"{where}={text!r} is not an integer") from None
+    if "bool" in kind:
+        word = text.strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise SettingError(f"{where}={text!r} is neither true ({', '.join(_TRUE)}) nor false ({', '.join(_FALSE)})")
+        return word in _TRUE
+    return text
+
+
+def setting_options() -> list[tuple[str, str, bool, str]]:
+    """The command-line option of every setting, the one table the pytest plugin and ``aniso run``'s reading of the
+    pytest arguments share: ``(name, option, is_flag, help)``; a flag takes no value, every other option one text
+    value that :meth:`Settings.from_sources` parses (``texts``)."""
+    return [(name, "--aniso-" + name.replace("_", "-"), "bool" in str(Settings.__dataclass_fields__[name].type),
+             f"{help_text} (env ANISO_{name.upper()})") for name, help_text in SETTING_HELP.items()]
 
 
 def _check_writable_folder(path: str, where: str) -> None:

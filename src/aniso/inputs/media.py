@@ -38,6 +38,9 @@ __all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_
 
 #: Shortest recording kept: 0.1 s (Whisper and wav2vec 2.0 need a few frames).
 MIN_SAMPLES = SAMPLE_RATE // 10
+#: Largest sample magnitude of a recording read (float files hold samples in [-1, 1]; a little clipping above is
+#: tolerated): a file scaled by 1e30 would make the models' spectrograms overflow to infinity.
+MAX_AMPLITUDE = 1e3
 #: Smallest photograph side kept, in pixels (a smaller file is a thumbnail or a placeholder, not a photograph).
 MIN_IMAGE_SIDE = 8
 #: Default cap on the pixels of one photograph (setting ``max_image_pixels``): 50 M pixels (a 7,000 x 7,000
@@ -194,7 +197,8 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
 
 def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     """One recording as float32 mono 16 kHz, cut to ``max_seconds``; raises _Unusable naming the file when it cannot
-    be read, holds a NaN or infinite sample, or is empty, too short or silent."""
+    be read, holds a NaN or infinite sample or one far outside [-1, 1] (:data:`MAX_AMPLITUDE`), or is empty, too
+    short or silent."""
     import soundfile
 
     try:
@@ -205,6 +209,10 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     bad = int(np.count_nonzero(~np.isfinite(audio)))
     if bad:  # checked on the file's own samples: resampling would spread one NaN over its neighbours
         raise _Unusable(f"{p} has {bad} NaN or infinite sample(s) of {audio.size}")
+    peak = float(np.abs(audio).max(initial=0))
+    if peak > MAX_AMPLITUDE:  # a float file scaled wrongly: its spectrogram's power overflows float32 in the model
+        raise _Unusable(f"{p} has samples of magnitude up to {peak:.3g}; a recording's samples lie within [-1, 1] "
+                        f"(at most {MAX_AMPLITUDE:g} is read)")
     if clip.size < MIN_SAMPLES or not np.any(clip):
         kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
         raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak "

@@ -91,10 +91,19 @@ def wikitext_paragraphs(text: str) -> list[str]:
     paragraphs = []
     for line in text.splitlines():
         s = line.strip()
-        if not s or (s.startswith("=") and s.endswith("=")):
+        if not s or (s.startswith("=") and s.endswith("=")) or not _visible(s):
             continue
         paragraphs.append(_WIKITEXT_JOINERS.sub(r"\1", s))
     return paragraphs
+
+
+def _visible(line: str) -> bool:
+    """Whether ``line`` holds a character that is more than formatting: a line of zero-width spaces, joiners,
+    byte-order marks or other format and control characters (Unicode categories Cf, Cc, Zs...) is no paragraph, since
+    a tokenizer gives only its special tokens for it."""
+    import unicodedata
+
+    return any(unicodedata.category(c)[0] in "LNPS" for c in line)
 
 
 def _pydoc_paragraphs() -> list[str]:
@@ -140,6 +149,14 @@ def _from_datasets() -> list[str] | None:
     return wikitext_paragraphs("\n".join(ds["text"]))
 
 
+#: The corpora this suite knows by their content (:func:`_fingerprint` of their paragraphs): fingerprint -> (name,
+#: label). A corpus file's dataset name comes from here, never from its file name: a copy of another text under a
+#: WikiText-like name is a local corpus.
+KNOWN_CORPORA = {
+    "fc03b3e11199aebb": ("wikitext-103-validation", "WikiText-103 validation"),  # wikitext-103 wiki.valid.tokens
+    "d39189dd969e5aef": ("wikitext-2-validation", "WikiText-2 validation"),  # wikitext-2 wiki.valid.tokens (<unk>)
+}
+
 #: A sample size this large means "every paragraph" (the ``paper`` profile's sizes): a smaller file is no surprise.
 ALL = 1_000_000
 
@@ -148,16 +165,20 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     """The text of a UTF-8 file. Raises :class:`CorpusError` (one line, ``what`` and the path first) when it does
     not exist, is a folder, is UTF-16 (a byte-order mark, or NUL bytes between the letters) or other binary data, or
     is not UTF-8."""
+    from ..common.files import binary_kind, not_a_regular_file
+
     path = Path(path)
+    problem = not_a_regular_file(path)  # a FIFO would block, a pipe be read once: refused before it is opened
+    if problem is not None:
+        raise CorpusError(f"{what} {path} {problem}")
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
-        raise CorpusError(f"{what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise CorpusError(f"{what} {path} is a folder; it must name a text file") from None
     except OSError as exc:
         raise CorpusError(f"{what} {path} cannot be read ({exc.strerror or exc})") from None
     head = data[:4096]
+    kind = binary_kind(head)
+    if kind is not None:
+        raise CorpusError(f"{what} {path} is not text: it is {kind}; decompress it first")
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head.count(0) > len(head) // 4:
         raise CorpusError(f"{what} {path} is not UTF-8 text: it is UTF-16; save it as UTF-8 (e.g. iconv -f UTF-16 "
                           "-t UTF-8)")
@@ -198,13 +219,15 @@ def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reacha
     if path is not None:
         path = Path(path)
         paragraphs = corpus_paragraphs(path)
-        if "103" in path.name:
-            name, label = "wikitext-103-validation", f"WikiText-103 validation ({path.name})"
+        fingerprint = _fingerprint(paragraphs)
+        known = KNOWN_CORPORA.get(fingerprint)  # named by its content, never by its file name
+        if known is not None:
+            name, label = known[0], f"{known[1]} ({path.name})"
         else:
-            name, label = path.stem, f"local corpus {path.name}"
+            name, label = "local-corpus", f"local corpus {path.name} (no dataset this suite knows by its content)"
         if len(paragraphs) < n_sequences < ALL:
             label += f"; only {len(paragraphs)} paragraphs, {n_sequences} requested"
-        return Corpus(name, label, str(path), _fingerprint(paragraphs), sample_sequences(paragraphs, n_sequences, seed),
+        return Corpus(name, label, str(path), fingerprint, sample_sequences(paragraphs, n_sequences, seed),
                       len(paragraphs), seed)
     if hub_reachable:
         paragraphs = _from_datasets()

@@ -215,7 +215,8 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
             notes.append(f"{model_id}: no row in the registry and no detected row beside the results: add its row "
                          "by hand, then run aniso record again")
             continue
-        pad = " " * (2 + (len(lines[start]) - len(lines[start].lstrip()) if start is not None else 0))
+        rows_at = next((len(line) - len(line.lstrip()) for line in lines if line.lstrip().startswith("- id:")), 0)
+        pad = " " * (2 + (len(lines[start]) - len(lines[start].lstrip()) if start is not None else rows_at))
         if start is not None:  # a claim recorded already (an earlier aniso record of the same run) stays as it is
             row_end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- id:")
                             or (lines[i].strip() and not lines[i][0].isspace())), len(lines))
@@ -237,7 +238,9 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
 
             row = {k: v for k, v in rows[model_id].items() if k != "expected"}
             block = yaml.safe_dump([row], sort_keys=False, allow_unicode=True, width=10**9)
-            lines += ["\n", *block.splitlines(keepends=True), f"{pad}expected:\n", *records]
+            indent = " " * rows_at  # as deep as the registry's other rows
+            lines += ["\n", *(indent + line for line in block.splitlines(keepends=True)), f"{pad}expected:\n",
+                      *records]
             continue
         end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- id:")
                     or (lines[i].strip() and not lines[i][0].isspace())), len(lines))

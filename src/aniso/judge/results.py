@@ -18,14 +18,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..stats.accumulators import ModelStats, summary_dict
-from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,  # noqa: F401
-                       UNEXPECTEDLY_HOLDS)
+from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, MEASURED_VERDICTS, SKIPPED,  # noqa: F401
+                       UNDERPOWERED, UNEXPECTEDLY_HOLDS)
 from ..common.versions import library_versions
 
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
            "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
            "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts",
-           "COUNT_KINDS"]
+           "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "file_digest"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
 SCHEMA_VERSION = 4
@@ -196,6 +196,9 @@ class Provenance(_Doc):
     #: A twin run's manifest: its label, and per registry row the twin's provenance (classes, seed, files, the hub
     #: repo, revision and commit it was imported under), the rows refused and why (``aniso run ID --twin``).
     twin: dict[str, Any] | None = None
+    #: SHA-256 of the registry file the run read (:func:`file_digest`): ``aniso record`` writes a run's numbers only
+    #: into the registry it ran on.
+    registry_sha256: str | None = None
 
 
 class NotYetExecutable(_Doc):
@@ -222,6 +225,9 @@ class ResultsDocument(_Doc):
     run_errors: list[str] = Field(default_factory=list)
     #: The verdicts counted by kind (:func:`verdict_counts`): findings apart from underpowered and fragile ones.
     summary: dict[str, int] = Field(default_factory=dict)
+    #: SHA-256 of the document as written, every field but this one (:func:`content_digest`), set by
+    #: :func:`write_results`: a file edited afterwards no longer matches it and is refused on read.
+    digest: str | None = None
 
 
 #: The kinds :func:`verdict_counts` counts, in the order the console and the report show them.
@@ -269,7 +275,14 @@ def _clean(obj: Any) -> Any:
 
 
 def _git_commit(cwd: Path) -> str | None:
+    """The commit of the project at ``cwd`` (``+dirty`` when tracked files changed), or None (reported as unknown)
+    when ``cwd`` is no git work tree of its own: a copy of the project placed inside another repository would
+    otherwise record that repository's commit as the project's."""
     try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True,
+                             timeout=10)
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != Path(cwd).resolve():
+            return None
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
                                capture_output=True, text=True, timeout=10)
@@ -278,6 +291,16 @@ def _git_commit(cwd: Path) -> str | None:
     if out.returncode != 0:
         return None
     return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def file_digest(path: str | Path) -> str | None:
+    """SHA-256 (hex) of a file's bytes, or None when it cannot be read."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def provenance(root: Path, settings: dict, corpus: dict | None, **extra: Any) -> Provenance:
@@ -297,33 +320,88 @@ def model_layers(stats: ModelStats, entry=None) -> ModelLayers:
                        entry=RegistryRow.of(entry) if entry is not None else None)
 
 
-def dump_results(doc: ResultsDocument, indent: int | None = None) -> str:
-    """``doc`` as JSON text (NaN and infinities as null), as ``results.json`` holds it."""
+#: Every verdict a result may hold (a measured one, skipped or error); a results file with another is refused.
+KNOWN_VERDICTS = (*MEASURED_VERDICTS, SKIPPED, ERROR)
+
+
+def content_digest(data: dict) -> str:
+    """SHA-256 (hex) of a results document's JSON form ``data`` without its ``digest`` field: the canonical JSON
+    (keys sorted, no spaces, NaN as written), so that the same content gives the same digest however it is laid out.
+    It covers every field, those added later included."""
+    import hashlib
     import json
 
-    return json.dumps(_clean(doc.model_dump(mode="json")), indent=indent)
+    body = {k: v for k, v in data.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _document_data(doc: ResultsDocument) -> dict:
+    """``doc`` as the JSON data ``results.json`` holds (NaN and infinities as null), with its :func:`content_digest`."""
+    data = _clean(doc.model_dump(mode="json"))
+    data["digest"] = content_digest(data)
+    return data
+
+
+def dump_results(doc: ResultsDocument, indent: int | None = None) -> str:
+    """``doc`` as JSON text (NaN and infinities as null), as ``results.json`` holds it, with its digest."""
+    import json
+
+    return json.dumps(_document_data(doc), indent=indent)
 
 
 def write_results(path: Path, doc: ResultsDocument) -> None:
-    """Write ``results.json`` (NaN and infinities as null) atomically: a failed write (a full disk) leaves no
-    truncated file. Raises OSError."""
+    """Write ``results.json`` (NaN and infinities as null, :func:`content_digest` in ``digest``) atomically: a failed
+    write (a full disk) leaves no truncated file. Raises OSError."""
     from ..common.files import atomic_write
 
     text = dump_results(doc, indent=1)
     atomic_write(Path(path), lambda p: p.write_text(text))
 
 
-def read_results(path: Path) -> ResultsDocument:
-    """Read a ``results.json`` written by :func:`write_results`.
+def check_consistency(doc: ResultsDocument) -> str | None:
+    """What is inconsistent in a results document, in one line, or None: a verdict that is none of
+    :data:`KNOWN_VERDICTS`, a result listed twice (the same claim, model and test), a record check that contradicts
+    its record drift, or a summary that does not count the results."""
+    seen: dict[tuple, int] = {}
+    for i, r in enumerate(doc.results):
+        where = f"results[{i}] ({r.claim_id}, {r.model_id})"
+        if r.verdict not in KNOWN_VERDICTS:
+            return f"{where}: verdict {r.verdict!r} is none of {', '.join(repr(v) for v in KNOWN_VERDICTS)}"
+        key = (r.claim_id, r.model_id, r.test)
+        if key in seen:
+            return (f"{where}: the same result as results[{seen[key]}] (claim, model and test {r.test!r}) listed "
+                    "twice")
+        seen[key] = i
+        check = r.record_check or ""
+        if check.endswith("all within tolerance") and r.record_drift:
+            return f"{where}: record_check says all within tolerance, but record_drift lists {len(r.record_drift)}"
+        if check.endswith("stale") and not r.record_drift:
+            return f"{where}: record_check says {check!r}, but record_drift is empty"
+        if r.record_drift and check and not check.startswith("record's numbers compared"):
+            return f"{where}: record_drift lists numbers, but record_check says {check!r}"
+        for d in r.record_drift:
+            if d.key in r.measured and d.measured is not None and r.measured[d.key] != d.measured:
+                return (f"{where}: record_drift gives {d.key} measured {d.measured!r}, but measured holds "
+                        f"{r.measured[d.key]!r}")
+    if doc.summary and doc.summary != verdict_counts(doc.results):
+        return f"summary {doc.summary} does not count the results ({verdict_counts(doc.results)})"
+    return None
 
-    Raises ValueError naming the file if it cannot be read, is not JSON, has another schema version, or does not
-    match the schema (naming the first field that does not).
+
+def read_results(path: Path, *, require_digest: bool = False) -> ResultsDocument:
+    """Read a ``results.json`` written by :func:`write_results`, and validate it.
+
+    Raises ValueError (one line) naming the file if it cannot be read, is not JSON, has another schema version, does
+    not match the schema (naming the first field that does not), does not match its own digest (edited after the
+    run wrote it), has no digest where ``require_digest``, or is inconsistent (:func:`check_consistency`: an unknown
+    verdict, a result listed twice, ...).
     """
     import json
 
     try:
         raw = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot read results ({exc})") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: not a results document")
@@ -332,8 +410,17 @@ def read_results(path: Path) -> ResultsDocument:
         raise ValueError(f"{path}: results schema version {version!r}, this aniso reads {SCHEMA_VERSION} "
                          "(re-run the claims to write it anew)")
     try:
-        return ResultsDocument.model_validate(raw)
+        doc = ResultsDocument.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"{path}: {where}: {first['msg']}") from None
+    if raw.get("digest") is not None and raw["digest"] != content_digest(raw):
+        raise ValueError(f"{path}: its content does not match the digest the run wrote into it (edited after the "
+                         "run?); refused: re-run the claims for numbers to use")
+    if require_digest and raw.get("digest") is None:
+        raise ValueError(f"{path}: no digest; it was not written by a run of this aniso")
+    problem = check_consistency(doc)
+    if problem is not None:
+        raise ValueError(f"{path}: {problem}")
+    return doc

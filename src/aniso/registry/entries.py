@@ -483,6 +483,73 @@ def _loader():
     return Loader
 
 
+#: Most YAML nodes a registry file may hold once its aliases are expanded (the suite's own registry: a few ten
+#: thousand): a few aliases that nest each other (an "alias bomb") expand to billions and would hang every reader.
+MAX_YAML_NODES = 200_000
+
+
+def _expanded_nodes(node, limit: int) -> int:
+    """How many nodes ``node`` (a composed YAML node) holds with every alias expanded, counting each shared node
+    once per use, without expanding anything (memoised per node); stops counting past ``limit``. A node that holds
+    itself (a recursive alias) counts as past the limit."""
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(n) -> int:
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in busy:
+            return limit + 1
+        busy.add(key)
+        total = 1
+        if isinstance(n, yaml.SequenceNode):
+            children = n.value
+        elif isinstance(n, yaml.MappingNode):
+            children = [c for pair in n.value for c in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        busy.discard(key)
+        sizes[key] = min(total, limit + 1)
+        return sizes[key]
+
+    return size(node)
+
+
+def load_yaml(path: Path | str) -> Any:
+    """The YAML document of a registry file, read with :func:`_loader`'s safe loader and limits: a document whose
+    aliases expand past :data:`MAX_YAML_NODES` nodes is refused before it is built.
+
+    Raises RegistryError (one line naming the file) for a missing file, bad YAML, a key given twice or a document
+    past the limit.
+    """
+    path = Path(path)
+    try:
+        loader = _loader()(path.read_text())
+    except FileNotFoundError:
+        raise RegistryError(f"{path}: registry file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RegistryError(f"{path}: cannot read the registry file ({exc})") from None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_nodes(node, MAX_YAML_NODES) > MAX_YAML_NODES:
+            raise RegistryError(f"{path}: its YAML aliases expand to more than {MAX_YAML_NODES} nodes (or hold "
+                                "themselves); refused: write the entries out instead of nesting aliases")
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise RegistryError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    finally:
+        loader.dispose()
+
+
 def load_registry(path: Path | str) -> Registry:
     """Read and validate a registry file.
 
@@ -492,14 +559,7 @@ def load_registry(path: Path | str) -> Registry:
     id) and the field, for a missing file, bad YAML (a key given twice included) or a schema violation.
     """
     path = Path(path)
-    try:
-        raw = yaml.load(path.read_text(), Loader=_loader())
-    except FileNotFoundError:
-        raise RegistryError(f"{path}: registry file not found") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise RegistryError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    raw = load_yaml(path)
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:

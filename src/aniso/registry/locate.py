@@ -96,16 +96,25 @@ def open_registry(path: Path | None) -> Registry:
 
 def settings_and_registry(options: dict[str, Any] | None = None, *, registry: str | Path | None = None,
                           root: str | Path | None = None, check_paths: bool = True,
-                          required: bool = True) -> tuple[Settings, Registry]:
+                          required: bool = True, texts: dict[str, Any] | None = None,
+                          check_models: bool = False) -> tuple[Settings, Registry]:
     """The run's settings (:meth:`Settings.from_sources` of ``options``, then the ``ANISO_*`` variables; unless
     ``check_paths`` is False, its paths checked and its corpus read, :func:`check_corpus`) and its registry (:func:`registry_path`; ``registry`` is an explicit
-    path). The settings' ``registry`` is the resolved file. Raises ValueError (one line; a
-    :class:`~aniso.registry.entries.RegistryError` for the registry) naming the setting or file."""
-    settings = Settings.from_sources(options)
+    path). ``texts``: ``--aniso-*`` option values as typed on a command line (:meth:`Settings.from_sources`). With
+    ``check_models``, setting ``models`` must select at least one registry model. The settings' ``registry`` is the
+    resolved file. Raises ValueError (one line; a :class:`~aniso.registry.entries.RegistryError` for the registry)
+    naming the setting or file."""
+    settings = Settings.from_sources(options, texts=texts)
     if check_paths:
         settings.check_paths()
         check_corpus(settings)
     path = registry_path(registry, settings.registry, root, required=required)
     if path is not None:
         settings = replace(settings, registry=str(path))
-    return settings, open_registry(path)
+    opened = open_registry(path)
+    if check_models and path is not None:
+        chosen, _ = opened.model_set(settings.models)  # RegistryError naming what matches nothing
+        if not list(chosen):
+            raise ValueError(f"setting models (ANISO_MODELS, --aniso-models) must select at least one model of "
+                             f"{path}, got {settings.models!r}, which selects none")
+    return settings, opened

@@ -175,12 +175,33 @@ def _is_lfs(rel: str, size: int) -> bool:
     return rel.lower().endswith(LFS_SUFFIXES) or size >= LFS_MIN_BYTES
 
 
+def _link_leaves(folder: Path, path: Path) -> str | None:
+    """Where ``path`` (under ``folder``; a symbolic link, or under one) leads when that is outside what an import may
+    read, or None: a link may lead into ``folder``, or, when ``folder`` is a snapshot of a hub cache
+    (``models--*/snapshots/<commit>``), into its repository's ``blobs/``."""
+    target = path.resolve()
+    allowed = [folder]
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith(("models--", "datasets--")):
+        allowed.append(folder.parent.parent / "blobs")
+    if any(target == root or root in target.parents for root in allowed):
+        return None
+    return str(target)
+
+
 def _folder_files(folder: Path) -> list[str]:
-    """Relative POSIX paths of the regular files under ``folder`` (symlinks followed), hidden entries left out."""
+    """Relative POSIX paths of the regular files under ``folder`` (symlinks followed), hidden entries left out.
+    Raises HubCacheError naming a symbolic link that leads outside the folder (:func:`_link_leaves`): its file would
+    be copied into the cache."""
     out = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        leaves = _link_leaves(folder, path)  # a link, or a file under a linked folder, that leads out
+        if leaves is not None:
+            raise HubCacheError(f"{folder}: {rel.as_posix()} is a symbolic link to {leaves}, outside the folder; "
+                                "refused (copy the file into the folder if it belongs to the model)")
+        if not path.is_file():
             continue
         out.append(rel.as_posix())
     return out

@@ -25,8 +25,8 @@ __all__ = ["StatsCache", "JsonCache"]
 class StatsCache:
     """Per-model statistics on disk, keyed by :func:`cache_key`.
 
-    Each entry is a safetensors file (no pickle) plus a JSON sidecar holding its
-    SHA-256 and the metadata; both are written atomically. An entry whose
+    Each entry is a safetensors file (no pickle) plus a JSON sidecar holding the metadata and the summaries, and
+    one SHA-256 over the data file and every other field of the sidecar; both are written atomically. An entry whose
     checksum or contents do not verify is reported with a warning and treated
     as missing, so the caller recomputes it.
     """
@@ -53,8 +53,8 @@ class StatsCache:
             return None
         try:
             meta = json.loads(meta_path.read_text())
-            if meta.get("sha256") != sha256_file(data_path):
-                raise ValueError("checksum mismatch")
+            if meta.get("sha256") != self._entry_digest(sha256_file(data_path), meta):
+                raise ValueError("checksum mismatch (data or sidecar)")
             arrays = load_file(str(data_path))
             layers = []
             for i in range(len(meta["layer_names"])):
@@ -93,9 +93,19 @@ class StatsCache:
             "layer_names": stats.layer_names,
             "meta": stats.meta,
             "summaries": [summary_dict(s) for s in stats.summaries()],
-            "sha256": sha256_file(data_path),
         }
-        atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1, default=str)))
+        meta = json.loads(json.dumps(meta, default=str))  # as the reader will see it
+        meta["sha256"] = self._entry_digest(sha256_file(data_path), meta)
+        atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1)))
+
+    @staticmethod
+    def _entry_digest(data_sha256: str, meta: dict) -> str:
+        """The checksum of a whole entry: SHA-256 of the data file's SHA-256 and the canonical JSON of every other
+        field of the sidecar (summaries, layer names, metadata), so that an edit to any byte the reader trusts, in
+        either file, makes the entry corrupt."""
+        body = {k: v for k, v in meta.items() if k != "sha256"}
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+        return hashlib.sha256(f"{data_sha256}\n{text}".encode("utf-8")).hexdigest()
 
 
 class JsonCache:

@@ -21,8 +21,8 @@ from ..inputs.media import InputsUnavailable
 from ..extract.modalities import INPUTS, Modality, modality_of, sample_names
 from ..registry.entries import ModelEntry, Registry
 from ..common.settings import Settings
-from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, SourceContext, load_model,
-                       source_fingerprint)
+from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext,
+                       load_model, source_fingerprint)
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease
 from ..common.files import exclusive
@@ -127,7 +127,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             try:
                 acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude)
             except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
-                raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
+                message = (f"{entry.id}: layer {name}: {exc}; the model cannot be measured (its weights or its "
+                           "inputs give non-finite states)")
+                bad = _non_finite_inputs(batch) if "NaN or infinite" in str(exc) else None
+                if bad is not None and (len(bad) < batch.n_sequences or batch.n_sequences == 1):  # some inputs: name them
+                    raise NonFiniteInputs(message, tuple(n_seq + i for i in bad), f"layer {name}: {exc}") from None
+                raise ModelRefused(message) from None
         for bins, h in zip(shuffled or [], batch.layers):
             if bins is not None:
                 bins.update(h)
@@ -252,6 +257,64 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     of every process are merged (:func:`aniso.stats.distributed.reduce_model_stats`; every process must call this). The
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
     """
+    if modality.name == "text" and loaded.tokenizer is not None:
+        _check_real_tokens(loaded, inputs)
+    for _ in range(MAX_NON_FINITE_PASSES):
+        try:
+            return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard)
+        except NonFiniteInputs as exc:  # files that make the model non-finite: left out and named, as broken ones
+            names = getattr(inputs, "names", None)
+            if shard.world > 1 or names is None or len(exc.items) >= len(inputs.items):
+                raise ModelRefused(str(exc)) from None
+            inputs = _without_items(inputs, exc.items, f"makes {loaded.entry.id} produce non-finite hidden states "
+                                                       f"({exc.fault})")
+    raise ModelRefused(f"{loaded.entry.id}: more than {MAX_NON_FINITE_PASSES - 1} batches of its inputs give "
+                       "non-finite hidden states; the model cannot be measured")
+
+
+#: Passes over the inputs at most when files that make a model's hidden states non-finite are left out one batch at a
+#: time (each pass stops at the first such batch).
+MAX_NON_FINITE_PASSES = 4
+
+
+class NonFiniteInputs(ModelRefused):
+    """Hidden states that are NaN or infinite for some inputs of a batch: ``items`` their indices in the inputs
+    given to :func:`compute_stats`, ``fault`` what was found (layer, count)."""
+
+    def __init__(self, message: str, items: tuple[int, ...], fault: str):
+        super().__init__(message)
+        self.items, self.fault = items, fault
+
+
+def _without_items(inputs, drop: tuple[int, ...], reason: str):
+    """A :class:`~aniso.inputs.media.MediaSet` without the items ``drop``, each named in ``skipped`` with
+    ``reason``."""
+    from dataclasses import replace
+
+    gone = set(drop)
+    keep = [i for i in range(len(inputs.items)) if i not in gone]
+    skipped = tuple(inputs.skipped) + tuple((inputs.names[i], f"{inputs.names[i]} {reason}") for i in sorted(gone))
+    return replace(inputs, items=tuple(inputs.items[i] for i in keep), names=tuple(inputs.names[i] for i in keep),
+                   skipped=skipped, label=f"{inputs.label}; {len(gone)} left out: non-finite hidden states")
+
+
+def _non_finite_inputs(batch) -> tuple[int, ...] | None:
+    """The labels (0 .. n_sequences - 1 within the batch) of the inputs whose rows are NaN or infinite in some layer
+    of ``batch``, or None when its rows are not labelled by input."""
+    if batch.inputs is None:
+        return None
+    bad: set[int] = set()
+    for h, rows in zip(batch.layers, batch.inputs):
+        if rows is None:
+            return None
+        finite = torch.isfinite(h).all(dim=1)
+        bad |= {int(i) for i in rows[~finite].tolist()}
+    return tuple(sorted(bad)) or None
+
+
+def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
+                         statistics: frozenset[str], shard: Shard) -> ModelStats:
+    """:func:`compute_model_stats`, one pass over ``inputs``."""
     batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
                            settings.batch_size, settings.device, settings.max_length,
                            attentions=ATTENTION_SINK in statistics and _attention_measurable(loaded),
@@ -267,6 +330,10 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
                               first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
     except torch.OutOfMemoryError:
         raise out_of_memory(loaded.entry.id, settings) from None
+    except IndexError as exc:  # a token id past the embedding's rows: the tokenizer and the config disagree
+        raise vocabulary_mismatch(loaded, exc) from None
+    except ModelUnavailable:
+        raise
     except RuntimeError as exc:
         if "out of memory" not in str(exc).lower():
             raise
@@ -278,6 +345,49 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     for name in ("all_frames_mean_cosine", "all_frames_count", "twonn_shuffled_batches"):
         stats.meta.pop(name, None)
     return reduce_model_stats(stats)
+
+
+def _check_real_tokens(loaded: LoadedModel, inputs) -> None:
+    """Refuse a corpus whose paragraphs give the model's tokenizer fewer real tokens (not special ones: [CLS], [SEP],
+    padding, ...; an unknown word's [UNK] is real) than there are paragraphs: its vectors would be those of the special tokens, and any verdict
+    on them about the text is wrong. Tokenizes in chunks of 256 paragraphs until there are enough. Raises
+    :class:`ModelRefused` naming the model, the corpus and the count."""
+    items = list(inputs.items)
+    tokenizer = loaded.tokenizer
+    # [UNK] counts as real: a word the vocabulary lacks is still a word of the text
+    special = set(getattr(tokenizer, "all_special_ids", []) or []) - {getattr(tokenizer, "unk_token_id", None)}
+    if not items or not callable(tokenizer):
+        return
+    real = 0
+    for start in range(0, len(items), 256):
+        try:
+            ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False)["input_ids"]
+        except Exception:  # noqa: BLE001 - a tokenizer that cannot say: the extraction reads it as it does
+            return
+        real += sum(1 for row in ids for i in row if i not in special)
+        if real >= len(items):
+            return
+    raise ModelRefused(f"{loaded.entry.id}: the corpus {getattr(inputs, 'label', '')} gives {real} real token(s) "
+                       f"(not special ones) in {len(items)} paragraph(s) with this model's tokenizer; at least one per "
+                       "paragraph is needed (setting corpus: a text of words, not of formatting characters)")
+
+
+def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
+    """The one-line refusal of a model whose tokenizer gives ids its input embedding has no row for: the model, the
+    embedding's rows, the config field that sets them (``vocab_size``) and the tokenizer's size."""
+    rows = field = None
+    try:
+        emb = loaded.model.get_input_embeddings()
+        rows = getattr(emb, "num_embeddings", None)
+    except (AttributeError, NotImplementedError):
+        pass
+    config = getattr(loaded.model, "config", None)
+    if config is not None and getattr(config, "vocab_size", None) is not None:
+        field = f"config field vocab_size {config.vocab_size}"
+    size = len(loaded.tokenizer) if loaded.tokenizer is not None and hasattr(loaded.tokenizer, "__len__") else None
+    return ModelRefused(f"{loaded.entry.id}: a token id is past the input embedding's "
+                        f"{rows if rows is not None else '?'} rows ({field or 'its config'}), but the tokenizer has "
+                        f"{size if size is not None else 'more'} ids; the config does not fit the tokenizer ({exc})")
 
 
 def out_of_memory(model_id: str, settings: Settings) -> RuntimeError:
