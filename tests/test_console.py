@@ -117,11 +117,14 @@ def test_twin_summary_line_names_twin_verdicts_not_findings(tmp_path):
 
 
 def test_claims_that_do_not_hold_on_a_model_without_records_are_new_findings_with_the_record_command(tmp_path):
+    """A model detected for the run (the registry has never measured it): its claims that do not hold are new
+    findings; a registry row, with records or without (= holds expected), is not."""
     recorded = _entry("recorded", expected={"G.token-nlp-anisotropic": {"verdict": "does-not-hold",
                                                                          "reason": "recorded by hand"}})
     results = [_result("mine", "does not hold"), _result("mine", "does not hold", claim="G.token-nlp-anisotropic"),
-               _result("mine", "holds", claim="G.isotropic-baseline"), _result("recorded", "does not hold")]
-    session = _session(tmp_path, [_entry("mine"), recorded], results)
+               _result("mine", "holds", claim="G.isotropic-baseline"), _result("recorded", "does not hold"),
+               _result("plain", "does not hold")]
+    session = _session(tmp_path, [_entry("mine", detected=True), recorded, _entry("plain")], results)
     session.report_path = tmp_path / "reports" / "run-1" / "report.html"
     lines = [line for _, line in session.summary_lines(400)]
     new = [line for line in lines if "which has no record" in line]
