@@ -65,8 +65,13 @@ class LayerAccumulator:
     seed : int, seed of the reservoir's random stream (host numpy PCG64: one draw per vector past the fill)
     second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
     per_input : bool, also keep Σ u_i, Σ x_i and the counts of each input (a paragraph, recording or image, as
-        :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
-        bootstrap over the inputs resamples (:func:`aniso.stats.uncertainty.bootstrap_stats`)
+        :meth:`update` labels its rows; the whole update when unlabelled), float32: what a bootstrap over the inputs
+        resamples (:func:`aniso.stats.uncertainty.bootstrap_stats`). Kept in at most ``input_groups`` rows
+        (:class:`InputGroups`): exactly per input up to that many inputs, in random groups of inputs beyond, so
+        O(min(inputs, input_groups) · d) memory whatever the corpus
+    input_groups : int >= 1, the most rows the per-input sums take (default :data:`INPUT_GROUPS`)
+    group_seed : int, seed of the assignment of inputs to groups past ``input_groups`` (the same for every layer of
+        a model, so that a resample weighs the same inputs in every layer)
     device : torch device of the state (where :meth:`update` expects its vectors; others are moved there)
     complements : names of subsets of rows that :meth:`update` may mark (``exclude``): for each, the statistics of
         the stream *without* those rows are available as :meth:`complement` (e.g. without the first token of each
@@ -76,18 +81,22 @@ class LayerAccumulator:
 
     Raises
     ------
-    ValueError on a dimension < 1, a negative reservoir, an SVD batch < 2 or a device that does not exist.
+    ValueError on a dimension < 1, a negative reservoir, an SVD batch < 2, fewer than one input group or a device
+    that does not exist.
     """
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
                  second_order: bool = True, per_input: bool = False, device: "torch.device | str" = "cpu",
-                 complements: tuple[str, ...] = ()):
+                 complements: tuple[str, ...] = (), input_groups: int | None = None, group_seed: int = 0):
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
             raise ValueError(f"reservoir_size must be >= 0, got {reservoir_size}")
         if svd_batch_size < 2:
             raise ValueError(f"svd_batch_size must be >= 2, got {svd_batch_size}")
+        input_groups = INPUT_GROUPS if input_groups is None else int(input_groups)
+        if input_groups < 1:
+            raise ValueError(f"input_groups must be >= 1, got {input_groups}")
         self.dim = dim
         self.second_order = second_order
         if not second_order:
@@ -119,8 +128,9 @@ class LayerAccumulator:
                                        device=self.device)
         self._svd_fill = 0
         self._reservoir = torch.empty((reservoir_size, dim), dtype=torch.float32, device=self.device)
-        # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one triple per update.
-        self._inputs = _InputRows(dim, self.device)
+        # Per input (per group of inputs past `input_groups` of them): Σ u (k, d), Σ x (k, d) float32 and (vectors,
+        # non-zero vectors) (k, 2) int64.
+        self._inputs = InputGroups(dim, self.device, input_groups, group_seed)
         # Named subsets of rows to leave out (e.g. the first token of each sequence): their sums, kept apart, are
         # subtracted from the whole stream's (see `complement`).
         self._complements = {name: _Complement(self) for name in complements}
@@ -277,8 +287,10 @@ class LayerAccumulator:
         from a stream seeded by both counts, so every rank merging the same states gets the same sample). Raises
         ValueError if the two were not made with the same dimension, reservoir, batch size and order.
         """
-        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order, self.per_input)
-        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order, other.per_input)
+        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order, self.per_input,
+                self._inputs.groups, self._inputs.seed)
+        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order, other.per_input,
+                  other._inputs.groups, other._inputs.seed)
         if mine != theirs:
             raise ValueError(f"cannot merge accumulators of different settings: {mine} vs {theirs}")
         if self._partial_lost or other._partial_lost:
@@ -310,7 +322,7 @@ class LayerAccumulator:
         self._first_sq_sum += on(other._first_sq_sum)
         self._n_first += other._n_first.to(self.device)
         if self.per_input:
-            self._inputs.append(*other._input_tensors())
+            self._inputs.append(*other._input_tensors(), n_inputs=other._inputs.n_inputs)
 
     def _merge_reservoir(self, other: "LayerAccumulator") -> None:
         k = self.reservoir_size
@@ -397,9 +409,20 @@ class LayerAccumulator:
         """The reservoir's vectors, shape (min(count, reservoir_size), d), float32 on the host."""
         return self.reservoir[: min(self.count, self.reservoir_size)]
 
+    @property
+    def n_inputs(self) -> int:
+        """Inputs whose sums :meth:`input_sums` holds (0 without ``per_input``)."""
+        return self._inputs.n_inputs if self.per_input else 0
+
+    @property
+    def input_groups(self) -> int:
+        """The most rows :meth:`input_sums` takes (:class:`InputGroups`)."""
+        return self._inputs.groups
+
     def input_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, in the order
-        of the updates, on the host; None without ``per_input``."""
+        of the updates, on the host; past :attr:`input_groups` inputs, per random group of inputs (k =
+        :attr:`input_groups`; :class:`InputGroups`). None without ``per_input``."""
         if not self.per_input:
             return None
         return self._cached("inputs", lambda: tuple(_host(t) for t in self._input_tensors()))
@@ -520,7 +543,9 @@ class LayerAccumulator:
             "abs_max_pos": self.abs_max_pos, "first_sum": self.first_sum, "first_sq_sum": self.first_sq_sum,
             "n_first": np.array([self.n_first], np.int64),
         } | ({"gram": self.gram, "reservoir": self.reservoir_sample().copy()} if self.second_order else {}) \
-          | (dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), self.input_sums()))
+          | (dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), self.input_sums()),
+                  input_groups=np.array([self._inputs.groups, self._inputs.seed, self._inputs.placed,
+                                         self._inputs.n_inputs], np.int64))
              if self.per_input else {})
 
     @classmethod
@@ -528,7 +553,13 @@ class LayerAccumulator:
         """Rebuild an accumulator on ``device`` from :meth:`state` (a finished one: its SVD buffer is not kept) or
         from :meth:`transfer_state` (with its partial SVD batch)."""
         dim, k, b, seed, second = (int(v) for v in state["settings"])
-        acc = cls(dim, k, b, seed, bool(second), per_input="input_count" in state, device=device)
+        per_input = "input_count" in state
+        # (groups, seed, rows appended, inputs); an entry from before the groups: one row per input
+        rows = state["input_count"].shape[0] if per_input else 0
+        groups, group_seed, placed, n_inputs = (int(v) for v in state["input_groups"]) if "input_groups" in state \
+            else (max(INPUT_GROUPS, rows), 0, rows, rows)
+        acc = cls(dim, k, b, seed, bool(second), per_input=per_input, device=device, input_groups=groups,
+                  group_seed=group_seed)
         count, n_zero, acc._svd_fill = (int(v) for v in state["count"])
         acc.count = count
         t = lambda name, dtype=None: torch.as_tensor(np.ascontiguousarray(state[name]),  # noqa: E731
@@ -537,6 +568,7 @@ class LayerAccumulator:
         if acc.per_input:
             acc._inputs.append(t("input_unit_sum", torch.float32), t("input_vector_sum", torch.float32),
                                t("input_count", torch.int64))
+            acc._inputs.placed, acc._inputs.n_inputs = placed, n_inputs
         for name in ("unit_sum", "vector_sum", "unit_sq_sum", "sq_sum", "abs_max", "first_sum", "first_sq_sum"):
             setattr(acc, f"_{name}", t(name))
         acc._norm_sum = t("norm_sum")[0]
@@ -575,46 +607,95 @@ for _name, _doc in (("unit_sum", "Σ u_i over the non-zero vectors, (d,) float64
     setattr(LayerAccumulator, _name, _host_property(_name, _doc))
 
 
-class _InputRows:
-    """Per-input rows (Σ u (k, d) and Σ x (k, d) float32, counts (k, 2) int64), appended update by update into blocks
-    allocated ahead, each as large as everything before it (at least 16 rows): a few allocations per run instead of
-    three per update. Small tensors that outlive the update, allocated between a batch's large transient ones, pin
-    the C heap's free space in place and make it grow batch after batch (``docs/performance.md``)."""
+#: Rows the per-input sums of one layer take at most (:class:`InputGroups`): exactly one per input up to this many
+#: inputs (every run profile's paragraphs, recordings and photographs but the ``full`` corpus's), random groups of
+#: inputs beyond. 256 rows of 2·d float32: 8 MiB per layer at d = 4,096.
+INPUT_GROUPS = 256
 
-    def __init__(self, dim: int, device: torch.device):
-        self.dim, self.device = dim, device
-        self.blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
-        self.fill = 0  # rows used in the last block
-        self.rows = 0
 
-    def append(self, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor) -> None:
-        k, start = unit.shape[0], 0
-        while start < k:
-            if not self.blocks or self.fill == self.blocks[-1][0].shape[0]:
-                cap = max(16, k - start, self.rows)
-                self.blocks.append((torch.empty(cap, self.dim, device=self.device),
-                                    torch.empty(cap, self.dim, device=self.device),
-                                    torch.empty(cap, 2, dtype=torch.int64, device=self.device)))
-                self.fill = 0
-            block = self.blocks[-1]
-            take = min(block[0].shape[0] - self.fill, k - start)
-            for into, part in zip(block, (unit, vector, counts)):
-                into[self.fill : self.fill + take] = part[start : start + take]
-            self.fill += take
-            self.rows += take
-            start += take
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele, Lea & Flood 2014) on uint64 ``z``, wrapping: a counter-based hash."""
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def input_group(index, groups: int, seed: int = 0) -> np.ndarray:
+    """The group of input number ``index`` (array of ints >= 0, in the order the inputs were seen) among ``groups``:
+    the input itself (``index``) below ``groups``, so the first ``groups`` inputs are one group each; beyond, a
+    uniform pseudo-random group, SplitMix64 of (``seed``, ``index``) modulo ``groups``: independent of the input's
+    content, of the other inputs and of how the stream was split into updates. Returns int64 of ``index``'s shape."""
+    index = np.asarray(index, dtype=np.int64)
+    hashed = _splitmix64(_splitmix64(index.astype(np.uint64)) ^ np.uint64(seed % 2**64))
+    return np.where(index < groups, index, (hashed % np.uint64(groups)).astype(np.int64))
+
+
+class InputGroups:
+    """Per-input sums of one layer in a fixed budget of ``groups`` rows: Σ u (rows, d), Σ x (rows, d) float32 and
+    (vectors, non-zero vectors) (rows, 2) int64, on ``device``.
+
+    The i-th input seen goes to row :func:`input_group` (i): its own row for the first ``groups`` inputs, so up to
+    ``groups`` inputs the rows are the inputs' own sums, in order, as a per-input bootstrap reads them; past them, a
+    uniformly random row (seeded, the same for every layer), so each row is the sum of a random group of inputs.
+    Rows are allocated as they fill (doubling, at least 16), up to ``groups``: memory is
+    O(min(inputs, groups) · d), whatever the number of inputs. :meth:`append` takes rows that stand for more than one
+    input (another shard's groups, in a merge): each is then placed as one input.
+
+    What a bootstrap over the groups estimates is the random-group method of variance estimation (Mahalanobis 1946;
+    Wolter 2007, *Introduction to Variance Estimation*, 2nd ed., ch. 2): inputs assigned to groups at random,
+    independently of their content, make the groups' sums independent units of the same estimator, so resampling
+    the groups (the cluster bootstrap, Davison & Hinkley 1997 §3.8) estimates its sampling distribution with
+    ``groups`` units instead of one per input (:func:`aniso.stats.uncertainty.bootstrap_stats`).
+    """
+
+    def __init__(self, dim: int, device: torch.device, groups: int = INPUT_GROUPS, seed: int = 0):
+        self.dim, self.device, self.groups, self.seed = dim, device, int(groups), int(seed)
+        self.unit = torch.zeros(0, dim, device=device)
+        self.vector = torch.zeros(0, dim, device=device)
+        self.counts = torch.zeros(0, 2, dtype=torch.int64, device=device)
+        self.placed = 0  # rows appended so far (inputs, or another shard's groups)
+        self.n_inputs = 0  # inputs they stand for
+
+    @property
+    def rows(self) -> int:
+        """Rows in use: min(rows appended, groups)."""
+        return min(self.placed, self.groups)
+
+    def _reserve(self, rows: int) -> None:
+        if rows <= self.unit.shape[0]:
+            return
+        cap = min(self.groups, max(16, 2 * rows))
+        for name in ("unit", "vector", "counts"):
+            old = getattr(self, name)
+            new = old.new_zeros((cap, *old.shape[1:]))
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+    def append(self, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor, n_inputs: int | None = None) -> None:
+        """Add k rows (``unit``, ``vector`` (k, d), any float dtype, rounded to float32; ``counts`` (k, 2) int64),
+        standing for ``n_inputs`` inputs (default k), to their groups."""
+        k = unit.shape[0]
+        if k == 0:
+            return
+        start = self.placed
+        self._reserve(min(start + k, self.groups))
+        parts = zip((self.unit, self.vector, self.counts), (unit, vector, counts))
+        if start + k <= self.groups:  # one row each, in order: the inputs' own sums
+            for into, part in parts:
+                into[start : start + k] += part.to(into.dtype)
+        else:
+            index = torch.from_numpy(input_group(np.arange(start, start + k), self.groups, self.seed)).to(self.device)
+            for into, part in parts:
+                into.index_add_(0, index, part.to(into.dtype))
+        self.placed += k
+        self.n_inputs += k if n_inputs is None else int(n_inputs)
 
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every row appended, in order: three tensors (one block's views, or one concatenation)."""
-        if not self.blocks:
-            return (torch.zeros(0, self.dim, device=self.device), torch.zeros(0, self.dim, device=self.device),
-                    torch.zeros(0, 2, dtype=torch.int64, device=self.device))
-        parts = self.blocks[:-1] + [tuple(t[: self.fill] for t in self.blocks[-1])]
-        if len(parts) > 1:  # once joined, kept joined (the next append starts a block as large)
-            self.blocks = [tuple(torch.cat(p) for p in zip(*parts))]
-            self.fill = self.rows
-            return self.blocks[0]
-        return parts[0]
+        """The rows in use, (rows, d), (rows, d), (rows, 2): views, in input order up to ``groups`` inputs."""
+        r = self.rows
+        return self.unit[:r], self.vector[:r], self.counts[:r]
 
 
 class _Complement:

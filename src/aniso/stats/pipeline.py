@@ -26,8 +26,8 @@ from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelUnavailable, 
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease
 from ..common.files import exclusive
-from .accumulators import (AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches, massive_rows,
-                           summary_dict)
+from .accumulators import (INPUT_GROUPS, AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches,
+                           massive_rows, summary_dict)
 from .cache import JsonCache, StatsCache
 from ..common.versions import cache_key
 
@@ -56,7 +56,8 @@ EMBEDDING_ISOTROPY = "embedding-isotropy"
 ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED, FINAL_NORM, ATTENTION_SINK,
                             EMBEDDING_ISOTROPY})
 #: Widest layer whose sums are also kept per input (for bootstrap intervals over the inputs): 16,384 keeps them for
-#: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer.
+#: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer, in at most
+#: :data:`~aniso.stats.accumulators.INPUT_GROUPS` rows (32 MiB per layer at most, whatever the number of inputs).
 PER_INPUT_MAX_DIM = 16_384
 
 
@@ -109,7 +110,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
                                  shard.seed(settings.seed + i),
                                  second_order=second_order and h.shape[1] <= settings.second_order_max_dim,
-                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device, complements=complements)
+                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device, complements=complements,
+                                 input_groups=INPUT_GROUPS, group_seed=settings.seed)
                 for i, h in enumerate(batch.layers)
             ]
             unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
@@ -384,6 +386,7 @@ class StatsProvider:
                 "second_order": modality.second_order and SECOND_ORDER in statistics,
                 "first_token_excluded": FIRST_TOKEN_EXCLUDED in statistics and shards == 1,
                 "extras": sorted(statistics & {FINAL_NORM, ATTENTION_SINK, EMBEDDING_ISOTROPY}),
+                "input_groups": INPUT_GROUPS,  # the per-input sums kept (one row per input up to it, groups beyond)
             } | ({"shards": shards} if shards > 1 else {}))
 
         key = key_of(self.statistics)
