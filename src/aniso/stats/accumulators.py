@@ -608,8 +608,8 @@ for _name, _doc in (("unit_sum", "Σ u_i over the non-zero vectors, (d,) float64
 
 
 #: Rows the per-input sums of one layer take at most (:class:`InputGroups`): exactly one per input up to this many
-#: inputs (every run profile's paragraphs, recordings and photographs but the ``full`` corpus's), random groups of
-#: inputs beyond. 256 rows of 2·d float32: 8 MiB per layer at d = 4,096.
+#: inputs (every input set of the ``quick`` and ``study`` profiles: 256 paragraphs, 32 recordings, 192 photographs),
+#: random groups of inputs beyond (the ``paper`` profile's paragraphs). 256 rows of 2·d float32: 8 MiB per layer at d = 4,096.
 INPUT_GROUPS = 256
 
 
