@@ -167,15 +167,20 @@ class LayerAccumulator:
         x64 = x.to(self.dtype)
         sq = x64 * x64
         norms = sq.sum(1).sqrt_()
-        if not bool(torch.isfinite(norms).all()):  # a non-finite entry makes its row's norm non-finite
-            bad = ~torch.isfinite(x64).all(1)
-            raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {m} vectors "
-                             f"({int(torch.isnan(x64).any(1).sum())} with NaN)")
+        labels, k, bad_labels = self._input_labels(inputs, n_inputs, m) if self.per_input else (None, 0, None)
+        # The update's one wait for the device: are the values finite (a non-finite entry makes its row's norm
+        # non-finite) and the labels in range? Nothing is added before it.
+        nonfinite = ~torch.isfinite(norms).all()
+        if bool(nonfinite if bad_labels is None else nonfinite | bad_labels):
+            if bool(nonfinite):
+                bad = ~torch.isfinite(x64).all(1)
+                raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {m} vectors "
+                                 f"({int(torch.isnan(x64).any(1).sum())} with NaN)")
+            raise ValueError(f"input labels must be {m} integers in [0, {k}), got values outside it")
         nonzero = norms > 0
         inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
         pos = None if positions is None else self._as_tensor(positions, torch.int64).reshape(-1)
         first = None if pos is None else pos == 0
-        labels, k = self._input_labels(inputs, n_inputs, m) if self.per_input else (None, 0)
         masks = {}
         for name in self._complements:
             mask = (exclude or {}).get(name)
@@ -211,7 +216,9 @@ class LayerAccumulator:
         self._update_massive(top, rows, pos, first, s_x[2], s_sq[2])
         at = 3
         if labels is not None:
-            counts = torch.stack([torch.bincount(labels, minlength=k), torch.bincount(labels[nonzero], minlength=k)], 1)
+            # (vectors, non-zero vectors) per input: a segment sum, no count read back to the host
+            counts = torch.zeros(k, 2, dtype=torch.int64, device=self.device).index_add_(
+                0, labels, torch.stack([torch.ones_like(labels), nonzero.to(torch.int64)], 1))
             if by_gemm:
                 unit, vector = s_x[at : at + k], s_x[at + k : at + 2 * k]
                 at += 2 * k
@@ -239,14 +246,19 @@ class LayerAccumulator:
         self._first_sq_sum += first_sq_sum
         self._n_first += first.sum()
 
-    def _input_labels(self, inputs, n_inputs, m: int) -> tuple[torch.Tensor, int]:
+    def _input_labels(self, inputs, n_inputs, m: int) -> tuple[torch.Tensor, int, torch.Tensor | None]:
+        """(labels (m,) int64 on the device, k inputs, a 0-d bool tensor on the device: whether some label is outside
+        [0, k); None where that was checked on the host). Raises ValueError on labels of the wrong length, or labels
+        given on the host that fall outside [0, k)."""
         if inputs is None:
-            return torch.zeros(m, dtype=torch.int64, device=self.device), 1
+            return torch.zeros(m, dtype=torch.int64, device=self.device), 1, None
+        on_host = not isinstance(inputs, torch.Tensor)
+        inputs = np.asarray(inputs, dtype=np.int64).reshape(-1) if on_host else inputs.reshape(-1)
+        k = int(n_inputs) if n_inputs is not None else int(inputs.max()) + 1 if len(inputs) else 0
+        if inputs.shape[0] != m or (on_host and m and (inputs.min() < 0 or inputs.max() >= k)):
+            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(inputs.shape)}")
         labels = self._as_tensor(inputs, torch.int64).reshape(-1)
-        k = int(n_inputs) if n_inputs is not None else int(labels.max()) + 1
-        if labels.shape[0] != m or not bool(((labels >= 0) & (labels < k)).all()):
-            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(labels.shape)}")
-        return labels, k
+        return labels, k, None if on_host else ((labels < 0) | (labels >= k)).any()
 
     def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
         start = 0
@@ -1093,10 +1105,12 @@ def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.
     of magnitude above ``magnitude`` (100) and about ``ratio`` (1,000) times the median magnitude of the hidden state,
     here the median |x| over the batch's rows and features, estimated from at most 65,536 of its entries taken at an
     even stride). Returns (m,) bool on ``h``'s device. A batch with no activation above ``magnitude`` has no such
-    row whatever its median, which is then not computed."""
+    row whatever its median: on the CPU the median is then not computed; elsewhere it always is, so that the
+    criterion never waits for the device (the rows are the same either way, the threshold being at least
+    ``magnitude``)."""
     a = h.abs()
     top = a.amax(1).float()
-    if not bool((top > magnitude).any()):
+    if a.device.type == "cpu" and not bool((top > magnitude).any()):  # reading it costs no wait on the CPU
         return torch.zeros(top.shape, dtype=torch.bool, device=top.device)
     flat = a.reshape(-1)
     median = flat[:: max(1, flat.numel() // 65_536)].float().median()
@@ -1227,7 +1241,7 @@ class AttentionSink:
 
     def add_batch(self, mask: torch.Tensor) -> None:
         """Count one batch's real query rows and sequences (after its layers went through :meth:`update_layer`)."""
-        self.rows += int(mask.sum())
+        self.rows = mask.sum() + self.rows  # kept on the mask's device until :meth:`result` (no wait per batch)
         self.sequences += int(mask.shape[0])
 
     def update(self, attentions: list[torch.Tensor], mask: torch.Tensor) -> None:
@@ -1251,8 +1265,9 @@ class AttentionSink:
                                                              for h in per_head],
                     "share": float(np.mean(flat > eps)) if flat.size else float("nan")}
 
-        out = shares(self.token_sums, self.rows)
-        return out | {"eps": eps, "rows": self.rows, "sequences": self.sequences,
+        rows = int(self.rows)
+        out = shares(self.token_sums, rows)
+        return out | {"eps": eps, "rows": rows, "sequences": self.sequences,
                       "per_sequence": shares(self.sequence_sums, self.sequences)}
 
 

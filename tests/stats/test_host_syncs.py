@@ -1,0 +1,67 @@
+"""The update path waits for the device at most once per batch: the hidden-state extraction and the layer
+accumulators' updates, counted by aniso.bench.dispatch.HostSyncCounter (what a GPU would wait for)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from aniso.bench.dispatch import HostSyncCounter
+from aniso.stats.accumulators import LayerAccumulator
+
+
+def test_the_counter_counts_each_kind_of_host_synchronisation():
+    x = torch.arange(6.0)
+    with HostSyncCounter() as sync:
+        x.sum().item(), bool(x.any()), x[x > 2], x.nonzero(), x.cpu(), x.numpy(), x.tolist(), torch.bincount(x.long())
+    assert sync.counts == {"_local_scalar_dense": 2, "index (boolean mask)": 1, "nonzero": 1, ".cpu()": 1,
+                           ".numpy()": 1, ".tolist()": 1, "bincount": 1}
+    with HostSyncCounter() as none:
+        (x * 2).sum(), x.index_select(0, torch.tensor([1, 2])), x.to("cpu")
+    assert none.total == 0
+
+
+def _batches(rng, n=6, d=16):
+    for _ in range(n):
+        lengths = rng.integers(1, 9, size=4)
+        m = int(lengths.sum())
+        yield (torch.from_numpy(rng.normal(size=(m, d)).astype(np.float32)),
+               torch.from_numpy(np.repeat(np.arange(4), lengths)),
+               torch.from_numpy(np.concatenate([np.arange(n) for n in lengths])))
+
+
+def test_a_layer_update_waits_for_the_device_once():
+    """First-order and second-order updates (per-input sums, positions, reservoir, no SVD batch completed): one
+    host synchronisation each, the check that the batch is finite and its labels in range."""
+    rng = np.random.default_rng(0)
+    for second_order in (False, True):
+        acc = LayerAccumulator(16, reservoir_size=8, svd_batch_size=4096, second_order=second_order, per_input=True)
+        for x, labels, pos in _batches(rng):
+            with HostSyncCounter() as sync:
+                acc.update(x, labels, 4, pos)
+            assert sync.total <= 1, (second_order, dict(sync.counts))
+
+
+def test_the_extraction_waits_for_the_device_once_per_batch():
+    """A LLaMA-shaped model (2 blocks): padding is removed once per batch with indices every layer shares."""
+    from aniso.bench.extraction import build_llama_7b, byte_tokenizer
+    from aniso.extract.hidden import iter_text_hidden_states
+
+    model, tok = build_llama_7b(2, dtype="float32", config="llama-tiny"), byte_tokenizer()
+    texts = [" ".join(["tokens"] * n) for n in (1, 3, 7, 2, 9, 4, 5, 6)]
+    batches = iter_text_hidden_states(model, tok, texts, batch_size=4, max_length=32, final_norm=True)
+    seen = 0
+    while True:
+        with HostSyncCounter() as sync:
+            batch = next(batches, None)
+        if batch is None:
+            break
+        seen += 1
+        assert sync.total <= 1, dict(sync.counts)
+        # the rows are the real tokens', as a boolean mask selects them (each sequence's from position 0)
+        assert all(h.shape[0] == batch.inputs[0].shape[0] == batch.positions[0].shape[0] for h in batch.layers)
+        assert batch.final_norm[1].shape == batch.layers[-1].shape
+        torch.testing.assert_close(batch.final_norm[1], batch.layers[-1], rtol=0, atol=0)
+        starts = torch.nonzero(batch.positions[0] == 0).squeeze(1)
+        assert batch.inputs[0][starts].tolist() == list(range(4))
+    assert seen == 2
