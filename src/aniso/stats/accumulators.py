@@ -783,18 +783,24 @@ class _Complement:
         return acc
 
 
-def _kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor,
-                 masks: list[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor],
+                 wait_free: bool | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per mask of ``masks`` (each (m,) bool: the rows a complement leaves out), the largest |x| per feature over the
     rows it keeps (d,) and the first row reaching it (d,); -1 at row 0 where the mask marks every row.
 
     ``ax`` (m, d) is |x| of the batch, ``top`` and ``rows`` its per-feature maximum and the first row reaching it
     (``ax.max(0)``). Where no mask marks a row holding a maximum, that maximum is every mask's. Otherwise one
     reduction over the rows that no mask marks (``ax`` is overwritten: -1 on the marked rows), then, per mask, the
-    marked rows it keeps (a few) against it, a tie going to the earlier row.
+    marked rows it keeps (a few) against it, a tie going to the earlier row. That reads which rows are marked back to
+    the host; with ``wait_free`` (default: off the CPU, where such a read waits for the device) each mask's maximum
+    is one masked reduction over the batch instead (more passes over the batch, no wait; the same values and rows).
     """
     if not masks:
         return []
+    if wait_free is None:
+        wait_free = ax.device.type != "cpu"
+    if wait_free:  # one masked reduction per mask, nothing read back to the host
+        return [ax.masked_fill(m[:, None], -1.0).max(0) for m in masks]
     marked = functools.reduce(torch.logical_or, masks)
     if not bool(marked[rows].any()):
         return [(top, rows)] * len(masks)
