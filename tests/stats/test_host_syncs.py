@@ -85,3 +85,27 @@ def test_the_kept_maxima_are_the_same_with_and_without_reading_the_marks():
         assert sync.total == 0
         for (t1, r1), (t2, r2) in zip(free, read):
             assert torch.equal(t1, t2) and torch.equal(r1, r2), (trial, ax, masks)
+
+
+def test_the_pipeline_reads_every_layers_check_once_per_batch():
+    """compute_stats over 4 batches of 3 layers (second order, per-input sums): one wait per batch for all layers'
+    checks; a NaN in one layer is still named with its layer."""
+    import pytest
+
+    from aniso.common.settings import Settings
+    from aniso.extract.hidden import Batch
+    from aniso.registry.entries import ModelEntry
+    from aniso.stats.pipeline import compute_stats
+
+    entry = ModelEntry.model_validate(dict(id="m", modality="text", granularity="byte", architecture="transformer",
+                                           role="decoder", family="llama", source=dict(kind="hub", repo="none/none")))
+    rng = np.random.default_rng(4)
+    batches = [Batch([x] * 3, 4, inputs=[labels] * 3, positions=[pos] * 3) for x, labels, pos in _batches(rng, 4)]
+    with HostSyncCounter() as sync:
+        stats = compute_stats(entry, iter(batches), ["0", "1", "2"], Settings(), {})
+    assert stats.layers[2].count == sum(b.layers[0].shape[0] for b in batches)
+    assert sync.total <= len(batches), dict(sync.counts)
+    bad = batches[0].layers[0].clone()
+    bad[1, 2] = float("nan")
+    with pytest.raises(RuntimeError, match=r"^m: layer 1: hidden states contain NaN or infinite values: 1 of "):
+        compute_stats(entry, iter([Batch([batches[0].layers[0], bad, bad], 4)]), ["0", "1", "2"], Settings(), {})

@@ -143,7 +143,8 @@ class LayerAccumulator:
         return t.to(device=self.device, dtype=dtype) if dtype is not None or t.device != self.device else t
 
     # -- streaming -----------------------------------------------------------
-    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None, exclude=None) -> None:
+    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None, exclude=None,
+               wait: bool = True) -> torch.Tensor | None:
         """Add a batch of vectors ``x``, shape (m, d): a torch tensor (any float dtype; moved to this accumulator's
         device if elsewhere) or a numpy array.
 
@@ -152,6 +153,13 @@ class LayerAccumulator:
         sequence (0 = its first token; text only), for the massive-activation statistics. ``exclude``: {complement
         name: (m,) bool, the rows that complement leaves out} (a complement not named leaves out none of these rows).
         Raises ValueError on a bad shape, bad labels or non-finite values (naming how many rows are NaN or infinite).
+
+        The values' finiteness and the labels' range are checked in one read from the device before anything is
+        added. With ``wait`` False that read is left to the caller, who can read the checks of several updates at once
+        (:func:`aniso.stats.pipeline.compute_stats`: once per batch for every layer): the update returns its check, a
+        0-d bool tensor on the device, True where the batch was not finite or its labels out of range (the
+        accumulator is then not to be used further; :meth:`update_error` says why); an update that completes an SVD
+        batch still reads its check first. Returns None otherwise.
         """
         x = self._as_tensor(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
@@ -169,14 +177,13 @@ class LayerAccumulator:
         norms = sq.sum(1).sqrt_()
         labels, k, bad_labels = self._input_labels(inputs, n_inputs, m) if self.per_input else (None, 0, None)
         # The update's one wait for the device: are the values finite (a non-finite entry makes its row's norm
-        # non-finite) and the labels in range? Nothing is added before it.
-        nonfinite = ~torch.isfinite(norms).all()
-        if bool(nonfinite if bad_labels is None else nonfinite | bad_labels):
-            if bool(nonfinite):
-                bad = ~torch.isfinite(x64).all(1)
-                raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {m} vectors "
-                                 f"({int(torch.isnan(x64).any(1).sum())} with NaN)")
-            raise ValueError(f"input labels must be {m} integers in [0, {k}), got values outside it")
+        # non-finite) and the labels in range? Nothing is added before it (unless the caller reads it later).
+        failed = ~torch.isfinite(norms).all()
+        if bad_labels is not None:
+            failed = failed | bad_labels
+        closes = self.second_order and self._svd_fill + m >= self.svd_batch_size
+        if (wait or closes) and bool(failed):  # (an SVD batch is completed only from checked rows)
+            raise self.update_error(x64, k)
         nonzero = norms > 0
         inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
         pos = None if positions is None else self._as_tensor(positions, torch.int64).reshape(-1)
@@ -237,6 +244,17 @@ class LayerAccumulator:
             self._update_svd_batches(x, masks)
             self._update_reservoir(x)
         self.count += m
+        return None if wait else failed
+
+    def update_error(self, x, k: int | None = None) -> ValueError:
+        """Why a batch ``x`` (m, d) failed :meth:`update`'s check: its rows with NaN or infinite values, counted, or
+        else its input labels out of [0, ``k``)."""
+        x64 = self._as_tensor(x).to(self.dtype)
+        bad = ~torch.isfinite(x64).all(1)
+        if bool(bad.any()):
+            return ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {x64.shape[0]} "
+                              f"vectors ({int(torch.isnan(x64).any(1).sum())} with NaN)")
+        return ValueError(f"input labels must be {x64.shape[0]} integers in [0, {k}), got values outside it")
 
     def _update_massive(self, top, rows, pos, first, first_sum, first_sq_sum) -> None:
         self._abs_max, self._abs_max_pos = _running_max(self._abs_max, self._abs_max_pos, top, rows, pos)

@@ -124,12 +124,21 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                               for h in batch.all_frames]
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
         positions = batch.positions if batch.positions is not None else [None] * len(layers)
+        checks = []
         for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
             exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h)} if complements and pos is not None else None
             try:
-                acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude)
-            except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
+                checks.append(acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude,
+                                         wait=False))
+            except ValueError as exc:  # a bad shape: name the model and the layer
                 raise RuntimeError(f"{entry.id}: layer {name}: {exc}") from None
+        # Every layer's check (finite values) read at once: one wait for the device per batch, not one per layer.
+        # NaN/inf hidden states: name the model and the first such layer, never go on silently.
+        read = [c for c in checks if c is not None]
+        if read and bool(torch.stack([c.to(read[0].device) for c in read]).any()):
+            for name, acc, h, check in zip(names, layers, batch.layers, checks):
+                if check is not None and bool(check):
+                    raise RuntimeError(f"{entry.id}: layer {name}: {acc.update_error(h)}") from None
         for bins, h in zip(shuffled or [], batch.layers):
             if bins is not None:
                 bins.update(h)
