@@ -724,7 +724,10 @@ class ClaimContext:
         except ValueError as exc:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
                                method=f"not available: {exc}", informative=False, note=cannot_show)
-        unit = "inputs" if resamples.unit == "input" else f"{resamples.unit}es"
+        unit = {"input": "inputs", "input group": "input groups"}.get(
+            resamples.unit, resamples.unit.replace("batch", "batches", 1))
+        if resamples.unit == "input group" and getattr(resamples, "n_inputs", 0):
+            unit += f" of its {resamples.n_inputs} inputs (random groups: the inputs past the per-input budget)"
         method = f"percentile bootstrap over the {resamples.n_units} {unit}, seed {self.settings.seed}"
         if sensitivity:
             method = (f"input-sensitivity range: the {level_pct}% central range of the statistic over "

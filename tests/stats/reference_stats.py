@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from aniso import metrics
-from aniso.stats.accumulators import LayerSummary
+from aniso.stats.accumulators import INPUT_GROUPS, LayerSummary, input_group
 
 
 class ReferenceLayerAccumulator:
@@ -41,11 +41,15 @@ class ReferenceLayerAccumulator:
     second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
     per_input : bool, also keep Σ u_i, Σ x_i and the counts of each input (a paragraph, recording or image, as
         :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
-        bootstrap over the inputs resamples (:func:`aniso.stats.uncertainty.bootstrap_stats`)
+        bootstrap over the inputs resamples (:func:`aniso.stats.uncertainty.bootstrap_stats`); read back
+        (:meth:`input_sums`) per group of inputs past ``input_groups`` inputs, as the engine keeps them
+    input_groups, group_seed : the engine's (:class:`aniso.stats.accumulators.InputGroups`)
     """
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
-                 second_order: bool = True, per_input: bool = False):
+                 second_order: bool = True, per_input: bool = False, input_groups: int = INPUT_GROUPS,
+                 group_seed: int = 0):
+        self.input_groups, self.group_seed = input_groups, group_seed
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
@@ -171,7 +175,16 @@ class ReferenceLayerAccumulator:
                     np.zeros((0, 2), np.int64))
         if len(self._inputs) > 1:
             self._inputs = [tuple(np.concatenate(parts) for parts in zip(*self._inputs))]
-        return self._inputs[0]
+        units, vectors, counts = self._inputs[0]
+        if units.shape[0] <= self.input_groups:
+            return self._inputs[0]
+        # Past `input_groups` inputs: the sums of each group of inputs (in float64, then rounded once)
+        group = input_group(np.arange(units.shape[0]), self.input_groups, self.group_seed)
+        out = [np.zeros((self.input_groups, a.shape[1]), np.float64 if a.dtype != np.int64 else np.int64)
+               for a in (units, vectors, counts)]
+        for into, a in zip(out, (units, vectors, counts)):
+            np.add.at(into, group, a)
+        return out[0].astype(np.float32), out[1].astype(np.float32), out[2]
 
     def _update_svd_batches(self, x: np.ndarray) -> None:
         start = 0

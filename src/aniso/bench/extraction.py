@@ -53,13 +53,20 @@ __all__ = ["VARIANTS", "STREAMED", "CONFIGS", "Subject", "best_device", "load_su
 #: The timed variants, in the order they run in each round (see the module docstring).
 VARIANTS = ("forward", "hidden_states", "first_order", "all", "every")
 
-#: Random-weight configurations ``--config`` can build (see :func:`build_llama_7b`).
-CONFIGS = ("llama-7b",)
+#: Random-weight configurations ``--config`` can build (see :func:`build_llama_7b`): LLaMA-7B's shape, and a tiny
+#: model of the same architecture (for counting operators and measuring the statistics' state in seconds on a CPU).
+CONFIGS = ("llama-7b", "llama-tiny")
 
 #: LLaMA-7B's shape (Touvron et al. 2023, Table 2; the ``config.json`` of meta-llama/Llama-2-7b-hf).
 LLAMA_7B = dict(hidden_size=4096, num_attention_heads=32, num_key_value_heads=32, intermediate_size=11008,
                 vocab_size=32000, rms_norm_eps=1e-5, max_position_embeddings=4096, hidden_act="silu",
                 rope_theta=10000.0, tie_word_embeddings=False)
+
+#: A LLaMA of the same architecture at hidden 64 (4 heads of 16, MLP 172), with the byte tokenizer's 260 ids.
+LLAMA_TINY = dict(LLAMA_7B, hidden_size=64, num_attention_heads=4, num_key_value_heads=4, intermediate_size=172,
+                  vocab_size=260)
+
+_SHAPES = {"llama-7b": LLAMA_7B, "llama-tiny": LLAMA_TINY}
 
 
 def _streamed() -> frozenset[str]:
@@ -154,11 +161,14 @@ def byte_tokenizer():
                                    eos_token="</s>")
 
 
-def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "cpu", seed: int = 0):
+def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "cpu", seed: int = 0,
+                   config: str = "llama-7b"):
     """A transformers ``LlamaModel`` with LLaMA-7B's configuration (:data:`LLAMA_7B`) and ``layers`` blocks, random
     weights: built on the ``meta`` device, materialised on ``device`` in ``dtype`` (``bfloat16`` or ``float32``),
     then every matrix drawn from N(0, 0.02²) with a generator seeded by ``seed`` and every RMSNorm weight set to 1.
     At 2 blocks it holds 536 M parameters (1.07 GB in bfloat16), at 32 blocks 6.6 G (13.2 GB).
+
+    ``config`` ``llama-tiny`` builds :data:`LLAMA_TINY` instead.
 
     Raises ValueError when ``layers`` < 1 or ``dtype`` is neither ``bfloat16`` nor ``float32``.
     """
@@ -169,7 +179,7 @@ def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "
     dtypes = {"bfloat16": torch.bfloat16, "float32": torch.float32}
     if dtype not in dtypes:
         raise ValueError(f"--dtype must be one of {sorted(dtypes)}, got {dtype!r}")
-    config = LlamaConfig(**LLAMA_7B, num_hidden_layers=layers, pad_token_id=0, bos_token_id=2, eos_token_id=3)
+    config = LlamaConfig(**_SHAPES[config], num_hidden_layers=layers, pad_token_id=0, bos_token_id=2, eos_token_id=3)
     with torch.device("meta"):
         model = LlamaModel(config)
     model = model.to(dtypes[dtype]).to_empty(device=device)
@@ -200,7 +210,7 @@ def llama_subject(config: str = "llama-7b", *, layers: int = 32, dtype: str = "b
     if config not in CONFIGS:
         raise ValueError(f"--config must be one of {', '.join(CONFIGS)}, got {config!r}")
     settings = _settings(paragraphs, max_length, batch_size, device)
-    model = build_llama_7b(layers, dtype=dtype, device=settings.device, seed=seed)
+    model = build_llama_7b(layers, dtype=dtype, device=settings.device, seed=seed, config=config)
     entry = ModelEntry.model_validate(dict(
         id=f"{config}-random-{layers}l", modality="text", granularity="byte", architecture="transformer",
         role="decoder", family="llama", source=dict(kind="hub", repo="none/none")))

@@ -92,15 +92,18 @@ class _FinalNormHook:
     def _keep(self, module, args, out) -> None:
         self._io = (args[0].detach(), (out[0] if isinstance(out, tuple) else out).detach())
 
-    def take(self, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """The (rows, d) states entering and leaving the norm at the (b, t) ``mask``; None if it did not run."""
+    def take(self, mask: torch.Tensor, index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The (rows, d) states entering and leaving the norm at the (b, t) ``mask`` (``index``: its flat indices,
+        :func:`_real_tokens`, where already found); None if it did not run."""
         if self._io is None:
             return None
         pre, post = self._io
         self._io = None
         if pre.shape[:2] != mask.shape:
             return None
-        return pre[mask], post[mask]
+        if index is None:
+            return pre[mask], post[mask]
+        return tuple(h.reshape(-1, h.shape[-1]).index_select(0, index) for h in (pre, post))
 
 
 def _select_rows(states: list[torch.Tensor], mask: torch.Tensor) -> list[torch.Tensor]:
@@ -354,7 +357,8 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
     if enc_dec:
         dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
         out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
-        states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask.bool()) for h in out.decoder_hidden_states]
+        dec_mask = dec_mask.bool()
+        states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask) for h in out.decoder_hidden_states]
     else:
         with reducer.reading(mask) if reducer is not None else nullcontext():
             out = model(**inputs, output_hidden_states=True)
@@ -364,9 +368,15 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
     if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] != hidden:
         raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
                            f"its config says hidden_size {hidden}")
-    layers = [h[m] for (h, _), m in zip(states, masks)]
-    rows_of = [m.nonzero()[:, 0] for m in masks]  # boolean indexing is row-major: the sequence of each row
-    positions = [(m.long().cumsum(dim=1) - 1)[m] for m in masks]
+    # Padding removed once per mask (one for every layer but CANINE's downsampled ones and a decoder's): the real
+    # tokens' flat indices (the batch's one wait for the device), shared by every layer that has that mask.
+    picks = {}
+    for m in masks:
+        if id(m) not in picks:
+            picks[id(m)] = _real_tokens(m)
+    layers = [h.reshape(-1, h.shape[-1]).index_select(0, picks[id(m)][0]) for (h, _), m in zip(states, masks)]
+    rows_of = [picks[id(m)][1] for m in masks]
+    positions = [picks[id(m)][2] for m in masks]
     without_first = None
     if not enc_dec and not getattr(model.config, "downsampling_rate", None):
         later = mask & (mask.cumsum(dim=1) > 1)  # every real token but the first of its sequence
@@ -374,7 +384,16 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
     return Batch(layers, len(chunk), without_first_states=without_first,
                  attention_sums=reducer.take() if reducer is not None else None,
                  mask=mask if reducer is not None else None, inputs=rows_of, positions=positions,
-                 final_norm=hook.take(masks[-1]) if hook is not None else None)
+                 final_norm=hook.take(masks[-1], picks[id(masks[-1])][0]) if hook is not None else None)
+
+
+def _real_tokens(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For a (b, t) bool ``mask`` of real tokens: the flat indices of the real tokens in row-major order (what
+    boolean indexing with ``mask`` selects), the sequence of each and its position among its sequence's real tokens,
+    each (real tokens,) int64 on the mask's device. One ``nonzero``: the only host synchronisation."""
+    flat = mask.reshape(-1).nonzero().squeeze(1)
+    positions = (mask.long().cumsum(dim=1) - 1).reshape(-1).index_select(0, flat)
+    return flat, flat // mask.shape[1], positions
 
 
 def speech_layer_names(model) -> list[str]:
@@ -457,9 +476,10 @@ def _speech_batch(model, feature_extractor, chunk, device, sampling_rate, whispe
     states = out.hidden_states
     b, t = states[0].shape[:2]
     mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
-    return Batch([h[mask] for h in states], len(chunk), [h.reshape(-1, h.shape[-1]) for h in states],
-                 inputs=[mask.nonzero()[:, 0]] * len(states),
-                 final_norm=hook.take(mask) if hook is not None else None)
+    flat, rows, _ = _real_tokens(mask)  # padding frames removed once, with indices every layer shares
+    return Batch([h.reshape(-1, h.shape[-1]).index_select(0, flat) for h in states], len(chunk),
+                 [h.reshape(-1, h.shape[-1]) for h in states], inputs=[rows] * len(states),
+                 final_norm=hook.take(mask, flat) if hook is not None else None)
 
 
 def _vision_inputs(h: torch.Tensor, per_image: bool) -> torch.Tensor:

@@ -65,8 +65,13 @@ class LayerAccumulator:
     seed : int, seed of the reservoir's random stream (host numpy PCG64: one draw per vector past the fill)
     second_order : bool, keep Σ x xᵀ, the SVD batches and the reservoir
     per_input : bool, also keep Σ u_i, Σ x_i and the counts of each input (a paragraph, recording or image, as
-        :meth:`update` labels its rows; the whole update when unlabelled), float32, O(inputs · d) memory: what a
-        bootstrap over the inputs resamples (:func:`aniso.stats.uncertainty.bootstrap_stats`)
+        :meth:`update` labels its rows; the whole update when unlabelled), float32: what a bootstrap over the inputs
+        resamples (:func:`aniso.stats.uncertainty.bootstrap_stats`). Kept in at most ``input_groups`` rows
+        (:class:`InputGroups`): exactly per input up to that many inputs, in random groups of inputs beyond, so
+        O(min(inputs, input_groups) · d) memory whatever the corpus
+    input_groups : int >= 1, the most rows the per-input sums take (default :data:`INPUT_GROUPS`)
+    group_seed : int, seed of the assignment of inputs to groups past ``input_groups`` (the same for every layer of
+        a model, so that a resample weighs the same inputs in every layer)
     device : torch device of the state (where :meth:`update` expects its vectors; others are moved there)
     complements : names of subsets of rows that :meth:`update` may mark (``exclude``): for each, the statistics of
         the stream *without* those rows are available as :meth:`complement` (e.g. without the first token of each
@@ -76,18 +81,22 @@ class LayerAccumulator:
 
     Raises
     ------
-    ValueError on a dimension < 1, a negative reservoir, an SVD batch < 2 or a device that does not exist.
+    ValueError on a dimension < 1, a negative reservoir, an SVD batch < 2, fewer than one input group or a device
+    that does not exist.
     """
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
                  second_order: bool = True, per_input: bool = False, device: "torch.device | str" = "cpu",
-                 complements: tuple[str, ...] = ()):
+                 complements: tuple[str, ...] = (), input_groups: int | None = None, group_seed: int = 0):
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
             raise ValueError(f"reservoir_size must be >= 0, got {reservoir_size}")
         if svd_batch_size < 2:
             raise ValueError(f"svd_batch_size must be >= 2, got {svd_batch_size}")
+        input_groups = INPUT_GROUPS if input_groups is None else int(input_groups)
+        if input_groups < 1:
+            raise ValueError(f"input_groups must be >= 1, got {input_groups}")
         self.dim = dim
         self.second_order = second_order
         if not second_order:
@@ -119,8 +128,9 @@ class LayerAccumulator:
                                        device=self.device)
         self._svd_fill = 0
         self._reservoir = torch.empty((reservoir_size, dim), dtype=torch.float32, device=self.device)
-        # Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, one triple per update.
-        self._inputs = _InputRows(dim, self.device)
+        # Per input (per group of inputs past `input_groups` of them): Σ u (k, d), Σ x (k, d) float32 and (vectors,
+        # non-zero vectors) (k, 2) int64.
+        self._inputs = InputGroups(dim, self.device, input_groups, group_seed)
         # Named subsets of rows to leave out (e.g. the first token of each sequence): their sums, kept apart, are
         # subtracted from the whole stream's (see `complement`).
         self._complements = {name: _Complement(self) for name in complements}
@@ -133,7 +143,8 @@ class LayerAccumulator:
         return t.to(device=self.device, dtype=dtype) if dtype is not None or t.device != self.device else t
 
     # -- streaming -----------------------------------------------------------
-    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None, exclude=None) -> None:
+    def update(self, x, inputs=None, n_inputs: int | None = None, positions=None, exclude=None,
+               wait: bool = True) -> torch.Tensor | None:
         """Add a batch of vectors ``x``, shape (m, d): a torch tensor (any float dtype; moved to this accumulator's
         device if elsewhere) or a numpy array.
 
@@ -142,6 +153,13 @@ class LayerAccumulator:
         sequence (0 = its first token; text only), for the massive-activation statistics. ``exclude``: {complement
         name: (m,) bool, the rows that complement leaves out} (a complement not named leaves out none of these rows).
         Raises ValueError on a bad shape, bad labels or non-finite values (naming how many rows are NaN or infinite).
+
+        The values' finiteness and the labels' range are checked in one read from the device before anything is
+        added. With ``wait`` False that read is left to the caller, who can read the checks of several updates at once
+        (:func:`aniso.stats.pipeline.compute_stats`: once per batch for every layer): the update returns its check, a
+        0-d bool tensor on the device, True where the batch was not finite or its labels out of range (the
+        accumulator is then not to be used further; :meth:`update_error` says why); an update that completes an SVD
+        batch still reads its check first. Returns None otherwise.
         """
         x = self._as_tensor(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
@@ -157,15 +175,19 @@ class LayerAccumulator:
         x64 = x.to(self.dtype)
         sq = x64 * x64
         norms = sq.sum(1).sqrt_()
-        if not bool(torch.isfinite(norms).all()):  # a non-finite entry makes its row's norm non-finite
-            bad = ~torch.isfinite(x64).all(1)
-            raise ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {m} vectors "
-                             f"({int(torch.isnan(x64).any(1).sum())} with NaN)")
+        labels, k, bad_labels = self._input_labels(inputs, n_inputs, m) if self.per_input else (None, 0, None)
+        # The update's one wait for the device: are the values finite (a non-finite entry makes its row's norm
+        # non-finite) and the labels in range? Nothing is added before it (unless the caller reads it later).
+        failed = ~torch.isfinite(norms).all()
+        if bad_labels is not None:
+            failed = failed | bad_labels
+        closes = self.second_order and self._svd_fill + m >= self.svd_batch_size
+        if (wait or closes) and bool(failed):  # (an SVD batch is completed only from checked rows)
+            raise self.update_error(x64, k)
         nonzero = norms > 0
         inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
         pos = None if positions is None else self._as_tensor(positions, torch.int64).reshape(-1)
         first = None if pos is None else pos == 0
-        labels, k = self._input_labels(inputs, n_inputs, m) if self.per_input else (None, 0)
         masks = {}
         for name in self._complements:
             mask = (exclude or {}).get(name)
@@ -201,7 +223,9 @@ class LayerAccumulator:
         self._update_massive(top, rows, pos, first, s_x[2], s_sq[2])
         at = 3
         if labels is not None:
-            counts = torch.stack([torch.bincount(labels, minlength=k), torch.bincount(labels[nonzero], minlength=k)], 1)
+            # (vectors, non-zero vectors) per input: a segment sum, no count read back to the host
+            counts = torch.zeros(k, 2, dtype=torch.int64, device=self.device).index_add_(
+                0, labels, torch.stack([torch.ones_like(labels), nonzero.to(torch.int64)], 1))
             if by_gemm:
                 unit, vector = s_x[at : at + k], s_x[at + k : at + 2 * k]
                 at += 2 * k
@@ -220,6 +244,17 @@ class LayerAccumulator:
             self._update_svd_batches(x, masks)
             self._update_reservoir(x)
         self.count += m
+        return None if wait else failed
+
+    def update_error(self, x, k: int | None = None) -> ValueError:
+        """Why a batch ``x`` (m, d) failed :meth:`update`'s check: its rows with NaN or infinite values, counted, or
+        else its input labels out of [0, ``k``)."""
+        x64 = self._as_tensor(x).to(self.dtype)
+        bad = ~torch.isfinite(x64).all(1)
+        if bool(bad.any()):
+            return ValueError(f"hidden states contain NaN or infinite values: {int(bad.sum())} of {x64.shape[0]} "
+                              f"vectors ({int(torch.isnan(x64).any(1).sum())} with NaN)")
+        return ValueError(f"input labels must be {x64.shape[0]} integers in [0, {k}), got values outside it")
 
     def _update_massive(self, top, rows, pos, first, first_sum, first_sq_sum) -> None:
         self._abs_max, self._abs_max_pos = _running_max(self._abs_max, self._abs_max_pos, top, rows, pos)
@@ -229,14 +264,19 @@ class LayerAccumulator:
         self._first_sq_sum += first_sq_sum
         self._n_first += first.sum()
 
-    def _input_labels(self, inputs, n_inputs, m: int) -> tuple[torch.Tensor, int]:
+    def _input_labels(self, inputs, n_inputs, m: int) -> tuple[torch.Tensor, int, torch.Tensor | None]:
+        """(labels (m,) int64 on the device, k inputs, a 0-d bool tensor on the device: whether some label is outside
+        [0, k); None where that was checked on the host). Raises ValueError on labels of the wrong length, or labels
+        given on the host that fall outside [0, k)."""
         if inputs is None:
-            return torch.zeros(m, dtype=torch.int64, device=self.device), 1
+            return torch.zeros(m, dtype=torch.int64, device=self.device), 1, None
+        on_host = not isinstance(inputs, torch.Tensor)
+        inputs = np.asarray(inputs, dtype=np.int64).reshape(-1) if on_host else inputs.reshape(-1)
+        k = int(n_inputs) if n_inputs is not None else int(inputs.max()) + 1 if len(inputs) else 0
+        if inputs.shape[0] != m or (on_host and m and (inputs.min() < 0 or inputs.max() >= k)):
+            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(inputs.shape)}")
         labels = self._as_tensor(inputs, torch.int64).reshape(-1)
-        k = int(n_inputs) if n_inputs is not None else int(labels.max()) + 1
-        if labels.shape[0] != m or not bool(((labels >= 0) & (labels < k)).all()):
-            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(labels.shape)}")
-        return labels, k
+        return labels, k, None if on_host else ((labels < 0) | (labels >= k)).any()
 
     def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
         start = 0
@@ -277,8 +317,10 @@ class LayerAccumulator:
         from a stream seeded by both counts, so every rank merging the same states gets the same sample). Raises
         ValueError if the two were not made with the same dimension, reservoir, batch size and order.
         """
-        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order, self.per_input)
-        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order, other.per_input)
+        mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order, self.per_input,
+                self._inputs.groups, self._inputs.seed)
+        theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order, other.per_input,
+                  other._inputs.groups, other._inputs.seed)
         if mine != theirs:
             raise ValueError(f"cannot merge accumulators of different settings: {mine} vs {theirs}")
         if self._partial_lost or other._partial_lost:
@@ -310,7 +352,7 @@ class LayerAccumulator:
         self._first_sq_sum += on(other._first_sq_sum)
         self._n_first += other._n_first.to(self.device)
         if self.per_input:
-            self._inputs.append(*other._input_tensors())
+            self._inputs.append(*other._input_tensors(), n_inputs=other._inputs.n_inputs)
 
     def _merge_reservoir(self, other: "LayerAccumulator") -> None:
         k = self.reservoir_size
@@ -397,9 +439,20 @@ class LayerAccumulator:
         """The reservoir's vectors, shape (min(count, reservoir_size), d), float32 on the host."""
         return self.reservoir[: min(self.count, self.reservoir_size)]
 
+    @property
+    def n_inputs(self) -> int:
+        """Inputs whose sums :meth:`input_sums` holds (0 without ``per_input``)."""
+        return self._inputs.n_inputs if self.per_input else 0
+
+    @property
+    def input_groups(self) -> int:
+        """The most rows :meth:`input_sums` takes (:class:`InputGroups`)."""
+        return self._inputs.groups
+
     def input_sums(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Per input: Σ u (k, d), Σ x (k, d) float32 and (vectors, non-zero vectors) (k, 2) int64, in the order
-        of the updates, on the host; None without ``per_input``."""
+        of the updates, on the host; past :attr:`input_groups` inputs, per random group of inputs (k =
+        :attr:`input_groups`; :class:`InputGroups`). None without ``per_input``."""
         if not self.per_input:
             return None
         return self._cached("inputs", lambda: tuple(_host(t) for t in self._input_tensors()))
@@ -520,7 +573,9 @@ class LayerAccumulator:
             "abs_max_pos": self.abs_max_pos, "first_sum": self.first_sum, "first_sq_sum": self.first_sq_sum,
             "n_first": np.array([self.n_first], np.int64),
         } | ({"gram": self.gram, "reservoir": self.reservoir_sample().copy()} if self.second_order else {}) \
-          | (dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), self.input_sums()))
+          | (dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), self.input_sums()),
+                  input_groups=np.array([self._inputs.groups, self._inputs.seed, self._inputs.placed,
+                                         self._inputs.n_inputs], np.int64))
              if self.per_input else {})
 
     @classmethod
@@ -528,7 +583,13 @@ class LayerAccumulator:
         """Rebuild an accumulator on ``device`` from :meth:`state` (a finished one: its SVD buffer is not kept) or
         from :meth:`transfer_state` (with its partial SVD batch)."""
         dim, k, b, seed, second = (int(v) for v in state["settings"])
-        acc = cls(dim, k, b, seed, bool(second), per_input="input_count" in state, device=device)
+        per_input = "input_count" in state
+        # (groups, seed, rows appended, inputs); an entry from before the groups: one row per input
+        rows = state["input_count"].shape[0] if per_input else 0
+        groups, group_seed, placed, n_inputs = (int(v) for v in state["input_groups"]) if "input_groups" in state \
+            else (max(INPUT_GROUPS, rows), 0, rows, rows)
+        acc = cls(dim, k, b, seed, bool(second), per_input=per_input, device=device, input_groups=groups,
+                  group_seed=group_seed)
         count, n_zero, acc._svd_fill = (int(v) for v in state["count"])
         acc.count = count
         t = lambda name, dtype=None: torch.as_tensor(np.ascontiguousarray(state[name]),  # noqa: E731
@@ -537,6 +598,7 @@ class LayerAccumulator:
         if acc.per_input:
             acc._inputs.append(t("input_unit_sum", torch.float32), t("input_vector_sum", torch.float32),
                                t("input_count", torch.int64))
+            acc._inputs.placed, acc._inputs.n_inputs = placed, n_inputs
         for name in ("unit_sum", "vector_sum", "unit_sq_sum", "sq_sum", "abs_max", "first_sum", "first_sq_sum"):
             setattr(acc, f"_{name}", t(name))
         acc._norm_sum = t("norm_sum")[0]
@@ -575,46 +637,95 @@ for _name, _doc in (("unit_sum", "Σ u_i over the non-zero vectors, (d,) float64
     setattr(LayerAccumulator, _name, _host_property(_name, _doc))
 
 
-class _InputRows:
-    """Per-input rows (Σ u (k, d) and Σ x (k, d) float32, counts (k, 2) int64), appended update by update into blocks
-    allocated ahead, each as large as everything before it (at least 16 rows): a few allocations per run instead of
-    three per update. Small tensors that outlive the update, allocated between a batch's large transient ones, pin
-    the C heap's free space in place and make it grow batch after batch (``docs/performance.md``)."""
+#: Rows the per-input sums of one layer take at most (:class:`InputGroups`): exactly one per input up to this many
+#: inputs (every input set of the ``quick`` and ``study`` profiles: 256 paragraphs, 32 recordings, 192 photographs),
+#: random groups of inputs beyond (the ``paper`` profile's paragraphs). 256 rows of 2·d float32: 8 MiB per layer at d = 4,096.
+INPUT_GROUPS = 256
 
-    def __init__(self, dim: int, device: torch.device):
-        self.dim, self.device = dim, device
-        self.blocks: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
-        self.fill = 0  # rows used in the last block
-        self.rows = 0
 
-    def append(self, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor) -> None:
-        k, start = unit.shape[0], 0
-        while start < k:
-            if not self.blocks or self.fill == self.blocks[-1][0].shape[0]:
-                cap = max(16, k - start, self.rows)
-                self.blocks.append((torch.empty(cap, self.dim, device=self.device),
-                                    torch.empty(cap, self.dim, device=self.device),
-                                    torch.empty(cap, 2, dtype=torch.int64, device=self.device)))
-                self.fill = 0
-            block = self.blocks[-1]
-            take = min(block[0].shape[0] - self.fill, k - start)
-            for into, part in zip(block, (unit, vector, counts)):
-                into[self.fill : self.fill + take] = part[start : start + take]
-            self.fill += take
-            self.rows += take
-            start += take
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele, Lea & Flood 2014) on uint64 ``z``, wrapping: a counter-based hash."""
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def input_group(index, groups: int, seed: int = 0) -> np.ndarray:
+    """The group of input number ``index`` (array of ints >= 0, in the order the inputs were seen) among ``groups``:
+    the input itself (``index``) below ``groups``, so the first ``groups`` inputs are one group each; beyond, a
+    uniform pseudo-random group, SplitMix64 of (``seed``, ``index``) modulo ``groups``: independent of the input's
+    content, of the other inputs and of how the stream was split into updates. Returns int64 of ``index``'s shape."""
+    index = np.asarray(index, dtype=np.int64)
+    hashed = _splitmix64(_splitmix64(index.astype(np.uint64)) ^ np.uint64(seed % 2**64))
+    return np.where(index < groups, index, (hashed % np.uint64(groups)).astype(np.int64))
+
+
+class InputGroups:
+    """Per-input sums of one layer in a fixed budget of ``groups`` rows: Σ u (rows, d), Σ x (rows, d) float32 and
+    (vectors, non-zero vectors) (rows, 2) int64, on ``device``.
+
+    The i-th input seen goes to row :func:`input_group` (i): its own row for the first ``groups`` inputs, so up to
+    ``groups`` inputs the rows are the inputs' own sums, in order, as a per-input bootstrap reads them; past them, a
+    uniformly random row (seeded, the same for every layer), so each row is the sum of a random group of inputs.
+    Rows are allocated as they fill (doubling, at least 16), up to ``groups``: memory is
+    O(min(inputs, groups) · d), whatever the number of inputs. :meth:`append` takes rows that stand for more than one
+    input (another shard's groups, in a merge): each is then placed as one input.
+
+    What a bootstrap over the groups estimates is the random-group method of variance estimation (Mahalanobis 1946;
+    Wolter 2007, *Introduction to Variance Estimation*, 2nd ed., ch. 2): inputs assigned to groups at random,
+    independently of their content, make the groups' sums independent units of the same estimator, so resampling
+    the groups (the cluster bootstrap, Davison & Hinkley 1997 §3.8) estimates its sampling distribution with
+    ``groups`` units instead of one per input (:func:`aniso.stats.uncertainty.bootstrap_stats`).
+    """
+
+    def __init__(self, dim: int, device: torch.device, groups: int = INPUT_GROUPS, seed: int = 0):
+        self.dim, self.device, self.groups, self.seed = dim, device, int(groups), int(seed)
+        self.unit = torch.zeros(0, dim, device=device)
+        self.vector = torch.zeros(0, dim, device=device)
+        self.counts = torch.zeros(0, 2, dtype=torch.int64, device=device)
+        self.placed = 0  # rows appended so far (inputs, or another shard's groups)
+        self.n_inputs = 0  # inputs they stand for
+
+    @property
+    def rows(self) -> int:
+        """Rows in use: min(rows appended, groups)."""
+        return min(self.placed, self.groups)
+
+    def _reserve(self, rows: int) -> None:
+        if rows <= self.unit.shape[0]:
+            return
+        cap = min(self.groups, max(16, 2 * rows))
+        for name in ("unit", "vector", "counts"):
+            old = getattr(self, name)
+            new = old.new_zeros((cap, *old.shape[1:]))
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+    def append(self, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor, n_inputs: int | None = None) -> None:
+        """Add k rows (``unit``, ``vector`` (k, d), any float dtype, rounded to float32; ``counts`` (k, 2) int64),
+        standing for ``n_inputs`` inputs (default k), to their groups."""
+        k = unit.shape[0]
+        if k == 0:
+            return
+        start = self.placed
+        self._reserve(min(start + k, self.groups))
+        parts = zip((self.unit, self.vector, self.counts), (unit, vector, counts))
+        if start + k <= self.groups:  # one row each, in order: the inputs' own sums
+            for into, part in parts:
+                into[start : start + k] += part.to(into.dtype)
+        else:
+            index = torch.from_numpy(input_group(np.arange(start, start + k), self.groups, self.seed)).to(self.device)
+            for into, part in parts:
+                into.index_add_(0, index, part.to(into.dtype))
+        self.placed += k
+        self.n_inputs += k if n_inputs is None else int(n_inputs)
 
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Every row appended, in order: three tensors (one block's views, or one concatenation)."""
-        if not self.blocks:
-            return (torch.zeros(0, self.dim, device=self.device), torch.zeros(0, self.dim, device=self.device),
-                    torch.zeros(0, 2, dtype=torch.int64, device=self.device))
-        parts = self.blocks[:-1] + [tuple(t[: self.fill] for t in self.blocks[-1])]
-        if len(parts) > 1:  # once joined, kept joined (the next append starts a block as large)
-            self.blocks = [tuple(torch.cat(p) for p in zip(*parts))]
-            self.fill = self.rows
-            return self.blocks[0]
-        return parts[0]
+        """The rows in use, (rows, d), (rows, d), (rows, 2): views, in input order up to ``groups`` inputs."""
+        r = self.rows
+        return self.unit[:r], self.vector[:r], self.counts[:r]
 
 
 class _Complement:
@@ -690,18 +801,24 @@ class _Complement:
         return acc
 
 
-def _kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor,
-                 masks: list[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor],
+                 wait_free: bool | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Per mask of ``masks`` (each (m,) bool: the rows a complement leaves out), the largest |x| per feature over the
     rows it keeps (d,) and the first row reaching it (d,); -1 at row 0 where the mask marks every row.
 
     ``ax`` (m, d) is |x| of the batch, ``top`` and ``rows`` its per-feature maximum and the first row reaching it
     (``ax.max(0)``). Where no mask marks a row holding a maximum, that maximum is every mask's. Otherwise one
     reduction over the rows that no mask marks (``ax`` is overwritten: -1 on the marked rows), then, per mask, the
-    marked rows it keeps (a few) against it, a tie going to the earlier row.
+    marked rows it keeps (a few) against it, a tie going to the earlier row. That reads which rows are marked back to
+    the host; with ``wait_free`` (default: off the CPU, where such a read waits for the device) each mask's maximum
+    is one masked reduction over the batch instead (more passes over the batch, no wait; the same values and rows).
     """
     if not masks:
         return []
+    if wait_free is None:
+        wait_free = ax.device.type != "cpu"
+    if wait_free:  # one masked reduction per mask, nothing read back to the host
+        return [ax.masked_fill(m[:, None], -1.0).max(0) for m in masks]
     marked = functools.reduce(torch.logical_or, masks)
     if not bool(marked[rows].any()):
         return [(top, rows)] * len(masks)
@@ -1012,10 +1129,12 @@ def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.
     of magnitude above ``magnitude`` (100) and about ``ratio`` (1,000) times the median magnitude of the hidden state,
     here the median |x| over the batch's rows and features, estimated from at most 65,536 of its entries taken at an
     even stride). Returns (m,) bool on ``h``'s device. A batch with no activation above ``magnitude`` has no such
-    row whatever its median, which is then not computed."""
+    row whatever its median: on the CPU the median is then not computed; elsewhere it always is, so that the
+    criterion never waits for the device (the rows are the same either way, the threshold being at least
+    ``magnitude``)."""
     a = h.abs()
     top = a.amax(1).float()
-    if not bool((top > magnitude).any()):
+    if a.device.type == "cpu" and not bool((top > magnitude).any()):  # reading it costs no wait on the CPU
         return torch.zeros(top.shape, dtype=torch.bool, device=top.device)
     flat = a.reshape(-1)
     median = flat[:: max(1, flat.numel() // 65_536)].float().median()
@@ -1146,7 +1265,7 @@ class AttentionSink:
 
     def add_batch(self, mask: torch.Tensor) -> None:
         """Count one batch's real query rows and sequences (after its layers went through :meth:`update_layer`)."""
-        self.rows += int(mask.sum())
+        self.rows = mask.sum() + self.rows  # kept on the mask's device until :meth:`result` (no wait per batch)
         self.sequences += int(mask.shape[0])
 
     def update(self, attentions: list[torch.Tensor], mask: torch.Tensor) -> None:
@@ -1170,8 +1289,9 @@ class AttentionSink:
                                                              for h in per_head],
                     "share": float(np.mean(flat > eps)) if flat.size else float("nan")}
 
-        out = shares(self.token_sums, self.rows)
-        return out | {"eps": eps, "rows": self.rows, "sequences": self.sequences,
+        rows = int(self.rows)
+        out = shares(self.token_sums, rows)
+        return out | {"eps": eps, "rows": rows, "sequences": self.sequences,
                       "per_sequence": shares(self.sequence_sums, self.sequences)}
 
 

@@ -26,8 +26,8 @@ from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, Mode
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease
 from ..common.files import exclusive
-from .accumulators import (AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches, massive_rows,
-                           summary_dict)
+from .accumulators import (INPUT_GROUPS, AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches,
+                           massive_rows, summary_dict)
 from .cache import JsonCache, StatsCache
 from ..common.versions import cache_key
 
@@ -56,8 +56,21 @@ EMBEDDING_ISOTROPY = "embedding-isotropy"
 ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED, FINAL_NORM, ATTENTION_SINK,
                             EMBEDDING_ISOTROPY})
 #: Widest layer whose sums are also kept per input (for bootstrap intervals over the inputs): 16,384 keeps them for
-#: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer.
+#: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer, in at most
+#: :data:`~aniso.stats.accumulators.INPUT_GROUPS` rows (32 MiB per layer at most, whatever the number of inputs).
 PER_INPUT_MAX_DIM = 16_384
+
+
+def _refuse(entry: ModelEntry, name: str, exc: Exception, batch, n_seq: int) -> None:
+    """Raise for a layer whose update failed its check: :class:`NonFiniteInputs` naming the inputs where some of a
+    batch's inputs (or its only one) give NaN/inf hidden states, else :class:`ModelRefused` naming the model, the
+    layer and the fault (one line)."""
+    message = (f"{entry.id}: layer {name}: {exc}; the model cannot be measured (its weights or its inputs give "
+               "non-finite states)" if "NaN or infinite" in str(exc) else f"{entry.id}: layer {name}: {exc}")
+    bad = _non_finite_inputs(batch) if "NaN or infinite" in str(exc) else None
+    if bad is not None and (len(bad) < batch.n_sequences or batch.n_sequences == 1):  # some inputs: name them
+        raise NonFiniteInputs(message, tuple(n_seq + i for i in bad), f"layer {name}: {exc}") from None
+    raise ModelRefused(message) from None
 
 
 def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
@@ -109,7 +122,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                 LayerAccumulator(h.shape[1], settings.reservoir_size, settings.svd_batch_size,
                                  shard.seed(settings.seed + i),
                                  second_order=second_order and h.shape[1] <= settings.second_order_max_dim,
-                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device, complements=complements)
+                                 per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device, complements=complements,
+                                 input_groups=INPUT_GROUPS, group_seed=settings.seed)
                 for i, h in enumerate(batch.layers)
             ]
             unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
@@ -122,17 +136,21 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                               for h in batch.all_frames]
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
         positions = batch.positions if batch.positions is not None else [None] * len(layers)
+        checks = []
         for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
             exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h)} if complements and pos is not None else None
             try:
-                acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude)
-            except ValueError as exc:  # NaN/inf hidden states: name the model and the layer, never go on silently
-                message = (f"{entry.id}: layer {name}: {exc}; the model cannot be measured (its weights or its "
-                           "inputs give non-finite states)")
-                bad = _non_finite_inputs(batch) if "NaN or infinite" in str(exc) else None
-                if bad is not None and (len(bad) < batch.n_sequences or batch.n_sequences == 1):  # some inputs: name them
-                    raise NonFiniteInputs(message, tuple(n_seq + i for i in bad), f"layer {name}: {exc}") from None
-                raise ModelRefused(message) from None
+                checks.append(acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude,
+                                         wait=False))
+            except ValueError as exc:  # a bad shape, or NaN/inf read at once (an update that completes an SVD batch)
+                _refuse(entry, name, exc, batch, n_seq)
+        # Every layer's check (finite values) read at once: one wait for the device per batch, not one per layer.
+        # NaN/inf hidden states: name the model and the first such layer, never go on silently.
+        read = [c for c in checks if c is not None]
+        if read and bool(torch.stack([c.to(read[0].device) for c in read]).any()):
+            for name, acc, h, check in zip(names, layers, batch.layers, checks):
+                if check is not None and bool(check):
+                    _refuse(entry, name, acc.update_error(h), batch, n_seq)
         for bins, h in zip(shuffled or [], batch.layers):
             if bins is not None:
                 bins.update(h)
@@ -494,6 +512,7 @@ class StatsProvider:
                 "second_order": modality.second_order and SECOND_ORDER in statistics,
                 "first_token_excluded": FIRST_TOKEN_EXCLUDED in statistics and shards == 1,
                 "extras": sorted(statistics & {FINAL_NORM, ATTENTION_SINK, EMBEDDING_ISOTROPY}),
+                "input_groups": INPUT_GROUPS,  # the per-input sums kept (one row per input up to it, groups beyond)
             } | ({"shards": shards} if shards > 1 else {}))
 
         key = key_of(self.statistics)

@@ -9,6 +9,14 @@ in more than ``(1 - level) / 2`` of the resamples, is *fragile*: it is not a fin
 
 Efron & Tibshirani 1993, *An Introduction to the Bootstrap*, ch. 13 (percentile interval); resampling whole inputs
 rather than tokens is the cluster bootstrap, since the tokens of one paragraph are not independent.
+
+The per-input sums are kept in a fixed number of rows (:class:`aniso.stats.accumulators.InputGroups`, 256 by
+default), so memory does not grow with the corpus: up to that many inputs the bootstrap resamples the inputs
+themselves; beyond, it resamples random groups of inputs, which is the random-group method (Mahalanobis 1946; Wolter
+2007, *Introduction to Variance Estimation*, ch. 2) with the groups as the cluster bootstrap's units (Davison &
+Hinkley 1997, §3.8): inputs assigned to groups independently of their content make the groups' sums independent
+units of the same estimator, so the resampled statistic has the per-input bootstrap's distribution up to the
+coarser resampling (``tests/stats/test_uncertainty.py`` checks its intervals' coverage on synthetic data).
 """
 
 from __future__ import annotations
@@ -40,8 +48,9 @@ class Resamples:
     batches, as are the profiles without the first token and without the massive-activation tokens that ``meta``
     holds (the same batch picks); metrics that cannot be resampled this way (exact SVD anisotropy, TwoNN, sampled
     pairs) are NaN.
-    ``unit``: what was resampled (``"input"``: paragraph, recording or image; else batches of inputs);
-    ``n_units``: how many there were; ``fixed_layers``: layers without per-input sums (wider than
+    ``unit``: what was resampled (``"input"``: paragraph, recording or image; ``"input group"``: random groups of
+    inputs, past :data:`aniso.stats.accumulators.INPUT_GROUPS` inputs; else batches of inputs);
+    ``n_units``: how many there were; ``n_inputs``: the inputs they hold (``n_units`` unless grouped); ``fixed_layers``: layers without per-input sums (wider than
     :data:`aniso.stats.pipeline.PER_INPUT_MAX_DIM`), held at their measured value in every resample; ``n_svd_batches``:
     the SVD batches resampled per layer (0: the batch-wise SVD anisotropy is NaN in the resamples).
     """
@@ -51,13 +60,16 @@ class Resamples:
     n_units: int
     fixed_layers: list[str]
     n_svd_batches: int
+    n_inputs: int = 0
 
 
 def bootstrap_stats(stats: ModelStats, n_boot: int, seed: int) -> Resamples | None:
     """``n_boot`` bootstrap resamples of ``stats`` over its inputs (see :class:`Resamples`), seeded by ``seed``.
 
     The same multinomial weights over the inputs apply to every layer, so a resample is a coherent model run on a
-    resampled input set. Returns None when no layer kept per-input sums (a cache entry from before they were kept,
+    resampled input set. Past the accumulators' ``input_groups`` inputs, the units are random groups of inputs
+    (see the module docstring); up to it, the resamples are those of a bootstrap over the inputs themselves. Returns
+    None when no layer kept per-input sums (a cache entry from before they were kept,
     or only layers wider than the per-input limit). Raises ValueError if ``n_boot`` < 1.
     """
     if n_boot < 1:
@@ -71,6 +83,7 @@ def bootstrap_stats(stats: ModelStats, n_boot: int, seed: int) -> Resamples | No
     k = sizes.pop()
     if k < 2:
         return None
+    n_inputs = max(acc.n_inputs for acc, s in zip(stats.layers, sums) if s is not None)
     rng = np.random.Generator(np.random.PCG64(seed))
     weights = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(np.float64)  # (B, k)
     full = stats.summaries()
@@ -114,8 +127,8 @@ def bootstrap_stats(stats: ModelStats, n_boot: int, seed: int) -> Resamples | No
         rep = ModelStats(stats.model_id, stats.layer_names, [], metas[r])
         rep._summaries = layers
         replicates.append(rep)
-    unit = stats.meta.get("bootstrap_unit", "batch")
-    return Resamples(replicates, unit, k, fixed, b)
+    unit = stats.meta.get("bootstrap_unit", "batch") if n_inputs <= k else "input group"
+    return Resamples(replicates, unit, k, fixed, b, n_inputs)
 
 
 def _complement_metas(meta: dict, picks: np.ndarray, n_boot: int) -> list[dict]:

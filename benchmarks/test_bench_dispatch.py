@@ -1,0 +1,33 @@
+"""Operators dispatched and host synchronisations per layer-batch of each extraction variant, counted on the CPU.
+
+Run: ``ANISO_CORPUS=../shared/data/text/wikitext-103_wiki.valid.tokens pytest benchmarks/test_bench_dispatch.py
+--benchmark-only`` (or ``python -m aniso.bench.dispatch`` for the JSON lines). A LLaMA-shaped model of width 64 with
+2 blocks and random weights (``llama-tiny``) over 128 paragraphs of at most 128 tokens in batches of 16: the counts
+(:mod:`aniso.bench.dispatch`: top-level aten operators from the torch profiler, and the operators and copies that
+would make a GPU wait for the host) land in each row's ``extra_info``; the time is one run under the profiler.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from aniso.bench.dispatch import count_variant
+from aniso.bench.extraction import VARIANTS, llama_subject, run_variant
+
+
+@pytest.fixture(scope="module")
+def subject():
+    subject = llama_subject("llama-tiny", layers=2, dtype="float32", paragraphs=128, max_length=128, batch_size=16,
+                            device="cpu")
+    for variant in VARIANTS:  # first calls initialise caches
+        run_variant(subject, variant)
+    return subject
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_dispatch_counts(benchmark, subject, variant):
+    benchmark.group = "operators and host synchronisations per layer-batch, llama-tiny 2 blocks, 128 x <= 128"
+    counts = benchmark.pedantic(count_variant, args=(subject, variant), rounds=1, iterations=1)
+    benchmark.extra_info.update(counts)
+    if variant != "forward":
+        assert counts["syncs"]["total"] >= counts["batches"]  # at least the padding's one per batch

@@ -1,0 +1,155 @@
+"""Operators dispatched and host synchronisations of the extraction and statistics variants, counted on the CPU
+(``python -m aniso.bench.dispatch``; ``benchmarks/test_bench_dispatch.py`` calls the same code).
+
+On a GPU the statistics are launch- and sync-bound: every operator is a kernel launch, and every value the host
+reads from the device (a ``bool()`` of a tensor, ``.item()``, ``nonzero``, a boolean-mask index, a copy to the
+host) waits for every kernel queued before it. Both can be counted on a CPU, where nothing waits:
+
+- **operators**: top-level ``aten`` operators recorded by the torch profiler (``torch.profiler.profile``; an
+  operator called inside another is not counted again), as the issue's GPU profile counted them;
+- **host synchronisations** (:class:`HostSyncCounter`): the operators that need a device value on the host —
+  ``aten::_local_scalar_dense`` (``.item()``, ``bool()``, ``int()``, ``float()`` of a tensor), ``aten::nonzero``,
+  ``aten::masked_select``, ``aten::index`` / ``index_put_`` with a boolean mask, ``aten::bincount``,
+  ``aten::repeat_interleave`` without its output size, ``aten::unique`` — and the copies to the host
+  (``.cpu()``, ``.numpy()``, ``.tolist()``).
+
+Counts are per layer-batch (divided by layers × batches) for each variant of :data:`aniso.bench.extraction.VARIANTS`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+__all__ = ["HostSyncCounter", "count_variant", "count_variants", "SYNC_OPERATORS", "HOST_COPIES"]
+
+#: ``aten`` operators whose result (or whose output's size) needs a value from the device on the host.
+SYNC_OPERATORS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "bincount", "unique_dim",
+                            "_unique2", "_unique", "unique_consecutive", "nonzero_static"})
+
+#: Tensor methods that copy a tensor to the host.
+HOST_COPIES = frozenset({"cpu", "numpy", "tolist"})
+
+
+def _bool_index(args) -> bool:
+    indices = args[1] if len(args) > 1 else ()
+    return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (indices or ()) if i is not None)
+
+
+class _Dispatch(TorchDispatchMode):
+    def __init__(self, counts: Counter):
+        super().__init__()
+        self.counts = counts
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name.split("::", 1)[-1]
+        if name in SYNC_OPERATORS:
+            self.counts[name] += 1
+        elif name in ("index", "index_put_", "index_put") and _bool_index(args):
+            self.counts[f"{name} (boolean mask)"] += 1
+        elif name == "repeat_interleave" and (kwargs or {}).get("output_size") is None:
+            self.counts[name] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class _Function(TorchFunctionMode):
+    def __init__(self, counts: Counter):
+        super().__init__()
+        self.counts = counts
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in HOST_COPIES:
+            self.counts[f".{name}()"] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class HostSyncCounter:
+    """Context manager counting the host synchronisations (see the module docstring) of the torch code run inside
+    it, by kind: ``counts`` (a :class:`collections.Counter`), ``total``."""
+
+    def __init__(self):
+        self.counts: Counter = Counter()
+        self._modes = None
+
+    def __enter__(self) -> "HostSyncCounter":
+        self._modes = (_Function(self.counts), _Dispatch(self.counts))
+        for mode in self._modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for mode in reversed(self._modes):
+            mode.__exit__(*exc)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def _top_level_operators(prof) -> int:
+    return sum(1 for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::"))
+
+
+def count_variant(subject, variant: str) -> dict:
+    """Run ``variant`` (:data:`aniso.bench.extraction.VARIANTS`) once on ``subject`` under the profiler and the
+    :class:`HostSyncCounter`: ``operators`` (top-level aten operators), ``syncs`` (by kind and ``total``), and both per
+    layer-batch (``layers`` hidden states × ``batches``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from .extraction import _batch_order, run_variant
+
+    batches = _batch_order(subject)
+    layers = subject.model.config.num_hidden_layers + 1
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with HostSyncCounter() as syncs:
+            run_variant(subject, variant, batches)
+    operators = _top_level_operators(prof)
+    per = layers * len(batches)
+    return {"variant": variant, "batches": len(batches), "layers": layers, "operators": operators,
+            "syncs": dict(syncs.counts) | {"total": syncs.total},
+            "operators_per_layer_batch": round(operators / per, 2),
+            "syncs_per_layer_batch": round(syncs.total / per, 2)}
+
+
+def count_variants(subject, variants=None) -> list[dict]:
+    """:func:`count_variant` of each variant (default every one of :data:`aniso.bench.extraction.VARIANTS`), after
+    one untimed warm-up of each (first calls initialise caches)."""
+    from .extraction import VARIANTS, run_variant
+
+    variants = tuple(variants or VARIANTS)
+    for v in variants:
+        run_variant(subject, v)
+    return [count_variant(subject, v) for v in variants]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m aniso.bench.dispatch [--layers 2] [--paragraphs 128] [--max-length 128] [--batch-size 16]
+    [--config llama-tiny]``: the counts of every variant on a random-weight LLaMA-shaped model, as JSON lines."""
+    import argparse
+
+    from .extraction import CONFIGS, llama_subject
+
+    p = argparse.ArgumentParser(prog="python -m aniso.bench.dispatch")
+    p.add_argument("--config", choices=CONFIGS, default="llama-tiny")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--paragraphs", type=int, default=128)
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=16)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    subject = llama_subject(args.config, layers=args.layers, dtype="float32", paragraphs=args.paragraphs,
+                            max_length=args.max_length, batch_size=args.batch_size, device="cpu")
+    for row in count_variants(subject):
+        print(json.dumps(row | {"config": args.config, "paragraphs": args.paragraphs,
+                                "max_length": args.max_length, "batch_size": args.batch_size}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
