@@ -357,10 +357,15 @@ def test_record_adds_the_new_findings_of_a_first_run_with_the_detected_row(tmp_p
     registry = tmp_path / "models.yaml"
     registry.write_text("models:\n# a comment kept\n- id: m\n  source: {kind: local, path: ./m}\n  modality: vision\n"
                         "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: f\n")
+    from aniso.judge.results import file_digest
+
     new = [_result("does not hold", 0.61, 0.58, 0.64, model=model).model_copy(
         update={"inputs": "images@0123456789abcdef"}) for model in ("m", "mine")]
-    results = _write(tmp_path, "a", [*new, _result("holds", 0.1, 0.05, 0.15, model="mine")])
-    assert main(["record", str(results), "--registry", str(registry)]) == 0
+    held = _result("holds", 0.1, 0.05, 0.15, model="mine").model_copy(update={"test": "claims/x.py::other[mine]"})
+    results = tmp_path / "a" / "results.json"
+    write_results(results, ResultsDocument(provenance=provenance(tmp_path, {}, None).model_copy(
+        update={"registry_sha256": file_digest(registry)}), results=[*new, held]))
+    assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "m G.cnn-mostly-isotropic: recorded as does-not-hold" in out
     assert "mine: no row in the registry and no detected row" in out and "mine" not in registry.read_text()
