@@ -74,6 +74,12 @@ def family_members(registry: Registry, entry: ModelEntry) -> list[ModelEntry]:
     return [entry] + [e for e in same if e.id != entry.id]
 
 
+def _same_family(expected, family: int) -> bool:
+    """Whether a record binds a run whose adjusted claim has ``family`` tests: always, unless the record names the
+    family it was decided in (``family``) and this is another."""
+    return expected is None or expected.family is None or expected.family == family
+
+
 def _numbers(measured: dict[str, Any]) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
 
@@ -260,7 +266,8 @@ class AnisoSession:
         sizes = (expected.sizes if expected is not None else None) or {}
         decision = decide(holds, expected.verdict if expected else None, expected.text if expected else "",
                           recorded_inputs, r.inputs, decidable=undecided is None, undecided=undecided or "",
-                          same_sizes=all(getattr(self.settings, k) == v for k, v in sizes.items()),
+                          same_sizes=all(getattr(self.settings, k) == v for k, v in sizes.items())
+                          and _same_family(expected, self.family_sizes.get(r.claim_id, 1)),
                           recorded_model=not entry.detected)
         r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         r.reason = (f"decided on the adjusted p-value {p_adjusted:.3g} (raw {r.p_value:.3g}); "
@@ -832,7 +839,8 @@ class ClaimContext:
                                      if self.entry is not None else (None, None))
         r.expected = expected.model_dump() if expected is not None else None
         sizes = (expected.sizes if expected is not None else None) or {}
-        same_sizes = all(getattr(self.settings, k) == v for k, v in sizes.items())
+        same_sizes = all(getattr(self.settings, k) == v for k, v in sizes.items()) and _same_family(
+            expected, self._session.family_sizes.get(r.claim_id, 1))
         reason = expected.text if expected else ""
         family = self._session.family_sizes.get(r.claim_id, 1)
         if p_value is not None and get_claim(r.claim_id).adjusted and family > 1 \

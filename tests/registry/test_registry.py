@@ -231,7 +231,11 @@ def test_no_number_is_typed_into_a_records_reason():
     from aniso.judge.rules import CONTRAST, EDGE
     from aniso.judge.training_rules import ALIGN_SHARE
 
-    thresholds = {0.05, CONTRAST, EDGE, 1 - EDGE, ALIGN_SHARE, 0.9}  # alpha, bell, G §5's share, M's I(W) level
+    from aniso.metrics import POWER_REQUIRED
+    from aniso.registry.catalog import POWER_EFFECT
+
+    # alpha, bell, G §5's share, M's I(W) level, the effect a test's power is computed at and the power it needs
+    thresholds = {0.05, CONTRAST, EDGE, 1 - EDGE, ALIGN_SHARE, 0.9, POWER_EFFECT, POWER_REQUIRED}
     reg = load_registry(ROOT / "models.yaml")
     typed = []
     for e in reg:

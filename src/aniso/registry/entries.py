@@ -101,6 +101,10 @@ class ExpectedVerdict(Strict):
     inputs: str | None = Field(default=None, pattern=_INPUTS)
     sizes: dict[str, int] | None = None
     decides_at: str | None = None
+    #: For a claim decided on p-values adjusted across a run's models (:attr:`aniso.registry.catalog.Claim.adjusted`):
+    #: the size of the family the verdict was decided in (the claim's tests the run collected). The record binds only
+    #: runs of that family, as ``sizes`` binds only runs at its sizes: in a smaller run the adjustment differs.
+    family: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExpectedVerdict":
