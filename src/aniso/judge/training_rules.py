@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import metrics
 from ..registry.catalog import POWER_EFFECT
+from .rules import underpowered
 from ..stats.dynamics import first_directions, projections
 
 __all__ = ["SeedResult", "over_seeds", "SEEDS_RULE", "seeds_to_decide", "ALPHA", "TREND_EFFECT",
@@ -118,18 +119,9 @@ def majority_test(successes: int, n: int) -> float:
 def trend_undecided(trend: metrics.Correlation, what: str, effect: float = TREND_EFFECT,
                     alpha: float = ALPHA) -> str | None:
     """Why a trend test ``trend`` over ``what`` (e.g. "checkpoints") that did not reject is not a finding: its power
-    at ``effect`` (:func:`aniso.metrics.correlation_power`) is below :data:`aniso.metrics.POWER_REQUIRED`. None when
+    at ``effect`` is below :data:`aniso.metrics.POWER_REQUIRED` (:func:`aniso.judge.rules.underpowered`). None when
     it rejected or had the power."""
-    if trend.p_value < alpha:
-        return None
-    signed = effect if trend.alternative != "less" else -effect
-    power = metrics.correlation_power(trend.n, signed, trend.method, trend.alternative, alpha)
-    if power >= metrics.POWER_REQUIRED:
-        return None
-    need = metrics.points_for_power(signed, trend.method, trend.alternative, alpha, start=trend.n + 1)
-    return (f"{trend.n} {what}: the {trend.alternative} {trend.method} test has power {power:.2f} at the claim's "
-            f"effect (correlation {effect}) against the {metrics.POWER_REQUIRED} a non-rejection needs"
-            + (f"; {need} {what} would give it" if need else ""))
+    return underpowered(trend, what, effect, alpha)[0]
 
 
 #: G §5 Fig. 13: share of heads that must align.
