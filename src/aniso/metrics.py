@@ -879,18 +879,25 @@ def _standardised(v: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
     return np.where(constant[:, None], 0.0, c / np.where(norm == 0, 1.0, norm)), constant
 
 
-def _p_from_sorted_null(observed: np.ndarray, null: np.ndarray, alternative: str, exact: bool) -> np.ndarray:
-    """p-values of ``observed`` (B,) against one sorted null sample ``null`` (R,) under ``alternative``, counted as
-    :func:`scipy.stats.permutation_test` counts them: exact, the share of orderings at least as extreme; Monte Carlo,
-    (count + 1) / (R + 1) (Phipson & Smyth 2010); two-sided, twice the smaller one-sided p-value, at most 1."""
-    adjust, r = (0 if exact else 1), null.size
-    greater = (r - np.searchsorted(null, observed - _TIE_TOL, "left") + adjust) / (r + adjust)
-    less = (np.searchsorted(null, observed + _TIE_TOL, "right") + adjust) / (r + adjust)
+def _p_from_counts(at_least, at_most, r: int, alternative: str, exact: bool):
+    """p-values from the counts of null coefficients at least (``at_least``) and at most (``at_most``) the observed
+    one among ``r`` orderings, counted as :func:`scipy.stats.permutation_test` counts them: exact, the share of
+    orderings at least as extreme; Monte Carlo, (count + 1) / (R + 1) (Phipson & Smyth 2010); two-sided, twice the
+    smaller one-sided p-value, at most 1. Counts are scalars or arrays of one shape."""
+    adjust = 0 if exact else 1
+    greater = (at_least + adjust) / (r + adjust)
+    less = (at_most + adjust) / (r + adjust)
     if alternative == "greater":
         return greater
     if alternative == "less":
         return less
     return np.minimum(1.0, 2 * np.minimum(greater, less))
+
+
+def _p_from_sorted_null(observed: np.ndarray, null: np.ndarray, alternative: str, exact: bool) -> np.ndarray:
+    """p-values of ``observed`` (B,) against one sorted null sample ``null`` (R,) (:func:`_p_from_counts`)."""
+    return _p_from_counts(null.size - np.searchsorted(null, observed - _TIE_TOL, "left"),
+                          np.searchsorted(null, observed + _TIE_TOL, "right"), null.size, alternative, exact)
 
 
 def _check_test_arguments(a: np.ndarray, b: np.ndarray, method: str, alternative: str) -> None:
@@ -949,7 +956,8 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     for i in np.flatnonzero(live & ~fast):  # one series at a time, its null block by block: bounded memory
         null = np.concatenate([ys[i][block] @ xs[i]
                                for block in _ordering_blocks(n, n_resamples, seed, exact_max_n)])
-        p[i] = _p_from_sorted_null(coef[i:i + 1], np.sort(null), alternative, exact)[0]
+        p[i] = _p_from_counts(int((null >= coef[i] - _TIE_TOL).sum()), int((null <= coef[i] + _TIE_TOL).sum()),
+                              null.size, alternative, exact)
     return coef, p
 
 
@@ -1105,9 +1113,9 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
         for start in range(0, samples, 64):
             block = slice(start, start + 64)
             null = np.einsum("bkn,bn->bk", ys[block][:, orders], xs[block])
-            greater = ((null >= coef[block, None] - _TIE_TOL).sum(1) + 1) / (orders.shape[0] + 1)
-            less = ((null <= coef[block, None] + _TIE_TOL).sum(1) + 1) / (orders.shape[0] + 1)
-            p[block] = {"greater": greater, "less": less}.get(alternative, np.minimum(1, 2 * np.minimum(greater, less)))
+            p[block] = _p_from_counts((null >= coef[block, None] - _TIE_TOL).sum(1),
+                                      (null <= coef[block, None] + _TIE_TOL).sum(1), orders.shape[0], alternative,
+                                      False)
     return float(np.mean(p <= alpha))
 
 
