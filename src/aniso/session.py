@@ -228,6 +228,27 @@ class AnisoSession:
                                 f"was kept there, and {kept}")
         return bool(self.must_run_failures)
 
+    def record_of(self, entry: ModelEntry | None, claim_id: str) -> tuple[Any, str | None, bool]:
+        """The registry's record of ``claim_id`` for ``entry`` (None: none, or no model), the inputs it was recorded
+        on (:meth:`~aniso.registry.entries.Registry.expectation`), and whether it binds this run's sizes: those it
+        names (``sizes``) and, for an adjusted claim, the family it was decided in (``family``)."""
+        if entry is None:
+            return None, None, True
+        expected, recorded_inputs = self.registry.expectation(entry, claim_id)
+        sizes = (expected.sizes if expected is not None else None) or {}
+        return expected, recorded_inputs, (all(getattr(self.settings, k) == v for k, v in sizes.items())
+                                           and _same_family(expected, self.family_sizes.get(claim_id, 1)))
+
+    def decision(self, entry: ModelEntry | None, claim_id: str, holds: bool, run_inputs: str | None,
+                 undecided: str | None) -> Decision:
+        """The verdict policy (:func:`aniso.judge.verdicts.decide`) applied to one measured verdict of ``claim_id``
+        on ``entry`` (None: a model-free claim), with the registry's record, the inputs and sizes it binds, and
+        whether the registry has measured the model at all (``detected`` entries have not)."""
+        expected, recorded_inputs, same_sizes = self.record_of(entry, claim_id)
+        return decide(holds, expected.verdict if expected else None, expected.text if expected else "",
+                      recorded_inputs, run_inputs, decidable=undecided is None, undecided=undecided or "",
+                      same_sizes=same_sizes, recorded_model=not (entry is not None and entry.detected))
+
     def adjust_families(self, alpha: float = ADJUST_ALPHA) -> None:
         """Benjamini-Hochberg adjustment (Benjamini & Hochberg 1995; :func:`scipy.stats.false_discovery_control`) of
         the p-values of each adjusted claim across its family, the claim's measured tests in this run, at false
@@ -261,14 +282,7 @@ class AnisoSession:
                          f"{r.power if r.power is None else round(r.power, 2)} at the claim's effect against the "
                          f"{POWER_REQUIRED} a non-rejection needs to be a finding")
         r.underpowered = undecided
-        entry = self.registry.get(r.model_id)
-        expected, recorded_inputs = self.registry.expectation(entry, r.claim_id)
-        sizes = (expected.sizes if expected is not None else None) or {}
-        decision = decide(holds, expected.verdict if expected else None, expected.text if expected else "",
-                          recorded_inputs, r.inputs, decidable=undecided is None, undecided=undecided or "",
-                          same_sizes=all(getattr(self.settings, k) == v for k, v in sizes.items())
-                          and _same_family(expected, self.family_sizes.get(r.claim_id, 1)),
-                          recorded_model=not entry.detected)
+        decision = self.decision(self.registry.get(r.model_id), r.claim_id, holds, r.inputs, undecided)
         r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         r.reason = (f"decided on the adjusted p-value {p_adjusted:.3g} (raw {r.p_value:.3g}); "
                     + (decision.reason or _numbers(r.measured)))
@@ -835,13 +849,8 @@ class ClaimContext:
                                      differs=bool(h) != bool(holds)) for choice, (h, v) in (alternatives or {}).items()]
         if self._session.twin is not None and (self.entry is not None or self._read_models):
             return self._conclude_twin(holds)
-        expected, recorded_inputs = (self._session.registry.expectation(self.entry, r.claim_id)
-                                     if self.entry is not None else (None, None))
+        expected, _, same_sizes = self._session.record_of(self.entry, r.claim_id)
         r.expected = expected.model_dump() if expected is not None else None
-        sizes = (expected.sizes if expected is not None else None) or {}
-        same_sizes = all(getattr(self.settings, k) == v for k, v in sizes.items()) and _same_family(
-            expected, self._session.family_sizes.get(r.claim_id, 1))
-        reason = expected.text if expected else ""
         family = self._session.family_sizes.get(r.claim_id, 1)
         if p_value is not None and get_claim(r.claim_id).adjusted and family > 1 \
                 and ADJUST_ALPHA / family < p_value <= ADJUST_ALPHA:
@@ -851,9 +860,7 @@ class ClaimContext:
             r.reason = (f"p = {p_value:.3g} lies between {ADJUST_ALPHA}/{family} and {ADJUST_ALPHA}: decided at the "
                         "end of the run on the Benjamini-Hochberg adjusted p-value across the run's models")
             return Decision(PENDING, Outcome.PASS, r.reason), ""
-        decision = decide(holds, expected.verdict if expected else None, reason, recorded_inputs, r.inputs,
-                          decidable=undecided is None, undecided=undecided or "", same_sizes=same_sizes,
-                          recorded_model=not (self.entry is not None and self.entry.detected))
+        decision = self._session.decision(self.entry, r.claim_id, holds, r.inputs, undecided)
         r.verdict, r.differs_from_record = decision.verdict, decision.differs_from_record
         numbers = _numbers(measured)
         model = self.entry.id if self.entry is not None else "(no model)"
