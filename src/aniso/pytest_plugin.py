@@ -140,7 +140,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     empty = [item for item in items if _no_model(item)]
     if empty:
         config.hook.pytest_deselected(items=empty)
-        items[:] = [item for item in items if not _no_model(item)]
+        gone = set(map(id, empty))
+        items[:] = [item for item in items if id(item) not in gone]
     for item in items:
         entry = _model_of(item)
         if entry is not None:

@@ -469,8 +469,7 @@ def _p_text(r: ClaimResult) -> str | None:
     """The p-value of a result, with its adjusted value beside it where the run adjusted it (``p_adjusted``)."""
     if r.p_value is None:
         return None
-    adjusted = getattr(r, "p_adjusted", None)
-    return fmt(r.p_value) + (f" (adj. {fmt(adjusted)})" if adjusted is not None else "")
+    return fmt(r.p_value) + (f" (adj. {fmt(r.p_adjusted)})" if r.p_adjusted is not None else "")
 
 
 def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
@@ -734,9 +733,6 @@ class ClaimContext:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
                                method=f"not available: the statistic rests on layers wider than the per-input limit, "
                                       f"{held}", informative=False, note=cannot_show)
-        level_pct = round(0.95 * 100)
-        label = (f"{level_pct}% input-sensitivity range" if sensitivity else
-                 f"{level_pct}% percentile-bootstrap CI over the inputs")
         compare = COMPARISONS[holds_if]
         holds = [bool(safely(verdict, r, False)) if verdict is not None else compare(v, threshold)
                  for r, v in zip(resamples.replicates, values)]
@@ -745,6 +741,9 @@ class ClaimContext:
         except ValueError as exc:
             return Uncertainty(statistic=name, value=value, threshold=threshold, holds_if=holds_if,
                                method=f"not available: {exc}", informative=False, note=cannot_show)
+        level_pct = round(iv.level * 100)
+        label = (f"{level_pct}% input-sensitivity range" if sensitivity else
+                 f"{level_pct}% percentile-bootstrap CI over the inputs")
         unit = {"input": "inputs", "input group": "input groups"}.get(
             resamples.unit, resamples.unit.replace("batch", "batches", 1))
         if resamples.unit == "input group" and getattr(resamples, "n_inputs", 0):
