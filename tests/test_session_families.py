@@ -114,3 +114,31 @@ def test_each_test_of_a_claim_gets_its_own_seed(tmp_path):
     seeds = {session.claim(CLAIM, e, "t").seed_for(s) for e in (a, b) for s in ("spearman", "pearson")}
     assert len(seeds) == 4 and all(isinstance(s, int) for s in seeds)
     assert np.random.default_rng(min(seeds)) is not None
+
+
+def _seed_entry(ident: str, record: dict | None = None) -> ModelEntry:
+    extra = {"expected": {"G.qk-means-align": record}} if record else {}
+    return _entry(ident, checkpoints={"steps": [0, 8], "vary": {"revision": "step{step}"}}, **extra)
+
+
+def test_a_record_over_seeds_binds_only_a_run_over_the_same_seeds(tmp_path):
+    """A record decided over the seeds s0-s2 does not bind a run of s0 alone (another sign test): its numbers are
+    not compared, so the run reports its own underpowered verdict instead of a stale record; over the same seeds
+    a number that moved is stale."""
+    record = {"verdict": "underpowered", "source": "measured", "seeds": ["s0", "s1", "s2"],
+              "measured": {"seeds_holding": 1, "n_seeds": 3}, "decides_at": "5 seeds that agree",
+              "reason": "{seeds_holding} of {n_seeds} seeds hold"}
+    alone = _session(tmp_path / "alone", [_seed_entry("s0", record)])
+    e = alone.registry.get("s0")
+    assert alone.record_of(e, "G.qk-means-align")[2] is False
+    ctx = alone.claim("G.qk-means-align", e, "claims/t.py::t[s0]")
+    d, message = ctx.conclude_over_seeds({"s0": SeedResult(True, {})}, "rule")
+    assert d.verdict == UNDERPOWERED and d.outcome is not Outcome.FAIL and "stale" not in message
+    assert "decided over the seeds s0, s1, s2, this run over s0" in ctx.result.record_check
+
+    three = _session(tmp_path / "three", [_seed_entry("s0", record), _seed_entry("s1"), _seed_entry("s2")])
+    e = three.registry.get("s0")
+    assert three.record_of(e, "G.qk-means-align")[2] is True
+    ctx = three.claim("G.qk-means-align", e, "claims/t.py::t[s0]")
+    d, message = ctx.conclude_over_seeds({f"s{i}": SeedResult(True, {}) for i in range(3)}, "rule")
+    assert d.outcome is Outcome.FAIL and "stale" in message

@@ -80,6 +80,14 @@ def _same_family(expected, family: int) -> bool:
     return expected is None or expected.family is None or expected.family == family
 
 
+def _same_seeds(expected, registry: Registry, entry: ModelEntry) -> bool:
+    """Whether a record binds a run over ``entry``'s seeds: always, unless the record names the seeds it was decided
+    on (``seeds``) and this run's family (:func:`family_members`) has others."""
+    if expected is None or expected.seeds is None:
+        return True
+    return sorted(expected.seeds) == sorted(m.id for m in family_members(registry, entry))
+
+
 def _numbers(measured: dict[str, Any]) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
 
@@ -231,13 +239,15 @@ class AnisoSession:
     def record_of(self, entry: ModelEntry | None, claim_id: str) -> tuple[Any, str | None, bool]:
         """The registry's record of ``claim_id`` for ``entry`` (None: none, or no model), the inputs it was recorded
         on (:meth:`~aniso.registry.entries.Registry.expectation`), and whether it binds this run's sizes: those it
-        names (``sizes``) and, for an adjusted claim, the family it was decided in (``family``)."""
+        names (``sizes``), for an adjusted claim the family it was decided in (``family``), and for a claim over seeds
+        the seeds it was decided on (``seeds``)."""
         if entry is None:
             return None, None, True
         expected, recorded_inputs = self.registry.expectation(entry, claim_id)
         sizes = (expected.sizes if expected is not None else None) or {}
         return expected, recorded_inputs, (all(getattr(self.settings, k) == v for k, v in sizes.items())
-                                           and _same_family(expected, self.family_sizes.get(claim_id, 1)))
+                                           and _same_family(expected, self.family_sizes.get(claim_id, 1))
+                                           and _same_seeds(expected, self.registry, entry))
 
     def decision(self, entry: ModelEntry | None, claim_id: str, holds: bool, run_inputs: str | None,
                  undecided: str | None) -> Decision:
@@ -906,6 +916,10 @@ class ClaimContext:
         numbers_on = expected.inputs or registry.recorded_inputs.get(self.entry.measured_on or self.entry.modality)
         if not (numbers_on is None or r.inputs is None or numbers_on == r.inputs):
             r.record_check = f"record's numbers not compared: recorded on {numbers_on}"
+            return ""
+        if not _same_seeds(expected, registry, self.entry):
+            r.record_check = (f"record's numbers not compared: decided over the seeds {', '.join(expected.seeds)}, "
+                              f"this run over {', '.join(m.id for m in family_members(registry, self.entry))}")
             return ""
         if not (self._at_recorded_profile() and same_sizes):
             sizes = f" and {expected.sizes}" if expected.sizes else ""

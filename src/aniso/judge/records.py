@@ -227,6 +227,7 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
                         if isinstance(v, (int, float)) and not isinstance(v, bool)}
             records += [f"{pad}  {r.claim_id}:\n", f"{pad}    verdict: does-not-hold\n", f"{pad}    source: measured\n",
                         *([f"{pad}    inputs: '{r.inputs}'\n"] if r.inputs else []),
+                        *([f"{pad}    seeds: [{', '.join(r.seeds)}]\n"] if getattr(r, "seeds", None) else []),
                         *([f"{pad}    measured: {_flow(measured)}\n"] if measured else []),
                         f"{pad}    reason: >-\n", f"{pad}      a new finding of the model's first run, recorded by "
                         "aniso record as measured; say here why it does not hold\n"]

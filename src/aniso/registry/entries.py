@@ -105,6 +105,10 @@ class ExpectedVerdict(Strict):
     #: the size of the family the verdict was decided in (the claim's tests the run collected). The record binds only
     #: runs of that family, as ``sizes`` binds only runs at its sizes: in a smaller run the adjustment differs.
     family: int | None = Field(default=None, ge=1)
+    #: For a claim decided over the seeds of a family (:attr:`aniso.registry.catalog.Claim.over_seeds`): the registry
+    #: ids of the seeds the verdict was decided on. The record binds only runs over the same seeds: a run of fewer
+    #: (or other) seeds is another sign test.
+    seeds: list[str] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExpectedVerdict":
