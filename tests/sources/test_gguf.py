@@ -65,3 +65,30 @@ def test_gguf_is_text_only():
     with pytest.raises(ValidationError, match="language model"):
         ModelEntry.model_validate(BASE | {"modality": "vision", "granularity": "patch",
                                           "source": {"kind": "gguf", "package": "p", "file": "f"}})
+
+
+def test_a_load_parses_the_file_once(tmp_path, monkeypatch):
+    """transformers builds a reader for the tokenizer, the config and the weights: within a load they are one reader
+    (one parse), and the library's class is back afterwards."""
+    import gguf
+    import numpy as np
+
+    from aniso.sources.gguf import _one_parse
+
+    path = tmp_path / "m.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_array("tokenizer.ggml.tokens", [f"t{i}" for i in range(50)])
+    writer.add_tensor("x", np.arange(6, dtype=np.float32).reshape(2, 3))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    original, parses = gguf.GGUFReader, []
+    monkeypatch.setattr(gguf, "GGUFReader", type("Counting", (original,), {
+        "__init__": lambda self, *a, **k: (parses.append(a), original.__init__(self, *a, **k))[1]}))
+    counting = gguf.GGUFReader
+    with _one_parse():
+        first, again = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
+        assert first is again and len(parses) == 1
+        assert [str(bytes(first.fields["tokenizer.ggml.tokens"].parts[-1]), "utf-8")] == ["t49"]
+    assert gguf.GGUFReader is counting

@@ -10,6 +10,8 @@ tokenizer stored in the file. A GGUF file holds tensors and metadata, no code.
 from __future__ import annotations
 
 import importlib.util
+import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -70,6 +72,34 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     return f"gguf:{sha256_file(gguf_path(entry, ctx))[:16]}"
 
 
+@contextmanager
+def _one_parse():
+    """Within the block, every ``gguf.GGUFReader`` of the same file and mode is one reader, parsed once.
+
+    transformers parses the whole file for the tokenizer, again for the config and again for the weights
+    (``modeling_gguf_pytorch_utils.load_gguf_checkpoint``, which looks ``gguf.GGUFReader`` up at each call); the
+    parse reads every metadata value one element at a time, so for a tokenizer of 262,144 strings (Gemma 3) each
+    parse takes about 20 s on one core. The reader is read-only (fields and memory-mapped tensors), so sharing it
+    changes nothing that is read. The library's class is restored on leaving the block.
+    """
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[tuple[str, str], object] = {}
+
+    def reader(path, mode="r"):
+        key = (os.path.realpath(os.fspath(path)), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
+
+
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """The model (float32, eval mode) and its tokenizer, read from the GGUF file by transformers."""
     check_permissions(entry)
@@ -80,8 +110,9 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     from transformers import AutoModel, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = AutoModel.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+        with _one_parse():
+            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            model = AutoModel.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
     except (OSError, ValueError, KeyError) as exc:
         raise ModelUnavailable(f"{entry.id}: transformers could not read {path}: {str(exc)[:300]}") from None
     return LoadedModel(entry, model, tokenizer, f"gguf: {path} (dequantised to float32 by transformers, "
