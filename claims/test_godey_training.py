@@ -4,7 +4,7 @@ Every registry entry with a checkpoint series (``checkpoints:``) is measured at 
 corpus (G §5: 128 WikiText-103 samples; here the run's sample): per attention layer and head, the mean query Q̄
 and mean key K̄ over real tokens (taken at the projections, before rotary embeddings), their uncentred second
 moments, and the mean attention entropy. Offline, the series are the suite's own byte-level miniatures (BERT and
-GPT-2, three seeds each); MultiBERTs, Pythia and BLOOM run where the hub is reachable.
+GPT-2, three seeds each; the default ``small`` set takes seed 0, the others are tagged ``seed-replica``); MultiBERTs, Pythia and BLOOM run where the hub is reachable.
 
 A claim about training dynamics is a claim about an architecture and a recipe: each test runs once per family of
 seeds (the registry's series of one family and role), decides the rule on every seed's series, and concludes from

@@ -430,8 +430,8 @@ SETTING_HELP = {
     "n_bootstrap": "bootstrap resamples of the inputs behind each verdict's confidence interval (0: none); a verdict "
     "whose 95% interval straddles its threshold is reported as fragile",
     "models": "which registry models the claims run on: 'small' (default: every model that is small enough to "
-    "download and run on a laptop), 'paper' (also the papers' large hub models), 'all', a tag, or comma-separated "
-    "registry ids",
+    "download and run on a laptop, one seed per miniature recipe), 'paper' (also the papers' large hub models), "
+    "'all', a tag (e.g. 'seed-replica': the miniatures' other seeds), or comma-separated registry ids",
     "claims": "comma-separated claim ids or prefixes (e.g. 'G.', 'R.decoder-bell-profile') the run measures; empty: "
     "every claim",
     "twin": "the manifest (JSON) of a twin run, written by `aniso run ID --twin`: the models are twins of the registry's "
