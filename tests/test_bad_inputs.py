@@ -19,7 +19,8 @@ from aniso.extract.hidden import Batch
 from aniso.stats.pipeline import StatsProvider, compute_stats
 from aniso.registry.entries import ModelEntry, Registry, RegistryError, load_registry
 from aniso.common.settings import Settings
-from aniso.stats.accumulators import LayerAccumulator, ModelStats
+from aniso.stats.accumulators import LayerAccumulator
+from aniso.stats.results import ModelStats
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "aniso"

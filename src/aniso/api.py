@@ -57,7 +57,7 @@ RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored (ne
                   2: "bad usage or input (an option, a setting, the registry, a model that cannot be detected)",
                   3: "nothing measured: every selected claim test was skipped (the report says why)"}
 
-#: Column names of :meth:`LayerStats.to_frame` that differ from :class:`aniso.stats.accumulators.LayerSummary`'s fields: the
+#: Column names of :meth:`LayerStats.to_frame` that differ from :class:`aniso.stats.results.LayerSummary`'s fields: the
 #: papers' "avg cos" for the mean cosine similarity.
 _COLUMN = {"mean_cosine": "avg_cos", "mean_cosine_sampled": "avg_cos_sampled",
            "mean_cosine_standardised": "avg_cos_standardised"}
@@ -75,13 +75,13 @@ class LayerStats:
     model_id : the registry id (or the id detected for a folder or hub id, or the name of an in-memory model)
     layer_names : one name per hidden state, in order ("0" is the embedding output; encoder-decoder models list
         ``enc.i`` then ``dec.i``)
-    layers : one :class:`aniso.stats.accumulators.LayerSummary` per layer (avg cos and the rest, dimensionless; norms in the
+    layers : one :class:`aniso.stats.results.LayerSummary` per layer (avg cos and the rest, dimensionless; norms in the
         model's hidden-state units)
     inputs : provenance of the inputs (dataset, name, label, fingerprint, number of items; no data)
     settings : the settings that change the statistics (sample sizes, seed, reservoir and SVD batch sizes, device)
     meta : everything else :func:`aniso.stats.pipeline.compute_stats` recorded (origin of the weights, vectors per layer,
         seconds, cache key and hit, and the optional statistics asked for)
-    stats : the underlying :class:`aniso.stats.accumulators.ModelStats` (accumulators; for the claims' functions)
+    stats : the underlying :class:`aniso.stats.results.ModelStats` (accumulators; for the claims' functions)
     """
 
     model_id: str
@@ -94,7 +94,7 @@ class LayerStats:
 
     @classmethod
     def of(cls, stats) -> "LayerStats":
-        """Wrap a :class:`aniso.stats.accumulators.ModelStats`. Raises ValueError naming the model and layer if a layer has
+        """Wrap a :class:`aniso.stats.results.ModelStats`. Raises ValueError naming the model and layer if a layer has
         fewer than two non-zero vectors."""
         meta = dict(stats.meta)
         return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()),
@@ -102,7 +102,7 @@ class LayerStats:
 
     def to_frame(self):
         """A pandas DataFrame, one row per layer in order: column ``layer`` (its name), then every field of
-        :class:`aniso.stats.accumulators.LayerSummary`, ``mean_cosine*`` named ``avg_cos*`` (``avg_cos``, ``drift_norm``,
+        :class:`aniso.stats.results.LayerSummary`, ``mean_cosine*`` named ``avg_cos*`` (``avg_cos``, ``drift_norm``,
         ``mean_norm``, ``svd_anisotropy``, ``svd_anisotropy_batch_mean``, ``twonn``, ``isoscore``, ``q95``, ``dim``,
         ``count``, ...). Statistics not kept (first order only) are NaN."""
         import pandas as pd
@@ -115,10 +115,10 @@ class LayerStats:
         return self.to_frame()._repr_html_()
 
     def to_dict(self) -> dict:
-        """JSON-friendly: ``model_id``, ``layer_names``, ``layers`` (one :func:`aniso.stats.accumulators.summary_dict` per layer;
+        """JSON-friendly: ``model_id``, ``layer_names``, ``layers`` (one :func:`aniso.stats.results.summary_dict` per layer;
         NaN as None), ``inputs``, ``settings``, ``meta``."""
         from .judge.results import _clean
-        from .stats.accumulators import summary_dict
+        from .stats.results import summary_dict
 
         return _clean({"model_id": self.model_id, "layer_names": list(self.layer_names),
                        "layers": [summary_dict(s) for s in self.layers], "inputs": self.inputs,

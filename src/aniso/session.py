@@ -32,7 +32,7 @@ from .stats.pipeline import BlockSweepProvider, StatsProvider
 from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
 from .sources import InputsMissing, ModelRefused, ModelUnavailable
-from .stats.accumulators import ModelStats
+from .stats.results import ModelStats
 from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
                               UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from aniso import metrics
-from aniso.stats.accumulators import INPUT_GROUPS, LayerSummary, input_group
+from aniso.stats.accumulators import INPUT_GROUPS, input_group
+from aniso.stats.results import LayerSummary
 
 
 class ReferenceLayerAccumulator:

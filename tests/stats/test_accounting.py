@@ -42,7 +42,7 @@ def test_only_the_svd_batch_scalars_grow_with_the_inputs():
 
 
 def accounting_of(acc: LayerAccumulator) -> dict:
-    from aniso.stats.accumulators import ModelStats
+    from aniso.stats.results import ModelStats
 
     return accounting(ModelStats("m", ["0"], [acc]))
 

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aniso import metrics
-from aniso.stats.accumulators import LayerAccumulator, ModelStats
+from aniso.stats.accumulators import LayerAccumulator
+from aniso.stats.results import ModelStats
 from aniso.stats.uncertainty import bootstrap_stats, interval
 
 

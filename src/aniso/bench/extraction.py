@@ -265,7 +265,7 @@ def _forward(subject: Subject, batches: list[list[str]]) -> None:
 
 
 def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None = None):
-    """Run one variant (:data:`VARIANTS`) of the benchmark once; returns the :class:`aniso.stats.accumulators.ModelStats` of the
+    """Run one variant (:data:`VARIANTS`) of the benchmark once; returns the :class:`aniso.stats.results.ModelStats` of the
     statistics variants, None for ``forward`` and ``hidden_states``. ``batches``: the paragraphs already grouped
     (:func:`_batch_order`; for ``forward`` only). Every variant runs the model's own attention.
 

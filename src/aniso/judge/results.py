@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..stats.accumulators import ModelStats, summary_dict
+from ..stats.results import ModelStats, summary_dict
 from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, MEASURED_VERDICTS, SKIPPED,  # noqa: F401
                        UNDERPOWERED, UNEXPECTEDLY_HOLDS)
 from ..common.versions import library_versions
@@ -172,7 +172,7 @@ class RegistryRow(_Doc):
 
 
 class ModelLayers(_Doc):
-    """Per-layer statistics of one measured model (``layers``: :func:`aniso.stats.accumulators.summary_dict` per layer) and how
+    """Per-layer statistics of one measured model (``layers``: :func:`aniso.stats.results.summary_dict` per layer) and how
     they were obtained (``meta``: origin, inputs, sample sizes, cache)."""
 
     layer_names: list[str]

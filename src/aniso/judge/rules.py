@@ -39,7 +39,7 @@ SIGNIFICANCE_RULE = "some layer has avg cos > q95(d)"
 
 
 def significant_anisotropy(stats) -> tuple[bool, dict]:
-    """Whether some layer of ``stats`` (a :class:`~aniso.stats.accumulators.ModelStats`) has significant anisotropy.
+    """Whether some layer of ``stats`` (a :class:`~aniso.stats.results.ModelStats`) has significant anisotropy.
 
     Returns ``(holds, measured)``: ``measured`` gives the highest avg cos and its layer, the q95(d) and d of the
     layer furthest above its q95 (or least below it), its ``margin`` avg cos − q95(d) (the deciding statistic: the
@@ -75,7 +75,7 @@ FIRST_TOKEN_EXCLUDED = "first token of each sequence excluded"
 
 
 def without_first_token(stats) -> list[dict] | None:
-    """The per-layer summaries (:func:`~aniso.stats.accumulators.summary_dict`) without the first token of each sequence, where
+    """The per-layer summaries (:func:`~aniso.stats.results.summary_dict`) without the first token of each sequence, where
     the run measured them (text models other than encoder–decoders), else None."""
     aside = stats.meta.get("first_token_excluded")
     return aside if aside else None
@@ -101,7 +101,7 @@ BELL_RULE = (f"argmax layer at relative depth in ({EDGE}, {1 - EDGE}) and (peak 
 def svd_profile(summaries) -> tuple[np.ndarray, str]:
     """The SVD-anisotropy profile of a model, shape (n_layers,), and which estimate it is.
 
-    ``summaries``: per-layer :class:`~aniso.stats.accumulators.LayerSummary` objects or their dicts. R §2.3 averages the metric
+    ``summaries``: per-layer :class:`~aniso.stats.results.LayerSummary` objects or their dicts. R §2.3 averages the metric
     over batches of >= 4096 vectors: the batch-wise mean is used where every layer has a complete batch, else the
     exact value over all vectors. Raises ValueError if a layer has neither (no second-order statistics).
     """

@@ -3,7 +3,7 @@
 :func:`kept_tensors` walks a :class:`~aniso.stats.accumulators.LayerAccumulator` (its sums, its SVD batch buffer and
 reservoir, its per-input groups, each complement's sums, and what its readers cached) and names, for each tensor or
 host array it finds, what its size scales with (:data:`SCALES_WITH`). :func:`accounting` adds them up over the layers
-of a :class:`~aniso.stats.accumulators.ModelStats`. A tensor that the table does not name is reported with
+of a :class:`~aniso.stats.results.ModelStats`. A tensor that the table does not name is reported with
 ``scales_with`` None, and ``tests/stats/test_accounting.py`` fails on it, so that a new piece of state is accounted
 for when it is added. ``docs/performance.md`` ("What the statistics keep") gives the table with its sizes.
 
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .accumulators import InputGroups, LayerAccumulator, ModelStats, _Complement
+from .accumulators import InputGroups, LayerAccumulator, _Complement
+from .results import ModelStats
 
 __all__ = ["KeptTensor", "SCALES_WITH", "GROWS_WITH_CORPUS", "kept_tensors", "accounting"]
 

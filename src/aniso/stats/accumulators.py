@@ -12,7 +12,7 @@ import functools
 import logging
 import math
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ import torch
 from .. import metrics
 from ..common.devices import accumulation_dtype
 from ..extract.hidden import first_token_attention_sums
+from .results import LayerSummary
 
 log = logging.getLogger(__name__)
 
@@ -460,7 +461,7 @@ class LayerAccumulator:
     def _input_tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return self._inputs.tensors()
 
-    def summary(self, seed: int = 0, n_pairs: int = 20_000) -> "LayerSummary":
+    def summary(self, seed: int = 0, n_pairs: int = 20_000) -> LayerSummary:
         """Per-layer metrics of everything seen so far (see :class:`LayerSummary`).
 
         The whole-set SVD anisotropy and IsoScore come from the centred Σ x xᵀ on the device (its λ_max, trace and
@@ -1293,84 +1294,3 @@ class AttentionSink:
         out = shares(self.token_sums, rows)
         return out | {"eps": eps, "rows": rows, "sequences": self.sequences,
                       "per_sequence": shares(self.sequence_sums, self.sequences)}
-
-
-@dataclass(frozen=True)
-class LayerSummary:
-    """Per-layer metrics of one model on one corpus.
-
-    Attributes: ``dim`` d; ``count`` vectors seen; ``n_zero`` zero vectors
-    excluded from the cosine; ``mean_cosine`` exact avg cos over all pairs;
-    ``mean_cosine_sampled`` the same from sampled pairs of the reservoir;
-    ``drift_norm`` ||x̄||; ``mean_norm`` E||x||; ``svd_anisotropy`` exact, of the
-    whole centred set; ``svd_anisotropy_batch_mean``/``_std`` over complete
-    batches (``n_svd_batches``); ``twonn`` TwoNN dimension of the reservoir
-    (``n_reservoir`` points); ``q95`` the isotropic q95(d); ``isoscore`` the IsoScore of the covariance (Rudman
-    et al. 2022; second order only); ``rogue_dims`` the three dimensions contributing most to avg cos and
-    ``rogue_top3_share`` their share of it, ``mean_cosine_standardised`` avg cos after per-dimension
-    standardisation, on the reservoir (Timkey & van Schijndel 2021); ``massive_value`` the largest |activation|,
-    ``massive_feature`` and ``massive_position`` (in its sequence, -1 unknown) where it is, ``massive_ratio`` its
-    ratio to the median |activation| of the reservoir, ``massive_first_token_cv`` std/|mean| of that feature on the
-    first token of each sequence (Sun et al. 2024).
-    """
-
-    dim: int
-    count: int
-    n_zero: int
-    mean_cosine: float
-    mean_cosine_sampled: float
-    drift_norm: float
-    mean_norm: float
-    svd_anisotropy: float
-    svd_anisotropy_batch_mean: float
-    svd_anisotropy_batch_std: float
-    n_svd_batches: int
-    twonn: float
-    n_reservoir: int
-    q95: float
-    isoscore: float = math.nan
-    rogue_dims: list = field(default_factory=list)
-    rogue_top3_share: float = math.nan
-    mean_cosine_standardised: float = math.nan
-    massive_value: float = math.nan
-    massive_feature: int = -1
-    massive_position: int = -1
-    massive_ratio: float = math.nan
-    massive_first_token_cv: float = math.nan
-
-
-@dataclass
-class ModelStats:
-    """Streamed statistics of every layer of one model on one corpus.
-
-    ``layers[i]`` is layer i (0 = embedding output; encoder–decoder models list
-    encoder layers then decoder layers, ``layer_names`` tells which).
-    """
-
-    model_id: str
-    layer_names: list[str]
-    layers: list[LayerAccumulator]
-    meta: dict = field(default_factory=dict)
-    _summaries: list[LayerSummary] | None = field(default=None, init=False, repr=False, compare=False)
-
-    def summaries(self) -> list[LayerSummary]:
-        """Per-layer :class:`LayerSummary`, computed once."""
-        if self._summaries is None:
-            out = []
-            for name, acc in zip(self.layer_names, self.layers):
-                try:
-                    out.append(acc.summary())
-                except ValueError as exc:  # e.g. a layer of all-zero vectors: name the model and the layer
-                    raise ValueError(f"{self.model_id}: layer {name}: {exc} ({acc.n_zero} of {acc.count} vectors "
-                                     "are all zero)") from None
-            self._summaries = out
-        return self._summaries
-
-    def series(self, name: str) -> np.ndarray:
-        """One metric across layers, shape (n_layers,)."""
-        return np.array([getattr(s, name) for s in self.summaries()], dtype=np.float64)
-
-
-def summary_dict(summary: LayerSummary) -> dict:
-    """A JSON-friendly dict of a :class:`LayerSummary` (NaN becomes None)."""
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(summary).items()}

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..common.files import atomic_write, sha256_file
 from ..common.versions import STATS_FORMAT_VERSION
-from .accumulators import LayerAccumulator, LayerSummary, ModelStats, summary_dict
+from .accumulators import LayerAccumulator
+from .results import LayerSummary, ModelStats, summary_dict
 
 __all__ = ["StatsCache", "JsonCache"]
 

@@ -16,7 +16,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from .accumulators import LayerAccumulator, ModelStats
+from .accumulators import LayerAccumulator
+from .results import ModelStats
 
 __all__ = ["Shard", "shard_of", "process_group", "reduce_model_stats", "gather_bytes"]
 

@@ -29,7 +29,8 @@ import torch
 
 from ..common.files import atomic_write
 from ..common.devices import accumulation_dtype
-from .accumulators import ShuffledBatches, first_token_attention, summary_dict
+from .accumulators import ShuffledBatches, first_token_attention
+from .results import summary_dict
 from ..common.versions import cache_key
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class AttentionMoments:
 class CheckpointMeasure:
     """One checkpoint's measurements (see the module docstring).
 
-    ``layers``: per hidden-state layer, a :func:`~aniso.stats.accumulators.summary_dict` plus ``twonn_batch_mean``,
+    ``layers``: per hidden-state layer, a :func:`~aniso.stats.results.summary_dict` plus ``twonn_batch_mean``,
     ``twonn_batch_std``, ``n_twonn_batches``. Arrays over attention layers L and heads H: ``q_mean``, ``k_mean``
     (L, H, d_h); ``q_moment``, ``k_moment`` (L, H, d_h, d_h); ``entropy`` (L, H) in nats; ``sink`` (L, H), each
     head's mean attention on the first real token (Gu et al. 2025).

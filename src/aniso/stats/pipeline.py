@@ -26,8 +26,8 @@ from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, Mode
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease
 from ..common.files import exclusive
-from .accumulators import (INPUT_GROUPS, AttentionSink, LayerAccumulator, ModelStats, ShuffledBatches,
-                           massive_rows, summary_dict)
+from .accumulators import INPUT_GROUPS, AttentionSink, LayerAccumulator, ShuffledBatches, massive_rows
+from .results import ModelStats, summary_dict
 from .cache import JsonCache, StatsCache
 from ..common.versions import cache_key
 
@@ -85,7 +85,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     from the first batch). Speech batches' all-frames states go into
     ``meta["all_frames_mean_cosine"]`` (padding frames included), per layer. With ``first_token_excluded``,
     text batches' statistics without the first token of each sequence go into ``meta["first_token_excluded"]`` (one
-    :func:`~aniso.stats.accumulators.summary_dict` per layer), and without the rows that carry massive activations
+    :func:`~aniso.stats.results.summary_dict` per layer), and without the rows that carry massive activations
     (:func:`~aniso.stats.accumulators.massive_rows`) into ``meta["massive_excluded"]`` (criterion, rows left out per layer,
     summaries); both are complements of the layer accumulators (rows left out by subtraction), without a reservoir:
     their TwoNN, sampled-pair cosine, standardised cosine and massive ratio are None, and their batch-wise SVD
@@ -208,7 +208,7 @@ COMPLEMENTS = (FIRST_TOKEN, MASSIVE)
 
 
 def _complement_summaries(layers: list[LayerAccumulator], name: str) -> list[dict] | None:
-    """Per layer, the :func:`~aniso.stats.accumulators.summary_dict` of the rows left after leaving out complement ``name``, with
+    """Per layer, the :func:`~aniso.stats.results.summary_dict` of the rows left after leaving out complement ``name``, with
     ``batch_svd``: the SVD anisotropy of each complete SVD batch without those rows (the same batches as the whole
     stream's, so a bootstrap over batches resamples both coherently); None if some layer keeps fewer than two
     non-zero rows (nothing to measure)."""

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from .accumulators import LayerSummary, ModelStats
+from .results import LayerSummary, ModelStats
 
 __all__ = ["Resamples", "bootstrap_stats", "Interval", "interval", "COMPARISONS"]
 
@@ -42,7 +42,7 @@ COMPARISONS: dict[str, Callable[[float, float], bool]] = {">": operator.gt, ">="
 class Resamples:
     """Bootstrap resamples of one model's statistics.
 
-    ``replicates``: one :class:`~aniso.stats.accumulators.ModelStats` per resample, whose summaries have the first-order metrics
+    ``replicates``: one :class:`~aniso.stats.results.ModelStats` per resample, whose summaries have the first-order metrics
     (avg cos, drift norm) recomputed from resampled inputs (avg cos over the pairs of the resample that are pairs of
     the data: two copies of one input are not paired, which would bias avg cos upwards by about 1/inputs) and the batch-wise SVD anisotropy from resampled SVD
     batches, as are the profiles without the first token and without the massive-activation tokens that ``meta``
