@@ -184,8 +184,10 @@ def test_a_wrong_path_gives_one_line_naming_the_setting(tmp_path, case, monkeypa
         assert len(err.splitlines()) == 1 and variable in err and str(value) in err and message in err, err
 
 
-def test_a_wrong_cache_path_stops_pytest_with_one_line(tmp_path, monkeypatch):
-    """`pytest claims/` checks the paths when it starts (the plugin's configure hook): a usage error, one line."""
+@pytest.mark.parametrize("variable", ["ANISO_CACHE_DIR", "ANISO_REPORT_DIR"])
+def test_a_wrong_cache_or_report_path_stops_pytest_with_one_line(tmp_path, monkeypatch, variable):
+    """`pytest claims/` checks the paths when it starts (the plugin's configure hook), the report folder included,
+    before anything is computed: a usage error, one line."""
     from aniso.pytest_plugin import pytest_configure
 
     class Config:
@@ -203,10 +205,13 @@ def test_a_wrong_cache_path_stops_pytest_with_one_line(tmp_path, monkeypatch):
             return None
 
     (tmp_path / "file").write_text("x")
-    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "file"))
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv(variable, str(tmp_path / "file"))
+    name = variable[len("ANISO_"):].lower()
     with pytest.raises(pytest.UsageError) as exc:
         pytest_configure(Config())
-    assert str(exc.value) == (f"aniso settings: setting cache_dir (ANISO_CACHE_DIR, --aniso-cache-dir): "
+    assert str(exc.value) == (f"aniso settings: setting {name} ({variable}, --aniso-{name.replace('_', '-')}): "
                               f"{tmp_path / 'file'} is a file; it must name a folder (it is created if missing)")
 
 
