@@ -98,12 +98,12 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"aniso settings: {exc}") from None
     try:
-        config.stash[_FILTER] = parse_claims(settings.claims)
         if not hasattr(config, "workerinput") and not getattr(getattr(config, "option", None), "collectonly", False):
             # where the results will be written, before the run computes anything (the other doors check it too)
             from .common.settings import _check_writable_folder, _where
 
             _check_writable_folder(settings.report_dir, _where("report_dir"))
+        config.stash[_FILTER] = parse_claims(settings.claims)
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
     try:
