@@ -18,20 +18,20 @@ def _json(capsys, argv) -> dict:
 
 
 def test_bench_extraction_on_a_7b_shaped_decoder(capsys):
-    """Two blocks of LLaMA-7B's shape (4,096-d, 32 heads, 11,008 MLP) with random weights and every statistic, on
+    """One block of LLaMA-7B's shape (4,096-d, 32 heads, 11,008 MLP) with random weights and every statistic, on
     a few short paragraphs on the CPU: the object has the ratios of every variant, and every statistic came out
     finite with the attention sink and final-norm statistics kept."""
-    got = _json(capsys, ["bench", "extraction", "--config", "llama-7b", "--random-init", "--layers", "2",
+    got = _json(capsys, ["bench", "extraction", "--config", "llama-7b", "--random-init", "--layers", "1",
                          "--paragraphs", "4", "--max-length", "12", "--batch-size", "4", "--device", "cpu",
                          "--repeats", "1", "--no-warmup", "--no-memory", "--no-embedding-isotropy", "--json"])
-    assert got["device"] == "cpu" and got["model"] == "llama-7b-random-2l" and got["dtype"] == "torch.bfloat16"
+    assert got["device"] == "cpu" and got["model"] == "llama-7b-random-1l" and got["dtype"] == "torch.bfloat16"
     assert set(got["ratios"]) == {"hidden_states", "first_order", "all", "every"}
     assert got["forward_s"] > 0 and all(r > 0 for r in got["ratios"].values())
     assert {v: len(ts) for v, ts in got["rounds"].items()} == dict.fromkeys(["forward", *got["ratios"]], 1)
     assert got["ratios_median"] == got["ratios"]  # one round: its median is its best
     assert got["memory_growth_8x"] is None  # --no-memory
     st = got["statistics"]
-    assert st["layers"] == 3 and st["finite"] and {"attention_sink", "final_norm"} <= set(st["kept"])
+    assert st["layers"] == 2 and st["finite"] and {"attention_sink", "final_norm"} <= set(st["kept"])
     assert 4 < got["tokens"] <= 4 * 12
 
 
