@@ -1,9 +1,9 @@
 """The budget study of the text miniatures: at which training budget is each training-dynamics claim decided?
 
 The claims of G §5 (queries and keys along training) and R §4.2-4.3 (anisotropy and intrinsic dimension along
-training) run offline on the suite's own byte-level miniatures (a BERT and a GPT-2, three seeds each). At the
-``quick`` budget several of them hold for one seed and not another: decided nowhere. This script trains the six
-miniatures at each budget asked for (steps x batch of 128-byte sequences, width), runs the claims on their checkpoint
+training) run offline on the suite's own byte-level miniatures (a BERT and a GPT-2, five seeds each: the registry's
+rows mini-<arch>-bytes-s0 to -s4). At the ``quick`` budget several of them hold for one seed and not another: decided
+nowhere. This script trains the ten miniatures at each budget asked for (steps x batch of 128-byte sequences, width), runs the claims on their checkpoint
 series, and records claim x budget x seed: the verdict, the deciding numbers and
 the training seconds. A claim is *decided* at a budget for an architecture by the rule of every claim over seeds
 (:func:`aniso.judge.training_rules.over_seeds`: a one-sided sign test over the seeds at 0.05, so at least 5 seeds
@@ -15,8 +15,9 @@ Run from the repository root, with the data settings of the main job (``ANISO_CO
     python docs/studies/miniature_budget.py add reports/run-X/results.json  # the main job's quick-budget verdicts
     python docs/studies/miniature_budget.py table                       # the Markdown tables of the docs page
 
-Each budget is one ``pytest claims/test_godey_training.py claims/test_razzhigaev_training.py -n 2`` over the six
-miniatures (two at a time, one core each), with an empty statistics cache of its own unless ``--cache`` is given.
+Each budget is one ``pytest claims/test_godey_training.py claims/test_razzhigaev_training.py -n 2`` over the ten
+miniatures (the two families of five seeds side by side, one core each; one architecture alone runs in one process
+on every core), with an empty statistics cache of its own unless ``--cache`` is given.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def parse_budget(text: str) -> dict[str, int]:
 
 
 def run_budget(budget: dict[str, int], cache: Path | None, archs: tuple[str, ...] = ("bert", "gpt2")) -> dict:
-    """Train and measure the miniatures of ``archs`` (three seeds each) at ``budget``; their verdicts and timings."""
+    """Train and measure the miniatures of ``archs`` (five seeds each) at ``budget``; their verdicts and timings."""
     models = [m for m in MODELS if m.split("-")[1] in archs]
     import tempfile
 
@@ -63,8 +64,11 @@ def run_budget(budget: dict[str, int], cache: Path | None, archs: tuple[str, ...
                    ANISO_MODELS=",".join(models), ANISO_CLAIMS=",".join(CLAIMS),
                    **{f"ANISO_{k.upper()}": str(v) for k, v in budget.items()})
         t0 = time.perf_counter()
+        # one family of seeds per architecture, each on a worker of its own; a single architecture runs in one
+        # process with every core (torch's threads) instead
+        workers = ["-n", "2", "--dist", "loadgroup"] if len(archs) > 1 else []
         proc = subprocess.run([sys.executable, "-m", "pytest", "claims/test_godey_training.py",
-                               "claims/test_razzhigaev_training.py", "-n", "2", "--dist", "loadgroup", "-q",
+                               "claims/test_razzhigaev_training.py", *workers, "-q",
                                "-p", "no:cacheprovider"], cwd=ROOT, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         found = sorted((Path(tmp) / "reports").glob("run-*/results.json"))
