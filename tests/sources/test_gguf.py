@@ -91,4 +91,8 @@ def test_a_load_parses_the_file_once(tmp_path, monkeypatch):
         first, again = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
         assert first is again and len(parses) == 1
         assert [str(bytes(first.fields["tokenizer.ggml.tokens"].parts[-1]), "utf-8")] == ["t49"]
+        plain = original(path)  # the library's own parse: the same fields and tensors
+        assert list(plain.fields) == list(first.fields) and all(
+            np.array_equal(a, b) for k in plain.fields for a, b in zip(plain.fields[k].parts, first.fields[k].parts))
+        assert np.array_equal(plain.tensors[0].data, first.tensors[0].data)
     assert gguf.GGUFReader is counting

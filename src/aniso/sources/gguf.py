@@ -80,17 +80,28 @@ def _one_parse():
     (``modeling_gguf_pytorch_utils.load_gguf_checkpoint``, which looks ``gguf.GGUFReader`` up at each call); the
     parse reads every metadata value one element at a time, so for a tokenizer of 262,144 strings (Gemma 3) each
     parse takes about 20 s on one core. The reader is read-only (fields and memory-mapped tensors), so sharing it
-    changes nothing that is read. The library's class is restored on leaving the block.
+    changes nothing that is read. Each value is a slice of the file's ``numpy.memmap``, whose per-slice bookkeeping
+    is most of a parse's time: the reader here slices a plain ``ndarray`` view of the same mapping instead (the same
+    bytes; 22.7 s -> 8.6 s for Gemma 3's file, fields and tensors equal). The library's class is restored on leaving
+    the block.
     """
     import gguf
+    import numpy as np
 
     original = gguf.GGUFReader
+
+    class PlainArrayReader(original):
+        def _get(self, *args, **kwargs):
+            if type(self.data) is np.memmap:  # the first read, in __init__: the mapping, seen as a plain array
+                self.data = self.data.view(np.ndarray)
+            return super()._get(*args, **kwargs)
+
     readers: dict[tuple[str, str], object] = {}
 
     def reader(path, mode="r"):
         key = (os.path.realpath(os.fspath(path)), mode)
         if key not in readers:
-            readers[key] = original(path, mode)
+            readers[key] = PlainArrayReader(path, mode)
         return readers[key]
 
     gguf.GGUFReader = reader
