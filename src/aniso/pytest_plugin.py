@@ -129,6 +129,17 @@ def _no_model(item: pytest.Item) -> bool:
             and item.get_closest_marker("claim") is not None and item.get_closest_marker("models") is not None)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup``: every test over one model on one worker (:mod:`aniso.common.workers`)."""
+    claims_run = config.stash.get(_SESSION, None)
+    if config.getvalue("dist") != "loadgroup" or claims_run is None:
+        return None
+    from .common.workers import model_group_scheduler
+
+    return model_group_scheduler(config, log, [e.id for e in claims_run.registry])
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """Compute only the statistics that the selected claims read (:attr:`aniso.registry.catalog.Claim.statistics`).
