@@ -116,6 +116,18 @@ def test_each_test_of_a_claim_gets_its_own_seed(tmp_path):
     assert np.random.default_rng(min(seeds)) is not None
 
 
+def test_a_test_two_claims_report_has_one_seed_whichever_claim_reports_it(tmp_path):
+    """The drift correlation's Spearman test is decided by one claim and shown beside the Pearson claim: shared,
+    its seed is the model's and the test's, the same in both; on another model it differs."""
+    a, b = _entry("a"), _entry("b")
+    session = _session(tmp_path, [a, b])
+    claims = ("G.drift-correlation-spearman", "G.drift-correlation-pearson")
+    on_a = {session.claim(c, a, "t").seed_for("drift-correlation:spearman", shared=True) for c in claims}
+    on_b = session.claim(claims[0], b, "t").seed_for("drift-correlation:spearman", shared=True)
+    assert len(on_a) == 1 and on_b not in on_a
+    assert session.claim(claims[0], a, "t").seed_for("x") != session.claim(claims[1], a, "t").seed_for("x")
+
+
 def _seed_entry(ident: str, record: dict | None = None) -> ModelEntry:
     extra = {"expected": {"G.qk-means-align": record}} if record else {}
     return _entry(ident, checkpoints={"steps": [0, 8], "vary": {"revision": "step{step}"}}, **extra)

@@ -797,13 +797,18 @@ class ClaimContext:
         r.reason = f"{r.twin}; {_numbers(r.measured)}"
         return Decision(r.verdict, Outcome.PASS, r.twin), ""
 
-    def seed_for(self, statistic: str) -> int:
+    def seed_for(self, statistic: str, *, shared: bool = False) -> int:
         """The seed of one test of this claim on this model (:func:`aniso.metrics.derive_seed` of the run's seed, the
-        claim, the model and ``statistic``): every Monte Carlo test draws its own null sample."""
+        claim, the model and ``statistic``): every Monte Carlo test draws its own null sample. ``shared=True`` for a
+        test that more than one claim reports (the drift correlation's Spearman and Pearson tests, each decided by
+        one claim and shown beside the other): its identity is the model and ``statistic`` alone, so every claim
+        reporting it draws the same null sample and shows the same p-value."""
         from .metrics import derive_seed
 
-        return derive_seed(self.settings.seed, self.result.claim_id,
-                           self.entry.id if self.entry is not None else "", statistic)
+        model = self.entry.id if self.entry is not None else ""
+        if shared:
+            return derive_seed(self.settings.seed, model, statistic)
+        return derive_seed(self.settings.seed, self.result.claim_id, model, statistic)
 
     def seeds(self) -> list[tuple[ModelEntry, Series]]:
         """The checkpoint series of every seed of this test's architecture and recipe: the run's registry entries
