@@ -38,3 +38,42 @@ def test_docs_specify_every_claim_with_its_status():
 def test_unknown_claim_names_itself():
     with pytest.raises(KeyError, match="G.no-such-claim"):
         get_claim("G.no-such-claim")
+
+
+#: The claim context's methods that read other models' statistics (aniso.session).
+READS_OTHERS = {"available_stats", "available_series", "reference_stats"}
+
+
+def _claims_reading_other_models() -> set[str]:
+    """The claim ids whose test reads other models, directly or through a helper of its module (source, not run)."""
+    import ast
+
+    from aniso.common.workers import claims_of_module
+
+    found = set()
+    for path in (ROOT / "claims").glob("test_*.py"):
+        functions = {n.name: n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)}
+
+        def called(fn):
+            return {c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "")
+                    for c in ast.walk(fn) if isinstance(c, ast.Call)}
+
+        reads = {name for name, fn in functions.items() if called(fn) & READS_OTHERS}
+        while True:  # helpers that call helpers that read
+            more = {name for name, fn in functions.items() if called(fn) & reads} - reads
+            if not more:
+                break
+            reads |= more
+        found |= {claim for test, claim in claims_of_module(path).items() if test in reads}
+    return found
+
+
+def test_the_claims_that_compare_models_are_the_ones_whose_tests_read_other_models():
+    """:attr:`Claim.compares_models` schedules a claim's tests after the models' own (aniso.common.workers): a test
+    that reads other models without it waits on them mid-run, and one marked without reading them runs late for
+    nothing."""
+    marked = {c.id for c in CLAIMS.values() if c.compares_models}
+    reading = _claims_reading_other_models()
+    assert reading, "no claim test reads another model: the scan is broken"
+    assert marked == reading, (f"read other models but not marked: {sorted(reading - marked)}; "
+                               f"marked but read none: {sorted(marked - reading)}")

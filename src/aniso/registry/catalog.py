@@ -54,6 +54,9 @@ class Claim:
     adjusted: bool = False
     #: True for a claim about an architecture and training recipe, decided over its seeds together.
     over_seeds: bool = False
+    #: True for a claim whose test reads other models' statistics (a comparison or a reference model): a run over
+    #: several workers schedules its tests after every model's own (:mod:`aniso.common.workers`).
+    compares_models: bool = False
 
 
 CLAIMS: dict[str, Claim] = {
@@ -64,15 +67,19 @@ CLAIMS: dict[str, Claim] = {
         Claim("G.char-nlp-anisotropic", G, "§3.1", "Fig. 2",
               "character/byte-level models all show significant anisotropy in at least one layer"),
         Claim("G.char-only-more-anisotropic", G, "§3.1", "",
-              "char/byte-only models are more anisotropic than char-input models predicting subwords"),
-        Claim("G.byt5-decoder-extreme", G, "§3.1", "Fig. 2", "the ByT5 decoder is extremely anisotropic"),
+              "char/byte-only models are more anisotropic than char-input models predicting subwords",
+              compares_models=True),
+        Claim("G.byt5-decoder-extreme", G, "§3.1", "Fig. 2", "the ByT5 decoder is extremely anisotropic",
+              compares_models=True),
         Claim("G.speech-all-layers-0.2", G, "§3.2", "Fig. 3a",
               "speech Transformers: every layer of every model has avg cos >= 0.2"),
         Claim("G.vision-transformers-anisotropic", G, "§3.2", "Fig. 3b",
               "vision Transformers mostly show significant anisotropy in some layer"),
-        Claim("G.cnn-mostly-isotropic", G, "§3.2", "Fig. 4", "convolutional vision models are mostly isotropic"),
+        Claim("G.cnn-mostly-isotropic", G, "§3.2", "Fig. 4", "convolutional vision models are mostly isotropic",
+              compares_models=True),
         Claim("S.vit-vs-cnn-controlled", S, "after G §3.2", "Fig. 3b vs 4",
-              "with only the architecture differing (images, task, budget, seed), a ViT is more anisotropic than a CNN"),
+              "with only the architecture differing (images, task, budget, seed), a ViT is more anisotropic than a CNN",
+              compares_models=True),
         Claim("G.drift-correlation-spearman", G, "§3.3", "Fig. 5",
               "across layers, anisotropy correlates with drift norm (Spearman)", effect=POWER_EFFECT,
               effect_source=POWER_EFFECT_SOURCE, adjusted=True),
@@ -87,7 +94,7 @@ CLAIMS: dict[str, Claim] = {
         Claim("G.block-output-more-anisotropic", G, "§4.2", "Fig. 6a",
               "an untrained block's outputs are slightly more anisotropic than its inputs", statistics=()),
         Claim("G.block-norm-fixed-point", G, "§4.2", "Fig. 6b",
-              "there is a bias norm N* with E||x+b|| = E||T(x+b)||", statistics=()),
+              "there is a bias norm N* with E||x+b|| = E||T(x+b)||", statistics=(), compares_models=True),
         Claim("G.block-scores-spread", G, "§4.3", "Fig. 7", "pre-softmax scores move away from zero as N grows", statistics=()),
         Claim("G.block-qk-norms", G, "§4.3", "Fig. 8", "query and key norms grow with N", statistics=()),
         Claim("G.block-softmax-sharpens", G, "§4.4", "Fig. 9-10", "as N grows, softmax rows get sharper", statistics=()),
@@ -104,7 +111,7 @@ CLAIMS: dict[str, Claim] = {
         Claim("R.decoder-bell-profile", R, "§4.1", "Fig. 1", "decoder anisotropy profiles are bell-shaped",
               statistics=("first-order", "second-order", "first-token-excluded")),
         Claim("R.encoder-flat-profile", R, "§4.1", "Fig. 1", "encoder anisotropy is relatively uniform across layers",
-              statistics=("first-order", "second-order", "first-token-excluded")),
+              statistics=("first-order", "second-order", "first-token-excluded"), compares_models=True),
         Claim("R.decoder-anisotropy-grows", R, "§4.2", "Fig. 3-4",
               "in decoders, anisotropy grows as training proceeds, then stabilises", statistics=(), over_seeds=True,
               effect=POWER_EFFECT, effect_source=POWER_EFFECT_SOURCE),
