@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aniso.common.settings import DEFAULT_PROFILE, PROFILES, SETTING_HELP, Settings
+from aniso.common.settings import DEFAULT_PROFILE, PROFILES, SETTING_HELP, SettingError, Settings
 
 
 def test_default_is_the_quick_profile():
@@ -40,6 +40,14 @@ def test_unknown_profile_names_itself():
 def test_bad_environment_value_names_the_variable():
     with pytest.raises(ValueError, match="ANISO_N_CLIPS"):
         Settings.from_sources({}, {"ANISO_N_CLIPS": "many"})
+
+
+def test_a_misspelt_environment_variable_is_refused_with_the_closest_name():
+    """ANISO_CORPSU would otherwise be ignored and the run measure the default corpus instead of the one meant."""
+    with pytest.raises(SettingError, match="ANISO_CORPSU: no setting .* did you mean ANISO_CORPUS"):
+        Settings.from_sources({}, {"ANISO_CORPSU": "/data/my.txt"})
+    for fine in ({"ANISO_PROGRESS": "0"}, {"ANISO_CORPSU": ""}, {"ANISO_SEED": "3", "OTHER_THING": "x"}):
+        Settings.from_sources({}, fine)
 
 
 def test_every_setting_has_help():

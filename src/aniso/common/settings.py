@@ -19,7 +19,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
-           "parse_text", "setting_options", "second_order_bytes"]
+           "OTHER_VARIABLES", "parse_text", "setting_options", "second_order_bytes"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
 #: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
@@ -48,6 +48,30 @@ _QUICK = PROFILES[DEFAULT_PROFILE]
 #: The words a boolean ``ANISO_*`` variable may hold (any case); anything else is refused, naming the variable.
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
+
+
+#: The ``ANISO_*`` environment variables that are not settings, and what reads them. Any other ``ANISO_*`` variable
+#: that is not ``ANISO_<SETTING>`` is refused where a run's settings are built: a misspelt one (``ANISO_CORPSU``)
+#: would otherwise be ignored and the run measure another corpus than the one meant.
+OTHER_VARIABLES: dict[str, str] = {
+    "ANISO_PROGRESS": "0 hides the progress bars (aniso.common.progress)",
+    "ANISO_PEER_PYTHON": "the Python that runs the other TwoNN estimators (aniso bench twonn)",
+    "ANISO_REQUIRE_BROWSER": "1 fails the report's browser test where no browser is installed (tests/)",
+    "ANISO_BENCH_LARGE": "1 adds the large sizes to the benchmarks (benchmarks/)",
+    "ANISO_SCREENSHOT_DIR": "where the report's browser test keeps its screenshots (tests/)",
+}
+
+
+def _unknown_variable(environ) -> str | None:
+    """The one-line refusal of the first ``ANISO_*`` variable in ``environ`` (with a value) that is neither a
+    setting's nor one of :data:`OTHER_VARIABLES`, with the closest known name; None when there is none."""
+    known = {f"ANISO_{name.upper()}" for name in Settings.__dataclass_fields__} | set(OTHER_VARIABLES)
+    unknown = sorted(k for k, v in environ.items() if k.startswith("ANISO_") and k not in known and str(v).strip())
+    if not unknown:
+        return None
+    close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+    return (f"environment variable {unknown[0]}: no setting has this name"
+            + (f"; did you mean {close[0]}?" if close else "") + " (each setting's variable is named after its --aniso-* option in pytest --help; unset this one)")
 
 
 def _where(name: str) -> str:
@@ -247,9 +271,10 @@ class Settings:
         ``ANISO_<NAME>`` variables, then the profile's sizes (:data:`PROFILES`; the profile itself comes from an
         option or ``ANISO_PROFILE``), then defaults.
 
-        Raises :class:`SettingError` (one line) naming the option or variable when one does not parse (an integer
-        that is not one; a boolean that is none of 1/true/yes/on, 0/false/no/off), the profile when it is unknown,
-        and the setting when a value is out of bounds or of the wrong type.
+        Raises :class:`SettingError` (one line) naming the variable when an ``ANISO_*`` variable is no setting's and
+        none of :data:`OTHER_VARIABLES` (a misspelling, with the closest name); the option or variable when one does
+        not parse (an integer that is not one; a boolean that is none of 1/true/yes/on, 0/false/no/off), the profile
+        when it is unknown, and the setting when a value is out of bounds or of the wrong type.
         """
         options = {k: v for k, v in (options or {}).items() if v is not None}
         texts = {k: v for k, v in (texts or {}).items() if v is not None}
@@ -259,6 +284,9 @@ class Settings:
             close = difflib.get_close_matches(unknown[0], list(cls.__dataclass_fields__), n=1)
             raise SettingError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]!r}?" if close
                                                                                else ""))
+        misspelt = _unknown_variable(environ)
+        if misspelt is not None:
+            raise SettingError(misspelt)
         profile = options.get("profile") or texts.get("profile") or environ.get("ANISO_PROFILE") or DEFAULT_PROFILE
         if profile not in PROFILES:
             raise SettingError(f"{_where('profile')}: profile {profile!r} is not one of {sorted(PROFILES)}")
