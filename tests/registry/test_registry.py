@@ -294,3 +294,23 @@ def test_a_yaml_alias_bomb_is_refused_in_one_line_without_expanding_it(tmp_path,
     ordinary.write_text("tiny: &t {a: 1}\nmodels: []\nother: *t\n")
     with pytest.raises(RegistryError, match="tiny|other"):  # unknown top-level keys, not the limit
         load_registry(ordinary)
+
+
+def test_a_registry_that_is_empty_or_no_mapping_says_what_a_registry_is(tmp_path):
+    for text, holds in (("", "nothing"), ("- a\n- b\n", "a list"), ("just words\n", "a str")):
+        path = tmp_path / "models.yaml"
+        path.write_text(text)
+        with pytest.raises(RegistryError, match=f"models.yaml: a registry is a mapping .*holds {holds}$"):
+            load_registry(path)
+
+
+def test_an_unknown_model_id_is_one_line_with_the_closest_id(tmp_path):
+    from aniso.registry.entries import UnknownModel
+
+    path = write(tmp_path, "models:\n" + ENTRY)
+    registry = load_registry(path)
+    with pytest.raises(KeyError) as info:
+        registry.get("tini")
+    assert isinstance(info.value, UnknownModel)
+    assert str(info.value) == f"no model 'tini' in registry {path}; did you mean 'tiny'?"
+    assert str(pytest.raises(KeyError, registry.get, "zzzz").value).endswith("(aniso list models)")

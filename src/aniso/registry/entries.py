@@ -36,6 +36,14 @@ class RegistryError(ValueError):
     """A registry file that cannot be read or does not match the schema."""
 
 
+class UnknownModel(KeyError):
+    """A model id that the registry does not hold: a KeyError whose text is its one-line message (a plain KeyError
+    prints its message in quotes)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def _source_union():
     from ..sources import SOURCE_KINDS
 
@@ -354,11 +362,16 @@ class Registry:
         return len(self.entries)
 
     def get(self, model_id: str) -> ModelEntry:
-        """The entry with this id. Raises KeyError naming the id and the file."""
+        """The entry with this id. Raises :class:`UnknownModel` (a KeyError) naming the id, the file and the closest
+        id."""
         for e in self.entries:
             if e.id == model_id:
                 return e
-        raise KeyError(f"no model {model_id!r} in registry {self.path}")
+        import difflib
+
+        close = difflib.get_close_matches(str(model_id), [e.id for e in self.entries], n=1)
+        raise UnknownModel(f"no model {model_id!r} in registry {self.path}"
+                           + (f"; did you mean {close[0]!r}?" if close else " (aniso list models)"))
 
     def expectation(self, entry: ModelEntry, claim_id: str) -> tuple[ExpectedVerdict | None, str | None]:
         """``(expected verdict or None, the inputs it was recorded on or None)`` of ``claim_id`` for ``entry``.
@@ -574,6 +587,9 @@ def load_registry(path: Path | str) -> Registry:
     """
     path = Path(path)
     raw = load_yaml(path)
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{path}: a registry is a mapping whose field models lists the entries; this file holds "
+                            + ("nothing" if raw is None else f"a {type(raw).__name__}"))
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
