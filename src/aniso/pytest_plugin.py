@@ -136,8 +136,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadgroup" or claims_run is None:
         return None
     from .common.workers import model_group_scheduler
+    from .registry.catalog import CLAIMS
 
-    return model_group_scheduler(config, log, [e.id for e in claims_run.registry])
+    return model_group_scheduler(config, log, [e.id for e in claims_run.registry],
+                                 lambda claim: claim in CLAIMS and CLAIMS[claim].compares_models)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -41,7 +41,7 @@ def test_a_test_that_compares_models_is_a_group_of_its_own_after_the_models(tmp_
     (tmp_path / "claims" / "t.py").write_text(CLAIMS_MODULE)
     assert claims_of_module(tmp_path / "claims" / "t.py") == {"test_flat": "R.encoder-flat-profile",
                                                                "test_bell": "R.decoder-bell-profile"}
-    after = compares_models(tmp_path)
+    after = compares_models(tmp_path, lambda claim: claim == "R.encoder-flat-profile")
     flat = "claims/t.py::test_flat[gemma-3-270m]"
     assert group_of(flat, IDS, after) == AFTER_MODELS + flat
     assert group_of("claims/t.py::test_bell[gemma-3-270m]", IDS, after) == "gemma-3-270m"
@@ -77,7 +77,7 @@ def _schedule(collection, root, workers=("gw0", "gw1")):
         def shutdown(self):
             pass
 
-    sched = model_group_scheduler(Config(), None, IDS)
+    sched = model_group_scheduler(Config(), None, IDS, lambda claim: claim == "R.encoder-flat-profile")
     nodes = [Node(name) for name in workers]
     for node in nodes:
         sched.add_node(node)

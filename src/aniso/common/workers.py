@@ -65,30 +65,31 @@ def claims_of_module(path: Path) -> dict[str, str]:
     return found
 
 
-def compares_models(root: Path) -> Callable[[str], bool]:
-    """Whether the test ``nodeid`` (relative to ``root``) measures a claim that compares models
-    (:attr:`aniso.registry.catalog.Claim.compares_models`); each module is read once."""
-    from ..registry.catalog import CLAIMS
-
+def compares_models(root: Path, claim_compares: Callable[[str], bool]) -> Callable[[str], bool]:
+    """Whether the test ``nodeid`` (relative to ``root``) measures a claim that compares models, which
+    ``claim_compares(claim id)`` says (:attr:`aniso.registry.catalog.Claim.compares_models`); each module is read
+    once."""
     modules = lru_cache(maxsize=None)(lambda rel: claims_of_module(root / rel))
 
     def test_compares(nodeid: str) -> bool:
         path, _, name = nodeid.partition("::")
         if not path.endswith(".py") or not name:
             return False
-        claim = CLAIMS.get(modules(path).get(name.split("[", 1)[0], ""))
-        return claim is not None and claim.compares_models
+        claim = modules(path).get(name.split("[", 1)[0])
+        return claim is not None and claim_compares(claim)
 
     return test_compares
 
 
-def model_group_scheduler(config, log, model_ids: Collection[str]):
+def model_group_scheduler(config, log, model_ids: Collection[str],
+                          claim_compares: Callable[[str], bool] = lambda claim: False):
     """A pytest-xdist ``LoadScopeScheduling`` whose scopes are :func:`group_of` the tests: whole groups go to a
-    worker, the groups with the most tests first (pytest-xdist's order), the groups of :data:`AFTER_MODELS` last."""
+    worker, the groups with the most tests first (pytest-xdist's order), the groups of :data:`AFTER_MODELS` (the
+    tests of the claims that ``claim_compares``) last."""
     from xdist.scheduler import LoadScopeScheduling
 
     ids = frozenset(model_ids)
-    after = compares_models(Path(config.rootpath))
+    after = compares_models(Path(config.rootpath), claim_compares)
 
     class ModelGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

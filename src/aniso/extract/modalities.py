@@ -63,6 +63,9 @@ class Modality:
     expected_layers : ``model -> int | None``, the number of hidden states the architecture should give
     one_vector_per_input : True when a layer gives one vector per input (CNN maps), not per token/frame/patch
     queries_keys : whether the offline check captures queries and keys (Transformers; not CNN maps)
+    tokens : whether the inputs are token sequences of a tokenizer, whose ids index an input embedding matrix: the
+        corpus is checked for real (non-special) tokens, the first token is named, and the embedding matrix's
+        partition isotropy (M §3) is measured
     """
 
     name: str
@@ -75,6 +78,7 @@ class Modality:
     expected_layers: Callable[[Any], int | None]
     one_vector_per_input: bool = False
     queries_keys: bool = True
+    tokens: bool = False
 
 
 # -- text ---------------------------------------------------------------------------------------------------------
@@ -193,7 +197,7 @@ def _cnn_layers(model) -> int | None:
 MODALITIES: dict[str, Modality] = {
     m.name: m for m in (
         Modality("text", "text", _run_text, layer_names, True, lambda seed: list(CHECK_TEXTS), _text_tokenizer,
-                 lambda model: len(layer_names(model))),
+                 lambda model: len(layer_names(model)), tokens=True),
         Modality("speech", "speech", _run_speech, speech_layer_names, True, _tones, _feature_extractor,
                  lambda model: len(speech_layer_names(model))),
         Modality("vision-transformer", "vision", _run_patches, lambda model: None, True, _noise_images,

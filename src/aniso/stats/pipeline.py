@@ -275,7 +275,7 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     of every process are merged (:func:`aniso.stats.distributed.reduce_model_stats`; every process must call this). The
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
     """
-    if modality.name == "text" and loaded.tokenizer is not None:
+    if modality.tokens and loaded.tokenizer is not None:
         _check_real_tokens(loaded, inputs)
     for _ in range(MAX_NON_FINITE_PASSES):
         try:
@@ -340,7 +340,7 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
     sharded = shard.world > 1
     try:
         extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
-            if EMBEDDING_ISOTROPY in statistics and modality.name == "text" else {}
+            if EMBEDDING_ISOTROPY in statistics and modality.tokens else {}
         stats = compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
                               {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe(),
                                "device": str(settings.device)} | loaded.meta | extra,
