@@ -128,7 +128,11 @@ def _drift_claim(claim, method: str) -> None:
             batch=lambda reps: _drift_ps(reps, method, seed), constant=constant, sensitivity=True,
             cannot_show=f"the {chosen.n} layers, the test's own units, are not resampled: the interval shows how the "
                         "p-value moves with the inputs behind each layer's avg cos and drift norm, not the test's "
-                        "uncertainty over the layers, which the p-value itself states"),
+                        "uncertainty over the layers, which the p-value itself states" + (
+                            f"; each resample's p-value is a Monte Carlo over {metrics.N_PERMUTATIONS:,} orderings, "
+                            f"so the range cannot go below {2 / (metrics.N_PERMUTATIONS + 1):g}, where the p-value "
+                            "on all inputs (sized to 10% relative error) can"
+                            if chosen.n > metrics.EXACT_MAX_N else "")),
         alternatives=_drift_alternatives(stats, method, seed),
         undecided=undecided, power=power,
     )

@@ -3,7 +3,7 @@
 Results are matched by (claim, model, test). A *verdict* change is a different verdict string (holds, does not hold,
 expected not to hold, skipped, ...). A *number* change is a deciding statistic (:class:`~aniso.judge.results.Uncertainty`)
 whose new value lies outside the old run's interval, or the old value outside the new one's: a move larger than the
-resampling noise of either run. Without intervals, the scalar numbers of ``measured`` are compared, and one that
+resampling noise of either run. Without intervals (or with one that does not hold its own value), the scalar numbers of ``measured`` are compared, and one that
 differs by more than ``rel_tol`` is reported as a number change "without interval".
 
 A *record* change is a registry record whose numbers one run measured otherwise than recorded (stale, see
@@ -45,6 +45,13 @@ def _key(r: ClaimResult) -> tuple[str, str, str]:
 
 def _outside(value: float | None, low: float | None, high: float | None) -> bool:
     return None not in (value, low, high) and not (low <= value <= high)
+
+
+def _holds_own(u) -> bool:
+    """Whether an interval holds its own value: one that does not (a p-value on all inputs resolved further than
+    each resample's, below the resamples' Monte Carlo floor) cannot say whether another value moved beyond it, so
+    the numbers are compared as numbers instead."""
+    return u.value is not None and u.low <= u.value <= u.high
 
 
 def _scalars(measured: dict) -> dict[str, float]:
@@ -95,7 +102,7 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
             changes.append(Change("record", *where, f"stale record: {stale_a}", "record's numbers reproduced"))
         ua, ub = a.uncertainty, b.uncertainty
         if ua is not None and ub is not None and ua.low is not None and ub.low is not None and ua.informative \
-                and ub.informative:
+                and ub.informative and _holds_own(ua) and _holds_own(ub):
             if _outside(ub.value, ua.low, ua.high) or _outside(ua.value, ub.low, ub.high):
                 changes.append(Change("number", *where, f"{ua.statistic} {ua.value:.4g} [{ua.low:.4g}, {ua.high:.4g}]",
                                       f"{ub.value:.4g} [{ub.low:.4g}, {ub.high:.4g}]"))
