@@ -381,3 +381,18 @@ def test_record_adds_the_new_findings_of_a_first_run_with_the_detected_row(tmp_p
         record = loaded.get(model).expected["G.cnn-mostly-isotropic"]
         assert record.verdict == "does-not-hold" and record.measured == {"max_avg_cos": 0.61}
         assert record.inputs == "images@0123456789abcdef"
+
+
+def test_hub_list_of_a_cache_folder_that_is_not_there_is_refused(tmp_path, capsys):
+    """A mistyped --cache-dir once answered "nothing cached" with exit 0."""
+    (tmp_path / "file").write_text("x")
+    for path, what in ((tmp_path / "nothing", "does not exist"), (tmp_path / "file", "is not a folder")):
+        assert main(["hub", "list", "--cache-dir", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"aniso hub list: --cache-dir {path} {what}\n"
+
+
+def test_bench_extraction_without_a_subject_asks_for_one(capsys):
+    assert main(["bench", "extraction"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "give a registry id (MODEL) or --config" in err and "not both" not in err

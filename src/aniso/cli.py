@@ -221,6 +221,10 @@ def _hub_list(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"aniso hub list: {exc}", file=sys.stderr)
         return 2
+    if args.cache_dir is not None and not Path(args.cache_dir).is_dir():
+        what = "is not a folder" if Path(args.cache_dir).exists() else "does not exist"
+        print(f"aniso hub list: --cache-dir {args.cache_dir} {what}", file=sys.stderr)
+        return 2
     rows, named = [], set()
 
     def row(model_id: str, repo: str, revision: str) -> list:
@@ -390,7 +394,9 @@ def _bench_extraction(args: argparse.Namespace) -> int:
     from .sources import ModelUnavailable
 
     if (args.model is None) == (args.config is None):
-        print("aniso bench extraction: give a registry id (MODEL) or --config, not both", file=sys.stderr)
+        print("aniso bench extraction: give a registry id (MODEL) or --config" +
+              (", not both" if args.model is not None else " (e.g. all-MiniLM-L6-v2, or --config llama-7b "
+                                                          "--random-init)"), file=sys.stderr)
         return 2
     if args.random_init != (args.config is not None):
         print("aniso bench extraction: --config builds random weights: give it with --random-init", file=sys.stderr)
