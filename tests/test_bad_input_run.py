@@ -181,6 +181,17 @@ def test_a_setting_of_the_wrong_type_or_out_of_bounds_is_one_line_through_the_ap
                     settings=kwargs.get("settings", {"device": kwargs.get("device")}))
 
 
+def test_settings_that_are_no_mapping_and_claims_that_are_no_text_are_one_line_through_the_api():
+    import aniso
+
+    with pytest.raises(TypeError, match=r"^settings: \[1\] \(list\); give a dict of setting names and values"):
+        aniso.measure("all-MiniLM-L6-v2", ["a text"], registry=REGISTRY, settings=[1])
+    with pytest.raises(TypeError, match=r"^claims: 5 \(int\); give claim ids or prefixes as a comma-separated string"):
+        aniso.check("all-MiniLM-L6-v2", 5, registry=REGISTRY)
+    with pytest.raises(ValueError, match=r"^claims: 'G.nope' is no claim id"):  # a list is read as its items
+        aniso.check("all-MiniLM-L6-v2", ["G.token-nlp-anisotropic", "G.nope"], registry=REGISTRY)
+
+
 def test_a_path_setting_takes_a_pathlib_path(tmp_path):
     from aniso.common.settings import Settings
 

@@ -28,7 +28,7 @@ import functools
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
@@ -199,9 +199,13 @@ class ClaimResults:
 def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: bool = True):
     """:class:`aniso.common.settings.Settings` from the arguments (``options``; None = not given), then ``settings`` (a
     dict of setting names), then the ``ANISO_*`` variables and the profile; with ``check``, its paths checked
-    (:meth:`~aniso.common.settings.Settings.check_paths`). Raises ValueError naming the setting."""
+    (:meth:`~aniso.common.settings.Settings.check_paths`). Raises ValueError naming the setting, TypeError when
+    ``settings`` is no mapping."""
     from .common.settings import Settings
 
+    if settings is not None and not isinstance(settings, Mapping):
+        raise TypeError(f"settings: {settings!r:.40} ({type(settings).__name__}); give a dict of setting names and values, e.g. "
+                        "{'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
     given = dict(settings or {})
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
     if unknown:
@@ -937,7 +941,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     model : a registry id, a local transformers folder or a hub id (an in-memory model: save it with
         ``save_pretrained`` and pass the folder)
     claims : comma-separated claim ids or prefixes (``aniso.claims()``), e.g. ``"G."`` or
-        ``"G.token-nlp-anisotropic"``; ``""`` for every claim
+        ``"G.token-nlp-anisotropic"``, or a list of them; ``""`` for every claim
     inputs : a corpus file, a folder of photographs or recordings (by the model's modality), a list of texts
         (written to a temporary corpus file, one per line; line breaks inside a text become spaces), or None:
         the settings' inputs. Inputs other than the registry's recorded ones inform and never fail a verdict
@@ -966,6 +970,11 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     if not isinstance(model, (str, Path)):
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
+    if isinstance(claims, (list, tuple)) and all(isinstance(c, str) for c in claims):
+        claims = ",".join(claims)  # ["G.", "R.decoder-bell-profile"] as "G.,R.decoder-bell-profile"
+    if not isinstance(claims, str):
+        raise TypeError(f"claims: {claims!r:.40} ({type(claims).__name__}); give claim ids or prefixes as a comma-separated string "
+                        "or a list of strings (aniso.claims())")
     parse_claims(claims)  # ValueError "claims: ..." naming the item
     base = _settings({}, settings)
     taken = sorted(set(settings or {}) & {"models", "claims", "registry"})
