@@ -117,7 +117,7 @@ def _fake_run(bad_items: set[int]):
             chunk = items[start:start + batch_size]
             rows, labels = [], []
             for j, clip in enumerate(chunk):
-                value = int(clip[0])
+                value = int(clip[0]) if not isinstance(clip, str) else int(clip.split()[-1])
                 g = torch.Generator().manual_seed(value)
                 x = torch.randn(3, 4, generator=g) + 2.0
                 if value in bad_items:
@@ -159,3 +159,29 @@ def test_a_file_that_makes_the_model_non_finite_is_left_out_and_named(tmp_path, 
     if batch_size > 1:
         with pytest.raises(ModelRefused, match=r"^m: layer 0: hidden states contain NaN"):
             compute_model_stats(loaded, all_bad, media, settings, "fp", frozenset({"first-order"}))
+
+
+def test_a_paragraph_that_makes_the_model_non_finite_is_left_out_and_named(tmp_path):
+    """A text model whose hidden states are NaN on one paragraph of the corpus sample is measured on the others, the
+    paragraph named (its place in the sample and its first words) and the corpus label saying one was left out."""
+    from dataclasses import replace as _replace
+
+    from aniso.extract.modalities import MODALITIES
+    from aniso.inputs.text import Corpus
+    from aniso.sources import LoadedModel
+    from aniso.stats.pipeline import compute_model_stats
+
+    modality = _replace(MODALITIES["text"], run=_fake_run({3}), layer_names=lambda model: ["0", "1"])
+    entry = type("E", (), {"id": "m", "modality": "text", "granularity": "subword", "architecture": "transformer",
+                           "role": "encoder", "family": "f", "measured_on": None, "tags": ()})()
+    loaded = LoadedModel(entry, None, None, "fake")
+    corpus = Corpus("c", "6 paragraphs", "here", "fp", tuple(f"words of paragraph {i}" for i in range(6)), 6, 0)
+    settings = Settings(batch_size=2, reservoir_size=8, svd_batch_size=8, device="cpu", n_bootstrap=0,
+                        cache_dir=str(tmp_path))
+    stats = compute_model_stats(loaded, modality, corpus, settings, "fp", frozenset({"first-order"}))
+    assert stats.meta["n_sequences"] == 5 and stats.layers[0].count == 15
+    described = stats.meta["corpus"]
+    assert described["n_skipped"] == 1 and "1 paragraph(s) left out" in described["label"]
+    (name, reason), = described["skipped"].items()
+    assert name == "paragraph 4 of the sample (words of paragraph 3)"
+    assert "makes m produce non-finite hidden states (layer 0" in reason

@@ -46,6 +46,7 @@ class Corpus:
     n_available : paragraphs in the source before sampling
     seed : the sampling seed
     is_fallback : True for the embedded default (not the paper's corpus)
+    skipped : (name, reason) of each sampled paragraph left out of the measurement (:meth:`without`)
     """
 
     name: str
@@ -56,6 +57,22 @@ class Corpus:
     n_available: int
     seed: int
     is_fallback: bool = False
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """A name per sampled paragraph, for a reader to find it: its place in the sample and its first words."""
+        return tuple(f"paragraph {i + 1} of the sample ({_opening(text)})" for i, text in enumerate(self.sequences))
+
+    def without(self, drop: tuple[int, ...], reason: str) -> "Corpus":
+        """The sample without the paragraphs at indices ``drop``, each named in :attr:`skipped` with ``reason``
+        (e.g. that it makes a model's hidden states non-finite); the label says how many were left out."""
+        from dataclasses import replace
+
+        gone, names = set(drop), self.names
+        return replace(self, sequences=tuple(t for i, t in enumerate(self.sequences) if i not in gone),
+                       skipped=self.skipped + tuple((names[i], f"{names[i]} {reason}") for i in sorted(gone)),
+                       label=f"{self.label}; {len(gone)} paragraph(s) left out: {reason}")
 
     @property
     def items(self) -> tuple[str, ...]:
@@ -79,7 +96,13 @@ class Corpus:
             "n_available": self.n_available,
             "seed": self.seed,
             "is_fallback": self.is_fallback,
-        }
+        } | ({"n_skipped": len(self.skipped), "skipped": dict(self.skipped)} if self.skipped else {})
+
+
+def _opening(text: str, words: int = 6) -> str:
+    """The first ``words`` words of ``text``, with an ellipsis when there are more."""
+    parts = text.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 
 def wikitext_paragraphs(text: str) -> list[str]:

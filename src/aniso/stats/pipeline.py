@@ -280,12 +280,13 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     for _ in range(MAX_NON_FINITE_PASSES):
         try:
             return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard)
-        except NonFiniteInputs as exc:  # files that make the model non-finite: left out and named, as broken ones
+        except NonFiniteInputs as exc:  # files or paragraphs that make the model non-finite: left out and named
             names = getattr(inputs, "names", None)
             if shard.world > 1 or names is None or len(exc.items) >= len(inputs.items):
                 raise ModelRefused(str(exc)) from None
-            inputs = _without_items(inputs, exc.items, f"makes {loaded.entry.id} produce non-finite hidden states "
-                                                       f"({exc.fault})")
+            reason = f"makes {loaded.entry.id} produce non-finite hidden states ({exc.fault})"
+            inputs = inputs.without(exc.items, reason) if hasattr(inputs, "without") else \
+                _without_items(inputs, exc.items, reason)
     raise ModelRefused(f"{loaded.entry.id}: more than {MAX_NON_FINITE_PASSES - 1} batches of its inputs give "
                        "non-finite hidden states; the model cannot be measured")
 
