@@ -308,9 +308,9 @@ class ModelEntry(Strict):
 #: Models above this many million parameters are left out of the default ``small`` model set.
 LARGE_PARAMS_M = 1000.0
 #: The tag of a seed replica: a miniature trained by the same recipe as another registry row under another seed
-#: (``mini-gpt2-bytes-s1`` of ``mini-gpt2-bytes-s0``, ``mini-vit-s1`` of ``mini-vit-s0``). Replicas are left out of the ``small`` set, which measures one
-#: seed per recipe; the claims over seeds take every seed of the run's model set (``--aniso-models
-#: small,seed-replica`` or ``all``).
+#: (``mini-gpt2-bytes-s1`` of ``mini-gpt2-bytes-s0``, ``mini-vit-s1`` of ``mini-vit-s0``). Replicas are left out of
+#: the ``small`` set, which measures one seed per recipe; the claims over seeds take every seed of the run's model
+#: set (``--aniso-models small,seed-replica`` or ``all``).
 SEED_REPLICA_TAG = "seed-replica"
 #: The named model sets of setting ``models`` (besides a tag or registry ids): ``small`` leaves out the large models
 #: (no multi-GB downloads by default) and the seed replicas (:data:`SEED_REPLICA_TAG`), ``paper`` and ``all`` take
