@@ -141,3 +141,16 @@ def test_attention_sink_share():
     with pytest.raises(ValueError, match="heads"):
         sink.update([torch.zeros(2, 3, 4, 4)], mask)
     assert math.isfinite(out["share_per_layer"][0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_partition_isotropies_of_a_tensor_are_those_of_its_values_in_float64(dtype):
+    """A model's embedding matrix is measured as a tensor where it lies (here the CPU), block by block in float64:
+    the same numbers as the array of its values."""
+    rng = np.random.default_rng(3)
+    w = torch.from_numpy(rng.normal(size=(500, 16)) * np.linspace(0.5, 2.0, 16) + 0.3).to(dtype)
+    expected = metrics.partition_isotropies(w.to(torch.float64).numpy())
+    got = metrics.partition_isotropies(w, chunk=64)
+    assert got == pytest.approx(expected, rel=1e-9)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        metrics.partition_isotropies(torch.full((3, 2), float("nan"), dtype=dtype))

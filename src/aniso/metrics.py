@@ -1303,37 +1303,41 @@ def partition_isotropy(w: np.ndarray, centre: bool = False, chunk: int = 8192) -
     return partition_isotropies(w, chunk)[1 if centre else 0]
 
 
-def partition_isotropies(w: np.ndarray, chunk: int = 8192) -> tuple[float, float]:
+def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 8192) -> tuple[float, float]:
     """:func:`partition_isotropy` of ``w`` raw and centred, ``(raw, centred)``, for the price of about one.
 
     Both come from one WᵀW (the centred matrix's is WᵀW − V·w̄w̄ᵀ, V rows) and one pass over the rows: each block's
     products with both sets of eigenvectors in one matrix product, (w − w̄)·v = w·v − w̄·v, and Z(−v) from the same
-    products negated (no product against the negated vectors). Raises ValueError as :func:`partition_isotropy` does.
+    products negated (no product against the negated vectors). A tensor (any float dtype, e.g. a model's bf16
+    embedding matrix) is measured where it lies, on its device, in float64 a block of ``chunk`` rows at a time (no
+    float64 copy of the whole matrix, no copy to the host but the two results and one finiteness flag); an array on
+    the CPU. Raises ValueError as :func:`partition_isotropy` does.
     """
-    w = np.asarray(w, dtype=np.float64)
+    w = w.detach() if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w, dtype=np.float64))
     if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
-        raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {w.shape}")
-    if not np.isfinite(w).all():
+        raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {tuple(w.shape)}")
+    n, d = w.shape
+    f64 = dict(dtype=torch.float64, device=w.device)
+    blocks = [slice(start, start + chunk) for start in range(0, n, chunk)]
+    gram, total = torch.zeros(d, d, **f64), torch.zeros(d, **f64)
+    finite = torch.ones((), dtype=torch.bool, device=w.device)
+    for rows in blocks:
+        block = w[rows].to(torch.float64)
+        gram.addmm_(block.T, block)
+        total += block.sum(dim=0)
+        finite &= torch.isfinite(block).all()
+    if not bool(finite):  # one host synchronisation
         raise ValueError("W contains NaN or infinite values")
-    d = w.shape[1]
-    gram = w.T @ w
-    mean = w.mean(axis=0)
-    raw = np.linalg.eigh(gram)[1]  # columns: unit eigenvectors of WᵀW
-    centred = np.linalg.eigh(gram - w.shape[0] * np.outer(mean, mean))[1]
-    vectors = np.concatenate([raw, centred], axis=1)
-    shift = np.concatenate([np.zeros(d), mean @ centred])  # w̄·v for the centred matrix's vectors
-    log_z = np.full(4 * d, -np.inf)  # Z(v) then Z(−v), raw vectors then centred
-    for start in range(0, w.shape[0], chunk):
-        block = w[start : start + chunk] @ vectors - shift  # (rows, 2d): wᵢ·v (minus w̄·v where centred)
-        log_z = np.logaddexp(log_z, np.concatenate([_lse_columns(block), _lse_columns(-block)]))
+    mean = total / n
+    raw = torch.linalg.eigh(gram)[1]  # columns: unit eigenvectors of WᵀW
+    centred = torch.linalg.eigh(gram - n * torch.outer(mean, mean))[1]
+    vectors = torch.cat([raw, centred], dim=1)
+    shift = torch.cat([torch.zeros(d, **f64), mean @ centred])  # w̄·v for the centred matrix's vectors
+    log_z = torch.full((4 * d,), -math.inf, **f64)  # Z(v) then Z(−v), raw vectors then centred
+    for rows in blocks:
+        block = w[rows].to(torch.float64) @ vectors - shift  # (rows, 2d): wᵢ·v (minus w̄·v where centred)
+        log_z = torch.logaddexp(log_z, torch.cat([torch.logsumexp(block, dim=0), torch.logsumexp(-block, dim=0)]))
     plus, minus = log_z[: 2 * d], log_z[2 * d :]
-    out = []
-    for part in (slice(0, d), slice(d, 2 * d)):
-        both = np.concatenate([plus[part], minus[part]])
-        out.append(float(math.exp(float(both.min() - both.max()))))
-    return out[0], out[1]
-
-
-def _lse_columns(a: np.ndarray) -> np.ndarray:
-    top = a.max(axis=0)
-    return top + np.log(np.exp(a - top).sum(axis=0))
+    both = torch.stack([torch.cat([plus[part], minus[part]]) for part in (slice(0, d), slice(d, 2 * d))])
+    ratio = torch.exp(both.min(dim=1).values - both.max(dim=1).values).tolist()  # one copy to the host
+    return float(ratio[0]), float(ratio[1])

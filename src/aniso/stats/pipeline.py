@@ -247,10 +247,11 @@ def embedding_isotropy(model) -> dict:
     for name, module in (("input", emb), ("output", head)):
         if module is None or not hasattr(module, "weight") or (name == "output" and module.weight is emb.weight):
             continue  # a tied output matrix is the input one: measured once
-        w = module.weight.detach().double().cpu().numpy()
+        w = module.weight.detach()  # measured on its device, in float64 block by block
         raw, centred = metrics.partition_isotropies(w)
-        out[name] = {"raw": raw, "centred": centred,
-                     "mean_norm": float(np.linalg.norm(w, axis=1).mean()), "vocab": int(w.shape[0]),
+        norms = torch.cat([torch.linalg.vector_norm(w[i:i + 8192].to(torch.float64), dim=1)
+                           for i in range(0, w.shape[0], 8192)])
+        out[name] = {"raw": raw, "centred": centred, "mean_norm": float(norms.mean()), "vocab": int(w.shape[0]),
                      "dim": int(w.shape[1])}
     out["output_embeddings"] = ("tied to the input embeddings" if tied else
                                 "measured" if "output" in out else "not loaded (base model without its LM head)")
