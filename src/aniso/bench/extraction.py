@@ -136,7 +136,9 @@ def load_subject(model_id: str, *, paragraphs: int = 256, max_length: int = 128,
     settings = _settings(paragraphs, max_length, batch_size, device, registry)
     reg = open_registry(registry_path(registry, settings.registry))
     entry = reg.get(model_id)
-    if entry.modality != "text":
+    from ..extract.modalities import modality_of
+
+    if not getattr(modality_of(entry), "tokens", False):  # the bench's inputs are paragraphs of a corpus
         raise ValueError(f"{model_id}: aniso bench extraction measures text models, this one is {entry.modality!r}")
     loaded = load_model(entry, StatsProvider(settings, reg).source_context)
     spec = dict(model=model_id, paragraphs=paragraphs, max_length=max_length, batch_size=batch_size, device=device,

@@ -278,14 +278,16 @@ class SeriesProvider:
 
     def _measure(self, entry) -> Series:
         from ..inputs.media import InputsUnavailable
-        from ..extract.modalities import sample_names
+        from ..extract.modalities import modality_of, sample_names
         from ..sources import InputsMissing, ModelUnavailable, load_model, source_fingerprint
 
-        if entry.modality != "text" or entry.role not in ("encoder", "decoder"):
+        modality = modality_of(entry)
+        if modality is None or not (modality.tokens and modality.queries_keys) or entry.role not in ("encoder",
+                                                                                                     "decoder"):
             raise ModelUnavailable(f"{entry.id}: training dynamics are measured on text encoders and decoders")
         settings, ctx = self.stats.settings, self.stats.source_context
         try:
-            inputs = self.stats.inputs("text")
+            inputs = self.stats.inputs(modality.inputs)
         except InputsUnavailable as exc:
             raise InputsMissing(f"{entry.id}: {exc}") from None
         measures = []
