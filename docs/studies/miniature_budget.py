@@ -170,13 +170,15 @@ def table(runs: list[dict]) -> str:
                                                                  f"[{got[1][0]:.2f}, {got[1][1]:.2f}])" if got else ""))
             if any(c.strip("– ") for c in cells):
                 lines.append(f"| `{claim}` | " + " | ".join(cells) + " |")
-    lines.append("\n| budget | miniatures | commit | training seconds per miniature (by seed) | wall seconds (2 workers) |")
+    lines.append("\n| budget | miniatures | commit | training seconds per miniature (by seed) | wall seconds of the run |")
     lines.append("|---|---|---|---|---|")
     for run in runs:
         for arch in run.get("archs", ["bert", "gpt2"]):
             secs = ", ".join(str(run["training_seconds"].get(f"mini-{arch}-bytes-s{s}"))
                              for s in SEEDS if run["training_seconds"].get(f"mini-{arch}-bytes-s{s}") is not None)
             wall = run["wall_seconds"] if run["wall_seconds"] is not None else "(from the main job)"
+            if run["wall_seconds"] is not None:  # both architectures side by side, or one alone on every core
+                wall = f"{wall} ({'2 processes, one core each' if len(run.get('archs', ['bert', 'gpt2'])) > 1 else '1 process, 2 cores'})"
             lines.append(f"| {_name(run)} | mini-{arch}-bytes | {str(run.get('git_commit'))[:12]} | {secs or '–'} | "
                          f"{wall} |")
     return "\n".join(lines)
