@@ -52,7 +52,8 @@ def trim(results: dict, command: str, wall_s: float | None = None, peak_mb: floa
             "claim": r["claim_id"], "model": r.get("model_id"), "verdict": r["verdict"],
             "measured": {k: _scalar(v) for k, v in (r.get("measured") or {}).items() if _scalar(v) is not None},
             "statistic": unc.get("statistic"), "value": _scalar(unc.get("value")), "low": _scalar(unc.get("low")),
-            "high": _scalar(unc.get("high")), "fragile": unc.get("fragile"), "expected": r.get("expected"),
+            "high": _scalar(unc.get("high")), "interval": unc.get("name"), "fragile": unc.get("fragile"),
+            "expected": r.get("expected"),
             "inputs": r.get("inputs"), "n_items": r.get("n_items"), "n_vectors": r.get("n_vectors")})
     models = {}
     for model_id, m in (results.get("models") or {}).items():
@@ -97,8 +98,9 @@ def _decided_by(v: dict) -> str:
     if v.get("value") is None:
         return "—"
     text = f"{_num(v['value'])}"
-    if v.get("low") is not None and v.get("high") is not None:
-        text += f" [{_num(v['low'])}, {_num(v['high'])}]"
+    if v.get("low") is not None and v.get("high") is not None:  # named for what it resamples (a p-value's range)
+        text += f" [{_num(v['low'])}, {_num(v['high'])}]" + (f" ({v['interval']})" if v.get("interval") and
+                                                             v["interval"] != "95% CI" else "")
     if v.get("fragile"):
         text += ", fragile"
     return f"{_cell(v.get('statistic') or '')}: {text}"
@@ -135,9 +137,12 @@ def recorded_runs(root: Path) -> str:
     out = []
     for record in records:
         out += [f"### {record['date'][:10]}: `{record['command']}` ({record['profile']})", "", _about(record), "",
-                "| claim | model | verdict | deciding statistic [95% CI] | measured |", "|---|---|---|---|---|"]
+                "| claim | model | verdict | deciding statistic [95% interval over the inputs] | measured |",
+                "|---|---|---|---|---|"]
         for v in record["verdicts"]:
-            verdict = v["verdict"] + (f" (recorded: {v['expected']})" if v.get("expected") else "")
+            expected = v.get("expected")
+            expected = expected.get("verdict") if isinstance(expected, dict) else expected
+            verdict = v["verdict"] + (f" (recorded: {expected})" if expected else "")
             out.append(f"| `{v['claim']}` | {('`' + v['model'] + '`') if v['model'] else '—'} | {_cell(verdict)} | "
                        f"{_decided_by(v)} | {_measured(v)} |")
         out.append("")
