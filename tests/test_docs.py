@@ -11,6 +11,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -220,3 +222,23 @@ def test_the_findings_tables_are_made_from_the_recorded_runs(tmp_path):
     paper["notes"] = {"G.token-nlp-anisotropic m": "the whole validation set has longer paragraphs"}
     (root / "b-paper.json").write_text(json.dumps(paper))
     assert "the whole validation set has longer paragraphs" in hook.profile_comparison(root, registry)
+
+
+def test_a_number_in_the_prose_is_read_from_the_latest_record(tmp_path):
+    """``<!-- aniso:value MODEL CLAIM KEY FORMAT -->`` gives the latest record's number; one that no record holds
+    fails the build instead of showing nothing."""
+    import json
+
+    hook = _records_hook()
+    root = tmp_path / "docs" / "records"
+    root.mkdir(parents=True)
+    for name, value, time in (("a", 0.2544, "2026-01-01T00:00:00+00:00"), ("b", 0.3011, "2026-01-02T00:00:00+00:00")):
+        (root / f"{name}.json").write_text(json.dumps(hook.trim(_results("quick", "holds", value, time), "aniso run m")))
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n")
+    page = "avg cos <!-- aniso:value m G.token-nlp-anisotropic max_avg_cos .2f -->, margin " \
+           "<!-- aniso:value m G.token-nlp-anisotropic value -->"
+    out = hook.on_page_markdown(page, None, {"config_file_path": str(tmp_path / "mkdocs.yml")}, None)
+    assert out == "avg cos 0.30, margin 0.221"
+    with pytest.raises(ValueError, match="aniso:value m G.token-nlp-anisotropic nothing: no record"):
+        hook.on_page_markdown("<!-- aniso:value m G.token-nlp-anisotropic nothing -->", None,
+                              {"config_file_path": str(tmp_path / "mkdocs.yml")}, None)

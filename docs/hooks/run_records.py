@@ -9,6 +9,12 @@ command, date, commit, profile and settings), in place of two markers:
   explanation the record gives (``notes``) of each difference; until a ``paper`` record exists, which models it
   would cover and how to record it.
 
+- ``<!-- aniso:value MODEL CLAIM KEY [FORMAT] -->``: one number of the latest record that measured ``CLAIM`` on
+  ``MODEL``, ``KEY`` of its ``measured`` numbers (or ``value``, ``low``, ``high`` of its deciding statistic, or its
+  ``n_items`` inputs and ``n_vectors`` vectors),
+  formatted by ``FORMAT`` (a format spec, default ``.3g``), so that a number in the prose is a recorded one; a
+  marker whose number no record holds fails the build.
+
 The numbers of these tables are then those of the files. To record a run::
 
     python docs/hooks/run_records.py reports/run-<time>/results.json --command "aniso run all-MiniLM-L6-v2" \\
@@ -19,10 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 RUNS_MARKER = "<!-- aniso:recorded-runs -->"
+#: The numbers of a record's verdict besides its ``measured`` ones that a value marker may name.
+RECORD_KEYS = ("value", "low", "high", "n_items", "n_vectors")
+VALUE_MARKER = re.compile(r"<!-- aniso:value (\S+) (\S+) (\S+)(?: (\S+))? -->")
 PROFILES_MARKER = "<!-- aniso:profile-comparison -->"
 RECORDS = "docs/records"
 #: The settings a record keeps (sizes of the profile, seed, resamples) besides the profile's name.
@@ -193,12 +203,29 @@ def profile_comparison(root: Path, registry_file: Path) -> str:
     return "\n".join(out)
 
 
+def recorded_value(records: list[dict], model: str, claim: str, key: str, spec: str = ".3g") -> str:
+    """``key`` of the latest record's verdict of ``claim`` on ``model`` (see the module docstring), formatted by
+    ``spec``. Raises ValueError naming the marker when no record holds it."""
+    for record in sorted(records, key=lambda r: (r["date"] or "", r["file"]), reverse=True):
+        for v in record["verdicts"]:
+            if v["model"] == model and v["claim"] == claim:
+                number = v["measured"].get(key, v.get(key) if key in RECORD_KEYS else None)
+                if isinstance(number, (int, float)) and not isinstance(number, bool):
+                    return format(number, spec)
+    raise ValueError(f"aniso:value {model} {claim} {key}: no record under {RECORDS}/ holds this number")
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    if RUNS_MARKER not in markdown and PROFILES_MARKER not in markdown:
+    if RUNS_MARKER not in markdown and PROFILES_MARKER not in markdown and not VALUE_MARKER.search(markdown):
         return markdown
     base = Path(config["config_file_path"]).parent
-    markdown = markdown.replace(RUNS_MARKER, recorded_runs(base / RECORDS))
-    return markdown.replace(PROFILES_MARKER, profile_comparison(base / RECORDS, base / "models.yaml"))
+    records = load(base / RECORDS)
+    markdown = VALUE_MARKER.sub(lambda m: recorded_value(records, m[1], m[2], m[3], m[4] or ".3g"), markdown)
+    if RUNS_MARKER in markdown:
+        markdown = markdown.replace(RUNS_MARKER, recorded_runs(base / RECORDS))
+    if PROFILES_MARKER in markdown:
+        markdown = markdown.replace(PROFILES_MARKER, profile_comparison(base / RECORDS, base / "models.yaml"))
+    return markdown
 
 
 def main(argv: list[str] | None = None) -> int:
