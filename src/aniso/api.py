@@ -204,8 +204,8 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     from .common.settings import Settings
 
     if settings is not None and not isinstance(settings, Mapping):
-        raise TypeError(f"settings: {settings!r:.40} ({type(settings).__name__}); give a dict of setting names and values, e.g. "
-                        "{'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
+        raise TypeError(f"settings: {settings!r:.40} ({type(settings).__name__}); give a dict of setting names and "
+                        "values, e.g. {'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
     given = dict(settings or {})
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
     if unknown:
@@ -973,8 +973,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     if isinstance(claims, (list, tuple)) and all(isinstance(c, str) for c in claims):
         claims = ",".join(claims)  # ["G.", "R.decoder-bell-profile"] as "G.,R.decoder-bell-profile"
     if not isinstance(claims, str):
-        raise TypeError(f"claims: {claims!r:.40} ({type(claims).__name__}); give claim ids or prefixes as a comma-separated string "
-                        "or a list of strings (aniso.claims())")
+        raise TypeError(f"claims: {claims!r:.40} ({type(claims).__name__}); give claim ids or prefixes as a "
+                        "comma-separated string or a list of strings (aniso.claims())")
     parse_claims(claims)  # ValueError "claims: ..." naming the item
     base = _settings({}, settings)
     taken = sorted(set(settings or {}) & {"models", "claims", "registry"})

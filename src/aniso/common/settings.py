@@ -71,7 +71,8 @@ def _unknown_variable(environ) -> str | None:
         return None
     close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
     return (f"environment variable {unknown[0]}: no setting has this name"
-            + (f"; did you mean {close[0]}?" if close else "") + " (the settings: docs/settings.md, or the --aniso-* options of pytest --help; unset this one)")
+            + (f"; did you mean {close[0]}?" if close else "")
+            + " (the settings: docs/settings.md, or the --aniso-* options of pytest --help; unset this one)")
 
 
 def _where(name: str) -> str:

@@ -101,6 +101,18 @@ class MediaSet:
         """The identity of the source, whatever the sample: ``<name>@<dataset fingerprint>``."""
         return f"{self.name}@{self.dataset_fingerprint or self.fingerprint}"
 
+    def without(self, drop: tuple[int, ...], reason: str) -> "MediaSet":
+        """The set without the items at indices ``drop``, each named in :attr:`skipped` with ``reason`` (e.g. that it
+        makes a model's hidden states non-finite), as :meth:`aniso.inputs.text.Corpus.without` leaves out
+        paragraphs."""
+        from dataclasses import replace
+
+        gone = set(drop)
+        keep = [i for i in range(len(self.items)) if i not in gone]
+        skipped = self.skipped + tuple((self.names[i], f"{self.names[i]} {reason}") for i in sorted(gone))
+        return replace(self, items=tuple(self.items[i] for i in keep), names=tuple(self.names[i] for i in keep),
+                       skipped=skipped, label=f"{self.label}; {len(gone)} left out: non-finite hidden states")
+
     def describe(self) -> dict:
         """JSON-friendly provenance of the sample (without the data)."""
         out = {k: getattr(self, k) for k in ("dataset", "modality", "name", "label", "origin", "fingerprint",

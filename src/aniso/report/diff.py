@@ -3,8 +3,9 @@
 Results are matched by (claim, model, test). A *verdict* change is a different verdict string (holds, does not hold,
 expected not to hold, skipped, ...). A *number* change is a deciding statistic (:class:`~aniso.judge.results.Uncertainty`)
 whose new value lies outside the old run's interval, or the old value outside the new one's: a move larger than the
-resampling noise of either run. Without intervals (or with one that does not hold its own value), the scalar numbers of ``measured`` are compared, and one that
-differs by more than ``rel_tol`` is reported as a number change "without interval".
+resampling noise of either run. Without intervals (or with one that does not hold its own value), the scalar
+numbers of ``measured`` are compared, and one that differs by more than ``rel_tol`` is reported as a number change
+"without interval".
 
 A *record* change is a registry record whose numbers one run measured otherwise than recorded (stale, see
 :mod:`aniso.judge.records`) and the other did not, or whose stale numbers differ between the runs: the new run

@@ -282,12 +282,10 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
         try:
             return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard)
         except NonFiniteInputs as exc:  # files or paragraphs that make the model non-finite: left out and named
-            names = getattr(inputs, "names", None)
-            if shard.world > 1 or names is None or len(exc.items) >= len(inputs.items):
+            if shard.world > 1 or not hasattr(inputs, "without") or len(exc.items) >= len(inputs.items):
                 raise ModelRefused(str(exc)) from None
             reason = f"makes {loaded.entry.id} produce non-finite hidden states ({exc.fault})"
-            inputs = inputs.without(exc.items, reason) if hasattr(inputs, "without") else \
-                _without_items(inputs, exc.items, reason)
+            inputs = inputs.without(exc.items, reason)
     raise ModelRefused(f"{loaded.entry.id}: more than {MAX_NON_FINITE_PASSES - 1} batches of its inputs give "
                        "non-finite hidden states; the model cannot be measured")
 
@@ -304,18 +302,6 @@ class NonFiniteInputs(ModelRefused):
     def __init__(self, message: str, items: tuple[int, ...], fault: str):
         super().__init__(message)
         self.items, self.fault = items, fault
-
-
-def _without_items(inputs, drop: tuple[int, ...], reason: str):
-    """A :class:`~aniso.inputs.media.MediaSet` without the items ``drop``, each named in ``skipped`` with
-    ``reason``."""
-    from dataclasses import replace
-
-    gone = set(drop)
-    keep = [i for i in range(len(inputs.items)) if i not in gone]
-    skipped = tuple(inputs.skipped) + tuple((inputs.names[i], f"{inputs.names[i]} {reason}") for i in sorted(gone))
-    return replace(inputs, items=tuple(inputs.items[i] for i in keep), names=tuple(inputs.names[i] for i in keep),
-                   skipped=skipped, label=f"{inputs.label}; {len(gone)} left out: non-finite hidden states")
 
 
 def _non_finite_inputs(batch) -> tuple[int, ...] | None:
