@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -251,19 +252,37 @@ def test_ctrl_c_while_the_report_is_written_is_one_line_and_leaves_no_half_repor
     assert not list((clean_env / "reports").glob("run-*"))
 
 
-def test_a_short_corpus_is_measured_and_says_how_many_paragraphs_of_how_many_asked(clean_env, tiny_bert_dir,
-                                                                                    monkeypatch, capsys):
-    """2 paragraphs where 16 are asked for: measured (2 is enough for avg cos), and the run says 2 of 16."""
+def test_a_corpus_of_too_few_tokens_for_the_claim_is_refused_with_the_count(clean_env, tiny_bert_dir, monkeypatch,
+                                                                           capsys):
+    """2 short paragraphs where 16 are asked for: fewer tokens than the claim is decided on (``Claim.min_vectors``),
+    so the model is refused for it in one line with the count and the paragraphs given of those asked, never
+    "holds" on a handful of vectors; a corpus of as few paragraphs that are long enough is measured and says 2 of
+    16."""
+    from aniso.registry.catalog import CLAIMS
+
     corpus = clean_env / "two.txt"
     corpus.write_text("w1 w2 w3 w4 w5 w6 w7\nw8 w9 w10 w11 w12 w13\n")
     monkeypatch.setenv("ANISO_CORPUS", str(corpus))
-    code = main(["run", "tiny", "--registry", str(_tiny_registry(clean_env, tiny_bert_dir)), *TINY_RUN, *TINY_SIZES,
-                 "--aniso-n-sequences", "16"])
+    registry = str(_tiny_registry(clean_env, tiny_bert_dir))
+    code = main(["run", "tiny", "--registry", registry, *TINY_RUN, *TINY_SIZES, "--aniso-n-sequences", "16"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    (refused,) = [line for line in err.splitlines() if "refused:" in line]
+    needed = CLAIMS["G.token-nlp-anisotropic"].min_vectors
+    assert re.search(rf"tiny: G.token-nlp-anisotropic is decided on at least {needed} tokens per layer; its inputs "
+                     r"gave \d+ from 2 input\(s\) \(.*only 2 paragraphs, 16 requested", refused), refused
+    results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())["results"]
+    assert [r["verdict"] for r in results] == ["skipped"], results
+
+    corpus.write_text(" ".join(f"w{i}" for i in range(60)) + "\n" + " ".join(f"w{i}" for i in range(60, 120)) + "\n")
+    code = main(["run", "tiny", "--registry", registry, *TINY_RUN, "--", "--aniso-max-length", "64",
+                 "--aniso-n-bootstrap", "0", "--aniso-n-sequences", "16"])
     out, err = capsys.readouterr()
     assert code in (0, 1), out[-3000:] + err[-3000:]
     assert "only 2 paragraphs, 16 requested" in out
-    results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())
-    assert "only 2 paragraphs, 16 requested" in results["results"][0]["inputs_label"]
+    written = sorted((clean_env / "reports").glob("run-*/results.json"))[-1]
+    result = json.loads(written.read_text())["results"][0]
+    assert "only 2 paragraphs, 16 requested" in result["inputs_label"] and result["n_vectors"] >= needed, result
 
 
 def test_a_recording_with_nan_samples_is_skipped_and_named_and_the_model_measured(clean_env, monkeypatch, capsys):

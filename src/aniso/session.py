@@ -18,6 +18,7 @@ from .judge.results import (ClaimResult, NotYetExecutable, RegistryRow, ResultsD
                             dump_results, file_digest, model_layers, provenance, verdict_counts,
                             write_results)
 from .extract.architecture_check import ArchitectureChecks
+from .extract.modalities import modality_of
 from .registry.catalog import get_claim, not_yet_executable
 
 #: The false discovery rate of the claims adjusted across a run's models, and the level of their tests.
@@ -554,7 +555,29 @@ class ClaimContext:
         except ModelUnavailable as exc:
             self.skip(exc)
         self._second_order_kept(stats)
-        return self.note_inputs(stats)
+        self.note_inputs(stats)
+        self._enough_vectors(self.entry, stats.meta.get("n_tokens"), stats.meta.get("n_sequences"),
+                             stats.meta.get("corpus", {}).get("label"))
+        return stats
+
+    def _enough_vectors(self, entry: ModelEntry, n_vectors: int | None, n_items: int | None, label: str | None
+                        ) -> None:
+        """Refuse the model for this claim (a *refused* skip: exit 2, one line) when its inputs gave fewer hidden-state
+        vectors per layer than the claim is decided on (:attr:`~aniso.registry.catalog.Claim.min_vectors`): a verdict
+        on a handful of tokens would say nothing about the text. Names the model, the claim, the count and the
+        setting to change."""
+        from .registry.catalog import CLAIMS
+
+        claim = CLAIMS.get(self.result.claim_id)
+        needed = claim.min_vectors if claim is not None else 0
+        if n_vectors is None or n_vectors >= needed:
+            return
+        modality = modality_of(entry)
+        what = modality.vectors if modality is not None else "vectors"
+        self.skip(ModelRefused(
+            f"{entry.id}: {self.result.claim_id} is decided on at least {needed} {what} per layer; its inputs gave "
+            f"{n_vectors} from {n_items if n_items is not None else '?'} input(s) ({label or 'unnamed'}); give it "
+            "more inputs (setting corpus, or the modality's data folder; setting n_sequences)"))
 
     def _second_order_kept(self, stats: ModelStats) -> None:
         """Skip the test as not applicable, naming the setting, when the claim reads second-order statistics (SVD
@@ -625,6 +648,8 @@ class ClaimContext:
                                     f"{', '.join(str(s) for s in series.steps)})")
         self.result.n_items = inputs.get("n_sequences")
         self.result.n_vectors = series.measures[-1].meta.get("n_tokens")
+        self._enough_vectors(entry, min((m.meta.get("n_tokens") or 0) for m in series.measures),
+                             inputs.get("n_sequences"), inputs.get("label"))
         return series
 
     def reference_stats(self, all_of: tuple[str, ...]) -> tuple[ModelEntry, ModelStats]:

@@ -77,3 +77,19 @@ def test_the_claims_that_compare_models_are_the_ones_whose_tests_read_other_mode
     assert reading, "no claim test reads another model: the scan is broken"
     assert marked == reading, (f"read other models but not marked: {sorted(reading - marked)}; "
                                f"marked but read none: {sorted(marked - reading)}")
+
+
+def test_every_statistic_has_a_minimum_of_vectors_and_every_claim_over_inputs_needs_some():
+    """:data:`MIN_VECTORS` has a row for every statistic the pipeline computes (a new statistic must say how many
+    vectors its claims are decided on), and a claim that reads inputs' hidden states (its statistics, or checkpoint
+    series over seeds) needs at least one vector; the untrained block's claims, which draw their own, need none."""
+    from aniso.registry.catalog import CLAIMS, MIN_VECTORS
+    from aniso.stats.pipeline import ALL_STATISTICS
+
+    assert set(MIN_VECTORS) == set(ALL_STATISTICS)
+    for claim in CLAIMS.values():
+        reads_inputs = any(MIN_VECTORS[s] for s in claim.statistics) or claim.over_seeds
+        assert (claim.min_vectors > 0) == reads_inputs, claim.id
+    assert CLAIMS["X.rogue-dimensions"].min_vectors == MIN_VECTORS["second-order"]
+    assert CLAIMS["G.qk-dot-grows"].min_vectors == MIN_VECTORS["first-order"]
+    assert CLAIMS["G.block-norm-fixed-point"].min_vectors == 0

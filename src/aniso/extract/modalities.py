@@ -66,6 +66,7 @@ class Modality:
     tokens : whether the inputs are token sequences of a tokenizer, whose ids index an input embedding matrix: the
         corpus is checked for real (non-special) tokens, the first token is named, and the embedding matrix's
         partition isotropy (M §3) is measured
+    vectors : what one hidden-state vector of a layer stands for, in the messages that count them
     """
 
     name: str
@@ -79,6 +80,7 @@ class Modality:
     one_vector_per_input: bool = False
     queries_keys: bool = True
     tokens: bool = False
+    vectors: str = "vectors"
 
 
 # -- text ---------------------------------------------------------------------------------------------------------
@@ -197,13 +199,14 @@ def _cnn_layers(model) -> int | None:
 MODALITIES: dict[str, Modality] = {
     m.name: m for m in (
         Modality("text", "text", _run_text, layer_names, True, lambda seed: list(CHECK_TEXTS), _text_tokenizer,
-                 lambda model: len(layer_names(model)), tokens=True),
+                 lambda model: len(layer_names(model)), tokens=True,
+                 vectors="tokens"),
         Modality("speech", "speech", _run_speech, speech_layer_names, True, _tones, _feature_extractor,
-                 lambda model: len(speech_layer_names(model))),
+                 lambda model: len(speech_layer_names(model)), vectors="frames"),
         Modality("vision-transformer", "vision", _run_patches, lambda model: None, True, _noise_images,
-                 _image_processor, _vit_layers),
+                 _image_processor, _vit_layers, vectors="patches"),
         Modality("cnn-map", "vision", _run_maps, lambda model: None, False, _noise_images, _image_processor,
-                 _cnn_layers, one_vector_per_input=True, queries_keys=False),
+                 _cnn_layers, one_vector_per_input=True, queries_keys=False, vectors="images"),
     )
 }
 

@@ -30,6 +30,14 @@ POWER_EFFECT_SOURCE = ("the suite's convention, a strong association (bivariate-
                        "large): the paper states no effect size")
 #: How a claim's p-values are adjusted across the models of a run (each claim's family: its tests in the run).
 FAMILY_ADJUSTMENT = "Benjamini-Hochberg"
+#: The fewest hidden-state vectors per layer (text: real tokens, not special ones; speech: frames; vision: patches or
+#: images) a claim is decided on, by the statistics it reads: the suite's convention, the papers state none. Below 64
+#: vectors an average over pairs (2,016 of them) or a correlation over layers rests on a few sentences; the SVD
+#: spectrum, TwoNN's nearest neighbours and the sampled pairs of the second order need twice that. Statistics read
+#: from the weights (the embedding matrices' isotropy) need no inputs. Fewer vectors: the model is refused for the
+#: claim, with the count (:meth:`aniso.session.ClaimContext.stats`).
+MIN_VECTORS = {"first-order": 64, "first-token-excluded": 64, "final-norm": 64, "attention-sink": 64,
+               "second-order": 128, "embedding-isotropy": 0}
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,14 @@ class Claim:
     #: True for a claim whose test reads other models' statistics (a comparison or a reference model): a run over
     #: several workers schedules its tests after every model's own (:mod:`aniso.common.workers`).
     compares_models: bool = False
+
+    @property
+    def min_vectors(self) -> int:
+        """The fewest hidden-state vectors per layer this claim is decided on (:data:`MIN_VECTORS` of the statistics
+        it reads; a claim over checkpoint series reads their first-order statistics); 0 for a claim that reads no
+        inputs' hidden states (the untrained block's own draws, weights)."""
+        kinds = self.statistics or (("first-order",) if self.over_seeds else ())
+        return max((MIN_VECTORS[k] for k in kinds), default=0)
 
 
 CLAIMS: dict[str, Claim] = {
