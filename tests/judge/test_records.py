@@ -97,3 +97,20 @@ models:
                      "by the run, left as recorded: extra"]
     with pytest.raises(ValueError, match="nowhere G.drift"):
         refresh_records(text, [stale.model_copy(update={"model_id": "nowhere"})])
+
+
+def test_a_monte_carlo_p_value_is_held_to_the_precision_its_orderings_are_sized_for():
+    """gemma-3-270m's Pearson p was recorded 0.192 and measured 0.1898 with another seeded null sample: within the
+    10% relative precision of a Monte Carlo p-value, not stale; the same change of an exact p-value is stale, and a
+    Monte Carlo p-value 20% off is stale too."""
+    from aniso.metrics import MC_RELATIVE_ERROR
+
+    mc = "Monte Carlo: 1,598,400 seeded orderings (seed 1), p >= 2/1,598,401"
+    assert stale_numbers({"p_value": 0.192, "spearman_p": 0.57}, {"p_value": 0.1898, "spearman_p": 0.5784,
+                                                                  "p_method": mc}) == []
+    assert tolerance_of("spearman_p", monte_carlo=True).relative == MC_RELATIVE_ERROR
+    assert tolerance_of("coefficient", monte_carlo=True).name == "real number"
+    exact = stale_numbers({"p_value": 0.192}, {"p_value": 0.1898, "p_method": "exact: all 40,320 orderings"})
+    assert [d.key for d in exact] == ["p_value"]
+    off = stale_numbers({"depth_spearman_p": 0.2}, {"depth_spearman_p": 0.24, "depth_p_method": mc})
+    assert [(d.key, d.tolerance.split(":")[0]) for d in off] == [("depth_spearman_p", "Monte Carlo p-value")]

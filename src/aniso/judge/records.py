@@ -8,7 +8,10 @@ must be re-measured, its reason re-rendered), and the report and ``aniso diff`` 
 :data:`TOLERANCES`, chosen by the key's name:
 
 * p-values (keys ``p``, ``p_value``, ``*_p``, ``*_p_value``): 0.002 absolute or 1% relative, whichever is larger; an
-  exact permutation p-value moves in steps of 2/n! (0.0004 for 7 points) when two points swap ranks;
+  exact permutation p-value moves in steps of 2/n! (0.0004 for 7 points) when two points swap ranks. Where the test
+  says its p-values are Monte Carlo (a ``p_method`` or ``*_p_method`` of the same numbers starting "Monte Carlo"),
+  0.002 absolute or :data:`aniso.metrics.MC_RELATIVE_ERROR` (10%) relative: the precision its orderings are sized
+  for, so that another null sample of the same size is not a stale record;
 * any other real number: 1% relative, or 1e-4 absolute near zero;
 * whole numbers, booleans and words: equal.
 
@@ -23,6 +26,8 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from ..metrics import MC_RELATIVE_ERROR
 
 __all__ = ["Tolerance", "TOLERANCES", "tolerance_of", "Drift", "stale_numbers", "names_any", "refresh_records",
            "record_new_findings"]
@@ -47,15 +52,26 @@ class Tolerance:
 
 
 #: (key pattern, tolerance), first match wins; see the module docstring.
+P_VALUE_KEY = re.compile(r"(^|_)p(_value)?$")
 TOLERANCES: tuple[tuple[re.Pattern, Tolerance], ...] = (
-    (re.compile(r"(^|_)p(_value)?$"), Tolerance("p-value", 0.01, 0.002)),
+    (P_VALUE_KEY, Tolerance("p-value", 0.01, 0.002)),
     (re.compile(r".*"), Tolerance("real number", 0.01, 1e-4)),
 )
+#: A Monte Carlo p-value's tolerance: the relative precision its orderings are sized for.
+MONTE_CARLO_P = Tolerance("Monte Carlo p-value", MC_RELATIVE_ERROR, 0.002)
 
 
-def tolerance_of(key: str) -> Tolerance:
-    """The tolerance of a recorded number under ``key`` (the last part of its path, e.g. ``spearman_p``)."""
+def tolerance_of(key: str, monte_carlo: bool = False) -> Tolerance:
+    """The tolerance of a recorded number under ``key`` (the last part of its path, e.g. ``spearman_p``);
+    ``monte_carlo``: the test's p-values are Monte Carlo ones (:data:`MONTE_CARLO_P` for a p-value key)."""
+    if monte_carlo and P_VALUE_KEY.search(key):
+        return MONTE_CARLO_P
     return next(t for pattern, t in TOLERANCES if pattern.search(key))
+
+
+def _monte_carlo(measured: dict[str, Any]) -> bool:
+    """Whether a claim result's ``measured`` numbers say their p-values are Monte Carlo ones."""
+    return any(str(k).endswith("p_method") and str(v).startswith("Monte Carlo") for k, v in measured.items())
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,7 @@ def stale_numbers(recorded: dict[str, Any] | None, measured: dict[str, Any]) -> 
     """The recorded numbers of a record that ``measured`` (a claim result's ``measured``) does not reproduce within
     their tolerance (:data:`TOLERANCES`), in the record's key order; empty when the record holds no numbers."""
     out: list[Drift] = []
+    monte_carlo = _monte_carlo(measured)
 
     def walk(path: str, key: str, want: Any, got: Any) -> None:
         if got is None and want is not None:
@@ -114,7 +131,7 @@ def stale_numbers(recorded: dict[str, Any] | None, measured: dict[str, Any]) -> 
             if want != got:
                 out.append(Drift(path, want, got, "equal (a count)"))
         elif _is_real(want) and _is_real(got):
-            tol = tolerance_of(key)
+            tol = tolerance_of(key, monte_carlo)
             if not tol.admits(float(want), float(got)):
                 out.append(Drift(path, want, got, str(tol)))
         else:
