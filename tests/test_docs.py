@@ -239,6 +239,36 @@ def test_a_number_in_the_prose_is_read_from_the_latest_record(tmp_path):
            "<!-- aniso:value m G.token-nlp-anisotropic value -->"
     out = hook.on_page_markdown(page, None, {"config_file_path": str(tmp_path / "mkdocs.yml")}, None)
     assert out == "avg cos 0.30, margin 0.221"
+    # a later paper-profile record is set beside the prose's profile in its own table, never read by the prose
+    (root / "c.json").write_text(json.dumps(hook.trim(_results("paper", "holds", 0.4, "2026-01-03T00:00:00+00:00"),
+                                                      "aniso run m --aniso-profile paper")))
+    out = hook.on_page_markdown(page, None, {"config_file_path": str(tmp_path / "mkdocs.yml")}, None)
+    assert out == "avg cos 0.30, margin 0.221"
     with pytest.raises(ValueError, match="aniso:value m G.token-nlp-anisotropic nothing: no record"):
         hook.on_page_markdown("<!-- aniso:value m G.token-nlp-anisotropic nothing -->", None,
                               {"config_file_path": str(tmp_path / "mkdocs.yml")}, None)
+
+
+def test_a_verdict_in_the_prose_is_read_from_the_latest_record(tmp_path):
+    """``<!-- aniso:verdict MODEL CLAIM -->`` gives the latest record's verdict as the record spells it, and a value
+    marker gives a measured value the record keeps as text (a layer's name) as it is; a verdict that no record holds
+    fails the build instead of showing nothing."""
+    import json
+
+    hook = _records_hook()
+    root = tmp_path / "docs" / "records"
+    root.mkdir(parents=True)
+    for name, verdict, time in (("a", "holds", "2026-01-02T00:00:00+00:00"),
+                                ("b", "underpowered at this size", "2026-01-01T00:00:00+00:00")):
+        (root / f"{name}.json").write_text(json.dumps(hook.trim(_results("quick", verdict, 0.3, time), "aniso run m")))
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n")
+    config = {"config_file_path": str(tmp_path / "mkdocs.yml")}
+    page = "anisotropic at layer <!-- aniso:value m G.token-nlp-anisotropic layer_of_max -->: " \
+           "<!-- aniso:verdict m G.token-nlp-anisotropic -->"
+    assert hook.on_page_markdown(page, None, config, None) == "anisotropic at layer 5: holds"  # a, the later date
+    (root / "c.json").write_text(json.dumps(hook.trim(_results("quick", "expected not to hold", 0.3,
+                                                               "2026-01-03T00:00:00+00:00"), "aniso run m")))
+    assert hook.on_page_markdown(page, None, config, None).endswith(": expected not to hold")
+    for model, claim in (("m", "G.char-nlp-anisotropic"), ("other", "G.token-nlp-anisotropic")):  # skipped; not run
+        with pytest.raises(ValueError, match=f"aniso:verdict {model} {claim}: no record"):
+            hook.on_page_markdown(f"<!-- aniso:verdict {model} {claim} -->", None, config, None)

@@ -1,6 +1,6 @@
 """MkDocs hook: on the findings page, the tables of the recorded claim runs (``docs/records/*.json``: each file one
 run of ``aniso run`` / ``pytest claims/``, trimmed from its ``results.json`` to what the tables show, with its
-command, date, commit, profile and settings), in place of two markers:
+command, date, commit, profile and settings), and the numbers and verdicts of the prose, in place of these markers:
 
 - ``<!-- aniso:recorded-runs -->``: one table per recorded run, its verdicts with their deciding statistic and 95%
   interval;
@@ -9,11 +9,16 @@ command, date, commit, profile and settings), in place of two markers:
   explanation the record gives (``notes``) of each difference; until a ``paper`` record exists, which models it
   would cover and how to record it.
 
-- ``<!-- aniso:value MODEL CLAIM KEY [FORMAT] -->``: one number of the latest record that measured ``CLAIM`` on
+- ``<!-- aniso:value MODEL CLAIM KEY [FORMAT] -->``: one number of the latest ``quick``-profile record (the profile
+  CI runs; :data:`PROSE_PROFILE`) that measured ``CLAIM`` on
   ``MODEL``, ``KEY`` of its ``measured`` numbers (or ``value``, ``low``, ``high`` of its deciding statistic, or its
   ``n_items`` inputs and ``n_vectors`` vectors),
   formatted by ``FORMAT`` (a format spec, default ``.3g``), so that a number in the prose is a recorded one; a
-  marker whose number no record holds fails the build.
+  ``measured`` value that the record keeps as text (a layer's name: ``layer_of_max`` is ``"5"`` or ``"enc.6"``) is
+  given as it is (or formatted by ``FORMAT`` if one is given). A marker whose value no record holds fails the build.
+- ``<!-- aniso:verdict MODEL CLAIM -->``: the verdict of the latest record that measured ``CLAIM`` on ``MODEL``, as
+  the record spells it (``holds``, ``expected not to hold``, ``underpowered at this size``, ...), so that a verdict
+  in the prose is a recorded one; a marker whose verdict no record holds fails the build.
 
 The numbers of these tables are then those of the files. To record a run::
 
@@ -33,6 +38,7 @@ RUNS_MARKER = "<!-- aniso:recorded-runs -->"
 #: The numbers of a record's verdict besides its ``measured`` ones that a value marker may name.
 RECORD_KEYS = ("value", "low", "high", "n_items", "n_vectors")
 VALUE_MARKER = re.compile(r"<!-- aniso:value (\S+) (\S+) (\S+)(?: (\S+))? -->")
+VERDICT_MARKER = re.compile(r"<!-- aniso:verdict (\S+) (\S+) -->")
 PROFILES_MARKER = "<!-- aniso:profile-comparison -->"
 RECORDS = "docs/records"
 #: The settings a record keeps (sizes of the profile, seed, resamples) besides the profile's name.
@@ -203,24 +209,50 @@ def profile_comparison(root: Path, registry_file: Path) -> str:
     return "\n".join(out)
 
 
-def recorded_value(records: list[dict], model: str, claim: str, key: str, spec: str = ".3g") -> str:
+#: The profile whose records the prose's markers read: the one CI runs and the page describes (a ``paper`` record
+#: is shown beside it in the profile comparison, never in its place).
+PROSE_PROFILE = "quick"
+
+
+def _latest_first(records: list[dict]) -> list[dict]:
+    """The records of :data:`PROSE_PROFILE`, the latest first."""
+    return sorted((r for r in records if r.get("profile") == PROSE_PROFILE), key=lambda r: (r["date"] or "", r["file"]),
+                  reverse=True)
+
+
+def recorded_value(records: list[dict], model: str, claim: str, key: str, spec: str | None = None) -> str:
     """``key`` of the latest record's verdict of ``claim`` on ``model`` (see the module docstring), formatted by
-    ``spec``. Raises ValueError naming the marker when no record holds it."""
-    for record in sorted(records, key=lambda r: (r["date"] or "", r["file"]), reverse=True):
+    ``spec`` (``.3g`` for a number when none is given; a text value as it is). Raises ValueError naming the marker
+    when no record holds it."""
+    for record in _latest_first(records):
         for v in record["verdicts"]:
             if v["model"] == model and v["claim"] == claim:
                 number = v["measured"].get(key, v.get(key) if key in RECORD_KEYS else None)
                 if isinstance(number, (int, float)) and not isinstance(number, bool):
-                    return format(number, spec)
+                    return format(number, spec or ".3g")
+                if isinstance(number, str):
+                    return format(number, spec or "")
     raise ValueError(f"aniso:value {model} {claim} {key}: no record under {RECORDS}/ holds this number")
 
 
+def recorded_verdict(records: list[dict], model: str, claim: str) -> str:
+    """The verdict of the latest record that measured ``claim`` on ``model``, as the record spells it. Raises
+    ValueError naming the marker when no record holds it."""
+    for record in _latest_first(records):
+        for v in record["verdicts"]:
+            if v["model"] == model and v["claim"] == claim and v.get("verdict"):
+                return v["verdict"]
+    raise ValueError(f"aniso:verdict {model} {claim}: no record under {RECORDS}/ holds this verdict")
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    if RUNS_MARKER not in markdown and PROFILES_MARKER not in markdown and not VALUE_MARKER.search(markdown):
+    if (RUNS_MARKER not in markdown and PROFILES_MARKER not in markdown and not VALUE_MARKER.search(markdown)
+            and not VERDICT_MARKER.search(markdown)):
         return markdown
     base = Path(config["config_file_path"]).parent
     records = load(base / RECORDS)
-    markdown = VALUE_MARKER.sub(lambda m: recorded_value(records, m[1], m[2], m[3], m[4] or ".3g"), markdown)
+    markdown = VALUE_MARKER.sub(lambda m: recorded_value(records, m[1], m[2], m[3], m[4]), markdown)
+    markdown = VERDICT_MARKER.sub(lambda m: recorded_verdict(records, m[1], m[2]), markdown)
     if RUNS_MARKER in markdown:
         markdown = markdown.replace(RUNS_MARKER, recorded_runs(base / RECORDS))
     if PROFILES_MARKER in markdown:
