@@ -565,12 +565,13 @@ class ClaimContext:
         """Refuse the model for this claim (a *refused* skip: exit 2, one line) when its inputs gave fewer hidden-state
         vectors per layer than the claim is decided on (:attr:`~aniso.registry.catalog.Claim.min_vectors`): a verdict
         on a handful of tokens would say nothing about the text. Names the model, the claim, the count and the
-        setting to change."""
+        setting to change. A twin run is exempt: its verdicts check the code path on random weights and are never
+        findings, so a few inputs are what it is for."""
         from .registry.catalog import CLAIMS
 
         claim = CLAIMS.get(self.result.claim_id)
         needed = claim.min_vectors if claim is not None else 0
-        if n_vectors is None or n_vectors >= needed:
+        if n_vectors is None or n_vectors >= needed or self._session.twin is not None:
             return
         modality = modality_of(entry)
         what = modality.vectors if modality is not None else "vectors"
