@@ -23,6 +23,24 @@ def test_provider_computes_caches_and_reuses(tiny_bert_entry, tmp_path):
     assert first.summaries()[0].n_svd_batches == first.meta["n_tokens"] // 50
 
 
+def test_a_cache_entry_read_back_is_named_by_this_runs_inputs(tiny_bert_entry, tmp_path):
+    """A copy of the same text under another name hits the entry computed from the first (keyed by content), and
+    the statistics name the copy this run read, never the file the entry was computed from."""
+    text = "\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60))
+    first, copy = tmp_path / "first.txt", tmp_path / "corpus é copy.txt"
+    first.write_text(text)
+    copy.write_text(text)
+    stats = []
+    for path in (first, copy):
+        settings = Settings(corpus=str(path), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+                            svd_batch_size=50)
+        stats.append(StatsProvider(settings, Registry([tiny_bert_entry])).get(tiny_bert_entry))
+    assert stats[1].meta["cache"]["hit"] is True
+    assert stats[0].meta["corpus"]["fingerprint"] == stats[1].meta["corpus"]["fingerprint"]
+    assert "first.txt" in stats[0].meta["corpus"]["label"]
+    assert "corpus é copy.txt" in stats[1].meta["corpus"]["label"] and "first.txt" not in str(stats[1].meta["corpus"])
+
+
 def test_first_order_claims_keep_no_d_by_d_matrix(tiny_bert_entry, tmp_path):
     """A run whose claims read first-order statistics only (every claim on pre-trained models today) keeps no
     Σxxᵀ, SVD batch or reservoir; the same first-order numbers as a run that keeps everything."""

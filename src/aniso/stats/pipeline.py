@@ -59,6 +59,9 @@ ALL_STATISTICS = frozenset({FIRST_ORDER, SECOND_ORDER, FIRST_TOKEN_EXCLUDED, FIN
 #: every Transformer layer and for CNN maps from 7 x 7 x 320 down, at <= 128 KiB per input and layer, in at most
 #: :data:`~aniso.stats.accumulators.INPUT_GROUPS` rows (32 MiB per layer at most, whatever the number of inputs).
 PER_INPUT_MAX_DIM = 16_384
+#: The fields of the inputs' description that name them (file or folder, label) rather than follow from their
+#: content: a cache entry read back takes them from this run's inputs.
+NAMING_FIELDS = ("name", "label", "origin")
 
 
 def _refuse(entry: ModelEntry, name: str, exc: Exception, batch, n_seq: int) -> None:
@@ -508,7 +511,7 @@ class StatsProvider:
             return self._compute(entry, ctx, modality, inputs, fingerprint, key)
         # An entry with every statistic (`aniso extract`, a full run) serves a run that reads fewer.
         for candidate in dict.fromkeys((key, key_of(ALL_STATISTICS))):
-            cached = None if self.settings.no_cache else self._cached(entry, candidate)
+            cached = None if self.settings.no_cache else self._cached(entry, candidate, inputs)
             if cached is not None:
                 return cached
         if shards > self.shard.world:
@@ -517,7 +520,7 @@ class StatsProvider:
                                    f"`torchrun --nproc-per-node {shards} -m aniso.cli extract {entry.id}`")
         # One process computes an entry; others sharing the cache folder (pytest -n) wait for it, then read it.
         with nullcontext() if self.shard.world > 1 else exclusive(Path(self.settings.cache_dir) / key):
-            cached = self._cached(entry, key)
+            cached = self._cached(entry, key, inputs)
             if cached is not None:
                 return cached
             stats = self._compute(entry, ctx, modality, inputs, fingerprint, key)
@@ -530,9 +533,15 @@ class StatsProvider:
                                   "computes them again", RuntimeWarning, stacklevel=2)
         return stats
 
-    def _cached(self, entry: ModelEntry, key: str) -> ModelStats | None:
+    def _cached(self, entry: ModelEntry, key: str, inputs) -> ModelStats | None:
+        """The cache entry ``key``, or None. The entry is keyed by the inputs' content, not their names: the file or
+        folder this run read (another copy of the same text, under another name) names them, not the one the entry
+        was computed from."""
         cached = self.cache.load(key)
         if cached is not None:
+            described = inputs.describe()
+            corpus = cached.meta.setdefault("corpus", {})
+            corpus.update({k: described[k] for k in NAMING_FIELDS if k in described})
             cached.meta["cache"] = {"key": key, "hit": True}
             log.info("%s: statistics from cache %s", entry.id, key)
         return cached
