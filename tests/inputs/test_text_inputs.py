@@ -77,3 +77,32 @@ def test_a_tokenizer_that_adds_bos_gives_every_sequence_the_same_first_token():
     assert first_token(_word_tokenizer(False), ["w1 w2", "w1 w3"])["fixed"]  # one first word everywhere: fixed too
     assert not first_token(_word_tokenizer(True), ["w1"])["fixed"]  # one sequence says nothing
 
+
+
+def test_a_file_of_nul_bytes_is_binary_and_utf16_without_a_mark_is_named_so(tmp_path):
+    """NUL bytes only (valid UTF-8, but no text) are binary data, not "UTF-16" with advice to convert it; UTF-16
+    without a byte-order mark (NULs in every other byte) is still named UTF-16."""
+    nul = tmp_path / "nul.txt"
+    nul.write_bytes(b"\x00" * 5000)
+    with pytest.raises(CorpusError, match=r"nul.txt is not UTF-8 text: it holds NUL bytes"):
+        load_corpus(nul, 16, 0)
+    utf16 = tmp_path / "utf16.txt"
+    utf16.write_bytes(("one paragraph of words here\n\nanother paragraph of words\n" * 20).encode("utf-16-le"))
+    with pytest.raises(CorpusError, match=r"utf16.txt is not UTF-8 text: it is UTF-16"):
+        load_corpus(utf16, 16, 0)
+
+
+def test_one_paragraph_repeated_is_refused_and_repeats_in_a_sample_are_named(tmp_path):
+    """64 copies of one paragraph are one input, not 64: refused with the count of distinct paragraphs. A corpus
+    with some repeats is measured, and its label says how many sampled paragraphs repeat another."""
+    same = tmp_path / "repeat.txt"
+    same.write_text("the same paragraph of words, again and again\n" * 64)
+    with pytest.raises(CorpusError, match=r"repeat.txt has 64 paragraph\(s\), 1 distinct; at least 2 distinct"):
+        load_corpus(same, 16, 0)
+    some = tmp_path / "some.txt"
+    some.write_text("first paragraph of words\nsecond paragraph of words\nfirst paragraph of words\n")
+    corpus = load_corpus(some, 16, 0)
+    assert len(corpus.sequences) == 3 and "1 of the 3 sampled paragraphs repeat another" in corpus.label
+    distinct = tmp_path / "distinct.txt"
+    distinct.write_text("first paragraph of words\nsecond paragraph of words\n")
+    assert "repeat" not in load_corpus(distinct, 16, 0).label

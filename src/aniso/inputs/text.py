@@ -202,7 +202,7 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     kind = binary_kind(head)
     if kind is not None:
         raise CorpusError(f"{what} {path} is not text: it is {kind}; decompress it first")
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head.count(0) > len(head) // 4:
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):
         raise CorpusError(f"{what} {path} is not UTF-8 text: it is UTF-16; save it as UTF-8 (e.g. iconv -f UTF-16 "
                           "-t UTF-8)")
     if b"\x00" in data:
@@ -213,14 +213,33 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
         raise CorpusError(f"{what} {path} is not UTF-8 text ({exc})") from None
 
 
+def _utf16_without_bom(head: bytes) -> bool:
+    """Whether ``head`` looks like UTF-16 text without a byte-order mark: NUL bytes in one byte position of each
+    pair (the high byte of Latin characters) and not in the other. A file of NUL bytes only is binary, not UTF-16."""
+    if len(head) < 4:
+        return False
+    even, odd = head[0::2], head[1::2]
+    zeros = (even.count(0) / len(even), odd.count(0) / len(odd))
+    return max(zeros) > 0.5 and min(zeros) < 0.1
+
+
 def corpus_paragraphs(path: Path | str) -> list[str]:
     """The paragraphs of a corpus file (:func:`wikitext_paragraphs` of :func:`read_text_file`). Raises
-    :class:`CorpusError` naming the file when it cannot be read as UTF-8 text or has fewer than 2 paragraphs
-    (a blank file has none)."""
+    :class:`CorpusError` naming the file when it cannot be read as UTF-8 text or has fewer than 2 distinct
+    paragraphs (a blank file has none; a file of one paragraph repeated has one: its copies are not independent
+    inputs, and a bootstrap over them would resample one text)."""
     paragraphs = wikitext_paragraphs(read_text_file(path))
-    if len(paragraphs) < 2:
-        raise CorpusError(f"corpus file {path} has {len(paragraphs)} paragraph(s); at least 2 are needed")
+    distinct = len(set(paragraphs))
+    if distinct < 2:
+        copies = f", {distinct} distinct" if len(paragraphs) > distinct else ""
+        raise CorpusError(f"corpus file {path} has {len(paragraphs)} paragraph(s){copies}; at least 2 distinct "
+                          "are needed")
     return paragraphs
+
+
+def repeated(sequences) -> int:
+    """How many of ``sequences`` repeat an earlier one (0 when all are distinct)."""
+    return len(sequences) - len(set(sequences))
 
 
 def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reachable: bool = False) -> Corpus:
@@ -250,8 +269,10 @@ def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reacha
             name, label = "local-corpus", f"local corpus {path.name} (no dataset this suite knows by its content)"
         if len(paragraphs) < n_sequences < ALL:
             label += f"; only {len(paragraphs)} paragraphs, {n_sequences} requested"
-        return Corpus(name, label, str(path), fingerprint, sample_sequences(paragraphs, n_sequences, seed),
-                      len(paragraphs), seed)
+        sample = sample_sequences(paragraphs, n_sequences, seed)
+        if repeated(sample):  # copies are measured, but a reader must know they are not independent inputs
+            label += f"; {repeated(sample)} of the {len(sample)} sampled paragraphs repeat another"
+        return Corpus(name, label, str(path), fingerprint, sample, len(paragraphs), seed)
     if hub_reachable:
         paragraphs = _from_datasets()
         if paragraphs:
