@@ -62,6 +62,8 @@ FAULTS = {
     "random": (_random, "model.safetensors: not a safetensors file"),
     "heads": (lambda f: _config(f, num_attention_heads=5), "cannot be built from its config.json"),
     "json-list": (lambda f: (f / "config.json").write_text("[1, 2]"), "config.json holds a JSON list"),
+    # a field of the wrong type: huggingface_hub's strict-dataclass error (not a ValueError), named with the field
+    "wrong-type": (lambda f: _config(f, num_hidden_layers="six"), "Field 'num_hidden_layers' expected int"),
 }
 
 
@@ -72,7 +74,7 @@ def quiet_run(tmp_path, monkeypatch):
     monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return ["--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic", "--",
-            "--aniso-n-sequences", "4", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
+            "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))

@@ -49,7 +49,20 @@ NO_VOCABULARY_TOKENIZERS = ("CanineTokenizer", "ByT5Tokenizer")
 VOCABULARY_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "tokenizer.model",
                     "sentencepiece.bpe.model", "spm.model", "sentencepiece.model", "vocab.model", "bpe.codes")
 #: Exceptions of a model's construction from a config that cannot be built (not OSError: files not found).
-_BUILD_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, AssertionError, RuntimeError)
+def _build_errors() -> tuple[type[BaseException], ...]:
+    """What building a model from a config.json that does not fit its class raises: Python's errors, and the
+    validation error of a config field of the wrong type (``num_hidden_layers: "six"``: huggingface_hub's strict
+    dataclasses, not a ValueError)."""
+    errors: tuple[type[BaseException], ...] = (ValueError, TypeError, KeyError, AttributeError, IndexError,
+                                               AssertionError, RuntimeError)
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:  # an older huggingface_hub: no strict dataclasses
+        return errors
+    return errors + (StrictDataclassError,)
+
+
+_BUILD_ERRORS = _build_errors()
 
 
 def folder_problem(folder: str | Path, modality: str) -> str | None:
@@ -191,9 +204,9 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         except (OSError, torch.OutOfMemoryError):
             raise
         except _BUILD_ERRORS as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            text = " ".join(str(exc).split())  # one line: a field's validation error spans several
             raise ModelRefused(f"{entry.id}: {label}: the model cannot be built from its config.json and weights "
-                               f"({type(exc).__name__}: {first[:200]})") from None
+                               f"({type(exc).__name__}: {text[:240]})") from None
 
     model, info = load()
     missing = list(info.get("missing_keys") or [])
