@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -25,7 +26,8 @@ from ..common.versions import library_versions
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
            "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
            "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts",
-           "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "file_digest"]
+           "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "check_cosines", "file_digest",
+           "MAX_RESULTS_BYTES"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
 SCHEMA_VERSION = 4
@@ -389,26 +391,126 @@ def check_consistency(doc: ResultsDocument) -> str | None:
     return None
 
 
-def read_results(path: Path, *, require_digest: bool = False) -> ResultsDocument:
-    """Read a ``results.json`` written by :func:`write_results`, and validate it.
+#: The largest results file read (bytes): a full run of every registry row writes a few MB; a file far larger is
+#: no results file (and reading it whole would exhaust the memory).
+MAX_RESULTS_BYTES = 256 * 2**20
 
-    Raises ValueError (one line) naming the file if it cannot be read, is not JSON, has another schema version, does
-    not match the schema (naming the first field that does not), does not match its own digest (edited after the
-    run wrote it), has no digest where ``require_digest``, or is inconsistent (:func:`check_consistency`: an unknown
-    verdict, a result listed twice, ...).
-    """
-    import json
 
+class _NonFiniteNumber(ValueError):
+    """A JSON constant (NaN, Infinity, -Infinity) in a results file: :func:`write_results` writes them as null."""
+
+
+def _refuse_constant(name: str):
+    """``json.loads``' ``parse_constant``: raises :class:`_NonFiniteNumber` naming the constant."""
+    raise _NonFiniteNumber(name)
+
+
+def _size(n: int) -> str:
+    """A size in bytes, in words: ``"300 MiB"``, ``"1,000 bytes"``."""
+    return f"{n / 2**20:.4g} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def _read_bounded(path: Path) -> str:
+    """The text of ``path``, a regular file of at most :data:`MAX_RESULTS_BYTES`. Raises ValueError (one line) when
+    it is no regular file (a device such as /dev/zero, a FIFO: never opened), is larger, or cannot be read as UTF-8."""
+    from ..common.files import not_a_regular_file
+
+    why = not_a_regular_file(path)
+    if why is not None:
+        raise ValueError(f"{path} {why}; a results file is the results.json a run wrote")
     try:
-        raw = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read results ({exc})") from None
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: not a results document")
-    version = raw.get("schema_version")
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = f.read(MAX_RESULTS_BYTES + 1) if size <= MAX_RESULTS_BYTES else b""
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read results ({exc.strerror or exc})") from None
+    if max(size, len(data)) > MAX_RESULTS_BYTES:  # a file that grows while it is read is bounded as well
+        raise ValueError(f"{path}: {_size(max(size, len(data)))}, larger than the {_size(MAX_RESULTS_BYTES)} a results "
+                         "file is read up to (a run writes a few MB); it is no results file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: cannot read results (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
+
+
+def _check_schema_version(path: Path, version: Any) -> None:
+    """Raises ValueError (one line) unless ``version`` is the integer :data:`SCHEMA_VERSION`."""
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        got = f"the string {version!r}" if isinstance(version, str) else f"{version!r} ({type(version).__name__})"
+        raise ValueError(f"{path}: schema_version must be an integer, got {got}")
     if version != SCHEMA_VERSION:
         raise ValueError(f"{path}: results schema version {version!r}, this aniso reads {SCHEMA_VERSION} "
                          "(re-run the claims to write it anew)")
+
+
+#: Endings of ``measured`` keys that qualify an average cosine (``max_avg_cos_at_init``, ``avg_cos_per_layer``);
+#: what is left must end in ``avg_cos``. The layer statistics' average cosines are :data:`_LAYER_COSINES`.
+_COSINE_QUALIFIERS = ("_standardised_per_layer", "_per_layer", "_at_init", "_after", "_before", "_sampled",
+                      "_standardised")
+_LAYER_COSINES = ("mean_cosine", "mean_cosine_sampled", "mean_cosine_standardised")
+
+
+def _is_cosine(key: str) -> bool:
+    """Whether a ``measured`` key names an average cosine (or a list of them, one per layer)."""
+    for ending in _COSINE_QUALIFIERS:
+        if key.endswith(ending):
+            key = key[:-len(ending)]
+            break
+    return key == "avg_cos" or key.endswith("_avg_cos")
+
+
+def _outside_cosine_range(value: Any) -> Any:
+    """The first number of ``value`` (a number or a list of them) outside [-1, 1] (beyond rounding), or None."""
+    for v in value if isinstance(value, list) else [value]:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > 1 + 1e-6:
+            return v
+    return None
+
+
+def check_cosines(doc: ResultsDocument) -> str | None:
+    """An average cosine of the document outside [-1, 1], in one line, or None: a ``measured`` number named
+    ``avg_cos``, ``max_avg_cos``, ``avg_cos_per_layer``, ... (:func:`_is_cosine`) or a layer's ``mean_cosine*``."""
+    for i, r in enumerate(doc.results):
+        for key, value in r.measured.items():
+            bad = _outside_cosine_range(value) if _is_cosine(key) else None
+            if bad is not None:
+                return (f"results[{i}] ({r.claim_id}, {r.model_id}): measured {key} holds {bad!r}, but an average "
+                        "cosine lies in [-1, 1]")
+    for model, layers in doc.models.items():
+        for j, layer in enumerate(layers.layers):
+            for key in _LAYER_COSINES:
+                bad = _outside_cosine_range(layer.get(key))
+                if bad is not None:
+                    return f"models.{model}.layers[{j}].{key} holds {bad!r}, but an average cosine lies in [-1, 1]"
+    return None
+
+
+def read_results(path: Path, *, require_digest: bool = True) -> ResultsDocument:
+    """Read a ``results.json`` written by :func:`write_results`, and validate it.
+
+    Raises ValueError (one line) naming the file if it is no regular file (a device, a FIFO: never opened), is
+    larger than :data:`MAX_RESULTS_BYTES`, cannot be read, is not JSON, holds NaN or Infinity (a run writes null),
+    has no integer ``schema_version`` or another version, does not match the schema (naming the first field that
+    does not), has no digest (unless ``require_digest`` is False: for documents made by hand, never for a file a user
+    names) or does not match its own digest (not written by a run, or edited after it), holds an average cosine
+    outside [-1, 1] (:func:`check_cosines`), or is inconsistent (:func:`check_consistency`: an unknown verdict, a
+    result listed twice, ...).
+    """
+    import json
+
+    text = _read_bounded(path)
+    try:
+        raw = json.loads(text, parse_constant=_refuse_constant)
+    except _NonFiniteNumber as exc:
+        raise ValueError(f"{path}: holds the number {exc}, which a run never writes (it writes null); it was not "
+                         "written by a run of aniso, or was edited") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: cannot read results ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: cannot read results (its JSON is nested too deeply)") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a results document")
+    _check_schema_version(path, raw.get("schema_version"))
     try:
         doc = ResultsDocument.model_validate(raw)
     except ValidationError as exc:
@@ -419,8 +521,10 @@ def read_results(path: Path, *, require_digest: bool = False) -> ResultsDocument
         raise ValueError(f"{path}: its content does not match the digest the run wrote into it (edited after the "
                          "run?); refused: re-run the claims for numbers to use")
     if require_digest and raw.get("digest") is None:
-        raise ValueError(f"{path}: no digest; it was not written by a run of this aniso")
-    problem = check_consistency(doc)
+        raise ValueError(f"{path}: no digest; every run of this aniso writes the digest of its content into it, so it "
+                         "was not written by a run (or by an older aniso), or was edited and its digest taken out; "
+                         "refused: re-run the claims for numbers to use")
+    problem = check_cosines(doc) or check_consistency(doc)
     if problem is not None:
         raise ValueError(f"{path}: {problem}")
     return doc

@@ -17,8 +17,8 @@ from ..judge.results import ResultsDocument, read_results, verdict_counts
 from .figures import Png, pyplot
 from .figures import png as _png
 
-__all__ = ["layer_figure", "write_html_report", "render_html", "figure_refs", "refs_overlap", "FINDING_VERDICTS",
-           "UNDERPOWERED_VERDICTS", "verdict_matrix", "report_figures", "interval_text", "common_wording",
+__all__ = ["layer_figure", "write_html_report", "check_report_target", "render_html", "figure_refs", "refs_overlap",
+           "FINDING_VERDICTS", "UNDERPOWERED_VERDICTS", "verdict_matrix", "report_figures", "interval_text", "common_wording",
            "public_text", "without_model_id"]
 
 VERDICT_CLASS = {
@@ -510,12 +510,56 @@ def _missing_inputs(results: list[dict]) -> list[tuple[str, int, list[str]]]:
     return [(reason, n, sorted(i for i in ids if i)) for reason, (n, ids) in out.items()]
 
 
+def _is_aniso_report(path: Path) -> bool:
+    """Whether the regular file ``path`` is empty or an HTML report aniso wrote (its page begins with the doctype
+    and the title ``aniso report``), which may be written over."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    return not head or (head.lstrip().upper().startswith(b"<!DOCTYPE HTML") and b"<title>aniso report" in head)
+
+
+def check_report_target(out: Path, results_json: Path) -> None:
+    """Raises ValueError (one line, naming ``out``) where the report may not be written to ``out``: it is the results
+    file ``results_json`` itself (or a link to it), a folder, no regular file, a file that is not empty and no
+    report aniso wrote (a results file, anything else: never written over), or a folder on its way is a file."""
+    import os
+
+    out, results_json = Path(out), Path(results_json)
+    if out.exists() and results_json.exists() and os.path.samefile(out, results_json):
+        raise ValueError(f"the report file {out} is the results file {results_json} itself; name another file "
+                         "(the report is written beside it as report.html by default)")
+    parent = next((p for p in out.parents if p.exists() or p.is_symlink()), None)
+    if parent is not None and not parent.is_dir():
+        what = "a link to nothing" if not parent.exists() else "a file"
+        raise ValueError(f"cannot write the report {out}: {parent} is {what}, not a folder")
+    if not out.exists():
+        return
+    if out.is_dir():
+        raise ValueError(f"the report file {out} is a folder; name the HTML file to write (e.g. "
+                         f"{out / 'report.html'})")
+    if not out.is_file():
+        raise ValueError(f"the report file {out} is no regular file (a FIFO, a device or a socket); name the HTML "
+                         "file to write")
+    try:
+        ours = _is_aniso_report(out)
+    except OSError as exc:
+        raise ValueError(f"the report file {out} cannot be read ({exc.strerror or exc}) to check that it is an "
+                         "earlier report") from None
+    if not ours:
+        raise ValueError(f"the report file {out} exists and is not a report aniso wrote; refused, so as not to "
+                         "write over it: name another file, or remove it first")
+
+
 def write_html_report(results_json: Path, out: Path) -> Path:
-    """Render ``results_json`` into the HTML file ``out``; returns ``out``. Raises ValueError on a malformed file."""
+    """Render ``results_json`` into the HTML file ``out``; returns ``out``. Raises ValueError (one line) on a
+    malformed results file (:func:`aniso.judge.results.read_results`) or an ``out`` the report may not be written
+    to (:func:`check_report_target`: the results file itself, a file that is no earlier report, a path through a
+    file); OSError where writing fails."""
     from ..common.files import atomic_write
 
-    doc = read_results(results_json)
     out = Path(out)
+    check_report_target(out, results_json)
+    doc = read_results(results_json)
     html = render_html(doc)
     atomic_write(out, lambda p: p.write_text(html, encoding="utf-8"))
     return out

@@ -14,6 +14,10 @@ flags every record it finds stale, so that a stale record is never read as a con
 Two runs over different model sets (a one-model ``aniso run`` against a full ``pytest claims/``) share only some
 results; ``common_only`` compares just those and :func:`left_aside` counts the rest, instead of listing every
 result of the larger run as added or removed.
+
+An *inputs* change is a result measured on other inputs (its ``inputs`` identity, ``<name>@<fingerprint>``) in the
+two runs, e.g. WikiText-103 against a local corpus: its other changes may be the inputs' doing, not the code's.
+:func:`format_diff` says so in one line beside the table; it is no change of a verdict or number.
 """
 
 from __future__ import annotations
@@ -23,13 +27,13 @@ from dataclasses import dataclass
 
 from ..judge.results import ClaimResult, ResultsDocument
 
-__all__ = ["Change", "diff_results", "format_diff", "left_aside", "model_sets"]
+__all__ = ["Change", "diff_results", "format_diff", "inputs_line", "left_aside", "model_sets"]
 
 
 @dataclass(frozen=True)
 class Change:
-    """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"record"``, ``"added"`` or
-    ``"removed"``;
+    """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"record"``, ``"inputs"``,
+    ``"added"`` or ``"removed"``;
     ``claim_id``, ``model_id`` and ``test`` say where; ``old`` and ``new`` what (in words)."""
 
     kind: str
@@ -93,6 +97,8 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
         if a is None:
             changes.append(Change("added", *where, "-", b.verdict))
             continue
+        if a.inputs and b.inputs and a.inputs != b.inputs:
+            changes.append(Change("inputs", *where, a.inputs, b.inputs))
         if a.verdict != b.verdict:
             changes.append(Change("verdict", *where, a.verdict, b.verdict))
         stale_a, stale_b = _stale(a), _stale(b)
@@ -122,15 +128,34 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
     return changes
 
 
+def inputs_line(changes: list[Change], shown: int = 3) -> str | None:
+    """One line saying which results were measured on different inputs in the two runs (the ``"inputs"`` changes),
+    per pair of inputs: ``inputs differ: A -> B (2 results: G.x on m, G.y on m)``; None when there are none."""
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for c in changes:
+        if c.kind == "inputs":
+            pairs.setdefault((c.old, c.new), []).append(f"{c.claim_id} on {c.model_id}" if c.model_id else c.claim_id)
+    if not pairs:
+        return None
+    parts = []
+    for (old, new), where in pairs.items():
+        named = ", ".join(where[:shown]) + (f" and {len(where) - shown} more" if len(where) > shown else "")
+        parts.append(f"{old} -> {new} ({len(where)} result(s): {named})")
+    return ("inputs differ: " + "; ".join(parts) + "; their changes may be the inputs' doing, not the code's")
+
+
 def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "new") -> str:
-    """The changes as a table, with a one-line count first."""
+    """The changes as a table, with a one-line count first, and a line naming the results measured on different
+    inputs in the two runs (:func:`inputs_line`) last."""
     from tabulate import tabulate
 
+    note = inputs_line(changes)
+    changes = [c for c in changes if c.kind != "inputs"]
     counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "record", "added",
                                                               "removed")}
     head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \
         f"{old_name} -> {new_name}: no verdict or number changed"
-    if not changes:
-        return head
-    rows = [[c.kind, c.claim_id, c.model_id or "-", c.old, c.new] for c in changes]
-    return head + "\n" + tabulate(rows, headers=["change", "claim", "model", "old", "new"], tablefmt="github")
+    if changes:
+        rows = [[c.kind, c.claim_id, c.model_id or "-", c.old, c.new] for c in changes]
+        head += "\n" + tabulate(rows, headers=["change", "claim", "model", "old", "new"], tablefmt="github")
+    return head + (f"\n{note}" if note else "")
