@@ -7,6 +7,7 @@ The main job is ``pytest claims/``, which ``aniso run`` wraps; its help text is 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -80,52 +81,110 @@ def _stats(args: argparse.Namespace) -> int:
 
     from .stats.pipeline import StatsProvider
     from .registry.entries import RegistryError
+    from .registry.locate import check_corpus
     from .sources import ModelUnavailable
 
+    typed = {"corpus": "--corpus" if args.corpus is not None else None,
+             "n_sequences": "--n-sequences" if args.n_sequences is not None else None}
     try:
-        settings, registry = _open(args, {"corpus": args.corpus, "n_sequences": args.n_sequences})
+        settings, registry = _open(args, {"corpus": args.corpus, "n_sequences": args.n_sequences}, check_paths=False)
         entry = registry.get(args.model)
+        form = _inputs_form(entry, {"--corpus": args.corpus, "--n-sequences": args.n_sequences})
+        settings.check_paths()  # once the options are known to apply to this model
+        check_corpus(settings)
         stats = StatsProvider(settings, registry).get(entry)
     except (RegistryError, KeyError, ValueError, ModelUnavailable) as exc:
-        print(f"aniso stats: {exc}", file=sys.stderr)
+        print(f"aniso stats: {_as_typed(str(exc), typed)}", file=sys.stderr)
         return 2
     rows = [[name, s.dim, s.count, s.mean_cosine, s.q95, s.drift_norm, s.svd_anisotropy, s.twonn, s.isoscore]
             for name, s in zip(stats.layer_names, stats.summaries())]
-    print(f"{entry.id} on {stats.meta['corpus']['label']} ({stats.meta['n_sequences']} sequences)")
+    noun = form.noun if form is not None and form.items else "sequences"
+    print(f"{entry.id} on {stats.meta['corpus']['label']} ({stats.meta['n_sequences']} {noun})")
     print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN",
                                  "IsoScore"],
                    floatfmt=".4f"))
     return 0
 
 
+def _as_typed(message: str, typed: dict[str, str | None]) -> str:
+    """``message`` with the settings' name of each setting of ``typed`` (``setting n_sequences (ANISO_N_SEQUENCES,
+    --aniso-n-sequences)``, as :mod:`aniso.common.settings` words it) replaced by the option that gave it at this
+    door (``--n-sequences``), where that option was given (not None): the line names what the user typed."""
+    for name, option in typed.items():
+        if option is not None:
+            message = message.replace(f"setting {name} (ANISO_{name.upper()}, --aniso-{name.replace('_', '-')})",
+                                      option)
+    return message
+
+
+#: ``aniso stats``' options and the settings they give: the model's inputs must be counted (named) by that setting.
+_STATS_OPTIONS = {"--corpus": ("setting", "corpus", "names the text corpus"),
+                  "--n-sequences": ("size", "n_sequences", "counts the corpus's paragraphs")}
+
+
+def _inputs_form(entry, given: dict[str, object]):
+    """How ``entry``'s inputs are given (:data:`aniso.inputs.forms.INPUT_FORMS`, by the modality table's
+    :func:`~aniso.extract.modalities.inputs_kind`), None for a model measured over no inputs. Raises ValueError
+    naming an option of ``given`` (``--corpus``, ``--n-sequences``: :data:`_STATS_OPTIONS`) that was given (not
+    None) though the model's inputs are not read or counted by its setting, and the setting that is."""
+    from .extract.modalities import INPUT_FORMS, inputs_kind
+
+    kind = inputs_kind(entry)
+    form = INPUT_FORMS.get(kind) if kind is not None else None
+    for option, (field, setting, what) in _STATS_OPTIONS.items():
+        if given.get(option) is None or (form is not None and getattr(form, field) == setting):
+            continue
+        if form is None:
+            raise ValueError(f"{option}: {entry.id} is measured over no inputs, so {option} does not apply")
+        theirs = getattr(form, field)
+        how = "named" if field == "setting" else "counted"
+        raise ValueError(f"{option} {what} (setting {setting}); {entry.id} reads {form.noun}, {how} by setting "
+                         f"{theirs} (ANISO_{theirs.upper()}); set that instead")
+    return form
+
+
 def _extract(args: argparse.Namespace) -> int:
     from .stats.distributed import process_group, shard_of
     from .stats.pipeline import StatsProvider
     from .registry.entries import RegistryError
-    from .sources import ModelUnavailable
+    from .sources import InputsMissing, ModelRefused, ModelUnavailable
 
     shard = shard_of()
     try:
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models]
+        _check_shards(settings.shards, shard.world, args.models)
     except (RegistryError, KeyError, ValueError) as exc:
         print(f"aniso extract: {exc}", file=sys.stderr)
         return 2
-    failed = 0
+    failed, bad_input = 0, 0
     with process_group(shard):
         provider = StatsProvider(settings, registry, shard=shard)
-        for entry in entries:
+        for entry in entries:  # one model's failure does not lose the others' statistics
             try:
                 stats = provider.get(entry)
             except ModelUnavailable as exc:
                 failed += 1
+                bad_input += isinstance(exc, (InputsMissing, ModelRefused))  # a data setting, or the model's files
                 print(f"aniso extract: {exc}", file=sys.stderr)
                 continue
             if shard.rank == 0:
                 cache = stats.meta.get("cache", {})
                 print(f"{entry.id}: {stats.meta.get('n_tokens')} vectors x {len(stats.layers)} layers over "
                       f"{shard.world} shard(s), cache {cache.get('key')} ({'hit' if cache.get('hit') else 'written'})")
-    return 1 if failed else 0
+    return 2 if bad_input else 1 if failed else 0
+
+
+def _check_shards(shards: int, world: int, models: list[str]) -> None:
+    """Raise ValueError (one line naming ``ANISO_SHARDS``) when setting ``shards`` asks ``aniso extract`` for another
+    number of processes than torchrun started (``world``; 1 when not under torchrun): extraction runs over the
+    processes there are, so the setting would otherwise be ignored, or read a cache entry instead of extracting."""
+    if shards in (1, world):
+        return
+    how = ("this process is not under torchrun" if world == 1 else f"torchrun started {world} processes")
+    raise ValueError(f"setting shards (ANISO_SHARDS={shards}) asks for statistics extracted over {shards} "
+                     f"processes, but {how}; run `torchrun --nproc-per-node {shards} -m aniso.cli extract "
+                     f"{' '.join(models)}`, or unset ANISO_SHARDS")
 
 
 def _block_sweep(args: argparse.Namespace) -> int:
@@ -156,11 +215,15 @@ def _list(args: argparse.Namespace) -> int:
     from .common.tables import print_lines, print_table
 
     try:  # a listing computes nothing: no device to resolve (which would import torch), no path to check
-        settings, registry = _open(args, {"device": "cpu"}, check_paths=False)
-        set_name = args.models or settings.models
+        if args.models is not None and args.what == "claims":
+            raise ValueError(f"--models {args.models}: marks the models of a listing, and `aniso list claims` "
+                             "lists none (use aniso list models, or all)")
+        settings, registry = _open(args, {"device": "cpu", "models": args.models}, check_paths=False)
+        set_name = settings.models
         chosen, _ = registry.model_set(set_name)
     except ValueError as exc:  # a RegistryError too
-        print(f"aniso list: {exc}", file=sys.stderr)
+        print(f"aniso list: {_as_typed(str(exc), {'models': '--models' if args.models is not None else None})}",
+              file=sys.stderr)
         return 2
     if args.what in ("claims", "all"):
         rows = [[c["claim"], f"{c['section']} {c['figure']}".strip(),
@@ -193,9 +256,36 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cache_dir_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a hub cache folder to write in (``aniso hub import --cache-dir``): it is a file, or a
+    folder above it is; None when it is a folder or can be created."""
+    where = Path(os.path.expanduser(path))
+    if where.exists():
+        return None if where.is_dir() else "is not a folder: it is a file"
+    above = next((p for p in where.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        return f"cannot be created: {above} is a file"
+    return None
+
+
+def _model_folder_problem(folder: str) -> str | None:
+    """Why ``folder`` given to ``aniso hub import`` is no folder where it is a file (the folder's config.json or
+    weights named instead of the folder); None otherwise (a missing folder is named by the import itself)."""
+    where = Path(os.path.expanduser(folder))
+    if where.is_file():
+        return f"is a file; give the model folder (the folder holding config.json, e.g. {where.parent})"
+    return None
+
+
 def _hub_import(args: argparse.Namespace) -> int:
     from .sources.hubcache import HubCacheError, import_folder
 
+    cache_dir = _cache_dir_problem(args.cache_dir) if args.cache_dir is not None else None
+    folder = _model_folder_problem(args.folder)
+    if cache_dir is not None or folder is not None:
+        said = f"--cache-dir {args.cache_dir} {cache_dir}" if cache_dir is not None else f"{args.folder} {folder}"
+        print(f"aniso hub import: {said}", file=sys.stderr)
+        return 2
     try:
         done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
                              allow_pickle=args.allow_pickle)
@@ -209,6 +299,27 @@ def _hub_import(args: argparse.Namespace) -> int:
     if done.skipped:
         print(f"left out (pickle; the safetensors weights are used): {', '.join(done.skipped)}")
     return 0
+
+
+def _check_ref(hub_id: str, revision: str, cache_dir: str | None) -> None:
+    """Raise :class:`~aniso.sources.hubcache.HubCacheError` naming the ref file of ``hub_id`` at ``revision`` in the
+    hub cache when it holds no commit (40 hex digits: a damaged or hand-edited ref, perhaps a path such as
+    ``../../etc``), which the cache's reader would take for a revision that is not cached. Nothing when there is no
+    such ref or it holds a commit."""
+    import re
+
+    from .sources.hubcache import HubCacheError, repo_dir
+
+    ref = repo_dir(hub_id, cache_dir) / "refs" / revision
+    if not ref.is_file():
+        return
+    try:
+        text = ref.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError as exc:
+        raise HubCacheError(f"{ref} cannot be read ({exc.strerror or exc})") from None
+    if not re.fullmatch(r"[0-9a-f]{40}", text):
+        raise HubCacheError(f"{ref} holds {text[:60]!r}, not a commit (40 hex digits); import the model again "
+                            "(aniso hub import) to rewrite it")
 
 
 def _hub_list(args: argparse.Namespace) -> int:
@@ -229,6 +340,7 @@ def _hub_list(args: argparse.Namespace) -> int:
 
     def row(model_id: str, repo: str, revision: str) -> list:
         try:
+            _check_ref(repo, revision, args.cache_dir)
             state = cached_state(repo, revision, args.cache_dir)
         except HubCacheError as exc:
             return [model_id, repo, revision, "-", f"unreadable: {exc}", "-"]
@@ -241,7 +353,7 @@ def _hub_list(args: argparse.Namespace) -> int:
         if e.source.kind == "hub":
             named.add((e.source.repo, e.source.revision))
             state_row = row(e.id, e.source.repo, e.source.revision)
-            if args.all or state_row[3] != "-":
+            if args.all or state_row[3] != "-" or state_row[4].startswith("unreadable"):
                 rows.append(state_row)
     for repo in cached_repos(args.cache_dir):  # revisions in the cache that no registry row names
         rows.extend(row("-", repo, rev) for rev in cached_revisions(repo, args.cache_dir) if (repo, rev) not in named)
@@ -385,6 +497,10 @@ def _record(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The settings ``aniso bench extraction`` gives from its options (always: each option has a default).
+_BENCH_OPTIONS = {"n_sequences": "--paragraphs", "max_length": "--max-length", "batch_size": "--batch-size"}
+
+
 def _bench_extraction(args: argparse.Namespace) -> int:
     import json
 
@@ -411,7 +527,7 @@ def _bench_extraction(args: argparse.Namespace) -> int:
         result = bench_extraction(subject, repeats=args.repeats, warmup=not args.no_warmup, memory=not args.no_memory,
                                   embedding_isotropy=not args.no_embedding_isotropy)
     except (RegistryError, KeyError, ValueError, CorpusError, ModelUnavailable, RuntimeError) as exc:
-        print(f"aniso bench extraction: {exc}", file=sys.stderr)
+        print(f"aniso bench extraction: {_as_typed(str(exc), _BENCH_OPTIONS)}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=1) if args.json else format_table(result))
     return 0
@@ -456,7 +572,7 @@ def _bench_command(args: argparse.Namespace) -> int:
     try:
         result = bench_command(args.model, paragraphs=args.paragraphs, repeats=args.repeats, registry=args.registry)
     except (RegistryError, KeyError, ValueError, CorpusError, ModelUnavailable, RuntimeError) as exc:
-        print(f"aniso bench command: {exc}", file=sys.stderr)
+        print(f"aniso bench command: {_as_typed(str(exc), {'n_sequences': '--paragraphs'})}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result, indent=1))
@@ -467,9 +583,110 @@ def _bench_command(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The attribute of the parsed arguments that holds the options given on the command line (their long names).
+_GIVEN = "_options_given"
+
+
+def _record_given(namespace: argparse.Namespace, option: str) -> bool:
+    """Record that ``option`` was given; True when it had been given already in this parse."""
+    given = namespace.__dict__.setdefault(_GIVEN, set())
+    again = option in given
+    given.add(option)
+    return again
+
+
+class _Store(argparse._StoreAction):
+    """argparse's ``store``, refusing what it would otherwise take without a word: an option given twice (the last
+    value would win) and an empty value (an option given ``''`` would read as if it were not given, a positional
+    ``''`` as the current folder). Raises :class:`argparse.ArgumentError` naming the option (the parser's one line,
+    exit code 2)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        items = values if isinstance(values, list) else [values]
+        if any(isinstance(v, str) and not v.strip() for v in items):
+            raise argparse.ArgumentError(self, f"empty value {values!r}; give a value"
+                                               + (" or leave the option out" if self.option_strings else ""))
+        if self.option_strings and _record_given(namespace, self.option_strings[-1]):
+            raise argparse.ArgumentError(self, f"given more than once ({getattr(namespace, self.dest)!r}, then "
+                                               f"{values!r}); give it once")
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Flag(argparse._StoreTrueAction):
+    """argparse's ``store_true``, recording that the flag was given (for :func:`_needs`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _record_given(namespace, self.option_strings[-1])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _needs(parser: argparse.ArgumentParser, option: str, needed: str, why: str) -> None:
+    """Declare that ``option`` of ``parser`` only applies with ``needed`` (both long option names): given without
+    it, the command stops with one line (``--keep-twins needs --twin: why``), exit code 2, instead of ignoring it."""
+    needs = parser.get_default("_needs") or ()
+    parser.set_defaults(_needs=(*needs, (option, needed, why)))
+
+
+def _check_needs(used: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit through ``used.error`` (one line) when an option declared by :func:`_needs` is given without the option
+    it needs."""
+    given = getattr(args, _GIVEN, set())
+    for option, needed, why in getattr(args, "_needs", None) or ():
+        if option in given and needed not in given:
+            used.error(f"{option} needs {needed}: {why}")
+
+
+def _integer(setting: str | None = None, lo: int | None = None, hi: int | None = None):
+    """An argparse ``type``: an integer within the bounds of ``setting`` (:data:`aniso.common.settings.BOUNDS`,
+    looked up when an option is parsed) or within ``lo`` .. ``hi``. Raises :class:`argparse.ArgumentTypeError`
+    naming the value and what is allowed; the parser prefixes the option as typed (``argument --n-sequences: must
+    be an integer from 1 to 1000000000, got 0``)."""
+
+    def parse(text: str) -> int:
+        low, high = lo, hi
+        if setting is not None:
+            from .common.settings import BOUNDS
+
+            low, high = BOUNDS[setting]
+        allowed = (f"an integer from {low} to {high}" if high is not None else f"an integer of at least {low}"
+                   if low is not None else "an integer")
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {text!r}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {allowed}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _device(text: str) -> str:
+    """An argparse ``type``: a torch device present here (:func:`aniso.common.devices.resolve_device`, the check
+    the ``device`` setting makes; ``auto`` becomes the best one). Raises :class:`argparse.ArgumentTypeError` naming
+    the device and what is present."""
+    from .common.devices import resolve_device
+
+    try:
+        return resolve_device(text)
+    except ValueError as exc:
+        said = str(exc)
+        cut = said.find("; set device")  # the setting's advice; at this door the option is --device
+        raise argparse.ArgumentTypeError(said[:cut] + "; give one that is, e.g. --device cpu" if cut >= 0 else said)\
+            from None
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line naming the (sub)command, with a "did you mean" for a
-    misspelt command or option (:mod:`difflib`), instead of argparse's usage and error lines."""
+    misspelt command or option (:mod:`difflib`), instead of argparse's usage and error lines. An option given twice
+    or given an empty value is refused (:class:`_Store`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in (None, "store"):
+            self.register("action", name, _Store)
+        self.register("action", "store_true", _Flag)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
@@ -489,6 +706,18 @@ class _Parser(argparse.ArgumentParser):
         if not hint and options and options[0].startswith("--aniso-") and self.prog == "aniso run":
             hint = f"; pytest's {options[0]} goes after --, e.g. aniso run MODEL -- {options[0]} VALUE"
         self.error(f"unrecognized argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}{hint}")
+
+
+def _innermost(parser: _Parser, args: argparse.Namespace) -> _Parser:
+    """The (sub)command parser that parsed ``args``: ``aniso bench twonn``'s for ``aniso bench twonn ...``."""
+    used = parser
+    while used._subparsers is not None:
+        action = next(a for a in used._subparsers._group_actions if isinstance(a, argparse._SubParsersAction))
+        chosen = getattr(args, action.dest, None)
+        if chosen not in action.choices:
+            break
+        used = action.choices[chosen]
+    return used
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
@@ -573,6 +802,7 @@ def main(argv: list[str] | None = None) -> int:
                           "would be; verdicts labelled 'twin: random weights, code path only', never findings")
     run.add_argument("--keep-twins", default=None, metavar="FOLDER",
                      help="with --twin: keep the twins' folders and hub cache in FOLDER")
+    _needs(run, "--keep-twins", "--twin", "it keeps the folders of a twin run; without --twin there are none")
     _registry_option(run)
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)
@@ -608,7 +838,8 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")
     _registry_option(st)
     st.add_argument("--corpus", default=None, help="corpus file (default: ANISO_CORPUS, else the fallback)")
-    st.add_argument("--n-sequences", type=int, default=None, help="paragraphs sampled (default 256)")
+    st.add_argument("--n-sequences", type=_integer("n_sequences"), default=None,
+                    help="paragraphs sampled, for a text model (default 256)")
     bs = _command(sub, "block-sweep", "run and cache the untrained-block sweeps (G §4) of registry entries",
                   "aniso block-sweep untrained-bert-block -v", _block_sweep)
     bs.add_argument("models", nargs="*", help="registry ids (default: every entry tagged untrained-block)")
@@ -643,17 +874,23 @@ def main(argv: list[str] | None = None) -> int:
     be.add_argument("--layers", type=int, default=32, help="blocks of the --config model (default 32)")
     be.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
                     help="weights of the --config model (default bfloat16; the statistics are float32)")
-    be.add_argument("--paragraphs", type=int, default=256, help="paragraphs of the corpus (default 256)")
-    be.add_argument("--max-length", type=int, default=128, help="tokens per paragraph at most (default 128)")
-    be.add_argument("--batch-size", type=int, default=16, help="paragraphs per forward pass (default 16)")
-    be.add_argument("--device", default=None, help="torch device (default: cuda, else mps, else cpu)")
-    be.add_argument("--repeats", type=int, default=3, help="timed rounds; each variant's best is kept (default 3)")
+    be.add_argument("--paragraphs", type=_integer("n_sequences"), default=256,
+                    help="paragraphs of the corpus (default 256)")
+    be.add_argument("--max-length", type=_integer("max_length"), default=128,
+                    help="tokens per paragraph at most (default 128)")
+    be.add_argument("--batch-size", type=_integer("batch_size"), default=16,
+                    help="paragraphs per forward pass (default 16)")
+    be.add_argument("--device", type=_device, default=None, help="torch device (default: cuda, else mps, else cpu)")
+    be.add_argument("--repeats", type=_integer(lo=1), default=3,
+                    help="timed rounds; each variant's best is kept (default 3)")
     be.add_argument("--no-warmup", action="store_true", help="no warm-up round before the timed ones")
     be.add_argument("--no-memory", action="store_true", help="skip the peak-memory processes (1x and 8x)")
     be.add_argument("--no-embedding-isotropy", action="store_true",
                     help="skip timing the embedding matrices' partition isotropy (once per model)")
     be.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     _registry_option(be)
+    for option in ("--layers", "--dtype"):
+        _needs(be, option, "--config", "it shapes the random-weight model of --config; a registry model has its own")
     bc = _command(bench_sub, "command", "time the whole 'aniso stats' command against a bare script",
                   "aniso bench command all-MiniLM-L6-v2 --paragraphs 256 --json", _bench_command,
                   "Time 'aniso stats MODEL --n-sequences N' on an empty cache, as a user waits for it (imports, "
@@ -661,18 +898,19 @@ def main(argv: list[str] | None = None) -> int:
                   "transformers, loads the same model folder and runs the same forward passes; both in fresh "
                   "processes, interleaved, best of --repeats rounds. The corpus is the run's (ANISO_CORPUS).")
     bc.add_argument("model", help="registry id of a text model read from a transformers folder, e.g. all-MiniLM-L6-v2")
-    bc.add_argument("--paragraphs", type=int, default=256, help="paragraphs of the corpus (default 256)")
-    bc.add_argument("--repeats", type=int, default=3, help="rounds; each side's best is kept (default 3)")
+    bc.add_argument("--paragraphs", type=_integer("n_sequences"), default=256,
+                    help="paragraphs of the corpus (default 256)")
+    bc.add_argument("--repeats", type=_integer(lo=1), default=3, help="rounds; each side's best is kept (default 3)")
     bc.add_argument("--json", action="store_true", help="print one JSON object instead of a line")
     _registry_option(bc)
     bt = _command(bench_sub, "twonn", "time the suite's TwoNN against the matrix-product bound and the peers",
                   "aniso bench twonn --n 16384 --d 768 --data massive --json", _bench_twonn)
-    bt.add_argument("--n", type=int, default=16_384, help="points (default 16,384)")
+    bt.add_argument("--n", type=int, default=16_384, help="points (default 16,384; at least 3)")
     bt.add_argument("--d", type=int, default=768, help="dimensions (default 768)")
     bt.add_argument("--data", choices=("gaussian", "subspace", "massive"), default="gaussian", metavar="KIND",
                     help="kind of points: gaussian, subspace or massive (default gaussian)")
-    bt.add_argument("--seed", type=int, default=0, help="seed of the points (default 0)")
-    bt.add_argument("--device", default=None, help="torch device (default: cuda, else mps, else cpu)")
+    bt.add_argument("--seed", type=_integer("seed"), default=0, help="seed of the points (default 0)")
+    bt.add_argument("--device", type=_device, default=None, help="torch device (default: cuda, else mps, else cpu)")
     bt.add_argument("--no-peers", action="store_true", help="time the suite and the bound only")
     bt.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     hub = _command(sub, "hub", "put a model folder into the local Hugging Face cache, or list what it holds",
@@ -706,15 +944,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`
     args, unknown = parser.parse_known_args(argv[: argv.index("--")] if "--" in argv else argv)
-    if unknown:  # named by the subcommand that was given them, not by aniso's top-level usage
-        used = parser
-        while used._subparsers is not None:
-            action = next(a for a in used._subparsers._group_actions if isinstance(a, argparse._SubParsersAction))
-            chosen = getattr(args, action.dest, None)
-            if chosen not in action.choices:
-                break
-            used = action.choices[chosen]
+    used = _innermost(parser, args)  # errors are named by the subcommand given them, not by aniso's top-level usage
+    if unknown:
         used.unrecognized(unknown)
+    _check_needs(used, args)
     args.pytest_args = extra
     try:
         return args.func(args)

@@ -47,12 +47,17 @@ def make_points(n: int, d: int, data: str = "gaussian", seed: int = 0) -> np.nda
 
     Raises
     ------
-    ValueError for an unknown ``data``, n < 3 or d < 1 (``"subspace"`` needs d >= 10).
+    ValueError for an unknown ``data``, n < 3 or d < 1 (``"subspace"`` needs d >= 10), a ``seed`` outside numpy's
+    range (0 to 2**32 - 1, as the ``seed`` setting).
     """
+    from ..common.settings import MAX_SEED
+
     if data not in DATA_KINDS:
         raise ValueError(f"data must be one of {DATA_KINDS}, got {data!r}")
     if n < 3 or d < 1:
         raise ValueError(f"TwoNN benchmark needs n >= 3 and d >= 1, got n={n}, d={d}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be an integer from 0 to {MAX_SEED}, got {seed}")
     rng = np.random.default_rng(seed)
     if data == "subspace":
         if d < SUBSPACE_DIM:
@@ -167,8 +172,12 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
 
     Raises
     ------
-    ValueError for bad ``n``, ``d``, ``data`` (see :func:`make_points`); RuntimeError if a peer fails.
+    ValueError for bad ``n``, ``d``, ``data``, ``seed`` (see :func:`make_points`) and a ``device`` that is not here
+    (:func:`aniso.common.devices.check_device`, naming it); RuntimeError if a peer fails.
     """
+    from ..common.devices import check_device
+
+    check_device(device)
     x = make_points(n, d, data, seed)
     on_device = torch.from_numpy(x).to(device)
     suite_input = x if device == "cpu" else on_device

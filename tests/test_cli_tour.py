@@ -1,0 +1,252 @@
+"""Bad input at the command line's own options (found by a tour of the commands): an option given twice, an option
+that only applies with another, an empty value, a count out of bounds or a device that is not here, an option a
+model's inputs do not take, a setting of shards without torchrun, a hub cache or model folder that is a file, a
+corrupt ref in the hub cache. Each is one line on standard error naming the option as typed, exit code 2; each case
+is a row of docs/bad-input.md."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from aniso.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = str(ROOT / "models.yaml")
+MODEL = "all-MiniLM-L6-v2"
+
+
+@pytest.fixture
+def clean_env(tmp_path, monkeypatch):
+    """No ANISO_* setting from the caller's environment; a cache and report folder of the test's; offline."""
+    for name in [k for k in os.environ if k.startswith("ANISO_")]:
+        monkeypatch.delenv(name)
+    for name in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path
+
+
+def _stopped(argv: list[str], capsys) -> tuple[int, str]:
+    """Exit code and the one line on standard error of a command that must stop (by a parser error or a return)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aniso "), err[-3000:]
+    assert "Traceback" not in out + err and "usage:" not in out + err, out[-3000:]
+    return code, lines[0]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", MODEL, "--claims", "G.token-nlp-anisotropic", "--claims", "X."],
+     "aniso run: argument --claims: given more than once ('G.token-nlp-anisotropic', then 'X.'); give it once"),
+    (["run", MODEL, "--registry", REGISTRY, "--registry", REGISTRY], "argument --registry: given more than once"),
+    (["list", "models", "--models", "small", "--models", "paper"], "argument --models: given more than once"),
+    (["stats", MODEL, "--n-sequences", "16", "--n-sequences", "1"], "argument --n-sequences: given more than once"),
+    (["bench", "twonn", "--seed", "1", "--seed", "2"], "aniso bench twonn: argument --seed: given more than once"),
+    (["hub", "import", "me/m", "m", "--revision", "a", "--revision", "b"], "argument --revision: given more than once"),
+    (["report", "r.json", "--out", "a.html", "--out", "b.html"], "argument --out: given more than once"),
+])
+def test_a_single_valued_option_given_twice_is_refused_naming_it(clean_env, capsys, argv, says):
+    """A01: the first value was dropped without a word (the last one won)."""
+    code, line = _stopped(argv, capsys)
+    assert code == 2 and says in line, line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", MODEL, "--keep-twins", "twins", "--claims", "G.token-nlp-anisotropic"],
+     "aniso run: --keep-twins needs --twin"),
+    (["bench", "extraction", MODEL, "--layers", "2"], "aniso bench extraction: --layers needs --config"),
+    (["bench", "extraction", MODEL, "--dtype", "float32"], "aniso bench extraction: --dtype needs --config"),
+    (["list", "claims", "--models", "paper"], "aniso list: --models paper: marks the models of a listing"),
+])
+def test_an_option_that_only_applies_with_another_is_refused_without_it(clean_env, capsys, argv, says):
+    """A10: --keep-twins without --twin was ignored (no folder kept); so were --layers and --dtype with a model."""
+    code, line = _stopped(argv, capsys)
+    assert code == 2 and says in line, line
+    assert not (clean_env / "twins").exists()
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["list", "models", "--models", ""], "--models"),
+    (["list", "--registry", ""], "--registry"),
+    (["run", MODEL, "--claims", ""], "--claims"),
+    (["run", MODEL, "--claims-dir", " "], "--claims-dir"),
+    (["stats", MODEL, "--n-sequences", "16", "--corpus", ""], "--corpus"),
+    (["hub", "list", "--cache-dir", ""], "--cache-dir"),
+    (["hub", "import", "me/m", "m", "--cache-dir", ""], "--cache-dir"),
+    (["report", ""], "results"),
+])
+def test_an_empty_value_is_refused_naming_the_option(clean_env, capsys, argv, option):
+    """E01, D03: `--models ''` was read as 'small', `--corpus ''` as the current folder ("corpus file . is a
+    folder")."""
+    code, line = _stopped(argv, capsys)
+    assert code == 2 and f"argument {option}: empty value" in line, line
+
+
+def test_a_model_set_of_separators_only_is_refused_naming_the_option(clean_env, capsys):
+    """E01: `--models ' , '` listed "0 in the set ' , '" (ANISO_MODELS=' , ' is refused)."""
+    code, line = _stopped(["list", "models", "--models", " , ", "--registry", REGISTRY], capsys)
+    assert code == 2 and line.startswith("aniso list: --models must name a model set") and "ANISO_" not in line, line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["stats", MODEL, "--n-sequences", "0"],
+     "aniso stats: argument --n-sequences: must be an integer from 1 to 1000000000, got 0"),
+    (["bench", "extraction", MODEL, "--paragraphs", "4", "--max-length", "0"],
+     "aniso bench extraction: argument --max-length: must be an integer from 1 to 1048576, got 0"),
+    (["bench", "command", MODEL, "--paragraphs", "-1"],
+     "aniso bench command: argument --paragraphs: must be an integer from 1 to 1000000000, got -1"),
+    (["bench", "twonn", "--n", "100", "--d", "8", "--seed", "-1", "--no-peers"],
+     "aniso bench twonn: argument --seed: must be an integer from 0 to 4294967295, got -1"),
+    (["bench", "extraction", MODEL, "--repeats", "1.5"],
+     "argument --repeats: must be an integer of at least 1, got '1.5'"),
+])
+def test_a_count_out_of_bounds_names_the_option_as_typed(clean_env, capsys, argv, says):
+    """D01, L08, L09, L03: the line named the setting (n_sequences, ANISO_N_SEQUENCES, --aniso-n-sequences) or
+    numpy's "expected non-negative integer", not the option the user typed."""
+    code, line = _stopped(argv, capsys)
+    assert code == 2 and says in line and "ANISO_" not in line, line
+
+
+def test_a_corpus_given_by_option_is_named_by_the_option(clean_env, capsys):
+    """D01, D03: a --corpus that cannot be read was named as the setting (ANISO_CORPUS, --aniso-corpus)."""
+    one = clean_env / "one.txt"
+    one.write_text("A single paragraph.\n")
+    code, line = _stopped(["stats", MODEL, "--corpus", str(one), "--registry", REGISTRY], capsys)
+    assert code == 2 and line.startswith(f"aniso stats: --corpus: corpus file {one} ") and "ANISO_" not in line, line
+
+
+@pytest.mark.parametrize("command", [["bench", "twonn", "--n", "100", "--d", "8", "--no-peers"],
+                                     ["bench", "extraction", MODEL, "--paragraphs", "4"]])
+def test_a_device_that_is_not_here_is_one_line_naming_device(clean_env, capsys, command):
+    """L04: `bench twonn --device cuda` on a CPU-only torch ended in an AssertionError traceback."""
+    code, line = _stopped([*command, "--device", "cuda:99"], capsys)
+    assert code == 2 and "argument --device: device 'cuda:99' does not exist here" in line, line
+    assert "--device cpu" in line and "ANISO_DEVICE" not in line, line
+
+
+def test_bench_twonn_through_the_api_names_the_device_and_the_seed():
+    from aniso.bench.twonn import bench_twonn, make_points
+
+    with pytest.raises(ValueError, match=r"device 'cuda:99' does not exist here"):
+        bench_twonn(100, 8, device="cuda:99", peers=False)
+    with pytest.raises(ValueError, match=r"seed must be an integer from 0 to 4294967295, got -1"):
+        make_points(100, 8, seed=-1)
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--n-sequences", "16", "--n-sequences counts the corpus's paragraphs (setting n_sequences); efficientnet-lite0 "
+     "reads photographs, counted by setting n_images (ANISO_N_IMAGES)"),
+    ("--corpus", "corpus.txt", "--corpus names the text corpus (setting corpus); efficientnet-lite0 reads "
+     "photographs, named by setting image_dir (ANISO_IMAGE_DIR)"),
+])
+def test_a_stats_option_the_models_inputs_do_not_take_is_refused(clean_env, capsys, option, value, says):
+    """D04: `aniso stats efficientnet-lite0 --n-sequences 16` measured 192 photographs without a word."""
+    (clean_env / "corpus.txt").write_text("A paragraph of text.\n")
+    code, line = _stopped(["stats", "efficientnet-lite0", option, str(clean_env / value) if option == "--corpus"
+                           else value, "--registry", REGISTRY], capsys)
+    assert code == 2 and says in line, line
+
+
+def test_the_stats_header_counts_photographs_not_sequences(clean_env, capsys, monkeypatch):
+    """D04: the header of a vision model said "(192 sequences)"."""
+    from types import SimpleNamespace
+
+    from aniso.stats.pipeline import StatsProvider
+
+    summary = SimpleNamespace(dim=8, count=16, mean_cosine=0.5, q95=0.1, drift_norm=1.0, svd_anisotropy=0.2,
+                              twonn=3.0, isoscore=0.4)
+    fake = SimpleNamespace(layer_names=["0"], summaries=lambda: [summary],
+                           meta={"corpus": {"label": "16 photographs"}, "n_sequences": 16})
+    monkeypatch.setattr(StatsProvider, "get", lambda self, entry: fake)
+    assert main(["stats", "efficientnet-lite0", "--registry", REGISTRY]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "efficientnet-lite0 on 16 photographs (16 photographs)"
+    assert main(["stats", MODEL, "--n-sequences", "16", "--registry", REGISTRY]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("(16 sequences)")
+
+
+@pytest.mark.parametrize("world, says", [
+    (None, "setting shards (ANISO_SHARDS=2) asks for statistics extracted over 2 processes, but this process is "
+           "not under torchrun; run `torchrun --nproc-per-node 2 -m aniso.cli extract all-MiniLM-L6-v2`"),
+    ("3", "but torchrun started 3 processes"),
+])
+def test_extract_with_shards_not_under_torchrun_is_one_line_naming_the_setting(clean_env, capsys, monkeypatch, world,
+                                                                                says):
+    """H04: `ANISO_SHARDS=2 aniso extract M` (no torchrun) exited 1 as if the model were not available."""
+    monkeypatch.setenv("ANISO_SHARDS", "2")
+    if world is not None:  # a torchrun of another size: the check comes before any process group is started
+        monkeypatch.setenv("WORLD_SIZE", world)
+        monkeypatch.setenv("RANK", "0")
+    code, line = _stopped(["extract", MODEL, "--registry", REGISTRY], capsys)
+    assert code == 2 and says in line, line
+
+
+@pytest.mark.parametrize("raised, code", [("InputsMissing", 2), ("ModelRefused", 2), ("ModelUnavailable", 1)])
+def test_extract_exits_2_on_bad_input_and_keeps_going(clean_env, capsys, monkeypatch, raised, code):
+    """H02: a data folder that gives no inputs (`ANISO_IMAGE_DIR=/nonexistent/imgs`) exited 1, as a model that is not
+    here does; a model whose files cannot be loaded faithfully is bad input too. The other models are still
+    extracted."""
+    import aniso.sources as sources
+    from aniso.stats.pipeline import StatsProvider
+
+    seen = []
+
+    def get(self, entry):
+        seen.append(entry.id)
+        raise getattr(sources, raised)(f"{entry.id}: image_dir: /nonexistent/imgs is not a folder")
+
+    monkeypatch.setattr(StatsProvider, "get", get)
+    assert main(["extract", MODEL, "paraphrase-minilm-l3-onnx", "--registry", REGISTRY]) == code
+    assert seen == [MODEL, "paraphrase-minilm-l3-onnx"]
+    assert "image_dir: /nonexistent/imgs is not a folder" in capsys.readouterr().err
+
+
+def test_extract_of_a_data_folder_that_does_not_exist_exits_2(clean_env, capsys, monkeypatch):
+    """H02 as the tester ran it (the setting's own check or the door's mapping stops it)."""
+    monkeypatch.setenv("ANISO_IMAGE_DIR", str(clean_env / "nonexistent" / "imgs"))
+    monkeypatch.setenv("ANISO_N_IMAGES", "4")
+    code = main(["extract", "efficientnet-lite0", "--registry", REGISTRY])
+    err = capsys.readouterr().err
+    assert code == 2 and "image_dir" in err and "Traceback" not in err, err
+
+
+def test_hub_import_into_a_cache_dir_that_is_a_file_names_the_option(clean_env, capsys, tiny_bert_dir):
+    """I04: "[Errno 20] Not a directory: …/one.txt/models--me--minilm/blobs", without --cache-dir."""
+    one = clean_env / "one.txt"
+    one.write_text("x\n")
+    code, line = _stopped(["hub", "import", "me/minilm", str(tiny_bert_dir), "--cache-dir", str(one)], capsys)
+    assert code == 2 and line == f"aniso hub import: --cache-dir {one} is not a folder: it is a file", line
+    code, line = _stopped(["hub", "import", "me/minilm", str(tiny_bert_dir), "--cache-dir", str(one / "hub")], capsys)
+    assert code == 2 and line == f"aniso hub import: --cache-dir {one / 'hub'} cannot be created: {one} is a file"
+
+
+def test_hub_import_of_a_file_asks_for_the_model_folder(clean_env, capsys, tiny_bert_dir):
+    """I05: `aniso hub import me/minilm minilm/config.json` said "no such folder" of a file that exists."""
+    config = tiny_bert_dir / "config.json"
+    code, line = _stopped(["hub", "import", "me/minilm", str(config), "--cache-dir", str(clean_env / "hub")], capsys)
+    assert code == 2 and f"{config} is a file; give the model folder" in line, line
+    assert not (clean_env / "hub").exists()
+
+
+def test_hub_list_names_a_ref_that_holds_no_commit(clean_env, capsys, tiny_bert_dir):
+    """I08: a cache whose refs/main holds '../../../../etc' was listed as "not cached"."""
+    from aniso.sources.hubcache import import_folder
+
+    cache = clean_env / "hub"
+    done = import_folder("me/minilm", tiny_bert_dir, cache_dir=cache)
+    assert main(["hub", "list", "--cache-dir", str(cache), "--registry", REGISTRY]) == 0
+    assert done.commit in capsys.readouterr().out
+    (done.repo / "refs" / "main").write_text("../../../../etc\n")
+    assert main(["hub", "list", "--cache-dir", str(cache), "--registry", REGISTRY]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "me/minilm" in line)
+    assert "unreadable:" in row and "refs/main holds '../../../../etc', not a commit" in row, row
+    assert "not cached" not in row
