@@ -306,3 +306,19 @@ def test_a_symbolic_link_that_leaves_the_folder_is_refused(tmp_path, capsys, lin
     (inside / "copy.safetensors").symlink_to(inside / "model.safetensors")
     done = import_folder("org/inside", inside, cache_dir=tmp_path / "hub")
     assert "copy.safetensors" in done.files
+
+
+def test_a_ref_or_revision_that_leads_out_of_the_cache_is_refused(tmp_path):
+    """A ref file holding '../../../../etc' (or a revision with '..') would make the snapshot path any folder of the
+    machine: refused, naming the ref, never followed."""
+    repo = tmp_path / "models--me--m"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("../../../../etc")
+    with pytest.raises(HubCacheError, match=r"refs/main holds '../../../../etc', not a commit"):
+        resolve_commit("me/m", "main", tmp_path)
+    with pytest.raises(HubCacheError, match=r"refs/main holds"):
+        cached_state("me/m", "main", tmp_path)
+    with pytest.raises(HubCacheError, match=r"revision '../../x' leads out"):
+        resolve_commit("me/m", "../../x", tmp_path)
+    (repo / "refs" / "main").write_text("a" * 40)
+    assert resolve_commit("me/m", "main", tmp_path) is None  # a commit, but no snapshot of it here

@@ -324,10 +324,20 @@ def import_provenance(hub_id: str, cache_dir: str | Path | None = None) -> dict:
 
 def resolve_commit(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> str | None:
     """The commit the cache holds for ``hub_id`` at ``revision`` (a ref name, or a commit with a snapshot folder),
-    or None when the cache does not hold it. Reads the cache only; no network."""
+    or None when the cache does not hold it. Reads the cache only; no network. Raises HubCacheError naming the ref
+    when the revision would lead out of the cache folder (``..``, an absolute path) or its ref file holds no commit
+    (40 hex digits): a path built from it could name any folder of the machine."""
     repo = repo_dir(hub_id, cache_dir)
+    if Path(revision).is_absolute() or ".." in Path(revision).parts:
+        raise HubCacheError(f"{hub_id}: revision {revision!r} leads out of the hub cache's refs folder")
     ref = repo / "refs" / revision
-    commit = ref.read_text().strip() if ref.is_file() else (revision if _COMMIT.fullmatch(revision) else None)
+    if ref.is_file():
+        commit = ref.read_text(errors="replace").strip()
+        if not _COMMIT.fullmatch(commit):
+            raise HubCacheError(f"{ref} holds {commit[:60]!r}, not a commit (40 hex digits); import the model "
+                                "again (aniso hub import) or delete the ref")
+    else:
+        commit = revision if _COMMIT.fullmatch(revision) else None
     if commit and (repo / "snapshots" / commit / "config.json").exists():
         return commit
     return None
