@@ -322,3 +322,14 @@ def test_a_ref_or_revision_that_leads_out_of_the_cache_is_refused(tmp_path):
         resolve_commit("me/m", "../../x", tmp_path)
     (repo / "refs" / "main").write_text("a" * 40)
     assert resolve_commit("me/m", "main", tmp_path) is None  # a commit, but no snapshot of it here
+
+
+def test_hub_import_refuses_a_config_field_of_the_wrong_type(tmp_path):
+    """A folder whose config.json says num_hidden_layers: "six" is refused at import, naming the field, not
+    imported to fail at load."""
+    src = _folder(tmp_path, "model.safetensors")
+    config = json.loads((src / "config.json").read_text())
+    (src / "config.json").write_text(json.dumps(config | {"num_hidden_layers": "six"}))
+    with pytest.raises(HubCacheError, match=r"config.json: .*Field 'num_hidden_layers' expected int"):
+        import_folder("me/wrong-type", src, cache_dir=tmp_path / "hub")
+    assert not (tmp_path / "hub" / "models--me--wrong-type" / "snapshots").exists()

@@ -251,6 +251,11 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     if not isinstance(config, dict):
         raise HubCacheError(f"{folder}: config.json holds a JSON {type(config).__name__}, not an object of config "
                             "fields")
+    # only a config transformers' own classes read is checked: one without model_type may be read with the registry
+    # row's (model_type:), and one with custom code (auto_map) is never run here
+    problem = config_problem(src) if "model_type" in config and "auto_map" not in config else None
+    if problem is not None:
+        raise HubCacheError(f"{folder}: config.json: {problem}")
     files = _folder_files(src)
     safetensors = [f for f in files if f.endswith(".safetensors")]
     for f in safetensors:
@@ -320,6 +325,19 @@ def import_provenance(hub_id: str, cache_dir: str | Path | None = None) -> dict:
     if not isinstance(data, dict):
         raise HubCacheError(f"{path}: expected an object keyed by commit")
     return data
+
+
+def config_problem(folder: Path) -> str | None:
+    """Why transformers cannot read ``folder``'s ``config.json`` as its model type's config (a field of the wrong
+    type, ``num_hidden_layers: "six"``; an unknown ``model_type``), in one line, or None. Reads the config only:
+    no weights, no code of the folder (``trust_remote_code`` stays off)."""
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+    except Exception as exc:  # noqa: BLE001 - transformers' and huggingface_hub's validation errors share no base
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:240]}"
+    return None
 
 
 def resolve_commit(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> str | None:
