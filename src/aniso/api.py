@@ -185,21 +185,42 @@ class ClaimResults:
     def report(self, path: str | Path | None = None) -> Path:
         """The HTML report of this run: written to ``path`` with :func:`aniso.report.write_html_report`, or, with no
         ``path``, the ``report.html`` the run wrote beside ``results.json`` (written anew if it is gone); returns its
-        path. Raises OSError if it cannot be written."""
+        path. Raises ValueError naming ``path`` when it is a folder or a folder on its way is a file
+        (:func:`_report_path`); OSError if it cannot be written."""
         from .report import write_html_report
 
         if path is None and self.path.with_name("report.html").is_file():
             return self.path.with_name("report.html")
-        return write_html_report(self.path, Path(path) if path is not None else self.path.with_name("report.html"))
+        return write_html_report(self.path, _report_path(path) if path is not None else
+                                 self.path.with_name("report.html"))
+
+
+def _report_path(path: str | Path) -> Path:
+    """``path`` as the HTML file :meth:`ClaimResults.report` writes. Raises TypeError naming ``path`` when it is no
+    path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
+    ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: {path!r:.40} ({type(path).__name__}); give the HTML file to write, as text or a Path")
+    target = Path(os.path.expanduser(os.fspath(path)))
+    if target.is_dir():
+        raise ValueError(f"path: {target} is a folder; name the HTML file to write (e.g. {target / 'report.html'})")
+    above = next((p for p in target.parents if p.exists() or p.is_symlink()), None)
+    if above is not None and not above.is_dir():
+        raise ValueError(f"path: {above} is {'a link to nothing' if not above.exists() else 'a file'}, not a folder "
+                         f"(in {target})")
+    return target
 
 
 # -- settings, registry, inputs -----------------------------------------------------------------------------------
 
 
-def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: bool = True):
+def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: bool = True,
+              arguments: Mapping[str, str] | None = None):
     """:class:`aniso.common.settings.Settings` from the arguments (``options``; None = not given), then ``settings`` (a
     dict of setting names), then the ``ANISO_*`` variables and the profile; with ``check``, its paths checked
-    (:meth:`~aniso.common.settings.Settings.check_paths`). Raises ValueError naming the setting, TypeError when
+    (:meth:`~aniso.common.settings.Settings.check_paths`). ``arguments``: the argument that gave each of ``options``
+    where it is not named as the setting (e.g. ``{"n_sequences": "n_inputs"}``). Raises ValueError naming the setting,
+    or the argument and the setting when both give one setting different values (:func:`_one_value`); TypeError when
     ``settings`` is no mapping."""
     from .common.settings import Settings
 
@@ -212,11 +233,53 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
         close = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
         raise ValueError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]!r}?" if close
                                                                        else "") + " (see aniso.common.settings.SETTING_HELP)")
+    for name, value in options.items():
+        if name in given:
+            _one_value(name, [(f"{(arguments or {}).get(name, name)}=", value), (f"settings[{name!r}]=", given[name])])
     merged = given | {k: v for k, v in options.items() if v is not None}
     s = Settings.from_sources(merged)
     if check:
         s.check_paths()
+        s.check_data_folders(_data_formats())
     return s
+
+
+def _data_formats() -> dict[str, tuple[str, ...]]:
+    """The file types the media loaders read from each data folder setting (:mod:`aniso.inputs.media`), for
+    :meth:`~aniso.common.settings.Settings.check_data_folders`, so that a folder the loaders would find nothing in
+    is refused before a run starts."""
+    from .inputs.media import _AUDIO, _IMAGES
+
+    return {"speech_dir": _AUDIO, "image_dir": _IMAGES}
+
+
+def _one_value(name: str, routes: Sequence[tuple[str, Any]]) -> None:
+    """Refuse setting ``name`` given through several routes (``(label, value)`` pairs: an argument, ``settings=``, a
+    pytest option as typed; a value of None is not given) with different values, which would otherwise let one route
+    win silently. Values are compared as the setting reads them (a number typed as text is the number; paths
+    absolute). Raises ValueError naming both routes and values."""
+    from .common.settings import PATH_SETTINGS, parse_text
+
+    def read(label: str, value: Any) -> Any:
+        value = os.fspath(value) if isinstance(value, os.PathLike) else value
+        try:
+            value = parse_text(name, value, label)
+        except ValueError:  # refused, naming the route, where the settings are built
+            return value
+        return os.path.abspath(os.path.expanduser(value)) if name in PATH_SETTINGS and isinstance(value, str) else value
+
+    given = [(label, value) for label, value in routes if value is not None]
+    for label, value in given[1:]:
+        first_label, first = given[0]
+        if read(label, value) != read(first_label, first):
+            raise ValueError(f"{first_label}{first!r} and {label}{value!r} both given for setting {name}; give one")
+
+
+def _flag(name: str, value: Any) -> None:
+    """Raise TypeError naming argument ``name`` unless ``value`` is True or False (a word such as ``"no"`` is true to
+    Python, and would be taken for yes)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: {value!r:.40} ({type(value).__name__}); give True or False")
 
 
 def _registry_file(path: str | Path | None, settings) -> Path | None:
@@ -284,7 +347,8 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
     """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
     a model reading inputs of ``kind`` (:data:`aniso.inputs.forms.INPUT_FORMS`). Raises ValueError naming
-    ``inputs`` when it does not exist or does not fit."""
+    ``inputs`` when it does not exist or does not fit, or is a folder holding no file of the types the media loaders
+    read (:func:`_data_formats`)."""
     from .inputs.forms import INPUT_FORMS
 
     form = INPUT_FORMS[kind]
@@ -298,6 +362,12 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
     elif not path.is_dir():
         raise ValueError(f"inputs: {path} is a file, but {model_id} is a {kind} model: give a folder of "
                          f"{form.items}")
+    else:
+        from .common.settings import data_folder_problem
+
+        problem = data_folder_problem(str(path), _data_formats().get(form.setting))
+        if problem is not None:
+            raise ValueError(f"inputs: {problem}; give a folder of {form.items}")
     return {form.setting: str(path)}
 
 
@@ -346,15 +416,21 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         per line, WikiText layout; ``n_inputs`` paragraphs sampled), a folder of photographs (vision models) or of
         recordings (speech models), or None: the settings' inputs for the model's modality (``ANISO_CORPUS``,
         ``ANISO_IMAGE_DIR``, ``ANISO_SPEECH_DIR``; the embedded fallback corpus if none)
-    tokenizer : the tokenizer of an in-memory model (ignored otherwise)
+    tokenizer : the tokenizer of an in-memory model (for a registry id, folder or hub id: refused, they bring their
+        own)
     statistics : names from :data:`aniso.stats.pipeline.ALL_STATISTICS`, or ``"all"``; default :data:`DEFAULT_STATISTICS`
     device : torch device (``cpu``, ``cuda``, ``mps``; default: setting ``device``, ``auto``)
     batch_size, max_length : sequences per forward pass and tokens per sequence (default: the settings')
-    n_inputs : paragraphs, photographs or recordings sampled from a file or folder (default: the run profile's)
-    progress : show a progress bar over the batches (False: none)
-    settings : other settings by name (:data:`aniso.common.settings.SETTING_HELP`), e.g. ``{"seed": 1}``
+    n_inputs : paragraphs, photographs or recordings sampled from a file or folder (default: the run profile's). A
+        list of texts is measured whole, never sampled: ``n_inputs`` (or setting ``n_sequences``) with a list is
+        refused; give fewer texts for fewer
+    progress : show a progress bar over the batches (True or False)
+    settings : other settings by name (:data:`aniso.common.settings.SETTING_HELP`), e.g. ``{"seed": 1}``. A setting
+        that an argument gives too (``device`` and ``settings={"device": ...}``, ``inputs`` and ``"corpus"``,
+        ``n_inputs`` and ``"n_sequences"``) must have the same value in both
     registry : registry file (default: ``models.yaml`` here, else the one of this source tree)
-    name : the id an in-memory model is reported under (default: its ``name_or_path``, else its class)
+    name : the id an in-memory model is reported under (default: its ``name_or_path``, else its class); only for an
+        in-memory model
 
     Returns
     -------
@@ -364,20 +440,30 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
     empty list, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
-    (``statistics``) or setting (``settings``); :class:`aniso.sources.ModelUnavailable` when the weights cannot be
+    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
+    ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
+    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False;
+    :class:`aniso.sources.ModelUnavailable` when the weights cannot be
     had (:class:`aniso.sources.InputsMissing` when inputs are missing); RuntimeError naming the model and device on
     running out of memory.
     """
     chosen = _statistics(statistics)
     for arg, value in (("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)):
         _count(arg, value)
+    _flag("progress", progress)
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
         raise ValueError(f"inputs: a {type(inputs).__name__}; give a list of texts, a corpus file, a folder of "
                          "photographs or recordings, or None")
     options = {"device": device, "batch_size": batch_size, "max_length": max_length}
     if isinstance(model, (str, Path)):
+        for arg, value in (("tokenizer", tokenizer), ("name", name)):
+            if value is not None:
+                raise ValueError(f"{arg}: only for an in-memory model; {str(model)!r} is a registry id, folder or hub "
+                                 f"id, which brings its own {'tokenizer' if arg == 'tokenizer' else 'id'} (leave {arg} "
+                                 "out)")
         base = _settings(options, settings)
+        _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry"))])
         reg = _load_registry(_registry_file(registry, base))
         entry = _entry(model, reg)
         from .extract.modalities import INPUT_FORMS, inputs_kind, modality_of
@@ -391,18 +477,64 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         if texts is not None and form.items is not None:
             raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model: give a folder of "
                              f"{form.noun} (or None for setting {form.setting})")
-        extra: dict[str, Any] = {}
-        if isinstance(inputs, (str, Path)):
-            extra |= _inputs_option(inputs, kind, entry.id)
-        size = form.size
-        if texts is not None:
-            extra[size] = len(texts)
-        elif n_inputs is not None:
-            extra[size] = n_inputs
-        run_settings = _settings(options | extra, settings) if extra else base
+        extra = _inputs_settings(inputs, texts, n_inputs, settings, kind, entry.id)
+        run_settings = (_settings(options | extra, settings, arguments={form.setting: "inputs", form.size: "n_inputs"})
+                        if extra else base)
         return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                               if texts is not None else {}, progress)
     return _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress, name)
+
+
+def _inputs_settings(inputs: Any, texts: tuple[str, ...] | None, n_inputs: int | None, settings: Any, kind: str,
+                     model_id: str) -> dict[str, Any]:
+    """The settings that :func:`measure`'s ``inputs`` and ``n_inputs`` stand for, for a model reading inputs of
+    ``kind``: a file or folder is the kind's setting (``corpus``, ``image_dir``, ...; :func:`_inputs_option`) and
+    ``n_inputs`` its size (``n_sequences``, ``n_images``, ...); a list of texts is measured whole, its length the
+    size. Raises ValueError naming ``n_inputs``, or the setting of ``settings``, that a list of texts would leave
+    unused (a list is never sampled: give fewer texts for fewer)."""
+    from .inputs.forms import INPUT_FORMS
+
+    form = INPUT_FORMS[kind]
+    given = settings if isinstance(settings, Mapping) else {}
+    if texts is None:
+        extra = _inputs_option(inputs, kind, model_id) if isinstance(inputs, (str, Path)) else {}
+        return extra | ({form.size: n_inputs} if n_inputs is not None else {})
+    whole = f"a list of texts is measured whole ({_plural(len(texts), 'text')}"
+    if n_inputs is not None:
+        raise ValueError(f"n_inputs: {n_inputs} applies to a corpus file or a folder of inputs, which is sampled; "
+                         f"{whole}: give inputs[:{n_inputs}] for fewer)")
+    if form.size in given:
+        raise ValueError(f"settings: {form.size!r} ({given[form.size]!r}) applies to a corpus file, which is sampled; "
+                         f"{whole}: give fewer texts for fewer)")
+    if form.setting in given:
+        raise ValueError(f"settings: {form.setting!r} ({given[form.setting]!r}) and inputs (a list of "
+                         f"{_plural(len(texts), 'text')}) both name the inputs; give one")
+    return {form.size: len(texts)}
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _texts_corpus(texts: tuple[str, ...], path: Path) -> Path:
+    """Write ``texts`` to the corpus file ``path``, one per line (line breaks inside a text become spaces), for a
+    claims run (:func:`check`), which reads its texts from a corpus file; returns ``path``. Raises ValueError naming
+    ``inputs`` when the texts are fewer than a corpus needs (2 distinct: the claims' bootstrap resamples them), or a
+    text is no paragraph of a corpus file (a ``= heading =`` line, or formatting characters only), which the run
+    would leave out."""
+    from .inputs.text import wikitext_paragraphs
+
+    lines = [" ".join(t.split()) for t in texts]
+    for i, line in enumerate(lines):
+        if not wikitext_paragraphs(line):
+            raise ValueError(f"inputs[{i}]: {line[:40]!r} is no paragraph of a corpus file (a '= heading =' line, or "
+                             "formatting characters only), which the claims run would leave out; remove it")
+    distinct = len(set(lines))
+    if distinct < 2:
+        said = "1 text" if len(lines) == 1 else f"{len(lines)} copies of one text"
+        raise ValueError(f"inputs: {said}; at least 2 distinct are needed (a claim's bootstrap resamples the texts)")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def _measure_entry(entry, registry, settings, statistics, given: dict, progress: bool) -> LayerStats:
@@ -438,14 +570,8 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         raise ValueError(f"tokenizer: an in-memory text model needs its tokenizer (tokenizer=...), got "
                          f"{type(tokenizer).__name__}")
     ident = name or str(getattr(config, "name_or_path", "") or "") or type(model).__name__
-    extra: dict[str, Any] = {}
-    if isinstance(inputs, (str, Path)):
-        extra |= _inputs_option(inputs, "text", ident)
-    if texts is not None:
-        extra["n_sequences"] = len(texts)
-    elif n_inputs is not None:
-        extra["n_sequences"] = n_inputs
-    run_settings = _settings(options | extra, settings)
+    extra = _inputs_settings(inputs, texts, n_inputs, settings, "text", ident)
+    run_settings = _settings(options | extra, settings, arguments={"corpus": "inputs", "n_sequences": "n_inputs"})
     if texts is not None:
         corpus = _corpus_of(texts, run_settings.seed)
     else:
@@ -553,29 +679,46 @@ def run_exit_code(pytest_code: int, measured: int) -> int:
 
 def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     """The ``--aniso-<setting>`` options among ``pytest_args``, by setting name, as typed (texts; flags True), read
-    with the plugin's own option table (:func:`aniso.common.settings.setting_options`); the rest is left to pytest.
+    with the plugin's own option table (:func:`aniso.common.settings.add_setting_options`); the rest is left to pytest.
     :meth:`~aniso.common.settings.Settings.from_sources` parses them (``texts``). Raises ValueError naming an option
-    that lacks its value."""
+    that lacks its value, is misspelt or is given twice (``--aniso-n-sequences 16 --aniso-n-sequences 1``: the last
+    would otherwise win silently)."""
     import argparse
 
-    from .common.settings import setting_options
+    from .common.settings import add_setting_options
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
-            raise ValueError(message)
+            raise ValueError(f"the pytest arguments after `--`: {message}")
 
     parser = _Parser(add_help=False, allow_abbrev=False)
-    for name, opt, flag, _ in setting_options():
-        if flag:
-            parser.add_argument(opt, dest=name, action="store_true", default=None)
-        else:
-            parser.add_argument(opt, dest=name, default=None)
+    add_setting_options(parser.add_argument, by_name=True)  # an option given twice: one line naming it
     known, rest = parser.parse_known_args(list(pytest_args))
     for arg in rest:  # a misspelt setting option: one line naming it, rather than pytest's usage dump
         option = arg.split("=", 1)[0]
         if option.startswith("--aniso-"):
             raise ValueError(f"unknown option {option} after --" + _did_you_mean(option, parser._option_string_actions))
     return {k: v for k, v in vars(known).items() if v is not None}
+
+
+def _one_plan(model: str, claims: str | None, registry: str | Path | None, settings: Mapping[str, Any] | None,
+              texts: Mapping[str, Any], door: str) -> None:
+    """Refuse what a claims run on ``model`` (through ``door``, e.g. ``aniso run MODEL``) would otherwise ignore or let
+    win silently: setting ``models`` given at all, in ``settings`` or as the pytest option ``--aniso-models`` among the
+    pytest arguments (``texts``, as typed), since the model argument chooses the models; and any setting given
+    through two routes (the ``claims`` and ``registry`` arguments, ``settings``, a pytest option) with different
+    values (:func:`_one_value`). Raises ValueError (one line) naming them."""
+    given = dict(settings or {})
+    if "models" in texts:
+        raise ValueError(f"the pytest option --aniso-models {texts['models']!r}: {door} chooses the model ({model}); "
+                         "leave --aniso-models out")
+    if "models" in given:
+        raise ValueError(f"settings: 'models' ({given['models']!r}): {door} chooses the model ({model}); leave it out")
+    arguments = {"claims": ("--claims ", claims), "registry": ("--registry ", registry)}
+    for name in sorted(set(given) | set(texts) | set(arguments)):
+        label, value = arguments.get(name, ("", None))
+        _one_value(name, [(label, value), (f"settings[{name!r}]=", given.get(name)),
+                          (f"the pytest option --aniso-{name.replace('_', '-')} ", texts.get(name))])
 
 
 def _did_you_mean(word: str, choices) -> str:
@@ -665,7 +808,9 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
 
     Returns a :class:`ClaimsRun`; its exit code is 2, with the reasons in ``refused``, when a model's files are
     there but cannot be loaded faithfully (:class:`aniso.sources.ModelRefused`). Raises ValueError (one line) for a
-    bad setting, corpus, claims filter or registry, a missing or empty claims folder, a report folder that cannot be
+    bad setting, corpus, claims filter or registry, a setting given twice with different values (``claims`` and
+    ``--aniso-claims``, ``settings`` and a pytest option, a pytest option repeated) or setting ``models`` given at all
+    (``model`` chooses it), a missing or empty claims folder, a report folder that cannot be
     written, a model that is neither a registry id nor detectable, or a detected id the registry already uses.
     """
     import shutil
@@ -680,10 +825,13 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     from .sources.detect import detect_entry
     from .registry.selection import parse_claims
 
+    texts = _setting_options(pytest_args)
+    _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
     options = dict(settings or {})
     if claims is not None:
         options["claims"] = claims
-    plan, reg = settings_and_registry(options, registry=registry, texts=_setting_options(pytest_args))
+    plan, reg = settings_and_registry(options, registry=registry, texts=texts)
+    plan.check_data_folders(_data_formats())
     wanted = parse_claims(plan.claims)
     reg_path = Path(plan.registry)
     claims_dir = claims_folder(claims_dir, reg_path)
@@ -766,7 +914,7 @@ def _removed_on_sigterm():
         signal.signal(signal.SIGTERM, previous)
 
 
-#: The sizes of a twin run (``aniso run ID --twin``), given before any pytest argument (which may override them):
+#: The sizes of a twin run (``aniso run ID --twin``), each given unless the pytest arguments give it (theirs decides):
 #: enough inputs for every statistic and for the batch-wise TwoNN of the training claims, seconds per row.
 TWIN_SIZES = {"n_sequences": 16, "max_length": 32, "n_clips": 4, "n_images": 8, "n_bootstrap": 20,
               "svd_batch_size": 64, "reservoir_size": 256}
@@ -791,6 +939,22 @@ def _offline_hub_cache(cache: Path):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _twin_args(claims_dir: Path, ids: Sequence[str], registry: Path, manifest: Path, sizes: Mapping[str, Any],
+               claims: str, texts: Mapping[str, Any]) -> list[str]:
+    """The pytest arguments of a twin run (before the user's ``pytest_args``, whose ``--aniso-*`` options are
+    ``texts``): the claims folder, the twins' ids, registry and manifest, and each of the twin sizes ``sizes`` and the
+    claims filter ``claims`` ("" for every claim) that the user's options do not give, since an option may be given
+    once (the user's decides)."""
+    args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), *_DOOR_OPTIONS,
+            "--aniso-registry", str(registry), "--aniso-twin", str(manifest)]
+    for k, v in sizes.items():
+        if k not in texts:
+            args += [f"--aniso-{k.replace('_', '-')}", str(v)]
+    if claims and "claims" not in texts:
+        args += ["--aniso-claims", claims]
+    return args
 
 
 def run_twins(models: str, claims: str | None = None, *, registry: str | Path | None = None,
@@ -830,8 +994,16 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
 
+    texts = _setting_options(pytest_args)
+    _one_plan(models, claims, registry, None, texts, "aniso run MODELS --twin")
+    for name, why in (("registry", "its registry is a temporary copy of the one --registry names: give --registry"),
+                      ("twin", "it names the manifest of the twins it builds")):  # the twin run's own options
+        if name in texts:
+            raise ValueError(f"the pytest option --aniso-{name} {texts[name]!r}: aniso run --twin sets it itself "
+                             f"({why}); leave it out")
     options = {"claims": claims} if claims is not None else {}
-    settings, reg = settings_and_registry(options, registry=registry, texts=_setting_options(pytest_args))
+    settings, reg = settings_and_registry(options, registry=registry, texts=texts)
+    settings.check_data_folders(_data_formats())
     wanted = parse_claims(settings.claims)
     chosen, _ = reg.model_set(models)
     def has_twin(e) -> bool:
@@ -907,12 +1079,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                 manifest["inputs"][kind] = form.synthetic_note
         tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-        args = [str(claims_dir), "-p", "no:cacheprovider", "--aniso-models", ",".join(ids), *_DOOR_OPTIONS,
-                "--aniso-registry", str(tmp_registry), "--aniso-twin", str(root / "twin-manifest.json")]
-        for k, v in sizes.items():
-            args += [f"--aniso-{k.replace('_', '-')}", str(v)]
-        if not wanted.everything:
-            args += ["--aniso-claims", str(wanted)]
+        args = _twin_args(claims_dir, ids, tmp_registry, root / "twin-manifest.json", sizes,
+                          "" if wanted.everything else str(wanted), texts)
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
@@ -942,15 +1110,16 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
         ``save_pretrained`` and pass the folder)
     claims : comma-separated claim ids or prefixes (``aniso.claims()``), e.g. ``"G."`` or
         ``"G.token-nlp-anisotropic"``, or a list of them; ``""`` for every claim
-    inputs : a corpus file, a folder of photographs or recordings (by the model's modality), a list of texts
-        (written to a temporary corpus file, one per line; line breaks inside a text become spaces), or None:
-        the settings' inputs. Inputs other than the registry's recorded ones inform and never fail a verdict
-        recorded on other inputs (:mod:`aniso.judge.verdicts`).
+    inputs : a corpus file, a folder of photographs or recordings (by the model's modality), a list of at least 2
+        distinct texts (written to a temporary corpus file, one per line; line breaks inside a text become spaces;
+        measured whole, so setting ``n_sequences`` is refused with a list), or None: the settings' inputs. Inputs
+        other than the registry's recorded ones inform and never fail a verdict recorded on other inputs
+        (:mod:`aniso.judge.verdicts`).
     settings : settings by name (:data:`aniso.common.settings.SETTING_HELP`), passed as ``--aniso-<name>`` options, e.g.
         ``{"n_sequences": 64, "n_bootstrap": 0}``
     registry, claims_dir : the registry file and the claim tests (defaults as :func:`measure`; ``claims/`` beside
         the registry)
-    verbose : pytest's usual output (default: quiet, ``-qq``)
+    verbose : pytest's usual output (True), or quiet (False, the default: ``-qq``)
 
     Returns
     -------
@@ -959,8 +1128,10 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     Raises
     ------
     ValueError, one line naming the argument: an unknown or undetectable model (``model``), an unknown claim id or
-    prefix (``claims``), a bad setting (``settings``), inputs that do not exist or do not fit the model
-    (``inputs``); RuntimeError when the run wrote no results (pytest could not start; its output says why).
+    prefix (``claims``), a bad setting (``settings``), inputs that do not exist or do not fit the model, a list of
+    fewer than 2 distinct texts (``inputs``), inputs given both as ``inputs`` and in ``settings`` with different
+    values; TypeError naming ``verbose`` when it is not True or False; RuntimeError when the run wrote no results
+    (pytest could not start; its output says why).
     """
     import tempfile
 
@@ -970,6 +1141,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     if not isinstance(model, (str, Path)):
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
+    _flag("verbose", verbose)
     if isinstance(claims, (list, tuple)) and all(isinstance(c, str) for c in claims):
         claims = ",".join(claims)  # ["G.", "R.decoder-bell-profile"] as "G.,R.decoder-bell-profile"
     if not isinstance(claims, str):
@@ -995,11 +1167,13 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
                 texts = _texts(inputs)
                 if INPUT_FORMS[kind].items is not None:
                     raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model")
-                corpus = Path(tmp) / "texts.txt"
-                corpus.write_text("\n".join(" ".join(t.split()) for t in texts) + "\n", encoding="utf-8")
-                given |= {"corpus": str(corpus), "n_sequences": len(texts)}
+                corpus = _texts_corpus(texts, Path(tmp) / "texts.txt")
+                given |= _inputs_settings(inputs, texts, None, given, kind, entry.id) | {"corpus": str(corpus)}
             elif isinstance(inputs, (str, Path)):
-                given |= _inputs_option(inputs, kind, entry.id)
+                option = _inputs_option(inputs, kind, entry.id)
+                for name, value in option.items():
+                    _one_value(name, [("inputs=", value), (f"settings[{name!r}]=", given.get(name))])
+                given |= option
             else:
                 raise ValueError(f"inputs: a {type(inputs).__name__}; give a corpus file, a folder, a list of texts "
                                  "or None")
@@ -1022,6 +1196,7 @@ def claims(*, as_frame: bool = True):
     ``statistics`` (what it reads). A pandas DataFrame, or a list of dicts with ``as_frame=False``."""
     from .registry.catalog import CLAIMS
 
+    _flag("as_frame", as_frame)
     rows = [{"claim": c.id, "paper": c.paper, "section": c.section, "figure": c.figure, "statement": c.statement,
              "executable": c.executable, "statistics": ",".join(c.statistics)} for c in CLAIMS.values()]
     if not as_frame:
@@ -1042,6 +1217,9 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     """
     from .sources import SourceContext, weights_here
 
+    _flag("as_frame", as_frame)
+    _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry")
+                                                        if isinstance(settings, Mapping) else None)])
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))
     # What weights_here reads: no inputs, no statistics (so a listing imports neither torch nor the pipeline).

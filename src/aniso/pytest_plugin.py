@@ -30,7 +30,7 @@ from .registry.entries import RegistryError
 from .registry.locate import settings_and_registry
 from .registry.selection import ClaimsFilter, parse_claims
 from .session import AnisoSession, ClaimContext, Skip, family_members
-from .common.settings import setting_options
+from .common.settings import add_setting_options, setting_options
 from .judge.verdicts import Outcome
 
 _SESSION = pytest.StashKey[AnisoSession]()
@@ -59,12 +59,10 @@ def pytest_addhooks(pluginmanager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("aniso", "anisotropy claims suite")
-    for name, opt, flag, help_text in setting_options():  # values parsed once, by Settings.from_sources
-        if flag:
-            group.addoption(opt, action="store_true", default=None, help=help_text)
-        else:
-            group.addoption(opt, default=None, help=help_text)
+    """The ``--aniso-*`` option of every setting (:func:`aniso.common.settings.add_setting_options`, the table
+    ``aniso run`` reads too); values parsed once, by ``Settings.from_sources``. An option given twice is a usage error
+    naming it, not the last one winning silently."""
+    add_setting_options(parser.getgroup("aniso", "anisotropy claims suite").addoption)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -93,6 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
         texts = {name: config.getoption(opt) for name, opt, _, _ in setting_options()}
         try:
             settings, registry = settings_and_registry(texts=texts, root=config.rootpath)
+            settings.check_data_folders(_data_formats())
         except RegistryError as exc:  # names the registry file, the entry and the field
             raise pytest.UsageError(str(exc)) from None
         except ValueError as exc:
@@ -112,6 +111,15 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
     except ValueError as exc:  # an unreadable twin manifest (setting twin)
         raise pytest.UsageError(f"aniso settings: {exc}") from None
+
+
+def _data_formats() -> dict[str, tuple[str, ...]]:
+    """The file types the media loaders read from each data folder setting (:mod:`aniso.inputs.media`), for
+    :meth:`~aniso.common.settings.Settings.check_data_folders`: a recordings or photographs folder they would find
+    nothing in is a usage error when the run starts, not every test of its models skipped."""
+    from .inputs.media import _AUDIO, _IMAGES
+
+    return {"speech_dir": _AUDIO, "image_dir": _IMAGES}
 
 
 def _model_of(item: pytest.Item):

@@ -10,16 +10,19 @@ profile's value.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import os
 from dataclasses import asdict, field, fields
-from typing import Annotated, Optional
+from pathlib import PurePath
+from typing import Annotated, Mapping, Optional
 
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
-           "OTHER_VARIABLES", "parse_text", "setting_options", "second_order_bytes"]
+           "OTHER_VARIABLES", "PATH_SETTINGS", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
+           "data_folder_problem", "second_order_bytes"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
 #: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
@@ -75,9 +78,78 @@ def _unknown_variable(environ) -> str | None:
             + " (the settings: docs/settings.md, or the --aniso-* options of pytest --help; unset this one)")
 
 
+#: The settings that name a file or folder. An empty value given for one (``ANISO_CORPUS=``, ``--aniso-report-dir ''``,
+#: ``settings={"corpus": ""}``) is refused rather than read as "not set": the run would otherwise measure the default
+#: inputs, or write to the default folder, while the user believes they set it.
+PATH_SETTINGS = ("registry", "corpus", "train_text", "cache_dir", "report_dir", "speech_dir", "image_dir", "models_dir",
+                 "twin")
+#: The settings for which an empty text is a value of its own (``claims``: every claim); for every other setting an
+#: empty ``ANISO_*`` variable or ``--aniso-*`` option is refused (:meth:`Settings.from_sources`), never taken for unset.
+EMPTY_ALLOWED = ("claims",)
+
+
 def _where(name: str) -> str:
     """How a message names setting ``name``: ``setting seed (ANISO_SEED, --aniso-seed)``."""
     return f"setting {name} (ANISO_{name.upper()}, --aniso-{name.replace('_', '-')})"
+
+
+def _empty_value(texts: dict[str, object], environ, skip: set[str]) -> str | None:
+    """The one-line refusal of the first setting given an empty (or blank) text, as an ``--aniso-*`` option in
+    ``texts`` or an ``ANISO_*`` variable in ``environ`` (but for :data:`EMPTY_ALLOWED`, and those in ``skip``, given
+    typed); None when there is none. A variable that is not set is not given: only one set to "" is refused."""
+    for name in Settings.__dataclass_fields__:
+        if name in EMPTY_ALLOWED or name in skip:
+            continue
+        option, variable = "--aniso-" + name.replace("_", "-"), f"ANISO_{name.upper()}"
+        text = texts.get(name)
+        if isinstance(text, str) and not text.strip():
+            return f"option {option}: empty ({text!r}); give a value, or leave the option out for the default"
+        if name not in texts and variable in environ and not str(environ[variable]).strip():
+            return f"setting {name} ({variable}) is set but empty; unset it for the default (unset {variable})"
+    return None
+
+
+def _holds_file_of(folder: str, suffixes: tuple[str, ...]) -> bool:
+    """Whether ``folder`` or a folder under it holds a file (or a link to one) whose suffix, in lower case, is one of
+    ``suffixes``: what the media loaders list (``Path.rglob``, which does not descend into links to folders). Stops
+    at the first one found; a sub-folder that cannot be read is passed over, as the loaders pass it over."""
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        elif PurePath(entry.name).suffix.lower() in suffixes and entry.is_file():
+                            return True
+                    except OSError:
+                        continue
+        except OSError:
+            if current == folder:
+                raise
+    return False
+
+
+def data_folder_problem(value: str | None, suffixes: tuple[str, ...] | None) -> str | None:
+    """What is wrong with a data folder setting set to ``value``, in words beginning with the path, or None (also
+    when it is not set): it does not exist, is no folder, cannot be read, or, with ``suffixes``, holds no file of
+    those types (:func:`_holds_file_of`)."""
+    if not value:
+        return None
+    if not os.path.exists(value):
+        return f"{value} does not exist; it must name a folder (or leave the setting unset)"
+    if not os.path.isdir(value):
+        return f"{value} is a file; it must name a folder"
+    if not suffixes:
+        return None
+    try:
+        if _holds_file_of(value, suffixes):
+            return None
+    except OSError as exc:
+        return f"{value} cannot be read ({exc.strerror or exc})"
+    return f"{value} holds no {'/'.join(suffixes)} file (its sub-folders searched too)"
 
 
 def _default_cache() -> str:
@@ -239,6 +311,11 @@ class Settings:
         for name in ("registry", "cache_dir", "report_dir"):
             if not getattr(self, name).strip():
                 raise SettingError(f"{_where(name)} must be {_allowed(name)}, got {getattr(self, name)!r}")
+        for name in PATH_SETTINGS:  # an empty path is no path: None (not set) means the default
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                raise SettingError(f"{_where(name)} is empty ({value!r}); give a path, or None (leave it unset) for "
+                                   "the default")
         memory = physical_memory()
         if memory:
             parts = second_order_bytes(self.reservoir_size, self.svd_batch_size, self.twonn_batches,
@@ -272,8 +349,14 @@ class Settings:
         ``ANISO_<NAME>`` variables, then the profile's sizes (:data:`PROFILES`; the profile itself comes from an
         option or ``ANISO_PROFILE``), then defaults.
 
+        An ``ANISO_*`` variable that is not set means the setting's default; one set to an empty (or blank) text is
+        refused, as is an empty ``--aniso-*`` option (but for :data:`EMPTY_ALLOWED`): an empty path would otherwise
+        mean the default corpus or folder while the user believes they set one.
+
         Raises :class:`SettingError` (one line) naming the variable when an ``ANISO_*`` variable is no setting's and
-        none of :data:`OTHER_VARIABLES` (a misspelling, with the closest name); the option or variable when one does
+        none of :data:`OTHER_VARIABLES` (a misspelling, with the closest name), or is set but empty ("setting corpus
+        (ANISO_CORPUS) is set but empty; unset it for the default"); the option when it is given empty; the option or
+        variable when one does
         not parse (an integer that is not one; a boolean that is none of 1/true/yes/on, 0/false/no/off), the profile
         when it is unknown, and the setting when a value is out of bounds or of the wrong type.
         """
@@ -288,6 +371,9 @@ class Settings:
         misspelt = _unknown_variable(environ)
         if misspelt is not None:
             raise SettingError(misspelt)
+        empty = _empty_value(texts, environ, skip=set(options))
+        if empty is not None:
+            raise SettingError(empty)
         profile = options.get("profile") or texts.get("profile") or environ.get("ANISO_PROFILE") or DEFAULT_PROFILE
         if profile not in PROFILES:
             raise SettingError(f"{_where('profile')}: profile {profile!r} is not one of {sorted(PROFILES)}")
@@ -300,7 +386,7 @@ class Settings:
                 given, where = texts[f.name], f"option --aniso-{f.name.replace('_', '-')}"
             else:
                 given, where = environ.get(f"ANISO_{f.name.upper()}"), f"environment variable ANISO_{f.name.upper()}"
-            if given is None or given == "":
+            if given is None or given == "":  # not set (an empty text is refused above, but where allowed)
                 continue
             values[f.name] = parse_text(f.name, given, where)
         return cls(**values)
@@ -309,8 +395,9 @@ class Settings:
         """Check the paths a run reads or writes before it starts, so that a wrong one gives one line instead of a
         traceback minutes later.
 
-        ``corpus`` and ``train_text`` must be files (not folders), ``speech_dir``, ``image_dir`` and ``models_dir``
-        folders (when set); ``cache_dir`` must be a folder this process can create and write files in (it also holds
+        ``corpus`` and ``train_text`` must be files (not folders); ``speech_dir``, ``image_dir`` and ``models_dir``,
+        when set, folders that exist (:meth:`check_data_folders`, which the doors above the inputs layer call again
+        with the loaders' file types); ``cache_dir`` must be a folder this process can create and write files in (it also holds
         unpacked package weights, joined GGUF files and the miniatures' checkpoints, which a run needs, so a
         read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
         variable and option, and the path.
@@ -333,11 +420,21 @@ class Settings:
                     raise SettingError(f"{_where(name)}: {value} is not text: it is {kind}; decompress it first"
                                        if "compressed" in kind or "archive" in kind else
                                        f"{_where(name)}: {value} is not text: it holds {kind}")
-        for name in ("speech_dir", "image_dir", "models_dir"):
-            value = getattr(self, name)
-            if value and os.path.exists(value) and not os.path.isdir(value):
-                raise ValueError(f"{_where(name)}: {value} is a file; it must name a folder")
+        self.check_data_folders()
         _check_writable_folder(self.cache_dir, _where("cache_dir"))
+
+    def check_data_folders(self, formats: Mapping[str, tuple[str, ...]] | None = None) -> None:
+        """Check the data folders a run reads, where set: ``speech_dir``, ``image_dir`` and ``models_dir`` must be
+        folders that exist, and each setting of ``formats`` (setting name -> lower-case file suffixes) a folder
+        holding at least one file of those types, searched as the media loaders search (sub-folders too, not the
+        folders behind links; stopping at the first file found, so it is cheap). ``formats`` comes from a caller
+        above the inputs layer, which reads the loaders' own suffixes (``aniso.inputs.media``; the common layer may
+        not import it): the API and the pytest plugin. Raises :class:`SettingError` (one line) naming the setting,
+        its variable and option, and the path."""
+        for name in ("speech_dir", "image_dir", "models_dir"):
+            problem = data_folder_problem(getattr(self, name), (formats or {}).get(name))
+            if problem is not None:
+                raise SettingError(f"{_where(name)}: {problem}")
 
     def extraction_key(self) -> dict:
         """The settings that change extracted statistics (part of the cache key)."""
@@ -395,6 +492,39 @@ def setting_options() -> list[tuple[str, str, bool, str]]:
     value that :meth:`Settings.from_sources` parses (``texts``)."""
     return [(name, "--aniso-" + name.replace("_", "-"), "bool" in str(Settings.__dataclass_fields__[name].type),
              f"{help_text} (env ANISO_{name.upper()})") for name, help_text in SETTING_HELP.items()]
+
+
+class _Once(argparse.Action):
+    """argparse's ``store`` for a setting's option, refusing a second occurrence of the option in one command line
+    (``--aniso-n-sequences 16 --aniso-n-sequences 1``), which argparse would let the last win silently: raises
+    :class:`argparse.ArgumentError` naming the option and both values, which the parser reports as its usage error
+    (pytest's ``UsageError``; ``aniso run``'s one line)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        before = getattr(namespace, self.dest, None)
+        if before is not None:
+            shown = "" if self.nargs == 0 else f" ({before!r}, then {values!r})"
+            raise argparse.ArgumentError(self, f"given twice{shown}; give it once")
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+
+
+class _OnceFlag(_Once):
+    """argparse's ``store_true`` for a setting's flag, refusing a second occurrence (:class:`_Once`)."""
+
+    def __init__(self, option_strings, dest, default=None, required=False, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, required=required, help=help)
+
+
+def add_setting_options(add, *, by_name: bool = False) -> None:
+    """Register every setting's option (:func:`setting_options`) with ``add``: argparse's ``add_argument`` or
+    pytest's ``addoption``, which take the same arguments. Each may be given once (a repeated option is a usage error
+    naming it, :class:`_Once`) and defaults to None (not given); a flag takes no value, every other option one text
+    that :meth:`Settings.from_sources` parses. ``by_name``: stored under the setting's name (a parser of the settings
+    alone) rather than argparse's default (``aniso_<name>``, which no other pytest plugin's option takes). The help
+    texts' ``%`` are escaped (argparse formats help with ``%``: "2%" would break ``pytest --help``)."""
+    for name, option, flag, help_text in setting_options():
+        add(option, action=_OnceFlag if flag else _Once, default=None, help=help_text.replace("%", "%%"),
+            **({"dest": name} if by_name else {}))
 
 
 def _check_writable_folder(path: str, where: str) -> None:
