@@ -23,6 +23,9 @@ TEXTS = ["The tower is 324 metres tall, about the same height as an 81-storey bu
          "Anisotropy of hidden states.",
          "During its construction, the Eiffel Tower surpassed the Washington Monument.",
          "The cat sat on the mat and looked at the rain."]
+#: Enough text for a claim's minimum of vectors (64 tokens per layer for G.token-nlp-anisotropic).
+CLAIM_TEXTS = TEXTS + ["A river runs through the old town, under seven stone bridges built in the twelfth century.",
+                       "Researchers measured the average cosine similarity of hidden states in every layer."]
 
 
 @pytest.fixture(autouse=True)
@@ -97,12 +100,12 @@ def test_a_folder_and_the_same_model_in_memory_measure_the_same(tiny_bert_dir):
 def test_measure_and_check_all_minilm_agree():
     """The real all-MiniLM-L6-v2 (a pip package): measure on a few texts, then check G.token-nlp-anisotropic on the
     same texts; the claim's deciding value is max over layers of (avg cos - q95(d)) of what measure gave."""
-    stats = aniso.measure("all-MiniLM-L6-v2", TEXTS, max_length=32, registry=REGISTRY, progress=False)
+    stats = aniso.measure("all-MiniLM-L6-v2", CLAIM_TEXTS, max_length=32, registry=REGISTRY, progress=False)
     frame = stats.to_frame()
     assert len(frame) == 7 and frame["dim"].eq(384).all()
-    assert stats.meta["cache"]["hit"] is False and stats.inputs["label"] == "4 texts given to aniso.measure"
+    assert stats.meta["cache"]["hit"] is False and stats.inputs["label"] == "6 texts given to aniso.measure"
     assert frame["avg_cos"].max() > frame["q95"].max()  # anisotropic (G §2)
-    verdicts = aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp-anisotropic", inputs=TEXTS,
+    verdicts = aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp-anisotropic", inputs=CLAIM_TEXTS,
                            settings={"max_length": 32, "n_bootstrap": 50}, registry=REGISTRY)
     table = verdicts.to_frame()
     assert verdicts.exit_code == 0 and list(table["claim"]) == ["G.token-nlp-anisotropic"]
