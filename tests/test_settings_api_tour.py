@@ -209,15 +209,13 @@ def test_a_data_folder_that_is_missing_or_holds_no_input_stops_aniso_run(clean_e
 def test_the_data_folder_check_agrees_with_the_media_loaders(tmp_path):
     """A folder the loaders read from passes (a photograph in a sub-folder, an upper-case suffix); one they find
     nothing in is refused, as a link to a folder of photographs is (the loaders do not descend into it). The suffixes
-    are the loaders' own, which the doors pass to the check (the common layer may not import the inputs layer)."""
-    from aniso.api import _data_formats
+    are the loaders' own (DATA_FORMATS), which settings_and_registry passes to the check (the common layer may not
+    import the inputs layer)."""
     from aniso.common.settings import data_folder_problem
-    from aniso.inputs.media import InputsUnavailable, _list
-    from aniso.pytest_plugin import _data_formats as plugin_formats
+    from aniso.inputs.media import DATA_FORMATS, InputsUnavailable, _list
 
-    assert _data_formats() == plugin_formats() == {"speech_dir": (".flac", ".wav"), "image_dir": (".jpg", ".jpeg",
-                                                                                                    ".png")}
-    suffixes = _data_formats()["image_dir"]
+    assert DATA_FORMATS == {"speech_dir": (".flac", ".wav"), "image_dir": (".jpg", ".jpeg", ".png")}
+    suffixes = DATA_FORMATS["image_dir"]
     photos = _folder(tmp_path / "photos", {"a/b/IMG_1.PNG": "x", "notes.txt": "x"})
     linked = tmp_path / "linked"
     linked.mkdir()

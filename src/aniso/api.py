@@ -240,17 +240,10 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     s = Settings.from_sources(merged)
     if check:
         s.check_paths()
-        s.check_data_folders(_data_formats())
+        from .inputs.media import DATA_FORMATS
+
+        s.check_data_folders(DATA_FORMATS)
     return s
-
-
-def _data_formats() -> dict[str, tuple[str, ...]]:
-    """The file types the media loaders read from each data folder setting (:mod:`aniso.inputs.media`), for
-    :meth:`~aniso.common.settings.Settings.check_data_folders`, so that a folder the loaders would find nothing in
-    is refused before a run starts."""
-    from .inputs.media import _AUDIO, _IMAGES
-
-    return {"speech_dir": _AUDIO, "image_dir": _IMAGES}
 
 
 def _one_value(name: str, routes: Sequence[tuple[str, Any]]) -> None:
@@ -348,8 +341,9 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
     """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
     a model reading inputs of ``kind`` (:data:`aniso.inputs.forms.INPUT_FORMS`). Raises ValueError naming
     ``inputs`` when it does not exist or does not fit, or is a folder holding no file of the types the media loaders
-    read (:func:`_data_formats`)."""
+    read (:data:`aniso.inputs.media.DATA_FORMATS`)."""
     from .inputs.forms import INPUT_FORMS
+    from .inputs.media import DATA_FORMATS
 
     form = INPUT_FORMS[kind]
     path = Path(os.path.expanduser(str(inputs)))
@@ -365,7 +359,7 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
     else:
         from .common.settings import data_folder_problem
 
-        problem = data_folder_problem(str(path), _data_formats().get(form.setting))
+        problem = data_folder_problem(str(path), DATA_FORMATS.get(form.setting))
         if problem is not None:
             raise ValueError(f"inputs: {problem}; give a folder of {form.items}")
     return {form.setting: str(path)}
@@ -831,7 +825,6 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     if claims is not None:
         options["claims"] = claims
     plan, reg = settings_and_registry(options, registry=registry, texts=texts)
-    plan.check_data_folders(_data_formats())
     wanted = parse_claims(plan.claims)
     reg_path = Path(plan.registry)
     claims_dir = claims_folder(claims_dir, reg_path)
@@ -1003,7 +996,6 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                              f"({why}); leave it out")
     options = {"claims": claims} if claims is not None else {}
     settings, reg = settings_and_registry(options, registry=registry, texts=texts)
-    settings.check_data_folders(_data_formats())
     wanted = parse_claims(settings.claims)
     chosen, _ = reg.model_set(models)
     def has_twin(e) -> bool:

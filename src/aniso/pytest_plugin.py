@@ -91,7 +91,6 @@ def pytest_configure(config: pytest.Config) -> None:
         texts = {name: config.getoption(opt) for name, opt, _, _ in setting_options()}
         try:
             settings, registry = settings_and_registry(texts=texts, root=config.rootpath)
-            settings.check_data_folders(_data_formats())
         except RegistryError as exc:  # names the registry file, the entry and the field
             raise pytest.UsageError(str(exc)) from None
         except ValueError as exc:
@@ -111,15 +110,6 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
     except ValueError as exc:  # an unreadable twin manifest (setting twin)
         raise pytest.UsageError(f"aniso settings: {exc}") from None
-
-
-def _data_formats() -> dict[str, tuple[str, ...]]:
-    """The file types the media loaders read from each data folder setting (:mod:`aniso.inputs.media`), for
-    :meth:`~aniso.common.settings.Settings.check_data_folders`: a recordings or photographs folder they would find
-    nothing in is a usage error when the run starts, not every test of its models skipped."""
-    from .inputs.media import _AUDIO, _IMAGES
-
-    return {"speech_dir": _AUDIO, "image_dir": _IMAGES}
 
 
 def _model_of(item: pytest.Item):

@@ -50,6 +50,10 @@ MAX_IMAGE_PIXELS = 50_000_000
 _MODES_16 = ("I;16", "I;16B", "I;16L", "I;16N")
 _AUDIO = (".flac", ".wav")
 _IMAGES = (".jpg", ".jpeg", ".png")
+#: The file types the loaders read from each data-folder setting (any case of the suffix), for
+#: :meth:`aniso.common.settings.Settings.check_data_folders`: a folder they would find nothing in is refused when a
+#: run's settings are read (:func:`aniso.registry.locate.settings_and_registry`), not every test of its models skipped.
+DATA_FORMATS: dict[str, tuple[str, ...]] = {"speech_dir": _AUDIO, "image_dir": _IMAGES}
 
 
 class InputsUnavailable(RuntimeError):

@@ -99,14 +99,17 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
                           required: bool = True, texts: dict[str, Any] | None = None,
                           check_models: bool = False) -> tuple[Settings, Registry]:
     """The run's settings (:meth:`Settings.from_sources` of ``options``, then the ``ANISO_*`` variables; unless
-    ``check_paths`` is False, its paths checked and its corpus read, :func:`check_corpus`) and its registry (:func:`registry_path`; ``registry`` is an explicit
+    ``check_paths`` is False, its paths and data folders checked and its corpus read, :func:`check_corpus`) and its registry (:func:`registry_path`; ``registry`` is an explicit
     path). ``texts``: ``--aniso-*`` option values as typed on a command line (:meth:`Settings.from_sources`). With
     ``check_models``, setting ``models`` must select at least one registry model. The settings' ``registry`` is the
     resolved file. Raises ValueError (one line; a :class:`~aniso.registry.entries.RegistryError` for the registry)
     naming the setting or file."""
     settings = Settings.from_sources(options, texts=texts)
     if check_paths:
+        from ..inputs.media import DATA_FORMATS
+
         settings.check_paths()
+        settings.check_data_folders(DATA_FORMATS)
         check_corpus(settings)
     path = registry_path(registry, settings.registry, root, required=required)
     if path is not None:
