@@ -867,11 +867,22 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                     f"# {DETECTED_BASE}: {file_digest(reg_path)}\n"
                     + yaml.safe_dump([row], sort_keys=False, allow_unicode=True))
             exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
-            return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, tally.stopped,
+            stopped = tally.stopped or (_interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
+            return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, stopped,
                              tally.refused)
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _interrupted(plan, results: Path | None) -> str:
+    """The one line of a claims run stopped by Ctrl-C: what of it is kept (the statistics cache, the results of the
+    tests that ran) and what is not."""
+    kept = ("nothing was cached (setting no_cache)" if plan.no_cache else
+            f"the statistics of every model measured before it are in the cache {plan.cache_dir}")
+    wrote = (f"the results of the tests that ran are in {results}" if results is not None and results.is_file()
+             else "no results file was written")
+    return f"interrupted (Ctrl-C): {kept}; {wrote}"
 
 
 @contextlib.contextmanager
