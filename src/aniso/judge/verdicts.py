@@ -124,14 +124,14 @@ def decide(holds: bool, expected_verdict: str | None = None, expected_reason: st
         if expected_verdict is not None:
             note += f"; the registry records {words}" + (f" ({expected_reason})" if expected_reason else "") + \
                 (": record it as verdict: underpowered, with what would decide it" if binds else
-                 f" on {recorded_inputs if recorded_inputs != run_inputs else 'other sizes or seeds'}")
+                 f" on {recorded_inputs if recorded_inputs != run_inputs else 'other sizes or seeds, or among other models'}")
         return Decision(UNDERPOWERED, Outcome.PASS, note)
     if not recorded_model and not holds:
         return Decision(DOES_NOT_HOLD, Outcome.PASS,
                         "a new finding: the registry has no record of this model; look at it, and record it with "
                         "aniso record RESULTS")
     if not binds:
-        where = recorded_inputs if recorded_inputs != run_inputs else "other sizes or seeds"
+        where = recorded_inputs if recorded_inputs != run_inputs else "other sizes or seeds, or among other models"
         record = f"recorded: {words} on {where}"
         return Decision(measured, Outcome.PASS,
                         f"differs from the verdict recorded on other inputs or sizes ({record}; these inputs: "
