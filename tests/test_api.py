@@ -97,7 +97,7 @@ def test_a_folder_and_the_same_model_in_memory_measure_the_same(tiny_bert_dir):
     assert np.allclose(from_folder["svd_anisotropy"], in_memory["svd_anisotropy"], rtol=1e-6)
 
 
-def test_measure_and_check_all_minilm_agree():
+def test_measure_and_check_all_minilm_agree(capsys):
     """The real all-MiniLM-L6-v2 (a pip package): measure on a few texts, then check G.token-nlp-anisotropic on the
     same texts; the claim's deciding value is max over layers of (avg cos - q95(d)) of what measure gave."""
     stats = aniso.measure("all-MiniLM-L6-v2", CLAIM_TEXTS, max_length=32, registry=REGISTRY, progress=False)
@@ -107,6 +107,7 @@ def test_measure_and_check_all_minilm_agree():
     assert frame["avg_cos"].max() > frame["q95"].max()  # anisotropic (G §2)
     verdicts = aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp-anisotropic", inputs=CLAIM_TEXTS,
                            settings={"max_length": 32, "n_bootstrap": 50}, registry=REGISTRY)
+    assert "aniso: claim verdicts" not in capsys.readouterr().out  # quiet unless verbose: the object holds them
     table = verdicts.to_frame()
     assert verdicts.exit_code == 0 and list(table["claim"]) == ["G.token-nlp-anisotropic"]
     row = table.iloc[0]

@@ -304,7 +304,8 @@ def pytest_testnodedown(node, error) -> None:
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     claims_run = config.stash.get(_SESSION, None)
-    if claims_run is None or not claims_run.results:
+    # -qq (as aniso.check runs it unless verbose): no table; the results file, the report and the API's object hold it
+    if claims_run is None or not claims_run.results or config.get_verbosity() <= -2:
         return
     terminalreporter.write_sep("=", "aniso: claim verdicts")
     for style, line in claims_run.summary_lines():
