@@ -195,6 +195,8 @@ def profile_comparison(root: Path, registry_file: Path) -> str:
         run = (f"{record['wall_s']:.0f} s" if record.get("wall_s") is not None else "time not recorded") + (
             f", {record['peak_mb']:,.0f} MB" if record.get("peak_mb") is not None else "")
         for v in record["verdicts"]:
+            if v["model"] is None:  # a model-free check (the isotropic baseline of a width): the same at any size
+                continue
             q = quick.get((v["claim"], v["model"]))
             qtext = f"{q[1]['verdict']}: {_decided_by(q[1])}" if q else "not recorded"
             same = "—" if q is None else ("yes" if q[1]["verdict"] == v["verdict"] else "**no**")
