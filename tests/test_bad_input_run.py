@@ -450,7 +450,10 @@ def test_a_corpus_that_gives_only_special_tokens_is_refused_with_the_count(clean
     """Paragraphs that the tokenizer reads as its own special tokens only (markup such as "[SEP] [CLS]"): the model
     is refused with the count of real tokens, not measured on special tokens' vectors."""
     corpus = clean_env / "markup.txt"
-    corpus.write_text("\n".join("[SEP] [CLS] [PAD]" for _ in range(8)) + "\n")
+    import itertools
+
+    lines = [" ".join(p) for p in itertools.permutations(["[SEP]", "[CLS]", "[PAD]"])]  # 6 distinct
+    corpus.write_text("\n".join(lines + ["[SEP] [SEP]", "[CLS] [CLS]"]) + "\n")
     code = main(["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
                  "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
     out, err = capsys.readouterr()
