@@ -51,3 +51,18 @@ def tiny_bert_entry(tiny_bert_dir):
     return ModelEntry.model_validate(dict(id="m", source={"kind": "local", "path": str(tiny_bert_dir)},
                                           modality="text", granularity="subword", architecture="transformer",
                                           role="encoder", family="bert"))
+
+
+@pytest.fixture
+def clean_env(tmp_path, monkeypatch):
+    """No ANISO_* setting from the caller's environment (nor a torchrun rank); a cache and report folder of the
+    test's; the hub not probed. Returns the test's temporary folder."""
+    for name in [k for k in os.environ if k.startswith("ANISO_")]:
+        monkeypatch.delenv(name)
+    for name in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path

@@ -19,18 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = str(ROOT / "models.yaml")
 
 
-@pytest.fixture
-def clean_env(tmp_path, monkeypatch):
-    """No ANISO_* setting from the caller's environment; a cache, report folder and temporary folder of the test's."""
-    for name in [k for k in os.environ if k.startswith("ANISO_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("CI", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return tmp_path
-
-
 def _one_line(capsys) -> str:
     """Standard error of a command that must have stopped with one line and printed no test output."""
     out, err = capsys.readouterr()

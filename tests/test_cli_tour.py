@@ -6,7 +6,6 @@ is a row of docs/bad-input.md."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,20 +15,6 @@ from aniso.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = str(ROOT / "models.yaml")
 MODEL = "all-MiniLM-L6-v2"
-
-
-@pytest.fixture
-def clean_env(tmp_path, monkeypatch):
-    """No ANISO_* setting from the caller's environment; a cache and report folder of the test's; offline."""
-    for name in [k for k in os.environ if k.startswith("ANISO_")]:
-        monkeypatch.delenv(name)
-    for name in ("RANK", "WORLD_SIZE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("CI", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return tmp_path
 
 
 def _stopped(argv: list[str], capsys) -> tuple[int, str]:

@@ -24,18 +24,6 @@ SMALL = ["--aniso-n-sequences", "16", "--aniso-n-bootstrap", "0"]
 EIGHT = [f"Paragraph number {i} says something about cats, mats and hidden states." for i in range(8)]
 
 
-@pytest.fixture
-def clean_env(tmp_path, monkeypatch):
-    """No ANISO_* setting from the caller's environment; a cache and report folder of the test's."""
-    for name in [k for k in os.environ if k.startswith("ANISO_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("CI", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    return tmp_path
-
-
 def _one_line(capsys) -> str:
     """Standard error of a command that must have stopped with one line, before any test ran."""
     out, err = capsys.readouterr()
