@@ -213,11 +213,12 @@ def _registry_row(ident: str, folder: Path, description: str = "a tiny BERT") ->
             "    family: bert\n")
 
 
-def test_run_changed_since_runs_the_rows_added_or_changed_in_a_git_repository(tmp_path, tiny_bert_dir, monkeypatch,
-                                                                             capsys):
+def test_run_changed_since_runs_the_rows_added_or_changed_in_a_git_repository(clean_env, tmp_path, tiny_bert_dir,
+                                                                             monkeypatch, capsys):
     """A temporary git repository whose models.yaml has three rows at HEAD; then one row's description changes, a
     row is added, one stays as it was: `aniso run --changed-since HEAD` runs the changed and the added row (each as
-    `aniso run ID` would, with its own report) and not the unchanged one."""
+    `aniso run ID` would, with its own report) and not the unchanged one. No data setting of the caller's: the test
+    works in another folder, where a relative one would name nothing."""
     repo = tmp_path / "repo"
     repo.mkdir()
     registry = repo / "models.yaml"
