@@ -239,10 +239,9 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     merged = given | {k: v for k, v in options.items() if v is not None}
     s = Settings.from_sources(merged)
     if check:
-        s.check_paths()
         from .inputs.media import DATA_FORMATS
 
-        s.check_data_folders(DATA_FORMATS)
+        s.check_paths(DATA_FORMATS)
     return s
 
 

@@ -391,13 +391,13 @@ class Settings:
             values[f.name] = parse_text(f.name, given, where)
         return cls(**values)
 
-    def check_paths(self) -> None:
+    def check_paths(self, formats: Mapping[str, tuple[str, ...]] | None = None) -> None:
         """Check the paths a run reads or writes before it starts, so that a wrong one gives one line instead of a
-        traceback minutes later.
+        traceback minutes later (``formats``: the data folders' file types, :meth:`check_data_folders`).
 
         ``corpus`` and ``train_text`` must be files (not folders); ``speech_dir``, ``image_dir`` and ``models_dir``,
-        when set, folders that exist (:meth:`check_data_folders`, which the doors above the inputs layer call again
-        with the loaders' file types); ``cache_dir`` must be a folder this process can create and write files in (it also holds
+        when set, folders that exist, holding a file of ``formats`` where it names their types
+        (:meth:`check_data_folders`); ``cache_dir`` must be a folder this process can create and write files in (it also holds
         unpacked package weights, joined GGUF files and the miniatures' checkpoints, which a run needs, so a
         read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
         variable and option, and the path.
@@ -420,7 +420,7 @@ class Settings:
                     raise SettingError(f"{_where(name)}: {value} is not text: it is {kind}; decompress it first"
                                        if "compressed" in kind or "archive" in kind else
                                        f"{_where(name)}: {value} is not text: it holds {kind}")
-        self.check_data_folders()
+        self.check_data_folders(formats)
         _check_writable_folder(self.cache_dir, _where("cache_dir"))
 
     def check_data_folders(self, formats: Mapping[str, tuple[str, ...]] | None = None) -> None:
@@ -428,8 +428,8 @@ class Settings:
         folders that exist, and each setting of ``formats`` (setting name -> lower-case file suffixes) a folder
         holding at least one file of those types, searched as the media loaders search (sub-folders too, not the
         folders behind links; stopping at the first file found, so it is cheap). ``formats`` comes from a caller
-        above the inputs layer, which reads the loaders' own suffixes (``aniso.inputs.media``; the common layer may
-        not import it): the API and the pytest plugin. Raises :class:`SettingError` (one line) naming the setting,
+        above the inputs layer, which reads the loaders' own suffixes (``aniso.inputs.media.DATA_FORMATS``; the common
+        layer may not import it): :func:`aniso.registry.locate.settings_and_registry` and the API. Raises :class:`SettingError` (one line) naming the setting,
         its variable and option, and the path."""
         for name in ("speech_dir", "image_dir", "models_dir"):
             problem = data_folder_problem(getattr(self, name), (formats or {}).get(name))

@@ -108,8 +108,7 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
     if check_paths:
         from ..inputs.media import DATA_FORMATS
 
-        settings.check_paths()
-        settings.check_data_folders(DATA_FORMATS)
+        settings.check_paths(DATA_FORMATS)
         check_corpus(settings)
     path = registry_path(registry, settings.registry, root, required=required)
     if path is not None:
