@@ -867,9 +867,9 @@ def main(argv: list[str] | None = None) -> int:
                   "'every' at 1x and 8x the paragraphs is measured in fresh processes (ru_maxrss on the CPU, "
                   "torch.cuda.max_memory_allocated on CUDA). The corpus is the run's (ANISO_CORPUS).")
     be.add_argument("model", nargs="?", default=None, help="registry id of a text model, e.g. all-MiniLM-L6-v2")
-    be.add_argument("--config", choices=("llama-7b", "llama-tiny"), default=None, metavar="NAME",
-                    help="build this configuration with random weights instead of a registry model: llama-7b or "
-                         "llama-tiny")
+    be.add_argument("--config", choices=("llama-7b", "llama-13b", "llama-tiny"), default=None, metavar="NAME",
+                    help="build this configuration with random weights instead of a registry model: llama-7b, "
+                         "llama-13b (use --layers 40 for all its blocks) or llama-tiny")
     be.add_argument("--random-init", action="store_true", help="random weights (required with --config)")
     be.add_argument("--layers", type=int, default=32, help="blocks of the --config model (default 32)")
     be.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",

@@ -53,20 +53,25 @@ __all__ = ["VARIANTS", "STREAMED", "CONFIGS", "Subject", "best_device", "load_su
 #: The timed variants, in the order they run in each round (see the module docstring).
 VARIANTS = ("forward", "hidden_states", "first_order", "all", "every")
 
-#: Random-weight configurations ``--config`` can build (see :func:`build_llama_7b`): LLaMA-7B's shape, and a tiny
-#: model of the same architecture (for counting operators and measuring the statistics' state in seconds on a CPU).
-CONFIGS = ("llama-7b", "llama-tiny")
+#: Random-weight configurations ``--config`` can build (see :func:`build_llama_7b`): LLaMA-7B's and LLaMA-2-13B's
+#: shapes, and a tiny model of the same architecture (for counting operators and measuring the statistics' state in
+#: seconds on a CPU).
+CONFIGS = ("llama-7b", "llama-13b", "llama-tiny")
 
 #: LLaMA-7B's shape (Touvron et al. 2023, Table 2; the ``config.json`` of meta-llama/Llama-2-7b-hf).
 LLAMA_7B = dict(hidden_size=4096, num_attention_heads=32, num_key_value_heads=32, intermediate_size=11008,
                 vocab_size=32000, rms_norm_eps=1e-5, max_position_embeddings=4096, hidden_act="silu",
                 rope_theta=10000.0, tie_word_embeddings=False)
 
+#: LLaMA-2-13B's shape (Touvron et al. 2023b, Table 1; the ``config.json`` of meta-llama/Llama-2-13b-hf): hidden
+#: 5,120, 40 heads, MLP 13,824, 40 blocks.
+LLAMA_13B = dict(LLAMA_7B, hidden_size=5120, num_attention_heads=40, num_key_value_heads=40, intermediate_size=13824)
+
 #: A LLaMA of the same architecture at hidden 64 (4 heads of 16, MLP 172), with the byte tokenizer's 260 ids.
 LLAMA_TINY = dict(LLAMA_7B, hidden_size=64, num_attention_heads=4, num_key_value_heads=4, intermediate_size=172,
                   vocab_size=260)
 
-_SHAPES = {"llama-7b": LLAMA_7B, "llama-tiny": LLAMA_TINY}
+_SHAPES = {"llama-7b": LLAMA_7B, "llama-13b": LLAMA_13B, "llama-tiny": LLAMA_TINY}
 
 
 def _streamed() -> frozenset[str]:
@@ -170,7 +175,8 @@ def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "
     then every matrix drawn from N(0, 0.02²) with a generator seeded by ``seed`` and every RMSNorm weight set to 1.
     At 2 blocks it holds 536 M parameters (1.07 GB in bfloat16), at 32 blocks 6.6 G (13.2 GB).
 
-    ``config`` ``llama-tiny`` builds :data:`LLAMA_TINY` instead.
+    ``config`` ``llama-13b`` builds :data:`LLAMA_13B` (13.0 G parameters at 40 blocks, 26 GB in bfloat16) and
+    ``llama-tiny`` :data:`LLAMA_TINY` instead.
 
     Raises ValueError when ``layers`` < 1 or ``dtype`` is neither ``bfloat16`` nor ``float32``.
     """
