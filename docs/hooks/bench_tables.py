@@ -16,8 +16,8 @@ def _fmt(x: float, digits: int = 3) -> str:
 
 def summary(result: dict) -> str:
     """One cell's worth of what a run measured: the ratios of ``aniso bench extraction`` (best rounds, and the
-    median rounds' where the run recorded its rounds), the ratio of ``aniso bench command``, or the times of ``aniso
-    bench twonn`` with its peers'."""
+    median rounds' where the run recorded its rounds), the ratio of ``aniso bench command``, the memory beyond the
+    weights at 1x and 8x the paragraphs, or the times of ``aniso bench twonn`` with its peers'."""
     if "ratios" in result:
         r = result["ratios"]
         text = (f"forward {_fmt(result['forward_s'])} s ({result['tokens']:,} tokens); hidden states "
@@ -27,11 +27,18 @@ def summary(result: dict) -> str:
         if med:
             text += (f" (median of {len(result['rounds']['forward'])} rounds: all {med['all']:.2f}×, every "
                      f"{med['every']:.2f}×)")
+        if result.get("embedding_isotropy_s") is not None:
+            text += f"; embedding isotropy {result['embedding_isotropy_s']:.2f} s"
         mem = result.get("memory")
         if mem:
             text += (f"; peak RSS {mem['peak_1x_mb']:,.0f} → {mem['peak_8x_mb']:,.0f} MB from 1× to 8× the tokens "
                      f"({mem['growth']:+.1%})")
         return text
+    if "beyond_weights_1x_gib" in result:
+        return (f"{result['variant']}: memory beyond the weights ({result['measure']}) "
+                f"{result['beyond_weights_1x_gib']:.2f} GiB at {result['tokens_1x']:,} tokens, "
+                f"{result['beyond_weights_8x_gib']:.2f} GiB at {result['tokens_8x']:,} tokens "
+                f"({result['growth_beyond_weights']:+.1%}); weights {result['weights_gib']:.2f} GiB")
     if "command_s" in result:
         return (f"command {result['command_s']:.2f} s, bare script {result['script_s']:.2f} s: "
                 f"{result['ratio']:.2f}× (best of {len(result['rounds'])} rounds)")
