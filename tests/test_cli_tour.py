@@ -249,3 +249,9 @@ def test_a_claims_run_stopped_by_ctrl_c_says_so_in_one_line(clean_env, monkeypat
     assert code == 2
     assert line == ("aniso run: interrupted (Ctrl-C): nothing was cached (setting no_cache); no results file was "
                     "written"), line
+
+
+def test_extract_of_a_model_named_twice_is_one_line(clean_env, capsys):
+    """`aniso extract M M` extracted M and printed its line twice; a model is named once."""
+    code, line = _stopped(["extract", MODEL, "paraphrase-minilm-l3-onnx", MODEL, "--registry", REGISTRY], capsys)
+    assert code == 2 and line == f"aniso extract: {MODEL} named more than once; name each model once", line

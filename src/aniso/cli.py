@@ -151,6 +151,9 @@ def _extract(args: argparse.Namespace) -> int:
 
     shard = shard_of()
     try:
+        twice = sorted({m for m in args.models if args.models.count(m) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} named more than once; name each model once")
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models]
         _check_shards(settings.shards, shard.world, args.models)
@@ -194,6 +197,9 @@ def _block_sweep(args: argparse.Namespace) -> int:
     from .registry.entries import RegistryError
 
     try:
+        twice = sorted({m for m in args.models if args.models.count(m) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} named more than once; name each model once")
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models] if args.models else registry.select(("untrained-block",))
         provider = BlockSweepProvider(settings, progress=print if args.verbose else None)

@@ -15,6 +15,8 @@ To add a source kind: write ``sources/<kind>.py`` with its schema (``kind: Liter
 
 from __future__ import annotations
 
+import contextlib
+
 from . import gguf, hub, init, llama2c, local, miniature, miniature_text, onnx_cnn, package
 from .base import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext, SourceKind,
                    check_permissions)
@@ -22,7 +24,7 @@ from .hubcache import HubCacheError, cached_state
 from .package import load_ct2_whisper
 
 __all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "ModelRefused", "InputsMissing", "LoadedModel",
-           "HubStatus", "load_model", "source_fingerprint", "load_ct2_whisper", "weights_here"]
+           "HubStatus", "load_model", "no_loading_bars", "source_fingerprint", "load_ct2_whisper", "weights_here"]
 
 #: The table of source kinds, by the registry's ``source.kind``.
 SOURCE_KINDS: dict[str, SourceKind] = {m.KIND.name: m.KIND for m in (hub, local, package, onnx_cnn, gguf, llama2c, init, miniature,
@@ -54,13 +56,30 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     if blocked is not None:
         raise ModelUnavailable(f"{entry.id}: cannot run with the locked libraries: {blocked.why}; it would run with "
                                f"{blocked.would_run_with}")
-    loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
+    with no_loading_bars():
+        loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
     problem = transformer_problem(entry, getattr(getattr(loaded.model, "config", None), "model_type", None))
     if problem:
         raise ModelUnavailable(problem)
     if ctx is not None and ctx.media is not None and loaded.tokenizer is not None and entry.modality == "text":
         loaded.meta.setdefault("first_token", _first_token(entry, loaded.tokenizer, ctx))
     return loaded
+
+
+@contextlib.contextmanager
+def no_loading_bars():
+    """transformers' own progress bars (its ``Loading weights`` bar) off while a model loads, and back as they were
+    after: the run's console says which model it loads, and a bar's carriage-return line would be left in logs and
+    CI output (a second line of error output for one model)."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
 
 
 def _first_token(entry, tokenizer, ctx: SourceContext) -> dict | None:
