@@ -6,7 +6,114 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["InputGroups", "INPUT_GROUPS", "input_group"]
+from .base import Batch, Layout, Statistic, host
+
+__all__ = ["PerInput", "InputGroups", "INPUT_GROUPS", "input_group"]
+
+
+class PerInput(Statistic):
+    """Per input (per random group of inputs past ``input_groups`` of them): Σ u (rows, d), Σ x (rows, d) float32 and
+    (vectors, non-zero vectors) (rows, 2) int64, on the device, in :class:`InputGroups` (``_inputs``): O(min(inputs,
+    input_groups) · d). Nothing without ``per_input``. Up to :data:`_ONE_HOT_INPUTS` inputs in one update, their
+    sums are one-hot rows of the batch's shared GEMM; beyond, one segment sum (``index_add_``) of the (m, 2d) rows
+    [u | x] into their input's row. No complement, no summary field (the bootstrap reads the sums).
+    """
+
+    name = "per-input"
+    keeps = {"_inputs.unit": "min(inputs, input_groups)·d", "_inputs.vector": "min(inputs, input_groups)·d",
+             "_inputs.counts": "min(inputs, input_groups)"}
+    summary_rank = 5
+
+    def __init__(self, layout: Layout):
+        super().__init__(layout)
+        self._inputs = InputGroups(layout.dim, layout.device, layout.input_groups, layout.group_seed)
+
+    @property
+    def groups(self) -> "InputGroups":
+        """The rows of sums."""
+        return self._inputs
+
+    def labels(self, inputs, n_inputs, m: int) -> tuple[torch.Tensor | None, int, torch.Tensor | None]:
+        """(labels (m,) int64 on the device, k inputs, a 0-d bool tensor on the device: whether some label is outside
+        [0, k); None where that was checked on the host); (None, 0, None) without ``per_input``. ``inputs`` None:
+        the whole update is one input. Raises ValueError on labels of the wrong length, or labels given on the host
+        that fall outside [0, k)."""
+        device = self.layout.device
+        if not self.layout.per_input:
+            return None, 0, None
+        if inputs is None:
+            return torch.zeros(m, dtype=torch.int64, device=device), 1, None
+        on_host = not isinstance(inputs, torch.Tensor)
+        inputs = np.asarray(inputs, dtype=np.int64).reshape(-1) if on_host else inputs.reshape(-1)
+        k = int(n_inputs) if n_inputs is not None else int(inputs.max()) + 1 if len(inputs) else 0
+        if inputs.shape[0] != m or (on_host and m and (inputs.min() < 0 or inputs.max() >= k)):
+            raise ValueError(f"input labels must be {m} integers in [0, {k}), got shape {tuple(inputs.shape)}")
+        labels = (torch.from_numpy(inputs) if on_host else inputs).to(device=device, dtype=torch.int64).reshape(-1)
+        return labels, k, None if on_host else ((labels < 0) | (labels >= k)).any()
+
+    def hold(self, n_inputs: int | None) -> None:
+        """An update with no vectors: its ``n_inputs`` inputs still hold their place (zero sums)."""
+        if self.layout.per_input and n_inputs:
+            d, device = self.layout.dim, self.layout.device
+            self._inputs.append(torch.zeros(n_inputs, d, device=device), torch.zeros(n_inputs, d, device=device),
+                                torch.zeros(n_inputs, 2, dtype=torch.int64, device=device))
+
+    def _by_gemm(self, batch: Batch) -> bool:
+        return batch.labels is not None and batch.k <= _ONE_HOT_INPUTS
+
+    def weights(self, batch: Batch):
+        if not self._by_gemm(batch):
+            return [], []
+        onehot = (batch.labels.unsqueeze(0) == torch.arange(batch.k, device=batch.x64.device).unsqueeze(1)).to(
+            batch.x64.dtype)
+        return [onehot * batch.inverse, onehot], []
+
+    def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        labels, k = batch.labels, batch.k
+        if labels is None:
+            return
+        device = self.layout.device
+        # (vectors, non-zero vectors) per input: a segment sum, no count read back to the host
+        counts = torch.zeros(k, 2, dtype=torch.int64, device=device).index_add_(
+            0, labels, torch.stack([torch.ones_like(labels), batch.nonzero.to(torch.int64)], 1))
+        if self._by_gemm(batch):
+            unit, vector = x_sums[:k], x_sums[k : 2 * k]
+        else:  # many inputs in one update: one segment sum of the (m, 2d) rows [u | x] into their input's row
+            d = self.layout.dim
+            both = torch.zeros(k, 2 * d, dtype=batch.x64.dtype, device=device).index_add_(
+                0, labels, torch.cat([batch.x64 * batch.inverse[:, None], batch.x64], dim=1))
+            unit, vector = both[:, :d], both[:, d:]
+        self._inputs.append(unit, vector, counts)
+
+    def merge(self, other: "PerInput", count: int, other_count: int) -> None:
+        if self.layout.per_input:
+            self._inputs.append(*other._inputs.tensors(), n_inputs=other._inputs.n_inputs)
+
+    def state(self, count: int) -> dict[str, np.ndarray]:
+        if not self.layout.per_input:
+            return {}
+        g = self._inputs
+        return dict(zip(("input_unit_sum", "input_vector_sum", "input_count"), (host(t) for t in g.tensors())),
+                    input_groups=np.array([g.groups, g.seed, g.placed, g.n_inputs], np.int64))
+
+    @staticmethod
+    def settings_from_state(state: dict[str, np.ndarray]) -> tuple[bool, int, int, int, int]:
+        """(per_input, groups, group seed, rows appended, inputs) of a layer's state; an entry from before the
+        groups: one row per input."""
+        per_input = "input_count" in state
+        rows = state["input_count"].shape[0] if per_input else 0
+        groups, group_seed, placed, n_inputs = (int(v) for v in state["input_groups"]) if "input_groups" in state \
+            else (max(INPUT_GROUPS, rows), 0, rows, rows)
+        return per_input, groups, group_seed, placed, n_inputs
+
+    def load(self, state: dict[str, np.ndarray]) -> None:
+        if not self.layout.per_input:
+            return
+        t = self.layout.loader(state)
+        _, _, _, placed, n_inputs = self.settings_from_state(state)
+        self._inputs.append(t("input_unit_sum", torch.float32), t("input_vector_sum", torch.float32),
+                            t("input_count", torch.int64))
+        self._inputs.placed, self._inputs.n_inputs = placed, n_inputs
 
 
 #: Up to this many inputs in one update, the per-input sums are one-hot rows of the update's GEMM (k·m weights);

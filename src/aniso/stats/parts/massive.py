@@ -4,10 +4,141 @@ tokens' sums that say how constant a feature is on the first token of each seque
 from __future__ import annotations
 
 import functools
+import math
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
-__all__ = ["kept_maxima", "massive_rows"]
+from .base import Batch, Layout, LeftOut, Statistic, host, running_max
+
+if TYPE_CHECKING:
+    from ..accumulators import LayerAccumulator
+
+__all__ = ["Massive", "kept_maxima", "massive_rows"]
+
+
+class Massive(Statistic):
+    """Per feature, max |x| and the sequence position where it was first seen; Σx, Σx∘x and the count over the rows
+    at position 0 of their sequence (Sun et al. 2024 §2-3).
+
+    Keeps ``_abs_max`` (d,) in the accumulation dtype (exact: the maxima of the batches' own values),
+    ``_abs_max_pos`` (d,) int64 (-1: position unknown), ``_first_sum``, ``_first_sq_sum`` (d,) and ``_n_first``
+    (0-d int64), on the device: O(d). The first tokens' sums are rows of the batch's shared GEMMs. Per complement it
+    keeps the maximum over the rows the complement *keeps* (a maximum does not subtract) and the left-out rows' first
+    tokens' sums (:class:`_MassiveLeftOut`). Summarises ``massive_value``, ``massive_feature``, ``massive_position``,
+    ``massive_ratio`` (to the median |x| of the reservoir: NaN without one) and ``massive_first_token_cv`` (std /
+    |mean| of that feature over the first tokens: NaN below 2 first tokens, inf where its mean is 0).
+    """
+
+    name = "massive"
+    keeps = {"_abs_max": "d", "_abs_max_pos": "d", "_first_sum": "d", "_first_sq_sum": "d", "_n_first": "1"}
+    left_keeps = {"n_first": "1", "first_sum": "d", "first_sq_sum": "d", "abs_max": "d", "abs_max_pos": "d"}
+    summary_rank = 4
+
+    def __init__(self, layout: Layout):
+        super().__init__(layout)
+        zeros, d = layout.zeros, layout.dim
+        self._abs_max = zeros(d)
+        self._abs_max_pos = torch.full((d,), -1, dtype=torch.int64, device=layout.device)
+        self._first_sum, self._first_sq_sum = zeros(d), zeros(d)
+        self._n_first = torch.zeros((), dtype=torch.int64, device=layout.device)
+        self._complements = {name: _MassiveLeftOut(layout) for name in layout.complements}
+
+    def weights(self, batch: Batch):
+        return [batch.first_weight], [batch.first_weight]
+
+    def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        top, rows = _maxima(batch)
+        self._abs_max, self._abs_max_pos = running_max(self._abs_max, self._abs_max_pos, top, rows, batch.positions)
+        if batch.positions is None:
+            return
+        self._first_sum += x_sums[0]
+        self._first_sq_sum += sq_sums[0]
+        self._n_first += batch.first.sum()
+
+    def merge(self, other: "Massive", count: int, other_count: int) -> None:
+        device = self.layout.device
+        theirs_max = other._abs_max.to(device=device, dtype=self.layout.dtype)
+        better = theirs_max > self._abs_max
+        self._abs_max = torch.where(better, theirs_max, self._abs_max)
+        self._abs_max_pos = torch.where(better, other._abs_max_pos.to(device), self._abs_max_pos)
+        self._first_sum += other._first_sum.to(device=device, dtype=self.layout.dtype)
+        self._first_sq_sum += other._first_sq_sum.to(device=device, dtype=self.layout.dtype)
+        self._n_first += other._n_first.to(device)
+
+    def without(self, name: str, into: "Massive") -> None:
+        left, part = self._complements[name], into
+        part._first_sum, part._first_sq_sum = self._first_sum - left.first_sum, self._first_sq_sum - left.first_sq_sum
+        part._abs_max, part._abs_max_pos = left.abs_max.clone(), left.abs_max_pos.clone()
+        part._n_first = self._n_first - left.n_first
+
+    def state(self, count: int) -> dict[str, np.ndarray]:
+        return {"abs_max": host(self._abs_max).copy(), "abs_max_pos": host(self._abs_max_pos).copy(),
+                "first_sum": host(self._first_sum).copy(), "first_sq_sum": host(self._first_sq_sum).copy(),
+                "n_first": np.array([int(self._n_first)], np.int64)}
+
+    def load(self, state: dict[str, np.ndarray]) -> None:
+        t = self.layout.loader(state)
+        for name in ("abs_max", "first_sum", "first_sq_sum"):
+            setattr(self, f"_{name}", t(name))
+        self._abs_max_pos = t("abs_max_pos", torch.int64)
+        self._n_first = torch.tensor(int(state["n_first"][0]), dtype=torch.int64, device=self.layout.device)
+
+    def summarise(self, layer: "LayerAccumulator", seed: int, n_pairs: int) -> dict[str, Any]:
+        res = layer.reservoir_sample()
+        abs_max = layer.abs_max
+        f = int(np.argmax(abs_max))
+        value = float(abs_max[f])
+        median = float(np.median(np.abs(res))) if res.size else math.nan
+        cv = math.nan
+        n_first = layer.n_first
+        if n_first >= 2:
+            mean = layer.first_sum[f] / n_first
+            var = max(layer.first_sq_sum[f] / n_first - mean * mean, 0.0)
+            cv = math.sqrt(var) / abs(mean) if mean != 0 else math.inf
+        return {"massive_value": value, "massive_feature": f, "massive_position": int(layer.abs_max_pos[f]),
+                "massive_ratio": value / median if median > 0 else math.nan, "massive_first_token_cv": cv}
+
+
+class _MassiveLeftOut(LeftOut):
+    """For one complement, on the device: ``abs_max`` (d,) and ``abs_max_pos`` (d,) int64, the largest |x| per
+    feature over the rows it keeps and its position; ``first_sum``, ``first_sq_sum`` (d,) and ``n_first`` (0-d
+    int64), the first tokens' Σx, Σx∘x and count over the rows it leaves out."""
+
+    keeps = Massive.left_keeps
+
+    def __init__(self, layout: Layout):
+        self.n_first = torch.zeros((), dtype=torch.int64, device=layout.device)
+        self.first_sum, self.first_sq_sum = layout.zeros(layout.dim), layout.zeros(layout.dim)
+        self.abs_max = layout.zeros(layout.dim)
+        self.abs_max_pos = torch.full((layout.dim,), -1, dtype=torch.int64, device=layout.device)
+
+    def weights(self, batch: Batch, name: str):
+        w = batch.mask_weights[name]
+        return [w * batch.first_weight], [w * batch.first_weight]
+
+    def update(self, batch: Batch, index: int, name: str, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        if batch.first is not None:
+            self.n_first += (batch.masks[name] & batch.first).sum()
+        self.first_sum += x_sums[0]
+        self.first_sq_sum += sq_sums[0]
+        top, rows = batch.shared("kept_maxima", lambda: _kept(batch))[index]
+        self.abs_max, self.abs_max_pos = running_max(self.abs_max, self.abs_max_pos, top, rows, batch.positions)
+
+
+def _abs(batch: Batch) -> torch.Tensor:
+    return batch.shared("abs_x", lambda: batch.x.abs())  # in the batch's own dtype (exact)
+
+
+def _maxima(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per feature, max |x| over the batch and the first row reaching it (shared with the complements' shares)."""
+    return batch.shared("maxima", lambda: _abs(batch).max(0))
+
+
+def _kept(batch: Batch) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    top, rows = _maxima(batch)
+    return kept_maxima(_abs(batch), top, rows, list(batch.masks.values()))  # (|x| is overwritten)
 
 
 def kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor],

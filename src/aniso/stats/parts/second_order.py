@@ -7,12 +7,216 @@ import functools
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from ... import metrics
+from .base import Batch, Layout, LeftOut, Statistic, host
 
-__all__ = ["BatchProducts", "batch_svd_anisotropy", "centred_batch_products"]
+if TYPE_CHECKING:
+    from ..accumulators import LayerAccumulator
+
+__all__ = ["SecondOrder", "BatchProducts", "batch_svd_anisotropy", "centred_batch_products"]
+
+
+class SecondOrder(Statistic):
+    """Σ x_i x_iᵀ and the batch-wise SVD anisotropy (R §2.3), through a buffer of ``svd_batch_size`` vectors.
+
+    Keeps ``_gram_done`` (d, d), Σxxᵀ over the complete SVD batches, in the accumulation dtype; ``_svd_buffer``
+    (svd_batch_size, d) float32 (float64 where the stream is float64), the partial batch, ``_svd_fill`` of its rows
+    filled; ``_batch_svd``, one 0-d tensor per complete batch (λ_max / trace of its centred scatter, in [0, 1] or
+    NaN); ``_partial_lost``: rebuilt from a state without its partial batch (cannot be merged). Each batch, once
+    complete, is one centred product (:func:`centred_batch_products`) that gives its share of Σxxᵀ and its
+    anisotropy, and those of each complement; the partial batch's share is added when Σxxᵀ is read
+    (:meth:`gram_tensor`). Per complement it keeps the marks of the buffer's rows it leaves out, the left-out rows'
+    Σxxᵀ over the complete batches and each batch's anisotropy without them (:class:`_SecondOrderLeftOut`). Without
+    ``second_order`` nothing is kept (Σxxᵀ None, an empty buffer). Summarises ``svd_anisotropy`` and ``isoscore``
+    of the whole stream (from the centred Σxxᵀ; NaN without second order; raises ValueError below 2 vectors) and
+    the mean, std and number of the batch values (NaN, 0 without a complete batch).
+    """
+
+    name = "second-order"
+    keeps = {"_gram_done": "d²", "_batch_svd": "svd batches", "_svd_buffer": "svd_batch_size·d"}
+    left_keeps = {"marked": "svd_batch_size", "gram_done": "d²", "batch_svd": "svd batches"}
+    summary_rank = 1
+
+    def __init__(self, layout: Layout):
+        super().__init__(layout)
+        second = layout.second_order
+        self._partial_lost = False
+        self._gram_done = layout.zeros(layout.dim, layout.dim) if second else None
+        self._batch_svd: list[torch.Tensor] = []
+        self._svd_buffer = torch.empty((layout.svd_batch_size if second else 0, layout.dim), dtype=torch.float32,
+                                       device=layout.device)
+        self._svd_fill = 0
+        self._cache: dict[str, Any] = {}
+        self._complements = {name: _SecondOrderLeftOut(layout) for name in layout.complements}
+
+    @property
+    def fill(self) -> int:
+        """Rows of the partial SVD batch."""
+        return self._svd_fill
+
+    @property
+    def partial_lost(self) -> bool:
+        """Rebuilt from a finished state whose partial SVD batch is inside Σxxᵀ (cannot be merged)."""
+        return self._partial_lost
+
+    def needs_check(self, m: int) -> bool:
+        return self.layout.second_order and self._svd_fill + m >= self.layout.svd_batch_size
+
+    def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        self._cache.clear()
+        if not self.layout.second_order:
+            return
+        if batch.seen == 0 and batch.x.dtype == torch.float64:
+            self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
+        self._update_svd_batches(batch.x, batch.masks)
+
+    def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
+        start, b = 0, self.layout.svd_batch_size
+        while start < x.shape[0]:
+            take = min(b - self._svd_fill, x.shape[0] - start)
+            self._svd_buffer[self._svd_fill : self._svd_fill + take] = x[start : start + take]
+            for name, mask in (masks or {}).items():
+                self._complements[name].marked[self._svd_fill : self._svd_fill + take] = mask[start : start + take]
+            self._svd_fill += take
+            start += take
+            if self._svd_fill == b:
+                self._close_svd_batch()
+                self._svd_fill = 0
+
+    def _close_svd_batch(self) -> None:
+        """The SVD buffer holds a complete batch: its share of Σxxᵀ and its SVD anisotropy, and each complement's
+        (the batch without its marked rows), from one centred product (:func:`centred_batch_products`); the
+        buffer is left centred (it is refilled next)."""
+        comps = list(self._complements.values())
+        moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype)
+        self._gram_done += moments.gram
+        ratios = moments.anisotropies()
+        self._batch_svd.append(ratios[0])
+        for comp, marked, ratio in zip(comps, moments.marked, ratios[1:]):
+            comp.close_batch(moments, marked, ratio)
+
+    def merge(self, other: "SecondOrder", count: int, other_count: int) -> None:
+        self._cache.clear()
+        if not self.layout.second_order:
+            return
+        device = self.layout.device
+        self._gram_done += other._gram_done.to(device=device, dtype=self.layout.dtype)
+        self._batch_svd.extend(t.to(device) for t in other._batch_svd)
+        self._update_svd_batches(other._svd_buffer[: other._svd_fill].to(device))
+
+    def gram_tensor(self) -> torch.Tensor | None:
+        """Σ x_i x_iᵀ over every vector seen, (d, d) in the accumulation dtype, on the device (shared: do not modify
+        it in place); None without second order."""
+        if not self.layout.second_order:
+            return None
+        if self._svd_fill == 0:
+            return self._gram_done
+        # The partial batch's share as a complete batch's (centred float32 products, the complements' rows apart:
+        # :func:`centred_batch_products`), formed once per state: the layer's summary and each complement read it.
+        if "gram_tensor" not in self._cache:
+            fill = self._svd_fill
+            marks = [c.marked[:fill] for c in self._complements.values()]
+            self._cache["gram_tensor"] = self._gram_done + centred_batch_products(
+                self._svd_buffer[:fill].clone(), marks, self.layout.dtype).gram
+        return self._cache["gram_tensor"]
+
+    def _left_out_gram(self, name: str) -> torch.Tensor:
+        """Σxxᵀ of the rows complement ``name`` left out, the partial batch's included."""
+        left, fill = self._complements[name], self._svd_fill
+        if fill == 0:
+            return left.gram_done
+        out = self._svd_buffer[:fill][left.marked[:fill]].to(self.layout.dtype)
+        return torch.addmm(left.gram_done, out.T, out)
+
+    def without(self, name: str, into: "SecondOrder") -> None:
+        left, part = self._complements[name], into
+        if self.layout.second_order:
+            part._gram_done = self.gram_tensor() - self._left_out_gram(name)
+            part._batch_svd = list(left.batch_svd)
+        part._partial_lost = self._svd_fill > 0
+
+    def batch_values(self) -> list[float]:
+        """SVD anisotropy of each complete batch, in stream order (float64, on the host)."""
+        return host(torch.stack(self._batch_svd)).astype(np.float64).tolist() if self._batch_svd else []
+
+    def state(self, count: int) -> dict[str, np.ndarray]:
+        gram = {"gram": host(self.gram_tensor()).astype(np.float64)} if self.layout.second_order else {}
+        return {"batch_svd": np.asarray(self.batch_values(), np.float64)} | gram
+
+    def transfer_state(self) -> dict[str, np.ndarray]:
+        if not self.layout.second_order:
+            return {}
+        return {"svd_buffer": host(self._svd_buffer[: self._svd_fill]).copy(), "gram_done": host(self._gram_done)}
+
+    def load(self, state: dict[str, np.ndarray]) -> None:
+        t = self.layout.loader(state)
+        self._svd_fill = int(state["count"][2])
+        self._batch_svd = [v for v in t("batch_svd")]
+        if not self.layout.second_order:
+            return
+        partial = state.get("svd_buffer")
+        if partial is not None:
+            self._svd_buffer = self._svd_buffer.to(torch.float64 if partial.dtype == np.float64 else torch.float32)
+            self._svd_buffer[: partial.shape[0]] = torch.as_tensor(partial, device=self.layout.device)
+            self._gram_done = t("gram_done")
+        else:  # a finished accumulator (the cache): its partial batch is inside Σxxᵀ and not kept apart
+            self._partial_lost = self._svd_fill > 0
+            self._svd_fill = 0
+            self._gram_done = t("gram")
+
+    def summarise(self, layer: "LayerAccumulator", seed: int, n_pairs: int) -> dict[str, Any]:
+        bs = np.asarray(layer.batch_svd, dtype=np.float64)
+        svd, iso = self._spectrum_metrics(layer) if self.layout.second_order else (math.nan, math.nan)
+        return {"svd_anisotropy": svd, "isoscore": iso,
+                "svd_anisotropy_batch_mean": float(bs.mean()) if bs.size else math.nan,
+                "svd_anisotropy_batch_std": float(bs.std()) if bs.size else math.nan,
+                "n_svd_batches": int(bs.size)}
+
+    def _spectrum_metrics(self, layer: "LayerAccumulator") -> tuple[float, float]:
+        """(SVD anisotropy, IsoScore) of every vector seen, from the centred scatter
+        C = Σxxᵀ − n x̄x̄ᵀ (R §2.3; Rudman et al. 2022): λ_max / trace(C) (λ_max by
+        :func:`aniso.metrics.largest_eigenvalue`), and IsoScore from tr C and ‖C‖²_F
+        (:func:`aniso.metrics.isoscore_from_trace_and_frobenius`): no dense eigendecomposition of the d x d matrix."""
+        n = layer.count
+        if n < 2:
+            raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
+        s = layer.vector_sum_tensor()
+        c = self.gram_tensor() - torch.outer(s, s) / n
+        c = (c + c.T) / 2
+        trace = float(torch.diagonal(c).sum())
+        if trace <= 0:
+            return math.nan, math.nan
+        svd = float(min(1.0, max(0.0, float(metrics.largest_eigenvalue(c)) / trace)))
+        frobenius_sq = float(torch.sum(c * c))
+        dim = self.layout.dim
+        iso = metrics.isoscore_from_trace_and_frobenius(trace, frobenius_sq, dim) if dim >= 2 else math.nan
+        return svd, iso
+
+
+class _SecondOrderLeftOut(LeftOut):
+    """For one complement, on the device: ``marked`` (svd_batch_size,) bool, the buffer's rows it leaves out;
+    ``gram_done`` (d, d), Σxxᵀ of the rows it left out of the complete SVD batches; ``batch_svd``, each complete
+    batch's anisotropy without those rows (0-d tensors). Nothing without second order."""
+
+    keeps = SecondOrder.left_keeps
+
+    def __init__(self, layout: Layout):
+        second = layout.second_order
+        self.marked = torch.zeros(layout.svd_batch_size if second else 0, dtype=torch.bool, device=layout.device)
+        self.gram_done = layout.zeros(layout.dim, layout.dim) if second else None
+        self.batch_svd: list[torch.Tensor] = []
+
+    def close_batch(self, moments: "BatchProducts", marked: "_Marked", anisotropy: torch.Tensor) -> None:
+        """The SVD batch is complete: its ``anisotropy`` without the marked rows (:meth:`BatchProducts.anisotropies`),
+        and the marked rows' share of Σxxᵀ, from the batch's centred products and the marked rows alone."""
+        if marked.n:
+            self.gram_done += moments.uncentred(marked.scatter, marked.y_sum, marked.n)
+        self.batch_svd.append(anisotropy)
 
 
 def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
