@@ -1,7 +1,7 @@
 """What the streamed statistics keep in memory: every tensor, its size and what it scales with.
 
-:func:`kept_tensors` walks a :class:`~aniso.stats.accumulators.LayerAccumulator` (its sums, its SVD batch buffer and
-reservoir, its per-input groups, each complement's sums, and what its readers cached) and names, for each tensor or
+:func:`kept_tensors` walks a :class:`~aniso.stats.accumulators.LayerAccumulator` through its parts (their sums, the SVD
+batch buffer and reservoir, the per-input groups, each complement's share of each part, and what readers cached) and names, for each tensor or
 host array it finds, what its size scales with (:data:`SCALES_WITH`). :func:`accounting` adds them up over the layers
 of a :class:`~aniso.stats.results.ModelStats`. A tensor that the table does not name is reported with
 ``scales_with`` None, and ``tests/stats/test_accounting.py`` fails on it, so that a new piece of state is accounted
@@ -20,31 +20,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .accumulators import InputGroups, LayerAccumulator, _Complement
+from .accumulators import PARTS, InputGroups, LayerAccumulator
+from .parts.base import LeftOut
 from .results import ModelStats
 
 __all__ = ["KeptTensor", "SCALES_WITH", "GROWS_WITH_CORPUS", "kept_tensors", "accounting"]
 
-#: What each piece of an accumulator's state scales with, by its path (``*``: any key of a dict): ``1`` (a scalar),
-#: ``d`` (the layer's width), ``d²``, ``svd_batch_size``, ``svd_batch_size·d``, ``reservoir_size·d``,
+#: What each piece of an accumulator's state scales with, by its path in its part (``*``: any key of a dict): ``1``
+#: (a scalar), ``d`` (the layer's width), ``d²``, ``svd_batch_size``, ``svd_batch_size·d``, ``reservoir_size·d``,
 #: ``min(inputs, input_groups)`` and ``·d``, ``svd batches`` (one scalar per complete SVD batch: tokens /
 #: svd_batch_size), ``read`` (results cached by a reader: cleared by the next update; at most what the state holds).
+#: Made from the part table (:data:`aniso.stats.accumulators.PARTS`): each part's ``keeps``, and its complements'
+#: shares' ``left_keeps`` under ``_complements.*.``.
 SCALES_WITH: dict[str, str] = {
-    "_n_zero": "1", "_norm_sum": "1", "_n_first": "1",
-    "_unit_sum": "d", "_vector_sum": "d", "_unit_sq_sum": "d", "_sq_sum": "d", "_abs_max": "d", "_abs_max_pos": "d",
-    "_first_sum": "d", "_first_sq_sum": "d",
-    "_gram_done": "d²",
-    "_batch_svd": "svd batches",
-    "_svd_buffer": "svd_batch_size·d",
-    "_reservoir": "reservoir_size·d",
-    "_inputs.unit": "min(inputs, input_groups)·d", "_inputs.vector": "min(inputs, input_groups)·d",
-    "_inputs.counts": "min(inputs, input_groups)",
-    "_complements.*.counts": "1", "_complements.*.norm_sum": "1",
-    "_complements.*.x_sums": "d", "_complements.*.sq_sums": "d", "_complements.*.abs_max": "d",
-    "_complements.*.abs_max_pos": "d",
-    "_complements.*.marked": "svd_batch_size",
-    "_complements.*.gram_done": "d²",
-    "_complements.*.batch_svd": "svd batches",
+    **{path: scale for part in PARTS for path, scale in part.keeps.items()},
+    **{f"_complements.*.{path}": scale for part in PARTS for path, scale in part.left_keeps.items()},
     "_cache.*": "read",
 }
 
@@ -77,16 +67,18 @@ def _walk(obj, path: str):
     elif isinstance(obj, dict):
         for item in obj.values():
             yield from _walk(item, f"{path}.*")
-    elif isinstance(obj, (InputGroups, _Complement)):
+    elif isinstance(obj, (InputGroups, LeftOut)):
         for name, item in vars(obj).items():
-            if name != "main":  # a complement's link back to its accumulator
-                yield from _walk(item, f"{path}.{name}")
+            yield from _walk(item, f"{path}.{name}")
 
 
 def kept_tensors(acc: LayerAccumulator) -> list[KeptTensor]:
     """Every tensor and host array ``acc`` holds, grouped by path, with its size and what it scales with."""
     found: dict[str, list] = defaultdict(lambda: [0, 0, ""])
-    for name, value in vars(acc).items():
+    pieces = [(name, value) for name, value in vars(acc).items() if name != "_parts"]
+    for part in acc.parts().values():  # each part's state, by its path in the part (its layout names no tensor)
+        pieces += [(name, value) for name, value in vars(part).items() if name != "layout"]
+    for name, value in pieces:
         for path, nbytes, device in _walk(value, name):
             entry = found[path]
             entry[0] += 1

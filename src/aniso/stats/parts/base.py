@@ -1,0 +1,221 @@
+"""The protocol every part of a layer's streamed statistics follows, and what its methods are given.
+
+A part (:class:`Statistic`) owns the state of one group of statistics of one layer (Godey et al. 2024 §3;
+Razzhigaev et al. 2024 §2): it adds one batch of the layer's vectors (:meth:`Statistic.update`, given a
+:class:`Batch`), merges another shard's (:meth:`Statistic.merge`), names its state as host arrays
+(:meth:`Statistic.state`, rebuilt by :meth:`Statistic.from_state`) and gives its fields of the layer's
+:class:`~aniso.stats.results.LayerSummary` (:meth:`Statistic.summarise`). A part that supports the complements (the
+statistics without a named subset of rows: the first token of each sequence, the massive-activation rows) keeps,
+per complement, the share of the rows left out (a :class:`LeftOut`) and gives the complement's own part
+(:meth:`Statistic.without`).
+
+Every weighted row sum of a batch (Σu, Σx, Σx∘x, ... over all rows, per input, over each complement's rows) is one
+row of two GEMMs shared by every part, one against x and one against x∘x: each part (and each part's left-out
+share) names its weight rows (:meth:`Statistic.weights`) and receives its rows of the two products in
+:meth:`Statistic.update`. The rows are stacked in the order of the part table
+(:data:`aniso.stats.accumulators.PARTS`), then per complement in the same order.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from ..accumulators import LayerAccumulator
+
+__all__ = ["Layout", "Batch", "Statistic", "LeftOut", "host", "running_max"]
+
+
+def host(t: torch.Tensor) -> np.ndarray:
+    """One explicit device-to-host copy of a summary tensor (O(d) or O(d²), never per token)."""
+    return t.detach().to("cpu").numpy()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The settings a layer's parts are made with (those of :class:`~aniso.stats.accumulators.LayerAccumulator`):
+    ``dim`` d >= 1, ``reservoir_size`` >= 0 (0 without second order), ``svd_batch_size`` >= 2, ``seed``,
+    ``second_order``, ``per_input``, ``input_groups`` >= 1, ``group_seed``, ``complements`` (names of the subsets of
+    rows an update may leave out), ``device`` and ``dtype`` (the accumulation dtype, :func:`accumulation_dtype`)."""
+
+    dim: int
+    reservoir_size: int
+    svd_batch_size: int
+    seed: int
+    second_order: bool
+    per_input: bool
+    input_groups: int
+    group_seed: int
+    complements: tuple[str, ...]
+    device: torch.device
+    dtype: torch.dtype
+
+    def zeros(self, *shape: int) -> torch.Tensor:
+        """Zeros of ``shape`` in the accumulation dtype on the device."""
+        return torch.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def loader(self, state: dict[str, np.ndarray]):
+        """``t(name, dtype=None)``: the host array ``state[name]`` as a tensor on the device (accumulation dtype)."""
+        return lambda name, dtype=None: torch.as_tensor(np.ascontiguousarray(state[name]),
+                                                        device=self.device).to(dtype or self.dtype)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One checked batch of m >= 1 vectors of a layer, as the parts read it (a view: nothing here is to be modified).
+
+    ``x`` (m, d) in the dtype the model produced, on the accumulator's device; ``x64`` the same upcast once to the
+    accumulation dtype and ``sq`` = x64∘x64; ``norms`` (m,) ‖x‖, ``nonzero`` (m,) bool and ``inverse`` (m,) 1/‖x‖
+    (0 for zero vectors), in the accumulation dtype; ``seen``: rows the accumulator had seen before this batch;
+    ``labels`` (m,) int64 the input of each row (0 .. ``k`` - 1; None without per-input sums); ``positions`` (m,)
+    int64 each row's position in its sequence (None: unknown) and ``first`` (m,) bool position 0 (None: unknown);
+    ``masks``: {complement name: (m,) bool, the rows it leaves out}, in the order of the accumulator's complements.
+    """
+
+    x: torch.Tensor
+    x64: torch.Tensor
+    sq: torch.Tensor
+    norms: torch.Tensor
+    nonzero: torch.Tensor
+    inverse: torch.Tensor
+    seen: int
+    labels: torch.Tensor | None
+    k: int
+    positions: torch.Tensor | None
+    first: torch.Tensor | None
+    masks: dict[str, torch.Tensor] = field(default_factory=dict)
+    _shared: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def m(self) -> int:
+        """Rows in the batch."""
+        return self.x.shape[0]
+
+    @functools.cached_property
+    def ones(self) -> torch.Tensor:
+        """(m,) ones in the accumulation dtype (the weights of a plain sum)."""
+        return torch.ones(self.m, dtype=self.x64.dtype, device=self.x64.device)
+
+    @functools.cached_property
+    def first_weight(self) -> torch.Tensor:
+        """(m,) 1.0 on the first token of each sequence, else 0 (all 0 where positions are unknown)."""
+        return self.first.to(self.x64.dtype) if self.first is not None else torch.zeros_like(self.ones)
+
+    @functools.cached_property
+    def mask_weights(self) -> dict[str, torch.Tensor]:
+        """Per complement, (m,) 1.0 on the rows it leaves out, else 0."""
+        return {name: mask.to(self.x64.dtype) for name, mask in self.masks.items()}
+
+    def shared(self, key: str, make):
+        """What ``make()`` returns, computed once per batch and shared by the parts that ask for ``key`` (e.g. the
+        per-feature maxima that a part and its complements' shares read)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
+
+
+class LeftOut:
+    """The share of one complement's left-out rows in one part's state (see :meth:`Statistic.left_out`).
+
+    ``keeps``: {attribute: what its size scales with} (:data:`aniso.stats.accounting.SCALES_WITH`, under
+    ``_complements.*.``)."""
+
+    keeps: ClassVar[dict[str, str]] = {}
+
+    def weights(self, batch: Batch, name: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The weight rows this share adds to the batch's GEMMs against x and against x∘x (each (m,) or (k, m))."""
+        return [], []
+
+    def update(self, batch: Batch, index: int, name: str, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        """Add the rows ``batch.masks[name]`` leaves out (the ``index``-th complement); ``x_sums``, ``sq_sums``: this
+        share's rows of the two GEMMs."""
+
+
+class Statistic(ABC):
+    """One part of a layer's streamed statistics (the protocol; a subclass defines what it keeps).
+
+    ``name``: its row in the part table; ``keeps``: {attribute: what its size scales with} (``1``, ``d``, ``d²``,
+    ``svd_batch_size``, ``svd_batch_size·d``, ``reservoir_size·d``, ``min(inputs, input_groups)`` and ``·d``,
+    ``svd batches``), what :func:`aniso.stats.accounting.kept_tensors` names each tensor by; ``summary_rank``: the
+    order in which :meth:`summarise` is called (lowest first), so that a layer that cannot be summarised raises the
+    same error whatever the table's order. A part made with ``layout`` keeps its own tensors on ``layout.device`` (in
+    ``layout.dtype`` unless stated); nothing per token reaches the host (:meth:`state` and :meth:`summarise` copy
+    O(d²) at most).
+    """
+
+    name: ClassVar[str] = ""
+    keeps: ClassVar[dict[str, str]] = {}
+    summary_rank: ClassVar[int] = 0
+    left_keeps: ClassVar[dict[str, str]] = {}  # what each complement's share (LeftOut) keeps, if any
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self._complements: dict[str, LeftOut] = {}
+
+    # -- streaming -----------------------------------------------------------
+    def needs_check(self, m: int) -> bool:
+        """Whether adding m rows would do what cannot wait for the batch's check to be read (complete an SVD batch)."""
+        return False
+
+    def weights(self, batch: Batch) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The weight rows this part adds to the batch's GEMMs against x and against x∘x (each (m,) or (k, m))."""
+        return [], []
+
+    @abstractmethod
+    def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        """Add one batch; ``x_sums``, ``sq_sums``: this part's rows of the batch's two GEMMs (:meth:`weights`)."""
+
+    @abstractmethod
+    def merge(self, other: "Statistic", count: int, other_count: int) -> None:
+        """Add ``other``'s state (the same part of another shard, made with the same settings), in place; ``count``
+        and ``other_count``: the rows each side has seen."""
+
+    # -- complements ---------------------------------------------------------
+    def left_out(self, name: str) -> LeftOut | None:
+        """This part's share of the rows complement ``name`` leaves out (None: the part has no complement)."""
+        return self._complements.get(name)
+
+    def without(self, name: str, into: "Statistic") -> None:
+        """Set ``into`` (this part of the complement's accumulator, new: made without reservoir, per-input sums or
+        complements) to this part over every row seen but those complement ``name`` left out; left empty by a part
+        that keeps nothing for the complements."""
+
+    # -- persistence and results ----------------------------------------------
+    @abstractmethod
+    def state(self, count: int) -> dict[str, np.ndarray]:
+        """This part's state as named host arrays (keys of the layer's cache entry); ``count``: rows seen."""
+
+    def transfer_state(self) -> dict[str, np.ndarray]:
+        """What :meth:`state` leaves out that a merge on another process needs (the partial SVD batch)."""
+        return {}
+
+    @abstractmethod
+    def load(self, state: dict[str, np.ndarray]) -> None:
+        """Set this (new) part's state from a layer's :meth:`state` or ``transfer_state`` arrays."""
+
+    @classmethod
+    def from_state(cls, layout: Layout, state: dict[str, np.ndarray]) -> "Statistic":
+        """A part made with ``layout`` holding ``state`` (:meth:`state`, or a layer's transfer state)."""
+        part = cls(layout)
+        part.load(state)
+        return part
+
+    def summarise(self, layer: "LayerAccumulator", seed: int, n_pairs: int) -> dict[str, Any]:
+        """This part's fields of the layer's :class:`~aniso.stats.results.LayerSummary` (``layer``: the accumulator
+        it belongs to, read for what other parts keep; ``seed``, ``n_pairs``: of the sampled-pair estimate)."""
+        return {}
+
+
+def running_max(abs_max: torch.Tensor, abs_max_pos: torch.Tensor, top: torch.Tensor, rows: torch.Tensor,
+                pos: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per feature, the running max |x| (d,) and its sequence position (d,) after a batch whose max is ``top`` (d,)
+    at rows ``rows`` (d,); ``pos`` (m,) the rows' positions, None: unknown (-1). A tie keeps the earlier batch."""
+    top = top.to(abs_max.dtype)
+    better = top > abs_max
+    return torch.where(better, top, abs_max), torch.where(better, -1 if pos is None else pos[rows], abs_max_pos)

@@ -1,0 +1,140 @@
+"""A uniform sample of one layer's vectors (Vitter's algorithm R), for the estimators that need the vectors
+themselves: TwoNN (Facco et al. 2017; R §2.4), the sampled-pair avg cos (G §3.3) and the standardised avg cos of
+rogue dimensions (Timkey & van Schijndel 2021)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ... import metrics
+from .base import Batch, Layout, Statistic
+
+if TYPE_CHECKING:
+    from ..accumulators import LayerAccumulator
+
+__all__ = ["Reservoir", "reservoir_update"]
+
+
+class Reservoir(Statistic):
+    """A uniform sample of ``reservoir_size`` of the vectors seen (0 without second order).
+
+    Keeps ``_reservoir`` (reservoir_size, d) float32 on the device, its first min(count, reservoir_size) rows in
+    use, and ``_rng``, the host stream (numpy PCG64 seeded with ``seed``: one draw per vector past the fill) that
+    makes the sample independent of how the stream is split into updates. A merge keeps a uniform sample of the
+    union (:meth:`merge`). Summarises ``mean_cosine_sampled`` (``n_pairs`` pairs drawn with ``seed``; NaN below 2
+    vectors), ``twonn`` (NaN below 3 vectors; raises ValueError below 3 distinct ones), ``n_reservoir``, ``q95``
+    (the isotropic 95% quantile of cos at d) and the rogue dimensions (:meth:`rogue`).
+    """
+
+    name = "reservoir"
+    keeps = {"_reservoir": "reservoir_size·d"}
+    summary_rank = 0
+
+    def __init__(self, layout: Layout):
+        super().__init__(layout)
+        self._rng = np.random.Generator(np.random.PCG64(layout.seed))
+        self._reservoir = torch.empty((layout.reservoir_size, layout.dim), dtype=torch.float32, device=layout.device)
+
+    def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        if self.layout.reservoir_size:
+            reservoir_update(self._reservoir, batch.seen, batch.x, self._rng)
+
+    def merge(self, other: "Reservoir", count: int, other_count: int) -> None:
+        """A uniform sample of the union: a hypergeometric split of the slots between the two sides, then a uniform
+        choice within each, drawn from a stream seeded by (seed, both counts), so every rank merging the same states
+        gets the same sample."""
+        k = self.layout.reservoir_size
+        if not (self.layout.second_order and k):
+            return
+        device = self.layout.device
+        a = self._reservoir[: min(count, k)].clone()
+        b = other._reservoir[: min(other_count, k)].to(device)
+        total = count + other_count
+        if total <= k:
+            self._reservoir[: a.shape[0]] = a
+            self._reservoir[a.shape[0] : total] = b
+            return
+        rng = np.random.Generator(np.random.PCG64([self.layout.seed, count, other_count]))
+        from_a = int(rng.hypergeometric(count, other_count, k)) if count and other_count else \
+            (k if count else 0)
+        pick_a = torch.from_numpy(rng.choice(a.shape[0], from_a, replace=False)).to(device)
+        pick_b = torch.from_numpy(rng.choice(b.shape[0], k - from_a, replace=False)).to(device)
+        self._reservoir[:from_a] = a[pick_a]
+        self._reservoir[from_a:k] = b[pick_b]
+
+    def state(self, count: int) -> dict[str, np.ndarray]:
+        if not self.layout.second_order:
+            return {}
+        return {"reservoir": self._reservoir[: min(count, self.layout.reservoir_size)].detach().to("cpu").numpy()
+                .copy()}
+
+    def load(self, state: dict[str, np.ndarray]) -> None:
+        if self.layout.second_order:
+            res = self.layout.loader(state)("reservoir", torch.float32)
+            self._reservoir[: res.shape[0]] = res
+
+    def summarise(self, layer: "LayerAccumulator", seed: int, n_pairs: int) -> dict[str, Any]:
+        res = layer.reservoir_sample()
+        twonn = metrics.twonn_dimension(res) if res.shape[0] >= 3 else math.nan
+        rng = np.random.Generator(np.random.PCG64(seed))
+        dim = self.layout.dim
+        return {"twonn": twonn, "n_reservoir": int(res.shape[0]),
+                "mean_cosine_sampled": metrics.mean_cosine_sampled(res, n_pairs, rng) if res.shape[0] >= 2
+                else math.nan,
+                "q95": metrics.isotropic_cos_quantile(dim) if dim >= 2 else math.nan} | self.rogue(layer, res)
+
+    @staticmethod
+    def rogue(layer: "LayerAccumulator", res: np.ndarray) -> dict:
+        """Rogue dimensions (Timkey & van Schijndel 2021): the three largest per-dimension contributions to avg cos
+        (``rogue_dims``), their share of it (``rogue_top3_share``), and avg cos after standardising each dimension
+        (exact μ and σ from the first-order sums, on the reservoir: ``mean_cosine_standardised``)."""
+        out = {"rogue_dims": [], "rogue_top3_share": math.nan, "mean_cosine_standardised": math.nan}
+        if layer.n_nonzero < 2:
+            return out
+        c = metrics.dimension_contributions(layer.unit_sum, layer.unit_sq_sum, layer.n_nonzero)
+        top = np.argsort(c)[::-1][:3]
+        total = float(c.sum())
+        out["rogue_dims"] = [int(i) for i in top]
+        out["rogue_top3_share"] = float(c[top].sum() / total) if total > 0 else math.nan
+        if res.shape[0] >= 2:
+            mean = layer.vector_sum / layer.count
+            std = np.sqrt(np.clip(layer.sq_sum / layer.count - mean * mean, 0.0, None))
+            keep = std > 0
+            z = (res[:, keep].astype(np.float64) - mean[keep]) / std[keep]
+            z = z[np.linalg.norm(z, axis=1) > 0]
+            if z.shape[0] >= 2:
+                out["mean_cosine_standardised"] = metrics.mean_cosine(z)
+        return out
+
+
+def reservoir_update(reservoir, count: int, x, rng: np.random.Generator) -> None:
+    """Vitter's algorithm R over the rows of ``x`` in place: ``reservoir`` (k, d) holds a uniform sample of the
+    ``count`` rows seen before. One uniform draw per row past the fill (on the host, O(m) numbers), so the sample
+    does not depend on how the stream is split into updates; the rows themselves are copied where they are (a numpy
+    reservoir with numpy rows, or a torch reservoir on the rows' device)."""
+    k = reservoir.shape[0]
+    m = x.shape[0]
+    seen = count + np.arange(m)  # items seen before each new one
+    fill = seen < k
+    torch_rows = isinstance(reservoir, torch.Tensor)
+    index = (lambda a: torch.from_numpy(a).to(reservoir.device)) if torch_rows else (lambda a: a)  # noqa: E731
+    if fill.any():
+        reservoir[index(seen[fill])] = x[index(np.flatnonzero(fill))].to(reservoir.dtype) if torch_rows \
+            else x[fill]
+    rest = np.flatnonzero(~fill)
+    if rest.size:
+        u = rng.random(rest.size)
+        slot = np.floor(u * (seen[rest] + 1)).astype(np.int64)
+        hit = slot < k
+        slots, items = slot[hit], rest[hit]
+        # Later items overwrite earlier ones in the same slot: keep the last.
+        rev_slots = slots[::-1]
+        _, first_in_rev = np.unique(rev_slots, return_index=True)
+        last = len(slots) - 1 - first_in_rev
+        if last.size:
+            rows = x[index(items[last])]
+            reservoir[index(slots[last])] = rows.to(reservoir.dtype) if torch_rows else rows

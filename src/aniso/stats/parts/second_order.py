@@ -1,0 +1,491 @@
+"""Second-order statistics of one layer's vectors: Σxxᵀ, kept from the products of each SVD batch, and the SVD
+anisotropy of each batch (Razzhigaev et al. 2024 §2.3), with the float32 batch products they are computed from."""
+
+from __future__ import annotations
+
+import functools
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ... import metrics
+from .base import Batch, Layout, LeftOut, Statistic, host
+
+if TYPE_CHECKING:
+    from ..accumulators import LayerAccumulator
+
+__all__ = ["SecondOrder", "BatchProducts", "batch_svd_anisotropy", "centred_batch_products"]
+
+
+class SecondOrder(Statistic):
+    """Σ x_i x_iᵀ and the batch-wise SVD anisotropy (R §2.3), through a buffer of ``svd_batch_size`` vectors.
+
+    Keeps ``_gram_done`` (d, d), Σxxᵀ over the complete SVD batches, in the accumulation dtype; ``_svd_buffer``
+    (svd_batch_size, d) float32 (float64 where the stream is float64), the partial batch, ``_svd_fill`` of its rows
+    filled; ``_batch_svd``, one 0-d tensor per complete batch (λ_max / trace of its centred scatter, in [0, 1] or
+    NaN); ``_partial_lost``: rebuilt from a state without its partial batch (cannot be merged). Each batch, once
+    complete, is one centred product (:func:`centred_batch_products`) that gives its share of Σxxᵀ and its
+    anisotropy, and those of each complement; the partial batch's share is added when Σxxᵀ is read
+    (:meth:`gram_tensor`). Per complement it keeps the marks of the buffer's rows it leaves out, the left-out rows'
+    Σxxᵀ over the complete batches and each batch's anisotropy without them (:class:`_SecondOrderLeftOut`). Without
+    ``second_order`` nothing is kept (Σxxᵀ None, an empty buffer). Summarises ``svd_anisotropy`` and ``isoscore``
+    of the whole stream (from the centred Σxxᵀ; NaN without second order; raises ValueError below 2 vectors) and
+    the mean, std and number of the batch values (NaN, 0 without a complete batch).
+    """
+
+    name = "second-order"
+    keeps = {"_gram_done": "d²", "_batch_svd": "svd batches", "_svd_buffer": "svd_batch_size·d"}
+    left_keeps = {"marked": "svd_batch_size", "gram_done": "d²", "batch_svd": "svd batches"}
+    summary_rank = 1
+
+    def __init__(self, layout: Layout):
+        super().__init__(layout)
+        second = layout.second_order
+        self._partial_lost = False
+        self._gram_done = layout.zeros(layout.dim, layout.dim) if second else None
+        self._batch_svd: list[torch.Tensor] = []
+        self._svd_buffer = torch.empty((layout.svd_batch_size if second else 0, layout.dim), dtype=torch.float32,
+                                       device=layout.device)
+        self._svd_fill = 0
+        self._cache: dict[str, Any] = {}
+        self._complements = {name: _SecondOrderLeftOut(layout) for name in layout.complements}
+
+    @property
+    def fill(self) -> int:
+        """Rows of the partial SVD batch."""
+        return self._svd_fill
+
+    @property
+    def partial_lost(self) -> bool:
+        """Rebuilt from a finished state whose partial SVD batch is inside Σxxᵀ (cannot be merged)."""
+        return self._partial_lost
+
+    def needs_check(self, m: int) -> bool:
+        return self.layout.second_order and self._svd_fill + m >= self.layout.svd_batch_size
+
+    def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        self._cache.clear()
+        if not self.layout.second_order:
+            return
+        if batch.seen == 0 and batch.x.dtype == torch.float64:
+            self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
+        self._update_svd_batches(batch.x, batch.masks)
+
+    def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
+        start, b = 0, self.layout.svd_batch_size
+        while start < x.shape[0]:
+            take = min(b - self._svd_fill, x.shape[0] - start)
+            self._svd_buffer[self._svd_fill : self._svd_fill + take] = x[start : start + take]
+            for name, mask in (masks or {}).items():
+                self._complements[name].marked[self._svd_fill : self._svd_fill + take] = mask[start : start + take]
+            self._svd_fill += take
+            start += take
+            if self._svd_fill == b:
+                self._close_svd_batch()
+                self._svd_fill = 0
+
+    def _close_svd_batch(self) -> None:
+        """The SVD buffer holds a complete batch: its share of Σxxᵀ and its SVD anisotropy, and each complement's
+        (the batch without its marked rows), from one centred product (:func:`centred_batch_products`); the
+        buffer is left centred (it is refilled next)."""
+        comps = list(self._complements.values())
+        moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype)
+        self._gram_done += moments.gram
+        ratios = moments.anisotropies()
+        self._batch_svd.append(ratios[0])
+        for comp, marked, ratio in zip(comps, moments.marked, ratios[1:]):
+            comp.close_batch(moments, marked, ratio)
+
+    def merge(self, other: "SecondOrder", count: int, other_count: int) -> None:
+        self._cache.clear()
+        if not self.layout.second_order:
+            return
+        device = self.layout.device
+        self._gram_done += other._gram_done.to(device=device, dtype=self.layout.dtype)
+        self._batch_svd.extend(t.to(device) for t in other._batch_svd)
+        self._update_svd_batches(other._svd_buffer[: other._svd_fill].to(device))
+
+    def gram_tensor(self) -> torch.Tensor | None:
+        """Σ x_i x_iᵀ over every vector seen, (d, d) in the accumulation dtype, on the device (shared: do not modify
+        it in place); None without second order."""
+        if not self.layout.second_order:
+            return None
+        if self._svd_fill == 0:
+            return self._gram_done
+        # The partial batch's share as a complete batch's (centred float32 products, the complements' rows apart:
+        # :func:`centred_batch_products`), formed once per state: the layer's summary and each complement read it.
+        if "gram_tensor" not in self._cache:
+            fill = self._svd_fill
+            marks = [c.marked[:fill] for c in self._complements.values()]
+            self._cache["gram_tensor"] = self._gram_done + centred_batch_products(
+                self._svd_buffer[:fill].clone(), marks, self.layout.dtype).gram
+        return self._cache["gram_tensor"]
+
+    def _left_out_gram(self, name: str) -> torch.Tensor:
+        """Σxxᵀ of the rows complement ``name`` left out, the partial batch's included."""
+        left, fill = self._complements[name], self._svd_fill
+        if fill == 0:
+            return left.gram_done
+        out = self._svd_buffer[:fill][left.marked[:fill]].to(self.layout.dtype)
+        return torch.addmm(left.gram_done, out.T, out)
+
+    def without(self, name: str, into: "SecondOrder") -> None:
+        left, part = self._complements[name], into
+        if self.layout.second_order:
+            part._gram_done = self.gram_tensor() - self._left_out_gram(name)
+            part._batch_svd = list(left.batch_svd)
+        part._partial_lost = self._svd_fill > 0
+
+    def batch_values(self) -> list[float]:
+        """SVD anisotropy of each complete batch, in stream order (float64, on the host)."""
+        return host(torch.stack(self._batch_svd)).astype(np.float64).tolist() if self._batch_svd else []
+
+    def state(self, count: int) -> dict[str, np.ndarray]:
+        gram = {"gram": host(self.gram_tensor()).astype(np.float64)} if self.layout.second_order else {}
+        return {"batch_svd": np.asarray(self.batch_values(), np.float64)} | gram
+
+    def transfer_state(self) -> dict[str, np.ndarray]:
+        if not self.layout.second_order:
+            return {}
+        return {"svd_buffer": host(self._svd_buffer[: self._svd_fill]).copy(), "gram_done": host(self._gram_done)}
+
+    def load(self, state: dict[str, np.ndarray]) -> None:
+        t = self.layout.loader(state)
+        self._svd_fill = int(state["count"][2])
+        self._batch_svd = [v for v in t("batch_svd")]
+        if not self.layout.second_order:
+            return
+        partial = state.get("svd_buffer")
+        if partial is not None:
+            self._svd_buffer = self._svd_buffer.to(torch.float64 if partial.dtype == np.float64 else torch.float32)
+            self._svd_buffer[: partial.shape[0]] = torch.as_tensor(partial, device=self.layout.device)
+            self._gram_done = t("gram_done")
+        else:  # a finished accumulator (the cache): its partial batch is inside Σxxᵀ and not kept apart
+            self._partial_lost = self._svd_fill > 0
+            self._svd_fill = 0
+            self._gram_done = t("gram")
+
+    def summarise(self, layer: "LayerAccumulator", seed: int, n_pairs: int) -> dict[str, Any]:
+        bs = np.asarray(layer.batch_svd, dtype=np.float64)
+        svd, iso = self._spectrum_metrics(layer) if self.layout.second_order else (math.nan, math.nan)
+        return {"svd_anisotropy": svd, "isoscore": iso,
+                "svd_anisotropy_batch_mean": float(bs.mean()) if bs.size else math.nan,
+                "svd_anisotropy_batch_std": float(bs.std()) if bs.size else math.nan,
+                "n_svd_batches": int(bs.size)}
+
+    def _spectrum_metrics(self, layer: "LayerAccumulator") -> tuple[float, float]:
+        """(SVD anisotropy, IsoScore) of every vector seen, from the centred scatter
+        C = Σxxᵀ − n x̄x̄ᵀ (R §2.3; Rudman et al. 2022): λ_max / trace(C) (λ_max by
+        :func:`aniso.metrics.largest_eigenvalue`), and IsoScore from tr C and ‖C‖²_F
+        (:func:`aniso.metrics.isoscore_from_trace_and_frobenius`): no dense eigendecomposition of the d x d matrix."""
+        n = layer.count
+        if n < 2:
+            raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
+        s = layer.vector_sum_tensor()
+        c = self.gram_tensor() - torch.outer(s, s) / n
+        c = (c + c.T) / 2
+        trace = float(torch.diagonal(c).sum())
+        if trace <= 0:
+            return math.nan, math.nan
+        svd = float(min(1.0, max(0.0, float(metrics.largest_eigenvalue(c)) / trace)))
+        frobenius_sq = float(torch.sum(c * c))
+        dim = self.layout.dim
+        iso = metrics.isoscore_from_trace_and_frobenius(trace, frobenius_sq, dim) if dim >= 2 else math.nan
+        return svd, iso
+
+
+class _SecondOrderLeftOut(LeftOut):
+    """For one complement, on the device: ``marked`` (svd_batch_size,) bool, the buffer's rows it leaves out;
+    ``gram_done`` (d, d), Σxxᵀ of the rows it left out of the complete SVD batches; ``batch_svd``, each complete
+    batch's anisotropy without those rows (0-d tensors). Nothing without second order."""
+
+    keeps = SecondOrder.left_keeps
+
+    def __init__(self, layout: Layout):
+        second = layout.second_order
+        self.marked = torch.zeros(layout.svd_batch_size if second else 0, dtype=torch.bool, device=layout.device)
+        self.gram_done = layout.zeros(layout.dim, layout.dim) if second else None
+        self.batch_svd: list[torch.Tensor] = []
+
+    def close_batch(self, moments: "BatchProducts", marked: "_Marked", anisotropy: torch.Tensor) -> None:
+        """The SVD batch is complete: its ``anisotropy`` without the marked rows (:meth:`BatchProducts.anisotropies`),
+        and the marked rows' share of Σxxᵀ, from the batch's centred products and the marked rows alone."""
+        if marked.n:
+            self.gram_done += moments.uncentred(marked.scatter, marked.y_sum, marked.n)
+        self.batch_svd.append(anisotropy)
+
+
+def batch_svd_anisotropy(batch: torch.Tensor, dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """SVD anisotropy of one batch and its Gram matrix, on the batch's device.
+
+    ``batch`` (b, d) -> (σ₁² / Σσᵢ² of the centred rows as a 0-d tensor, Σxxᵀ (d, d) in ``dtype``): λ_max / trace of
+    the centred scatter (Razzhigaev et al. 2024 §2.3; equal to :func:`aniso.metrics.svd_anisotropy`), as
+    :meth:`BatchProducts.anisotropies` gives it. NaN when every row is identical (no direction of variance, as the
+    SVD gives).
+    """
+    moments = centred_batch_products(batch.clone(), [], dtype)
+    return moments.anisotropies()[0], moments.gram
+
+
+@dataclass
+class _Marked:
+    """The ``n`` rows of an SVD batch that one complement leaves out (``mask`` (b,) bool), with y = x − c (from
+    exact copies of the rows, taken before the batch is centred, in the accumulation dtype): Σy (d,), Σyyᵀ (d, d)."""
+
+    mask: torch.Tensor
+    n: int
+    y_sum: torch.Tensor
+    scatter: torch.Tensor
+
+
+@dataclass
+class BatchProducts:
+    """Second-order moments of one SVD batch of ``n`` rows about a centre ``c`` (d,): ``y_sum`` = Σ(x − c) (d,),
+    ``products`` = Σ(x − c)(x − c)ᵀ (d, d), ``gram`` = Σxxᵀ (d, d), all in the accumulation dtype; ``marked``: one
+    :class:`_Marked` per complement; ``work``: the dtype the products were formed in; ``rows``: the centred rows
+    (b, d), in that dtype (the batch's buffer, centred in place); ``marked_index`` (r,) and ``marked_rows`` (r, d):
+    the rows some complement marks and their centred values in the accumulation dtype (not rounded to ``work``:
+    those rows can lie far from the centre), or None."""
+
+    n: int
+    centre: torch.Tensor
+    y_sum: torch.Tensor
+    products: torch.Tensor
+    gram: torch.Tensor
+    marked: list
+    work: torch.dtype
+    rows: torch.Tensor
+    marked_index: torch.Tensor | None = None
+    marked_rows: torch.Tensor | None = None
+
+    def uncentred(self, products: torch.Tensor, y_sum: torch.Tensor, n: int) -> torch.Tensor:
+        """Σxxᵀ of n rows from their products about the centre c: Σ(x − c)(x − c)ᵀ + c·Σ(x − c)ᵀ + Σ(x − c)·cᵀ +
+        n·c cᵀ (``y_sum`` = Σ(x − c)), in two rank-one updates."""
+        half = y_sum + (n / 2) * self.centre
+        return torch.addr(torch.addr(products, self.centre, half), half, self.centre)
+
+    def scatter(self, without: _Marked | None = None) -> torch.Tensor:
+        """The centred scatter Σ(x − x̄)(x − x̄)ᵀ of the batch, or of the batch without the rows ``without``:
+        Σ(x − c)(x − c)ᵀ − n (x̄ − c)(x̄ − c)ᵀ over the rows kept (a product about any centre, corrected to the
+        mean)."""
+        products, y_sum, n = self.products, self.y_sum, self.n
+        if without is not None:
+            products, y_sum, n = products - without.scatter, y_sum - without.y_sum, n - without.n
+        c = torch.addr(products, y_sum, y_sum, alpha=-1.0 / max(n, 1))
+        return (c + c.T) / 2
+
+    def anisotropies(self) -> list[torch.Tensor]:
+        """λ_max / trace of the centred scatter of the batch, then of the batch without each complement's rows
+        (:attr:`marked`), as 0-d tensors: the SVD anisotropy of each set of rows, to float64 rounding.
+
+        The float32 products only *find* the top direction v of each set (:func:`aniso.metrics.largest_eigenpair`
+        of its scatter, or of the b × b Gram matrix of the centred rows where the batch is wider than it is long).
+        The value is then computed in float64 from the rows themselves, in one pass over the batch for every set:
+        the Rayleigh quotient vᵀCv = Σ(y·v)² − (Σy·v)²/n and the trace Σ‖y‖² − ‖Σy‖²/n over the set's rows y (the
+        centred rows as the buffer holds them). A Rayleigh quotient is at most λ_max and falls short of it by at
+        most (λ_max − λ_min)·sin²θ, θ the angle between v and the top eigenvector, itself at most ‖E‖/(λ₁ − λ₂)
+        for a perturbation E of the scatter (Davis–Kahan): the float32 products' error enters squared (about 10⁻¹⁴
+        with the bound of :func:`centred_batch_products`, unless the two top eigenvalues are within about 10⁻⁶ of
+        each other, where λ_max itself barely moves when v does). What remains is the rows' own float32 rounding
+        (x − c rounded once, relative 2⁻²⁴ per entry and unbiased): the values agree with the float64 SVD of the
+        rows to about 10⁻⁹ (``tests/stats/test_float32_products.py``).
+
+        The rows a complement marks (a few per batch, possibly far from the centre: massive activations, or every
+        row of a batch whose rows are all marked) enter in their exact centred values (:attr:`marked_rows`), not as
+        the buffer rounded them.
+
+        NaN for fewer than two rows, and where the trace is not above what rounding the rows could leave,
+        b·u·Σ‖y‖² (u the unit roundoff of the rows' dtype; of the accumulation dtype for the marked rows): no
+        direction of variance (identical rows are centred exactly to 0).
+        """
+        sets = [None, *(m if m.n else None for m in self.marked)]  # a complement that leaves out no row: the batch
+        vectors = []
+        for i, without in enumerate(sets):
+            if i > 0 and without is None:
+                vectors.append(vectors[0])
+            elif i == 0 and self.n < self.rows.shape[1]:  # wide batch: the b × b Gram matrix is the smaller one
+                r = self.rows.to(self.products.dtype)
+                r = r - r.mean(0)
+                small = r @ r.T
+                u = metrics.largest_eigenpair((small + small.T) / 2)[1]
+                v = r.T @ u
+                vectors.append(v / torch.linalg.vector_norm(v).clamp_min(torch.finfo(v.dtype).tiny))
+            else:
+                vectors.append(metrics.largest_eigenpair(torch.nan_to_num(self.scatter(without)))[1])
+        v = torch.stack(vectors, 1)  # (d, sets)
+        dtype = self.products.dtype
+        proj = torch.empty((self.n, v.shape[1]), dtype=dtype, device=v.device)
+        norms = torch.empty(self.n, dtype=dtype, device=v.device)
+        total = torch.zeros(v.shape[0], dtype=dtype, device=v.device)
+        for s in range(0, self.n, _ROWS_PER_PASS):  # float64 blocks of the float32 rows: no float64 copy of the batch
+            y = self.rows[s : s + _ROWS_PER_PASS].to(dtype)
+            proj[s : s + _ROWS_PER_PASS] = y @ v
+            norms[s : s + _ROWS_PER_PASS] = torch.linalg.vecdot(y, y)
+            total += y.sum(0)
+        marked_sum = None
+        if self.marked_index is not None:  # the marked rows from their exact centred values
+            y, at = self.marked_rows.to(dtype), self.marked_index
+            total += y.sum(0) - self.rows[at].to(dtype).sum(0)
+            proj[at], norms[at] = y @ v, torch.linalg.vecdot(y, y)
+            marked_sum = lambda mask: y[mask[at]].sum(0)  # noqa: E731  (a set's left-out rows are marked rows)
+        # What rounding the rows could leave of the trace: b·u·‖y‖² per row, u the unit roundoff of the dtype it was
+        # rounded to (the rows' own; the accumulation dtype's for the marked rows, which are kept exact).
+        eps = torch.finfo(self.work).eps / 2
+        noise = norms * eps
+        if self.marked_index is not None:
+            noise[self.marked_index] *= torch.finfo(dtype).eps / 2 / eps
+        out = []
+        for i, without in enumerate(sets):
+            if i > 0 and without is None:  # leaves out no row: the batch's own value
+                out.append(out[0])
+                continue
+            keep = None if without is None else ~without.mask
+            n = self.n if keep is None else int(keep.sum())
+            if n < 2:
+                out.append(torch.tensor(math.nan, dtype=dtype, device=v.device))
+                continue
+            w = proj[:, i] if keep is None else proj[keep, i]
+            sq = norms.sum() if keep is None else norms[keep].sum()
+            floor = self.n * (noise.sum() if keep is None else noise[keep].sum())
+            y_sum = total if keep is None else total - marked_sum(without.mask)
+            quotient = (w * w).sum() - w.sum() ** 2 / n
+            trace = sq - (y_sum @ y_sum) / n
+            out.append(torch.where(trace > floor, (quotient / trace).clamp(0.0, 1.0), torch.nan))
+        return out
+
+
+#: Rows of an SVD batch per float32 product of :func:`centred_batch_products` (the blocks' products are summed in
+#: float64: the rounding of a product's sums grows with its length).
+_PRODUCT_ROWS = 1024
+
+#: Rows of an SVD batch per float64 block of :meth:`BatchProducts.anisotropies` (bounds its transient memory).
+_ROWS_PER_PASS = 1024
+
+
+def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype: torch.dtype) -> BatchProducts:
+    """One SVD batch's second-order products, in float32 where the batch is float32, merged into ``dtype``.
+
+    ``batch`` (b, d), float32 or float64, is centred **in place** at c = the mean of the rows that no mask of
+    ``marks`` (each (b,) bool: the rows a complement leaves out) marks (all rows' mean when every row is marked):
+    c is rounded to the batch's dtype, so x − c is exact up to one rounding of the result. Those rows' products
+    Σ(x − c)(x − c)ᵀ come from products in the batch's dtype (:func:`_add_upper_gram`) over blocks of 1,024 rows
+    (float32: TF32 and reduced-precision products off on GPUs), summed in ``dtype`` (float64 on CPU and CUDA); the
+    marked rows' (a few per batch: first tokens, massive-activation rows) are computed apart in ``dtype`` from exact
+    copies of their rows (:func:`_marked_products`), and added. Then, in ``dtype``:
+    Σxxᵀ = Σ(x − c)(x − c)ᵀ + c·Σ(x − c)ᵀ + Σ(x − c)·cᵀ + b·c cᵀ (exact algebra), and the centred scatter of the
+    batch, or of the batch without one complement's rows, is the product about c corrected to the mean
+    (:meth:`BatchProducts.scatter`).
+
+    **Error bound.** With u = 2⁻²⁴ and Y the centred unmarked rows, the float32 product obeys, entry by entry,
+    |Δ(YᵀY)| ≤ (γ_b + 2u + u²)·|Y|ᵀ|Y|, γ_b = b·u / (1 − b·u), b = 1,024 the rows of a block (the rounding of
+    x − c, then any summation order of a length-b dot product; the float64 sum of the blocks adds nothing at this
+    scale; Higham, *Accuracy and Stability of Numerical Algorithms*, §3.5). So the trace of the
+    scatter is off by at most that factor of tr(YᵀY), and λ_max by at most that factor of tr(YᵀY) (‖ΔS‖₂ ≤
+    ‖ΔS‖_F ≤ ‖|Y|ᵀ|Y|‖_F·… ≤ tr(YᵀY)). Centring is what keeps tr(YᵀY) the batch's own variance rather than its
+    squared mean: a float32 Gram matrix of uncentred rows would carry errors of u·‖x̄‖² per entry, and a massive
+    activation (10³–10⁴ times the other features) would swamp the variances. The worst case (γ_b ≈ 6·10⁻⁵) is far
+    from what rounding does: the errors of a long dot product behave like a random walk, √b·u ≈ 2·10⁻⁶ of
+    |Y|ᵀ|Y| per entry with high probability (Higham & Mary 2019, SIAM J. Sci. Comput. 41(5)), and the statistics
+    read from the whole set's scatter (λ_max / trace, trace and Frobenius norm) average many entries: they agree
+    with the float64 computation to about 10⁻⁸ on MiniLM's and SmolLM2's hidden states, and to at most 2·10⁻⁷ on
+    synthetic rows whose feature scales span three decades, with an offset mean and massive activations (4·10⁻⁷
+    with one block of 4,096 rows, hence the blocks); ``tests/stats/test_float32_products.py`` holds them within
+    10⁻⁶ relative (Hypothesis). Each batch's own anisotropy is computed further, in float64
+    (:meth:`BatchProducts.anisotropies`). A float64 batch takes the same path in float64.
+    """
+    n, d = batch.shape
+    work = batch.dtype
+    total = torch.zeros(d, dtype=dtype, device=batch.device)
+    for s in range(0, n, _PRODUCT_ROWS):  # in blocks: a sum with a dtype converts its whole input first
+        total += batch[s : s + _PRODUCT_ROWS].sum(0, dtype=dtype)
+    marks = [m.to(device=batch.device, dtype=torch.bool) for m in marks]
+    any_mark = functools.reduce(torch.logical_or, marks) if marks else None
+    rows = any_mark.nonzero().squeeze(1) if any_mark is not None else None  # the rows some mask marks (a few)
+    if rows is not None and rows.numel():
+        x_any = batch[rows].to(dtype)
+        n_free = n - rows.numel()
+        centre = ((total - x_any.sum(0)) / n_free) if n_free else total / n
+    else:
+        x_any = None
+        centre = total / n
+    c = centre.to(work)  # a centre the batch's dtype holds exactly: x − c is then exact up to one rounding
+    cc = c.to(dtype)
+    y_any = None if x_any is None else x_any - cc
+    if y_any is not None:
+        products_any, marked = _marked_products(y_any, rows, marks)
+    else:
+        marked = [_Marked(m, 0, torch.zeros(d, dtype=dtype, device=batch.device),
+                          torch.zeros((d, d), dtype=dtype, device=batch.device)) for m in marks]
+    batch.sub_(c)
+    if x_any is not None:
+        batch[rows] = 0  # the marked rows' products are taken apart, in ``dtype``
+    products = torch.zeros((d, d), dtype=dtype, device=batch.device)
+    with _ieee_float32(batch.device):
+        for s in range(0, n, _PRODUCT_ROWS):  # float32 products over blocks of rows, summed in ``dtype``
+            _add_upper_gram(products, batch[s : s + _PRODUCT_ROWS])
+    products = torch.triu(products) + torch.triu(products, 1).mT
+    if x_any is not None:
+        products += products_any
+        batch[rows] = y_any.to(work)
+    moments = BatchProducts(n, cc, total - n * cc, products, None, marked, work, batch,
+                            None if y_any is None else rows, y_any)
+    moments.gram = moments.uncentred(products, moments.y_sum, n)
+    return moments
+
+
+def _marked_products(y: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor]) -> tuple[torch.Tensor, list]:
+    """The products of the marked rows ``y`` (r, d) (every row some mask marks, centred, in the accumulation dtype;
+    ``rows`` (r,): their indices in the batch): Σyyᵀ over all of them, and one :class:`_Marked` per mask of ``masks``
+    (each (b,) bool). The rows are split by the set of masks that mark them (first tokens that also carry a massive
+    activation, and so on) and each part's Σyyᵀ is formed once: one product over the r rows in all, whatever the
+    number of masks."""
+    in_mask = torch.stack([m[rows] for m in masks])  # (k, r)
+    code = (in_mask.to(torch.int64) << torch.arange(len(masks), device=y.device)[:, None]).sum(0)
+    parts = {int(v): y[code == v] for v in torch.unique(code).tolist()}
+    part_products = {v: part.mT @ part for v, part in parts.items()}
+    y_sums = in_mask.to(y.dtype) @ y  # (k, d)
+    counts = in_mask.sum(1).tolist()
+    marked = []
+    for j, mask in enumerate(masks):
+        mine = [p for v, p in part_products.items() if v >> j & 1]
+        scatter = functools.reduce(torch.add, mine) if mine else y.new_zeros((y.shape[1], y.shape[1]))
+        marked.append(_Marked(mask, int(counts[j]), y_sums[j], scatter))
+    return functools.reduce(torch.add, part_products.values()), marked
+
+
+def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor) -> None:
+    """Add rowsᵀ rows to the upper triangle (diagonal included) of ``products`` (d, d), in place, for ``rows`` (b, d)
+    on its device: the product is formed in the rows' dtype and added in ``products``'. The columns are cut into
+    :data:`_GRAM_COLUMN_BLOCKS` blocks and each block is multiplied by itself and the blocks after it only (one GEMM
+    per block): 10 of the 16 block products. An SVD batch of 4,096 float32 rows, in blocks of 1,024, on 2 CPU cores:
+    10.0 ms against 13.4 ms for whole GEMMs at d = 576, 4.8 ms against 6.2 ms at d = 384. The entries below the
+    diagonal are left partly filled; read the upper triangle.
+    Each entry is still one dot product of length b in the rows' dtype, so :func:`centred_batch_products`'s error
+    bound holds as stated."""
+    d = rows.shape[1]
+    edges = [round(i * d / _GRAM_COLUMN_BLOCKS) for i in range(_GRAM_COLUMN_BLOCKS + 1)]
+    for start, end in zip(edges[:-1], edges[1:]):
+        if end > start:
+            products[start:end, start:] += rows[:, start:end].mT @ rows[:, start:]
+
+
+#: Column blocks of :func:`_add_upper_gram` (the share of a whole GEMM's products it forms: (k + 1) / 2k).
+_GRAM_COLUMN_BLOCKS = 4
+
+
+@contextmanager
+def _ieee_float32(device: torch.device):
+    """float32 matrix products in IEEE float32 on a GPU (no TF32 or reduced-precision passes) while inside."""
+    if device.type != "cuda":
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
