@@ -51,3 +51,23 @@ def test_every_tensor_a_part_declares_is_kept_and_named():
     declared = {path for part in PARTS for path in part.keeps}
     declared |= {f"_complements.*.{path}" for part in PARTS for path in part.left_keeps}
     assert declared <= paths and declared <= set(SCALES_WITH)
+
+
+def test_twonn_of_the_reservoir_on_its_device_is_the_host_copys():
+    """Off the CPU the summary's TwoNN reads the reservoir where it is (aniso.stats.parts.reservoir); the CPU reads
+    its host copy. Both give the same estimate: the tensor path here against the summary, on every device present."""
+    import torch
+
+    from aniso import metrics
+
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(300, 6)) @ rng.normal(size=(6, 6))
+    for device in devices:
+        acc = LayerAccumulator(6, reservoir_size=128, svd_batch_size=64, device=device)
+        acc.update(torch.as_tensor(x, dtype=torch.float32, device=device))
+        reservoir = acc.parts()["reservoir"]._reservoir[:128]
+        on_device = metrics.twonn_dimension(reservoir)
+        on_host = metrics.twonn_dimension(acc.reservoir_sample())
+        assert abs(on_device - on_host) <= 1e-12 * abs(on_host)
+        assert acc.summary().twonn == (on_host if device == "cpu" else on_device)
