@@ -34,11 +34,12 @@ def summary(result: dict) -> str:
             text += (f"; peak RSS {mem['peak_1x_mb']:,.0f} → {mem['peak_8x_mb']:,.0f} MB from 1× to 8× the tokens "
                      f"({mem['growth']:+.1%})")
         return text
-    if "beyond_weights_1x_gib" in result:
-        return (f"{result['variant']}: memory beyond the weights ({result['measure']}) "
-                f"{result['beyond_weights_1x_gib']:.2f} GiB at {result['tokens_1x']:,} tokens, "
-                f"{result['beyond_weights_8x_gib']:.2f} GiB at {result['tokens_8x']:,} tokens "
-                f"({result['growth_beyond_weights']:+.1%}); weights {result['weights_gib']:.2f} GiB")
+    if "runs" in result and "variant" in result:
+        a, b = result["runs"][0], result["runs"][-1]
+        return (f"{result['variant']}, {result['measure']}: peak {a['peak_mb']:,.0f} MB at {a['tokens']:,} tokens, "
+                f"{b['peak_mb']:,.0f} MB at {b['tokens']:,} tokens ({b['peak_mb'] / a['peak_mb'] - 1:+.1%}); beyond "
+                f"the loaded model {a['peak_mb'] - a['before_mb']:,.0f} → {b['peak_mb'] - b['before_mb']:,.0f} MB "
+                f"({(b['peak_mb'] - b['before_mb']) / (a['peak_mb'] - a['before_mb']) - 1:+.1%})")
     if "command_s" in result:
         return (f"command {result['command_s']:.2f} s, bare script {result['script_s']:.2f} s: "
                 f"{result['ratio']:.2f}× (best of {len(result['rounds'])} rounds)")
