@@ -648,6 +648,17 @@ class _Tally:
         self.report: Path | None = None
         self.stopped: str | None = None
         self.refused: tuple[str, ...] = ()
+        self.collect_errors: list[str] = []  # "file: the error's last line" of each claims module pytest could not import
+        self.collected = 0
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            text = str(report.longrepr).strip().splitlines() or ["(no message)"]
+            last = next((line.lstrip("E ").strip() for line in reversed(text) if line.strip()), text[-1])
+            self.collect_errors.append(f"{report.nodeid or report.fspath}: {last}")
+
+    def pytest_collection_finish(self, session) -> None:
+        self.collected = len(session.items)
 
     def pytest_aniso_run_finished(self, run) -> None:
         from .judge.verdicts import SKIPPED
@@ -819,6 +830,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     from .registry.selection import parse_claims
 
     texts = _setting_options(pytest_args)
+    _runs_tests(pytest_args)
     _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
     options = dict(settings or {})
     if claims is not None:
@@ -865,13 +877,45 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                 results.with_name(DETECTED_ENTRY).write_text(  # the registry the row was added to, by its digest
                     f"# {DETECTED_BASE}: {file_digest(reg_path)}\n"
                     + yaml.safe_dump([row], sort_keys=False, allow_unicode=True))
-            exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
-            stopped = tally.stopped or (_interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
+            exit_code = 2 if tally.refused or tally.collect_errors else run_exit_code(code, tally.measured)
+            stopped = tally.stopped or _why_nothing_ran(tally, pytest_args, model_id) or (
+                _interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
             return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, stopped,
                              tally.refused)
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _why_nothing_ran(tally: "_Tally", pytest_args: Sequence[str], model_id: str) -> str | None:
+    """The one line of a claims run whose tests pytest could not collect (a claims module that does not import:
+    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter after ``--`` selected none of them
+    (the filter named, not the model); None otherwise."""
+    if tally.collect_errors:
+        more = f" (and {len(tally.collect_errors) - 1} more)" if len(tally.collect_errors) > 1 else ""
+        return f"cannot collect the claim tests: {tally.collect_errors[0]}{more}; nothing measured"
+    filters = [f"{a} {b!r}" for a, b in zip(pytest_args, list(pytest_args)[1:]) if a in ("-k", "-m")]
+    filters += [f"{a.split('=', 1)[0][:2]} {a.split('=', 1)[1]!r}" for a in pytest_args
+                if a.startswith(("-k=", "-m="))]
+    if filters and tally.collected == 0:
+        return (f"the pytest filter {' '.join(filters)} after -- selected none of the claim tests of {model_id}; "
+                "nothing measured")
+    return None
+
+
+#: pytest options after ``--`` that make pytest describe tests instead of running them: ``aniso run`` refuses them.
+_DESCRIBE_ONLY = ("--co", "--collect-only", "--collectonly", "--version", "-V", "-h", "--help", "--fixtures",
+                  "--funcs", "--fixtures-per-test", "--markers", "--setup-plan", "--setup-only")
+
+
+def _runs_tests(pytest_args: Sequence[str]) -> None:
+    """Raise ValueError (one line) when ``pytest_args`` hold an option that makes pytest list or describe tests
+    instead of running them (:data:`_DESCRIBE_ONLY`): a claims run would then measure nothing and say so as if no
+    claim applied."""
+    for arg in pytest_args:
+        if arg.split("=", 1)[0] in _DESCRIBE_ONLY:
+            raise ValueError(f"the pytest arguments after `--`: {arg} makes pytest list, describe or print without "
+                             f"running a test; aniso run runs claims (for that, run pytest claims/ {arg})")
 
 
 def _interrupted(plan, results: Path | None) -> str:

@@ -1,0 +1,43 @@
+"""pytest arguments after ``--`` that change what a claims run does: options that make pytest list or describe tests
+instead of running them are refused; a ``-k`` filter that selects nothing, and a claims module that does not import,
+are named in the run's one line (not "no selected claim applies", not "interrupted (Ctrl-C)")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aniso import api
+from aniso.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "all-MiniLM-L6-v2"
+
+
+@pytest.mark.parametrize("arg", ["--co", "--collect-only", "--version", "--help", "--fixtures", "--markers"])
+def test_describe_only_options_are_refused_in_one_line(clean_env, capsys, arg):
+    code = main(["run", MODEL, "--claims", "G.token-nlp-anisotropic", "--", arg])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"{arg} makes pytest list, describe or print" in err[0], err
+
+
+def test_a_k_filter_that_selects_nothing_is_named():
+    tally = api._Tally()
+    said = api._why_nothing_ran(tally, ["--aniso-n-sequences", "8", "-k", "nothing"], MODEL)
+    assert said == (f"the pytest filter -k 'nothing' after -- selected none of the claim tests of {MODEL}; "
+                    "nothing measured")
+    tally.collected = 2
+    assert api._why_nothing_ran(tally, ["-k", "nothing"], MODEL) is None
+    assert api._why_nothing_ran(api._Tally(), [], MODEL) is None  # no filter of the user's: the usual line
+
+
+def test_a_claims_module_with_a_syntax_error_is_named_not_an_interrupt(clean_env, tmp_path, capsys):
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    (claims / "test_broken.py").write_text("def test_x(:\n    pass\n")
+    code = main(["run", MODEL, "--claims-dir", str(claims), "--registry", str(ROOT / "models.yaml")])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and "Ctrl-C" not in last, last
+    assert last.startswith("aniso run: cannot collect the claim tests: ") and "test_broken.py" in last, last
+    assert "SyntaxError" in last, last
