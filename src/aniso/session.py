@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -222,7 +223,8 @@ class AnisoSession:
                 if skipped:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
-        if self.results or self.architectures.results or self.series.computed() or self.absorbed:
+        if (self.results or self.architectures.results or self.series.computed() or self.absorbed) \
+                and not self.all_refused:  # a report of a model whose files were all refused would show nothing else
             # where the statistics are, truthfully: not in the cache when the run was told not to use it
             kept = ("the statistics of this run were not cached (setting no_cache), so a rerun computes them again"
                     if self.settings.no_cache else f"the statistics of this run are in the cache "
@@ -364,6 +366,14 @@ class AnisoSession:
             raise
         return self.report_path
 
+    @property
+    def all_refused(self) -> bool:
+        """Whether every claim result of the run is a model refused for its files (``skip_kind`` "refused": files
+        that cannot be loaded faithfully, :class:`aniso.sources.ModelRefused`) and nothing else was computed: the
+        run then writes no report, and its console is the refusal alone."""
+        return bool(self.results) and all(r.skip_kind == "refused" for r in self.results) and not (
+            self.architectures.results or self.series.computed() or self.absorbed)
+
     def summary_lines(self, width: int | None = None) -> list[tuple[str, str]]:
         """The console summary: ``(style, line)`` pairs, style ``""``, ``"warn"`` or ``"error"``, every line at most
         ``width`` columns (default: the terminal's, :func:`shutil.get_terminal_size`; 100 where the output is no
@@ -379,6 +389,12 @@ class AnisoSession:
         def say(style: str, line: str) -> None:
             out.extend((style, part) for part in fit(line, width))
 
+        if self.all_refused:  # nothing measured, nothing written: the refusal, once per reason
+            for reason, n in Counter(r.reason for r in self.results).most_common():
+                say("error", f"{n} claim test(s) not run: refused: {reason}")
+            for msg in self.must_run_failures:
+                say("error", f"ERROR: {msg}")
+            return out
         if self.twin is not None:
             say("warn", twin_summary(self.twin))
         measured = [r for r in self.results if r.verdict != SKIPPED]
