@@ -41,3 +41,25 @@ def test_a_claims_module_with_a_syntax_error_is_named_not_an_interrupt(clean_env
     assert code == 2 and "Ctrl-C" not in last, last
     assert last.startswith("aniso run: cannot collect the claim tests: ") and "test_broken.py" in last, last
     assert "SyntaxError" in last, last
+
+
+def test_a_hub_id_or_case_variant_of_a_registry_row_points_at_the_row(clean_env, capsys):
+    """`aniso run sentence-transformers/all-MiniLM-L6-v2` (the hub repo of the packaged row) and `aniso run
+    ALL-MINILM-L6-V2` said only "not cached here"; the line now names the registry row and its command."""
+    for model in ("sentence-transformers/all-MiniLM-L6-v2", "ALL-MINILM-L6-V2"):
+        code = main(["run", model, "--claims", "G.token-nlp-anisotropic", "--registry", str(ROOT / "models.yaml")])
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert code == 2 and last.endswith(
+            f"the registry row '{MODEL}' has this name: aniso run {MODEL}"), last
+
+
+def test_a_registry_id_that_is_also_a_folder_here_says_which_runs(clean_env, monkeypatch):
+    """`aniso run gpt2` beside a folder ./gpt2 runs the registry's row; the run says so, and how to run the folder."""
+    (clean_env / "gpt2").mkdir()
+    monkeypatch.chdir(clean_env)
+    said = []
+    monkeypatch.setattr("pytest.main", lambda *a, **k: 5)  # what runs after the choice is not this test's
+    api.run_claims("gpt2", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml", claims_dir=ROOT / "claims",
+                   say=said.append)
+    assert said[0] == "gpt2 is a registry id and also a path here; running the registry's row (for the folder: " \
+                      "aniso run ./gpt2)", said

@@ -848,8 +848,14 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
         try:
             if any(e.id == model for e in reg):
                 model_id = model
+                if Path(model).exists():  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
+                    say(f"{model} is a registry id and also a path here; running the registry's row (for the "
+                        f"folder: aniso run ./{model})")
             else:
-                row = detect_entry(model)  # UndetectableModel is a ValueError
+                try:
+                    row = detect_entry(model)  # UndetectableModel is a ValueError
+                except ValueError as exc:
+                    raise ValueError(f"{exc}{_registry_row_named(model, reg)}") from None
                 model_id = row["id"]
                 if any(e.id == model_id for e in reg):
                     raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
@@ -885,6 +891,14 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _registry_row_named(model: str, reg) -> str:
+    """``; the registry row 'ID' has this name: aniso run ID`` when the last part of ``model`` (a hub id such as
+    ``sentence-transformers/all-MiniLM-L6-v2``, or an id in another case) names a registry row, else ``""``."""
+    name = model.rstrip("/").rsplit("/", 1)[-1].lower()
+    same = [e.id for e in reg if e.id.lower() == name]
+    return f"; the registry row {same[0]!r} has this name: aniso run {same[0]}" if same else ""
 
 
 def _why_nothing_ran(tally: "_Tally", pytest_args: Sequence[str], model_id: str) -> str | None:
