@@ -63,3 +63,20 @@ def test_a_registry_id_that_is_also_a_folder_here_says_which_runs(clean_env, mon
                    say=said.append)
     assert said[0] == "gpt2 is a registry id and also a path here; running the registry's row (for the folder: " \
                       "aniso run ./gpt2)", said
+
+
+def test_stats_says_why_a_column_is_nan():
+    """`aniso stats efficientnet-lite0` printed nan in SVD aniso, TwoNN and IsoScore for every layer, with no word
+    why: one line per reason now, naming the layers and the setting."""
+    from types import SimpleNamespace
+
+    from aniso.cli import _missing_columns
+
+    nan = float("nan")
+    layers = [SimpleNamespace(dim=d, count=n, twonn=t) for d, n, t in
+              [(401408, 8, nan), (62720, 8, nan), (384, 8, 5.0), (384, 2, nan), (384, 1, nan), (99999, 1, nan)]]
+    lines = _missing_columns(layers, SimpleNamespace(second_order_max_dim=8192))
+    assert lines == ["nan: layer(s) 0-1, 5 are wider than second_order_max_dim (8192; ANISO_SECOND_ORDER_MAX_DIM), so "
+                     "only first-order statistics are kept: no SVD anisotropy, TwoNN or IsoScore",
+                     "nan: layer(s) 3-4 have fewer than 3 vectors (TwoNN needs 3)"]
+    assert _missing_columns(layers[2:3], SimpleNamespace(second_order_max_dim=8192)) == []

@@ -103,7 +103,38 @@ def _stats(args: argparse.Namespace) -> int:
     print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN",
                                  "IsoScore"],
                    floatfmt=".4f"))
+    for line in _missing_columns(stats.summaries(), settings):
+        print(line)
     return 0
+
+
+def _missing_columns(summaries, settings) -> list[str]:
+    """Why ``aniso stats`` shows ``nan`` in a layer's SVD anisotropy, TwoNN or IsoScore: the layer is wider than
+    ``second_order_max_dim`` (only first-order statistics are kept, G §3.2's flattened CNN maps), or too few vectors
+    (TwoNN needs 3, the spectrum 2). One line per reason, naming the layers and the setting."""
+    import math
+
+    wide = [i for i, s in enumerate(summaries) if s.dim > settings.second_order_max_dim]
+    few = [i for i, s in enumerate(summaries) if i not in wide and s.count < 3 and math.isnan(s.twonn)]
+    out = []
+    if wide:
+        out.append(f"nan: layer(s) {_spans(wide)} are wider than second_order_max_dim "
+                   f"({settings.second_order_max_dim}; ANISO_SECOND_ORDER_MAX_DIM), so only first-order statistics "
+                   f"are kept: no SVD anisotropy, TwoNN or IsoScore")
+    if few:
+        out.append(f"nan: layer(s) {_spans(few)} have fewer than 3 vectors (TwoNN needs 3)")
+    return out
+
+
+def _spans(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2, 5``."""
+    spans, start = [], None
+    for i, j in zip(indices, indices[1:] + [None]):
+        start = i if start is None else start
+        if j != i + 1:
+            spans.append(f"{start}-{i}" if i != start else f"{i}")
+            start = None
+    return ", ".join(spans)
 
 
 def _as_typed(message: str, typed: dict[str, str | None]) -> str:
