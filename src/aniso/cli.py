@@ -769,8 +769,50 @@ def _registry_option(parser) -> None:
     parser.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
 
 
+class _Output:
+    """Standard output for the length of one command, where writing may fail: the reader went away (``aniso list |
+    head``: BrokenPipeError) or the file cannot take it (``> /dev/full``: no space left). The first such error is
+    kept in :attr:`failed` and the rest of the output goes nowhere (the descriptor is pointed at ``os.devnull``,
+    for what writes to it directly), so the command runs to its end and keeps what it computes (cache entries,
+    reports); :func:`main` then says it in one line, or nothing for a closed pipe. Everything else is the
+    stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.failed: OSError | None = None
+
+    def _gone(self, exc: OSError) -> None:
+        self.failed = self.failed or exc
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no descriptor (a test's captured output): writes are dropped
+            pass
+
+    def write(self, text: str) -> int:
+        if self.failed is None:
+            try:
+                return self.stream.write(text)
+            except OSError as exc:
+                self._gone(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.failed is None:
+            try:
+                self.stream.flush()
+            except OSError as exc:
+                self._gone(exc)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``aniso`` command."""
+    """Entry point of the ``aniso`` command. Returns the exit code: the command's; where standard output cannot be
+    written (a full disk: one line on standard error) at least 1, an environment fault rather than bad input (2);
+    a reader that closed the pipe (``aniso list | head``) ends the output quietly, with the command's code."""
     parser = _Parser(prog="aniso", description=DESCRIPTION,
                                      epilog="example:\n  aniso list models\n  aniso run all-MiniLM-L6-v2\n  "
                                      "aniso run --changed-since origin/main\n  "
@@ -955,11 +997,24 @@ def main(argv: list[str] | None = None) -> int:
         used.unrecognized(unknown)
     _check_needs(used, args)
     args.pytest_args = extra
+    output = _Output(sys.stdout)
+    sys.stdout = output
     try:
-        return args.func(args)
+        code = args.func(args)
+        output.flush()
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (a claims run handles its own, see aniso run)
         print(f"aniso {args.command}: interrupted", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = output.stream
+    if output.failed is None or isinstance(output.failed, BrokenPipeError):
+        return code  # a reader that went away (`aniso list | head`) is a normal end
+    try:
+        print(f"aniso {args.command}: cannot write the output: {output.failed.strerror or output.failed}",
+              file=sys.stderr)
+    except OSError:  # pragma: no cover - standard error is gone as well
+        pass
+    return max(code or 0, 1)  # the environment's fault, not bad input: 1, or the command's own worse code
 
 
 if __name__ == "__main__":  # pragma: no cover
