@@ -60,8 +60,17 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_html_report
 
     out = Path(args.out) if args.out else Path(args.results).with_name("report.html")
+    named = f"--out {_shown(str(out))}" if args.out else f"the report file {_shown(str(out))}"
+    try:  # a name the system refuses (too long, a loop of links): one line before anything is read
+        os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):  # a file to make; a file on the way: check_report_target says it
+        pass
+    except OSError as exc:
+        print(f"aniso report: {named}: cannot be written ({exc.strerror or exc}); name another file",
+              file=sys.stderr)
+        return 2
     if out.is_dir():
-        print(f"aniso report: --out {args.out} is a folder; name the HTML file to write (e.g. "
+        print(f"aniso report: {named} is a folder; name the HTML file to write (e.g. "
               f"{out / 'report.html'})", file=sys.stderr)
         return 2
     try:
@@ -70,10 +79,18 @@ def _report(args: argparse.Namespace) -> int:
         print(f"aniso report: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"aniso report: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"aniso report: cannot write {named}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(out)
     return 0
+
+
+def _shown(path: str, most: int = 120) -> str:
+    """``path`` as a line shows it: whole up to ``most`` characters, else its start and end around an ellipsis with
+    its length (a name of thousands of characters would fill the screen)."""
+    if len(path) <= most:
+        return path
+    return f"{path[:most // 2]}…{path[-most // 4:]} ({len(path):,} characters)"
 
 
 def _stats(args: argparse.Namespace) -> int:
