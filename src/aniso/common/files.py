@@ -60,7 +60,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it onto ``path`` in one step, so a reader
     never sees a half-written file and an interrupted write leaves the old file (or none). Creates the folder. The
     file gets the permissions of any new file under the user's umask (:func:`default_file_mode`), not the 0600 of
-    a temporary file."""
+    a temporary file, also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
@@ -68,6 +68,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     try:
         os.chmod(tmp, default_file_mode())
         write(Path(tmp))
+        os.chmod(tmp, default_file_mode())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
