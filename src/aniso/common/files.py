@@ -87,13 +87,21 @@ def exclusive(path: Path):
 
 
 def quarantine(*paths: Path) -> str:
-    """Move the files of a corrupt cache entry aside to ``<name>.corrupt`` (replacing an older one), so the entry
-    is recomputed and written afresh and the bad bytes stay for inspection; returns what was done, in words."""
+    """Move the files of a corrupt cache entry aside to ``<name>.corrupt``, so the entry is recomputed and written
+    afresh and the bad bytes stay for inspection; returns what was done, in words. An entry found corrupt again
+    goes to ``<name>.2.corrupt``, ``<name>.3.corrupt``, ...: the first number free for every file of the entry, so
+    its files keep one number and no earlier copy is written over."""
+    def target_of(path: Path, number: int) -> Path:
+        return path.with_name(path.name + (".corrupt" if number == 1 else f".{number}.corrupt"))
+
+    number = 1
+    while any(os.path.lexists(target_of(path, number)) for path in paths):
+        number += 1
     moved, failed = [], []
     for path in paths:
         if not path.exists():
             continue
-        target = path.with_name(path.name + ".corrupt")
+        target = target_of(path, number)
         try:
             os.replace(path, target)
             moved.append(target.name)
