@@ -565,7 +565,16 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
         return 2
     from .bench.extraction import best_device
+    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem
 
+    if args.n >= 3 and args.d >= 1 and args.data in DATA_KINDS:  # before any point is made
+        problem = memory_problem(args.n, args.d, args.data, not args.no_peers)
+        if problem is not None:
+            peers = "peers" in memory_parts(args.n, args.d, args.data, not args.no_peers)
+            print(f"aniso bench twonn: --n {args.n} --d {args.d}: the points and their copies {problem}; give a "
+                  "smaller --n or --d" + (" (--no-peers leaves out the peers' float64 copies)" if peers else ""),
+                  file=sys.stderr)
+            return 2
     try:
         result = bench_twonn(args.n, args.d, args.data, args.seed, args.device or best_device(), not args.no_peers)
     except ValueError as exc:
