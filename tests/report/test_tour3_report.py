@@ -27,3 +27,11 @@ def test_an_out_name_too_long_is_one_line_naming_out(tmp_path, capsys, tail):
     assert len(lines) == 1 and lines[0].startswith("aniso report: --out "), err[-2000:]
     assert "File name too long" in lines[0] and len(lines[0]) < 400
     assert "Traceback" not in out + err
+
+
+def test_write_html_report_refuses_a_name_too_long_with_a_value_error(tmp_path):
+    from aniso.report import write_html_report
+
+    results = _results_file(tmp_path)
+    with pytest.raises(ValueError, match=r"the report file .*\(File name too long\); name another file"):
+        write_html_report(results, tmp_path / ("a" * 300 + ".html"))
