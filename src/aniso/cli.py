@@ -60,8 +60,17 @@ def _report(args: argparse.Namespace) -> int:
     from .report import write_html_report
 
     out = Path(args.out) if args.out else Path(args.results).with_name("report.html")
+    named = f"--out {_shown(str(out))}" if args.out else f"the report file {_shown(str(out))}"
+    try:  # a name the system refuses (too long, a loop of links): one line before anything is read
+        os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):  # a file to make; a file on the way: check_report_target says it
+        pass
+    except OSError as exc:
+        print(f"aniso report: {named}: cannot be written ({exc.strerror or exc}); name another file",
+              file=sys.stderr)
+        return 2
     if out.is_dir():
-        print(f"aniso report: --out {args.out} is a folder; name the HTML file to write (e.g. "
+        print(f"aniso report: {named} is a folder; name the HTML file to write (e.g. "
               f"{out / 'report.html'})", file=sys.stderr)
         return 2
     try:
@@ -70,10 +79,18 @@ def _report(args: argparse.Namespace) -> int:
         print(f"aniso report: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"aniso report: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"aniso report: cannot write {named}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(out)
     return 0
+
+
+def _shown(path: str, most: int = 120) -> str:
+    """``path`` as a line shows it: whole up to ``most`` characters, else its start and end around an ellipsis with
+    its length (a name of thousands of characters would fill the screen)."""
+    if len(path) <= most:
+        return path
+    return f"{path[:most // 2]}…{path[-most // 4:]} ({len(path):,} characters)"
 
 
 def _stats(args: argparse.Namespace) -> int:
@@ -579,7 +596,16 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
         return 2
     from .bench.extraction import best_device
+    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem
 
+    if args.n >= 3 and args.d >= 1 and args.data in DATA_KINDS:  # before any point is made
+        problem = memory_problem(args.n, args.d, args.data, not args.no_peers)
+        if problem is not None:
+            peers = "peers" in memory_parts(args.n, args.d, args.data, not args.no_peers)
+            print(f"aniso bench twonn: --n {args.n} --d {args.d}: the points and their copies {problem}; give a "
+                  "smaller --n or --d" + (" (--no-peers leaves out the peers' float64 copies)" if peers else ""),
+                  file=sys.stderr)
+            return 2
     try:
         result = bench_twonn(args.n, args.d, args.data, args.seed, args.device or best_device(), not args.no_peers)
     except ValueError as exc:
@@ -800,8 +826,50 @@ def _registry_option(parser) -> None:
     parser.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
 
 
+class _Output:
+    """Standard output for the length of one command, where writing may fail: the reader went away (``aniso list |
+    head``: BrokenPipeError) or the file cannot take it (``> /dev/full``: no space left). The first such error is
+    kept in :attr:`failed` and the rest of the output goes nowhere (the descriptor is pointed at ``os.devnull``,
+    for what writes to it directly), so the command runs to its end and keeps what it computes (cache entries,
+    reports); :func:`main` then says it in one line, or nothing for a closed pipe. Everything else is the
+    stream's."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.failed: OSError | None = None
+
+    def _gone(self, exc: OSError) -> None:
+        self.failed = self.failed or exc
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no descriptor (a test's captured output): writes are dropped
+            pass
+
+    def write(self, text: str) -> int:
+        if self.failed is None:
+            try:
+                return self.stream.write(text)
+            except OSError as exc:
+                self._gone(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.failed is None:
+            try:
+                self.stream.flush()
+            except OSError as exc:
+                self._gone(exc)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``aniso`` command."""
+    """Entry point of the ``aniso`` command. Returns the exit code: the command's; where standard output cannot be
+    written (a full disk: one line on standard error) at least 1, an environment fault rather than bad input (2);
+    a reader that closed the pipe (``aniso list | head``) ends the output quietly, with the command's code."""
     parser = _Parser(prog="aniso", description=DESCRIPTION,
                                      epilog="example:\n  aniso list models\n  aniso run all-MiniLM-L6-v2\n  "
                                      "aniso run --changed-since origin/main\n  "
@@ -986,11 +1054,24 @@ def main(argv: list[str] | None = None) -> int:
         used.unrecognized(unknown)
     _check_needs(used, args)
     args.pytest_args = extra
+    output = _Output(sys.stdout)
+    sys.stdout = output
     try:
-        return args.func(args)
+        code = args.func(args)
+        output.flush()
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (a claims run handles its own, see aniso run)
         print(f"aniso {args.command}: interrupted", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = output.stream
+    if output.failed is None or isinstance(output.failed, BrokenPipeError):
+        return code  # a reader that went away (`aniso list | head`) is a normal end
+    try:
+        print(f"aniso {args.command}: cannot write the output: {output.failed.strerror or output.failed}",
+              file=sys.stderr)
+    except OSError:  # pragma: no cover - standard error is gone as well
+        pass
+    return max(code or 0, 1)  # the environment's fault, not bad input: 1, or the command's own worse code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -157,6 +157,33 @@ def run_peer(name: str, x: np.ndarray) -> dict:
     return {"s": seconds, "estimate": estimate}
 
 
+def memory_parts(n: int, d: int, data: str = "gaussian", peers: bool = True) -> dict[str, int]:
+    """The bytes :func:`bench_twonn` holds on the host for ``n`` points of ``d`` dimensions, counted together (a
+    bound, not a peak), by what holds them: ``points`` (float32, with the float64 product ``data="subspace"``
+    casts from), ``suite`` (the suite's float32 copy and its blocks of ``metrics._NN_BLOCK`` rows of products and
+    top-k) and ``peers`` (the float64 copy the peers get and the peer's own, where ``peers`` and one runs here)."""
+    parts = {"points": 4 * n * d + (8 * n * d if data == "subspace" else 0),
+             "suite": 4 * n * d + 3 * 4 * metrics._NN_BLOCK * n}
+    if peers and available_peers():
+        parts["peers"] = 16 * n * d
+    return parts
+
+
+def memory_problem(n: int, d: int, data: str = "gaussian", peers: bool = True) -> str | None:
+    """Why ``n`` points of ``d`` dimensions do not fit this machine's memory (:func:`memory_parts` against
+    :func:`aniso.common.settings.physical_memory`), in words ("would take about 37.3 GiB (points 18.6 GiB, ...) and
+    this machine has 23.0 GiB"), or None where they fit or the memory cannot be told. ``n`` >= 3, ``d`` >= 1."""
+    from ..common.settings import _bytes, physical_memory
+
+    memory = physical_memory()
+    parts = memory_parts(n, d, data, peers)
+    total = sum(parts.values())
+    if not memory or total <= memory:
+        return None
+    return (f"would take about {_bytes(total)} ({', '.join(f'{k} {_bytes(v)}' for k, v in parts.items())}) and this "
+            f"machine has {_bytes(memory)}")
+
+
 def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int = 0, device: str = "cpu",
                 peers: bool = True) -> dict:
     """Time the suite's TwoNN, its matrix-product bound and the available peers on the same points, in one run.
@@ -172,12 +199,16 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
 
     Raises
     ------
-    ValueError for bad ``n``, ``d``, ``data``, ``seed`` (see :func:`make_points`) and a ``device`` that is not here
-    (:func:`aniso.common.devices.check_device`, naming it); RuntimeError if a peer fails.
+    ValueError for bad ``n``, ``d``, ``data``, ``seed`` (see :func:`make_points`), ``n`` and ``d`` whose points and
+    copies do not fit this machine's memory (:func:`memory_problem`; checked before anything is allocated) and a
+    ``device`` that is not here (:func:`aniso.common.devices.check_device`, naming it); RuntimeError if a peer fails.
     """
     from ..common.devices import check_device
 
     check_device(device)
+    problem = memory_problem(n, d, data, peers) if n >= 3 and d >= 1 and data in DATA_KINDS else None
+    if problem is not None:
+        raise ValueError(f"TwoNN benchmark of n={n} points in d={d} dimensions {problem}; take a smaller n or d")
     x = make_points(n, d, data, seed)
     on_device = torch.from_numpy(x).to(device)
     suite_input = x if device == "cpu" else on_device
@@ -186,8 +217,9 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     bound_s, _ = _timed(lambda: gemm_top2_bound(on_device), device)
     suite_s, estimate = _timed(lambda: metrics.twonn_dimension(suite_input), device)
     found = {}
-    if peers:
+    names = available_peers() if peers else []
+    if names:
         x64 = x.astype(np.float64)
-        found = {name: run_peer(name, x64) for name in available_peers()}
+        found = {name: run_peer(name, x64) for name in names}
     return {"n": n, "d": d, "data": data, "device": device, "suite_s": suite_s, "bound_s": bound_s,
             "ratio_to_bound": suite_s / bound_s, "estimate": estimate, "peers": found}

@@ -60,7 +60,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it onto ``path`` in one step, so a reader
     never sees a half-written file and an interrupted write leaves the old file (or none). Creates the folder. The
     file gets the permissions of any new file under the user's umask (:func:`default_file_mode`), not the 0600 of
-    a temporary file."""
+    a temporary file, also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
@@ -68,6 +68,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     try:
         os.chmod(tmp, default_file_mode())
         write(Path(tmp))
+        os.chmod(tmp, default_file_mode())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -86,13 +87,21 @@ def exclusive(path: Path):
 
 
 def quarantine(*paths: Path) -> str:
-    """Move the files of a corrupt cache entry aside to ``<name>.corrupt`` (replacing an older one), so the entry
-    is recomputed and written afresh and the bad bytes stay for inspection; returns what was done, in words."""
+    """Move the files of a corrupt cache entry aside to ``<name>.corrupt``, so the entry is recomputed and written
+    afresh and the bad bytes stay for inspection; returns what was done, in words. An entry found corrupt again
+    goes to ``<name>.2.corrupt``, ``<name>.3.corrupt``, ...: the first number free for every file of the entry, so
+    its files keep one number and no earlier copy is written over."""
+    def target_of(path: Path, number: int) -> Path:
+        return path.with_name(path.name + (".corrupt" if number == 1 else f".{number}.corrupt"))
+
+    number = 1
+    while any(os.path.lexists(target_of(path, number)) for path in paths):
+        number += 1
     moved, failed = [], []
     for path in paths:
         if not path.exists():
             continue
-        target = path.with_name(path.name + ".corrupt")
+        target = target_of(path, number)
         try:
             os.replace(path, target)
             moved.append(target.name)

@@ -529,11 +529,15 @@ def add_setting_options(add, *, by_name: bool = False) -> None:
 
 def _check_writable_folder(path: str, where: str) -> None:
     """Create ``path`` if needed and write and remove a probe file in it; raises ValueError (one line, ``where``
-    first) if it is a file or cannot be created or written."""
+    first) if it is a file, a symbolic link to nothing (it or a folder on its way), or cannot be created or written."""
     import tempfile
 
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{where}: {path} is a file; it must name a folder (it is created if missing)")
+    for link in (path, *map(str, PurePath(path).parents)):
+        if os.path.islink(link) and not os.path.exists(link):
+            raise ValueError(f"{where}: {link} is a symbolic link to {os.readlink(link)}, which does not exist; "
+                             "create that folder, or point the setting at a writable folder")
     try:
         os.makedirs(path, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path, prefix=".aniso-write-probe-")

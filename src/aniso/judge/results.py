@@ -413,7 +413,7 @@ def _size(n: int) -> str:
 def _read_bounded(path: Path) -> str:
     """The text of ``path``, a regular file of at most :data:`MAX_RESULTS_BYTES`. Raises ValueError (one line) when
     it is no regular file (a device such as /dev/zero, a FIFO: never opened), is larger, or cannot be read as UTF-8."""
-    from ..common.files import not_a_regular_file
+    from ..common.files import binary_kind, not_a_regular_file
 
     why = not_a_regular_file(path)
     if why is not None:
@@ -427,17 +427,39 @@ def _read_bounded(path: Path) -> str:
     if max(size, len(data)) > MAX_RESULTS_BYTES:  # a file that grows while it is read is bounded as well
         raise ValueError(f"{path}: {_size(max(size, len(data)))}, larger than the {_size(MAX_RESULTS_BYTES)} a results "
                          "file is read up to (a run writes a few MB); it is no results file")
+    kind = binary_kind(data)
+    if kind is not None:
+        raise ValueError(f"{path}: cannot read results: it is {kind}; "
+                         + ("decompress it first" if "compressed" in kind else "extract the results.json from it"))
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: cannot read results (not UTF-8 text: {exc.reason} at byte {exc.start})") from None
+    if text.lstrip("\ufeff \t\r\n")[:15].lower().startswith(("<!doctype html", "<html")):
+        beside = Path(path).with_name("results.json")
+        raise ValueError(f"{path}: that is an HTML report, not the results it was made from; give the results.json "
+                         + (f"beside it ({beside})" if beside.is_file() else "the run wrote"))
+    return text
+
+
+#: Schema versions count the formats from 1, one step per change: a version this large is none any aniso wrote.
+_SCHEMA_VERSIONS_BELOW = 1000
 
 
 def _check_schema_version(path: Path, version: Any) -> None:
-    """Raises ValueError (one line) unless ``version`` is the integer :data:`SCHEMA_VERSION`."""
+    """Raises ValueError (one line) unless ``version`` is the integer :data:`SCHEMA_VERSION`, saying which advice
+    fits: an older file is re-run, a newer one (from a newer aniso) needs that aniso, and a number below 1 or from
+    :data:`_SCHEMA_VERSIONS_BELOW` on is no schema version at all."""
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         got = f"the string {version!r}" if isinstance(version, str) else f"{version!r} ({type(version).__name__})"
         raise ValueError(f"{path}: schema_version must be an integer, got {got}")
+    if version is not None and not 1 <= version < _SCHEMA_VERSIONS_BELOW:
+        raise ValueError(f"{path}: results schema version {version!r} is not a schema version any aniso wrote (they "
+                         f"count from 1; this aniso writes {SCHEMA_VERSION}): the file was edited, or was not "
+                         "written by aniso")
+    if version is not None and version > SCHEMA_VERSION:
+        raise ValueError(f"{path}: results schema version {version!r} comes from a newer aniso; this aniso reads "
+                         f"{SCHEMA_VERSION}: upgrade aniso to read it")
     if version != SCHEMA_VERSION:
         raise ValueError(f"{path}: results schema version {version!r}, this aniso reads {SCHEMA_VERSION} "
                          "(re-run the claims to write it anew)")

@@ -521,10 +521,20 @@ def _is_aniso_report(path: Path) -> bool:
 def check_report_target(out: Path, results_json: Path) -> None:
     """Raises ValueError (one line, naming ``out``) where the report may not be written to ``out``: it is the results
     file ``results_json`` itself (or a link to it), a folder, no regular file, a file that is not empty and no
-    report aniso wrote (a results file, anything else: never written over), or a folder on its way is a file."""
+    report aniso wrote (a results file, anything else: never written over), a folder on its way is a file, or the
+    system refuses the name (too long, a loop of links)."""
     import os
 
     out, results_json = Path(out), Path(results_json)
+    try:
+        os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):  # a file to make; a file on the way: said below
+        pass
+    except OSError as exc:
+        name = str(out)
+        shown = name if len(name) <= 120 else f"{name[:60]}…{name[-30:]} ({len(name):,} characters)"
+        raise ValueError(f"the report file {shown} cannot be written ({exc.strerror or exc}); name another file") \
+            from None
     if out.exists() and results_json.exists() and os.path.samefile(out, results_json):
         raise ValueError(f"the report file {out} is the results file {results_json} itself; name another file "
                          "(the report is written beside it as report.html by default)")
