@@ -195,7 +195,7 @@ class ModelEntry(Strict):
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
     checkpoints: CheckpointSeries | None = None
     measured_on: InputsKind | None = None
-    params_m: float | None = Field(default=None, gt=0)
+    params_m: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     relation: Relation | None = None
     fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -596,4 +596,30 @@ def load_registry(path: Path | str) -> Registry:
         raise RegistryError(_format_error(path, raw, err)) from None
     registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile)
     _check_stands_for(registry.entries, path)
+    _check_ids_are_no_set_names(registry.entries, path)
     return registry
+
+
+def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, the clash) for an id that setting ``models`` would read as something else:
+    a named set of :data:`MODEL_SETS` (``--models small`` takes the set, never the row), an explicit tag of any row,
+    or an implied tag from the schema's fixed words (modality, granularity, architecture, role, category,
+    ``pretrained``, ``untrained``, ``miniature``, ``checkpoints``). A family name is allowed as an id (``gpt2``):
+    families are named after their models, and the id is what ``--models gpt2`` takes."""
+    from typing import get_args
+
+    fixed = {"pretrained", "untrained", "miniature", "checkpoints", *get_args(Category)}
+    for name in ("modality", "granularity", "architecture", "role"):
+        fixed |= set(get_args(ModelEntry.model_fields[name].annotation))
+    explicit = {t: e.id for e in entries for t in e.tags}
+    for i, e in enumerate(entries):
+        if e.id in MODEL_SETS:
+            clash = f"the model set {e.id!r} of setting models ({', '.join(MODEL_SETS)})"
+        elif e.id in explicit:
+            clash = f"a tag of row {explicit[e.id]!r}"
+        elif e.id in fixed:
+            clash = "a tag every row of that kind carries (modality, granularity, architecture, role, ...)"
+        else:
+            continue
+        raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): id: the id is also {clash}, so --models "
+                            f"{e.id} could not select the row; rename it")
