@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import numbers
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -222,7 +223,7 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     where it is not named as the setting (e.g. ``{"n_sequences": "n_inputs"}``). Raises ValueError naming the setting,
     or the argument and the setting when both give one setting different values (:func:`_one_value`); TypeError when
     ``settings`` is no mapping."""
-    from .common.settings import Settings
+    from .common.settings import SettingError, Settings, _where
 
     if settings is not None and not isinstance(settings, Mapping):
         raise TypeError(f"settings: {settings!r:.40} ({type(settings).__name__}); give a dict of setting names and "
@@ -237,7 +238,16 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
         if name in given:
             _one_value(name, [(f"{(arguments or {}).get(name, name)}=", value), (f"settings[{name!r}]=", given[name])])
     merged = given | {k: v for k, v in options.items() if v is not None}
-    s = Settings.from_sources(merged)
+    try:
+        s = Settings.from_sources(merged)
+    except SettingError as exc:  # a value an argument gave: name the argument, as the caller typed it
+        message = str(exc)
+        for name, value in options.items():
+            if value is not None and name not in given and message.startswith(_where(name)):
+                arg = (arguments or {}).get(name, name)
+                raise SettingError(f"{arg}{message[len(_where(name)):]}"
+                                   + (f" (setting {name})" if arg != name else "")) from None
+        raise
     if check:
         from .inputs.media import DATA_FORMATS
 
@@ -288,10 +298,12 @@ def _load_registry(path: Path | None):
     return open_registry(path)
 
 
-def _count(name: str, value: Any) -> None:
-    """Raise ValueError naming argument ``name`` unless ``value`` is None or an integer >= 1."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+def _count(name: str, value: Any) -> int | None:
+    """``value`` as an int (a numpy integer included), or None. Raises ValueError naming argument ``name`` unless
+    ``value`` is None or an integer >= 1 (not a bool)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
         raise ValueError(f"{name}: {value!r} ({type(value).__name__}); give an integer >= 1")
+    return None if value is None else int(value)
 
 
 def _entry(model: str | Path, registry):
@@ -441,8 +453,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     running out of memory.
     """
     chosen = _statistics(statistics)
-    for arg, value in (("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)):
-        _count(arg, value)
+    n_inputs, batch_size, max_length = (_count(arg, value) for arg, value in (
+        ("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)))
     _flag("progress", progress)
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
@@ -1144,6 +1156,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
     _flag("verbose", verbose)
+    if isinstance(claims, (list, tuple)) and not claims:
+        raise ValueError("claims: an empty list names no claim (it would run every claim); give claim ids or "
+                         "prefixes, or leave claims out for 'G.' (aniso.claims())")
     if isinstance(claims, (list, tuple)) and all(isinstance(c, str) for c in claims):
         claims = ",".join(claims)  # ["G.", "R.decoder-bell-profile"] as "G.,R.decoder-bell-profile"
     if not isinstance(claims, str):
@@ -1158,6 +1173,10 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     if reg_path is None:
         raise ValueError("registry: no models.yaml here or in this source tree; give registry=")
     reg = _load_registry(reg_path)
+    if claims_dir is not None:
+        from .registry.locate import claims_folder
+
+        claims_folder(claims_dir, reg_path, option="claims_dir")  # ValueError naming the argument
     entry = _entry(model, reg)
     given = dict(settings or {})
     with tempfile.TemporaryDirectory(prefix="aniso-check-") as tmp:
@@ -1224,6 +1243,11 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
                                                         if isinstance(settings, Mapping) else None)])
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))
+    try:  # the listing is the whole registry; a misspelt set would otherwise be ignored
+        reg.model_set(s.models)
+    except ValueError as exc:
+        where = "settings['models']" if "models" in (settings or {}) else "setting models (ANISO_MODELS)"
+        raise ValueError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
     # What weights_here reads: no inputs, no statistics (so a listing imports neither torch nor the pipeline).
     ctx = SourceContext(registry_dir=reg.path.parent if reg.path else None, models_dir=s.models_dir,
                         cache_dir=s.cache_dir, train_text=s.train_text, miniature_sizes=s.miniature_sizes(),
