@@ -52,7 +52,7 @@ def test_an_argument_out_of_range_is_named_as_the_argument(tmp_path):
     assert msg.startswith("n_inputs must be an integer") and "ANISO_N_SEQUENCES" not in msg
     with pytest.raises(ValueError) as exc:
         aniso.measure("all-MiniLM-L6-v2", str(corpus), registry=REGISTRY, max_length=10**8, progress=False)
-    assert _one_line(exc).startswith("max_length must be an integer")
+    assert _one_line(exc).startswith("setting max_length (ANISO_MAX_LENGTH, --aniso-max-length) must be an integer")
 
 
 def test_numpy_integers_are_counts(tmp_path):
@@ -80,3 +80,24 @@ def test_check_names_claims_dir_that_is_not_a_folder(tmp_path):
                     claims_dir=not_a_folder)
     msg = _one_line(exc)
     assert msg.startswith("claims_dir:") and "--claims-dir" not in msg
+
+
+def _tiny():
+    from transformers import GPT2Config, GPT2Model
+
+    from aniso.extract.modalities import _subword_tokenizer
+
+    torch.manual_seed(0)
+    return (GPT2Model(GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64)).eval(),
+            _subword_tokenizer(300))
+
+
+def test_measure_refuses_copies_of_one_text_and_labels_repeats():
+    model, tok = _tiny()
+    text = "The tower is 324 metres tall, about the same height as an 81-storey building."
+    with pytest.raises(ValueError) as exc:
+        aniso.measure(model, [text] * 8, tokenizer=tok, progress=False)
+    assert _one_line(exc).startswith("inputs: 8 copies of one text")
+    stats = aniso.measure(model, [text, text, "Anisotropy of hidden states."], tokenizer=tok, progress=False)
+    assert stats.inputs["label"] == "3 texts given to aniso.measure; 1 of the 3 repeat another"
+    assert aniso.measure(model, [text], tokenizer=tok, progress=False).inputs["label"] == "1 texts given to aniso.measure"

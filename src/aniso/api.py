@@ -240,13 +240,11 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     merged = given | {k: v for k, v in options.items() if v is not None}
     try:
         s = Settings.from_sources(merged)
-    except SettingError as exc:  # a value an argument gave: name the argument, as the caller typed it
+    except SettingError as exc:  # a value an argument of another name gave (n_inputs): name the argument
         message = str(exc)
-        for name, value in options.items():
-            if value is not None and name not in given and message.startswith(_where(name)):
-                arg = (arguments or {}).get(name, name)
-                raise SettingError(f"{arg}{message[len(_where(name)):]}"
-                                   + (f" (setting {name})" if arg != name else "")) from None
+        for name, arg in (arguments or {}).items():
+            if options.get(name) is not None and name not in given and message.startswith(_where(name)):
+                raise SettingError(f"{arg}{message[len(_where(name)):]} (setting {name})") from None
         raise
     if check:
         from .inputs.media import DATA_FORMATS
@@ -337,15 +335,20 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
                              "recordings give their folder)")
         if not t.strip():
             raise ValueError(f"inputs[{i}]: an empty text")
+    if len(inputs) > 1 and len(set(inputs)) == 1:  # as a corpus file of one paragraph repeated is refused
+        raise ValueError(f"inputs: {len(inputs)} copies of one text, which are no {len(inputs)} inputs; give "
+                         "distinct texts (or the one text alone)")
     return tuple(inputs)
 
 
 def _corpus_of(texts: tuple[str, ...], seed: int):
     """A :class:`aniso.inputs.text.Corpus` of the given texts, in order, fingerprinted like a corpus file."""
-    from .inputs.text import Corpus, _fingerprint
+    from .inputs.text import Corpus, _fingerprint, repeated
 
-    return Corpus("texts", f"{len(texts)} texts given to aniso.measure", "a list of texts", _fingerprint(list(texts)),
-                  texts, len(texts), seed)
+    label = f"{len(texts)} texts given to aniso.measure"
+    if repeated(texts):  # copies are measured, but a reader must know they are not independent inputs
+        label += f"; {repeated(texts)} of the {len(texts)} repeat another"
+    return Corpus("texts", label, "a list of texts", _fingerprint(list(texts)), texts, len(texts), seed)
 
 
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
