@@ -317,7 +317,8 @@ def _entry(model: str | Path, registry):
         row = detect_entry(text)
     except UndetectableModel as exc:
         ids = [e.id for e in registry]
-        close = difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
+        same = [i for i in ids if i.casefold() == text.casefold()]
+        close = same or difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
         raise ValueError(f"model {text!r}: {where}; as a folder or hub id: {exc}") from None
@@ -852,7 +853,14 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             if any(e.id == model for e in reg):
                 model_id = model
             else:
-                row = detect_entry(model)  # UndetectableModel is a ValueError
+                try:
+                    row = detect_entry(model)  # UndetectableModel is a ValueError
+                except ValueError as exc:
+                    close = reg.closest_id(model)
+                    if close is None or close.casefold() != model.casefold():
+                        raise
+                    raise ValueError(f"{model}: no registry id, but {close!r} is (ids are case-sensitive); did you "
+                                     f"mean {close!r}? As a folder or hub id: {exc}") from None
                 model_id = row["id"]
                 if any(e.id == model_id for e in reg):
                     raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")

@@ -49,3 +49,31 @@ def test_a_size_that_is_no_finite_number_is_refused(tmp_path, value):
     with pytest.raises(RegistryError) as err:
         load_registry(path)
     assert "models[0] (id 'tiny'): params_m" in str(err.value)
+
+
+def test_a_model_set_or_a_case_slip_where_a_registry_id_is_taken_is_named(tmp_path):
+    from aniso.registry.entries import UnknownModel
+
+    reg = load_registry(write(tmp_path, ("tiny-Model", "quantized")))
+    for name in ("small", "quantized"):
+        with pytest.raises(UnknownModel) as err:
+            reg.get(name)
+        assert f"{name!r} is a model set or tag, and this takes registry ids" in str(err.value)
+    with pytest.raises(UnknownModel) as err:
+        reg.get("TINY-MODEL")
+    assert str(err.value).endswith("did you mean 'tiny-Model'?")
+
+
+def test_aniso_run_suggests_the_registry_id_that_differs_only_in_case(capsys, monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from aniso.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    registry = Path(__file__).resolve().parents[2] / "models.yaml"
+    assert main(["run", "ALL-MINILM-L6-V2", "--registry", str(registry), "--claims", "G.token-nlp-anisotropic"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "did you mean 'all-MiniLM-L6-v2'?" in err
+    assert main(["extract", "small", "--registry", str(registry)]) == 2
+    assert "'small' is a model set or tag, and this takes registry ids" in capsys.readouterr().err

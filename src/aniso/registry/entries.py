@@ -367,11 +367,23 @@ class Registry:
         for e in self.entries:
             if e.id == model_id:
                 return e
+        if str(model_id) in MODEL_SETS or any(str(model_id) in e.all_tags for e in self.entries):
+            raise UnknownModel(f"no model {model_id!r} in registry {self.path}: {model_id!r} is a model set or tag, "
+                               f"and this takes registry ids (aniso list models --models {model_id} lists them)")
+        close = self.closest_id(str(model_id))
+        raise UnknownModel(f"no model {model_id!r} in registry {self.path}"
+                           + (f"; did you mean {close!r}?" if close else " (aniso list models)"))
+
+    def closest_id(self, text: str) -> str | None:
+        """The registry id ``text`` most likely meant: the one equal to it but for case (``ALL-MINILM-L6-V2``), else
+        the closest by spelling; None when none is close."""
         import difflib
 
-        close = difflib.get_close_matches(str(model_id), [e.id for e in self.entries], n=1)
-        raise UnknownModel(f"no model {model_id!r} in registry {self.path}"
-                           + (f"; did you mean {close[0]!r}?" if close else " (aniso list models)"))
+        same = [e.id for e in self.entries if e.id.casefold() == text.casefold()]
+        if same:
+            return same[0]
+        close = difflib.get_close_matches(text, [e.id for e in self.entries], n=1)
+        return close[0] if close else None
 
     def expectation(self, entry: ModelEntry, claim_id: str) -> tuple[ExpectedVerdict | None, str | None]:
         """``(expected verdict or None, the inputs it was recorded on or None)`` of ``claim_id`` for ``entry``.
