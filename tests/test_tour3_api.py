@@ -101,3 +101,12 @@ def test_measure_refuses_copies_of_one_text_and_labels_repeats():
     stats = aniso.measure(model, [text, text, "Anisotropy of hidden states."], tokenizer=tok, progress=False)
     assert stats.inputs["label"] == "3 texts given to aniso.measure; 1 of the 3 repeat another"
     assert aniso.measure(model, [text], tokenizer=tok, progress=False).inputs["label"] == "1 texts given to aniso.measure"
+
+
+def test_a_max_length_too_short_to_measure_is_named():
+    model, tok = _tiny()
+    texts = [f"The {w} sat on the mat." for w in ("cat", "dog", "bird", "fox", "cow", "hen", "owl", "elk")]
+    with pytest.raises(ValueError) as exc:
+        aniso.measure(model, texts, tokenizer=tok, max_length=1, progress=False)
+    msg = _one_line(exc)
+    assert msg.startswith("max_length: 1 tokens per text") and "give a larger max_length" in msg

@@ -489,9 +489,33 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         extra = _inputs_settings(inputs, texts, n_inputs, settings, kind, entry.id)
         run_settings = (_settings(options | extra, settings, arguments={form.setting: "inputs", form.size: "n_inputs"})
                         if extra else base)
-        return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
-                              if texts is not None else {}, progress)
-    return _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress, name)
+        with _too_short(run_settings.max_length, kind == "text"):
+            return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
+                                  if texts is not None else {}, progress)
+    with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
+        return _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress, name)
+
+
+def _base_max_length(settings) -> int | None:
+    """Setting ``max_length`` as ``settings`` (a dict, or None) and the environment give it; None if unreadable."""
+    try:
+        return _settings({}, settings, check=False).max_length
+    except (TypeError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _too_short(max_length: int | None, text: bool):
+    """Name ``max_length`` in the error of a measurement left with too few distinct vectors (TwoNN needs 3), which a
+    small ``max_length`` causes: each text is cut to that many tokens, its special ones ([CLS], [SEP]) included, so
+    every text may give the same few vectors."""
+    try:
+        yield
+    except ValueError as exc:
+        if not text or max_length is None or "distinct points" not in str(exc) or max_length > 16:
+            raise
+        raise ValueError(f"max_length: {max_length} tokens per text, special ones ([CLS], [SEP]) included, leave too "
+                         f"few distinct vectors to measure ({exc}); give a larger max_length") from None
 
 
 def _inputs_settings(inputs: Any, texts: tuple[str, ...] | None, n_inputs: int | None, settings: Any, kind: str,
