@@ -69,7 +69,7 @@ def test_a_corpus_that_is_missing_blank_or_not_utf8_stops_aniso_run_in_one_line(
     ("ANISO_SECOND_ORDER_MAX_DIM", "1", "setting second_order_max_dim (ANISO_SECOND_ORDER_MAX_DIM, "
      "--aniso-second-order-max-dim) must be an integer from 2 to 131072, got 1"),
     ("ANISO_MODELS", " , ", "setting models (ANISO_MODELS, --aniso-models) must name a model set"),
-    ("ANISO_DEVICE", "gpu", "setting device: device 'gpu' is not a torch device; use auto, cpu"),
+    ("ANISO_DEVICE", "gpu", "setting device (ANISO_DEVICE, --aniso-device): device 'gpu' is not a torch device; use auto, cpu"),
     ("ANISO_MAX_LENGTH", "0", "setting max_length (ANISO_MAX_LENGTH, --aniso-max-length) must be an integer from 1"),
     ("ANISO_PROFILE", "fast", "setting profile (ANISO_PROFILE, --aniso-profile): profile 'fast' is not one of"),
 ])

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import numbers
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -222,7 +223,7 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     where it is not named as the setting (e.g. ``{"n_sequences": "n_inputs"}``). Raises ValueError naming the setting,
     or the argument and the setting when both give one setting different values (:func:`_one_value`); TypeError when
     ``settings`` is no mapping."""
-    from .common.settings import Settings
+    from .common.settings import SettingError, Settings, _where
 
     if settings is not None and not isinstance(settings, Mapping):
         raise TypeError(f"settings: {settings!r:.40} ({type(settings).__name__}); give a dict of setting names and "
@@ -237,7 +238,14 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
         if name in given:
             _one_value(name, [(f"{(arguments or {}).get(name, name)}=", value), (f"settings[{name!r}]=", given[name])])
     merged = given | {k: v for k, v in options.items() if v is not None}
-    s = Settings.from_sources(merged)
+    try:
+        s = Settings.from_sources(merged)
+    except SettingError as exc:  # a value an argument of another name gave (n_inputs): name the argument
+        message = str(exc)
+        for name, arg in (arguments or {}).items():
+            if options.get(name) is not None and name not in given and message.startswith(_where(name)):
+                raise SettingError(f"{arg}{message[len(_where(name)):]} (setting {name})") from None
+        raise
     if check:
         from .inputs.media import DATA_FORMATS
 
@@ -288,10 +296,12 @@ def _load_registry(path: Path | None):
     return open_registry(path)
 
 
-def _count(name: str, value: Any) -> None:
-    """Raise ValueError naming argument ``name`` unless ``value`` is None or an integer >= 1."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+def _count(name: str, value: Any) -> int | None:
+    """``value`` as an int (a numpy integer included), or None. Raises ValueError naming argument ``name`` unless
+    ``value`` is None or an integer >= 1 (not a bool)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
         raise ValueError(f"{name}: {value!r} ({type(value).__name__}); give an integer >= 1")
+    return None if value is None else int(value)
 
 
 def _entry(model: str | Path, registry):
@@ -307,7 +317,8 @@ def _entry(model: str | Path, registry):
         row = detect_entry(text)
     except UndetectableModel as exc:
         ids = [e.id for e in registry]
-        close = difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
+        same = [i for i in ids if i.casefold() == text.casefold()]
+        close = same or difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
         raise ValueError(f"model {text!r}: {where}; as a folder or hub id: {exc}") from None
@@ -325,15 +336,20 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
                              "recordings give their folder)")
         if not t.strip():
             raise ValueError(f"inputs[{i}]: an empty text")
+    if len(inputs) > 1 and len(set(inputs)) == 1:  # as a corpus file of one paragraph repeated is refused
+        raise ValueError(f"inputs: {len(inputs)} copies of one text, which are no {len(inputs)} inputs; give "
+                         "distinct texts (or the one text alone)")
     return tuple(inputs)
 
 
 def _corpus_of(texts: tuple[str, ...], seed: int):
     """A :class:`aniso.inputs.text.Corpus` of the given texts, in order, fingerprinted like a corpus file."""
-    from .inputs.text import Corpus, _fingerprint
+    from .inputs.text import Corpus, _fingerprint, repeated
 
-    return Corpus("texts", f"{len(texts)} texts given to aniso.measure", "a list of texts", _fingerprint(list(texts)),
-                  texts, len(texts), seed)
+    label = f"{len(texts)} texts given to aniso.measure"
+    if repeated(texts):  # copies are measured, but a reader must know they are not independent inputs
+        label += f"; {repeated(texts)} of the {len(texts)} repeat another"
+    return Corpus("texts", label, "a list of texts", _fingerprint(list(texts)), texts, len(texts), seed)
 
 
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
@@ -441,8 +457,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     running out of memory.
     """
     chosen = _statistics(statistics)
-    for arg, value in (("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)):
-        _count(arg, value)
+    n_inputs, batch_size, max_length = (_count(arg, value) for arg, value in (
+        ("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)))
     _flag("progress", progress)
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
@@ -473,9 +489,33 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         extra = _inputs_settings(inputs, texts, n_inputs, settings, kind, entry.id)
         run_settings = (_settings(options | extra, settings, arguments={form.setting: "inputs", form.size: "n_inputs"})
                         if extra else base)
-        return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
-                              if texts is not None else {}, progress)
-    return _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress, name)
+        with _too_short(run_settings.max_length, kind == "text"):
+            return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
+                                  if texts is not None else {}, progress)
+    with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
+        return _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress, name)
+
+
+def _base_max_length(settings) -> int | None:
+    """Setting ``max_length`` as ``settings`` (a dict, or None) and the environment give it; None if unreadable."""
+    try:
+        return _settings({}, settings, check=False).max_length
+    except (TypeError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _too_short(max_length: int | None, text: bool):
+    """Name ``max_length`` in the error of a measurement left with too few distinct vectors (TwoNN needs 3), which a
+    small ``max_length`` causes: each text is cut to that many tokens, its special ones ([CLS], [SEP]) included, so
+    every text may give the same few vectors."""
+    try:
+        yield
+    except ValueError as exc:
+        if not text or max_length is None or "distinct points" not in str(exc) or max_length > 16:
+            raise
+        raise ValueError(f"max_length: {max_length} tokens per text, special ones ([CLS], [SEP]) included, leave too "
+                         f"few distinct vectors to measure ({exc}); give a larger max_length") from None
 
 
 def _inputs_settings(inputs: Any, texts: tuple[str, ...] | None, n_inputs: int | None, settings: Any, kind: str,
@@ -855,6 +895,10 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                 try:
                     row = detect_entry(model)  # UndetectableModel is a ValueError
                 except ValueError as exc:
+                    close = reg.closest_id(model)
+                    if close is not None and close.casefold() == model.casefold():
+                        raise ValueError(f"{model}: no registry id, but {close!r} is (ids are case-sensitive); did "
+                                         f"you mean {close!r}? As a folder or hub id: {exc}") from None
                     raise ValueError(f"{exc}{_registry_row_named(model, reg)}") from None
                 model_id = row["id"]
                 if any(e.id == model_id for e in reg):
@@ -1202,6 +1246,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
         raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
     _flag("verbose", verbose)
+    if isinstance(claims, (list, tuple)) and not claims:
+        raise ValueError("claims: an empty list names no claim (it would run every claim); give claim ids or "
+                         "prefixes, or leave claims out for 'G.' (aniso.claims())")
     if isinstance(claims, (list, tuple)) and all(isinstance(c, str) for c in claims):
         claims = ",".join(claims)  # ["G.", "R.decoder-bell-profile"] as "G.,R.decoder-bell-profile"
     if not isinstance(claims, str):
@@ -1216,6 +1263,10 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     if reg_path is None:
         raise ValueError("registry: no models.yaml here or in this source tree; give registry=")
     reg = _load_registry(reg_path)
+    if claims_dir is not None:
+        from .registry.locate import claims_folder
+
+        claims_folder(claims_dir, reg_path, option="claims_dir")  # ValueError naming the argument
     entry = _entry(model, reg)
     given = dict(settings or {})
     with tempfile.TemporaryDirectory(prefix="aniso-check-") as tmp:
@@ -1282,6 +1333,11 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
                                                         if isinstance(settings, Mapping) else None)])
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
     reg = _load_registry(_registry_file(registry, s))
+    try:  # the listing is the whole registry; a misspelt set would otherwise be ignored
+        reg.model_set(s.models)
+    except ValueError as exc:
+        where = "settings['models']" if "models" in (settings or {}) else "setting models (ANISO_MODELS)"
+        raise ValueError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
     # What weights_here reads: no inputs, no statistics (so a listing imports neither torch nor the pipeline).
     ctx = SourceContext(registry_dir=reg.path.parent if reg.path else None, models_dir=s.models_dir,
                         cache_dir=s.cache_dir, train_text=s.train_text, miniature_sizes=s.miniature_sizes(),

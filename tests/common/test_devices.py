@@ -25,7 +25,7 @@ def test_auto_resolves_to_the_best_device_present():
 def test_a_device_that_is_not_here_is_refused_naming_it(device):
     if device.startswith("cuda") and torch.cuda.device_count() > 7:
         pytest.skip("this machine has 8 GPUs")
-    with pytest.raises(ValueError, match=rf"setting device: device '{device}'"):
+    with pytest.raises(ValueError, match=rf"setting device \(ANISO_DEVICE, --aniso-device\): device '{device}'"):
         Settings(device=device)
     with pytest.raises(ValueError, match="ANISO_DEVICE|auto, cpu"):
         check_device(device)

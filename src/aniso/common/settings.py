@@ -81,6 +81,10 @@ def _unknown_variable(environ) -> str | None:
 #: The settings that name a file or folder. An empty value given for one (``ANISO_CORPUS=``, ``--aniso-report-dir ''``,
 #: ``settings={"corpus": ""}``) is refused rather than read as "not set": the run would otherwise measure the default
 #: inputs, or write to the default folder, while the user believes they set it.
+#: The input files and folders a run reads from where it starts: made absolute once, as the settings are built, so
+#: the provenance of results.json names the file read whatever folder it is read from (``registry``, ``cache_dir``
+#: and ``report_dir`` are found as :mod:`aniso.registry.locate` finds them, and are kept as given).
+INPUT_PATH_SETTINGS = ("corpus", "train_text", "speech_dir", "image_dir", "models_dir", "twin")
 PATH_SETTINGS = ("registry", "corpus", "train_text", "cache_dir", "report_dir", "speech_dir", "image_dir", "models_dir",
                  "twin")
 #: The settings for which an empty text is a value of its own (``claims``: every claim); for every other setting an
@@ -311,6 +315,10 @@ class Settings:
         for name in ("registry", "cache_dir", "report_dir"):
             if not getattr(self, name).strip():
                 raise SettingError(f"{_where(name)} must be {_allowed(name)}, got {getattr(self, name)!r}")
+        for name in INPUT_PATH_SETTINGS:  # frozen: the path the run reads, recorded as such in results.json
+            value = getattr(self, name)
+            if isinstance(value, str) and value.strip():
+                object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
         for name in PATH_SETTINGS:  # an empty path is no path: None (not set) means the default
             value = getattr(self, name)
             if value is not None and not value.strip():
@@ -339,7 +347,7 @@ class Settings:
         try:  # frozen: the resolved device replaces "auto" once, so every stage and every report name the same one
             object.__setattr__(self, "device", resolve_device(self.device))
         except ValueError as exc:
-            raise SettingError(f"setting device: {exc}") from None
+            raise SettingError(f"{_where('device')}: {exc}") from None
 
     @classmethod
     def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None,

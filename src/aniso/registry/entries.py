@@ -195,7 +195,7 @@ class ModelEntry(Strict):
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
     checkpoints: CheckpointSeries | None = None
     measured_on: InputsKind | None = None
-    params_m: float | None = Field(default=None, gt=0)
+    params_m: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     relation: Relation | None = None
     fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -367,11 +367,23 @@ class Registry:
         for e in self.entries:
             if e.id == model_id:
                 return e
+        if str(model_id) in MODEL_SETS or any(str(model_id) in e.all_tags for e in self.entries):
+            raise UnknownModel(f"no model {model_id!r} in registry {self.path}: {model_id!r} is a model set or tag, "
+                               f"and this takes registry ids (aniso list models --models {model_id} lists them)")
+        close = self.closest_id(str(model_id))
+        raise UnknownModel(f"no model {model_id!r} in registry {self.path}"
+                           + (f"; did you mean {close!r}?" if close else " (aniso list models)"))
+
+    def closest_id(self, text: str) -> str | None:
+        """The registry id ``text`` most likely meant: the one equal to it but for case (``ALL-MINILM-L6-V2``), else
+        the closest by spelling; None when none is close."""
         import difflib
 
-        close = difflib.get_close_matches(str(model_id), [e.id for e in self.entries], n=1)
-        raise UnknownModel(f"no model {model_id!r} in registry {self.path}"
-                           + (f"; did you mean {close[0]!r}?" if close else " (aniso list models)"))
+        same = [e.id for e in self.entries if e.id.casefold() == text.casefold()]
+        if same:
+            return same[0]
+        close = difflib.get_close_matches(text, [e.id for e in self.entries], n=1)
+        return close[0] if close else None
 
     def expectation(self, entry: ModelEntry, claim_id: str) -> tuple[ExpectedVerdict | None, str | None]:
         """``(expected verdict or None, the inputs it was recorded on or None)`` of ``claim_id`` for ``entry``.
@@ -596,4 +608,30 @@ def load_registry(path: Path | str) -> Registry:
         raise RegistryError(_format_error(path, raw, err)) from None
     registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile)
     _check_stands_for(registry.entries, path)
+    _check_ids_are_no_set_names(registry.entries, path)
     return registry
+
+
+def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, the clash) for an id that setting ``models`` would read as something else:
+    a named set of :data:`MODEL_SETS` (``--models small`` takes the set, never the row), an explicit tag of any row,
+    or an implied tag from the schema's fixed words (modality, granularity, architecture, role, category,
+    ``pretrained``, ``untrained``, ``miniature``, ``checkpoints``). A family name is allowed as an id (``gpt2``):
+    families are named after their models, and the id is what ``--models gpt2`` takes."""
+    from typing import get_args
+
+    fixed = {"pretrained", "untrained", "miniature", "checkpoints", *get_args(Category)}
+    for name in ("modality", "granularity", "architecture", "role"):
+        fixed |= set(get_args(ModelEntry.model_fields[name].annotation))
+    explicit = {t: e.id for e in entries for t in e.tags}
+    for i, e in enumerate(entries):
+        if e.id in MODEL_SETS:
+            clash = f"the model set {e.id!r} of setting models ({', '.join(MODEL_SETS)})"
+        elif e.id in explicit:
+            clash = f"a tag of row {explicit[e.id]!r}"
+        elif e.id in fixed:
+            clash = "a tag every row of that kind carries (modality, granularity, architecture, role, ...)"
+        else:
+            continue
+        raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): id: the id is also {clash}, so --models "
+                            f"{e.id} could not select the row; rename it")

@@ -62,18 +62,22 @@ def registry_path(given: str | Path | None = None, setting: str = DEFAULT_REGIST
     return None
 
 
-def claims_folder(given: str | Path | None, registry: Path | None) -> Path:
+def claims_folder(given: str | Path | None, registry: Path | None, option: str = "--claims-dir") -> Path:
     """The folder of claim tests: ``given``, else ``claims/`` beside ``registry``, else the source tree's. Raises
-    ValueError (one line) when there is none."""
+    ValueError (one line, naming ``option``: the CLI's ``--claims-dir``, the API's ``claims_dir``) when there is
+    none."""
     if given is not None:
         path = Path(given)
         if not path.is_dir():
-            raise ValueError(f"claims folder: {given} is not a folder (give --claims-dir)")
+            if option.startswith("--"):
+                raise ValueError(f"claims folder: {given} is not a folder (give {option})")
+            raise ValueError(f"{option}: {given} is not a folder; give the folder of the claim tests, or leave "
+                             f"{option} out for claims/ beside the registry")
         return path
     for path in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]:
         if path.is_dir():
             return path
-    raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give --claims-dir)")
+    raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
 
 
 def check_corpus(settings: Settings) -> None:
