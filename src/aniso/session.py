@@ -632,6 +632,10 @@ class ClaimContext:
         inputs = stats.meta.get("corpus", {})
         self.result.inputs = inputs.get("dataset")
         self.result.inputs_label = inputs.get("label")
+        read = stats.meta.get("max_length_read")
+        if read and self.result.inputs_label:  # the model reads fewer tokens than asked: the verdict says so
+            self.result.inputs_label += (f"; at most {read['read']} tokens each, the model's positions (max_length "
+                                         f"{read['asked']} asked)")
         self.result.n_items = stats.meta.get("n_sequences")
         self.result.n_vectors = stats.meta.get("n_tokens")
         return stats

@@ -17,7 +17,7 @@ import torch
 
 from .attention import FirstTokenAttention, first_column, first_token_sums
 
-__all__ = ["Batch", "layer_names", "iter_text_hidden_states", "iter_speech_hidden_states",
+__all__ = ["Batch", "layer_names", "tokens_read", "iter_text_hidden_states", "iter_speech_hidden_states",
            "iter_vision_hidden_states", "speech_layer_names", "AttentionSite", "attention_sites",
            "capture_queries_keys", "first_token_attention_sums"]
 
@@ -257,6 +257,13 @@ def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor
                        f"input mask of length {mask.shape[1]}")
 
 
+def tokens_read(model, max_length: int) -> int:
+    """Tokens per sequence a model reads when ``max_length`` are asked: ``max_length``, or fewer where the model's
+    config has fewer learnt positions (``max_position_embeddings`` or ``n_positions``). Raises nothing."""
+    positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+    return min(max_length, positions) if isinstance(positions, int) and positions > 0 else max_length
+
+
 def iter_text_hidden_states(
     model, tokenizer, texts: Sequence[str], *, batch_size: int = 16, max_length: int = 128, device: str = "cpu",
     attentions: bool = False, final_norm: bool = False, attention_reduce=None,
@@ -311,9 +318,7 @@ def iter_text_hidden_states(
                 model.config._attn_implementation = "eager"
     _prepare_tokenizer(tokenizer)
     device = place(model, device)
-    positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
-    if isinstance(positions, int) and positions > 0:
-        max_length = min(max_length, positions)  # a model with learnt positions reads no further
+    max_length = tokens_read(model, max_length)  # a model with learnt positions reads no further
     if getattr(model.config, "downsampling_rate", None):
         # CANINE's strided downsampling mixes padding into the last real position: one sequence per pass.
         batch_size = 1
