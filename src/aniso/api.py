@@ -489,7 +489,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         extra = _inputs_settings(inputs, texts, n_inputs, settings, kind, entry.id)
         run_settings = (_settings(options | extra, settings, arguments={form.setting: "inputs", form.size: "n_inputs"})
                         if extra else base)
-        with _too_short(run_settings.max_length, kind == "text"):
+        with _too_short(run_settings.max_length, form.items is None):  # texts, cut to max_length tokens
             return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                                   if texts is not None else {}, progress)
     with _too_short(max_length if max_length is not None else _base_max_length(settings), True):

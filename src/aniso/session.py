@@ -223,8 +223,7 @@ class AnisoSession:
                 if skipped:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
-        if (self.results or self.architectures.results or self.series.computed() or self.absorbed) \
-                and not self.all_refused:  # a report of a model whose files were all refused would show nothing else
+        if self.results or self.architectures.results or self.series.computed() or self.absorbed:
             # where the statistics are, truthfully: not in the cache when the run was told not to use it
             kept = ("the statistics of this run were not cached (setting no_cache), so a rerun computes them again"
                     if self.settings.no_cache else f"the statistics of this run are in the cache "
@@ -370,7 +369,7 @@ class AnisoSession:
     def all_refused(self) -> bool:
         """Whether every claim result of the run is a model refused for its files (``skip_kind`` "refused": files
         that cannot be loaded faithfully, :class:`aniso.sources.ModelRefused`) and nothing else was computed: the
-        run then writes no report, and its console is the refusal alone."""
+        run's console is then the refusal alone (the results file records it)."""
         return bool(self.results) and all(r.skip_kind == "refused" for r in self.results) and not (
             self.architectures.results or self.series.computed() or self.absorbed)
 
@@ -394,6 +393,8 @@ class AnisoSession:
                 say("error", f"{n} claim test(s) not run: refused: {reason}")
             for msg in self.must_run_failures:
                 say("error", f"ERROR: {msg}")
+            if self.report_path is not None:
+                say("", f"report: {self.report_path}")
             return out
         if self.twin is not None:
             say("warn", twin_summary(self.twin))

@@ -260,7 +260,8 @@ def _resolution_mask(model, mask: torch.Tensor, h: torch.Tensor) -> torch.Tensor
 def tokens_read(model, max_length: int) -> int:
     """Tokens per sequence a model reads when ``max_length`` are asked: ``max_length``, or fewer where the model's
     config has fewer learnt positions (``max_position_embeddings`` or ``n_positions``). Raises nothing."""
-    positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+    config = getattr(model, "config", None)
+    positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
     return min(max_length, positions) if isinstance(positions, int) and positions > 0 else max_length
 
 
