@@ -280,7 +280,7 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
     """
     if modality.tokens and loaded.tokenizer is not None:
-        _check_real_tokens(loaded, inputs, getattr(settings, "max_length", None))
+        _check_real_tokens(loaded, inputs)
     for _ in range(MAX_NON_FINITE_PASSES):
         try:
             return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard)
@@ -356,49 +356,29 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
     return reduce_model_stats(stats)
 
 
-#: The largest share of a corpus's real tokens (not special ones) that may be the tokenizer's unknown token ([UNK]):
-#: above it the model does not read the text (emoji, a script its vocabulary lacks), its vectors are mostly those
-#: of the one unknown token, and a verdict on them says nothing about the text.
-MAX_UNKNOWN_SHARE = 0.5
-
-
-def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None) -> None:
+def _check_real_tokens(loaded: LoadedModel, inputs) -> None:
     """Refuse a corpus whose paragraphs give the model's tokenizer fewer real tokens (not special ones: [CLS], [SEP],
-    padding, ...; nor the unknown token [UNK], which stands for any text the vocabulary lacks) than there are
-    paragraphs: its vectors would be those of the special tokens, and any verdict on them about the text is wrong.
-    Refuse it too where more than :data:`MAX_UNKNOWN_SHARE` of the tokens measured (each paragraph's first
-    ``max_length``, special ones left out) are the unknown token. Tokenizes in chunks of 256 paragraphs. Raises
-    :class:`ModelRefused` naming the model, the corpus and the count or share."""
+    padding, ...; an unknown word's [UNK] is real) than there are paragraphs: its vectors would be those of the special tokens, and any verdict
+    on them about the text is wrong. Tokenizes in chunks of 256 paragraphs until there are enough. Raises
+    :class:`ModelRefused` naming the model, the corpus and the count."""
     items = list(inputs.items)
     tokenizer = loaded.tokenizer
-    unk = getattr(tokenizer, "unk_token_id", None)
-    special = set(getattr(tokenizer, "all_special_ids", []) or []) - {unk}
+    # [UNK] counts as real: a word the vocabulary lacks is still a word of the text
+    special = set(getattr(tokenizer, "all_special_ids", []) or []) - {getattr(tokenizer, "unk_token_id", None)}
     if not items or not callable(tokenizer):
         return
-    real = unknown = 0
+    real = 0
     for start in range(0, len(items), 256):
         try:
             ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False)["input_ids"]
         except Exception:  # noqa: BLE001 - a tokenizer that cannot say: the extraction reads it as it does
             return
-        for row in ids:
-            row = [i for i in (row[:max_length] if max_length else row) if i not in special]
-            n_unk = sum(1 for i in row if unk is not None and i == unk)
-            unknown += n_unk
-            real += len(row) - n_unk
-    label = getattr(inputs, "label", "")
-    if real < len(items):
-        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives {real} real token(s) "
-                           f"(not special ones) in {len(items)} paragraph(s) with this model's tokenizer"
-                           f"{f' ({unknown} unknown ones not counted)' if unknown else ''}; "
-                           "at least one per paragraph is needed (setting corpus: a text of words, not of formatting "
-                           "characters)")
-    if unknown > MAX_UNKNOWN_SHARE * (real + unknown):
-        name = getattr(tokenizer, "unk_token", None) or "unknown"
-        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives {unknown / (real + unknown):.0%} unknown tokens "
-                           f"({name}: {unknown} of {real + unknown}) with this model's tokenizer, more than "
-                           f"{MAX_UNKNOWN_SHARE:.0%}: the model does not read this text (setting corpus: a text in "
-                           "words its vocabulary holds)")
+        real += sum(1 for row in ids for i in row if i not in special)
+        if real >= len(items):
+            return
+    raise ModelRefused(f"{loaded.entry.id}: the corpus {getattr(inputs, 'label', '')} gives {real} real token(s) "
+                       f"(not special ones) in {len(items)} paragraph(s) with this model's tokenizer; at least one per "
+                       "paragraph is needed (setting corpus: a text of words, not of formatting characters)")
 
 
 def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
