@@ -487,10 +487,15 @@ def _diff(args: argparse.Namespace) -> int:
         return 2
     mine, theirs = model_sets(old, new)
     common_only = not args.all and mine != theirs
-    changes = diff_results(old, new, common_only=common_only)
-    print(format_diff(changes, args.old, args.new))
+    changes = diff_results(old, new, common_only=common_only, notes=True)
+    only_old, only_new = left_aside(old, new)
+    if not old.results and not new.results:
+        print(f"{args.old} -> {args.new}: nothing compared: neither file holds a result")
+    elif common_only and only_new == len(new.results):
+        print(f"{args.old} -> {args.new}: nothing compared: the files have no result (claim, model, test) in common")
+    else:
+        print(format_diff(changes, args.old, args.new))
     if common_only:
-        only_old, only_new = left_aside(old, new)
         print(f"the runs cover different models ({len(mine)} and {len(theirs)}); compared the "
               f"{len(new.results) - only_new} result(s) both have, left aside {only_old} only in {args.old} and "
               f"{only_new} only in {args.new} (--all lists them as removed and added)")

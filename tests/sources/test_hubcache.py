@@ -126,18 +126,30 @@ def test_an_unknown_hub_id_offline_fails_at_once(offline):
     assert config_of(HUB_ID)["model_type"] == "bert"  # a cached id is detected offline
 
 
+def _weights(path: Path, shift: float = 0.0) -> None:
+    """A tiny BERT's weights (:data:`TINY_BERT`), all of them, plus ``shift``: hub import refuses weights that do not
+    fit the folder's config, as ``aniso run`` does."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(**{k: v for k, v in TINY_BERT.items() if k != "model_type"}))
+    save_file({k: v.detach().contiguous() + shift for k, v in model.state_dict().items()}, str(path),
+              metadata={"format": "pt", "name": path.name})
+
+
 def _folder(tmp_path: Path, *names: str) -> Path:
     folder = tmp_path / "model"
     folder.mkdir(parents=True)
-    (folder / "config.json").write_text('{"model_type": "bert"}')
+    (folder / "config.json").write_text(json.dumps(TINY_BERT))
     for name in names:
         if name.endswith(".safetensors"):  # a valid file: hub import reads every safetensors header
-            import torch
-            from safetensors.torch import save_file
-
-            save_file({"w": torch.zeros(2)}, str(folder / name), metadata={"name": name})
+            _weights(folder / name)
         else:
             (folder / name).write_bytes(b"weights of " + name.encode())
+    if any(name.endswith(".safetensors") for name in names):  # a tokenizer: hub import refuses a folder without one
+        (folder / "vocab.txt").write_text("".join(f"t{i}\n" for i in range(TINY_BERT["vocab_size"])))
     return folder
 
 
@@ -176,10 +188,7 @@ def test_a_snapshot_without_its_weights_is_not_here(tmp_path, monkeypatch, capsy
     (first.repo / "snapshots" / first.commit / "model.safetensors").resolve().unlink()  # its link points at nothing
     assert weights_here(_entry(repo="org/one"), SourceContext()).startswith("missing: in the hub cache, but no safe")
     capsys.readouterr()
-    import torch
-    from safetensors.torch import save_file
-
-    save_file({"w": torch.ones(2)}, str(tmp_path / "b" / "model" / "model.safetensors"))  # other weights
+    _weights(tmp_path / "b" / "model" / "model.safetensors", shift=1.0)  # other weights
     assert main(["hub", "import", "org/one", str(tmp_path / "b" / "model")]) == 0
     assert f"refs/main named commit {first.commit} before" in capsys.readouterr().out
     assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"
@@ -256,7 +265,7 @@ def test_hub_import_command(tmp_path, capsys):
     assert main(["hub", "import", "org/tiny", str(_folder(tmp_path / "a", "model.safetensors")), "--revision", "v1",
                  "--cache-dir", str(cache)]) == 0
     commit = resolve_commit("org/tiny", "v1", cache)
-    assert f"org/tiny@v1 -> commit {commit} (2 files" in capsys.readouterr().out
+    assert f"org/tiny@v1 -> commit {commit} (3 files" in capsys.readouterr().out
     assert main(["hub", "import", "org/p", str(_folder(tmp_path / "b", "model.bin")), "--cache-dir", str(cache)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("aniso hub import: ") and "--allow-pickle" in err and err.count("\n") == 1

@@ -207,7 +207,7 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     all_files, files, fingerprint, dataset = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
     clips, names, skipped = _usable(files, lambda p: _read_clip(p, max_seconds), "speech_dir", folder, "recording")
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)"
-                    + _skipped_note(skipped), str(folder), fingerprint, tuple(clips), tuple(names), len(all_files),
+                    + _skipped_note(skipped, len(files)), str(folder), fingerprint, tuple(clips), tuple(names), len(all_files),
                     seed, dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
@@ -217,6 +217,8 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     short or silent."""
     import soundfile
 
+    if _empty(p):
+        raise _Unusable(f"cannot read {p}: it is empty (0 bytes)")
     try:
         audio, rate = soundfile.read(p, dtype="float32")
         clip = _to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)]
@@ -250,11 +252,21 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
             names.append(p.name)
         except _Unusable as exc:
             skipped.append((p.name, str(exc)))
-            warnings.warn(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, stacklevel=3)
+            # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it
+            warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, str(p), 0,
+                                   module="aniso.inputs.media")
     if not items:
         raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
                                 + "; ".join(reason for _, reason in skipped))
     return items, names, skipped
+
+
+def _empty(p: Path) -> bool:
+    """Whether ``p`` is a file of 0 bytes (a decoder would call it of an unknown format)."""
+    try:
+        return p.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def _line(exc: BaseException) -> str:
@@ -262,8 +274,15 @@ def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _skipped_note(skipped: list) -> str:
-    return f" ({len(skipped)} unusable file{'s' * (len(skipped) != 1)} skipped)" if skipped else ""
+def _skipped_note(skipped: list, drawn: int | None = None) -> str:
+    """" (2 unusable files skipped: 6 of the 8 drawn measured, none drawn in their place)" ("" when none was):
+    ``drawn`` the files sampled, of which the unusable ones are left out and not replaced."""
+    if not skipped:
+        return ""
+    note = f" ({len(skipped)} unusable file{'s' * (len(skipped) != 1)} skipped"
+    if drawn is not None:
+        note += f": {drawn - len(skipped)} of the {drawn} drawn measured, none drawn in their place"
+    return note + ")"
 
 
 def _librispeech_from_hub(n_clips: int, seed: int, max_seconds: float) -> MediaSet:
@@ -320,7 +339,7 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
     images, names, skipped = _usable(files, lambda p: _read_image(p, max_pixels), "image_dir", folder, "photograph")
-    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped),
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files)),
                     str(folder), fingerprint, tuple(images), tuple(names), len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
 
@@ -337,6 +356,8 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
     """
     from PIL import Image
 
+    if _empty(p):
+        raise _Unusable(f"cannot read {p}: it is empty (0 bytes)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)

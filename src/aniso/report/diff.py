@@ -18,6 +18,12 @@ result of the larger run as added or removed.
 An *inputs* change is a result measured on other inputs (its ``inputs`` identity, ``<name>@<fingerprint>``) in the
 two runs, e.g. WikiText-103 against a local corpus: its other changes may be the inputs' doing, not the code's.
 :func:`format_diff` says so in one line beside the table; it is no change of a verdict or number.
+
+A *sizes* change is a result measured on another number of inputs or vectors (``n_items``, ``n_vectors``) or at
+other settings of its model (``models[id].meta.settings``: ``max_length``, ``seed``, ...) in the two runs; a *moved*
+change is a deciding statistic or a scalar of ``measured`` that differs between the runs but stays within both runs'
+intervals. Neither is counted as a change (they are resampling noise or the settings' doing), but
+:func:`format_diff` names them in one line each, so that a diff never says "no number changed" of numbers that did.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ __all__ = ["Change", "diff_results", "format_diff", "inputs_line", "left_aside",
 @dataclass(frozen=True)
 class Change:
     """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"record"``, ``"inputs"``,
-    ``"added"`` or ``"removed"``;
+    ``"sizes"``, ``"moved"``, ``"added"`` or ``"removed"``;
     ``claim_id``, ``model_id`` and ``test`` say where; ``old`` and ``new`` what (in words)."""
 
     kind: str
@@ -68,6 +74,26 @@ def _stale(r: ClaimResult) -> str:
     return "; ".join(f"{d.key} recorded {d.recorded}, measured {d.measured}" for d in r.record_drift)
 
 
+def _sizes(old: ResultsDocument, new: ResultsDocument, a: ClaimResult, b: ClaimResult) -> str | None:
+    """The sizes and model settings that differ between two results of one (claim, model, test), in words
+    ("n_items 8 -> 10, n_vectors 581 -> 717"); None when none does."""
+    moved = []
+    for name in ("n_items", "n_vectors"):
+        x, y = getattr(a, name), getattr(b, name)
+        if x is not None and y is not None and x != y:
+            moved.append(f"{name} {x} -> {y}")
+    ma, mb = old.models.get(a.model_id or ""), new.models.get(b.model_id or "")
+    sa = ma.meta.get("settings") if ma is not None else None
+    sb = mb.meta.get("settings") if mb is not None else None
+    if isinstance(sa, dict) and isinstance(sb, dict):
+        for name in sorted(sa.keys() & sb.keys()):
+            if name == "n_sequences" and moved:  # said by n_items
+                continue
+            if sa[name] != sb[name]:
+                moved.append(f"{name} {sa[name]} -> {sb[name]}")
+    return ", ".join(moved) if moved else None
+
+
 def model_sets(old: ResultsDocument, new: ResultsDocument) -> tuple[set[str], set[str]]:
     """The models each run has results for (model-free results left out)."""
     return ({r.model_id for r in old.results if r.model_id}, {r.model_id for r in new.results if r.model_id})
@@ -80,8 +106,10 @@ def left_aside(old: ResultsDocument, new: ResultsDocument) -> tuple[int, int]:
 
 
 def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e-6,
-                 common_only: bool = False) -> list[Change]:
+                 common_only: bool = False, notes: bool = False) -> list[Change]:
     """The :class:`Change` list from ``old`` to ``new`` (in the new run's order, then the removed ones).
+
+    ``notes``: add the ``"sizes"`` and ``"moved"`` changes too (what :func:`format_diff` names beside the table).
 
     ``common_only``: compare only the results (claim, model, test) both runs have; no "added" or "removed" change.
     """
@@ -99,6 +127,9 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
             continue
         if a.inputs and b.inputs and a.inputs != b.inputs:
             changes.append(Change("inputs", *where, a.inputs, b.inputs))
+        sizes = _sizes(old, new, a, b)
+        if notes and sizes is not None:
+            changes.append(Change("sizes", *where, sizes, ""))
         if a.verdict != b.verdict:
             changes.append(Change("verdict", *where, a.verdict, b.verdict))
         stale_a, stale_b = _stale(a), _stale(b)
@@ -113,6 +144,12 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
             if _outside(ub.value, ua.low, ua.high) or _outside(ua.value, ub.low, ub.high):
                 changes.append(Change("number", *where, f"{ua.statistic} {ua.value:.4g} [{ua.low:.4g}, {ua.high:.4g}]",
                                       f"{ub.value:.4g} [{ub.low:.4g}, {ub.high:.4g}]"))
+            elif notes and not math.isclose(ua.value, ub.value, rel_tol=rel_tol, abs_tol=1e-12):
+                sa, sb = _scalars(a.measured), _scalars(b.measured)
+                other = [k for k in sa.keys() & sb.keys() if not math.isclose(sa[k], sb[k], rel_tol=rel_tol,
+                                                                              abs_tol=1e-12)]
+                changes.append(Change("moved", *where, f"{ua.statistic} {ua.value:.4g}", f"{ub.value:.4g}"
+                                      + (f" ({', '.join(sorted(other))} moved too)" if other else "")))
             if ua.fragile != ub.fragile:
                 changes.append(Change("fragility", *where, "fragile" if ua.fragile else "robust",
                                       "fragile" if ub.fragile else "robust"))
@@ -144,18 +181,31 @@ def inputs_line(changes: list[Change], shown: int = 3) -> str | None:
     return ("inputs differ: " + "; ".join(parts) + "; their changes may be the inputs' doing, not the code's")
 
 
+def _note(changes: list[Change], kind: str, shown: int = 3) -> list[str]:
+    """The ``kind`` changes as "G.x on m: old -> new" phrases, the first ``shown`` and a count of the rest."""
+    got = [f"{c.claim_id}{f' on {c.model_id}' if c.model_id else ''}: {c.old}{f' -> {c.new}' if c.new else ''}"
+           for c in changes if c.kind == kind]
+    return got[:shown] + ([f"and {len(got) - shown} more"] if len(got) > shown else [])
+
+
 def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "new") -> str:
     """The changes as a table, with a one-line count first, and a line naming the results measured on different
     inputs in the two runs (:func:`inputs_line`) last."""
     from tabulate import tabulate
 
     note = inputs_line(changes)
-    changes = [c for c in changes if c.kind != "inputs"]
+    sizes, moved = _note(changes, "sizes"), _note(changes, "moved")
+    changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved")]
     counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "record", "added",
                                                               "removed")}
     head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \
-        f"{old_name} -> {new_name}: no verdict or number changed"
+        f"{old_name} -> {new_name}: no verdict or number changed" + (" beyond either run's interval" if moved else "")
     if changes:
         rows = [[c.kind, c.claim_id, c.model_id or "-", c.old, c.new] for c in changes]
         head += "\n" + tabulate(rows, headers=["change", "claim", "model", "old", "new"], tablefmt="github")
+    if moved:
+        head += ("\nnumbers moved within both runs' intervals (not counted as changes): " + "; ".join(moved))
+    if sizes:
+        head += ("\nsizes or settings differ: " + "; ".join(sizes) + "; numbers are compared across them, and they "
+                 "may be the sizes' doing, not the code's")
     return head + (f"\n{note}" if note else "")

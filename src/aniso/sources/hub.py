@@ -94,8 +94,17 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
     lacking = missing_weights(folder)
     if lacking is not None:
         return lacking
+    return preprocessing_problem(folder, modality)
+
+
+def preprocessing_problem(folder: str | Path, modality: str) -> str | None:
+    """What a model folder lacks of the files that turn its inputs into the model's (see :func:`folder_problem`):
+    for text the tokenizer's vocabulary, for speech and vision ``preprocessor_config.json``; one phrase or None."""
+    import json
+
     from ..inputs.forms import INPUT_FORMS
 
+    folder = Path(folder)
     form = INPUT_FORMS.get(modality)  # the registry's modality names the kind of inputs it reads
     if form is None:
         return None
@@ -149,6 +158,56 @@ def weights_problem(model: Any, info: dict) -> str | None:
     if errors:
         return f"loading reported: {errors[0]}"
     return None
+
+
+def import_problem(folder: str | Path, config: dict) -> str | None:
+    """What ``aniso run FOLDER`` would refuse in a model folder, checked before ``aniso hub import`` writes it into
+    the hub cache (so that a folder the suite cannot load faithfully never becomes a revision): the files of its
+    detected modality (:func:`preprocessing_problem`: e.g. no tokenizer files) and the weights its config builds
+    (:func:`weights_problem`: e.g. a gpt2 config over BERT weights), the model built on the meta device (its
+    weights' names and shapes are read from the files, no tensor). One phrase, or None; None too where the folder
+    cannot be checked here (its model type unknown to transformers, a shard absent), as the run then says."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    from . import no_loading_bars
+    from .detect import UndetectableModel, entry_fields
+
+    try:
+        modality = entry_fields(config)["modality"]
+    except UndetectableModel:
+        modality = None
+    if modality is not None:
+        problem = preprocessing_problem(folder, modality)
+        if problem is not None:
+            return problem
+
+    from .hubcache import missing_weights
+
+    if missing_weights(Path(folder)) is not None:  # shards the index names are absent: the run says which
+        return None
+
+    def load(**extra):
+        return AutoModel.from_pretrained(str(folder), device_map="meta", use_safetensors=True, output_loading_info=True,
+                                         local_files_only=True, trust_remote_code=False, **extra)
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # transformers' table of missing weights: the one phrase says it
+    try:
+        with no_loading_bars():
+            model, info = load()
+            missing = list(info.get("missing_keys") or [])
+            if missing and all(k.split(".")[0] == "pooler" for k in missing) \
+                    and _accepts(type(model), "add_pooling_layer"):
+                model, info = load(add_pooling_layer=False)
+    except _BUILD_ERRORS as exc:
+        text = " ".join(str(exc).split())
+        return f"the model cannot be built from its config.json and weights ({type(exc).__name__}: {text[:240]})"
+    except Exception:  # noqa: BLE001 - what cannot be checked here is left to the run, which says it
+        return None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return weights_problem(model, info)
 
 
 def _accepts(model_class, name: str) -> bool:

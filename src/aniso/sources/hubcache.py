@@ -229,7 +229,9 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     HubCacheError naming the id, folder or revision: malformed id (one the hub would refuse, see
     :func:`hub_id_problem`), no folder or no ``config.json``, a ``config.json`` that is not a JSON object, revision
     that looks like a commit or is no valid ref name, only pickle weights without ``allow_pickle``, no weights at all,
-    a ``.safetensors`` file whose header is damaged or disagrees with its size (:func:`safetensors_problem`).
+    a ``.safetensors`` file whose header is damaged or disagrees with its size (:func:`safetensors_problem`), a
+    folder that ``aniso run`` would refuse (:func:`aniso.sources.hub.import_problem`: no tokenizer files, a config
+    that does not fit the weights).
     """
     problem = hub_id_problem(hub_id)
     if problem is not None:
@@ -265,6 +267,12 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     pickles = [f for f in files if f.lower().endswith(PICKLE_SUFFIXES)]
     if not safetensors and not pickles:
         raise HubCacheError(f"{folder}: no weights (no .safetensors file)")
+    if safetensors and "model_type" in config and "auto_map" not in config:
+        from .hub import import_problem
+
+        problem = import_problem(src, config)  # what `aniso run` of the folder refuses, before a file is written
+        if problem is not None:
+            raise HubCacheError(f"{folder}: {problem}; not imported, the cache is as it was")
     skipped: list[str] = []
     if safetensors:
         skipped = pickles
@@ -332,11 +340,16 @@ def config_problem(folder: Path) -> str | None:
     type, ``num_hidden_layers: "six"``; an unknown ``model_type``), in one line, or None. Reads the config only:
     no weights, no code of the folder (``trust_remote_code`` stays off)."""
     from transformers import AutoConfig
+    from transformers.utils import logging as hf_logging
 
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its warnings about fields the weights' check then judges: no second line
     try:
         AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 - transformers' and huggingface_hub's validation errors share no base
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[:240]}"
+    finally:
+        hf_logging.set_verbosity(verbosity)
     return None
 
 
