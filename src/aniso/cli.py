@@ -332,6 +332,7 @@ def _model_folder_problem(folder: str) -> str | None:
 
 
 def _hub_import(args: argparse.Namespace) -> int:
+    from .sources.hub import import_problem
     from .sources.hubcache import HubCacheError, import_folder
 
     cache_dir = _cache_dir_problem(args.cache_dir) if args.cache_dir is not None else None
@@ -342,7 +343,7 @@ def _hub_import(args: argparse.Namespace) -> int:
         return 2
     try:
         done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
-                             allow_pickle=args.allow_pickle)
+                             allow_pickle=args.allow_pickle, check=import_problem)
     except (HubCacheError, OSError) as exc:
         print(f"aniso hub import: {exc}", file=sys.stderr)
         return 2

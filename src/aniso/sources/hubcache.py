@@ -208,7 +208,7 @@ def _folder_files(folder: Path) -> list[str]:
 
 
 def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache_dir: str | Path | None = None,
-                  allow_pickle: bool = False) -> Imported:
+                  allow_pickle: bool = False, check=None) -> Imported:
     """Write the model folder ``folder`` into the hub cache as ``hub_id`` at ``revision`` (see the module doc).
 
     Parameters
@@ -219,6 +219,9 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
         commit is derived from the files
     cache_dir : the hub cache (default: ``HF_HUB_CACHE``, see :func:`cache_root`)
     allow_pickle : import a folder whose only weights are pickle files
+    check : ``(folder, config) -> problem or None``, what a run of the folder would refuse, checked before a file
+        is written (``aniso hub import`` passes :func:`aniso.sources.hub.import_problem`; this module does not
+        import the hub source, which reads the cache through it); None: no such check
 
     Returns
     -------
@@ -230,8 +233,8 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     :func:`hub_id_problem`), no folder or no ``config.json``, a ``config.json`` that is not a JSON object, revision
     that looks like a commit or is no valid ref name, only pickle weights without ``allow_pickle``, no weights at all,
     a ``.safetensors`` file whose header is damaged or disagrees with its size (:func:`safetensors_problem`), a
-    folder that ``aniso run`` would refuse (:func:`aniso.sources.hub.import_problem`: no tokenizer files, a config
-    that does not fit the weights).
+    folder that ``check`` refuses (:func:`aniso.sources.hub.import_problem`: no tokenizer files, a config that does
+    not fit the weights).
     """
     problem = hub_id_problem(hub_id)
     if problem is not None:
@@ -267,10 +270,8 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     pickles = [f for f in files if f.lower().endswith(PICKLE_SUFFIXES)]
     if not safetensors and not pickles:
         raise HubCacheError(f"{folder}: no weights (no .safetensors file)")
-    if safetensors and "model_type" in config and "auto_map" not in config:
-        from .hub import import_problem
-
-        problem = import_problem(src, config)  # what `aniso run` of the folder refuses, before a file is written
+    if check is not None and safetensors and "model_type" in config and "auto_map" not in config:
+        problem = check(src, config)  # what `aniso run` of the folder refuses, before a file is written
         if problem is not None:
             raise HubCacheError(f"{folder}: {problem}; not imported, the cache is as it was")
     skipped: list[str] = []
