@@ -333,9 +333,9 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
     try:
         extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
             if EMBEDDING_ISOTROPY in statistics and modality.tokens else {}
-        if modality.tokens and tokens_read(loaded.model, settings.max_length) < settings.max_length:
-            extra["max_length_read"] = {"asked": settings.max_length,
-                                        "read": tokens_read(loaded.model, settings.max_length)}
+        read = tokens_read(loaded.model, settings.max_length)
+        if modality.tokens and read < settings.max_length:
+            extra["max_length_read"] = {"asked": settings.max_length, "read": read}
         stats = compute_stats(loaded.entry, batches, modality.layer_names(loaded.model), settings,
                               {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe(),
                                "device": str(settings.device)} | loaded.meta | extra,
