@@ -191,6 +191,13 @@ def _inputs_form(entry, given: dict[str, object]):
     return form
 
 
+def _each_once(models: list[str]) -> None:
+    """Raise ValueError (one line) naming the models given more than once on a command line of registry ids."""
+    twice = sorted({m for m in models if models.count(m) > 1})
+    if twice:
+        raise ValueError(f"{', '.join(twice)} named more than once; name each model once")
+
+
 def _extract(args: argparse.Namespace) -> int:
     from .stats.distributed import process_group, shard_of
     from .stats.pipeline import StatsProvider
@@ -199,9 +206,7 @@ def _extract(args: argparse.Namespace) -> int:
 
     shard = shard_of()
     try:
-        twice = sorted({m for m in args.models if args.models.count(m) > 1})
-        if twice:
-            raise ValueError(f"{', '.join(twice)} named more than once; name each model once")
+        _each_once(args.models or [])
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models]
         _check_shards(settings.shards, shard.world, args.models)
@@ -245,9 +250,7 @@ def _block_sweep(args: argparse.Namespace) -> int:
     from .registry.entries import RegistryError
 
     try:
-        twice = sorted({m for m in args.models if args.models.count(m) > 1})
-        if twice:
-            raise ValueError(f"{', '.join(twice)} named more than once; name each model once")
+        _each_once(args.models or [])
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models] if args.models else registry.select(("untrained-block",))
         provider = BlockSweepProvider(settings, progress=print if args.verbose else None)
