@@ -347,8 +347,9 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
     from .inputs.text import Corpus, _fingerprint, repeated
 
     label = f"{len(texts)} texts given to aniso.measure"
-    if repeated(texts):  # copies are measured, but a reader must know they are not independent inputs
-        label += f"; {repeated(texts)} of the {len(texts)} repeat another"
+    copies = repeated(texts)
+    if copies:  # copies are measured, but a reader must know they are not independent inputs
+        label += f"; {copies} of the {len(texts)} repeat another"
     return Corpus("texts", label, "a list of texts", _fingerprint(list(texts)), texts, len(texts), seed)
 
 
