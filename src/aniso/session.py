@@ -388,7 +388,7 @@ class AnisoSession:
         def say(style: str, line: str) -> None:
             out.extend((style, part) for part in fit(line, width))
 
-        if self.all_refused:  # nothing measured, nothing written: the refusal, once per reason
+        if self.all_refused:  # nothing measured: the refusal, once per reason (the results file has it)
             for reason, n in Counter(r.reason for r in self.results).most_common():
                 say("error", f"{n} claim test(s) not run: refused: {reason}")
             for msg in self.must_run_failures:
