@@ -22,6 +22,22 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("torch_device", TORCH_DEVICES)
 
 
+def _fallback_corpus_words(n: int) -> list[str]:
+    """The ``n`` most frequent words (whitespace/punctuation pre-tokenized) of the embedded fallback corpus, so that a
+    word-level test tokenizer reads it mostly as known words rather than [UNK] (the suite refuses a corpus read
+    mostly as [UNK])."""
+    from collections import Counter
+
+    from tokenizers import pre_tokenizers
+
+    from aniso.inputs.text import _pydoc_paragraphs
+
+    split = pre_tokenizers.Whitespace()
+    counts = Counter(w for p in _pydoc_paragraphs() for w, _ in split.pre_tokenize_str(p))
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [w for w, _ in ranked if not (w.startswith("w") and w[1:].isdigit())][:n]
+
+
 @pytest.fixture(scope="module")
 def tiny_bert_dir(tmp_path_factory):
     """A randomly initialised 2-layer BERT with a word-level tokenizer, saved in Hugging Face format."""
@@ -29,7 +45,7 @@ def tiny_bert_dir(tmp_path_factory):
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     d = tmp_path_factory.mktemp("tiny-bert")
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"] + [f"w{i}" for i in range(40)]
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"] + [f"w{i}" for i in range(40)] + _fallback_corpus_words(400)
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])

@@ -5,6 +5,7 @@ asked for), which it names. Each case is a row of docs/bad-input.md."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -262,7 +263,8 @@ def test_a_corpus_of_too_few_tokens_for_the_claim_is_refused_with_the_count(clea
     results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())["results"]
     assert [r["verdict"] for r in results] == ["skipped"], results
 
-    corpus.write_text(" ".join(f"w{i}" for i in range(60)) + "\n" + " ".join(f"w{i}" for i in range(60, 120)) + "\n")
+    corpus.write_text(" ".join(f"w{i % 40}" for i in range(60)) + "\n" + " ".join(f"w{(i * 7) % 40}" for i in range(60))
+                      + "\n")
     code = main(["run", "tiny", "--registry", registry, *TINY_RUN, "--", "--aniso-max-length", "64",
                  "--aniso-n-bootstrap", "0", "--aniso-n-sequences", "16"])
     out, err = capsys.readouterr()
@@ -361,7 +363,7 @@ def _broken_bert(source: Path, target: Path, fault: str) -> Path:
 @pytest.mark.parametrize("fault, message", [
     ("nan", r"refused: nan-bert: layer 0: hidden states contain NaN or infinite values: \d+ of \d+ vectors"),
     ("vocab", r"refused: vocab-bert: a token id is past the input embedding's 8 rows \(config field vocab_size 8\), "
-              r"but the tokenizer has 44 ids"),
+              r"but the tokenizer has \d+ ids"),
 ])
 def test_a_model_that_gives_nan_or_whose_vocabulary_is_too_small_is_one_line(clean_env, tiny_bert_dir, capsys, fault,
                                                                              message):
@@ -446,7 +448,30 @@ def test_a_corpus_that_gives_only_special_tokens_is_refused_with_the_count(clean
                  "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
     out, err = capsys.readouterr()
     assert code == 2, out[-3000:] + err[-3000:]
-    assert "gives 0 real token(s) (not special ones) in 8 paragraph(s)" in err, err[-3000:]
+    assert "gives 0 known token(s) (neither special nor unknown-word [UNK]; 0 [UNK]) in 8 paragraph(s)" in err, \
+        err[-3000:]
+
+
+@pytest.mark.parametrize("case, lines, message", [
+    ("emoji", [" ".join(p) for p in itertools.islice(itertools.permutations(
+        ["\U0001F600", "\U0001F680", "\U0001F9E0", "\u2728", "\U0001F525"]), 8)],
+     r"gives 0 known token\(s\) \(neither special nor unknown-word \[UNK\]; \d+ \[UNK\]\) in 8 paragraph\(s\)"),
+    ("mostly-unknown", [f"w{i} zzq{i} yyq{i} xxq{i}" for i in range(8)],
+     r"gives more unknown-word tokens than known ones .*\(24 \[UNK\] against 8 known in its first 8 paragraph\(s\)\)"),
+])
+def test_a_corpus_read_as_unknown_words_is_refused_with_the_count(clean_env, tiny_bert_dir, capsys, case, lines,
+                                                                   message):
+    """A corpus the model's vocabulary reads as [UNK] (emoji for a WordPiece vocabulary), wholly or for most of its
+    tokens: every unknown word shares one input vector, so its "avg cosine similarity" is that of [UNK] with itself
+    and a verdict on it would be wrong about the text. The model is refused in one line with the counts, exit 2."""
+    corpus = clean_env / f"{case}.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = main(["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    refused = [line for line in err.splitlines() if "refused:" in line]
+    assert len(refused) == 1 and re.search(message, refused[0]), err[-3000:]
 
 
 def test_a_dataset_is_named_by_its_content_not_its_file_name(tmp_path):
@@ -544,3 +569,25 @@ def test_a_second_order_limit_below_the_models_width_skips_the_claims_that_read_
     results = json.loads(next((clean_env / "reports").glob("run-*/results.json")).read_text())["results"]
     assert [r["verdict"] for r in results] == ["skipped"], results
     assert "wider than setting second_order_max_dim 16" in results[0]["reason"], results[0]["reason"]
+
+
+def test_a_local_folder_with_only_pickled_weights_names_them(clean_env, tiny_bert_dir, capsys):
+    """`aniso run FOLDER` on a model folder whose weights are only ``pytorch_model.bin`` (a pickle): one line naming the
+    file, that the suite loads safetensors only and how to convert; exit 2; nothing said of a hub cache."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    folder = clean_env / "bin-bert"
+    shutil.copytree(tiny_bert_dir, folder)
+    torch.save(load_file(folder / "model.safetensors"), folder / "pytorch_model.bin")
+    (folder / "model.safetensors").unlink()
+    code = main(["run", str(folder), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    refused = [line for line in err.splitlines() if "refused:" in line]
+    assert len(refused) == 1, err[-3000:]
+    assert re.search(r"no \.safetensors weights, only pytorch_model\.bin, which the suite does not load .*"
+                     r"save_pretrained\(FOLDER, safe_serialization=True\)", refused[0]), refused[0]
+    assert "cached" not in refused[0] and "Traceback" not in out + err

@@ -110,7 +110,8 @@ def test_a_hand_written_entry_is_measured_only_as_a_control(tmp_path):
         load_model(_entry(tmp_path))
     control = _entry(tmp_path, tags=["control"])
     assert transformer_problem(control, "mamba") is None
-    with pytest.raises(ModelUnavailable, match="no safetensors weights"):  # past the check: no weights here
+    # past the check: no weights here
+    with pytest.raises(ModelUnavailable, match=r"no \.safetensors weights \(the suite loads safetensors only\)"):
         load_model(control)
     with pytest.raises(ValueError, match="^mamba-130m: model_type 'mamba' is a state-space model"):
         build_tiny_model(_entry(tmp_path, tiny={"model_type": "mamba", "hidden_size": 8, "num_hidden_layers": 1}))

@@ -376,8 +376,8 @@ def resolve_commit(hub_id: str, revision: str = "main", cache_dir: str | Path | 
 
 
 def missing_weights(snapshot: Path) -> str | None:
-    """What a snapshot folder lacks for the hub source (which loads safetensors only), or None: no
-    ``.safetensors`` file, or shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
+    """What a snapshot or model folder lacks for the hub and local sources (which load safetensors only), or None: no
+    ``.safetensors`` file (naming the weight files of other formats it holds), or shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
     download cut short; a symlink to a missing blob counts as missing)."""
     index = snapshot / "model.safetensors.index.json"
     if index.is_file():
@@ -388,8 +388,17 @@ def missing_weights(snapshot: Path) -> str | None:
         absent = sorted(s for s in shards if not (snapshot / s).is_file())
         return f"{len(absent)} of {len(shards)} safetensors shards not cached ({absent[0]}...)" if absent else None
     if not any(p.is_file() for p in snapshot.glob("*.safetensors")):
-        return "no safetensors weights cached (the hub source loads safetensors only)"
+        others = sorted(p.name for pattern in _OTHER_WEIGHTS for p in snapshot.glob(pattern) if p.is_file())
+        if others:
+            return (f"no .safetensors weights, only {', '.join(others[:3])}{'...' if len(others) > 3 else ''}, which "
+                    "the suite does not load (pickled or framework-specific weights); convert them once, where you "
+                    "trust them: model.save_pretrained(FOLDER, safe_serialization=True)")
+        return "no .safetensors weights (the suite loads safetensors only)"
     return None
+
+
+#: Weight files of other formats than safetensors, named when a folder holds only those.
+_OTHER_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.h5", "*.msgpack", "*.pkl")
 
 
 def cached_state(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> dict | None:

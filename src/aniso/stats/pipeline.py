@@ -361,28 +361,45 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
 
 
 def _check_real_tokens(loaded: LoadedModel, inputs) -> None:
-    """Refuse a corpus whose paragraphs give the model's tokenizer fewer real tokens (not special ones: [CLS], [SEP],
-    padding, ...; an unknown word's [UNK] is real) than there are paragraphs: its vectors would be those of the special tokens, and any verdict
-    on them about the text is wrong. Tokenizes in chunks of 256 paragraphs until there are enough. Raises
-    :class:`ModelRefused` naming the model, the corpus and the count."""
+    """Refuse a corpus that gives the model's tokenizer too little text to measure: fewer known tokens (neither special
+    ones, [CLS], [SEP], padding, ..., nor the unknown-word token [UNK]) than there are paragraphs, or more unknown-word
+    tokens than known ones (every unknown word shares one input vector, so such a corpus measures the [UNK] embedding,
+    not the text: a corpus of emoji read by a WordPiece vocabulary). Its vectors would be those of the special tokens
+    or of [UNK], and any verdict on them about the text is wrong. Tokenizes in chunks of 256 paragraphs until there
+    are enough known tokens (the share of [UNK] is judged on what was read). Raises :class:`ModelRefused` naming the
+    model, the corpus and the counts."""
     items = list(inputs.items)
     tokenizer = loaded.tokenizer
-    # [UNK] counts as real: a word the vocabulary lacks is still a word of the text
-    special = set(getattr(tokenizer, "all_special_ids", []) or []) - {getattr(tokenizer, "unk_token_id", None)}
+    unk = getattr(tokenizer, "unk_token_id", None)
+    special = set(getattr(tokenizer, "all_special_ids", []) or []) - {unk}
     if not items or not callable(tokenizer):
         return
-    real = 0
+    known = unknown = read = 0
     for start in range(0, len(items), 256):
         try:
             ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False)["input_ids"]
         except Exception:  # noqa: BLE001 - a tokenizer that cannot say: the extraction reads it as it does
             return
-        real += sum(1 for row in ids for i in row if i not in special)
-        if real >= len(items):
-            return
-    raise ModelRefused(f"{loaded.entry.id}: the corpus {getattr(inputs, 'label', '')} gives {real} real token(s) "
-                       f"(not special ones) in {len(items)} paragraph(s) with this model's tokenizer; at least one per "
-                       "paragraph is needed (setting corpus: a text of words, not of formatting characters)")
+        read = min(start + 256, len(items))
+        for row in ids:
+            for i in row:
+                if i == unk:
+                    unknown += 1
+                elif i not in special:
+                    known += 1
+        if known >= len(items):
+            break
+    label = getattr(inputs, "label", "")
+    if known < len(items):
+        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives {known} known token(s) (neither special nor "
+                           f"unknown-word [UNK]; {unknown} [UNK]) in {len(items)} paragraph(s) with this model's "
+                           "tokenizer; at least one per paragraph is needed (setting corpus: a text of words the "
+                           "model's vocabulary holds, not of formatting characters or symbols)")
+    if unknown > known:
+        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives more unknown-word tokens than known ones with "
+                           f"this model's tokenizer ({unknown} [UNK] against {known} known in its first {read} "
+                           "paragraph(s)); every unknown word shares one input vector, so the measure would be of "
+                           "[UNK], not of the text (setting corpus: a text in a script the model's vocabulary holds)")
 
 
 def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
