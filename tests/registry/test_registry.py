@@ -44,6 +44,25 @@ def test_project_registry_is_valid_and_lists_the_papers_models():
     assert "resnet-50" not in {e.id for e in reg.select(all_of=("transformer",))}
 
 
+def test_every_hub_row_states_its_dtype():
+    """Every hub row of the project's registry says in which dtype its weights are held (the 13 B rows would otherwise
+    load in float32: 52 GB): the models of 1.3 B parameters and more in the half precision they were released in,
+    the rest in float32. A row that leaves ``dtype`` out fails here, since the schema's default would load it in
+    float32 silently."""
+    import yaml
+
+    rows = yaml.safe_load((ROOT / "models.yaml").read_text())["models"]
+    hub = [r for r in rows if r["source"].get("kind") == "hub"]
+    assert len(hub) >= 40
+    assert [r["id"] for r in hub if "dtype" not in r["source"]] == []
+    half = {r["id"] for r in hub if r["source"]["dtype"] != "float32"}
+    big = {"opt-1.3b", "opt-2.7b", "opt-6.7b", "opt-13b", "llama-2-7b-hf", "llama-2-13b-hf", "llama-2-7b-chat-hf",
+           "gpt-j-6b", "falcon-7b", "falcon-7b-instruct", "pythia-2.8b"}
+    assert half == big
+    reg = load_registry(ROOT / "models.yaml")
+    assert {e.id for e in reg.entries if getattr(e.source, "dtype", "float32") != "float32"} == big
+
+
 def test_valid_minimal_file(tmp_path):
     reg = load_registry(write(tmp_path, "models:\n" + ENTRY))
     assert reg.get("tiny").source.kind == "local"
