@@ -96,3 +96,19 @@ def test_a_load_parses_the_file_once(tmp_path, monkeypatch):
             np.array_equal(a, b) for k in plain.fields for a, b in zip(plain.fields[k].parts, first.fields[k].parts))
         assert np.array_equal(plain.tensors[0].data, first.tensors[0].data)
     assert gguf.GGUFReader is counting
+
+
+def test_the_weight_conversion_shows_no_bar_and_the_library_is_restored(capfd):
+    """transformers' GGUF conversion iterates its tensors under a plain tqdm bar (not the library's switch): within a
+    load it writes nothing, and the module's ``tqdm`` is the library's again afterwards."""
+    from transformers import modeling_gguf_pytorch_utils as conversion
+
+    from aniso.sources.gguf import _no_conversion_bar
+
+    original = conversion.tqdm
+    with _no_conversion_bar():
+        assert list(conversion.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors...")) == [0, 1, 2]
+    assert conversion.tqdm is original
+    assert "Converting" not in capfd.readouterr().err
+    list(conversion.tqdm(range(3), desc="Converting", mininterval=0))
+    assert "Converting" in capfd.readouterr().err  # the check above can fail: outside the block the bar shows

@@ -111,6 +111,27 @@ def _one_parse():
         gguf.GGUFReader = original
 
 
+@contextmanager
+def _no_conversion_bar():
+    """Within the block, transformers' GGUF weight conversion runs without its progress bar ("Converting and
+    de-quantizing GGUF tensors..."): that bar is a plain ``tqdm`` of ``modeling_gguf_pytorch_utils``, which the
+    library's progress-bar switch (:func:`aniso.sources.no_loading_bars`) does not reach, and its carriage-return line
+    would be left in logs and CI output. The module's ``tqdm`` is restored on leaving the block."""
+    import functools
+
+    from transformers import modeling_gguf_pytorch_utils as conversion
+
+    original = getattr(conversion, "tqdm", None)
+    if original is None:
+        yield
+        return
+    conversion.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        conversion.tqdm = original
+
+
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """The model (float32, eval mode) and its tokenizer, read from the GGUF file by transformers."""
     check_permissions(entry)
@@ -121,7 +142,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     from transformers import AutoModel, AutoTokenizer
 
     try:
-        with _one_parse():
+        with _one_parse(), _no_conversion_bar():
             tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
             model = AutoModel.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
     except (OSError, ValueError, KeyError) as exc:
