@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from aniso.bench.dispatch import count_variant
+from aniso.bench.dispatch import PATHS, count_variant
 from aniso.bench.extraction import VARIANTS, llama_subject, run_variant
 
 
@@ -24,10 +24,11 @@ def subject():
     return subject
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_dispatch_counts(benchmark, subject, variant):
-    benchmark.group = "operators and host synchronisations per layer-batch, llama-tiny 2 blocks, 128 x <= 128"
-    counts = benchmark.pedantic(count_variant, args=(subject, variant), rounds=1, iterations=1)
+def test_dispatch_counts(benchmark, subject, variant, path):
+    benchmark.group = f"operators and host synchronisations per layer-batch ({path} path), llama-tiny 2 blocks, 128 x <= 128"
+    counts = benchmark.pedantic(count_variant, args=(subject, variant, path), rounds=1, iterations=1)
     benchmark.extra_info.update(counts)
     if variant != "forward":
         assert counts["syncs"]["total"] >= counts["batches"]  # at least the padding's one per batch

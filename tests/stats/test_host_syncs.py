@@ -109,3 +109,27 @@ def test_the_pipeline_reads_every_layers_check_once_per_batch():
     bad[1, 2] = float("nan")
     with pytest.raises(RuntimeError, match=r"^m: layer 1: hidden states contain NaN or infinite values: 1 of "):
         compute_stats(entry, iter([Batch([batches[0].layers[0], bad, bad], 4)]), ["0", "1", "2"], Settings(), {})
+
+
+def test_every_statistics_update_reads_nothing_on_the_devices_path():
+    """The layer update of every streamed statistic (second order, per-input sums, both complements: the first token
+    of each sequence and the massive-activation rows, found by ``massive_rows``) with ``wait_free`` (a GPU's path,
+    forced on the CPU): no host synchronisation at all with the check left to the caller, where no SVD batch
+    completes. The CPU's own path reads the massive-activation criterion back (counted, so this test can fail)."""
+    from aniso.stats.accumulators import massive_rows
+    from aniso.stats.pipeline import COMPLEMENTS
+
+    first, massive = COMPLEMENTS
+    rng = np.random.default_rng(5)
+    for wait_free in (True, False):
+        acc = LayerAccumulator(16, reservoir_size=8, svd_batch_size=4096, per_input=True, complements=COMPLEMENTS,
+                               wait_free=wait_free)
+        total = 0
+        for x, labels, pos in _batches(rng):
+            x[0, 3] = 500.0  # a massive activation
+            with HostSyncCounter() as sync:
+                check = acc.update(x, labels, 4, pos, {first: pos == 0, massive: massive_rows(x, wait_free=wait_free)},
+                                   wait=False)
+            total += sync.total
+            assert not bool(check)
+        assert (total == 0) if wait_free else (total >= 6), (wait_free, total)

@@ -13,7 +13,9 @@ host) waits for every kernel queued before it. Both can be counted on a CPU, whe
   ``aten::repeat_interleave`` without its output size, ``aten::unique`` — and the copies to the host
   (``.cpu()``, ``.numpy()``, ``.tolist()``).
 
-Counts are per layer-batch (divided by layers × batches) for each variant of :data:`aniso.bench.extraction.VARIANTS`.
+Counts are per layer-batch (divided by layers × batches) for each variant of :data:`aniso.bench.extraction.VARIANTS`,
+on the update paths a GPU takes (``path`` "device": where the CPU has a cheaper path that reads a value back, e.g.
+which rows carry a massive activation, the GPU's path that reads nothing is forced) and on the CPU's own ("cpu").
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["HostSyncCounter", "count_variant", "count_variants", "SYNC_OPERATORS", "HOST_COPIES"]
+__all__ = ["HostSyncCounter", "count_variant", "count_variants", "SYNC_OPERATORS", "HOST_COPIES", "PATHS"]
 
 #: ``aten`` operators whose result (or whose output's size) needs a value from the device on the host.
 SYNC_OPERATORS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "bincount", "unique_dim",
@@ -34,6 +36,10 @@ SYNC_OPERATORS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "
 
 #: Tensor methods that copy a tensor to the host.
 HOST_COPIES = frozenset({"cpu", "numpy", "tolist"})
+
+#: The update paths counted (:func:`count_variant`): a GPU's (nothing read back where the CPU reads cheaply) and the
+#: CPU's own.
+PATHS = ("device", "cpu")
 
 
 def _bool_index(args) -> bool:
@@ -96,10 +102,16 @@ def _top_level_operators(prof) -> int:
     return sum(1 for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::"))
 
 
-def count_variant(subject, variant: str) -> dict:
+def count_variant(subject, variant: str, path: str = "device") -> dict:
     """Run ``variant`` (:data:`aniso.bench.extraction.VARIANTS`) once on ``subject`` under the profiler and the
     :class:`HostSyncCounter`: ``operators`` (top-level aten operators), ``syncs`` (by kind and ``total``), and both per
-    layer-batch (``layers`` hidden states × ``batches``)."""
+    layer-batch (``layers`` hidden states × ``batches``). ``path`` (:data:`PATHS`): ``"device"`` counts the update
+    paths a GPU takes (``wait_free``: nothing read back to the host where the CPU has a cheaper path that reads),
+    ``"cpu"`` those the CPU takes by default (the same statistics).
+
+    Raises ValueError for an unknown path."""
+    if path not in PATHS:
+        raise ValueError(f"unknown path {path!r}; one of {', '.join(PATHS)}")
     from torch.profiler import ProfilerActivity, profile
 
     from .extraction import _batch_order, run_variant
@@ -108,24 +120,24 @@ def count_variant(subject, variant: str) -> dict:
     layers = subject.model.config.num_hidden_layers + 1
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         with HostSyncCounter() as syncs:
-            run_variant(subject, variant, batches)
+            run_variant(subject, variant, batches, wait_free=path == "device")
     operators = _top_level_operators(prof)
     per = layers * len(batches)
-    return {"variant": variant, "batches": len(batches), "layers": layers, "operators": operators,
+    return {"variant": variant, "path": path, "batches": len(batches), "layers": layers, "operators": operators,
             "syncs": dict(syncs.counts) | {"total": syncs.total},
             "operators_per_layer_batch": round(operators / per, 2),
             "syncs_per_layer_batch": round(syncs.total / per, 2)}
 
 
-def count_variants(subject, variants=None) -> list[dict]:
-    """:func:`count_variant` of each variant (default every one of :data:`aniso.bench.extraction.VARIANTS`), after
-    one untimed warm-up of each (first calls initialise caches)."""
+def count_variants(subject, variants=None, paths=PATHS) -> list[dict]:
+    """:func:`count_variant` of each variant (default every one of :data:`aniso.bench.extraction.VARIANTS`) on each
+    of ``paths``, after one untimed warm-up of each variant (first calls initialise caches)."""
     from .extraction import VARIANTS, run_variant
 
     variants = tuple(variants or VARIANTS)
     for v in variants:
         run_variant(subject, v)
-    return [count_variant(subject, v) for v in variants]
+    return [count_variant(subject, v, path) for path in paths for v in variants]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -272,10 +272,13 @@ def _forward(subject: Subject, batches: list[list[str]]) -> None:
     _sync(s.device)
 
 
-def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None = None):
+def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None = None,
+                wait_free: bool | None = None):
     """Run one variant (:data:`VARIANTS`) of the benchmark once; returns the :class:`aniso.stats.results.ModelStats` of the
     statistics variants, None for ``forward`` and ``hidden_states``. ``batches``: the paragraphs already grouped
-    (:func:`_batch_order`; for ``forward`` only). Every variant runs the model's own attention.
+    (:func:`_batch_order`; for ``forward`` only). Every variant runs the model's own attention. ``wait_free``: the
+    statistics' update paths that read nothing back to the host, also on the CPU (see
+    :func:`aniso.stats.pipeline.compute_stats`; default: off the CPU only).
 
     Raises ValueError for an unknown variant.
     """
@@ -289,7 +292,7 @@ def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None 
         return None
     if variant == "every":
         stats = compute_model_stats(subject.loaded, modality_of(subject.entry), subject.corpus, s, "benchmark",
-                                    statistics=STREAMED)
+                                    statistics=STREAMED, wait_free=wait_free)
         _sync(s.device)
         return stats
     if variant not in VARIANTS:
@@ -301,7 +304,8 @@ def run_variant(subject: Subject, variant: str, batches: list[list[str]] | None 
             pass
         _sync(s.device)
         return None
-    stats = compute_stats(subject.entry, states, layer_names(model), s, {}, second_order=variant == "all")
+    stats = compute_stats(subject.entry, states, layer_names(model), s, {}, second_order=variant == "all",
+                          wait_free=wait_free)
     _sync(s.device)
     return stats
 

@@ -94,6 +94,8 @@ class LayerAccumulator:
         sequence, or without the tokens that carry massive activations). Their sums are those of the excluded rows,
         subtracted from the whole stream's, so a complement costs O(excluded rows · d²), not a second pass over
         every row; its batch-wise SVD anisotropy is that of each SVD batch without its excluded rows.
+    wait_free : bool or None, take the update paths that read nothing back to the host even where one that does is
+        cheaper (default: off the CPU only; the same values either way, see :class:`~aniso.stats.parts.base.Layout`)
 
     Raises
     ------
@@ -103,7 +105,8 @@ class LayerAccumulator:
 
     def __init__(self, dim: int, reservoir_size: int = 4096, svd_batch_size: int = 4096, seed: int = 0,
                  second_order: bool = True, per_input: bool = False, device: "torch.device | str" = "cpu",
-                 complements: tuple[str, ...] = (), input_groups: int | None = None, group_seed: int = 0):
+                 complements: tuple[str, ...] = (), input_groups: int | None = None, group_seed: int = 0,
+                 wait_free: bool | None = None):
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         if reservoir_size < 0:
@@ -126,7 +129,8 @@ class LayerAccumulator:
         self.count = 0
         self._cache: dict[str, Any] = {}
         self.layout = Layout(dim, reservoir_size, svd_batch_size, seed, second_order, per_input, input_groups,
-                             int(group_seed), tuple(complements), self.device, self.dtype)
+                             int(group_seed), tuple(complements), self.device, self.dtype,
+                             self.device.type != "cpu" if wait_free is None else bool(wait_free))
         self._parts: dict[str, Statistic] = {part.name: part(self.layout) for part in PARTS}
 
     # The parts, by their row of PARTS.

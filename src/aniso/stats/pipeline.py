@@ -78,7 +78,8 @@ def _refuse(entry: ModelEntry, name: str, exc: Exception, batch, n_seq: int) -> 
 
 
 def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
-                  second_order: bool = True, first_token_excluded: bool = False, shard: Shard = Shard()) -> ModelStats:
+                  second_order: bool = True, first_token_excluded: bool = False, shard: Shard = Shard(),
+                  wait_free: bool | None = None) -> ModelStats:
     """Stream hidden-state batches (:class:`~aniso.extract.hidden.Batch`) into one accumulator per layer.
 
     Memory is bounded by one batch of hidden states plus the accumulators'
@@ -97,7 +98,9 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     second-order layer's rows also go into that many shuffled batches of ``settings.svd_batch_size`` vectors
     (:class:`~aniso.stats.accumulators.ShuffledBatches`), whose TwoNN mean ± std lands in ``meta["twonn_shuffled_batches"]`` (R
     §2.4's protocol over the whole corpus). ``shard``: this process's part of a sharded extraction
-    (:mod:`aniso.stats.distributed`), whose reservoirs get a seed of their own.
+    (:mod:`aniso.stats.distributed`), whose reservoirs get a seed of their own. ``wait_free``: the update paths
+    that read nothing back to the host, also on the CPU (default: off the CPU only; the same statistics either way;
+    :mod:`aniso.bench.dispatch` sets it to count on the CPU what a GPU runs).
 
     Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
     """
@@ -127,7 +130,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                                  shard.seed(settings.seed + i),
                                  second_order=second_order and h.shape[1] <= settings.second_order_max_dim,
                                  per_input=h.shape[1] <= PER_INPUT_MAX_DIM, device=device, complements=complements,
-                                 input_groups=INPUT_GROUPS, group_seed=settings.seed)
+                                 input_groups=INPUT_GROUPS, group_seed=settings.seed, wait_free=wait_free)
                 for i, h in enumerate(batch.layers)
             ]
             unit = "input" if batch.inputs is not None else f"batch of up to {settings.batch_size} inputs"
@@ -142,7 +145,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
         positions = batch.positions if batch.positions is not None else [None] * len(layers)
         checks = []
         for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
-            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h)} if complements and pos is not None else None
+            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h, wait_free=wait_free)} if complements and pos is not None else None
             try:
                 checks.append(acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude,
                                          wait=False))
@@ -272,19 +275,21 @@ def _attention_measurable(loaded: LoadedModel) -> bool:
 
 
 def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
-                        statistics: frozenset[str] = ALL_STATISTICS, shard: Shard = Shard()) -> ModelStats:
+                        statistics: frozenset[str] = ALL_STATISTICS, shard: Shard = Shard(),
+                        wait_free: bool | None = None) -> ModelStats:
     """Run ``inputs`` (a corpus, recordings or photographs) through ``loaded`` as its modality row says, and
     stream the hidden states into statistics (see :func:`compute_stats`); ``statistics`` says which are kept.
 
     With a ``shard`` of several processes, this process runs its contiguous part of the inputs and the statistics
     of every process are merged (:func:`aniso.stats.distributed.reduce_model_stats`; every process must call this). The
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
+    ``wait_free``: see :func:`compute_stats`.
     """
     if modality.tokens and loaded.tokenizer is not None:
         _check_real_tokens(loaded, inputs)
     for _ in range(MAX_NON_FINITE_PASSES):
         try:
-            return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard)
+            return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard, wait_free)
         except NonFiniteInputs as exc:  # files or paragraphs that make the model non-finite: left out and named
             if shard.world > 1 or not hasattr(inputs, "without") or len(exc.items) >= len(inputs.items):
                 raise ModelRefused(str(exc)) from None
@@ -323,7 +328,7 @@ def _non_finite_inputs(batch) -> tuple[int, ...] | None:
 
 
 def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settings: Settings, fingerprint: str,
-                         statistics: frozenset[str], shard: Shard) -> ModelStats:
+                         statistics: frozenset[str], shard: Shard, wait_free: bool | None = None) -> ModelStats:
     """:func:`compute_model_stats`, one pass over ``inputs``."""
     batches = modality.run(loaded.model, loaded.tokenizer, loaded.processor, shard.items(inputs.items),
                            settings.batch_size, settings.device, settings.max_length,
@@ -340,7 +345,8 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
                               {"origin": loaded.origin, "fingerprint": fingerprint, "corpus": inputs.describe(),
                                "device": str(settings.device)} | loaded.meta | extra,
                               second_order=modality.second_order and SECOND_ORDER in statistics,
-                              first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard)
+                              first_token_excluded=FIRST_TOKEN_EXCLUDED in statistics and not sharded, shard=shard,
+                              wait_free=wait_free)
     except torch.OutOfMemoryError:
         raise out_of_memory(loaded.entry.id, settings) from None
     except IndexError as exc:  # a token id past the embedding's rows: the tokenizer and the config disagree

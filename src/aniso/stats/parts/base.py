@@ -42,7 +42,10 @@ class Layout:
     """The settings a layer's parts are made with (those of :class:`~aniso.stats.accumulators.LayerAccumulator`):
     ``dim`` d >= 1, ``reservoir_size`` >= 0 (0 without second order), ``svd_batch_size`` >= 2, ``seed``,
     ``second_order``, ``per_input``, ``input_groups`` >= 1, ``group_seed``, ``complements`` (names of the subsets of
-    rows an update may leave out), ``device`` and ``dtype`` (the accumulation dtype, :func:`accumulation_dtype`)."""
+    rows an update may leave out), ``device`` and ``dtype`` (the accumulation dtype, :func:`accumulation_dtype`);
+    ``wait_free``: the parts take the path that reads nothing back to the host where a path that does would be
+    cheaper on the CPU (the default off the CPU, where such a read waits for the device; the benchmark of operators
+    and host synchronisations sets it on the CPU to count what a GPU runs, :mod:`aniso.bench.dispatch`)."""
 
     dim: int
     reservoir_size: int
@@ -55,6 +58,7 @@ class Layout:
     complements: tuple[str, ...]
     device: torch.device
     dtype: torch.dtype
+    wait_free: bool = False
 
     def zeros(self, *shape: int) -> torch.Tensor:
         """Zeros of ``shape`` in the accumulation dtype on the device."""

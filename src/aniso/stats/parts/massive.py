@@ -113,6 +113,7 @@ class _MassiveLeftOut(LeftOut):
         self.first_sum, self.first_sq_sum = layout.zeros(layout.dim), layout.zeros(layout.dim)
         self.abs_max = layout.zeros(layout.dim)
         self.abs_max_pos = torch.full((layout.dim,), -1, dtype=torch.int64, device=layout.device)
+        self.wait_free = layout.wait_free
 
     def weights(self, batch: Batch, name: str):
         w = batch.mask_weights[name]
@@ -123,7 +124,7 @@ class _MassiveLeftOut(LeftOut):
             self.n_first += (batch.masks[name] & batch.first).sum()
         self.first_sum += x_sums[0]
         self.first_sq_sum += sq_sums[0]
-        top, rows = batch.shared("kept_maxima", lambda: _kept(batch))[index]
+        top, rows = batch.shared("kept_maxima", lambda: _kept(batch, self.wait_free))[index]
         self.abs_max, self.abs_max_pos = running_max(self.abs_max, self.abs_max_pos, top, rows, batch.positions)
 
 
@@ -136,9 +137,9 @@ def _maxima(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
     return batch.shared("maxima", lambda: _abs(batch).max(0))
 
 
-def _kept(batch: Batch) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def _kept(batch: Batch, wait_free: bool) -> list[tuple[torch.Tensor, torch.Tensor]]:
     top, rows = _maxima(batch)
-    return kept_maxima(_abs(batch), top, rows, list(batch.masks.values()))  # (|x| is overwritten)
+    return kept_maxima(_abs(batch), top, rows, list(batch.masks.values()), wait_free)  # (|x| is overwritten)
 
 
 def kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor],
@@ -178,17 +179,20 @@ def kept_maxima(ax: torch.Tensor, top: torch.Tensor, rows: torch.Tensor, masks: 
     return out
 
 
-def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.0) -> torch.Tensor:
+def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.0,
+                 wait_free: bool | None = None) -> torch.Tensor:
     """Which rows of one layer's batch ``h`` (m, d) carry a massive activation (Sun et al. 2024, §2: an activation
     of magnitude above ``magnitude`` (100) and about ``ratio`` (1,000) times the median magnitude of the hidden state,
     here the median |x| over the batch's rows and features, estimated from at most 65,536 of its entries taken at an
     even stride). Returns (m,) bool on ``h``'s device. A batch with no activation above ``magnitude`` has no such
-    row whatever its median: on the CPU the median is then not computed; elsewhere it always is, so that the
-    criterion never waits for the device (the rows are the same either way, the threshold being at least
-    ``magnitude``)."""
+    row whatever its median: on the CPU the median is then not computed; elsewhere (or with ``wait_free``) it always
+    is, so that the criterion never waits for the device (the rows are the same either way, the threshold being at
+    least ``magnitude``)."""
     a = h.abs()
     top = a.amax(1).float()
-    if a.device.type == "cpu" and not bool((top > magnitude).any()):  # reading it costs no wait on the CPU
+    if wait_free is None:
+        wait_free = a.device.type != "cpu"
+    if not wait_free and not bool((top > magnitude).any()):  # reading it costs no wait on the CPU
         return torch.zeros(top.shape, dtype=torch.bool, device=top.device)
     flat = a.reshape(-1)
     median = flat[:: max(1, flat.numel() // 65_536)].float().median()
