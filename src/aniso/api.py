@@ -941,9 +941,11 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
 def _registry_row_named(model: str, reg) -> str:
     """``; the registry row 'ID' has this name: aniso run ID`` when the last part of ``model`` (a hub id such as
     ``sentence-transformers/all-MiniLM-L6-v2``, or an id in another case) names a registry row, else ``""``."""
-    name = model.rstrip("/").rsplit("/", 1)[-1].lower()
-    same = [e.id for e in reg if e.id.lower() == name]
-    return f"; the registry row {same[0]!r} has this name: aniso run {same[0]}" if same else ""
+    name = model.rstrip("/").rsplit("/", 1)[-1]
+    same = reg.closest_id(name) if name else None
+    if same is None or same.casefold() != name.casefold():
+        return ""
+    return f"; the registry row {same!r} has this name: aniso run {same}"
 
 
 def _why_nothing_ran(tally: "_Tally", pytest_args: Sequence[str], model_id: str) -> str | None:
