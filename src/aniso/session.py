@@ -223,7 +223,7 @@ class AnisoSession:
                 if skipped:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
-        if self.results or self.architectures.results or self.series.computed() or self.absorbed:
+        if self.results or self._computed_beyond_claims():
             # where the statistics are, truthfully: not in the cache when the run was told not to use it
             kept = ("the statistics of this run were not cached (setting no_cache), so a rerun computes them again"
                     if self.settings.no_cache else f"the statistics of this run are in the cache "
@@ -371,7 +371,12 @@ class AnisoSession:
         that cannot be loaded faithfully, :class:`aniso.sources.ModelRefused`) and nothing else was computed: the
         run's console is then the refusal alone (the results file records it)."""
         return bool(self.results) and all(r.skip_kind == "refused" for r in self.results) and not (
-            self.architectures.results or self.series.computed() or self.absorbed)
+            self._computed_beyond_claims())
+
+    def _computed_beyond_claims(self) -> bool:
+        """Whether the run holds anything besides its claim results: architecture checks, training series, or a
+        parallel worker's results."""
+        return bool(self.architectures.results or self.series.computed() or self.absorbed)
 
     def summary_lines(self, width: int | None = None) -> list[tuple[str, str]]:
         """The console summary: ``(style, line)`` pairs, style ``""``, ``"warn"`` or ``"error"``, every line at most
