@@ -312,18 +312,16 @@ class Settings:
         if not any(part.strip() for part in self.models.split(",")):
             raise SettingError(f"{_where('models')} must name a model set, a tag or registry ids "
                                f"(e.g. small, paper, all), got {self.models!r}")
-        for name in ("registry", "cache_dir", "report_dir"):
-            if not getattr(self, name).strip():
-                raise SettingError(f"{_where(name)} must be {_allowed(name)}, got {getattr(self, name)!r}")
-        for name in INPUT_PATH_SETTINGS:  # frozen: the path the run reads, recorded as such in results.json
-            value = getattr(self, name)
-            if isinstance(value, str) and value.strip():
-                object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
-        for name in PATH_SETTINGS:  # an empty path is no path: None (not set) means the default
+        for name in PATH_SETTINGS:  # an empty path is no path: None (not set, where allowed) means the default
             value = getattr(self, name)
             if value is not None and not value.strip():
-                raise SettingError(f"{_where(name)} is empty ({value!r}); give a path, or None (leave it unset) for "
-                                   "the default")
+                unset = ", or None (leave it unset) for the default" if "None" in _allowed(name) else ""
+                raise SettingError(f"{_where(name)} is empty ({value!r}); give {_allowed(name).split(' or None')[0]}"
+                                   f"{unset}")
+        for name in INPUT_PATH_SETTINGS:  # frozen: the path the run reads, recorded as such in results.json
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
         memory = physical_memory()
         if memory:
             parts = second_order_bytes(self.reservoir_size, self.svd_batch_size, self.twonn_batches,
