@@ -32,3 +32,15 @@ def test_dispatch_counts(benchmark, subject, variant, path):
     benchmark.extra_info.update(counts)
     if variant != "forward":
         assert counts["syncs"]["total"] >= counts["batches"]  # at least the padding's one per batch
+
+
+@pytest.mark.parametrize("dim", [384, 1024])
+def test_svd_batch_close_counts(benchmark, dim):
+    """One update that completes an SVD batch of 1,024 rows with both left-out sets, on the device path: the
+    Lanczos iterations of the three sets run in lockstep (``aniso.bench.dispatch.count_svd_close``)."""
+    from aniso.bench.dispatch import count_svd_close
+
+    benchmark.group = "operators and host synchronisations of one SVD-batch close (device path)"
+    counts = benchmark.pedantic(count_svd_close, args=(dim,), rounds=1, iterations=1)
+    benchmark.extra_info.update(counts)
+    assert len(counts["svd_anisotropy"]) == 3 and all(0 <= a <= 1 for a in counts["svd_anisotropy"])

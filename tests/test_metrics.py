@@ -628,3 +628,28 @@ def test_isoscore_from_trace_and_frobenius_equals_rudmans_algorithm(seed, n, kin
     assert math.isnan(metrics.isoscore_from_trace_and_frobenius(0.0, 0.0, n))
     with pytest.raises(ValueError, match="dimension >= 2"):
         metrics.isoscore_from_trace_and_frobenius(1.0, 1.0, 1)
+
+
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_largest_eigenpairs_of_a_stack_are_each_matrixs_own(lockstep):
+    """n matrices at once, in lockstep (a GPU's default: each leaves at its own convergence) or one after the other
+    (the CPU's): each value and vector is the one :func:`largest_eigenpair` gives the matrix alone (1e-12 relative;
+    bit for bit one after the other) and ``eigh``'s (1e-9), for spectra that converge after different numbers of
+    steps; with too few steps every matrix takes the dense solver; a stack that is not of square matrices is
+    refused."""
+    rng = np.random.default_rng(11)
+    kinds = ("isotropic", "anisotropic", "clustered-top", "massive")
+    c = torch.stack([torch.from_numpy(_spectrum_matrix(rng, 300, kind)) for kind in kinds])
+    values, vectors = metrics.largest_eigenpairs(c, min_size=0, lockstep=lockstep)
+    for i in range(len(kinds)):
+        alone, vector = metrics.largest_eigenpair(c[i], min_size=0)
+        exact = torch.linalg.eigvalsh(c[i])[-1]
+        assert float(values[i]) == pytest.approx(float(alone), rel=0 if not lockstep else 1e-12), kinds[i]
+        assert float(values[i]) == pytest.approx(float(exact), rel=1e-9), kinds[i]
+        assert float(torch.linalg.vector_norm(vectors[i])) == pytest.approx(1.0, rel=1e-9)
+        assert float(torch.linalg.vector_norm(c[i] @ vectors[i] - values[i] * vectors[i])) <= 1e-6 * float(exact)
+    few, none = metrics.largest_eigenpairs(c, min_size=0, max_steps=4, vector=False, lockstep=lockstep)
+    torch.testing.assert_close(few, torch.linalg.eigvalsh(c)[:, -1], rtol=1e-12, atol=0)
+    assert none is None
+    with pytest.raises(ValueError, match="stack of square matrices"):
+        metrics.largest_eigenpairs(c[0], lockstep=lockstep)

@@ -26,6 +26,7 @@ __all__ = [
     "svd_anisotropy_from_moments",
     "largest_eigenvalue",
     "largest_eigenpair",
+    "largest_eigenpairs",
     "isoscore_from_trace_and_frobenius",
     "twonn_dimension",
     "two_nearest_neighbours",
@@ -309,6 +310,92 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
         return torch.linalg.eigvalsh(c)[-1], None
     values, vectors = torch.linalg.eigh(c)
     return values[-1], vectors[:, -1]
+
+
+def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
+                       min_size: int = LANCZOS_MIN_SIZE, vector: bool = True,
+                       lockstep: bool | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`largest_eigenpair` of each of n symmetric positive semi-definite matrices at once.
+
+    ``c`` (n, m, m) float64 (or float32) -> ((n,) tensor of λ_max, (n, m) unit eigenvectors, or None with
+    ``vector=False``) on ``c``'s device, in its dtype. With ``lockstep`` (the default off the CPU) the n Lanczos
+    iterations run together, each step one batched matrix-vector product for all of them (a launch per step, not one
+    per matrix), and their convergence is checked together every 8 steps (one wait for the device per check, not one
+    per matrix). Without it (the default on the CPU, where nothing waits and its BLAS runs a batched product of
+    vectors about 3.6 times slower than one matrix-vector product per matrix: n = 3, m = 1,024, float64, one thread)
+    each matrix is :func:`largest_eigenpair`'s own run. Each matrix's result is taken at
+    the first check where it has converged, and it then leaves the iteration: the same steps, start vector (one
+    draw from a generator seeded with ``seed``, as :func:`largest_eigenpair`'s) and stopping rule as a run of its
+    own, so the same accuracy (Lanczos 1950; Golub & Van Loan, *Matrix Computations*, 4th ed., §10.1; Parlett, *The
+    Symmetric Eigenvalue Problem*, ch. 4). A matrix whose residual is still above ``rtol`` · θ after ``max_steps``
+    steps takes the dense solver. For m <= ``min_size``: ``torch.linalg.eigh`` of the batch.
+
+    Raises ValueError when ``c`` is not a stack of square matrices.
+    """
+    if c.ndim != 3 or c.shape[1] != c.shape[2]:
+        raise ValueError(f"c must be a stack of square matrices (n, m, m), got shape {tuple(c.shape)}")
+    n, m = c.shape[0], c.shape[1]
+    if not (c.device.type != "cpu" if lockstep is None else lockstep):
+        pairs = [largest_eigenpair(ci, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
+                 for ci in c]
+        values = torch.stack([v for v, _ in pairs]) if pairs else c.new_zeros(0)
+        return values, (torch.stack([u for _, u in pairs]) if pairs else c.new_zeros(0, m)) if vector else None
+    if m <= min_size or n == 0:
+        if not vector:
+            return torch.linalg.eigvalsh(c)[:, -1], None
+        values, vectors = torch.linalg.eigh(c)
+        return values[:, -1], vectors[:, :, -1]
+    steps = min(max_steps, m)
+    gen = torch.Generator(device=c.device).manual_seed(seed)
+    q = torch.randn(m, generator=gen, dtype=c.dtype, device=c.device)
+    basis = torch.zeros(n, steps + 1, m, dtype=c.dtype, device=c.device)
+    basis[:, 0] = q / torch.linalg.vector_norm(q)
+    alphas = torch.zeros(n, steps, dtype=c.dtype, device=c.device)
+    betas = torch.zeros(n, steps, dtype=c.dtype, device=c.device)
+    tiny = torch.finfo(c.dtype).tiny
+    out_values = torch.empty(n, dtype=c.dtype, device=c.device)
+    out_vectors = torch.empty((n, m), dtype=c.dtype, device=c.device) if vector else None
+    active = list(range(n))  # the matrices still iterating, in the order of the state's rows
+    k = 0
+    while k < steps and active:
+        for _ in range(min(_LANCZOS_CHUNK, steps - k)):
+            w = torch.bmm(c, basis[:, k, :, None])[..., 0]  # (a, m): one product for every matrix still iterating
+            alphas[:, k] = torch.linalg.vecdot(basis[:, k], w)
+            done = basis[:, : k + 1]
+            w = w - torch.bmm(done.mT, torch.bmm(done, w[..., None]))[..., 0]
+            w = w - torch.bmm(done.mT, torch.bmm(done, w[..., None]))[..., 0]
+            betas[:, k] = torch.linalg.vector_norm(w, dim=1)
+            basis[:, k + 1] = w / betas[:, k].clamp_min(tiny)[:, None]
+            k += 1
+        # Each k x k tridiagonal's eigenpairs (a few kilobytes each): where each iteration stops is decided on the host.
+        t = torch.diag_embed(alphas[:, :k]) + torch.diag_embed(betas[:, : k - 1], 1) + torch.diag_embed(
+            betas[:, : k - 1], -1)
+        theta, s_ = torch.linalg.eigh(t.cpu())
+        top = theta[:, -1]
+        residual = betas[:, k - 1].cpu() * s_[:, -1, -1].abs()
+        converged = ((residual <= rtol * top.abs()) | (k == m)).tolist()  # host values: no wait
+        finished = [i for i, done in enumerate(converged) if done]
+        if not finished:
+            continue
+        where = torch.tensor([active[i] for i in finished], device=c.device)
+        out_values[where] = top[finished].to(device=c.device, dtype=c.dtype)
+        if vector:
+            ritz = s_[finished, :, -1].to(device=c.device, dtype=c.dtype)  # (f, k)
+            rows = torch.tensor(finished, device=c.device)
+            out_vectors[where] = torch.bmm(basis[rows, :k].mT, ritz[..., None])[..., 0]
+        keep = [i for i, done in enumerate(converged) if not done]
+        active = [active[i] for i in keep]
+        if active:
+            rows = torch.tensor(keep, device=c.device)
+            c, basis, alphas, betas = c[rows], basis[rows], alphas[rows], betas[rows]
+    if active:  # not converged within max_steps: the dense solver answers
+        rest = torch.tensor(active, device=c.device)
+        if vector:
+            values, vectors = torch.linalg.eigh(c)
+            out_values[rest], out_vectors[rest] = values[:, -1], vectors[:, :, -1]
+        else:
+            out_values[rest] = torch.linalg.eigvalsh(c)[:, -1]
+    return out_values, out_vectors
 
 
 def largest_eigenvalue(c: torch.Tensor, **options) -> torch.Tensor:

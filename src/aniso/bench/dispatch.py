@@ -28,7 +28,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["HostSyncCounter", "count_variant", "count_variants", "SYNC_OPERATORS", "HOST_COPIES", "PATHS"]
+__all__ = ["HostSyncCounter", "count_variant", "count_variants", "count_svd_close", "SYNC_OPERATORS", "HOST_COPIES",
+           "PATHS"]
 
 #: ``aten`` operators whose result (or whose output's size) needs a value from the device on the host.
 SYNC_OPERATORS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "bincount", "unique_dim",
@@ -138,6 +139,38 @@ def count_variants(subject, variants=None, paths=PATHS) -> list[dict]:
     for v in variants:
         run_variant(subject, v)
     return [count_variant(subject, v, path) for path in paths for v in variants]
+
+
+def count_svd_close(dim: int = 384, rows: int = 1024, seed: int = 0) -> dict:
+    """Operators and host synchronisations of one layer update that completes an SVD batch with both left-out sets
+    (the first token of each sequence, the massive-activation rows), on the device path (``wait_free``): what the
+    statistics do once per ``rows`` tokens per layer in ``every`` beyond a plain update. ``dim`` (d > 128 takes the
+    Lanczos iteration, :data:`aniso.metrics.LANCZOS_MIN_SIZE`) and ``rows`` (the SVD batch) set the size; random rows
+    with a common direction, a first token every 64 rows and a massive activation (800) every 97th row. Returns
+    ``operators``, ``products`` (top-level ``mv``/``mm``/``bmm``/``matmul``), ``syncs`` (by kind and ``total``) and
+    the SVD anisotropies formed (the batch's, then each left-out set's)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from ..stats.accumulators import LayerAccumulator
+
+    gen = torch.Generator().manual_seed(seed)
+    complements = ("first-token", "massive-activations")
+    acc = LayerAccumulator(dim, reservoir_size=0, svd_batch_size=rows, complements=complements, wait_free=True)
+    x = torch.randn(rows, dim, generator=gen) + 3 * torch.randn(1, dim, generator=gen)
+    positions = torch.arange(rows) % 64
+    massive = torch.zeros(rows, dtype=torch.bool)
+    massive[::97] = True
+    x[::97, 5] = 800.0
+    exclude = dict(zip(complements, (positions == 0, massive)))
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with HostSyncCounter() as syncs:
+            acc.update(x, None, None, positions, exclude)
+    top = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")]
+    return {"dim": dim, "rows": rows, "operators": len(top),
+            "products": sum(e.name in ("aten::mv", "aten::mm", "aten::bmm", "aten::matmul") for e in top),
+            "syncs": dict(syncs.counts) | {"total": syncs.total},
+            "svd_anisotropy": [float(acc.summary().svd_anisotropy_batch_mean)]
+            + [float(acc.complement(name).summary().svd_anisotropy_batch_mean) for name in complements]}
 
 
 def main(argv: list[str] | None = None) -> int:

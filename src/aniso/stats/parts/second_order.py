@@ -95,7 +95,7 @@ class SecondOrder(Statistic):
         comps = list(self._complements.values())
         moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype)
         self._gram_done += moments.gram
-        ratios = moments.anisotropies()
+        ratios = moments.anisotropies(lockstep=self.layout.wait_free)
         self._batch_svd.append(ratios[0])
         for comp, marked, ratio in zip(comps, moments.marked, ratios[1:]):
             comp.close_batch(moments, marked, ratio)
@@ -278,12 +278,14 @@ class BatchProducts:
         c = torch.addr(products, y_sum, y_sum, alpha=-1.0 / max(n, 1))
         return (c + c.T) / 2
 
-    def anisotropies(self) -> list[torch.Tensor]:
+    def anisotropies(self, lockstep: bool | None = None) -> list[torch.Tensor]:
         """λ_max / trace of the centred scatter of the batch, then of the batch without each complement's rows
         (:attr:`marked`), as 0-d tensors: the SVD anisotropy of each set of rows, to float64 rounding.
 
-        The float32 products only *find* the top direction v of each set (:func:`aniso.metrics.largest_eigenpair`
-        of its scatter, or of the b × b Gram matrix of the centred rows where the batch is wider than it is long).
+        The float32 products only *find* the top direction v of each set (:func:`aniso.metrics.largest_eigenpairs`
+        of the sets' scatters: with ``lockstep``, the default off the CPU, one Lanczos iteration for all of them; or
+        :func:`aniso.metrics.largest_eigenpair` of the b × b Gram matrix of the centred rows where the batch is wider
+        than it is long).
         The value is then computed in float64 from the rows themselves, in one pass over the batch for every set:
         the Rayleigh quotient vᵀCv = Σ(y·v)² − (Σy·v)²/n and the trace Σ‖y‖² − ‖Σy‖²/n over the set's rows y (the
         centred rows as the buffer holds them). A Rayleigh quotient is at most λ_max and falls short of it by at
@@ -303,19 +305,22 @@ class BatchProducts:
         direction of variance (identical rows are centred exactly to 0).
         """
         sets = [None, *(m if m.n else None for m in self.marked)]  # a complement that leaves out no row: the batch
-        vectors = []
-        for i, without in enumerate(sets):
-            if i > 0 and without is None:
-                vectors.append(vectors[0])
-            elif i == 0 and self.n < self.rows.shape[1]:  # wide batch: the b × b Gram matrix is the smaller one
-                r = self.rows.to(self.products.dtype)
-                r = r - r.mean(0)
-                small = r @ r.T
-                u = metrics.largest_eigenpair((small + small.T) / 2)[1]
-                v = r.T @ u
-                vectors.append(v / torch.linalg.vector_norm(v).clamp_min(torch.finfo(v.dtype).tiny))
-            else:
-                vectors.append(metrics.largest_eigenpair(torch.nan_to_num(self.scatter(without)))[1])
+        vectors: list[torch.Tensor | None] = [None] * len(sets)
+        if self.n < self.rows.shape[1]:  # wide batch: the b × b Gram matrix is the smaller one
+            r = self.rows.to(self.products.dtype)
+            r = r - r.mean(0)
+            small = r @ r.T
+            u = metrics.largest_eigenpair((small + small.T) / 2)[1]
+            v = r.T @ u
+            vectors[0] = v / torch.linalg.vector_norm(v).clamp_min(torch.finfo(v.dtype).tiny)
+        # The other sets' top directions from their d × d scatters, one Lanczos iteration for all of them in lockstep
+        # (a complement that leaves out no row is the batch's own set).
+        own = [i for i, without in enumerate(sets) if vectors[i] is None and (i == 0 or without is not None)]
+        if own:
+            scatters = torch.stack([torch.nan_to_num(self.scatter(sets[i])) for i in own])
+            for i, u in zip(own, metrics.largest_eigenpairs(scatters, lockstep=lockstep)[1]):
+                vectors[i] = u
+        vectors = [vectors[0] if u is None else u for u in vectors]
         v = torch.stack(vectors, 1)  # (d, sets)
         dtype = self.products.dtype
         proj = torch.empty((self.n, v.shape[1]), dtype=dtype, device=v.device)
