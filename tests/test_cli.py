@@ -120,7 +120,7 @@ def test_diff_flags_a_record_that_went_stale(tmp_path, capsys):
     """A registry record whose numbers the new run does not reproduce is a change that fails the diff (exit 1)."""
     from aniso.judge.results import RecordDrift
 
-    fresh = _result("expected not to hold", 0.17, 0.15, 0.19)
+    fresh = _result("expected not to hold", 0.27, 0.25, 0.29)
     stale = fresh.model_copy(update={"record_drift": [RecordDrift(key="p_value", recorded=0.39, measured=0.285,
                                                                   tolerance="p-value")]})
     old, new = _write(tmp_path, "a", [fresh]), _write(tmp_path, "b", [stale])

@@ -63,6 +63,11 @@ def test_registry_row_carries_what_a_model_stands_for():
     assert RegistryRow.model_validate(row.model_dump(exclude={"stands_for", "relation"})).relation is None
 
 
+def _uncertainty(**kw) -> dict:
+    """A p-value's uncertainty record (rule p < 0.05) as it stands in a results file."""
+    return dict(statistic="p", value=0.01, low=0.005, high=0.02, threshold=0.05, holds_if="<", n_boot=100) | kw
+
+
 def _written(tmp_path: Path, results: list[ClaimResult], **doc) -> Path:
     path = tmp_path / "results.json"
     write_results(path, ResultsDocument(provenance=provenance(tmp_path, {}, None), results=results, **doc))
@@ -113,6 +118,23 @@ def test_the_digest_covers_fields_it_does_not_know_by_name(tmp_path):
                                                      "tolerance": ""}]),
      "record_drift gives p_value measured 0.3, but measured holds 0.01"),
     (lambda d: d.update(summary=dict(d["summary"], holds=7)), "summary .* does not count the results"),
+    (lambda d: d["results"][0].update(claim_id="G.no-such-claim"),
+     r"claim_id 'G\.no-such-claim' is no claim of this aniso's catalogue"),
+    (lambda d: d["results"][0].update(n_vectors=3), r"a 'holds' verdict on 3 vector\(s\) per layer, but "
+                                                    r"G\.drift-correlation-pearson is decided on at least \d+"),
+    (lambda d: d["results"][0]["measured"].update(d=-384), "measured d is -384, not a count of at least 1"),
+    (lambda d: d["results"][0]["measured"].update(n_layers=7, avg_cos_per_layer=[0.1, 0.2]),
+     "measured avg_cos_per_layer holds 2 value\(s\), but n_layers is 7"),
+    (lambda d: d["results"][0].update(uncertainty=_uncertainty(value=0.3)),
+     r"verdict 'holds', but its deciding statistic p = 0\.3 does not satisfy the rule < 0\.05"),
+    (lambda d: d["results"][0].update(verdict="expected not to hold", uncertainty=_uncertainty(value=0.01)),
+     r"verdict 'expected not to hold', but its deciding statistic p = 0\.01 satisfies the rule < 0\.05"),
+    (lambda d: d["results"][0].update(p_adjusted=0.2, uncertainty=_uncertainty(value=0.01)),
+     r"verdict 'holds', but its deciding statistic p = 0\.2 does not satisfy"),  # decided on the adjusted p-value
+    (lambda d: d["results"][0].update(p_value=1.5), r"results\.0\.p_value: Input should be less than or equal to 1"),
+    (lambda d: d["results"][0].update(n_vectors=-5), r"results\.0\.n_vectors: Input should be greater than or equal"),
+    (lambda d: d["results"][0].update(uncertainty=_uncertainty(value=0.01, low=0.5, high=0.1)),
+     r"results\.0\.uncertainty: .*the interval's low end 0\.5 is above its high end 0\.1"),
 ])
 def test_an_inconsistent_results_file_is_refused_in_one_line(tmp_path, change, message):
     from aniso.judge.results import verdict_counts

@@ -95,7 +95,8 @@ def test_report_out_through_a_file_names_the_file_that_is_no_folder(tmp_path, ca
 def test_a_results_file_without_its_digest_is_refused_by_report_diff_and_record(tmp_path, capsys):
     good = _written(tmp_path / "good" / "results.json")
     bare = _edited(_written(tmp_path / "bare" / "results.json"), lambda d: d["results"][0].update(
-        verdict="does not hold"), digest=False)
+        verdict="does not hold", uncertainty=dict(d["results"][0]["uncertainty"], value=0.05, low=0.03, high=0.07)),
+        digest=False)
     for argv in (["report", str(bare)], ["diff", str(good), str(bare)], ["diff", str(bare), str(good)],
                  ["record", str(bare), "--registry", REGISTRY, "--dry-run"]):
         assert main(argv) == 2, argv
@@ -151,7 +152,9 @@ def test_diff_of_runs_on_different_inputs_says_so_in_one_line(tmp_path, capsys):
     assert notes == [out[-1]] and ("inputs differ: wikitext-103-validation@fc03b3e1 -> local-corpus@0123456789abcdef "
                                    "(1 result(s): G.token-nlp-anisotropic on m)") in out[-1], out
     flipped = _written(tmp_path / "flipped" / "results.json", inputs="local-corpus@0123456789abcdef",
-                       verdict="does not hold")
+                       verdict="does not hold", uncertainty=Uncertainty(statistic="max avg cos", value=0.05, low=0.03,
+                                                                        high=0.07, threshold=0.08, holds_if=">",
+                                                                        n_boot=100))
     assert main(["diff", str(old), str(flipped)]) == 1  # a verdict changed: exit 1, as on the same inputs
     out = capsys.readouterr().out
     assert "1 verdict" in out and out.count("inputs differ") == 1
@@ -177,3 +180,33 @@ def test_a_results_file_that_is_a_device_or_too_large_is_refused_without_reading
     assert main(["diff", str(good), str(good)]) == 2
     line = _one_line(capsys)
     assert str(good) in line and "larger than the 1,000 bytes a results file is read up to" in line, line
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+def test_a_results_file_saved_as_utf16_is_named_as_such(tmp_path, capsys, encoding):
+    """A results.json re-saved by an editor as UTF-16 (with its byte-order mark, or without): one line saying it is
+    UTF-16 and how to convert it, through report, diff and record, exit 2."""
+    good = _written(tmp_path / "good" / "results.json")
+    wide = tmp_path / "wide" / "results.json"
+    wide.parent.mkdir()
+    wide.write_text(good.read_text(), encoding=encoding)
+    for argv in (["report", str(wide)], ["diff", str(good), str(wide)], ["record", str(wide), "--registry", REGISTRY,
+                                                                           "--dry-run"]):
+        assert main(argv) == 2, argv
+        line = _one_line(capsys)
+        assert f"{wide}: cannot read results: it is UTF-16 text" in line and "iconv" in line, line
+
+
+def test_a_results_file_that_contradicts_itself_is_refused_by_report_diff_and_record(tmp_path, capsys):
+    """A verdict its own deciding statistic contradicts ("holds" with max avg cos below the threshold), its digest
+    recomputed to match: refused in one line by report, diff and record, exit 2; no report written."""
+    good = _written(tmp_path / "good" / "results.json")
+    forged = _edited(_written(tmp_path / "forged" / "results.json"), lambda d: d["results"][0].update(
+        uncertainty=dict(d["results"][0]["uncertainty"], value=0.01, low=0.0, high=0.02)))
+    for argv in (["report", str(forged)], ["diff", str(good), str(forged)],
+                 ["record", str(forged), "--registry", REGISTRY, "--dry-run"]):
+        assert main(argv) == 2, argv
+        line = _one_line(capsys)
+        assert (f"{forged}: results[0] (G.token-nlp-anisotropic, m): verdict 'holds', but its deciding statistic "
+                "max avg cos = 0.01 does not satisfy the rule > 0.08") in line, line
+    assert not forged.with_name("report.html").exists()

@@ -142,6 +142,19 @@ def not_a_regular_file(path: str | Path) -> str | None:
     return None
 
 
+def is_utf16(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) is UTF-16 text: a UTF-16 byte-order mark, or, without one, NUL bytes
+    in one byte position of each pair (the high byte of Latin characters) and not in the other. A file of NUL bytes
+    only is binary, not UTF-16."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True
+    if len(head) < 4:
+        return False
+    even, odd = head[0::2], head[1::2]
+    zeros = (even.count(0) / len(even), odd.count(0) / len(odd))
+    return max(zeros) > 0.5 and min(zeros) < 0.1
+
+
 def binary_kind(head: bytes) -> str | None:
     """What binary content ``head`` (a file's first bytes) begins with, in words (``"gzip-compressed"``, ...), or
     None for none this knows."""

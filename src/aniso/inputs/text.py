@@ -188,7 +188,7 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     """The text of a UTF-8 file. Raises :class:`CorpusError` (one line, ``what`` and the path first) when it does
     not exist, is a folder, is UTF-16 (a byte-order mark, or NUL bytes between the letters) or other binary data, or
     is not UTF-8."""
-    from ..common.files import binary_kind, not_a_regular_file
+    from ..common.files import binary_kind, is_utf16, not_a_regular_file
 
     path = Path(path)
     problem = not_a_regular_file(path)  # a FIFO would block, a pipe be read once: refused before it is opened
@@ -202,7 +202,7 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     kind = binary_kind(head)
     if kind is not None:
         raise CorpusError(f"{what} {path} is not text: it is {kind}; decompress it first")
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):
+    if is_utf16(head):
         raise CorpusError(f"{what} {path} is not UTF-8 text: it is UTF-16; save it as UTF-8 (e.g. iconv -f UTF-16 "
                           "-t UTF-8)")
     if b"\x00" in data:
@@ -211,16 +211,6 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{what} {path} is not UTF-8 text ({exc})") from None
-
-
-def _utf16_without_bom(head: bytes) -> bool:
-    """Whether ``head`` looks like UTF-16 text without a byte-order mark: NUL bytes in one byte position of each
-    pair (the high byte of Latin characters) and not in the other. A file of NUL bytes only is binary, not UTF-16."""
-    if len(head) < 4:
-        return False
-    even, odd = head[0::2], head[1::2]
-    zeros = (even.count(0) / len(even), odd.count(0) / len(odd))
-    return max(zeros) > 0.5 and min(zeros) < 0.1
 
 
 def corpus_paragraphs(path: Path | str) -> list[str]:

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..stats.results import ModelStats, summary_dict
 from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, MEASURED_VERDICTS, SKIPPED,  # noqa: F401
@@ -55,10 +55,10 @@ class Uncertainty(_Doc):
     high: float | None = None
     threshold: float | None = None
     holds_if: str | None = None
-    holds_share: float | None = None
+    holds_share: float | None = Field(None, ge=0.0, le=1.0)
     fragile: bool = False
-    n_boot: int = 0
-    level: float = 0.95
+    n_boot: int = Field(0, ge=0)
+    level: float = Field(0.95, gt=0.0, lt=1.0)
     method: str = ""
     informative: bool = True
     note: str = ""
@@ -66,6 +66,19 @@ class Uncertainty(_Doc):
     #: or, for a p-value, an input-sensitivity range (how the p-value moves with the inputs; not a confidence
     #: interval of anything).
     name: str = "95% CI"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Uncertainty":
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"the interval's low end {self.low!r} is above its high end {self.high!r}")
+        if self.holds_if is not None and self.holds_if not in _COMPARISONS:
+            raise ValueError(f"holds_if {self.holds_if!r} is none of {', '.join(_COMPARISONS)}")
+        return self
+
+
+#: The rules an :class:`Uncertainty` states (``value holds_if threshold``).
+_COMPARISONS = {">": lambda v, t: v > t, ">=": lambda v, t: v >= t, "<": lambda v, t: v < t,
+                "<=": lambda v, t: v <= t}
 
 
 class RecordDrift(_Doc):
@@ -117,14 +130,14 @@ class ClaimResult(_Doc):
     verdict: str = ERROR
     measured: dict[str, Any] = Field(default_factory=dict)
     rule: str = ""
-    p_value: float | None = None
+    p_value: float | None = Field(None, ge=0.0, le=1.0)
     expected: dict[str, Any] | None = None
     reason: str = ""
     inputs: str | None = None
     inputs_label: str | None = None
-    n_items: int | None = None
-    n_vectors: int | None = None
-    seconds: float = 0.0
+    n_items: int | None = Field(None, ge=0)
+    n_vectors: int | None = Field(None, ge=0)
+    seconds: float = Field(0.0, ge=0.0)
     differs_from_record: str | None = None
     skip_kind: str | None = None
     uncertainty: Uncertainty | None = None
@@ -134,11 +147,11 @@ class ClaimResult(_Doc):
     record_check: str | None = None
     #: The claim's p-value adjusted across its family, the claim's tests in this run (Benjamini-Hochberg; None where
     #: the claim is not adjusted or had no p-value); the verdict of an adjusted claim is decided on it.
-    p_adjusted: float | None = None
+    p_adjusted: float | None = Field(None, ge=0.0, le=1.0)
     #: How ``p_adjusted`` was obtained (method, family, its size).
     p_adjustment: str | None = None
     #: The power of the claim's test at the effect the claim states (:func:`aniso.metrics.correlation_power`).
-    power: float | None = None
+    power: float | None = Field(None, ge=0.0, le=1.0)
     #: For a claim over seeds: the registry ids of the seeds decided together (the first is ``model_id``).
     seeds: list[str] | None = None
     #: Set on the verdicts of a twin run (``aniso run ID --twin``): ``"twin: random weights, code path only"``. Such a
@@ -361,15 +374,60 @@ def write_results(path: Path, doc: ResultsDocument) -> None:
     atomic_write(Path(path), lambda p: p.write_text(text))
 
 
+#: The verdicts that decide a claim on the measured numbers (an underpowered one decides nothing): the verdict says
+#: whether the claim's rule held (True) or not (False).
+_DECIDED = {HOLDS: True, UNEXPECTEDLY_HOLDS: True, DOES_NOT_HOLD: False, EXPECTED_NOT_TO_HOLD: False}
+
+
+def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
+    """What in one result contradicts the catalogue or itself, in words, or None: a claim the catalogue does not
+    hold; a measured verdict for a model the document neither measured nor lists; a decided verdict on fewer vectors
+    per layer than the claim is decided on (:attr:`aniso.registry.catalog.Claim.min_vectors`); a width ``d`` or a
+    number of layers below 1, or per-layer values of another number than ``n_layers``; a decided verdict that its own
+    deciding statistic contradicts (``uncertainty``: value, rule and threshold; the adjusted p-value where the claim
+    is decided on it)."""
+    from ..registry.catalog import CLAIMS
+
+    claim = CLAIMS.get(r.claim_id)
+    if claim is None:
+        return f"claim_id {r.claim_id!r} is no claim of this aniso's catalogue"
+    decided = _DECIDED.get(r.verdict)
+    if decided is not None and r.n_vectors is not None and r.n_vectors < claim.min_vectors:
+        return (f"a {r.verdict!r} verdict on {r.n_vectors} vector(s) per layer, but {r.claim_id} is decided on at "
+                f"least {claim.min_vectors}")
+    m = r.measured
+    for key in ("d", "n_layers"):
+        if key in m and m[key] is not None and (not isinstance(m[key], int) or isinstance(m[key], bool)
+                                                or m[key] < 1):
+            return f"measured {key} is {m[key]!r}, not a count of at least 1"
+    if isinstance(m.get("n_layers"), int):
+        for key, value in m.items():
+            if key.endswith("_per_layer") and isinstance(value, list) and len(value) != m["n_layers"]:
+                return f"measured {key} holds {len(value)} value(s), but n_layers is {m['n_layers']}"
+    u = r.uncertainty
+    if decided is not None and u is not None and u.holds_if in _COMPARISONS and u.threshold is not None \
+            and u.value is not None:
+        value = r.p_adjusted if r.p_adjusted is not None and r.p_value is not None and u.value == r.p_value \
+            else u.value
+        if _COMPARISONS[u.holds_if](value, u.threshold) != decided:
+            return (f"verdict {r.verdict!r}, but its deciding statistic {u.statistic} = {value!r} "
+                    f"{'does not satisfy' if decided else 'satisfies'} the rule {u.holds_if} {u.threshold!r}")
+    return None
+
+
 def check_consistency(doc: ResultsDocument) -> str | None:
     """What is inconsistent in a results document, in one line, or None: a verdict that is none of
-    :data:`KNOWN_VERDICTS`, a result listed twice (the same claim, model and test), a record check that contradicts
-    its record drift, or a summary that does not count the results."""
+    :data:`KNOWN_VERDICTS`, a result that contradicts the catalogue or itself (:func:`_result_problem`), a result
+    listed twice (the same claim, model and test), a record check that contradicts its record drift, or a summary
+    that does not count the results."""
     seen: dict[tuple, int] = {}
     for i, r in enumerate(doc.results):
         where = f"results[{i}] ({r.claim_id}, {r.model_id})"
         if r.verdict not in KNOWN_VERDICTS:
             return f"{where}: verdict {r.verdict!r} is none of {', '.join(repr(v) for v in KNOWN_VERDICTS)}"
+        problem = _result_problem(r, doc)
+        if problem is not None:
+            return f"{where}: {problem}"
         key = (r.claim_id, r.model_id, r.test)
         if key in seen:
             return (f"{where}: the same result as results[{seen[key]}] (claim, model and test {r.test!r}) listed "
@@ -413,7 +471,7 @@ def _size(n: int) -> str:
 def _read_bounded(path: Path) -> str:
     """The text of ``path``, a regular file of at most :data:`MAX_RESULTS_BYTES`. Raises ValueError (one line) when
     it is no regular file (a device such as /dev/zero, a FIFO: never opened), is larger, or cannot be read as UTF-8."""
-    from ..common.files import binary_kind, not_a_regular_file
+    from ..common.files import binary_kind, is_utf16, not_a_regular_file
 
     why = not_a_regular_file(path)
     if why is not None:
@@ -431,6 +489,9 @@ def _read_bounded(path: Path) -> str:
     if kind is not None:
         raise ValueError(f"{path}: cannot read results: it is {kind}; "
                          + ("decompress it first" if "compressed" in kind else "extract the results.json from it"))
+    if is_utf16(data[:4096]):  # (UTF-16 without its byte-order mark decodes as UTF-8 full of NUL characters)
+        raise ValueError(f"{path}: cannot read results: it is UTF-16 text, and a run writes UTF-8; save it as UTF-8 "
+                         "(e.g. iconv -f UTF-16 -t UTF-8)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
