@@ -1102,6 +1102,10 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
 
+    if keep is not None:  # before any work: a file there would stop the run after its tokenizers were trained
+        from .common.settings import _check_writable_folder
+
+        _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
     texts = _setting_options(pytest_args)
     _one_plan(models, claims, registry, None, texts, "aniso run MODELS --twin")
     for name, why in (("registry", "its registry is a temporary copy of the one --registry names: give --registry"),
@@ -1143,7 +1147,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         texts = load_corpus(settings.corpus, 256, settings.seed).sequences
     except CorpusError as exc:
         raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
-    root = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="aniso-twin-"))
+    root = (Path(os.path.expanduser(os.fspath(keep))) if keep is not None
+            else Path(tempfile.mkdtemp(prefix="aniso-twin-")))
     root.mkdir(parents=True, exist_ok=True)
     import transformers
 
