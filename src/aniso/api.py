@@ -900,7 +900,8 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                     if close is not None and close.casefold() == model.casefold():
                         raise ValueError(f"{model}: no registry id, but {close!r} is (ids are case-sensitive); did "
                                          f"you mean {close!r}? As a folder or hub id: {exc}") from None
-                    raise ValueError(f"{exc}{_registry_row_named(model, reg)}") from None
+                    raise ValueError(f"{_not_in_registry(model, reg, str(exc))}{_registry_row_named(model, reg)}")\
+                        from None
                 model_id = row["id"]
                 if any(e.id == model_id for e in reg):
                     raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
@@ -936,6 +937,22 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _not_in_registry(model: str, reg, why: str) -> str:
+    """The line of ``aniso run MODEL`` for a ``model`` that is no registry id and could not be read as a hub id
+    (``why``, :func:`aniso.sources.detect.detect_entry`'s one line): the registry first (it names no such id; it holds
+    none, or the closest id), then the hub, so that an id missing from the registry is not blamed on the network. A
+    path that exists is a model folder or file: ``why`` alone."""
+    from .sources.hubcache import hub_id_problem
+
+    if Path(model).expanduser().exists() or hub_id_problem(model) is not None:
+        return why
+    close = reg.closest_id(model)
+    holds = ("it holds no models" if len(reg) == 0 else f"did you mean {close!r}?" if close is not None
+             else f"aniso list models lists its {len(reg)}")
+    said = why[len(model) + 2:] if why.startswith(f"{model}: ") else why
+    return f"{model}: registry {reg.path} names no model with this id ({holds}); as a hub id, {said}"
 
 
 def _registry_row_named(model: str, reg) -> str:
