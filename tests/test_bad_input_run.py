@@ -613,3 +613,18 @@ def test_an_id_the_registry_lacks_is_blamed_on_the_registry_before_the_hub(clean
     line = _one_line(capsys)
     assert code == 2 and line.startswith(f"aniso run: {model}: registry {registry} names no model with this id "
                                          f"{says}; as a hub id, not cached here"), line
+
+
+@pytest.mark.parametrize("text, says", [
+    ("models:\n\t- id: m\n", "not valid YAML at line 2"),
+    ("- one\n- two\n", "a registry is a mapping whose field models lists the entries"),
+])
+def test_record_names_the_registrys_own_problem_before_the_results(tmp_path, capsys, text, says):
+    """`aniso record RESULTS --registry BAD.yaml` (not YAML, or no registry) blamed the results file ("was not
+    written by a run of BAD.yaml as it is now"); the registry is read first and its own problem named."""
+    results = _edited_results(tmp_path, lambda d: None)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    assert main(["record", str(results), "--registry", str(bad), "--dry-run"]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"aniso record: {bad}") and says in line and "was not written" not in line, line
