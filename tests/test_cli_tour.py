@@ -276,3 +276,12 @@ def test_keep_twins_that_is_no_folder_is_refused_before_any_work(clean_env, caps
     assert code == 2 and line.startswith(f"aniso run: --keep-twins: {keep} is "), line
     assert ("it must name a folder" in line if what == "file" else
             f"a symbolic link to {clean_env / 'nowhere'}, which does not exist" in line), line
+
+
+def test_extract_of_a_model_measured_over_no_inputs_is_bad_input(clean_env, capsys):
+    """`aniso extract untrained-bert-block` exited 1 (a failure) where `aniso stats` exits 2 on the same request: a
+    model with no hidden-state statistics is asked for what it cannot give."""
+    code, line = _stopped(["extract", "untrained-bert-block", "--registry", REGISTRY], capsys)
+    assert code == 2 and line == ("aniso extract: untrained-bert-block: no hidden-state statistics for modality "
+                                  "'embeddings' (an untrained block is measured by aniso block-sweep "
+                                  "untrained-bert-block)"), line

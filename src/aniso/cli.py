@@ -213,10 +213,18 @@ def _extract(args: argparse.Namespace) -> int:
     except (RegistryError, KeyError, ValueError) as exc:
         print(f"aniso extract: {exc}", file=sys.stderr)
         return 2
+    from .extract.modalities import modality_of
+
     failed, bad_input = 0, 0
     with process_group(shard):
         provider = StatsProvider(settings, registry, shard=shard)
         for entry in entries:  # one model's failure does not lose the others' statistics
+            if modality_of(entry) is None:  # asked of a model that has none, as `aniso stats` refuses it: exit 2
+                failed += 1
+                bad_input += 1
+                print(f"aniso extract: {entry.id}: no hidden-state statistics for modality {entry.modality!r} (an "
+                      f"untrained block is measured by aniso block-sweep {entry.id})", file=sys.stderr)
+                continue
             try:
                 stats = provider.get(entry)
             except ModelUnavailable as exc:
