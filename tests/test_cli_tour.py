@@ -285,3 +285,19 @@ def test_extract_of_a_model_measured_over_no_inputs_is_bad_input(clean_env, caps
     assert code == 2 and line == ("aniso extract: untrained-bert-block: no hidden-state statistics for modality "
                                   "'embeddings' (an untrained block is measured by aniso block-sweep "
                                   "untrained-bert-block)"), line
+
+
+@pytest.mark.parametrize("door", ["--registry", "ANISO_REGISTRY"])
+def test_a_registry_that_is_a_link_to_nothing_names_its_target(clean_env, capsys, monkeypatch, door):
+    """`aniso list models --registry LINK` with LINK a symbolic link to a file that is gone said "is not a file";
+    it now says where the link points, as the cache and report folder checks do."""
+    link = clean_env / "models.yaml"
+    link.symlink_to(clean_env / "gone.yaml")
+    argv = ["list", "models"]
+    if door == "--registry":
+        argv += ["--registry", str(link)]
+    else:
+        monkeypatch.setenv("ANISO_REGISTRY", str(link))
+    code, line = _stopped(argv, capsys)
+    assert code == 2 and line.endswith(f"{link} is a symbolic link to {clean_env / 'gone.yaml'}, which does not "
+                                       "exist"), line
