@@ -157,3 +157,16 @@ def test_bad_input_gives_one_line_naming_the_argument(call, names):
     with pytest.raises(ValueError) as err:
         call()
     assert names in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("statistics", [5, [5], None, b"second-order", {"second-order": True}])
+def test_statistics_of_the_wrong_type_is_a_type_error_naming_the_argument(statistics):
+    """`aniso.measure(M, texts, statistics=5)` raised a bare "'int' object is not iterable"; the error names the
+    argument, what it got and what it takes."""
+    with pytest.raises(TypeError) as err:
+        aniso.measure("all-MiniLM-L6-v2", TEXTS, statistics=statistics, registry=REGISTRY)
+    message = str(err.value)
+    assert message.startswith(f"statistics: {statistics!r:.40} ({type(statistics).__name__}); give a statistic's "
+                              "name, a list of names or 'all' (names: ") and "second-order" in message, message
+    assert "\n" not in message
+

@@ -386,7 +386,12 @@ def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
 
     if statistics == "all":
         return ALL_STATISTICS
-    chosen = frozenset([statistics] if isinstance(statistics, str) else statistics)
+    items = ([statistics] if isinstance(statistics, str) else list(statistics)
+             if isinstance(statistics, Iterable) and not isinstance(statistics, (bytes, Mapping)) else None)
+    if items is None or not all(isinstance(s, str) for s in items):
+        raise TypeError(f"statistics: {statistics!r:.40} ({type(statistics).__name__}); give a statistic's name, a "
+                        f"list of names or 'all' (names: {', '.join(sorted(ALL_STATISTICS))})")
+    chosen = frozenset(items)
     unknown = sorted(chosen - ALL_STATISTICS)
     if unknown or not chosen:
         raise ValueError(f"statistics: {unknown[0]!r} is not one of {sorted(ALL_STATISTICS)} (or 'all')" if unknown
@@ -452,7 +457,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     empty list, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
     (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
-    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False;
+    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, or
+    ``statistics`` when it is no name or list of names;
     :class:`aniso.sources.ModelUnavailable` when the weights cannot be
     had (:class:`aniso.sources.InputsMissing` when inputs are missing); RuntimeError naming the model and device on
     running out of memory.
