@@ -238,18 +238,26 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
         if name in given:
             _one_value(name, [(f"{(arguments or {}).get(name, name)}=", value), (f"settings[{name!r}]=", given[name])])
     merged = given | {k: v for k, v in options.items() if v is not None}
-    try:
-        s = Settings.from_sources(merged)
-    except SettingError as exc:  # a value an argument of another name gave (n_inputs): name the argument
+
+    def by_argument(exc: SettingError) -> SettingError:
+        """``exc`` naming the argument of another name that gave the setting (``inputs``, ``n_inputs``), if one did."""
         message = str(exc)
         for name, arg in (arguments or {}).items():
             if options.get(name) is not None and name not in given and message.startswith(_where(name)):
-                raise SettingError(f"{arg}{message[len(_where(name)):]} (setting {name})") from None
-        raise
+                return SettingError(f"{arg}{message[len(_where(name)):]} (setting {name})")
+        return exc
+
+    try:
+        s = Settings.from_sources(merged)
+    except SettingError as exc:  # a value an argument of another name gave (n_inputs): name the argument
+        raise by_argument(exc) from None
     if check:
         from .inputs.media import DATA_FORMATS
 
-        s.check_paths(DATA_FORMATS)
+        try:
+            s.check_paths(DATA_FORMATS)
+        except SettingError as exc:  # a file ``inputs`` named that is no text (a photograph for a text model)
+            raise by_argument(exc) from None
     return s
 
 
@@ -356,8 +364,9 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
     """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
     a model reading inputs of ``kind`` (:data:`aniso.inputs.forms.INPUT_FORMS`). Raises ValueError naming
-    ``inputs`` when it does not exist or does not fit, or is a folder holding no file of the types the media loaders
-    read (:data:`aniso.inputs.media.DATA_FORMATS`)."""
+    ``inputs`` when it does not exist or does not fit, is a corpus file that cannot be read as one
+    (:func:`aniso.inputs.text.corpus_paragraphs`), or is a folder holding no file of the types the media loaders read
+    (:data:`aniso.inputs.media.DATA_FORMATS`)."""
     from .inputs.forms import INPUT_FORMS
     from .inputs.media import DATA_FORMATS
 
@@ -369,6 +378,12 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
         if path.is_dir():
             raise ValueError(f"inputs: {path} is a folder, but {model_id} is a text model: give a corpus file (one "
                              "paragraph per line) or a list of texts")
+        from .inputs.text import CorpusError, corpus_paragraphs
+
+        try:  # read as the run will: a photograph, UTF-16 or a blank file named as inputs, not as setting corpus
+            corpus_paragraphs(path)
+        except CorpusError as exc:
+            raise ValueError(f"inputs: {exc}") from None
     elif not path.is_dir():
         raise ValueError(f"inputs: {path} is a file, but {model_id} is a {kind} model: give a folder of "
                          f"{form.items}")
@@ -1315,6 +1330,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
                 option = _inputs_option(inputs, kind, entry.id)
                 for name, value in option.items():
                     _one_value(name, [("inputs=", value), (f"settings[{name!r}]=", given.get(name))])
+                _settings(option, {k: v for k, v in given.items() if k not in option},  # a file that is no text:
+                          arguments={name: "inputs" for name in option})  # named as inputs, not as the setting
                 given |= option
             else:
                 raise ValueError(f"inputs: a {type(inputs).__name__}; give a corpus file, a folder, a list of texts "
