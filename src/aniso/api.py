@@ -1324,7 +1324,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
                 texts = _texts(inputs)
                 if INPUT_FORMS[kind].items is not None:
                     raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model")
-                corpus = _texts_corpus(texts, Path(tmp) / "texts.txt")
+                from .inputs.text import GIVEN_TEXTS
+
+                corpus = _texts_corpus(texts, Path(tmp) / GIVEN_TEXTS)  # labelled as the texts given, not a file
                 given |= _inputs_settings(inputs, texts, None, given, kind, entry.id) | {"corpus": str(corpus)}
             elif isinstance(inputs, (str, Path)):
                 option = _inputs_option(inputs, kind, entry.id)
