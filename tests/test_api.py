@@ -159,7 +159,8 @@ def test_bad_input_gives_one_line_naming_the_argument(call, names):
     assert names in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("statistics", [5, [5], None, b"second-order", {"second-order": True}])
+@pytest.mark.parametrize("statistics", [5, [5], None, b"second-order", {"second-order": True}],
+                         ids=["int", "list-of-int", "none", "bytes", "dict"])
 def test_statistics_of_the_wrong_type_is_a_type_error_naming_the_argument(statistics):
     """`aniso.measure(M, texts, statistics=5)` raised a bare "'int' object is not iterable"; the error names the
     argument, what it got and what it takes."""

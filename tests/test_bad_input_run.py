@@ -596,7 +596,7 @@ def test_a_local_folder_with_only_pickled_weights_names_them(clean_env, tiny_ber
 @pytest.mark.parametrize("models, says", [
     ("models: []\n", "(it holds no models)"),
     (None, "(did you mean 'all-MiniLM-L6-v2'?)"),
-])
+], ids=["empty-registry", "close-id"])
 def test_an_id_the_registry_lacks_is_blamed_on_the_registry_before_the_hub(clean_env, capsys, models, says):
     """`aniso run all-MiniLM-L6-v2 --registry R` with R holding `models: []` said only "not cached here and the hub
     cannot be reached"; the line now says first that R names no model with that id (it holds none, or the closest
@@ -618,7 +618,7 @@ def test_an_id_the_registry_lacks_is_blamed_on_the_registry_before_the_hub(clean
 @pytest.mark.parametrize("text, says", [
     ("models:\n\t- id: m\n", "not valid YAML at line 2"),
     ("- one\n- two\n", "a registry is a mapping whose field models lists the entries"),
-])
+], ids=["not-yaml", "a-list"])
 def test_record_names_the_registrys_own_problem_before_the_results(tmp_path, capsys, text, says):
     """`aniso record RESULTS --registry BAD.yaml` (not YAML, or no registry) blamed the results file ("was not
     written by a run of BAD.yaml as it is now"); the registry is read first and its own problem named."""

@@ -257,7 +257,7 @@ def test_extract_of_a_model_named_twice_is_one_line(clean_env, capsys):
     assert code == 2 and line == f"aniso extract: {MODEL} named more than once; name each model once", line
 
 
-@pytest.mark.parametrize("what", ["file", "dangling link"])
+@pytest.mark.parametrize("what", ["file", "dangling-link"])
 def test_keep_twins_that_is_no_folder_is_refused_before_any_work(clean_env, capsys, monkeypatch, what):
     """`aniso run M --twin --keep-twins FILE` ran until it made the folder and stopped with a FileExistsError
     traceback, exit 1; the option now must name a folder (created if missing), checked before the registry is read."""
