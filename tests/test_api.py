@@ -157,3 +157,34 @@ def test_bad_input_gives_one_line_naming_the_argument(call, names):
     with pytest.raises(ValueError) as err:
         call()
     assert names in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("statistics", [5, [5], None, b"second-order", {"second-order": True}],
+                         ids=["int", "list-of-int", "none", "bytes", "dict"])
+def test_statistics_of_the_wrong_type_is_a_type_error_naming_the_argument(statistics):
+    """`aniso.measure(M, texts, statistics=5)` raised a bare "'int' object is not iterable"; the error names the
+    argument, what it got and what it takes."""
+    with pytest.raises(TypeError) as err:
+        aniso.measure("all-MiniLM-L6-v2", TEXTS, statistics=statistics, registry=REGISTRY)
+    message = str(err.value)
+    assert message.startswith(f"statistics: {statistics!r:.40} ({type(statistics).__name__}); give a statistic's "
+                              "name, a list of names or 'all' (names: ") and "second-order" in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("fault", ["photograph", "latin-1"])
+@pytest.mark.parametrize("call", ["measure", "check"])
+def test_a_file_given_as_inputs_that_is_no_text_names_inputs(tmp_path, fault, call):
+    """`aniso.measure("all-MiniLM-L6-v2", inputs="photo.jpg")` named "setting corpus (ANISO_CORPUS,
+    --aniso-corpus)", a setting the caller never gave; the line names the argument ``inputs``."""
+    path = tmp_path / ("photo.jpg" if fault == "photograph" else "latin1.txt")
+    path.write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + bytes(range(256)) * 4 if fault == "photograph" else
+                     "Un café au bord de la rivière.\nUne autre phrase, à côté.\n".encode("latin-1"))
+    with pytest.raises(ValueError) as err:
+        if call == "measure":
+            aniso.measure("all-MiniLM-L6-v2", inputs=str(path), registry=REGISTRY)
+        else:
+            aniso.check("all-MiniLM-L6-v2", claims="G.token-nlp-anisotropic", inputs=str(path), registry=REGISTRY)
+    message = str(err.value)
+    assert message.startswith("inputs: ") and str(path) in message and "\n" not in message, message
+    assert "setting corpus" not in message and "ANISO_CORPUS" not in message, message

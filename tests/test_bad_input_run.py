@@ -591,3 +591,40 @@ def test_a_local_folder_with_only_pickled_weights_names_them(clean_env, tiny_ber
     assert re.search(r"no \.safetensors weights, only pytorch_model\.bin, which the suite does not load .*"
                      r"save_pretrained\(FOLDER, safe_serialization=True\)", refused[0]), refused[0]
     assert "cached" not in refused[0] and "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("models, says", [
+    ("models: []\n", "(it holds no models)"),
+    (None, "(did you mean 'all-MiniLM-L6-v2'?)"),
+], ids=["empty-registry", "close-id"])
+def test_an_id_the_registry_lacks_is_blamed_on_the_registry_before_the_hub(clean_env, capsys, models, says):
+    """`aniso run all-MiniLM-L6-v2 --registry R` with R holding `models: []` said only "not cached here and the hub
+    cannot be reached"; the line now says first that R names no model with that id (it holds none, or the closest
+    id), then what the hub could not do."""
+    registry = REGISTRY
+    model = "all-MiniLM-L6-v2"
+    if models is not None:
+        registry = str(clean_env / "empty.yaml")
+        Path(registry).write_text("recorded_profile: quick\n" + models)
+    else:
+        model = "all-MiniLM-L6"
+    code = main(["run", model, "--registry", registry, "--claims-dir", str(ROOT / "claims"),
+                 "--claims", "G.token-nlp-anisotropic"])
+    line = _one_line(capsys)
+    assert code == 2 and line.startswith(f"aniso run: {model}: registry {registry} names no model with this id "
+                                         f"{says}; as a hub id, not cached here"), line
+
+
+@pytest.mark.parametrize("text, says", [
+    ("models:\n\t- id: m\n", "not valid YAML at line 2"),
+    ("- one\n- two\n", "a registry is a mapping whose field models lists the entries"),
+], ids=["not-yaml", "a-list"])
+def test_record_names_the_registrys_own_problem_before_the_results(tmp_path, capsys, text, says):
+    """`aniso record RESULTS --registry BAD.yaml` (not YAML, or no registry) blamed the results file ("was not
+    written by a run of BAD.yaml as it is now"); the registry is read first and its own problem named."""
+    results = _edited_results(tmp_path, lambda d: None)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    assert main(["record", str(results), "--registry", str(bad), "--dry-run"]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"aniso record: {bad}") and says in line and "was not written" not in line, line

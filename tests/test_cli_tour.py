@@ -255,3 +255,49 @@ def test_extract_of_a_model_named_twice_is_one_line(clean_env, capsys):
     """`aniso extract M M` extracted M and printed its line twice; a model is named once."""
     code, line = _stopped(["extract", MODEL, "paraphrase-minilm-l3-onnx", MODEL, "--registry", REGISTRY], capsys)
     assert code == 2 and line == f"aniso extract: {MODEL} named more than once; name each model once", line
+
+
+@pytest.mark.parametrize("what", ["file", "dangling-link"])
+def test_keep_twins_that_is_no_folder_is_refused_before_any_work(clean_env, capsys, monkeypatch, what):
+    """`aniso run M --twin --keep-twins FILE` ran until it made the folder and stopped with a FileExistsError
+    traceback, exit 1; the option now must name a folder (created if missing), checked before the registry is read."""
+    keep = clean_env / "twins"
+    if what == "file":
+        keep.write_text("not a folder\n")
+    else:
+        keep.symlink_to(clean_env / "nowhere")
+
+    def began(*args, **kwargs):
+        raise AssertionError("the twin run began before --keep-twins was checked")
+
+    monkeypatch.setattr("aniso.registry.locate.settings_and_registry", began)
+    code, line = _stopped(["run", "bert-base-uncased", "--twin", "--keep-twins", str(keep), "--registry", REGISTRY,
+                           "--claims", "G.token-nlp-anisotropic"], capsys)
+    assert code == 2 and line.startswith(f"aniso run: --keep-twins: {keep} is "), line
+    assert ("it must name a folder" in line if what == "file" else
+            f"a symbolic link to {clean_env / 'nowhere'}, which does not exist" in line), line
+
+
+def test_extract_of_a_model_measured_over_no_inputs_is_bad_input(clean_env, capsys):
+    """`aniso extract untrained-bert-block` exited 1 (a failure) where `aniso stats` exits 2 on the same request: a
+    model with no hidden-state statistics is asked for what it cannot give."""
+    code, line = _stopped(["extract", "untrained-bert-block", "--registry", REGISTRY], capsys)
+    assert code == 2 and line == ("aniso extract: untrained-bert-block: no hidden-state statistics for modality "
+                                  "'embeddings' (an untrained block is measured by aniso block-sweep "
+                                  "untrained-bert-block)"), line
+
+
+@pytest.mark.parametrize("door", ["--registry", "ANISO_REGISTRY"])
+def test_a_registry_that_is_a_link_to_nothing_names_its_target(clean_env, capsys, monkeypatch, door):
+    """`aniso list models --registry LINK` with LINK a symbolic link to a file that is gone said "is not a file";
+    it now says where the link points, as the cache and report folder checks do."""
+    link = clean_env / "models.yaml"
+    link.symlink_to(clean_env / "gone.yaml")
+    argv = ["list", "models"]
+    if door == "--registry":
+        argv += ["--registry", str(link)]
+    else:
+        monkeypatch.setenv("ANISO_REGISTRY", str(link))
+    code, line = _stopped(argv, capsys)
+    assert code == 2 and line.endswith(f"{link} is a symbolic link to {clean_env / 'gone.yaml'}, which does not "
+                                       "exist"), line

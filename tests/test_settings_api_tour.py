@@ -283,6 +283,24 @@ def test_check_on_too_few_texts_names_inputs(clean_env, inputs, message):
     assert "ANISO_CORPUS" not in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_check_on_texts_too_short_for_the_claim_speaks_of_the_texts_given(clean_env):
+    """`aniso.check(M, claims=(ID,), inputs=[4 short texts])` refused the claim naming "local corpus texts.txt" (a
+    temporary file) and asking to raise n_sequences, which a list of texts does not take; the refusal now speaks of
+    the texts given and asks for more or longer ones."""
+    import json
+
+    texts = ["The cat sat on the mat.", "Stock markets fell on Tuesday.", "A frog was found in Peru.",
+             "He played the violin."]
+    done = aniso.check(M, claims=("G.token-nlp-anisotropic",), inputs=texts, settings={"n_bootstrap": 0},
+                       registry=REGISTRY)
+    (result,) = json.loads(done.path.read_text())["results"]
+    assert done.exit_code == 2 and result["inputs_label"] == "the 4 texts given as inputs", result
+    assert result["reason"].startswith(f"{M}: G.token-nlp-anisotropic is decided on at least ") and (
+        "; the 4 texts given as inputs gave " in result["reason"]), result["reason"]
+    assert result["reason"].endswith(" tokens; give more or longer texts"), result["reason"]
+    assert "texts.txt" not in result["reason"] and "n_sequences" not in result["reason"], result["reason"]
+
+
 def test_a_report_path_through_a_file_or_naming_a_folder_is_refused_naming_path(tmp_path):
     """P24: `v.report("…/one.txt/x.html")` used to raise a bare FileExistsError."""
     from aniso.api import ClaimResults

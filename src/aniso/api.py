@@ -238,18 +238,26 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
         if name in given:
             _one_value(name, [(f"{(arguments or {}).get(name, name)}=", value), (f"settings[{name!r}]=", given[name])])
     merged = given | {k: v for k, v in options.items() if v is not None}
-    try:
-        s = Settings.from_sources(merged)
-    except SettingError as exc:  # a value an argument of another name gave (n_inputs): name the argument
+
+    def by_argument(exc: SettingError) -> SettingError:
+        """``exc`` naming the argument of another name that gave the setting (``inputs``, ``n_inputs``), if one did."""
         message = str(exc)
         for name, arg in (arguments or {}).items():
             if options.get(name) is not None and name not in given and message.startswith(_where(name)):
-                raise SettingError(f"{arg}{message[len(_where(name)):]} (setting {name})") from None
-        raise
+                return SettingError(f"{arg}{message[len(_where(name)):]} (setting {name})")
+        return exc
+
+    try:
+        s = Settings.from_sources(merged)
+    except SettingError as exc:  # a value an argument of another name gave (n_inputs): name the argument
+        raise by_argument(exc) from None
     if check:
         from .inputs.media import DATA_FORMATS
 
-        s.check_paths(DATA_FORMATS)
+        try:
+            s.check_paths(DATA_FORMATS)
+        except SettingError as exc:  # a file ``inputs`` named that is no text (a photograph for a text model)
+            raise by_argument(exc) from None
     return s
 
 
@@ -356,8 +364,9 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
     """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
     a model reading inputs of ``kind`` (:data:`aniso.inputs.forms.INPUT_FORMS`). Raises ValueError naming
-    ``inputs`` when it does not exist or does not fit, or is a folder holding no file of the types the media loaders
-    read (:data:`aniso.inputs.media.DATA_FORMATS`)."""
+    ``inputs`` when it does not exist or does not fit, is a corpus file that cannot be read as one
+    (:func:`aniso.inputs.text.corpus_paragraphs`), or is a folder holding no file of the types the media loaders read
+    (:data:`aniso.inputs.media.DATA_FORMATS`)."""
     from .inputs.forms import INPUT_FORMS
     from .inputs.media import DATA_FORMATS
 
@@ -369,6 +378,12 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
         if path.is_dir():
             raise ValueError(f"inputs: {path} is a folder, but {model_id} is a text model: give a corpus file (one "
                              "paragraph per line) or a list of texts")
+        from .inputs.text import CorpusError, corpus_paragraphs
+
+        try:  # read as the run will: a photograph, UTF-16 or a blank file named as inputs, not as setting corpus
+            corpus_paragraphs(path)
+        except CorpusError as exc:
+            raise ValueError(f"inputs: {exc}") from None
     elif not path.is_dir():
         raise ValueError(f"inputs: {path} is a file, but {model_id} is a {kind} model: give a folder of "
                          f"{form.items}")
@@ -386,7 +401,12 @@ def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
 
     if statistics == "all":
         return ALL_STATISTICS
-    chosen = frozenset([statistics] if isinstance(statistics, str) else statistics)
+    items = ([statistics] if isinstance(statistics, str) else list(statistics)
+             if isinstance(statistics, Iterable) and not isinstance(statistics, (bytes, Mapping)) else None)
+    if items is None or not all(isinstance(s, str) for s in items):
+        raise TypeError(f"statistics: {statistics!r:.40} ({type(statistics).__name__}); give a statistic's name, a "
+                        f"list of names or 'all' (names: {', '.join(sorted(ALL_STATISTICS))})")
+    chosen = frozenset(items)
     unknown = sorted(chosen - ALL_STATISTICS)
     if unknown or not chosen:
         raise ValueError(f"statistics: {unknown[0]!r} is not one of {sorted(ALL_STATISTICS)} (or 'all')" if unknown
@@ -452,7 +472,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     empty list, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
     (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
-    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False;
+    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, or
+    ``statistics`` when it is no name or list of names;
     :class:`aniso.sources.ModelUnavailable` when the weights cannot be
     had (:class:`aniso.sources.InputsMissing` when inputs are missing); RuntimeError naming the model and device on
     running out of memory.
@@ -900,7 +921,8 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                     if close is not None and close.casefold() == model.casefold():
                         raise ValueError(f"{model}: no registry id, but {close!r} is (ids are case-sensitive); did "
                                          f"you mean {close!r}? As a folder or hub id: {exc}") from None
-                    raise ValueError(f"{exc}{_registry_row_named(model, reg)}") from None
+                    raise ValueError(f"{_not_in_registry(model, reg, str(exc))}{_registry_row_named(model, reg)}")\
+                        from None
                 model_id = row["id"]
                 if any(e.id == model_id for e in reg):
                     raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
@@ -936,6 +958,22 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _not_in_registry(model: str, reg, why: str) -> str:
+    """The line of ``aniso run MODEL`` for a ``model`` that is no registry id and could not be read as a hub id
+    (``why``, :func:`aniso.sources.detect.detect_entry`'s one line): the registry first (it names no such id; it holds
+    none, or the closest id), then the hub, so that an id missing from the registry is not blamed on the network. A
+    path that exists is a model folder or file: ``why`` alone."""
+    from .sources.hubcache import hub_id_problem
+
+    if Path(model).expanduser().exists() or hub_id_problem(model) is not None:
+        return why
+    close = reg.closest_id(model)
+    holds = ("it holds no models" if len(reg) == 0 else f"did you mean {close!r}?" if close is not None
+             else f"aniso list models lists its {len(reg)}")
+    said = why[len(model) + 2:] if why.startswith(f"{model}: ") else why
+    return f"{model}: registry {reg.path} names no model with this id ({holds}); as a hub id, {said}"
 
 
 def _registry_row_named(model: str, reg) -> str:
@@ -1102,6 +1140,10 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
 
+    if keep is not None:  # before any work: a file there would stop the run after its tokenizers were trained
+        from .common.settings import _check_writable_folder
+
+        _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
     texts = _setting_options(pytest_args)
     _one_plan(models, claims, registry, None, texts, "aniso run MODELS --twin")
     for name, why in (("registry", "its registry is a temporary copy of the one --registry names: give --registry"),
@@ -1143,7 +1185,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         texts = load_corpus(settings.corpus, 256, settings.seed).sequences
     except CorpusError as exc:
         raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
-    root = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="aniso-twin-"))
+    root = (Path(os.path.expanduser(os.fspath(keep))) if keep is not None
+            else Path(tempfile.mkdtemp(prefix="aniso-twin-")))
     root.mkdir(parents=True, exist_ok=True)
     import transformers
 
@@ -1281,12 +1324,16 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
                 texts = _texts(inputs)
                 if INPUT_FORMS[kind].items is not None:
                     raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model")
-                corpus = _texts_corpus(texts, Path(tmp) / "texts.txt")
+                from .inputs.text import GIVEN_TEXTS
+
+                corpus = _texts_corpus(texts, Path(tmp) / GIVEN_TEXTS)  # labelled as the texts given, not a file
                 given |= _inputs_settings(inputs, texts, None, given, kind, entry.id) | {"corpus": str(corpus)}
             elif isinstance(inputs, (str, Path)):
                 option = _inputs_option(inputs, kind, entry.id)
                 for name, value in option.items():
                     _one_value(name, [("inputs=", value), (f"settings[{name!r}]=", given.get(name))])
+                _settings(option, {k: v for k, v in given.items() if k not in option},  # a file that is no text:
+                          arguments={name: "inputs" for name in option})  # named as inputs, not as the setting
                 given |= option
             else:
                 raise ValueError(f"inputs: a {type(inputs).__name__}; give a corpus file, a folder, a list of texts "

@@ -213,10 +213,18 @@ def _extract(args: argparse.Namespace) -> int:
     except (RegistryError, KeyError, ValueError) as exc:
         print(f"aniso extract: {exc}", file=sys.stderr)
         return 2
+    from .extract.modalities import modality_of
+
     failed, bad_input = 0, 0
     with process_group(shard):
         provider = StatsProvider(settings, registry, shard=shard)
         for entry in entries:  # one model's failure does not lose the others' statistics
+            if modality_of(entry) is None:  # asked of a model that has none, as `aniso stats` refuses it: exit 2
+                failed += 1
+                bad_input += 1
+                print(f"aniso extract: {entry.id}: no hidden-state statistics for modality {entry.modality!r} (an "
+                      f"untrained block is measured by aniso block-sweep {entry.id})", file=sys.stderr)
+                continue
             try:
                 stats = provider.get(entry)
             except ModelUnavailable as exc:
@@ -519,6 +527,7 @@ def _record(args: argparse.Namespace) -> int:
 
     try:
         registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry)
+        load_registry(registry)  # its own problem (not YAML, no registry) named, not a digest that differs
         doc = read_results(Path(args.results), require_digest=True)  # as the run wrote it, unedited
         beside = Path(args.results).with_name(DETECTED_ENTRY)
         base = next((line.split(": ", 1)[1].strip() for line in (beside.read_text().splitlines() if beside.is_file()

@@ -579,15 +579,16 @@ class ClaimContext:
         self._second_order_kept(stats)
         self.note_inputs(stats)
         self._enough_vectors(self.entry, stats.meta.get("n_tokens"), stats.meta.get("n_sequences"),
-                             stats.meta.get("corpus", {}).get("label"))
+                             stats.meta.get("corpus", {}))
         return stats
 
-    def _enough_vectors(self, entry: ModelEntry, n_vectors: int | None, n_items: int | None, label: str | None
-                        ) -> None:
+    def _enough_vectors(self, entry: ModelEntry, n_vectors: int | None, n_items: int | None,
+                        inputs: dict | None) -> None:
         """Refuse the model for this claim (a *refused* skip: exit 2, one line) when its inputs gave fewer hidden-state
         vectors per layer than the claim is decided on (:attr:`~aniso.registry.catalog.Claim.min_vectors`): a verdict
         on a handful of tokens would say nothing about the text. Names the model, the claim, the count and the
-        setting to change. A twin run is exempt: its verdicts check the code path on random weights and are never
+        setting to change (for texts given to :func:`aniso.check` as a list, ``inputs``' provenance says so: more or
+        longer texts). A twin run is exempt: its verdicts check the code path on random weights and are never
         findings, so a few inputs are what it is for."""
         from .registry.catalog import CLAIMS
 
@@ -597,10 +598,17 @@ class ClaimContext:
             return
         modality = modality_of(entry)
         what = modality.vectors if modality is not None else "vectors"
+        from .inputs.text import given_texts
+
+        inputs = inputs or {}
+        decided = f"{entry.id}: {self.result.claim_id} is decided on at least {needed} {what} per layer"
+        if given_texts(inputs.get("origin")):  # a list of texts: no corpus setting, no n_sequences to raise
+            self.skip(ModelRefused(f"{decided}; {inputs.get('label')} gave {n_vectors} {what}; give more or longer "
+                                   "texts"))
         self.skip(ModelRefused(
-            f"{entry.id}: {self.result.claim_id} is decided on at least {needed} {what} per layer; its inputs gave "
-            f"{n_vectors} from {n_items if n_items is not None else '?'} input(s) ({label or 'unnamed'}); give it "
-            "more inputs (setting corpus, or the modality's data folder; setting n_sequences)"))
+            f"{decided}; its inputs gave {n_vectors} from {n_items if n_items is not None else '?'} input(s) "
+            f"({inputs.get('label') or 'unnamed'}); give it more inputs (setting corpus, or the modality's data "
+            "folder; setting n_sequences)"))
 
     def _second_order_kept(self, stats: ModelStats) -> None:
         """Skip the test as not applicable, naming the setting, when the claim reads second-order statistics (SVD
@@ -676,7 +684,7 @@ class ClaimContext:
         self.result.n_items = inputs.get("n_sequences")
         self.result.n_vectors = series.measures[-1].meta.get("n_tokens")
         self._enough_vectors(entry, min((m.meta.get("n_tokens") or 0) for m in series.measures),
-                             inputs.get("n_sequences"), inputs.get("label"))
+                             inputs.get("n_sequences"), inputs)
         return series
 
     def reference_stats(self, all_of: tuple[str, ...]) -> tuple[ModelEntry, ModelStats]:

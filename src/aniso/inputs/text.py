@@ -28,6 +28,17 @@ __all__ = ["Corpus", "CorpusError", "load_corpus", "read_text_file", "corpus_par
 _WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
 
 
+#: The name of the corpus file :func:`aniso.check` writes a list of texts to (in a temporary folder): such a file is
+#: labelled as the texts given (``the 4 texts given as inputs``), not by its name, and a refusal of too few of them
+#: asks for more or longer texts.
+GIVEN_TEXTS = "texts-given-as-inputs.txt"
+
+
+def given_texts(origin: str | None) -> bool:
+    """Whether a corpus's ``origin`` (its file) is the texts a caller gave :func:`aniso.check` as a list."""
+    return origin is not None and Path(origin).name == GIVEN_TEXTS
+
+
 class CorpusError(ValueError):
     """A corpus file that cannot be read or holds too little text."""
 
@@ -253,7 +264,9 @@ def load_corpus(path: Path | str | None, n_sequences: int, seed: int, hub_reacha
         paragraphs = corpus_paragraphs(path)
         fingerprint = _fingerprint(paragraphs)
         known = KNOWN_CORPORA.get(fingerprint)  # named by its content, never by its file name
-        if known is not None:
+        if given_texts(str(path)):  # a list of texts aniso.check wrote to a temporary file: named as given
+            name, label = "local-corpus", f"the {len(paragraphs)} texts given as inputs"
+        elif known is not None:
             name, label = known[0], f"{known[1]} ({path.name})"
         else:
             name, label = "local-corpus", f"local corpus {path.name} (no dataset this suite knows by its content)"

@@ -33,6 +33,14 @@ def _absolute(path: str | Path, root: Path) -> Path:
     return p if p.is_absolute() else root / p
 
 
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is no registry file: ``is a symbolic link to T, which does not exist`` for a link to nothing (as
+    the checks of the cache and report folders say it), else ``is not a file``."""
+    if path.is_symlink() and not path.exists():
+        return f"is a symbolic link to {os.readlink(path)}, which does not exist"
+    return "is not a file"
+
+
 def registry_path(given: str | Path | None = None, setting: str = DEFAULT_REGISTRY, root: str | Path | None = None,
                   *, required: bool = True) -> Path | None:
     """The registry file, absolute (see the module docstring): ``given`` (an explicit argument), else ``setting``
@@ -46,12 +54,13 @@ def registry_path(given: str | Path | None = None, setting: str = DEFAULT_REGIST
     if given is not None:
         path = _absolute(given, root)
         if not path.is_file():
-            raise RegistryError(f"registry: {given} is not a file")
+            raise RegistryError(f"registry: {given} {_not_a_file(path)}")
         return path
     if setting and setting != DEFAULT_REGISTRY:
         path = _absolute(setting, root)
         if not path.is_file():
-            raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {setting} is not a file")
+            raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {setting} "
+                                f"{_not_a_file(path)}")
         return path
     for path in (root / DEFAULT_REGISTRY, _TREE / DEFAULT_REGISTRY):
         if path.is_file():
