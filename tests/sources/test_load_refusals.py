@@ -6,6 +6,7 @@
 - a config naming more layers than the weights hold (randomly initialised layers), or fewer (weights left unread);
 - a truncated or random ``model.safetensors``;
 - a head count that does not divide the width; a ``config.json`` that is a JSON list;
+- weights that are a symbolic link to nothing;
 - `aniso hub import` of a malformed hub id (``../evil``) or of a truncated weights file.
 """
 
@@ -54,6 +55,12 @@ def _random(folder: Path) -> None:
     path.write_bytes(os.urandom(path.stat().st_size))
 
 
+def _dangling_weights(folder: Path) -> None:
+    path = folder / "model.safetensors"
+    path.unlink()
+    path.symlink_to(folder.parent / f"{folder.name}-moved.safetensors")  # a link to nothing
+
+
 FAULTS = {
     "no-tokenizer": (_no_tokenizer, "no tokenizer files"),
     "more-layers": (lambda f: _config(f, num_hidden_layers=3), "would be randomly initialised"),
@@ -64,6 +71,8 @@ FAULTS = {
     "json-list": (lambda f: (f / "config.json").write_text("[1, 2]"), "config.json holds a JSON list"),
     # a field of the wrong type: huggingface_hub's strict-dataclass error (not a ValueError), named with the field
     "wrong-type": (lambda f: _config(f, num_hidden_layers="six"), "Field 'num_hidden_layers' expected int"),
+    # weights that are a symbolic link to a file moved away: named with its target, not a FileNotFoundError
+    "dangling-weights": (_dangling_weights, "model.safetensors is a symbolic link to "),
 }
 
 
