@@ -186,12 +186,32 @@ def test_a_snapshot_without_its_weights_is_not_here(tmp_path, monkeypatch, capsy
     first = import_folder("org/one", _folder(tmp_path / "b", "model.safetensors"))
     assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"
     (first.repo / "snapshots" / first.commit / "model.safetensors").resolve().unlink()  # its link points at nothing
-    assert weights_here(_entry(repo="org/one"), SourceContext()).startswith("missing: in the hub cache, but no safe")
+    assert weights_here(_entry(repo="org/one"), SourceContext()).startswith(
+        "missing: in the hub cache, but no .safetensors weights: model.safetensors is a symbolic link to ")
     capsys.readouterr()
     _weights(tmp_path / "b" / "model" / "model.safetensors", shift=1.0)  # other weights
     assert main(["hub", "import", "org/one", str(tmp_path / "b" / "model")]) == 0
     assert f"refs/main named commit {first.commit} before" in capsys.readouterr().out
     assert weights_here(_entry(repo="org/one"), SourceContext()) == "here (hub cache)"
+
+
+def test_a_snapshot_whose_tokenizer_blob_is_gone_is_refused_naming_the_file(tmp_path, monkeypatch):
+    """A blob of the snapshot deleted (here the tokenizer's; the weights are there): the load is refused in one line
+    naming the file as a symbolic link to nothing, not a FileNotFoundError in the middle of a claim."""
+    from huggingface_hub import constants
+
+    from aniso.sources import ModelRefused
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    imported = import_folder(HUB_ID, FOLDER)
+    (imported.repo / "snapshots" / imported.commit / "tokenizer.json").resolve().unlink()
+    assert weights_here(_entry(), SourceContext()) == "here (hub cache)"  # the weights are
+    with pytest.raises(ModelRefused) as refused:
+        load_model(_entry(), SourceContext())
+    msg = str(refused.value)
+    assert "\n" not in msg and msg.startswith("minilm-hub: ")
+    assert f"tokenizer.json is a symbolic link to {imported.repo / 'blobs'}/" in msg and "does not exist" in msg
 
 
 def test_a_downloaded_snapshot_reads_as_downloaded(tmp_path):

@@ -6,6 +6,8 @@
 - a config naming more layers than the weights hold (randomly initialised layers), or fewer (weights left unread);
 - a truncated or random ``model.safetensors``;
 - a head count that does not divide the width; a ``config.json`` that is a JSON list;
+- weights that are a symbolic link to nothing; a ``tokenizer.json`` that is not JSON; a WordPiece ``vocab.txt`` that
+  is empty or lacks the unknown-word token;
 - `aniso hub import` of a malformed hub id (``../evil``) or of a truncated weights file.
 """
 
@@ -54,6 +56,17 @@ def _random(folder: Path) -> None:
     path.write_bytes(os.urandom(path.stat().st_size))
 
 
+def _dangling_weights(folder: Path) -> None:
+    path = folder / "model.safetensors"
+    path.unlink()
+    path.symlink_to(folder.parent / f"{folder.name}-moved.safetensors")  # a link to nothing
+
+
+def _wordpiece_only(folder: Path, vocabulary: str) -> None:
+    (folder / "tokenizer.json").unlink(missing_ok=True)  # transformers then reads vocab.txt
+    (folder / "vocab.txt").write_text(vocabulary, encoding="utf-8")
+
+
 FAULTS = {
     "no-tokenizer": (_no_tokenizer, "no tokenizer files"),
     "more-layers": (lambda f: _config(f, num_hidden_layers=3), "would be randomly initialised"),
@@ -64,6 +77,15 @@ FAULTS = {
     "json-list": (lambda f: (f / "config.json").write_text("[1, 2]"), "config.json holds a JSON list"),
     # a field of the wrong type: huggingface_hub's strict-dataclass error (not a ValueError), named with the field
     "wrong-type": (lambda f: _config(f, num_hidden_layers="six"), "Field 'num_hidden_layers' expected int"),
+    # weights that are a symbolic link to a file moved away: named with its target, not a FileNotFoundError
+    "dangling-weights": (_dangling_weights, "model.safetensors is a symbolic link to "),
+    # preprocessing files that transformers cannot read: named, not a bare JSONDecodeError / WordPiece error
+    "tokenizer-json": (lambda f: (f / "tokenizer.json").write_text('{"version": \n'),
+                       "tokenizer.json is not valid JSON (Expecting value: line 2 column 1"),
+    "vocab-empty": (lambda f: _wordpiece_only(f, ""), "vocab.txt is empty"),
+    "vocab-without-unk": (lambda f: _wordpiece_only(f, "hello\nworld\n"),
+                          "or cannot read text (Exception: WordPiece error: "
+                          "Missing [UNK] token"),
 }
 
 
@@ -113,3 +135,22 @@ def test_hub_import_refuses_a_malformed_id_and_damaged_weights(twin, tmp_path, c
     err = capsys.readouterr().err
     assert f"{folder}: model.safetensors: truncated" in err and err.count("\n") == 1
     assert not (tmp_path / "hub" / "models--org--bert-twin").exists()
+
+
+def test_preprocessing_files_that_are_not_json_or_hold_no_tokens_are_named(tmp_path):
+    """The check before any load: each tokenizer or processor JSON file that is not JSON is named with the error's
+    line and column; a WordPiece vocab.txt of nothing (and no tokenizer.json) is named as empty."""
+    from aniso.sources.hub import preprocessing_problem
+
+    (tmp_path / "vocab.txt").write_text("[UNK]\nhello\n")
+    assert preprocessing_problem(tmp_path, "text") is None
+    (tmp_path / "special_tokens_map.json").write_text("{'unk_token': '[UNK]'}")
+    assert preprocessing_problem(tmp_path, "text").startswith(
+        "special_tokens_map.json is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2")
+    (tmp_path / "special_tokens_map.json").unlink()
+    (tmp_path / "vocab.txt").write_text(" \n\n")
+    assert preprocessing_problem(tmp_path, "text").startswith("vocab.txt is empty")
+    (tmp_path / "preprocessor_config.json").write_text('{"size": 224,}')
+    assert preprocessing_problem(tmp_path, "vision") == (
+        "preprocessor_config.json is not valid JSON (Expecting property name enclosed in double quotes: line 1 "
+        "column 14 (char 13))")

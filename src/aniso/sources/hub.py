@@ -67,17 +67,21 @@ _BUILD_ERRORS = _build_errors()
 
 def folder_problem(folder: str | Path, modality: str) -> str | None:
     """What a model folder lacks or has wrong for a faithful load, read from its files without loading a tensor, or
-    None. Checked: ``config.json`` is there and is a JSON object; every ``.safetensors`` file's header agrees with its
-    size (:func:`aniso.sources.hubcache.safetensors_problem`) and the shards an index names are there; the
+    None. Checked: no weights, config or tokenizer file is a symbolic link to nothing
+    (:func:`aniso.sources.hubcache.dangling_link`); ``config.json`` is there and is a JSON object; every
+    ``.safetensors`` file's header agrees with its size (:func:`aniso.sources.hubcache.safetensors_problem`) and the shards an index names are there; the
     preprocessing files of ``modality`` are there: for text, the tokenizer's vocabulary (one of
     :data:`VOCABULARY_FILES`, unless the tokenizer class, from ``tokenizer_config.json``, needs none:
     :data:`NO_VOCABULARY_TOKENIZERS`, or is the repository's own code), for speech and vision
     ``preprocessor_config.json``. The answer is one phrase naming the file."""
     import json
 
-    from .hubcache import missing_weights, safetensors_problem
+    from .hubcache import dangling_link, missing_weights, safetensors_problem
 
     folder = Path(folder)
+    broken = dangling_link(folder)  # weights, config or tokenizer file that is a link to nothing
+    if broken is not None:
+        return broken
     config = folder / "config.json"
     if not config.is_file():
         return "no config.json (a transformers model folder has one)"
@@ -123,9 +127,65 @@ def preprocessing_problem(folder: str | Path, modality: str) -> str | None:
         if not any((folder / name).is_file() for name in VOCABULARY_FILES):
             return ("no tokenizer files: none of " + ", ".join(VOCABULARY_FILES[:5]) + "... (without them "
                     "transformers builds a tokenizer of a few tokens and every word becomes unknown)")
+        for name in TOKENIZER_JSON_FILES:
+            problem = _json_problem(folder / name)
+            if problem is not None:
+                return problem
+        vocab = folder / "vocab.txt"
+        if not (folder / "tokenizer.json").is_file() and vocab.is_file() and not _holds_text(vocab):
+            return ("vocab.txt is empty: no tokens, not even the unknown-word token (a WordPiece vocabulary lists "
+                    "one token a line)")
     elif not (folder / "preprocessor_config.json").is_file():
         return f"no preprocessor_config.json (the {form.processor} of the model)"
+    else:
+        return _json_problem(folder / "preprocessor_config.json")
     return None
+
+
+#: A sentence a loaded tokenizer must read (words, digits, an accent, a CJK character and a symbol that a vocabulary
+#: may lack: a tokenizer without an unknown-word token fails on them as it would on the corpus).
+TOKENIZER_PROBE = "The quick brown fox jumps over the lazy dog, 0123456789 times. Caf\u00e9 \u4e2d \u2603"
+
+#: JSON files of a tokenizer, besides ``tokenizer_config.json`` (checked with the tokenizer class it names).
+TOKENIZER_JSON_FILES = ("tokenizer.json", "special_tokens_map.json", "added_tokens.json", "vocab.json")
+
+
+def _json_problem(path: Path) -> str | None:
+    """``"NAME is not valid JSON (the error, with its line and column)"`` for a file that is there and is not JSON
+    (or not UTF-8), else None."""
+    import json
+
+    if not path.is_file():
+        return None
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"{path.name} is not valid JSON ({exc})"
+    except OSError as exc:
+        return f"{path.name} cannot be read ({exc.strerror or type(exc).__name__})"
+    return None
+
+
+def _holds_text(path: Path) -> bool:
+    """Whether a text file holds anything but white space (read up to its first non-blank bytes)."""
+    try:
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 16), b""):
+                if chunk.strip():
+                    return True
+    except OSError:  # unreadable: the tokenizer's load says so
+        return True
+    return False
+
+
+def _preprocessing_files(folder: str | Path | None, modality: str) -> str:
+    """The preprocessing files a folder holds for ``modality``, named for a refusal: ``"tokenizer_config.json,
+    vocab.txt"``; ``"its tokenizer files"`` (``"its preprocessor_config.json"``) where there is no folder."""
+    if modality != "text":
+        return "preprocessor_config.json"
+    names = ("tokenizer_config.json", *VOCABULARY_FILES, "special_tokens_map.json", "added_tokens.json", "merges.txt")
+    held = [name for name in dict.fromkeys(names) if folder is not None and (Path(folder) / name).is_file()]
+    return ", ".join(held) if held else "its tokenizer files"
 
 
 def weights_problem(model: Any, info: dict) -> str | None:
@@ -231,7 +291,9 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
     initialised at random: it is no hidden state.
 
     Raises OSError as transformers does when the files cannot be found; :class:`~aniso.sources.base.ModelRefused`
-    (one line naming the folder or id and what is wrong) when the files are there but cannot be loaded faithfully.
+    (one line naming the folder or id and what is wrong) when the files are there but cannot be loaded faithfully,
+    also when the tokenizer or processor of a folder cannot be loaded from its files (naming them and the first line
+    of the error, :func:`_preprocessing_refused`).
     """
     from pathlib import Path as _Path
 
@@ -280,8 +342,36 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         "vision": lambda: (None, pretrained_image_processor(where, **common)),
         "text": lambda: (AutoTokenizer.from_pretrained(where, **common), None),
     }
-    tokenizer, processor = preprocessors[entry.modality]()
+    try:
+        tokenizer, processor = preprocessors[entry.modality]()
+        if tokenizer is not None and callable(tokenizer):
+            # a vocabulary that loads but cannot read text (a WordPiece vocabulary without its unknown-word token
+            # fails on the first word it lacks): said here, not in the middle of a claim
+            tokenizer(TOKENIZER_PROBE)
+    except OSError as exc:
+        if folder is None:  # a download: not found or not reachable, as transformers says
+            raise
+        _preprocessing_refused(entry, label, folder, exc)
+    except ImportError:  # a package the tokenizer class needs (sentencepiece, ...): not the files' fault
+        raise
+    except BaseException as exc:  # noqa: BLE001 - also the Rust tokenizers' PanicException, not an Exception
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise  # KeyboardInterrupt, SystemExit
+        _preprocessing_refused(entry, label, folder, exc)
     return model, tokenizer, processor
+
+
+def _preprocessing_refused(entry, label: str, folder, exc: BaseException) -> None:
+    """Raise :class:`~aniso.sources.base.ModelRefused`: the preprocessing files of a model cannot be loaded (a
+    tokenizer's vocabulary that transformers or tokenizers rejects); one line naming the model, the folder, the files
+    and the first line of the error."""
+    from .base import ModelRefused
+
+    what = "tokenizer" if entry.modality == "text" else "preprocessor"  # read from the files, or tried on text
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    files = _preprocessing_files(folder, entry.modality)
+    raise ModelRefused(f"{entry.id}: {label}: its {what} cannot be loaded from {files}, or cannot read text "
+                       f"({type(exc).__name__}{': ' + first[:240] if first else ''})") from None
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
-           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem"]
+           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem", "dangling_link", "link_to_nothing"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
 HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
@@ -375,6 +375,29 @@ def resolve_commit(hub_id: str, revision: str = "main", cache_dir: str | Path | 
     return None
 
 
+#: Suffixes of the files of a model folder that a load or a fingerprint reads (weights, config, tokenizer).
+MODEL_FILE_SUFFIXES = (".safetensors", ".json", ".txt", ".model", ".codes")
+
+
+def link_to_nothing(path: Path) -> str | None:
+    """``"NAME is a symbolic link to TARGET, which does not exist"`` when ``path`` is a symbolic link whose target
+    (followed to the end, a relative one resolved) is not there, else None."""
+    if path.is_symlink() and not path.exists():
+        return f"{path.name} is a symbolic link to {path.resolve()}, which does not exist"
+    return None
+
+
+def dangling_link(folder: Path) -> str | None:
+    """The first model file of ``folder`` (weights, config, tokenizer: :data:`MODEL_FILE_SUFFIXES`) that is a
+    symbolic link to nothing, in one phrase (:func:`link_to_nothing`), or None."""
+    for path in sorted(folder.iterdir()):
+        if path.suffix in MODEL_FILE_SUFFIXES:
+            broken = link_to_nothing(path)
+            if broken is not None:
+                return broken
+    return None
+
+
 def missing_weights(snapshot: Path) -> str | None:
     """What a snapshot or model folder lacks for the hub and local sources (which load safetensors only), or None: no
     ``.safetensors`` file (naming the weight files of other formats it holds), or shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
@@ -393,6 +416,9 @@ def missing_weights(snapshot: Path) -> str | None:
             return (f"no .safetensors weights, only {', '.join(others[:3])}{'...' if len(others) > 3 else ''}, which "
                     "the suite does not load (pickled or framework-specific weights); convert them once, where you "
                     "trust them: model.save_pretrained(FOLDER, safe_serialization=True)")
+        broken = [p for p in sorted(snapshot.glob("*.safetensors")) if link_to_nothing(p)]
+        if broken:  # a blob of the hub cache deleted, or a folder's link to weights moved away
+            return f"no .safetensors weights: {link_to_nothing(broken[0])}"
         return "no .safetensors weights (the suite loads safetensors only)"
     return None
 

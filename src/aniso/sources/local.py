@@ -40,8 +40,18 @@ def directory(entry, ctx: SourceContext) -> Path:
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
+    """``local:`` and the hash of the folder's files (:func:`weight_files_fingerprint`). Raises ModelRefused naming
+    the folder and the file when one of them is a symbolic link to nothing (it cannot be read, nor the model
+    loaded)."""
+    from .base import ModelRefused
+    from .hubcache import dangling_link
+
     check_permissions(entry)
-    return f"local:{weight_files_fingerprint(directory(entry, ctx))}{placement_key(entry.source)}"
+    path = directory(entry, ctx)
+    broken = dangling_link(path)
+    if broken is not None:
+        raise ModelRefused(f"{entry.id}: {path}: {broken}")
+    return f"local:{weight_files_fingerprint(path)}{placement_key(entry.source)}"
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
