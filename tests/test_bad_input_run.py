@@ -628,3 +628,40 @@ def test_record_names_the_registrys_own_problem_before_the_results(tmp_path, cap
     assert main(["record", str(results), "--registry", str(bad), "--dry-run"]) == 2
     line = _one_line(capsys)
     assert line.startswith(f"aniso record: {bad}") and says in line and "was not written" not in line, line
+
+
+def test_a_verdict_on_one_input_is_refused(clean_env, tiny_bert_dir, monkeypatch, capsys):
+    """Setting n_sequences 1: one paragraph, however long, gives no verdict over inputs (nothing to resample, nothing
+    beyond it): the model is refused for the claim in one line naming the setting, exit 2; 2 paragraphs are measured."""
+    corpus = clean_env / "long.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(60)) for i in range(8)) + "\n")
+    monkeypatch.setenv("ANISO_CORPUS", str(corpus))
+    registry = str(_tiny_registry(clean_env, tiny_bert_dir))
+    code = main(["run", "tiny", "--registry", registry, *TINY_RUN, "--", "--aniso-max-length", "64",
+                 "--aniso-n-bootstrap", "0", "--aniso-n-sequences", "1"])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-3000:] + err[-3000:]
+    (refused,) = [line for line in err.splitlines() if "refused:" in line]
+    assert ("tiny: G.token-nlp-anisotropic is decided over inputs, at least 2" in refused
+            and "its inputs gave 1 (" in refused and "setting n_sequences" in refused), refused
+    code = main(["run", "tiny", "--registry", registry, *TINY_RUN, "--", "--aniso-max-length", "64",
+                 "--aniso-n-bootstrap", "0", "--aniso-n-sequences", "2"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1) and "refused" not in err, out[-3000:] + err[-3000:]
+
+
+def test_a_max_length_that_leaves_mostly_special_tokens_is_refused(clean_env, tiny_bert_dir, capsys):
+    """Setting max_length 3 leaves a BERT one word between [CLS] and [SEP]: two thirds of the vectors measured would
+    be the tokenizer's own. Refused in one line naming the setting, the counts and the smallest length that is not;
+    exit 2. At that length (4) the model is measured."""
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    run = ["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
+           "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"]
+    assert main(run + ["--aniso-max-length", "3"]) == 2
+    out, err = capsys.readouterr()
+    (refused,) = [line for line in err.splitlines() if "refused:" in line]
+    assert re.search(r"setting max_length 3 leaves 8 known token\(s\) against 16 special-token vectors \(2 per "
+                     r"sequence\) in the first 8 paragraph\(s\).*\(setting max_length: at least 4;", refused), refused
+    main(run + ["--aniso-max-length", "4"])
+    assert "setting max_length" not in capsys.readouterr().err

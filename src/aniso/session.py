@@ -594,7 +594,15 @@ class ClaimContext:
 
         claim = CLAIMS.get(self.result.claim_id)
         needed = claim.min_vectors if claim is not None else 0
-        if n_vectors is None or n_vectors >= needed or self._session.twin is not None:
+        if self._session.twin is not None:
+            return
+        if needed and n_items is not None and n_items < 2:  # one input: nothing to resample, nothing beyond it
+            label = (inputs or {}).get("label") or "unnamed"
+            self.skip(ModelRefused(
+                f"{entry.id}: {self.result.claim_id} is decided over inputs, at least 2 (its interval resamples them, "
+                f"and one paragraph's tokens say nothing beyond it); its inputs gave {n_items} ({label}); give it "
+                "more inputs (setting n_sequences, or the corpus / the modality's data folder)"))
+        if n_vectors is None or n_vectors >= needed:
             return
         modality = modality_of(entry)
         what = modality.vectors if modality is not None else "vectors"

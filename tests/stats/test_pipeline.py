@@ -203,3 +203,31 @@ def test_a_paragraph_that_makes_the_model_non_finite_is_left_out_and_named(tmp_p
     (name, reason), = described["skipped"].items()
     assert name == "paragraph 4 of the sample (words of paragraph 3)"
     assert "makes m produce non-finite hidden states (layer 0" in reason
+
+
+def test_the_real_token_check_reads_long_paragraphs_without_the_tokenizers_length_warning(tiny_bert_dir):
+    """A paragraph longer than the model reads: the check counts its tokens without transformers' warning that the
+    sequence "will result in indexing errors" (the extraction cuts every paragraph at max_length), and refuses nothing
+    here; the same tokenizer call without ``verbose=False`` does warn (so this test can fail)."""
+    import logging
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from aniso.stats.pipeline import _check_real_tokens
+
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    try:
+        texts = [" ".join(f"w{(i + j) % 40}" for j in range(50)) for i in range(4)]
+        loaded = SimpleNamespace(entry=SimpleNamespace(id="m"),
+                                 tokenizer=AutoTokenizer.from_pretrained(tiny_bert_dir, model_max_length=8))
+        _check_real_tokens(loaded, SimpleNamespace(items=texts, label="long"), 8)
+        assert not any("indexing errors" in m for m in said), said
+        AutoTokenizer.from_pretrained(tiny_bert_dir, model_max_length=8)(texts, add_special_tokens=False)
+        assert any("indexing errors" in m for m in said)
+    finally:
+        logger.removeHandler(handler)

@@ -381,8 +381,8 @@ _DECIDED = {HOLDS: True, UNEXPECTEDLY_HOLDS: True, DOES_NOT_HOLD: False, EXPECTE
 
 def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
     """What in one result contradicts the catalogue or itself, in words, or None: a claim the catalogue does not
-    hold; a measured verdict for a model the document neither measured nor lists; a decided verdict on fewer vectors
-    per layer than the claim is decided on (:attr:`aniso.registry.catalog.Claim.min_vectors`); a width ``d`` or a
+    hold; a decided verdict (not a twin's) on fewer vectors per layer than the claim is decided on
+    (:attr:`aniso.registry.catalog.Claim.min_vectors`) or on fewer than 2 inputs; a width ``d`` or a
     number of layers below 1, or per-layer values of another number than ``n_layers``; a decided verdict that its own
     deciding statistic contradicts (``uncertainty``: value, rule and threshold; the adjusted p-value where the claim
     is decided on it)."""
@@ -392,9 +392,12 @@ def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
     if claim is None:
         return f"claim_id {r.claim_id!r} is no claim of this aniso's catalogue"
     decided = _DECIDED.get(r.verdict)
-    if decided is not None and r.n_vectors is not None and r.n_vectors < claim.min_vectors:
-        return (f"a {r.verdict!r} verdict on {r.n_vectors} vector(s) per layer, but {r.claim_id} is decided on at "
-                f"least {claim.min_vectors}")
+    if decided is not None and not r.twin:  # (a twin's verdicts check the code path on a few inputs, by design)
+        if r.n_vectors is not None and r.n_vectors < claim.min_vectors:
+            return (f"a {r.verdict!r} verdict on {r.n_vectors} vector(s) per layer, but {r.claim_id} is decided on at "
+                    f"least {claim.min_vectors}")
+        if claim.min_vectors and r.n_items is not None and r.n_items < 2:
+            return f"a {r.verdict!r} verdict on {r.n_items} input(s), but {r.claim_id} is decided over at least 2"
     m = r.measured
     for key in ("d", "n_layers"):
         if key in m and m[key] is not None and (not isinstance(m[key], int) or isinstance(m[key], bool)

@@ -286,7 +286,7 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     ``wait_free``: see :func:`compute_stats`.
     """
     if modality.tokens and loaded.tokenizer is not None:
-        _check_real_tokens(loaded, inputs)
+        _check_real_tokens(loaded, inputs, settings.max_length)
     for _ in range(MAX_NON_FINITE_PASSES):
         try:
             return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard, wait_free)
@@ -366,33 +366,41 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
     return reduce_model_stats(stats)
 
 
-def _check_real_tokens(loaded: LoadedModel, inputs) -> None:
+def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None) -> None:
     """Refuse a corpus that gives the model's tokenizer too little text to measure: fewer known tokens (neither special
     ones, [CLS], [SEP], padding, ..., nor the unknown-word token [UNK]) than there are paragraphs, or more unknown-word
     tokens than known ones (every unknown word shares one input vector, so such a corpus measures the [UNK] embedding,
-    not the text: a corpus of emoji read by a WordPiece vocabulary). Its vectors would be those of the special tokens
-    or of [UNK], and any verdict on them about the text is wrong. Tokenizes in chunks of 256 paragraphs until there
-    are enough known tokens (the share of [UNK] is judged on what was read). Raises :class:`ModelRefused` naming the
-    model, the corpus and the counts."""
+    not the text: a corpus of emoji read by a WordPiece vocabulary), or, with sequences cut at ``max_length`` tokens
+    (the setting; the tokenizer's special tokens of each sequence included), more special-token vectors than known
+    ones among those measured (``max_length`` 3 leaves BERT one word between [CLS] and [SEP]). Its vectors would be
+    those of the special tokens or of [UNK], and any verdict on them about the text is wrong. Tokenizes in chunks of
+    256 paragraphs until there are enough known tokens (the shares are judged on what was read). Raises
+    :class:`ModelRefused` naming the model, the corpus (or the setting) and the counts."""
     items = list(inputs.items)
     tokenizer = loaded.tokenizer
     unk = getattr(tokenizer, "unk_token_id", None)
     special = set(getattr(tokenizer, "all_special_ids", []) or []) - {unk}
     if not items or not callable(tokenizer):
         return
-    known = unknown = read = 0
+    try:  # the special tokens the tokenizer adds to each sequence ([CLS] and [SEP]: 2; a decoder's BOS: 1)
+        added = int(tokenizer.num_special_tokens_to_add(pair=False))
+    except (AttributeError, TypeError, ValueError, NotImplementedError):
+        added = 0
+    room = None if max_length is None else max(max_length - added, 0)  # text tokens of a sequence measured
+    known = unknown = read = kept = 0
     for start in range(0, len(items), 256):
-        try:
-            ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False)["input_ids"]
+        try:  # (verbose=False: no warning that a paragraph is longer than the model reads; the extraction cuts it)
+            ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False, verbose=False)["input_ids"]
         except Exception:  # noqa: BLE001 - a tokenizer that cannot say: the extraction reads it as it does
             return
         read = min(start + 256, len(items))
         for row in ids:
-            for i in row:
+            for j, i in enumerate(row):
                 if i == unk:
                     unknown += 1
                 elif i not in special:
                     known += 1
+                    kept += room is None or j < room
         if known >= len(items):
             break
     label = getattr(inputs, "label", "")
@@ -406,6 +414,11 @@ def _check_real_tokens(loaded: LoadedModel, inputs) -> None:
                            f"this model's tokenizer ({unknown} [UNK] against {known} known in its first {read} "
                            "paragraph(s)); every unknown word shares one input vector, so the measure would be of "
                            "[UNK], not of the text (setting corpus: a text in a script the model's vocabulary holds)")
+    if room is not None and added * read > kept:
+        raise ModelRefused(f"{loaded.entry.id}: setting max_length {max_length} leaves {kept} known token(s) against "
+                           f"{added * read} special-token vectors ({added} per sequence) in the first {read} "
+                           "paragraph(s) of the corpus: most vectors measured would be the tokenizer's own, not the "
+                           f"text's (setting max_length: at least {2 * added}; the papers read 512)")
 
 
 def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
