@@ -124,7 +124,7 @@ def test_the_digest_covers_fields_it_does_not_know_by_name(tmp_path):
                                                     r"G\.drift-correlation-pearson is decided on at least \d+"),
     (lambda d: d["results"][0]["measured"].update(d=-384), "measured d is -384, not a count of at least 1"),
     (lambda d: d["results"][0]["measured"].update(n_layers=7, avg_cos_per_layer=[0.1, 0.2]),
-     "measured avg_cos_per_layer holds 2 value\(s\), but n_layers is 7"),
+     r"measured avg_cos_per_layer holds 2 value\(s\), but n_layers is 7"),
     (lambda d: d["results"][0].update(uncertainty=_uncertainty(value=0.3)),
      r"verdict 'holds', but its deciding statistic p = 0\.3 does not satisfy the rule < 0\.05"),
     (lambda d: d["results"][0].update(verdict="expected not to hold", uncertainty=_uncertainty(value=0.01)),
