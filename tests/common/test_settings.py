@@ -54,3 +54,13 @@ def test_every_setting_has_help():
     from dataclasses import fields
 
     assert {f.name for f in fields(Settings)} == set(SETTING_HELP)
+
+
+@pytest.mark.parametrize("value", ["maybe", "2", "hide"])
+def test_a_progress_switch_that_is_no_switch_is_refused(value):
+    """ANISO_PROGRESS=maybe was taken for "show the bars" without a word; it is refused naming the variable and the
+    words it takes. 0, off, 1, yes (any case) and empty are taken."""
+    with pytest.raises(SettingError, match=rf"^environment variable ANISO_PROGRESS is '{value}'; give 0"):
+        Settings.from_sources({}, {"ANISO_PROGRESS": value})
+    for fine in ("0", "off", "1", "YES", ""):
+        Settings.from_sources({}, {"ANISO_PROGRESS": fine})

@@ -131,6 +131,10 @@ def test_the_digest_covers_fields_it_does_not_know_by_name(tmp_path):
      r"verdict 'expected not to hold', but its deciding statistic p = 0\.01 satisfies the rule < 0\.05"),
     (lambda d: d["results"][0].update(p_adjusted=0.2, uncertainty=_uncertainty(value=0.01)),
      r"verdict 'holds', but its deciding statistic p = 0\.2 does not satisfy"),  # decided on the adjusted p-value
+    (lambda d: d["results"][0]["measured"].update(max_avg_cos=0.9, avg_cos_per_layer=[0.1, 0.25441]),
+     r"measured max_avg_cos is 0\.9, but the largest of avg_cos_per_layer is 0\.25441"),
+    (lambda d: d["results"][0]["measured"].update(max_avg_cos=0.25, q95=0.08, margin=0.7),
+     r"measured margin is 0\.7, but max_avg_cos − q95 is 0\.1(7|69)"),
     (lambda d: d["results"][0].update(p_value=1.5), r"results\.0\.p_value: Input should be less than or equal to 1"),
     (lambda d: d["results"][0].update(n_vectors=-5), r"results\.0\.n_vectors: Input should be greater than or equal"),
     (lambda d: d["results"][0].update(uncertainty=_uncertainty(value=0.01, low=0.5, high=0.1)),
@@ -161,3 +165,19 @@ def test_the_git_commit_is_the_projects_own_or_unknown(tmp_path):
     assert _git_commit(outer) is not None
     assert _git_commit(outer / "project") is None
     assert provenance(outer / "project", {}, None).git_commit is None
+
+
+def test_a_key_given_twice_in_a_results_file_is_refused(tmp_path):
+    """JSON keeps the last of two equal keys without a word ("verdict": "does not hold", then "holds"): a results file
+    that gives a key twice in one object is refused in one line naming the key, even with its digest made to match."""
+    from aniso.judge.results import content_digest
+
+    path = _written(tmp_path, [_result()])
+    data = json.loads(path.read_text())
+    data.pop("digest")
+    data["digest"] = content_digest(data)
+    text = json.dumps(data).replace('"verdict": "holds"', '"verdict": "does not hold", "verdict": "holds"', 1)
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"results\.json: the key 'verdict' is given twice in one object") as err:
+        read_results(path)
+    assert len(str(err.value).splitlines()) == 1

@@ -79,6 +79,11 @@ def test_valid_minimal_file(tmp_path):
         (lambda e: e + "    expected: {G.not-a-claim: {verdict: holds, reason: x}}\n", r"unknown claim id"),
         (lambda e: e + "    trust_remote_code: true\n", r"needs_remote_code"),
         (lambda e: e.replace("    modality: text\n", ""), r"models\[0\] \(id 'tiny'\): modality: Field required"),
+        (lambda e: e + "    params_m: true\n", r"models\[0\] \(id 'tiny'\): params_m: Input should be a valid number"),
+        (lambda e: e + "    tags: ['']\n", r"models\[0\] \(id 'tiny'\): tags\.0: String should match pattern"),
+        (lambda e: e + "    tiny: {hidden_size: -32, num_hidden_layers: 2}\n",
+         r"models\[0\] \(id 'tiny'\): tiny: .*tiny\.hidden_size is -32: a size or count, a whole number of at least 1"),
+        (lambda e: e + "    tiny: {hidden_size: 32, num_attention_heads: true}\n", r"tiny\.num_attention_heads is True"),
     ],
 )
 def test_malformed_entry_names_file_entry_and_field(tmp_path, mutation, expected):
@@ -333,3 +338,16 @@ def test_an_unknown_model_id_is_one_line_with_the_closest_id(tmp_path):
     assert isinstance(info.value, UnknownModel)
     assert str(info.value) == f"no model 'tini' in registry {path}; did you mean 'tiny'?"
     assert str(pytest.raises(KeyError, registry.get, "zzzz").value).endswith("(aniso list models)")
+
+
+def test_a_registry_nested_past_the_recursion_limit_is_one_line(tmp_path, capsys):
+    """20,000 lists inside each other: a RegistryError naming the file (was a RecursionError traceback through
+    aniso list, stats, block-sweep, the API and pytest), exit 2 at the command line."""
+    from aniso.cli import main
+
+    deep = write(tmp_path, "models:\n  - id: x\n    tags: " + "[" * 20_000 + "]" * 20_000 + "\n")
+    with pytest.raises(RegistryError, match=r"models\.yaml: its YAML is nested too deeply to read"):
+        load_registry(deep)
+    assert main(["list", "models", "--registry", str(deep)]) == 2
+    err = capsys.readouterr().err
+    assert "nested too deeply" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -58,3 +58,19 @@ def test_an_entry_corrupt_a_second_time_keeps_the_first_corrupt_copy(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cache.load(key) is not None
+
+
+@pytest.mark.parametrize("which", ["safetensors", "json"])
+def test_an_entry_file_that_is_a_link_is_moved_aside_without_being_read(tmp_path, which):
+    """An entry's data file or sidecar replaced by a symbolic link (to /dev/zero, which a checksum would read
+    forever): the entry is corrupt, moved aside with a warning naming the link, and recomputed; nothing is read
+    through the link."""
+    cache = StatsCache(tmp_path / "cache")
+    key = cache_key({"model": "m"})
+    cache.save(key, _stats())
+    entry = tmp_path / "cache" / f"{key}.{which}"
+    entry.unlink()
+    entry.symlink_to("/dev/zero")
+    with pytest.warns(RuntimeWarning, match=rf"{key}\.{which} is a symbolic link, not a file the cache wrote"):
+        assert cache.load(key) is None
+    assert not entry.exists() and not entry.is_symlink()

@@ -56,6 +56,9 @@ _FALSE = ("0", "false", "no", "off")
 #: The ``ANISO_*`` environment variables that are not settings, and what reads them. Any other ``ANISO_*`` variable
 #: that is not ``ANISO_<SETTING>`` is refused where a run's settings are built: a misspelt one (``ANISO_CORPSU``)
 #: would otherwise be ignored and the run measure another corpus than the one meant.
+#: The words a switch variable (``ANISO_PROGRESS``) may hold; empty is unset.
+_SWITCH_WORDS = ("", "0", "false", "no", "off", "1", "true", "yes", "on")
+
 OTHER_VARIABLES: dict[str, str] = {
     "ANISO_PROGRESS": "0 hides the progress bars (aniso.common.progress)",
     "ANISO_PEER_PYTHON": "the Python that runs the other TwoNN estimators (aniso bench twonn)",
@@ -377,6 +380,10 @@ class Settings:
         misspelt = _unknown_variable(environ)
         if misspelt is not None:
             raise SettingError(misspelt)
+        progress = environ.get("ANISO_PROGRESS")
+        if progress is not None and progress.strip().lower() not in _SWITCH_WORDS:
+            raise SettingError(f"environment variable ANISO_PROGRESS is {progress!r}; give 0 (hide the progress bars) "
+                               "or 1 (one of 0/false/no/off, 1/true/yes/on), or unset it")
         empty = _empty_value(texts, environ, skip=set(options))
         if empty is not None:
             raise SettingError(empty)

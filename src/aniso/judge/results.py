@@ -407,6 +407,9 @@ def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
         for key, value in m.items():
             if key.endswith("_per_layer") and isinstance(value, list) and len(value) != m["n_layers"]:
                 return f"measured {key} holds {len(value)} value(s), but n_layers is {m['n_layers']}"
+    problem = _measured_problem(m)
+    if problem is not None:
+        return problem
     u = r.uncertainty
     if decided is not None and u is not None and u.holds_if in _COMPARISONS and u.threshold is not None \
             and u.value is not None:
@@ -415,6 +418,26 @@ def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
         if _COMPARISONS[u.holds_if](value, u.threshold) != decided:
             return (f"verdict {r.verdict!r}, but its deciding statistic {u.statistic} = {value!r} "
                     f"{'does not satisfy' if decided else 'satisfies'} the rule {u.holds_if} {u.threshold!r}")
+    return None
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _measured_problem(m: dict[str, Any]) -> str | None:
+    """Numbers of one result's ``measured`` that contradict each other, in words, or None: ``max_avg_cos`` that is
+    not the largest of ``avg_cos_per_layer`` (which a run writes rounded to 5 decimals), or a ``margin`` that is not
+    ``max_avg_cos`` − ``q95``."""
+    layers = m.get("avg_cos_per_layer")
+    if _number(m.get("max_avg_cos")) and isinstance(layers, list) and layers and all(_number(v) for v in layers) \
+            and abs(m["max_avg_cos"] - max(layers)) > 1e-5:
+        return (f"measured max_avg_cos is {m['max_avg_cos']!r}, but the largest of avg_cos_per_layer is "
+                f"{max(layers)!r}")
+    if all(_number(m.get(k)) for k in ("margin", "max_avg_cos", "q95")) \
+            and abs(m["margin"] - (m["max_avg_cos"] - m["q95"])) > 1e-9 * max(1.0, abs(m["max_avg_cos"])):
+        return (f"measured margin is {m['margin']!r}, but max_avg_cos − q95 is "
+                f"{m['max_avg_cos'] - m['q95']!r}")
     return None
 
 
@@ -459,6 +482,19 @@ MAX_RESULTS_BYTES = 256 * 2**20
 
 class _NonFiniteNumber(ValueError):
     """A JSON constant (NaN, Infinity, -Infinity) in a results file: :func:`write_results` writes them as null."""
+
+
+class _KeyTwice(ValueError):
+    """A key given twice in one JSON object of a results file."""
+
+
+def _no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _KeyTwice(repr(key))
+        out[key] = value
+    return out
 
 
 def _refuse_constant(name: str):
@@ -575,7 +611,8 @@ def read_results(path: Path, *, require_digest: bool = True) -> ResultsDocument:
     """Read a ``results.json`` written by :func:`write_results`, and validate it.
 
     Raises ValueError (one line) naming the file if it is no regular file (a device, a FIFO: never opened), is
-    larger than :data:`MAX_RESULTS_BYTES`, cannot be read, is not JSON, holds NaN or Infinity (a run writes null),
+    larger than :data:`MAX_RESULTS_BYTES`, cannot be read, is not JSON, gives a key twice in one object, holds NaN or
+    Infinity (a run writes null),
     has no integer ``schema_version`` or another version, does not match the schema (naming the first field that
     does not), has no digest (unless ``require_digest`` is False: for documents made by hand, never for a file a user
     names) or does not match its own digest (not written by a run, or edited after it), holds an average cosine
@@ -586,7 +623,10 @@ def read_results(path: Path, *, require_digest: bool = True) -> ResultsDocument:
 
     text = _read_bounded(path)
     try:
-        raw = json.loads(text, parse_constant=_refuse_constant)
+        raw = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_no_key_twice)
+    except _KeyTwice as exc:
+        raise ValueError(f"{path}: the key {exc} is given twice in one object (JSON keeps the last silently); a run "
+                         "writes each key once: it was not written by a run of aniso, or was edited") from None
     except _NonFiniteNumber as exc:
         raise ValueError(f"{path}: holds the number {exc}, which a run never writes (it writes null); it was not "
                          "written by a run of aniso, or was edited") from None

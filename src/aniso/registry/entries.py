@@ -22,6 +22,7 @@ whose one-line message names the file, the entry and the field.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -174,6 +175,11 @@ class CannotRun(Strict):
     would_run_with: str = Field(min_length=1)
 
 
+#: The keys of a ``tiny`` config that hold a size or a count (hidden_size, num_hidden_layers, n_head, vocab_size,
+#: max_position_embeddings, d_model, ...), checked to be at least 1.
+_SIZE_KEY = re.compile(r"(size|dim$|^num_|^n_|layers|heads|positions|length|^d_|^vocab)")
+
+
 class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
@@ -184,7 +190,7 @@ class ModelEntry(Strict):
     architecture: Literal["transformer", "cnn"]
     role: Literal["encoder", "decoder", "encoder-decoder", "block"]
     family: str = Field(min_length=1)
-    tags: tuple[str, ...] = ()
+    tags: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")], ...] = ()
     description: str = ""
     trust_remote_code: bool = False
     needs_remote_code: bool = False
@@ -195,7 +201,7 @@ class ModelEntry(Strict):
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
     checkpoints: CheckpointSeries | None = None
     measured_on: InputsKind | None = None
-    params_m: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    params_m: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)  # (true is no count)
     stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
     relation: Relation | None = None
     fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -209,6 +215,16 @@ class ModelEntry(Strict):
     def large(self) -> bool:
         """True for a model of more than :data:`LARGE_PARAMS_M` million parameters (left out of the ``small`` set)."""
         return self.params_m is not None and self.params_m > LARGE_PARAMS_M
+
+    @field_validator("tiny")
+    @classmethod
+    def _positive_sizes(cls, value):
+        """A size, width, count of layers or heads, length or vocabulary of the tiny config is a whole number >= 1
+        (a negative hidden size reached torch as "negative dimension"; ``true`` is no size)."""
+        for key, v in (value or {}).items():
+            if _SIZE_KEY.search(key) and (isinstance(v, bool) or (isinstance(v, (int, float)) and v < 1)):
+                raise ValueError(f"tiny.{key} is {v!r}: a size or count, a whole number of at least 1")
+        return value
 
     @field_validator("expected")
     @classmethod
@@ -563,8 +579,8 @@ def load_yaml(path: Path | str) -> Any:
     """The YAML document of a registry file, read with :func:`_loader`'s safe loader and limits: a document whose
     aliases expand past :data:`MAX_YAML_NODES` nodes is refused before it is built.
 
-    Raises RegistryError (one line naming the file) for a missing file, bad YAML, a key given twice or a document
-    past the limit.
+    Raises RegistryError (one line naming the file) for a missing file, bad YAML, a key given twice, a document
+    past the limit or one nested past Python's recursion limit.
     """
     path = Path(path)
     try:
@@ -585,6 +601,9 @@ def load_yaml(path: Path | str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise RegistryError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except RecursionError:
+        raise RegistryError(f"{path}: its YAML is nested too deeply to read (lists or mappings inside each other "
+                            "thousands of levels down); a registry is a list of flat entries") from None
     finally:
         loader.dispose()
 
@@ -606,6 +625,9 @@ def load_registry(path: Path | str) -> Registry:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
         raise RegistryError(_format_error(path, raw, err)) from None
+    except RecursionError:
+        raise RegistryError(f"{path}: its entries are nested too deeply to validate; a registry is a list of flat "
+                            "entries") from None
     registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile)
     _check_stands_for(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)

@@ -40,7 +40,8 @@ class StatsCache:
 
     def load(self, key: str) -> ModelStats | None:
         """The cached :class:`ModelStats` for ``key``, or None if absent, not yet complete, or corrupt (corrupt:
-        moved aside, with a warning).
+        moved aside, with a warning; a data file or sidecar that is a symbolic link or no regular file, which the
+        cache never writes, counts as corrupt and is not read).
 
         An entry is complete once its sidecar (``KEY.json``, written last by :meth:`save`) exists: data without a
         sidecar is an entry another process is writing (or one a crash left unfinished), and is left in place as
@@ -53,6 +54,10 @@ class StatsCache:
         if not meta_path.exists():
             return None
         try:
+            for path in (meta_path, data_path):  # the cache writes regular files: a link (to /dev/zero) is never read
+                if path.is_symlink() or (path.exists() and not path.is_file()):
+                    raise ValueError(f"{path.name} is " + ("a symbolic link" if path.is_symlink() else
+                                                           "no regular file") + ", not a file the cache wrote")
             meta = json.loads(meta_path.read_text())
             if meta.get("sha256") != self._entry_digest(sha256_file(data_path), meta):
                 raise ValueError("checksum mismatch (data or sidecar)")
