@@ -34,6 +34,19 @@ def test_unknown_configs_say_what_to_write():
         entry_fields({"model_type": "mystery"})
 
 
+def test_a_config_whose_architectures_belong_to_another_model_type_is_not_detected():
+    """model_type bert with architectures [GPT2LMHeadModel] (transformers' class of gpt2): was detected as a decoder
+    and BERT weights measured as one; the contradiction is refused naming both. An architecture transformers does not
+    know (a custom class) leaves model_type to decide."""
+    bert = {"model_type": "bert", "vocab_size": 30522, "num_hidden_layers": 2, "num_attention_heads": 2}
+    with pytest.raises(UndetectableModel, match=r"config\.json says model_type 'bert' but architectures "
+                                                r"\['GPT2LMHeadModel'\], transformers' class\(es\) of model_type "
+                                                r"'gpt-sw3' or 'gpt2': the config contradicts itself"):
+        entry_fields(bert | {"architectures": ["GPT2LMHeadModel"]})
+    assert entry_fields(bert | {"architectures": ["MyCustomBert"]})["role"] == "encoder"
+    assert entry_fields(bert | {"architectures": ["BertForMaskedLM"]})["role"] == "encoder"
+
+
 def test_the_entry_validates_in_a_registry(tmp_path):
     from aniso.registry.entries import ModelEntry
 

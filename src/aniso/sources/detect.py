@@ -13,6 +13,8 @@ same rule for a registry entry once its model's config is read (at load, and for
 
 from __future__ import annotations
 
+import functools
+
 import json
 import re
 from pathlib import Path
@@ -159,6 +161,13 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
             raise NotATransformer(f"model_type {model_type!r} is {what}; the claims are about Transformers, so it is "
                                   f"not detected: to measure it as a control, write its models.yaml entry by hand "
                                   f"with tags: [{CONTROL_TAG}]")
+    owners = _class_model_types()
+    foreign = [a for a in architectures if a in owners and model_type not in owners[a]]
+    if foreign and len(foreign) == len(architectures):
+        raise UndetectableModel(
+            f"config.json says model_type {model_type!r} but architectures {foreign}, transformers' class(es) of "
+            f"model_type {' or '.join(repr(t) for t in sorted(owners[foreign[0]]))}: the config contradicts itself, "
+            "so what the model is (and which weights it holds) cannot be told; fix the one that is wrong")
     if model_type in _TYPES:
         modality, granularity, architecture = _TYPES[model_type]
     elif _looks_like_text(config):
@@ -175,6 +184,22 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
         role = "encoder"
     return {"modality": modality, "granularity": granularity, "architecture": architecture, "role": role,
             "family": model_type}
+
+
+@functools.lru_cache(maxsize=1)
+def _class_model_types() -> dict[str, frozenset[str]]:
+    """transformers' model classes by name, each with the model_types its auto mappings give it
+    (``GPT2LMHeadModel`` → {gpt2, gpt-sw3})."""
+    from transformers.models.auto import modeling_auto
+
+    owners: dict[str, set[str]] = {}
+    for name in dir(modeling_auto):
+        mapping = getattr(modeling_auto, name)
+        if name.endswith("_MAPPING_NAMES") and isinstance(mapping, dict):
+            for model_type, classes in mapping.items():
+                for cls in classes if isinstance(classes, (list, tuple)) else [classes]:
+                    owners.setdefault(cls, set()).add(model_type)
+    return {cls: frozenset(types) for cls, types in owners.items()}
 
 
 def _looks_like_text(config: dict[str, Any]) -> bool:
