@@ -665,3 +665,15 @@ def test_a_max_length_that_leaves_mostly_special_tokens_is_refused(clean_env, ti
                      r"sequence\) in the first 8 paragraph\(s\).*\(setting max_length: at least 4;", refused), refused
     main(run + ["--aniso-max-length", "4"])
     assert "setting max_length" not in capsys.readouterr().err
+
+
+def test_a_corpus_of_one_word_paragraphs_is_refused_as_the_corpus(clean_env, tiny_bert_dir, capsys):
+    """Paragraphs of one word each: [CLS] and [SEP] outnumber the text's tokens at any max_length, so the refusal
+    names the corpus (its paragraphs are too short), not setting max_length; exit 2."""
+    corpus = clean_env / "words.txt"
+    corpus.write_text("\n".join(f"w{i}" for i in range(8)) + "\n")
+    assert main(["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", REGISTRY, "--",
+                 "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"]) == 2
+    (refused,) = [line for line in capsys.readouterr().err.splitlines() if "refused:" in line]
+    assert re.search(r"gives 8 known token\(s\) against 16 special-token vectors \(2 per sequence\) in its first 8 "
+                     r"paragraph\(s\): its paragraphs are so short", refused) and "max_length" not in refused, refused

@@ -414,6 +414,11 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
                            f"this model's tokenizer ({unknown} [UNK] against {known} known in its first {read} "
                            "paragraph(s)); every unknown word shares one input vector, so the measure would be of "
                            "[UNK], not of the text (setting corpus: a text in a script the model's vocabulary holds)")
+    if added * read > known:  # short paragraphs: the tokenizer's own vectors outnumber the text's at any length
+        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives {known} known token(s) against "
+                           f"{added * read} special-token vectors ({added} per sequence) in its first {read} "
+                           "paragraph(s): its paragraphs are so short that most vectors measured would be the "
+                           "tokenizer's own, not the text's (setting corpus: paragraphs of sentences)")
     if room is not None and added * read > kept:
         raise ModelRefused(f"{loaded.entry.id}: setting max_length {max_length} leaves {kept} known token(s) against "
                            f"{added * read} special-token vectors ({added} per sequence) in the first {read} "
