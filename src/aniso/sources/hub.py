@@ -178,10 +178,19 @@ def _holds_text(path: Path) -> bool:
     return False
 
 
+def _read_by_tokenizer(modality: str) -> bool:
+    """Whether the inputs of ``modality`` reach the model through a tokenizer (its row of
+    :data:`aniso.inputs.forms.INPUT_FORMS` names no processor), not a feature extractor or image processor."""
+    from ..inputs.forms import INPUT_FORMS
+
+    form = INPUT_FORMS.get(modality)
+    return form is not None and form.processor is None
+
+
 def _preprocessing_files(folder: str | Path | None, modality: str) -> str:
     """The preprocessing files a folder holds for ``modality``, named for a refusal: ``"tokenizer_config.json,
     vocab.txt"``; ``"its tokenizer files"`` (``"its preprocessor_config.json"``) where there is no folder."""
-    if modality != "text":
+    if not _read_by_tokenizer(modality):
         return "preprocessor_config.json"
     names = ("tokenizer_config.json", *VOCABULARY_FILES, "special_tokens_map.json", "added_tokens.json", "merges.txt")
     held = [name for name in dict.fromkeys(names) if folder is not None and (Path(folder) / name).is_file()]
@@ -367,7 +376,7 @@ def _preprocessing_refused(entry, label: str, folder, exc: BaseException) -> Non
     and the first line of the error."""
     from .base import ModelRefused
 
-    what = "tokenizer" if entry.modality == "text" else "preprocessor"  # read from the files, or tried on text
+    what = "tokenizer" if _read_by_tokenizer(entry.modality) else "preprocessor"  # read from the files, or tried
     first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     files = _preprocessing_files(folder, entry.modality)
     raise ModelRefused(f"{entry.id}: {label}: its {what} cannot be loaded from {files}, or cannot read text "
