@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..stats.results import ModelStats, summary_dict
+from ..stats.uncertainty import COMPARISONS
 from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, MEASURED_VERDICTS, SKIPPED,  # noqa: F401
                        UNDERPOWERED, UNEXPECTEDLY_HOLDS)
 from ..common.versions import library_versions
@@ -71,14 +72,9 @@ class Uncertainty(_Doc):
     def _ordered(self) -> "Uncertainty":
         if self.low is not None and self.high is not None and self.low > self.high:
             raise ValueError(f"the interval's low end {self.low!r} is above its high end {self.high!r}")
-        if self.holds_if is not None and self.holds_if not in _COMPARISONS:
-            raise ValueError(f"holds_if {self.holds_if!r} is none of {', '.join(_COMPARISONS)}")
+        if self.holds_if is not None and self.holds_if not in COMPARISONS:
+            raise ValueError(f"holds_if {self.holds_if!r} is none of {', '.join(COMPARISONS)}")
         return self
-
-
-#: The rules an :class:`Uncertainty` states (``value holds_if threshold``).
-_COMPARISONS = {">": lambda v, t: v > t, ">=": lambda v, t: v >= t, "<": lambda v, t: v < t,
-                "<=": lambda v, t: v <= t}
 
 
 class RecordDrift(_Doc):
@@ -411,11 +407,11 @@ def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
     if problem is not None:
         return problem
     u = r.uncertainty
-    if decided is not None and u is not None and u.holds_if in _COMPARISONS and u.threshold is not None \
+    if decided is not None and u is not None and u.holds_if in COMPARISONS and u.threshold is not None \
             and u.value is not None:
         value = r.p_adjusted if r.p_adjusted is not None and r.p_value is not None and u.value == r.p_value \
             else u.value
-        if _COMPARISONS[u.holds_if](value, u.threshold) != decided:
+        if COMPARISONS[u.holds_if](value, u.threshold) != decided:
             return (f"verdict {r.verdict!r}, but its deciding statistic {u.statistic} = {value!r} "
                     f"{'does not satisfy' if decided else 'satisfies'} the rule {u.holds_if} {u.threshold!r}")
     return None
