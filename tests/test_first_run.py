@@ -251,16 +251,16 @@ def test_a_corrupt_cache_entry_is_moved_aside_and_the_warning_says_so(tmp_path):
     with pytest.warns(RuntimeWarning, match=r"k\.safetensors is corrupt .*moved aside to k\.safetensors\.corrupt, "
                                             r"k\.json\.corrupt; recomputing it"):
         assert StatsCache(tmp_path).load("k") is None
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.json.corrupt", "k.safetensors.corrupt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.json.corrupt", "k.safetensors.corrupt", "seal.key"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert StatsCache(tmp_path).load("k") is None  # absent now: no second warning
     blocks = tmp_path / "blocks"
     JsonCache(blocks).save("s", {"x": 1})
     (blocks / "s.json").write_text((blocks / "s.json").read_text().replace('"x": 1', '"x": 2'))
-    with pytest.warns(RuntimeWarning, match=r"checksum mismatch.*moved aside to s\.json\.corrupt"):
+    with pytest.warns(RuntimeWarning, match=r"seal does not verify.*moved aside to s\.json\.corrupt"):
         assert JsonCache(blocks).load("s") is None
-    assert [p.name for p in blocks.iterdir()] == ["s.json.corrupt"]
+    assert sorted(p.name for p in blocks.iterdir()) == ["s.json.corrupt", "seal.key"]
 
 
 def test_the_temporary_registry_of_a_detected_model_is_removed_also_on_error(tmp_path, tiny_bert_dir, monkeypatch):

@@ -1,12 +1,14 @@
-"""The statistics cache on disk: per-model statistics (safetensors plus a checksummed JSON sidecar) and small JSON
+"""The statistics cache on disk: per-model statistics (safetensors plus a sealed JSON sidecar) and small JSON
 results, keyed by :func:`aniso.common.versions.cache_key`.
 
-An entry whose checksum or contents do not verify is set aside (quarantined) with a warning and recomputed.
+Every entry holds the key it was written under and a seal (:mod:`aniso.common.seal`: a digest keyed by the secret in
+the cache folder's ``seal.key``) over that key and every byte its reader trusts, so that an entry edited (its
+digest recomputed or not) or copied under another entry's key does not verify. An entry that does not verify is set
+aside (quarantined) with a warning and recomputed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import warnings
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..common.files import atomic_write, sha256_file
+from ..common.seal import KEY_NAME, SealKeyError, load_key, seal, verify
 from ..common.versions import STATS_FORMAT_VERSION
 from .accumulators import LayerAccumulator
 from .results import LayerSummary, ModelStats, summary_dict
@@ -26,14 +29,18 @@ __all__ = ["StatsCache", "JsonCache"]
 class StatsCache:
     """Per-model statistics on disk, keyed by :func:`cache_key`.
 
-    Each entry is a safetensors file (no pickle) plus a JSON sidecar holding the metadata and the summaries, and
-    one SHA-256 over the data file and every other field of the sidecar; both are written atomically. An entry whose
-    checksum or contents do not verify is reported with a warning and treated
-    as missing, so the caller recomputes it.
+    Each entry is a safetensors file (no pickle) plus a JSON sidecar holding the entry's key, the metadata and the
+    summaries, and one seal (:func:`aniso.common.seal.seal`, keyed by the folder's ``seal.key``) over the data
+    file's SHA-256 and every other field of the sidecar; both are written atomically. An entry whose seal, key or
+    contents do not verify is reported with a warning and treated as missing, so the caller recomputes it.
     """
 
     def __init__(self, root: Path | str):
         self.root = Path(root)
+
+    def _key(self) -> bytes:
+        """The folder's seal key (made on first use). Raises :class:`aniso.common.seal.SealKeyError`."""
+        return load_key(self.root / KEY_NAME)
 
     def _paths(self, key: str) -> tuple[Path, Path]:
         return self.root / f"{key}.safetensors", self.root / f"{key}.json"
@@ -54,13 +61,25 @@ class StatsCache:
         if not meta_path.exists():
             return None
         try:
+            seal_key = self._key()
+        except SealKeyError as exc:
+            warnings.warn(f"statistics cache entry {data_path} cannot be verified ({exc}); recomputing it",
+                          RuntimeWarning, stacklevel=2)
+            return None
+        try:
             for path in (meta_path, data_path):  # the cache writes regular files: a link (to /dev/zero) is never read
                 if path.is_symlink() or (path.exists() and not path.is_file()):
                     raise ValueError(f"{path.name} is " + ("a symbolic link" if path.is_symlink() else
                                                            "no regular file") + ", not a file the cache wrote")
             meta = json.loads(meta_path.read_text())
-            if meta.get("sha256") != self._entry_digest(sha256_file(data_path), meta):
-                raise ValueError("checksum mismatch (data or sidecar)")
+            if not isinstance(meta, dict):
+                raise ValueError("its sidecar is no JSON object")
+            if meta.get("key") != key:
+                raise ValueError(f"it was written under the key {str(meta.get('key'))[:16]!r}…, not this entry's: "
+                                 "copied from another entry")
+            if not verify(seal_key, self._entry_text(sha256_file(data_path), meta), meta.get("seal")):
+                raise ValueError("its seal does not verify: edited after it was written, or written with another "
+                                 f"cache folder's {KEY_NAME}")
             arrays = load_file(str(data_path))
             layers = []
             for i in range(len(meta["layer_names"])):
@@ -94,6 +113,7 @@ class StatsCache:
                 tensors[f"layer{i}/{name}"] = np.ascontiguousarray(arr)
         atomic_write(data_path, lambda p: save_file(tensors, str(p)))
         meta = {
+            "key": key,
             "format": STATS_FORMAT_VERSION,
             "model_id": stats.model_id,
             "layer_names": stats.layer_names,
@@ -101,25 +121,25 @@ class StatsCache:
             "summaries": [summary_dict(s) for s in stats.summaries()],
         }
         meta = json.loads(json.dumps(meta, default=str))  # as the reader will see it
-        meta["sha256"] = self._entry_digest(sha256_file(data_path), meta)
+        meta["seal"] = seal(self._key(), self._entry_text(sha256_file(data_path), meta))
         atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1)))
 
     @staticmethod
-    def _entry_digest(data_sha256: str, meta: dict) -> str:
-        """The checksum of a whole entry: SHA-256 of the data file's SHA-256 and the canonical JSON of every other
-        field of the sidecar (summaries, layer names, metadata), so that an edit to any byte the reader trusts, in
-        either file, makes the entry corrupt."""
-        body = {k: v for k, v in meta.items() if k != "sha256"}
+    def _entry_text(data_sha256: str, meta: dict) -> str:
+        """What a whole entry's seal covers: the data file's SHA-256 and the canonical JSON of every other field of
+        the sidecar (the entry's key, summaries, layer names, metadata), so that an edit to any byte the reader
+        trusts, in either file, or the entry copied under another key, makes the entry corrupt."""
+        body = {k: v for k, v in meta.items() if k != "seal"}
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
-        return hashlib.sha256(f"{data_sha256}\n{text}".encode("utf-8")).hexdigest()
+        return f"{data_sha256}\n{text}"
 
 
 class JsonCache:
     """Small JSON results (e.g. an untrained-block sweep) on disk, keyed by :func:`cache_key`.
 
-    Each entry is one file ``<root>/<key>.json`` holding the payload and its
-    SHA-256, written atomically; an entry that does not verify is reported with
-    a warning and treated as missing, so the caller recomputes it.
+    Each entry is one file ``<root>/<key>.json`` holding its key, the payload and their seal (keyed by the folder's
+    ``seal.key``), written atomically; an entry that does not verify (edited, or copied under another key) is
+    reported with a warning and treated as missing, so the caller recomputes it.
     """
 
     def __init__(self, root: Path | str):
@@ -129,8 +149,8 @@ class JsonCache:
         return self.root / f"{key}.json"
 
     @staticmethod
-    def _digest(payload: Any) -> str:
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    def _sealed_text(key: str, payload: Any) -> str:
+        return json.dumps({"key": key, "payload": payload}, sort_keys=True)
 
     def load(self, key: str) -> Any | None:
         """The cached payload for ``key``, or None if absent or corrupt (with a warning)."""
@@ -138,9 +158,20 @@ class JsonCache:
         if not path.exists():
             return None
         try:
+            seal_key = load_key(self.root / KEY_NAME)
+        except SealKeyError as exc:
+            warnings.warn(f"cache entry {path} cannot be verified ({exc}); recomputing it", RuntimeWarning,
+                          stacklevel=2)
+            return None
+        try:
+            if path.is_symlink() or not path.is_file():
+                raise ValueError("a symbolic link or no regular file, not a file the cache wrote")
             doc = json.loads(path.read_text())
-            if doc.get("sha256") != self._digest(doc["payload"]):
-                raise ValueError("checksum mismatch")
+            if doc.get("key") != key:
+                raise ValueError("it was written under another key: copied from another entry")
+            if not verify(seal_key, self._sealed_text(key, doc["payload"]), doc.get("seal")):
+                raise ValueError(f"its seal does not verify: edited after it was written, or written with another "
+                                 f"cache folder's {KEY_NAME}")
             return doc["payload"]
         except Exception as exc:  # noqa: BLE001 - any defect means: recompute
             from ..common.files import quarantine
@@ -151,5 +182,6 @@ class JsonCache:
 
     def save(self, key: str, payload: Any) -> None:
         """Write ``payload`` (JSON-serialisable) under ``key`` atomically."""
-        doc = {"payload": payload, "sha256": self._digest(payload)}
+        doc = {"key": key, "payload": payload,
+               "seal": seal(load_key(self.root / KEY_NAME), self._sealed_text(key, payload))}
         atomic_write(self._path(key), lambda p: p.write_text(json.dumps(doc)))
