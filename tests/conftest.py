@@ -16,6 +16,19 @@ settings.load_profile("aniso-ci" if os.environ.get("CI") else "aniso")
 TORCH_DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _results_key_of_the_tests(tmp_path_factory):
+    """The results files the tests write are sealed with a key of the test session's
+    (:func:`aniso.common.seal.results_key_path` under ``XDG_STATE_HOME``), not the user's."""
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+
+
 def pytest_generate_tests(metafunc):
     """A test that takes ``torch_device`` runs once per device of :data:`TORCH_DEVICES` (ids ``cpu``, ``cuda``)."""
     if "torch_device" in metafunc.fixturenames:

@@ -202,6 +202,51 @@ def test_record_rewrites_a_stale_record_and_refuses_bad_files(tmp_path, capsys):
     assert "nowhere.json" in capsys.readouterr().err
 
 
+def test_record_refuses_a_results_file_forged_with_its_digest_recomputed(tmp_path, capsys, monkeypatch):
+    """A results file edited and its digest recomputed (``content_digest``, which anyone can run), or sealed by another
+    installation, or not sealed, is read by report and diff but never written into the registry by `aniso record`:
+    one line naming the file and the key, exit 2, the registry unchanged."""
+    from aniso.judge.results import RecordDrift, content_digest, file_digest, read_results
+
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n- id: m\n  source: {kind: local, path: ./m}\n  modality: vision\n"
+                        "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: f\n  expected:\n"
+                        "    G.cnn-mostly-isotropic:\n      verdict: does-not-hold\n"
+                        "      measured: {max_avg_cos: 0.521}\n      reason: 'max {max_avg_cos:.3f}'\n")
+    r = _result("expected not to hold", 0.539, 0.5, 0.56).model_copy(update={
+        "expected": {"measured": {"max_avg_cos": 0.521}},
+        "record_drift": [RecordDrift(key="max_avg_cos", recorded=0.521, measured=0.539)]})
+    results = tmp_path / "run" / "results.json"
+    write_results(results, ResultsDocument(provenance=provenance(tmp_path, {}, None,
+                                                                 registry_sha256=file_digest(registry)), results=[r]))
+    before = registry.read_text()
+    forged = tmp_path / "forged" / "results.json"
+    forged.parent.mkdir()
+    data = json.loads(results.read_text().replace("0.539", "0.9"))
+    data["digest"] = content_digest(data)
+    forged.write_text(json.dumps(data))
+    read_results(forged)  # its digest matches: report and diff read it
+    unsealed = tmp_path / "unsealed" / "results.json"
+    unsealed.parent.mkdir()
+    data = json.loads(results.read_text()) | {"seal": None}
+    data["digest"] = content_digest(data)
+    unsealed.write_text(json.dumps(data))
+    for path, says in ((forged, "its seal does not verify"), (unsealed, "not sealed")):
+        assert main(["record", str(path), "--registry", str(registry)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and str(path) in err and says in err and "seal.key" in err, err
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "another-installation"))
+    assert main(["record", str(results), "--registry", str(registry)]) == 2
+    assert "no seal key" in capsys.readouterr().err
+    (tmp_path / "another-installation" / "aniso").mkdir(parents=True)
+    (tmp_path / "another-installation" / "aniso" / "seal.key").write_bytes(b"k" * 32)
+    assert main(["record", str(results), "--registry", str(registry)]) == 2
+    assert "its seal does not verify" in capsys.readouterr().err
+    assert registry.read_text() == before
+    monkeypatch.undo()
+    assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 0  # the run's own file
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args], cwd=repo, check=True,
                    capture_output=True)

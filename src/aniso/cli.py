@@ -528,7 +528,7 @@ def _record(args: argparse.Namespace) -> int:
     try:
         registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry)
         load_registry(registry)  # its own problem (not YAML, no registry) named, not a digest that differs
-        doc = read_results(Path(args.results), require_digest=True)  # as the run wrote it, unedited
+        doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
         beside = Path(args.results).with_name(DETECTED_ENTRY)
         base = next((line.split(": ", 1)[1].strip() for line in (beside.read_text().splitlines() if beside.is_file()
                                                                    else []) if line.startswith(f"# {DETECTED_BASE}:")),

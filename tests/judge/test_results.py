@@ -68,6 +68,17 @@ def _uncertainty(**kw) -> dict:
     return dict(statistic="p", value=0.01, low=0.005, high=0.02, threshold=0.05, holds_if="<", n_boot=100) | kw
 
 
+def _layers(names: list[str], **fields) -> dict:
+    """A ``models`` section entry of one model: one layer summary per name."""
+    return {"layer_names": names, "layers": [{"mean_cosine": 0.1} | fields for _ in names], "meta": {}}
+
+
+def _row(**fields) -> dict:
+    """A ``registry`` section row of a text model."""
+    return {"modality": "text", "granularity": "subword", "architecture": "transformer", "role": "encoder",
+            "family": "bert"} | fields
+
+
 def _written(tmp_path: Path, results: list[ClaimResult], **doc) -> Path:
     path = tmp_path / "results.json"
     write_results(path, ResultsDocument(provenance=provenance(tmp_path, {}, None), results=results, **doc))
@@ -135,6 +146,29 @@ def test_the_digest_covers_fields_it_does_not_know_by_name(tmp_path):
      r"measured max_avg_cos is 0\.9, but the largest of avg_cos_per_layer is 0\.25441"),
     (lambda d: d["results"][0]["measured"].update(max_avg_cos=0.25, q95=0.08, margin=0.7),
      r"measured margin is 0\.7, but max_avg_cos − q95 is 0\.1(7|69)"),
+    (lambda d: d["results"][0]["measured"].update(layer_of_max="99", avg_cos_per_layer=[0.1, 0.25]),
+     r"measured layer_of_max is '99', no layer of the 2 of avg_cos_per_layer"),
+    (lambda d: d["results"][0]["measured"].update(layer_of_max="0", avg_cos_per_layer=[0.1, 0.25]),
+     r"measured layer_of_max is layer '0', whose avg cos 0\.1 is not the maximum of avg_cos_per_layer, 0\.25"),
+    (lambda d: (d["results"][0]["measured"].update(layer_of_min="enc.9", avg_cos_per_layer=[0.1, 0.25]),
+                d.update(models={"m": _layers(["enc.0", "enc.1"])})),
+     r"measured layer_of_min is 'enc\.9', no layer of the 2"),
+    (lambda d: d["results"][0]["measured"].update(q95=0.01, d=384),
+     r"measured q95 is 0\.01, but q95\(d\) for d = 384 is 0\.0839"),
+    (lambda d: d["results"][0].update(n_items=256, n_vectors=100), r"n_items 256 exceeds n_vectors 100"),
+    (lambda d: (d["results"][0]["measured"].update(n_layers=7, avg_cos_per_layer=[0.1] * 7),
+                d.update(models={"m": _layers(["0", "1"])})),
+     r"measured n_layers is 7, but models\.m holds the statistics of 2 layers"),
+    (lambda d: d.update(models={"m": _layers(["0", "1"]) | {"layer_names": ["0"]}}),
+     r"models\.m: Value error, 2 layer summaries for 1 layer names"),
+    (lambda d: d.update(models={"m": _layers(["0"], count=-5)}),
+     r"models\.m: Value error, layers\[0\]\.count is -5, not a count"),
+    (lambda d: d["provenance"].update(time="yesterday"),
+     r"provenance: Value error, time 'yesterday' is no ISO 8601 date and time"),
+    (lambda d: d["results"][0].update(inputs="garbage"), r"results\.0\.inputs: String should match pattern"),
+    (lambda d: d.update(models={"m": _layers(["0"]) | {"entry": _row()}}, registry={"m": _row(modality="vision")}),
+     r"registry\.m and models\.m\.entry differ in modality \('vision' against 'text'\)"),
+    (lambda d: d.update(registry={"m": _row(modality="music")}), r"registry\.m\.modality: Input should be"),
     (lambda d: d["results"][0].update(p_value=1.5), r"results\.0\.p_value: Input should be less than or equal to 1"),
     (lambda d: d["results"][0].update(n_vectors=-5), r"results\.0\.n_vectors: Input should be greater than or equal"),
     (lambda d: d["results"][0].update(uncertainty=_uncertainty(value=0.01, low=0.5, high=0.1)),

@@ -131,7 +131,7 @@ def test_nan_infinity_and_cosines_outside_their_range_are_refused(tmp_path, caps
     with pytest.raises(ValueError, match=r"models\.m\.layers\[0\]\.mean_cosine holds 1e\+308"):
         read_results(layer)
     ok = _edited(_written(tmp_path / "ok" / "results.json"),  # rounding past 1 and other numbers are no cosines
-                 lambda d: d["results"][0]["measured"].update(max_avg_cos=1.0000001, ratio=5.0, d=384,
+                 lambda d: d["results"][0]["measured"].update(max_avg_cos=1.0000001, ratio=5.0, d=384, q95=0.08395443873957387,
                                                               avg_cos_per_layer=[0.05, 1.0000001]))
     assert read_results(ok).results[0].measured["ratio"] == 5.0
 

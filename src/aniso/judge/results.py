@@ -23,6 +23,7 @@ from ..stats.uncertainty import COMPARISONS
 from .verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, MEASURED_VERDICTS, SKIPPED,  # noqa: F401
                        UNDERPOWERED, UNEXPECTEDLY_HOLDS)
 from ..common.versions import library_versions
+from ..registry.entries import ModelEntry
 
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
            "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
@@ -32,6 +33,9 @@ __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
 SCHEMA_VERSION = 4
+
+
+_ENTRY_FIELDS = ModelEntry.model_fields
 
 
 class _Doc(BaseModel):
@@ -129,7 +133,7 @@ class ClaimResult(_Doc):
     p_value: float | None = Field(None, ge=0.0, le=1.0)
     expected: dict[str, Any] | None = None
     reason: str = ""
-    inputs: str | None = None
+    inputs: str | None = Field(None, pattern=r"^\S.*@[0-9a-f]{8,64}$")
     inputs_label: str | None = None
     n_items: int | None = Field(None, ge=0)
     n_vectors: int | None = Field(None, ge=0)
@@ -154,16 +158,23 @@ class ClaimResult(_Doc):
     #: verdict is not judged against the registry's records and is no finding.
     twin: str | None = None
 
+    @model_validator(mode="after")
+    def _inputs_give_vectors(self) -> "ClaimResult":
+        if self.n_items is not None and self.n_vectors is not None and self.n_items > self.n_vectors:
+            raise ValueError(f"n_items {self.n_items} exceeds n_vectors {self.n_vectors}, but every input measured "
+                             "gives at least one vector per layer")
+        return self
+
 
 class RegistryRow(_Doc):
     """The registry fields of one model that the report groups and labels by (``stands_for``, ``relation``: the
     seed model a row on real weights stands for, and how; ``fine_tuned_from``: the row of the model it was
     fine-tuned from; ``category``: ``beyond-paper`` for a row outside every paper category; None for the others)."""
 
-    modality: str
-    granularity: str
-    architecture: str
-    role: str
+    modality: _ENTRY_FIELDS["modality"].annotation  # the registry's own types: a row no registry could hold is refused
+    granularity: _ENTRY_FIELDS["granularity"].annotation
+    architecture: _ENTRY_FIELDS["architecture"].annotation
+    role: _ENTRY_FIELDS["role"].annotation
     family: str
     description: str = ""
     trained: bool = True
@@ -191,6 +202,21 @@ class ModelLayers(_Doc):
     meta: dict[str, Any]
     entry: RegistryRow | None = None
 
+    @model_validator(mode="after")
+    def _one_summary_per_layer(self) -> "ModelLayers":
+        if len(self.layers) != len(self.layer_names):
+            raise ValueError(f"{len(self.layers)} layer summaries for {len(self.layer_names)} layer names")
+        for j, layer in enumerate(self.layers):
+            for key in _COUNT_FIELDS:
+                value = layer.get(key)
+                if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                    raise ValueError(f"layers[{j}].{key} is {value!r}, not a count (a whole number ≥ 0)")
+        return self
+
+
+#: The fields of a layer summary (:func:`aniso.stats.results.summary_dict`) that count vectors or batches.
+_COUNT_FIELDS = ("count", "n_zero", "n_svd_batches", "n_reservoir")
+
 
 class Provenance(_Doc):
     """Where and how a run was made: time, git commit, platform, library versions, settings, run profile, inputs."""
@@ -204,6 +230,15 @@ class Provenance(_Doc):
     corpus: dict[str, Any] | None = None
     inputs: list[dict[str, Any]] = Field(default_factory=list)
     profile: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _time_is_a_time(self) -> "Provenance":
+        try:
+            _dt.datetime.fromisoformat(self.time)
+        except ValueError:
+            raise ValueError(f"time {self.time!r} is no ISO 8601 date and time, which a run writes") from None
+        return self
+
     #: A twin run's manifest: its label, and per registry row the twin's provenance (classes, seed, files, the hub
     #: repo, revision and commit it was imported under), the rows refused and why (``aniso run ID --twin``).
     twin: dict[str, Any] | None = None
@@ -236,6 +271,11 @@ class ResultsDocument(_Doc):
     run_errors: list[str] = Field(default_factory=list)
     #: The verdicts counted by kind (:func:`verdict_counts`): findings apart from underpowered and fragile ones.
     summary: dict[str, int] = Field(default_factory=dict)
+    #: The seal of the run that wrote the document (:func:`results_seal`: a digest of every field but this one and
+    #: ``digest``, keyed by this installation's results key): ``aniso record`` writes into the registry only a
+    #: document whose seal verifies, so a file edited with its digest recomputed is never recorded. None where the
+    #: key could not be read or made (the run warned).
+    seal: str | None = None
     #: SHA-256 of the document as written, every field but this one (:func:`content_digest`), set by
     #: :func:`write_results`: a file edited afterwards no longer matches it and is refused on read.
     digest: str | None = None
@@ -335,23 +375,68 @@ def model_layers(stats: ModelStats, entry=None) -> ModelLayers:
 KNOWN_VERDICTS = (*MEASURED_VERDICTS, SKIPPED, ERROR)
 
 
+def _canonical(data: dict, without: tuple[str, ...]) -> str:
+    """The canonical JSON of ``data`` without the fields ``without`` (keys sorted, no spaces, NaN as written)."""
+    import json
+
+    body = {k: v for k, v in data.items() if k not in without}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
 def content_digest(data: dict) -> str:
     """SHA-256 (hex) of a results document's JSON form ``data`` without its ``digest`` field: the canonical JSON
     (keys sorted, no spaces, NaN as written), so that the same content gives the same digest however it is laid out.
-    It covers every field, those added later included."""
+    It covers every field, those added later included, and the seal."""
     import hashlib
-    import json
 
-    body = {k: v for k, v in data.items() if k != "digest"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_canonical(data, ("digest",)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def results_seal(data: dict, key: bytes) -> str:
+    """The seal of a results document's JSON form ``data`` under ``key`` (:func:`aniso.common.seal.seal` of the
+    canonical JSON of every field but ``seal`` and ``digest``). Unlike :func:`content_digest`, which anyone who
+    edits a file can recompute, it cannot be made without the key of the installation that ran."""
+    from ..common.seal import seal
+
+    return seal(key, _canonical(data, ("digest", "seal")))
 
 
 def _document_data(doc: ResultsDocument) -> dict:
-    """``doc`` as the JSON data ``results.json`` holds (NaN and infinities as null), with its :func:`content_digest`."""
+    """``doc`` as the JSON data ``results.json`` holds (NaN and infinities as null), sealed with this installation's
+    results key (:func:`aniso.common.seal.results_key_path`; with a warning and no seal where the key cannot be read
+    or made), with its :func:`content_digest`."""
+    import warnings
+
+    from ..common.seal import SealKeyError, load_key, results_key_path
+
     data = _clean(doc.model_dump(mode="json"))
+    data["seal"] = None
+    try:
+        data["seal"] = results_seal(data, load_key(results_key_path()))
+    except SealKeyError as exc:
+        warnings.warn(f"results not sealed ({exc}): aniso record will not write them into a registry",
+                      RuntimeWarning, stacklevel=3)
     data["digest"] = content_digest(data)
     return data
+
+
+def check_seal(path: Path, raw: dict) -> None:
+    """Raise ValueError (one line naming ``path`` and the key file) unless the results document ``raw`` (as read)
+    holds a seal that verifies under this installation's results key: it was written by a run of aniso here, and
+    not edited since (its digest recomputed or not)."""
+    from ..common.seal import SealKeyError, load_key, results_key_path, verify
+
+    key_path = results_key_path()
+    try:
+        key = load_key(key_path, create=False)
+    except SealKeyError as exc:
+        raise ValueError(f"{path}: cannot check that a run here wrote it ({exc}); aniso record writes into the "
+                         "registry only results a run on this installation sealed: re-run the claims here") from None
+    if not verify(key, _canonical(raw, ("digest", "seal")), raw.get("seal")):
+        raise ValueError(f"{path}: " + ("not sealed" if raw.get("seal") is None else "its seal does not verify")
+                         + f" under this installation's results key ({key_path}): it was not written by a run of "
+                         "aniso here, or was edited (its digest recomputed); aniso record writes only what a run here "
+                         "wrote: re-run the claims here")
 
 
 def dump_results(doc: ResultsDocument, indent: int | None = None) -> str:
@@ -403,7 +488,8 @@ def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
         for key, value in m.items():
             if key.endswith("_per_layer") and isinstance(value, list) and len(value) != m["n_layers"]:
                 return f"measured {key} holds {len(value)} value(s), but n_layers is {m['n_layers']}"
-    problem = _measured_problem(m)
+    layers = doc.models.get(r.model_id) if r.model_id is not None else None
+    problem = _measured_problem(m, layers.layer_names if layers is not None else None)
     if problem is not None:
         return problem
     u = r.uncertainty
@@ -421,19 +507,70 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _measured_problem(m: dict[str, Any]) -> str | None:
+def _layer_index(layer: Any, n_layers: int, names: list[str] | None) -> int | None:
+    """The index of a layer a result names (a name of ``names``, the model's layer names, where the document has
+    them; else ``"5"`` or 5), or None when it names none of ``n_layers``."""
+    if names is not None and len(names) == n_layers:
+        return names.index(str(layer)) if str(layer) in names else None
+    try:
+        index = int(layer) if not isinstance(layer, bool) else None
+    except (TypeError, ValueError):
+        return None
+    return index if index is not None and 0 <= index < n_layers and str(index) == str(layer).strip() else None
+
+
+def _measured_problem(m: dict[str, Any], names: list[str] | None = None) -> str | None:
     """Numbers of one result's ``measured`` that contradict each other, in words, or None: ``max_avg_cos`` that is
-    not the largest of ``avg_cos_per_layer`` (which a run writes rounded to 5 decimals), or a ``margin`` that is not
-    ``max_avg_cos`` − ``q95``."""
+    not the largest of ``avg_cos_per_layer`` (which a run writes rounded to 5 decimals), a ``layer_of_max`` (or
+    ``layer_of_min``) that is no layer of that list or not where its maximum (minimum) is, a ``q95`` that is not
+    q95(d) (:func:`aniso.metrics.isotropic_cos_quantile` of the measured width ``d``), or a ``margin`` that is not
+    ``max_avg_cos`` − ``q95``. ``names``: the model's layer names (the document's ``models`` section), if any."""
     layers = m.get("avg_cos_per_layer")
     if _number(m.get("max_avg_cos")) and isinstance(layers, list) and layers and all(_number(v) for v in layers) \
             and abs(m["max_avg_cos"] - max(layers)) > 1e-5:
         return (f"measured max_avg_cos is {m['max_avg_cos']!r}, but the largest of avg_cos_per_layer is "
                 f"{max(layers)!r}")
+    for key, pick in (("layer_of_max", max), ("layer_of_min", min)):
+        if key in m and isinstance(layers, list) and layers and all(_number(v) for v in layers):
+            if names is None and not str(m[key]).strip().lstrip("-").isdigit():
+                continue  # a layer named otherwise than by its index, and no layer names to look it up in
+            index = _layer_index(m[key], len(layers), names)
+            if index is None:
+                return f"measured {key} is {m[key]!r}, no layer of the {len(layers)} of avg_cos_per_layer"
+            if abs(layers[index] - pick(layers)) > 1e-5:
+                return (f"measured {key} is layer {m[key]!r}, whose avg cos {layers[index]!r} is not the "
+                        f"{pick.__name__}imum of avg_cos_per_layer, {pick(layers)!r}")
+    if _number(m.get("q95")) and isinstance(m.get("d"), int) and not isinstance(m["d"], bool) and m["d"] >= 2:
+        from ..metrics import isotropic_cos_quantile
+
+        expected = isotropic_cos_quantile(m["d"])
+        if abs(m["q95"] - expected) > 1e-9:
+            return f"measured q95 is {m['q95']!r}, but q95(d) for d = {m['d']} is {expected!r}"
     if all(_number(m.get(k)) for k in ("margin", "max_avg_cos", "q95")) \
             and abs(m["margin"] - (m["max_avg_cos"] - m["q95"])) > 1e-9 * max(1.0, abs(m["max_avg_cos"])):
         return (f"measured margin is {m['margin']!r}, but max_avg_cos − q95 is "
                 f"{m['max_avg_cos'] - m['q95']!r}")
+    return None
+
+
+def _sections_problem(doc: ResultsDocument) -> str | None:
+    """Where a result and the document's ``models`` or ``registry`` section describe one model differently, in
+    words, or None: a result's measured ``n_layers`` (of its ``avg_cos_per_layer``) that is not the number of layers
+    of the model's statistics, or
+    a model's registry row that is not the row its statistics were measured with."""
+    for i, r in enumerate(doc.results):
+        layers = doc.models.get(r.model_id) if r.model_id is not None else None
+        n = r.measured.get("n_layers")
+        if layers is not None and isinstance(n, int) and isinstance(r.measured.get("avg_cos_per_layer"), list) \
+                and not r.seeds and n != len(layers.layer_names):  # (n_layers of hidden states, not of attention)
+            return (f"results[{i}] ({r.claim_id}, {r.model_id}): measured n_layers is {n}, but models.{r.model_id} "
+                    f"holds the statistics of {len(layers.layer_names)} layers")
+    for model, row in doc.registry.items():
+        layers = doc.models.get(model)
+        if layers is not None and layers.entry is not None and layers.entry != row:
+            differ = [k for k in type(row).model_fields if getattr(row, k) != getattr(layers.entry, k)]
+            return (f"registry.{model} and models.{model}.entry differ in {', '.join(differ)} "
+                    f"({getattr(row, differ[0])!r} against {getattr(layers.entry, differ[0])!r})")
     return None
 
 
@@ -466,6 +603,9 @@ def check_consistency(doc: ResultsDocument) -> str | None:
             if d.key in r.measured and d.measured is not None and r.measured[d.key] != d.measured:
                 return (f"{where}: record_drift gives {d.key} measured {d.measured!r}, but measured holds "
                         f"{r.measured[d.key]!r}")
+    problem = _sections_problem(doc)
+    if problem is not None:
+        return problem
     if doc.summary and doc.summary != verdict_counts(doc.results):
         return f"summary {doc.summary} does not count the results ({verdict_counts(doc.results)})"
     return None
@@ -603,7 +743,7 @@ def check_cosines(doc: ResultsDocument) -> str | None:
     return None
 
 
-def read_results(path: Path, *, require_digest: bool = True) -> ResultsDocument:
+def read_results(path: Path, *, require_digest: bool = True, require_seal: bool = False) -> ResultsDocument:
     """Read a ``results.json`` written by :func:`write_results`, and validate it.
 
     Raises ValueError (one line) naming the file if it is no regular file (a device, a FIFO: never opened), is
@@ -613,7 +753,8 @@ def read_results(path: Path, *, require_digest: bool = True) -> ResultsDocument:
     does not), has no digest (unless ``require_digest`` is False: for documents made by hand, never for a file a user
     names) or does not match its own digest (not written by a run, or edited after it), holds an average cosine
     outside [-1, 1] (:func:`check_cosines`), or is inconsistent (:func:`check_consistency`: an unknown verdict, a
-    result listed twice, ...).
+    result listed twice, ...); and, where ``require_seal`` (``aniso record``), unless a run on this installation
+    sealed it (:func:`check_seal`).
     """
     import json
 
@@ -649,4 +790,6 @@ def read_results(path: Path, *, require_digest: bool = True) -> ResultsDocument:
     problem = check_cosines(doc) or check_consistency(doc)
     if problem is not None:
         raise ValueError(f"{path}: {problem}")
+    if require_seal:
+        check_seal(path, raw)
     return doc
