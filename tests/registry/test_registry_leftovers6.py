@@ -1,0 +1,91 @@
+"""Registry files and paths: YAML merge keys, a registry or claims folder set by the user, a source sub-folder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from aniso.registry.entries import MAX_YAML_NODES, RegistryError, load_registry
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ROW = """\
+  - id: {id}
+    source: {{kind: local, path: ./tiny}}
+{fields}"""
+
+FIELDS = """\
+    modality: text
+    granularity: subword
+    architecture: transformer
+    role: encoder
+    family: bert
+"""
+
+
+def write(tmp_path, text, name="models.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# -- YAML merge keys ------------------------------------------------------------------------------------------------
+
+
+BASE = "  - &base\n    id: base\n    source: {kind: local, path: ./tiny}\n" + FIELDS
+
+
+@pytest.mark.parametrize("merge", ["    <<: *base\n", "    <<: [*base]\n",
+                                   "    <<: {source: {kind: local, path: ./tiny}, modality: text, granularity: subword, "
+                                   "architecture: transformer, role: encoder, family: bert}\n"],
+                         ids=["alias", "list-of-aliases", "inline-mapping"])
+def test_a_yaml_merge_key_is_read_as_yaml_defines_it(tmp_path, merge):
+    """``<<: *anchor``, ``<<: [*a]`` and ``<<: {...}`` are standard YAML (https://yaml.org/type/merge.html): the merged
+    fields are the row's, and a field written in the row itself overrides a merged one (here ``id`` and
+    ``family``)."""
+    path = write(tmp_path, "models:\n" + BASE + "  - id: tiny\n" + merge + "    family: gpt2\n")
+    tiny = load_registry(path).get("tiny")
+    assert (tiny.modality, tiny.granularity, tiny.architecture, tiny.role) == ("text", "subword", "transformer",
+                                                                               "encoder")
+    assert tiny.source.path == "./tiny"
+    assert tiny.family == "gpt2"  # the row's own field wins over the merged one
+
+
+def test_a_key_given_twice_beside_a_merge_is_still_refused(tmp_path):
+    """The merge does not open a door to a field written twice in the row itself."""
+    path = write(tmp_path, "models:\n" + ROW.format(id="tiny", fields="    <<: {family: bert}\n" + FIELDS
+                                                    + "    role: decoder\n"))
+    with pytest.raises(RegistryError, match=r"not valid YAML at line \d+: the key 'role' is given twice"):
+        load_registry(path)
+
+
+def test_a_merge_of_no_mapping_is_one_line_with_its_line(tmp_path):
+    path = write(tmp_path, "models:\n" + ROW.format(id="tiny", fields="    <<: 5\n" + FIELDS))
+    with pytest.raises(RegistryError) as err:
+        load_registry(path)
+    assert "\n" not in str(err.value) and "not valid YAML at line 4" in str(err.value), err.value
+
+
+def test_a_merge_bomb_is_refused_by_the_alias_limit_without_expanding_it(tmp_path, capsys):
+    """Merges that merge each other twice over, twenty levels deep, would flatten to a million keys per mapping: the
+    alias limit counts a merged mapping once per use and refuses the file before anything is merged."""
+    from aniso.cli import main
+
+    levels = ["m0: &m0 {a: 1, b: 2, c: 3, d: 4}"]
+    levels += [f"m{i}: &m{i} {{<<: [*m{i - 1}, *m{i - 1}], k{i}: {i}}}" for i in range(1, 21)]
+    bomb = write(tmp_path, "bombs:\n" + "".join(f"  {line}\n" for line in levels) + "models: []\n")
+    start = time.perf_counter()
+    with pytest.raises(RegistryError, match=rf"its YAML aliases expand to more than {MAX_YAML_NODES}"):
+        load_registry(bomb)
+    assert time.perf_counter() - start < 2
+    assert main(["list", "models", "--registry", str(bomb)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "aliases expand" in err, err
+
+
+def test_a_merge_of_itself_is_refused_as_an_alias_that_holds_itself(tmp_path):
+    path = write(tmp_path, "models:\n  - &row\n    id: tiny\n    <<: *row\n")
+    with pytest.raises(RegistryError, match="hold themselves"):
+        load_registry(path)
