@@ -89,3 +89,51 @@ def test_a_merge_of_itself_is_refused_as_an_alias_that_holds_itself(tmp_path):
     path = write(tmp_path, "models:\n  - &row\n    id: tiny\n    <<: *row\n")
     with pytest.raises(RegistryError, match="hold themselves"):
         load_registry(path)
+
+
+# -- a registry path the user set ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["stats", "all-MiniLM-L6-v2"], ["list", "models"]])
+def test_a_registry_set_to_models_yaml_where_there_is_none_is_refused_naming_the_setting(clean_env, monkeypatch,
+                                                                                        capsys, command):
+    """``ANISO_REGISTRY=models.yaml`` in a folder without one silently read the source tree's registry (a setting
+    equal to the default name was taken for unset): it is refused, naming the setting and the path looked at."""
+    from aniso.cli import main
+
+    empty = clean_env / "elsewhere"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    monkeypatch.setenv("ANISO_REGISTRY", "models.yaml")
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "setting registry (ANISO_REGISTRY" in err, err
+    assert f"models.yaml ({empty / 'models.yaml'}) does not exist" in err, err
+
+
+def test_a_registry_set_through_the_api_or_pytest_must_be_a_file_relative_to_the_working_folder(clean_env,
+                                                                                                monkeypatch):
+    import aniso
+    from aniso.registry.locate import registry_path, settings_and_registry
+
+    empty = clean_env / "elsewhere"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    with pytest.raises(ValueError, match=r"setting registry .*models\.yaml .* does not exist"):
+        aniso.models(settings={"registry": "models.yaml", "device": "cpu"})
+    with pytest.raises(ValueError, match=r"setting registry .*models\.yaml .* does not exist"):
+        settings_and_registry(texts={"registry": "models.yaml"}, root=empty, check_paths=False)
+    # unset: models.yaml here, else the source tree's
+    assert registry_path(None, None, empty) == ROOT / "models.yaml"
+    (empty / "models.yaml").write_text("models: []\n")
+    assert registry_path(None, None, empty) == empty / "models.yaml"
+    assert registry_path(None, "models.yaml", empty) == empty / "models.yaml"
+    settings, registry = settings_and_registry({"registry": "models.yaml"}, check_paths=False)
+    assert settings.registry == str(empty / "models.yaml") and len(registry) == 0
+
+
+def test_the_registry_setting_is_unset_unless_given():
+    from aniso.common.settings import Settings
+
+    assert Settings.from_sources({}, environ={}).registry is None
+    assert Settings.from_sources({}, environ={"ANISO_REGISTRY": "models.yaml"}).registry == "models.yaml"

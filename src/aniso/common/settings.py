@@ -205,9 +205,9 @@ def _allowed(name: str) -> str:
         return "true or false"
     if name == "device":
         return "a torch device name: auto, cpu, cuda, cuda:N or mps"
-    if name in ("corpus", "train_text", "speech_dir", "image_dir", "models_dir", "twin"):
+    if name in ("registry", "corpus", "train_text", "speech_dir", "image_dir", "models_dir", "twin"):
         return "a path (str or os.PathLike) or None"
-    if name in ("registry", "cache_dir", "report_dir"):
+    if name in ("cache_dir", "report_dir"):
         return "a path (str or os.PathLike)"
     return "text"
 
@@ -274,7 +274,7 @@ class Settings:
     """
 
     profile: str = DEFAULT_PROFILE
-    registry: _PathRequired = "models.yaml"
+    registry: _Path = None
     corpus: _Path = None
     n_sequences: _int("n_sequences") = _QUICK["n_sequences"]
     max_length: _int("max_length") = _QUICK["max_length"]
@@ -565,7 +565,8 @@ SETTING_HELP = {
     "profile": "run profile setting every sample size at once: " + "; ".join(
         f"{name}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()) for name, sizes in PROFILES.items())
     + f" (default {DEFAULT_PROFILE}; a size given explicitly overrides its profile)",
-    "registry": "model registry file",
+    "registry": "model registry file; a relative path is taken from the working folder (pytest: its root folder) "
+    "and must be a file there (default: models.yaml in the working folder, else the source tree's)",
     "corpus": "text corpus file (WikiText wiki.valid.tokens layout); default: datasets if the hub is reachable, "
     "else the embedded pydoc_data.topics fallback",
     "n_sequences": "paragraphs sampled from the corpus",
@@ -632,6 +633,8 @@ def settings_table() -> str:
             default = ", ".join(f"{name}: {sizes[f.name]:,}" for name, sizes in PROFILES.items())
         elif f.name == "cache_dir":
             default = "`$XDG_CACHE_HOME/aniso`, else `~/.cache/aniso`"
+        elif f.name == "registry":
+            default = "`models.yaml` in the working folder, else the source tree's"
         else:
             value = defaults[f.name].default
             default = "—" if value is None or value == "" else f"`{str(value).lower() if isinstance(value, bool) else value}`"

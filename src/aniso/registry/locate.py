@@ -2,10 +2,11 @@
 plugin, the Python API).
 
 The registry file is, in order: the path given to the command or function (``--registry``, ``registry=``); else
-setting ``registry`` (``ANISO_REGISTRY``, ``--aniso-registry``) when it names another file than the default; else
+setting ``registry`` (``ANISO_REGISTRY``, ``--aniso-registry``, ``settings={"registry": ...}``) when it is set; else
 ``models.yaml`` in the working folder (pytest: its root folder); else the ``models.yaml`` of the source tree this
-package runs from (an editable install). A path given explicitly, or set, must be a file. The claim tests are the
-``claims/`` folder beside the registry, else that of the source tree.
+package runs from (an editable install). A path given explicitly, or set, must be a file, relative paths taken from
+the working folder: a setting that names ``models.yaml`` where there is none is refused, never read as the source
+tree's. The claim tests are the ``claims/`` folder beside the registry, else that of the source tree.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .entries import Registry, RegistryError, load_registry
 __all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "check_corpus", "open_registry",
            "settings_and_registry"]
 
-#: Setting ``registry``'s default: ``models.yaml`` in the working folder.
+#: The registry file read when none is given or set: ``models.yaml`` in the working folder, else the source tree's.
 DEFAULT_REGISTRY = "models.yaml"
 
 #: The source tree this package runs from (``<tree>/src/aniso/registry/locate.py``).
@@ -33,34 +34,37 @@ def _absolute(path: str | Path, root: Path) -> Path:
     return p if p.is_absolute() else root / p
 
 
-def _not_a_file(path: Path) -> str:
-    """Why ``path`` is no registry file: ``is a symbolic link to T, which does not exist`` for a link to nothing (as
-    the checks of the cache and report folders say it), else ``is not a file``."""
+def _not_a_file(given: str | Path, path: Path) -> str:
+    """Why ``path`` (``given`` made absolute) is no registry file, beginning with ``given``: ``is a symbolic link to
+    T, which does not exist`` for a link to nothing (as the checks of the cache and report folders say it), ``does
+    not exist`` or ``is not a file``; a relative ``given`` is followed by the absolute path looked at."""
+    shown = str(given) if Path(os.path.expanduser(str(given))).is_absolute() else f"{given} ({path})"
     if path.is_symlink() and not path.exists():
-        return f"is a symbolic link to {os.readlink(path)}, which does not exist"
-    return "is not a file"
+        return f"{shown} is a symbolic link to {os.readlink(path)}, which does not exist"
+    return f"{shown} {'is not a file' if os.path.lexists(path) else 'does not exist'}"
 
 
-def registry_path(given: str | Path | None = None, setting: str = DEFAULT_REGISTRY, root: str | Path | None = None,
+def registry_path(given: str | Path | None = None, setting: str | Path | None = None, root: str | Path | None = None,
                   *, required: bool = True) -> Path | None:
     """The registry file, absolute (see the module docstring): ``given`` (an explicit argument), else ``setting``
-    (setting ``registry``), relative paths taken from ``root`` (default: the working folder).
+    (setting ``registry``; None when it is not set), relative paths taken from ``root`` (default: the working
+    folder).
 
     Returns None when nothing is given or set and neither the working folder nor the source tree has a
     ``models.yaml``, unless ``required``. Raises :class:`~aniso.registry.entries.RegistryError` (one line) when a
-    path given or set is not a file, or when ``required`` and there is none.
+    path given or set is not a file there (a setting of ``models.yaml`` in a folder without one included: only an
+    unset setting falls back to the source tree's), or when ``required`` and there is none.
     """
     root = Path(root) if root is not None else Path.cwd()
     if given is not None:
         path = _absolute(given, root)
         if not path.is_file():
-            raise RegistryError(f"registry: {given} {_not_a_file(path)}")
+            raise RegistryError(f"registry: {_not_a_file(given, path)}")
         return path
-    if setting and setting != DEFAULT_REGISTRY:
+    if setting is not None:
         path = _absolute(setting, root)
         if not path.is_file():
-            raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {setting} "
-                                f"{_not_a_file(path)}")
+            raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {_not_a_file(setting, path)}")
         return path
     for path in (root / DEFAULT_REGISTRY, _TREE / DEFAULT_REGISTRY):
         if path.is_file():
