@@ -137,3 +137,77 @@ def test_the_registry_setting_is_unset_unless_given():
 
     assert Settings.from_sources({}, environ={}).registry is None
     assert Settings.from_sources({}, environ={"ANISO_REGISTRY": "models.yaml"}).registry == "models.yaml"
+
+
+# -- a claims folder that holds no claim test ------------------------------------------------------------------------
+
+OTHER_TESTS = '''\
+from pathlib import Path
+
+Path(__file__).with_name("ran").write_text("imported")
+
+CLAIMS_MODULE = """
+@pytest.mark.claim("G.token-nlp-anisotropic")
+def test_written_by_this_test():
+    pass
+"""
+
+
+def test_something_else():
+    assert True
+'''
+
+
+def test_a_claims_dir_of_other_tests_is_refused_without_running_them(clean_env, capsys):
+    """``aniso run M --claims-dir tests`` ran the project's unit tests as claims: a folder whose test modules mark no
+    test with a claim is refused in one line naming --claims-dir and the folder, before anything is imported."""
+    from aniso.cli import main
+
+    other = clean_env / "other-tests"
+    other.mkdir()
+    (other / "test_other.py").write_text(OTHER_TESTS)
+    code = main(["run", "all-MiniLM-L6-v2", "--claims-dir", str(other), "--claims", "G.token-nlp-anisotropic",
+                 "--registry", str(ROOT / "models.yaml")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"claims folder {other}: no claim tests in it" in err and "--claims-dir" in err, err
+    assert not (other / "ran").exists()
+
+
+def test_the_api_names_claims_dir_for_a_folder_without_claim_tests(clean_env):
+    import aniso
+
+    other = clean_env / "other-tests"
+    other.mkdir()
+    (other / "test_other.py").write_text(OTHER_TESTS)
+    with pytest.raises(ValueError) as err:
+        aniso.check("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml", claims_dir=other)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"claims_dir: {other}: no claim tests in it"), msg
+    assert not (other / "ran").exists()
+
+
+@pytest.mark.parametrize("source, marks", [
+    ('import pytest\n\n@pytest.mark.claim("G.x")\ndef test_a():\n    pass\n', True),
+    ('from pytest import mark\n\n@mark.claim("G.x")\nclass TestA:\n    pass\n', True),
+    ('import pytest\npytestmark = pytest.mark.claim("G.x")\n', True),
+    ('import pytest\npytestmark = [pytest.mark.slow, pytest.mark.claim("G.x")]\n', True),
+    ('import pytest\n\n@pytest.mark.claim("G.x")\ndef test_a(:\n', True),  # a broken claims module: collection names it
+    ('import pytest\n\n@pytest.mark.slow\ndef test_a():\n    pass\n', False),
+    (OTHER_TESTS, False),  # the mark inside a string
+    ('x = "@pytest.mark.claim(" +\n', False),
+], ids=["decorator", "mark-imported", "pytestmark", "pytestmark-list", "syntax-error", "other-mark",
+        "in-a-string", "broken-with-string"])
+def test_a_claim_mark_is_read_from_the_code_not_from_its_strings(source, marks):
+    from aniso.registry.locate import marks_a_claim
+
+    assert marks_a_claim(source.encode()) is marks
+
+
+def test_the_suites_claims_folder_holds_claim_tests_and_its_unit_tests_do_not():
+    from aniso.registry.locate import claims_folder, holds_claim_tests
+
+    assert holds_claim_tests(ROOT / "claims") and not holds_claim_tests(ROOT / "tests")
+    assert claims_folder(None, ROOT / "models.yaml") == ROOT / "claims"
+    with pytest.raises(ValueError, match=r"^claims_dir: .*tests: no claim tests in it"):
+        claims_folder(ROOT / "tests", None, option="claims_dir")

@@ -11,7 +11,9 @@ tree's. The claim tests are the ``claims/`` folder beside the registry, else tha
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -75,22 +77,105 @@ def registry_path(given: str | Path | None = None, setting: str | Path | None = 
     return None
 
 
+#: The folders pytest does not collect from (its ``norecursedirs`` default), which :func:`holds_claim_tests` passes
+#: over too.
+_NOT_COLLECTED = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}", "__pycache__")
+
+#: Most folders :func:`holds_claim_tests` looks through (a claims folder holds a few; ``--claims-dir /`` would
+#: otherwise walk the whole disk), and the bytes it reads of each test module.
+_MAX_FOLDERS = 2000
+_MAX_READ = 1 << 20
+
+#: A line that marks a claim test (``@pytest.mark.claim("...")``), looked for in a module that does not parse (its
+#: syntax error is then named by the collection, as a claims module's).
+_CLAIM_LINE = re.compile(rb"^[ \t]*@(?:pytest\.)?mark\.claim\(", re.MULTILINE)
+
+
+def _is_claim_mark(node) -> bool:
+    """Whether ``node`` (an expression) is ``pytest.mark.claim(...)`` or ``mark.claim(...)``."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr == "claim"
+            and ((isinstance(func.value, ast.Attribute) and func.value.attr == "mark")
+                 or (isinstance(func.value, ast.Name) and func.value.id == "mark")))
+
+
+def marks_a_claim(source: bytes) -> bool:
+    """Whether the Python ``source`` of a test module marks a test with a claim: ``@pytest.mark.claim("<id>")`` on a
+    function or class, or ``pytestmark = pytest.mark.claim(...)`` (or a list holding one). Parsed, not imported, so
+    a mark written inside a string (a test that writes a claims module) does not count; a module that does not parse
+    counts when a line of it starts with the decorator."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _CLAIM_LINE.search(source) is not None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(_is_claim_mark(d) for d in node.decorator_list):
+                return True
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                  for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            if any(_is_claim_mark(v) for v in values):
+                return True
+    return False
+
+
+def holds_claim_tests(folder: Path) -> bool:
+    """Whether ``folder`` (or a folder under it that pytest collects, at most :data:`_MAX_FOLDERS` of them) holds a
+    test module (``test_*.py``, ``*_test.py``) that marks a test with a claim (:func:`marks_a_claim`). The modules
+    are read (their first MiB) and parsed, not imported, so a folder of other tests runs none of them to find out."""
+    import fnmatch
+
+    stack, seen = [folder], 0
+    while stack and seen < _MAX_FOLDERS:
+        current = stack.pop()
+        seen += 1
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not any(fnmatch.fnmatch(entry.name, pattern) for pattern in _NOT_COLLECTED):
+                        stack.append(entry.path)
+                elif (entry.name.endswith(".py") and (entry.name.startswith("test_") or entry.name.endswith("_test.py"))
+                      and entry.is_file()):
+                    with open(entry.path, "rb") as f:
+                        if marks_a_claim(f.read(_MAX_READ)):
+                            return True
+            except OSError:
+                continue
+    return False
+
+
 def claims_folder(given: str | Path | None, registry: Path | None, option: str = "--claims-dir") -> Path:
     """The folder of claim tests: ``given``, else ``claims/`` beside ``registry``, else the source tree's. Raises
-    ValueError (one line, naming ``option``: the CLI's ``--claims-dir``, the API's ``claims_dir``) when there is
-    none."""
+    ValueError (one line, naming ``option``: the CLI's ``--claims-dir``, the API's ``claims_dir``, and the folder)
+    when there is none, when ``given`` is no folder, or when the folder holds no claim test
+    (:func:`holds_claim_tests`): a folder of other tests (``--claims-dir tests``) would otherwise run them all as
+    claims."""
+    cli = option.startswith("--")
     if given is not None:
         path = Path(given)
         if not path.is_dir():
-            if option.startswith("--"):
+            if cli:
                 raise ValueError(f"claims folder: {given} is not a folder (give {option})")
             raise ValueError(f"{option}: {given} is not a folder; give the folder of the claim tests, or leave "
                              f"{option} out for claims/ beside the registry")
-        return path
-    for path in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]:
-        if path.is_dir():
-            return path
-    raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
+    else:
+        path = next((p for p in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]
+                     if p.is_dir()), None)
+        if path is None:
+            raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
+    if not holds_claim_tests(path):
+        what = (f"no claim tests in it (no test_*.py module marks a test with @pytest.mark.claim(\"<claim id>\"))")
+        if cli:
+            raise ValueError(f"claims folder {path}: {what}; give {option} the folder of the claim tests (claims/ of "
+                             f"this suite), or leave it out for claims/ beside the registry")
+        raise ValueError(f"{option}: {path}: {what}; give the folder of the claim tests (claims/ of this suite), or "
+                         f"leave {option} out for claims/ beside the registry")
+    return path
 
 
 def check_corpus(settings: Settings) -> None:
