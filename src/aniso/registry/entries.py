@@ -479,7 +479,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
             loc = [loc[0]] + loc[2:]
     field_path = ".".join(str(p) for p in loc) or "(entry)"
     more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""
-    msg = first["msg"]
+    msg = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's prefix
     if first["type"] == "extra_forbidden":
         msg = "unknown key" + _did_you_mean(str(first["loc"][-1]))
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
