@@ -22,7 +22,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
            "OTHER_VARIABLES", "PATH_SETTINGS", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
-           "data_folder_problem", "second_order_bytes"]
+           "data_folder_problem", "second_order_bytes", "type_name", "numpy_bool"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
 #: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
@@ -218,6 +218,37 @@ class SettingError(ValueError, TypeError):
     it."""
 
 
+def type_name(value: object) -> str:
+    """The name of ``value``'s type as a refusal shows it: the bare name of a built-in (``str``, ``int``), else
+    qualified by its module's top package (``numpy.bool``, ``numpy.int64``, ``pathlib.PosixPath``), so that a
+    numpy boolean is not shown as ``bool``."""
+    kind = type(value)
+    module = kind.__module__.split(".")[0]
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def numpy_bool(value: object) -> bool:
+    """Whether ``value`` is a numpy boolean (``numpy.bool_``: ``np.True_``, an element of a boolean array), which is
+    no subclass of ``bool``. numpy is not imported to find out: a value cannot be one unless numpy is loaded."""
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.bool_)
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar given for a setting (``np.True_``, ``np.int64(64)``, as a notebook computes them) as the Python
+    bool or int it stands for; anything else unchanged (and left to the strict type check). A numpy boolean is a
+    boolean, and a numpy integer an integer: refusing them as "got np.True_ (bool)" would read as nonsense."""
+    import numbers
+
+    if numpy_bool(value):
+        return bool(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, int):
+        return int(value)
+    return value
+
+
 def _refusal(exc: ValidationError) -> SettingError:
     """One line from pydantic's first error: the setting, its variable and option, what is allowed, the value."""
     first = exc.errors()[0]
@@ -227,7 +258,7 @@ def _refusal(exc: ValidationError) -> SettingError:
     value = first.get("input")
     if name in Settings.__dataclass_fields__:
         shown = f"{value!r}" + ("" if isinstance(value, (int, str)) and not isinstance(value, bool) or value is None
-                                else f" ({type(value).__name__})")
+                                else f" ({type_name(value)})")
         return SettingError(f"{_where(name)} must be {_allowed(name)}, got {shown}")
     if first["type"] == "unexpected_keyword_argument":
         close = difflib.get_close_matches(str(first["loc"][-1]), list(Settings.__dataclass_fields__), n=1)
@@ -353,7 +384,8 @@ class Settings:
     @classmethod
     def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None,
                      texts: dict[str, str] | None = None) -> "Settings":
-        """Build settings from explicit ``options`` (typed values, as the Python API gives them; None = not given),
+        """Build settings from explicit ``options`` (typed values, as the Python API gives them, numpy booleans and
+        integers read as Python's; None = not given),
         then ``texts`` (``--aniso-<name>`` option values as typed on a command line, by setting name), then
         ``ANISO_<NAME>`` variables, then the profile's sizes (:data:`PROFILES`; the profile itself comes from an
         option or ``ANISO_PROFILE``), then defaults.
@@ -369,7 +401,7 @@ class Settings:
         not parse (an integer that is not one; a boolean that is none of 1/true/yes/on, 0/false/no/off), the profile
         when it is unknown, and the setting when a value is out of bounds or of the wrong type.
         """
-        options = {k: v for k, v in (options or {}).items() if v is not None}
+        options = {k: _plain(v) for k, v in (options or {}).items() if v is not None}
         texts = {k: v for k, v in (texts or {}).items() if v is not None}
         environ = os.environ if environ is None else environ
         unknown = sorted(set(options) - set(cls.__dataclass_fields__))

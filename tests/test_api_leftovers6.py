@@ -1,0 +1,72 @@
+"""The Python API: numpy booleans taken as booleans, an empty path and texts that are no Unicode refused naming
+``inputs``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aniso
+from aniso.common.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = ROOT / "models.yaml"
+MODEL = "all-MiniLM-L6-v2"
+
+
+def _one_line(info) -> str:
+    msg = str(info.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+# -- numpy booleans --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", [np.False_, np.bool_(False), np.array([True, False])[1]])
+def test_a_numpy_bool_is_a_bool_to_the_api(flag):
+    """``aniso.claims(as_frame=np.False_)`` was refused as "np.False_ (bool); give True or False"."""
+    assert isinstance(aniso.claims(as_frame=flag), list)
+    assert isinstance(aniso.models(REGISTRY, as_frame=flag, settings={"device": "cpu"}), list)
+    assert type(aniso.claims(as_frame=np.True_)).__name__ == "DataFrame"
+
+
+def test_check_and_measure_take_numpy_bools_for_verbose_and_progress(clean_env):
+    """The flag is accepted and the call goes on to its next check (here a claim id and a model that do not exist),
+    rather than stopping at "verbose: np.False_ (bool)"."""
+    with pytest.raises(ValueError) as info:
+        aniso.check(MODEL, "G.no-such-claim", registry=REGISTRY, verbose=np.False_)
+    assert _one_line(info).startswith("claims: 'G.no-such-claim'")
+    with pytest.raises(ValueError) as info:
+        aniso.measure("no-such-model-anywhere", ["one text", "another"], registry=REGISTRY, progress=np.False_)
+    assert _one_line(info).startswith("model 'no-such-model-anywhere': no registry id")
+
+
+@pytest.mark.parametrize("value, shown", [
+    (np.int64(1), "np.int64(1) (numpy.int64)"), (1, "1 (int)"), ("no", "'no' (str)"), (None, "None (NoneType)"),
+    (np.array([True]), "(numpy.ndarray)"),
+])
+def test_a_value_that_is_no_bool_is_refused_naming_its_type(value, shown):
+    with pytest.raises(TypeError) as info:
+        aniso.claims(as_frame=value)
+    msg = _one_line(info)
+    assert msg.startswith("as_frame: ") and shown in msg and msg.endswith("give True or False"), msg
+
+
+def test_settings_take_numpy_bools_and_integers_and_name_numpy_types_as_such(clean_env):
+    s = Settings.from_sources({"no_cache": np.True_, "seed": np.int64(3), "device": "cpu"}, environ={})
+    assert s.no_cache is True and type(s.seed) is int and s.seed == 3
+    with pytest.raises(TypeError) as info:
+        Settings.from_sources({"no_cache": np.float64(1.0), "device": "cpu"}, environ={})
+    assert "got np.float64(1.0) (numpy.float64)" in _one_line(info)
+
+
+def test_type_names_and_numpy_bools():
+    from aniso.common.settings import numpy_bool, type_name
+
+    assert [type_name(v) for v in (True, "x", np.True_, np.int64(1), Path("x"))] == [
+        "bool", "str", "numpy.bool", "numpy.int64", "pathlib.PosixPath"]
+    assert numpy_bool(np.True_) and numpy_bool(np.array([1, 0], dtype=bool)[0])
+    assert not numpy_bool(True) and not numpy_bool(1) and not numpy_bool(np.int8(1))
