@@ -70,3 +70,27 @@ def test_type_names_and_numpy_bools():
         "bool", "str", "numpy.bool", "numpy.int64", "pathlib.PosixPath"]
     assert numpy_bool(np.True_) and numpy_bool(np.array([1, 0], dtype=bool)[0])
     assert not numpy_bool(True) and not numpy_bool(1) and not numpy_bool(np.int8(1))
+
+
+# -- an empty path ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("inputs", ["", "   ", "\t\n"])
+def test_an_empty_path_is_refused_naming_inputs_not_read_as_the_working_folder(clean_env, inputs):
+    """``aniso.measure(M, inputs='')`` said "inputs: . is a folder" (the empty text read as the working folder)."""
+    for call in (lambda: aniso.measure(MODEL, inputs, registry=REGISTRY, progress=False),
+                 lambda: aniso.check(MODEL, "G.token-nlp-anisotropic", inputs, registry=REGISTRY)):
+        with pytest.raises(ValueError) as info:
+            call()
+        msg = _one_line(info)
+        assert msg.startswith(f"inputs: an empty path ({inputs!r})") and " . " not in msg, msg
+
+
+def test_an_empty_path_is_refused_for_an_in_memory_model_too():
+    from transformers import BertConfig, BertModel
+
+    model = BertModel(BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16,
+                                 vocab_size=64, max_position_embeddings=32))
+    with pytest.raises(ValueError) as info:
+        aniso.measure(model, "", tokenizer=lambda *a, **k: None, progress=False)
+    assert _one_line(info).startswith("inputs: an empty path ('')")

@@ -366,6 +366,14 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
     return Corpus("texts", label, "a list of texts", _fingerprint(list(texts)), texts, len(texts), seed)
 
 
+def _no_empty_path(inputs: Any) -> None:
+    """Raise ValueError naming ``inputs`` when it is an empty (or blank) text: as a path it would be the working folder
+    (``Path("")`` is ``.``), which the user did not name."""
+    if isinstance(inputs, str) and not inputs.strip():
+        raise ValueError(f"inputs: an empty path ({inputs!r}); give a list of texts, a corpus file, a folder of "
+                         "photographs or recordings, or None for the settings' inputs")
+
+
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
     """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
     a model reading inputs of ``kind`` (:data:`aniso.inputs.forms.INPUT_FORMS`). Raises ValueError naming
@@ -376,6 +384,7 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
     from .inputs.media import DATA_FORMATS
 
     form = INPUT_FORMS[kind]
+    _no_empty_path(inputs)
     path = Path(os.path.expanduser(str(inputs)))
     if not path.exists():
         raise ValueError(f"inputs: {str(inputs)[:80]!r} is no file or folder (give texts as a list of strings)")
@@ -491,6 +500,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
         raise ValueError(f"inputs: a {type_name(inputs)}; give a list of texts, a corpus file, a folder of "
                          "photographs or recordings, or None")
+    _no_empty_path(inputs)
     options = {"device": device, "batch_size": batch_size, "max_length": max_length}
     if isinstance(model, (str, Path)):
         for arg, value in (("tokenizer", tokenizer), ("name", name)):
@@ -1294,6 +1304,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
         raise ValueError(f"model: a {type_name(model)}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
     verbose = _flag("verbose", verbose)
+    _no_empty_path(inputs)
     if isinstance(claims, (list, tuple)) and not claims:
         raise ValueError("claims: an empty list names no claim (it would run every claim); give claim ids or "
                          "prefixes, or leave claims out for 'G.' (aniso.claims())")
