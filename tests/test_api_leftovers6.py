@@ -94,3 +94,57 @@ def test_an_empty_path_is_refused_for_an_in_memory_model_too():
     with pytest.raises(ValueError) as info:
         aniso.measure(model, "", tokenizer=lambda *a, **k: None, progress=False)
     assert _one_line(info).startswith("inputs: an empty path ('')")
+
+
+# -- texts and file names that are no UTF-8 --------------------------------------------------------------------------
+
+TEXTS = ["The first paragraph of the texts, long enough to be one.", "A second paragraph, about something else."]
+
+
+def test_a_text_with_a_lone_surrogate_is_refused_naming_the_item_and_the_position(clean_env):
+    """``aniso.measure(M, [..., 'abc\\ud800def'])`` raised a bare UnicodeEncodeError from the tokenizer."""
+    texts = TEXTS + ["abc\ud800def"]
+    for call in (lambda: aniso.measure(MODEL, texts, registry=REGISTRY, progress=False),
+                 lambda: aniso.check(MODEL, "G.token-nlp-anisotropic", texts, registry=REGISTRY)):
+        with pytest.raises(ValueError) as info:
+            call()
+        msg = _one_line(info)
+        assert msg.startswith("inputs[2]: a lone surrogate '\\ud800' at position 3"), msg
+        msg.encode("utf-8", "backslashreplace")  # printable
+
+
+def _odd_name(folder: Path) -> Path:
+    """A corpus file in ``folder`` whose name holds the byte 0xff, which is no UTF-8 (Python reads it as the
+    surrogate '\\udcff')."""
+    import os
+
+    path = Path(os.fsdecode(os.fsencode(str(folder)) + b"/corp\xffus.txt"))
+    path.write_text("\n".join(TEXTS * 3) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_corpus_file_whose_name_is_no_utf8_is_refused_before_anything_is_measured(clean_env):
+    """It was measured, then the run failed writing its cache entry (UnicodeEncodeError), losing the measurement."""
+    path = _odd_name(clean_env)
+    with pytest.raises(ValueError) as info:
+        aniso.measure(MODEL, path, registry=REGISTRY, progress=False, n_inputs=2)
+    msg = _one_line(info)
+    assert msg.startswith("inputs: the path ") and "'\\udcff'" in msg and "(setting corpus)" in msg, msg
+    assert not any((clean_env / "cache").rglob("*.json"))  # nothing computed to lose
+
+
+def test_the_command_line_names_the_setting_for_such_a_corpus_and_for_one_that_is_no_utf8(clean_env, monkeypatch,
+                                                                                          capsys):
+    from aniso.cli import main
+
+    monkeypatch.setenv("ANISO_CORPUS", str(_odd_name(clean_env)))
+    assert main(["stats", MODEL, "--registry", str(REGISTRY)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("aniso stats: setting corpus (ANISO_CORPUS"), err
+    assert "no UTF-8 text" in err and "rename it" in err, err
+    latin1 = clean_env / "latin1.txt"
+    latin1.write_bytes("\n".join(TEXTS).encode() + "\ncaf\xe9 au lait, a paragraph in Latin-1\n".encode("latin-1"))
+    monkeypatch.setenv("ANISO_CORPUS", str(latin1))
+    assert main(["stats", MODEL, "--registry", str(REGISTRY)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "ANISO_CORPUS" in err and "is not UTF-8 text" in err, err

@@ -339,7 +339,8 @@ def _entry(model: str | Path, registry):
 
 
 def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
-    """``inputs`` as a tuple of non-empty texts. Raises ValueError naming ``inputs`` and the first bad item."""
+    """``inputs`` as a tuple of non-empty texts. Raises ValueError naming ``inputs`` and the first bad item (no
+    text, empty, or holding a lone surrogate, named with its position)."""
     if len(inputs) == 0:
         raise ValueError("inputs: an empty list; give at least one text (or a corpus file, or None for the "
                          "settings' corpus)")
@@ -349,6 +350,13 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
                              "recordings give their folder)")
         if not t.strip():
             raise ValueError(f"inputs[{i}]: an empty text")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no character, so no UTF-8 and no token
+            raise ValueError(f"inputs[{i}]: a lone surrogate {t[exc.start]!r} at position {exc.start} (near "
+                             f"{t[max(exc.start - 20, 0):exc.start + 20]!r}), which is no Unicode character and cannot "
+                             "be tokenized (text decoded with errors='surrogateescape', or half of a UTF-16 pair?); "
+                             "give valid text") from None
     if len(inputs) > 1 and len(set(inputs)) == 1:  # as a corpus file of one paragraph repeated is refused
         raise ValueError(f"inputs: {len(inputs)} copies of one text, which are no {len(inputs)} inputs; give "
                          "distinct texts (or the one text alone)")

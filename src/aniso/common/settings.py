@@ -236,6 +236,23 @@ def numpy_bool(value: object) -> bool:
     return numpy is not None and isinstance(value, numpy.bool_)
 
 
+def _not_utf8(path: str | None) -> str | None:
+    """Why ``path`` cannot be recorded as UTF-8 text, or None: a file name whose bytes are no UTF-8 reaches Python
+    with each such byte as a lone surrogate (``os.fsdecode``; ``ANISO_CORPUS``, a listing of a folder), and a run that
+    read it would fail only when it writes the path into results.json or a cache entry, after the measurement."""
+    if path is None:
+        return None
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raw = os.fsencode(path) if all(not 0xD800 <= ord(c) < 0xDC80 for c in path) else None
+        shown = f" ({raw!r})" if raw is not None else ""
+        return (f"the path {path!r}{shown} is no UTF-8 text (character {exc.start + 1}, {path[exc.start]!r}: a byte "
+                "of the file name that is not UTF-8, or a lone surrogate); results and the cache record paths as "
+                "UTF-8: rename it, or link to it from a UTF-8 name")
+    return None
+
+
 def _plain(value: object) -> object:
     """A numpy scalar given for a setting (``np.True_``, ``np.int64(64)``, as a notebook computes them) as the Python
     bool or int it stands for; anything else unchanged (and left to the strict type check). A numpy boolean is a
@@ -352,6 +369,10 @@ class Settings:
                 unset = ", or None (leave it unset) for the default" if "None" in _allowed(name) else ""
                 raise SettingError(f"{_where(name)} is empty ({value!r}); give {_allowed(name).split(' or None')[0]}"
                                    f"{unset}")
+        for name in PATH_SETTINGS:  # recorded as text in results.json and the cache's entries, which are UTF-8
+            problem = _not_utf8(getattr(self, name))
+            if problem is not None:
+                raise SettingError(f"{_where(name)}: {problem}")
         for name in INPUT_PATH_SETTINGS:  # frozen: the path the run reads, recorded as such in results.json
             value = getattr(self, name)
             if isinstance(value, str):
