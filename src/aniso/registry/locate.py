@@ -21,8 +21,8 @@ from typing import Any
 from ..common.settings import Settings
 from .entries import Registry, RegistryError, load_registry
 
-__all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "check_corpus", "open_registry",
-           "settings_and_registry"]
+__all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "holds_claim_tests", "marks_a_claim", "check_corpus",
+           "open_registry", "settings_and_registry"]
 
 #: The registry file read when none is given or set: ``models.yaml`` in the working folder, else the source tree's.
 DEFAULT_REGISTRY = "models.yaml"
@@ -131,7 +131,8 @@ def holds_claim_tests(folder: Path) -> bool:
         current = stack.pop()
         seen += 1
         try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
+            with os.scandir(current) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError:
             continue
         for entry in entries:
