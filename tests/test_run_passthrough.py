@@ -35,7 +35,8 @@ def test_a_k_filter_that_selects_nothing_is_named():
 def test_a_claims_module_with_a_syntax_error_is_named_not_an_interrupt(clean_env, tmp_path, capsys):
     claims = tmp_path / "claims"
     claims.mkdir()
-    (claims / "test_broken.py").write_text("def test_x(:\n    pass\n")
+    (claims / "test_broken.py").write_text('import pytest\n\n\n@pytest.mark.claim("G.token-nlp-anisotropic")\n'
+                                           "def test_x(:\n    pass\n")
     code = main(["run", MODEL, "--claims-dir", str(claims), "--registry", str(ROOT / "models.yaml")])
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2 and "Ctrl-C" not in last, last

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .common.settings import numpy_bool, type_name
+
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
 
@@ -201,7 +203,7 @@ def _report_path(path: str | Path) -> Path:
     path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
     ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError."""
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: {path!r:.40} ({type(path).__name__}); give the HTML file to write, as text or a Path")
+        raise TypeError(f"path: {path!r:.40} ({type_name(path)}); give the HTML file to write, as text or a Path")
     target = Path(os.path.expanduser(os.fspath(path)))
     if target.is_dir():
         raise ValueError(f"path: {target} is a folder; name the HTML file to write (e.g. {target / 'report.html'})")
@@ -226,7 +228,7 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     from .common.settings import SettingError, Settings, _where
 
     if settings is not None and not isinstance(settings, Mapping):
-        raise TypeError(f"settings: {settings!r:.40} ({type(settings).__name__}); give a dict of setting names and "
+        raise TypeError(f"settings: {settings!r:.40} ({type_name(settings)}); give a dict of setting names and "
                         "values, e.g. {'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
     given = dict(settings or {})
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
@@ -283,11 +285,14 @@ def _one_value(name: str, routes: Sequence[tuple[str, Any]]) -> None:
             raise ValueError(f"{first_label}{first!r} and {label}{value!r} both given for setting {name}; give one")
 
 
-def _flag(name: str, value: Any) -> None:
-    """Raise TypeError naming argument ``name`` unless ``value`` is True or False (a word such as ``"no"`` is true to
-    Python, and would be taken for yes)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name}: {value!r:.40} ({type(value).__name__}); give True or False")
+def _flag(name: str, value: Any) -> bool:
+    """``value`` as a bool if it is True or False: a Python bool or a numpy one (``np.False_``, an element of a
+    boolean array; :func:`aniso.common.settings.numpy_bool`). Raises TypeError naming argument ``name`` and the
+    value's type otherwise (a word such as ``"no"`` is true to Python, and would be taken for yes; ``1`` is no
+    answer either)."""
+    if isinstance(value, bool) or numpy_bool(value):
+        return bool(value)
+    raise TypeError(f"{name}: {value!r:.40} ({type_name(value)}); give True or False")
 
 
 def _registry_file(path: str | Path | None, settings) -> Path | None:
@@ -308,7 +313,7 @@ def _count(name: str, value: Any) -> int | None:
     """``value`` as an int (a numpy integer included), or None. Raises ValueError naming argument ``name`` unless
     ``value`` is None or an integer >= 1 (not a bool)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1):
-        raise ValueError(f"{name}: {value!r} ({type(value).__name__}); give an integer >= 1")
+        raise ValueError(f"{name}: {value!r} ({type_name(value)}); give an integer >= 1")
     return None if value is None else int(value)
 
 
@@ -334,16 +339,24 @@ def _entry(model: str | Path, registry):
 
 
 def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
-    """``inputs`` as a tuple of non-empty texts. Raises ValueError naming ``inputs`` and the first bad item."""
+    """``inputs`` as a tuple of non-empty texts. Raises ValueError naming ``inputs`` and the first bad item (no
+    text, empty, or holding a lone surrogate, named with its position)."""
     if len(inputs) == 0:
         raise ValueError("inputs: an empty list; give at least one text (or a corpus file, or None for the "
                          "settings' corpus)")
     for i, t in enumerate(inputs):
         if not isinstance(t, str):
-            raise ValueError(f"inputs[{i}]: a {type(t).__name__}; a list of inputs must hold texts (for images or "
+            raise ValueError(f"inputs[{i}]: a {type_name(t)}; a list of inputs must hold texts (for images or "
                              "recordings give their folder)")
         if not t.strip():
             raise ValueError(f"inputs[{i}]: an empty text")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no character, so no UTF-8 and no token
+            raise ValueError(f"inputs[{i}]: a lone surrogate {t[exc.start]!r} at position {exc.start} (near "
+                             f"{t[max(exc.start - 20, 0):exc.start + 20]!r}), which is no Unicode character and cannot "
+                             "be tokenized (text decoded with errors='surrogateescape', or half of a UTF-16 pair?); "
+                             "give valid text") from None
     if len(inputs) > 1 and len(set(inputs)) == 1:  # as a corpus file of one paragraph repeated is refused
         raise ValueError(f"inputs: {len(inputs)} copies of one text, which are no {len(inputs)} inputs; give "
                          "distinct texts (or the one text alone)")
@@ -361,6 +374,14 @@ def _corpus_of(texts: tuple[str, ...], seed: int):
     return Corpus("texts", label, "a list of texts", _fingerprint(list(texts)), texts, len(texts), seed)
 
 
+def _no_empty_path(inputs: Any) -> None:
+    """Raise ValueError naming ``inputs`` when it is an empty (or blank) text: as a path it would be the working folder
+    (``Path("")`` is ``.``), which the user did not name."""
+    if isinstance(inputs, str) and not inputs.strip():
+        raise ValueError(f"inputs: an empty path ({inputs!r}); give a list of texts, a corpus file, a folder of "
+                         "photographs or recordings, or None for the settings' inputs")
+
+
 def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, Any]:
     """The setting that points the run at ``inputs`` (a corpus file, or a folder of recordings or photographs) for
     a model reading inputs of ``kind`` (:data:`aniso.inputs.forms.INPUT_FORMS`). Raises ValueError naming
@@ -371,6 +392,7 @@ def _inputs_option(inputs: str | Path, kind: str, model_id: str) -> dict[str, An
     from .inputs.media import DATA_FORMATS
 
     form = INPUT_FORMS[kind]
+    _no_empty_path(inputs)
     path = Path(os.path.expanduser(str(inputs)))
     if not path.exists():
         raise ValueError(f"inputs: {str(inputs)[:80]!r} is no file or folder (give texts as a list of strings)")
@@ -404,7 +426,7 @@ def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
     items = ([statistics] if isinstance(statistics, str) else list(statistics)
              if isinstance(statistics, Iterable) and not isinstance(statistics, (bytes, Mapping)) else None)
     if items is None or not all(isinstance(s, str) for s in items):
-        raise TypeError(f"statistics: {statistics!r:.40} ({type(statistics).__name__}); give a statistic's name, a "
+        raise TypeError(f"statistics: {statistics!r:.40} ({type_name(statistics)}); give a statistic's name, a "
                         f"list of names or 'all' (names: {', '.join(sorted(ALL_STATISTICS))})")
     chosen = frozenset(items)
     unknown = sorted(chosen - ALL_STATISTICS)
@@ -481,11 +503,12 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     chosen = _statistics(statistics)
     n_inputs, batch_size, max_length = (_count(arg, value) for arg, value in (
         ("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)))
-    _flag("progress", progress)
+    progress = _flag("progress", progress)
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
-        raise ValueError(f"inputs: a {type(inputs).__name__}; give a list of texts, a corpus file, a folder of "
+        raise ValueError(f"inputs: a {type_name(inputs)}; give a list of texts, a corpus file, a folder of "
                          "photographs or recordings, or None")
+    _no_empty_path(inputs)
     options = {"device": device, "batch_size": batch_size, "max_length": max_length}
     if isinstance(model, (str, Path)):
         for arg, value in (("tokenizer", tokenizer), ("name", name)):
@@ -612,7 +635,7 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
 
     config = getattr(model, "config", None)
     if not isinstance(model, torch.nn.Module) or config is None or not hasattr(config, "to_dict"):
-        raise ValueError(f"model: a {type(model).__name__}; give a registry id, a model folder, a hub id or a loaded "
+        raise ValueError(f"model: a {type_name(model)}; give a registry id, a model folder, a hub id or a loaded "
                          "transformers model")
     try:
         fields = entry_fields(config.to_dict())
@@ -623,7 +646,7 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
                          "models are measured here: save it with save_pretrained and pass the folder")
     if tokenizer is None or not callable(tokenizer):
         raise ValueError(f"tokenizer: an in-memory text model needs its tokenizer (tokenizer=...), got "
-                         f"{type(tokenizer).__name__}")
+                         f"{type_name(tokenizer)}")
     ident = name or str(getattr(config, "name_or_path", "") or "") or type(model).__name__
     extra = _inputs_settings(inputs, texts, n_inputs, settings, "text", ident)
     run_settings = _settings(options | extra, settings, arguments={"corpus": "inputs", "n_sequences": "n_inputs"})
@@ -900,10 +923,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     plan, reg = settings_and_registry(options, registry=registry, texts=texts)
     wanted = parse_claims(plan.claims)
     reg_path = Path(plan.registry)
-    claims_dir = claims_folder(claims_dir, reg_path)
-    if not any(claims_dir.glob("test_*.py")) and not any(claims_dir.glob("*_test.py")):
-        raise ValueError(f"claims folder {claims_dir}: no claim tests in it (test_*.py files); give --claims-dir the "
-                         "folder of the claim tests, or leave it out for claims/ beside the registry")
+    claims_dir = claims_folder(claims_dir, reg_path)  # ValueError naming --claims-dir: no folder, no claim test
     _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
     tmp_dir = row = None
     with _removed_on_sigterm() as remove:
@@ -1289,16 +1309,17 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     from .judge.results import read_results
 
     if not isinstance(model, (str, Path)):
-        raise ValueError(f"model: a {type(model).__name__}; check runs on a registry id, a model folder or a hub id "
+        raise ValueError(f"model: a {type_name(model)}; check runs on a registry id, a model folder or a hub id "
                          "(save an in-memory model with save_pretrained and pass the folder)")
-    _flag("verbose", verbose)
+    verbose = _flag("verbose", verbose)
+    _no_empty_path(inputs)
     if isinstance(claims, (list, tuple)) and not claims:
         raise ValueError("claims: an empty list names no claim (it would run every claim); give claim ids or "
                          "prefixes, or leave claims out for 'G.' (aniso.claims())")
     if isinstance(claims, (list, tuple)) and all(isinstance(c, str) for c in claims):
         claims = ",".join(claims)  # ["G.", "R.decoder-bell-profile"] as "G.,R.decoder-bell-profile"
     if not isinstance(claims, str):
-        raise TypeError(f"claims: {claims!r:.40} ({type(claims).__name__}); give claim ids or prefixes as a "
+        raise TypeError(f"claims: {claims!r:.40} ({type_name(claims)}); give claim ids or prefixes as a "
                         "comma-separated string or a list of strings (aniso.claims())")
     parse_claims(claims)  # ValueError "claims: ..." naming the item
     base = _settings({}, settings)
@@ -1336,7 +1357,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
                           arguments={name: "inputs" for name in option})  # named as inputs, not as the setting
                 given |= option
             else:
-                raise ValueError(f"inputs: a {type(inputs).__name__}; give a corpus file, a folder, a list of texts "
+                raise ValueError(f"inputs: a {type_name(inputs)}; give a corpus file, a folder, a list of texts "
                                  "or None")
         args = [] if verbose else ["-qq", "--disable-warnings"]
         with _progress(verbose):  # the settings are built once, in run_claims, from ``given`` (typed)
@@ -1357,7 +1378,7 @@ def claims(*, as_frame: bool = True):
     ``statistics`` (what it reads). A pandas DataFrame, or a list of dicts with ``as_frame=False``."""
     from .registry.catalog import CLAIMS
 
-    _flag("as_frame", as_frame)
+    as_frame = _flag("as_frame", as_frame)
     rows = [{"claim": c.id, "paper": c.paper, "section": c.section, "figure": c.figure, "statement": c.statement,
              "executable": c.executable, "statistics": ",".join(c.statistics)} for c in CLAIMS.values()]
     if not as_frame:
@@ -1378,7 +1399,7 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     """
     from .sources import SourceContext, weights_here
 
-    _flag("as_frame", as_frame)
+    as_frame = _flag("as_frame", as_frame)
     _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry")
                                                         if isinstance(settings, Mapping) else None)])
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing

@@ -22,7 +22,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
            "OTHER_VARIABLES", "PATH_SETTINGS", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
-           "data_folder_problem", "second_order_bytes"]
+           "data_folder_problem", "second_order_bytes", "type_name", "numpy_bool"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
 #: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
@@ -205,9 +205,9 @@ def _allowed(name: str) -> str:
         return "true or false"
     if name == "device":
         return "a torch device name: auto, cpu, cuda, cuda:N or mps"
-    if name in ("corpus", "train_text", "speech_dir", "image_dir", "models_dir", "twin"):
+    if name in ("registry", "corpus", "train_text", "speech_dir", "image_dir", "models_dir", "twin"):
         return "a path (str or os.PathLike) or None"
-    if name in ("registry", "cache_dir", "report_dir"):
+    if name in ("cache_dir", "report_dir"):
         return "a path (str or os.PathLike)"
     return "text"
 
@@ -216,6 +216,54 @@ class SettingError(ValueError, TypeError):
     """A setting refused: one line naming the setting (its variable and option), its value and what is allowed. A
     ValueError (a value out of range) and a TypeError (a value of the wrong type) at once, so either ``except`` takes
     it."""
+
+
+def type_name(value: object) -> str:
+    """The name of ``value``'s type as a refusal shows it: the bare name of a built-in (``str``, ``int``), else
+    qualified by its module's top package (``numpy.bool``, ``numpy.int64``, ``pathlib.PosixPath``), so that a
+    numpy boolean is not shown as ``bool``."""
+    kind = type(value)
+    module = kind.__module__.split(".")[0]
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def numpy_bool(value: object) -> bool:
+    """Whether ``value`` is a numpy boolean (``numpy.bool_``: ``np.True_``, an element of a boolean array), which is
+    no subclass of ``bool``. numpy is not imported to find out: a value cannot be one unless numpy is loaded."""
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.bool_)
+
+
+def _not_utf8(path: str | None) -> str | None:
+    """Why ``path`` cannot be recorded as UTF-8 text, or None: a file name whose bytes are no UTF-8 reaches Python
+    with each such byte as a lone surrogate (``os.fsdecode``; ``ANISO_CORPUS``, a listing of a folder), and a run that
+    read it would fail only when it writes the path into results.json or a cache entry, after the measurement."""
+    if path is None:
+        return None
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raw = os.fsencode(path) if all(not 0xD800 <= ord(c) < 0xDC80 for c in path) else None
+        shown = f" ({raw!r})" if raw is not None else ""
+        return (f"the path {path!r}{shown} is no UTF-8 text (character {exc.start + 1}, {path[exc.start]!r}: a byte "
+                "of the file name that is not UTF-8, or a lone surrogate); results and the cache record paths as "
+                "UTF-8: rename it, or link to it from a UTF-8 name")
+    return None
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar given for a setting (``np.True_``, ``np.int64(64)``, as a notebook computes them) as the Python
+    bool or int it stands for; anything else unchanged (and left to the strict type check). A numpy boolean is a
+    boolean, and a numpy integer an integer: refusing them as "got np.True_ (bool)" would read as nonsense."""
+    import numbers
+
+    if numpy_bool(value):
+        return bool(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, int):
+        return int(value)
+    return value
 
 
 def _refusal(exc: ValidationError) -> SettingError:
@@ -227,7 +275,7 @@ def _refusal(exc: ValidationError) -> SettingError:
     value = first.get("input")
     if name in Settings.__dataclass_fields__:
         shown = f"{value!r}" + ("" if isinstance(value, (int, str)) and not isinstance(value, bool) or value is None
-                                else f" ({type(value).__name__})")
+                                else f" ({type_name(value)})")
         return SettingError(f"{_where(name)} must be {_allowed(name)}, got {shown}")
     if first["type"] == "unexpected_keyword_argument":
         close = difflib.get_close_matches(str(first["loc"][-1]), list(Settings.__dataclass_fields__), n=1)
@@ -274,7 +322,7 @@ class Settings:
     """
 
     profile: str = DEFAULT_PROFILE
-    registry: _PathRequired = "models.yaml"
+    registry: _Path = None
     corpus: _Path = None
     n_sequences: _int("n_sequences") = _QUICK["n_sequences"]
     max_length: _int("max_length") = _QUICK["max_length"]
@@ -321,6 +369,10 @@ class Settings:
                 unset = ", or None (leave it unset) for the default" if "None" in _allowed(name) else ""
                 raise SettingError(f"{_where(name)} is empty ({value!r}); give {_allowed(name).split(' or None')[0]}"
                                    f"{unset}")
+        for name in PATH_SETTINGS:  # recorded as text in results.json and the cache's entries, which are UTF-8
+            problem = _not_utf8(getattr(self, name))
+            if problem is not None:
+                raise SettingError(f"{_where(name)}: {problem}")
         for name in INPUT_PATH_SETTINGS:  # frozen: the path the run reads, recorded as such in results.json
             value = getattr(self, name)
             if isinstance(value, str):
@@ -353,7 +405,8 @@ class Settings:
     @classmethod
     def from_sources(cls, options: dict[str, object] | None = None, environ: dict[str, str] | None = None,
                      texts: dict[str, str] | None = None) -> "Settings":
-        """Build settings from explicit ``options`` (typed values, as the Python API gives them; None = not given),
+        """Build settings from explicit ``options`` (typed values, as the Python API gives them, numpy booleans and
+        integers read as Python's; None = not given),
         then ``texts`` (``--aniso-<name>`` option values as typed on a command line, by setting name), then
         ``ANISO_<NAME>`` variables, then the profile's sizes (:data:`PROFILES`; the profile itself comes from an
         option or ``ANISO_PROFILE``), then defaults.
@@ -369,7 +422,7 @@ class Settings:
         not parse (an integer that is not one; a boolean that is none of 1/true/yes/on, 0/false/no/off), the profile
         when it is unknown, and the setting when a value is out of bounds or of the wrong type.
         """
-        options = {k: v for k, v in (options or {}).items() if v is not None}
+        options = {k: _plain(v) for k, v in (options or {}).items() if v is not None}
         texts = {k: v for k, v in (texts or {}).items() if v is not None}
         environ = os.environ if environ is None else environ
         unknown = sorted(set(options) - set(cls.__dataclass_fields__))
@@ -565,7 +618,8 @@ SETTING_HELP = {
     "profile": "run profile setting every sample size at once: " + "; ".join(
         f"{name}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()) for name, sizes in PROFILES.items())
     + f" (default {DEFAULT_PROFILE}; a size given explicitly overrides its profile)",
-    "registry": "model registry file",
+    "registry": "model registry file; when set, a relative path is taken from the working folder (pytest: its root "
+    "folder) and must be a file there; unset: models.yaml in the working folder, else the source tree's",
     "corpus": "text corpus file (WikiText wiki.valid.tokens layout); default: datasets if the hub is reachable, "
     "else the embedded pydoc_data.topics fallback",
     "n_sequences": "paragraphs sampled from the corpus",
@@ -632,6 +686,8 @@ def settings_table() -> str:
             default = ", ".join(f"{name}: {sizes[f.name]:,}" for name, sizes in PROFILES.items())
         elif f.name == "cache_dir":
             default = "`$XDG_CACHE_HOME/aniso`, else `~/.cache/aniso`"
+        elif f.name == "registry":
+            default = "`models.yaml` in the working folder, else the source tree's"
         else:
             value = defaults[f.name].default
             default = "—" if value is None or value == "" else f"`{str(value).lower() if isinstance(value, bool) else value}`"

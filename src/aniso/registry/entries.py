@@ -479,7 +479,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
             loc = [loc[0]] + loc[2:]
     field_path = ".".join(str(p) for p in loc) or "(entry)"
     more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""
-    msg = first["msg"]
+    msg = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's prefix
     if first["type"] == "extra_forbidden":
         msg = "unknown key" + _did_you_mean(str(first["loc"][-1]))
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
@@ -516,9 +516,18 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
                                 + (f" that stands for {seed.stands_for!r}" if seed.stands_for else ""))
 
 
+#: The tag of YAML's merge key (``<<: *defaults``, ``<<: [*a, *b]``, ``<<: {...}``; https://yaml.org/type/merge.html).
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _loader():
     """libyaml's safe loader (10x faster than the pure-Python one) with mappings that refuse a key given twice: YAML
-    keeps the last of two equal keys, so a record or a field written twice would silently lose the first."""
+    keeps the last of two equal keys, so a record or a field written twice would silently lose the first.
+
+    YAML's merge key (``<<: *defaults``) is read as the standard says: the merged mappings' keys come first and a key
+    written in the mapping itself overrides a merged one (that is what a merge is for, not a key given twice). The
+    alias limit (:data:`MAX_YAML_NODES`) is checked on the composed document before anything is merged, and counts a
+    merged mapping once per use, so merges cannot grow a document past it either."""
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class Loader(base):
@@ -527,6 +536,8 @@ def _loader():
     def mapping(loader, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:  # merged by construct_mapping (flatten_mapping), not a key of its own
+                continue
             key = loader.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",

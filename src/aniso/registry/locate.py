@@ -2,15 +2,18 @@
 plugin, the Python API).
 
 The registry file is, in order: the path given to the command or function (``--registry``, ``registry=``); else
-setting ``registry`` (``ANISO_REGISTRY``, ``--aniso-registry``) when it names another file than the default; else
+setting ``registry`` (``ANISO_REGISTRY``, ``--aniso-registry``, ``settings={"registry": ...}``) when it is set; else
 ``models.yaml`` in the working folder (pytest: its root folder); else the ``models.yaml`` of the source tree this
-package runs from (an editable install). A path given explicitly, or set, must be a file. The claim tests are the
-``claims/`` folder beside the registry, else that of the source tree.
+package runs from (an editable install). A path given explicitly, or set, must be a file, relative paths taken from
+the working folder: a setting that names ``models.yaml`` where there is none is refused, never read as the source
+tree's. The claim tests are the ``claims/`` folder beside the registry, else that of the source tree.
 """
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,10 +21,10 @@ from typing import Any
 from ..common.settings import Settings
 from .entries import Registry, RegistryError, load_registry
 
-__all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "check_corpus", "open_registry",
-           "settings_and_registry"]
+__all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "holds_claim_tests", "marks_a_claim", "check_corpus",
+           "open_registry", "settings_and_registry"]
 
-#: Setting ``registry``'s default: ``models.yaml`` in the working folder.
+#: The registry file read when none is given or set: ``models.yaml`` in the working folder, else the source tree's.
 DEFAULT_REGISTRY = "models.yaml"
 
 #: The source tree this package runs from (``<tree>/src/aniso/registry/locate.py``).
@@ -33,34 +36,37 @@ def _absolute(path: str | Path, root: Path) -> Path:
     return p if p.is_absolute() else root / p
 
 
-def _not_a_file(path: Path) -> str:
-    """Why ``path`` is no registry file: ``is a symbolic link to T, which does not exist`` for a link to nothing (as
-    the checks of the cache and report folders say it), else ``is not a file``."""
+def _not_a_file(given: str | Path, path: Path) -> str:
+    """Why ``path`` (``given`` made absolute) is no registry file, beginning with ``given``: ``is a symbolic link to
+    T, which does not exist`` for a link to nothing (as the checks of the cache and report folders say it), ``does
+    not exist`` or ``is not a file``; a relative ``given`` is followed by the absolute path looked at."""
+    shown = str(given) if Path(os.path.expanduser(str(given))).is_absolute() else f"{given} ({path})"
     if path.is_symlink() and not path.exists():
-        return f"is a symbolic link to {os.readlink(path)}, which does not exist"
-    return "is not a file"
+        return f"{shown} is a symbolic link to {os.readlink(path)}, which does not exist"
+    return f"{shown} {'is not a file' if os.path.lexists(path) else 'does not exist'}"
 
 
-def registry_path(given: str | Path | None = None, setting: str = DEFAULT_REGISTRY, root: str | Path | None = None,
+def registry_path(given: str | Path | None = None, setting: str | Path | None = None, root: str | Path | None = None,
                   *, required: bool = True) -> Path | None:
     """The registry file, absolute (see the module docstring): ``given`` (an explicit argument), else ``setting``
-    (setting ``registry``), relative paths taken from ``root`` (default: the working folder).
+    (setting ``registry``; None when it is not set), relative paths taken from ``root`` (default: the working
+    folder).
 
     Returns None when nothing is given or set and neither the working folder nor the source tree has a
     ``models.yaml``, unless ``required``. Raises :class:`~aniso.registry.entries.RegistryError` (one line) when a
-    path given or set is not a file, or when ``required`` and there is none.
+    path given or set is not a file there (a setting of ``models.yaml`` in a folder without one included: only an
+    unset setting falls back to the source tree's), or when ``required`` and there is none.
     """
     root = Path(root) if root is not None else Path.cwd()
     if given is not None:
         path = _absolute(given, root)
         if not path.is_file():
-            raise RegistryError(f"registry: {given} {_not_a_file(path)}")
+            raise RegistryError(f"registry: {_not_a_file(given, path)}")
         return path
-    if setting and setting != DEFAULT_REGISTRY:
+    if setting is not None:
         path = _absolute(setting, root)
         if not path.is_file():
-            raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {setting} "
-                                f"{_not_a_file(path)}")
+            raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {_not_a_file(setting, path)}")
         return path
     for path in (root / DEFAULT_REGISTRY, _TREE / DEFAULT_REGISTRY):
         if path.is_file():
@@ -71,22 +77,106 @@ def registry_path(given: str | Path | None = None, setting: str = DEFAULT_REGIST
     return None
 
 
+#: The folders pytest does not collect from (its ``norecursedirs`` default), which :func:`holds_claim_tests` passes
+#: over too.
+_NOT_COLLECTED = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}", "__pycache__")
+
+#: Most folders :func:`holds_claim_tests` looks through (a claims folder holds a few; ``--claims-dir /`` would
+#: otherwise walk the whole disk), and the bytes it reads of each test module.
+_MAX_FOLDERS = 2000
+_MAX_READ = 1 << 20
+
+#: A line that marks a claim test (``@pytest.mark.claim("...")``), looked for in a module that does not parse (its
+#: syntax error is then named by the collection, as a claims module's).
+_CLAIM_LINE = re.compile(rb"^[ \t]*@(?:pytest\.)?mark\.claim\(", re.MULTILINE)
+
+
+def _is_claim_mark(node) -> bool:
+    """Whether ``node`` (an expression) is ``pytest.mark.claim(...)`` or ``mark.claim(...)``."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr == "claim"
+            and ((isinstance(func.value, ast.Attribute) and func.value.attr == "mark")
+                 or (isinstance(func.value, ast.Name) and func.value.id == "mark")))
+
+
+def marks_a_claim(source: bytes) -> bool:
+    """Whether the Python ``source`` of a test module marks a test with a claim: ``@pytest.mark.claim("<id>")`` on a
+    function or class, or ``pytestmark = pytest.mark.claim(...)`` (or a list holding one). Parsed, not imported, so
+    a mark written inside a string (a test that writes a claims module) does not count; a module that does not parse
+    counts when a line of it starts with the decorator."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _CLAIM_LINE.search(source) is not None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(_is_claim_mark(d) for d in node.decorator_list):
+                return True
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                  for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            if any(_is_claim_mark(v) for v in values):
+                return True
+    return False
+
+
+def holds_claim_tests(folder: Path) -> bool:
+    """Whether ``folder`` (or a folder under it that pytest collects, at most :data:`_MAX_FOLDERS` of them) holds a
+    test module (``test_*.py``, ``*_test.py``) that marks a test with a claim (:func:`marks_a_claim`). The modules
+    are read (their first MiB) and parsed, not imported, so a folder of other tests runs none of them to find out."""
+    import fnmatch
+
+    stack, seen = [folder], 0
+    while stack and seen < _MAX_FOLDERS:
+        current = stack.pop()
+        seen += 1
+        try:
+            with os.scandir(current) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if not any(fnmatch.fnmatch(entry.name, pattern) for pattern in _NOT_COLLECTED):
+                        stack.append(entry.path)
+                elif (entry.name.endswith(".py") and (entry.name.startswith("test_") or entry.name.endswith("_test.py"))
+                      and entry.is_file()):
+                    with open(entry.path, "rb") as f:
+                        if marks_a_claim(f.read(_MAX_READ)):
+                            return True
+            except OSError:
+                continue
+    return False
+
+
 def claims_folder(given: str | Path | None, registry: Path | None, option: str = "--claims-dir") -> Path:
     """The folder of claim tests: ``given``, else ``claims/`` beside ``registry``, else the source tree's. Raises
-    ValueError (one line, naming ``option``: the CLI's ``--claims-dir``, the API's ``claims_dir``) when there is
-    none."""
+    ValueError (one line, naming ``option``: the CLI's ``--claims-dir``, the API's ``claims_dir``, and the folder)
+    when there is none, when ``given`` is no folder, or when the folder holds no claim test
+    (:func:`holds_claim_tests`): a folder of other tests (``--claims-dir tests``) would otherwise run them all as
+    claims."""
+    cli = option.startswith("--")
     if given is not None:
         path = Path(given)
         if not path.is_dir():
-            if option.startswith("--"):
+            if cli:
                 raise ValueError(f"claims folder: {given} is not a folder (give {option})")
             raise ValueError(f"{option}: {given} is not a folder; give the folder of the claim tests, or leave "
                              f"{option} out for claims/ beside the registry")
-        return path
-    for path in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]:
-        if path.is_dir():
-            return path
-    raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
+    else:
+        path = next((p for p in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]
+                     if p.is_dir()), None)
+        if path is None:
+            raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
+    if not holds_claim_tests(path):
+        what = (f"no claim tests in it (no test_*.py module marks a test with @pytest.mark.claim(\"<claim id>\"))")
+        if cli:
+            raise ValueError(f"claims folder {path}: {what}; give {option} the folder of the claim tests (claims/ of "
+                             f"this suite), or leave it out for claims/ beside the registry")
+        raise ValueError(f"{option}: {path}: {what}; give the folder of the claim tests (claims/ of this suite), or "
+                         f"leave {option} out for claims/ beside the registry")
+    return path
 
 
 def check_corpus(settings: Settings) -> None:

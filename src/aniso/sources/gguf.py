@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 from ..common.files import sha256_file
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
-from .parts import PackagePart, joined_file, package_file, parts_fingerprint
+from .parts import PackagePart, PackagePath, joined_file, package_file, parts_fingerprint
 
 __all__ = ["GgufSource", "GgufPart", "KIND", "gguf_path"]
 
@@ -35,7 +35,7 @@ class GgufSource(Strict):
 
     kind: Literal["gguf"]
     package: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
-    file: str | None = None
+    file: PackagePath | None = None
     parts: tuple[GgufPart, ...] = ()
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     distribution: str | None = None

@@ -31,7 +31,7 @@ from pydantic import Field, model_validator
 
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
-from .parts import PackagePart, joined_file, package_dir, parts_fingerprint
+from .parts import PackagePart, PackagePath, joined_file, package_dir, parts_fingerprint
 from .hub import from_pretrained
 from .local import weight_files_fingerprint
 
@@ -46,7 +46,7 @@ class PackageSource(Strict):
 
     kind: Literal["package"]
     package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")  # the install folder's name (some hold hyphens)
-    subdir: str = ""
+    subdir: PackagePath = ""
     distribution: str | None = None  # the pip name, for the install hint
     format: Literal["transformers", "ctranslate2-whisper", "state-dict", "onnx-dinov2", "onnx-bert",
                     "transformers-torch"] = "transformers"
@@ -54,8 +54,8 @@ class PackageSource(Strict):
     #: ``onnx-bert``: the installed package (and folder in it) whose Hugging Face tokenizer the graph's inputs use,
     #: for a graph that ships without one.
     tokenizer_package: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-    tokenizer_subdir: str = ""
-    file: str | None = None
+    tokenizer_subdir: PackagePath = ""
+    file: PackagePath | None = None
     builder: str | None = None
     parts: tuple[PackagePart, ...] = ()
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")

@@ -8,22 +8,44 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from ..common.files import atomic_write, sha256_file
 from ..common.schema import Strict
 from .base import ModelUnavailable
 
-__all__ = ["PackagePart", "package_dir", "package_file", "joined_file", "parts_fingerprint"]
+__all__ = ["PackagePart", "PackagePath", "package_dir", "package_file", "joined_file", "parts_fingerprint"]
+
+
+def inside_package(value: str) -> str:
+    """``value`` unchanged if it is a relative path inside a package's install folder (``model``,
+    ``data/model.bin.part1``; empty: the folder itself). Raises ValueError (pydantic's field error, which the registry
+    reports naming the entry and the field) for an absolute path (``/etc``, ``C:\\x``), which the join with the
+    package folder would take as it is, a path that leaves the folder (a ``..`` part), or a NUL character."""
+    allowed = "give a relative path inside the package's install folder, e.g. 'model' (empty: the folder itself)"
+    if "\x00" in value:
+        raise ValueError(f"{value!r} holds a NUL character; {allowed}")
+    windows = PureWindowsPath(value)
+    if value.startswith(("/", "\\")) or windows.drive or windows.root:
+        raise ValueError(f"{value!r} is an absolute path; {allowed}")
+    if ".." in PurePosixPath(value.replace("\\", "/")).parts:
+        raise ValueError(f"{value!r} leaves the package ('..'); {allowed}")
+    return value
+
+
+#: A registry field naming a file or folder inside an installed package (``source.subdir``, ``source.file``,
+#: ``parts[i].file``): relative, never leaving the package folder (:func:`inside_package`).
+PackagePath = Annotated[str, AfterValidator(inside_package)]
 
 
 class PackagePart(Strict):
     """One piece of a split file: ``file`` (a path inside the folder of the installed package ``package``)."""
 
     package: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*$")
-    file: str = Field(min_length=1)
+    file: Annotated[PackagePath, Field(min_length=1)]
 
 
 def package_dir(entry, package: str) -> Path:
