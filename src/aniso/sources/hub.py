@@ -17,6 +17,7 @@ from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
 __all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key", "folder_problem", "weights_problem",
+           "vocabulary_problem",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
 
@@ -135,6 +136,7 @@ def preprocessing_problem(folder: str | Path, modality: str) -> str | None:
         if not (folder / "tokenizer.json").is_file() and vocab.is_file() and not _holds_text(vocab):
             return ("vocab.txt is empty: no tokens, not even the unknown-word token (a WordPiece vocabulary lists "
                     "one token a line)")
+        return vocabulary_problem(folder)
     elif not (folder / "preprocessor_config.json").is_file():
         return f"no preprocessor_config.json (the {form.processor} of the model)"
     else:
@@ -164,6 +166,125 @@ def _json_problem(path: Path) -> str | None:
     except OSError as exc:
         return f"{path.name} cannot be read ({exc.strerror or type(exc).__name__})"
     return None
+
+
+#: What follows a vocabulary's duplicates in the refusal: why the model cannot be measured faithfully with it.
+_DUPLICATES_WRONG = ("a token listed twice keeps one id only and tokens sharing an id read as one, so the text reaches "
+                     "the model as other ids than it was trained on; a vocabulary lists each token once, with an id "
+                     "of its own")
+
+
+class _JSONObject(dict):
+    """A JSON object as read by :func:`_read_json_object`: ``repeated`` holds its (key, value) pairs whose key an
+    earlier pair of the object already gave (``json`` keeps the last value of a key and says nothing)."""
+
+    repeated: tuple = ()
+    first_pairs: list = []
+
+
+def _json_object(pairs: list) -> _JSONObject:
+    obj = _JSONObject(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        obj.repeated = tuple((k, v) for k, v in pairs if k in seen or seen.add(k))
+        obj.first_pairs = pairs  # to name both ids of the first key given twice
+    return obj
+
+
+def vocabulary_problem(folder: str | Path) -> str | None:
+    """Whether a tokenizer's vocabulary in ``folder`` lists a token more than once or gives one id to several tokens
+    (which the tokenizers read without a word: a repeated token keeps its last id, the others' ids are never given),
+    as one phrase naming the file, how many duplicates and the first one; None if it does not, or if the file cannot be
+    read (the tokenizer's load says so). Checked: the model's ``vocab`` in ``tokenizer.json`` (a mapping of
+    WordPiece, BPE or WordLevel, or the pieces of a Unigram model); without ``tokenizer.json``, the files transformers
+    builds the tokenizer from: ``vocab.json`` (a mapping) and ``vocab.txt`` (one token a line, as transformers'
+    ``load_vocab`` reads it: every line, its newline stripped)."""
+    import json
+
+    folder = Path(folder)
+    for name in ("tokenizer.json", "vocab.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_json_object)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        model = data.get("model") if name == "tokenizer.json" and isinstance(data, dict) else None
+        vocab = model.get("vocab") if isinstance(model, dict) else data if name == "vocab.json" else None
+        where = f"{name}: its model's vocab" if name == "tokenizer.json" else name
+        problem = _mapping_duplicates(vocab, where) if isinstance(vocab, dict) else _pieces_duplicates(vocab, where)
+        if problem is not None or name == "tokenizer.json":
+            return problem  # with a tokenizer.json, the other vocabulary files are not read
+    path = folder / "vocab.txt"
+    if not path.is_file():
+        return None
+    try:
+        with path.open(encoding="utf-8") as f:
+            tokens = [line.rstrip("\n") for line in f.readlines()]
+    except (OSError, UnicodeDecodeError):
+        return None
+    first_line: dict[str, int] = {}
+    duplicates, first = 0, None
+    for number, token in enumerate(tokens, start=1):
+        if token in first_line:
+            duplicates += 1
+            first = first or (token, first_line[token], number)
+        else:
+            first_line[token] = number
+    if not duplicates:
+        return None
+    token, a, b = first
+    return (f"vocab.txt has {duplicates} duplicate entr{'ies' if duplicates != 1 else 'y'} of its {len(tokens)} lines "
+            f"(the first: {token!r} on lines {a} and {b}): {_DUPLICATES_WRONG}")
+
+
+def _mapping_duplicates(vocab: dict, where: str) -> str | None:
+    """A token -> id mapping's keys given twice, or ids given to several tokens, as one phrase (see
+    :func:`vocabulary_problem`), or None."""
+    repeated = getattr(vocab, "repeated", ())
+    if repeated:
+        token = repeated[0][0]
+        ids = [v for k, v in vocab.first_pairs if k == token][:2]
+        n = len(repeated)
+        return (f"{where} has {n} duplicate entr{'ies' if n != 1 else 'y'} of {len(vocab.first_pairs)} (the first: "
+                f"{token!r}, given ids {ids[0]!r} and {ids[1]!r}): {_DUPLICATES_WRONG}")
+    holders: dict = {}
+    shared, first = 0, None
+    for token, index in vocab.items():
+        key = index if isinstance(index, (int, str)) else repr(index)
+        if key in holders:
+            shared += 1
+            first = first or (index, holders[key], token)
+        else:
+            holders[key] = token
+    if not shared:
+        return None
+    index, a, b = first
+    return (f"{where} gives {shared} of its {len(vocab)} tokens an id another token has (the first: id {index!r} to "
+            f"{a!r} and {b!r}): {_DUPLICATES_WRONG}")
+
+
+def _pieces_duplicates(vocab, where: str) -> str | None:
+    """A Unigram model's list of ``[piece, score]`` whose pieces repeat, as one phrase, or None (also for what is no
+    such list)."""
+    if not isinstance(vocab, list):
+        return None
+    first_place: dict = {}
+    duplicates, first = 0, None
+    for place, item in enumerate(vocab):
+        if not isinstance(item, list) or not item or not isinstance(item[0], str):
+            return None
+        if item[0] in first_place:
+            duplicates += 1
+            first = first or (item[0], first_place[item[0]], place)
+        else:
+            first_place[item[0]] = place
+    if not duplicates:
+        return None
+    piece, a, b = first
+    return (f"{where} has {duplicates} duplicate entr{'ies' if duplicates != 1 else 'y'} of {len(vocab)} (the first: "
+            f"{piece!r}, ids {a} and {b}): {_DUPLICATES_WRONG}")
 
 
 def _holds_text(path: Path) -> bool:

@@ -1,0 +1,129 @@
+"""A model folder whose config.json disagrees with its weights or names what transformers does not know, or whose
+vocabulary lists a token twice, is refused in one line naming the field (or file), its value and what the weights
+(or the allowed values) are, exit 2, through `aniso run` and `aniso hub import`. The fixtures are copies of a twin of
+bert-base-uncased (:mod:`aniso.sources.twin`: BERT's classes, a WordPiece vocabulary, random weights)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aniso.cli import main
+from aniso.registry.entries import load_registry
+from aniso.sources.twin import twin_folders
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory) -> Path:
+    from aniso.inputs.text import load_corpus
+
+    texts = load_corpus(None, 128, 0).sequences
+    entry = load_registry(ROOT / "models.yaml").get("bert-base-uncased")
+    return twin_folders(entry, tmp_path_factory.mktemp("twin6"), texts)[0].folder
+
+
+@pytest.fixture
+def quiet_run(tmp_path, monkeypatch):
+    for name in [k for k in os.environ if k.startswith("ANISO_") and k != "ANISO_CACHE_DIR"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return ["--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic", "--",
+            "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
+
+
+def _config(folder: Path) -> dict:
+    return json.loads((folder / "config.json").read_text())
+
+
+def _set_config(folder: Path, **changes) -> None:
+    (folder / "config.json").write_text(json.dumps(_config(folder) | changes))
+
+
+def _vocab(folder: Path) -> dict[str, int]:
+    return json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"]
+
+
+def _wordpiece_only(folder: Path, tokens: list[str]) -> None:
+    """The folder's tokenizer as transformers reads it without tokenizer.json: vocab.txt, one token a line."""
+    (folder / "tokenizer.json").unlink()
+    (folder / "vocab.txt").write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
+
+
+def _vocab_txt_with_duplicates(folder: Path) -> str:
+    tokens = sorted(_vocab(folder), key=_vocab(folder).get)
+    first = tokens[20]
+    tokens[30:33] = [first] * 3  # three lines replaced by a token the vocabulary already lists
+    _wordpiece_only(folder, tokens)
+    return f"vocab.txt has 3 duplicate entries of its {len(tokens)} lines (the first: {first!r} on lines 21 and 31)"
+
+
+def _tokenizer_json_key_twice(folder: Path) -> str:
+    """A tokenizer.json whose vocab gives one token twice (json keeps the last id; the first is never given)."""
+    text = (folder / "tokenizer.json").read_text()
+    vocab = _vocab(folder)
+    token = sorted(vocab, key=vocab.get)[25]
+    head, tail = text.split('"vocab": {', 1)
+    (folder / "tokenizer.json").write_text(f'{head}"vocab": {{{json.dumps(token)}: 7, {tail}')
+    return (f"tokenizer.json: its model's vocab has 1 duplicate entry of {len(vocab) + 1} (the first: {token!r}, "
+            f"given ids 7 and {vocab[token]})")
+
+
+def _tokenizer_json_id_twice(folder: Path) -> str:
+    """A tokenizer.json whose vocab gives two tokens one id (both read as one)."""
+    data = json.loads((folder / "tokenizer.json").read_text())
+    vocab = data["model"]["vocab"]
+    a, b = sorted(vocab, key=vocab.get)[40:42]
+    vocab[b] = vocab[a]
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    return f"tokenizer.json: its model's vocab gives 1 of its {len(vocab)} tokens an id another token has " \
+           f"(the first: id {vocab[a]} to {a!r} and {b!r})"
+
+
+FAULTS = {
+    "vocab-txt-duplicates": _vocab_txt_with_duplicates,
+    "tokenizer-json-key-twice": _tokenizer_json_key_twice,
+    "tokenizer-json-id-twice": _tokenizer_json_id_twice,
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_aniso_run_names_the_config_field_or_vocabulary_entry_that_is_wrong(fault, twin, tmp_path, quiet_run,
+                                                                             capsys):
+    folder = tmp_path / f"bert-{fault}"
+    shutil.copytree(twin, folder)
+    what = FAULTS[fault](folder)
+    code = main(["run", str(folder), *quiet_run])
+    out, err = capsys.readouterr()
+    assert code == 2, out[-2000:] + err[-2000:]
+    last = err.strip().splitlines()[-1]
+    assert str(folder) in last and what in last, err
+    assert "look at the above report" not in out + err and "KeyError" not in err and "Traceback" not in out + err
+
+
+def test_vocabulary_files_with_duplicates_are_named_and_those_without_pass(tmp_path):
+    """vocab.txt lines as transformers' load_vocab reads them (an empty line is a token too); vocab.json keys and ids;
+    a Unigram tokenizer.json's pieces; with a tokenizer.json, the other files are not read."""
+    from aniso.sources.hub import vocabulary_problem
+
+    (tmp_path / "vocab.txt").write_text("[UNK]\nhello\nworld\n\n")
+    assert vocabulary_problem(tmp_path) is None
+    (tmp_path / "vocab.txt").write_text("[UNK]\nhello\n\nworld\n\n")
+    assert vocabulary_problem(tmp_path).startswith(
+        "vocab.txt has 1 duplicate entry of its 5 lines (the first: '' on lines 3 and 5): a token listed twice")
+    (tmp_path / "vocab.json").write_text('{"[UNK]": 0, "a": 1, "b": 1}')
+    assert vocabulary_problem(tmp_path).startswith(
+        "vocab.json gives 1 of its 3 tokens an id another token has (the first: id 1 to 'a' and 'b')")
+    unigram = {"model": {"type": "Unigram", "vocab": [["<unk>", 0.0], ["\u2581a", -1.0], ["\u2581b", -2.0]]}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(unigram))
+    assert vocabulary_problem(tmp_path) is None  # the files beside a tokenizer.json are not read
+    unigram["model"]["vocab"].append(["\u2581a", -3.0])
+    (tmp_path / "tokenizer.json").write_text(json.dumps(unigram))
+    assert vocabulary_problem(tmp_path).startswith(
+        "tokenizer.json: its model's vocab has 1 duplicate entry of 4 (the first: '\u2581a', ids 1 and 3)")
