@@ -86,7 +86,24 @@ def _tokenizer_json_id_twice(folder: Path) -> str:
            f"(the first: id {vocab[a]} to {a!r} and {b!r})"
 
 
+def _max_positions(folder: Path, value: int) -> str:
+    config = _config(folder)
+    _set_config(folder, max_position_embeddings=value)
+    return (f"config.json max_position_embeddings {value}, but embeddings.position_embeddings.weight is "
+            f"{config['max_position_embeddings']} \u00d7 {config['hidden_size']} in the weights (the config builds "
+            f"{value} \u00d7 {config['hidden_size']})")
+
+
+def _vocab_size(folder: Path) -> str:
+    config = _config(folder)
+    _set_config(folder, vocab_size=100)
+    return (f"config.json vocab_size 100, but embeddings.word_embeddings.weight is {config['vocab_size']} \u00d7 "
+            f"{config['hidden_size']} in the weights")
+
+
 FAULTS = {
+    "max-positions": lambda f: _max_positions(f, 8),
+    "vocab-size": _vocab_size,
     "vocab-txt-duplicates": _vocab_txt_with_duplicates,
     "tokenizer-json-key-twice": _tokenizer_json_key_twice,
     "tokenizer-json-id-twice": _tokenizer_json_id_twice,
@@ -105,6 +122,27 @@ def test_aniso_run_names_the_config_field_or_vocabulary_entry_that_is_wrong(faul
     last = err.strip().splitlines()[-1]
     assert str(folder) in last and what in last, err
     assert "look at the above report" not in out + err and "KeyError" not in err and "Traceback" not in out + err
+
+
+def test_the_positions_field_is_named_alone_when_another_field_has_its_value(twin, tmp_path, quiet_run, capsys):
+    """max_position_embeddings set to the head count: the field is found by building the model again with the
+    weights' size, not by its value, so num_attention_heads is not named."""
+    folder = tmp_path / "bert-heads-value"
+    shutil.copytree(twin, folder)
+    what = _max_positions(folder, _config(folder)["num_attention_heads"])
+    assert main(["run", str(folder), *quiet_run]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert what in last and "num_attention_heads" not in last and last.count("config.json ") == 2, last  # "... from its config.json"
+
+
+def test_hub_import_names_the_config_field_that_disagrees_with_the_weights(twin, tmp_path, capsys):
+    folder = tmp_path / "vocab100"
+    shutil.copytree(twin, folder)
+    what = _vocab_size(folder)
+    assert main(["hub", "import", "org/bert-vocab100", str(folder), "--cache-dir", str(tmp_path / "hub")]) == 2
+    err = capsys.readouterr().err
+    assert what in err and err.count("\n") == 1, err
+    assert not (tmp_path / "hub" / "models--org--bert-vocab100").exists()
 
 
 def test_vocabulary_files_with_duplicates_are_named_and_those_without_pass(tmp_path):

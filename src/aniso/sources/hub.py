@@ -391,13 +391,130 @@ def import_problem(folder: str | Path, config: dict) -> str | None:
                     and _accepts(type(model), "add_pooling_layer"):
                 model, info = load(add_pooling_layer=False)
     except _BUILD_ERRORS as exc:
-        text = " ".join(str(exc).split())
-        return f"the model cannot be built from its config.json and weights ({type(exc).__name__}: {text[:240]})"
+        return cannot_build(exc, str(folder), local_files_only=True, trust_remote_code=False)
     except Exception:  # noqa: BLE001 - what cannot be checked here is left to the run, which says it
         return None
     finally:
         hf_logging.set_verbosity(verbosity)
     return weights_problem(model, info)
+
+
+#: Most builds of a model on the meta device tried to tell which config field gives a weight its shape.
+_MAX_FIELD_TRIALS = 8
+
+
+def cannot_build(exc: BaseException, where: str, **kwargs: Any) -> str:
+    """Why a model cannot be built from its config.json and weights (``exc``, one of :data:`_BUILD_ERRORS`, raised by
+    ``AutoModel.from_pretrained(where, **kwargs)``), as one phrase: ``"the model cannot be built from its config.json
+    and weights: "`` followed by what is wrong, named in config.json's terms where it can be told:
+
+    * weights of another shape than the config builds (transformers' "look at the above report!"):
+      ``"config.json vocab_size 100, but embeddings.word_embeddings.weight is 30522 x 384 in the weights (the config
+      builds 100 x 384)"`` (:func:`shape_fields`);
+
+    otherwise the error's type and first 240 characters, on one line. Never raises."""
+    head = "the model cannot be built from its config.json and weights"
+    try:
+        named = _mismatched_shapes(where, kwargs) if "ignore_mismatched_sizes" in str(exc) else None
+    except Exception:  # noqa: BLE001 - the error as transformers says it, below
+        named = None
+    if named:
+        return f"{head}: {named}"
+    text = " ".join(str(exc).split())  # one line: a field's validation error spans several
+    return f"{head} ({type(exc).__name__}: {text[:240]})"
+
+
+def _mismatched_shapes(where: str, kwargs: dict) -> str | None:
+    """The weights whose shape differs from the model its config builds, read from transformers' loading info of a
+    build on the meta device (no tensor read), named by :func:`shape_fields`; None if none is found."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    from . import no_loading_bars
+
+    extra = {k: v for k, v in kwargs.items() if k not in ("dtype", "device_map", "ignore_mismatched_sizes")}
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # transformers' table: the phrase says it
+    try:
+        with no_loading_bars():
+            model, info = AutoModel.from_pretrained(where, device_map="meta", ignore_mismatched_sizes=True,
+                                                    use_safetensors=True, output_loading_info=True, **extra)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    mismatched = [(k[0], tuple(k[1]), tuple(k[2])) for k in info.get("mismatched_keys") or []
+                  if isinstance(k, (tuple, list)) and len(k) == 3]
+    return shape_fields(model, mismatched) if mismatched else None
+
+
+def _dims(shape) -> str:
+    return " \u00d7 ".join(str(n) for n in shape) or "a scalar"
+
+
+def shape_fields(model: Any, mismatched: list[tuple[str, tuple, tuple]]) -> str:
+    """One phrase naming, for weights whose shape in the files differs from the one ``model``'s config builds
+    (``mismatched``: ``(name, shape in the weights, shape built)``, as transformers' loading info lists them), the
+    config field that makes the difference: ``"config.json max_position_embeddings 8, but
+    embeddings.position_embeddings.weight is 512 x 384 in the weights (the config builds 8 x 384)"``.
+
+    A field is named only where it is shown to be the one: an integer field whose value is the built size of the
+    differing axis and which, set to the weights' size, gives the weight the weights' shape in a model built again
+    on the meta device (no architecture's table of fields). A weight no field is found for is named with both
+    shapes. Fields found for several weights are said once, with how many more weights differ."""
+    import copy
+
+    import torch
+
+    config = model.config
+    fields = {k: v for k, v in config.to_dict().items() if isinstance(v, int) and not isinstance(v, bool)}
+    prefix = f"{getattr(model, 'base_model_prefix', '') or ''}."
+    trials = 0
+
+    def shape_in(built_model, name: str):
+        for key in (name, name.removeprefix(prefix)):
+            try:
+                return tuple(built_model.get_parameter(key).shape)
+            except AttributeError:
+                try:
+                    return tuple(built_model.get_buffer(key).shape)
+                except AttributeError:
+                    continue
+        return None
+
+    def field_for(name: str, ckpt: tuple, built: tuple) -> str | None:
+        nonlocal trials
+        axes = [i for i, (a, b) in enumerate(zip(ckpt, built)) if a != b] if len(ckpt) == len(built) else []
+        if len(axes) != 1:
+            return None
+        axis = axes[0]
+        for field, value in fields.items():
+            if value != built[axis] or trials >= _MAX_FIELD_TRIALS:
+                continue
+            trials += 1
+            changed = copy.deepcopy(config)
+            setattr(changed, field, ckpt[axis])
+            try:
+                with torch.device("meta"):
+                    rebuilt = type(model)(changed)
+            except Exception:  # noqa: BLE001 - that value cannot build the model: not this field
+                continue
+            if shape_in(rebuilt, name) == ckpt:
+                return field
+        return None
+
+    said: dict[str, str] = {}
+    unnamed: list[str] = []
+    for name, ckpt, built in sorted(mismatched):
+        field = field_for(name, ckpt, built) if len(said) + len(unnamed) < 3 else None
+        if field is not None:
+            said.setdefault(field, f"config.json {field} {fields[field]}, but {name} is {_dims(ckpt)} in the weights "
+                                   f"(the config builds {_dims(built)})")
+        elif len(unnamed) < 1 and not said:
+            unnamed.append(f"{name} is {_dims(ckpt)} in the weights but {_dims(built)} as config.json builds it")
+        if len(said) + len(unnamed) >= 3:
+            break
+    parts = list(said.values()) or unnamed
+    more = len(mismatched) - len(parts)
+    return "; ".join(parts) + (f" ({more} more weight(s) of another shape)" if more > 0 else "")
 
 
 def _accepts(model_class, name: str) -> bool:
@@ -455,9 +572,7 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         except (OSError, torch.OutOfMemoryError):
             raise
         except _BUILD_ERRORS as exc:
-            text = " ".join(str(exc).split())  # one line: a field's validation error spans several
-            raise ModelRefused(f"{entry.id}: {label}: the model cannot be built from its config.json and weights "
-                               f"({type(exc).__name__}: {text[:240]})") from None
+            raise ModelRefused(f"{entry.id}: {label}: {cannot_build(exc, where, **common, **extra)}") from None
 
     model, info = load()
     missing = list(info.get("missing_keys") or [])
