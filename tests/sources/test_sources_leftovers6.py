@@ -101,9 +101,15 @@ def _vocab_size(folder: Path) -> str:
             f"{config['hidden_size']} in the weights")
 
 
+def _hidden_act(folder: Path) -> str:
+    _set_config(folder, hidden_act="foo")
+    return "config.json hidden_act 'foo' is not an activation function transformers knows (one of gelu, gelu_10,"
+
+
 FAULTS = {
     "max-positions": lambda f: _max_positions(f, 8),
     "vocab-size": _vocab_size,
+    "hidden-act": _hidden_act,
     "vocab-txt-duplicates": _vocab_txt_with_duplicates,
     "tokenizer-json-key-twice": _tokenizer_json_key_twice,
     "tokenizer-json-id-twice": _tokenizer_json_id_twice,

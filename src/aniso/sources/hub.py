@@ -411,11 +411,14 @@ def cannot_build(exc: BaseException, where: str, **kwargs: Any) -> str:
     * weights of another shape than the config builds (transformers' "look at the above report!"):
       ``"config.json vocab_size 100, but embeddings.word_embeddings.weight is 30522 x 384 in the weights (the config
       builds 100 x 384)"`` (:func:`shape_fields`);
+    * a config value transformers has no entry for (``KeyError: 'foo'``): the field, its value and, for an
+      activation function, the values allowed (transformers' ``ACT2CLS``);
 
     otherwise the error's type and first 240 characters, on one line. Never raises."""
     head = "the model cannot be built from its config.json and weights"
     try:
-        named = _mismatched_shapes(where, kwargs) if "ignore_mismatched_sizes" in str(exc) else None
+        named = _mismatched_shapes(where, kwargs) if "ignore_mismatched_sizes" in str(exc) else \
+            _unknown_value(exc, where, kwargs) if isinstance(exc, KeyError) else None
     except Exception:  # noqa: BLE001 - the error as transformers says it, below
         named = None
     if named:
@@ -515,6 +518,47 @@ def shape_fields(model: Any, mismatched: list[tuple[str, tuple, tuple]]) -> str:
     parts = list(said.values()) or unnamed
     more = len(mismatched) - len(parts)
     return "; ".join(parts) + (f" ({more} more weight(s) of another shape)" if more > 0 else "")
+
+
+def _unknown_value(exc: KeyError, where: str, kwargs: dict) -> str | None:
+    """A config.json value the model's code looks up and does not find (``KeyError: 'foo'``), named with its field;
+    for an activation function (the lookup in transformers' ``ACT2FN``), with the values allowed. None when no
+    field of the config holds the missing key."""
+    from transformers import AutoConfig
+
+    key = exc.args[0] if exc.args else None
+    if not isinstance(key, str):
+        return None
+    extra = {k: v for k, v in kwargs.items() if k not in ("dtype", "device_map", "ignore_mismatched_sizes",
+                                                          "add_pooling_layer", "output_loading_info")}
+    config = AutoConfig.from_pretrained(where, **extra).to_dict()
+    fields = [name for name, value in config.items() if value == key]
+    fields += [f"{name}.{inner}" for name, value in config.items() if isinstance(value, dict)
+               for inner, v in value.items() if v == key]
+    if not fields:
+        return None
+    said = " and ".join(fields)
+    if _raised_by_activation_table(exc):
+        from transformers.activations import ACT2CLS
+
+        return (f"config.json {said} {key!r} is not an activation function transformers knows (one of "
+                f"{', '.join(sorted(ACT2CLS))})")
+    return f"config.json {said} {key!r} is not a value the model's code knows (KeyError: {key!r})"
+
+
+def _raised_by_activation_table(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by a lookup in transformers' table of activation functions (``ACT2FN[...]``)."""
+    try:
+        from transformers.activations import ClassInstantier
+    except ImportError:
+        return False
+    code = ClassInstantier.__getitem__.__code__
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _accepts(model_class, name: str) -> bool:
