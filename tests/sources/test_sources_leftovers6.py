@@ -171,3 +171,50 @@ def test_vocabulary_files_with_duplicates_are_named_and_those_without_pass(tmp_p
     (tmp_path / "tokenizer.json").write_text(json.dumps(unigram))
     assert vocabulary_problem(tmp_path).startswith(
         "tokenizer.json: its model's vocab has 1 duplicate entry of 4 (the first: '\u2581a', ids 1 and 3)")
+
+
+def test_the_smiles_tokenizer_refuses_a_vocabulary_that_lists_a_token_twice(tmp_path):
+    from aniso.sources.smiles import smiles_tokenizer
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nC\nO\nC\n", encoding="utf-8")
+    with pytest.raises(ValueError) as caught:
+        smiles_tokenizer(vocab)
+    assert str(caught.value).startswith(
+        f"{vocab}: vocab.txt has 1 duplicate entry of its 8 lines (the first: 'C' on lines 6 and 8)")
+
+
+def test_a_package_model_whose_vocabulary_lists_a_token_twice_is_refused(tmp_path, monkeypatch):
+    """A registry row of an installed package (here a package of the test's, a copy of rxnmapper's ALBERT with
+    one line of its vocab.txt repeated) is refused naming the model, the folder and the duplicate."""
+    import importlib.util
+
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources import ModelRefused, load_model
+
+    spec = importlib.util.find_spec("rxnmapper")
+    assert spec is not None, "rxnmapper is in the lock (pip install --no-deps rxnmapper)"
+    subdir = "models/transformers/albert_heads_8_uspto_all_1310k"
+    original = Path(list(spec.submodule_search_locations)[0]) / subdir
+    package = tmp_path / "site" / "rxn_dup_vocab"
+    folder = package / subdir
+    folder.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for path in original.iterdir():
+        if path.is_file():
+            os.symlink(path, folder / path.name)
+    (folder / "vocab.txt").unlink()
+    tokens = (original / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    (folder / "vocab.txt").write_text("\n".join(tokens + [tokens[10]]) + "\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    entry = ModelEntry.model_validate(dict(
+        id="rxn-dup", modality="text", granularity="char", architecture="transformer", role="encoder",
+        family="albert", measured_on="reactions",
+        source=dict(kind="package", package="rxn_dup_vocab", subdir=subdir, format="transformers-torch",
+                    tokenizer="smiles")))
+    with pytest.raises(ModelRefused) as caught:
+        load_model(entry, None)
+    message = str(caught.value)
+    assert message.startswith("rxn-dup: ") and str(folder / "vocab.txt") in message, message
+    assert (f"vocab.txt has 1 duplicate entry of its {len(tokens) + 1} lines (the first: {tokens[10]!r} on lines 11 "
+            f"and {len(tokens) + 1})") in message and "\n" not in message

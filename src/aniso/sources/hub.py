@@ -17,7 +17,7 @@ from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
 __all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key", "folder_problem", "weights_problem",
-           "vocabulary_problem",
+           "vocabulary_problem", "token_lines_problem",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
 
@@ -224,6 +224,13 @@ def vocabulary_problem(folder: str | Path) -> str | None:
             tokens = [line.rstrip("\n") for line in f.readlines()]
     except (OSError, UnicodeDecodeError):
         return None
+    return token_lines_problem(tokens, "vocab.txt")
+
+
+def token_lines_problem(tokens: list[str], name: str) -> str | None:
+    """Whether a vocabulary of one token a line (``tokens``, the line number less one each token's id) lists a token
+    more than once, as one phrase naming the file ``name``, how many duplicates and the first one (its two line
+    numbers), or None. Used for ``vocab.txt`` (:func:`vocabulary_problem`) and the SMILES tokenizer's vocabulary."""
     first_line: dict[str, int] = {}
     duplicates, first = 0, None
     for number, token in enumerate(tokens, start=1):
@@ -235,7 +242,7 @@ def vocabulary_problem(folder: str | Path) -> str | None:
     if not duplicates:
         return None
     token, a, b = first
-    return (f"vocab.txt has {duplicates} duplicate entr{'ies' if duplicates != 1 else 'y'} of its {len(tokens)} lines "
+    return (f"{name} has {duplicates} duplicate entr{'ies' if duplicates != 1 else 'y'} of its {len(tokens)} lines "
             f"(the first: {token!r} on lines {a} and {b}): {_DUPLICATES_WRONG}")
 
 
