@@ -218,3 +218,34 @@ def test_a_package_model_whose_vocabulary_lists_a_token_twice_is_refused(tmp_pat
     assert message.startswith("rxn-dup: ") and str(folder / "vocab.txt") in message, message
     assert (f"vocab.txt has 1 duplicate entry of its {len(tokens) + 1} lines (the first: {tokens[10]!r} on lines 11 "
             f"and {len(tokens) + 1})") in message and "\n" not in message
+
+
+def test_the_python_api_refuses_in_one_line_without_transformers_table(twin, tmp_path, clean_env, monkeypatch):
+    """Through the Python API too, the refusal is the one line: transformers' "LOAD REPORT" table of the weights
+    of another shape (logged as a warning before it raises) reaches none of transformers' log handlers; the table of
+    a load that goes through (the twin's unused pre-training head) is still logged."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    import aniso
+    from aniso.sources import ModelRefused
+
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    library = hf_logging.get_logger()  # transformers' own logger, where its handler is
+    monkeypatch.setattr(library, "handlers", [*library.handlers, Collect()])
+    folder = tmp_path / "bert-vocab100"
+    shutil.copytree(twin, folder)
+    what = _vocab_size(folder)
+    texts = ["the first of the texts", "a second one of them", "and the third text", "the fourth and last text"]
+    with pytest.raises(ModelRefused) as caught:
+        aniso.measure(str(folder), texts)
+    assert what in str(caught.value) and "\n" not in str(caught.value)
+    assert not any("LOAD REPORT" in message for message in seen), seen
+    aniso.measure(str(twin), texts)
+    assert any("LOAD REPORT" in message and "UNEXPECTED" in message for message in seen), seen

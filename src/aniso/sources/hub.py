@@ -8,6 +8,7 @@ remote code and credentials only with the entry's explicit opt-in.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -577,6 +578,36 @@ def _accepts(model_class, name: str) -> bool:
         return False
 
 
+@contextmanager
+def _held_load_reports():
+    """Hold back transformers' "LOAD REPORT" tables (logged as warnings by ``from_pretrained``: weights missing,
+    unexpected or of another shape) while a model loads. Yields the list of held log records; when the block raises
+    (the load refused, in one line that says what the table would) they are dropped, else they are logged as
+    transformers would have."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in str(record.msg):
+            held.append(record)
+            return False
+        return True
+
+    handlers = list(hf_logging.get_logger().handlers)  # transformers' own handler, on its library logger
+    for handler in handlers:
+        handler.addFilter(hold)
+    try:
+        yield held
+    finally:
+        for handler in handlers:
+            handler.removeFilter(hold)
+    for record in held:  # the load went through: its table as it would have been shown
+        logging.getLogger(record.name).handle(record)
+
+
 def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwargs: Any) -> tuple[Any, Any, Any]:
     """``(model, tokenizer, processor)`` from a Hugging Face folder or hub id: the model (safetensors, eval mode, in
     the source's ``dtype`` and ``device_map``, see :class:`Placement`) and, by the entry's modality, its tokenizer (text), feature extractor (speech) or image processor
@@ -625,13 +656,15 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         except _BUILD_ERRORS as exc:
             raise ModelRefused(f"{entry.id}: {label}: {cannot_build(exc, where, **common, **extra)}") from None
 
-    model, info = load()
-    missing = list(info.get("missing_keys") or [])
-    if missing and all(k.split(".")[0] == "pooler" for k in missing) and _accepts(type(model), "add_pooling_layer"):
-        model, info = load(add_pooling_layer=False)
-    problem = weights_problem(model, info)
-    if problem is not None:
-        raise ModelRefused(f"{entry.id}: {label}: {problem}")
+    with _held_load_reports() as reports:  # a refusal's one line says what transformers' table would
+        model, info = load()
+        missing = list(info.get("missing_keys") or [])
+        if missing and all(k.split(".")[0] == "pooler" for k in missing) and _accepts(type(model), "add_pooling_layer"):
+            reports.clear()  # the table of the load without a pooler is the one that counts
+            model, info = load(add_pooling_layer=False)
+        problem = weights_problem(model, info)
+        if problem is not None:
+            raise ModelRefused(f"{entry.id}: {label}: {problem}")
     model.eval()
     preprocessors = {
         "speech": lambda: (None, AutoFeatureExtractor.from_pretrained(where, **common)),
