@@ -101,6 +101,19 @@ def _vocab_size(folder: Path) -> str:
             f"{config['hidden_size']} in the weights")
 
 
+def _two_fields(folder: Path) -> str:
+    """Two sizes wrong at once: both named, in one line."""
+    positions = _max_positions(folder, 4)
+    return f"{positions}; {_vocab_size(folder)}"
+
+
+def _intermediate_size(folder: Path) -> str:
+    config = _config(folder)
+    _set_config(folder, intermediate_size=64)
+    return (f"config.json intermediate_size 64, but encoder.layer.0.intermediate.dense.bias is "
+            f"{config['intermediate_size']} in the weights (the config builds 64) (5 more weight(s) of another shape)")
+
+
 def _hidden_act(folder: Path) -> str:
     _set_config(folder, hidden_act="foo")
     return "config.json hidden_act 'foo' is not an activation function transformers knows (one of gelu, gelu_10,"
@@ -109,6 +122,8 @@ def _hidden_act(folder: Path) -> str:
 FAULTS = {
     "max-positions": lambda f: _max_positions(f, 8),
     "vocab-size": _vocab_size,
+    "two-fields": _two_fields,
+    "intermediate-size": _intermediate_size,
     "hidden-act": _hidden_act,
     "vocab-txt-duplicates": _vocab_txt_with_duplicates,
     "tokenizer-json-key-twice": _tokenizer_json_key_twice,

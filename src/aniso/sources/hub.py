@@ -479,6 +479,7 @@ def shape_fields(model: Any, mismatched: list[tuple[str, tuple, tuple]]) -> str:
     fields = {k: v for k, v in config.to_dict().items() if isinstance(v, int) and not isinstance(v, bool)}
     prefix = f"{getattr(model, 'base_model_prefix', '') or ''}."
     trials = 0
+    found: list[str] = []
 
     def shape_in(built_model, name: str):
         for key in (name, name.removeprefix(prefix)):
@@ -497,6 +498,9 @@ def shape_fields(model: Any, mismatched: list[tuple[str, tuple, tuple]]) -> str:
         if len(axes) != 1:
             return None
         axis = axes[0]
+        for field in found:  # a field already shown to size other weights: not built again
+            if fields[field] == built[axis]:
+                return field
         for field, value in fields.items():
             if value != built[axis] or trials >= _MAX_FIELD_TRIALS:
                 continue
@@ -509,6 +513,7 @@ def shape_fields(model: Any, mismatched: list[tuple[str, tuple, tuple]]) -> str:
             except Exception:  # noqa: BLE001 - that value cannot build the model: not this field
                 continue
             if shape_in(rebuilt, name) == ckpt:
+                found.append(field)
                 return field
         return None
 
