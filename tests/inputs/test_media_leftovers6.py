@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aniso.inputs.media import SkippedInput, load_images, load_speech
 
@@ -82,3 +84,28 @@ def test_the_sample_of_a_folder_with_a_link_in_a_loop_has_a_fingerprint_and_keep
     assert first.dataset_fingerprint != before.dataset_fingerprint
     assert (first.fingerprint, first.dataset_fingerprint) == (second.fingerprint, second.dataset_fingerprint)
 
+
+
+@settings(max_examples=15, deadline=None)
+@given(good=st.integers(1, 3), loops=st.integers(0, 2), dangling=st.integers(0, 2))
+def test_every_drawn_file_is_measured_or_named_as_skipped(good, loops, dangling):
+    """Whatever mix of photographs and links that cannot be read a folder holds, each file drawn is either measured
+    or skipped by name, and the header's counts add up."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        _photos(folder, good)
+        for i in range(loops):
+            os.symlink(folder / f"loop{i}.png", folder / f"loop{i}.png")
+        for i in range(dangling):
+            os.symlink(folder / f"gone{i}.png", folder / f"dangling{i}.png")
+        drawn = good + loops + dangling
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SkippedInput)
+            got = load_images(folder, drawn, 0)
+        assert len(got.items) == good and got.n_available == drawn
+        assert {n for n, _ in got.skipped} == {f"loop{i}.png" for i in range(loops)} | \
+            {f"dangling{i}.png" for i in range(dangling)}
+        if loops + dangling:
+            assert f": {good} of the {drawn} drawn measured" in got.label

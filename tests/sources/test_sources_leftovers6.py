@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aniso.cli import main
 from aniso.registry.entries import load_registry
@@ -264,3 +266,18 @@ def test_the_python_api_refuses_in_one_line_without_transformers_table(twin, tmp
     assert not any("LOAD REPORT" in message for message in seen), seen
     aniso.measure(str(twin), texts)
     assert any("LOAD REPORT" in message and "UNEXPECTED" in message for message in seen), seen
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab\u00e9 #", max_size=3), max_size=30))
+def test_a_vocabulary_of_lines_is_refused_exactly_when_a_line_repeats_and_counts_the_repeats(tokens):
+    from aniso.sources.hub import token_lines_problem
+
+    problem = token_lines_problem(tokens, "vocab.txt")
+    repeats = len(tokens) - len(set(tokens))
+    assert (problem is None) == (repeats == 0)
+    if repeats:
+        first = next(i for i, t in enumerate(tokens) if t in tokens[:i])
+        assert problem.startswith(f"vocab.txt has {repeats} duplicate entr{'ies' if repeats != 1 else 'y'} of its "
+                                  f"{len(tokens)} lines (the first: {tokens[first]!r} on lines "
+                                  f"{tokens.index(tokens[first]) + 1} and {first + 1})")

@@ -540,14 +540,18 @@ def _unknown_value(exc: KeyError, where: str, kwargs: dict) -> str | None:
     from transformers import AutoConfig
 
     key = exc.args[0] if exc.args else None
-    if not isinstance(key, str):
+    if not isinstance(key, (str, int, float)):
         return None
+
+    def holds(value) -> bool:  # the same value of the same type (a field of 1 is no True)
+        return type(value) is type(key) and value == key
+
     extra = {k: v for k, v in kwargs.items() if k not in ("dtype", "device_map", "ignore_mismatched_sizes",
                                                           "add_pooling_layer", "output_loading_info")}
     config = AutoConfig.from_pretrained(where, **extra).to_dict()
-    fields = [name for name, value in config.items() if value == key]
+    fields = [name for name, value in config.items() if holds(value)]
     fields += [f"{name}.{inner}" for name, value in config.items() if isinstance(value, dict)
-               for inner, v in value.items() if v == key]
+               for inner, v in value.items() if holds(v)]
     if not fields:
         return None
     said = " and ".join(fields)
