@@ -155,7 +155,8 @@ def test_the_positions_field_is_named_alone_when_another_field_has_its_value(twi
     what = _max_positions(folder, _config(folder)["num_attention_heads"])
     assert main(["run", str(folder), *quiet_run]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert what in last and "num_attention_heads" not in last and last.count("config.json ") == 2, last  # "... from its config.json"
+    # "config.json" twice: "... from its config.json and weights: config.json max_position_embeddings ..."
+    assert what in last and "num_attention_heads" not in last and last.count("config.json ") == 2, last
 
 
 def test_hub_import_names_the_config_field_that_disagrees_with_the_weights(twin, tmp_path, capsys):

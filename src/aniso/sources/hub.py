@@ -18,7 +18,7 @@ from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
 __all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key", "folder_problem", "weights_problem",
-           "vocabulary_problem", "token_lines_problem",
+           "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
 
@@ -176,11 +176,12 @@ _DUPLICATES_WRONG = ("a token listed twice keeps one id only and tokens sharing 
 
 
 class _JSONObject(dict):
-    """A JSON object as read by :func:`_read_json_object`: ``repeated`` holds its (key, value) pairs whose key an
-    earlier pair of the object already gave (``json`` keeps the last value of a key and says nothing)."""
+    """A JSON object as :func:`vocabulary_problem` reads it: ``repeated`` holds its (key, value) pairs whose key an
+    earlier pair of the object already gave (``json`` keeps the last value of a key and says nothing), and
+    ``first_pairs`` all its pairs in order where there are such (else empty)."""
 
     repeated: tuple = ()
-    first_pairs: list = []
+    first_pairs: tuple | list = ()
 
 
 def _json_object(pairs: list) -> _JSONObject:
