@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,20 +140,25 @@ def _sample(files: list[Path], n: int, seed: int) -> list[Path]:
 
 
 def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
+    """The files of ``folder`` and its sub-folders whose suffix is one of ``suffixes`` (any case), sorted. Every
+    entry that is not a folder is listed, also one that cannot be read (a symbolic link to itself or to nothing, a
+    FIFO): sampled, it is skipped and named like any unusable file (:func:`_unreadable`), not left out unsaid."""
     if not folder.is_dir():
         raise InputsUnavailable(f"{setting}: {folder} is not a folder")
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and p.is_file())
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and not p.is_dir())
     if not files:
         raise InputsUnavailable(f"{setting}: no {'/'.join(suffixes)} files under {folder}")
     return files
 
 
 def _files_fingerprint(files: list[Path], digests: dict[Path, bytes]) -> str:
-    """SHA-256 prefix over the files' names and bytes, in order (``digests`` memoises each file's hash)."""
+    """SHA-256 prefix over the files' names and bytes, in order (``digests`` memoises each file's hash); a file that
+    cannot be read (:func:`_unreadable`) counts by its name and why, and is not opened (a FIFO would block)."""
     h = hashlib.sha256()
     for p in files:
         if p not in digests:
-            digests[p] = hashlib.sha256(p.read_bytes()).digest()
+            why = _unreadable(p)
+            digests[p] = hashlib.sha256(p.read_bytes() if why is None else f"unreadable: {why}".encode()).digest()
         h.update(p.name.encode() + digests[p])
     return h.hexdigest()[:16]
 
@@ -217,6 +223,7 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     short or silent."""
     import soundfile
 
+    _refuse_unreadable(p)
     if _empty(p):
         raise _Unusable(f"cannot read {p}: it is empty (0 bytes)")
     try:
@@ -259,6 +266,34 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
         raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
                                 + "; ".join(reason for _, reason in skipped))
     return items, names, skipped
+
+
+def _unreadable(p: Path) -> str | None:
+    """Why ``p`` cannot be read as a recording or photograph, as a phrase after "cannot read PATH: "
+    (``"Too many levels of symbolic links (a symbolic link to itself, or a loop of links)"``, ``"it is a symbolic
+    link to nothing"``, ``"it is a FIFO or pipe, ..."``), or None for a regular file. Checked with
+    :func:`aniso.common.files.not_a_regular_file`, which never opens the file (opening a FIFO blocks)."""
+    import errno
+
+    from ..common.files import not_a_regular_file
+
+    try:
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{exc.strerror} (a symbolic link to itself, or a loop of links)"
+        if exc.errno == errno.ENOENT and p.is_symlink():
+            return "it is a symbolic link to nothing"
+        return exc.strerror or type(exc).__name__
+    why = not_a_regular_file(p)
+    return None if why is None else f"it {why}"
+
+
+def _refuse_unreadable(p: Path) -> None:
+    """Raise :class:`_Unusable` naming ``p`` when it is no regular file that can be read (:func:`_unreadable`)."""
+    why = _unreadable(p)
+    if why is not None:
+        raise _Unusable(f"cannot read {p}: {why}")
 
 
 def _empty(p: Path) -> bool:
@@ -356,6 +391,7 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
     """
     from PIL import Image
 
+    _refuse_unreadable(p)
     if _empty(p):
         raise _Unusable(f"cannot read {p}: it is empty (0 bytes)")
     try:

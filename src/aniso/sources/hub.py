@@ -8,6 +8,7 @@ remote code and credentials only with the entry's explicit opt-in.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
 __all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key", "folder_problem", "weights_problem",
+           "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
 
@@ -135,6 +137,7 @@ def preprocessing_problem(folder: str | Path, modality: str) -> str | None:
         if not (folder / "tokenizer.json").is_file() and vocab.is_file() and not _holds_text(vocab):
             return ("vocab.txt is empty: no tokens, not even the unknown-word token (a WordPiece vocabulary lists "
                     "one token a line)")
+        return vocabulary_problem(folder)
     elif not (folder / "preprocessor_config.json").is_file():
         return f"no preprocessor_config.json (the {form.processor} of the model)"
     else:
@@ -164,6 +167,133 @@ def _json_problem(path: Path) -> str | None:
     except OSError as exc:
         return f"{path.name} cannot be read ({exc.strerror or type(exc).__name__})"
     return None
+
+
+#: What follows a vocabulary's duplicates in the refusal: why the model cannot be measured faithfully with it.
+_DUPLICATES_WRONG = ("a token listed twice keeps one id only and tokens sharing an id read as one, so the text reaches "
+                     "the model as other ids than it was trained on; a vocabulary lists each token once, with an id "
+                     "of its own")
+
+
+class _JSONObject(dict):
+    """A JSON object as :func:`vocabulary_problem` reads it: ``repeated`` holds its (key, value) pairs whose key an
+    earlier pair of the object already gave (``json`` keeps the last value of a key and says nothing), and
+    ``first_pairs`` all its pairs in order where there are such (else empty)."""
+
+    repeated: tuple = ()
+    first_pairs: tuple | list = ()
+
+
+def _json_object(pairs: list) -> _JSONObject:
+    obj = _JSONObject(pairs)
+    if len(obj) != len(pairs):
+        seen: set = set()
+        obj.repeated = tuple((k, v) for k, v in pairs if k in seen or seen.add(k))
+        obj.first_pairs = pairs  # to name both ids of the first key given twice
+    return obj
+
+
+def vocabulary_problem(folder: str | Path) -> str | None:
+    """Whether a tokenizer's vocabulary in ``folder`` lists a token more than once or gives one id to several tokens
+    (which the tokenizers read without a word: a repeated token keeps its last id, the others' ids are never given),
+    as one phrase naming the file, how many duplicates and the first one; None if it does not, or if the file cannot be
+    read (the tokenizer's load says so). Checked: the model's ``vocab`` in ``tokenizer.json`` (a mapping of
+    WordPiece, BPE or WordLevel, or the pieces of a Unigram model); without ``tokenizer.json``, the files transformers
+    builds the tokenizer from: ``vocab.json`` (a mapping) and ``vocab.txt`` (one token a line, as transformers'
+    ``load_vocab`` reads it: every line, its newline stripped)."""
+    import json
+
+    folder = Path(folder)
+    for name in ("tokenizer.json", "vocab.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_json_object)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        model = data.get("model") if name == "tokenizer.json" and isinstance(data, dict) else None
+        vocab = model.get("vocab") if isinstance(model, dict) else data if name == "vocab.json" else None
+        where = f"{name}: its model's vocab" if name == "tokenizer.json" else name
+        problem = _mapping_duplicates(vocab, where) if isinstance(vocab, dict) else _pieces_duplicates(vocab, where)
+        if problem is not None or name == "tokenizer.json":
+            return problem  # with a tokenizer.json, the other vocabulary files are not read
+    path = folder / "vocab.txt"
+    if not path.is_file():
+        return None
+    try:
+        with path.open(encoding="utf-8") as f:
+            tokens = [line.rstrip("\n") for line in f.readlines()]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return token_lines_problem(tokens, "vocab.txt")
+
+
+def token_lines_problem(tokens: list[str], name: str) -> str | None:
+    """Whether a vocabulary of one token a line (``tokens``, the line number less one each token's id) lists a token
+    more than once, as one phrase naming the file ``name``, how many duplicates and the first one (its two line
+    numbers), or None. Used for ``vocab.txt`` (:func:`vocabulary_problem`) and the SMILES tokenizer's vocabulary."""
+    first_line: dict[str, int] = {}
+    duplicates, first = 0, None
+    for number, token in enumerate(tokens, start=1):
+        if token in first_line:
+            duplicates += 1
+            first = first or (token, first_line[token], number)
+        else:
+            first_line[token] = number
+    if not duplicates:
+        return None
+    token, a, b = first
+    return (f"{name} has {duplicates} duplicate entr{'ies' if duplicates != 1 else 'y'} of its {len(tokens)} lines "
+            f"(the first: {token!r} on lines {a} and {b}): {_DUPLICATES_WRONG}")
+
+
+def _mapping_duplicates(vocab: dict, where: str) -> str | None:
+    """A token -> id mapping's keys given twice, or ids given to several tokens, as one phrase (see
+    :func:`vocabulary_problem`), or None."""
+    repeated = getattr(vocab, "repeated", ())
+    if repeated:
+        token = repeated[0][0]
+        ids = [v for k, v in vocab.first_pairs if k == token][:2]
+        n = len(repeated)
+        return (f"{where} has {n} duplicate entr{'ies' if n != 1 else 'y'} of {len(vocab.first_pairs)} (the first: "
+                f"{token!r}, given ids {ids[0]!r} and {ids[1]!r}): {_DUPLICATES_WRONG}")
+    holders: dict = {}
+    shared, first = 0, None
+    for token, index in vocab.items():
+        key = index if isinstance(index, (int, str)) else repr(index)
+        if key in holders:
+            shared += 1
+            first = first or (index, holders[key], token)
+        else:
+            holders[key] = token
+    if not shared:
+        return None
+    index, a, b = first
+    return (f"{where} gives {shared} of its {len(vocab)} tokens an id another token has (the first: id {index!r} to "
+            f"{a!r} and {b!r}): {_DUPLICATES_WRONG}")
+
+
+def _pieces_duplicates(vocab, where: str) -> str | None:
+    """A Unigram model's list of ``[piece, score]`` whose pieces repeat, as one phrase, or None (also for what is no
+    such list)."""
+    if not isinstance(vocab, list):
+        return None
+    first_place: dict = {}
+    duplicates, first = 0, None
+    for place, item in enumerate(vocab):
+        if not isinstance(item, list) or not item or not isinstance(item[0], str):
+            return None
+        if item[0] in first_place:
+            duplicates += 1
+            first = first or (item[0], first_place[item[0]], place)
+        else:
+            first_place[item[0]] = place
+    if not duplicates:
+        return None
+    piece, a, b = first
+    return (f"{where} has {duplicates} duplicate entr{'ies' if duplicates != 1 else 'y'} of {len(vocab)} (the first: "
+            f"{piece!r}, ids {a} and {b}): {_DUPLICATES_WRONG}")
 
 
 def _holds_text(path: Path) -> bool:
@@ -270,13 +400,183 @@ def import_problem(folder: str | Path, config: dict) -> str | None:
                     and _accepts(type(model), "add_pooling_layer"):
                 model, info = load(add_pooling_layer=False)
     except _BUILD_ERRORS as exc:
-        text = " ".join(str(exc).split())
-        return f"the model cannot be built from its config.json and weights ({type(exc).__name__}: {text[:240]})"
+        return cannot_build(exc, str(folder), local_files_only=True, trust_remote_code=False)
     except Exception:  # noqa: BLE001 - what cannot be checked here is left to the run, which says it
         return None
     finally:
         hf_logging.set_verbosity(verbosity)
     return weights_problem(model, info)
+
+
+#: Most builds of a model on the meta device tried to tell which config field gives a weight its shape.
+_MAX_FIELD_TRIALS = 8
+
+
+def cannot_build(exc: BaseException, where: str, **kwargs: Any) -> str:
+    """Why a model cannot be built from its config.json and weights (``exc``, one of :data:`_BUILD_ERRORS`, raised by
+    ``AutoModel.from_pretrained(where, **kwargs)``), as one phrase: ``"the model cannot be built from its config.json
+    and weights: "`` followed by what is wrong, named in config.json's terms where it can be told:
+
+    * weights of another shape than the config builds (transformers' "look at the above report!"):
+      ``"config.json vocab_size 100, but embeddings.word_embeddings.weight is 30522 x 384 in the weights (the config
+      builds 100 x 384)"`` (:func:`shape_fields`);
+    * a config value transformers has no entry for (``KeyError: 'foo'``): the field, its value and, for an
+      activation function, the values allowed (transformers' ``ACT2CLS``);
+
+    otherwise the error's type and first 240 characters, on one line. Never raises."""
+    head = "the model cannot be built from its config.json and weights"
+    try:
+        named = _mismatched_shapes(where, kwargs) if "ignore_mismatched_sizes" in str(exc) else \
+            _unknown_value(exc, where, kwargs) if isinstance(exc, KeyError) else None
+    except Exception:  # noqa: BLE001 - the error as transformers says it, below
+        named = None
+    if named:
+        return f"{head}: {named}"
+    text = " ".join(str(exc).split())  # one line: a field's validation error spans several
+    return f"{head} ({type(exc).__name__}: {text[:240]})"
+
+
+def _mismatched_shapes(where: str, kwargs: dict) -> str | None:
+    """The weights whose shape differs from the model its config builds, read from transformers' loading info of a
+    build on the meta device (no tensor read), named by :func:`shape_fields`; None if none is found."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    from . import no_loading_bars
+
+    extra = {k: v for k, v in kwargs.items() if k not in ("dtype", "device_map", "ignore_mismatched_sizes")}
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # transformers' table: the phrase says it
+    try:
+        with no_loading_bars():
+            model, info = AutoModel.from_pretrained(where, device_map="meta", ignore_mismatched_sizes=True,
+                                                    use_safetensors=True, output_loading_info=True, **extra)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    mismatched = [(k[0], tuple(k[1]), tuple(k[2])) for k in info.get("mismatched_keys") or []
+                  if isinstance(k, (tuple, list)) and len(k) == 3]
+    return shape_fields(model, mismatched) if mismatched else None
+
+
+def _dims(shape) -> str:
+    return " \u00d7 ".join(str(n) for n in shape) or "a scalar"
+
+
+def shape_fields(model: Any, mismatched: list[tuple[str, tuple, tuple]]) -> str:
+    """One phrase naming, for weights whose shape in the files differs from the one ``model``'s config builds
+    (``mismatched``: ``(name, shape in the weights, shape built)``, as transformers' loading info lists them), the
+    config field that makes the difference: ``"config.json max_position_embeddings 8, but
+    embeddings.position_embeddings.weight is 512 x 384 in the weights (the config builds 8 x 384)"``.
+
+    A field is named only where it is shown to be the one: an integer field whose value is the built size of the
+    differing axis and which, set to the weights' size, gives the weight the weights' shape in a model built again
+    on the meta device (no architecture's table of fields). A weight no field is found for is named with both
+    shapes. Fields found for several weights are said once, with how many more weights differ."""
+    import copy
+
+    import torch
+
+    config = model.config
+    fields = {k: v for k, v in config.to_dict().items() if isinstance(v, int) and not isinstance(v, bool)}
+    prefix = f"{getattr(model, 'base_model_prefix', '') or ''}."
+    trials = 0
+    found: list[str] = []
+
+    def shape_in(built_model, name: str):
+        for key in (name, name.removeprefix(prefix)):
+            try:
+                return tuple(built_model.get_parameter(key).shape)
+            except AttributeError:
+                try:
+                    return tuple(built_model.get_buffer(key).shape)
+                except AttributeError:
+                    continue
+        return None
+
+    def field_for(name: str, ckpt: tuple, built: tuple) -> str | None:
+        nonlocal trials
+        axes = [i for i, (a, b) in enumerate(zip(ckpt, built)) if a != b] if len(ckpt) == len(built) else []
+        if len(axes) != 1:
+            return None
+        axis = axes[0]
+        for field in found:  # a field already shown to size other weights: not built again
+            if fields[field] == built[axis]:
+                return field
+        for field, value in fields.items():
+            if value != built[axis] or trials >= _MAX_FIELD_TRIALS:
+                continue
+            trials += 1
+            changed = copy.deepcopy(config)
+            setattr(changed, field, ckpt[axis])
+            try:
+                with torch.device("meta"):
+                    rebuilt = type(model)(changed)
+            except Exception:  # noqa: BLE001 - that value cannot build the model: not this field
+                continue
+            if shape_in(rebuilt, name) == ckpt:
+                found.append(field)
+                return field
+        return None
+
+    said: dict[str, str] = {}
+    unnamed: list[str] = []
+    for name, ckpt, built in sorted(mismatched):
+        field = field_for(name, ckpt, built) if len(said) + len(unnamed) < 3 else None
+        if field is not None:
+            said.setdefault(field, f"config.json {field} {fields[field]}, but {name} is {_dims(ckpt)} in the weights "
+                                   f"(the config builds {_dims(built)})")
+        elif len(unnamed) < 1 and not said:
+            unnamed.append(f"{name} is {_dims(ckpt)} in the weights but {_dims(built)} as config.json builds it")
+        if len(said) + len(unnamed) >= 3:
+            break
+    parts = list(said.values()) or unnamed
+    more = len(mismatched) - len(parts)
+    return "; ".join(parts) + (f" ({more} more weight(s) of another shape)" if more > 0 else "")
+
+
+def _unknown_value(exc: KeyError, where: str, kwargs: dict) -> str | None:
+    """A config.json value the model's code looks up and does not find (``KeyError: 'foo'``), named with its field;
+    for an activation function (the lookup in transformers' ``ACT2FN``), with the values allowed. None when no
+    field of the config holds the missing key."""
+    from transformers import AutoConfig
+
+    key = exc.args[0] if exc.args else None
+    if not isinstance(key, (str, int, float)):
+        return None
+
+    def holds(value) -> bool:  # the same value of the same type (a field of 1 is no True)
+        return type(value) is type(key) and value == key
+
+    extra = {k: v for k, v in kwargs.items() if k not in ("dtype", "device_map", "ignore_mismatched_sizes",
+                                                          "add_pooling_layer", "output_loading_info")}
+    config = AutoConfig.from_pretrained(where, **extra).to_dict()
+    fields = [name for name, value in config.items() if holds(value)]
+    fields += [f"{name}.{inner}" for name, value in config.items() if isinstance(value, dict)
+               for inner, v in value.items() if holds(v)]
+    if not fields:
+        return None
+    said = " and ".join(fields)
+    if _raised_by_activation_table(exc):
+        from transformers.activations import ACT2CLS
+
+        return (f"config.json {said} {key!r} is not an activation function transformers knows (one of "
+                f"{', '.join(sorted(ACT2CLS))})")
+    return f"config.json {said} {key!r} is not a value the model's code knows (KeyError: {key!r})"
+
+
+def _raised_by_activation_table(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by a lookup in transformers' table of activation functions (``ACT2FN[...]``)."""
+    try:
+        from transformers.activations import ClassInstantier
+    except ImportError:
+        return False
+    code = ClassInstantier.__getitem__.__code__
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _accepts(model_class, name: str) -> bool:
@@ -286,6 +586,36 @@ def _accepts(model_class, name: str) -> bool:
         return name in inspect.signature(model_class.__init__).parameters
     except (TypeError, ValueError):
         return False
+
+
+@contextmanager
+def _held_load_reports():
+    """Hold back transformers' "LOAD REPORT" tables (logged as warnings by ``from_pretrained``: weights missing,
+    unexpected or of another shape) while a model loads. Yields the list of held log records; when the block raises
+    (the load refused, in one line that says what the table would) they are dropped, else they are logged as
+    transformers would have."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in str(record.msg):
+            held.append(record)
+            return False
+        return True
+
+    handlers = list(hf_logging.get_logger().handlers)  # transformers' own handler, on its library logger
+    for handler in handlers:
+        handler.addFilter(hold)
+    try:
+        yield held
+    finally:
+        for handler in handlers:
+            handler.removeFilter(hold)
+    for record in held:  # the load went through: its table as it would have been shown
+        logging.getLogger(record.name).handle(record)
 
 
 def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwargs: Any) -> tuple[Any, Any, Any]:
@@ -334,17 +664,17 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         except (OSError, torch.OutOfMemoryError):
             raise
         except _BUILD_ERRORS as exc:
-            text = " ".join(str(exc).split())  # one line: a field's validation error spans several
-            raise ModelRefused(f"{entry.id}: {label}: the model cannot be built from its config.json and weights "
-                               f"({type(exc).__name__}: {text[:240]})") from None
+            raise ModelRefused(f"{entry.id}: {label}: {cannot_build(exc, where, **common, **extra)}") from None
 
-    model, info = load()
-    missing = list(info.get("missing_keys") or [])
-    if missing and all(k.split(".")[0] == "pooler" for k in missing) and _accepts(type(model), "add_pooling_layer"):
-        model, info = load(add_pooling_layer=False)
-    problem = weights_problem(model, info)
-    if problem is not None:
-        raise ModelRefused(f"{entry.id}: {label}: {problem}")
+    with _held_load_reports() as reports:  # a refusal's one line says what transformers' table would
+        model, info = load()
+        missing = list(info.get("missing_keys") or [])
+        if missing and all(k.split(".")[0] == "pooler" for k in missing) and _accepts(type(model), "add_pooling_layer"):
+            reports.clear()  # the table of the load without a pooler is the one that counts
+            model, info = load(add_pooling_layer=False)
+        problem = weights_problem(model, info)
+        if problem is not None:
+            raise ModelRefused(f"{entry.id}: {label}: {problem}")
     model.eval()
     preprocessors = {
         "speech": lambda: (None, AutoFeatureExtractor.from_pretrained(where, **common)),

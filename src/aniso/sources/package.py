@@ -213,7 +213,20 @@ def _tokenizer_dir(entry) -> Path:
     folder = package_dir(entry, src.tokenizer_package).resolve() / src.tokenizer_subdir
     if not (folder / "tokenizer.json").is_file() and not (folder / "vocab.txt").is_file():
         raise ModelUnavailable(f"{entry.id}: package {src.tokenizer_package!r} has no tokenizer under {folder}")
+    _refuse_duplicate_vocabulary(entry, folder)
     return folder
+
+
+def _refuse_duplicate_vocabulary(entry, folder: Path) -> None:
+    """Raise :class:`~aniso.sources.base.ModelRefused` naming the model and the folder when the tokenizer
+    vocabulary in ``folder`` lists a token twice or gives one id to several tokens
+    (:func:`aniso.sources.hub.vocabulary_problem`)."""
+    from .base import ModelRefused
+    from .hub import vocabulary_problem
+
+    problem = vocabulary_problem(folder)
+    if problem is not None:
+        raise ModelRefused(f"{entry.id}: {folder}: {problem}")
 
 
 def _load_onnx_bert(entry, path: Path, version: str) -> LoadedModel:
@@ -323,9 +336,15 @@ def _load_torch_bin(entry, path: Path, version: str) -> LoadedModel:
     if entry.source.tokenizer == "smiles":
         from .smiles import smiles_tokenizer
 
-        tok = smiles_tokenizer(path / "vocab.txt", model.config.max_position_embeddings)
+        try:
+            tok = smiles_tokenizer(path / "vocab.txt", model.config.max_position_embeddings)
+        except ValueError as exc:  # a vocabulary without BERT's special tokens, or with a token twice
+            from .base import ModelRefused
+
+            raise ModelRefused(f"{entry.id}: {exc}") from None
         how = "SMILES-regex tokenizer over its vocab.txt"
     else:
+        _refuse_duplicate_vocabulary(entry, path)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
         how = "its own tokenizer"
     return LoadedModel(entry, model, tok, f"package: {path / TORCH_BIN} {version} (read with weights_only=True "

@@ -28,13 +28,18 @@ def smiles_tokenizer(vocab_file: Path | str, model_max_length: int = 512):
     ``vocab_file``: one token per line, the line number its id, holding ``[PAD]``, ``[UNK]``, ``[CLS]``, ``[SEP]``
     and ``[MASK]`` (BERT's layout). Each sequence becomes ``[CLS] t_1 … t_n [SEP]``; a token missing from the
     vocabulary becomes ``[UNK]``. Raises FileNotFoundError if the file is missing and ValueError naming the file if
-    a special token is missing from it.
+    a special token is missing from it or a token is listed twice (:func:`aniso.sources.hub.token_lines_problem`).
     """
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     path = Path(vocab_file)
     tokens = [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines()]
+    from .hub import token_lines_problem
+
+    twice = token_lines_problem(tokens, path.name)
+    if twice is not None:
+        raise ValueError(f"{path}: {twice}")
     vocab = {t: i for i, t in enumerate(tokens)}
     special = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
     missing = [t for t in special if t not in vocab]
