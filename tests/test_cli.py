@@ -398,6 +398,7 @@ def test_record_adds_the_new_findings_of_a_first_run_with_the_detected_row(tmp_p
     import yaml
 
     from aniso.api import DETECTED_ENTRY
+    from aniso.judge.results import sealed_lines
     from aniso.registry.entries import load_registry
 
     registry = tmp_path / "models.yaml"
@@ -415,9 +416,15 @@ def test_record_adds_the_new_findings_of_a_first_run_with_the_detected_row(tmp_p
     out = capsys.readouterr().out
     assert "m G.cnn-mostly-isotropic: recorded as does-not-hold" in out
     assert "mine: no row in the registry and no detected row" in out and "mine" not in registry.read_text()
-    results.with_name(DETECTED_ENTRY).write_text(yaml.safe_dump([{
-        "id": "mine", "source": {"kind": "local", "path": str(tmp_path)}, "modality": "vision",
-        "granularity": "pixel", "architecture": "cnn", "role": "encoder", "family": "f"}]))
+    row = yaml.safe_dump([{"id": "mine", "source": {"kind": "local", "path": str(tmp_path)}, "modality": "vision",
+                           "granularity": "pixel", "architecture": "cnn", "role": "encoder", "family": "f"}])
+    beside = results.with_name(DETECTED_ENTRY)
+    for edited in (row, sealed_lines(row).replace("role: encoder", "role: decoder")):  # unsealed; edited after
+        beside.write_text(edited)
+        assert main(["record", str(results), "--registry", str(registry)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and DETECTED_ENTRY in err and "mine" not in registry.read_text()
+    beside.write_text(sealed_lines(row))  # as the run writes it
     assert main(["record", str(results), "--registry", str(registry)]) == 0
     assert "mine G.cnn-mostly-isotropic: recorded as does-not-hold" in capsys.readouterr().out
     text = registry.read_text()

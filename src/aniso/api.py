@@ -965,11 +965,11 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
                 import yaml
 
-                from .judge.results import file_digest
+                from .judge.results import file_digest, sealed_lines
 
-                results.with_name(DETECTED_ENTRY).write_text(  # the registry the row was added to, by its digest
+                results.with_name(DETECTED_ENTRY).write_text(sealed_lines(  # the registry it was added to, by digest
                     f"# {DETECTED_BASE}: {file_digest(reg_path)}\n"
-                    + yaml.safe_dump([row], sort_keys=False, allow_unicode=True))
+                    + yaml.safe_dump([row], sort_keys=False, allow_unicode=True)))
             exit_code = 2 if tally.refused or tally.collect_errors else run_exit_code(code, tally.measured)
             stopped = tally.stopped or _why_nothing_ran(tally, pytest_args, model_id) or (
                 _interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)

@@ -521,7 +521,7 @@ def _record(args: argparse.Namespace) -> int:
 
     from .api import DETECTED_BASE, DETECTED_ENTRY
     from .judge.records import record_new_findings, refresh_records
-    from .judge.results import file_digest, read_results
+    from .judge.results import file_digest, read_results, unsealed_lines
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import registry_path
 
@@ -529,9 +529,10 @@ def _record(args: argparse.Namespace) -> int:
         registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry)
         load_registry(registry)  # its own problem (not YAML, no registry) named, not a digest that differs
         doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
-        beside = Path(args.results).with_name(DETECTED_ENTRY)
-        base = next((line.split(": ", 1)[1].strip() for line in (beside.read_text().splitlines() if beside.is_file()
-                                                                   else []) if line.startswith(f"# {DETECTED_BASE}:")),
+        beside = Path(args.results).with_name(DETECTED_ENTRY)  # the row of a detected model, as the run sealed it
+        detected_text = unsealed_lines(beside, beside.read_text()) if beside.is_file() else None
+        base = next((line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
+                     if line.startswith(f"# {DETECTED_BASE}:")),
                     None)  # a first run of a detected model ran on this registry plus its row
         if file_digest(registry) not in (doc.provenance.registry_sha256, base):  # numbers into the registry they ran on
             raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
@@ -539,7 +540,7 @@ def _record(args: argparse.Namespace) -> int:
                                 if doc.provenance.registry_sha256 else "no registry file")
                              + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
         new, notes = refresh_records(registry.read_text(), doc.results)
-        detected = yaml.safe_load(beside.read_text()) if beside.is_file() else None
+        detected = yaml.safe_load(detected_text) if detected_text is not None else None
         new, added = record_new_findings(new, doc.results, detected)
         notes += added
     except (OSError, ValueError, yaml.YAMLError) as exc:

@@ -420,6 +420,46 @@ def _document_data(doc: ResultsDocument) -> dict:
     return data
 
 
+#: The last line of a text file a run seals (:func:`sealed_lines`), before the seal.
+_SEAL_LINE = "# seal: "
+
+
+def sealed_lines(text: str) -> str:
+    """``text`` (lines, such as the YAML row of a detected model written beside its run's results) with a last
+    comment line holding its seal under this installation's results key, so that :func:`unsealed_lines` can tell that a
+    run here wrote it, unedited; ``text`` as it is (with a warning) where the key cannot be read or made."""
+    import warnings
+
+    from ..common.seal import SealKeyError, load_key, results_key_path, seal
+
+    try:
+        mac = seal(load_key(results_key_path()), text)
+    except SealKeyError as exc:
+        warnings.warn(f"not sealed ({exc})", RuntimeWarning, stacklevel=2)
+        return text
+    return text + ("" if text.endswith("\n") else "\n") + _SEAL_LINE + mac + "\n"
+
+
+def unsealed_lines(path: Path, text: str) -> str:
+    """The text that :func:`sealed_lines` sealed into ``text`` (read from ``path``), without its seal line. Raises
+    ValueError (one line naming ``path``) unless its seal verifies under this installation's results key."""
+    from ..common.seal import SealKeyError, load_key, results_key_path, verify
+
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    if not last.startswith(_SEAL_LINE):
+        raise ValueError(f"{path}: not sealed by the run that wrote it; aniso record writes only what a run here "
+                         "wrote: re-run the claims here")
+    try:
+        key = load_key(results_key_path(), create=False)
+    except SealKeyError as exc:
+        raise ValueError(f"{path}: cannot check that a run here wrote it ({exc})") from None
+    if not verify(key, body + "\n", last[len(_SEAL_LINE):].strip()):
+        raise ValueError(f"{path}: its seal does not verify under this installation's results key: edited after the "
+                         "run, or written by another installation; aniso record writes only what a run here wrote: "
+                         "re-run the claims here")
+    return body + "\n"
+
+
 def check_seal(path: Path, raw: dict) -> None:
     """Raise ValueError (one line naming ``path`` and the key file) unless the results document ``raw`` (as read)
     holds a seal that verifies under this installation's results key: it was written by a run of aniso here, and
