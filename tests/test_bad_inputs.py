@@ -352,3 +352,31 @@ def test_a_recording_scaled_far_outside_its_range_is_skipped_and_named(tmp_path)
     with pytest.warns(Warning, match=r"loud\.wav has samples of magnitude up to 1e\+30"):
         got = load_speech(tmp_path, 2, 0)
     assert len(got.items) == 1 and "loud.wav" in dict(got.skipped)
+
+
+def test_extract_under_no_cache_says_the_entry_was_not_written(tmp_path, tiny_bert_dir, monkeypatch, capsys):
+    """`ANISO_NO_CACHE=1 aniso extract M` computes the statistics and keeps none: its line says so, not "written"."""
+    from aniso.cli import main
+
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: m\n    source: {{kind: local, path: {tiny_bert_dir}}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n")
+    for name in [k for k in os.environ if k.startswith("ANISO_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_N_SEQUENCES", "8")
+    monkeypatch.setenv("ANISO_NO_CACHE", "1")
+    assert main(["extract", "m", "--registry", str(reg)]) == 0
+    out = capsys.readouterr().out
+    assert "(not written: setting no_cache)" in out and "(written)" not in out, out
+    assert not list((tmp_path / "cache").glob("*.safetensors"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc, where no folder can be created")
+def test_hub_import_into_a_cache_folder_that_cannot_be_created_names_the_option(tmp_path, tiny_bert_dir, capsys):
+    from aniso.cli import main
+
+    assert main(["hub", "import", "org/tiny", str(tiny_bert_dir), "--cache-dir", "/proc/self/nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aniso hub import: --cache-dir /proc/self/nope cannot be created (") and \
+        len(err.strip().splitlines()) == 1, err

@@ -234,8 +234,10 @@ def _extract(args: argparse.Namespace) -> int:
                 continue
             if shard.rank == 0:
                 cache = stats.meta.get("cache", {})
+                said = ("hit" if cache.get("hit") else "written" if cache.get("written")
+                        else f"not written: {cache.get('why', 'unknown why')}")
                 print(f"{entry.id}: {stats.meta.get('n_tokens')} vectors x {len(stats.layers)} layers over "
-                      f"{shard.world} shard(s), cache {cache.get('key')} ({'hit' if cache.get('hit') else 'written'})")
+                      f"{shard.world} shard(s), cache {cache.get('key')} ({said})")
     return 2 if bad_input else 1 if failed else 0
 
 
@@ -330,6 +332,10 @@ def _cache_dir_problem(path: str) -> str | None:
     above = next((p for p in where.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         return f"cannot be created: {above} is a file"
+    try:
+        where.mkdir(parents=True)
+    except OSError as exc:
+        return f"cannot be created ({exc.strerror or exc})"
     return None
 
 

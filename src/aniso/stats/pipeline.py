@@ -553,7 +553,9 @@ class StatsProvider:
 
         key = key_of(self.statistics)
         if self.settings.no_cache and shards == self.shard.world:
-            return self._compute(entry, ctx, modality, inputs, fingerprint, key)
+            stats = self._compute(entry, ctx, modality, inputs, fingerprint, key)
+            stats.meta["cache"] |= {"written": False, "why": "setting no_cache"}
+            return stats
         # An entry with every statistic (`aniso extract`, a full run) serves a run that reads fewer.
         for candidate in dict.fromkeys((key, key_of(ALL_STATISTICS))):
             cached = None if self.settings.no_cache else self._cached(entry, candidate, inputs)
@@ -569,13 +571,17 @@ class StatsProvider:
             if cached is not None:
                 return cached
             stats = self._compute(entry, ctx, modality, inputs, fingerprint, key)
+            written, why = False, "written by another process of the run"
             if self.shard.rank == 0:
                 try:
                     self.cache.save(key, stats)
+                    written = True
                 except OSError as exc:  # e.g. a full disk: the run goes on with the statistics in memory
+                    why = f"could not be written: {exc.strerror or exc}"
                     warnings.warn(f"{entry.id}: could not write the statistics cache entry in "
                                   f"{self.settings.cache_dir} ({exc}); this run keeps them in memory, the next "
                                   "computes them again", RuntimeWarning, stacklevel=2)
+            stats.meta["cache"] |= {"written": written} | ({} if written else {"why": why})
         return stats
 
     def _cached(self, entry: ModelEntry, key: str, inputs) -> ModelStats | None:
