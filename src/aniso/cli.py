@@ -69,9 +69,9 @@ def _report(args: argparse.Namespace) -> int:
         print(f"aniso report: {named}: cannot be written ({exc.strerror or exc}); name another file",
               file=sys.stderr)
         return 2
-    if out.is_dir():
-        print(f"aniso report: {named} is a folder; name the HTML file to write (e.g. "
-              f"{out / 'report.html'})", file=sys.stderr)
+    if out.is_dir() or (args.out and args.out.endswith(("/", os.sep)) and not out.is_symlink()):
+        print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; name the HTML file to write "
+              f"(e.g. {out / 'report.html'})", file=sys.stderr)
         return 2
     try:
         write_html_report(Path(args.results), out)

@@ -519,10 +519,11 @@ def _is_aniso_report(path: Path) -> bool:
 
 
 def check_report_target(out: Path, results_json: Path) -> None:
-    """Raises ValueError (one line, naming ``out``) where the report may not be written to ``out``: it is the results
-    file ``results_json`` itself (or a link to it), a folder, no regular file, a file that is not empty and no
-    report aniso wrote (a results file, anything else: never written over), a folder on its way is a file, or the
-    system refuses the name (too long, a loop of links)."""
+    """Raises ValueError (one line, naming ``out``) where the report may not be written to ``out``: it is a symbolic
+    link (written over, it would become a file: ``/dev/stdout``), the results file ``results_json`` itself, a folder,
+    no regular file, a file that is not empty and no report aniso wrote (a results file, anything else: never written
+    over), the report of another run (a ``results.json`` other than ``results_json`` beside it), a folder on its way
+    is a file, or the system refuses the name (too long, a loop of links)."""
     import os
 
     out, results_json = Path(out), Path(results_json)
@@ -535,6 +536,9 @@ def check_report_target(out: Path, results_json: Path) -> None:
         shown = name if len(name) <= 120 else f"{name[:60]}…{name[-30:]} ({len(name):,} characters)"
         raise ValueError(f"the report file {shown} cannot be written ({exc.strerror or exc}); name another file") \
             from None
+    if out.is_symlink():  # written over, the link would become a file (a link such as /dev/stdout included)
+        raise ValueError(f"the report file {out} is a symbolic link (to {os.readlink(out)}); name the HTML file to "
+                         "write itself")
     if out.exists() and results_json.exists() and os.path.samefile(out, results_json):
         raise ValueError(f"the report file {out} is the results file {results_json} itself; name another file "
                          "(the report is written beside it as report.html by default)")
@@ -558,6 +562,10 @@ def check_report_target(out: Path, results_json: Path) -> None:
     if not ours:
         raise ValueError(f"the report file {out} exists and is not a report aniso wrote; refused, so as not to "
                          "write over it: name another file, or remove it first")
+    beside = out.with_name("results.json")
+    if beside.is_file() and not (results_json.exists() and os.path.samefile(beside, results_json)):
+        raise ValueError(f"the report file {out} is the report of the run beside it ({beside}), not of "
+                         f"{results_json}; refused, so as not to write over that run's report: name another file")
 
 
 def write_html_report(results_json: Path, out: Path) -> Path:
