@@ -50,3 +50,37 @@ def test_a_record_whose_inputs_are_in_no_form_a_run_writes_names_the_entry_and_f
 def test_the_identities_runs_write_are_accepted(tmp_path, identity):
     text = f"recorded_inputs: {{text: '{identity}'}}\nmodels:\n" + ENTRY
     assert load_registry(write(tmp_path, text)).recorded_inputs == {"text": identity}
+
+
+@pytest.mark.parametrize("key", ["? [a, b]\n    : x\n", "? {a: 1}\n    : x\n", "[a, b]: x\n"])
+def test_a_mapping_key_that_is_a_list_or_mapping_is_one_line_naming_the_file_and_line(tmp_path, key):
+    """A complex YAML key (``? [a, b] : x``) is no field name: one line naming the file and the line, not
+    ``TypeError: unhashable type``."""
+    path = write(tmp_path, "models:\n" + ENTRY + "    " + key)
+    with pytest.raises(RegistryError) as err:
+        load_registry(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: not valid YAML at line 9"), msg
+
+
+def test_a_complex_key_is_one_line_through_every_door(tmp_path, capsys, clean_env, monkeypatch):
+    """``aniso list``, the Python API and ``pytest claims/`` (a usage error, not INTERNALERROR) all name the file."""
+    import aniso
+    from aniso.cli import main
+
+    path = write(tmp_path, "models:\n" + ENTRY + "    ? [a, b]\n    : x\n")
+    assert main(["list", "models", "--registry", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{path}: not valid YAML at line 9" in err, err
+    with pytest.raises(RegistryError, match="not valid YAML at line 9"):
+        aniso.models(registry=path)
+    import subprocess
+    import sys
+
+    from aniso.registry.locate import _TREE
+
+    monkeypatch.setenv("ANISO_REGISTRY", str(path))
+    run = subprocess.run([sys.executable, "-m", "pytest", str(_TREE / "claims"), "-p", "no:cacheprovider", "-q",
+                          "--collect-only"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 4 and "INTERNALERROR" not in out and "not valid YAML at line 9" in out, out

@@ -558,6 +558,10 @@ def _loader():
             if key_node.tag == _MERGE_TAG:  # merged by construct_mapping (flatten_mapping), not a key of its own
                 continue
             key = loader.construct_object(key_node, deep=deep)
+            if isinstance(key_node, (yaml.SequenceNode, yaml.MappingNode)):  # ``? [a, b] : x``: no field name
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a mapping key is a {'list' if isinstance(key_node, yaml.SequenceNode) else 'mapping'} "
+                    "(? [a, b] : x); a registry's keys are plain words (field names, claim ids)", key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
                                                         key_node.start_mark)
