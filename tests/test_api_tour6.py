@@ -38,3 +38,61 @@ def test_crlf_ends_a_line_like_lf(tmp_path):
 def test_corpus_lines_are_the_lines_between_newlines(lines):
     """Splitting the joined lines gives them back, whatever other separators they hold."""
     assert corpus_lines("\n".join(lines)) == (lines or [""])
+
+
+# -- path arguments: empty, bytes -----------------------------------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+import aniso  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = ROOT / "models.yaml"
+M = "all-MiniLM-L6-v2"
+TEXTS = ["the first of the texts, a sentence", "another text, which is a different sentence"]
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: aniso.measure(M, TEXTS, registry=v), "registry"),
+    (lambda v: aniso.check(M, "G.token-nlp-anisotropic", registry=v), "registry"),
+    (lambda v: aniso.check(M, "G.token-nlp-anisotropic", registry=REGISTRY, claims_dir=v), "claims_dir"),
+    (lambda v: aniso.models(registry=v), "registry"),
+    (lambda v: aniso.api.run_claims(M, "G.token-nlp-anisotropic", registry=v), "registry"),
+    (lambda v: aniso.api.run_claims(M, "G.token-nlp-anisotropic", registry=REGISTRY, claims_dir=v), "claims_dir"),
+], ids=["measure", "check", "check-claims_dir", "models", "run_claims", "run_claims-claims_dir"])
+@pytest.mark.parametrize("value", ["", "  "], ids=["empty", "blank"])
+def test_an_empty_path_argument_is_named_as_empty(clean_env, call, name, value):
+    """`registry=''` said "registry:  is not a file" (the working folder looked at); it is named as empty."""
+    with pytest.raises(ValueError) as err:
+        call(value)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{name}: an empty path ({value!r})"), msg
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: aniso.measure(M, TEXTS, registry=v), "registry"),
+    (lambda v: aniso.measure(M, v, registry=REGISTRY), "inputs"),
+    (lambda v: aniso.check(M, "G.token-nlp-anisotropic", registry=v), "registry"),
+    (lambda v: aniso.check(M, "G.token-nlp-anisotropic", v, registry=REGISTRY), "inputs"),
+    (lambda v: aniso.check(M, "G.token-nlp-anisotropic", registry=REGISTRY, claims_dir=v), "claims_dir"),
+    (lambda v: aniso.models(registry=v), "registry"),
+    (lambda v: aniso.api.run_claims(M, "G.token-nlp-anisotropic", registry=v), "registry"),
+    (lambda v: aniso.api.run_twins("gpt2", registry=REGISTRY, keep=v), "keep"),
+], ids=["measure", "measure-inputs", "check", "check-inputs", "check-claims_dir", "models", "run_claims",
+        "run_twins-keep"])
+def test_a_bytes_path_argument_is_a_type_error_naming_it(clean_env, call, name):
+    """`registry=b'/path/models.yaml'` said "is not a file" for a real file: bytes are refused as a type, naming the
+    argument, for every path argument (as the settings refuse a bytes path)."""
+    with pytest.raises(TypeError) as err:
+        call(bytes(REGISTRY) if name != "claims_dir" else bytes(ROOT / "claims"))
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{name}: bytes (b'") and "give a str or pathlib.Path" in msg, msg
+
+
+def test_a_report_path_that_is_empty_or_bytes_is_named(tmp_path):
+    from aniso.api import _report_path
+
+    with pytest.raises(ValueError, match=r"^path: an empty path \(''\)"):
+        _report_path("")
+    with pytest.raises(TypeError, match=r"^path: bytes \(b'"):
+        _report_path(bytes(tmp_path / "r.html"))
