@@ -96,3 +96,21 @@ def test_a_report_path_that_is_empty_or_bytes_is_named(tmp_path):
         _report_path("")
     with pytest.raises(TypeError, match=r"^path: bytes \(b'"):
         _report_path(bytes(tmp_path / "r.html"))
+
+
+# -- a blank claims filter ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("claims", ["  ", "\t", ["  "]], ids=["blanks", "tab", "list-of-blanks"])
+def test_a_blank_claims_filter_is_refused_as_the_command_line_refuses_it(clean_env, claims):
+    """`aniso.check(M, claims='  ')` ran every claim, where `aniso run M --claims '  '` and `claims=[]` are refused;
+    the one parser (aniso.registry.selection) refuses a filter of blanks, and the empty filter still takes every
+    claim."""
+    from aniso.registry.selection import parse_claims
+
+    with pytest.raises(ValueError, match="^claims: .* is blank"):  # first: without the refusal, check runs every claim
+        parse_claims("  ")
+    assert parse_claims("").everything and parse_claims(None).everything
+    with pytest.raises(ValueError) as err:
+        aniso.check(M, claims=claims, registry=REGISTRY)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("claims: ") and "is blank" in msg, msg
