@@ -114,3 +114,42 @@ def test_a_blank_claims_filter_is_refused_as_the_command_line_refuses_it(clean_e
         aniso.check(M, claims=claims, registry=REGISTRY)
     msg = str(err.value)
     assert "\n" not in msg and msg.startswith("claims: ") and "is blank" in msg, msg
+
+
+# -- texts given as inputs that the tokenizer reads as no text --------------------------------------------------------
+
+EMOJI = ["\U0001F600\U0001F389\U0001F680" * i for i in range(1, 9)]  # 8 distinct emoji-only texts
+
+
+@pytest.mark.parametrize("texts, counts", [
+    (EMOJI, r"gives 0 known token\(s\)"),
+    ([f"w{i} zzq{i} yyq{i} xxq{i}" for i in range(8)], r"gives more unknown-word tokens than known ones"),
+    ([f"w{i}" for i in range(8)], r"gives 8 known token\(s\) against 16 special-token vectors"),
+], ids=["emoji", "mostly-unknown", "one-word"])
+def test_texts_given_as_inputs_that_give_no_real_tokens_are_a_value_error_naming_inputs(clean_env, tiny_bert_dir,
+                                                                                        texts, counts):
+    """`aniso.measure(M, 8 emoji-only texts)` raised ModelRefused (a RuntimeError) saying "setting corpus", a setting
+    the caller never gave: the refusal is a ValueError (still a ModelRefused) that names the argument ``inputs``."""
+    import re
+
+    from aniso.sources import ModelRefused
+
+    with pytest.raises(ValueError) as err:
+        aniso.measure(str(tiny_bert_dir), texts, registry=REGISTRY, progress=False)
+    msg = str(err.value)
+    assert isinstance(err.value, ModelRefused) and "\n" not in msg, msg
+    assert msg.startswith("inputs: ") and re.search(counts, msg) and "setting corpus" not in msg, msg
+    assert "texts given to aniso.measure" in msg and "the corpus" not in msg, msg
+
+
+def test_a_corpus_setting_that_gives_no_real_tokens_still_names_the_setting(clean_env, tiny_bert_dir, monkeypatch):
+    """The same texts as setting corpus (``aniso run``, ``aniso stats``, ``ANISO_CORPUS``) keep naming the setting."""
+    from aniso.sources import ModelRefused
+
+    corpus = clean_env / "emoji.txt"
+    corpus.write_text("\n".join(EMOJI) + "\n", encoding="utf-8")
+    monkeypatch.setenv("ANISO_CORPUS", str(corpus))
+    with pytest.raises(ModelRefused) as err:
+        aniso.measure(str(tiny_bert_dir), registry=REGISTRY, n_inputs=8, progress=False)
+    msg = str(err.value)
+    assert not isinstance(err.value, ValueError) and "(setting corpus: " in msg and "the corpus " in msg, msg

@@ -386,13 +386,13 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
 
 def _corpus_of(texts: tuple[str, ...], seed: int):
     """A :class:`aniso.inputs.text.Corpus` of the given texts, in order, fingerprinted like a corpus file."""
-    from .inputs.text import Corpus, _fingerprint, repeated
+    from .inputs.text import GIVEN_LIST, Corpus, _fingerprint, repeated
 
     label = f"{len(texts)} texts given to aniso.measure"
     copies = repeated(texts)
     if copies:  # copies are measured, but a reader must know they are not independent inputs
         label += f"; {copies} of the {len(texts)} repeat another"
-    return Corpus("texts", label, "a list of texts", _fingerprint(list(texts)), texts, len(texts), seed)
+    return Corpus("texts", label, GIVEN_LIST, _fingerprint(list(texts)), texts, len(texts), seed)
 
 
 def _no_empty_path(inputs: Any) -> None:

@@ -34,9 +34,14 @@ _WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
 GIVEN_TEXTS = "texts-given-as-inputs.txt"
 
 
+#: The ``origin`` of the corpus :func:`aniso.measure` makes of a list of texts (no file).
+GIVEN_LIST = "a list of texts"
+
+
 def given_texts(origin: str | None) -> bool:
-    """Whether a corpus's ``origin`` (its file) is the texts a caller gave :func:`aniso.check` as a list."""
-    return origin is not None and Path(origin).name == GIVEN_TEXTS
+    """Whether a corpus's ``origin`` is the texts a caller gave the Python API as a list: :func:`aniso.measure`'s
+    (:data:`GIVEN_LIST`) or the file :func:`aniso.check` wrote them to (:data:`GIVEN_TEXTS`)."""
+    return origin is not None and (origin == GIVEN_LIST or Path(origin).name == GIVEN_TEXTS)
 
 
 class CorpusError(ValueError):
