@@ -153,3 +153,48 @@ def test_a_corpus_setting_that_gives_no_real_tokens_still_names_the_setting(clea
         aniso.measure(str(tiny_bert_dir), registry=REGISTRY, n_inputs=8, progress=False)
     msg = str(err.value)
     assert not isinstance(err.value, ValueError) and "(setting corpus: " in msg and "the corpus " in msg, msg
+
+
+# -- pytest options after `--` that write files -------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, named", [
+    (["--junitxml", "{file}/x.xml"], "--junitxml {file}/x.xml"),
+    (["--junitxml={file}/sub/x.xml"], "--junitxml {file}/sub/x.xml"),
+    (["--junit-xml", "{tmp}"], "--junit-xml {tmp}"),
+    (["--log-file", "{file}/run.log"], "--log-file {file}/run.log"),
+    (["--debug={tmp}/missing/debug.log"], "--debug {tmp}/missing/debug.log"),
+    (["--basetemp", "{tmp}/missing/base"], "--basetemp {tmp}/missing/base"),
+    (["-o", "cache_dir={file}/cache"], "-o cache_dir={file}/cache"),
+    (["--override-ini=log_file={file}/l.log"], "-o log_file={file}/l.log"),
+], ids=["junitxml", "junitxml-equals", "junit-xml-folder", "log-file", "debug", "basetemp", "o-cache_dir",
+        "override-ini-log_file"])
+def test_a_pytest_option_that_writes_where_nothing_can_be_written_is_refused_before_the_run(
+        clean_env, tiny_bert_dir, capsys, args, named):
+    """`aniso run M --claims C -- --junitxml /proc/nope/x.xml` measured the claims, then pytest's junitxml raised
+    FileNotFoundError (a traceback, no verdict table, exit 1). Every pytest option that writes a file or folder is
+    checked before the run starts: one line naming the option and the path, exit 2, nothing measured."""
+    from aniso.cli import main
+
+    file = clean_env / "a-file.txt"
+    file.write_text("not a folder\n")
+    fill = {"file": str(file), "tmp": str(clean_env)}
+    code = main(["run", str(tiny_bert_dir), "--claims", "G.token-nlp-anisotropic", "--registry", str(REGISTRY), "--",
+                 *(a.format(**fill) for a in args), "--aniso-n-sequences", "8", "--aniso-n-bootstrap", "0"])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, out[-2000:] + err[-2000:]
+    assert f"the pytest option {named.format(**fill)} after `--`" in lines[0], lines[0]
+    assert not (clean_env / "cache").exists() and not (clean_env / "reports").exists(), "measured before refusing"
+    assert sorted(p.name for p in clean_env.iterdir()) == ["a-file.txt"]  # no probe left behind
+
+
+def test_run_claims_refuses_an_unwritable_junit_file_naming_the_option(clean_env):
+    """The Python door (aniso.api.run_claims with pytest_args) refuses it as a ValueError, and a writable path is
+    taken (its missing folders are pytest's to make)."""
+    from aniso.api import _check_written_paths
+
+    with pytest.raises(ValueError, match=r"^the pytest option --junitxml /proc/nope/x\.xml after `--`: "):
+        aniso.api.run_claims(M, "G.token-nlp-anisotropic", registry=REGISTRY,
+                             pytest_args=["--junitxml", "/proc/nope/x.xml"])
+    _check_written_paths(["--junitxml", str(clean_env / "new" / "sub" / "x.xml"), "--debug", "-k", "x"])
+    assert not (clean_env / "new").exists()

@@ -945,6 +945,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     texts = _setting_options(pytest_args)
     _runs_tests(pytest_args)
+    _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
     _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
     options = dict(settings or {})
     if claims is not None:
@@ -1064,6 +1065,74 @@ def _runs_tests(pytest_args: Sequence[str]) -> None:
         if arg.split("=", 1)[0] in _DESCRIBE_ONLY:
             raise ValueError(f"the pytest arguments after `--`: {arg} makes pytest list, describe or print without "
                              f"running a test; aniso run runs claims (for that, run pytest claims/ {arg})")
+
+
+#: pytest options (of this pytest and its installed plugins) that write a file or folder, with how the path is written:
+#: ``"file, made"`` a file whose missing folders pytest creates (``--junitxml``, ``--log-file``), ``"file"`` a file
+#: opened in a folder that must exist (``--debug``, pytest-benchmark's ``--benchmark-json``), ``"folder"`` a folder
+#: created (after removing what is there) in a folder that must exist (``--basetemp``). ``-o``/``--override-ini``
+#: ``KEY=VALUE`` write the ini keys of :data:`_WRITTEN_BY_INI`.
+_WRITTEN_BY_OPTIONS = {"--junitxml": "file, made", "--junit-xml": "file, made", "--log-file": "file, made",
+                       "--debug": "file", "--benchmark-json": "file", "--basetemp": "folder"}
+#: The ini keys (``-o KEY=VALUE``) that name a path pytest writes: the log file, and the cache folder (made with its
+#: missing folders).
+_WRITTEN_BY_INI = {"log_file": "file, made", "cache_dir": "folder, made"}
+
+
+def _unwritable(path: str, how: str) -> str | None:
+    """Why pytest could not write ``path`` as ``how`` says (:data:`_WRITTEN_BY_OPTIONS`), or None when it can: the
+    nearest folder that exists on its way (or its own folder, where pytest makes none) must be a folder in which a
+    probe file can be written and removed (nothing is left behind, nothing created); a file must not name a folder."""
+    import tempfile
+
+    target = Path(os.path.abspath(os.path.expanduser(path)))
+    if how.startswith("file") and target.is_dir():
+        return f"{target} is a folder; name a file"
+    folder = target.parent if how != "folder, made" else target
+    if how.endswith("made"):
+        while not os.path.lexists(folder) and folder != folder.parent:
+            folder = folder.parent
+    if not os.path.lexists(folder):
+        return f"its folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is {'a link to nothing' if not folder.exists() else 'a file'}, not a folder"
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".aniso-write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {folder} ({exc.strerror or exc})"
+    return None
+
+
+def _check_written_paths(pytest_args: Sequence[str]) -> None:
+    """Raise ValueError (one line naming the option and the path) when a pytest option among ``pytest_args`` names a
+    file or folder pytest will write (:data:`_WRITTEN_BY_OPTIONS`, :data:`_WRITTEN_BY_INI`) in a place that cannot be
+    written: checked before the run starts, since pytest would otherwise fail after the claims were measured (the
+    JUnit XML file is written at the end), with a traceback and no verdicts shown."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for option in _WRITTEN_BY_OPTIONS:
+        optional = {"nargs": "?", "const": "pytestdebug.log"} if option == "--debug" else {}  # as pytest defines it
+        parser.add_argument(option, dest=option, action="append", **optional)
+    parser.add_argument("-o", "--override-ini", dest="ini", action="append")
+    try:
+        known, _ = parser.parse_known_args(list(pytest_args))
+    except (argparse.ArgumentError, SystemExit):  # an option without its value: pytest names it
+        return
+    given = vars(known)
+    named = [(option, value, how) for option, how in _WRITTEN_BY_OPTIONS.items() for value in given[option] or ()]
+    for item in given["ini"] or ():
+        key, _, value = item.partition("=")
+        if key.strip() in _WRITTEN_BY_INI and value:
+            named.append((f"-o {key.strip()}=", value, _WRITTEN_BY_INI[key.strip()]))
+    for option, value, how in named:
+        problem = _unwritable(value, how)
+        if problem is not None:
+            shown = f"{option}{value}" if option.endswith("=") else f"{option} {value}"
+            raise ValueError(f"the pytest option {shown} after `--`: {problem}; give a path pytest can write (it "
+                             "would fail only once the claims are measured)")
 
 
 def _interrupted(plan, results: Path | None) -> str:
@@ -1197,6 +1266,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
 
         _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
     texts = _setting_options(pytest_args)
+    _check_written_paths(pytest_args)
     _one_plan(models, claims, registry, None, texts, "aniso run MODELS --twin")
     for name, why in (("registry", "its registry is a temporary copy of the one --registry names: give --registry"),
                       ("twin", "it names the manifest of the twins it builds")):  # the twin run's own options
