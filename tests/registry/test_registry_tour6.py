@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from aniso.registry.entries import RegistryError, load_registry
 
@@ -84,3 +85,17 @@ def test_a_complex_key_is_one_line_through_every_door(tmp_path, capsys, clean_en
                           "--collect-only"], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     out = run.stdout + run.stderr
     assert run.returncode == 4 and "INTERNALERROR" not in out and "not valid YAML at line 9" in out, out
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=5),
+       st.sampled_from(["wikitext-103-validation", "local-corpus", "texts", "my photos"]))
+def test_every_identity_a_corpus_is_given_is_a_recorded_identity_the_registry_takes(paragraphs, name):
+    """Whatever the text, the identity a run writes for it (``name@`` and its fingerprint) is accepted as recorded
+    inputs, so a record written from a run always binds that run."""
+    import re
+
+    from aniso.inputs.text import _fingerprint
+    from aniso.registry.entries import _INPUTS
+
+    assert re.fullmatch(_INPUTS, f"{name}@{_fingerprint(paragraphs)}")
