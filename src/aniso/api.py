@@ -202,8 +202,7 @@ def _report_path(path: str | Path) -> Path:
     """``path`` as the HTML file :meth:`ClaimResults.report` writes. Raises TypeError naming ``path`` when it is no
     path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
     ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: {path!r:.40} ({type_name(path)}); give the HTML file to write, as text or a Path")
+    _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
     if target.is_dir():
         raise ValueError(f"path: {target} is a folder; name the HTML file to write (e.g. {target / 'report.html'})")
@@ -295,11 +294,33 @@ def _flag(name: str, value: Any) -> bool:
     raise TypeError(f"{name}: {value!r:.40} ({type_name(value)}); give True or False")
 
 
+def _path_argument(name: str, value: Any, what: str) -> Any:
+    """``value``, a path argument of the API named ``name`` (``registry``, ``claims_dir``, ``inputs`` as a path,
+    ``path``), when it is None, a str or an ``os.PathLike`` that is not empty. Raises TypeError naming ``name`` for
+    bytes (a bytes path is refused rather than decoded, as the settings refuse it: ``os.fsdecode`` it first) or
+    another type, ValueError naming it for an empty or blank path (``Path("")`` is the working folder, which the
+    caller did not name). ``what``: what to give instead, for the message."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        raise TypeError(f"{name}: {type_name(value)} ({value!r:.60}); give a str or pathlib.Path ({what}; "
+                        "os.fsdecode a bytes path)")
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name}: {value!r:.40} ({type_name(value)}); give a str or pathlib.Path ({what})")
+    text = os.fspath(value)
+    if isinstance(text, bytes):  # an os.PathLike whose __fspath__ gives bytes
+        raise TypeError(f"{name}: a path of bytes ({text!r:.60}); give a str or pathlib.Path ({what})")
+    if not text.strip():
+        raise ValueError(f"{name}: an empty path ({text!r}); give {what}")
+    return value
+
+
 def _registry_file(path: str | Path | None, settings) -> Path | None:
     """The registry file as every door finds it (:func:`aniso.registry.locate.registry_path`), or None where there is
     none (folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and is not a file."""
     from .registry.locate import registry_path
 
+    _path_argument("registry", path, "the registry file, or None for models.yaml here")
     return registry_path(path, settings.registry, required=False)
 
 
@@ -365,18 +386,22 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
 
 def _corpus_of(texts: tuple[str, ...], seed: int):
     """A :class:`aniso.inputs.text.Corpus` of the given texts, in order, fingerprinted like a corpus file."""
-    from .inputs.text import Corpus, _fingerprint, repeated
+    from .inputs.text import GIVEN_LIST, Corpus, _fingerprint, repeated
 
     label = f"{len(texts)} texts given to aniso.measure"
     copies = repeated(texts)
     if copies:  # copies are measured, but a reader must know they are not independent inputs
         label += f"; {copies} of the {len(texts)} repeat another"
-    return Corpus("texts", label, "a list of texts", _fingerprint(list(texts)), texts, len(texts), seed)
+    return Corpus("texts", label, GIVEN_LIST, _fingerprint(list(texts)), texts, len(texts), seed)
 
 
 def _no_empty_path(inputs: Any) -> None:
     """Raise ValueError naming ``inputs`` when it is an empty (or blank) text: as a path it would be the working folder
-    (``Path("")`` is ``.``), which the user did not name."""
+    (``Path("")`` is ``.``), which the user did not name; TypeError naming it for bytes (a bytes path is refused, not
+    decoded, as every path argument's: :func:`_path_argument`)."""
+    if isinstance(inputs, (bytes, bytearray)):
+        raise TypeError(f"inputs: {type_name(inputs)} ({inputs!r:.60}); give a str or pathlib.Path (os.fsdecode a "
+                        "bytes path), a list of texts, or None for the settings' inputs")
     if isinstance(inputs, str) and not inputs.strip():
         raise ValueError(f"inputs: an empty path ({inputs!r}); give a list of texts, a corpus file, a folder of "
                          "photographs or recordings, or None for the settings' inputs")
@@ -504,6 +529,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     n_inputs, batch_size, max_length = (_count(arg, value) for arg, value in (
         ("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)))
     progress = _flag("progress", progress)
+    _no_empty_path(inputs)
+    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
         raise ValueError(f"inputs: a {type_name(inputs)}; give a list of texts, a corpus file, a folder of "
@@ -914,8 +941,11 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     from .sources.detect import detect_entry
     from .registry.selection import parse_claims
 
+    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     texts = _setting_options(pytest_args)
     _runs_tests(pytest_args)
+    _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
     _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
     options = dict(settings or {})
     if claims is not None:
@@ -1035,6 +1065,74 @@ def _runs_tests(pytest_args: Sequence[str]) -> None:
         if arg.split("=", 1)[0] in _DESCRIBE_ONLY:
             raise ValueError(f"the pytest arguments after `--`: {arg} makes pytest list, describe or print without "
                              f"running a test; aniso run runs claims (for that, run pytest claims/ {arg})")
+
+
+#: pytest options (of this pytest and its installed plugins) that write a file or folder, with how the path is written:
+#: ``"file, made"`` a file whose missing folders pytest creates (``--junitxml``, ``--log-file``), ``"file"`` a file
+#: opened in a folder that must exist (``--debug``, pytest-benchmark's ``--benchmark-json``), ``"folder"`` a folder
+#: created (after removing what is there) in a folder that must exist (``--basetemp``). ``-o``/``--override-ini``
+#: ``KEY=VALUE`` write the ini keys of :data:`_WRITTEN_BY_INI`.
+_WRITTEN_BY_OPTIONS = {"--junitxml": "file, made", "--junit-xml": "file, made", "--log-file": "file, made",
+                       "--debug": "file", "--benchmark-json": "file", "--basetemp": "folder"}
+#: The ini keys (``-o KEY=VALUE``) that name a path pytest writes: the log file, and the cache folder (made with its
+#: missing folders).
+_WRITTEN_BY_INI = {"log_file": "file, made", "cache_dir": "folder, made"}
+
+
+def _unwritable(path: str, how: str) -> str | None:
+    """Why pytest could not write ``path`` as ``how`` says (:data:`_WRITTEN_BY_OPTIONS`), or None when it can: the
+    nearest folder that exists on its way (or its own folder, where pytest makes none) must be a folder in which a
+    probe file can be written and removed (nothing is left behind, nothing created); a file must not name a folder."""
+    import tempfile
+
+    target = Path(os.path.abspath(os.path.expanduser(path)))
+    if how.startswith("file") and target.is_dir():
+        return f"{target} is a folder; name a file"
+    folder = target.parent if how != "folder, made" else target
+    if how.endswith("made"):
+        while not os.path.lexists(folder) and folder != folder.parent:
+            folder = folder.parent
+    if not os.path.lexists(folder):
+        return f"its folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is {'a link to nothing' if not folder.exists() else 'a file'}, not a folder"
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".aniso-write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {folder} ({exc.strerror or exc})"
+    return None
+
+
+def _check_written_paths(pytest_args: Sequence[str]) -> None:
+    """Raise ValueError (one line naming the option and the path) when a pytest option among ``pytest_args`` names a
+    file or folder pytest will write (:data:`_WRITTEN_BY_OPTIONS`, :data:`_WRITTEN_BY_INI`) in a place that cannot be
+    written: checked before the run starts, since pytest would otherwise fail after the claims were measured (the
+    JUnit XML file is written at the end), with a traceback and no verdicts shown."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for option in _WRITTEN_BY_OPTIONS:
+        optional = {"nargs": "?", "const": "pytestdebug.log"} if option == "--debug" else {}  # as pytest defines it
+        parser.add_argument(option, dest=option, action="append", **optional)
+    parser.add_argument("-o", "--override-ini", dest="ini", action="append")
+    try:
+        known, _ = parser.parse_known_args(list(pytest_args))
+    except (argparse.ArgumentError, SystemExit):  # an option without its value: pytest names it
+        return
+    given = vars(known)
+    named = [(option, value, how) for option, how in _WRITTEN_BY_OPTIONS.items() for value in given[option] or ()]
+    for item in given["ini"] or ():
+        key, _, value = item.partition("=")
+        if key.strip() in _WRITTEN_BY_INI and value:
+            named.append((f"-o {key.strip()}=", value, _WRITTEN_BY_INI[key.strip()]))
+    for option, value, how in named:
+        problem = _unwritable(value, how)
+        if problem is not None:
+            shown = f"{option}{value}" if option.endswith("=") else f"{option} {value}"
+            raise ValueError(f"the pytest option {shown} after `--`: {problem}; give a path pytest can write (it "
+                             "would fail only once the claims are measured)")
 
 
 def _interrupted(plan, results: Path | None) -> str:
@@ -1160,11 +1258,15 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
 
+    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
+    _path_argument("keep", keep, "the folder to keep the twins in, or None for a temporary one")
     if keep is not None:  # before any work: a file there would stop the run after its tokenizers were trained
         from .common.settings import _check_writable_folder
 
         _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
     texts = _setting_options(pytest_args)
+    _check_written_paths(pytest_args)
     _one_plan(models, claims, registry, None, texts, "aniso run MODELS --twin")
     for name, why in (("registry", "its registry is a temporary copy of the one --registry names: give --registry"),
                       ("twin", "it names the manifest of the twins it builds")):  # the twin run's own options
@@ -1313,6 +1415,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
                          "(save an in-memory model with save_pretrained and pass the folder)")
     verbose = _flag("verbose", verbose)
     _no_empty_path(inputs)
+    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     if isinstance(claims, (list, tuple)) and not claims:
         raise ValueError("claims: an empty list names no claim (it would run every claim); give claim ids or "
                          "prefixes, or leave claims out for 'G.' (aniso.claims())")
@@ -1400,6 +1504,7 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     from .sources import SourceContext, weights_here
 
     as_frame = _flag("as_frame", as_frame)
+    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry")
                                                         if isinstance(settings, Mapping) else None)])
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing

@@ -118,28 +118,28 @@ def test_broken_registry_gives_one_line_pytest_error(tmp_path):
 def test_recorded_inputs_and_expectations(tmp_path):
     """Measured expectations (and the implicit "holds") belong to the registry's recorded inputs for the model's
     modality; an expectation's own inputs override them; a paper exception without inputs binds any inputs."""
-    text = ("recorded_inputs: {text: corpus@aaaa}\nmodels:\n" + ENTRY + """\
+    text = ("recorded_inputs: {text: corpus@aaaaaaaaaaaaaaaa}\nmodels:\n" + ENTRY + """\
     expected:
       G.token-nlp-anisotropic: {verdict: does-not-hold, reason: measured}
       G.isotropic-baseline: {verdict: does-not-hold, reason: paper, source: paper}
-      G.drift-correlation-spearman: {verdict: holds, reason: measured elsewhere, inputs: other@bbbb}
+      G.drift-correlation-spearman: {verdict: holds, reason: measured elsewhere, inputs: other@bbbbbbbbbbbbbbbb}
 """)
     reg = load_registry(write(tmp_path, text))
     entry = reg.get("tiny")
-    assert reg.recorded_inputs == {"text": "corpus@aaaa"}
-    assert reg.expectation(entry, "G.token-nlp-anisotropic")[1] == "corpus@aaaa"
+    assert reg.recorded_inputs == {"text": "corpus@aaaaaaaaaaaaaaaa"}
+    assert reg.expectation(entry, "G.token-nlp-anisotropic")[1] == "corpus@aaaaaaaaaaaaaaaa"
     assert reg.expectation(entry, "G.isotropic-baseline")[1] is None
-    assert reg.expectation(entry, "G.drift-correlation-spearman")[1] == "other@bbbb"
-    assert reg.expectation(entry, "G.drift-correlation-pearson") == (None, "corpus@aaaa")
+    assert reg.expectation(entry, "G.drift-correlation-spearman")[1] == "other@bbbbbbbbbbbbbbbb"
+    assert reg.expectation(entry, "G.drift-correlation-pearson") == (None, "corpus@aaaaaaaaaaaaaaaa")
 
 
 def test_measured_on_takes_the_recorded_inputs_of_its_kind(tmp_path):
     """A model measured on other inputs than its modality's (reaction SMILES for a chemistry model) is held to the
     dataset recorded for those inputs."""
-    text = ("recorded_inputs: {text: corpus@aaaa, reactions: rxn@cccc}\nmodels:\n" + ENTRY
+    text = ("recorded_inputs: {text: corpus@aaaaaaaaaaaaaaaa, reactions: rxn@cccccccccccccccc}\nmodels:\n" + ENTRY
             + "    measured_on: reactions\n")
     reg = load_registry(write(tmp_path, text))
-    assert reg.expectation(reg.get("tiny"), "G.drift-correlation-pearson") == (None, "rxn@cccc")
+    assert reg.expectation(reg.get("tiny"), "G.drift-correlation-pearson") == (None, "rxn@cccccccccccccccc")
 
 
 @pytest.mark.parametrize("text, field", [

@@ -663,7 +663,7 @@ SETTING_HELP = {
     "download and run on a laptop, one seed per miniature recipe), 'paper' (also the papers' large hub models), "
     "'all', a tag (e.g. 'seed-replica': the miniatures' other seeds), or comma-separated registry ids",
     "claims": "comma-separated claim ids or prefixes (e.g. 'G.', 'R.decoder-bell-profile') the run measures; empty: "
-    "every claim",
+    "every claim (a value of blanks only is refused)",
     "twin": "the manifest (JSON) of a twin run, written by `aniso run ID --twin`: the models are twins of the registry's "
     "hub rows (random weights, imported into a temporary hub cache), their verdicts labelled 'twin: random weights, "
     "code path only', never judged against the registry's records nor counted as findings",

@@ -4,7 +4,7 @@ Where the text comes from, in order:
 
 1. a local file given explicitly (pytest ``--aniso-corpus`` or ``ANISO_CORPUS``),
    in WikiText's ``wiki.valid.tokens`` layout or any plain text with one
-   paragraph per line;
+   paragraph per line (a line ends in ``\n`` or ``\r\n`` only: :func:`corpus_lines`);
 2. ``datasets.load_dataset("wikitext", "wikitext-103-raw-v1")`` when the
    ``datasets`` package is installed and the hub is reachable;
 3. an embedded default every Python install has: the documentation text of
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Corpus", "CorpusError", "load_corpus", "read_text_file", "corpus_paragraphs", "ALL", "wikitext_paragraphs", "sample_sequences", "first_token"]
+__all__ = ["Corpus", "CorpusError", "load_corpus", "read_text_file", "corpus_paragraphs", "ALL", "corpus_lines", "wikitext_paragraphs", "sample_sequences", "first_token"]
 
 _WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
 
@@ -34,9 +34,14 @@ _WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
 GIVEN_TEXTS = "texts-given-as-inputs.txt"
 
 
+#: The ``origin`` of the corpus :func:`aniso.measure` makes of a list of texts (no file).
+GIVEN_LIST = "a list of texts"
+
+
 def given_texts(origin: str | None) -> bool:
-    """Whether a corpus's ``origin`` (its file) is the texts a caller gave :func:`aniso.check` as a list."""
-    return origin is not None and Path(origin).name == GIVEN_TEXTS
+    """Whether a corpus's ``origin`` is the texts a caller gave the Python API as a list: :func:`aniso.measure`'s
+    (:data:`GIVEN_LIST`) or the file :func:`aniso.check` wrote them to (:data:`GIVEN_TEXTS`)."""
+    return origin is not None and (origin == GIVEN_LIST or Path(origin).name == GIVEN_TEXTS)
 
 
 class CorpusError(ValueError):
@@ -116,14 +121,24 @@ def _opening(text: str, words: int = 6) -> str:
     return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 
+def corpus_lines(text: str) -> list[str]:
+    """The lines of a corpus file's ``text``: a line ends in ``\n`` (or ``\r\n``, whose ``\r`` is stripped with the
+    other blanks at its ends) and nowhere else. Unlike :meth:`str.splitlines`, a form feed (``\x0c``), the separators
+    ``\x1c``-``\x1e``, NEL (``\x85``), U+2028 LINE SEPARATOR or U+2029 PARAGRAPH SEPARATOR inside a line does not end
+    it: a file of 20 lines is 20 paragraphs, as ``wc -l`` and every other line-reading tool count them."""
+    return text.split("\n")
+
+
 def wikitext_paragraphs(text: str) -> list[str]:
-    """Paragraphs of a WikiText ``*.tokens`` / raw file: non-blank lines that are not ``= Heading =`` lines.
+    """Paragraphs of a WikiText ``*.tokens`` / raw file: non-blank lines (:func:`corpus_lines`: split on ``\n`` or
+    ``\r\n`` only, so a form feed or U+2028 inside a line leaves it one paragraph) that are not ``= Heading =``
+    lines.
 
     WikiText's number joiners (`` @-@ ``, `` @,@ ``, `` @.@ ``) are undone, the
     only detokenisation applied; ``<unk>`` is kept as it is in the file.
     """
     paragraphs = []
-    for line in text.splitlines():
+    for line in corpus_lines(text):
         s = line.strip()
         if not s or (s.startswith("=") and s.endswith("=")) or not _visible(s):
             continue
@@ -225,7 +240,8 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
 
 
 def corpus_paragraphs(path: Path | str) -> list[str]:
-    """The paragraphs of a corpus file (:func:`wikitext_paragraphs` of :func:`read_text_file`). Raises
+    """The paragraphs of a corpus file (:func:`wikitext_paragraphs` of :func:`read_text_file`): its lines, ended by
+    ``\n`` or ``\r\n`` only (:func:`corpus_lines`), without blank and heading lines. Raises
     :class:`CorpusError` naming the file when it cannot be read as UTF-8 text or has fewer than 2 distinct
     paragraphs (a blank file has none; a file of one paragraph repeated has one: its copies are not independent
     inputs, and a bootstrap over them would resample one text)."""

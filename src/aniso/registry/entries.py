@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from .catalog import CLAIMS
 from ..common.schema import Strict
@@ -57,8 +57,15 @@ Source, SOURCE_KIND_NAMES = _source_union()
 
 Verdict = Literal["holds", "does-not-hold", "underpowered"]
 
-#: A dataset identity: ``<name>@<fingerprint>`` (see :mod:`aniso.judge.verdicts`).
-_INPUTS = r"^.+@[^@\s]+$"
+#: A dataset identity as a run writes it: ``<name>@<fingerprint>`` (see :mod:`aniso.judge.verdicts`), the
+#: fingerprint being 16 lowercase hex digits (a SHA-256 prefix of the inputs: :attr:`aniso.inputs.text.Corpus.dataset`,
+#: :attr:`aniso.inputs.media.MediaSet.dataset`), or ``hub`` / ``scikit-image-<version>`` for the fallback inputs read
+#: from the hub or from scikit-image's sample pictures. A recorded identity in any other form would never equal a
+#: run's, so the record would silently never bind.
+_INPUTS = r"^[^@\s][^@]*@(?:[0-9a-f]{16}|hub|scikit-image-[0-9][0-9A-Za-z.+]*)$"
+#: What :data:`_INPUTS` says, in the words of the message that refuses a recorded identity.
+_INPUTS_FORM = ("a dataset identity as a run writes it, <name>@<fingerprint>, the fingerprint 16 lowercase hex digits "
+                "(e.g. wikitext-103-validation@fc03b3e11199aebb)")
 
 #: A kind of inputs (the keys of :data:`aniso.extract.modalities.INPUTS`, checked by a test).
 InputsKind = Literal["text", "speech", "vision", "reactions"]
@@ -78,6 +85,19 @@ RELATIONS: tuple[str, ...] = ("same", "converted", "relative")
 #: character-level *natural-language* modelling, G §3.1); its verdicts are measured and shown, apart, and count as
 #: evidence for no claim of the papers' categories.
 Category = Literal["beyond-paper"]
+
+
+def _check_inputs(identity: str) -> str:
+    """``identity`` when it is a dataset identity in the form a run writes (:data:`_INPUTS`); else ValueError naming
+    the value (pydantic's location names the field)."""
+    if not re.fullmatch(_INPUTS, identity):
+        raise ValueError(f"{identity!r} is not {_INPUTS_FORM}; a record on it would never bind a run")
+    return identity
+
+
+#: A recorded dataset identity (``inputs:`` of a record, the values of ``recorded_inputs``), checked by
+#: :func:`_check_inputs`.
+InputsIdentity = Annotated[str, AfterValidator(_check_inputs)]
 
 
 def _reason_fields(reason: str) -> list[str]:
@@ -107,7 +127,7 @@ class ExpectedVerdict(Strict):
     reason: str = Field(min_length=1)
     measured: dict[str, Any] | None = None
     source: Literal["paper", "measured"] = "measured"
-    inputs: str | None = Field(default=None, pattern=_INPUTS)
+    inputs: InputsIdentity | None = None
     sizes: dict[str, int] | None = None
     decides_at: str | None = None
     #: For a claim decided on p-values adjusted across a run's models (:attr:`aniso.registry.catalog.Claim.adjusted`):
@@ -335,8 +355,7 @@ MODEL_SETS = ("small", "paper", "all")
 
 
 class _RegistryFile(Strict):
-    recorded_inputs: dict[InputsKind, Annotated[str, Field(pattern=_INPUTS)]] = \
-        Field(default_factory=dict)
+    recorded_inputs: dict[InputsKind, InputsIdentity] = Field(default_factory=dict)
     recorded_profile: str = "quick"
     models: list[ModelEntry]
 
@@ -539,6 +558,10 @@ def _loader():
             if key_node.tag == _MERGE_TAG:  # merged by construct_mapping (flatten_mapping), not a key of its own
                 continue
             key = loader.construct_object(key_node, deep=deep)
+            if isinstance(key_node, (yaml.SequenceNode, yaml.MappingNode)):  # ``? [a, b] : x``: no field name
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a mapping key is a {'list' if isinstance(key_node, yaml.SequenceNode) else 'mapping'} "
+                    "(? [a, b] : x); a registry's keys are plain words (field names, claim ids)", key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice",
                                                         key_node.start_mark)

@@ -59,6 +59,9 @@ def registry_path(given: str | Path | None = None, setting: str | Path | None = 
     """
     root = Path(root) if root is not None else Path.cwd()
     if given is not None:
+        if not str(given).strip():  # Path("") is the working folder, which nobody named
+            raise RegistryError(f"registry: an empty path ({str(given)!r}); give the registry file, or leave it out "
+                                f"for {DEFAULT_REGISTRY} here")
         path = _absolute(given, root)
         if not path.is_file():
             raise RegistryError(f"registry: {_not_a_file(given, path)}")

@@ -3,8 +3,9 @@
 
 A filter is comma-separated claim ids (``G.token-nlp-anisotropic``) or prefixes: an item ending in ``.`` or ``*``
 (``G.``, ``R.decoder*``) takes every catalogue id that starts with it. An empty filter (``""`` or None) takes every
-claim. Each item must name something: an unknown id, a prefix that no id starts with (``Q.``), or a filter of
-commas only (``,``) is refused with one line that names it, rather than deselecting every claim.
+claim. Each item must name something: an unknown id, a prefix that no id starts with (``Q.``), a filter of
+commas only (``,``), or one of blanks only (``"  "``, as the command line refuses ``--claims '  '``) is refused with
+one line that names it, rather than deselecting or selecting every claim.
 """
 
 from __future__ import annotations
@@ -51,10 +52,13 @@ def parse_claims(text: str | None) -> ClaimsFilter:
 
     Raises ValueError with one line starting ``claims:`` that names the item: an id that is not in the catalogue
     (with the closest id or family), a prefix that no claim id starts with (with the families), a filter that names
-    nothing (``","``).
+    nothing (``","``), a filter of blanks only (``"  "``: a slip, not the empty filter that takes every claim).
     """
-    if text is None or not str(text).strip():
+    if text is None or str(text) == "":
         return ClaimsFilter()
+    if not str(text).strip():
+        raise ValueError(f"claims: {str(text)!r} is blank; give claim ids or prefixes (aniso list claims), or an empty "
+                         "filter ('', or leave the setting out) to measure every claim")
     ids: list[str] = []
     prefixes: list[str] = []
     for raw in str(text).split(","):

@@ -366,6 +366,12 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
     return reduce_model_stats(stats)
 
 
+class InputsRefused(ModelRefused, ValueError):
+    """Texts given to the Python API as ``inputs`` (a list) that the model's tokenizer reads as too little text
+    (:func:`_check_real_tokens`): a ValueError naming the argument ``inputs``, and a :class:`ModelRefused` as the same
+    refusal of setting ``corpus`` is."""
+
+
 def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None) -> None:
     """Refuse a corpus that gives the model's tokenizer too little text to measure: fewer known tokens (neither special
     ones, [CLS], [SEP], padding, ..., nor the unknown-word token [UNK]) than there are paragraphs, or more unknown-word
@@ -375,7 +381,11 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
     ones among those measured (``max_length`` 3 leaves BERT one word between [CLS] and [SEP]). Its vectors would be
     those of the special tokens or of [UNK], and any verdict on them about the text is wrong. Tokenizes in chunks of
     256 paragraphs until there are enough known tokens (the shares are judged on what was read). Raises
-    :class:`ModelRefused` naming the model, the corpus (or the setting) and the counts."""
+    :class:`ModelRefused` naming the model, the corpus (or the setting) and the counts; for texts given to the Python
+    API as a list (:func:`aniso.inputs.text.given_texts`), :class:`InputsRefused` (also a ValueError), beginning
+    ``inputs:`` and naming no setting, since the caller set none."""
+    from ..inputs.text import given_texts
+
     items = list(inputs.items)
     tokenizer = loaded.tokenizer
     unk = getattr(tokenizer, "unk_token_id", None)
@@ -404,21 +414,25 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
         if known >= len(items):
             break
     label = getattr(inputs, "label", "")
+    given = given_texts(getattr(inputs, "origin", None))
+    refused, where = (InputsRefused, "inputs: ") if given else (ModelRefused, "")
+    setting = "inputs" if given else "setting corpus"
+    what = label if given and label.startswith("the ") else f"the {label}" if given else f"the corpus {label}"
     if known < len(items):
-        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives {known} known token(s) (neither special nor "
-                           f"unknown-word [UNK]; {unknown} [UNK]) in {len(items)} paragraph(s) with this model's "
-                           "tokenizer; at least one per paragraph is needed (setting corpus: a text of words the "
-                           "model's vocabulary holds, not of formatting characters or symbols)")
+        raise refused(f"{where}{loaded.entry.id}: {what} gives {known} known token(s) (neither special nor "
+                      f"unknown-word [UNK]; {unknown} [UNK]) in {len(items)} paragraph(s) with this model's "
+                      f"tokenizer; at least one per paragraph is needed ({setting}: a text of words the "
+                      "model's vocabulary holds, not of formatting characters or symbols)")
     if unknown > known:
-        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives more unknown-word tokens than known ones with "
-                           f"this model's tokenizer ({unknown} [UNK] against {known} known in its first {read} "
-                           "paragraph(s)); every unknown word shares one input vector, so the measure would be of "
-                           "[UNK], not of the text (setting corpus: a text in a script the model's vocabulary holds)")
+        raise refused(f"{where}{loaded.entry.id}: {what} gives more unknown-word tokens than known ones with "
+                      f"this model's tokenizer ({unknown} [UNK] against {known} known in its first {read} "
+                      "paragraph(s)); every unknown word shares one input vector, so the measure would be of "
+                      f"[UNK], not of the text ({setting}: a text in a script the model's vocabulary holds)")
     if added * read > known:  # short paragraphs: the tokenizer's own vectors outnumber the text's at any length
-        raise ModelRefused(f"{loaded.entry.id}: the corpus {label} gives {known} known token(s) against "
-                           f"{added * read} special-token vectors ({added} per sequence) in its first {read} "
-                           "paragraph(s): its paragraphs are so short that most vectors measured would be the "
-                           "tokenizer's own, not the text's (setting corpus: paragraphs of sentences)")
+        raise refused(f"{where}{loaded.entry.id}: {what} gives {known} known token(s) against "
+                      f"{added * read} special-token vectors ({added} per sequence) in its first {read} "
+                      "paragraph(s): its paragraphs are so short that most vectors measured would be the "
+                      f"tokenizer's own, not the text's ({setting}: paragraphs of sentences)")
     if room is not None and added * read > kept:
         raise ModelRefused(f"{loaded.entry.id}: setting max_length {max_length} leaves {kept} known token(s) against "
                            f"{added * read} special-token vectors ({added} per sequence) in the first {read} "
