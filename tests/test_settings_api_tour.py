@@ -208,7 +208,6 @@ def test_the_data_folder_check_agrees_with_the_media_loaders(tmp_path):
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / "to-photos").symlink_to(photos, target_is_directory=True)
-    (linked / "dead.jpg").symlink_to(tmp_path / "nothing.jpg")
     for folder in (photos, linked):
         try:
             loaders = bool(_list(folder, suffixes, "image_dir"))
@@ -217,6 +216,10 @@ def test_the_data_folder_check_agrees_with_the_media_loaders(tmp_path):
         assert (data_folder_problem(str(folder), suffixes) is None) == loaders, folder
     assert data_folder_problem(str(photos), suffixes) is None
     assert "holds no .jpg/.jpeg/.png file" in data_folder_problem(str(linked), suffixes)
+    dead = tmp_path / "dead"  # a link to nothing is listed by the loaders only to be skipped and named: no photograph
+    dead.mkdir()
+    (dead / "dead.jpg").symlink_to(tmp_path / "nothing.jpg")
+    assert "holds no .jpg/.jpeg/.png file" in data_folder_problem(str(dead), suffixes)
 
 
 def test_a_folder_of_no_photographs_given_as_inputs_is_refused_naming_inputs(clean_env):
