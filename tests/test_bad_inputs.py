@@ -380,3 +380,21 @@ def test_hub_import_into_a_cache_folder_that_cannot_be_created_names_the_option(
     err = capsys.readouterr().err
     assert err.startswith("aniso hub import: --cache-dir /proc/self/nope cannot be created (") and \
         len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_CACHE", "HF_HOME"])
+def test_a_hub_cache_variable_naming_a_file_is_refused_by_hub_list_and_import(tmp_path, tiny_bert_dir, capsys,
+                                                                             monkeypatch, variable):
+    """`HF_HUB_CACHE=FILE aniso hub list` once said "nothing cached" (exit 0), and hub import "[Errno 20] Not a
+    directory"; as `--cache-dir FILE`, the variable is named."""
+    from aniso.cli import main
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv(variable, str(afile))
+    for command in (["hub", "list"], ["hub", "import", "org/tiny", str(tiny_bert_dir)]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and f"environment variable {variable} ({afile})" in err, err
+        assert "is a file, not a folder" in err

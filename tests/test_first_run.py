@@ -347,7 +347,13 @@ def test_the_first_run_of_a_new_model_reports_its_new_findings_and_exits_0(tmp_p
     assert (f"{len(new)} claim(s) do not hold on my-bert, which has no record: new findings to look at; record "
             f"them with: aniso record {written}") in flat, out[-3000:]
     assert code == 0, out[-3000:] + err[-3000:]
-    assert main(["record", str(written), "--registry", str(registry)]) == 0
+    monkeypatch.chdir(tmp_path / "reports")  # no models.yaml here: the registry the run read is the one recorded into
+    assert main(["record", str(written), "--dry-run"]) == 0
+    assert f"{registry} unchanged" in capsys.readouterr().out
+    link = tmp_path / "link.yaml"  # a registry named through a link is written through it, the link kept
+    link.symlink_to(registry)
+    assert main(["record", str(written), "--registry", str(link)]) == 0
+    assert link.is_symlink() and "my-bert" in registry.read_text()
     from aniso.registry.entries import load_registry
 
     entry = load_registry(registry).get("my-bert")

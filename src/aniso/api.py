@@ -46,6 +46,9 @@ DEFAULT_STATISTICS = ("first-order", "second-order")
 DETECTED_ENTRY = "detected-entry.yaml"
 #: The comment of :data:`DETECTED_ENTRY` naming the sha256 of the registry the detected row was added to for the run.
 DETECTED_BASE = "added to the registry of sha256"
+#: The comment of :data:`DETECTED_ENTRY` naming the registry file the detected row was added to (``aniso record``
+#: writes into it when no registry is given).
+DETECTED_REGISTRY = "added to the registry file"
 
 #: The pytest options of ``aniso run`` (before the user's, which override them): quiet progress; a short summary of
 #: failures and errors only (the aniso summary groups the skips by reason); no tracebacks (the verdict table and the
@@ -995,10 +998,12 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
                 import yaml
 
+                import json
+
                 from .judge.results import file_digest, sealed_lines
 
                 results.with_name(DETECTED_ENTRY).write_text(sealed_lines(  # the registry it was added to, by digest
-                    f"# {DETECTED_BASE}: {file_digest(reg_path)}\n"
+                    f"# {DETECTED_BASE}: {file_digest(reg_path)}\n# {DETECTED_REGISTRY}: {json.dumps(str(reg_path))}\n"
                     + yaml.safe_dump([row], sort_keys=False, allow_unicode=True)))
             exit_code = 2 if tally.refused or tally.collect_errors else run_exit_code(code, tally.measured)
             stopped = tally.stopped or _why_nothing_ran(tally, pytest_args, model_id) or (

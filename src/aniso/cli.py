@@ -339,6 +339,24 @@ def _cache_dir_problem(path: str) -> str | None:
     return None
 
 
+def _hub_variable_problem(cache_dir: str | None) -> str | None:
+    """Where no ``--cache-dir`` is given, why the hub cache folder the environment names (``HF_HUB_CACHE``, else
+    ``HF_HOME``/hub: :func:`aniso.sources.hubcache.cache_root`) cannot be one, naming the variable: it or a folder
+    above it is a file. None when it is a folder, does not exist yet, or ``cache_dir`` is given."""
+    if cache_dir is not None:
+        return None
+    from .sources.hubcache import cache_root
+
+    variable = next((v for v in ("HF_HUB_CACHE", "HF_HOME") if os.environ.get(v)), None)
+    root = (Path(os.path.expanduser(os.environ[variable])) / ("hub" if variable == "HF_HOME" else "")
+            if variable else cache_root(None))  # (as huggingface_hub reads them when it is imported)
+    file = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), None)
+    if file is None:
+        return None
+    named = f"environment variable {variable} ({os.environ[variable]})" if variable else "the hub cache folder"
+    return f"{named}: {root} cannot be the hub cache: {file} is a file, not a folder"
+
+
 def _model_folder_problem(folder: str) -> str | None:
     """Why ``folder`` given to ``aniso hub import`` is no folder where it is a file (the folder's config.json or
     weights named instead of the folder); None otherwise (a missing folder is named by the import itself)."""
@@ -354,8 +372,10 @@ def _hub_import(args: argparse.Namespace) -> int:
 
     cache_dir = _cache_dir_problem(args.cache_dir) if args.cache_dir is not None else None
     folder = _model_folder_problem(args.folder)
-    if cache_dir is not None or folder is not None:
-        said = f"--cache-dir {args.cache_dir} {cache_dir}" if cache_dir is not None else f"{args.folder} {folder}"
+    variable = _hub_variable_problem(args.cache_dir)
+    if cache_dir is not None or folder is not None or variable is not None:
+        said = (f"--cache-dir {args.cache_dir} {cache_dir}" if cache_dir is not None else variable
+                if variable is not None else f"{args.folder} {folder}")
         print(f"aniso hub import: {said}", file=sys.stderr)
         return 2
     try:
@@ -407,6 +427,10 @@ def _hub_list(args: argparse.Namespace) -> int:
     if args.cache_dir is not None and not Path(args.cache_dir).is_dir():
         what = "is not a folder" if Path(args.cache_dir).exists() else "does not exist"
         print(f"aniso hub list: --cache-dir {args.cache_dir} {what}", file=sys.stderr)
+        return 2
+    problem = _hub_variable_problem(args.cache_dir)
+    if problem is not None:
+        print(f"aniso hub list: {problem}", file=sys.stderr)
         return 2
     rows, named = [], set()
 
@@ -525,21 +549,22 @@ def _record(args: argparse.Namespace) -> int:
     from .common.settings import Settings
     import yaml
 
-    from .api import DETECTED_BASE, DETECTED_ENTRY
+    from .api import DETECTED_BASE, DETECTED_ENTRY, DETECTED_REGISTRY
     from .judge.records import record_new_findings, refresh_records
     from .judge.results import file_digest, read_results, unsealed_lines
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import registry_path
 
     try:
-        registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry)
-        load_registry(registry)  # its own problem (not YAML, no registry) named, not a digest that differs
         doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
         beside = Path(args.results).with_name(DETECTED_ENTRY)  # the row of a detected model, as the run sealed it
         detected_text = unsealed_lines(beside, beside.read_text()) if beside.is_file() else None
-        base = next((line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
-                     if line.startswith(f"# {DETECTED_BASE}:")),
-                    None)  # a first run of a detected model ran on this registry plus its row
+        comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
+                    for key in (DETECTED_BASE, DETECTED_REGISTRY) if line.startswith(f"# {key}:")}
+        base = comments.get(DETECTED_BASE)  # a first run of a detected model ran on this registry plus its row
+        registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry
+                                 or _run_registry(doc, comments.get(DETECTED_REGISTRY)))
+        load_registry(registry)  # its own problem (not YAML, no registry) named, not a digest that differs
         if file_digest(registry) not in (doc.provenance.registry_sha256, base):  # numbers into the registry they ran on
             raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                              + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
@@ -571,9 +596,23 @@ def _record(args: argparse.Namespace) -> int:
             print(f"aniso record: {registry} would no longer validate ({exc}); unchanged: fix the record by hand",
                   file=sys.stderr)
             return 2
-    atomic_write(registry, lambda path: path.write_text(new))
-    print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}")
+    atomic_write(registry.resolve(), lambda path: path.write_text(new))  # through a link, never over it
+    print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}"
+          + (f" (a link to {registry.resolve()})" if registry.is_symlink() else ""))
     return 0
+
+
+def _run_registry(doc, detected: str | None) -> str | None:
+    """The registry file the run of ``doc`` (a results document) read, where it is still a file: for the first run of
+    a detected model the one its row was added to (``detected``, JSON text, from the sealed row beside the results),
+    else the run's setting ``registry``; None otherwise (``aniso record`` then looks where every command looks)."""
+    import json
+
+    try:
+        path = json.loads(detected) if detected is not None else doc.provenance.settings.get("registry")
+    except ValueError:
+        return None
+    return path if isinstance(path, str) and Path(path).is_file() else None
 
 
 #: The settings ``aniso bench extraction`` gives from its options (always: each option has a default).

@@ -211,3 +211,24 @@ def test_a_results_file_that_contradicts_itself_is_refused_by_report_diff_and_re
         assert (f"{forged}: results[0] (G.token-nlp-anisotropic, m): verdict 'holds', but its deciding statistic "
                 "max avg cos = 0.01 does not satisfy the rule > 0.08") in line, line
     assert not forged.with_name("report.html").exists()
+
+
+def test_report_out_that_is_a_link_another_runs_report_or_a_folder_with_a_slash_is_refused(tmp_path, capsys):
+    """`--out /dev/stdout` replaced that link with a file; `--out OTHER-RUN/report.html` wrote this run's report over
+    another run's; `--out new/` wrote a file named ``new``. Each is one line, nothing written."""
+    results = _written(tmp_path / "a" / "results.json")
+    target = tmp_path / "elsewhere.html"
+    target.write_text("")
+    link = tmp_path / "stdout-like"
+    link.symlink_to(target)
+    assert main(["report", str(results), "--out", str(link)]) == 2
+    assert "is a symbolic link" in _one_line(capsys) and link.is_symlink() and target.read_text() == ""
+    other = _written(tmp_path / "b" / "results.json")
+    assert main(["report", str(other)]) == 0  # the other run's own report, beside its results
+    capsys.readouterr()
+    page = other.with_name("report.html").read_text()
+    assert main(["report", str(results), "--out", str(other.with_name("report.html"))]) == 2
+    assert "is the report of the run beside it" in _one_line(capsys)
+    assert other.with_name("report.html").read_text() == page
+    assert main(["report", str(results), "--out", str(tmp_path / "new") + "/"]) == 2
+    assert "names a folder" in _one_line(capsys) and not (tmp_path / "new").exists()

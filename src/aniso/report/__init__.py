@@ -536,12 +536,12 @@ def check_report_target(out: Path, results_json: Path) -> None:
         shown = name if len(name) <= 120 else f"{name[:60]}…{name[-30:]} ({len(name):,} characters)"
         raise ValueError(f"the report file {shown} cannot be written ({exc.strerror or exc}); name another file") \
             from None
-    if out.is_symlink():  # written over, the link would become a file (a link such as /dev/stdout included)
-        raise ValueError(f"the report file {out} is a symbolic link (to {os.readlink(out)}); name the HTML file to "
-                         "write itself")
     if out.exists() and results_json.exists() and os.path.samefile(out, results_json):
         raise ValueError(f"the report file {out} is the results file {results_json} itself; name another file "
                          "(the report is written beside it as report.html by default)")
+    if out.is_symlink():  # written over, the link would become a file (a link such as /dev/stdout included)
+        raise ValueError(f"the report file {out} is a symbolic link (to {os.readlink(out)}); name the HTML file to "
+                         "write itself")
     parent = next((p for p in out.parents if p.exists() or p.is_symlink()), None)
     if parent is not None and not parent.is_dir():
         what = "a link to nothing" if not parent.exists() else "a file"
