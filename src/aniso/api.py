@@ -1312,7 +1312,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         texts = load_corpus(settings.corpus, 256, settings.seed).sequences
     except CorpusError as exc:
         raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
-    root = (Path(os.path.expanduser(os.fspath(keep))) if keep is not None
+    root = (Path(os.path.expanduser(os.fspath(keep))).absolute() if keep is not None
             else Path(tempfile.mkdtemp(prefix="aniso-twin-")))
     root.mkdir(parents=True, exist_ok=True)
     import transformers

@@ -154,8 +154,9 @@ def test_aniso_run_twin_runs_the_claims_through_the_hub_path(tmp_path, monkeypat
                                                                                "ANISO_IMAGE_DIR", "ANISO_CORPUS")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    monkeypatch.chdir(tmp_path)  # --keep-twins relative to the working folder, not to the claims' root folder
     code = main(["run", ",".join(END_TO_END), "--twin", "--registry", str(ROOT / "models.yaml"),
-                 "--keep-twins", str(tmp_path / "twins")])
+                 "--keep-twins", "twins"])
     out, err = capsys.readouterr()
     assert code == 0, out[-3000:] + err[-3000:]
     assert "TWIN RUN (twin: random weights, code path only)" in out

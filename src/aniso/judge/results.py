@@ -133,7 +133,7 @@ class ClaimResult(_Doc):
     p_value: float | None = Field(None, ge=0.0, le=1.0)
     expected: dict[str, Any] | None = None
     reason: str = ""
-    inputs: str | None = Field(None, pattern=r"^\S.*@[0-9a-f]{8,64}$")
+    inputs: str | None = Field(None, pattern=r"^\S.*@[0-9A-Za-z._-]+$")  # <dataset>@<fingerprint or version>
     inputs_label: str | None = None
     n_items: int | None = Field(None, ge=0)
     n_vectors: int | None = Field(None, ge=0)
