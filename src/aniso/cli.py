@@ -332,10 +332,6 @@ def _cache_dir_problem(path: str) -> str | None:
     above = next((p for p in where.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         return f"cannot be created: {above} is a file"
-    try:
-        where.mkdir(parents=True)
-    except OSError as exc:
-        return f"cannot be created ({exc.strerror or exc})"
     return None
 
 
@@ -378,6 +374,13 @@ def _hub_import(args: argparse.Namespace) -> int:
                 if variable is not None else f"{args.folder} {folder}")
         print(f"aniso hub import: {said}", file=sys.stderr)
         return 2
+    if args.cache_dir is not None:  # made once the rest is known good (a file given as the folder creates nothing)
+        try:
+            Path(os.path.expanduser(args.cache_dir)).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            print(f"aniso hub import: --cache-dir {args.cache_dir} cannot be created ({exc.strerror or exc})",
+                  file=sys.stderr)
+            return 2
     try:
         done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
                              allow_pickle=args.allow_pickle, check=import_problem)
