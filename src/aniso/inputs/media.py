@@ -252,6 +252,8 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
     Returns (items, their file names, [(file name, reason), ...] of the skipped ones). Raises InputsUnavailable
     naming the setting, the folder and every reason when no file is usable.
     """
+    import linecache
+
     items, names, skipped = [], [], []
     for p in files:
         try:
@@ -259,7 +261,10 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
             names.append(p.name)
         except _Unusable as exc:
             skipped.append((p.name, str(exc)))
-            # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it
+            # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it. The
+            # warning's formatter looks that line up with linecache, which would open and read the file (and block on
+            # a FIFO, read a link to /dev/zero forever): the file is entered in linecache as holding no lines.
+            linecache.cache[str(p)] = (0, None, [], str(p))
             warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, str(p), 0,
                                    module="aniso.inputs.media")
     if not items:
