@@ -4,6 +4,7 @@ the formatting of the warning that names it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -66,3 +67,29 @@ def test_a_fifo_and_a_link_to_a_device_among_recordings_are_named_on_the_console
     assert [line.split(":0: SkippedInput: ")[0] for line in lines[:2]] == [str(tmp_path / "zero.wav"),
                                                                              str(tmp_path / "zz.wav")], lines
     assert lines[2].startswith("2 recordings") and "(2 unusable files skipped: 2 of the 4 drawn measured" in lines[2]
+
+
+def test_a_photograph_whose_name_is_not_utf8_is_skipped_and_named_with_its_bytes_escaped(tmp_path):
+    _photos(tmp_path, 2)
+    bad = os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9_\xff.png")
+    try:
+        os.link(tmp_path / "p0.png", bad)
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system takes no file names that are not UTF-8")
+    with pytest.warns(SkippedInput) as seen:
+        got = load_images(tmp_path, 8, 0)
+    assert len(got.items) == 2 and "(1 unusable file skipped: 2 of the 3 drawn measured" in got.label
+    shown = f"{tmp_path}/caf\\xe9_\\xff.png"
+    assert [w.filename for w in seen] == [shown]
+    assert f"cannot read {shown}: its file name is not UTF-8" in str(seen[0].message)
+    json.dumps(got.describe(), ensure_ascii=False).encode("utf-8")  # results and the cache record it as text
+    assert got.describe()["skipped"] == {"caf\\xe9_\\xff.png": str(seen[0].message).split("the rest: ", 1)[1]}
+
+
+def test_a_name_that_is_not_utf8_counts_in_the_folder_fingerprint(tmp_path):
+    _photos(tmp_path, 2)
+    before = load_images(tmp_path, 8, 0).dataset_fingerprint
+    os.link(tmp_path / "p0.png", os.fsdecode(os.fsencode(tmp_path) + b"/x\xff.png"))
+    with pytest.warns(SkippedInput):
+        after = load_images(tmp_path, 8, 0).dataset_fingerprint
+    assert after != before
