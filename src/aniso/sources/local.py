@@ -41,14 +41,15 @@ def directory(entry, ctx: SourceContext) -> Path:
 
 def fingerprint(entry, ctx: SourceContext) -> str:
     """``local:`` and the hash of the folder's files (:func:`weight_files_fingerprint`). Raises ModelRefused naming
-    the folder and the file when one of them is a symbolic link to nothing (it cannot be read, nor the model
-    loaded)."""
+    the folder and the file when one of them is no regular file (a symbolic link to nothing, a folder, a FIFO, a
+    device: :func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened: it cannot be hashed,
+    nor the model loaded."""
     from .base import ModelRefused
-    from .hubcache import dangling_link
+    from .hubcache import unreadable_model_file
 
     check_permissions(entry)
     path = directory(entry, ctx)
-    broken = dangling_link(path)
+    broken = unreadable_model_file(path)
     if broken is not None:
         raise ModelRefused(f"{entry.id}: {path}: {broken}")
     return f"local:{weight_files_fingerprint(path)}{placement_key(entry.source)}"
