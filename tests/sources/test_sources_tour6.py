@@ -115,3 +115,15 @@ def test_the_model_file_check_passes_a_folder_of_regular_files_and_names_the_fir
     folder, what = _faulty(tiny_bert_dir, tmp_path, "weights-fifo")
     (folder / "notes.md").symlink_to("/dev/zero")  # not a model file: not read, not refused
     assert unreadable_model_file(folder) == what + " (it would block or be read once only); save it to a file"
+
+
+@pytest.mark.parametrize("make", [_zero_link, _fifo, _folder], ids=["dev-zero", "fifo", "folder"])
+def test_hashing_refuses_a_file_that_is_no_regular_file_before_opening_it(make, tmp_path, no_hang):
+    from aniso.common.files import hash_files, sha256_file
+
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"x")
+    make(path)
+    for hashing in (lambda: sha256_file(path), lambda: hash_files([path])):
+        with pytest.raises(OSError, match=f"^{path} is a"):
+            hashing()
