@@ -56,6 +56,8 @@ FAULTS = {
     "tokenizer-json-folder": ("tokenizer.json", _folder),
     "tokenizer-config-folder": ("tokenizer_config.json", _folder),
     "special-tokens-fifo": ("special_tokens_map.json", _fifo),
+    "config-link-to-dev-zero": ("config.json", _zero_link),
+    "config-fifo": ("config.json", _fifo),
 }
 
 

@@ -81,11 +81,18 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
 
 def detect(path: Path) -> dict | None:
     """The registry fields of a transformers model folder (one with ``config.json``), from its config
-    (:func:`aniso.sources.detect.entry_fields`); None for anything else. Raises UndetectableModel as that does."""
+    (:func:`aniso.sources.detect.entry_fields`); None for anything else. Raises UndetectableModel as that does, and
+    naming ``config.json`` when it is no regular file (a symbolic link to a device or to nothing, a FIFO, a folder),
+    before anything opens it."""
     from .detect import config_of, entry_fields
 
-    if not (path.is_dir() and (path / "config.json").is_file()):
+    if not (path.is_dir() and os.path.lexists(path / "config.json")):
         return None
+    if not (path / "config.json").is_file():  # a link to a device or to nothing, a FIFO, a folder: never opened
+        from .detect import UndetectableModel
+        from .hubcache import unreadable_model_file
+
+        raise UndetectableModel(unreadable_model_file(path) or "config.json is no regular file")
     return {"source": {"kind": "local", "path": str(path.resolve())}, **entry_fields(config_of(str(path)))}
 
 
