@@ -129,3 +129,13 @@ def test_hashing_refuses_a_file_that_is_no_regular_file_before_opening_it(make, 
     for hashing in (lambda: sha256_file(path), lambda: hash_files([path])):
         with pytest.raises(OSError, match=f"^{path} is a"):
             hashing()
+
+
+@pytest.mark.parametrize("make", [_zero_link, _fifo], ids=["dev-zero", "fifo"])
+def test_aniso_run_of_a_model_file_that_is_no_regular_file_names_it(make, clean_env, no_hang, capsys):
+    path = clean_env / "model.onnx"
+    path.write_bytes(b"x")
+    what = make(path).removeprefix("model.onnx")
+    code = main(["run", str(path), "--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"aniso run: {path}{what}"), err
