@@ -139,3 +139,18 @@ def test_aniso_run_of_a_model_file_that_is_no_regular_file_names_it(make, clean_
     code = main(["run", str(path), "--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith(f"aniso run: {path}{what}"), err
+
+
+@pytest.mark.parametrize("fault", ["config-fifo", "weights-link-to-dev-zero", "tokenizer-json-folder"])
+def test_loading_a_local_model_refuses_a_file_that_is_no_regular_file(fault, tiny_bert_dir, tmp_path, no_hang):
+    """The Python API's door: loading without the fingerprint first (whose check the runs pass through)."""
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources import ModelRefused, load_model
+
+    folder, what = _faulty(tiny_bert_dir, tmp_path, fault)
+    entry = ModelEntry.model_validate(dict(id="tiny", modality="text", granularity="subword",
+                                           architecture="transformer", role="encoder", family="bert",
+                                           source=dict(kind="local", path=str(folder))))
+    with pytest.raises(ModelRefused) as caught:
+        load_model(entry, None)
+    assert str(caught.value).startswith(f"tiny: {folder}: {what}"), caught.value

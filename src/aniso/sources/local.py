@@ -58,13 +58,20 @@ def fingerprint(entry, ctx: SourceContext) -> str:
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """Load the folder's model and preprocessor. Raises ModelUnavailable naming the model if the folder is missing,
     cannot be loaded, or its ``config.json`` is of a model that is not a Transformer (before reading the weights;
-    :func:`aniso.sources.detect.transformer_problem`)."""
+    :func:`aniso.sources.detect.transformer_problem`); ModelRefused naming the file when a model file is no regular
+    file (:func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened."""
     import json
 
     from .detect import transformer_problem
 
+    from .base import ModelRefused
+    from .hubcache import unreadable_model_file
+
     check_permissions(entry)
     path = directory(entry, ctx)
+    broken = unreadable_model_file(path)  # before config.json is read: a FIFO blocks, a device never ends
+    if broken is not None:
+        raise ModelRefused(f"{entry.id}: {path}: {broken}")
     try:
         model_type = json.loads((path / "config.json").read_text()).get("model_type")
     except (OSError, ValueError, AttributeError):
