@@ -13,6 +13,9 @@ __all__ = ["sha256_file", "hash_files", "atomic_write", "exclusive", "quarantine
 
 
 def _feed(h, path: Path) -> None:
+    why = not_a_regular_file(path)  # before opening it: a FIFO blocks the open, a device is read for ever
+    if why is not None:
+        raise OSError(f"{path} {why}")
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
@@ -22,9 +25,14 @@ def sha256_file(path: Path) -> str:
     """Hex SHA-256 of a file, read in 1 MiB chunks, once per process for the same file: the digest is remembered
     under the file's resolved path, device, inode, size and modification time (ns), so a model file checked when its
     folder is located, hashed for the source fingerprint and checked again at load is read once, and a file that is
-    replaced or rewritten is read again. Raises OSError if it cannot be read."""
-    path = Path(path).resolve()
+    replaced or rewritten is read again. Raises OSError naming the file if it cannot be read or is no regular file
+    (a FIFO, a device, a folder: :func:`not_a_regular_file`; checked before it is opened)."""
+    given = Path(path)
+    path = given.resolve()
     st = path.stat()
+    why = not_a_regular_file(path)
+    if why is not None:
+        raise OSError(f"{given} {why}")
     return _sha256_of(str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -36,7 +44,8 @@ def _sha256_of(path: str, dev: int, ino: int, size: int, mtime_ns: int) -> str:
 
 
 def hash_files(files: list[Path]) -> str:
-    """SHA-256 prefix (16 hex digits) over the files' names and bytes, in the given order."""
+    """SHA-256 prefix (16 hex digits) over the files' names and bytes, in the given order. Raises OSError naming a
+    file that cannot be read or is no regular file (checked before it is opened)."""
     h = hashlib.sha256()
     for p in files:
         h.update(Path(p).name.encode())

@@ -159,7 +159,7 @@ def _files_fingerprint(files: list[Path], digests: dict[Path, bytes]) -> str:
         if p not in digests:
             why = _unreadable(p)
             digests[p] = hashlib.sha256(p.read_bytes() if why is None else f"unreadable: {why}".encode()).digest()
-        h.update(p.name.encode() + digests[p])
+        h.update(os.fsencode(p.name) + digests[p])  # the name's own bytes: a name that is not UTF-8 counts too
     return h.hexdigest()[:16]
 
 
@@ -252,20 +252,36 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
     Returns (items, their file names, [(file name, reason), ...] of the skipped ones). Raises InputsUnavailable
     naming the setting, the folder and every reason when no file is usable.
     """
+    import linecache
+
     items, names, skipped = [], [], []
     for p in files:
         try:
+            if _shown(p) != str(p):
+                raise _Unusable(f"cannot read {_shown(p)}: its file name is not UTF-8 (the bytes that are not are "
+                                "shown escaped, \\xNN), and results and the cache record file names as text; "
+                                "rename the file")
             items.append(read(p))
             names.append(p.name)
         except _Unusable as exc:
-            skipped.append((p.name, str(exc)))
-            # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it
-            warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, str(p), 0,
+            skipped.append((_shown(Path(p.name)), str(exc)))
+            # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it. The
+            # warning's formatter looks that line up with linecache, which would open and read the file (and block on
+            # a FIFO, read a link to /dev/zero forever): the file is entered in linecache as holding no lines.
+            shown = _shown(p)
+            linecache.cache[shown] = (0, None, [], shown)
+            warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, shown, 0,
                                    module="aniso.inputs.media")
     if not items:
         raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
                                 + "; ".join(reason for _, reason in skipped))
     return items, names, skipped
+
+
+def _shown(p: Path) -> str:
+    """``p`` as text to show: a byte of its name that is not UTF-8 (read by Python as a lone surrogate, which no
+    UTF-8 text can hold) is written ``\\xNN``; a UTF-8 name is shown as it is."""
+    return os.fsencode(p).decode("utf-8", "backslashreplace")
 
 
 def _unreadable(p: Path) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -229,8 +230,9 @@ def detect_entry(model: str) -> dict[str, Any]:
     recognises its format (a transformers folder, a llama2.c checkpoint, an ONNX CNN, ...); anything else is a hub id
     (:func:`config_of`, :func:`registry_entry`). The row's id is the file's stem or the folder's name.
 
-    Raises UndetectableModel (one line, beginning with ``model``) when the path is in no format a kind reads
-    (naming the formats), when a kind recognises it but cannot tell what its entry needs, and as
+    Raises UndetectableModel (one line, beginning with ``model``) when the path is no folder and no regular file (a
+    FIFO, a device, a socket; before anything opens it), when it is in no format a kind reads (naming the formats),
+    when a kind recognises it but cannot tell what its entry needs, and as
     :func:`registry_entry` for a hub id.
     """
     from . import SOURCE_KINDS
@@ -238,6 +240,13 @@ def detect_entry(model: str) -> dict[str, Any]:
     path = Path(model).expanduser()
     if not path.exists():
         return registry_entry(model, config_of(model))
+    if not path.is_dir():  # a FIFO would block the open, a device never end: refused before any kind reads it
+        from ..common.files import not_a_regular_file
+
+        why = not_a_regular_file(path)
+        if why is not None:
+            link = f" (a symbolic link to {os.path.realpath(path)})" if path.is_symlink() else ""
+            raise UndetectableModel(f"{model}{link} {why}")
     kinds = [k for k in SOURCE_KINDS.values() if k.detect is not None]
     for kind in kinds:
         try:

@@ -69,8 +69,8 @@ _BUILD_ERRORS = _build_errors()
 
 def folder_problem(folder: str | Path, modality: str) -> str | None:
     """What a model folder lacks or has wrong for a faithful load, read from its files without loading a tensor, or
-    None. Checked: no weights, config or tokenizer file is a symbolic link to nothing
-    (:func:`aniso.sources.hubcache.dangling_link`); ``config.json`` is there and is a JSON object; every
+    None. Checked: every weights, config or tokenizer file is a regular file, not a symbolic link to nothing, a
+    folder, a FIFO or a device (:func:`aniso.sources.hubcache.unreadable_model_file`); ``config.json`` is there and is a JSON object; every
     ``.safetensors`` file's header agrees with its size (:func:`aniso.sources.hubcache.safetensors_problem`) and the shards an index names are there; the
     preprocessing files of ``modality`` are there: for text, the tokenizer's vocabulary (one of
     :data:`VOCABULARY_FILES`, unless the tokenizer class, from ``tokenizer_config.json``, needs none:
@@ -78,10 +78,10 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
     ``preprocessor_config.json``. The answer is one phrase naming the file."""
     import json
 
-    from .hubcache import dangling_link, missing_weights, safetensors_problem
+    from .hubcache import missing_weights, safetensors_problem, unreadable_model_file
 
     folder = Path(folder)
-    broken = dangling_link(folder)  # weights, config or tokenizer file that is a link to nothing
+    broken = unreadable_model_file(folder)  # a link to nothing, a folder, a FIFO or a device: never opened
     if broken is not None:
         return broken
     config = folder / "config.json"

@@ -35,7 +35,7 @@ from pathlib import Path
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
-           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem", "dangling_link", "link_to_nothing"]
+           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem", "dangling_link", "link_to_nothing", "unreadable_model_file"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
 HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
@@ -247,6 +247,9 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     src = Path(os.path.expanduser(str(folder))).resolve()
     if not src.is_dir():
         raise HubCacheError(f"{folder}: no such folder")
+    unreadable = unreadable_model_file(src)  # before any file is opened: a FIFO blocks, a device never ends
+    if unreadable is not None:
+        raise HubCacheError(f"{folder}: {unreadable}")
     if not (src / "config.json").is_file():
         raise HubCacheError(f"{folder}: no config.json (a transformers model folder has one)")
     try:
@@ -395,6 +398,27 @@ def dangling_link(folder: Path) -> str | None:
             broken = link_to_nothing(path)
             if broken is not None:
                 return broken
+    return None
+
+
+def unreadable_model_file(folder: Path) -> str | None:
+    """The first model file of ``folder`` (weights, config, tokenizer and preprocessing files:
+    :data:`MODEL_FILE_SUFFIXES`) that cannot be read as a file, in one phrase naming it, or None: a symbolic link to
+    nothing (:func:`link_to_nothing`), a folder (``tokenizer.json/``), a FIFO, a device (a link to ``/dev/zero``) or a
+    socket (:func:`aniso.common.files.not_a_regular_file`). Checked with ``os.stat``, without opening any file: opening
+    a FIFO blocks, and hashing a device never ends."""
+    from ..common.files import not_a_regular_file
+
+    for path in sorted(folder.iterdir()):
+        if path.suffix not in MODEL_FILE_SUFFIXES:
+            continue
+        broken = link_to_nothing(path)
+        if broken is not None:
+            return broken
+        why = not_a_regular_file(path)
+        if why is not None:
+            link = f" (a symbolic link to {os.path.realpath(path)})" if path.is_symlink() else ""
+            return f"{path.name}{link} " + ("is a folder, not a file" if path.is_dir() else why)
     return None
 
 

@@ -41,14 +41,15 @@ def directory(entry, ctx: SourceContext) -> Path:
 
 def fingerprint(entry, ctx: SourceContext) -> str:
     """``local:`` and the hash of the folder's files (:func:`weight_files_fingerprint`). Raises ModelRefused naming
-    the folder and the file when one of them is a symbolic link to nothing (it cannot be read, nor the model
-    loaded)."""
+    the folder and the file when one of them is no regular file (a symbolic link to nothing, a folder, a FIFO, a
+    device: :func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened: it cannot be hashed,
+    nor the model loaded."""
     from .base import ModelRefused
-    from .hubcache import dangling_link
+    from .hubcache import unreadable_model_file
 
     check_permissions(entry)
     path = directory(entry, ctx)
-    broken = dangling_link(path)
+    broken = unreadable_model_file(path)
     if broken is not None:
         raise ModelRefused(f"{entry.id}: {path}: {broken}")
     return f"local:{weight_files_fingerprint(path)}{placement_key(entry.source)}"
@@ -57,13 +58,20 @@ def fingerprint(entry, ctx: SourceContext) -> str:
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """Load the folder's model and preprocessor. Raises ModelUnavailable naming the model if the folder is missing,
     cannot be loaded, or its ``config.json`` is of a model that is not a Transformer (before reading the weights;
-    :func:`aniso.sources.detect.transformer_problem`)."""
+    :func:`aniso.sources.detect.transformer_problem`); ModelRefused naming the file when a model file is no regular
+    file (:func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened."""
     import json
 
     from .detect import transformer_problem
 
+    from .base import ModelRefused
+    from .hubcache import unreadable_model_file
+
     check_permissions(entry)
     path = directory(entry, ctx)
+    broken = unreadable_model_file(path)  # before config.json is read: a FIFO blocks, a device never ends
+    if broken is not None:
+        raise ModelRefused(f"{entry.id}: {path}: {broken}")
     try:
         model_type = json.loads((path / "config.json").read_text()).get("model_type")
     except (OSError, ValueError, AttributeError):
@@ -80,11 +88,18 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
 
 def detect(path: Path) -> dict | None:
     """The registry fields of a transformers model folder (one with ``config.json``), from its config
-    (:func:`aniso.sources.detect.entry_fields`); None for anything else. Raises UndetectableModel as that does."""
+    (:func:`aniso.sources.detect.entry_fields`); None for anything else. Raises UndetectableModel as that does, and
+    naming ``config.json`` when it is no regular file (a symbolic link to a device or to nothing, a FIFO, a folder),
+    before anything opens it."""
     from .detect import config_of, entry_fields
 
-    if not (path.is_dir() and (path / "config.json").is_file()):
+    if not (path.is_dir() and os.path.lexists(path / "config.json")):
         return None
+    if not (path / "config.json").is_file():  # a link to a device or to nothing, a FIFO, a folder: never opened
+        from .detect import UndetectableModel
+        from .hubcache import unreadable_model_file
+
+        raise UndetectableModel(unreadable_model_file(path) or "config.json is no regular file")
     return {"source": {"kind": "local", "path": str(path.resolve())}, **entry_fields(config_of(str(path)))}
 
 

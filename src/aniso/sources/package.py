@@ -105,11 +105,19 @@ def _version(src: PackageSource) -> str:
 def directory(entry, ctx: SourceContext | None = None) -> Path:
     """The package's model folder (for split files, the folder in the cache where the parts are joined). Raises
     ModelUnavailable naming the model (and the pip name) if a package is not installed, lacks the format's file or
-    a part, or the joined parts do not have the registry's SHA-256."""
+    a part, or the joined parts do not have the registry's SHA-256; ModelRefused naming the file when a model file of
+    the folder is no regular file (:func:`aniso.sources.hubcache.unreadable_model_file`)."""
     src = entry.source
     if src.parts:
         return _joined_directory(entry, ctx)
     path = package_dir(entry, src.package).resolve() / src.subdir
+    if path.is_dir():  # before any file is opened or hashed: a FIFO blocks, a device never ends
+        from .base import ModelRefused
+        from .hubcache import unreadable_model_file
+
+        unreadable = unreadable_model_file(path)
+        if unreadable is not None:
+            raise ModelRefused(f"{entry.id}: package {src.package!r}: {path}: {unreadable}")
     needed = FORMATS[src.format].needed(src)
     if not (path / needed).is_file():
         raise ModelUnavailable(f"{entry.id}: package {src.package!r} has no {needed} under {path}")
