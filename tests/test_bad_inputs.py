@@ -398,3 +398,20 @@ def test_a_hub_cache_variable_naming_a_file_is_refused_by_hub_list_and_import(tm
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and f"environment variable {variable} ({afile})" in err, err
         assert "is a file, not a folder" in err
+
+
+def test_ctrl_c_while_pytest_loads_the_plugin_is_one_line(tmp_path):
+    """Ctrl-C in the seconds `pytest claims/` spends importing the plugin (torch, transformers) ended in a 97-line
+    KeyboardInterrupt traceback: pytest handles Ctrl-C itself only once its plugins are loaded."""
+    code = ("import sys, importlib.abc\n"
+            "class Interrupt(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'aniso.session':\n"
+            "            raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, Interrupt())\n"
+            "import pytest\n"
+            "sys.exit(pytest.main(['claims', '--collect-only', '-q', '-p', 'no:cacheprovider']))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANISO_")} | {"CI": "1"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 130, done.stderr[-3000:]
+    assert done.stderr.strip() == "pytest: interrupted (Ctrl-C) while the aniso plugin was loading; nothing was run"

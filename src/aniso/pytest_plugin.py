@@ -25,13 +25,19 @@ from .common.devices import worker_thread_environment
 # torch, numpy and scipy (see worker_thread_environment).
 worker_thread_environment(os.environ)
 
-from .registry.catalog import get_claim, statistics_read
-from .registry.entries import RegistryError
-from .registry.locate import settings_and_registry
-from .registry.selection import ClaimsFilter, parse_claims
-from .session import AnisoSession, ClaimContext, Skip, family_members
-from .common.settings import add_setting_options, setting_options
-from .judge.verdicts import Outcome
+try:  # torch, transformers, numpy and scipy load here: seconds in which a Ctrl-C would end pytest in a traceback
+    from .registry.catalog import get_claim, statistics_read
+    from .registry.entries import RegistryError
+    from .registry.locate import settings_and_registry
+    from .registry.selection import ClaimsFilter, parse_claims
+    from .session import AnisoSession, ClaimContext, Skip, family_members
+    from .common.settings import add_setting_options, setting_options
+    from .judge.verdicts import Outcome
+except KeyboardInterrupt:  # (pytest imports a conftest's plugins before it handles Ctrl-C itself)
+    import sys
+
+    sys.stderr.write("pytest: interrupted (Ctrl-C) while the aniso plugin was loading; nothing was run\n")
+    raise SystemExit(130) from None
 
 _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()

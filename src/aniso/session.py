@@ -658,6 +658,11 @@ class ClaimContext:
         if read and self.result.inputs_label:  # the model reads fewer tokens than asked: the verdict says so
             self.result.inputs_label += (f"; at most {read['read']} tokens each, the model's positions (max_length "
                                          f"{read['asked']} asked)")
+        copies = stats.meta.get("copies_as_read")
+        if copies and self.result.inputs_label:  # distinct texts this model reads as one: fewer inputs than counted
+            self.result.inputs_label += (f"; {copies} of the {stats.meta.get('n_sequences')} paragraphs read by this "
+                                         "model's tokenizer as a copy of another (a case or spelling its vocabulary "
+                                         "does not tell apart, or the same first tokens)")
         self.result.n_items = stats.meta.get("n_sequences")
         self.result.n_vectors = stats.meta.get("n_tokens")
         return stats

@@ -231,3 +231,47 @@ def test_the_real_token_check_reads_long_paragraphs_without_the_tokenizers_lengt
         assert any("indexing errors" in m for m in said)
     finally:
         logger.removeHandler(handler)
+
+
+def _uncased_tokenizer():
+    """A word-level tokenizer that lower-cases its input (as an uncased BERT vocabulary does)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"] + [f"w{i}" for i in range(40)]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2),
+                                                                                              ("[SEP]", 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+
+
+def test_paragraphs_the_tokenizer_reads_as_one_are_counted_as_copies_or_refused():
+    """One paragraph in 8 cases is one input to an uncased vocabulary: refused (no two inputs); distinct paragraphs
+    and case variants of some: the copies are counted (the inputs label says so); paragraphs alike in the tokens
+    measured (cut at max_length) are copies too."""
+    from types import SimpleNamespace
+
+    from aniso.inputs.text import GIVEN_LIST
+    from aniso.sources import ModelRefused
+    from aniso.stats.pipeline import InputsRefused, _check_real_tokens
+
+    loaded = SimpleNamespace(entry=SimpleNamespace(id="m"), tokenizer=_uncased_tokenizer())
+    one = "w1 w2 w3 w4 w5 w6"
+    cases = [one, one.upper(), one.capitalize(), "W1 w2 W3 w4 W5 w6", "w1 W2 w3 W4 w5 W6", one + " ", "  " + one,
+             "w1  w2 w3 w4 w5 w6"]
+    assert len(set(cases)) == 8
+    with pytest.raises(ModelRefused, match=r"gives 8 paragraph\(s\) that this model's tokenizer reads as one and "
+                                           r"the same sequence.*setting corpus"):
+        _check_real_tokens(loaded, SimpleNamespace(items=cases, label="c.txt"), 128)
+    with pytest.raises(InputsRefused, match=r"^inputs: .*reads as one and the same sequence"):
+        _check_real_tokens(loaded, SimpleNamespace(items=cases, label="8 texts given to aniso.measure",
+                                                   origin=GIVEN_LIST), 128)
+    distinct = [" ".join(f"w{(i + j + 10) % 40}" for j in range(6)) for i in range(6)]
+    assert _check_real_tokens(loaded, SimpleNamespace(items=distinct + cases[:3], label="c.txt"), 128) == 2
+    assert _check_real_tokens(loaded, SimpleNamespace(items=distinct, label="c.txt"), 128) == 0
+    alike = [f"w1 w2 w3 w4 w5 w6 w{i}" for i in range(7, 12)] + distinct  # alike in their first 6 text tokens
+    assert _check_real_tokens(loaded, SimpleNamespace(items=alike, label="c.txt"), 8) == 4
+    assert _check_real_tokens(loaded, SimpleNamespace(items=alike, label="c.txt"), 128) == 0

@@ -285,11 +285,15 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
     ``wait_free``: see :func:`compute_stats`.
     """
+    copies = 0
     if modality.tokens and loaded.tokenizer is not None:
-        _check_real_tokens(loaded, inputs, settings.max_length)
+        copies = _check_real_tokens(loaded, inputs, settings.max_length)
     for _ in range(MAX_NON_FINITE_PASSES):
         try:
-            return _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard, wait_free)
+            stats = _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard, wait_free)
+            if copies:  # paragraphs this model reads as another one's copy: the verdict's inputs label says so
+                stats.meta["copies_as_read"] = copies
+            return stats
         except NonFiniteInputs as exc:  # files or paragraphs that make the model non-finite: left out and named
             if shard.world > 1 or not hasattr(inputs, "without") or len(exc.items) >= len(inputs.items):
                 raise ModelRefused(str(exc)) from None
@@ -372,7 +376,7 @@ class InputsRefused(ModelRefused, ValueError):
     refusal of setting ``corpus`` is."""
 
 
-def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None) -> None:
+def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None) -> int:
     """Refuse a corpus that gives the model's tokenizer too little text to measure: fewer known tokens (neither special
     ones, [CLS], [SEP], padding, ..., nor the unknown-word token [UNK]) than there are paragraphs, or more unknown-word
     tokens than known ones (every unknown word shares one input vector, so such a corpus measures the [UNK] embedding,
@@ -380,7 +384,10 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
     (the setting; the tokenizer's special tokens of each sequence included), more special-token vectors than known
     ones among those measured (``max_length`` 3 leaves BERT one word between [CLS] and [SEP]). Its vectors would be
     those of the special tokens or of [UNK], and any verdict on them about the text is wrong. Tokenizes in chunks of
-    256 paragraphs until there are enough known tokens (the shares are judged on what was read). Raises
+    256 paragraphs. Returns how many paragraphs this tokenizer reads as a copy of an earlier one, in the tokens
+    measured (cut at ``max_length``): the same text, or texts an uncased vocabulary or a normalisation makes one
+    ("The Cat", "THE CAT"), or texts alike in their first ``max_length`` tokens. Raises :class:`ModelRefused` too when
+    it reads every paragraph as one (no two inputs to resample). Raises
     :class:`ModelRefused` naming the model, the corpus (or the setting) and the counts; for texts given to the Python
     API as a list (:func:`aniso.inputs.text.given_texts`), :class:`InputsRefused` (also a ValueError), beginning
     ``inputs:`` and naming no setting, since the caller set none."""
@@ -391,28 +398,28 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
     unk = getattr(tokenizer, "unk_token_id", None)
     special = set(getattr(tokenizer, "all_special_ids", []) or []) - {unk}
     if not items or not callable(tokenizer):
-        return
+        return 0
     try:  # the special tokens the tokenizer adds to each sequence ([CLS] and [SEP]: 2; a decoder's BOS: 1)
         added = int(tokenizer.num_special_tokens_to_add(pair=False))
     except (AttributeError, TypeError, ValueError, NotImplementedError):
         added = 0
     room = None if max_length is None else max(max_length - added, 0)  # text tokens of a sequence measured
     known = unknown = read = kept = 0
+    seen: set[tuple[int, ...]] = set()
     for start in range(0, len(items), 256):
         try:  # (verbose=False: no warning that a paragraph is longer than the model reads; the extraction cuts it)
             ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False, verbose=False)["input_ids"]
         except Exception:  # noqa: BLE001 - a tokenizer that cannot say: the extraction reads it as it does
-            return
+            return 0
         read = min(start + 256, len(items))
         for row in ids:
+            seen.add(tuple(row if room is None else row[:room]))
             for j, i in enumerate(row):
                 if i == unk:
                     unknown += 1
                 elif i not in special:
                     known += 1
                     kept += room is None or j < room
-        if known >= len(items):
-            break
     label = getattr(inputs, "label", "")
     given = given_texts(getattr(inputs, "origin", None))
     refused, where = (InputsRefused, "inputs: ") if given else (ModelRefused, "")
@@ -438,6 +445,13 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
                            f"{added * read} special-token vectors ({added} per sequence) in the first {read} "
                            "paragraph(s) of the corpus: most vectors measured would be the tokenizer's own, not the "
                            f"text's (setting max_length: at least {2 * added}; the papers read 512)")
+    if len(items) > 1 and len(seen) == 1:
+        raise refused(f"{where}{loaded.entry.id}: {what} gives {len(items)} paragraph(s) that this model's tokenizer "
+                      "reads as one and the same sequence"
+                      + (f" in the {room} text tokens measured (setting max_length {max_length})" if room else "")
+                      + f": they are no {len(items)} inputs, and a verdict over copies of one input is none "
+                      f"({setting}: distinct paragraphs, not one text in several spellings or cases)")
+    return len(items) - len(seen)
 
 
 def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
