@@ -198,3 +198,16 @@ def test_run_claims_refuses_an_unwritable_junit_file_naming_the_option(clean_env
                              pytest_args=["--junitxml", "/proc/nope/x.xml"])
     _check_written_paths(["--junitxml", str(clean_env / "new" / "sub" / "x.xml"), "--debug", "-k", "x"])
     assert not (clean_env / "new").exists()
+
+
+def test_measure_of_texts_with_shards_and_run_claims_with_a_string_of_arguments_are_refused():
+    """measure(M, texts, settings={'shards': 2}) said to extract the corpus with torchrun (a ModelUnavailable);
+    run_claims(M, C, pytest_args='-x') gave pytest the files '-' and 'x'."""
+    texts = [f"paragraph {i} of words" for i in range(8)]
+    with pytest.raises(ValueError, match=r"^setting shards 2 .*never of texts given as inputs"):
+        aniso.measure("all-MiniLM-L6-v2", texts, settings={"shards": 2}, registry=REGISTRY)
+    for given, said in (("-x", r"^pytest_args: '-x' is a str; give a list of arguments \(e\.g\. \['-x'\]\)"),
+                        (["-x", 3], r"^pytest_args: holds 3 \(int\)")):
+        with pytest.raises(TypeError, match=said):
+            aniso.api.run_claims("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=REGISTRY,
+                                 pytest_args=given)

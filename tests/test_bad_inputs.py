@@ -415,3 +415,29 @@ def test_ctrl_c_while_pytest_loads_the_plugin_is_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 130, done.stderr[-3000:]
     assert done.stderr.strip() == "pytest: interrupted (Ctrl-C) while the aniso plugin was loading; nothing was run"
+
+
+@pytest.mark.parametrize("rank, world", [("5", "2"), ("-1", "2"), ("0", "abc"), ("0", "0")])
+def test_torchrun_variables_that_name_no_process_are_one_line(monkeypatch, capsys, rank, world):
+    """`WORLD_SIZE=2 RANK=5 aniso extract M` ended in a ValueError traceback from the shard; WORLD_SIZE=abc too."""
+    from aniso.cli import main
+
+    monkeypatch.setenv("RANK", rank)
+    monkeypatch.setenv("WORLD_SIZE", world)
+    assert main(["extract", "all-MiniLM-L6-v2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"aniso extract: environment variables RANK {rank!r} and WORLD_SIZE {world!r}") and \
+        len(err.strip().splitlines()) == 1, err
+
+
+def test_record_of_a_twin_runs_results_says_twin_verdicts_are_never_recorded(tmp_path, capsys):
+    from aniso.cli import main
+    from aniso.judge.results import ResultsDocument, file_digest, provenance, write_results
+
+    registry = ROOT / "models.yaml"
+    results = tmp_path / "results.json"
+    write_results(results, ResultsDocument(provenance=provenance(tmp_path, {}, None, twin={"label": "twin"},
+                                                                 registry_sha256=file_digest(registry)), results=[]))
+    assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "a twin run" in err and "never recorded" in err and len(err.strip().splitlines()) == 1, err

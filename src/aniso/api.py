@@ -297,6 +297,22 @@ def _flag(name: str, value: Any) -> bool:
     raise TypeError(f"{name}: {value!r:.40} ({type_name(value)}); give True or False")
 
 
+def _pytest_arguments(pytest_args: Any) -> tuple[str, ...]:
+    """``pytest_args`` as a tuple of texts. Raises TypeError naming ``pytest_args`` when it is a text (pytest would
+    read ``'-x'`` as the files ``-`` and ``x``) or holds something that is no text."""
+    if isinstance(pytest_args, (str, bytes)):
+        raise TypeError(f"pytest_args: {pytest_args!r} is a {type(pytest_args).__name__}; give a list of arguments "
+                        f"(e.g. {str(pytest_args).split()!r})")
+    try:
+        args = tuple(pytest_args)
+    except TypeError:
+        raise TypeError(f"pytest_args: a {type(pytest_args).__name__}; give a list of arguments") from None
+    bad = next((a for a in args if not isinstance(a, str)), None)
+    if bad is not None:
+        raise TypeError(f"pytest_args: holds {bad!r} ({type(bad).__name__}); every argument is a text")
+    return args
+
+
 def _path_argument(name: str, value: Any, what: str) -> Any:
     """``value``, a path argument of the API named ``name`` (``registry``, ``claims_dir``, ``inputs`` as a path,
     ``path``), when it is None, a str or an ``os.PathLike`` that is not empty. Raises TypeError naming ``name`` for
@@ -564,6 +580,10 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         extra = _inputs_settings(inputs, texts, n_inputs, settings, kind, entry.id)
         run_settings = (_settings(options | extra, settings, arguments={form.setting: "inputs", form.size: "n_inputs"})
                         if extra else base)
+        if texts is not None and run_settings.shards > 1:  # shards name statistics `aniso extract` made of a corpus
+            raise ValueError(f"setting shards {run_settings.shards} (settings['shards'] or ANISO_SHARDS): statistics "
+                             "extracted over several processes are of the corpus setting, never of texts given as "
+                             "inputs, which are measured here in one process; leave shards out")
         with _too_short(run_settings.max_length, form.items is None):  # texts, cut to max_length tokens
             return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                                   if texts is not None else {}, progress)
@@ -946,6 +966,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
 
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
+    pytest_args = _pytest_arguments(pytest_args)
     texts = _setting_options(pytest_args)
     _runs_tests(pytest_args)
     _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
@@ -1266,6 +1287,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     _path_argument("keep", keep, "the folder to keep the twins in, or None for a temporary one")
+    pytest_args = _pytest_arguments(pytest_args)
     if keep is not None:  # before any work: a file there would stop the run after its tokenizers were trained
         from .common.settings import _check_writable_folder
 

@@ -204,8 +204,8 @@ def _extract(args: argparse.Namespace) -> int:
     from .registry.entries import RegistryError
     from .sources import InputsMissing, ModelRefused, ModelUnavailable
 
-    shard = shard_of()
     try:
+        shard = shard_of()
         _each_once(args.models or [])
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models]
@@ -560,6 +560,9 @@ def _record(args: argparse.Namespace) -> int:
 
     try:
         doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
+        if doc.provenance.twin is not None:
+            raise ValueError(f"{args.results} holds the verdicts of a twin run (random weights, code path only), "
+                             "which are never recorded; record the results of a run on the model's own weights")
         beside = Path(args.results).with_name(DETECTED_ENTRY)  # the row of a detected model, as the run sealed it
         detected_text = unsealed_lines(beside, beside.read_text()) if beside.is_file() else None
         comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()

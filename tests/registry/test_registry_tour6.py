@@ -99,3 +99,21 @@ def test_every_identity_a_corpus_is_given_is_a_recorded_identity_the_registry_ta
     from aniso.registry.entries import _INPUTS
 
     assert re.fullmatch(_INPUTS, f"{name}@{_fingerprint(paragraphs)}")
+
+
+@pytest.mark.parametrize("vary, steps, said", [
+    ({"revision": "main"}, [0, 16, 128], r"steps 0 and 16 name the same checkpoint \(revision 'main'\)"),
+    ({"revision": "step{kstep}k"}, [0, 1500, 1900], r"steps 1500 and 1900 name the same checkpoint"),
+    ({"revision": "step{stepp}"}, [0, 16], r"holds the placeholder \{stepp\}; a template may hold \{step\} and"),
+    ({"revision": "step{0}"}, [0, 16], r"holds the placeholder \{0\}"),
+    ({"revision": "step{step"}, [0, 16], r"'step\{step' is no template"),
+])
+def test_checkpoint_templates_that_name_no_step_or_one_checkpoint_twice_are_refused(vary, steps, said):
+    """A checkpoint series whose `vary` names the same revision for two steps read one model as two checkpoints;
+    an unknown placeholder was a KeyError traceback in the run."""
+    from aniso.registry.entries import CheckpointSeries
+
+    with pytest.raises(ValueError, match=said):
+        CheckpointSeries(steps=steps, vary=vary)
+    assert CheckpointSeries(steps=[0, 1000, 2000], vary={"revision": "step{kstep}k"}).source_fields(2000) == {
+        "revision": "step2k"}

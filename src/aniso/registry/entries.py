@@ -170,13 +170,42 @@ class CheckpointSeries(Strict):
 
     ``steps``: the training steps, or ``all`` for every checkpoint the source kind lists (the suite's own
     miniature runs). ``vary``: for each step, these ``source`` fields become the template formatted with ``step``
-    and ``kstep`` (step / 1000), e.g. ``{revision: "step{step}"}`` for Pythia's revisions or ``{repo:
-    "google/multiberts-seed_0-step_{kstep}k"}`` for MultiBERTs; left out, the source's own ``steps`` field is set
-    to each step.
+    and ``kstep`` (the step in thousands, rounded down: step // 1000), e.g. ``{revision: "step{step}"}`` for
+    Pythia's revisions or ``{repo: "google/multiberts-seed_0-step_{kstep}k"}`` for MultiBERTs; left out, the
+    source's own ``steps`` field is set to each step. A template holds no other placeholder, and the templates
+    name a different checkpoint for every step (else two "checkpoints" would be one model).
     """
 
     steps: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
     vary: dict[str, str] = Field(default_factory=dict)
+
+    def source_fields(self, step: int) -> dict[str, str]:
+        """The ``source`` fields of the checkpoint at ``step``: each ``vary`` template formatted."""
+        return {field: template.format(step=step, kstep=step // 1000) for field, template in self.vary.items()}
+
+    @model_validator(mode="after")
+    def _templates_name_each_step(self) -> "CheckpointSeries":
+        import string
+
+        for field, template in self.vary.items():
+            try:
+                names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+            except ValueError as exc:
+                raise ValueError(f"checkpoints.vary.{field}: {template!r} is no template ({exc})") from None
+            wrong = [name for name in names if name not in ("step", "kstep")]
+            if wrong:
+                raise ValueError(f"checkpoints.vary.{field}: {template!r} holds the placeholder "
+                                 f"{{{wrong[0]}}}; a template may hold {{step}} and {{kstep}} only")
+        if self.vary and self.steps != "all":
+            named = [tuple(sorted(self.source_fields(step).items())) for step in self.steps]
+            for i, one in enumerate(named):
+                if one in named[:i]:
+                    j = named.index(one)
+                    raise ValueError(f"checkpoints: steps {self.steps[j]} and {self.steps[i]} name the same "
+                                     f"checkpoint ({', '.join(f'{k} {v!r}' for k, v in one)}): each step needs "
+                                     "its own ({step} in a template; {kstep} is the step in thousands, rounded "
+                                     "down)")
+        return self
 
     @field_validator("steps")
     @classmethod

@@ -502,10 +502,6 @@ def _scale_preserving_convolutions(model) -> None:
                 module.weight.fill_(1.0)
 
 
-def _format(template: str, step: int) -> str:
-    return template.format(step=step, kstep=step // 1000)
-
-
 def twin_folders(entry, root: str | Path, texts: Sequence[str], seed: int = 0, max_steps: int = 2) -> list[TwinFolder]:
     """Build the twin of ``entry`` under ``root`` and, for a checkpoint series, one twin per checkpoint for its
     first and last steps (``max_steps`` of them, at least two; each with its own seed, so the checkpoints differ),
@@ -522,8 +518,7 @@ def twin_folders(entry, root: str | Path, texts: Sequence[str], seed: int = 0, m
         chosen = steps if len(steps) <= keep else [steps[round(i * (len(steps) - 1) / (keep - 1))]
                                                      for i in range(keep)]
         for i, step in enumerate(chosen):
-            fields_ = {"repo": src.repo, "revision": src.revision} | {k: _format(v, step)
-                                                                      for k, v in series.vary.items()}
+            fields_ = {"repo": src.repo, "revision": src.revision} | series.source_fields(step)
             folder = root / f"{entry.id}-step{step}"
             out.append(TwinFolder(folder, fields_["repo"], fields_["revision"], seed + 1 + i, step,
                                   build_twin(entry, folder, texts, seed + 1 + i)))

@@ -45,8 +45,16 @@ class Shard:
 
 
 def shard_of() -> Shard:
-    """This process's shard from torchrun's environment (``RANK``, ``WORLD_SIZE``), else the single shard."""
-    return Shard(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)))
+    """This process's shard from torchrun's environment (``RANK``, ``WORLD_SIZE``), else the single shard. Raises
+    ValueError (one line naming the variables and their values) when they are no whole numbers, or the rank is not
+    one of the world's (0 .. WORLD_SIZE − 1)."""
+    rank, world = os.environ.get("RANK", "0"), os.environ.get("WORLD_SIZE", "1")
+    try:
+        return Shard(int(rank), int(world))
+    except ValueError:
+        raise ValueError(f"environment variables RANK {rank!r} and WORLD_SIZE {world!r} (set by torchrun): WORLD_SIZE "
+                         "must be a whole number of at least 1 and RANK one from 0 to WORLD_SIZE − 1; unset both "
+                         "to run in one process") from None
 
 
 @contextmanager

@@ -228,7 +228,7 @@ def checkpoint_entries(entry, ctx) -> list[tuple[int, object]]:
     steps = SOURCE_KINDS[entry.source.kind].checkpoints(entry, ctx) if series.steps == "all" else series.steps
     out = []
     for step in steps:
-        update = ({k: t.format(step=step, kstep=step // 1000) for k, t in series.vary.items()} if series.vary
+        update = (series.source_fields(step) if series.vary
                   else {"steps": step})
         out.append((step, entry.model_copy(update={"id": f"{entry.id}.step{step}", "checkpoints": None,
                                                    "expected": {}, "source": entry.source.model_copy(update=update)})))
