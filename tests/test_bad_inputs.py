@@ -441,3 +441,22 @@ def test_record_of_a_twin_runs_results_says_twin_verdicts_are_never_recorded(tmp
     assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "a twin run" in err and "never recorded" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_twin_manifest_labels_only_runs_of_the_twins_registry(tmp_path):
+    """`ANISO_TWIN=<a twin run's manifest>` beside a run of the real registry labelled real weights' verdicts as a
+    twin's (never findings, exempt from records)."""
+    from aniso.common.settings import Settings
+    from aniso.judge.results import file_digest
+    from aniso.session import AnisoSession
+
+    registry = ROOT / "models.yaml"
+    twins = tmp_path / "models.yaml"
+    twins.write_text("models: []\n")
+    manifest = tmp_path / "twin-manifest.json"
+    manifest.write_text(json.dumps({"label": "twin: random weights, code path only", "rows": {},
+                                    "registry_sha256": file_digest(twins)}))
+    settings = Settings(twin=str(manifest), device="cpu")
+    with pytest.raises(ValueError, match=r"^setting twin: .* is the manifest of a twin run on its own registry"):
+        AnisoSession.twin_manifest(settings, registry)
+    assert AnisoSession.twin_manifest(settings, twins)["rows"] == {}

@@ -146,7 +146,7 @@ def test_an_empty_variable_stops_aniso_run_and_an_unset_one_means_the_default(cl
     assert _one_line(capsys) == (f"aniso run: setting {name} ({variable}) is set but empty; unset it for the default "
                                  f"(unset {variable})")
     defaults = Settings.from_sources({}, {})  # not set: the default
-    assert defaults.corpus is None and defaults.report_dir == "reports" and defaults.seed == 0
+    assert defaults.corpus is None and defaults.report_dir == os.path.abspath("reports") and defaults.seed == 0
     assert Settings.from_sources({}, {"ANISO_CLAIMS": ""}).claims == ""  # empty claims: every claim, a value
 
 

@@ -1377,6 +1377,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                 sizes[form.setting] = str(form.synthetic(root / kind, settings.seed))
                 manifest["inputs"][kind] = form.synthetic_note
         tmp_registry = _write_registry(raw, root / "models.yaml", "--twin: the twins' registry")
+        from .judge.results import file_digest
+
+        manifest["registry_sha256"] = file_digest(tmp_registry)  # the manifest labels runs of this registry only
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
         args = _twin_args(claims_dir, ids, tmp_registry, root / "twin-manifest.json", sizes,
                           "" if wanted.everything else str(wanted), texts)

@@ -141,12 +141,15 @@ class AnisoSession:
         registry, left_out = registry.model_set(settings.models)
         provider = StatsProvider(settings, registry)
         return cls(settings, registry, root, provider, BlockSweepProvider(settings), ArchitectureChecks(settings.seed),
-                   SeriesProvider(provider), left_out=left_out, twin=cls.twin_manifest(settings))
+                   SeriesProvider(provider), left_out=left_out, twin=cls.twin_manifest(settings, registry.path))
 
     @staticmethod
-    def twin_manifest(settings: Settings) -> dict | None:
+    def twin_manifest(settings: Settings, registry: Path | str | None = None) -> dict | None:
         """The manifest of a twin run (the JSON file setting ``twin`` names, written by ``aniso run ID --twin``), or
-        None. Raises ValueError naming the file if it cannot be read or is not a JSON object with a ``label``."""
+        None. Raises ValueError naming the file if it cannot be read or is not a JSON object with a ``label``, or
+        when it was written for another registry than the run's (``registry``: its file; a twin run's registry is
+        the twins' own, whose SHA-256 the manifest holds), so that a manifest set beside a run on real weights never
+        labels those verdicts as a twin's."""
         import json
 
         if not settings.twin:
@@ -157,6 +160,13 @@ class AnisoSession:
             raise ValueError(f"setting twin: cannot read the twin manifest {settings.twin} ({exc})") from None
         if not isinstance(data, dict) or not isinstance(data.get("label"), str):
             raise ValueError(f"setting twin: {settings.twin} is not a twin manifest (a JSON object with a label)")
+        from .judge.results import file_digest
+
+        if registry is None or data.get("registry_sha256") != file_digest(registry):
+            raise ValueError(f"setting twin: {settings.twin} is the manifest of a twin run on its own registry of "
+                             f"twins, not of a run of {registry or 'no registry file'}: a run on a model's own "
+                             "weights is never labelled a twin's (leave setting twin out; `aniso run ID --twin` "
+                             "sets it)")
         return data
 
     def claim(self, claim_id: str, entry: ModelEntry | None, test: str,

@@ -64,3 +64,16 @@ def test_a_progress_switch_that_is_no_switch_is_refused(value):
         Settings.from_sources({}, {"ANISO_PROGRESS": value})
     for fine in ("0", "off", "1", "YES", ""):
         Settings.from_sources({}, {"ANISO_PROGRESS": fine})
+
+
+def test_output_folders_are_taken_from_the_working_folder_where_the_run_enters(tmp_path, monkeypatch):
+    """`ANISO_REPORT_DIR=rel pytest /project/claims` from another folder: the check made ./rel, the report was then
+    written under the project (pytest's root folder). Relative folders are made absolute once, from the working
+    folder, where the settings are built; every later reader uses that path."""
+    import os
+
+    from aniso.common.settings import Settings
+
+    monkeypatch.chdir(tmp_path)
+    s = Settings(report_dir="rel", cache_dir="~/c")
+    assert s.report_dir == str(tmp_path / "rel") and s.cache_dir == os.path.expanduser("~/c")

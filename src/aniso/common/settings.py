@@ -373,8 +373,8 @@ class Settings:
             problem = _not_utf8(getattr(self, name))
             if problem is not None:
                 raise SettingError(f"{_where(name)}: {problem}")
-        for name in INPUT_PATH_SETTINGS:  # frozen: the path the run reads, recorded as such in results.json
-            value = getattr(self, name)
+        for name in (*INPUT_PATH_SETTINGS, "cache_dir", "report_dir"):  # frozen: the paths the run reads and
+            value = getattr(self, name)  # writes, from the working folder where the run entered (its check, too)
             if isinstance(value, str):
                 object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
         memory = physical_memory()
