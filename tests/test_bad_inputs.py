@@ -460,3 +460,29 @@ def test_a_twin_manifest_labels_only_runs_of_the_twins_registry(tmp_path):
     with pytest.raises(ValueError, match=r"^setting twin: .* is the manifest of a twin run on its own registry"):
         AnisoSession.twin_manifest(settings, registry)
     assert AnisoSession.twin_manifest(settings, twins)["rows"] == {}
+
+
+def test_a_folder_with_two_weight_sets_is_refused_naming_both(tmp_path, tiny_bert_dir, capsys, monkeypatch):
+    """model.safetensors beside a model.safetensors.index.json whose shards it is not: transformers read
+    model.safetensors and left the shards (another model) unread and unsaid."""
+    import shutil
+
+    from aniso.cli import main
+
+    folder = tmp_path / "two"
+    shutil.copytree(tiny_bert_dir, folder)
+    shutil.copy(folder / "model.safetensors", folder / "model-00001-of-00001.safetensors")
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "model.safetensors"), "np") as f:
+        names = list(f.keys())
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {n: "model-00001-of-00001.safetensors" for n in names}}))
+    for name in [k for k in os.environ if k.startswith("ANISO_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    assert main(["run", str(folder), "--registry", str(ROOT / "models.yaml"), "--claims",
+                 "G.token-nlp-anisotropic"]) == 2
+    err = capsys.readouterr().err
+    assert "two weight sets: model.safetensors and the 1 shards model.safetensors.index.json names" in err, err

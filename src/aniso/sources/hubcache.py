@@ -424,8 +424,9 @@ def unreadable_model_file(folder: Path) -> str | None:
 
 def missing_weights(snapshot: Path) -> str | None:
     """What a snapshot or model folder lacks for the hub and local sources (which load safetensors only), or None: no
-    ``.safetensors`` file (naming the weight files of other formats it holds), or shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
-    download cut short; a symlink to a missing blob counts as missing)."""
+    ``.safetensors`` file (naming the weight files of other formats it holds), shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
+    download cut short; a symlink to a missing blob counts as missing), or a ``model.safetensors`` beside such an
+    index that does not name it (two weight sets: which one is measured would go unsaid)."""
     index = snapshot / "model.safetensors.index.json"
     if index.is_file():
         try:
@@ -433,7 +434,12 @@ def missing_weights(snapshot: Path) -> str | None:
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
             return f"{index.name} has no weight_map"
         absent = sorted(s for s in shards if not (snapshot / s).is_file())
-        return f"{len(absent)} of {len(shards)} safetensors shards not cached ({absent[0]}...)" if absent else None
+        if absent:
+            return f"{len(absent)} of {len(shards)} safetensors shards not cached ({absent[0]}...)"
+        if (snapshot / "model.safetensors").is_file() and "model.safetensors" not in shards:
+            return (f"two weight sets: model.safetensors and the {len(shards)} shards {index.name} names; "
+                    "transformers would load model.safetensors and leave the shards unread: keep one of them")
+        return None
     if not any(p.is_file() for p in snapshot.glob("*.safetensors")):
         others = sorted(p.name for pattern in _OTHER_WEIGHTS for p in snapshot.glob(pattern) if p.is_file())
         if others:
