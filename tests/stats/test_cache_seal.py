@@ -83,7 +83,7 @@ def test_a_cache_folder_given_another_folders_key_reads_none_of_its_entries(tmp_
     StatsCache(two).save(cache_key({"x": 1}), _stats())  # a folder with its own key
     for suffix in (".safetensors", ".json"):
         shutil.copy(one / f"{key}{suffix}", two / f"{key}{suffix}")
-    with pytest.warns(RuntimeWarning, match="another cache folder's seal.key"):
+    with pytest.warns(RuntimeWarning, match=r"sealed with another seal.key \(another cache folder's"):
         assert StatsCache(two).load(key) is None
     shutil.copytree(one, tmp_path / "moved")  # a whole folder moved with its key verifies
     with warnings.catch_warnings():
@@ -113,3 +113,15 @@ def test_a_cache_whose_key_cannot_be_read_recomputes_without_moving_entries_asid
     with pytest.warns(RuntimeWarning, match="cannot be verified .*not a seal key"):
         assert cache.load(key) is None
     assert (tmp_path / f"{key}.json").exists()
+
+
+def test_a_deleted_seal_key_is_named_once_and_its_entries_recomputed(tmp_path):
+    cache = StatsCache(tmp_path)
+    key = cache_key({"model": "m"})
+    cache.save(key, _stats())
+    (tmp_path / "seal.key").unlink()
+    with pytest.warns(RuntimeWarning) as said:
+        assert StatsCache(tmp_path).load(key) is None
+    lines = [str(w.message) for w in said]
+    assert any("its seal.key is gone, so none of its 1 entries can be verified" in m for m in lines), lines
+    assert any("sealed with another seal.key" in m and "since deleted" in m for m in lines), lines

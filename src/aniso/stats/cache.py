@@ -39,8 +39,20 @@ class StatsCache:
         self.root = Path(root)
 
     def _key(self) -> bytes:
-        """The folder's seal key (made on first use). Raises :class:`aniso.common.seal.SealKeyError`."""
-        return load_key(self.root / KEY_NAME)
+        """The folder's seal key (made on first use, with a warning where the folder already holds entries: the key
+        that sealed them is gone, so none of them can be verified and each is recomputed when it is asked for).
+        Raises :class:`aniso.common.seal.SealKeyError`."""
+        path = self.root / KEY_NAME
+        if not path.exists() and not path.is_symlink():
+            entries = sum(1 for _ in self.root.glob("*.safetensors")) if self.root.is_dir() else 0
+            key = load_key(path)
+            if entries:
+                warnings.warn(f"statistics cache {self.root}: its {KEY_NAME} is gone, so none of its {entries} "
+                              "entries can be verified (a cache entry is read only under the key that sealed it); "
+                              f"a new {KEY_NAME} was made, and each entry is moved aside and recomputed when a run "
+                              "asks for it", RuntimeWarning, stacklevel=3)
+            return key
+        return load_key(path)
 
     def _paths(self, key: str) -> tuple[Path, Path]:
         return self.root / f"{key}.safetensors", self.root / f"{key}.json"
@@ -78,8 +90,8 @@ class StatsCache:
                 raise ValueError(f"it was written under the key {str(meta.get('key'))[:16]!r}…, not this entry's: "
                                  "copied from another entry")
             if not verify(seal_key, self._entry_text(sha256_file(data_path), meta), meta.get("seal")):
-                raise ValueError("its seal does not verify: edited after it was written, or written with another "
-                                 f"cache folder's {KEY_NAME}")
+                raise ValueError("its seal does not verify: edited after it was written, or sealed with another "
+                                 f"{KEY_NAME} (another cache folder's, or one since deleted)")
             arrays = load_file(str(data_path))
             layers = []
             for i in range(len(meta["layer_names"])):
@@ -107,6 +119,7 @@ class StatsCache:
         from safetensors.numpy import save_file
 
         data_path, meta_path = self._paths(key)
+        seal_key = self._key()  # (before the data file: a first key is made where the folder holds no entry)
         tensors = {}
         for i, acc in enumerate(stats.layers):
             for name, arr in acc.state().items():
@@ -121,7 +134,7 @@ class StatsCache:
             "summaries": [summary_dict(s) for s in stats.summaries()],
         }
         meta = json.loads(json.dumps(meta, default=str))  # as the reader will see it
-        meta["seal"] = seal(self._key(), self._entry_text(sha256_file(data_path), meta))
+        meta["seal"] = seal(seal_key, self._entry_text(sha256_file(data_path), meta))
         atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1)))
 
     @staticmethod
