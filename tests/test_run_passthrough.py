@@ -82,3 +82,23 @@ def test_stats_says_why_a_column_is_nan():
                      "only first-order statistics are kept: no SVD anisotropy, TwoNN or IsoScore",
                      "nan: layer(s) 3-4 have fewer than 3 vectors (TwoNN needs 3)"]
     assert _missing_columns(layers[2:3], SimpleNamespace(second_order_max_dim=8192)) == []
+
+
+def test_a_folder_that_is_also_a_cached_hub_id_says_which_runs(clean_env, monkeypatch, tiny_bert_dir):
+    """`aniso run me/minilm` with a folder ./me/minilm and the hub model me/minilm in the hub cache ran the folder
+    without a word."""
+    import shutil
+
+    from aniso.sources.hubcache import repo_dir
+
+    monkeypatch.chdir(clean_env)
+    shutil.copytree(tiny_bert_dir, clean_env / "me" / "tiny")
+    hub = clean_env / "hub"
+    monkeypatch.setattr("aniso.sources.hubcache.cache_root", lambda cache_dir=None: hub)
+    repo_dir("me/tiny").mkdir(parents=True)
+    said = []
+    monkeypatch.setattr("pytest.main", lambda *a, **k: 5)  # what runs after the choice is not this test's
+    api.run_claims("me/tiny", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml", claims_dir=ROOT / "claims",
+                   say=said.append)
+    assert said[0] == ("me/tiny is a folder here and also a hub id in the hub cache; running the folder (for the "
+                       "hub's model, run it from another folder)"), said

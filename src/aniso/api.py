@@ -998,6 +998,9 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                     raise ValueError(f"{_not_in_registry(model, reg, str(exc))}{_registry_row_named(model, reg)}")\
                         from None
                 model_id = row["id"]
+                if Path(model).exists() and _in_hub_cache(model):
+                    say(f"{model} is a folder here and also a hub id in the hub cache; running the folder (for the "
+                        f"hub's model, run it from another folder)")
                 if any(e.id == model_id for e in reg):
                     raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
                 from .registry.entries import load_yaml
@@ -1034,6 +1037,20 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _in_hub_cache(model: str) -> bool:
+    """Whether ``model`` reads as a hub id (``ORG/NAME``) that the hub cache holds."""
+    import re
+
+    from .sources.hubcache import repo_dir
+
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", model):
+        return False
+    try:
+        return repo_dir(model).is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _not_in_registry(model: str, reg, why: str) -> str:

@@ -77,3 +77,21 @@ def test_output_folders_are_taken_from_the_working_folder_where_the_run_enters(t
     monkeypatch.chdir(tmp_path)
     s = Settings(report_dir="rel", cache_dir="~/c")
     assert s.report_dir == str(tmp_path / "rel") and s.cache_dir == os.path.expanduser("~/c")
+
+
+def test_a_miniature_width_the_heads_do_not_share_and_a_train_text_shorter_than_a_window_are_named(tmp_path,
+                                                                                                     monkeypatch):
+    """ANISO_MINIATURE_WIDTH=130 (4 heads) and ANISO_TRAIN_TEXT of 50 bytes ended `aniso extract` with exit 1 and a
+    recipe's repr or "the training stream has 50 ids", naming no setting."""
+    from aniso.cli import main
+    from aniso.common.settings import Settings, SettingError
+
+    with pytest.raises(SettingError, match=r"miniature_width .*must be a multiple of 4 .*got 130"):
+        Settings(miniature_width=130)
+    short = tmp_path / "short.txt"
+    short.write_text("x" * 50)
+    with pytest.raises(SettingError, match=r"train_text .*short\.txt holds 50 bytes; .*windows of 128 bytes"):
+        Settings(train_text=str(short), cache_dir=str(tmp_path / "c")).check_paths()
+    monkeypatch.setenv("ANISO_TRAIN_TEXT", str(short))
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "c"))
+    assert main(["extract", "mini-bert-bytes-s0"]) == 2

@@ -33,6 +33,10 @@ __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROF
 #: ``study``: ``quick``, with the text miniatures pre-trained 4x longer (2,048 steps), the budget at which the budget
 #: study (docs/studies/miniature-budget.md) found every training-dynamics claim decided for the miniature GPT-2 (the
 #: miniature BERT's Q/K claims need 4,096 steps).
+#: The text miniatures' attention heads (the width must divide among them) and training window (bytes).
+MINIATURE_HEADS = 4
+MINIATURE_WINDOW = 128
+
 PROFILES: dict[str, dict[str, int]] = {
     "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
                   block_seq_len=512, n_bias_norms=21, miniature_steps=512, miniature_width=128, miniature_batch=16,
@@ -373,6 +377,9 @@ class Settings:
             problem = _not_utf8(getattr(self, name))
             if problem is not None:
                 raise SettingError(f"{_where(name)}: {problem}")
+        if self.miniature_width % MINIATURE_HEADS:
+            raise SettingError(f"{_where('miniature_width')} must be a multiple of {MINIATURE_HEADS} (the text "
+                               f"miniatures' attention heads share the width), got {self.miniature_width}")
         for name in (*INPUT_PATH_SETTINGS, "cache_dir", "report_dir"):  # frozen: the paths the run reads and
             value = getattr(self, name)  # writes, from the working folder where the run entered (its check, too)
             if isinstance(value, str):
@@ -486,6 +493,10 @@ class Settings:
                     raise SettingError(f"{_where(name)}: {value} is not text: it is {kind}; decompress it first"
                                        if "compressed" in kind or "archive" in kind else
                                        f"{_where(name)}: {value} is not text: it holds {kind}")
+                size = os.path.getsize(value)
+                if name == "train_text" and size <= MINIATURE_WINDOW:
+                    raise SettingError(f"{_where(name)}: {value} holds {size} bytes; the text miniatures train on "
+                                       f"windows of {MINIATURE_WINDOW} bytes, so it needs more than {MINIATURE_WINDOW}")
         self.check_data_folders(formats)
         _check_writable_folder(self.cache_dir, _where("cache_dir"))
 

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..common.files import atomic_write, exclusive
+from ..common.settings import MINIATURE_HEADS, MINIATURE_WINDOW
 from . import warmup_cosine_lr
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,8 @@ class TextRecipe:
     total_steps: int = 256
     hidden_size: int = 128
     num_layers: int = 4
-    num_heads: int = 4
-    seq_len: int = 128
+    num_heads: int = MINIATURE_HEADS
+    seq_len: int = MINIATURE_WINDOW
     batch_size: int = 16
     lr: float = 1e-3
     weight_decay: float = 0.01
