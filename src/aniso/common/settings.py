@@ -639,9 +639,10 @@ SETTING_HELP = {
     "seed": "seed of the corpus sample and the reservoirs",
     "reservoir_size": "vectors kept per layer for TwoNN and sampled-pair estimates",
     "svd_batch_size": "vectors per batch for the batch-wise SVD anisotropy (Razzhigaev et al.: >= 4096)",
-    "cache_dir": "folder of the statistics cache",
+    "cache_dir": "folder of the statistics cache (a relative one from the working folder)",
     "no_cache": "recompute statistics, ignoring the cache",
-    "report_dir": "folder under which each run writes <run>/results.json and report.html",
+    "report_dir": "folder under which each run writes <run>/results.json and report.html (a relative one from the "
+                  "working folder)",
     "device": "torch device of the forward passes and the statistics: auto (default: cuda if present, else mps, "
     "else cpu), cpu, cuda, cuda:N or mps",
     "block_seeds": "seeds (layer initialisation, inputs, bias direction) of the untrained-block sweep (G §4)",
