@@ -211,3 +211,12 @@ def test_measure_of_texts_with_shards_and_run_claims_with_a_string_of_arguments_
         with pytest.raises(TypeError, match=said):
             aniso.api.run_claims("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=REGISTRY,
                                  pytest_args=given)
+
+
+def test_layer_stats_of_what_is_no_model_stats_and_hash_name_the_type():
+    from aniso.api import LayerStats
+
+    with pytest.raises(TypeError, match=r"^stats: None \(NoneType\); give the aniso\.stats\.results\.ModelStats"):
+        LayerStats.of(None)
+    with pytest.raises(TypeError, match="unhashable type: 'LayerStats'"):
+        hash(LayerStats("m", ("0",), (), {}, {}, {}, None))

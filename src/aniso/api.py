@@ -98,10 +98,21 @@ class LayerStats:
     meta: dict = field(repr=False)
     stats: Any = field(repr=False, compare=False)
 
+    #: Not hashable (its inputs, settings and meta are dicts): ``hash()`` says so by the class's name.
+    __hash__ = None  # type: ignore[assignment]
+
     @classmethod
     def of(cls, stats) -> "LayerStats":
-        """Wrap a :class:`aniso.stats.results.ModelStats`. Raises ValueError naming the model and layer if a layer has
-        fewer than two non-zero vectors."""
+        """Wrap a :class:`aniso.stats.results.ModelStats`. Raises TypeError naming ``stats`` when it is no
+        ModelStats (a LayerStats is returned as it is); ValueError naming the model and layer if a layer has fewer
+        than two non-zero vectors."""
+        from .stats.results import ModelStats
+
+        if isinstance(stats, LayerStats):
+            return stats
+        if not isinstance(stats, ModelStats):
+            raise TypeError(f"stats: {stats!r:.40} ({type_name(stats)}); give the aniso.stats.results.ModelStats of a "
+                            "model (what StatsProvider.get returns)")
         meta = dict(stats.meta)
         return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()),
                    dict(meta.get("corpus") or {}), dict(meta.get("settings") or {}), meta, stats)
