@@ -125,3 +125,21 @@ def test_a_deleted_seal_key_is_named_once_and_its_entries_recomputed(tmp_path):
     lines = [str(w.message) for w in said]
     assert any("its seal.key is gone, so none of its 1 entries can be verified" in m for m in lines), lines
     assert any("sealed with another seal.key" in m and "since deleted" in m for m in lines), lines
+
+
+def test_a_summary_edited_and_sealed_again_with_the_folders_key_is_caught_by_its_sums(tmp_path):
+    """Whoever can write the cache can read its key: a sidecar's avg cos edited and sealed again is still refused, as
+    the summary's first-order numbers are recomputed from the entry's sums on load."""
+    from aniso.common.seal import load_key, seal
+
+    cache = StatsCache(tmp_path)
+    key = cache_key({"model": "m"})
+    cache.save(key, _stats())
+    path = tmp_path / f"{key}.json"
+    meta = json.loads(path.read_text())
+    meta["summaries"][1]["mean_cosine"] = 0.95
+    data_sha = hashlib.sha256((tmp_path / f"{key}.safetensors").read_bytes()).hexdigest()
+    meta["seal"] = seal(load_key(tmp_path / "seal.key"), StatsCache._entry_text(data_sha, meta))
+    path.write_text(json.dumps(meta))
+    with pytest.warns(RuntimeWarning, match=r"layer 1: its summary's mean_cosine 0\.95 is not what its sums give"):
+        assert cache.load(key) is None

@@ -102,6 +102,7 @@ class StatsCache:
                 stats._summaries = [
                     LayerSummary(**{k: (math.nan if v is None else v) for k, v in s.items()}) for s in meta["summaries"]
                 ]
+                _check_first_order(stats)
             return stats
         except Exception as exc:  # noqa: BLE001 - any defect means: recompute
             from ..common.files import quarantine
@@ -145,6 +146,23 @@ class StatsCache:
         body = {k: v for k, v in meta.items() if k != "seal"}
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
         return f"{data_sha256}\n{text}"
+
+
+def _check_first_order(stats: ModelStats) -> None:
+    """Raise ValueError where a layer's stored summary is not what its stored sums give: avg cos, drift norm and mean
+    norm recomputed from the first-order sums (cheap: no SVD) must equal the summary's to 1e-6 relative. A sidecar
+    edited and sealed again with the folder's own key (whoever can write the cache can read it) is caught here."""
+    for name, layer, summary in zip(stats.layer_names, stats.layers, stats._summaries):
+        if layer.count == 0:
+            continue
+        first = layer._first.summarise(layer, 0, 0)
+        for key in ("mean_cosine", "drift_norm", "mean_norm"):
+            stored, recomputed = getattr(summary, key), float(first[key])
+            if math.isnan(stored) and math.isnan(recomputed):
+                continue
+            if not abs(stored - recomputed) <= 1e-6 * max(1.0, abs(recomputed)):
+                raise ValueError(f"layer {name}: its summary's {key} {stored!r} is not what its sums give "
+                                 f"({recomputed!r})")
 
 
 class JsonCache:
