@@ -220,3 +220,15 @@ def test_layer_stats_of_what_is_no_model_stats_and_hash_name_the_type():
         LayerStats.of(None)
     with pytest.raises(TypeError, match="unhashable type: 'LayerStats'"):
         hash(LayerStats("m", ("0",), (), {}, {}, {}, None))
+
+
+def test_a_corpus_file_named_as_the_checks_texts_file_is_a_corpus_file(tmp_path):
+    """WikiText copied as texts-given-as-inputs.txt and given as ANISO_CORPUS was labelled "the 1841 texts given as
+    inputs" (the name of the file aniso.check writes a list of texts to)."""
+    import tempfile
+
+    from aniso.inputs.text import GIVEN_FOLDER_PREFIX, GIVEN_TEXTS, given_texts
+
+    assert not given_texts(str(tmp_path / GIVEN_TEXTS))
+    with tempfile.TemporaryDirectory(prefix=GIVEN_FOLDER_PREFIX) as tmp:
+        assert given_texts(str(Path(tmp) / GIVEN_TEXTS))

@@ -301,3 +301,20 @@ def test_a_registry_that_is_a_link_to_nothing_names_its_target(clean_env, capsys
     code, line = _stopped(argv, capsys)
     assert code == 2 and line.endswith(f"{link} is a symbolic link to {clean_env / 'gone.yaml'}, which does not "
                                        "exist"), line
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["list", "models"], "setting models (ANISO_MODELS, --aniso-models) 'bogus'"),
+    (["list", "claims"], "setting models (ANISO_MODELS, --aniso-models) 'bogus'"),
+])
+def test_a_model_set_variable_that_selects_nothing_is_named_by_list(clean_env, capsys, monkeypatch, argv, named):
+    """`ANISO_MODELS=bogus aniso list models` named the registry file; with `--models small` it ended in a
+    traceback (the listing read the variable a second time)."""
+    from aniso.cli import main
+
+    monkeypatch.setenv("ANISO_MODELS", "bogus")
+    assert main([*argv, "--registry", REGISTRY]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"aniso list: {named}: model set 'bogus' is no named set") and \
+        len(err.strip().splitlines()) == 1, err
+    assert main(["list", "models", "--models", "small", "--registry", REGISTRY]) == 0  # the option wins, no traceback

@@ -102,3 +102,17 @@ def test_a_folder_that_is_also_a_cached_hub_id_says_which_runs(clean_env, monkey
                    say=said.append)
     assert said[0] == ("me/tiny is a folder here and also a hub id in the hub cache; running the folder (for the "
                        "hub's model, run it from another folder)"), said
+
+
+def test_a_claims_run_leaves_no_benchmark_folder_in_the_working_folder(clean_env, monkeypatch):
+    """`aniso run` from a clean folder left an empty .benchmarks/ there (pytest-benchmark's storage); a run given a
+    --benchmark-* option keeps the plugin."""
+    monkeypatch.chdir(clean_env)
+    seen = []
+    monkeypatch.setattr("pytest.main", lambda args, **k: seen.append(list(args)) or 5)
+    api.run_claims("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml",
+                   claims_dir=ROOT / "claims")
+    assert "no:benchmark" in seen[0]
+    api.run_claims("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml",
+                   claims_dir=ROOT / "claims", pytest_args=["--benchmark-disable"])
+    assert "no:benchmark" not in seen[1]

@@ -56,6 +56,14 @@ DETECTED_REGISTRY = "added to the registry file"
 #: started cannot be rewritten (this door runs pytest in the process that imported them).
 _DOOR_OPTIONS = ("-q", "-rfE", "--tb=no", "-W", "ignore::pytest.PytestAssertRewriteWarning")
 
+
+def _plugins_off(pytest_args: Sequence[str]) -> list[str]:
+    """The pytest plugins a claims run switches off: pytest-benchmark (no claim test is a benchmark, and its storage
+    leaves an empty ``.benchmarks/`` folder in the working folder), unless a ``--benchmark-*`` option is given."""
+    if any(str(a).startswith("--benchmark") for a in pytest_args):
+        return []
+    return ["-p", "no:benchmark"]
+
 #: Exit codes of ``aniso run`` and of :attr:`ClaimResults.exit_code` (also in ``aniso run --help`` and the README).
 RUN_EXIT_CODES = {0: "at least one claim measured and none failed or errored (new findings on a model with no "
                      "record and underpowered verdicts do not fail)",
@@ -1025,7 +1033,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                 say(f"{model} is not in the registry; detected "
                     + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
-            args = [str(claims_dir), "-p", "no:cacheprovider", *_DOOR_OPTIONS]
+            args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
             tally = _Tally()
             code = int(pytest.main(args + list(pytest_args),
                                    plugins=[pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally]))
@@ -1409,8 +1417,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
 
         manifest["registry_sha256"] = file_digest(tmp_registry)  # the manifest labels runs of this registry only
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
-        args = _twin_args(claims_dir, ids, tmp_registry, root / "twin-manifest.json", sizes,
-                          "" if wanted.everything else str(wanted), texts)
+        args = _plugins_off(pytest_args) + _twin_args(claims_dir, ids, tmp_registry, root / "twin-manifest.json",
+                                                      sizes, "" if wanted.everything else str(wanted), texts)
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
@@ -1498,7 +1506,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
         claims_folder(claims_dir, reg_path, option="claims_dir")  # ValueError naming the argument
     entry = _entry(model, reg)
     given = dict(settings or {})
-    with tempfile.TemporaryDirectory(prefix="aniso-check-") as tmp:
+    from .inputs.text import GIVEN_FOLDER_PREFIX
+
+    with tempfile.TemporaryDirectory(prefix=GIVEN_FOLDER_PREFIX) as tmp:
         if inputs is not None:
             from .extract.modalities import INPUT_FORMS, inputs_kind
 

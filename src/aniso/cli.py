@@ -285,7 +285,10 @@ def _list(args: argparse.Namespace) -> int:
         if args.models is not None and args.what == "claims":
             raise ValueError(f"--models {args.models}: marks the models of a listing, and `aniso list claims` "
                              "lists none (use aniso list models, or all)")
-        settings, registry = _open(args, {"device": "cpu", "models": args.models}, check_paths=False)
+        from .registry.locate import settings_and_registry
+
+        settings, registry = settings_and_registry({"device": "cpu", "models": args.models}, registry=args.registry,
+                                                   check_paths=False, check_models=True)
         set_name = settings.models
         chosen, _ = registry.model_set(set_name)
     except ValueError as exc:  # a RegistryError too
@@ -303,7 +306,7 @@ def _list(args: argparse.Namespace) -> int:
         if args.what == "all":
             print()
         in_set = {e.id for e in chosen}
-        listed = models(settings.registry, as_frame=False, settings={"device": "cpu"})
+        listed = models(settings.registry, as_frame=False, settings={"device": "cpu", "models": settings.models})
         rows = [[m["model"] + (f"\n  for {m['stands_for']} ({m['relation']})" if m["stands_for"] else ""),
                  f"{m['modality']} {m['role']}", f"{m['params_m']:g}M" if m["params_m"] else None,
                  "yes" if m["model"] in in_set else "no", f"{m['source']}: {_WHERE.get(w, w)}"]

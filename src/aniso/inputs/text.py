@@ -17,6 +17,7 @@ without replacement with an explicit seed.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +39,24 @@ GIVEN_TEXTS = "texts-given-as-inputs.txt"
 GIVEN_LIST = "a list of texts"
 
 
+#: The prefix of the temporary folder :func:`aniso.check` writes :data:`GIVEN_TEXTS` in.
+GIVEN_FOLDER_PREFIX = "aniso-check-"
+
+
 def given_texts(origin: str | None) -> bool:
     """Whether a corpus's ``origin`` is the texts a caller gave the Python API as a list: :func:`aniso.measure`'s
-    (:data:`GIVEN_LIST`) or the file :func:`aniso.check` wrote them to (:data:`GIVEN_TEXTS`)."""
-    return origin is not None and (origin == GIVEN_LIST or Path(origin).name == GIVEN_TEXTS)
+    (:data:`GIVEN_LIST`) or the file :func:`aniso.check` wrote them to (:data:`GIVEN_TEXTS`, in a folder
+    :data:`GIVEN_FOLDER_PREFIX`... of the system's temporary folder: a corpus file of that name elsewhere, given as
+    setting corpus, is a corpus file like any other)."""
+    import tempfile
+
+    if origin is None:
+        return False
+    if origin == GIVEN_LIST:
+        return True
+    path = Path(origin)
+    return (path.name == GIVEN_TEXTS and path.parent.name.startswith(GIVEN_FOLDER_PREFIX)
+            and os.path.realpath(path.parent.parent) == os.path.realpath(tempfile.gettempdir()))
 
 
 class CorpusError(ValueError):

@@ -221,7 +221,11 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
         settings = replace(settings, registry=str(path))
     opened = open_registry(path)
     if check_models and path is not None:
-        chosen, _ = opened.model_set(settings.models)  # RegistryError naming what matches nothing
+        try:
+            chosen, _ = opened.model_set(settings.models)
+        except RegistryError as exc:  # what matches nothing: the setting is at fault, not the registry file
+            raise RegistryError(f"setting models (ANISO_MODELS, --aniso-models) {settings.models!r}: "
+                                f"{str(exc).split(': ', 1)[-1]} of {path}") from None
         if not list(chosen):
             raise ValueError(f"setting models (ANISO_MODELS, --aniso-models) must select at least one model of "
                              f"{path}, got {settings.models!r}, which selects none")
