@@ -45,7 +45,7 @@ def test_models_refuses_a_misspelt_model_set_with_the_closest_name():
 
 def test_an_argument_out_of_range_is_named_as_the_argument(tmp_path):
     corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(f"Paragraph number {i} about towers, rivers and bridges." for i in range(12)) + "\n")
+    corpus.write_text("\n".join(f"{i} paragraphs about towers, rivers and bridges." for i in range(12)) + "\n")
     with pytest.raises(ValueError) as exc:
         aniso.measure("all-MiniLM-L6-v2", str(corpus), registry=REGISTRY, n_inputs=10**12, progress=False)
     msg = _one_line(exc)
@@ -63,7 +63,7 @@ def test_numpy_integers_are_counts(tmp_path):
     torch.manual_seed(0)
     model = GPT2Model(GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64)).eval()
     corpus = tmp_path / "c.txt"
-    corpus.write_text("\n".join(f"Paragraph number {i} about towers, rivers and bridges." for i in range(12)) + "\n")
+    corpus.write_text("\n".join(f"{i} paragraphs about towers, rivers and bridges." for i in range(12)) + "\n")
     stats = aniso.measure(model, str(corpus), tokenizer=_subword_tokenizer(300), n_inputs=np.int64(4),
                           max_length=np.int32(16), progress=False)
     assert len(stats.to_frame()) >= 2

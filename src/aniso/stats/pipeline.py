@@ -405,7 +405,8 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
         added = 0
     room = None if max_length is None else max(max_length - added, 0)  # text tokens of a sequence measured
     known = unknown = read = kept = 0
-    seen: set[tuple[int, ...]] = set()
+    seen: set[tuple[int, ...]] = set()  # the sequences as measured (cut at max_length), and whole
+    whole: set[tuple[int, ...]] = set()
     for start in range(0, len(items), 256):
         try:  # (verbose=False: no warning that a paragraph is longer than the model reads; the extraction cuts it)
             ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False, verbose=False)["input_ids"]
@@ -414,6 +415,7 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
         read = min(start + 256, len(items))
         for row in ids:
             seen.add(tuple(row if room is None else row[:room]))
+            whole.add(tuple(row))
             for j, i in enumerate(row):
                 if i == unk:
                     unknown += 1
@@ -445,12 +447,16 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
                            f"{added * read} special-token vectors ({added} per sequence) in the first {read} "
                            "paragraph(s) of the corpus: most vectors measured would be the tokenizer's own, not the "
                            f"text's (setting max_length: at least {2 * added}; the papers read 512)")
-    if len(items) > 1 and len(seen) == 1:
+    if len(items) > 1 and len(whole) == 1:
         raise refused(f"{where}{loaded.entry.id}: {what} gives {len(items)} paragraph(s) that this model's tokenizer "
-                      "reads as one and the same sequence"
-                      + (f" in the {room} text tokens measured (setting max_length {max_length})" if room else "")
-                      + f": they are no {len(items)} inputs, and a verdict over copies of one input is none "
-                      f"({setting}: distinct paragraphs, not one text in several spellings or cases)")
+                      f"reads as one and the same sequence: they are no {len(items)} inputs, and a verdict over "
+                      f"copies of one input is none ({setting}: distinct paragraphs, not one text in several "
+                      "spellings or cases)")
+    if len(items) > 1 and len(seen) == 1:  # distinct, but only after the tokens measured
+        named = "max_length:" if given else f"{loaded.entry.id}: setting max_length"
+        raise refused(f"{named} {max_length} tokens per text, special ones included, leave the {len(items)} "
+                      f"paragraph(s) one and the same sequence (they differ only after their first {room} tokens): "
+                      "a verdict over copies of one input is none; give a larger max_length")
     return len(items) - len(seen)
 
 
