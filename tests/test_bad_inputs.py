@@ -486,3 +486,28 @@ def test_a_folder_with_two_weight_sets_is_refused_naming_both(tmp_path, tiny_ber
                  "G.token-nlp-anisotropic"]) == 2
     err = capsys.readouterr().err
     assert "two weight sets: model.safetensors and the 1 shards model.safetensors.index.json names" in err, err
+
+
+@pytest.mark.parametrize("field, value, code", [("return_dict", False, 0),
+                                                ("_attn_implementation", "flash_attention_2", 2)])
+def test_config_fields_about_outputs_or_kernels_measure_or_refuse_in_one_line(tmp_path, tiny_bert_dir, capsys,
+                                                                              monkeypatch, field, value, code):
+    """config.json `return_dict: false` errored every claim ("'tuple' object has no attribute 'hidden_states'"); an
+    attention kernel this installation lacks (flash_attention_2 on a CPU install) errored with an ImportError."""
+    import shutil
+
+    from aniso.cli import main
+
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_bert_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {field: value}))
+    for name in [k for k in os.environ if k.startswith("ANISO_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    assert main(["run", str(folder), "--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic",
+                 "--", "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]) == code
+    out, err = capsys.readouterr()
+    if code == 2:
+        assert "the model cannot be built here" in err and "_attn_implementation" in err, err

@@ -665,6 +665,11 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
             raise
         except _BUILD_ERRORS as exc:
             raise ModelRefused(f"{entry.id}: {label}: {cannot_build(exc, where, **common, **extra)}") from None
+        except ImportError as exc:  # a config asking for what this installation lacks (flash_attention_2)
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelRefused(f"{entry.id}: {label}: the model cannot be built here: {first} (config.json asks "
+                               "for it: remove the field, e.g. _attn_implementation, or install what it needs)") \
+                from None
 
     with _held_load_reports() as reports:  # a refusal's one line says what transformers' table would
         model, info = load()
@@ -676,6 +681,8 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         if problem is not None:
             raise ModelRefused(f"{entry.id}: {label}: {problem}")
     model.eval()
+    if getattr(getattr(model, "config", None), "return_dict", True) is False:  # the output's form, not the model's:
+        model.config.return_dict = True  # the extraction reads its fields by name (config.json "return_dict": false)
     preprocessors = {
         "speech": lambda: (None, AutoFeatureExtractor.from_pretrained(where, **common)),
         "vision": lambda: (None, pretrained_image_processor(where, **common)),
