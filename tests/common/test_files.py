@@ -21,3 +21,28 @@ def test_sha256_file_reads_a_file_once_and_again_when_it_changes(tmp_path, monke
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert files.sha256_file(path) == hashlib.sha256(b"b" * 3000).hexdigest() and len(reads) == 2
+
+
+def test_a_process_waiting_for_a_cache_lock_says_so(tmp_path):
+    """A second `aniso stats` waited in silence while the first, stopped (Ctrl-Z), held the entry's lock."""
+    import threading
+
+    import pytest
+
+    from aniso.common.files import exclusive
+
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with exclusive(tmp_path / "entry"):
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(10)
+    threading.Timer(0.5, release.set).start()
+    with pytest.warns(RuntimeWarning, match=r"waiting for another process that holds .*entry\.lock"):
+        with exclusive(tmp_path / "entry", notice_after=0.1):
+            pass
+    t.join(10)

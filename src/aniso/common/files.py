@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -84,15 +85,34 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
             os.unlink(tmp)
 
 
-def exclusive(path: Path):
+#: Seconds a process waits for another's lock before it says that it is waiting (:func:`exclusive`).
+LOCK_NOTICE_SECONDS = 10.0
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, notice_after: float = LOCK_NOTICE_SECONDS):
     """A lock held while ``path`` is being made (``<path>.lock``, ``filelock``): processes sharing a cache folder
     (``pytest -n``, jobs of a cluster on a shared disk) make each entry once; the others wait, then read it. Use as
-    ``with exclusive(path): ...``, checking again inside whether ``path`` exists."""
-    from filelock import FileLock
+    ``with exclusive(path): ...``, checking again inside whether ``path`` exists. A process still waiting after
+    ``notice_after`` seconds says so once (a RuntimeWarning naming the lock file), then waits on: the other process
+    may be stopped (Ctrl-Z) or slow, and silence would look like a hang."""
+    import warnings
+
+    from filelock import FileLock, Timeout
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(path) + ".lock")
+    lock = FileLock(str(path) + ".lock")
+    try:
+        lock.acquire(timeout=notice_after)
+    except Timeout:
+        warnings.warn(f"waiting for another process that holds {lock.lock_file} (it is making the same cache entry; "
+                      "a stopped one, Ctrl-Z, holds it until it goes on or ends)", RuntimeWarning, stacklevel=3)
+        lock.acquire()
+    try:
+        yield lock
+    finally:
+        lock.release()
 
 
 def quarantine(*paths: Path) -> str:
