@@ -154,6 +154,9 @@ def test_aniso_run_twin_runs_the_claims_through_the_hub_path(tmp_path, monkeypat
                                                                                "ANISO_IMAGE_DIR", "ANISO_CORPUS")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
+    for name in ("ANISO_CACHE_DIR", "ANISO_SPEECH_DIR", "ANISO_IMAGE_DIR", "ANISO_CORPUS"):  # (set relative to the
+        if os.environ.get(name):  # checkout, as CI sets them: absolute before the working folder changes)
+            monkeypatch.setenv(name, os.path.abspath(os.environ[name]))
     monkeypatch.chdir(tmp_path)  # --keep-twins relative to the working folder, not to the claims' root folder
     code = main(["run", ",".join(END_TO_END), "--twin", "--registry", str(ROOT / "models.yaml"),
                  "--keep-twins", "twins"])
