@@ -1380,7 +1380,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     if not runnable:
         return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
     try:
-        texts = load_corpus(settings.corpus, _TWIN_TRAINING_TEXTS[full_size], settings.seed).sequences
+        paragraphs = load_corpus(settings.corpus, _TWIN_TRAINING_TEXTS[full_size], settings.seed).sequences
     except CorpusError as exc:
         raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
     root = (Path(os.path.expanduser(os.fspath(keep))).absolute() if keep is not None
@@ -1399,7 +1399,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         by_id = {row["id"]: row for row in raw["models"]}
         for e in runnable:
             try:
-                folders = twin_folders(e, root / "folders", texts, seed=settings.seed, max_steps=2 if full_size else 3,
+                folders = twin_folders(e, root / "folders", paragraphs, seed=settings.seed, max_steps=2 if full_size else 3,
                                        full_size=full_size)
             except TwinError as exc:
                 refused[e.id] = str(exc)
