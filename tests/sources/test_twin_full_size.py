@@ -107,6 +107,55 @@ def test_full_size_keeps_the_twin_tokenizers_token_ids_and_nothing_else_of_tiny(
     assert fields_["hidden_sizes"] == [32, 64, 160, 256] and fields_["image_size"] == 224
 
 
+# -- the recorded CPU runs and their table in docs/twins.md --------------------------------------------------------
+
+#: The record of the full-size twins' CPU runs, and the table of docs/twins.md made from it (between the markers;
+#: ``python tests/sources/test_twin_full_size.py`` writes it again from the record).
+RECORD = ROOT / "docs/records/full-size-twins/2026-11-27-full-size-twins-cpu.json"
+TABLE_START = "<!-- full-size-twins-cpu: made from the record by python tests/sources/test_twin_full_size.py -->"
+TABLE_END = "<!-- /full-size-twins-cpu -->"
+
+
+def records_table(record: dict) -> str:
+    """The Markdown table of a record of full-size twin runs: one row per registry row, in the order run."""
+    lines = ["| registry row | parameters (M) | dtype | claim | verdict | exit | wall (s) | max RSS (MiB) | "
+             "tokenizer vocabulary: trained / config |", "|---|---:|---|---|---|---:|---:|---:|---|"]
+    for r in record["rows"]:
+        vocab = (f"{r['tokenizer_vocab']:,} / {r['vocab_size']:,}" if r.get("tokenizer_vocab") is not None
+                 else "none (no vocabulary to train)" if REGISTRY.get(r["id"]).modality == "text" else "(no tokenizer)")
+        params = f"{r['parameters'] / 1e6:,.1f}" if r.get("parameters") else "–"
+        said = (r.get("said") or "").removeprefix("aniso run: ").split(" (", 1)[0]  # the line, up to its details
+        verdict = r["verdict"] or (f"refused: {said}" if said else "–")
+        lines.append(f"| {r['id']} | {params} | {REGISTRY.get(r['id']).source.dtype} | `{r['claim']}` | {verdict} | "
+                     f"{r['exit_code']} | {r['wall_s']:,.0f} | {r['max_rss_mib']:,} | {vocab} |")
+    return "\n".join(lines)
+
+
+def _page_table(page: str) -> str:
+    return page.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
+
+
+def test_the_twins_page_shows_the_recorded_runs_as_recorded():
+    """The table of docs/twins.md is the record's, row for row; every recorded row is a hub row with a full config,
+    and the record says what was run, where, and that the machine was shared."""
+    record = json.loads(RECORD.read_text())
+    assert _page_table((ROOT / "docs/twins.md").read_text()) == records_table(record)
+    assert "--twin --full-size" in record["command"] and record["commit"] and "shared" in record["machine"]["shared"]
+    for r in record["rows"]:
+        assert REGISTRY.get(r["id"]).full is not None and r["exit_code"] in (0, 1, 2, 3)
+        assert r["wall_s"] > 0 and r["max_rss_mib"] > 0
+
+
+def test_the_table_says_each_field_of_a_row():
+    row = {"id": "gpt2", "claim": "G.token-nlp-anisotropic", "verdict": "holds", "exit_code": 0, "wall_s": 95.8,
+           "max_rss_mib": 1017, "parameters": 124_439_808, "tokenizer_vocab": 31_000, "vocab_size": 50257}
+    table = records_table({"rows": [row, dict(row, id="canine-s", tokenizer_vocab=None, verdict=None, exit_code=2,
+                                               said="aniso run: x: cannot run (because)")]}).splitlines()
+    assert table[2] == ("| gpt2 | 124.4 | float32 | `G.token-nlp-anisotropic` | holds | 0 | 96 | 1,017 | "
+                        "31,000 / 50,257 |")
+    assert table[3].endswith("| refused: x: cannot run | 2 | 96 | 1,017 | none (no vocabulary to train) |")
+
+
 # -- refusals -----------------------------------------------------------------------------------------------------
 
 
@@ -177,3 +226,13 @@ def test_full_size_twin_of_albert_runs_a_claim_through_the_hub_path(tmp_path, mo
     assert doc["provenance"]["twin"]["size"] == "full size"
     measured = [r for r in doc["results"] if r["model_id"] == "albert-base-v2" and r["verdict"] != "skipped"]
     assert measured and all(r["twin"] == TWIN_FULL_SIZE_LABEL and r["expected"] is None for r in measured)
+    html = done.results_path.with_name("report.html").read_text()
+    assert f"Twin run — {TWIN_FULL_SIZE_LABEL}" in html
+
+
+if __name__ == "__main__":  # write the table of docs/twins.md again from the record
+    page = ROOT / "docs/twins.md"
+    text = page.read_text()
+    head, rest = text.split(TABLE_START, 1)
+    page.write_text(head + TABLE_START + "\n" + records_table(json.loads(RECORD.read_text())) + "\n"
+                    + TABLE_END + rest.split(TABLE_END, 1)[1])
