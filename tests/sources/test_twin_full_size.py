@@ -107,6 +107,27 @@ def test_full_size_keeps_the_twin_tokenizers_token_ids_and_nothing_else_of_tiny(
     assert fields_["hidden_sizes"] == [32, 64, 160, 256] and fields_["image_size"] == 224
 
 
+def test_a_full_size_twin_is_drawn_seeded_in_the_rows_dtype(tmp_path):
+    """A float16 row's full-size twin is written in float16 (built in it: no float32 copy), the same weights for the
+    same seed and others for another; the provenance says full size and holds the config."""
+    from safetensors import safe_open
+
+    from aniso.sources.twin import build_twin
+
+    entry = REGISTRY.get("albert-base-v2")
+    entry = entry.model_copy(update={"source": entry.source.model_copy(update={"dtype": "float16"})})
+    texts = ["the cat sat on the mat", "a dog ran in the park", "birds fly over the sea"] * 4
+    a, b, c = (build_twin(entry, tmp_path / name, texts, seed, full_size=True)
+               for name, seed in (("a", 3), ("b", 3), ("c", 4)))
+    read = lambda name: (tmp_path / name / "model.safetensors").read_bytes()  # noqa: E731
+    assert read("a") == read("b") != read("c")
+    with safe_open(str(tmp_path / "a" / "model.safetensors"), "pt") as f:
+        assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"F16"}
+    assert a["size"] == "full size" and a["weights_dtype"] == "float16" and a["parameters"] == 11_221_680
+    assert a["config"] == entry.full and a["vocab_size"] == 30000 and a["tokenizer_vocab"] < 30000
+    assert "the embedding matrix has all 30000 rows" in a["vocab_note"]
+
+
 # -- the recorded CPU runs and their table in docs/twins.md --------------------------------------------------------
 
 #: The record of the full-size twins' CPU runs, and the table of docs/twins.md made from it (between the markers;
