@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from aniso.registry.entries import load_registry
-from aniso.sources.twin import TWIN_FULL_SIZE_LABEL, TwinError, twin_spec
+from aniso.sources.twin import TWIN_FULL_SIZE_LABEL, TWIN_SPECS, TwinError, twin_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = load_registry(ROOT / "models.yaml")
@@ -137,13 +137,18 @@ TABLE_START = "<!-- full-size-twins-cpu: made from the record by python tests/so
 TABLE_END = "<!-- /full-size-twins-cpu -->"
 
 
+def _has_tokenizer(entry) -> bool:
+    spec = TWIN_SPECS.get(entry.tiny["model_type"])
+    return spec is not None and spec.tokenizer is not None
+
+
 def records_table(record: dict) -> str:
     """The Markdown table of a record of full-size twin runs: one row per registry row, in the order run."""
     lines = ["| registry row | parameters (M) | dtype | claim | verdict | exit | wall (s) | max RSS (MiB) | "
              "tokenizer vocabulary: trained / config |", "|---|---:|---|---|---|---:|---:|---:|---|"]
     for r in record["rows"]:
         vocab = (f"{r['tokenizer_vocab']:,} / {r['vocab_size']:,}" if r.get("tokenizer_vocab") is not None
-                 else "none (no vocabulary to train)" if REGISTRY.get(r["id"]).modality == "text" else "(no tokenizer)")
+                 else "none (no vocabulary to train)" if _has_tokenizer(REGISTRY.get(r["id"])) else "(no tokenizer)")
         params = f"{r['parameters'] / 1e6:,.1f}" if r.get("parameters") else "–"
         said = (r.get("said") or "").removeprefix("aniso run: ").split(" (", 1)[0]  # the line, up to its details
         verdict = r["verdict"] or (f"refused: {said}" if said else "–")
