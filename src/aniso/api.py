@@ -1399,8 +1399,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         by_id = {row["id"]: row for row in raw["models"]}
         for e in runnable:
             try:
-                folders = twin_folders(e, root / "folders", paragraphs, seed=settings.seed, max_steps=2 if full_size else 3,
-                                       full_size=full_size)
+                folders = twin_folders(e, root / "folders", paragraphs, seed=settings.seed,
+                                       max_steps=2 if full_size else 3, full_size=full_size)
             except TwinError as exc:
                 refused[e.id] = str(exc)
                 say(str(exc))

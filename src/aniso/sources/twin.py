@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["TWIN_LABEL", "TWIN_FULL_SIZE_LABEL", "TwinSpec", "TWIN_SPECS", "TwinFolder", "TwinError", "twin_spec", "build_twin",
-           "twin_folders", "twin_tokenizer", "remote_code_model", "REMOTE_CODE_FILE"]
+__all__ = ["TWIN_LABEL", "TWIN_FULL_SIZE_LABEL", "TwinSpec", "TWIN_SPECS", "TwinFolder", "TwinError", "twin_spec",
+           "build_twin", "twin_folders", "twin_tokenizer", "remote_code_model", "REMOTE_CODE_FILE"]
 
 #: How every twin verdict is labelled (console, results.json, report).
 TWIN_LABEL = "twin: random weights, code path only"
@@ -465,10 +465,10 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0, f
     its class needs one. ``full_size``: at the row's ``full`` config, the weights drawn in the row's dtype
     (``source.dtype``) as the model is built (one copy in memory: its own size), the vocabulary trained towards the
     full ``vocab_size``. Returns its provenance: ``size`` ("tiny" or "full size"), ``model_class``, ``model_type``,
-    ``seed``, ``weights_dtype``, ``tokenizer`` / ``processor`` class, ``files``, ``parameters``, ``remote_code`` (the module
-    file, or None), ``config`` (the config fields given), and for a tokenizer with a vocabulary ``vocab_size``
-    (the config's) and ``tokenizer_vocab`` (the entries trained), with ``vocab_note`` where the trainer stopped
-    short of the config's size.
+    ``seed``, ``weights_dtype``, ``tokenizer`` / ``processor`` class, ``files``, ``parameters``, ``remote_code``
+    (the module file, or None), ``config`` (a full-size twin's config fields, else None), and for a full-size
+    twin's tokenizer with a vocabulary ``vocab_size`` (the config's) and ``tokenizer_vocab`` (the entries trained),
+    with ``vocab_note`` where the trainer stopped short of the config's size.
 
     Raises TwinError naming the row (see :func:`twin_spec`, or transformers cannot build it).
     """
