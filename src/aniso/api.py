@@ -1283,9 +1283,15 @@ def _twin_args(claims_dir: Path, ids: Sequence[str], registry: Path, manifest: P
     return args
 
 
+#: Paragraphs of the corpus a twin's tokenizer is trained on: tiny twins (vocabularies of at most 512), full-size
+#: ones (towards the real vocabulary size; the trainer stops where the paragraphs hold no more pieces).
+_TWIN_TRAINING_TEXTS = {False: 256, True: 2048}
+
+
 def run_twins(models: str, claims: str | None = None, *, registry: str | Path | None = None,
               claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
-              say: Callable[[str], None] = lambda line: None, keep: str | Path | None = None) -> ClaimsRun:
+              say: Callable[[str], None] = lambda line: None, keep: str | Path | None = None,
+              full_size: bool = False) -> ClaimsRun:
     """Run the claims on twins of registry hub rows, as ``aniso run ID --twin`` does, through the path a user with a
     hub takes: for each hub row of ``models`` (a registry id, comma-separated ids and tags, or a model set such as
     ``paper``), its twin (:func:`aniso.sources.twin.twin_folders`: the row's own class and preprocessing files,
@@ -1299,6 +1305,11 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     opt-in). Every verdict is labelled ``twin: random weights, code path only``, never judged against the registry's
     records, never counted as a finding; ``results.json`` and the report hold the twins' provenance. ``keep``: a
     folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards).
+
+    ``full_size`` (``aniso run ID --twin --full-size``): each twin at its row's ``full`` config (the real model's
+    sizes, weights drawn in the row's dtype, the tokenizer's vocabulary trained towards the full size on up to
+    2048 paragraphs of the corpus; a checkpoint series gets its first and last checkpoints), labelled
+    ``twin, full size: random weights, code path only``; a row without ``full`` is refused in one line naming it.
 
     Returns a :class:`ClaimsRun` (``model_id``: ``models``). A row the registry says cannot run (``cannot_run``) is
     refused in one line, as is a row with no twin; the exit code is 2 when every row was refused, or a row without a
@@ -1318,11 +1329,13 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .sources.hubcache import import_folder
     from .extract.modalities import INPUT_FORMS, inputs_kind
     from .sources import SOURCE_KINDS
-    from .sources.twin import TWIN_LABEL, TwinError, twin_folders, twin_spec
+    from .sources.twin import TWIN_FULL_SIZE_LABEL, TWIN_LABEL, TWIN_SIZES_NAMED, TwinError, twin_folders, twin_spec
 
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     _path_argument("keep", keep, "the folder to keep the twins in, or None for a temporary one")
+    if not isinstance(full_size, bool):
+        raise TypeError(f"full_size: {full_size!r}; True (the rows' full configs) or False (their tiny ones)")
     pytest_args = _pytest_arguments(pytest_args)
     if keep is not None:  # before any work: a file there would stop the run after its tokenizers were trained
         from .common.settings import _check_writable_folder
@@ -1357,7 +1370,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     runnable = []
     for e in hub_rows:
         try:
-            twin_spec(e)
+            twin_spec(e, full_size)
             runnable.append(e)
         except TwinError as exc:
             refused[e.id] = str(exc)
@@ -1367,7 +1380,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     if not runnable:
         return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
     try:
-        texts = load_corpus(settings.corpus, 256, settings.seed).sequences
+        paragraphs = load_corpus(settings.corpus, _TWIN_TRAINING_TEXTS[full_size], settings.seed).sequences
     except CorpusError as exc:
         raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
     root = (Path(os.path.expanduser(os.fspath(keep))).absolute() if keep is not None
@@ -1375,7 +1388,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     root.mkdir(parents=True, exist_ok=True)
     import transformers
 
-    manifest: dict[str, Any] = {"label": TWIN_LABEL, "transformers": transformers.__version__, "rows": {},
+    label = TWIN_FULL_SIZE_LABEL if full_size else TWIN_LABEL
+    manifest: dict[str, Any] = {"label": label, "size": TWIN_SIZES_NAMED[full_size],
+                                "transformers": transformers.__version__, "rows": {},
                                 "refused": refused, "hub_cache": str(root / "hub"), "inputs": {}}
     try:
         from .registry.entries import load_yaml
@@ -1384,7 +1399,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         by_id = {row["id"]: row for row in raw["models"]}
         for e in runnable:
             try:
-                folders = twin_folders(e, root / "folders", texts, seed=settings.seed, max_steps=3)
+                folders = twin_folders(e, root / "folders", paragraphs, seed=settings.seed,
+                                       max_steps=2 if full_size else 3, full_size=full_size)
             except TwinError as exc:
                 refused[e.id] = str(exc)
                 say(str(exc))
@@ -1419,7 +1435,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
         args = _plugins_off(pytest_args) + _twin_args(claims_dir, ids, tmp_registry, root / "twin-manifest.json",
                                                       sizes, "" if wanted.everything else str(wanted), texts)
-        say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
+        say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
             code = int(pytest.main(args + list(pytest_args), plugins=[tally, _usage_wrapper()]))

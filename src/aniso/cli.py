@@ -474,7 +474,8 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
     try:
         if getattr(args, "twin", False):
             done = run_twins(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
-                             pytest_args=list(args.pytest_args or []), say=say, keep=args.keep_twins)
+                             pytest_args=list(args.pytest_args or []), say=say, keep=args.keep_twins,
+                             full_size=args.full_size)
         else:
             done = run_claims(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
                               pytest_args=list(args.pytest_args or []), say=say)
@@ -981,6 +982,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--keep-twins", default=None, metavar="FOLDER",
                      help="with --twin: keep the twins' folders and hub cache in FOLDER")
     _needs(run, "--keep-twins", "--twin", "it keeps the folders of a twin run; without --twin there are none")
+    run.add_argument("--full-size", action="store_true",
+                     help="with --twin: build each twin at its registry row's 'full' config (the real model's sizes, "
+                          "in the row's dtype) instead of its tiny one; verdicts labelled 'twin, full size: random "
+                          "weights, code path only'")
+    _needs(run, "--full-size", "--twin", "it sets the size of the twins; without --twin the row's own weights run")
     _registry_option(run)
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)

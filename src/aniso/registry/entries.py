@@ -247,6 +247,9 @@ class ModelEntry(Strict):
     use_auth_token: bool = False
     must_run: bool = False
     tiny: dict[str, Union[int, float, str, bool, list[Union[int, float, str, bool]]]] | None = None
+    #: The config.json fields of the row's real model that define its size and architecture, beside the ``tiny``
+    #: config's ``model_type`` (its full-size twin: ``aniso run ID --twin --full-size``).
+    full: dict[str, Union[int, float, str, bool, list[Union[int, float, str, bool]]]] | None = None
     expected: dict[str, ExpectedVerdict] = Field(default_factory=dict)
     checkpoints: CheckpointSeries | None = None
     measured_on: InputsKind | None = None
@@ -265,14 +268,14 @@ class ModelEntry(Strict):
         """True for a model of more than :data:`LARGE_PARAMS_M` million parameters (left out of the ``small`` set)."""
         return self.params_m is not None and self.params_m > LARGE_PARAMS_M
 
-    @field_validator("tiny")
+    @field_validator("tiny", "full")
     @classmethod
-    def _positive_sizes(cls, value):
-        """A size, width, count of layers or heads, length or vocabulary of the tiny config is a whole number >= 1
-        (a negative hidden size reached torch as "negative dimension"; ``true`` is no size)."""
+    def _positive_sizes(cls, value, info):
+        """A size, width, count of layers or heads, length or vocabulary of the tiny or full config is a whole number
+        >= 1 (a negative hidden size reached torch as "negative dimension"; ``true`` is no size)."""
         for key, v in (value or {}).items():
             if _SIZE_KEY.search(key) and (isinstance(v, bool) or (isinstance(v, (int, float)) and v < 1)):
-                raise ValueError(f"tiny.{key} is {v!r}: a size or count, a whole number of at least 1")
+                raise ValueError(f"{info.field_name}.{key} is {v!r}: a size or count, a whole number of at least 1")
         return value
 
     @field_validator("expected")
@@ -300,6 +303,13 @@ class ModelEntry(Strict):
         if self.stands_for is not None and (not self.trained or self.miniature):
             raise ValueError("stands_for and relation belong to rows on real pretrained weights, not to untrained "
                              "blocks or the suite's own miniatures")
+        if self.full is not None:
+            if self.tiny is None:
+                raise ValueError("full (the real model's config fields) goes with tiny, whose model_type it shares: "
+                                 "give tiny too")
+            if self.full.get("model_type", self.tiny["model_type"]) != self.tiny["model_type"]:
+                raise ValueError(f"full.model_type is {self.full['model_type']!r}, tiny's is "
+                                 f"{self.tiny['model_type']!r}: one architecture, two sizes")
         if self.fine_tuned_from == self.id:
             raise ValueError("fine_tuned_from names the row itself: it names the row of the model it was fine-tuned from")
         if self.stands_for == self.id and self.relation == "relative":

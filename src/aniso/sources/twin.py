@@ -14,7 +14,14 @@ A twin of a hub row is a transformers model folder with
 - for a row whose architecture is code from its repository (``needs_remote_code``), a small custom-code module
   (``modeling_twin.py``) that ``config.json`` names through ``auto_map``, as such a repository does.
 
-A twin measures nothing about the paper's model: its verdicts say only that the code path runs (:data:`TWIN_LABEL`).
+A **full-size** twin (``full_size=True``, ``aniso run ID --twin --full-size``) is the same folder at the sizes of the
+row's ``full`` config (the real model's config.json fields: widths, depths, heads, vocabulary, image and patch
+sizes), its weights drawn in the row's dtype (``source.dtype``) directly, its tokenizer's vocabulary trained towards
+the full ``vocab_size`` (the provenance says how many entries the trainer reached on the texts given; the embedding
+matrix has the full size whatever it reached).
+
+A twin measures nothing about the paper's model: its verdicts say only that the code path runs (:data:`TWIN_LABEL`,
+:data:`TWIN_FULL_SIZE_LABEL`).
 :func:`build_twin` writes one folder; :func:`twin_folders` the folders of a row and of its checkpoint series, with the
 repo and revision each is imported under. Functions take registry entries duck-typed (this stage does not import the
 registry).
@@ -29,11 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["TWIN_LABEL", "TwinSpec", "TWIN_SPECS", "TwinFolder", "TwinError", "twin_spec", "build_twin",
-           "twin_folders", "twin_tokenizer", "remote_code_model", "REMOTE_CODE_FILE"]
+__all__ = ["TWIN_LABEL", "TWIN_FULL_SIZE_LABEL", "TwinSpec", "TWIN_SPECS", "TwinFolder", "TwinError", "twin_spec",
+           "build_twin", "twin_folders", "twin_tokenizer", "remote_code_model", "REMOTE_CODE_FILE"]
 
 #: How every twin verdict is labelled (console, results.json, report).
 TWIN_LABEL = "twin: random weights, code path only"
+#: How every verdict of a full-size twin is labelled (``aniso run ID --twin --full-size``).
+TWIN_FULL_SIZE_LABEL = "twin, full size: random weights, code path only"
+#: The sizes a twin is built at, as its provenance and manifest say them.
+TWIN_SIZES_NAMED = {False: "tiny", True: "full size"}
 #: The custom-code module a twin of a ``needs_remote_code`` row carries, named by ``auto_map`` in its config.
 REMOTE_CODE_FILE = "modeling_twin.py"
 
@@ -87,6 +98,8 @@ TWIN_SPECS: dict[str, TwinSpec] = {
     "manta": TwinSpec("MantaModel", "byt5", remote=("T5Config", "T5Model")),
 }
 
+#: Kinds of tokenizer without a trained vocabulary (code points, bytes).
+_NO_VOCABULARY = ("canine", "byt5")
 #: Granularity whose rows read their text with one tokenizer whatever their model_type → that tokenizer (ByT5's
 #: bytes for byte-level rows).
 _GRANULARITY_TOKENIZERS: dict[str, str] = {"byte": "byt5"}
@@ -107,11 +120,14 @@ _TWIN_CONFIG: dict[str, dict] = {
 }
 
 
-def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
+def twin_spec(entry, full_size: bool = False) -> tuple[str, dict, TwinSpec]:
     """``(model_type, config fields, spec)`` of a registry row's twin, from its ``tiny`` config (the
     ``architectures`` of ``tiny``, where given, names the model class). ByT5 rows (``granularity: byte``) get ByT5's
-    tokenizer. Raises TwinError naming the row when it has no ``tiny`` config, when its model_type has no twin
-    here, or when the registry says the row cannot run (``cannot_run``)."""
+    tokenizer. ``full_size``: the config fields are the row's ``full`` ones, beside the ``tiny`` config's
+    ``model_type``, ``architectures`` and token ids (``*_token_id``: those of the twin's own tokenizer, whose
+    special tokens come first). Raises TwinError naming the row when it has no ``tiny`` config (with
+    ``full_size``: no ``full`` config), when its model_type has no twin here, or when the registry says the row
+    cannot run (``cannot_run``)."""
     blocked = getattr(entry, "cannot_run", None)
     if blocked is not None:
         raise TwinError(f"{entry.id}: cannot run with the locked libraries: {blocked.why}; it would run with "
@@ -119,6 +135,13 @@ def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
     if entry.tiny is None:
         raise TwinError(f"{entry.id}: the registry row has no 'tiny' config to build a twin from")
     fields_ = dict(entry.tiny)
+    if full_size:
+        full = getattr(entry, "full", None)
+        if full is None:
+            raise TwinError(f"{entry.id}: the registry row has no 'full' config (the real model's config.json "
+                            "fields) to build a full-size twin from")
+        kept = {k: v for k, v in fields_.items() if k in ("model_type", "architectures") or k.endswith("_token_id")}
+        fields_ = kept | {k: v for k, v in full.items() if k != "model_type"}
     model_type = fields_.pop("model_type")
     spec = TWIN_SPECS.get(model_type)
     if spec is None:
@@ -130,6 +153,8 @@ def twin_spec(entry) -> tuple[str, dict, TwinSpec]:
     by_granularity = _GRANULARITY_TOKENIZERS.get(entry.granularity)
     if by_granularity is not None and spec.tokenizer is not None:
         spec = TwinSpec(spec.model_class, by_granularity, spec.processor, spec.remote)
+    if full_size:
+        return model_type, fields_, spec
     if model_type in _TWIN_CONFIG:
         fields_.update(_TWIN_CONFIG[model_type])
     if getattr(entry, "checkpoints", None) is not None:  # G §5's depth claims compare first and last layers: >= 3
@@ -168,7 +193,13 @@ def _unigram_model(texts: Sequence[str], vocab_size: int, specials: list[str], u
     trainer = trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token=unk,
                                       show_progress=False)
     tok.train_from_iterator([t.lower() for t in texts] if lowercase else list(texts), trainer)
-    return [(p, float(s)) for p, s in json.loads(tok.to_str())["model"]["vocab"]]
+    seen: set[str] = set()
+    pieces = []
+    for p, s in json.loads(tok.to_str())["model"]["vocab"]:
+        if p not in seen:  # a special token the texts also hold (wikitext's "<unk>") is learnt a second time
+            seen.add(p)
+            pieces.append((p, float(s)))
+    return pieces
 
 
 def _llama_model(texts: Sequence[str], vocab_size: int):
@@ -282,13 +313,14 @@ _TOKENIZERS: dict[str, Any] = {
 }
 
 
-def twin_tokenizer(kind: str, texts: Sequence[str], vocab_size: int):
+def twin_tokenizer(kind: str, texts: Sequence[str], vocab_size: int, full_size: bool = False):
     """The row's own tokenizer class (``kind``: a key of :data:`_TOKENIZERS`), its vocabulary trained on ``texts``
-    with at most ``vocab_size`` entries (none for CANINE and ByT5). Raises TwinError for an unknown kind."""
+    with at most ``vocab_size`` entries (none for CANINE and ByT5), and at most 512 unless ``full_size`` (the
+    trainer stops earlier where ``texts`` hold fewer pieces). Raises TwinError for an unknown kind."""
     make = _TOKENIZERS.get(kind)
     if make is None:
         raise TwinError(f"no twin tokenizer of kind {kind!r}")
-    return make(texts, min(vocab_size, _MAX_VOCAB))
+    return make(texts, vocab_size if full_size else min(vocab_size, _MAX_VOCAB))
 
 
 @functools.cache
@@ -336,16 +368,17 @@ def _save_wav2vec2_features(folder: Path, config) -> None:
 _FEATURE_EXTRACTORS: dict[str, Any] = {"Wav2Vec2FeatureExtractor": _save_wav2vec2_features}
 
 
-def _save_processor(name: str, folder: Path, config) -> None:
+def _save_processor(name: str, folder: Path, config, full_size: bool = False) -> None:
     """The preprocessor config of class ``name`` (:attr:`TwinSpec.processor`: a key of :data:`_FEATURE_EXTRACTORS`
-    or :data:`_IMAGE_PROCESSORS`) in a twin's folder."""
+    or :data:`_IMAGE_PROCESSORS`) in a twin's folder, at the config's ``image_size`` (else 32 pixels, 224 for a
+    full-size twin: the ImageNet size of the rows' hub repositories)."""
     if name in _FEATURE_EXTRACTORS:
         _FEATURE_EXTRACTORS[name](folder, config)
         return
     from ..inputs.processors import pil_image_processor
 
     size = getattr(config, "image_size", _IMAGE_SIZE)
-    size = size if isinstance(size, int) else _IMAGE_SIZE
+    size = size if isinstance(size, int) else (224 if full_size else _IMAGE_SIZE)
     processor = pil_image_processor(name, **_IMAGE_PROCESSORS.get(name, _square)(size))
     processor.save_pretrained(str(folder))
     path = folder / "preprocessor_config.json"
@@ -426,18 +459,24 @@ class TwinFolder:
     provenance: dict = field(default_factory=dict)
 
 
-def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0) -> dict:
+def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0, full_size: bool = False) -> dict:
     """Write the twin of registry row ``entry`` into ``folder`` (created): config, safetensors weights drawn under
     ``seed``, and preprocessing files (see the module docstring); ``texts`` train the tokenizer's vocabulary where
-    its class needs one. Returns its provenance: ``model_class``, ``model_type``, ``seed``, ``tokenizer`` /
-    ``processor`` class, ``files``, ``parameters``, ``remote_code`` (the module file, or None).
+    its class needs one. ``full_size``: at the row's ``full`` config, the weights drawn in the row's dtype
+    (``source.dtype``) as the model is built (one copy in memory: its own size), the vocabulary trained towards the
+    full ``vocab_size``. Returns its provenance: ``size`` ("tiny" or "full size"), ``model_class``, ``model_type``,
+    ``seed``, ``weights_dtype``, ``tokenizer`` / ``processor`` class, ``files``, ``parameters``, ``remote_code``
+    (the module file, or None), ``config`` (a full-size twin's config fields, else None), and for a full-size
+    twin's tokenizer with a vocabulary ``vocab_size`` (the config's) and ``tokenizer_vocab`` (the entries trained),
+    with ``vocab_note`` where the trainer stopped short of the config's size.
 
     Raises TwinError naming the row (see :func:`twin_spec`, or transformers cannot build it).
     """
     import torch
     import transformers
 
-    model_type, fields_, spec = twin_spec(entry)
+    model_type, fields_, spec = twin_spec(entry, full_size)
+    dtype = getattr(torch, str(getattr(entry.source, "dtype", None) or "float32")) if full_size else torch.float32
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     remote = None
@@ -457,10 +496,13 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0) -
         config.architectures = [spec.model_class]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model = model_cls(config).eval()
+            # built and initialised in its dtype: never a float32 copy beside a float16 one
+            model = (model_cls._from_config(config, dtype=dtype) if full_size else model_cls(config)).eval()
             if model_type in _SCALE_PRESERVING:
                 _scale_preserving_convolutions(model)
         model.save_pretrained(str(folder), safe_serialization=True)
+        parameters = int(sum(p.numel() for p in model.parameters()))
+        del model
     except (ValueError, TypeError, AttributeError, ImportError) as exc:
         raise TwinError(f"{entry.id}: transformers {transformers.__version__} cannot build its twin "
                         f"{spec.model_class} ({model_type}): {str(exc).splitlines()[0][:160]}") from None
@@ -469,16 +511,25 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0) -
             if extra.name != REMOTE_CODE_FILE:
                 extra.unlink()
     tokenizer_class = processor_class = None
+    vocab: dict[str, Any] = {}
     if spec.tokenizer is not None:
-        tokenizer = twin_tokenizer(spec.tokenizer, texts, int(getattr(config, "vocab_size", _MAX_VOCAB) or _MAX_VOCAB))
+        vocab_size = int(getattr(config, "vocab_size", _MAX_VOCAB) or _MAX_VOCAB)
+        tokenizer = twin_tokenizer(spec.tokenizer, texts, vocab_size, full_size)
         _save_tokenizer(tokenizer, folder)
         tokenizer_class = getattr(tokenizer, "_twin_class", None) or type(tokenizer).__name__
+        if full_size and spec.tokenizer not in _NO_VOCABULARY:
+            vocab = {"vocab_size": vocab_size, "tokenizer_vocab": len(tokenizer)}
+            if len(tokenizer) < vocab_size:
+                vocab["vocab_note"] = (f"the {tokenizer_class} trainer reached {len(tokenizer)} of the config's "
+                                       f"{vocab_size} entries on the {len(texts)} texts given; the embedding "
+                                       f"matrix has all {vocab_size} rows")
     if spec.processor is not None:
-        _save_processor(spec.processor, folder, config)
+        _save_processor(spec.processor, folder, config, full_size)
         processor_class = spec.processor
-    return {"model_class": spec.model_class, "model_type": model_type, "seed": seed,
-            "tokenizer": tokenizer_class, "processor": processor_class, "remote_code": remote,
-            "parameters": int(sum(p.numel() for p in model.parameters())),
+    return {"size": TWIN_SIZES_NAMED[full_size], "model_class": spec.model_class, "model_type": model_type,
+            "seed": seed, "weights_dtype": str(dtype).removeprefix("torch."), "tokenizer": tokenizer_class,
+            "processor": processor_class, "remote_code": remote, "parameters": parameters, **vocab,
+            "config": dict(fields_) if full_size else None,
             "files": sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()),
             "transformers": transformers.__version__}
 
@@ -502,15 +553,17 @@ def _scale_preserving_convolutions(model) -> None:
                 module.weight.fill_(1.0)
 
 
-def twin_folders(entry, root: str | Path, texts: Sequence[str], seed: int = 0, max_steps: int = 2) -> list[TwinFolder]:
+def twin_folders(entry, root: str | Path, texts: Sequence[str], seed: int = 0, max_steps: int = 2,
+                 full_size: bool = False) -> list[TwinFolder]:
     """Build the twin of ``entry`` under ``root`` and, for a checkpoint series, one twin per checkpoint for its
     first and last steps (``max_steps`` of them, at least two; each with its own seed, so the checkpoints differ),
     each with the hub repo and revision it is imported under (the series' ``vary`` templates formatted with the
-    step). Returns the folders, the row's own first. Raises TwinError as :func:`build_twin`."""
+    step); ``full_size``: every twin at the row's ``full`` config (:func:`build_twin`). Returns the folders, the
+    row's own first. Raises TwinError as :func:`build_twin`."""
     root = Path(root)
     src = entry.source
     out = [TwinFolder(root / entry.id, src.repo, src.revision, seed, None,
-                      build_twin(entry, root / entry.id, texts, seed))]
+                      build_twin(entry, root / entry.id, texts, seed, full_size))]
     series = getattr(entry, "checkpoints", None)
     if series is not None and series.steps != "all":
         steps = list(series.steps)
@@ -521,5 +574,5 @@ def twin_folders(entry, root: str | Path, texts: Sequence[str], seed: int = 0, m
             fields_ = {"repo": src.repo, "revision": src.revision} | series.source_fields(step)
             folder = root / f"{entry.id}-step{step}"
             out.append(TwinFolder(folder, fields_["repo"], fields_["revision"], seed + 1 + i, step,
-                                  build_twin(entry, folder, texts, seed + 1 + i)))
+                                  build_twin(entry, folder, texts, seed + 1 + i, full_size)))
     return out
