@@ -371,7 +371,9 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
         states = [(h, mask) for h in out.hidden_states]
     masks = [_resolution_mask(model, m, h) for h, m in states]
     hidden = getattr(model.config, "hidden_size", None)
-    if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] != hidden:
+    # OPT-350m projects its last state to the embeddings' width (word_embed_proj_dim): that width is one too
+    widths = {hidden, getattr(model.config, "word_embed_proj_dim", None)}
+    if isinstance(hidden, int) and not enc_dec and states[-1][0].shape[-1] not in widths:
         raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
                            f"its config says hidden_size {hidden}")
     # Padding removed once per mask (one for every layer but CANINE's downsampled ones and a decoder's): the real
