@@ -563,8 +563,8 @@ def _measured_problem(m: dict[str, Any], names: list[str] | None = None) -> str 
     """Numbers of one result's ``measured`` that contradict each other, in words, or None: ``max_avg_cos`` that is
     not the largest of ``avg_cos_per_layer`` (which a run writes rounded to 5 decimals), a ``layer_of_max`` (or
     ``layer_of_min``) that is no layer of that list or not where its maximum (minimum) is, a ``q95`` that is not
-    q95(d) (:func:`aniso.metrics.isotropic_cos_quantile` of the measured width ``d``), or a ``margin`` that is not
-    ``max_avg_cos`` − ``q95``. ``names``: the model's layer names (the document's ``models`` section), if any."""
+    q95(d) (:func:`aniso.metrics.isotropic_cos_quantile` of the measured width ``d``), or a ``margin`` (avg cos −
+    q95(d) of the deciding layer) whose avg cos ``margin`` + ``q95`` exceeds ``max_avg_cos`` or is no layer's. ``names``: the model's layer names (the document's ``models`` section), if any."""
     layers = m.get("avg_cos_per_layer")
     if _number(m.get("max_avg_cos")) and isinstance(layers, list) and layers and all(_number(v) for v in layers) \
             and abs(m["max_avg_cos"] - max(layers)) > 1e-5:
@@ -586,10 +586,18 @@ def _measured_problem(m: dict[str, Any], names: list[str] | None = None) -> str 
         expected = isotropic_cos_quantile(m["d"])
         if abs(m["q95"] - expected) > 1e-9:
             return f"measured q95 is {m['q95']!r}, but q95(d) for d = {m['d']} is {expected!r}"
-    if all(_number(m.get(k)) for k in ("margin", "max_avg_cos", "q95")) \
-            and abs(m["margin"] - (m["max_avg_cos"] - m["q95"])) > 1e-9 * max(1.0, abs(m["max_avg_cos"])):
-        return (f"measured margin is {m['margin']!r}, but max_avg_cos − q95 is "
-                f"{m['max_avg_cos'] - m['q95']!r}")
+    if all(_number(m.get(k)) for k in ("margin", "max_avg_cos", "q95")):
+        # margin = avg cos − q95(d) of the deciding layer (the one furthest above its q95), whose avg cos is at most
+        # the largest and, where the layers are listed, one of them; where every layer has one width it is the largest
+        deciding = m["margin"] + m["q95"]
+        tol = 1e-9 * max(1.0, abs(m["max_avg_cos"]))
+        if deciding > m["max_avg_cos"] + tol:
+            return (f"measured margin is {m['margin']!r}, but max_avg_cos − q95 is "
+                    f"{m['max_avg_cos'] - m['q95']!r}, which no layer's margin can exceed")
+        if isinstance(layers, list) and layers and all(_number(v) for v in layers) \
+                and min(abs(v - deciding) for v in layers) > 1e-5:
+            return (f"measured margin is {m['margin']!r}: margin + q95 = {deciding!r} is the avg cos of no layer of "
+                    f"avg_cos_per_layer")
     return None
 
 
