@@ -500,7 +500,10 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0, f
             model = (model_cls._from_config(config, dtype=dtype) if full_size else model_cls(config)).eval()
             if model_type in _SCALE_PRESERVING:
                 _scale_preserving_convolutions(model)
-        model.save_pretrained(str(folder), safe_serialization=True)
+        from . import no_loading_bars
+
+        with no_loading_bars():  # transformers' "Writing model shards" bar: a carriage-return line in the console
+            model.save_pretrained(str(folder), safe_serialization=True)
         parameters = int(sum(p.numel() for p in model.parameters()))
         del model
     except (ValueError, TypeError, AttributeError, ImportError) as exc:
