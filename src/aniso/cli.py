@@ -642,7 +642,11 @@ def _bench_extraction(args: argparse.Namespace) -> int:
                                                           "--random-init)"), file=sys.stderr)
         return 2
     if args.random_init != (args.config is not None):
-        print("aniso bench extraction: --config builds random weights: give it with --random-init", file=sys.stderr)
+        print("aniso bench extraction: " + (
+            f"--random-init builds random weights of a --config (llama-7b, llama-13b or llama-tiny), not of "
+            f"{args.model}; give --config NAME instead of {args.model}, or leave out --random-init to time its own "
+            "weights" if args.random_init else
+            "--config builds random weights: give it with --random-init"), file=sys.stderr)
         return 2
     device = args.device or best_device()
     sizes = dict(paragraphs=args.paragraphs, max_length=args.max_length, batch_size=args.batch_size, device=device)
@@ -669,8 +673,9 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
         return 2
     from .bench.extraction import best_device
-    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem
+    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem, work_problem
 
+    device = args.device or best_device()
     if args.n >= 3 and args.d >= 1 and args.data in DATA_KINDS:  # before any point is made
         problem = memory_problem(args.n, args.d, args.data, not args.no_peers)
         if problem is not None:
@@ -679,8 +684,13 @@ def _bench_twonn(args: argparse.Namespace) -> int:
                   "smaller --n or --d" + (" (--no-peers leaves out the peers' float64 copies)" if peers else ""),
                   file=sys.stderr)
             return 2
+        problem = work_problem(args.n, device)
+        if problem is not None:
+            print(f"aniso bench twonn: --n {args.n}: each nearest-neighbour pass {problem}; give a smaller "
+                  "--n", file=sys.stderr)
+            return 2
     try:
-        result = bench_twonn(args.n, args.d, args.data, args.seed, args.device or best_device(), not args.no_peers)
+        result = bench_twonn(args.n, args.d, args.data, args.seed, device, not args.no_peers)
     except ValueError as exc:
         print(f"aniso bench twonn: {exc}", file=sys.stderr)
         return 2
