@@ -199,7 +199,9 @@ def _each_once(models: list[str]) -> None:
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from .stats.distributed import process_group, shard_of
+    from contextlib import ExitStack
+
+    from .stats.distributed import TooFewInputs, process_group, shard_of
     from .stats.pipeline import StatsProvider
     from .registry.entries import RegistryError
     from .sources import InputsMissing, ModelRefused, ModelUnavailable
@@ -216,7 +218,12 @@ def _extract(args: argparse.Namespace) -> int:
     from .extract.modalities import modality_of
 
     failed, bad_input = 0, 0
-    with process_group(shard):
+    with ExitStack() as group:
+        try:
+            group.enter_context(process_group(shard))
+        except ValueError as exc:  # torchrun's variables missing, or a rank that never joined
+            print(f"aniso extract: {exc}", file=sys.stderr)
+            return 2
         provider = StatsProvider(settings, registry, shard=shard)
         for entry in entries:  # one model's failure does not lose the others' statistics
             if modality_of(entry) is None:  # asked of a model that has none, as `aniso stats` refuses it: exit 2
@@ -227,6 +234,11 @@ def _extract(args: argparse.Namespace) -> int:
                 continue
             try:
                 stats = provider.get(entry)
+            except TooFewInputs as exc:  # raised on every rank alike, before any forward pass
+                failed += 1
+                bad_input += 1
+                print(f"aniso extract: {entry.id}: {exc}", file=sys.stderr)
+                continue
             except ModelUnavailable as exc:
                 failed += 1
                 bad_input += isinstance(exc, (InputsMissing, ModelRefused))  # a data setting, or the model's files
