@@ -197,7 +197,9 @@ def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "
 
     if config not in CONFIGS:
         raise ValueError(f"--config must be one of {', '.join(CONFIGS)}, got {config!r}")
-    if not 1 <= layers <= BLOCKS[config]:
+    if layers < 1:
+        raise ValueError(f"--layers must be >= 1, got {layers}")
+    if layers > BLOCKS[config]:
         raise ValueError(f"--layers {layers}: {config} has {BLOCKS[config]} blocks; give 1 to {BLOCKS[config]}")
     dtypes = {"bfloat16": torch.bfloat16, "float32": torch.float32}
     if dtype not in dtypes:
