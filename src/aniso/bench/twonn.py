@@ -186,8 +186,9 @@ def memory_problem(n: int, d: int, data: str = "gaussian", peers: bool = True) -
 
 
 #: The most pairs of points one exact nearest-neighbour pass of the benchmark compares (it compares all n², twice:
-#: the suite and its bound), by kind of device: on the CPU 131,072 points (16,384 took about 5 s a pass on two
-#: cores, and the time grows as n²); elsewhere 1,048,576.
+#: the suite and its bound), by kind of device. The time grows as n²: on the CPU 131,072 points (16,384 took about
+#: 5 s a pass on two cores, so about 5 minutes a pass); elsewhere 1,048,576 (65,536 took 0.23 s on an H100,
+#: docs/scale.md, so about a minute a pass).
 MAX_PAIRS = {"cpu": 131_072 ** 2, "accelerator": 1_048_576 ** 2}
 
 
