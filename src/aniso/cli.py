@@ -1071,11 +1071,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="build this configuration with random weights instead of a registry model: llama-7b, "
                          "llama-13b (use --layers 40 for all its blocks) or llama-tiny")
     be.add_argument("--random-init", action="store_true", help="random weights (required with --config)")
-    be.add_argument("--layers", type=int, default=32, help="blocks of the --config model (default 32)")
+    be.add_argument("--layers", type=int, default=32, help="blocks of the --config model (default 32; at most its own: 32, or 40 for llama-13b)")
     be.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
                     help="weights of the --config model (default bfloat16; the statistics are float32)")
     be.add_argument("--paragraphs", type=_integer("n_sequences"), default=256,
-                    help="paragraphs of the corpus (default 256)")
+                    help="paragraphs of the corpus (default 256; at most those it holds)")
     be.add_argument("--max-length", type=_integer("max_length"), default=128,
                     help="tokens per paragraph at most (default 128)")
     be.add_argument("--batch-size", type=_integer("batch_size"), default=16,
@@ -1105,7 +1105,8 @@ def main(argv: list[str] | None = None) -> int:
     _registry_option(bc)
     bt = _command(bench_sub, "twonn", "time the suite's TwoNN against the matrix-product bound and the peers",
                   "aniso bench twonn --n 16384 --d 768 --data massive --json", _bench_twonn)
-    bt.add_argument("--n", type=int, default=16_384, help="points (default 16,384; at least 3)")
+    bt.add_argument("--n", type=int, default=16_384,
+                    help="points (default 16,384; at least 3, at most 131,072 on the CPU and 1,048,576 elsewhere)")
     bt.add_argument("--d", type=int, default=768, help="dimensions (default 768)")
     bt.add_argument("--data", choices=("gaussian", "subspace", "massive"), default="gaussian", metavar="KIND",
                     help="kind of points: gaussian, subspace or massive (default gaussian)")
