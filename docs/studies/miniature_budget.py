@@ -34,7 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).with_suffix(".json")
 #: The seeds of each architecture (the registry's rows mini-<arch>-bytes-s<seed>).
 SEEDS = (0, 1, 2, 3, 4)
-MODELS = [f"mini-{arch}-bytes-s{seed}" for arch in ("bert", "gpt2") for seed in SEEDS]
+#: The architectures of the miniatures (the registry's rows mini-<arch>-bytes-s<seed>).
+ARCHS = ("bert", "gpt2")
+MODELS = [f"mini-{arch}-bytes-s{seed}" for arch in ARCHS for seed in SEEDS]
 CLAIMS = ["G.qk-means-align", "G.qk-direction-by-depth", "G.qk-dot-grows", "G.attention-entropy-decays",
           "G.qk-svd-projections", "G.qk-align-across-seeds", "R.decoder-anisotropy-grows",
           "R.id-expands-then-compresses"]
@@ -46,9 +48,48 @@ KEEP = ("aligned_share", "mean_cos_first_third", "mean_cos_last_third", "grown_s
 
 
 def parse_budget(text: str) -> dict[str, int]:
-    """``"2048x16x128"`` -> steps, batch, width."""
-    steps, batch, width = (int(v) for v in text.split("x"))
+    """``"2048x16x128"`` -> steps, batch, width. Raises ValueError (one line naming the budget) for anything but
+    three whole numbers of at least 1 joined by ``x``."""
+    parts = text.split("x")
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() and int(p) >= 1 for p in parts):
+        raise ValueError(f"budget {text!r}: give STEPSxBATCHxWIDTH, three whole numbers of at least 1 (e.g. "
+                         "2048x16x128)")
+    steps, batch, width = (int(v) for v in parts)
     return {"miniature_steps": steps, "miniature_batch": batch, "miniature_width": width}
+
+
+def parse_archs(text: str) -> tuple[str, ...]:
+    """``"bert,gpt2"`` -> ("bert", "gpt2"). Raises ValueError (one line naming ``--archs``) for an architecture not in
+    :data:`ARCHS`, one named twice, or none."""
+    archs = tuple(a.strip() for a in text.split(","))
+    unknown = [a for a in archs if a not in ARCHS]
+    if unknown or len(set(archs)) != len(archs):
+        raise ValueError(f"--archs {text!r}: give one or more of {', '.join(ARCHS)}, each once, joined by commas")
+    return archs
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line naming them and exit code 2, without the usage text."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
+def _typed(parse):
+    def typed(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    typed.__name__ = parse.__name__
+    return typed
+
+
+def _results_file(text: str) -> Path:
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"results file {text!r}: no such file")
+    return path
 
 
 def run_budget(budget: dict[str, int], cache: Path | None, archs: tuple[str, ...] = ("bert", "gpt2")) -> dict:
@@ -185,15 +226,16 @@ def table(runs: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    ap = _Parser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="train and measure at these budgets (STEPSxBATCHxWIDTH), appending to the JSON")
-    r.add_argument("budgets", nargs="+")
+    r.add_argument("budgets", nargs="+", type=_typed(parse_budget), metavar="STEPSxBATCHxWIDTH")
     r.add_argument("--cache", type=Path, default=None, help="a statistics cache to reuse (default: an empty one)")
-    r.add_argument("--archs", default="bert,gpt2", help="the architectures to train (default: bert,gpt2)")
+    r.add_argument("--archs", type=_typed(parse_archs), default=ARCHS,
+                   help="the architectures to train, joined by commas (default: bert,gpt2)")
     sub.add_parser("table", help="print the Markdown tables of the recorded runs")
     a = sub.add_parser("add", help="record the miniatures' verdicts of a claims run's results.json (e.g. the main job)")
-    a.add_argument("results", type=Path)
+    a.add_argument("results", type=_results_file)
     args = ap.parse_args(argv)
     runs = json.loads(OUT.read_text()) if OUT.exists() else []
     if args.cmd == "table":
@@ -204,9 +246,9 @@ def main(argv=None) -> int:
         runs = [x for x in runs if not (x["budget"] == run["budget"] and x.get("archs") == run["archs"])] + [run]
         OUT.write_text(json.dumps(runs, indent=1) + "\n")
         return 0
-    for text in args.budgets:
-        budget = parse_budget(text)
-        run = run_budget(budget, args.cache, tuple(args.archs.split(",")))
+    for budget in args.budgets:
+        text = "x".join(str(v) for v in budget.values())
+        run = run_budget(budget, args.cache, args.archs)
         runs = [x for x in runs if not (x["budget"] == budget and x.get("archs", ["bert", "gpt2"]) == run["archs"])]
         runs.append(run)
         OUT.write_text(json.dumps(runs, indent=1) + "\n")

@@ -199,7 +199,9 @@ def _each_once(models: list[str]) -> None:
 
 
 def _extract(args: argparse.Namespace) -> int:
-    from .stats.distributed import process_group, shard_of
+    from contextlib import ExitStack
+
+    from .stats.distributed import TooFewInputs, process_group, shard_of
     from .stats.pipeline import StatsProvider
     from .registry.entries import RegistryError
     from .sources import InputsMissing, ModelRefused, ModelUnavailable
@@ -216,7 +218,12 @@ def _extract(args: argparse.Namespace) -> int:
     from .extract.modalities import modality_of
 
     failed, bad_input = 0, 0
-    with process_group(shard):
+    with ExitStack() as group:
+        try:
+            group.enter_context(process_group(shard))
+        except ValueError as exc:  # torchrun's variables missing, or a rank that never joined
+            print(f"aniso extract: {exc}", file=sys.stderr)
+            return 2
         provider = StatsProvider(settings, registry, shard=shard)
         for entry in entries:  # one model's failure does not lose the others' statistics
             if modality_of(entry) is None:  # asked of a model that has none, as `aniso stats` refuses it: exit 2
@@ -227,6 +234,11 @@ def _extract(args: argparse.Namespace) -> int:
                 continue
             try:
                 stats = provider.get(entry)
+            except TooFewInputs as exc:  # raised on every rank alike, before any forward pass
+                failed += 1
+                bad_input += 1
+                print(f"aniso extract: {entry.id}: {exc}", file=sys.stderr)
+                continue
             except ModelUnavailable as exc:
                 failed += 1
                 bad_input += isinstance(exc, (InputsMissing, ModelRefused))  # a data setting, or the model's files
@@ -643,7 +655,11 @@ def _bench_extraction(args: argparse.Namespace) -> int:
                                                           "--random-init)"), file=sys.stderr)
         return 2
     if args.random_init != (args.config is not None):
-        print("aniso bench extraction: --config builds random weights: give it with --random-init", file=sys.stderr)
+        print("aniso bench extraction: " + (
+            f"--random-init builds random weights of a --config (llama-7b, llama-13b or llama-tiny), not of "
+            f"{args.model}; give --config NAME instead of {args.model}, or leave out --random-init to time its own "
+            "weights" if args.random_init else
+            "--config builds random weights: give it with --random-init"), file=sys.stderr)
         return 2
     device = args.device or best_device()
     sizes = dict(paragraphs=args.paragraphs, max_length=args.max_length, batch_size=args.batch_size, device=device)
@@ -670,8 +686,9 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
         return 2
     from .bench.extraction import best_device
-    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem
+    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem, work_problem
 
+    device = args.device or best_device()
     if args.n >= 3 and args.d >= 1 and args.data in DATA_KINDS:  # before any point is made
         problem = memory_problem(args.n, args.d, args.data, not args.no_peers)
         if problem is not None:
@@ -680,8 +697,13 @@ def _bench_twonn(args: argparse.Namespace) -> int:
                   "smaller --n or --d" + (" (--no-peers leaves out the peers' float64 copies)" if peers else ""),
                   file=sys.stderr)
             return 2
+        problem = work_problem(args.n, device)
+        if problem is not None:
+            print(f"aniso bench twonn: --n {args.n}: each nearest-neighbour pass {problem}; give a smaller "
+                  "--n", file=sys.stderr)
+            return 2
     try:
-        result = bench_twonn(args.n, args.d, args.data, args.seed, args.device or best_device(), not args.no_peers)
+        result = bench_twonn(args.n, args.d, args.data, args.seed, device, not args.no_peers)
     except ValueError as exc:
         print(f"aniso bench twonn: {exc}", file=sys.stderr)
         return 2
@@ -1055,11 +1077,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="build this configuration with random weights instead of a registry model: llama-7b, "
                          "llama-13b (use --layers 40 for all its blocks) or llama-tiny")
     be.add_argument("--random-init", action="store_true", help="random weights (required with --config)")
-    be.add_argument("--layers", type=int, default=32, help="blocks of the --config model (default 32)")
+    be.add_argument("--layers", type=int, default=32, help="blocks of the --config model (default 32; at most its own: 32, or 40 for llama-13b)")
     be.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
                     help="weights of the --config model (default bfloat16; the statistics are float32)")
     be.add_argument("--paragraphs", type=_integer("n_sequences"), default=256,
-                    help="paragraphs of the corpus (default 256)")
+                    help="paragraphs of the corpus (default 256; at most those it holds)")
     be.add_argument("--max-length", type=_integer("max_length"), default=128,
                     help="tokens per paragraph at most (default 128)")
     be.add_argument("--batch-size", type=_integer("batch_size"), default=16,
@@ -1089,7 +1111,8 @@ def main(argv: list[str] | None = None) -> int:
     _registry_option(bc)
     bt = _command(bench_sub, "twonn", "time the suite's TwoNN against the matrix-product bound and the peers",
                   "aniso bench twonn --n 16384 --d 768 --data massive --json", _bench_twonn)
-    bt.add_argument("--n", type=int, default=16_384, help="points (default 16,384; at least 3)")
+    bt.add_argument("--n", type=int, default=16_384,
+                    help="points (default 16,384; at least 3, at most 131,072 on the CPU and 1,048,576 elsewhere)")
     bt.add_argument("--d", type=int, default=768, help="dimensions (default 768)")
     bt.add_argument("--data", choices=("gaussian", "subspace", "massive"), default="gaussian", metavar="KIND",
                     help="kind of points: gaussian, subspace or massive (default gaussian)")

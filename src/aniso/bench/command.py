@@ -82,7 +82,8 @@ def bench_command(model_id: str, *, paragraphs: int = 256, repeats: int = 3, reg
     Returns ``{"model", "paragraphs", "corpus", "max_length", "batch_size", "command_s", "script_s" (the best of
     each), "ratio" (command / script), "rounds": [{"command": {"s", "cpu_s"}, "script": {...}}, ...],
     "python", "torch_threads"}``. Raises KeyError for an unknown model, ValueError for a model without a folder
-    (:func:`model_folder`) or ``repeats`` < 1, RuntimeError when a process fails.
+    (:func:`model_folder`), ``repeats`` < 1 or more ``paragraphs`` than the corpus holds, RuntimeError when a
+    process fails.
     """
     from ..common.settings import Settings
     from ..inputs.text import load_corpus
@@ -97,6 +98,9 @@ def bench_command(model_id: str, *, paragraphs: int = 256, repeats: int = 3, reg
     entry = reg.get(model_id)
     folder = model_folder(entry, StatsProvider(settings, reg).source_context)
     corpus = load_corpus(settings.corpus, paragraphs, settings.seed)
+    if paragraphs > len(corpus.sequences):  # a bare script would time other paragraphs than the command reads
+        raise ValueError(f"--paragraphs {paragraphs}: the corpus ({corpus.label.split(';')[0]}) holds "
+                         f"{len(corpus.sequences)} paragraphs; give at most {len(corpus.sequences)}")
     src = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([src] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
                ANISO_PROGRESS="0")

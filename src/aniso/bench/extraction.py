@@ -73,6 +73,10 @@ LLAMA_TINY = dict(LLAMA_7B, hidden_size=64, num_attention_heads=4, num_key_value
 
 _SHAPES = {"llama-7b": LLAMA_7B, "llama-13b": LLAMA_13B, "llama-tiny": LLAMA_TINY}
 
+#: The blocks each configuration has (LLaMA-7B 32, LLaMA-2-13B 40; the tiny model stands in for LLaMA-7B's 32):
+#: ``layers`` above these are refused, since they would build a model of another depth than the one named.
+BLOCKS = {"llama-7b": 32, "llama-13b": 40, "llama-tiny": 32}
+
 
 def _streamed() -> frozenset[str]:
     from ..stats.pipeline import ALL_STATISTICS, EMBEDDING_ISOTROPY
@@ -119,20 +123,27 @@ def _settings(paragraphs: int, max_length: int, batch_size: int, device: str, re
     return Settings.from_sources(options)
 
 
-def _corpus(settings):
+def _corpus(settings, whole: bool = False):
+    """The corpus's ``settings.n_sequences`` paragraphs. Raises ValueError (one line naming ``--paragraphs``) when
+    the corpus holds fewer, unless ``whole`` (the peak-memory processes' 8x, which take the corpus whole)."""
     from ..inputs.text import load_corpus
 
-    return load_corpus(settings.corpus, settings.n_sequences, settings.seed)
+    corpus = load_corpus(settings.corpus, settings.n_sequences, settings.seed)
+    if not whole and settings.n_sequences > len(corpus.sequences):
+        raise ValueError(f"--paragraphs {settings.n_sequences}: the corpus ({corpus.label.split(';')[0]}) holds "
+                         f"{len(corpus.sequences)} paragraphs; give at most {len(corpus.sequences)}")
+    return corpus
 
 
 def load_subject(model_id: str, *, paragraphs: int = 256, max_length: int = 128, batch_size: int = 16,
-                 device: str = "cpu", registry: str | None = None) -> Subject:
+                 device: str = "cpu", registry: str | None = None, whole_corpus: bool = False) -> Subject:
     """The registry model ``model_id`` (loaded as ``aniso run`` loads it) on ``paragraphs`` paragraphs of the run's
     corpus (setting ``corpus``, i.e. ``ANISO_CORPUS``; else the fallback text).
 
     Raises KeyError naming the model when the registry has no such id, :class:`aniso.sources.ModelUnavailable` when
-    its weights cannot be loaded, ValueError for a non-text model or a bad setting, and
-    :class:`aniso.inputs.text.CorpusError` for an unreadable corpus.
+    its weights cannot be loaded, ValueError for a non-text model, a bad setting or more ``paragraphs`` than the
+    corpus holds (unless ``whole_corpus``: then it is taken whole), and :class:`aniso.inputs.text.CorpusError` for
+    an unreadable corpus.
     """
     from ..stats.pipeline import StatsProvider
     from ..registry.locate import open_registry, registry_path
@@ -145,10 +156,11 @@ def load_subject(model_id: str, *, paragraphs: int = 256, max_length: int = 128,
 
     if not getattr(modality_of(entry), "tokens", False):  # the bench's inputs are paragraphs of a corpus
         raise ValueError(f"{model_id}: aniso bench extraction measures text models, this one is {entry.modality!r}")
+    corpus = _corpus(settings, whole_corpus)  # before the model is loaded
     loaded = load_model(entry, StatsProvider(settings, reg).source_context)
     spec = dict(model=model_id, paragraphs=paragraphs, max_length=max_length, batch_size=batch_size, device=device,
                 registry=settings.registry)
-    return Subject(loaded, _corpus(settings), settings, spec)
+    return Subject(loaded, corpus, settings, spec)
 
 
 def byte_tokenizer():
@@ -178,12 +190,17 @@ def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "
     ``config`` ``llama-13b`` builds :data:`LLAMA_13B` (13.0 G parameters at 40 blocks, 26 GB in bfloat16) and
     ``llama-tiny`` :data:`LLAMA_TINY` instead.
 
-    Raises ValueError when ``layers`` < 1 or ``dtype`` is neither ``bfloat16`` nor ``float32``.
+    Raises ValueError when ``layers`` is not from 1 to the configuration's blocks (:data:`BLOCKS`) or ``dtype`` is
+    neither ``bfloat16`` nor ``float32``.
     """
     from transformers import LlamaConfig, LlamaModel
 
+    if config not in CONFIGS:
+        raise ValueError(f"--config must be one of {', '.join(CONFIGS)}, got {config!r}")
     if layers < 1:
         raise ValueError(f"--layers must be >= 1, got {layers}")
+    if layers > BLOCKS[config]:
+        raise ValueError(f"--layers {layers}: {config} has {BLOCKS[config]} blocks; give 1 to {BLOCKS[config]}")
     dtypes = {"bfloat16": torch.bfloat16, "float32": torch.float32}
     if dtype not in dtypes:
         raise ValueError(f"--dtype must be one of {sorted(dtypes)}, got {dtype!r}")
@@ -204,13 +221,15 @@ def build_llama_7b(layers: int = 32, *, dtype: str = "bfloat16", device: str = "
 
 
 def llama_subject(config: str = "llama-7b", *, layers: int = 32, dtype: str = "bfloat16", paragraphs: int = 256,
-                  max_length: int = 128, batch_size: int = 16, device: str = "cpu", seed: int = 0) -> Subject:
+                  max_length: int = 128, batch_size: int = 16, device: str = "cpu", seed: int = 0,
+                  whole_corpus: bool = False) -> Subject:
     """A random-weight model of configuration ``config`` (:data:`CONFIGS`; :func:`build_llama_7b`) with
     :func:`byte_tokenizer`, on ``paragraphs`` paragraphs of the run's corpus. The model is built directly on the run's
     device (``device``, resolved as the ``device`` setting is): a 7B model is never materialised on the host first.
     Its random weights depend on the device's generator (same seed, same device, same weights).
 
-    Raises ValueError for an unknown configuration, ``layers`` < 1 or an unknown ``dtype``.
+    Raises ValueError for an unknown configuration, ``layers`` not from 1 to its blocks (:data:`BLOCKS`), an
+    unknown ``dtype``, or more ``paragraphs`` than the corpus holds (unless ``whole_corpus``: then it is taken whole).
     """
     from ..registry.entries import ModelEntry
     from ..sources import LoadedModel
@@ -218,6 +237,7 @@ def llama_subject(config: str = "llama-7b", *, layers: int = 32, dtype: str = "b
     if config not in CONFIGS:
         raise ValueError(f"--config must be one of {', '.join(CONFIGS)}, got {config!r}")
     settings = _settings(paragraphs, max_length, batch_size, device)
+    corpus = _corpus(settings, whole_corpus)  # before the model is built
     model = build_llama_7b(layers, dtype=dtype, device=settings.device, seed=seed, config=config)
     entry = ModelEntry.model_validate(dict(
         id=f"{config}-random-{layers}l", modality="text", granularity="byte", architecture="transformer",
@@ -226,12 +246,12 @@ def llama_subject(config: str = "llama-7b", *, layers: int = 32, dtype: str = "b
                                                                 f"seed {seed})")
     spec = dict(config=config, layers=layers, dtype=dtype, paragraphs=paragraphs, max_length=max_length,
                 batch_size=batch_size, device=device, seed=seed)
-    return Subject(loaded, _corpus(settings), settings, spec)
+    return Subject(loaded, corpus, settings, spec)
 
 
 def subject_from_spec(spec: dict) -> Subject:
     """The subject :attr:`Subject.spec` describes (what a fresh process of :func:`peak_memory` builds)."""
-    spec = dict(spec)
+    spec = dict(spec, whole_corpus=True)  # 8x the paragraphs may take the corpus whole
     if "config" in spec:
         return llama_subject(**spec)
     return load_subject(spec.pop("model"), **spec)

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import json
 import os
 import subprocess
@@ -184,6 +185,25 @@ def memory_problem(n: int, d: int, data: str = "gaussian", peers: bool = True) -
             f"machine has {_bytes(memory)}")
 
 
+#: The most pairs of points one exact nearest-neighbour pass of the benchmark compares (it compares all n², twice:
+#: the suite and its bound), by kind of device. The time grows as n²: on the CPU 131,072 points (16,384 took about
+#: 5 s a pass on two cores, so about 5 minutes a pass); elsewhere 1,048,576 (65,536 took 0.23 s on an H100,
+#: docs/scale.md, so about a minute a pass).
+MAX_PAIRS = {"cpu": 131_072 ** 2, "accelerator": 1_048_576 ** 2}
+
+
+def work_problem(n: int, device: str = "cpu") -> str | None:
+    """Why ``n`` points are more than :func:`bench_twonn` compares pairwise on ``device`` (:data:`MAX_PAIRS`), in
+    words ("compares all 1.0e+12 pairs of its 1,000,000 points, more than the 131,072 points (1.7e+10 pairs) it
+    takes on cpu"), or None where they are not."""
+    kind = "cpu" if str(device).startswith("cpu") else "accelerator"
+    if n * n <= MAX_PAIRS[kind]:
+        return None
+    most = math.isqrt(MAX_PAIRS[kind])
+    return (f"compares all {float(n) * n:.1e} pairs of its {n:,} points (the time grows as n²), more than the "
+            f"{most:,} points ({float(most) ** 2:.1e} pairs) it takes on {device}")
+
+
 def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int = 0, device: str = "cpu",
                 peers: bool = True) -> dict:
     """Time the suite's TwoNN, its matrix-product bound and the available peers on the same points, in one run.
@@ -200,7 +220,8 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     Raises
     ------
     ValueError for bad ``n``, ``d``, ``data``, ``seed`` (see :func:`make_points`), ``n`` and ``d`` whose points and
-    copies do not fit this machine's memory (:func:`memory_problem`; checked before anything is allocated) and a
+    copies do not fit this machine's memory (:func:`memory_problem`; checked before anything is allocated), ``n``
+    more than it compares pairwise on ``device`` in reasonable time (:func:`work_problem`) and a
     ``device`` that is not here (:func:`aniso.common.devices.check_device`, naming it); RuntimeError if a peer fails.
     """
     from ..common.devices import check_device
@@ -209,6 +230,9 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     problem = memory_problem(n, d, data, peers) if n >= 3 and d >= 1 and data in DATA_KINDS else None
     if problem is not None:
         raise ValueError(f"TwoNN benchmark of n={n} points in d={d} dimensions {problem}; take a smaller n or d")
+    problem = work_problem(n, device)
+    if problem is not None:
+        raise ValueError(f"TwoNN benchmark of n={n} points {problem}; take a smaller n")
     x = make_points(n, d, data, seed)
     on_device = torch.from_numpy(x).to(device)
     suite_input = x if device == "cpu" else on_device

@@ -19,7 +19,16 @@ import numpy as np
 from .accumulators import LayerAccumulator
 from .results import ModelStats
 
-__all__ = ["Shard", "shard_of", "process_group", "reduce_model_stats", "gather_bytes"]
+__all__ = ["Shard", "TooFewInputs", "shard_of", "process_group", "RENDEZVOUS_SECONDS", "reduce_model_stats",
+           "gather_bytes"]
+
+#: How long :func:`process_group` waits for every rank to join (seconds) before it names the ones missing: torchrun
+#: starts them together, so they join within seconds; torch's own default would wait 30 minutes without a word.
+RENDEZVOUS_SECONDS = 120.0
+
+
+class TooFewInputs(ValueError):
+    """Fewer inputs than processes: a rank would get none (raised by :meth:`Shard.items` on every rank alike)."""
 
 
 @dataclass(frozen=True)
@@ -34,8 +43,15 @@ class Shard:
             raise ValueError(f"shard rank must be in [0, world) with world >= 1, got rank {self.rank} of {self.world}")
 
     def items(self, items: Sequence) -> Sequence:
-        """This shard's contiguous slice of ``items`` (shards differ in length by at most one)."""
+        """This shard's contiguous slice of ``items`` (shards differ in length by at most one). Raises
+        :class:`TooFewInputs` (one line) when there are fewer items than processes, on every rank: a rank without
+        inputs has no statistics to merge (one process keeps its empty slice)."""
         n = len(items)
+        if 1 < self.world and n < self.world:
+            empty = [r for r in range(self.world) if (n * r) // self.world == (n * (r + 1)) // self.world]
+            raise TooFewInputs(f"{n} input(s) over WORLD_SIZE={self.world} processes: rank(s) "
+                               f"{', '.join(map(str, empty))} would get none; give at least {self.world} inputs, "
+                               f"or start at most {max(n, 1)} process(es)")
         start, stop = (n * self.rank) // self.world, (n * (self.rank + 1)) // self.world
         return items[start:stop]
 
@@ -57,12 +73,66 @@ def shard_of() -> Shard:
                          "to run in one process") from None
 
 
+def _reachable(host: str, port: str, seconds: float) -> bool:
+    """Whether ``host:port`` accepts a connection within ``seconds`` (tried every half second): asked before torch's
+    own client tries, which logs a C++ stack on every failed try."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=max(0.1, min(1.0, deadline - time.monotonic()))):
+                return True
+        except (OSError, ValueError):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
+
+
+def _rendezvous(shard: Shard, init_method: str | None, seconds: float):
+    """The store every rank of ``shard``'s world meets at, within ``seconds``. Raises ValueError (one line naming
+    the variables) when torchrun's ``MASTER_ADDR``/``MASTER_PORT`` are not set, or when not every rank joined."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    where = init_method
+    if init_method is None:
+        missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(v)]
+        if missing:
+            raise ValueError(f"environment variables RANK={shard.rank} and WORLD_SIZE={shard.world} ask for "
+                             f"{shard.world} processes, but {' and '.join(missing)} (set by torchrun) "
+                             f"{'is' if len(missing) == 1 else 'are'} not set; launch with torchrun "
+                             f"--nproc-per-node {shard.world}, or unset RANK and WORLD_SIZE to run in one process")
+        where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+        if shard.rank != 0 and not _reachable(os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], seconds):
+            raise ValueError(f"rank {shard.rank} of WORLD_SIZE={shard.world} waited {seconds:g} s at {where}: rank 0 "
+                             f"was not reached; start all {shard.world} processes together (torchrun "
+                             f"--nproc-per-node {shard.world}), or unset RANK and WORLD_SIZE to run in one process")
+    try:
+        store, _, _ = next(dist.rendezvous(init_method or "env://", shard.rank, shard.world,
+                                           timeout=timedelta(seconds=seconds)))
+    except (RuntimeError, ValueError, OSError) as exc:  # torch's DistStoreError, DistNetworkError, TimeoutError
+        said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        waited = ("the other ranks did not join" if shard.rank == 0 else "rank 0 was not reached")
+        raise ValueError(f"rank {shard.rank} of WORLD_SIZE={shard.world} waited {seconds:g} s at {where}: {waited} "
+                         f"({said}); start all {shard.world} processes together (torchrun --nproc-per-node "
+                         f"{shard.world}), or unset RANK and WORLD_SIZE to run in one process") from None
+    return store
+
+
 @contextmanager
-def process_group(shard: Shard, backend: str | None = None, init_method: str | None = None) -> Iterator[None]:
+def process_group(shard: Shard, backend: str | None = None, init_method: str | None = None,
+                  rendezvous_seconds: float | None = None) -> Iterator[None]:
     """Start the default process group for ``shard`` (from torchrun's ``MASTER_ADDR``/``MASTER_PORT``, or from
     ``init_method`` such as ``file:///tmp/rendezvous``), gloo on CPU or NCCL where CUDA is present, and tear it down
     once every rank is done (a barrier, then ``destroy_process_group``: a rank that exits with its group alive can
-    abort in gloo's threads); nothing for a single process. A group started by the caller is left to the caller."""
+    abort in gloo's threads); nothing for a single process. A group started by the caller is left to the caller.
+
+    Raises ValueError (one line) when ``MASTER_ADDR``/``MASTER_PORT`` are not set (without ``init_method``), or when
+    not every rank joined within ``rendezvous_seconds`` (default :data:`RENDEZVOUS_SECONDS`; the collectives keep
+    torch's default timeout)."""
     if shard.world == 1:
         yield
         return
@@ -71,8 +141,13 @@ def process_group(shard: Shard, backend: str | None = None, init_method: str | N
 
     owned = not dist.is_initialized()
     if owned:
+        store = _rendezvous(shard, init_method, RENDEZVOUS_SECONDS if rendezvous_seconds is None
+                            else rendezvous_seconds)
         dist.init_process_group(backend or ("nccl" if torch.cuda.is_available() else "gloo"), rank=shard.rank,
-                                world_size=shard.world, init_method=init_method)
+                                world_size=shard.world, store=dist.PrefixStore("default_pg", store))
+        from torch.distributed.constants import default_pg_timeout
+
+        store.set_timeout(default_pg_timeout)  # the bound was the rendezvous's; later waits are torch's
     completed = False
     try:
         yield
