@@ -1298,7 +1298,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     repository's code opts in (its twin's code is the suite's own module; the row itself stays refused without the
     opt-in). Every verdict is labelled ``twin: random weights, code path only``, never judged against the registry's
     records, never counted as a finding; ``results.json`` and the report hold the twins' provenance. ``keep``: a
-    folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards).
+    folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards, also when SIGTERM
+    stops the process).
 
     Returns a :class:`ClaimsRun` (``model_id``: ``models``). A row the registry says cannot run (``cannot_run``) is
     refused in one line, as is a row with no twin; the exit code is 2 when every row was refused, or a row without a
@@ -1312,6 +1313,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     import pytest
     import yaml
 
+    from . import pytest_plugin
+    from .common.settings import _where
     from .inputs.text import CorpusError, load_corpus
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
@@ -1338,6 +1341,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                              f"({why}); leave it out")
     options = {"claims": claims} if claims is not None else {}
     settings, reg = settings_and_registry(options, registry=registry, texts=texts)
+    if settings.shards > 1:  # the statistics of torchrun's shards live in a cache the twin's hub never reaches
+        raise ValueError(f"{_where('shards')} {settings.shards}: a twin run measures its twins itself (their hub "
+                         "cache is its own, gone after the run); leave it out with --twin")
     wanted = parse_claims(settings.claims)
     chosen, _ = reg.model_set(models)
     def has_twin(e) -> bool:
@@ -1357,7 +1363,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     runnable = []
     for e in hub_rows:
         try:
-            twin_spec(e)
+            twin_spec(e, max_length=settings.max_length if "max_length" in texts else TWIN_SIZES["max_length"])
             runnable.append(e)
         except TwinError as exc:
             refused[e.id] = str(exc)
@@ -1367,12 +1373,14 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     if not runnable:
         return ClaimsRun(2, models, None, 0, 0, None, refused=tuple(refused.values()))
     try:
-        texts = load_corpus(settings.corpus, 256, settings.seed).sequences
+        corpus = load_corpus(settings.corpus, 256, settings.seed).sequences  # (texts: the user's options)
     except CorpusError as exc:
         raise ValueError(f"--twin: the corpus the twins' tokenizers are trained on: {exc}") from None
     root = (Path(os.path.expanduser(os.fspath(keep))).absolute() if keep is not None
             else Path(tempfile.mkdtemp(prefix="aniso-twin-")))
     root.mkdir(parents=True, exist_ok=True)
+    on_sigterm = contextlib.ExitStack()  # the temporary folder goes also when SIGTERM stops the run
+    on_sigterm.enter_context(_removed_on_sigterm()).extend([root] if keep is None else [])
     import transformers
 
     manifest: dict[str, Any] = {"label": TWIN_LABEL, "transformers": transformers.__version__, "rows": {},
@@ -1384,7 +1392,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         by_id = {row["id"]: row for row in raw["models"]}
         for e in runnable:
             try:
-                folders = twin_folders(e, root / "folders", texts, seed=settings.seed, max_steps=3)
+                folders = twin_folders(e, root / "folders", corpus, seed=settings.seed, max_steps=3)
             except TwinError as exc:
                 refused[e.id] = str(exc)
                 say(str(exc))
@@ -1422,7 +1430,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({TWIN_LABEL})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = int(pytest.main(args + list(pytest_args), plugins=[tally, _usage_wrapper()]))
+            code = int(pytest.main(args + list(pytest_args), plugins=[pytest_plugin, tally, _usage_wrapper()]))
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")
@@ -1434,6 +1442,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     finally:
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
+        on_sigterm.close()
 
 
 def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings: dict[str, Any] | None = None,
