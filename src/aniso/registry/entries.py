@@ -172,8 +172,11 @@ class CheckpointSeries(Strict):
     miniature runs). ``vary``: for each step, these ``source`` fields become the template formatted with ``step``
     and ``kstep`` (the step in thousands, rounded down: step // 1000), e.g. ``{revision: "step{step}"}`` for
     Pythia's revisions or ``{repo: "google/multiberts-seed_0-step_{kstep}k"}`` for MultiBERTs; left out, the
-    source's own ``steps`` field is set to each step. A template holds no other placeholder, and the templates
-    name a different checkpoint for every step (else two "checkpoints" would be one model).
+    source's own ``steps`` field is set to each step. A template holds no other placeholder, varies a field that
+    locates the checkpoint (not ``dtype`` or ``device_map``: :data:`_NOT_LOCATIONS`), gives a valid source field at
+    every step (a hub repo id or revision of the hub's form and length), and the templates name a different
+    checkpoint for every step (else two "checkpoints" would be one model). A step is a whole number (``true`` is
+    refused, not read as 1).
     """
 
     steps: Union[Literal["all"], list[Annotated[int, Field(ge=0, strict=True)]]] = "all"  # (true is no step)
