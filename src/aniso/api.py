@@ -1304,7 +1304,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     repository's code opts in (its twin's code is the suite's own module; the row itself stays refused without the
     opt-in). Every verdict is labelled ``twin: random weights, code path only``, never judged against the registry's
     records, never counted as a finding; ``results.json`` and the report hold the twins' provenance. ``keep``: a
-    folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards).
+    folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards, also when SIGTERM
+    stops the process).
 
     ``full_size`` (``aniso run ID --twin --full-size``): each twin at its row's ``full`` config (the real model's
     sizes, weights drawn in the row's dtype, the tokenizer's vocabulary trained towards the full size on up to
@@ -1323,6 +1324,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     import pytest
     import yaml
 
+    from . import pytest_plugin
+    from .common.settings import _where
     from .inputs.text import CorpusError, load_corpus
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
@@ -1351,6 +1354,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
                              f"({why}); leave it out")
     options = {"claims": claims} if claims is not None else {}
     settings, reg = settings_and_registry(options, registry=registry, texts=texts)
+    if settings.shards > 1:  # the statistics of torchrun's shards live in a cache the twin's hub never reaches
+        raise ValueError(f"{_where('shards')} {settings.shards}: a twin run measures its twins itself (their hub "
+                         "cache is its own, gone after the run); leave it out with --twin")
     wanted = parse_claims(settings.claims)
     chosen, _ = reg.model_set(models)
     def has_twin(e) -> bool:
@@ -1370,7 +1376,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     runnable = []
     for e in hub_rows:
         try:
-            twin_spec(e, full_size)
+            twin_spec(e, full_size, max_length=settings.max_length if "max_length" in texts
+                      else TWIN_SIZES["max_length"])
             runnable.append(e)
         except TwinError as exc:
             refused[e.id] = str(exc)
@@ -1386,6 +1393,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     root = (Path(os.path.expanduser(os.fspath(keep))).absolute() if keep is not None
             else Path(tempfile.mkdtemp(prefix="aniso-twin-")))
     root.mkdir(parents=True, exist_ok=True)
+    on_sigterm = contextlib.ExitStack()  # the temporary folder goes also when SIGTERM stops the run
+    on_sigterm.enter_context(_removed_on_sigterm()).extend([root] if keep is None else [])
     import transformers
 
     label = TWIN_FULL_SIZE_LABEL if full_size else TWIN_LABEL
@@ -1438,7 +1447,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = int(pytest.main(args + list(pytest_args), plugins=[tally, _usage_wrapper()]))
+            code = int(pytest.main(args + list(pytest_args), plugins=[pytest_plugin, tally, _usage_wrapper()]))
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")
@@ -1450,6 +1459,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     finally:
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
+        on_sigterm.close()
 
 
 def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings: dict[str, Any] | None = None,

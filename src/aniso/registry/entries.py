@@ -172,11 +172,14 @@ class CheckpointSeries(Strict):
     miniature runs). ``vary``: for each step, these ``source`` fields become the template formatted with ``step``
     and ``kstep`` (the step in thousands, rounded down: step // 1000), e.g. ``{revision: "step{step}"}`` for
     Pythia's revisions or ``{repo: "google/multiberts-seed_0-step_{kstep}k"}`` for MultiBERTs; left out, the
-    source's own ``steps`` field is set to each step. A template holds no other placeholder, and the templates
-    name a different checkpoint for every step (else two "checkpoints" would be one model).
+    source's own ``steps`` field is set to each step. A template holds no other placeholder, varies a field that
+    locates the checkpoint (not ``dtype`` or ``device_map``: :data:`_NOT_LOCATIONS`), gives a valid source field at
+    every step (a hub repo id or revision of the hub's form and length), and the templates name a different
+    checkpoint for every step (else two "checkpoints" would be one model). A step is a whole number (``true`` is
+    refused, not read as 1).
     """
 
-    steps: Union[Literal["all"], list[Annotated[int, Field(ge=0)]]] = "all"
+    steps: Union[Literal["all"], list[Annotated[int, Field(ge=0, strict=True)]]] = "all"  # (true is no step)
     vary: dict[str, str] = Field(default_factory=dict)
 
     def source_fields(self, step: int) -> dict[str, str]:
@@ -207,6 +210,17 @@ class CheckpointSeries(Strict):
                                      "down)")
         return self
 
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _whole_steps(cls, value):
+        """A step is a whole number: YAML's ``true`` (which a lax int reads as 1) or ``16.0`` is refused by name."""
+        if isinstance(value, list):
+            for step in value:
+                if isinstance(step, bool) or not isinstance(step, int):
+                    raise ValueError(f"step {step!r} is no training step: steps are whole numbers of at least 0 "
+                                     "(or 'all')")
+        return value
+
     @field_validator("steps")
     @classmethod
     def _increasing(cls, value):
@@ -222,6 +236,11 @@ class CannotRun(Strict):
 
     why: str = Field(min_length=1)
     would_run_with: str = Field(min_length=1)
+
+
+#: The ``source`` fields that say how weights are held, not where a checkpoint is (a ``vary`` of them would name one
+#: checkpoint under several steps).
+_NOT_LOCATIONS = frozenset({"kind", "dtype", "device_map"})
 
 
 #: The keys of a ``tiny`` config that hold a size or a count (hidden_size, num_hidden_layers, n_head, vocab_size,
@@ -324,6 +343,11 @@ class ModelEntry(Strict):
             unknown = sorted(set(series.vary) - fields)
             if unknown:
                 raise ValueError(f"checkpoints.vary names {unknown}, not fields of a {self.source.kind} source")
+            placement = sorted(set(series.vary) & _NOT_LOCATIONS)
+            if placement:
+                raise ValueError(f"checkpoints.vary names {placement}, which say how the weights are held, not where "
+                                 "a checkpoint is: vary the fields that locate it (a hub row's repo or revision)")
+            self._checkpoint_sources()
             if not series.vary and "steps" not in fields:
                 raise ValueError(f"checkpoints of a {self.source.kind} source need 'vary' (which source fields "
                                  "change with the step)")
@@ -331,6 +355,28 @@ class ModelEntry(Strict):
                 raise ValueError(f"checkpoints.steps 'all' needs a source kind that lists its checkpoints "
                                  f"({self.source.kind} does not): give the steps")
         return self
+
+    def _checkpoint_sources(self) -> None:
+        """ValueError naming ``checkpoints.vary.<field>`` and the step when a checkpoint's source (the ``vary``
+        templates formatted with the step) is no valid source of the row's kind (a hub row: a repo id and a
+        revision of the hub's form and length)."""
+        series = self.checkpoints
+        if series is None or not series.vary or series.steps == "all":
+            return
+        schema = type(self.source)
+        base = self.source.model_dump()
+        for step in series.steps:
+            fields = series.source_fields(step)
+            try:
+                schema.model_validate(base | fields)
+            except ValidationError as err:
+                first = err.errors()[0]
+                field = str(first["loc"][0]) if first["loc"] else "?"
+                if field not in fields:
+                    field = next(iter(fields))
+                msg = first["msg"].removeprefix("Value error, ")
+                raise ValueError(f"checkpoints.vary.{field}: step {step} gives no valid {self.source.kind} source "
+                                 f"{field}: {msg}") from None
 
     @property
     def _kind(self):

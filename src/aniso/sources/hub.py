@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
@@ -36,6 +36,29 @@ class HubSource(Placement):
     kind: Literal["hub"]
     repo: str = Field(min_length=1)
     revision: str = "main"
+
+    @field_validator("repo")
+    @classmethod
+    def _hub_id(cls, value: str) -> str:
+        """A repo id of the hub's form and length (:func:`aniso.sources.hubcache.hub_id_problem`), else ValueError
+        (a path such as ``../evil`` would reach the hub cache's folders)."""
+        from .hubcache import hub_id_problem, shown
+
+        problem = hub_id_problem(value)
+        if problem is not None:
+            raise ValueError(f"{shown(value)} is not a hub repo id ({problem})")
+        return value
+
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, value: str) -> str:
+        """A branch, tag or commit of the hub's form and length (:func:`aniso.sources.hubcache.revision_problem`)."""
+        from .hubcache import revision_problem, shown
+
+        problem = revision_problem(value)
+        if problem is not None:
+            raise ValueError(f"{shown(value)}: {problem}")
+        return value
 
 
 def placement_key(source) -> str:

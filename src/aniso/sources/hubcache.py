@@ -69,6 +69,30 @@ def hub_id_problem(hub_id: str) -> str | None:
     return None
 
 
+#: The longest revision (branch, tag or commit) a hub row or an import may name: the hub cache keeps each one as a
+#: file name under ``refs/``.
+MAX_REVISION = 255
+
+
+def revision_problem(revision: str) -> str | None:
+    """Why ``revision`` is not a revision of the hub's form (a branch, tag or commit: names of letters, digits,
+    ``_ . -`` joined by ``/``, no ``..``, at most :data:`MAX_REVISION` characters), in one phrase, or None."""
+    if not isinstance(revision, str) or not revision:
+        return "no revision (a branch, tag or commit, e.g. main)"
+    if len(revision) > MAX_REVISION:
+        return f"{len(revision)} characters, more than a revision has ({MAX_REVISION} at most)"
+    if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)*", revision) or ".." in revision:
+        return ("not a valid branch or tag name (letters, digits, '_', '.', '-' joined by '/', no '..'; a path "
+                "is no revision)")
+    return None
+
+
+def shown(value: str, limit: int = 80) -> str:
+    """``repr(value)``, cut to about ``limit`` characters with the length said (a message stays one short line)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(value)} characters)"
+
+
 #: Bytes of a safetensors file's header-length field, and the largest header read (the format's own limit).
 _ST_LEN, _ST_MAX_HEADER = 8, 100_000_000
 _ST_DTYPES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2, "F16": 2,
@@ -238,12 +262,13 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     """
     problem = hub_id_problem(hub_id)
     if problem is not None:
-        raise HubCacheError(f"{hub_id!r}: not a hub id ({problem})")
+        raise HubCacheError(f"{shown(hub_id)}: not a hub id ({problem})")
     if _COMMIT.fullmatch(revision):
         raise HubCacheError(f"--revision {revision}: looks like a commit; the commit of an import is derived from its "
                             "files, so name a branch or tag (e.g. main)")
-    if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)*", revision) or ".." in revision:
-        raise HubCacheError(f"--revision {revision!r}: not a valid branch or tag name")
+    problem = revision_problem(revision)
+    if problem is not None:
+        raise HubCacheError(f"--revision {shown(revision)}: {problem}")
     src = Path(os.path.expanduser(str(folder))).resolve()
     if not src.is_dir():
         raise HubCacheError(f"{folder}: no such folder")

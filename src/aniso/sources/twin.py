@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -120,14 +121,30 @@ _TWIN_CONFIG: dict[str, dict] = {
 }
 
 
-def twin_spec(entry, full_size: bool = False) -> tuple[str, dict, TwinSpec]:
+def _same_family(model_type: str, family: str) -> bool:
+    """Whether a ``tiny`` config's ``model_type`` is of the row's ``family`` (spelt with or without ``_``/``-``,
+    one a prefix of the other: ``gpt_neox`` / ``gpt-neox``, ``gemma3_text`` / ``gemma3``)."""
+    a, b = (re.sub(r"[^a-z0-9]", "", x.lower()) for x in (model_type, family))
+    return bool(a) and bool(b) and (a.startswith(b) or b.startswith(a))
+
+
+#: The fields of a config that bound the positions of a sequence (GPT-2's n_positions and n_ctx, BERT's
+#: max_position_embeddings), and the positions a model_type takes before the first token (RoBERTa counts its
+#: positions from padding_idx + 1).
+_POSITION_FIELDS = ("n_positions", "max_position_embeddings", "n_ctx")
+_POSITION_OFFSET = {"roberta": 2}
+
+
+def twin_spec(entry, full_size: bool = False, max_length: int | None = None) -> tuple[str, dict, TwinSpec]:
     """``(model_type, config fields, spec)`` of a registry row's twin, from its ``tiny`` config (the
     ``architectures`` of ``tiny``, where given, names the model class). ByT5 rows (``granularity: byte``) get ByT5's
     tokenizer. ``full_size``: the config fields are the row's ``full`` ones, beside the ``tiny`` config's
     ``model_type``, ``architectures`` and token ids (``*_token_id``: those of the twin's own tokenizer, whose
     special tokens come first). Raises TwinError naming the row when it has no ``tiny`` config (with
-    ``full_size``: no ``full`` config), when its model_type has no twin here, or when the registry says the row
-    cannot run (``cannot_run``)."""
+    ``full_size``: no ``full`` config), when its model_type has no twin here or is not of the row's ``family`` (a
+    twin is the row's own architecture), when a position field holds fewer positions than ``max_length`` (the
+    tokens per sequence of the twin run, where given), when an activation field names no activation function
+    transformers knows, or when the registry says the row cannot run (``cannot_run``)."""
     blocked = getattr(entry, "cannot_run", None)
     if blocked is not None:
         raise TwinError(f"{entry.id}: cannot run with the locked libraries: {blocked.why}; it would run with "
@@ -146,6 +163,17 @@ def twin_spec(entry, full_size: bool = False) -> tuple[str, dict, TwinSpec]:
     spec = TWIN_SPECS.get(model_type)
     if spec is None:
         raise TwinError(f"{entry.id}: no twin for model_type {model_type!r} (known: {', '.join(sorted(TWIN_SPECS))})")
+    if not _same_family(model_type, entry.family):
+        raise TwinError(f"{entry.id}: tiny.model_type {model_type!r} is not of the row's family {entry.family!r}: a "
+                        f"twin builds the row's own architecture (give tiny the model_type of {entry.family})")
+    for name in _POSITION_FIELDS:
+        value = fields_.get(name)
+        need = None if max_length is None else max_length + _POSITION_OFFSET.get(model_type, 0)
+        if isinstance(value, int) and need is not None and value < need:
+            where = "full" if full_size else "tiny"
+            raise TwinError(f"{entry.id}: {where}.{name} is {value}: fewer positions than the twin run's {max_length} "
+                            f"tokens per sequence (setting max_length) take; give {where}.{name} at least {need}")
+    _activations(entry.id, fields_, "full" if full_size else "tiny")
     archs = fields_.pop("architectures", None)
     if archs:
         spec = TwinSpec(str(archs[0] if isinstance(archs, list) else archs), spec.tokenizer, spec.processor,
@@ -162,6 +190,19 @@ def twin_spec(entry, full_size: bool = False) -> tuple[str, dict, TwinSpec]:
             if isinstance(fields_.get(name), int):
                 fields_[name] = max(fields_[name], _SERIES_LAYERS)
     return model_type, fields_, spec
+
+
+def _activations(row_id: str, fields_: dict, where: str = "tiny") -> None:
+    """TwinError naming ``<where>.<field>`` (``tiny`` or ``full``) when a field of the activation function (``hidden_act``,
+    ``activation_function``, ...) names none that transformers knows (``ACT2FN``), with the values allowed."""
+    try:
+        from transformers.activations import ACT2CLS
+    except ImportError:
+        return
+    for name, value in fields_.items():
+        if re.search(r"(^|_)act(ivation)?(_function)?$", name) and isinstance(value, str) and value not in ACT2CLS:
+            raise TwinError(f"{row_id}: {where}.{name} {value!r} is not an activation function transformers knows (one "
+                            f"of {', '.join(sorted(ACT2CLS))})")
 
 
 # -- tokenizers ---------------------------------------------------------------------------------------------------
@@ -506,9 +547,16 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0, f
             model.save_pretrained(str(folder), safe_serialization=True)
         parameters = int(sum(p.numel() for p in model.parameters()))
         del model
-    except (ValueError, TypeError, AttributeError, ImportError) as exc:
+    except (ValueError, TypeError, AttributeError, ImportError, KeyError) as exc:
+        # a KeyError: a config value the model's code looks up and does not find (a name of something)
+        said = repr(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        fields = [f"{'full' if full_size else 'tiny'}.{k}" for k, v in fields_.items()
+                  if isinstance(exc, KeyError) and exc.args and type(v) is type(exc.args[0]) and v == exc.args[0]]
         raise TwinError(f"{entry.id}: transformers {transformers.__version__} cannot build its twin "
-                        f"{spec.model_class} ({model_type}): {str(exc).splitlines()[0][:160]}") from None
+                        f"{spec.model_class} ({model_type}): "
+                        + (f"{' and '.join(fields)} {said} is not a value its code knows" if fields else
+                           f"{type(exc).__name__ + ' ' if isinstance(exc, KeyError) else ''}"
+                           f"{(said.splitlines() or [''])[0][:160]}")) from None
     if remote is not None:  # save_pretrained of a dynamic class may copy its module; keep the one auto_map names
         for extra in folder.glob("*.py"):
             if extra.name != REMOTE_CODE_FILE:
