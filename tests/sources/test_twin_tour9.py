@@ -127,7 +127,7 @@ def test_a_build_error_of_a_config_value_names_the_tiny_field(tmp_path, monkeypa
     import aniso.sources.twin as twin
     from aniso.registry.entries import load_registry
 
-    monkeypatch.setattr(twin, "_activations", lambda row_id, fields_: None)
+    monkeypatch.setattr(twin, "_activations", lambda *args: None)
     entry = load_registry(REGISTRY).get("gpt2")
     bad = entry.model_copy(update={"tiny": dict(_GPT2, activation_function="nope")})
     with pytest.raises(twin.TwinError) as caught:
