@@ -523,10 +523,13 @@ def check_report_target(out: Path, results_json: Path) -> None:
     link (written over, it would become a file: ``/dev/stdout``), the results file ``results_json`` itself, a folder,
     no regular file, a file that is not empty and no report aniso wrote (a results file, anything else: never written
     over), the report of another run (a ``results.json`` other than ``results_json`` beside it), a folder on its way
-    is a file, or the system refuses the name (too long, a loop of links)."""
+    is a file, or the system refuses the name (too long, a loop of links, a NUL byte)."""
     import os
 
     out, results_json = Path(out), Path(results_json)
+    if "\x00" in str(out):
+        raise ValueError(f"the report file {str(out)!r:.120} holds a NUL byte, which no file name can hold; name "
+                         "another file")
     try:
         os.stat(out)
     except (FileNotFoundError, NotADirectoryError):  # a file to make; a file on the way: said below
