@@ -138,3 +138,50 @@ def test_a_path_with_a_nul_byte_is_refused_naming_the_parameter(tmp_path):
         write_html_report(results, tmp_path / "a\0b.html")
     with pytest.raises(ValueError, match=r"a\\x00b\.json': the path holds a NUL byte"):
         read_results(tmp_path / "a\0b.json")
+
+
+# F06: a report over many models draws bounded figures: legends of at most MAX_LEGEND entries, the p-value figure and
+# the layer-wise figures of a bounded number of models, the rest named in the tables.
+
+LAYER = {"dim": 4, "count": 10, "mean_cosine": 0.1, "q95": 0.8, "drift_norm": 1.0, "mean_norm": 2.0,
+         "svd_anisotropy": 0.3, "svd_anisotropy_batch_mean": 0.3, "svd_anisotropy_batch_std": 0.01,
+         "mean_cosine_sampled": 0.1, "n_svd_batches": 2, "twonn": 2.0, "n_reservoir": 10, "n_zero": 0}
+ROW = {"modality": "text", "granularity": "subword", "architecture": "transformer", "role": "encoder",
+       "family": "bert"}
+
+
+def _legends(fig) -> list[list[str]]:
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    return [[t.get_text() for t in leg.get_texts()] for leg in legends]
+
+
+def test_the_figures_across_many_models_have_bounded_legends(monkeypatch):
+    from aniso.report import counter, figures, modalities, overview
+
+    drawn = []
+    for module in (modalities, overview, counter):
+        monkeypatch.setattr(module, "_png", lambda fig: drawn.append(fig) or "png")
+    n = figures.MAX_LEGEND + 25
+    models = {f"model-{i:03d}": {"layer_names": ["0", "1", "2"], "layers": [LAYER] * 3, "meta": {},
+                                 "entry": dict(ROW)} for i in range(n)}
+    registry = {mid: dict(ROW) for mid in models}
+    assert modalities.modality_figures(models, registry)
+    assert overview.overview_figures(models, registry)
+    legends = [texts for fig in drawn for texts in _legends(fig)]
+    assert legends and all(len(texts) <= figures.MAX_LEGEND + 2 for texts in legends), [len(t) for t in legends]
+    assert any(t.endswith("more (named in the tables)") for texts in legends for t in texts), legends
+    assert max(fig.get_size_inches()[1] for fig in drawn) < 12
+
+
+def test_the_report_draws_the_layer_figures_of_a_bounded_number_of_models(tmp_path, monkeypatch):
+    import aniso.report as report
+    from aniso.judge.results import ModelLayers
+
+    monkeypatch.setattr(report, "MAX_LAYER_FIGURES", 2)
+    models = {f"m{i}": ModelLayers(layer_names=["0", "1"], layers=[LAYER, LAYER], meta={"origin": "o"})
+              for i in range(3)}
+    doc = ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[_result(model_id=m) for m in models],
+                          models=models)
+    html = report.render_html(doc)
+    assert html.count('<figure id="layers-') == 2, html.count('<figure id="layers-')
+    assert "The figures of the first 2 models are drawn; the other 1 models have their tables only" in html
