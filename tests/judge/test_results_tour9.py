@@ -185,3 +185,16 @@ def test_the_report_draws_the_layer_figures_of_a_bounded_number_of_models(tmp_pa
     html = report.render_html(doc)
     assert html.count('<figure id="layers-') == 2, html.count('<figure id="layers-')
     assert "The figures of the first 2 models are drawn; the other 1 models have their tables only" in html
+
+
+def test_the_p_value_figure_draws_a_bounded_number_of_models_and_says_so(monkeypatch):
+    from aniso.report import modalities
+
+    drawn = []
+    monkeypatch.setattr(modalities, "_png", lambda fig: drawn.append(fig) or "png")
+    monkeypatch.setattr(modalities, "MAX_PVALUE_ROWS", 2)
+    results = [_result(claim_id=c, model_id=m, p_value=0.01, test=f"claims/t.py::t[{m}]", uncertainty=None)
+               for c in modalities.DRIFT_CLAIMS for m in ("a", "b", "c")]
+    [(caption, _)] = modalities.drift_pvalue_figure(results, {}, {})
+    assert "the first 2 models of 3" in caption, caption
+    assert len(drawn[0].axes[0].get_yticklabels()) == 2
