@@ -337,7 +337,7 @@ def _path_argument(name: str, value: Any, what: str) -> Any:
     ``path``), when it is None, a str or an ``os.PathLike`` that is not empty. Raises TypeError naming ``name`` for
     bytes (a bytes path is refused rather than decoded, as the settings refuse it: ``os.fsdecode`` it first) or
     another type, ValueError naming it for an empty or blank path (``Path("")`` is the working folder, which the
-    caller did not name). ``what``: what to give instead, for the message."""
+    caller did not name) or a path holding a NUL byte. ``what``: what to give instead, for the message."""
     if value is None:
         return None
     if isinstance(value, (bytes, bytearray)):
@@ -350,6 +350,8 @@ def _path_argument(name: str, value: Any, what: str) -> Any:
         raise TypeError(f"{name}: a path of bytes ({text!r:.60}); give a str or pathlib.Path ({what})")
     if not text.strip():
         raise ValueError(f"{name}: an empty path ({text!r}); give {what}")
+    if "\x00" in text:  # (the system would refuse it deep in the work, as a bare "embedded null byte")
+        raise ValueError(f"{name}: the path {text!r:.120} holds a NUL byte, which no file name can hold; give {what}")
     return value
 
 

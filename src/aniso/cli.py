@@ -602,8 +602,10 @@ def _record(args: argparse.Namespace) -> int:
     if not notes:
         print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
         return 0
+    from .common.tables import printable
+
     for line in notes:
-        print(line)
+        print(printable(line))  # (text from the results file: no escape sequence reaches the terminal)
     if args.dry_run:
         print(f"aniso record: --dry-run: {registry} unchanged")
         return 0

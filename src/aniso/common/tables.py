@@ -10,7 +10,25 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterable, Sequence, TextIO
 
-__all__ = ["print_table", "print_lines"]
+__all__ = ["print_table", "print_lines", "printable"]
+
+
+#: Unicode categories shown escaped by :func:`printable`: control (Cc: ESC, BEL, newline...), format (Cf: the
+#: bidirectional overrides such as U+202E, zero-width characters), line and paragraph separators, surrogates, private
+#: use and unassigned code points.
+_UNPRINTABLE = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn")
+
+
+def printable(text: object) -> str:
+    """``text`` (made a str) with every control, format and other unprintable character (:data:`_UNPRINTABLE`)
+    written as its Python escape (``\\x1b``, ``\\u202e``), so that text read from a file (a results file from
+    another machine) can neither send the terminal escape sequences, nor reverse a line, nor start a new one."""
+    import unicodedata
+
+    text = str(text)
+    if text.isprintable():  # (the common case: nothing to escape)
+        return text
+    return "".join(repr(c)[1:-1] if c != " " and unicodedata.category(c) in _UNPRINTABLE else c for c in text)
 
 
 def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], *, title: str | None = None,

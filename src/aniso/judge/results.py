@@ -28,7 +28,8 @@ from ..registry.entries import ModelEntry
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
            "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
            "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts",
-           "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "check_cosines", "file_digest",
+           "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "check_cosines", "check_ids",
+           "ID_PATTERN", "file_digest",
            "MAX_RESULTS_BYTES"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
@@ -693,9 +694,13 @@ def _size(n: int) -> str:
 
 def _read_bounded(path: Path) -> str:
     """The text of ``path``, a regular file of at most :data:`MAX_RESULTS_BYTES`. Raises ValueError (one line) when
-    it is no regular file (a device such as /dev/zero, a FIFO: never opened), is larger, or cannot be read as UTF-8."""
+    its name holds a NUL byte, it is no regular file (a device such as /dev/zero, a FIFO: never opened), is larger,
+    or cannot be read as UTF-8."""
     from ..common.files import binary_kind, is_utf16, not_a_regular_file
 
+    if "\x00" in str(path):
+        raise ValueError(f"{str(path)!r:.120}: the path holds a NUL byte, which no file name can hold; a results file "
+                         "is the results.json a run wrote")
     why = not_a_regular_file(path)
     if why is not None:
         raise ValueError(f"{path} {why}; a results file is the results.json a run wrote")
@@ -791,6 +796,40 @@ def check_cosines(doc: ResultsDocument) -> str | None:
     return None
 
 
+#: The form of a model id (the registry's ``id``) and of a claim id: a letter or digit, then letters, digits, ``.``,
+#: ``_`` and ``-``; taken from the registry's own field, so that the two never part.
+ID_PATTERN = next(m.pattern for m in ModelEntry.model_fields["id"].metadata if getattr(m, "pattern", None))
+
+
+def _ids(doc: ResultsDocument):
+    """Every claim and model id of a document: (where, value) pairs, in document order."""
+    for i, r in enumerate(doc.results):
+        yield f"results[{i}].claim_id", r.claim_id
+        if r.model_id is not None:
+            yield f"results[{i}].model_id", r.model_id
+        for j, seed in enumerate(r.seeds or []):
+            yield f"results[{i}].seeds[{j}]", seed
+    for section in ("models", "registry"):
+        for key in getattr(doc, section):
+            yield f"{section} (a key)", key
+    for i, c in enumerate(doc.not_yet_executable):
+        yield f"not_yet_executable[{i}].claim_id", c.claim_id
+
+
+def check_ids(doc: ResultsDocument) -> str | None:
+    """A claim or model id of the document that is not of the registry's id form (:data:`ID_PATTERN`: no run
+    writes one; the report, the console and ``aniso diff`` print ids into tables and figure legends, where ``|``, a
+    control character or an empty id would break them), in one line, or None."""
+    import re
+
+    for where, value in _ids(doc):
+        if not re.fullmatch(ID_PATTERN, value):
+            kind = "claim" if "claim_id" in where else "model"
+            return (f"{where} is {value!r}, not a {kind} id (a letter or digit, then letters, digits, '.', '_' or "
+                    "'-', as the registry's ids are)")
+    return None
+
+
 def read_results(path: Path, *, require_digest: bool = True, require_seal: bool = False) -> ResultsDocument:
     """Read a ``results.json`` written by :func:`write_results`, and validate it.
 
@@ -800,7 +839,8 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
     has no integer ``schema_version`` or another version, does not match the schema (naming the first field that
     does not), has no digest (unless ``require_digest`` is False: for documents made by hand, never for a file a user
     names) or does not match its own digest (not written by a run, or edited after it), holds an average cosine
-    outside [-1, 1] (:func:`check_cosines`), or is inconsistent (:func:`check_consistency`: an unknown verdict, a
+    outside [-1, 1] (:func:`check_cosines`), holds a claim or model id not of the registry's id form
+    (:func:`check_ids`), or is inconsistent (:func:`check_consistency`: an unknown verdict, a
     result listed twice, ...); and, where ``require_seal`` (``aniso record``), unless a run on this installation
     sealed it (:func:`check_seal`).
     """
@@ -835,7 +875,7 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
         raise ValueError(f"{path}: no digest; every run of this aniso writes the digest of its content into it, so it "
                          "was not written by a run (or by an older aniso), or was edited and its digest taken out; "
                          "refused: re-run the claims for numbers to use")
-    problem = check_cosines(doc) or check_consistency(doc)
+    problem = check_ids(doc) or check_cosines(doc) or check_consistency(doc)
     if problem is not None:
         raise ValueError(f"{path}: {problem}")
     if require_seal:

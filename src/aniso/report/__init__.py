@@ -36,6 +36,11 @@ def _series(layers: list[dict], key: str) -> list[float]:
     return [math.nan if layer.get(key) is None else layer[key] for layer in layers]
 
 
+#: The most models whose layer-wise figure the page draws (a second or more each; a full run measures about 80): the
+#: page gives the layer tables of every model, and says how many figures it left out.
+MAX_LAYER_FIGURES = 100
+
+
 def layer_figure(model_id: str, model_doc: dict) -> str:
     """Layer-wise figure of one model as a base64 :class:`~aniso.report.figures.Png`, a 2 x 2 grid: avg cos with
     q95(d), drift norm, SVD anisotropy, TwoNN intrinsic dimension.
@@ -465,7 +470,9 @@ def _page(document: ResultsDocument) -> dict:
         matrix=matrix, overview=overview, grouped_findings=_grouped_findings(claims, findings, fragile),
         prov=doc["provenance"], schema_version=doc["schema_version"], results=results, claims=claims,
         summary=summary, counts=counts, findings=findings, fragile=fragile, not_run=not_run, sensitive=sensitive,
-        other_figures=other_figures, layer_figures={mid: layer_figure(mid, m) for mid, m in doc["models"].items()},
+        other_figures=other_figures, layer_figures={mid: layer_figure(mid, m) for mid, m in
+                                                   list(doc["models"].items())[:MAX_LAYER_FIGURES]},
+        layer_figures_left_out=max(len(doc["models"]) - MAX_LAYER_FIGURES, 0),
         pipeline=doc["experiments"].get("pipeline_offline", {}), not_yet=doc["not_yet_executable"],
         missing_inputs=_missing_inputs(results), model_docs=doc["models"], verdict_class=VERDICT_CLASS, symbol=SYMBOL,
         block_docs=block_docs, training=training, p_floor=P_FLOOR, registry=registry, run_errors=doc["run_errors"],
@@ -523,10 +530,13 @@ def check_report_target(out: Path, results_json: Path) -> None:
     link (written over, it would become a file: ``/dev/stdout``), the results file ``results_json`` itself, a folder,
     no regular file, a file that is not empty and no report aniso wrote (a results file, anything else: never written
     over), the report of another run (a ``results.json`` other than ``results_json`` beside it), a folder on its way
-    is a file, or the system refuses the name (too long, a loop of links)."""
+    is a file, or the system refuses the name (too long, a loop of links, a NUL byte)."""
     import os
 
     out, results_json = Path(out), Path(results_json)
+    if "\x00" in str(out):
+        raise ValueError(f"the report file {str(out)!r:.120} holds a NUL byte, which no file name can hold; name "
+                         "another file")
     try:
         os.stat(out)
     except (FileNotFoundError, NotADirectoryError):  # a file to make; a file on the way: said below

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .figures import bounded_legend
 from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
@@ -36,7 +37,7 @@ def _per_layer(models: dict, key: str, keep, title: str, ylabel: str, caption: s
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bounded_legend(ax, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [(caption, _png(fig))]
     plt.close(fig)
     return out
@@ -62,7 +63,7 @@ def _pairs(rows: dict[str, tuple[float, float]], labels: tuple[str, str], ylabel
     ax.set_xlabel(ylabel)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, axis="x")
-    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bounded_legend(ax, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [(caption, _png(fig))]
     plt.close(fig)
     return out
@@ -82,7 +83,7 @@ def _sink_along_training(training: dict, styles: Palette, eps: float = 0.3):
     ax.set_xlabel("training step (linear from 0 to the first checkpoint, logarithmic above)")
     ax.set_ylabel(f"share of heads with attention on the first token > {eps}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bounded_legend(ax, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     out = [("X.attention-sink along training: share of sink heads per checkpoint (Gu et al. 2025 Fig. 3)", _png(fig))]
     plt.close(fig)
     return out

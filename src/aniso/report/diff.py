@@ -1,6 +1,7 @@
 """What changed between two runs (``aniso diff OLD NEW``): verdicts, and deciding statistics beyond their intervals.
 
-Results are matched by (claim, model, test). A *verdict* change is a different verdict string (holds, does not hold,
+Results are matched by (claim, model, test), the test by its name and parameters, not by the folder its file was run
+from. A *verdict* change is a different verdict string (holds, does not hold,
 expected not to hold, skipped, ...). A *number* change is a deciding statistic (:class:`~aniso.judge.results.Uncertainty`)
 whose new value lies outside the old run's interval, or the old value outside the new one's: a move larger than the
 resampling noise of either run. Without intervals (or with one that does not hold its own value), the scalar
@@ -51,7 +52,10 @@ class Change:
 
 
 def _key(r: ClaimResult) -> tuple[str, str, str]:
-    return (r.claim_id, r.model_id or "", r.test)
+    """The identity of a result across runs: its claim, model, and the test's name with its parameters (pytest's
+    node id less its file path: the same claim test run from a ``claims/`` folder elsewhere, e.g. beside another
+    registry, is the same test)."""
+    return (r.claim_id, r.model_id or "", r.test.split("::", 1)[-1])
 
 
 def _outside(value: float | None, low: float | None, high: float | None) -> bool:
@@ -188,20 +192,33 @@ def _note(changes: list[Change], kind: str, shown: int = 3) -> list[str]:
     return got[:shown] + ([f"and {len(got) - shown} more"] if len(got) > shown else [])
 
 
+def _cell(text: str) -> str:
+    """A cell of the Markdown table: its unprintable characters escaped (:func:`aniso.common.tables.printable`),
+    and ``|`` as ``\\|`` (which would otherwise end the cell)."""
+    from ..common.tables import printable
+
+    return printable(text).replace("|", "\\|")
+
+
 def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "new") -> str:
     """The changes as a table, with a one-line count first, and a line naming the results measured on different
-    inputs in the two runs (:func:`inputs_line`) last."""
+    inputs in the two runs (:func:`inputs_line`) last. Text from the results files is shown with its control and
+    format characters escaped (:func:`aniso.common.tables.printable`) and ``|`` escaped in the table's cells."""
     from tabulate import tabulate
 
+    from ..common.tables import printable
+
     note = inputs_line(changes)
-    sizes, moved = _note(changes, "sizes"), _note(changes, "moved")
+    note = printable(note) if note else note
+    sizes, moved = [printable(s) for s in _note(changes, "sizes")], [printable(s) for s in _note(changes, "moved")]
+    old_name, new_name = printable(old_name), printable(new_name)
     changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved")]
     counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "record", "added",
                                                               "removed")}
     head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \
         f"{old_name} -> {new_name}: no verdict or number changed" + (" beyond either run's interval" if moved else "")
     if changes:
-        rows = [[c.kind, c.claim_id, c.model_id or "-", c.old, c.new] for c in changes]
+        rows = [[_cell(v) for v in (c.kind, c.claim_id, c.model_id or "-", c.old, c.new)] for c in changes]
         head += "\n" + tabulate(rows, headers=["change", "claim", "model", "old", "new"], tablefmt="github")
     if moved:
         head += ("\nnumbers moved within both runs' intervals (not counted as changes): " + "; ".join(moved))

@@ -197,3 +197,25 @@ def label(text: str, limit: int = 48) -> str:
     """``text`` cut to ``limit`` characters (with an ellipsis) for a tick label or legend entry; the report's tables
     carry the full name."""
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+#: The most entries a legend of models lists (:func:`bounded_legend`): a run of a few hundred models would otherwise
+#: spend minutes laying out its legends, and a legend of hundreds of entries is read by no one; the report's tables
+#: and verdict matrix name every model.
+MAX_LEGEND = 40
+
+
+def bounded_legend(target, handles=None, labels=None, limit: int = MAX_LEGEND, **kwargs):
+    """``target.legend(handles, labels, **kwargs)`` (an Axes or a Figure; by default the handles and labels of
+    ``target``) with at most ``limit`` entries: beyond that, the first ``limit - 1`` and one entry saying how many
+    more there are, which the report's tables name. Returns the legend."""
+    if handles is None:
+        handles, labels = target.get_legend_handles_labels()
+    handles, labels = list(handles), list(labels)
+    if len(handles) > limit:
+        from matplotlib.lines import Line2D
+
+        more = len(handles) - (limit - 1)
+        handles = handles[:limit - 1] + [Line2D([], [], ls="none")]
+        labels = labels[:limit - 1] + [f"… and {more} more (named in the tables)"]
+    return target.legend(handles, labels, **kwargs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from .figures import MAX_LEGEND, bounded_legend
 from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
@@ -133,7 +134,7 @@ def modality_figures(models: dict[str, dict], registry: dict | None = None,
         members = group_members(models, key, registry, also)
         if not members:
             continue
-        fig, ax = plt.subplots(figsize=(8, 3.8 + 0.12 * max(len(members) - 12, 0)))
+        fig, ax = plt.subplots(figsize=(8, 3.8 + 0.12 * max(min(len(members), MAX_LEGEND) - 12, 0)))
         for mid, doc in members.items():
             cos = [math.nan if s.get("mean_cosine") is None else s["mean_cosine"] for s in doc["layers"]]
             n = len(cos)
@@ -149,7 +150,7 @@ def modality_figures(models: dict[str, dict], registry: dict | None = None,
         ax.set_ylabel("avg cos")
         ax.set_ylim(min(0.0, ax.get_ylim()[0]), 1.0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, never over them
+        bounded_legend(ax, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, not over
         ax.set_title(f"{title} ({figure}); thin dotted: isotropic q95(d)" if key not in ("speech", "vision-cnn")
                      else f"{title} ({figure})", fontsize=9)
         out.append((f"{title} — {figure}", _png(fig)))
@@ -164,10 +165,15 @@ P_FLOOR = 1e-16
 DRIFT_CLAIMS = ("G.drift-correlation-spearman", "G.drift-correlation-pearson")
 
 
+#: The most models the p-value figure draws, one row each (:func:`drift_pvalue_figure`).
+MAX_PVALUE_ROWS = 2 * MAX_LEGEND
+
+
 def drift_pvalue_figure(results: list, models: dict[str, dict], registry: dict | None = None
                         ) -> list[tuple[str, str]]:
     """G Fig. 5 / 16: p-values of the Spearman and Pearson tests between per-layer drift norm and avg cos,
-    one point per model (log scale), the 0.05 line, models ordered by report group. ``results`` are
+    one point per model (log scale), the 0.05 line, models ordered by report group (the first
+    :data:`MAX_PVALUE_ROWS`; the caption says how many are left out). ``results`` are
     :class:`~aniso.judge.results.ClaimResult`; their typed ``p_value`` is read."""
     p = {(r.claim_id, r.model_id): r.p_value for r in results
          if r.claim_id in DRIFT_CLAIMS and r.model_id and r.p_value is not None}
@@ -177,6 +183,8 @@ def drift_pvalue_figure(results: list, models: dict[str, dict], registry: dict |
         return []
     order = {k: i for i, (k, _, _) in enumerate(GROUPS)}
     ids = sorted(rows, key=lambda m: (order.get(group_of(entry_of(m, models.get(m) or {}, registry)), 99), m))
+    left_out = max(len(ids) - MAX_PVALUE_ROWS, 0)  # a figure of thousands of rows: the claims' tables give them all
+    ids = ids[:MAX_PVALUE_ROWS]
     plt = _plt()
     # one row per model (names read horizontally), p along a log axis
     fig, ax = plt.subplots(figsize=(8, 1.6 + 0.28 * len(ids)))
@@ -193,8 +201,9 @@ def drift_pvalue_figure(results: list, models: dict[str, dict], registry: dict |
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("drift norm vs avg cos across layers", fontsize=10)
-    out = [(f"p-values of the drift-norm correlations — G Fig. 5 and 16 (p < {P_FLOOR:g} drawn at {P_FLOOR:g})",
-            _png(fig))]
+    out = [(f"p-values of the drift-norm correlations — G Fig. 5 and 16 (p < {P_FLOOR:g} drawn at {P_FLOOR:g})"
+            + (f"; the first {len(ids)} models of {len(ids) + left_out}, the claims' tables give every p-value"
+               if left_out else ""), _png(fig))]
     plt.close(fig)
     return out
 
@@ -241,7 +250,8 @@ def profile_figure(models: dict[str, dict], registry: dict | None = None,
         ax.set_ylabel("SVD anisotropy σ₁²/Σσᵢ² (batch mean)")
         ax.grid(alpha=0.3)
     # every model is in the first panel: its legend beside the last one, clear of every axis
-    axes[-1].legend(*axes[0].get_legend_handles_labels(), fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bounded_legend(axes[-1], *axes[0].get_legend_handles_labels(), fontsize=9, loc="upper left",
+                   bbox_to_anchor=(1.01, 1.0))
     out = [("SVD-anisotropy profiles of decoders and encoders — R Fig. 1", _png(fig))]
     plt.close(fig)
     return out

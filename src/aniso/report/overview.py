@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from .figures import MAX_LEGEND, bounded_legend
 from .figures import label as _label
 from .figures import png as _png
 from .figures import pyplot as _plt
@@ -52,8 +53,8 @@ def _legend(fig, ax, rows, styles) -> None:
         handles.append(Line2D([], [], color=st["color"], ls=st["ls"], marker=st["marker"], ms=4, gid=mid))
         labels.append(_label(mid))
     ncol = 1 if len(labels) <= 26 else 2
-    ax.legend(handles, labels, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol,
-              handlelength=2.6, borderaxespad=0)
+    bounded_legend(ax, handles, labels, fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=ncol,
+                   handlelength=2.6, borderaxespad=0)
 
 
 def _height(rows) -> float:
@@ -156,9 +157,10 @@ def profile_overview(models: dict, registry: dict | None = None,
     for ax in axes:
         ax.set_xlabel("relative depth")
         ax.grid(alpha=0.3)
-    fig.legend(loc="lower center", bbox_to_anchor=(0.5, -0.02), ncol=3 if len(ids) > 4 else len(ids), fontsize=9,
-               title="decoders solid, encoders dashed")
-    fig.tight_layout(rect=(0, 0.08 + 0.05 * math.ceil(len(ids) / 3), 1, 1))
+    entries = min(len(ids), MAX_LEGEND)
+    bounded_legend(fig, *axes[0].get_legend_handles_labels(), loc="lower center", bbox_to_anchor=(0.5, -0.02),
+                   ncol=3 if entries > 4 else entries, fontsize=9, title="decoders solid, encoders dashed")
+    fig.tight_layout(rect=(0, 0.08 + 0.05 * math.ceil(entries / 3), 1, 1))
     out = [("Across models: SVD-anisotropy and TwoNN profiles of every text decoder and encoder (R Fig. 1-2 side "
             "by side)", _png(fig))]
     plt.close(fig)
