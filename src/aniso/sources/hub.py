@@ -720,6 +720,17 @@ _GENERIC_TOKENIZERS = ("TokenizersBackend", "PreTrainedTokenizerBase", "PreTrain
                        "PreTrainedTokenizerFast", "PythonBackend", "SentencePieceBackend")
 
 
+def _shared_tokenizers() -> set[str]:
+    """The tokenizer classes transformers lists for no model type of its own: a tokenizer that checkpoints of
+    another type's architecture use (ByT5's bytes with ``model_type: t5``, BERTweet's with ``roberta``, HerBERT's,
+    PhoBERT's, BertJapanese's with ``bert``), which a family check cannot judge."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    own = {v for k, v in TOKENIZER_MAPPING_NAMES.items() if k in CONFIG_MAPPING_NAMES}
+    return {v for k, v in TOKENIZER_MAPPING_NAMES.items() if k not in CONFIG_MAPPING_NAMES and v} - own
+
+
 def _declared_tokenizer_class(folder: str | Path | None) -> str | None:
     """The ``tokenizer_class`` field of the folder's ``tokenizer_config.json`` (None when there is none)."""
     import json
@@ -741,7 +752,8 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
 
     - the class ``tokenizer_config.json``'s ``tokenizer_class`` names belongs to another model family than the
       config's ``model_type`` (transformers' tokenizer of that type; neither class derives from the other; a generic
-      class such as ``PreTrainedTokenizerFast`` or a type transformers maps to none is not judged);
+      class such as ``PreTrainedTokenizerFast``, a type transformers maps to none, or a tokenizer transformers lists
+      for no model type of its own, :func:`_shared_tokenizers`, is not judged);
     - the tokenizer's padding token has another id than ``config.json``'s ``pad_token_id`` (both given): the
       model was trained padding with the config's id, the inputs would carry another token there;
     - a token of the tokenizer's own vocabulary (added tokens aside) has an id past the input embedding's rows.
@@ -763,6 +775,7 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
             have = want = None
         if (have is not None and want is not None
                 and not {have.__name__, want.__name__} & set(_GENERIC_TOKENIZERS)
+                and have.__name__ not in _shared_tokenizers()
                 and not issubclass(have, want) and not issubclass(want, have)):
             return (f"tokenizer_config.json field tokenizer_class {declared!r} is a tokenizer of another model "
                     f"family than config.json's model_type {model_type!r} (its tokenizer is {own}): the inputs "
@@ -772,7 +785,10 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
     if isinstance(pad, int) and isinstance(tok_pad, int) and pad != tok_pad:
         return (f"the tokenizer ({files}) pads with {tokenizer.pad_token!r}, id {tok_pad}, but config.json field "
                 f"pad_token_id is {pad}: the tokenizer is not the model's own; give the model's tokenizer files")
-    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):  # a model without one table of token embeddings (CANINE's hashes)
+        embeddings = None
     rows = getattr(embeddings, "num_embeddings", None)
     if isinstance(rows, int):
         try:
