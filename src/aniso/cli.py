@@ -924,6 +924,9 @@ class _Output:
         if self.failed is None:
             try:
                 return self.stream.write(text)
+            except UnicodeEncodeError:  # a stream in a locale's narrow encoding (LC_ALL=C: ASCII): escaped, not lost
+                encoding = getattr(self.stream, "encoding", None) or "ascii"
+                return self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
             except OSError as exc:
                 self._gone(exc)
         return len(text)
