@@ -258,7 +258,7 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
     items, names, skipped = [], [], []
     for p in files:
         try:
-            if _shown(p) != str(p):
+            if not _utf8_name(p):
                 raise _Unusable(f"cannot read {_shown(p)}: its file name is not UTF-8 (the bytes that are not are "
                                 "shown escaped, \\xNN), and results and the cache record file names as text; "
                                 "rename the file")
@@ -314,6 +314,16 @@ def _copies(items: list, names: list[str], setting: str, folder: Path, what: str
         raise InputsUnavailable(f"{setting}: the {len(items)} {what}s measured from {folder} are copies of one "
                                 f"{what} (the same content: {shown}); at least 2 distinct {what}s are needed")
     return f"; {len(pairs)} of the {len(items)} {what}s repeat another (the same content: {shown})"
+
+
+def _utf8_name(p: Path) -> bool:
+    """Whether the bytes of ``p``'s name are UTF-8, whatever the locale: under an ASCII one Python reads each byte
+    of a UTF-8 name past 127 as a lone surrogate, and those bytes are UTF-8 all the same."""
+    try:
+        os.fsencode(p).decode("utf-8")
+    except UnicodeError:
+        return False
+    return True
 
 
 def _shown(p: Path) -> str:
