@@ -194,3 +194,17 @@ def test_a_photograph_with_a_utf8_name_is_measured_under_an_ascii_locale(tmp_pat
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env=_ascii_env(), encoding="utf-8", errors="replace")
     assert proc.returncode == 0 and proc.stdout.split() == ["2", "0"], proc.stderr[-2000:]
+
+
+def test_a_report_recording_a_utf8_path_read_under_an_ascii_locale_is_written_as_utf8(tmp_path):
+    """The run measured and then stopped writing report.html ("'utf-8' codec can't encode ... surrogates not
+    allowed"): a report folder named 'rép' under LC_ALL=C reaches Python as 'r\\udcc3\\udca9p'."""
+    from aniso.judge.results import ResultsDocument, provenance, write_results
+    from aniso.report import write_html_report
+
+    as_ascii_reads_it = "r\udcc3\udca9p"
+    doc = ResultsDocument(provenance=provenance(tmp_path, {"report_dir": f"/tmp/{as_ascii_reads_it}"}, None),
+                          results=[])
+    write_results(tmp_path / "results.json", doc)
+    out = write_html_report(tmp_path / "results.json", tmp_path / "report.html")
+    assert "report_dir = \u2026/r\u00e9p" in out.read_text(encoding="utf-8")
