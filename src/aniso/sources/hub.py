@@ -756,7 +756,9 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
       for no model type of its own, :func:`_shared_tokenizers`, is not judged);
     - the tokenizer's padding token has another id than ``config.json``'s ``pad_token_id`` (both given): the
       model was trained padding with the config's id, the inputs would carry another token there;
-    - a token of the tokenizer's own vocabulary (added tokens aside) has an id past the input embedding's rows.
+    - a token of the tokenizer's own vocabulary (added tokens aside) has an id past the input embedding's rows,
+      while the vocabulary has no more tokens than the embedding has rows (a config too small for its tokenizer is
+      another fault, named with ``vocab_size`` when the extraction meets such an id).
 
     ``model``: a transformers model (``config``, ``get_input_embeddings``); ``tokenizer``: a transformers
     tokenizer; ``folder``: where ``tokenizer_config.json`` lies (None: the class is not judged).
@@ -798,7 +800,7 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
         except (AttributeError, TypeError, NotImplementedError):
             vocab = {}
         past = [(i, t) for t, i in vocab.items() if isinstance(i, int) and i >= rows]
-        if past:
+        if past and len(vocab) <= rows:  # more tokens than rows: the config is too small, as the extraction says
             i, token = max(past)
             return (f"the tokenizer ({files}) gives the token {token!r} the id {i}, past the input embedding's "
                     f"{rows} rows ({len(past)} token(s) past them): the tokenizer's vocabulary is not the model's; "
