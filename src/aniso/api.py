@@ -939,7 +939,7 @@ def _write_registry(raw: dict, path: Path, what: str) -> Path:
 
     from .registry.entries import RegistryError, load_registry
 
-    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+    path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True), encoding="utf-8")
     try:
         load_registry(path)
     except RegistryError as exc:
@@ -1049,7 +1049,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
 
                 results.with_name(DETECTED_ENTRY).write_text(sealed_lines(  # the registry it was added to, by digest
                     f"# {DETECTED_BASE}: {file_digest(reg_path)}\n# {DETECTED_REGISTRY}: {json.dumps(str(reg_path))}\n"
-                    + yaml.safe_dump([row], sort_keys=False, allow_unicode=True)))
+                    + yaml.safe_dump([row], sort_keys=False, allow_unicode=True)), encoding="utf-8")
             exit_code = 2 if tally.refused or tally.collect_errors else run_exit_code(code, tally.measured)
             stopped = tally.stopped or _why_nothing_ran(tally, pytest_args, model_id) or (
                 _interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
@@ -1443,7 +1443,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         from .judge.results import file_digest
 
         manifest["registry_sha256"] = file_digest(tmp_registry)  # the manifest labels runs of this registry only
-        (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+        (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
         args = _plugins_off(pytest_args) + _twin_args(claims_dir, ids, tmp_registry, root / "twin-manifest.json",
                                                       sizes, "" if wanted.everything else str(wanted), texts)
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")

@@ -580,7 +580,7 @@ def _record(args: argparse.Namespace) -> int:
             raise ValueError(f"{args.results} holds the verdicts of a twin run (random weights, code path only), "
                              "which are never recorded; record the results of a run on the model's own weights")
         beside = Path(args.results).with_name(DETECTED_ENTRY)  # the row of a detected model, as the run sealed it
-        detected_text = unsealed_lines(beside, beside.read_text()) if beside.is_file() else None
+        detected_text = unsealed_lines(beside, beside.read_text(encoding="utf-8")) if beside.is_file() else None
         comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
                     for key in (DETECTED_BASE, DETECTED_REGISTRY) if line.startswith(f"# {key}:")}
         base = comments.get(DETECTED_BASE)  # a first run of a detected model ran on this registry plus its row
@@ -592,7 +592,7 @@ def _record(args: argparse.Namespace) -> int:
                              + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
                                 if doc.provenance.registry_sha256 else "no registry file")
                              + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
-        new, notes = refresh_records(registry.read_text(), doc.results)
+        new, notes = refresh_records(registry.read_text(encoding="utf-8"), doc.results)
         detected = yaml.safe_load(detected_text) if detected_text is not None else None
         new, added = record_new_findings(new, doc.results, detected)
         notes += added
@@ -613,14 +613,15 @@ def _record(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:  # validate before the registry is touched
         trial = Path(tmp) / registry.name
-        trial.write_text(new)
+        trial.write_text(new, encoding="utf-8")
         try:
             load_registry(trial)
         except RegistryError as exc:
             print(f"aniso record: {registry} would no longer validate ({exc}); unchanged: fix the record by hand",
                   file=sys.stderr)
             return 2
-    atomic_write(registry.resolve(), lambda path: path.write_text(new))  # through a link, never over it
+    # through a link, never over it
+    atomic_write(registry.resolve(), lambda path: path.write_text(new, encoding="utf-8"))
     print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}"
           + (f" (a link to {registry.resolve()})" if registry.is_symlink() else ""))
     return 0
@@ -949,6 +950,9 @@ class _Output:
         if self.failed is None:
             try:
                 return self.stream.write(text)
+            except UnicodeEncodeError:  # a stream in a locale's narrow encoding (LC_ALL=C: ASCII): escaped, not lost
+                encoding = getattr(self.stream, "encoding", None) or "ascii"
+                return self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
             except OSError as exc:
                 self._gone(exc)
         return len(text)

@@ -58,7 +58,7 @@ def default_file_mode() -> int:
     """The mode a plain ``open(path, "w")`` gives a new file: 0o666 less the process's umask (read without changing
     it where Linux reports it, else by setting and restoring it)."""
     try:
-        with open("/proc/self/status") as f:
+        with open("/proc/self/status", encoding="utf-8") as f:
             umask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
     except (OSError, StopIteration, ValueError):
         umask = os.umask(0o022)

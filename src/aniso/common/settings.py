@@ -249,6 +249,11 @@ def _not_utf8(path: str | None) -> str | None:
     try:
         path.encode("utf-8")
     except UnicodeEncodeError as exc:
+        try:  # the name's bytes, as Python decoded them with the file-system encoding (an ASCII locale: every byte
+            os.fsencode(path).decode("utf-8")  # past 127 escaped): a UTF-8 name is no problem, whatever the locale
+            return None
+        except UnicodeError:
+            pass
         raw = os.fsencode(path) if all(not 0xD800 <= ord(c) < 0xDC80 for c in path) else None
         shown = f" ({raw!r})" if raw is not None else ""
         return (f"the path {path!r}{shown} is no UTF-8 text (character {exc.start + 1}, {path[exc.start]!r}: a byte "

@@ -212,8 +212,9 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
     clips, names, skipped = _usable(files, lambda p: _read_clip(p, max_seconds), "speech_dir", folder, "recording")
+    copies = _copies(clips, names, "speech_dir", folder, "recording")
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)"
-                    + _skipped_note(skipped, len(files)), str(folder), fingerprint, tuple(clips), tuple(names), len(all_files),
+                    + _skipped_note(skipped, len(files)) + copies, str(folder), fingerprint, tuple(clips), tuple(names), len(all_files),
                     seed, dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
@@ -257,7 +258,7 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
     items, names, skipped = [], [], []
     for p in files:
         try:
-            if _shown(p) != str(p):
+            if not _utf8_name(p):
                 raise _Unusable(f"cannot read {_shown(p)}: its file name is not UTF-8 (the bytes that are not are "
                                 "shown escaped, \\xNN), and results and the cache record file names as text; "
                                 "rename the file")
@@ -276,6 +277,53 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
         raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
                                 + "; ".join(reason for _, reason in skipped))
     return items, names, skipped
+
+
+def _content_key(item: Any) -> bytes:
+    """SHA-256 of what a recording or photograph holds once decoded: a waveform's samples, or an image's size, mode
+    and pixels. Two files with the same key are one input, whatever their names or encodings."""
+    if isinstance(item, np.ndarray):
+        arr = np.ascontiguousarray(item)
+        head = f"{arr.dtype}{arr.shape}".encode()
+    else:  # a PIL image
+        arr = np.ascontiguousarray(np.asarray(item))
+        head = f"{item.mode}{item.size}".encode()
+    return hashlib.sha256(head + arr.tobytes()).digest()
+
+
+def _copies(items: list, names: list[str], setting: str, folder: Path, what: str) -> str:
+    """The note a set's label carries when some of its ``items`` are copies of another (the same decoded content,
+    :func:`_content_key`): ``"; 7 of the 8 recordings repeat another (same content: a.flac = b.flac, ...)"``; ""
+    when all are distinct. Copies are measured, as a corpus's repeated paragraphs are, but they are not
+    independent inputs (a bootstrap over them resamples one input), and a reader must know it.
+
+    Raises InputsUnavailable naming the setting, the folder and the copies when fewer than 2 distinct inputs remain
+    among 2 or more (their statistics would be those of one input: an average cosine of 1 at every layer)."""
+    first: dict[bytes, str] = {}
+    pairs = []
+    for item, name in zip(items, names):
+        key = _content_key(item)
+        if key in first:
+            pairs.append(f"{_shown(Path(name))} = {_shown(Path(first[key]))}")
+        else:
+            first[key] = name
+    if not pairs:
+        return ""
+    shown = ", ".join(pairs[:3]) + (", ..." if len(pairs) > 3 else "")
+    if len(first) < 2:
+        raise InputsUnavailable(f"{setting}: the {len(items)} {what}s measured from {folder} are copies of one "
+                                f"{what} (the same content: {shown}); at least 2 distinct {what}s are needed")
+    return f"; {len(pairs)} of the {len(items)} {what}s repeat another (the same content: {shown})"
+
+
+def _utf8_name(p: Path) -> bool:
+    """Whether the bytes of ``p``'s name are UTF-8, whatever the locale: under an ASCII one Python reads each byte
+    of a UTF-8 name past 127 as a lone surrogate, and those bytes are UTF-8 all the same."""
+    try:
+        os.fsencode(p).decode("utf-8")
+    except UnicodeError:
+        return False
+    return True
 
 
 def _shown(p: Path) -> str:
@@ -390,7 +438,9 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
     images, names, skipped = _usable(files, lambda p: _read_image(p, max_pixels), "image_dir", folder, "photograph")
-    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files)),
+    copies = _copies(images, names, "image_dir", folder, "photograph")
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))
+                    + copies,
                     str(folder), fingerprint, tuple(images), tuple(names), len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
 

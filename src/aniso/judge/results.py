@@ -493,7 +493,7 @@ def write_results(path: Path, doc: ResultsDocument) -> None:
     from ..common.files import atomic_write
 
     text = dump_results(doc, indent=1)
-    atomic_write(Path(path), lambda p: p.write_text(text))
+    atomic_write(Path(path), lambda p: p.write_text(text, encoding="utf-8"))
 
 
 #: The verdicts that decide a claim on the measured numbers (an underpowered one decides nothing): the verdict says

@@ -703,7 +703,7 @@ def load_yaml(path: Path | str) -> Any:
     """
     path = Path(path)
     try:
-        loader = _loader()(path.read_text())
+        loader = _loader()(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RegistryError(f"{path}: registry file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -49,25 +49,27 @@ def _not_a_file(given: str | Path, path: Path) -> str:
 def registry_path(given: str | Path | None = None, setting: str | Path | None = None, root: str | Path | None = None,
                   *, required: bool = True) -> Path | None:
     """The registry file, absolute (see the module docstring): ``given`` (an explicit argument), else ``setting``
-    (setting ``registry``; None when it is not set), relative paths taken from ``root`` (default: the working
-    folder).
+    (setting ``registry``; None when it is not set), relative paths taken from the working folder (as a user typing
+    them means, also under pytest, whose root folder may be another); ``root`` (default: the working folder) is
+    where an unset registry is looked for as ``models.yaml``.
 
     Returns None when nothing is given or set and neither the working folder nor the source tree has a
     ``models.yaml``, unless ``required``. Raises :class:`~aniso.registry.entries.RegistryError` (one line) when a
     path given or set is not a file there (a setting of ``models.yaml`` in a folder without one included: only an
     unset setting falls back to the source tree's), or when ``required`` and there is none.
     """
-    root = Path(root) if root is not None else Path.cwd()
+    here = Path.cwd()
+    root = Path(root) if root is not None else here
     if given is not None:
         if not str(given).strip():  # Path("") is the working folder, which nobody named
             raise RegistryError(f"registry: an empty path ({str(given)!r}); give the registry file, or leave it out "
                                 f"for {DEFAULT_REGISTRY} here")
-        path = _absolute(given, root)
+        path = _absolute(given, here)
         if not path.is_file():
             raise RegistryError(f"registry: {_not_a_file(given, path)}")
         return path
     if setting is not None:
-        path = _absolute(setting, root)
+        path = _absolute(setting, here)
         if not path.is_file():
             raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {_not_a_file(setting, path)}")
         return path

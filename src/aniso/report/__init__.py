@@ -589,5 +589,6 @@ def write_html_report(results_json: Path, out: Path) -> Path:
     check_report_target(out, results_json)
     doc = read_results(results_json)
     html = render_html(doc)
-    atomic_write(out, lambda p: p.write_text(html, encoding="utf-8"))
+    # a path read under an ASCII locale holds a UTF-8 name's bytes as lone surrogates: written back as those bytes
+    atomic_write(out, lambda p: p.write_text(html, encoding="utf-8", errors="surrogateescape"))
     return out

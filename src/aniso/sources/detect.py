@@ -111,7 +111,7 @@ def config_of(model: str) -> dict[str, Any]:
         if not cfg.is_file():
             raise UndetectableModel(f"{path}: no config.json in this folder (a transformers model folder has one)")
         try:
-            data = json.loads(cfg.read_text())
+            data = json.loads(cfg.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise UndetectableModel(f"{cfg}: not valid JSON ({exc})") from None
         if not isinstance(data, dict):

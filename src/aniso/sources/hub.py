@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
-__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "placement_key", "folder_problem", "weights_problem",
+__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "tokenizer_problem", "placement_key", "folder_problem", "weights_problem",
            "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
@@ -345,6 +345,11 @@ def _preprocessing_files(folder: str | Path | None, modality: str) -> str:
     vocab.txt"``; ``"its tokenizer files"`` (``"its preprocessor_config.json"``) where there is no folder."""
     if not _read_by_tokenizer(modality):
         return "preprocessor_config.json"
+    return _tokenizer_files(folder)
+
+
+def _tokenizer_files(folder: str | Path | None) -> str:
+    """The tokenizer files a folder holds, named for a refusal (``"its tokenizer files"`` where there is none)."""
     names = ("tokenizer_config.json", *VOCABULARY_FILES, "special_tokens_map.json", "added_tokens.json", "merges.txt")
     held = [name for name in dict.fromkeys(names) if folder is not None and (Path(folder) / name).is_file()]
     return ", ".join(held) if held else "its tokenizer files"
@@ -727,7 +732,103 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
             raise  # KeyboardInterrupt, SystemExit
         _preprocessing_refused(entry, label, folder, exc)
+    if tokenizer is not None:
+        problem = tokenizer_problem(model, tokenizer, folder)
+        if problem is not None:
+            raise ModelRefused(f"{entry.id}: {label}: {problem}")
     return model, tokenizer, processor
+
+
+_GENERIC_TOKENIZERS = ("TokenizersBackend", "PreTrainedTokenizerBase", "PreTrainedTokenizer",
+                       "PreTrainedTokenizerFast", "PythonBackend", "SentencePieceBackend")
+
+
+def _shared_tokenizers() -> set[str]:
+    """The tokenizer classes transformers lists for no model type of its own: a tokenizer that checkpoints of
+    another type's architecture use (ByT5's bytes with ``model_type: t5``, BERTweet's with ``roberta``, HerBERT's,
+    PhoBERT's, BertJapanese's with ``bert``), which a family check cannot judge."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    own = {v for k, v in TOKENIZER_MAPPING_NAMES.items() if k in CONFIG_MAPPING_NAMES}
+    return {v for k, v in TOKENIZER_MAPPING_NAMES.items() if k not in CONFIG_MAPPING_NAMES and v} - own
+
+
+def _declared_tokenizer_class(folder: str | Path | None) -> str | None:
+    """The ``tokenizer_class`` field of the folder's ``tokenizer_config.json`` (None when there is none)."""
+    import json
+
+    if folder is None:
+        return None
+    try:
+        data = json.loads((Path(folder) / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = data.get("tokenizer_class") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = None) -> str | None:
+    """Why a loaded tokenizer is not the model's own, as one phrase naming the file and field, else None.
+
+    Three checks, each one a tokenizer of another model fails while every model's own passes:
+
+    - the class ``tokenizer_config.json``'s ``tokenizer_class`` names belongs to another model family than the
+      config's ``model_type`` (transformers' tokenizer of that type; neither class derives from the other; a generic
+      class such as ``PreTrainedTokenizerFast``, a type transformers maps to none, or a tokenizer transformers lists
+      for no model type of its own, :func:`_shared_tokenizers`, is not judged);
+    - the tokenizer's padding token has another id than ``config.json``'s ``pad_token_id`` (both given): the
+      model was trained padding with the config's id, the inputs would carry another token there;
+    - a token of the tokenizer's own vocabulary (added tokens aside) has an id past the input embedding's rows,
+      while the vocabulary has no more tokens than the embedding has rows (a config too small for its tokenizer is
+      another fault, named with ``vocab_size`` when the extraction meets such an id).
+
+    ``model``: a transformers model (``config``, ``get_input_embeddings``); ``tokenizer``: a transformers
+    tokenizer; ``folder``: where ``tokenizer_config.json`` lies (None: the class is not judged).
+    """
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES, tokenizer_class_from_name
+
+    config = getattr(model, "config", None)
+    files = _tokenizer_files(folder)
+    model_type = getattr(config, "model_type", None)
+    declared = _declared_tokenizer_class(folder)
+    own = TOKENIZER_MAPPING_NAMES.get(model_type) if isinstance(model_type, str) else None
+    if declared is not None and isinstance(own, str):
+        try:
+            have, want = tokenizer_class_from_name(declared), tokenizer_class_from_name(own)
+        except (ImportError, ValueError, AttributeError):
+            have = want = None
+        if (have is not None and want is not None
+                and not {have.__name__, want.__name__} & set(_GENERIC_TOKENIZERS)
+                and have.__name__ not in _shared_tokenizers()
+                and not issubclass(have, want) and not issubclass(want, have)):
+            return (f"tokenizer_config.json field tokenizer_class {declared!r} is a tokenizer of another model "
+                    f"family than config.json's model_type {model_type!r} (its tokenizer is {own}): the inputs "
+                    "would be cut into another model's tokens; remove the field or give the model's own tokenizer")
+    pad = getattr(config, "pad_token_id", None)
+    tok_pad = getattr(tokenizer, "pad_token_id", None)
+    if isinstance(pad, int) and isinstance(tok_pad, int) and pad != tok_pad:
+        return (f"the tokenizer ({files}) pads with {tokenizer.pad_token!r}, id {tok_pad}, but config.json field "
+                f"pad_token_id is {pad}: the tokenizer is not the model's own; give the model's tokenizer files")
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):  # a model without one table of token embeddings (CANINE's hashes)
+        embeddings = None
+    rows = getattr(embeddings, "num_embeddings", None)
+    if isinstance(rows, int):
+        try:
+            backend = getattr(tokenizer, "backend_tokenizer", None)
+            vocab = (backend.get_vocab(with_added_tokens=False) if backend is not None
+                     else dict(getattr(tokenizer, "vocab", None) or tokenizer.get_vocab()))
+        except (AttributeError, TypeError, NotImplementedError):
+            vocab = {}
+        past = [(i, t) for t, i in vocab.items() if isinstance(i, int) and i >= rows]
+        if past and len(vocab) <= rows:  # more tokens than rows: the config is too small, as the extraction says
+            i, token = max(past)
+            return (f"the tokenizer ({files}) gives the token {token!r} the id {i}, past the input embedding's "
+                    f"{rows} rows ({len(past)} token(s) past them): the tokenizer's vocabulary is not the model's; "
+                    "give the model's own tokenizer files")
+    return None
 
 
 def _preprocessing_refused(entry, label: str, folder, exc: BaseException) -> None:

@@ -336,14 +336,14 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
         os.symlink(target, link)
     ref = repo / "refs" / revision
     ref.parent.mkdir(parents=True, exist_ok=True)
-    replaced = ref.read_text().strip() if ref.is_file() else None
-    ref.write_text(commit)  # huggingface_hub writes refs without a newline
+    replaced = ref.read_text(encoding="utf-8").strip() if ref.is_file() else None
+    ref.write_text(commit, encoding="utf-8")  # huggingface_hub writes refs without a newline
     record = import_provenance(hub_id, cache_dir)
     entry = record.get(commit, {})
     revisions = sorted(set(entry.get("revisions", [])) | {revision})
     record[commit] = {"imported_from": str(src), "revisions": revisions, "files": sha256}
     tmp = repo / (PROVENANCE_FILE + ".incomplete")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, repo / PROVENANCE_FILE)
     return Imported(repo, commit, revision, tuple(files), size, tuple(skipped),
                     replaced if replaced != commit else None)
@@ -356,7 +356,7 @@ def import_provenance(hub_id: str, cache_dir: str | Path | None = None) -> dict:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise HubCacheError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
@@ -392,7 +392,7 @@ def resolve_commit(hub_id: str, revision: str = "main", cache_dir: str | Path | 
         raise HubCacheError(f"{hub_id}: revision {revision!r} leads out of the hub cache's refs folder")
     ref = repo / "refs" / revision
     if ref.is_file():
-        commit = ref.read_text(errors="replace").strip()
+        commit = ref.read_text(encoding="utf-8", errors="replace").strip()
         if not _COMMIT.fullmatch(commit):
             raise HubCacheError(f"{ref} holds {commit[:60]!r}, not a commit (40 hex digits); import the model "
                                 "again (aniso hub import) or delete the ref")
@@ -455,7 +455,7 @@ def missing_weights(snapshot: Path) -> str | None:
     index = snapshot / "model.safetensors.index.json"
     if index.is_file():
         try:
-            shards = set(json.loads(index.read_text())["weight_map"].values())
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
             return f"{index.name} has no weight_map"
         absent = sorted(s for s in shards if not (snapshot / s).is_file())

@@ -73,7 +73,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     if broken is not None:
         raise ModelRefused(f"{entry.id}: {path}: {broken}")
     try:
-        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+        model_type = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
     except (OSError, ValueError, AttributeError):
         model_type = None  # from_pretrained says what is wrong with it
     problem = transformer_problem(entry, model_type)

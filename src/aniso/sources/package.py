@@ -32,7 +32,7 @@ from pydantic import Field, model_validator
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .parts import PackagePart, PackagePath, joined_file, package_dir, parts_fingerprint
-from .hub import from_pretrained
+from .hub import from_pretrained, tokenizer_problem
 from .local import weight_files_fingerprint
 
 __all__ = ["PackageSource", "KIND", "FORMATS", "load_ct2_whisper", "read_torch_bin", "torch_bin_config"]
@@ -354,6 +354,11 @@ def _load_torch_bin(entry, path: Path, version: str) -> LoadedModel:
     else:
         _refuse_duplicate_vocabulary(entry, path)
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        problem = tokenizer_problem(model, tok, path)
+        if problem is not None:
+            from .base import ModelRefused
+
+            raise ModelRefused(f"{entry.id}: {path}: {problem}")
         how = "its own tokenizer"
     return LoadedModel(entry, model, tok, f"package: {path / TORCH_BIN} {version} (read with weights_only=True "
                        f"onto transformers {type(model).__name__}; {how})".strip(), None)
