@@ -377,9 +377,9 @@ def _save_tokenizer(tokenizer, folder: Path) -> None:
     cls = getattr(tokenizer, "_twin_class", None)
     config = folder / "tokenizer_config.json"
     if cls and config.is_file():  # the generic fast class, saved under the name the row's repository gives it
-        data = json.loads(config.read_text())
+        data = json.loads(config.read_text(encoding="utf-8"))
         data["tokenizer_class"] = cls
-        config.write_text(json.dumps(data, indent=2, ensure_ascii=False))
+        config.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def _square(size: int) -> dict:
@@ -423,9 +423,9 @@ def _save_processor(name: str, folder: Path, config, full_size: bool = False) ->
     processor = pil_image_processor(name, **_IMAGE_PROCESSORS.get(name, _square)(size))
     processor.save_pretrained(str(folder))
     path = folder / "preprocessor_config.json"
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text(encoding="utf-8"))
     data["image_processor_type"] = name  # as the hub repositories name it (the PIL class is asked for at load)
-    path.write_text(json.dumps(data, indent=2))
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
 
 
 # -- custom code --------------------------------------------------------------------------------------------------
@@ -466,7 +466,7 @@ def remote_code_model(entry, seed: int = 0):
         raise TwinError(f"{entry.id}: model_type {model_type!r} is no custom-code architecture")
     source, config_class = _remote_classes(model_type, spec)
     with tempfile.TemporaryDirectory(prefix="aniso-twin-code-") as tmp:
-        (Path(tmp) / REMOTE_CODE_FILE).write_text(source)
+        (Path(tmp) / REMOTE_CODE_FILE).write_text(source, encoding="utf-8")
         module = _import_module(Path(tmp) / REMOTE_CODE_FILE, f"aniso_twin_{model_type}_{os.getpid()}_tiny")
     config = getattr(module, config_class)(**fields_)
     config._attn_implementation = "eager"
@@ -524,7 +524,7 @@ def build_twin(entry, folder: str | Path, texts: Sequence[str], seed: int = 0, f
     try:
         if spec.remote is not None:
             source, config_class = _remote_classes(model_type, spec)
-            (folder / REMOTE_CODE_FILE).write_text(source)
+            (folder / REMOTE_CODE_FILE).write_text(source, encoding="utf-8")
             module = _import_module(folder / REMOTE_CODE_FILE, f"aniso_twin_{model_type}_{os.getpid()}")
             config = getattr(module, config_class)(**fields_)
             config.auto_map = {"AutoConfig": f"{REMOTE_CODE_FILE[:-3]}.{config_class}",

@@ -83,7 +83,7 @@ class StatsCache:
                 if path.is_symlink() or (path.exists() and not path.is_file()):
                     raise ValueError(f"{path.name} is " + ("a symbolic link" if path.is_symlink() else
                                                            "no regular file") + ", not a file the cache wrote")
-            meta = json.loads(meta_path.read_text())
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
             if not isinstance(meta, dict):
                 raise ValueError("its sidecar is no JSON object")
             if meta.get("key") != key:
@@ -136,7 +136,7 @@ class StatsCache:
         }
         meta = json.loads(json.dumps(meta, default=str))  # as the reader will see it
         meta["seal"] = seal(seal_key, self._entry_text(sha256_file(data_path), meta))
-        atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1)))
+        atomic_write(meta_path, lambda p: p.write_text(json.dumps(meta, indent=1), encoding="utf-8"))
 
     @staticmethod
     def _entry_text(data_sha256: str, meta: dict) -> str:
@@ -197,7 +197,7 @@ class JsonCache:
         try:
             if path.is_symlink() or not path.is_file():
                 raise ValueError("a symbolic link or no regular file, not a file the cache wrote")
-            doc = json.loads(path.read_text())
+            doc = json.loads(path.read_text(encoding="utf-8"))
             if doc.get("key") != key:
                 raise ValueError("it was written under another key: copied from another entry")
             if not verify(seal_key, self._sealed_text(key, doc["payload"]), doc.get("seal")):
@@ -215,4 +215,4 @@ class JsonCache:
         """Write ``payload`` (JSON-serialisable) under ``key`` atomically."""
         doc = {"key": key, "payload": payload,
                "seal": seal(load_key(self.root / KEY_NAME), self._sealed_text(key, payload))}
-        atomic_write(self._path(key), lambda p: p.write_text(json.dumps(doc)))
+        atomic_write(self._path(key), lambda p: p.write_text(json.dumps(doc), encoding="utf-8"))
