@@ -149,7 +149,9 @@ def _folder(tmp_path: Path, *names: str) -> Path:
         else:
             (folder / name).write_bytes(b"weights of " + name.encode())
     if any(name.endswith(".safetensors") for name in names):  # a tokenizer: hub import refuses a folder without one
-        (folder / "vocab.txt").write_text("".join(f"t{i}\n" for i in range(TINY_BERT["vocab_size"])))
+        specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # [PAD] first: config.json's pad_token_id 0
+        (folder / "vocab.txt").write_text("".join(f"{t}\n" for t in specials) + "".join(
+            f"t{i}\n" for i in range(len(specials), TINY_BERT["vocab_size"])))
     return folder
 
 

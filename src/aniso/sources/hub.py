@@ -433,7 +433,17 @@ def import_problem(folder: str | Path, config: dict) -> str | None:
         return None
     finally:
         hf_logging.set_verbosity(verbosity)
-    return weights_problem(model, info)
+    problem = weights_problem(model, info)
+    if problem is None and modality is not None and _read_by_tokenizer(modality):  # is the tokenizer the model's?
+        try:
+            from transformers import AutoTokenizer
+
+            with no_loading_bars():
+                tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+        except Exception:  # noqa: BLE001 - a tokenizer that cannot load is the run's to name, as it does
+            return None
+        problem = tokenizer_problem(model, tokenizer, folder)
+    return problem
 
 
 #: Most builds of a model on the meta device tried to tell which config field gives a weight its shape.
