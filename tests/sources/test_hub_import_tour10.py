@@ -34,3 +34,23 @@ def test_the_same_folder_under_its_own_config_is_imported(tmp_path, tiny_bert_di
     (folder / "tokenizer_config.json").write_text(json.dumps(tok), encoding="utf-8")
     assert main(["hub", "import", "me/bert", str(folder), "--cache-dir", str(tmp_path / "hub")]) == 0, \
         capsys.readouterr().err
+
+
+def test_a_full_size_twin_that_cannot_fit_in_memory_is_refused_before_it_is_built(tmp_path, monkeypatch):
+    """opt-13b's full-size twin (26 GB in float16) grew past 5.6 GB on a 23 GB machine with nothing said: the build
+    is refused first, in one line naming the row, the weights' size and the memory available."""
+    import pytest
+
+    import aniso.sources.twin as twin
+    from aniso.registry.entries import load_registry
+
+    from pathlib import Path
+
+    entry = load_registry(Path(__file__).resolve().parents[2] / "models.yaml").get("opt-13b")
+    monkeypatch.setattr(twin, "_available_memory", lambda: 8 * 2**30)
+    with pytest.raises(twin.TwinError) as caught:
+        twin.build_twin(entry, tmp_path / "twin", ["a few words"] * 4, 0, full_size=True)
+    said = str(caught.value)
+    assert said.startswith("opt-13b: its full-size twin holds 23.9 GiB of weights in torch.float16")
+    assert "8.0 GiB of memory are available here" in said and "\n" not in said
+    assert not (tmp_path / "twin" / "model.safetensors").exists()
