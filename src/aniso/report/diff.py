@@ -80,13 +80,20 @@ def _stale(r: ClaimResult) -> str:
 
 def _sizes(old: ResultsDocument, new: ResultsDocument, a: ClaimResult, b: ClaimResult) -> str | None:
     """The sizes and model settings that differ between two results of one (claim, model, test), in words
-    ("n_items 8 -> 10, n_vectors 581 -> 717"); None when none does."""
+    ("n_items 8 -> 10, n_vectors 581 -> 717"), the twin sizes of two twin runs ("twin tiny -> full size") and the
+    models' layer counts where they differ; None when none does."""
     moved = []
+    twins = [(doc.provenance.twin or {}).get("size", "tiny") if doc.provenance.twin is not None else "none"
+             for doc in (old, new)]
+    if twins[0] != twins[1]:  # a tiny and a full-size twin (or a twin and the model) are other models
+        moved.append(f"twin {twins[0]} -> {twins[1]}")
     for name in ("n_items", "n_vectors"):
         x, y = getattr(a, name), getattr(b, name)
         if x is not None and y is not None and x != y:
             moved.append(f"{name} {x} -> {y}")
     ma, mb = old.models.get(a.model_id or ""), new.models.get(b.model_id or "")
+    if ma is not None and mb is not None and len(ma.layer_names) != len(mb.layer_names):
+        moved.append(f"layers {len(ma.layer_names)} -> {len(mb.layer_names)}")
     sa = ma.meta.get("settings") if ma is not None else None
     sb = mb.meta.get("settings") if mb is not None else None
     if isinstance(sa, dict) and isinstance(sb, dict):
