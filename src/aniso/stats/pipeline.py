@@ -362,18 +362,36 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
             raise
         raise out_of_memory(loaded.entry.id, settings) from None
     if not sharded:
+        _check_two_vectors(loaded.entry.id, modality, stats)
         return stats
     from .distributed import reduce_model_stats
 
     for name in ("all_frames_mean_cosine", "all_frames_count", "twonn_shuffled_batches"):
         stats.meta.pop(name, None)
-    return reduce_model_stats(stats)
+    stats = reduce_model_stats(stats)
+    _check_two_vectors(loaded.entry.id, modality, stats)
+    return stats
+
+
+def _check_two_vectors(model_id: str, modality: Modality, stats: ModelStats) -> None:
+    """InputsRefused naming the setting that counts the inputs when a layer has fewer than 2 non-zero vectors (a CNN
+    pools one photograph into one vector: ``n_images`` 1 gives one per layer), where avg cos has no pair to take."""
+    few = min((acc.n_nonzero for acc in stats.layers), default=2)
+    if few >= 2:
+        return
+    from ..inputs.forms import INPUT_FORMS
+
+    form = INPUT_FORMS.get(modality.inputs)
+    what = f"setting {form.size}" if form is not None else "the inputs"
+    raise InputsRefused(f"{model_id}: {few} non-zero vector(s) in a layer from the inputs measured ({what}): avg cos "
+                        f"needs at least 2; give more {form.noun if form is not None else 'inputs'}")
 
 
 class InputsRefused(ModelRefused, ValueError):
-    """Texts given to the Python API as ``inputs`` (a list) that the model's tokenizer reads as too little text
-    (:func:`_check_real_tokens`): a ValueError naming the argument ``inputs``, and a :class:`ModelRefused` as the same
-    refusal of setting ``corpus`` is."""
+    """Inputs too few or too thin to measure: texts given to the Python API as ``inputs`` (a list) that the model's
+    tokenizer reads as too little text (:func:`_check_real_tokens`), or inputs that leave a layer fewer than 2
+    vectors (:func:`_check_two_vectors`): a ValueError naming the argument or setting, and a :class:`ModelRefused` as
+    the same refusal of setting ``corpus`` is."""
 
 
 def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None) -> int:
