@@ -47,7 +47,7 @@ def test_a_full_size_twin_that_cannot_fit_in_memory_is_refused_before_it_is_buil
     from pathlib import Path
 
     entry = load_registry(Path(__file__).resolve().parents[2] / "models.yaml").get("opt-13b")
-    monkeypatch.setattr(twin, "_available_memory", lambda: 8 * 2**30)
+    monkeypatch.setattr(twin, "available_memory", lambda: 8 * 2**30)
     with pytest.raises(twin.TwinError) as caught:
         twin.build_twin(entry, tmp_path / "twin", ["a few words"] * 4, 0, full_size=True)
     said = str(caught.value)

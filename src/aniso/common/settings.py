@@ -22,7 +22,8 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
            "OTHER_VARIABLES", "PATH_SETTINGS", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
-           "data_folder_problem", "second_order_bytes", "type_name", "numpy_bool"]
+           "data_folder_problem", "second_order_bytes", "type_name", "numpy_bool", "physical_memory",
+           "available_memory"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
 #: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
@@ -299,6 +300,19 @@ def physical_memory() -> int | None:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux's ``MemAvailable`` in ``/proc/meminfo``), or None where
+    it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def second_order_bytes(reservoir_size: int, svd_batch_size: int, twonn_batches: int, width: int) -> dict[str, int]:

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..common.settings import available_memory
+
 __all__ = ["TWIN_LABEL", "TWIN_FULL_SIZE_LABEL", "TwinSpec", "TWIN_SPECS", "TwinFolder", "TwinError", "twin_spec",
            "build_twin", "twin_folders", "twin_tokenizer", "remote_code_model", "REMOTE_CODE_FILE"]
 
@@ -505,25 +507,13 @@ class TwinFolder:
 _BUILD_OVERHEAD_BYTES = 1 << 30
 
 
-def _available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (Linux's ``MemAvailable``), or None where it cannot be read."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _fits_in_memory(row_id: str, model_cls, config, dtype) -> None:
     """TwinError naming the row when its full-size twin's weights (counted on the meta device, in ``dtype``) and
     :data:`_BUILD_OVERHEAD_BYTES` exceed the memory available here: a build that cannot fit is refused in one line
     before it starts, instead of growing until the machine swaps or the process is killed."""
     import torch
 
-    available = _available_memory()
+    available = available_memory()
     if available is None:
         return
     with torch.device("meta"):
