@@ -166,7 +166,8 @@ class Imported:
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
     """The hub cache folder: ``cache_dir`` if given, else huggingface_hub's ``HF_HUB_CACHE`` (set from
-    ``HF_HUB_CACHE`` or ``HF_HOME``, default ``~/.cache/huggingface/hub``), read when called."""
+    ``HF_HUB_CACHE`` or ``HF_HOME``, default ``~/.cache/huggingface/hub``, as they were when huggingface_hub was
+    first imported in this process)."""
     if cache_dir is not None:
         return Path(os.path.expanduser(str(cache_dir)))
     from huggingface_hub import constants
