@@ -29,6 +29,16 @@ def _results_key_of_the_tests(tmp_path_factory):
         os.environ["XDG_STATE_HOME"] = old
 
 
+def pytest_configure(config):
+    """transformers' log handler keeps the stream that was ``sys.stderr`` when its library logger was first
+    configured: configured here, while that is the session's own stream, a warning logged after a test whose
+    ``capsys`` configured it first goes to the session's output instead of that test's closed capture ("I/O
+    operation on closed file" under the next test that logs)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.get_logger()
+
+
 def pytest_generate_tests(metafunc):
     """A test that takes ``torch_device`` runs once per device of :data:`TORCH_DEVICES` (ids ``cpu``, ``cuda``)."""
     if "torch_device" in metafunc.fixturenames:
