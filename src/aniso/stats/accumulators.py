@@ -34,7 +34,7 @@ from .results import LayerSummary
 
 __all__ = ["LayerAccumulator", "PARTS", "Statistic", "InputGroups", "INPUT_GROUPS", "input_group", "AttentionSink",
            "first_token_attention", "ShuffledBatches", "BatchProducts", "batch_svd_anisotropy",
-           "centred_batch_products", "massive_rows"]
+           "centred_batch_products", "massive_rows", "read_checks"]
 
 #: The parts of a layer's statistics, one row each (:class:`~aniso.stats.parts.base.Statistic`): the order in which
 #: they take a batch, and in which their weight rows are stacked in the batch's shared GEMMs (then, per complement,
@@ -128,6 +128,7 @@ class LayerAccumulator:
         self.dtype = accumulation_dtype(self.device)
         self.count = 0
         self._cache: dict[str, Any] = {}
+        self._deferred: _Deferred | None = None  # an update's SVD batches, left for its check (:meth:`update`)
         self.layout = Layout(dim, reservoir_size, svd_batch_size, seed, second_order, per_input, input_groups,
                              int(group_seed), tuple(complements), self.device, self.dtype,
                              self.device.type != "cpu" if wait_free is None else bool(wait_free))
@@ -161,6 +162,7 @@ class LayerAccumulator:
 
     def parts(self) -> dict[str, Statistic]:
         """The parts holding this accumulator's state, by name, in the order of :data:`PARTS` (shared: read only)."""
+        self._settle()
         return dict(self._parts)
 
     def _as_tensor(self, x, dtype=None) -> torch.Tensor:
@@ -183,9 +185,12 @@ class LayerAccumulator:
         added. With ``wait`` False that read is left to the caller, who can read the checks of several updates at once
         (:func:`aniso.stats.pipeline.compute_stats`: once per batch for every layer): the update returns its check, a
         0-d bool tensor on the device, True where the batch was not finite or its labels out of range (the
-        accumulator is then not to be used further; :meth:`update_error` says why); an update that completes an SVD
-        batch still reads its check first. Returns None otherwise.
+        accumulator is then not to be used further; :meth:`update_error` says why). An update that completes an SVD
+        batch then leaves that batch to be formed once its check is read, from checked rows only: by
+        :func:`read_checks` (the caller's one read, for several updates), or else at the next use of the accumulator
+        (one read of its own). Returns None otherwise.
         """
+        self._settle()
         x = self._as_tensor(x)
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"expected an array of shape (m, {self.dim}), got {tuple(x.shape)}")
@@ -204,27 +209,49 @@ class LayerAccumulator:
         if bad_labels is not None:
             failed = failed | bad_labels
         closes = any(part.needs_check(m) for part in self._parts.values())
-        if (wait or closes) and bool(failed):  # (an SVD batch is completed only from checked rows)
-            raise self.update_error(x64, k)
-        nonzero = norms > 0
-        inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
-        pos = None if positions is None else self._as_tensor(positions, torch.int64).reshape(-1)
-        first = None if pos is None else pos == 0
-        masks = {}
+        masks, bad_mask = {}, None
         for name in self.layout.complements:
             mask = (exclude or {}).get(name)
             mask = (torch.zeros(m, dtype=torch.bool, device=self.device) if mask is None
                     else self._as_tensor(mask, torch.bool).reshape(-1))
             if mask.shape[0] != m:
-                raise ValueError(f"exclude[{name!r}] must mark {m} rows, got {mask.shape[0]}")
+                bad_mask = ValueError(f"exclude[{name!r}] must mark {m} rows, got {mask.shape[0]}")
+                break
             masks[name] = mask
+        # An update that completes an SVD batch needs, besides the check, how many rows of that batch each set of
+        # complements marks (to take them apart without a wait of their own): read with the check, in the same read.
+        second = self._second
+        need = second.close_counts(masks, m) if closes and bad_mask is None else None
+        counts = None
+        if wait:
+            if need is None:
+                fail = bool(failed)
+            else:
+                values = torch.cat([failed.reshape(1).to(torch.int64), need.reshape(-1)]).tolist()
+                fail, counts = bool(values[0]), _chunks(values[1:], need.shape[1])
+            if fail:
+                raise self.update_error(x64, k)
+        if bad_mask is not None:
+            raise bad_mask
+        nonzero = norms > 0
+        inverse = torch.where(nonzero, 1.0 / torch.where(nonzero, norms, 1.0), 0.0)
+        pos = None if positions is None else self._as_tensor(positions, torch.int64).reshape(-1)
+        first = None if pos is None else pos == 0
         batch = Batch(x, x64, sq, norms, nonzero, inverse, self.count, labels, k, pos, first, masks)
         # Every weighted row sum of this batch, in two GEMMs: each part's weight rows against x (Σ u, Σ x, Σ over
         # first tokens, per input), then each part's share of each left-out set, and the same against x∘x. One pass
         # over the batch each, instead of one per statistic.
         takers, w_x, w_sq = [], [], []  # (what takes the part's rows, its rows against x, its rows against x∘x)
         for part in self._parts.values():
-            takers.append((functools.partial(part.update, batch), *self._rows(part.weights(batch), m, w_x, w_sq)))
+            take = functools.partial(part.update, batch)
+            if part is second and closes:  # an SVD batch completes: from checked rows only
+                if wait:
+                    take = functools.partial(_fill, second, x, masks, self.count, counts)
+                else:  # left for the caller's read of the check (:func:`read_checks`, or the next use of self)
+                    self._deferred = _Deferred(functools.partial(second.add_rows, x, masks, self.count), need, failed,
+                                               x, k)
+                    take = _nothing
+            takers.append((take, *self._rows(part.weights(batch), m, w_x, w_sq)))
         for index, name in enumerate(masks):
             for part in self._parts.values():
                 left = part.left_out(name)
@@ -268,6 +295,8 @@ class LayerAccumulator:
         from a stream seeded by both counts, so every rank merging the same states gets the same sample). Raises
         ValueError if the two were not made with the same dimension, reservoir, batch size and order.
         """
+        self._settle()
+        other._settle()
         mine = (self.dim, self.reservoir_size, self.svd_batch_size, self.second_order, self.per_input,
                 self._inputs.groups, self._inputs.seed)
         theirs = (other.dim, other.reservoir_size, other.svd_batch_size, other.second_order, other.per_input,
@@ -288,13 +317,29 @@ class LayerAccumulator:
     def transfer_state(self) -> dict[str, np.ndarray]:
         """:meth:`state` plus the partial SVD batch, so that an unfinished accumulator can be rebuilt on another
         process and merged (:meth:`from_state`, :meth:`merge`)."""
+        self._settle()
         out = self.state()
         for part in self._parts.values():
             out |= part.transfer_state()
         return out
 
     # -- results ---------------------------------------------------------------
+    def _settle(self) -> None:
+        """Form the SVD batches an update left for its check (:meth:`update` with ``wait`` False), reading that
+        check and what the batches need in one read; raises the update's ValueError where the check failed."""
+        if self._deferred is not None:
+            self._complete(self._deferred.reads().tolist())
+
+    def _complete(self, values: list[int]) -> None:
+        """The deferred update's check and needs as read (:meth:`_Deferred.reads`): raise its error, or form its
+        SVD batches."""
+        deferred, self._deferred = self._deferred, None
+        if values[0]:
+            raise self.update_error(deferred.x, deferred.k)
+        deferred.fill(None if deferred.need is None else _chunks(values[1:], deferred.need.shape[1]))
+
     def _cached(self, name: str, make):
+        self._settle()
         if name not in self._cache:
             self._cache[name] = make()
         return self._cache[name]
@@ -302,6 +347,7 @@ class LayerAccumulator:
     def gram_tensor(self) -> torch.Tensor | None:
         """Σ x_i x_iᵀ over every vector seen, (d, d) in :func:`accumulation_dtype`, on the device (shared: do not
         modify it in place); None without second order."""
+        self._settle()
         return self._second.gram_tensor()
 
     def vector_sum_tensor(self) -> torch.Tensor:
@@ -373,6 +419,7 @@ class LayerAccumulator:
         The whole-set SVD anisotropy and IsoScore come from the centred Σ x xᵀ on the device (its λ_max, trace and
         Frobenius norm);
         TwoNN, sampled pairs and the standardised cosine from the reservoir."""
+        self._settle()
         fields: dict[str, Any] = {}
         for part in sorted(self._parts.values(), key=lambda p: p.summary_rank):
             fields |= part.summarise(self, seed, n_pairs)
@@ -383,6 +430,7 @@ class LayerAccumulator:
         same device without reservoir (so its TwoNN, sampled-pair cosine, standardised cosine and massive ratio are
         NaN): sums are the whole stream's minus the excluded rows'; ``batch_svd`` is each complete SVD batch without
         its excluded rows. Raises KeyError for a name not given as a complement."""
+        self._settle()
         excluded = int(self._first.excluded(name))
         acc = LayerAccumulator(self.dim, 0, self.svd_batch_size, self.seed, self.second_order, device=self.device)
         for part_name, part in self._parts.items():
@@ -399,6 +447,7 @@ class LayerAccumulator:
         """The accumulated state as named host arrays (for the cache): ``count`` (rows seen, of them of norm 0,
         rows of the partial SVD batch) and ``settings``, then each part's arrays
         (:meth:`~aniso.stats.parts.base.Statistic.state`), in the order of :data:`PARTS`."""
+        self._settle()
         out = {"count": np.array([self.count, self.n_zero, self._second.fill], np.int64),
                "settings": np.array([self.dim, self.reservoir_size, self.svd_batch_size, self.seed,
                                      int(self.second_order)], np.int64)}
@@ -418,6 +467,70 @@ class LayerAccumulator:
         for part in acc._parts.values():
             part.load(state)
         return acc
+
+
+def _chunks(values: list[int], size: int) -> list[list[int]]:
+    return [values[i : i + size] for i in range(0, len(values), size)]
+
+
+def _nothing(*args) -> None:
+    pass
+
+
+def _fill(second: SecondOrder, x, masks, seen, counts, x_sums, sq_sums) -> None:
+    second.add_rows(x, masks, seen, counts)
+
+
+class _Deferred:
+    """An update's SVD batches left for its check (:meth:`LayerAccumulator.update` with ``wait`` False): ``fill``
+    (takes the batches' counts), ``need`` ((batches, codes) int64 on the device, or None), ``failed`` (the check),
+    and the batch ``x`` and the labels' bound ``k`` (to say why, should the check fail)."""
+
+    def __init__(self, fill, need, failed, x, k):
+        self.fill, self.need, self.failed, self.x, self.k = fill, need, failed, x, k
+
+    def reads(self) -> torch.Tensor:
+        """The check, then what the SVD batches need, as one int64 vector on the device."""
+        flag = self.failed.reshape(1).to(torch.int64)
+        return flag if self.need is None else torch.cat([flag, self.need.reshape(-1).to(flag.device)])
+
+
+def read_checks(updates) -> list[bool]:
+    """Read the checks of several updates made with ``wait`` False (``updates``: (accumulator, the check its
+    :meth:`~LayerAccumulator.update` returned, or None), e.g. every layer's of one batch) in one read from the
+    device, with what the SVD batches some of them completed need; then, if no check failed, form those batches.
+    Returns whether each update's check failed (False for a None check): the caller names the first that did
+    (:meth:`LayerAccumulator.update_error`); no batch is formed from unchecked rows."""
+    flags, needs = [], []  # (the update's index, its check); (the update's index, what its SVD batches need)
+    for i, (acc, check) in enumerate(updates):
+        deferred = acc._deferred
+        if deferred is not None:
+            flags.append((i, deferred.failed))
+            if deferred.need is not None:
+                needs.append((i, deferred.need))
+        elif check is not None:
+            flags.append((i, check))
+    failed = [False] * len(updates)
+    if not flags:
+        return failed
+    device = flags[0][1].device
+    here = lambda t: t if t.device == device else t.to(device)  # noqa: E731
+    read = torch.stack([here(c) for _, c in flags]).to(torch.int64)
+    if needs:
+        read = torch.cat([read] + [here(need).reshape(-1) for _, need in needs])
+    values = read.tolist()
+    for (i, _), value in zip(flags, values):
+        failed[i] = bool(value)
+    if any(failed):
+        return failed
+    at, got = len(flags), {}
+    for i, need in needs:
+        got[i] = values[at : at + need.numel()]
+        at += need.numel()
+    for i, (acc, _) in enumerate(updates):
+        if acc._deferred is not None:
+            acc._complete([0] + got.get(i, []))
+    return failed
 
 
 def _host_property(name: str, part: str, doc: str) -> property:

@@ -27,7 +27,7 @@ from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, Mode
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease
 from ..common.files import exclusive
-from .accumulators import INPUT_GROUPS, AttentionSink, LayerAccumulator, ShuffledBatches, massive_rows
+from .accumulators import INPUT_GROUPS, AttentionSink, LayerAccumulator, ShuffledBatches, massive_rows, read_checks
 from .results import ModelStats, summary_dict
 from .cache import JsonCache, StatsCache
 from ..common.versions import cache_key
@@ -149,24 +149,29 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             try:
                 checks.append(acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude,
                                          wait=False))
-            except ValueError as exc:  # a bad shape, or NaN/inf read at once (an update that completes an SVD batch)
+            except ValueError as exc:  # a bad shape or bad marks (NaN/inf is read below, for every layer at once)
                 _refuse(entry, name, exc, batch, n_seq)
-        # Every layer's check (finite values) read at once: one wait for the device per batch, not one per layer.
-        # NaN/inf hidden states: name the model and the first such layer, never go on silently.
-        read = [c for c in checks if c is not None]
-        if read and bool(torch.stack([c.to(read[0].device) for c in read]).any()):
-            for name, acc, h, check in zip(names, layers, batch.layers, checks):
-                if check is not None and bool(check):
-                    _refuse(entry, name, acc.update_error(h), batch, n_seq)
-        for bins, h in zip(shuffled or [], batch.layers):
-            if bins is not None:
-                bins.update(h)
+        extra = []  # (accumulator, its check, its batch) of the final norm's and the all-frames' updates
         if batch.final_norm is not None:
             if norm_pair is None:
                 norm_pair = [LayerAccumulator(h.shape[1], second_order=False, device=h.device)
                              for h in batch.final_norm]
-            for acc, h in zip(norm_pair, batch.final_norm):
-                acc.update(h)
+            extra += [(acc, acc.update(h, wait=False), h) for acc, h in zip(norm_pair, batch.final_norm)]
+        if all_frames is not None:
+            extra += [(acc, acc.update(h, wait=False), h) for acc, h in zip(all_frames, batch.all_frames)]
+        # Every update's check (finite values) read at once, with what the SVD batches completed by this batch need:
+        # one wait for the device per batch, not one per layer. NaN/inf hidden states: name the model and the first
+        # such layer, never go on silently (no SVD batch is formed from them).
+        failed = read_checks(list(zip(layers, checks)) + [(acc, check) for acc, check, _ in extra])
+        for name, acc, h, bad in zip(names, layers, batch.layers, failed):
+            if bad:
+                _refuse(entry, name, acc.update_error(h), batch, n_seq)
+        for (acc, _, h), bad in zip(extra, failed[len(layers):]):
+            if bad:  # (the final norm's and the frames' states: the layer's own error, as their update raised it)
+                raise acc.update_error(h)
+        for bins, h in zip(shuffled or [], batch.layers):
+            if bins is not None:
+                bins.update(h)
         sums = batch.attention_sums
         if sums is not None and batch.mask is not None and sums and all(isinstance(x, tuple) for x in sums):
             if sink is None:
@@ -174,12 +179,9 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             for layer, (token_sum, sequence_sum) in enumerate(sums):
                 sink.add_sums(layer, token_sum, sequence_sum)
             sink.add_batch(batch.mask)
-        if all_frames is not None:
-            for acc, h in zip(all_frames, batch.all_frames):
-                acc.update(h)
         n_seq += batch.n_sequences
         # this batch's tensors are freed before the trim and the next forward pass, not after it
-        batch = labels = positions = h = rows = pos = exclude = sums = token_sum = sequence_sum = None
+        batch = labels = positions = h = rows = pos = exclude = sums = token_sum = sequence_sum = extra = None
         if release is not None:  # freed memory back to the system when the resident set grew: no creeping peak RSS
             release.after_batch()
     if layers is None:

@@ -164,7 +164,9 @@ class Statistic(ABC):
 
     # -- streaming -----------------------------------------------------------
     def needs_check(self, m: int) -> bool:
-        """Whether adding m rows would do what cannot wait for the batch's check to be read (complete an SVD batch)."""
+        """Whether adding m rows would do what must wait for the batch's check to be read (complete an SVD batch):
+        :meth:`~aniso.stats.accumulators.LayerAccumulator.update` then reads the check first, or leaves this part's
+        update until the caller has read it."""
         return False
 
     def weights(self, batch: Batch) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

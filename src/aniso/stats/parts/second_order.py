@@ -68,15 +68,38 @@ class SecondOrder(Statistic):
         return self.layout.second_order and self._svd_fill + m >= self.layout.svd_batch_size
 
     def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        self.add_rows(batch.x, batch.masks, batch.seen)
+
+    def add_rows(self, x: torch.Tensor, masks: dict, seen: int, counts: list[list[int]] | None = None) -> None:
+        """Add the rows ``x`` (m, d) with their complements' marks ``masks`` ({name: (m,) bool}); ``seen``: rows
+        the layer had seen before them. ``counts``: for each SVD batch these rows complete, in order, its rows by
+        the set of complements that mark them (:meth:`close_counts`, read from the device), or None: each completed
+        batch reads its own (one wait per batch completed, where complements are kept)."""
         self._cache.clear()
         if not self.layout.second_order:
             return
-        if batch.seen == 0 and batch.x.dtype == torch.float64:
+        if seen == 0 and x.dtype == torch.float64:
             self._svd_buffer = self._svd_buffer.double()  # keep float64 inputs exact
-        self._update_svd_batches(batch.x, batch.masks)
+        self._update_svd_batches(x, masks, counts)
 
-    def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None) -> None:
+    def close_counts(self, masks: dict, m: int) -> torch.Tensor | None:
+        """What the SVD batches that adding m rows marked ``masks`` ({name: (m,) bool}, the complements' marks, in
+        their order) completes need from the host, formed on the device without reading it: for each such batch, its
+        rows by the set of complements that mark them (:func:`mark_codes`), (batches completed, 2^complements)
+        int64. None where nothing is needed: no batch completes, or no complement is kept."""
+        b, fill = self.layout.svd_batch_size, self._svd_fill
+        closes = (fill + m) // b if self.layout.second_order else 0
+        if not closes or not self._complements:
+            return None
+        kept = [c.marked[:fill] for c in self._complements.values()]
+        marks = [torch.cat([old, masks[name].to(device=old.device, dtype=torch.bool).reshape(-1)])
+                 for old, name in zip(kept, self._complements)]
+        return code_counts(mark_codes(marks)[: closes * b].reshape(closes, b), len(marks))
+
+    def _update_svd_batches(self, x: torch.Tensor, masks: dict | None = None,
+                            counts: list[list[int]] | None = None) -> None:
         start, b = 0, self.layout.svd_batch_size
+        closed = 0
         while start < x.shape[0]:
             take = min(b - self._svd_fill, x.shape[0] - start)
             self._svd_buffer[self._svd_fill : self._svd_fill + take] = x[start : start + take]
@@ -85,15 +108,17 @@ class SecondOrder(Statistic):
             self._svd_fill += take
             start += take
             if self._svd_fill == b:
-                self._close_svd_batch()
+                self._close_svd_batch(None if counts is None else counts[closed])
+                closed += 1
                 self._svd_fill = 0
 
-    def _close_svd_batch(self) -> None:
+    def _close_svd_batch(self, counts: list[int] | None = None) -> None:
         """The SVD buffer holds a complete batch: its share of Σxxᵀ and its SVD anisotropy, and each complement's
-        (the batch without its marked rows), from one centred product (:func:`centred_batch_products`); the
-        buffer is left centred (it is refilled next)."""
+        (the batch without its marked rows), from one centred product (:func:`centred_batch_products`; ``counts``:
+        the batch's rows by the set of complements marking them, read already, or None: read here); the buffer is
+        left centred (it is refilled next)."""
         comps = list(self._complements.values())
-        moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype)
+        moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype, counts)
         self._gram_done += moments.gram
         ratios = moments.anisotropies(lockstep=self.layout.wait_free)
         self._batch_svd.append(ratios[0])
@@ -336,7 +361,8 @@ class BatchProducts:
             y, at = self.marked_rows.to(dtype), self.marked_index
             total += y.sum(0) - self.rows[at].to(dtype).sum(0)
             proj[at], norms[at] = y @ v, torch.linalg.vecdot(y, y)
-            marked_sum = lambda mask: y[mask[at]].sum(0)  # noqa: E731  (a set's left-out rows are marked rows)
+            # (a set's left-out rows are marked rows: the first `n` of them in `at` that its mask marks)
+            marked_sum = lambda left: y[_first_rows(left.mask[at], left.n)].sum(0)  # noqa: E731
         # What rounding the rows could leave of the trace: b·u·‖y‖² per row, u the unit roundoff of the dtype it was
         # rounded to (the rows' own; the accumulation dtype's for the marked rows, which are kept exact).
         eps = torch.finfo(self.work).eps / 2
@@ -348,15 +374,16 @@ class BatchProducts:
             if i > 0 and without is None:  # leaves out no row: the batch's own value
                 out.append(out[0])
                 continue
-            keep = None if without is None else ~without.mask
-            n = self.n if keep is None else int(keep.sum())
+            # the rows kept, in order, as indices (the marked rows' count is known on the host: no wait)
+            n = self.n if without is None else self.n - without.n
             if n < 2:
                 out.append(torch.tensor(math.nan, dtype=dtype, device=v.device))
                 continue
+            keep = None if without is None else _first_rows(~without.mask, n)
             w = proj[:, i] if keep is None else proj[keep, i]
             sq = norms.sum() if keep is None else norms[keep].sum()
             floor = self.n * (noise.sum() if keep is None else noise[keep].sum())
-            y_sum = total if keep is None else total - marked_sum(without.mask)
+            y_sum = total if keep is None else total - marked_sum(without)
             quotient = (w * w).sum() - w.sum() ** 2 / n
             trace = sq - (y_sum @ y_sum) / n
             out.append(torch.where(trace > floor, (quotient / trace).clamp(0.0, 1.0), torch.nan))
@@ -371,7 +398,25 @@ _PRODUCT_ROWS = 1024
 _ROWS_PER_PASS = 1024
 
 
-def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype: torch.dtype) -> BatchProducts:
+def mark_codes(marks: list[torch.Tensor]) -> torch.Tensor:
+    """Each row's set of marking masks as an integer (bit j: ``marks[j]`` marks it), for marks (..., b) bool."""
+    return functools.reduce(torch.add, (m.to(torch.int64) << j for j, m in enumerate(marks)))
+
+
+def code_counts(codes: torch.Tensor, k: int) -> torch.Tensor:
+    """Rows of each code 0 .. 2^k − 1 (:func:`mark_codes`) along the last dimension of ``codes``, on the device
+    (one comparison per code: no ``bincount``, which reads its largest value back)."""
+    return (codes.unsqueeze(-1) == torch.arange(1 << k, device=codes.device)).sum(-2)
+
+
+def _first_rows(mask: torch.Tensor, n: int) -> torch.Tensor:
+    """The indices of the rows ``mask`` (r,) bool marks, in increasing order, given their number ``n`` read before:
+    what ``mask.nonzero()`` gives, without waiting for the device (a stable sort puts the marked rows first)."""
+    return torch.argsort((~mask).to(torch.uint8), stable=True)[:n]
+
+
+def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype: torch.dtype,
+                           counts: list[int] | None = None) -> BatchProducts:
     """One SVD batch's second-order products, in float32 where the batch is float32, merged into ``dtype``.
 
     ``batch`` (b, d), float32 or float64, is centred **in place** at c = the mean of the rows that no mask of
@@ -401,6 +446,10 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     with one block of 4,096 rows, hence the blocks); ``tests/stats/test_float32_products.py`` holds them within
     10⁻⁶ relative (Hypothesis). Each batch's own anisotropy is computed further, in float64
     (:meth:`BatchProducts.anisotropies`). A float64 batch takes the same path in float64.
+
+    ``counts``: the rows of each code of :func:`mark_codes` (2^len(marks) numbers, read from the device before:
+    :func:`code_counts`), or None: read here (one wait for the device; none without marks). What else needs a
+    number of rows takes it from them, so that the batch's products and anisotropies wait for nothing more.
     """
     n, d = batch.shape
     work = batch.dtype
@@ -408,8 +457,13 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     for s in range(0, n, _PRODUCT_ROWS):  # in blocks: a sum with a dtype converts its whole input first
         total += batch[s : s + _PRODUCT_ROWS].sum(0, dtype=dtype)
     marks = [m.to(device=batch.device, dtype=torch.bool) for m in marks]
-    any_mark = functools.reduce(torch.logical_or, marks) if marks else None
-    rows = any_mark.nonzero().squeeze(1) if any_mark is not None else None  # the rows some mask marks (a few)
+    rows = None
+    if marks:
+        codes = mark_codes(marks)
+        if counts is None:
+            counts = code_counts(codes, len(marks)).tolist()
+        r = n - counts[0]
+        rows = _first_rows(codes != 0, r)  # the rows some mask marks (a few), in order
     if rows is not None and rows.numel():
         x_any = batch[rows].to(dtype)
         n_free = n - rows.numel()
@@ -421,7 +475,7 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     cc = c.to(dtype)
     y_any = None if x_any is None else x_any - cc
     if y_any is not None:
-        products_any, marked = _marked_products(y_any, rows, marks)
+        products_any, marked = _marked_products(y_any, rows, marks, counts)
     else:
         marked = [_Marked(m, 0, torch.zeros(d, dtype=dtype, device=batch.device),
                           torch.zeros((d, d), dtype=dtype, device=batch.device)) for m in marks]
@@ -442,18 +496,24 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     return moments
 
 
-def _marked_products(y: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor]) -> tuple[torch.Tensor, list]:
+def _marked_products(y: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor],
+                     code_rows: list[int]) -> tuple[torch.Tensor, list]:
     """The products of the marked rows ``y`` (r, d) (every row some mask marks, centred, in the accumulation dtype;
     ``rows`` (r,): their indices in the batch): Σyyᵀ over all of them, and one :class:`_Marked` per mask of ``masks``
     (each (b,) bool). The rows are split by the set of masks that mark them (first tokens that also carry a massive
     activation, and so on) and each part's Σyyᵀ is formed once: one product over the r rows in all, whatever the
-    number of masks."""
+    number of masks. ``code_rows``: the batch's rows of each code of :func:`mark_codes` (read before): each part is
+    a run of the rows sorted by code (stable: in the batch's order within a part), so nothing is read here."""
     in_mask = torch.stack([m[rows] for m in masks])  # (k, r)
-    code = (in_mask.to(torch.int64) << torch.arange(len(masks), device=y.device)[:, None]).sum(0)
-    parts = {int(v): y[code == v] for v in torch.unique(code).tolist()}
+    order = torch.argsort(mark_codes(list(in_mask)), stable=True)
+    parts, start = {}, 0
+    for v in range(1, len(code_rows)):  # (code 0, the rows no mask marks, is not among them)
+        if code_rows[v]:
+            parts[v] = y[order[start : start + code_rows[v]]]
+            start += code_rows[v]
     part_products = {v: part.mT @ part for v, part in parts.items()}
     y_sums = in_mask.to(y.dtype) @ y  # (k, d)
-    counts = in_mask.sum(1).tolist()
+    counts = [sum(c for v, c in enumerate(code_rows) if v >> j & 1) for j in range(len(masks))]
     marked = []
     for j, mask in enumerate(masks):
         mine = [p for v, p in part_products.items() if v >> j & 1]
