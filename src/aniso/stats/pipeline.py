@@ -21,7 +21,7 @@ from ..inputs.media import InputsUnavailable
 from ..extract.hidden import tokens_read
 from ..extract.modalities import INPUTS, Modality, modality_of, sample_names
 from ..registry.entries import ModelEntry, Registry
-from ..common.settings import Settings
+from ..common.settings import Settings, _where
 from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext,
                        load_model, source_fingerprint)
 from .distributed import Shard
@@ -460,19 +460,22 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
                       f"{added * read} special-token vectors ({added} per sequence) in its first {read} "
                       "paragraph(s): its paragraphs are so short that most vectors measured would be the "
                       f"tokenizer's own, not the text's ({setting}: paragraphs of sentences)")
+    # setting max_length as the settings name it (``aniso bench`` and ``aniso stats`` put the option typed there in
+    # its place), or, for texts given to the Python API, its argument max_length
+    length = "max_length:" if given else f"{loaded.entry.id}: {_where('max_length')}"
     if room is not None and added * read > kept:
-        raise ModelRefused(f"{loaded.entry.id}: setting max_length {max_length} leaves {kept} known token(s) against "
-                           f"{added * read} special-token vectors ({added} per sequence) in the first {read} "
-                           "paragraph(s) of the corpus: most vectors measured would be the tokenizer's own, not the "
-                           f"text's (setting max_length: at least {2 * added}; the papers read 512)")
+        texts = f"the {len(items)} texts given" if given else f"the first {read} paragraph(s) of the corpus"
+        raise refused(f"{length} {max_length} tokens per sequence, the tokenizer's {added} special tokens of each "
+                      f"included, leave {kept} known token(s) against {added * read} special-token vectors in {texts}: most "
+                      f"vectors measured would be the tokenizer's own, not the text's; give at least {2 * added} "
+                      "(the papers read 512)")
     if len(items) > 1 and len(whole) == 1:
         raise refused(f"{where}{loaded.entry.id}: {what} gives {len(items)} paragraph(s) that this model's tokenizer "
                       f"reads as one and the same sequence: they are no {len(items)} inputs, and a verdict over "
                       f"copies of one input is none ({setting}: distinct paragraphs, not one text in several "
                       "spellings or cases)")
     if len(items) > 1 and len(seen) == 1:  # distinct, but only after the tokens measured
-        named = "max_length:" if given else f"{loaded.entry.id}: setting max_length"
-        raise refused(f"{named} {max_length} tokens per text, special ones included, leave the {len(items)} "
+        raise refused(f"{length} {max_length} tokens per text, special ones included, leave the {len(items)} "
                       f"paragraph(s) one and the same sequence (they differ only after their first {room} tokens): "
                       "a verdict over copies of one input is none; give a larger max_length")
     return len(items) - len(seen)
