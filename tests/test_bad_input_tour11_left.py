@@ -1,0 +1,124 @@
+"""Bad input through every door, named in one line: a max_length too short for the texts given (Python API) or the
+corpus (aniso stats, aniso bench extraction: the option typed), the options of aniso bench twonn, the attention
+sizes of an untrained block's registry row, a refused model's line under pytest, the progress of the TwoNN benchmark
+and a refusal check that a cache entry does not get round."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import aniso
+from aniso.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = str(ROOT / "models.yaml")
+
+
+def _tiny_registry(tmp_path: Path, folder: Path) -> Path:
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: tiny\n    source: {{kind: local, path: {folder}}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n")
+    return reg
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def test_a_max_length_too_short_for_the_texts_given_is_a_value_error_naming_the_argument(clean_env, tiny_bert_dir):
+    """AP01: max_length=1 with a list of texts raised ModelRefused (a RuntimeError) speaking of "paragraphs of the
+    corpus": it is a ValueError naming the argument, its value, the texts given and the least length allowed."""
+    with pytest.raises(ValueError) as exc:
+        aniso.measure(str(tiny_bert_dir), ["w1 w2 w3 w4", "w5 w6 w7 w8"], max_length=1, progress=False)
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith("max_length: 1 tokens per sequence"), msg
+    assert "in the 2 texts given" in msg and "give at least 4" in msg, msg
+    assert "corpus" not in msg and "setting" not in msg and "paragraph" not in msg, msg
+
+
+def test_a_max_length_too_short_for_the_corpus_names_the_variable_at_aniso_stats(clean_env, tiny_bert_dir, capsys,
+                                                                                 monkeypatch):
+    """AP01 through aniso stats (which reads ANISO_MAX_LENGTH): one line naming the setting as the settings name it
+    (variable and option), its value and the least length allowed; exit 2."""
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    monkeypatch.setenv("ANISO_MAX_LENGTH", "2")
+    registry = _tiny_registry(clean_env, tiny_bert_dir)
+    assert main(["stats", "tiny", "--registry", str(registry), "--corpus", str(corpus), "--n-sequences", "8"]) == 2
+    line = _one_line(capsys)
+    assert ("setting max_length (ANISO_MAX_LENGTH, --aniso-max-length) 2 tokens per sequence, the tokenizer's 2 "
+            "special tokens of each included, leave 0 known token(s)") in line and "give at least 4" in line, line
+
+
+def test_a_max_length_too_short_names_the_option_typed_at_aniso_bench_extraction(clean_env, capsys):
+    """BE07: the refusal named "setting max_length", not the option the user typed: one line naming --max-length,
+    its value and the least length allowed; exit 2."""
+    assert main(["bench", "extraction", "--config", "llama-tiny", "--random-init", "--layers", "1", "--paragraphs",
+                 "4", "--max-length", "1", "--no-memory", "--repeats", "1", "--no-warmup"]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("aniso bench extraction: llama-tiny-random-1l: --max-length 1 tokens per sequence"), line
+    assert "give at least 2" in line and "setting" not in line and "ANISO_" not in line, line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--n", "2"], "aniso bench twonn: argument --n: must be an integer of at least 3, got 2"),
+    (["--d", "0"], "aniso bench twonn: argument --d: must be an integer of at least 1, got 0"),
+])
+def test_the_sizes_of_aniso_bench_twonn_are_refused_naming_the_option_typed(clean_env, capsys, argv, says):
+    """BE07's kind at aniso bench twonn: "TwoNN benchmark needs n >= 3 and d >= 1, got n=2" named the function's
+    parameters, not the options --n and --d."""
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "twonn", *argv, "--no-peers"])
+    assert stop.value.code == 2
+    assert _one_line(capsys).startswith(says)
+
+
+def _block_registry(tmp_path: Path, block: str, config: dict) -> Path:
+    doc = yaml.safe_load(Path(REGISTRY).read_text())
+    (row,) = [m for m in doc["models"] if m["id"] == "untrained-bert-block"]
+    row = {**row, "source": {"kind": "init", "block": block, "config": config}}
+    path = tmp_path / "blocks.yaml"
+    path.write_text(yaml.safe_dump({**{k: v for k, v in doc.items() if k != "models"}, "models": [row]}))
+    return path
+
+
+@pytest.mark.parametrize("block, config, says", [
+    ("bert-post-ln", {"hidden_size": 30, "num_attention_heads": 4},
+     "source.config: hidden_size 30 is not a multiple of num_attention_heads 4"),
+    ("bert-post-ln", {"hidden_size": 1, "num_attention_heads": 1},
+     "source.config: hidden_size 1 / num_attention_heads 1 gives attention heads of 1 dimension(s); the block "
+     "claims need at least 2"),
+    ("gpt2-pre-ln", {"n_embd": 30, "n_head": 4}, "source.config: n_embd 30 is not a multiple of n_head 4"),
+    ("bert-post-ln", {"num_attention_heads": 5}, "source.config: hidden_size 768 is not a multiple of "
+                                                 "num_attention_heads 5"),
+    ("llama-pre-rmsnorm", {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 3},
+     "source.config: num_key_value_heads 3 does not divide num_attention_heads 4"),
+])
+def test_an_untrained_block_row_whose_heads_cannot_split_its_width_is_refused_at_registry_load(
+        clean_env, capsys, monkeypatch, block, config, says):
+    """K04/K05: hidden size 30 with 4 heads, or hidden size 1, reached transformers ("not a multiple of the number
+    of attention heads") or numpy ("a zero vector has no direction") when the sweep ran, naming no row or field.
+    Refused when the registry is read: one line naming the file, the row, the field, the value and what is
+    allowed; exit 2."""
+    for name, value in (("ANISO_BLOCK_SEEDS", "1"), ("ANISO_N_BIAS_NORMS", "3"), ("ANISO_BLOCK_SEQ_LEN", "4")):
+        monkeypatch.setenv(name, value)  # (small, should a sweep start)
+    path = _block_registry(clean_env, block, config)
+    assert main(["block-sweep", "untrained-bert-block", "--registry", str(path)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"aniso block-sweep: {path}: models[0] (id 'untrained-bert-block'): {says}"), line
+
+
+def test_an_untrained_block_row_of_sizes_that_split_is_accepted(clean_env):
+    from aniso.registry.entries import load_registry
+
+    for block, config in (("bert-post-ln", {"hidden_size": 32, "num_attention_heads": 4}),
+                          ("gpt2-pre-ln", {"n_embd": 32, "n_head": 4}),
+                          ("llama-pre-rmsnorm", {"hidden_size": 32, "num_attention_heads": 4,
+                                                 "num_key_value_heads": 2})):
+        load_registry(_block_registry(clean_env, block, config))
+    load_registry(REGISTRY)
