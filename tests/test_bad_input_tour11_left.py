@@ -122,3 +122,60 @@ def test_an_untrained_block_row_of_sizes_that_split_is_accepted(clean_env):
                                                  "num_key_value_heads": 2})):
         load_registry(_block_registry(clean_env, block, config))
     load_registry(REGISTRY)
+
+
+def test_a_model_a_check_now_refuses_is_refused_though_the_cache_holds_an_entry_for_it(clean_env, tiny_bert_dir,
+                                                                                      capsys, monkeypatch):
+    """A statistics cache entry computed before a refusal check existed (here the check that the tokenizer is the
+    model's own, its padding id against config.json's pad_token_id) was still served, so a folder refused at load
+    "measured" from the cache. The checks' source text is part of the cache key: the entry is not served, and the
+    folder is refused."""
+    import json
+    import shutil
+
+    import aniso.sources.hub as hub
+    import aniso.stats.pipeline as pipeline
+
+    folder = clean_env / "tiny-bert"
+    shutil.copytree(tiny_bert_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "pad_token_id": 5}))  # the tokenizer pads with id 0
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    argv = ["stats", "tiny", "--registry", str(_tiny_registry(clean_env, folder)), "--corpus", str(corpus),
+            "--n-sequences", "8"]
+    monkeypatch.setenv("ANISO_MAX_LENGTH", "16")
+    with monkeypatch.context() as before:  # the code as it was before the check: no such check, other check code
+        before.setattr(hub, "tokenizer_problem", lambda *args, **kwargs: None)
+        before.setattr(pipeline, "refusal_checks_digest", lambda: "before-the-check", raising=False)
+        assert main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert any((clean_env / "cache").rglob("*")), "the first run wrote no cache entry"
+    assert main(argv) == 2
+    line = _one_line(capsys)
+    assert line.startswith("aniso stats: tiny: ") and "config.json field pad_token_id is 5" in line, line
+
+
+def test_the_refusal_checks_digest_covers_every_check_of_the_source_kinds_and_the_pipeline(tmp_path):
+    """The digest the cache key holds reads the source of the checks where they live: a check added as the others
+    are named (``*_problem`` in aniso.sources, ``_check_*`` in the pipeline) changes it without being listed;
+    another function does not."""
+    import shutil
+
+    import aniso.stats.pipeline as pipeline
+
+    package = Path(pipeline.__file__).resolve().parents[1]
+    shutil.copytree(package / "sources", tmp_path / "sources")
+    (tmp_path / "stats").mkdir()
+    shutil.copy(package / "stats" / "pipeline.py", tmp_path / "stats" / "pipeline.py")
+    assert pipeline.refusal_checks_digest(tmp_path) == pipeline.refusal_checks_digest()
+    with (tmp_path / "sources" / "hub.py").open("a") as f:
+        f.write("\n\ndef helper(x):\n    return x\n")
+    assert pipeline.refusal_checks_digest(tmp_path / ".." / tmp_path.name) == pipeline.refusal_checks_digest()
+    with (tmp_path / "sources" / "hub.py").open("a") as f:
+        f.write("\n\ndef shape_problem(x):\n    return 'no'\n")
+    assert pipeline.refusal_checks_digest(tmp_path / "." / "sources" / "..") != pipeline.refusal_checks_digest()
+    with (tmp_path / "stats" / "pipeline.py").open("a") as f:
+        f.write("\n\ndef _check_inputs(x):\n    return None\n")
+    changed = pipeline.refusal_checks_digest(tmp_path / "stats" / "..")
+    assert changed not in (pipeline.refusal_checks_digest(), pipeline.refusal_checks_digest(tmp_path / "." / "sources" / ".."))

@@ -7,6 +7,7 @@ when its statistics are not cached, streams its hidden states into one
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import warnings
@@ -36,6 +37,35 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FIRST_ORDER", "SECOND_ORDER", "FIRST_TOKEN_EXCLUDED", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider", "remembered",
            "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable", "InputsMissing"]
+
+#: Where the checks that refuse a model or its inputs live: the functions named ``*_problem`` in the source kinds
+#: (:mod:`aniso.sources`: a folder, weights, tokenizer or config that cannot be measured faithfully) and ``_check_*``
+#: in this module (the tokens and vectors its inputs give). Their source text is part of every statistics cache key
+#: (:func:`refusal_checks_digest`).
+REFUSAL_CHECK_FILES = (("sources", "*.py", "_problem"), ("stats", "pipeline.py", "_check_"))
+
+
+@functools.cache
+def refusal_checks_digest(root: Path | None = None) -> str:
+    """A digest of the source text of every refusal check (:data:`REFUSAL_CHECK_FILES`), read from the files (nothing
+    imported). It is part of the statistics cache key: an entry computed before a check was added or changed is not
+    served, so a model or inputs that a check now refuses are refused even where an older entry for them exists (a
+    cache hit never loads the model, so a check that runs at load would otherwise never see them). ``root``: the
+    package folder read (default: this one's)."""
+    import ast
+    import hashlib
+
+    root = root or Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for folder, pattern, marker in REFUSAL_CHECK_FILES:
+        for path in sorted((root / folder).glob(pattern)):
+            text = path.read_text(encoding="utf-8")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                        node.name.endswith(marker) if marker == "_problem" else node.name.startswith(marker)):
+                    digest.update(f"{path.name}:{node.name}:{ast.get_source_segment(text, node)}".encode())
+    return digest.hexdigest()[:16]
+
 
 #: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
 BLOCK_SWEEP_FORMAT = 1
@@ -604,6 +634,7 @@ class StatsProvider:
                 "first_token_excluded": FIRST_TOKEN_EXCLUDED in statistics and shards == 1,
                 "extras": sorted(statistics & {FINAL_NORM, ATTENTION_SINK, EMBEDDING_ISOTROPY}),
                 "input_groups": INPUT_GROUPS,  # the per-input sums kept (one row per input up to it, groups beyond)
+                "checks": refusal_checks_digest(),  # a model a check added since refuses is not served from the cache
             } | ({"shards": shards} if shards > 1 else {}))
 
         key = key_of(self.statistics)
