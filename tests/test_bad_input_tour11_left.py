@@ -179,3 +179,26 @@ def test_the_refusal_checks_digest_covers_every_check_of_the_source_kinds_and_th
         f.write("\n\ndef _check_inputs(x):\n    return None\n")
     changed = pipeline.refusal_checks_digest(tmp_path / "stats" / "..")
     assert changed not in (pipeline.refusal_checks_digest(), pipeline.refusal_checks_digest(tmp_path / "." / "sources" / ".."))
+
+
+@pytest.mark.parametrize("ci", [None, "1"])
+def test_the_twonn_benchmark_shows_its_passes_on_a_terminal_and_is_quiet_under_ci(capsys, monkeypatch, ci):
+    """BE01: `aniso bench twonn` at its largest --n on the CPU ran about 5 minutes a pass with no line. A progress bar
+    over its passes (bound, suite, peers) goes to standard error, as the suite's other progress bars do: shown on a
+    terminal, quiet under CI=1. (Small points here: the bar, not the time, is what is checked.)"""
+    from aniso.bench.twonn import bench_twonn
+    from aniso.common import progress
+
+    monkeypatch.delenv("ANISO_PROGRESS", raising=False)
+    if ci is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", ci)
+    with progress.shown(True):  # (a terminal's standard error: pytest's capture is none)
+        result = bench_twonn(64, 4, seed=0, peers=False)
+    err = capsys.readouterr().err
+    assert result["n"] == 64 and result["suite_s"] >= 0
+    if ci is None:
+        assert "TwoNN benchmark, 64 x 4 points on cpu" in err and "/2 " in err, err  # bound and suite
+    else:
+        assert err == "", err
