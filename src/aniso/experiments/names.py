@@ -17,14 +17,15 @@ TEXT_ARCHS = {"bert": "encoder", "gpt2": "decoder"}
 
 #: The config fields that size an untrained block's attention, by block kind (:data:`BLOCK_KINDS`): the width
 #: (``hidden_size``; GPT-2's config takes ``n_embd`` for it too), the heads (``num_attention_heads``; GPT-2's
-#: ``n_head``), each with the value the block is built with when the registry row's ``config`` does not give it.
+#: ``n_head``), each with the value the block is built with when the registry row's ``config`` does not give it, and
+#: whether the config also takes ``head_dim`` and ``num_key_value_heads`` (Llama's grouped keys and values).
 #: Read by the registry schema (:class:`aniso.sources.init.InitSource`), which refuses a row whose heads cannot
 #: split its width before any block is built.
 BLOCK_ATTENTION_FIELDS = {
-    "bert-post-ln": (("hidden_size",), 768, ("num_attention_heads",), 12),
-    "gpt2-pre-ln": (("hidden_size", "n_embd"), 768, ("num_attention_heads", "n_head"), 12),
-    "llama-pre-rmsnorm": (("hidden_size",), 768, ("num_attention_heads",), 12),
-    "bert-identity-attention": (("hidden_size",), 768, ("num_attention_heads",), 12),
+    "bert-post-ln": (("hidden_size",), 768, ("num_attention_heads",), 12, False),
+    "gpt2-pre-ln": (("hidden_size", "n_embd"), 768, ("num_attention_heads", "n_head"), 12, False),
+    "llama-pre-rmsnorm": (("hidden_size",), 768, ("num_attention_heads",), 12, True),
+    "bert-identity-attention": (("hidden_size",), 768, ("num_attention_heads",), 12, False),
 }
 
 #: The fewest dimensions of one attention head (hidden size / heads) the block claims read: their yardstick is the

@@ -36,7 +36,7 @@ class InitSource(Strict):
         block = info.data.get("block")
         if block not in BLOCK_ATTENTION_FIELDS:
             return value
-        width_names, width_default, head_names, heads_default = BLOCK_ATTENTION_FIELDS[block]
+        width_names, width_default, head_names, heads_default, grouped = BLOCK_ATTENTION_FIELDS[block]
 
         def given(names: tuple[str, ...], default: int) -> tuple[str, int]:
             name = next((n for n in names if n in value), names[0])
@@ -47,7 +47,7 @@ class InitSource(Strict):
 
         width_name, width = given(width_names, width_default)
         heads_name, heads = given(head_names, heads_default)
-        head_dim = value.get("head_dim") if block == "llama-pre-rmsnorm" else None
+        head_dim = value.get("head_dim") if grouped else None
         if head_dim is None:
             if width % heads:
                 raise ValueError(f"{width_name} {width} is not a multiple of {heads_name} {heads}: each attention head "
@@ -61,7 +61,7 @@ class InitSource(Strict):
             raise ValueError(f"{where} gives attention heads of {head_dim!r} dimension(s); the block claims need at "
                              f"least {MIN_HEAD_DIM} (their yardstick is q95 of the cosine in a head's dimension): give "
                              f"a {width_name} of at least {MIN_HEAD_DIM} x {heads_name}")
-        kv = value.get("num_key_value_heads") if block == "llama-pre-rmsnorm" else None
+        kv = value.get("num_key_value_heads") if grouped else None
         if kv is not None and (isinstance(kv, bool) or not isinstance(kv, int) or kv < 1 or heads % kv):
             raise ValueError(f"num_key_value_heads {kv!r} does not divide {heads_name} {heads}: each key/value head "
                              f"serves {heads_name} / num_key_value_heads query heads; give a divisor of {heads}")
