@@ -202,3 +202,30 @@ def test_the_twonn_benchmark_shows_its_passes_on_a_terminal_and_is_quiet_under_c
         assert "TwoNN benchmark, 64 x 4 points on cpu" in err and "/2 " in err, err  # bound and suite
     else:
         assert err == "", err
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_setting_that_refuses_the_model_under_pytest_is_one_line_once_and_a_usage_error(clean_env, tiny_bert_dir,
+                                                                                       workers):
+    """P01: `pytest claims --aniso-max-length 2` printed its refusal three times (the skip reasons, a must_run
+    failure, pytest's list of skips) and exited 1. The refusal is printed once, one line, and pytest exits with its
+    usage-error code, as `aniso run` exits 2; with pytest-xdist workers too."""
+    import os
+    import subprocess
+    import sys
+
+    corpus = clean_env / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(8)) + "\n")
+    registry = _tiny_registry(clean_env, tiny_bert_dir)
+    registry.write_text(registry.read_text() + "    must_run: true\n")
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "claims"), "-p", "no:cacheprovider", *workers,
+                          "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "--aniso-registry",
+                          str(registry), "--aniso-models", "tiny", "--aniso-claims", "G.token-nlp-anisotropic",
+                          "--aniso-corpus", str(corpus), "--aniso-n-sequences", "8", "--aniso-max-length", "2"],
+                         capture_output=True, text=True, env=env, cwd=clean_env, timeout=600)
+    text = out.stdout + out.stderr
+    assert out.returncode == 4, text[-3000:]  # pytest.ExitCode.USAGE_ERROR
+    said = [line for line in text.splitlines() if "setting max_length (ANISO_MAX_LENGTH, --aniso-max-length) 2" in line]
+    assert len(said) == 1 and said[0].startswith("1 claim test(s) not run: refused: tiny: "), text[-3000:]
+    assert "give at least 4" in said[0] and "must_run" not in text, text[-3000:]
