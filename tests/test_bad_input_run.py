@@ -661,8 +661,10 @@ def test_a_max_length_that_leaves_mostly_special_tokens_is_refused(clean_env, ti
     assert main(run + ["--aniso-max-length", "3"]) == 2
     out, err = capsys.readouterr()
     (refused,) = [line for line in err.splitlines() if "refused:" in line]
-    assert re.search(r"setting max_length 3 leaves 8 known token\(s\) against 16 special-token vectors \(2 per "
-                     r"sequence\) in the first 8 paragraph\(s\).*\(setting max_length: at least 4;", refused), refused
+    assert re.search(r"setting max_length \(ANISO_MAX_LENGTH, --aniso-max-length\) 3 tokens per sequence, the "
+                     r"tokenizer's 2 special tokens of each included, leave 8 known token\(s\) against 16 "
+                     r"special-token vectors in the first 8 paragraph\(s\) of the corpus.*; give at least 4 ",
+                     refused), refused
     main(run + ["--aniso-max-length", "4"])
     assert "setting max_length" not in capsys.readouterr().err
 

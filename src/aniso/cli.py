@@ -1117,9 +1117,9 @@ def main(argv: list[str] | None = None) -> int:
     _registry_option(bc)
     bt = _command(bench_sub, "twonn", "time the suite's TwoNN against the matrix-product bound and the peers",
                   "aniso bench twonn --n 16384 --d 768 --data massive --json", _bench_twonn)
-    bt.add_argument("--n", type=int, default=16_384,
+    bt.add_argument("--n", type=_integer(lo=3), default=16_384,
                     help="points (default 16,384; at least 3, at most 131,072 on the CPU and 1,048,576 elsewhere)")
-    bt.add_argument("--d", type=int, default=768, help="dimensions (default 768)")
+    bt.add_argument("--d", type=_integer(lo=1), default=768, help="dimensions (default 768; at least 1)")
     bt.add_argument("--data", choices=("gaussian", "subspace", "massive"), default="gaussian", metavar="KIND",
                     help="kind of points: gaussian, subspace or massive (default gaussian)")
     bt.add_argument("--seed", type=_integer("seed"), default=0, help="seed of the points (default 0)")

@@ -270,7 +270,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         outcome = "skipped" if skipped else "passed" if xfailed else report.outcome
         item.config.stash[_SESSION].record_outcome(context.result, seconds=report.duration, outcome=outcome,
                                                    detail=str(detail) if detail and not xfailed else "")
+        if skipped and context.result.skip_kind == "refused" and isinstance(report.longrepr, tuple):
+            # the refusal is the run's one line (the aniso summary; exit code: a usage error), not one per test in
+            # pytest's list of skips
+            report.longrepr = (*report.longrepr[:2], REFUSED_SKIP)
     return report
+
+
+#: What pytest's list of skips (``-ra``) says of a claim test whose model or setting was refused: the refusal itself
+#: is printed once, in the aniso summary.
+REFUSED_SKIP = "refused: the aniso summary names why"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -282,6 +291,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if claims_run.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if claims_run.refused and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        # a model or setting refused (bad input: one line in the summary): pytest's usage error, as `aniso run` exits 2
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
     if claims_run.stopped:
         session.exitstatus = pytest.ExitCode.INTERRUPTED
     session.config.hook.pytest_aniso_run_finished(run=claims_run)

@@ -229,7 +229,7 @@ class AnisoSession:
         for entry in self.registry:
             if entry.must_run:
                 skipped = [r for r in self.results if r.model_id == entry.id and r.verdict == SKIPPED
-                           and r.skip_kind not in ("inputs", "not-applicable")]
+                           and r.skip_kind not in ("inputs", "not-applicable", "refused")]  # refused: its own line
                 if skipped:
                     self.must_run_failures.append(f"{entry.id} is marked must_run but {len(skipped)} claim test(s) "
                                                   f"skipped: {skipped[0].reason}")
@@ -376,6 +376,13 @@ class AnisoSession:
         return self.report_path
 
     @property
+    def refused(self) -> dict[str, int]:
+        """The refusals of the run (claim results skipped as ``refused``: a model's files or a setting that cannot be
+        measured faithfully, :class:`aniso.sources.ModelRefused`), each reason once, with its count of claim tests.
+        The summary prints each as one line; the run then ends as bad input (``pytest``: a usage error)."""
+        return dict(Counter(r.reason for r in self.results if r.skip_kind == "refused").most_common())
+
+    @property
     def all_refused(self) -> bool:
         """Whether every claim result of the run is a model refused for its files (``skip_kind`` "refused": files
         that cannot be loaded faithfully, :class:`aniso.sources.ModelRefused`) and nothing else was computed: the
@@ -391,7 +398,7 @@ class AnisoSession:
     def summary_lines(self, width: int | None = None) -> list[tuple[str, str]]:
         """The console summary: ``(style, line)`` pairs, style ``""``, ``"warn"`` or ``"error"``, every line at most
         ``width`` columns (default: the terminal's, :func:`shutil.get_terminal_size`; 100 where the output is no
-        terminal and ``COLUMNS`` is unset): the verdict table (:func:`verdict_table`), one line per kind of verdict
+        terminal and ``COLUMNS`` is unset; a refusal is one line whole, however long): the verdict table (:func:`verdict_table`), one line per kind of verdict
         (:func:`aniso.judge.results.verdict_counts`), the new findings on a model without records, the stale
         records, the inputs, the skip reasons grouped with their counts (inputs missing once each, with the
         setting), the models left out, the must_run failures and the report's path."""
@@ -403,9 +410,11 @@ class AnisoSession:
         def say(style: str, line: str) -> None:
             out.extend((style, part) for part in fit(line, width))
 
-        if self.all_refused:  # nothing measured: the refusal, once per reason (the results file has it)
-            for reason, n in Counter(r.reason for r in self.results).most_common():
-                say("error", f"{n} claim test(s) not run: refused: {reason}")
+        def refusals() -> None:  # each refusal once, one line however long (the results file has it too)
+            out.extend(("error", f"{n} claim test(s) not run: refused: {reason}") for reason, n in self.refused.items())
+
+        if self.all_refused:  # nothing measured: the refusal, once per reason
+            refusals()
             for msg in self.must_run_failures:
                 say("error", f"ERROR: {msg}")
             if self.report_path is not None:
@@ -440,8 +449,9 @@ class AnisoSession:
         for reason, n in sorted(errors.items(), key=lambda kv: -kv[1]):
             say("error", f"{n:>4} x {reason}")
         skips: dict[tuple[str, str], list[ClaimResult]] = {}
+        refusals()
         for r in self.results:
-            if r.verdict == SKIPPED:
+            if r.verdict == SKIPPED and r.skip_kind != "refused":
                 inputs = r.skip_kind == "inputs"
                 reason = r.reason.split(": ", 1)[-1] if inputs else r.reason
                 skips.setdefault(("inputs" if inputs else "", reason), []).append(r)

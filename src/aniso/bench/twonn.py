@@ -210,7 +210,8 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
 
     One timing each (wall clock, seconds; on CUDA synchronised). On ``device="cpu"`` the suite gets the NumPy
     points, as callers pass them; elsewhere a tensor on ``device`` (computed there). The bound always runs on
-    ``device``; peers run on the CPU, on the same points in float64.
+    ``device``; peers run on the CPU, on the same points in float64. A progress bar over the passes (bound, suite,
+    each peer) goes to standard error where :func:`aniso.common.progress.enabled` (a terminal, ``CI`` unset).
 
     Returns
     -------
@@ -225,6 +226,7 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     ``device`` that is not here (:func:`aniso.common.devices.check_device`, naming it); RuntimeError if a peer fails.
     """
     from ..common.devices import check_device
+    from ..common.progress import bar
 
     check_device(device)
     problem = memory_problem(n, d, data, peers) if n >= 3 and d >= 1 and data in DATA_KINDS else None
@@ -238,12 +240,18 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     suite_input = x if device == "cpu" else on_device
     gemm_top2_bound(on_device[: min(n, 256)])  # warm-up: first-call allocations and kernels out of both timings
     metrics.twonn_dimension(suite_input[: min(n, 256)])
-    bound_s, _ = _timed(lambda: gemm_top2_bound(on_device), device)
-    suite_s, estimate = _timed(lambda: metrics.twonn_dimension(suite_input), device)
-    found = {}
+    found: dict = {}
     names = available_peers() if peers else []
-    if names:
-        x64 = x.astype(np.float64)
-        found = {name: run_peer(name, x64) for name in names}
+    # one pass over all n² pairs each, minutes at the largest n on the CPU: a bar over the passes (on standard error,
+    # quiet under CI and outside a terminal, as every progress bar of the suite) says which one runs and how long
+    # the first took
+    for step in bar(["bound", "suite", *names], desc=f"TwoNN benchmark, {n:,} x {d} points on {device}",
+                    unit="pass"):
+        if step == "bound":
+            bound_s, _ = _timed(lambda: gemm_top2_bound(on_device), device)
+        elif step == "suite":
+            suite_s, estimate = _timed(lambda: metrics.twonn_dimension(suite_input), device)
+        else:
+            found[step] = run_peer(step, x.astype(np.float64))
     return {"n": n, "d": d, "data": data, "device": device, "suite_s": suite_s, "bound_s": bound_s,
             "ratio_to_bound": suite_s / bound_s, "estimate": estimate, "peers": found}

@@ -7,6 +7,7 @@ when its statistics are not cached, streams its hidden states into one
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import warnings
@@ -21,7 +22,7 @@ from ..inputs.media import InputsUnavailable
 from ..extract.hidden import tokens_read
 from ..extract.modalities import INPUTS, Modality, modality_of, sample_names
 from ..registry.entries import ModelEntry, Registry
-from ..common.settings import Settings
+from ..common.settings import Settings, _where
 from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext,
                        load_model, source_fingerprint)
 from .distributed import Shard
@@ -36,6 +37,35 @@ log = logging.getLogger(__name__)
 
 __all__ = ["FIRST_ORDER", "SECOND_ORDER", "FIRST_TOKEN_EXCLUDED", "ALL_STATISTICS", "compute_stats", "compute_model_stats", "StatsProvider", "remembered",
            "BlockSweepProvider", "block_sweep_specs", "ModelUnavailable", "InputsMissing"]
+
+#: Where the checks that refuse a model or its inputs live: the functions named ``*_problem`` in the source kinds
+#: (:mod:`aniso.sources`: a folder, weights, tokenizer or config that cannot be measured faithfully) and ``_check_*``
+#: in this module (the tokens and vectors its inputs give). Their source text is part of every statistics cache key
+#: (:func:`refusal_checks_digest`).
+REFUSAL_CHECK_FILES = (("sources", "*.py", "_problem"), ("stats", "pipeline.py", "_check_"))
+
+
+@functools.cache
+def refusal_checks_digest(root: Path | None = None) -> str:
+    """A digest of the source text of every refusal check (:data:`REFUSAL_CHECK_FILES`), read from the files (nothing
+    imported). It is part of the statistics cache key: an entry computed before a check was added or changed is not
+    served, so a model or inputs that a check now refuses are refused even where an older entry for them exists (a
+    cache hit never loads the model, so a check that runs at load would otherwise never see them). ``root``: the
+    package folder read (default: this one's)."""
+    import ast
+    import hashlib
+
+    root = root or Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for folder, pattern, marker in REFUSAL_CHECK_FILES:
+        for path in sorted((root / folder).glob(pattern)):
+            text = path.read_text(encoding="utf-8")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                        node.name.endswith(marker) if marker == "_problem" else node.name.startswith(marker)):
+                    digest.update(f"{path.name}:{node.name}:{ast.get_source_segment(text, node)}".encode())
+    return digest.hexdigest()[:16]
+
 
 #: Bumped when the untrained-block measurements change meaning, so old cache entries are not reused.
 BLOCK_SWEEP_FORMAT = 1
@@ -462,19 +492,22 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
                       f"{added * read} special-token vectors ({added} per sequence) in its first {read} "
                       "paragraph(s): its paragraphs are so short that most vectors measured would be the "
                       f"tokenizer's own, not the text's ({setting}: paragraphs of sentences)")
+    # setting max_length as the settings name it (``aniso bench`` and ``aniso stats`` put the option typed there in
+    # its place), or, for texts given to the Python API, its argument max_length
+    length = "max_length:" if given else f"{loaded.entry.id}: {_where('max_length')}"
     if room is not None and added * read > kept:
-        raise ModelRefused(f"{loaded.entry.id}: setting max_length {max_length} leaves {kept} known token(s) against "
-                           f"{added * read} special-token vectors ({added} per sequence) in the first {read} "
-                           "paragraph(s) of the corpus: most vectors measured would be the tokenizer's own, not the "
-                           f"text's (setting max_length: at least {2 * added}; the papers read 512)")
+        texts = f"the {len(items)} texts given" if given else f"the first {read} paragraph(s) of the corpus"
+        raise refused(f"{length} {max_length} tokens per sequence, the tokenizer's {added} special tokens of each "
+                      f"included, leave {kept} known token(s) against {added * read} special-token vectors in {texts}: most "
+                      f"vectors measured would be the tokenizer's own, not the text's; give at least {2 * added} "
+                      "(the papers read 512)")
     if len(items) > 1 and len(whole) == 1:
         raise refused(f"{where}{loaded.entry.id}: {what} gives {len(items)} paragraph(s) that this model's tokenizer "
                       f"reads as one and the same sequence: they are no {len(items)} inputs, and a verdict over "
                       f"copies of one input is none ({setting}: distinct paragraphs, not one text in several "
                       "spellings or cases)")
     if len(items) > 1 and len(seen) == 1:  # distinct, but only after the tokens measured
-        named = "max_length:" if given else f"{loaded.entry.id}: setting max_length"
-        raise refused(f"{named} {max_length} tokens per text, special ones included, leave the {len(items)} "
+        raise refused(f"{length} {max_length} tokens per text, special ones included, leave the {len(items)} "
                       f"paragraph(s) one and the same sequence (they differ only after their first {room} tokens): "
                       "a verdict over copies of one input is none; give a larger max_length")
     return len(items) - len(seen)
@@ -603,6 +636,7 @@ class StatsProvider:
                 "first_token_excluded": FIRST_TOKEN_EXCLUDED in statistics and shards == 1,
                 "extras": sorted(statistics & {FINAL_NORM, ATTENTION_SINK, EMBEDDING_ISOTROPY}),
                 "input_groups": INPUT_GROUPS,  # the per-input sums kept (one row per input up to it, groups beyond)
+                "checks": refusal_checks_digest(),  # a model a check added since refuses is not served from the cache
             } | ({"shards": shards} if shards > 1 else {}))
 
         key = key_of(self.statistics)
