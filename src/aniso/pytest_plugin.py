@@ -291,8 +291,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if claims_run.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if claims_run.refused and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        # a model or setting refused (bad input: one line in the summary): pytest's usage error, as `aniso run` exits 2
+    if claims_run.refusal_fails and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        # nothing measured but refusals, or a must_run model refused (bad input, one line in the summary): pytest's
+        # usage error, as `aniso run` exits 2
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
     if claims_run.stopped:
         session.exitstatus = pytest.ExitCode.INTERRUPTED

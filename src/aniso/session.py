@@ -379,8 +379,17 @@ class AnisoSession:
     def refused(self) -> dict[str, int]:
         """The refusals of the run (claim results skipped as ``refused``: a model's files or a setting that cannot be
         measured faithfully, :class:`aniso.sources.ModelRefused`), each reason once, with its count of claim tests.
-        The summary prints each as one line; the run then ends as bad input (``pytest``: a usage error)."""
+        The summary prints each as one line (:attr:`refusal_fails`: when the run then ends as bad input)."""
         return dict(Counter(r.reason for r in self.results if r.skip_kind == "refused").most_common())
+
+    @property
+    def refusal_fails(self) -> bool:
+        """Whether the run's refusals make it a run of bad input (``pytest``: its usage error; ``aniso run``: exit 2):
+        every claim test refused (nothing measured: a setting that no model can run with, or the one model given), or
+        a ``must_run`` model refused. A model refused beside models measured is reported, one line, and does not
+        fail the run by itself."""
+        must_run = {e.id for e in self.registry if e.must_run}
+        return self.all_refused or any(r.skip_kind == "refused" and r.model_id in must_run for r in self.results)
 
     @property
     def all_refused(self) -> bool:
