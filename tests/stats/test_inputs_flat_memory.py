@@ -88,17 +88,17 @@ def test_the_length_order_keeps_no_object_per_paragraph(monkeypatch):
 
     monkeypatch.setattr(hidden, "_text_batches", first_batch)
 
-    def prepare(n):
-        texts = tuple(f"p{k}" for k in range(n))
+    def prepare(texts):
         try:
             next(hidden.iter_text_hidden_states(model, FakeTokenizer(), texts, batch_size=16, max_length=512))
         except _Stop:
             pass
 
-    prepare(64)
+    prepare(tuple(f"p{k}" for k in range(64)))
     # sorted by (length, index): lengths TOKENS - k % 7, ties in the texts' order
     assert [int(i) for i in seen["order"]] == sorted(range(64), key=lambda k: (TOKENS - k % 7, k))
-    peaks = [_peak(lambda n=n: prepare(n)) for n in (256, 8192)]
+    corpora = [tuple(f"p{k}" for k in range(n)) for n in (256, 8192)]  # made outside the traced calls
+    peaks = [_peak(lambda texts=texts: prepare(texts)) for texts in corpora]
     per_paragraph = (peaks[1] - peaks[0]) / (8192 - 256)
     # an int32 length and an int64 index per paragraph; a list of lengths and a list sorted by (length, index)
     # keys took about 70 bytes per paragraph
