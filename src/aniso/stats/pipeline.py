@@ -8,6 +8,7 @@ when its statistics are not cached, streams its hidden states into one
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import time
 import warnings
@@ -26,7 +27,7 @@ from ..common.settings import Settings, _where
 from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext,
                        load_model, source_fingerprint)
 from .distributed import Shard
-from ..common.devices import HostMemoryRelease
+from ..common.devices import HostMemoryRelease, release_freed_host_memory
 from ..common.files import exclusive
 from .accumulators import INPUT_GROUPS, AttentionSink, LayerAccumulator, ShuffledBatches, massive_rows, read_checks
 from .results import ModelStats, summary_dict
@@ -320,6 +321,8 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     copies = 0
     if modality.tokens and loaded.tokenizer is not None:
         copies = _check_real_tokens(loaded, inputs, settings.max_length)
+        if settings.release_host_memory:  # what loading and the check freed goes back before the first batch
+            release_freed_host_memory()
     for _ in range(MAX_NON_FINITE_PASSES):
         try:
             stats = _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard, wait_free)
@@ -455,8 +458,10 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
         added = 0
     room = None if max_length is None else max(max_length - added, 0)  # text tokens of a sequence measured
     known = unknown = read = kept = 0
-    seen: set[tuple[int, ...]] = set()  # the sequences as measured (cut at max_length), and whole
-    whole: set[tuple[int, ...]] = set()
+    # The sequences as measured (cut at max_length), and whole: a 16-byte digest each in one bytearray, not the
+    # token ids (a set of tuples of Python ints held about 36 bytes per token, 12 MB for the WikiText-103
+    # validation set, and left the heap that much larger for the extraction that follows).
+    seen, whole = bytearray(), bytearray()
     for start in range(0, len(items), 256):
         try:  # (verbose=False: no warning that a paragraph is longer than the model reads; the extraction cuts it)
             ids = tokenizer(list(items[start:start + 256]), add_special_tokens=False, verbose=False)["input_ids"]
@@ -464,14 +469,16 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
             return 0
         read = min(start + 256, len(items))
         for row in ids:
-            seen.add(tuple(row if room is None else row[:room]))
-            whole.add(tuple(row))
+            seen += _token_digest(row if room is None else row[:room])
+            whole += _token_digest(row)
             for j, i in enumerate(row):
                 if i == unk:
                     unknown += 1
                 elif i not in special:
                     known += 1
                     kept += room is None or j < room
+        ids = row = None  # this chunk's ids are freed before the next chunk is tokenized
+    seen, whole = _distinct_digests(seen), _distinct_digests(whole)
     label = getattr(inputs, "label", "")
     given = given_texts(getattr(inputs, "origin", None))
     refused, where = (InputsRefused, "inputs: ") if given else (ModelRefused, "")
@@ -501,16 +508,29 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
                       f"included, leave {kept} known token(s) against {added * read} special-token vectors in {texts}: most "
                       f"vectors measured would be the tokenizer's own, not the text's; give at least {2 * added} "
                       "(the papers read 512)")
-    if len(items) > 1 and len(whole) == 1:
+    if len(items) > 1 and whole == 1:
         raise refused(f"{where}{loaded.entry.id}: {what} gives {len(items)} paragraph(s) that this model's tokenizer "
                       f"reads as one and the same sequence: they are no {len(items)} inputs, and a verdict over "
                       f"copies of one input is none ({setting}: distinct paragraphs, not one text in several "
                       "spellings or cases)")
-    if len(items) > 1 and len(seen) == 1:  # distinct, but only after the tokens measured
+    if len(items) > 1 and seen == 1:  # distinct, but only after the tokens measured
         raise refused(f"{length} {max_length} tokens per text, special ones included, leave the {len(items)} "
                       f"paragraph(s) one and the same sequence (they differ only after their first {room} tokens): "
                       "a verdict over copies of one input is none; give a larger max_length")
-    return len(items) - len(seen)
+    return len(items) - seen
+
+
+def _token_digest(ids) -> bytes:
+    """A 16-byte BLAKE2b digest of a sequence of token ids (equal sequences, equal digests; distinct ones collide
+    with probability about 2**-128)."""
+    return hashlib.blake2b(np.asarray(ids, dtype=np.int64).tobytes(), digest_size=16).digest()
+
+
+def _distinct_digests(digests: bytearray) -> int:
+    """How many distinct 16-byte digests :func:`_token_digest` wrote one after the other into ``digests``."""
+    if not digests:
+        return 0
+    return len(np.unique(np.frombuffer(bytes(digests), dtype=np.uint64).reshape(-1, 2), axis=0))
 
 
 def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
