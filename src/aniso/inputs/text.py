@@ -227,9 +227,10 @@ ALL = 1_000_000
 
 def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     """The text of a UTF-8 file. Raises :class:`CorpusError` (one line, ``what`` and the path first) when it does
-    not exist, is a folder, is UTF-16 (a byte-order mark, or NUL bytes between the letters) or other binary data, or
-    is not UTF-8."""
-    from ..common.files import binary_kind, is_utf16, not_a_regular_file
+    not exist, is a folder, is UTF-32 or UTF-16 (a byte-order mark, or NUL bytes beside the letters:
+    :func:`aniso.common.files.wide_unicode`, which names the encoding iconv converts it from) or other binary data,
+    or is not UTF-8."""
+    from ..common.files import binary_kind, not_a_regular_file, wide_unicode
 
     path = Path(path)
     problem = not_a_regular_file(path)  # a FIFO would block, a pipe be read once: refused before it is opened
@@ -243,9 +244,10 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     kind = binary_kind(head)
     if kind is not None:
         raise CorpusError(f"{what} {path} is not text: it is {kind}; decompress it first")
-    if is_utf16(head):
-        raise CorpusError(f"{what} {path} is not UTF-8 text: it is UTF-16; save it as UTF-8 (e.g. iconv -f UTF-16 "
-                          "-t UTF-8)")
+    wide = wide_unicode(head)
+    if wide is not None:
+        raise CorpusError(f"{what} {path} is not UTF-8 text: it is {wide[0]}; save it as UTF-8 (e.g. iconv -f "
+                          f"{wide[1]} -t UTF-8)")
     if b"\x00" in data:
         raise CorpusError(f"{what} {path} is not UTF-8 text: it holds NUL bytes (binary data)")
     try:
