@@ -9,13 +9,20 @@ paragraph, not a WikiText heading. Each case is a row of docs/bad-input.md."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from aniso.cli import main
 from aniso.inputs.media import InputsUnavailable, SkippedInput, load_images, load_speech
+from aniso.inputs.text import KNOWN_CORPORA, CorpusError, _fingerprint, corpus_paragraphs, wikitext_paragraphs
+
+ROOT = Path(__file__).resolve().parents[2]
+REGISTRY = str(ROOT / "models.yaml")
+PARAGRAPHS = [f"Paragraph {i} of the corpus holds a few words of its own , number {i} ." for i in range(20)]
 
 
 def _photos(folder: Path, n: int) -> None:
@@ -82,3 +89,79 @@ def test_recordings_of_formats_not_read_are_named_and_counted(tmp_path):
     assert note in got.label, got.label
     said = [str(w.message) for w in seen if issubclass(w.category, SkippedInput)]
     assert said == [f"speech_dir: {note}"], said
+
+
+def _write(tmp_path: Path, case: str) -> tuple[Path, str]:
+    """A corpus file of ``case`` and what its refusal must say."""
+    path = tmp_path / f"{case}.txt"
+    text = "\n".join(PARAGRAPHS) + "\n"
+    if case == "cr":
+        path.write_bytes(("\r".join(PARAGRAPHS) + "\r").encode())
+        return path, ("has 1 paragraph(s); at least 2 distinct are needed: its lines end in a lone carriage return "
+                      "(\\r, old Mac OS line ends: 20 of them), and a line of a corpus ends in \\n or \\r\\n; convert "
+                      "them, e.g. tr '\\r' '\\n' < cr.txt > cr-lf.txt")
+    if case == "utf32":
+        path.write_text(text, encoding="utf-32")
+        return path, ("is not UTF-8 text: it is UTF-32 (with its byte-order mark); save it as UTF-8 (e.g. iconv -f "
+                      "UTF-32 -t UTF-8)")
+    if case == "utf32le":
+        path.write_bytes(text.encode("utf-32-le"))
+        return path, ("is not UTF-8 text: it is UTF-32LE (no byte-order mark: three NUL bytes beside each Latin "
+                      "letter); save it as UTF-8 (e.g. iconv -f UTF-32LE -t UTF-8)")
+    if case == "utf32be":
+        path.write_bytes(text.encode("utf-32-be"))
+        return path, ("is not UTF-8 text: it is UTF-32BE (no byte-order mark: three NUL bytes beside each Latin "
+                      "letter); save it as UTF-8 (e.g. iconv -f UTF-32BE -t UTF-8)")
+    assert case == "headings"
+    path.write_text("\n".join(f" = Heading {i} = " for i in range(20)) + "\n")
+    return path, ("has 0 paragraph(s); at least 2 distinct are needed: all its 20 non-blank lines are WikiText "
+                  "headings (lines that begin and end with '=', like ' = Title = '), which are not paragraphs")
+
+
+CASES = ["cr", "utf32", "utf32le", "utf32be", "headings"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_corpus_of_lone_cr_lines_utf32_or_headings_only_is_refused_saying_why(tmp_path, case):
+    path, why = _write(tmp_path, case)
+    with pytest.raises(CorpusError) as refused:
+        corpus_paragraphs(path)
+    assert str(refused.value) == f"corpus file {path} {why}"
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("command", ["run", "stats"])
+def test_the_corpus_refusals_are_one_line_through_aniso_run_and_stats(clean_env, monkeypatch, capsys, case, command):
+    path, why = _write(clean_env, case)
+    monkeypatch.setenv("ANISO_CORPUS", str(path))
+    assert main([command, "all-MiniLM-L6-v2", "--registry", REGISTRY]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out + err, err[-3000:]
+    assert str(path) in lines[0] and why in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_corpus_refusals_are_one_value_error_through_measure(clean_env, case):
+    import aniso
+
+    path, why = _write(clean_env, case)
+    with pytest.raises(ValueError) as refused:
+        aniso.measure("all-MiniLM-L6-v2", str(path), n_inputs=8, progress=False)
+    assert str(path) in str(refused.value) and why in str(refused.value), str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_long_line_that_begins_and_ends_with_equals_is_a_paragraph_not_a_heading():
+    long_line = "= " + " ".join(f"word{i}" for i in range(300_000)) + " ="
+    text = "\n".join([" = Title = ", " = = Section = = ", long_line, PARAGRAPHS[0]]) + "\n"
+    assert wikitext_paragraphs(text) == [long_line, PARAGRAPHS[0]]
+
+
+@pytest.mark.skipif(not os.environ.get("ANISO_CORPUS", "").endswith("wiki.valid.tokens")
+                    or not os.path.isfile(os.environ.get("ANISO_CORPUS", "")),
+                    reason="needs ANISO_CORPUS set to WikiText's wiki.valid.tokens")
+def test_the_wikitext_validation_file_reads_the_same_paragraphs_as_before_the_heading_bound():
+    """Its 620 headings are all at most 70 characters: the paragraphs read are those the suite knows it by."""
+    paragraphs = corpus_paragraphs(os.environ["ANISO_CORPUS"])
+    assert _fingerprint(paragraphs) in KNOWN_CORPORA
