@@ -51,8 +51,8 @@ def test_photographs_of_formats_not_read_are_named_and_counted(tmp_path):
     note = ("4 files left out: photographs of formats this suite does not read (.bmp x1, .gif x1, .tiff x1, .webp x1: "
             "a.webp, b.bmp, c.tiff, d.gif); it reads .jpg/.jpeg/.png")
     assert note in got.label, got.label
-    said = [str(w.message) for w in seen if issubclass(w.category, SkippedInput)]
-    assert said == [f"image_dir: {note}"], said
+    said = [(str(w.message), w.filename, w.lineno) for w in seen if issubclass(w.category, SkippedInput)]
+    assert said == [(f"image_dir: {note}", str(tmp_path), 0)], said  # one line: "FOLDER:0: SkippedInput: ..."
 
 
 def test_a_folder_of_svg_only_is_refused_naming_them_and_an_svg_beside_photographs_is_counted(tmp_path):

@@ -203,12 +203,17 @@ def _left_out_note(folder: Path, files: list[Path], setting: str) -> str:
             f"({kinds}: {shown}); it reads {'/'.join(DATA_FORMATS[setting])}")
 
 
-def _warn_left_out(note: str, setting: str) -> str:
-    """Warn once (a :class:`SkippedInput`) with ``note`` (:func:`_left_out_note`) when there is one; returns the
-    text a set's label carries for it (``"; 4 files left out: ..."``, or "")."""
+def _warn_left_out(note: str, setting: str, folder: Path) -> str:
+    """Warn once (a :class:`SkippedInput`, shown as the folder's own line, ``FOLDER:0: SkippedInput: ...``, as a
+    skipped file is: :func:`_usable`) with ``note`` (:func:`_left_out_note`) when there is one; returns the text a
+    set's label carries for it (``"; 4 files left out: ..."``, or "")."""
+    import linecache
+
     if not note:
         return ""
-    warnings.warn(f"{setting}: {note}", SkippedInput, stacklevel=3)
+    shown = _shown(folder)
+    linecache.cache[shown] = (0, None, [], shown)
+    warnings.warn_explicit(f"{setting}: {note}", SkippedInput, shown, 0, module="aniso.inputs.media")
     return f"; {note}"
 
 
@@ -276,8 +281,9 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     clips, names, skipped = _usable(files, lambda p: _read_clip(p, max_seconds), "speech_dir", folder, "recording")
     copies = _copies(clips, names, "speech_dir", folder, "recording")
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)"
-                    + _skipped_note(skipped, len(files)) + copies + _warn_left_out(left_out, "speech_dir"), str(folder), fingerprint, tuple(clips), tuple(names), len(all_files),
-                    seed, dataset_fingerprint=dataset, skipped=tuple(skipped))
+                    + _skipped_note(skipped, len(files)) + copies + _warn_left_out(left_out, "speech_dir", folder),
+                    str(folder), fingerprint, tuple(clips), tuple(names), len(all_files), seed,
+                    dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
 def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
@@ -503,7 +509,7 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
     images, names, skipped = _usable(files, lambda p: _read_image(p, max_pixels), "image_dir", folder, "photograph")
     copies = _copies(images, names, "image_dir", folder, "photograph")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))
-                    + copies + _warn_left_out(left_out, "image_dir"),
+                    + copies + _warn_left_out(left_out, "image_dir", folder),
                     str(folder), fingerprint, tuple(images), tuple(names), len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
 
