@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["sha256_file", "hash_files", "atomic_write", "exclusive", "quarantine", "default_file_mode"]
+__all__ = ["sha256_file", "hash_files", "atomic_write", "exclusive", "quarantine", "default_file_mode", "wide_unicode"]
 
 
 def _feed(h, path: Path) -> None:
@@ -182,6 +182,32 @@ def is_utf16(head: bytes) -> bool:
     even, odd = head[0::2], head[1::2]
     zeros = (even.count(0) / len(even), odd.count(0) / len(odd))
     return max(zeros) > 0.5 and min(zeros) < 0.1
+
+
+def wide_unicode(head: bytes) -> tuple[str, str] | None:
+    """Which wide Unicode encoding ``head`` (a file's first bytes) is in, as (what to call it, the name ``iconv -f``
+    takes to convert it), or None for none: UTF-32 or UTF-16 with a byte-order mark (``UTF-32``/``UTF-16``: iconv
+    reads the mark), or without one (``UTF-32LE``/``UTF-32BE``: three NUL bytes beside each Latin letter, in every
+    4-byte unit's last bytes for little-endian; ``UTF-16LE``/``UTF-16BE``: :func:`is_utf16`). UTF-32-LE's mark
+    (``FF FE 00 00``) begins with UTF-16-LE's (``FF FE``): it is checked first."""
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32 (with its byte-order mark)", "UTF-32"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 (with its byte-order mark)", "UTF-16"
+    units = head[: len(head) // 4 * 4]
+    if len(units) >= 8:
+        zeros = [units[i::4].count(0) / (len(units) // 4) for i in range(4)]
+        for order, letter, high in (("LE", 0, (2, 3)), ("BE", 3, (0, 1))):
+            if zeros[letter] < 0.1 and min(zeros[i] for i in high) > 0.9:  # no code point is above U+10FFFF
+                try:
+                    units.decode(f"utf-32-{order.lower()}")
+                except UnicodeDecodeError:
+                    continue
+                return f"UTF-32{order} (no byte-order mark: three NUL bytes beside each Latin letter)", f"UTF-32{order}"
+    if is_utf16(head):
+        order = "LE" if head[1::2].count(0) > head[0::2].count(0) else "BE"
+        return f"UTF-16{order} (no byte-order mark: a NUL byte beside each Latin letter)", f"UTF-16{order}"
+    return None
 
 
 def binary_kind(head: bytes) -> str | None:

@@ -7,6 +7,10 @@ validation clips through ``datasets``. Images: ``*.jpg`` / ``*.jpeg`` /
 ``*.png`` read with Pillow as RGB; when no folder is given, the sample
 photographs that ship inside scikit-image (labelled FALLBACK IMAGES).
 
+A recording or photograph of another format in the folder (``.ogg``, ``.mp3``; ``.webp``, ``.tiff``, ``.svg``,
+...) is not read: the files left out are named and counted in one :class:`SkippedInput` warning and in the set's
+label, and a folder holding only such files is refused.
+
 Both give a :class:`MediaSet` whose ``fingerprint`` (SHA-256 over the sampled
 files' bytes) keys the statistics cache.
 
@@ -55,6 +59,16 @@ _IMAGES = (".jpg", ".jpeg", ".png")
 #: :meth:`aniso.common.settings.Settings.check_data_folders`: a folder they would find nothing in is refused when a
 #: run's settings are read (:func:`aniso.registry.locate.settings_and_registry`), not every test of its models skipped.
 DATA_FORMATS: dict[str, tuple[str, ...]] = {"speech_dir": _AUDIO, "image_dir": _IMAGES}
+#: Suffixes of recordings and photographs of formats the loaders do not read (beside those the standard library's
+#: :mod:`mimetypes` calls ``audio/*`` or ``image/*``): such a file in a data folder is left out, and named and counted
+#: (:func:`_left_out`), not left out unsaid.
+_OTHER_AUDIO = (".ogg", ".oga", ".opus", ".mp3", ".mp2", ".m4a", ".aac", ".aif", ".aiff", ".aifc", ".au", ".snd",
+                ".wma", ".mka", ".caf", ".w64", ".amr", ".ape", ".wv", ".spx", ".alac", ".dsf")
+_OTHER_IMAGES = (".webp", ".bmp", ".tif", ".tiff", ".gif", ".svg", ".heic", ".heif", ".avif", ".jp2", ".j2k", ".jxl",
+                 ".jfif", ".ico", ".ppm", ".pgm", ".pbm", ".pnm", ".tga", ".psd", ".eps", ".pcx", ".qoi", ".dng",
+                 ".cr2", ".nef", ".arw", ".raw")
+#: What each data-folder setting reads, in words, and the ``mimetypes`` major type of the files it leaves out.
+_KINDS = {"speech_dir": ("recording", "audio", _OTHER_AUDIO), "image_dir": ("photograph", "image", _OTHER_IMAGES)}
 
 
 class InputsUnavailable(RuntimeError):
@@ -147,8 +161,60 @@ def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
         raise InputsUnavailable(f"{setting}: {folder} is not a folder")
     files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and not p.is_dir())
     if not files:
-        raise InputsUnavailable(f"{setting}: no {'/'.join(suffixes)} files under {folder}")
+        other = _left_out_note(folder, _left_out(folder, setting), setting) if setting in _KINDS else ""
+        raise InputsUnavailable(f"{setting}: no {'/'.join(suffixes)} files under {folder}"
+                                + (f" ({other})" if other else ""))
     return files
+
+
+def _left_out(folder: Path, setting: str) -> list[Path]:
+    """The files of ``folder`` and its sub-folders (as :func:`_list` searches) that are recordings or photographs of
+    a format the loader of ``setting`` does not read: a suffix of :data:`_OTHER_AUDIO` / :data:`_OTHER_IMAGES`, or
+    one :mod:`mimetypes` (its built-in table, not the machine's) calls ``audio/*`` / ``image/*``. Other files (a
+    LibriSpeech chapter's ``.trans.txt``, a README) are no inputs and are not counted."""
+    import mimetypes
+
+    _, major, others = _KINDS[setting]
+    table, reads = mimetypes.MimeTypes(), DATA_FORMATS[setting]
+
+    def other_format(p: Path) -> bool:
+        suffix = p.suffix.lower()
+        if not suffix or suffix in reads:
+            return False
+        return suffix in others or (table.guess_type("x" + suffix)[0] or "").split("/")[0] == major
+
+    return sorted(p for p in folder.rglob("*") if other_format(p) and not p.is_dir())
+
+
+def _left_out_note(folder: Path, files: list[Path], setting: str) -> str:
+    """The line naming and counting ``files`` (:func:`_left_out`), "" when there are none: ``"4 files left out:
+    photographs of formats this suite does not read (.bmp x1, .gif x1, ...: a.webp, b.bmp, ...); it reads
+    .jpg/.jpeg/.png"``."""
+    from collections import Counter
+
+    if not files:
+        return ""
+    what = _KINDS[setting][0]
+    counts = Counter(p.suffix.lower() for p in files)
+    kinds = ", ".join(f"{suffix} x{n}" for suffix, n in sorted(counts.items()))
+    names = [_shown(p.relative_to(folder)) for p in files]
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return (f"{len(files)} file{'s' * (len(files) != 1)} left out: {what}s of formats this suite does not read "
+            f"({kinds}: {shown}); it reads {'/'.join(DATA_FORMATS[setting])}")
+
+
+def _warn_left_out(note: str, setting: str, folder: Path) -> str:
+    """Warn once (a :class:`SkippedInput`, shown as the folder's own line, ``FOLDER:0: SkippedInput: ...``, as a
+    skipped file is: :func:`_usable`) with ``note`` (:func:`_left_out_note`) when there is one; returns the text a
+    set's label carries for it (``"; 4 files left out: ..."``, or "")."""
+    import linecache
+
+    if not note:
+        return ""
+    shown = _shown(folder)
+    linecache.cache[shown] = (0, None, [], shown)
+    warnings.warn_explicit(f"{setting}: {note}", SkippedInput, shown, 0, module="aniso.inputs.media")
+    return f"; {note}"
 
 
 def _files_fingerprint(files: list[Path], digests: dict[Path, bytes]) -> str:
@@ -211,11 +277,13 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
         return _librispeech_from_hub(n_clips, seed, max_seconds)
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
+    left_out = _left_out_note(folder, _left_out(folder, "speech_dir"), "speech_dir")
     clips, names, skipped = _usable(files, lambda p: _read_clip(p, max_seconds), "speech_dir", folder, "recording")
     copies = _copies(clips, names, "speech_dir", folder, "recording")
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)"
-                    + _skipped_note(skipped, len(files)) + copies, str(folder), fingerprint, tuple(clips), tuple(names), len(all_files),
-                    seed, dataset_fingerprint=dataset, skipped=tuple(skipped))
+                    + _skipped_note(skipped, len(files)) + copies + _warn_left_out(left_out, "speech_dir", folder),
+                    str(folder), fingerprint, tuple(clips), tuple(names), len(all_files), seed,
+                    dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
 def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
@@ -437,10 +505,11 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
         return _skimage_photos(n_images, seed)
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
+    left_out = _left_out_note(folder, _left_out(folder, "image_dir"), "image_dir")
     images, names, skipped = _usable(files, lambda p: _read_image(p, max_pixels), "image_dir", folder, "photograph")
     copies = _copies(images, names, "image_dir", folder, "photograph")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))
-                    + copies,
+                    + copies + _warn_left_out(left_out, "image_dir", folder),
                     str(folder), fingerprint, tuple(images), tuple(names), len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Corpus", "CorpusError", "load_corpus", "read_text_file", "corpus_paragraphs", "ALL", "corpus_lines", "wikitext_paragraphs", "sample_sequences", "first_token"]
+__all__ = ["Corpus", "CorpusError", "load_corpus", "read_text_file", "corpus_paragraphs", "ALL", "corpus_lines", "wikitext_paragraphs", "is_heading", "sample_sequences", "first_token"]
 
 _WIKITEXT_JOINERS = re.compile(r" @([-.,])@ ")
 
@@ -144,10 +144,24 @@ def corpus_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
+#: The longest line (in characters, blanks at its ends stripped) that can be a WikiText heading (:func:`is_heading`).
+#: WikiText-103's and WikiText-2's headings are at most 70 characters (``= = = Demobilisation and peace @-@ time
+#: defence arrangements = = =``) and a Wikipedia title at most 255 bytes; a longer line that begins and ends with
+#: ``=`` is text.
+HEADING_MAX_CHARS = 300
+
+
+def is_heading(line: str) -> bool:
+    """Whether a stripped corpus ``line`` is a WikiText heading (`` = Title = ``, `` = = Section = = ``): it begins
+    and ends with ``=`` and is no longer than :data:`HEADING_MAX_CHARS` (a paragraph that happens to begin and end
+    with ``=`` is read as a paragraph)."""
+    return line.startswith("=") and line.endswith("=") and len(line) <= HEADING_MAX_CHARS
+
+
 def wikitext_paragraphs(text: str) -> list[str]:
     """Paragraphs of a WikiText ``*.tokens`` / raw file: non-blank lines (:func:`corpus_lines`: split on ``\n`` or
     ``\r\n`` only, so a form feed or U+2028 inside a line leaves it one paragraph) that are not ``= Heading =``
-    lines.
+    lines (:func:`is_heading`).
 
     WikiText's number joiners (`` @-@ ``, `` @,@ ``, `` @.@ ``) are undone, the
     only detokenisation applied; ``<unk>`` is kept as it is in the file.
@@ -155,7 +169,7 @@ def wikitext_paragraphs(text: str) -> list[str]:
     paragraphs = []
     for line in corpus_lines(text):
         s = line.strip()
-        if not s or (s.startswith("=") and s.endswith("=")) or not _visible(s):
+        if not s or is_heading(s) or not _visible(s):
             continue
         paragraphs.append(_WIKITEXT_JOINERS.sub(r"\1", s))
     return paragraphs
@@ -227,9 +241,10 @@ ALL = 1_000_000
 
 def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     """The text of a UTF-8 file. Raises :class:`CorpusError` (one line, ``what`` and the path first) when it does
-    not exist, is a folder, is UTF-16 (a byte-order mark, or NUL bytes between the letters) or other binary data, or
-    is not UTF-8."""
-    from ..common.files import binary_kind, is_utf16, not_a_regular_file
+    not exist, is a folder, is UTF-32 or UTF-16 (a byte-order mark, or NUL bytes beside the letters:
+    :func:`aniso.common.files.wide_unicode`, which names the encoding iconv converts it from) or other binary data,
+    or is not UTF-8."""
+    from ..common.files import binary_kind, not_a_regular_file, wide_unicode
 
     path = Path(path)
     problem = not_a_regular_file(path)  # a FIFO would block, a pipe be read once: refused before it is opened
@@ -243,9 +258,10 @@ def read_text_file(path: Path | str, what: str = "corpus file") -> str:
     kind = binary_kind(head)
     if kind is not None:
         raise CorpusError(f"{what} {path} is not text: it is {kind}; decompress it first")
-    if is_utf16(head):
-        raise CorpusError(f"{what} {path} is not UTF-8 text: it is UTF-16; save it as UTF-8 (e.g. iconv -f UTF-16 "
-                          "-t UTF-8)")
+    wide = wide_unicode(head)
+    if wide is not None:
+        raise CorpusError(f"{what} {path} is not UTF-8 text: it is {wide[0]}; save it as UTF-8 (e.g. iconv -f "
+                          f"{wide[1]} -t UTF-8)")
     if b"\x00" in data:
         raise CorpusError(f"{what} {path} is not UTF-8 text: it holds NUL bytes (binary data)")
     try:
@@ -260,13 +276,34 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
     :class:`CorpusError` naming the file when it cannot be read as UTF-8 text or has fewer than 2 distinct
     paragraphs (a blank file has none; a file of one paragraph repeated has one: its copies are not independent
     inputs, and a bootstrap over them would resample one text)."""
-    paragraphs = wikitext_paragraphs(read_text_file(path))
+    text = read_text_file(path)
+    paragraphs = wikitext_paragraphs(text)
     distinct = len(set(paragraphs))
     if distinct < 2:
         copies = f", {distinct} distinct" if len(paragraphs) > distinct else ""
         raise CorpusError(f"corpus file {path} has {len(paragraphs)} paragraph(s){copies}; at least 2 distinct "
-                          "are needed")
+                          f"are needed{_why_few(text, path)}")
     return paragraphs
+
+
+def _why_few(text: str, path: Path | str) -> str:
+    """Why a corpus file's ``text`` has fewer paragraphs than its reader sees, as a clause to end its refusal
+    (``": its lines end in a lone CR ..."``), or "": its lines end in a lone carriage return (old Mac OS line ends,
+    which :func:`corpus_lines` does not split on: the file is one line), or its non-blank lines are WikiText
+    headings (:func:`is_heading`), which are not paragraphs."""
+    lone_cr = len(re.findall(r"\r(?!\n)", text))
+    if lone_cr and lone_cr >= text.count("\n"):
+        name = Path(path).name
+        return (f": its lines end in a lone carriage return (\\r, old Mac OS line ends: {lone_cr} of them), and a "
+                f"line of a corpus ends in \\n or \\r\\n; convert them, e.g. tr '\\r' '\\n' < {name} > "
+                f"{Path(name).stem}-lf{Path(name).suffix}")
+    lines = [s for s in (line.strip() for line in corpus_lines(text)) if s]
+    headings = sum(map(is_heading, lines))
+    if headings:
+        share = f"all its {headings}" if headings == len(lines) else f"{headings} of its {len(lines)}"
+        return (f": {share} non-blank lines are WikiText headings (lines that begin and end with '=', "
+                "like ' = Title = '), which are not paragraphs")
+    return ""
 
 
 def repeated(sequences) -> int:
