@@ -183,10 +183,14 @@ def test_a_results_file_that_is_a_device_or_too_large_is_refused_without_reading
     assert str(good) in line and "larger than the 1,000 bytes a results file is read up to" in line, line
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
-def test_a_results_file_saved_as_utf16_is_named_as_such(tmp_path, capsys, encoding):
-    """A results.json re-saved by an editor as UTF-16 (with its byte-order mark, or without): one line saying it is
-    UTF-16 and how to convert it, through report, diff and record, exit 2."""
+@pytest.mark.parametrize("encoding, named, iconv", [("utf-16", "UTF-16 (with its byte-order mark)", "UTF-16"),
+                                                     ("utf-16-le", "UTF-16LE (no byte-order mark", "UTF-16LE"),
+                                                     ("utf-32", "UTF-32 (with its byte-order mark)", "UTF-32"),
+                                                     ("utf-32-le", "UTF-32LE (no byte-order mark", "UTF-32LE")])
+def test_a_results_file_saved_as_utf16_is_named_as_such(tmp_path, capsys, encoding, named, iconv):
+    """A results.json re-saved by an editor as UTF-16 or UTF-32 (with its byte-order mark, or without): one line
+    naming the encoding and how to convert it (UTF-32 was called UTF-16, whose iconv garbles it), through report,
+    diff and record, exit 2."""
     good = _written(tmp_path / "good" / "results.json")
     wide = tmp_path / "wide" / "results.json"
     wide.parent.mkdir()
@@ -195,7 +199,7 @@ def test_a_results_file_saved_as_utf16_is_named_as_such(tmp_path, capsys, encodi
                                                                            "--dry-run"]):
         assert main(argv) == 2, argv
         line = _one_line(capsys)
-        assert f"{wide}: cannot read results: it is UTF-16 text" in line and "iconv" in line, line
+        assert f"{wide}: cannot read results: it is {named}" in line and f"iconv -f {iconv} -t UTF-8" in line, line
 
 
 def test_a_results_file_that_contradicts_itself_is_refused_by_report_diff_and_record(tmp_path, capsys):

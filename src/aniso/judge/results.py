@@ -696,7 +696,7 @@ def _read_bounded(path: Path) -> str:
     """The text of ``path``, a regular file of at most :data:`MAX_RESULTS_BYTES`. Raises ValueError (one line) when
     its name holds a NUL byte, it is no regular file (a device such as /dev/zero, a FIFO: never opened), is larger,
     or cannot be read as UTF-8."""
-    from ..common.files import binary_kind, is_utf16, not_a_regular_file
+    from ..common.files import binary_kind, not_a_regular_file, wide_unicode
 
     if "\x00" in str(path):
         raise ValueError(f"{str(path)!r:.120}: the path holds a NUL byte, which no file name can hold; a results file "
@@ -717,9 +717,10 @@ def _read_bounded(path: Path) -> str:
     if kind is not None:
         raise ValueError(f"{path}: cannot read results: it is {kind}; "
                          + ("decompress it first" if "compressed" in kind else "extract the results.json from it"))
-    if is_utf16(data[:4096]):  # (UTF-16 without its byte-order mark decodes as UTF-8 full of NUL characters)
-        raise ValueError(f"{path}: cannot read results: it is UTF-16 text, and a run writes UTF-8; save it as UTF-8 "
-                         "(e.g. iconv -f UTF-16 -t UTF-8)")
+    wide = wide_unicode(data[:4096])  # (UTF-16 or UTF-32 without a mark decodes as UTF-8 full of NUL characters)
+    if wide is not None:
+        raise ValueError(f"{path}: cannot read results: it is {wide[0]}, and a run writes UTF-8; save it as UTF-8 "
+                         f"(e.g. iconv -f {wide[1]} -t UTF-8)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
