@@ -379,9 +379,13 @@ def _model_folder_problem(folder: str) -> str | None:
 
 def _hub_import(args: argparse.Namespace) -> int:
     from .sources.hub import import_problem
-    from .sources.hubcache import HubCacheError, import_folder
+    from .sources.hubcache import HubCacheError, cache_inside_folder, import_folder
 
     cache_dir = _cache_dir_problem(args.cache_dir) if args.cache_dir is not None else None
+    if cache_dir is None and args.cache_dir is not None and Path(os.path.expanduser(args.folder)).is_dir() \
+            and cache_inside_folder(args.folder, args.cache_dir) is not None:  # before the cache folder is made
+        cache_dir = (f"is inside the folder being imported ({args.folder}); give a cache folder outside it (an import "
+                     "copies every file of the folder)")
     folder = _model_folder_problem(args.folder)
     variable = _hub_variable_problem(args.cache_dir)
     if cache_dir is not None or folder is not None or variable is not None:
@@ -408,6 +412,8 @@ def _hub_import(args: argparse.Namespace) -> int:
         print(f"refs/{done.revision} named commit {done.replaced} before; that snapshot stays in the cache")
     if done.skipped:
         print(f"left out (pickle; the safetensors weights are used): {', '.join(done.skipped)}")
+    if done.caches:
+        print(f"left out (a hub cache inside the folder, no file of the model): {', '.join(done.caches)}")
     return 0
 
 

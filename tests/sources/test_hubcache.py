@@ -171,15 +171,27 @@ def test_pickle_weights_are_left_out_or_refused(tmp_path):
 
 def test_a_snapshot_without_its_weights_is_not_here(tmp_path, monkeypatch, capsys):
     """A download cut short (a shard the index names is absent, a blob deleted) is "missing", not "here", and
-    loading it offline says what is absent; an import that moves a ref says which commit it named before."""
+    loading it offline says what is absent; an import that moves a ref says which commit it named before. (A folder
+    that lacks a shard is never imported: the snapshot loses its shard after the import.)"""
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    folder = _folder(tmp_path / "a", "model-00001-of-00002.safetensors")
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
-        "a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}))
+    from safetensors.torch import load_file, save_file
+
+    folder = _folder(tmp_path / "a", "model.safetensors")
+    tensors = load_file(folder / "model.safetensors")
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[:len(names) // 2],
+              "model-00002-of-00002.safetensors": names[len(names) // 2:]}
+    for shard, keys in shards.items():
+        save_file({k: tensors[k] for k in keys}, folder / shard, metadata={"format": "pt"})
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": {
+        k: shard for shard, keys in shards.items() for k in keys}}))
     assert main(["hub", "import", "org/sharded", str(folder)]) == 0
+    imported = import_folder("org/sharded", folder)
+    (imported.repo / "snapshots" / imported.commit / "model-00002-of-00002.safetensors").unlink()  # cut short
     sharded = ModelEntry.model_validate(dict(id="sharded", source={"kind": "hub", "repo": "org/sharded"}, **TEXT))
     assert weights_here(sharded, SourceContext()) == (
         "missing: in the hub cache, but 1 of 2 safetensors shards not cached (model-00002-of-00002.safetensors...)")

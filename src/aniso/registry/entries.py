@@ -748,6 +748,10 @@ def load_registry(path: Path | str) -> Registry:
         raise RegistryError(f"{path}: its entries are nested too deeply to validate; a registry is a list of flat "
                             "entries") from None
     registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile)
+    from ..sources.base import note_row
+
+    for i, e in enumerate(registry.entries):  # a refusal of a row once its model is read names where it was read
+        note_row(e, f"{path}: models[{i}] (id {e.id!r})")
     _check_stands_for(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
     return registry

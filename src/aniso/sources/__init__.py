@@ -47,10 +47,11 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     ModelUnavailable naming the model and saying why (the registry says it cannot run with the locked libraries,
     ``cannot_run``; offline and not cached, package not installed, remote code
     or credentials not opted in, file missing, load error, a model that is not a Transformer in an entry declared
-    one and not tagged ``control``: :func:`aniso.sources.detect.transformer_problem`); InputsMissing for want of a data
-    folder.
+    one and not tagged ``control``: :func:`aniso.sources.detect.transformer_problem`); ModelRefused (a subclass) when
+    the entry's role or family contradicts its loaded model's config (:func:`aniso.sources.detect.declared_problem`);
+    InputsMissing for want of a data folder.
     """
-    from .detect import transformer_problem
+    from .detect import declared_problem, transformer_problem
 
     blocked = getattr(entry, "cannot_run", None)
     if blocked is not None:
@@ -58,9 +59,13 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
                                f"{blocked.would_run_with}")
     with no_loading_bars():
         loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
-    problem = transformer_problem(entry, getattr(getattr(loaded.model, "config", None), "model_type", None))
+    config = getattr(loaded.model, "config", None)
+    problem = transformer_problem(entry, getattr(config, "model_type", None))
     if problem:
         raise ModelUnavailable(problem)
+    declared = declared_problem(entry, config.to_dict() if callable(getattr(config, "to_dict", None)) else None)
+    if declared:  # the row's role or family is not its weights': refused, as a file at odds with its config is
+        raise ModelRefused(declared)
     if ctx is not None and ctx.media is not None and loaded.tokenizer is not None and entry.modality == "text":
         loaded.meta.setdefault("first_token", _first_token(entry, loaded.tokenizer, ctx))
     return loaded

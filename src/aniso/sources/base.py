@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..registry.entries import ModelEntry
 
 __all__ = ["ModelUnavailable", "InputsMissing", "ModelRefused", "LoadedModel", "HubStatus", "SourceContext", "SourceKind",
-           "check_permissions", "in_models_dir", "TrainedBySuite"]
+           "check_permissions", "in_models_dir", "TrainedBySuite", "note_row", "row_of"]
 
 
 class TrainedBySuite(Strict):
@@ -196,6 +196,26 @@ class SourceKind:
             return (f"{article} {self.name} source " + (f"is {self.is_a}: it " if self.is_a else "")
                     + "needs " + " and ".join(f"{name} {value!r}" for name, value in self.needs))
         return self.check_entry(entry)
+
+
+#: Where each registry row in memory was read (by ``id()`` of the row; see :func:`note_row`).
+_ROWS_READ_AT: dict[int, str] = {}
+
+
+def note_row(entry: "ModelEntry", where: str) -> None:
+    """Remember where a registry row was read (``FILE: models[I] (id 'ID')``), for a refusal of the row once its
+    model's files are read (:func:`row_of`); forgotten when the row is."""
+    import weakref
+
+    key = id(entry)
+    _ROWS_READ_AT[key] = where
+    weakref.finalize(entry, _ROWS_READ_AT.pop, key, None)
+
+
+def row_of(entry: "ModelEntry") -> str:
+    """``FILE: models[I] (id 'ID')`` for a row read from a registry file (:func:`note_row`), else ``registry row
+    'ID'``."""
+    return _ROWS_READ_AT.get(id(entry)) or f"registry row {entry.id!r}"
 
 
 def check_permissions(entry: "ModelEntry", download: bool = True) -> None:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["UndetectableModel", "NotATransformer", "NOT_TRANSFORMERS", "ATTENTION_FIELDS", "CONTROL_TAG",
-           "entry_fields", "config_of", "registry_entry", "detect_entry", "not_a_transformer",
+           "entry_fields", "config_of", "registry_entry", "detect_entry", "link_problem", "role_told",
+           "declared_problem", "not_a_transformer",
            "transformer_problem"]
 
 #: model_type → (modality, granularity, architecture) for the types that are not subword-text Transformers.
@@ -187,6 +188,67 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
             "family": model_type}
 
 
+def role_told(config: dict[str, Any]) -> str | None:
+    """The role a transformers config (its fields as a dict) shows its model has, where it shows one, else None:
+    ``encoder-decoder`` (``is_encoder_decoder``); ``decoder`` (``is_decoder``, a causal-LM class among its
+    ``architectures``, or a ``model_type`` transformers has a causal-LM class for and no masked-LM class: GPT-2,
+    OPT, Llama...); ``encoder`` (a ``model_type`` transformers has a masked-LM class for: BERT, RoBERTa, ALBERT...,
+    which are encoders unless the config says ``is_decoder``). Other types (speech, vision, unknown) tell none."""
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
+    model_type = config.get("model_type")
+    if config.get("is_encoder_decoder") is True:
+        return "encoder-decoder"
+    if config.get("is_decoder") is True or any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures):
+        return "decoder"
+    if not isinstance(model_type, str):
+        return None
+    if model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "encoder"
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "decoder"
+    return None
+
+
+def _model_type_name(name: str) -> str:
+    return name.replace("-", "_")
+
+
+def declared_problem(entry, config: dict[str, Any] | None) -> str | None:
+    """Where a registry row's ``role`` or ``family`` contradicts the config of the model it loads (``config``, its
+    fields as a dict; None: not judged), in one phrase naming the registry file and row (where the row was read from
+    a file), the fields and what the config says, else None. Claims are chosen by role and family: a decoder's claim
+    decided on an encoder's weights would be a finding about another model.
+
+    Judged only where the config tells: the role where :func:`role_told` reads one; the family where both it and the
+    config's ``model_type`` are model types transformers knows (``-`` read as ``_``) and neither name begins the
+    other (``gemma3`` / ``gemma3_text``). Rows of role ``block`` (an untrained block built by the suite) are not
+    judged."""
+    if config is None or entry.role == "block":
+        return None
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    said = []
+    role = role_told(config)
+    if role is not None and role != entry.role:
+        architectures = ", ".join(a for a in config.get("architectures") or [] if isinstance(a, str))
+        said.append(f"role {entry.role!r}, but its config.json makes it {'an' if role[0] == 'e' else 'a'} {role} "
+                    f"(model_type {config.get('model_type')!r}" + (f", {architectures})" if architectures else ")"))
+    model_type = config.get("model_type")
+    family = _model_type_name(entry.family)
+    if isinstance(model_type, str) and family in CONFIG_MAPPING_NAMES and model_type in CONFIG_MAPPING_NAMES \
+            and not (family.startswith(model_type) or model_type.startswith(family)):
+        said.append(f"family {entry.family!r}, but its config.json says model_type {model_type!r}")
+    if not said:
+        return None
+    from .base import row_of
+
+    return (f"{row_of(entry)}: " + "; ".join(said) + ": the row's claims would be decided on another kind of "
+            "model; fix the row's fields or its source")
+
+
 @functools.lru_cache(maxsize=1)
 def _class_model_types() -> dict[str, frozenset[str]]:
     """transformers' model classes by name, each with the model_types its auto mappings give it
@@ -223,6 +285,19 @@ def registry_entry(model: str, config: dict[str, Any]) -> dict[str, Any]:
             "description": f"run by `aniso run {model}`; fields detected from its config"}
 
 
+def link_problem(path: Path) -> str:
+    """What a symbolic link that cannot be followed is, in one phrase: ``"a symbolic link to itself, or a loop of
+    links"`` (the system's ELOOP), or ``"a symbolic link to TARGET, which does not exist"``."""
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link to itself, or a loop of links"
+    return f"a symbolic link to {os.path.realpath(path)}, which does not exist"
+
+
 def detect_entry(model: str) -> dict[str, Any]:
     """A registry row (as YAML data) for ``model``, a file, folder or hub id the registry lacks (``aniso run``).
 
@@ -230,8 +305,9 @@ def detect_entry(model: str) -> dict[str, Any]:
     recognises its format (a transformers folder, a llama2.c checkpoint, an ONNX CNN, ...); anything else is a hub id
     (:func:`config_of`, :func:`registry_entry`). The row's id is the file's stem or the folder's name.
 
-    Raises UndetectableModel (one line, beginning with ``model``) when the path is no folder and no regular file (a
-    FIFO, a device, a socket; before anything opens it), when it is in no format a kind reads (naming the formats),
+    Raises UndetectableModel (one line, beginning with ``model``) when the path is a symbolic link that loops or
+    leads nowhere (:func:`link_problem`), when it is no folder and no regular file (a FIFO, a device, a socket;
+    before anything opens it), when it is in no format a kind reads (naming the formats),
     when a kind recognises it but cannot tell what its entry needs, and as
     :func:`registry_entry` for a hub id.
     """
@@ -239,6 +315,8 @@ def detect_entry(model: str) -> dict[str, Any]:
 
     path = Path(model).expanduser()
     if not path.exists():
+        if path.is_symlink():  # a link that loops or leads nowhere: no hub id, whatever its name
+            raise UndetectableModel(f"{model} is {link_problem(path)}")
         return registry_entry(model, config_of(model))
     if not path.is_dir():  # a FIFO would block the open, a device never end: refused before any kind reads it
         from ..common.files import not_a_regular_file

@@ -18,7 +18,7 @@ from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
 __all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "tokenizer_problem", "placement_key", "folder_problem", "weights_problem",
-           "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
+           "integer_weights_problem", "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
 
@@ -93,15 +93,17 @@ _BUILD_ERRORS = _build_errors()
 def folder_problem(folder: str | Path, modality: str) -> str | None:
     """What a model folder lacks or has wrong for a faithful load, read from its files without loading a tensor, or
     None. Checked: every weights, config or tokenizer file is a regular file, not a symbolic link to nothing, a
-    folder, a FIFO or a device (:func:`aniso.sources.hubcache.unreadable_model_file`); ``config.json`` is there and is a JSON object; every
-    ``.safetensors`` file's header agrees with its size (:func:`aniso.sources.hubcache.safetensors_problem`) and the shards an index names are there; the
+    folder, a FIFO or a device (:func:`aniso.sources.hubcache.unreadable_model_file`); ``config.json`` is there
+    and is a JSON object whose counts, sizes, epsilons and padding id a model can be built with
+    (:func:`aniso.sources.hubcache.config_values_problem`); every ``.safetensors`` file's header agrees with its
+    size (:func:`aniso.sources.hubcache.safetensors_problem`) and the shards an index names are there; the
     preprocessing files of ``modality`` are there: for text, the tokenizer's vocabulary (one of
     :data:`VOCABULARY_FILES`, unless the tokenizer class, from ``tokenizer_config.json``, needs none:
     :data:`NO_VOCABULARY_TOKENIZERS`, or is the repository's own code), for speech and vision
     ``preprocessor_config.json``. The answer is one phrase naming the file."""
     import json
 
-    from .hubcache import missing_weights, safetensors_problem, unreadable_model_file
+    from .hubcache import config_values_problem, missing_weights, safetensors_problem, unreadable_model_file
 
     folder = Path(folder)
     broken = unreadable_model_file(folder)  # a link to nothing, a folder, a FIFO or a device: never opened
@@ -116,6 +118,9 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
         return f"config.json is not valid JSON ({exc})"
     if not isinstance(data, dict):
         return f"config.json holds a JSON {type(data).__name__}, not an object of config fields"
+    nonsense = config_values_problem(data)  # a zero count, a negative epsilon, a padding id past the vocabulary
+    if nonsense is not None:
+        return nonsense
     for path in sorted(folder.glob("*.safetensors")):
         damaged = safetensors_problem(path)
         if damaged is not None:
@@ -387,6 +392,37 @@ def weights_problem(model: Any, info: dict) -> str | None:
     return None
 
 
+#: safetensors dtypes of whole numbers and truth values (no float parameter of a model is saved as one of them).
+_WHOLE_NUMBER_DTYPES = ("BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64")
+_DTYPE_NAMES = {"BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U16": "uint16", "I32": "int32",
+                "U32": "uint32", "I64": "int64", "U64": "uint64"}
+
+
+def integer_weights_problem(folder: str | Path, model: Any) -> str | None:
+    """Whether the ``.safetensors`` files of ``folder`` hold, for float parameters of ``model`` (built from the
+    folder's config: its floating-point ``named_parameters``, with or without its ``base_model_prefix``), tensors of
+    whole numbers (int8, int64, bool, ...; read from the files' headers, no tensor loaded): transformers casts them
+    to the model's float dtype without a word, so rounded or scaled integers would be measured as the model's
+    weights. One phrase naming the file, how many such tensors, their dtype and the first, or None (a model's integer
+    buffers, such as ``position_ids``, are no parameters and are not judged; nor are the integer parameters of a
+    quantised model)."""
+    from safetensors import safe_open
+
+    params = {name for name, p in model.named_parameters() if p.is_floating_point()}
+    prefix = f"{getattr(model, 'base_model_prefix', '') or ''}."
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(str(path), framework="pt") as f:
+            hits = [(key, f.get_slice(key).get_dtype()) for key in f.keys()]
+        hits = [(key, dtype) for key, dtype in hits if dtype in _WHOLE_NUMBER_DTYPES
+                and (key in params or (prefix != "." and key.removeprefix(prefix) in params))]
+        if hits:
+            dtypes = ", ".join(sorted({_DTYPE_NAMES.get(dtype, dtype) for _, dtype in hits}))
+            return (f"{path.name} holds {len(hits)} tensor(s) of whole numbers ({dtypes}; e.g. {hits[0][0]}) where "
+                    f"{type(model).__name__} has float parameters: they are no weights of this model (float weights "
+                    "saved as integers lost their values; save the float weights)")
+    return None
+
+
 def import_problem(folder: str | Path, config: dict) -> str | None:
     """What ``aniso run FOLDER`` would refuse in a model folder, checked before ``aniso hub import`` writes it into
     the hub cache (so that a folder the suite cannot load faithfully never becomes a revision): the files of its
@@ -411,12 +447,12 @@ def import_problem(folder: str | Path, config: dict) -> str | None:
 
     from .hubcache import missing_weights
 
-    if missing_weights(Path(folder)) is not None:  # shards the index names are absent: the run says which
+    if missing_weights(Path(folder)) is not None:  # shards the index names are absent: the import says which first
         return None
 
     def load(**extra):
         return AutoModel.from_pretrained(str(folder), device_map="meta", use_safetensors=True, output_loading_info=True,
-                                         local_files_only=True, trust_remote_code=False, **extra)
+                                         local_files_only=True, trust_remote_code=False, dtype="float32", **extra)
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # transformers' table of missing weights: the one phrase says it
@@ -433,7 +469,7 @@ def import_problem(folder: str | Path, config: dict) -> str | None:
         return None
     finally:
         hf_logging.set_verbosity(verbosity)
-    problem = weights_problem(model, info)
+    problem = weights_problem(model, info) or integer_weights_problem(folder, model)
     if problem is None and modality is not None and _read_by_tokenizer(modality):  # is the tokenizer the model's?
         try:
             from transformers import AutoTokenizer
@@ -716,6 +752,8 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
             reports.clear()  # the table of the load without a pooler is the one that counts
             model, info = load(add_pooling_layer=False)
         problem = weights_problem(model, info)
+        if problem is None and folder is not None:  # float weights saved as integers: cast without a word
+            problem = integer_weights_problem(folder, model)
         if problem is not None:
             raise ModelRefused(f"{entry.id}: {label}: {problem}")
     model.eval()

@@ -35,6 +35,7 @@ from pathlib import Path
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
+           "config_values_problem", "cache_inside_folder",
            "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem", "dangling_link", "link_to_nothing", "unreadable_model_file"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
@@ -62,10 +63,18 @@ def hub_id_problem(hub_id: str) -> str | None:
 
     if not isinstance(hub_id, str) or not HUB_ID_PATTERN.fullmatch(hub_id):
         return "expected org/name of letters, digits, '_', '.', '-'"
+    for pair, other in (("..", "--"), ("--", "..")):
+        if pair in hub_id:
+            return f"{pair!r} (or {other!r}) is not allowed in a hub id"
+    for part in hub_id.split("/"):
+        if part[:1] in "-." or part[-1:] in "-.":
+            return f"{part!r} begins or ends with '-' or '.', which a hub id's names may not"
+        if len(part) > 96:
+            return f"{shown(part)} is {len(part)} characters long, more than a hub id's names may be (96)"
     try:
         validate_repo_id(hub_id)
-    except HFValidationError as exc:
-        return str(exc).split(". ")[0].rstrip(".").replace("\n", " ")
+    except HFValidationError as exc:  # its whole reason, on one line (a reason may hold '. ' or '..')
+        return " ".join(str(exc).split()).rstrip(".")
     return None
 
 
@@ -153,7 +162,8 @@ def safetensors_problem(path: str | Path) -> str | None:
 class Imported:
     """What :func:`import_folder` wrote: the ``repo`` folder, the ``commit`` (40 hex), the ``revision`` whose ref
     points at it, the imported ``files`` (relative paths), their total ``size`` in bytes, the pickle files it
-    ``skipped`` and the commit the ref named before, if another (``replaced``; that snapshot stays in the cache)."""
+    ``skipped``, the commit the ref named before, if another (``replaced``; that snapshot stays in the cache), and
+    the repositories of a hub cache found inside the folder and left out (``caches``)."""
 
     repo: Path
     commit: str
@@ -162,6 +172,7 @@ class Imported:
     size: int
     skipped: tuple[str, ...]
     replaced: str | None = None
+    caches: tuple[str, ...] = ()
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -206,21 +217,48 @@ def _link_leaves(folder: Path, path: Path) -> str | None:
     (``models--*/snapshots/<commit>``), into its repository's ``blobs/``."""
     target = path.resolve()
     allowed = [folder]
-    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith(("models--", "datasets--")):
+    if _in_hub_cache(folder):
         allowed.append(folder.parent.parent / "blobs")
     if any(target == root or root in target.parents for root in allowed):
         return None
     return str(target)
 
 
-def _folder_files(folder: Path) -> list[str]:
-    """Relative POSIX paths of the regular files under ``folder`` (symlinks followed), hidden entries left out.
+def _hub_cache_repo(folder: Path, rel: Path) -> str | None:
+    """The first folder of ``rel`` (a path under ``folder``) that is a repository of a hub cache (a
+    ``models--*``, ``datasets--*`` or ``spaces--*`` folder holding ``blobs`` or ``snapshots``), as a relative POSIX
+    path, or None: a cache left in a model folder is no file of the model."""
+    for i, part in enumerate(rel.parts):
+        if part.startswith(("models--", "datasets--", "spaces--")):
+            repo = folder.joinpath(*rel.parts[:i + 1])
+            if (repo / "blobs").is_dir() or (repo / "snapshots").is_dir():
+                return Path(*rel.parts[:i + 1]).as_posix()
+    return None
+
+
+def cache_inside_folder(folder: str | Path, cache_dir: str | Path | None) -> str | None:
+    """Where the hub cache an import writes in (``cache_dir``, else :func:`cache_root`) is ``folder`` itself or
+    lies inside it, that cache's path; else None. Such an import would write the cache into the model folder, and a
+    later import of the folder would copy that cache in turn."""
+    src = Path(os.path.expanduser(str(folder))).resolve()
+    root = cache_root(cache_dir).resolve()
+    return str(root) if root == src or src in root.parents else None
+
+
+def _folder_files(folder: Path, caches: list[str] | None = None) -> list[str]:
+    """Relative POSIX paths of the regular files under ``folder`` (symlinks followed), hidden entries and the
+    repositories of a hub cache found inside it (:func:`_hub_cache_repo`, appended to ``caches``) left out.
     Raises HubCacheError naming a symbolic link that leads outside the folder (:func:`_link_leaves`): its file would
     be copied into the cache."""
     out = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
         if any(part.startswith(".") for part in rel.parts):
+            continue
+        cache = _hub_cache_repo(folder, rel)
+        if cache is not None:
+            if caches is not None and cache not in caches:
+                caches.append(cache)
             continue
         leaves = _link_leaves(folder, path)  # a link, or a file under a linked folder, that leads out
         if leaves is not None:
@@ -259,7 +297,10 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     that looks like a commit or is no valid ref name, only pickle weights without ``allow_pickle``, no weights at all,
     a ``.safetensors`` file whose header is damaged or disagrees with its size (:func:`safetensors_problem`), a
     folder that ``check`` refuses (:func:`aniso.sources.hub.import_problem`: no tokenizer files, a config that does
-    not fit the weights).
+    not fit the weights), a config no model can be built with (:func:`config_values_problem`), shards an index names
+    that are not in the folder (:func:`missing_weights`), a hub cache inside the folder (:func:`cache_inside_folder`,
+    before anything is written). The repositories of a hub cache found inside the folder are left out
+    (``Imported.caches``).
     """
     problem = hub_id_problem(hub_id)
     if problem is not None:
@@ -273,6 +314,10 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     src = Path(os.path.expanduser(str(folder))).resolve()
     if not src.is_dir():
         raise HubCacheError(f"{folder}: no such folder")
+    inside = cache_inside_folder(src, cache_dir)
+    if inside is not None:
+        raise HubCacheError(f"{folder}: the hub cache {inside} is inside the folder imported; give a cache folder "
+                            "outside it (nothing was written)")
     unreadable = unreadable_model_file(src)  # before any file is opened: a FIFO blocks, a device never ends
     if unreadable is not None:
         raise HubCacheError(f"{folder}: {unreadable}")
@@ -285,12 +330,16 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     if not isinstance(config, dict):
         raise HubCacheError(f"{folder}: config.json holds a JSON {type(config).__name__}, not an object of config "
                             "fields")
+    problem = config_values_problem(config)  # what no model can be built with, as a run of the folder says
+    if problem is not None:
+        raise HubCacheError(f"{folder}: {problem}; not imported, the cache is as it was")
     # only a config transformers' own classes read is checked: one without model_type may be read with the registry
     # row's (model_type:), and one with custom code (auto_map) is never run here
     problem = config_problem(src) if "model_type" in config and "auto_map" not in config else None
     if problem is not None:
         raise HubCacheError(f"{folder}: config.json: {problem}")
-    files = _folder_files(src)
+    caches: list[str] = []
+    files = _folder_files(src, caches)
     safetensors = [f for f in files if f.endswith(".safetensors")]
     for f in safetensors:
         damaged = safetensors_problem(src / f)
@@ -299,6 +348,9 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     pickles = [f for f in files if f.lower().endswith(PICKLE_SUFFIXES)]
     if not safetensors and not pickles:
         raise HubCacheError(f"{folder}: no weights (no .safetensors file)")
+    lacking = missing_weights(src) if safetensors else None  # shards an index names: as a run of the folder says
+    if lacking is not None:
+        raise HubCacheError(f"{folder}: {lacking}; not imported, the cache is as it was")
     if check is not None and safetensors and "model_type" in config and "auto_map" not in config:
         problem = check(src, config)  # what `aniso run` of the folder refuses, before a file is written
         if problem is not None:
@@ -347,7 +399,7 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     tmp.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     os.replace(tmp, repo / PROVENANCE_FILE)
     return Imported(repo, commit, revision, tuple(files), size, tuple(skipped),
-                    replaced if replaced != commit else None)
+                    replaced if replaced != commit else None, tuple(caches))
 
 
 def import_provenance(hub_id: str, cache_dir: str | Path | None = None) -> dict:
@@ -380,6 +432,59 @@ def config_problem(folder: Path) -> str | None:
         return f"{type(exc).__name__}: {' '.join(str(exc).split())[:240]}"
     finally:
         hf_logging.set_verbosity(verbosity)
+    return None
+
+
+#: Config fields that give a count or a size a model is built with: a whole number of at least 1 where given.
+POSITIVE_CONFIG_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
+                          "max_position_embeddings", "num_key_value_heads", "head_dim", "n_embd", "n_layer", "n_head",
+                          "n_positions", "n_inner", "d_model", "d_ff", "d_kv", "num_layers", "num_heads",
+                          "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+                          "encoder_ffn_dim", "decoder_ffn_dim", "ffn_dim")
+#: Config fields of the small number a normalisation adds to the variance before dividing by its root: above 0.
+EPS_CONFIG_FIELDS = ("layer_norm_eps", "rms_norm_eps", "layer_norm_epsilon", "rms_norm_epsilon", "norm_eps",
+                     "norm_epsilon", "layernorm_epsilon")
+
+
+def config_values_problem(config: dict, prefix: str = "") -> str | None:
+    """What in a model's ``config.json`` (the parsed object ``config``) no model can be built or run with, in one
+    phrase naming the field, its value and what is allowed, or None. Read from the config only, before any model is
+    built (a zero would divide by zero in the model's code, a negative epsilon give NaN in every layer, a padding id
+    past the vocabulary stop the embedding's construction with an assertion):
+
+    - the counts and sizes of :data:`POSITIVE_CONFIG_FIELDS` (``num_attention_heads``, ``hidden_size``, ...), where
+      they are whole numbers: at least 1;
+    - the epsilons of :data:`EPS_CONFIG_FIELDS` (``layer_norm_eps``, ``rms_norm_eps``, ...), where they are
+      numbers: finite and above 0;
+    - ``pad_token_id`` within the vocabulary (``vocab_size``): below it, and not below its negative (an embedding's
+      padding index counts from the end when negative).
+
+    The sub-configs of a composite model (``text_config``, ``vision_config``, ...) are checked the same way, their
+    fields named ``text_config.hidden_size``."""
+    import math
+
+    def whole(name):
+        value = config.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    for name in POSITIVE_CONFIG_FIELDS:
+        value = whole(name)
+        if value is not None and value < 1:
+            return f"config.json {prefix}{name} {value}: must be a whole number of at least 1"
+    for name in EPS_CONFIG_FIELDS:
+        value = config.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not (math.isfinite(value) and value > 0):
+            return (f"config.json {prefix}{name} {value}: must be a number > 0 (what a normalisation adds to the "
+                    "variance before dividing by its square root)")
+    pad, vocab = whole("pad_token_id"), whole("vocab_size")
+    if pad is not None and vocab is not None and not -vocab <= pad < vocab:
+        return (f"config.json {prefix}pad_token_id {pad} is past the vocabulary ({prefix}vocab_size {vocab}: token "
+                f"ids 0 to {vocab - 1})")
+    for key, value in config.items():
+        if isinstance(value, dict) and key.endswith("_config") and key != "quantization_config":
+            problem = config_values_problem(value, f"{prefix}{key}.")
+            if problem is not None:
+                return problem
     return None
 
 
@@ -460,8 +565,12 @@ def missing_weights(snapshot: Path) -> str | None:
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
             return f"{index.name} has no weight_map"
         absent = sorted(s for s in shards if not (snapshot / s).is_file())
-        if absent:
+        if absent and _in_hub_cache(snapshot):
             return f"{len(absent)} of {len(shards)} safetensors shards not cached ({absent[0]}...)"
+        if absent:  # a model folder: no cache, its files are what is there
+            more = f" (nor {len(absent) - 1} more of its {len(shards)} shards)" if len(absent) > 1 else \
+                f" (1 of its {len(shards)} shards)"
+            return f"{absent[0]}, named by {index.name}, is not in the folder{more}"
         if (snapshot / "model.safetensors").is_file() and "model.safetensors" not in shards:
             return (f"two weight sets: model.safetensors and the {len(shards)} shards {index.name} names; "
                     "transformers would load model.safetensors and leave the shards unread: keep one of them")
@@ -477,6 +586,11 @@ def missing_weights(snapshot: Path) -> str | None:
             return f"no .safetensors weights: {link_to_nothing(broken[0])}"
         return "no .safetensors weights (the suite loads safetensors only)"
     return None
+
+
+def _in_hub_cache(folder: Path) -> bool:
+    """Whether ``folder`` is a snapshot of a hub cache (``models--*/snapshots/<commit>``), not a model folder."""
+    return folder.parent.name == "snapshots" and folder.parent.parent.name.startswith(("models--", "datasets--"))
 
 
 #: Weight files of other formats than safetensors, named when a folder holds only those.
