@@ -377,6 +377,26 @@ def _model_folder_problem(folder: str) -> str | None:
     return None
 
 
+def _hub_row_problem(args: argparse.Namespace) -> str | None:
+    """Why ``aniso hub import HUB_ID FOLDER`` is refused where ``HUB_ID`` is a registry hub row's: the folder is
+    another model than the row says (:func:`aniso.sources.hubrow.row_problem`), or the settings or registry that
+    say which rows there are cannot be read. None otherwise (no registry here, no row of that hub id)."""
+    from .registry.locate import settings_and_registry
+    from .sources.hubrow import hub_rows, row_problem
+
+    try:  # as every door finds the registry; the import needs none where there is none
+        _, registry = settings_and_registry({"device": "cpu"}, registry=args.registry, check_paths=False,
+                                            required=False)
+    except ValueError as exc:
+        return str(exc)
+    folder = Path(os.path.expanduser(args.folder))
+    for entry in hub_rows(registry, args.hub_id):
+        problem = row_problem(entry, folder)
+        if problem is not None:
+            return f"{args.folder}: {problem}; not imported, the cache is as it was"
+    return None
+
+
 def _hub_import(args: argparse.Namespace) -> int:
     from .sources.hub import import_problem
     from .sources.hubcache import HubCacheError, import_folder
@@ -388,6 +408,10 @@ def _hub_import(args: argparse.Namespace) -> int:
         said = (f"--cache-dir {args.cache_dir} {cache_dir}" if cache_dir is not None else variable
                 if variable is not None else f"{args.folder} {folder}")
         print(f"aniso hub import: {said}", file=sys.stderr)
+        return 2
+    problem = _hub_row_problem(args)
+    if problem is not None:
+        print(f"aniso hub import: {problem}", file=sys.stderr)
         return 2
     if args.cache_dir is not None:  # made once the rest is known good (a file given as the folder creates nothing)
         try:
@@ -1147,6 +1171,7 @@ def main(argv: list[str] | None = None) -> int:
     hi.add_argument("--allow-pickle", action="store_true",
                     help="import a folder whose only weights are pickle files (the hub source still loads "
                          "safetensors only)")
+    _registry_option(hi)  # a hub id of a registry row: the folder is checked against the row
     hl = _command(hub_sub, "list", "what the Hugging Face cache holds for the registry's hub rows",
                   "aniso hub list --all", _hub_list,
                   "One line per registry hub row the cache holds (registry id, hub id, revision, commit, imported "

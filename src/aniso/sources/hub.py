@@ -883,6 +883,19 @@ def _not_cached(entry) -> ModelUnavailable:
     )
 
 
+def _check_row(entry, snapshot: Path, commit: str) -> None:
+    """ModelRefused naming the row when the cached snapshot of its hub id is another model than the row says
+    (:func:`aniso.sources.hubrow.row_problem`: a folder imported under the row's hub id by hand; a twin of the row,
+    as twin runs import, passes)."""
+    from .base import ModelRefused
+    from .hubrow import row_problem
+
+    problem = row_problem(entry, snapshot, twins=True)
+    if problem is not None:
+        raise ModelRefused(f"{entry.id}: the hub cache's snapshot of {entry.source.repo}@{entry.source.revision} "
+                           f"(commit {commit}) is not the row's model: {problem}")
+
+
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """From the local Hugging Face cache (the revision resolved there, no network), else from the hub if
     reachable. ``origin`` names the repo, revision and commit, and whether the snapshot was downloaded or
@@ -918,6 +931,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
             from .hubcache import repo_dir
 
             snapshot = repo_dir(src.repo) / "snapshots" / state["commit"]
+            _check_row(entry, snapshot, state["commit"])
             model, tok, proc = from_pretrained(entry, src.repo, folder=snapshot, revision=state["commit"],
                                                local_files_only=True)
         except OSError as exc:
