@@ -356,8 +356,11 @@ def _hub_variable_problem(cache_dir: str | None) -> str | None:
     above it is a file. None when it is a folder, does not exist yet, or ``cache_dir`` is given."""
     if cache_dir is not None:
         return None
-    from .sources.hubcache import cache_root
+    from .sources.hubcache import cache_root, hub_variable_problem
 
+    empty = hub_variable_problem()  # HF_HUB_CACHE='' would make the working folder the cache
+    if empty is not None:
+        return empty
     variable = next((v for v in ("HF_HUB_CACHE", "HF_HOME") if os.environ.get(v)), None)
     root = (Path(os.path.expanduser(os.environ[variable])) / ("hub" if variable == "HF_HOME" else "")
             if variable else cache_root(None))  # (as huggingface_hub reads them when it is imported)

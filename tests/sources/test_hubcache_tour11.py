@@ -112,3 +112,48 @@ def test_the_rows_twin_in_a_hub_cache_still_loads(hub_env, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
     assert row_problem(BERT, folders[0].folder) is not None  # not the row's model when imported by hand
     assert load_model(BERT, SourceContext()).model.config.hidden_size == BERT.tiny["hidden_size"]
+
+
+# -- an empty HF_HUB_CACHE or HF_HOME -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variable", ["HF_HUB_CACHE", "HF_HOME"])
+def test_an_empty_hub_cache_variable_is_refused_by_hub_list(hub_env, monkeypatch, capsys, variable):
+    """`HF_HUB_CACHE='' aniso hub list` answered "hub cache: ." and HF_HOME='' "hub cache: hub", exit 0."""
+    monkeypatch.chdir(hub_env)
+    monkeypatch.setenv(variable, "")
+    assert main(["hub", "list"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"aniso hub list: environment variable {variable} is set but empty") and \
+        len(err.splitlines()) == 1, err
+    assert f"unset {variable}" in err
+
+
+def test_an_empty_hf_hub_cache_is_refused_by_hub_import_which_writes_nothing_here(hub_env, monkeypatch, capsys):
+    """`HF_HUB_CACHE='' aniso hub import ORG/NAME FOLDER` wrote a hub cache into the working folder."""
+    here = hub_env / "emptyvar"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("HF_HUB_CACHE", "")
+    assert main(["hub", "import", "sentence-transformers/all-MiniLM-L6-v2", str(FOLDER)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("aniso hub import: environment variable HF_HUB_CACHE is set but empty") and \
+        len(err.splitlines()) == 1, err
+    assert _tree(here) == []
+
+
+def test_an_empty_hub_cache_variable_is_refused_at_the_load_of_a_hub_row(hub_env, monkeypatch, capsys):
+    """`aniso stats` of a hub row, the Python API (load_model, aniso.measure) and the cache's readers name the
+    variable (a hub row would be read from ./models--*)."""
+    import aniso
+
+    monkeypatch.chdir(hub_env)
+    monkeypatch.setenv("HF_HOME", "")
+    with pytest.raises(HubCacheError, match="environment variable HF_HOME is set but empty"):
+        cache_root()
+    with pytest.raises(ModelRefused, match="^bert-base-uncased: environment variable HF_HOME is set but empty"):
+        load_model(BERT, SourceContext())
+    with pytest.raises(ModelRefused, match="environment variable HF_HOME is set but empty"):
+        aniso.measure("bert-base-uncased", n_inputs=8)
+    assert main(["stats", "bert-base-uncased", "--n-sequences", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "environment variable HF_HOME is set but empty" in err, err

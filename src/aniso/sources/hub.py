@@ -860,6 +860,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     network), so statistics of an imported folder and of a later download of the same revision are kept apart."""
     from .hubcache import HubCacheError, resolve_commit
 
+    _check_variables(entry)
     check_permissions(entry, download=False)
     src = entry.source
     try:
@@ -883,6 +884,17 @@ def _not_cached(entry) -> ModelUnavailable:
     )
 
 
+def _check_variables(entry) -> None:
+    """ModelRefused naming the row when the environment variable that names the hub cache is set but empty
+    (:func:`aniso.sources.hubcache.hub_variable_problem`): the working folder would be read as the cache."""
+    from .base import ModelRefused
+    from .hubcache import hub_variable_problem
+
+    problem = hub_variable_problem()
+    if problem is not None:
+        raise ModelRefused(f"{entry.id}: {problem}")
+
+
 def _check_row(entry, snapshot: Path, commit: str) -> None:
     """ModelRefused naming the row when the cached snapshot of its hub id is another model than the row says
     (:func:`aniso.sources.hubrow.row_problem`: a folder imported under the row's hub id by hand; a twin of the row,
@@ -903,6 +915,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     the hub unreachable (at once, no retries), or a load error."""
     from .hubcache import HubCacheError, cached_state
 
+    _check_variables(entry)
     check_permissions(entry, download=False)  # a gated model's credentials: only to download it (below)
     src = entry.source
     try:

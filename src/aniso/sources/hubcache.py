@@ -35,7 +35,8 @@ from pathlib import Path
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
-           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem", "dangling_link", "link_to_nothing", "unreadable_model_file"]
+           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem", "dangling_link", "link_to_nothing", "unreadable_model_file",
+           "HUB_CACHE_VARIABLES", "hub_variable_problem"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
 HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
@@ -164,12 +165,35 @@ class Imported:
     replaced: str | None = None
 
 
+#: The environment variables huggingface_hub reads the hub cache folder from, in its order: the first one set names
+#: it (``HF_HOME`` the folder above it, ``HF_HOME/hub``).
+HUB_CACHE_VARIABLES = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME")
+
+
+def hub_variable_problem() -> str | None:
+    """The one-line refusal of an empty (or blank) hub cache variable, when the first of
+    :data:`HUB_CACHE_VARIABLES` set in the environment is one: huggingface_hub would take it for the working folder
+    (``HF_HUB_CACHE=''``: ``.``; ``HF_HOME=''``: ``./hub``) and read or write a hub cache there. None otherwise (an
+    empty ``ANISO_*`` variable is refused the same way, :mod:`aniso.common.settings`)."""
+    for variable in HUB_CACHE_VARIABLES:
+        if variable in os.environ:
+            if os.environ[variable].strip():
+                return None
+            return (f"environment variable {variable} is set but empty ({os.environ[variable]!r}), which would make "
+                    f"the working folder the hub cache; unset it for the default (unset {variable}), or name a folder")
+    return None
+
+
 def cache_root(cache_dir: str | Path | None = None) -> Path:
     """The hub cache folder: ``cache_dir`` if given, else huggingface_hub's ``HF_HUB_CACHE`` (set from
     ``HF_HUB_CACHE`` or ``HF_HOME``, default ``~/.cache/huggingface/hub``, as they were when huggingface_hub was
-    first imported in this process)."""
+    first imported in this process). Raises HubCacheError, without ``cache_dir``, when the variable that names the
+    cache is set but empty (:func:`hub_variable_problem`)."""
     if cache_dir is not None:
         return Path(os.path.expanduser(str(cache_dir)))
+    empty = hub_variable_problem()
+    if empty is not None:
+        raise HubCacheError(empty)
     from huggingface_hub import constants
 
     return Path(constants.HF_HUB_CACHE)
