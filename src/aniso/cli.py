@@ -7,6 +7,7 @@ The main job is ``pytest claims/``, which ``aniso run`` wraps; its help text is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -380,6 +381,42 @@ def _model_folder_problem(folder: str) -> str | None:
     return None
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised inside :func:`_sigterm_raised` where the signal arrives, so that the code's own clean-up
+    (``except``, ``finally``) runs before the process ends."""
+
+    def end(self) -> None:
+        """End the process by SIGTERM itself, as it would have ended without the block (as a twin run does once
+        its temporary folder is removed, :func:`aniso.api._removed_on_sigterm`)."""
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _sigterm_raised():
+    """SIGTERM raises :class:`_Terminated` inside the block, where no other handler than the default is set (a
+    handler set before decides what SIGTERM does), and in the main thread only (elsewhere the block runs as it
+    is); the handler before comes back after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def on_term(signum, frame):
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _hub_row_problem(args: argparse.Namespace) -> str | None:
     """Why ``aniso hub import HUB_ID FOLDER`` is refused where ``HUB_ID`` is a registry hub row's: the folder is
     another model than the row says (:func:`aniso.sources.hubrow.row_problem`), or the settings or registry that
@@ -424,11 +461,18 @@ def _hub_import(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     try:
-        done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
-                             allow_pickle=args.allow_pickle, check=import_problem)
+        with _sigterm_raised():  # the import takes back what it wrote (import_folder), then the signal ends it
+            done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
+                                 allow_pickle=args.allow_pickle, check=import_problem)
     except (HubCacheError, OSError) as exc:
         print(f"aniso hub import: {exc}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, _Terminated) as exc:
+        print(f"aniso hub import: interrupted ({'SIGTERM' if isinstance(exc, _Terminated) else 'Ctrl-C'}); nothing "
+              f"was imported, the cache is as it was", file=sys.stderr)
+        if isinstance(exc, _Terminated):
+            exc.end()
+        return 130
     print(f"{args.hub_id}@{done.revision} -> commit {done.commit} ({len(done.files)} files, "
           f"{done.size / 1e6:.1f} MB) in {done.repo}")
     if done.replaced:

@@ -157,3 +157,61 @@ def test_an_empty_hub_cache_variable_is_refused_at_the_load_of_a_hub_row(hub_env
     assert main(["stats", "bert-base-uncased", "--n-sequences", "8"]) == 2
     err = capsys.readouterr().err
     assert "environment variable HF_HOME is set but empty" in err, err
+
+
+# -- an import stopped while it writes ------------------------------------------------------------------------------
+
+def _changed_copy(folder: Path, where: Path) -> Path:
+    shutil.copytree(folder, where)
+    (where / "notes.txt").write_text("another file: another commit\n", encoding="utf-8")
+    return where
+
+
+def test_ctrl_c_while_an_import_writes_takes_back_what_it_wrote_and_keeps_the_earlier_import(
+        hub_env, tiny_bert_dir, monkeypatch):
+    """Ctrl-C in the middle of a copy: the new snapshot folder, the blobs it wrote and the .incomplete file go; the
+    earlier import of the same hub id (its snapshot, blobs, ref and record) stays."""
+    from aniso.sources import hubcache
+
+    cache = hub_env / "hub"
+    first = import_folder("org/m", tiny_bert_dir, cache_dir=cache)
+    before = {p: (cache / p).read_bytes() if (cache / p).is_file() else None for p in _tree(cache)}
+    changed = _changed_copy(tiny_bert_dir, hub_env / "changed")
+    copy = shutil.copyfile
+
+    def interrupted(src, dst):
+        copy(src, dst)  # the .incomplete file is there, as when Ctrl-C comes in the middle of a copy
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hubcache.shutil, "copyfile", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        import_folder("org/m", changed, cache_dir=cache)
+    after = {p: (cache / p).read_bytes() if (cache / p).is_file() else None for p in _tree(cache)}
+    assert after == before
+    assert import_provenance("org/m", cache).keys() == {first.commit}
+
+
+def test_sigterm_while_hub_import_writes_removes_the_half_snapshot_and_says_so(hub_env, tiny_bert_dir):
+    """SIGTERM during `aniso hub import` left a half snapshot (6 of 12 files), a blobs/<sha>.incomplete file and no
+    refs/, with nothing said (exit 143). Now the import takes back what it wrote, one line says so, and the signal
+    still ends the process."""
+    cache = hub_env / "hub"
+    code = ("import os, shutil, signal, sys\n"
+            "from aniso.sources import hubcache\n"
+            "copy, done = shutil.copyfile, []\n"
+            "def copyfile(src, dst):\n"
+            "    copy(src, dst)\n"
+            "    done.append(dst)\n"
+            "    if len(done) == 3:\n"
+            "        os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    return dst\n"
+            "hubcache.shutil.copyfile = copyfile\n"
+            "from aniso.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANISO_", "HF_"))} | {"CI": "1"}
+    done = subprocess.run([sys.executable, "-c", code, "hub", "import", "org/m", str(tiny_bert_dir), "--cache-dir",
+                           str(cache)], cwd=hub_env, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -15, done.stderr[-3000:]
+    assert done.stderr.strip() == ("aniso hub import: interrupted (SIGTERM); nothing was imported, the cache is as "
+                                   "it was")
+    assert _tree(cache) == []

@@ -256,6 +256,53 @@ def _folder_files(folder: Path) -> list[str]:
     return out
 
 
+@dataclass
+class _CacheState:
+    """What the cache held of one import's repository before it wrote anything, so that an import interrupted while
+    it writes (Ctrl-C's KeyboardInterrupt, SIGTERM where the caller raises it as an exception, as ``aniso hub
+    import`` does, or an OSError such as a full disk) leaves it as it was."""
+
+    repo: Path
+    snapshot: Path
+    ref: Path
+    repo_existed: bool
+    snapshot_existed: bool
+    blobs: frozenset[str]
+    ref_text: bytes | None
+    record_text: bytes | None
+
+    @classmethod
+    def of(cls, repo: Path, commit: str, revision: str) -> "_CacheState":
+        def read(path: Path) -> bytes | None:
+            return path.read_bytes() if path.is_file() else None
+
+        blobs = repo / "blobs"
+        return cls(repo, repo / "snapshots" / commit, repo / "refs" / revision, repo.exists(),
+                   (repo / "snapshots" / commit).exists(),
+                   frozenset(p.name for p in blobs.iterdir()) if blobs.is_dir() else frozenset(),
+                   read(repo / "refs" / revision), read(repo / PROVENANCE_FILE))
+
+    def restore(self) -> None:
+        """Remove what the import wrote: the repository folder if it made it; else the snapshot folder it made, the
+        blobs it added for it, any ``.incomplete`` file it left, and the ref and import record as they were. What
+        an earlier import wrote stays."""
+        if not self.repo_existed:
+            shutil.rmtree(self.repo, ignore_errors=True)
+            return
+        if not self.snapshot_existed:
+            shutil.rmtree(self.snapshot, ignore_errors=True)
+        blobs = self.repo / "blobs"
+        for path in (blobs.iterdir() if blobs.is_dir() else ()):
+            if path.name not in self.blobs and (not self.snapshot_existed or path.name.endswith(".incomplete")):
+                path.unlink(missing_ok=True)
+        for path, text in ((self.ref, self.ref_text), (self.repo / PROVENANCE_FILE, self.record_text)):
+            if text is None:
+                path.unlink(missing_ok=True)
+            elif not path.is_file() or path.read_bytes() != text:
+                path.write_bytes(text)
+        (self.repo / (PROVENANCE_FILE + ".incomplete")).unlink(missing_ok=True)
+
+
 def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache_dir: str | Path | None = None,
                   allow_pickle: bool = False, check=None) -> Imported:
     """Write the model folder ``folder`` into the hub cache as ``hub_id`` at ``revision`` (see the module doc).
@@ -283,7 +330,8 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     that looks like a commit or is no valid ref name, only pickle weights without ``allow_pickle``, no weights at all,
     a ``.safetensors`` file whose header is damaged or disagrees with its size (:func:`safetensors_problem`), a
     folder that ``check`` refuses (:func:`aniso.sources.hub.import_problem`: no tokenizer files, a config that does
-    not fit the weights).
+    not fit the weights). An exception while it writes (KeyboardInterrupt, an OSError) is raised after what the
+    import wrote is taken back (:class:`_CacheState`): the cache is as it was.
     """
     problem = hub_id_problem(hub_id)
     if problem is not None:
@@ -338,6 +386,18 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
 
     sha256 = {f: _file_sha256(src / f) for f in files}
     commit = hashlib.sha1("".join(f"{f} {sha256[f]}\n" for f in sorted(files)).encode()).hexdigest()
+    repo = repo_dir(hub_id, cache_dir)
+    before = _CacheState.of(repo, commit, revision)  # taken back as it was if the import is interrupted
+    try:
+        return _write_import(hub_id, src, files, sha256, commit, revision, cache_dir, skipped)
+    except BaseException:  # KeyboardInterrupt, SystemExit, a full disk: no half snapshot is left
+        before.restore()
+        raise
+
+
+def _write_import(hub_id: str, src: Path, files: list[str], sha256: dict, commit: str, revision: str,
+                  cache_dir: str | Path | None, skipped: list[str]) -> Imported:
+    """Write the checked files of :func:`import_folder` into the cache: blobs, snapshot links, ref, record."""
     repo = repo_dir(hub_id, cache_dir)
     snapshot = repo / "snapshots" / commit
     (repo / "blobs").mkdir(parents=True, exist_ok=True)
