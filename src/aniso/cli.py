@@ -506,7 +506,8 @@ def _check_ref(hub_id: str, revision: str, cache_dir: str | None) -> None:
 def _hub_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .sources.hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state
+    from .sources.hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state, repo_dir
+    from .sources.hubrow import row_problem
 
     try:
         settings, registry = _open(args, {"device": "cpu"}, check_paths=False)
@@ -523,7 +524,7 @@ def _hub_list(args: argparse.Namespace) -> int:
         return 2
     rows, named = [], set()
 
-    def row(model_id: str, repo: str, revision: str) -> list:
+    def row(model_id: str, repo: str, revision: str, entry=None) -> list:
         try:
             _check_ref(repo, revision, args.cache_dir)
             state = cached_state(repo, revision, args.cache_dir)
@@ -532,12 +533,15 @@ def _hub_list(args: argparse.Namespace) -> int:
         if state is None:
             return [model_id, repo, revision, "-", "not cached", "-"]
         origin = state["origin"] + (f"; {state['missing']}" if state["missing"] else "")
+        if entry is not None:  # another model under the row's hub id: the load refuses it, the list says it
+            problem = row_problem(entry, repo_dir(repo, args.cache_dir) / "snapshots" / state["commit"], twins=True)
+            origin += f"; not the row's model, refused at load: {problem}" if problem is not None else ""
         return [model_id, repo, revision, state["commit"], origin, f"{state['size'] / 1e6:.1f} MB"]
 
     for e in registry:
         if e.source.kind == "hub":
             named.add((e.source.repo, e.source.revision))
-            state_row = row(e.id, e.source.repo, e.source.revision)
+            state_row = row(e.id, e.source.repo, e.source.revision, e)
             if args.all or state_row[3] != "-" or state_row[4].startswith("unreadable"):
                 rows.append(state_row)
     for repo in cached_repos(args.cache_dir):  # revisions in the cache that no registry row names

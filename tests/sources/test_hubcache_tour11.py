@@ -215,3 +215,14 @@ def test_sigterm_while_hub_import_writes_removes_the_half_snapshot_and_says_so(h
     assert done.stderr.strip() == ("aniso hub import: interrupted (SIGTERM); nothing was imported, the cache is as "
                                    "it was")
     assert _tree(cache) == []
+
+
+def test_hub_list_says_a_rows_snapshot_is_another_model(hub_env, capsys):
+    """`aniso hub list` listed MiniLM under bert-base-uncased as the row's cached weights; its origin now says the
+    snapshot is not the row's model and is refused at load."""
+    cache = hub_env / "hub"
+    import_folder("bert-base-uncased", FOLDER, cache_dir=cache)
+    assert main(["hub", "list", "--cache-dir", str(cache)]) == 0
+    out = capsys.readouterr().out
+    line = next(row for row in out.splitlines() if row.startswith("| bert-base-uncased "))
+    assert "not the row's model, refused at load: its config.json says hidden_size 384" in line, out
