@@ -45,15 +45,18 @@ def _differences(config: dict, expected: dict) -> tuple[list[str], list[tuple[st
     return compared, [(k, config[k], expected[k]) for k in compared if config[k] != expected[k]]
 
 
-def _twin_fields(entry) -> dict | None:
-    """The config fields of the row's twin (:func:`aniso.sources.twin.twin_spec`, at its tiny sizes), or None when
-    the row has none."""
-    from .twin import TwinError, twin_spec
+def _twin_fields(entry) -> list[dict]:
+    """The config fields of the row's twin (:func:`aniso.sources.twin.twin_spec`, at its tiny sizes), as the row's
+    own and as a checkpoint's of its series (a checkpoint's entry, ``ID.stepN``, has no series, but its twin was
+    built with the series' depth); none when the row has no twin."""
+    from .twin import _DEPTH_FIELDS, _SERIES_LAYERS, TwinError, twin_spec
 
     try:
-        return twin_spec(entry)[1]
+        fields = twin_spec(entry)[1]
     except (TwinError, KeyError, TypeError, ValueError):
-        return None
+        return []
+    deeper = {k: max(v, _SERIES_LAYERS) if k in _DEPTH_FIELDS and isinstance(v, int) else v for k, v in fields.items()}
+    return [fields, deeper]
 
 
 def safetensors_parameters(folder: Path) -> int | None:
@@ -94,12 +97,10 @@ def row_problem(entry, folder: str | Path, twins: bool = False) -> str | None:
     if config is None:
         return None
     named = f"the registry row {entry.id} (hub id {entry.source.repo})"
-    if twins:
-        twin = _twin_fields(entry)
-        if twin is not None:
-            compared, differ = _differences(config, twin)
-            if compared and not differ:
-                return None
+    for twin in _twin_fields(entry) if twins else ():
+        compared, differ = _differences(config, twin)
+        if compared and not differ:
+            return None
     full = getattr(entry, "full", None) or {}
     compared, differ = _differences(config, full)
     if differ:
