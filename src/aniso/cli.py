@@ -7,6 +7,7 @@ The main job is ``pytest claims/``, which ``aniso run`` wraps; its help text is 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -356,8 +357,11 @@ def _hub_variable_problem(cache_dir: str | None) -> str | None:
     above it is a file. None when it is a folder, does not exist yet, or ``cache_dir`` is given."""
     if cache_dir is not None:
         return None
-    from .sources.hubcache import cache_root
+    from .sources.hubcache import cache_root, hub_variable_problem
 
+    empty = hub_variable_problem()  # HF_HUB_CACHE='' would make the working folder the cache
+    if empty is not None:
+        return empty
     variable = next((v for v in ("HF_HUB_CACHE", "HF_HOME") if os.environ.get(v)), None)
     root = (Path(os.path.expanduser(os.environ[variable])) / ("hub" if variable == "HF_HOME" else "")
             if variable else cache_root(None))  # (as huggingface_hub reads them when it is imported)
@@ -377,6 +381,62 @@ def _model_folder_problem(folder: str) -> str | None:
     return None
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised inside :func:`_sigterm_raised` where the signal arrives, so that the code's own clean-up
+    (``except``, ``finally``) runs before the process ends."""
+
+    def end(self) -> None:
+        """End the process by SIGTERM itself, as it would have ended without the block (as a twin run does once
+        its temporary folder is removed, :func:`aniso.api._removed_on_sigterm`)."""
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _sigterm_raised():
+    """SIGTERM raises :class:`_Terminated` inside the block, where no other handler than the default is set (a
+    handler set before decides what SIGTERM does), and in the main thread only (elsewhere the block runs as it
+    is); the handler before comes back after."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def on_term(signum, frame):
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _hub_row_problem(args: argparse.Namespace) -> str | None:
+    """Why ``aniso hub import HUB_ID FOLDER`` is refused where ``HUB_ID`` is a registry hub row's: the folder is
+    another model than the row says (:func:`aniso.sources.hubrow.row_problem`), or the settings or registry that
+    say which rows there are cannot be read. None otherwise (no registry here, no row of that hub id)."""
+    from .registry.locate import settings_and_registry
+    from .sources.hubrow import hub_rows, row_problem
+
+    try:  # as every door finds the registry; the import needs none where there is none
+        _, registry = settings_and_registry({"device": "cpu"}, registry=args.registry, check_paths=False,
+                                            required=False)
+    except ValueError as exc:
+        return str(exc)
+    folder = Path(os.path.expanduser(args.folder))
+    for entry in hub_rows(registry, args.hub_id):
+        problem = row_problem(entry, folder)
+        if problem is not None:
+            return f"{args.folder}: {problem}; not imported, the cache is as it was"
+    return None
+
+
 def _hub_import(args: argparse.Namespace) -> int:
     from .sources.hub import import_problem
     from .sources.hubcache import HubCacheError, cache_inside_folder, import_folder
@@ -393,6 +453,10 @@ def _hub_import(args: argparse.Namespace) -> int:
                 if variable is not None else f"{args.folder} {folder}")
         print(f"aniso hub import: {said}", file=sys.stderr)
         return 2
+    problem = _hub_row_problem(args)
+    if problem is not None:
+        print(f"aniso hub import: {problem}", file=sys.stderr)
+        return 2
     if args.cache_dir is not None:  # made once the rest is known good (a file given as the folder creates nothing)
         try:
             Path(os.path.expanduser(args.cache_dir)).mkdir(parents=True, exist_ok=True)
@@ -401,11 +465,18 @@ def _hub_import(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     try:
-        done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
-                             allow_pickle=args.allow_pickle, check=import_problem)
+        with _sigterm_raised():  # the import takes back what it wrote (import_folder), then the signal ends it
+            done = import_folder(args.hub_id, args.folder, revision=args.revision, cache_dir=args.cache_dir,
+                                 allow_pickle=args.allow_pickle, check=import_problem)
     except (HubCacheError, OSError) as exc:
         print(f"aniso hub import: {exc}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, _Terminated) as exc:
+        print(f"aniso hub import: interrupted ({'SIGTERM' if isinstance(exc, _Terminated) else 'Ctrl-C'}); nothing "
+              f"was imported, the cache is as it was", file=sys.stderr)
+        if isinstance(exc, _Terminated):
+            exc.end()
+        return 130
     print(f"{args.hub_id}@{done.revision} -> commit {done.commit} ({len(done.files)} files, "
           f"{done.size / 1e6:.1f} MB) in {done.repo}")
     if done.replaced:
@@ -441,7 +512,8 @@ def _check_ref(hub_id: str, revision: str, cache_dir: str | None) -> None:
 def _hub_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .sources.hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state
+    from .sources.hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state, repo_dir
+    from .sources.hubrow import row_problem
 
     try:
         settings, registry = _open(args, {"device": "cpu"}, check_paths=False)
@@ -458,7 +530,7 @@ def _hub_list(args: argparse.Namespace) -> int:
         return 2
     rows, named = [], set()
 
-    def row(model_id: str, repo: str, revision: str) -> list:
+    def row(model_id: str, repo: str, revision: str, entry=None) -> list:
         try:
             _check_ref(repo, revision, args.cache_dir)
             state = cached_state(repo, revision, args.cache_dir)
@@ -467,12 +539,15 @@ def _hub_list(args: argparse.Namespace) -> int:
         if state is None:
             return [model_id, repo, revision, "-", "not cached", "-"]
         origin = state["origin"] + (f"; {state['missing']}" if state["missing"] else "")
+        if entry is not None:  # another model under the row's hub id: the load refuses it, the list says it
+            problem = row_problem(entry, repo_dir(repo, args.cache_dir) / "snapshots" / state["commit"], twins=True)
+            origin += f"; not the row's model, refused at load: {problem}" if problem is not None else ""
         return [model_id, repo, revision, state["commit"], origin, f"{state['size'] / 1e6:.1f} MB"]
 
     for e in registry:
         if e.source.kind == "hub":
             named.add((e.source.repo, e.source.revision))
-            state_row = row(e.id, e.source.repo, e.source.revision)
+            state_row = row(e.id, e.source.repo, e.source.revision, e)
             if args.all or state_row[3] != "-" or state_row[4].startswith("unreadable"):
                 rows.append(state_row)
     for repo in cached_repos(args.cache_dir):  # revisions in the cache that no registry row names
@@ -1153,6 +1228,7 @@ def main(argv: list[str] | None = None) -> int:
     hi.add_argument("--allow-pickle", action="store_true",
                     help="import a folder whose only weights are pickle files (the hub source still loads "
                          "safetensors only)")
+    _registry_option(hi)  # a hub id of a registry row: the folder is checked against the row
     hl = _command(hub_sub, "list", "what the Hugging Face cache holds for the registry's hub rows",
                   "aniso hub list --all", _hub_list,
                   "One line per registry hub row the cache holds (registry id, hub id, revision, commit, imported "

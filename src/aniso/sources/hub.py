@@ -898,6 +898,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     network), so statistics of an imported folder and of a later download of the same revision are kept apart."""
     from .hubcache import HubCacheError, resolve_commit
 
+    _check_variables(entry)
     check_permissions(entry, download=False)
     src = entry.source
     try:
@@ -921,6 +922,30 @@ def _not_cached(entry) -> ModelUnavailable:
     )
 
 
+def _check_variables(entry) -> None:
+    """ModelRefused naming the row when the environment variable that names the hub cache is set but empty
+    (:func:`aniso.sources.hubcache.hub_variable_problem`): the working folder would be read as the cache."""
+    from .base import ModelRefused
+    from .hubcache import hub_variable_problem
+
+    problem = hub_variable_problem()
+    if problem is not None:
+        raise ModelRefused(f"{entry.id}: {problem}")
+
+
+def _check_row(entry, snapshot: Path, commit: str) -> None:
+    """ModelRefused naming the row when the cached snapshot of its hub id is another model than the row says
+    (:func:`aniso.sources.hubrow.row_problem`: a folder imported under the row's hub id by hand; a twin of the row,
+    as twin runs import, passes)."""
+    from .base import ModelRefused
+    from .hubrow import row_problem
+
+    problem = row_problem(entry, snapshot, twins=True)
+    if problem is not None:
+        raise ModelRefused(f"{entry.id}: the hub cache's snapshot of {entry.source.repo}@{entry.source.revision} "
+                           f"(commit {commit}) is not the row's model: {problem}")
+
+
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """From the local Hugging Face cache (the revision resolved there, no network), else from the hub if
     reachable. ``origin`` names the repo, revision and commit, and whether the snapshot was downloaded or
@@ -928,6 +953,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     the hub unreachable (at once, no retries), or a load error."""
     from .hubcache import HubCacheError, cached_state
 
+    _check_variables(entry)
     check_permissions(entry, download=False)  # a gated model's credentials: only to download it (below)
     src = entry.source
     try:
@@ -956,6 +982,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
             from .hubcache import repo_dir
 
             snapshot = repo_dir(src.repo) / "snapshots" / state["commit"]
+            _check_row(entry, snapshot, state["commit"])
             model, tok, proc = from_pretrained(entry, src.repo, folder=snapshot, revision=state["commit"],
                                                local_files_only=True)
         except OSError as exc:

@@ -35,8 +35,8 @@ from pathlib import Path
 
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
-           "config_values_problem", "cache_inside_folder",
-           "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem", "dangling_link", "link_to_nothing", "unreadable_model_file"]
+           "config_values_problem", "cache_inside_folder", "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem",
+           "dangling_link", "link_to_nothing", "unreadable_model_file", "HUB_CACHE_VARIABLES", "hub_variable_problem"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
 HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
@@ -175,12 +175,35 @@ class Imported:
     caches: tuple[str, ...] = ()
 
 
+#: The environment variables huggingface_hub reads the hub cache folder from, in its order: the first one set names
+#: it (``HF_HOME`` the folder above it, ``HF_HOME/hub``).
+HUB_CACHE_VARIABLES = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME")
+
+
+def hub_variable_problem() -> str | None:
+    """The one-line refusal of an empty (or blank) hub cache variable, when the first of
+    :data:`HUB_CACHE_VARIABLES` set in the environment is one: huggingface_hub would take it for the working folder
+    (``HF_HUB_CACHE=''``: ``.``; ``HF_HOME=''``: ``./hub``) and read or write a hub cache there. None otherwise (an
+    empty ``ANISO_*`` variable is refused the same way, :mod:`aniso.common.settings`)."""
+    for variable in HUB_CACHE_VARIABLES:
+        if variable in os.environ:
+            if os.environ[variable].strip():
+                return None
+            return (f"environment variable {variable} is set but empty ({os.environ[variable]!r}), which would make "
+                    f"the working folder the hub cache; unset it for the default (unset {variable}), or name a folder")
+    return None
+
+
 def cache_root(cache_dir: str | Path | None = None) -> Path:
     """The hub cache folder: ``cache_dir`` if given, else huggingface_hub's ``HF_HUB_CACHE`` (set from
     ``HF_HUB_CACHE`` or ``HF_HOME``, default ``~/.cache/huggingface/hub``, as they were when huggingface_hub was
-    first imported in this process)."""
+    first imported in this process). Raises HubCacheError, without ``cache_dir``, when the variable that names the
+    cache is set but empty (:func:`hub_variable_problem`)."""
     if cache_dir is not None:
         return Path(os.path.expanduser(str(cache_dir)))
+    empty = hub_variable_problem()
+    if empty is not None:
+        raise HubCacheError(empty)
     from huggingface_hub import constants
 
     return Path(constants.HF_HUB_CACHE)
@@ -270,6 +293,53 @@ def _folder_files(folder: Path, caches: list[str] | None = None) -> list[str]:
     return out
 
 
+@dataclass
+class _CacheState:
+    """What the cache held of one import's repository before it wrote anything, so that an import interrupted while
+    it writes (Ctrl-C's KeyboardInterrupt, SIGTERM where the caller raises it as an exception, as ``aniso hub
+    import`` does, or an OSError such as a full disk) leaves it as it was."""
+
+    repo: Path
+    snapshot: Path
+    ref: Path
+    repo_existed: bool
+    snapshot_existed: bool
+    blobs: frozenset[str]
+    ref_text: bytes | None
+    record_text: bytes | None
+
+    @classmethod
+    def of(cls, repo: Path, commit: str, revision: str) -> "_CacheState":
+        def read(path: Path) -> bytes | None:
+            return path.read_bytes() if path.is_file() else None
+
+        blobs = repo / "blobs"
+        return cls(repo, repo / "snapshots" / commit, repo / "refs" / revision, repo.exists(),
+                   (repo / "snapshots" / commit).exists(),
+                   frozenset(p.name for p in blobs.iterdir()) if blobs.is_dir() else frozenset(),
+                   read(repo / "refs" / revision), read(repo / PROVENANCE_FILE))
+
+    def restore(self) -> None:
+        """Remove what the import wrote: the repository folder if it made it; else the snapshot folder it made, the
+        blobs it added for it, any ``.incomplete`` file it left, and the ref and import record as they were. What
+        an earlier import wrote stays."""
+        if not self.repo_existed:
+            shutil.rmtree(self.repo, ignore_errors=True)
+            return
+        if not self.snapshot_existed:
+            shutil.rmtree(self.snapshot, ignore_errors=True)
+        blobs = self.repo / "blobs"
+        for path in (blobs.iterdir() if blobs.is_dir() else ()):
+            if path.name not in self.blobs and (not self.snapshot_existed or path.name.endswith(".incomplete")):
+                path.unlink(missing_ok=True)
+        for path, text in ((self.ref, self.ref_text), (self.repo / PROVENANCE_FILE, self.record_text)):
+            if text is None:
+                path.unlink(missing_ok=True)
+            elif not path.is_file() or path.read_bytes() != text:
+                path.write_bytes(text)
+        (self.repo / (PROVENANCE_FILE + ".incomplete")).unlink(missing_ok=True)
+
+
 def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache_dir: str | Path | None = None,
                   allow_pickle: bool = False, check=None) -> Imported:
     """Write the model folder ``folder`` into the hub cache as ``hub_id`` at ``revision`` (see the module doc).
@@ -300,7 +370,8 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     not fit the weights), a config no model can be built with (:func:`config_values_problem`), shards an index names
     that are not in the folder (:func:`missing_weights`), a hub cache inside the folder (:func:`cache_inside_folder`,
     before anything is written). The repositories of a hub cache found inside the folder are left out
-    (``Imported.caches``).
+    (``Imported.caches``). An exception while it writes (KeyboardInterrupt, an OSError) is raised after what the
+    import wrote is taken back (:class:`_CacheState`): the cache is as it was.
     """
     problem = hub_id_problem(hub_id)
     if problem is not None:
@@ -366,6 +437,18 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
 
     sha256 = {f: _file_sha256(src / f) for f in files}
     commit = hashlib.sha1("".join(f"{f} {sha256[f]}\n" for f in sorted(files)).encode()).hexdigest()
+    repo = repo_dir(hub_id, cache_dir)
+    before = _CacheState.of(repo, commit, revision)  # taken back as it was if the import is interrupted
+    try:
+        return _write_import(hub_id, src, files, sha256, commit, revision, cache_dir, skipped, caches)
+    except BaseException:  # KeyboardInterrupt, SystemExit, a full disk: no half snapshot is left
+        before.restore()
+        raise
+
+
+def _write_import(hub_id: str, src: Path, files: list[str], sha256: dict, commit: str, revision: str,
+                  cache_dir: str | Path | None, skipped: list[str], caches: list[str]) -> Imported:
+    """Write the checked files of :func:`import_folder` into the cache: blobs, snapshot links, ref, record."""
     repo = repo_dir(hub_id, cache_dir)
     snapshot = repo / "snapshots" / commit
     (repo / "blobs").mkdir(parents=True, exist_ok=True)
