@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from pathlib import Path
 
-__all__ = ["PARAMS_TOLERANCE", "SIZE_FIELD", "hub_rows", "row_problem", "safetensors_parameters"]
+__all__ = ["PARAMS_TOLERANCE", "SIZE_FIELDS", "hub_rows", "row_problem", "safetensors_parameters"]
 
-#: The config fields compared with a row's ``full`` config: widths, layers (depths), heads and vocabulary.
-SIZE_FIELD = re.compile(r"(_size$|_sizes$|_dim$|^d_|layers?$|^depths?$|heads$|^n_head$|^n_embd$|^n_embed$|"
-                        r"^embed_dim$|^hidden_dim$)")
+#: The config fields compared with a row's ``full`` config: its widths, layers (depths), heads and vocabulary, by the
+#: names transformers' configs give them. Only these: a field of the ``full`` config that sizes something else (an
+#: image, a patch, a kernel) would refuse a genuine checkpoint if the row's value were off, and says nothing these do
+#: not about which model a folder holds.
+SIZE_FIELDS = frozenset({"hidden_size", "d_model", "n_embd", "n_embed", "embed_dim", "hidden_sizes",
+                         "num_hidden_layers", "num_layers", "n_layer", "num_decoder_layers", "depths", "depth",
+                         "num_attention_heads", "num_heads", "n_head", "vocab_size", "intermediate_size", "d_ff",
+                         "ffn_dim"})
 #: How far a folder's parameter count may lie from a row's ``params_m`` (a fraction of it) when the row has no
 #: ``full`` config to compare: rows round their counts, and a checkpoint may hold a head the count leaves out.
 PARAMS_TOLERANCE = 0.25
@@ -40,7 +44,7 @@ def _config(folder: Path) -> dict | None:
 
 def _differences(config: dict, expected: dict) -> tuple[list[str], list[tuple[str, object, object]]]:
     """The size fields of ``expected`` that ``config`` holds too, and those among them whose values differ."""
-    compared = [k for k, v in expected.items() if SIZE_FIELD.search(k) and k in config
+    compared = [k for k, v in expected.items() if k in SIZE_FIELDS and k in config
                 and isinstance(v, (int, list)) and not isinstance(v, bool)]
     return compared, [(k, config[k], expected[k]) for k in compared if config[k] != expected[k]]
 
@@ -85,7 +89,7 @@ def row_problem(entry, folder: str | Path, twins: bool = False) -> str | None:
     """Why the model folder (or hub snapshot) ``folder`` is not the model of registry hub row ``entry``, in one
     phrase naming the row and the mismatch, or None.
 
-    With a ``full`` config the row's widths, layers, heads and vocabulary (:data:`SIZE_FIELD`) are compared with
+    With a ``full`` config the row's widths, layers, heads and vocabulary (:data:`SIZE_FIELDS`) are compared with
     the same fields of the folder's config.json (those it holds); without one, or when config.json holds none of
     them, the parameter count of its safetensors weights with the row's ``params_m`` (within
     :data:`PARAMS_TOLERANCE`). ``twins``: a folder at the sizes of the row's twin (its ``tiny`` config, as ``aniso
