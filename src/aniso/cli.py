@@ -128,18 +128,25 @@ def _stats(args: argparse.Namespace) -> int:
 def _missing_columns(summaries, settings) -> list[str]:
     """Why ``aniso stats`` shows ``nan`` in a layer's SVD anisotropy, TwoNN or IsoScore: the layer is wider than
     ``second_order_max_dim`` (only first-order statistics are kept, G §3.2's flattened CNN maps), or too few vectors
-    (TwoNN needs 3, the spectrum 2). One line per reason, naming the layers and the setting."""
+    (TwoNN needs :data:`~aniso.common.settings.TWONN_MIN_POINTS` to mean anything, the spectrum 2). One line per
+    reason, naming the layers and the setting."""
     import math
 
+    from .common.settings import TWONN_MIN_POINTS
+
     wide = [i for i, s in enumerate(summaries) if s.dim > settings.second_order_max_dim]
-    few = [i for i, s in enumerate(summaries) if i not in wide and s.count < 3 and math.isnan(s.twonn)]
+    few = [i for i, s in enumerate(summaries)
+           if i not in wide and math.isnan(s.twonn) and s.n_reservoir < TWONN_MIN_POINTS]
     out = []
     if wide:
         out.append(f"nan: layer(s) {_spans(wide)} are wider than second_order_max_dim "
                    f"({settings.second_order_max_dim}; ANISO_SECOND_ORDER_MAX_DIM), so only first-order statistics "
                    f"are kept: no SVD anisotropy, TwoNN or IsoScore")
     if few:
-        out.append(f"nan: layer(s) {_spans(few)} have fewer than 3 vectors (TwoNN needs 3)")
+        counts = sorted({summaries[i].n_reservoir for i in few})
+        shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+        out.append(f"nan: TwoNN of layer(s) {_spans(few)}: {shown} vector(s) in the reservoir, fewer than the "
+                   f"{TWONN_MIN_POINTS} TwoNN needs to mean anything; give more inputs")
     return out
 
 
