@@ -696,7 +696,7 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
         return 2
     from .bench.extraction import best_device
-    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem, work_problem
+    from .bench.twonn import DATA_KINDS, PeerFailed, memory_parts, memory_problem, work_problem
 
     device = args.device or best_device()
     if args.n >= 3 and args.d >= 1 and args.data in DATA_KINDS:  # before any point is made
@@ -714,9 +714,18 @@ def _bench_twonn(args: argparse.Namespace) -> int:
             return 2
     try:
         result = bench_twonn(args.n, args.d, args.data, args.seed, device, not args.no_peers)
+    except PeerFailed as exc:  # ANISO_PEER_PYTHON checked before any point is made
+        print(f"aniso bench twonn: {PeerFailed(exc.problem, 'give --no-peers to leave the peers out')}",
+              file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"aniso bench twonn: {exc}", file=sys.stderr)
         return 2
+    not_run = result.get("peers_not_run") or []
+    if not_run:  # the command is "against the bound and the peers": say which peers are missing, and why
+        print(f"aniso bench twonn: peer(s) {', '.join(not_run)} not run: not installed here and ANISO_PEER_PYTHON "
+              "is unset; set it to a Python that has them (docs/performance.md), or give --no-peers to leave them "
+              "out", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
