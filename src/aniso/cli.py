@@ -984,6 +984,19 @@ class _Output:
         return getattr(self.stream, name)
 
 
+def _version() -> str:
+    """The installed aniso's version (its distribution's metadata), or the package's own where it is not installed
+    (run from a source tree)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("aniso")
+    except importlib.metadata.PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command. Returns the exit code: the command's; where standard output cannot be
     written (a full disk: one line on standard error) at least 1, an environment fault rather than bad input (2);
@@ -993,6 +1006,8 @@ def main(argv: list[str] | None = None) -> int:
                                      "aniso run --changed-since origin/main\n  "
                                      "aniso diff reports/run-A/results.json reports/run-B/results.json",
                                      formatter_class=_Help)
+    parser.add_argument("--version", action="version", version=f"aniso {_version()}",
+                        help="print the installed aniso's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ls = _command(sub, "list", "list the claims (executable or not) and the models (tags, source, weights here)",
                   "aniso list models --models offline", _list)
