@@ -80,9 +80,15 @@ def _unknown_variable(environ) -> str | None:
     unknown = sorted(k for k, v in environ.items() if k.startswith("ANISO_") and k not in known and str(v).strip())
     if not unknown:
         return None
-    close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-    return (f"environment variable {unknown[0]}: no setting has this name"
-            + (f"; did you mean {close[0]}?" if close else "")
+    name = unknown[0]
+    if name.upper() in known:  # a case slip: the variables are upper case (ANISO_corpus for ANISO_CORPUS)
+        hint = f"; did you mean {name.upper()}? (the variables are upper case)"
+    elif name == "ANISO_":  # no name after the prefix: nothing to be close to
+        hint = "; nothing follows ANISO_"
+    else:
+        close = difflib.get_close_matches(name.upper(), sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+    return (f"environment variable {name}: no setting has this name" + hint
             + " (the settings: docs/settings.md, or the --aniso-* options of pytest --help; unset this one)")
 
 
