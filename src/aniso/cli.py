@@ -579,7 +579,7 @@ def _record(args: argparse.Namespace) -> int:
     from .judge.records import record_new_findings, refresh_records
     from .judge.results import file_digest, read_results, unsealed_lines
     from .registry.entries import RegistryError, load_registry
-    from .registry.locate import registry_path
+    from .registry.locate import open_registry, registry_path, registry_source
 
     try:
         doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
@@ -591,9 +591,13 @@ def _record(args: argparse.Namespace) -> int:
         comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
                     for key in (DETECTED_BASE, DETECTED_REGISTRY) if line.startswith(f"# {key}:")}
         base = comments.get(DETECTED_BASE)  # a first run of a detected model ran on this registry plus its row
-        registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry
-                                 or _run_registry(doc, comments.get(DETECTED_REGISTRY)))
-        load_registry(registry)  # its own problem (not YAML, no registry) named, not a digest that differs
+        setting = Settings.from_sources({"device": "cpu"}).registry
+        run_read = _run_registry(doc, comments.get(DETECTED_REGISTRY))
+        registry = registry_path(args.registry, setting or run_read)
+        named = (registry_source(args.registry, setting) if args.registry is not None or setting is not None
+                 else f"the registry {args.results} was run on" if run_read is not None else None)
+        # its own problem (not YAML, no registry, a results file) named, not a digest that differs
+        open_registry(registry, named)
         if file_digest(registry) not in (doc.provenance.registry_sha256, base):  # numbers into the registry they ran on
             raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                              + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
