@@ -64,7 +64,7 @@ def test_a_corpus_that_is_missing_blank_or_not_utf8_stops_aniso_run_in_one_line(
     ("ANISO_NO_CACHE", "ture", "ANISO_NO_CACHE='ture' is neither true"),
     ("ANISO_N_SEQUENCES", "16.5", "ANISO_N_SEQUENCES='16.5' is not an integer"),
     ("ANISO_RESERVOIR_SIZE", "100000000000", "setting reservoir_size (ANISO_RESERVOIR_SIZE, --aniso-reservoir-size) "
-     "must be an integer from 3 to 2147483647, got 100000000000"),
+     "must be an integer from 128 to 2147483647, got 100000000000"),
     ("ANISO_RESERVOIR_SIZE", "2000000000", "setting reservoir_size (ANISO_RESERVOIR_SIZE, --aniso-reservoir-size) "
      "must be at most"),  # within the bound, but not within this machine's memory at width 8192
     ("ANISO_SECOND_ORDER_MAX_DIM", "1", "setting second_order_max_dim (ANISO_SECOND_ORDER_MAX_DIM, "

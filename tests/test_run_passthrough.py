@@ -75,12 +75,13 @@ def test_stats_says_why_a_column_is_nan():
     from aniso.cli import _missing_columns
 
     nan = float("nan")
-    layers = [SimpleNamespace(dim=d, count=n, twonn=t) for d, n, t in
-              [(401408, 8, nan), (62720, 8, nan), (384, 8, 5.0), (384, 2, nan), (384, 1, nan), (99999, 1, nan)]]
+    layers = [SimpleNamespace(dim=d, count=n, n_reservoir=n, twonn=t) for d, n, t in
+              [(401408, 8, nan), (62720, 8, nan), (384, 200, 5.0), (384, 2, nan), (384, 1, nan), (99999, 1, nan)]]
     lines = _missing_columns(layers, SimpleNamespace(second_order_max_dim=8192))
     assert lines == ["nan: layer(s) 0-1, 5 are wider than second_order_max_dim (8192; ANISO_SECOND_ORDER_MAX_DIM), so "
                      "only first-order statistics are kept: no SVD anisotropy, TwoNN or IsoScore",
-                     "nan: layer(s) 3-4 have fewer than 3 vectors (TwoNN needs 3)"]
+                     "nan: TwoNN of layer(s) 3-4: 1 to 2 vector(s) in the reservoir, fewer than the 128 TwoNN "
+                     "needs to mean anything; give more inputs"]
     assert _missing_columns(layers[2:3], SimpleNamespace(second_order_max_dim=8192)) == []
 
 

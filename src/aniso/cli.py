@@ -129,18 +129,25 @@ def _stats(args: argparse.Namespace) -> int:
 def _missing_columns(summaries, settings) -> list[str]:
     """Why ``aniso stats`` shows ``nan`` in a layer's SVD anisotropy, TwoNN or IsoScore: the layer is wider than
     ``second_order_max_dim`` (only first-order statistics are kept, G §3.2's flattened CNN maps), or too few vectors
-    (TwoNN needs 3, the spectrum 2). One line per reason, naming the layers and the setting."""
+    (TwoNN needs :data:`~aniso.common.settings.TWONN_MIN_POINTS` to mean anything, the spectrum 2). One line per
+    reason, naming the layers and the setting."""
     import math
 
+    from .common.settings import TWONN_MIN_POINTS
+
     wide = [i for i, s in enumerate(summaries) if s.dim > settings.second_order_max_dim]
-    few = [i for i, s in enumerate(summaries) if i not in wide and s.count < 3 and math.isnan(s.twonn)]
+    few = [i for i, s in enumerate(summaries)
+           if i not in wide and math.isnan(s.twonn) and s.n_reservoir < TWONN_MIN_POINTS]
     out = []
     if wide:
         out.append(f"nan: layer(s) {_spans(wide)} are wider than second_order_max_dim "
                    f"({settings.second_order_max_dim}; ANISO_SECOND_ORDER_MAX_DIM), so only first-order statistics "
                    f"are kept: no SVD anisotropy, TwoNN or IsoScore")
     if few:
-        out.append(f"nan: layer(s) {_spans(few)} have fewer than 3 vectors (TwoNN needs 3)")
+        counts = sorted({summaries[i].n_reservoir for i in few})
+        shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+        out.append(f"nan: TwoNN of layer(s) {_spans(few)}: {shown} vector(s) in the reservoir, fewer than the "
+                   f"{TWONN_MIN_POINTS} TwoNN needs to mean anything; give more inputs")
     return out
 
 
@@ -653,7 +660,7 @@ def _record(args: argparse.Namespace) -> int:
     from .judge.records import record_new_findings, refresh_records
     from .judge.results import file_digest, read_results, unsealed_lines
     from .registry.entries import RegistryError, load_registry
-    from .registry.locate import registry_path
+    from .registry.locate import open_registry, registry_path, registry_source
 
     try:
         doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
@@ -665,9 +672,13 @@ def _record(args: argparse.Namespace) -> int:
         comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
                     for key in (DETECTED_BASE, DETECTED_REGISTRY) if line.startswith(f"# {key}:")}
         base = comments.get(DETECTED_BASE)  # a first run of a detected model ran on this registry plus its row
-        registry = registry_path(args.registry, Settings.from_sources({"device": "cpu"}).registry
-                                 or _run_registry(doc, comments.get(DETECTED_REGISTRY)))
-        load_registry(registry)  # its own problem (not YAML, no registry) named, not a digest that differs
+        setting = Settings.from_sources({"device": "cpu"}).registry
+        run_read = _run_registry(doc, comments.get(DETECTED_REGISTRY))
+        registry = registry_path(args.registry, setting or run_read)
+        named = (registry_source(args.registry, setting) if args.registry is not None or setting is not None
+                 else f"the registry {args.results} was run on" if run_read is not None else None)
+        # its own problem (not YAML, no registry, a results file) named, not a digest that differs
+        open_registry(registry, named)
         if file_digest(registry) not in (doc.provenance.registry_sha256, base):  # numbers into the registry they ran on
             raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                              + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
@@ -770,7 +781,7 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
         return 2
     from .bench.extraction import best_device
-    from .bench.twonn import DATA_KINDS, memory_parts, memory_problem, work_problem
+    from .bench.twonn import DATA_KINDS, PeerFailed, memory_parts, memory_problem, work_problem
 
     device = args.device or best_device()
     if args.n >= 3 and args.d >= 1 and args.data in DATA_KINDS:  # before any point is made
@@ -788,9 +799,18 @@ def _bench_twonn(args: argparse.Namespace) -> int:
             return 2
     try:
         result = bench_twonn(args.n, args.d, args.data, args.seed, device, not args.no_peers)
+    except PeerFailed as exc:  # ANISO_PEER_PYTHON checked before any point is made
+        print(f"aniso bench twonn: {PeerFailed(exc.problem, 'give --no-peers to leave the peers out')}",
+              file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"aniso bench twonn: {exc}", file=sys.stderr)
         return 2
+    not_run = result.get("peers_not_run") or []
+    if not_run:  # the command is "against the bound and the peers": say which peers are missing, and why
+        print(f"aniso bench twonn: peer(s) {', '.join(not_run)} not run: not installed here and ANISO_PEER_PYTHON "
+              "is unset; set it to a Python that has them (docs/performance.md), or give --no-peers to leave them "
+              "out", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -1049,6 +1069,19 @@ class _Output:
         return getattr(self.stream, name)
 
 
+def _version() -> str:
+    """The installed aniso's version (its distribution's metadata), or the package's own where it is not installed
+    (run from a source tree)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("aniso")
+    except importlib.metadata.PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command. Returns the exit code: the command's; where standard output cannot be
     written (a full disk: one line on standard error) at least 1, an environment fault rather than bad input (2);
@@ -1058,6 +1091,8 @@ def main(argv: list[str] | None = None) -> int:
                                      "aniso run --changed-since origin/main\n  "
                                      "aniso diff reports/run-A/results.json reports/run-B/results.json",
                                      formatter_class=_Help)
+    parser.add_argument("--version", action="version", version=f"aniso {_version()}",
+                        help="print the installed aniso's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ls = _command(sub, "list", "list the claims (executable or not) and the models (tags, source, weights here)",
                   "aniso list models --models offline", _list)

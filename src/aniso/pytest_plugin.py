@@ -86,11 +86,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from dataclasses import fields as _fields
 
         from .common.settings import Settings
-        from .registry.locate import open_registry
+        from .registry.locate import REGISTRY_SETTING, open_registry
 
         try:
             settings = Settings(**{f.name: sent[f.name] for f in _fields(Settings) if f.name in sent})
-            registry = open_registry(Path(settings.registry))
+            registry = open_registry(Path(settings.registry), REGISTRY_SETTING)
         except (RegistryError, ValueError) as exc:
             raise pytest.UsageError(f"aniso settings: {exc}") from None
     else:

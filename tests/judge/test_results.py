@@ -33,7 +33,7 @@ def test_round_trip_keeps_types_and_version(tmp_path):
 @pytest.mark.parametrize("content, message", [
     ("not json", "cannot read results"),
     ("[]", "not a results document"),
-    ("{}", "schema version None"),
+    ("{}", "holds no results"),
     (json.dumps({"schema_version": SCHEMA_VERSION, "provenance": {}, "results": []}), "provenance.time"),
     (json.dumps({"schema_version": SCHEMA_VERSION + 1}), f"schema version {SCHEMA_VERSION + 1}"),
 ])

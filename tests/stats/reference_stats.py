@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from aniso import metrics
+from aniso.common.settings import TWONN_MIN_POINTS
 from aniso.stats.accumulators import INPUT_GROUPS, input_group
 from aniso.stats.results import LayerSummary
 
@@ -288,7 +289,7 @@ class ReferenceLayerAccumulator:
         n = self.count
         res = self.reservoir_sample()
         rng = np.random.Generator(np.random.PCG64(seed))
-        twonn = [metrics.twonn_dimension(res)] if res.shape[0] >= 3 else []
+        twonn = [metrics.twonn_dimension(res)] if res.shape[0] >= TWONN_MIN_POINTS else []
         bs = np.asarray(self.batch_svd, dtype=np.float64)
         gram = self.gram if self.second_order else None  # Σxxᵀ: read once (the partial batch is added on reading)
         return LayerSummary(

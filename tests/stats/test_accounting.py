@@ -65,7 +65,7 @@ def test_a_tiny_llama_keeps_the_same_state_for_64_and_512_paragraphs(monkeypatch
     sizes = {}
     for n in (64, 512):
         texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 9)))) for _ in range(n)]
-        settings = Settings(n_sequences=n, max_length=24, batch_size=32, reservoir_size=64, svd_batch_size=512)
+        settings = Settings(n_sequences=n, max_length=24, batch_size=32, reservoir_size=128, svd_batch_size=512)
         states = iter_text_hidden_states(model, tok, texts, batch_size=32, max_length=24)
         stats = pipeline.compute_stats(entry, states, layer_names(model), settings, {},
                                        first_token_excluded=True)

@@ -140,7 +140,7 @@ def test_compute_stats_every_statistic_waits_once_per_batch():
             yield batch
         seen.append(sync.total)
 
-    settings = Settings(svd_batch_size=12, reservoir_size=8)
+    settings = Settings(svd_batch_size=12, reservoir_size=128)
     with HostSyncCounter() as sync:
         stats = compute_stats(entry, stream(sync), ["0", "1", "2"], settings, {}, first_token_excluded=True,
                               wait_free=True)

@@ -13,7 +13,7 @@ def test_provider_computes_caches_and_reuses(tiny_bert_entry, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
     entry = tiny_bert_entry
-    settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+    settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
                         svd_batch_size=50)
     first = StatsProvider(settings, Registry([entry])).get(entry)
     second = StatsProvider(settings, Registry([entry])).get(entry)
@@ -32,7 +32,7 @@ def test_a_cache_entry_read_back_is_named_by_this_runs_inputs(tiny_bert_entry, t
     copy.write_text(text)
     stats = []
     for path in (first, copy):
-        settings = Settings(corpus=str(path), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+        settings = Settings(corpus=str(path), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
                             svd_batch_size=50)
         stats.append(StatsProvider(settings, Registry([tiny_bert_entry])).get(tiny_bert_entry))
     assert stats[1].meta["cache"]["hit"] is True
@@ -50,7 +50,7 @@ def test_first_order_claims_keep_no_d_by_d_matrix(tiny_bert_entry, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
     entry = tiny_bert_entry
-    settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+    settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
                         svd_batch_size=50)
     wanted = statistics_read(["G.token-nlp-anisotropic", "G.drift-correlation-spearman", "G.isotropic-baseline"])
     assert wanted == {FIRST_ORDER}
@@ -71,7 +71,7 @@ def test_twonn_over_shuffled_batches_of_every_token(tiny_bert_entry, tmp_path):
     per layer, in the metadata; the reservoir TwoNN is unchanged beside it."""
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
-    common = dict(corpus=str(corpus), n_sequences=60, cache_dir=str(tmp_path / "cache"), reservoir_size=64,
+    common = dict(corpus=str(corpus), n_sequences=60, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
                   svd_batch_size=40)
     plain = StatsProvider(Settings(**common), Registry([tiny_bert_entry])).get(tiny_bert_entry)
     both = StatsProvider(Settings(**common, twonn_batches=3), Registry([tiny_bert_entry])).get(tiny_bert_entry)
@@ -88,7 +88,7 @@ def test_every_statistic_on_the_device_matches_the_cpu(tiny_bert_entry, tmp_path
     the CPU reports. On the CPU, two runs into separate caches give the same numbers exactly."""
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
-    common = dict(corpus=str(corpus), n_sequences=40, reservoir_size=64, svd_batch_size=50)
+    common = dict(corpus=str(corpus), n_sequences=40, reservoir_size=128, svd_batch_size=50)
     runs = [StatsProvider(Settings(**common, device=device, cache_dir=str(tmp_path / f"cache-{i}")),
                           Registry([tiny_bert_entry])).get(tiny_bert_entry)
             for i, device in enumerate(("cpu", torch_device))]
@@ -167,7 +167,7 @@ def test_a_file_that_makes_the_model_non_finite_is_left_out_and_named(tmp_path, 
     loaded = LoadedModel(entry, None, None, "fake")
     media = MediaSet("speech", "clips", "6 recordings", "here", "fp", tuple(np.full(160, i, np.float32) for i in range(6)),
                      tuple(f"clip{i}.wav" for i in range(6)), 6, 0)
-    settings = Settings(batch_size=batch_size, reservoir_size=8, svd_batch_size=8, device="cpu", n_bootstrap=0,
+    settings = Settings(batch_size=batch_size, reservoir_size=128, svd_batch_size=8, device="cpu", n_bootstrap=0,
                         cache_dir=str(tmp_path))
     stats = compute_model_stats(loaded, modality, media, settings, "fp", frozenset({"first-order"}))
     assert stats.meta["n_sequences"] == 5 and stats.layers[0].count == 15
@@ -194,7 +194,7 @@ def test_a_paragraph_that_makes_the_model_non_finite_is_left_out_and_named(tmp_p
                            "role": "encoder", "family": "f", "measured_on": None, "tags": ()})()
     loaded = LoadedModel(entry, None, None, "fake")
     corpus = Corpus("c", "6 paragraphs", "here", "fp", tuple(f"words of paragraph {i}" for i in range(6)), 6, 0)
-    settings = Settings(batch_size=2, reservoir_size=8, svd_batch_size=8, device="cpu", n_bootstrap=0,
+    settings = Settings(batch_size=2, reservoir_size=128, svd_batch_size=8, device="cpu", n_bootstrap=0,
                         cache_dir=str(tmp_path))
     stats = compute_model_stats(loaded, modality, corpus, settings, "fp", frozenset({"first-order"}))
     assert stats.meta["n_sequences"] == 5 and stats.layers[0].count == 15

@@ -87,14 +87,13 @@ def bench_command(model_id: str, *, paragraphs: int = 256, repeats: int = 3, reg
     """
     from ..common.settings import Settings
     from ..inputs.text import load_corpus
-    from ..registry.entries import load_registry
-    from ..registry.locate import registry_path
+    from ..registry.locate import open_registry, registry_path, registry_source
     from ..stats.pipeline import StatsProvider
 
     if repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {repeats}")
     settings = Settings.from_sources({"registry": registry, "n_sequences": paragraphs})
-    reg = load_registry(registry_path(None, settings.registry))
+    reg = open_registry(registry_path(None, settings.registry), registry_source(registry, settings.registry))
     entry = reg.get(model_id)
     folder = model_folder(entry, StatsProvider(settings, reg).source_context)
     corpus = load_corpus(settings.corpus, paragraphs, settings.seed)

@@ -146,11 +146,11 @@ def load_subject(model_id: str, *, paragraphs: int = 256, max_length: int = 128,
     an unreadable corpus.
     """
     from ..stats.pipeline import StatsProvider
-    from ..registry.locate import open_registry, registry_path
+    from ..registry.locate import open_registry, registry_path, registry_source
     from ..sources import load_model
 
     settings = _settings(paragraphs, max_length, batch_size, device, registry)
-    reg = open_registry(registry_path(registry, settings.registry))
+    reg = open_registry(registry_path(registry, settings.registry), registry_source(registry, settings.registry))
     entry = reg.get(model_id)
     from ..extract.modalities import modality_of
 

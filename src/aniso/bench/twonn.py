@@ -124,18 +124,82 @@ def dadapy_twonn(x: np.ndarray) -> float:
     return float(dadapy.Data(x).compute_id_2NN(algorithm="base", mu_fraction=0.9, data_fraction=1)[0])
 
 
+#: What to do about a Python ``ANISO_PEER_PYTHON`` names that cannot run the peers (then: how to leave them out).
+PEER_REMEDY = ("point it at a Python that has dadapy and scikit-dimension (docs/performance.md: `python -m venv peer "
+               "&& peer/bin/pip install \"numpy<2\" dadapy scikit-dimension`)")
+
+
+class PeerFailed(RuntimeError):
+    """A peer's process (``ANISO_PEER_PYTHON``) could not run or failed: one line naming the variable, its value and
+    what went wrong (``problem``), then what to do (``bench_twonn``'s ``peers=False`` leaves the peers out; the
+    command line says ``--no-peers``)."""
+
+    def __init__(self, problem: str, way_out: str = "pass peers=False to leave the peers out"):
+        super().__init__(f"{problem}; {PEER_REMEDY}, or {way_out}")
+        self.problem = problem
+
+
+def _error_line(stderr: str) -> str:
+    """The line of a process's error output that says what went wrong: a Python traceback's last line (the
+    exception), else the first line; empty when there is none."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return lines[-1] if lines[0].startswith("Traceback") else lines[0]
+
+
+def _run_peer_python(python: str, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """``python args`` run to its end, output captured; raises :class:`PeerFailed` (naming ``ANISO_PEER_PYTHON``)
+    where it cannot start or exits with an error."""
+    where = f"environment variable ANISO_PEER_PYTHON {python}"
+    try:
+        out = subprocess.run([python, *args], capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise PeerFailed(f"{where}: no such file") from None
+    except PermissionError:
+        raise PeerFailed(f"{where}: not an executable file") from None
+    except OSError as exc:
+        raise PeerFailed(f"{where}: cannot be run ({exc.strerror or exc})") from None
+    except subprocess.TimeoutExpired:
+        raise PeerFailed(f"{where}: did not finish in {timeout:.0f} s") from None
+    if out.returncode != 0:
+        line = _error_line(out.stderr)
+        raise PeerFailed(f"{where}: exited {out.returncode}" + (f" ({line})" if line else " with no error output"))
+    return out
+
+
+def peer_python_problem(names: list[str] | None = None) -> str | None:
+    """Why the Python ``ANISO_PEER_PYTHON`` names cannot run the peers ``names`` (default: those that do not import
+    here), in words (no such file, not executable, or it exits with an error importing them, with the line of its
+    error output that says why); None where it can, or where the variable is unset or no peer needs it."""
+    python = os.environ.get("ANISO_PEER_PYTHON")
+    if not python:
+        return None
+    names = [n for n in (_PEER_MODULES if names is None else names)
+             if importlib.util.find_spec(_PEER_MODULES[n]) is None]
+    if not names:
+        return None
+    modules = ", ".join(["numpy", *(_PEER_MODULES[n] for n in names)])
+    try:
+        _run_peer_python(python, ["-c", f"import {modules}"], timeout=600)
+    except PeerFailed as exc:
+        return str(exc)
+    return None
+
+
 def _in_peer_process(name: str, x: np.ndarray) -> tuple[float, float]:
-    """(estimate, seconds measured inside the process) of peer ``name`` run by ``ANISO_PEER_PYTHON`` on ``x``."""
+    """(estimate, seconds measured inside the process) of peer ``name`` run by ``ANISO_PEER_PYTHON`` on ``x``.
+    Raises :class:`PeerFailed` where that Python cannot run or the peer fails."""
     python = os.environ["ANISO_PEER_PYTHON"]
     with tempfile.TemporaryDirectory() as tmp:
         np.save(f"{tmp}/x.npy", x)
-        out = subprocess.run([python, "-c", _PEER, name, f"{tmp}/x.npy"], capture_output=True, text=True,
-                             timeout=3600)
-    if out.returncode != 0:
-        raise RuntimeError(f"ANISO_PEER_PYTHON={python}: {name} failed: "
-                           f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
-    got = json.loads(out.stdout.strip().splitlines()[-1])
-    return got["estimate"], got["seconds"]
+        out = _run_peer_python(python, ["-c", _PEER, name, f"{tmp}/x.npy"], timeout=3600)
+    try:
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        return float(got["estimate"]), float(got["seconds"])
+    except (ValueError, IndexError, KeyError, TypeError):
+        raise PeerFailed(f"environment variable ANISO_PEER_PYTHON {python}: {name} printed no estimate "
+                         f"({_error_line(out.stdout) or 'no output'})") from None
 
 
 def available_peers() -> list[str]:
@@ -145,10 +209,16 @@ def available_peers() -> list[str]:
             if importlib.util.find_spec(module) is not None or os.environ.get("ANISO_PEER_PYTHON")]
 
 
+def missing_peers() -> list[str]:
+    """The peers that cannot run: neither imports here nor ``ANISO_PEER_PYTHON`` is set (see
+    :func:`available_peers`)."""
+    return [name for name in _PEER_MODULES if name not in available_peers()]
+
+
 def run_peer(name: str, x: np.ndarray) -> dict:
     """Run peer ``name`` (see :func:`available_peers`) on ``x``: ``{"s": seconds, "estimate": float}``, in this
     process where it imports, else in ``ANISO_PEER_PYTHON``'s (seconds measured there). Raises ValueError for an
-    unknown name, RuntimeError when the peer's process fails."""
+    unknown name, :class:`PeerFailed` (a RuntimeError) when the peer's process cannot run or fails."""
     if name not in _PEER_MODULES:
         raise ValueError(f"unknown TwoNN peer {name!r}")
     if importlib.util.find_spec(_PEER_MODULES[name]) is None:
@@ -216,19 +286,26 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     Returns
     -------
     ``{"n", "d", "data", "device", "suite_s", "bound_s", "ratio_to_bound", "estimate",
-    "peers": {name: {"s": seconds, "estimate": float}}}``; ``peers`` is empty when ``peers=False`` or none runs.
+    "peers": {name: {"s": seconds, "estimate": float}}, "peers_not_run": [name, ...]}``; ``peers`` is empty when
+    ``peers=False`` or none runs; ``peers_not_run`` names the peers left out because they cannot run here
+    (:func:`missing_peers`; empty when ``peers=False``).
 
     Raises
     ------
     ValueError for bad ``n``, ``d``, ``data``, ``seed`` (see :func:`make_points`), ``n`` and ``d`` whose points and
     copies do not fit this machine's memory (:func:`memory_problem`; checked before anything is allocated), ``n``
     more than it compares pairwise on ``device`` in reasonable time (:func:`work_problem`) and a
-    ``device`` that is not here (:func:`aniso.common.devices.check_device`, naming it); RuntimeError if a peer fails.
+    ``device`` that is not here (:func:`aniso.common.devices.check_device`, naming it); :class:`PeerFailed` (a
+    RuntimeError) where ``ANISO_PEER_PYTHON`` cannot run the peers (checked before any point is made:
+    :func:`peer_python_problem`) or a peer fails.
     """
     from ..common.devices import check_device
     from ..common.progress import bar
 
     check_device(device)
+    problem = peer_python_problem() if peers else None
+    if problem is not None:  # before any point is made: the peers come last, after minutes of the suite's passes
+        raise PeerFailed(problem)
     problem = memory_problem(n, d, data, peers) if n >= 3 and d >= 1 and data in DATA_KINDS else None
     if problem is not None:
         raise ValueError(f"TwoNN benchmark of n={n} points in d={d} dimensions {problem}; take a smaller n or d")
@@ -254,4 +331,5 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
         else:
             found[step] = run_peer(step, x.astype(np.float64))
     return {"n": n, "d": d, "data": data, "device": device, "suite_s": suite_s, "bound_s": bound_s,
-            "ratio_to_bound": suite_s / bound_s, "estimate": estimate, "peers": found}
+            "ratio_to_bound": suite_s / bound_s, "estimate": estimate, "peers": found,
+            "peers_not_run": missing_peers() if peers else []}

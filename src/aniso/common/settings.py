@@ -80,9 +80,15 @@ def _unknown_variable(environ) -> str | None:
     unknown = sorted(k for k, v in environ.items() if k.startswith("ANISO_") and k not in known and str(v).strip())
     if not unknown:
         return None
-    close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-    return (f"environment variable {unknown[0]}: no setting has this name"
-            + (f"; did you mean {close[0]}?" if close else "")
+    name = unknown[0]
+    if name.upper() in known:  # a case slip: the variables are upper case (ANISO_corpus for ANISO_CORPUS)
+        hint = f"; did you mean {name.upper()}? (the variables are upper case)"
+    elif name == "ANISO_":  # no name after the prefix: nothing to be close to
+        hint = "; nothing follows ANISO_"
+    else:
+        close = difflib.get_close_matches(name.upper(), sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+    return (f"environment variable {name}: no setting has this name" + hint
             + " (the settings: docs/settings.md, or the --aniso-* options of pytest --help; unset this one)")
 
 
@@ -173,12 +179,20 @@ def _default_cache() -> str:
 #: the legacy ``numpy.random.seed`` (0 .. 2**32 - 1).
 MAX_SEED = 2**32 - 1
 
+#: The fewest points a TwoNN intrinsic dimension (Facco et al. 2017) is given from: the fewest vectors a claim that
+#: reads second-order statistics is decided on (``aniso.registry.catalog.MIN_VECTORS``; the suite's convention, the
+#: papers state none). Three distinct points make the fit defined, not meaningful: its slope rests on the smallest
+#: 90% of the ratios r2/r1, and a few of them give any number (a 3-point reservoir gave 51.8 for a layer where the
+#: default reservoir gives 4 to 7). The reservoir (setting ``reservoir_size``) holds at least this many, and a layer
+#: that saw fewer vectors gets NaN (:class:`aniso.stats.parts.reservoir.Reservoir`).
+TWONN_MIN_POINTS = 128
+
 #: Bounds of the integer settings, inclusive: (smallest, largest). The largest values are far above any run's
 #: needs and keep a typo (a digit too many) from reaching a buffer; the memory the second-order sizes imply together
 #: is checked against this machine's memory as well (:func:`second_order_bytes`).
 BOUNDS: dict[str, tuple[int, int]] = {
     "n_sequences": (1, 10**9), "max_length": (1, 2**20), "batch_size": (1, 2**16), "seed": (0, MAX_SEED),
-    "reservoir_size": (3, 2**31 - 1), "svd_batch_size": (2, 2**31 - 1), "block_seeds": (1, 1000),
+    "reservoir_size": (TWONN_MIN_POINTS, 2**31 - 1), "svd_batch_size": (2, 2**31 - 1), "block_seeds": (1, 1000),
     "block_sequences": (1, 2**16), "block_seq_len": (2, 2**20), "n_bias_norms": (3, 10_000), "n_clips": (1, 10**9),
     "n_images": (1, 10**9), "max_image_pixels": (1, 2**40), "second_order_max_dim": (2, 2**17),
     "miniature_steps": (1, 10**9), "miniature_width": (8, 2**16), "miniature_batch": (1, 2**16), "shards": (1, 4096),
@@ -198,6 +212,10 @@ def _path_text(value: object) -> object:
 #: A file or folder setting: text or ``os.PathLike``, or None (not set).
 _Path = Annotated[Optional[str], BeforeValidator(_path_text)]
 _PathRequired = Annotated[str, BeforeValidator(_path_text)]
+
+
+#: Why a setting's smallest value is what it is, where that is not plain (shown in its refusal).
+_WHY_LOWEST = {"reservoir_size": f"TwoNN needs at least {TWONN_MIN_POINTS} points to mean anything"}
 
 
 def _allowed(name: str) -> str:
@@ -286,7 +304,8 @@ def _refusal(exc: ValidationError) -> SettingError:
     if name in Settings.__dataclass_fields__:
         shown = f"{value!r}" + ("" if isinstance(value, (int, str)) and not isinstance(value, bool) or value is None
                                 else f" ({type_name(value)})")
-        return SettingError(f"{_where(name)} must be {_allowed(name)}, got {shown}")
+        why = _WHY_LOWEST.get(name) if type(value) is int and name in BOUNDS and value < BOUNDS[name][0] else None
+        return SettingError(f"{_where(name)} must be {_allowed(name)}, got {shown}" + (f": {why}" if why else ""))
     if first["type"] == "unexpected_keyword_argument":
         close = difflib.get_close_matches(str(first["loc"][-1]), list(Settings.__dataclass_fields__), n=1)
         return SettingError(f"settings: unknown setting {first['loc'][-1]!r}"
@@ -656,7 +675,8 @@ SETTING_HELP = {
     "max_length": "tokens per sequence at most",
     "batch_size": "sequences per forward pass",
     "seed": "seed of the corpus sample and the reservoirs",
-    "reservoir_size": "vectors kept per layer for TwoNN and sampled-pair estimates",
+    "reservoir_size": "vectors kept per layer for TwoNN (at least 128, the fewest it means anything from) and "
+                      "sampled-pair estimates",
     "svd_batch_size": "vectors per batch for the batch-wise SVD anisotropy (Razzhigaev et al.: >= 4096)",
     "cache_dir": "folder of the statistics cache (a relative one from the working folder)",
     "no_cache": "recompute statistics, ignoring the cache",

@@ -12,6 +12,7 @@ import datetime as _dt
 import math
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -831,6 +832,12 @@ def check_ids(doc: ResultsDocument) -> str | None:
     return None
 
 
+#: What a results file is, for the refusal of a file that is none.
+_NOT_RESULTS = "not a results.json written by aniso run"
+#: A top-level ``models:`` line: the YAML of a model registry.
+_REGISTRY_LINE = re.compile(r"^models\s*:", re.MULTILINE)
+
+
 def read_results(path: Path, *, require_digest: bool = True, require_seal: bool = False) -> ResultsDocument:
     """Read a ``results.json`` written by :func:`write_results`, and validate it.
 
@@ -848,6 +855,9 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
     import json
 
     text = _read_bounded(path)
+    if not text.strip("\ufeff \t\r\n"):
+        raise ValueError(f"{path} is empty ({len(text.encode('utf-8')):,} bytes"
+                         + (")" if not text else ", white space only)") + f": {_NOT_RESULTS}")
     try:
         raw = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_no_key_twice)
     except _KeyTwice as exc:
@@ -857,11 +867,18 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
         raise ValueError(f"{path}: holds the number {exc}, which a run never writes (it writes null); it was not "
                          "written by a run of aniso, or was edited") from None
     except json.JSONDecodeError as exc:
+        if _REGISTRY_LINE.search(text):  # YAML whose top level has models: (a registry such as models.yaml)
+            raise ValueError(f"{path} is a model registry (its field models lists the entries), {_NOT_RESULTS}") \
+                from None
         raise ValueError(f"{path}: cannot read results ({exc})") from None
     except RecursionError:
         raise ValueError(f"{path}: cannot read results (its JSON is nested too deeply)") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: not a results document")
+    if not {"schema_version", "provenance", "results"} & raw.keys():
+        if isinstance(raw.get("models"), list):  # a registry's models are a list of entries, a run's a mapping
+            raise ValueError(f"{path} is a model registry (its field models lists the entries), {_NOT_RESULTS}")
+        raise ValueError(f"{path} holds no results (no schema_version, provenance or results): {_NOT_RESULTS}")
     _check_schema_version(path, raw.get("schema_version"))
     try:
         doc = ResultsDocument.model_validate(raw)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..common.settings import TWONN_MIN_POINTS
+
 G = "Godey et al. 2024, Anisotropy Is Inherent to Self-Attention in Transformers (EACL)"
 R = "Razzhigaev et al. 2024, The Shape of Learning (EACL Findings)"
 S = "This suite, beyond the papers: controlled experiments on miniatures it trains"
@@ -37,7 +39,7 @@ FAMILY_ADJUSTMENT = "Benjamini-Hochberg"
 #: from the weights (the embedding matrices' isotropy) need no inputs. Fewer vectors: the model is refused for the
 #: claim, with the count (:meth:`aniso.session.ClaimContext.stats`).
 MIN_VECTORS = {"first-order": 64, "first-token-excluded": 64, "final-norm": 64, "attention-sink": 64,
-               "second-order": 128, "embedding-isotropy": 0}
+               "second-order": TWONN_MIN_POINTS, "embedding-isotropy": 0}
 
 
 @dataclass(frozen=True)

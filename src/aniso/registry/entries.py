@@ -37,6 +37,11 @@ class RegistryError(ValueError):
     """A registry file that cannot be read or does not match the schema."""
 
 
+class NotARegistry(RegistryError):
+    """A file given as the registry that is another of the suite's files (a run's results.json); the door that knows
+    where the path came from (``--registry``, setting ``registry``) names it."""
+
+
 class UnknownModel(KeyError):
     """A model id that the registry does not hold: a KeyError whose text is its one-line message (a plain KeyError
     prints its message in quotes)."""
@@ -740,6 +745,9 @@ def load_registry(path: Path | str) -> Registry:
     if not isinstance(raw, dict):
         raise RegistryError(f"{path}: a registry is a mapping whose field models lists the entries; this file holds "
                             + ("nothing" if raw is None else f"a {type(raw).__name__}"))
+    if "schema_version" in raw or {"provenance", "results"} <= raw.keys():
+        raise NotARegistry(f"{path} is a results file (the results.json of a run: schema_version, provenance, "
+                           "results), not a registry (a mapping whose field models lists the entries, as models.yaml)")
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..common.settings import Settings
-from .entries import Registry, RegistryError, load_registry
+from .entries import NotARegistry, Registry, RegistryError, load_registry
 
 __all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "holds_claim_tests", "marks_a_claim", "check_corpus",
-           "open_registry", "settings_and_registry"]
+           "open_registry", "registry_source", "settings_and_registry"]
 
 #: The registry file read when none is given or set: ``models.yaml`` in the working folder, else the source tree's.
 DEFAULT_REGISTRY = "models.yaml"
@@ -197,9 +197,27 @@ def check_corpus(settings: Settings) -> None:
             raise ValueError(f"setting corpus (ANISO_CORPUS, --aniso-corpus): {exc}") from None
 
 
-def open_registry(path: Path | None) -> Registry:
-    """The registry at ``path`` (:func:`~aniso.registry.entries.load_registry`), or an empty one for None."""
-    return load_registry(path) if path is not None else Registry([], None)
+#: How a refusal names where a registry path came from: given (``--registry``, the ``registry`` argument), or set.
+REGISTRY_GIVEN = "registry (--registry)"
+REGISTRY_SETTING = "setting registry (ANISO_REGISTRY, --aniso-registry)"
+
+
+def registry_source(given: str | Path | None, setting: str | Path | None) -> str | None:
+    """Where the registry path of :func:`registry_path` came from, as a refusal names it: ``given`` (an explicit
+    argument, ``--registry``), else setting ``registry``; None where neither (the default file)."""
+    return REGISTRY_GIVEN if given is not None else REGISTRY_SETTING if setting is not None else None
+
+
+def open_registry(path: Path | None, named: str | None = None) -> Registry:
+    """The registry at ``path`` (:func:`~aniso.registry.entries.load_registry`), or an empty one for None. A file
+    that is no registry but another of the suite's files (a results.json) is refused naming where the path came from,
+    ``named`` (:data:`REGISTRY_GIVEN`, :data:`REGISTRY_SETTING`), where given."""
+    try:
+        return load_registry(path) if path is not None else Registry([], None)
+    except NotARegistry as exc:
+        if named is None:
+            raise
+        raise NotARegistry(f"{named}: {exc}") from None
 
 
 def settings_and_registry(options: dict[str, Any] | None = None, *, registry: str | Path | None = None,
@@ -219,9 +237,10 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
         settings.check_paths(DATA_FORMATS)
         check_corpus(settings)
     path = registry_path(registry, settings.registry, root, required=required)
+    named = registry_source(registry, settings.registry)
     if path is not None:
         settings = replace(settings, registry=str(path))
-    opened = open_registry(path)
+    opened = open_registry(path, named)
     if check_models and path is not None:
         try:
             chosen, _ = opened.model_set(settings.models)
