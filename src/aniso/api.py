@@ -613,7 +613,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     empty list, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
     (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
-    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, or
+    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
+    is no text, or
     ``statistics`` when it is no name or list of names;
     :class:`aniso.sources.ModelUnavailable` when the weights cannot be
     had (:class:`aniso.sources.InputsMissing` when inputs are missing); RuntimeError naming the model and device on
@@ -1037,7 +1038,10 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     bad setting, corpus, claims filter or registry, a setting given twice with different values (``claims`` and
     ``--aniso-claims``, ``settings`` and a pytest option, a pytest option repeated) or setting ``models`` given at all
     (``model`` chooses it), a missing or empty claims folder, a report folder that cannot be
-    written, a model that is neither a registry id nor detectable, or a detected id the registry already uses.
+    written, a model that is neither a registry id nor detectable (a name too long for a path here included), or a
+    detected id the registry already uses; TypeError naming the argument for a ``model`` that is no str or
+    pathlib.Path, a ``say`` that is no function, ``settings`` that are no dict, or ``pytest_args`` that are no list of
+    texts, before anything runs.
     """
     import shutil
     import tempfile
@@ -1390,7 +1394,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     Returns a :class:`ClaimsRun` (``model_id``: ``models``). A row the registry says cannot run (``cannot_run``) is
     refused in one line, as is a row with no twin; the exit code is 2 when every row was refused, or a row without a
     ``cannot_run`` record was. Raises ValueError (one line) for a bad setting, registry or model set, or a set with no
-    hub row.
+    hub row; TypeError naming ``models`` when it is no text, ``say`` when it is no function, before anything runs.
     """
     import json
     import shutil
@@ -1571,7 +1575,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     ValueError, one line naming the argument: an unknown or undetectable model (``model``), an unknown claim id or
     prefix (``claims``), a bad setting (``settings``), inputs that do not exist or do not fit the model, a list of
     fewer than 2 distinct texts (``inputs``), inputs given both as ``inputs`` and in ``settings`` with different
-    values; TypeError naming ``verbose`` when it is not True or False; RuntimeError when the run wrote no results
+    values; TypeError naming ``model`` when it is no str or pathlib.Path (an in-memory model), ``settings`` when
+    they are no dict, ``verbose`` when it is not True or False; RuntimeError when the run wrote no results
     (pytest could not start; its output says why).
     """
     import tempfile
