@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import functools
 import numbers
 import os
@@ -248,10 +249,7 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     ``settings`` is no mapping."""
     from .common.settings import SettingError, Settings, _where
 
-    if settings is not None and not isinstance(settings, Mapping):
-        raise TypeError(f"settings: {settings!r:.40} ({type_name(settings)}); give a dict of setting names and "
-                        "values, e.g. {'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
-    given = dict(settings or {})
+    given = dict(_settings_argument(settings) or {})
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
@@ -282,6 +280,15 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
         except SettingError as exc:  # a file ``inputs`` named that is no text (a photograph for a text model)
             raise by_argument(exc) from None
     return s
+
+
+def _settings_argument(settings: Any) -> Mapping[str, Any] | None:
+    """``settings``, the API's argument of settings by name, when it is None or a mapping. Raises TypeError naming
+    ``settings`` otherwise."""
+    if settings is not None and not isinstance(settings, Mapping):
+        raise TypeError(f"settings: {settings!r:.40} ({type_name(settings)}); give a dict of setting names and "
+                        "values, e.g. {'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
+    return settings
 
 
 def _one_value(name: str, routes: Sequence[tuple[str, Any]]) -> None:
@@ -355,6 +362,50 @@ def _path_argument(name: str, value: Any, what: str) -> Any:
     return value
 
 
+def _model_argument(name: str, value: Any, what: str) -> str:
+    """``value``, argument ``name`` naming a model by text (a registry id, a model folder or a hub id; a model set),
+    as a str: a str, or an ``os.PathLike`` such as ``pathlib.Path`` (a folder). Raises TypeError naming ``name``,
+    the value and ``what`` to give for anything else (an in-memory model, a number, bytes), ValueError for an empty
+    or blank text."""
+    if isinstance(value, os.PathLike) and not isinstance(value, (bytes, bytearray)):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: {value!r:.40} ({type_name(value)}); give {what}")
+    if not value.strip():
+        raise ValueError(f"{name}: an empty text ({value!r}); give {what}")
+    return value
+
+
+def _callable_argument(name: str, value: Any, what: str) -> Callable:
+    """``value``, argument ``name``, when it is callable (a function such as ``print``). Raises TypeError naming
+    ``name``, the value and ``what`` it is called with otherwise (``say='loud'`` would fail only when a line is said,
+    after work is done, or never)."""
+    if not callable(value):
+        raise TypeError(f"{name}: {value!r:.40} ({type_name(value)}); give a function that takes {what}, e.g. print")
+    return value
+
+
+def _is_path_here(model: str) -> bool:
+    """Whether ``model`` names a file or folder here. A name the system cannot take as a path (longer than a file
+    name may be, :data:`errno.ENAMETOOLONG`; a NUL byte) is none: it is then no path here, never an OSError."""
+    try:
+        return Path(model).expanduser().exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _path_problem(model: str) -> str | None:
+    """Why ``model`` cannot be a path at all (a name longer than the system takes), in words, or None."""
+    try:
+        os.stat(os.path.expanduser(model))
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return f"too long for a file or folder name here ({exc.strerror}), and longer than a hub id may be"
+    except ValueError:
+        return None
+    return None
+
+
 def _registry_file(path: str | Path | None, settings) -> Path | None:
     """The registry file as every door finds it (:func:`aniso.registry.locate.registry_path`), or None where there is
     none (folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and is not a file."""
@@ -388,6 +439,9 @@ def _entry(model: str | Path, registry):
     if any(e.id == text for e in registry):
         return registry.get(text)
     try:
+        problem = _path_problem(text)
+        if problem is not None:  # no path (and no hub id): never the system's OSError
+            raise UndetectableModel(problem)
         row = detect_entry(text)
     except UndetectableModel as exc:
         ids = [e.id for e in registry]
@@ -395,7 +449,7 @@ def _entry(model: str | Path, registry):
         close = same or difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
-        raise ValueError(f"model {text!r}: {where}; as a folder or hub id: {exc}") from None
+        raise ValueError(f"model {_shown(text)}: {where}; as a folder or hub id: {exc}") from None
     return ModelEntry.model_validate(row)
 
 
@@ -559,7 +613,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     empty list, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
     (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
-    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, or
+    ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
+    is no text, or
     ``statistics`` when it is no name or list of names;
     :class:`aniso.sources.ModelUnavailable` when the weights cannot be
     had (:class:`aniso.sources.InputsMissing` when inputs are missing); RuntimeError naming the model and device on
@@ -569,6 +624,9 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     n_inputs, batch_size, max_length = (_count(arg, value) for arg, value in (
         ("n_inputs", n_inputs), ("batch_size", batch_size), ("max_length", max_length)))
     progress = _flag("progress", progress)
+    if name is not None and not (isinstance(name, str) and name.strip()):
+        raise TypeError(f"name: {name!r:.40} ({type_name(name)}); give the id to report an in-memory model under, "
+                        "a non-empty str, or None")
     _no_empty_path(inputs)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
@@ -947,7 +1005,16 @@ def _write_registry(raw: dict, path: Path, what: str) -> Path:
     return path
 
 
-def run_claims(model: str, claims: str | None = None, *, registry: str | Path | None = None,
+#: What a model argument names, for the message that refuses another type.
+_MODEL_WORDS = "a registry id, a model folder (a str or pathlib.Path) or a hub id"
+
+
+def _shown(text: str, width: int = 80) -> str:
+    """``text`` as a message names it, quoted: whole, or its first ``width`` characters and its length."""
+    return repr(text) if len(text) <= width else f"{text[:width]!r}… ({len(text)} characters)"
+
+
+def run_claims(model: str | Path, claims: str | None = None, *, registry: str | Path | None = None,
                claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
                say: Callable[[str], None] = lambda line: None, settings: dict[str, Any] | None = None) -> ClaimsRun:
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
@@ -971,7 +1038,10 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     bad setting, corpus, claims filter or registry, a setting given twice with different values (``claims`` and
     ``--aniso-claims``, ``settings`` and a pytest option, a pytest option repeated) or setting ``models`` given at all
     (``model`` chooses it), a missing or empty claims folder, a report folder that cannot be
-    written, a model that is neither a registry id nor detectable, or a detected id the registry already uses.
+    written, a model that is neither a registry id nor detectable (a name too long for a path here included), or a
+    detected id the registry already uses; TypeError naming the argument for a ``model`` that is no str or
+    pathlib.Path, a ``say`` that is no function, ``settings`` that are no dict, or ``pytest_args`` that are no list of
+    texts, before anything runs.
     """
     import shutil
     import tempfile
@@ -985,6 +1055,9 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
     from .sources.detect import detect_entry
     from .registry.selection import parse_claims
 
+    model = _model_argument("model", model, _MODEL_WORDS)
+    say = _callable_argument("say", say, "one line (a str)")
+    _settings_argument(settings)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     pytest_args = _pytest_arguments(pytest_args)
@@ -1005,10 +1078,14 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
         try:
             if any(e.id == model for e in reg):
                 model_id = model
-                if Path(model).exists():  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
+                if _is_path_here(model):  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
                     say(f"{model} is a registry id and also a path here; running the registry's row (for the "
                         f"folder: aniso run ./{model})")
             else:
+                problem = _path_problem(model)
+                if problem is not None:  # no path (and no hub id): never the system's OSError
+                    raise ValueError(f"{_shown(model)}: registry {reg.path} names no model with this id; as a "
+                                     f"folder or hub id: {problem}")
                 try:
                     row = detect_entry(model)  # UndetectableModel is a ValueError
                 except ValueError as exc:
@@ -1019,7 +1096,7 @@ def run_claims(model: str, claims: str | None = None, *, registry: str | Path | 
                     raise ValueError(f"{_not_in_registry(model, reg, str(exc))}{_registry_row_named(model, reg)}")\
                         from None
                 model_id = row["id"]
-                if Path(model).exists() and _in_hub_cache(model):
+                if _is_path_here(model) and _in_hub_cache(model):
                     say(f"{model} is a folder here and also a hub id in the hub cache; running the folder (for the "
                         f"hub's model, run it from another folder)")
                 if any(e.id == model_id for e in reg):
@@ -1081,7 +1158,7 @@ def _not_in_registry(model: str, reg, why: str) -> str:
     path that exists is a model folder or file: ``why`` alone."""
     from .sources.hubcache import hub_id_problem
 
-    if Path(model).expanduser().exists() or hub_id_problem(model) is not None:
+    if _is_path_here(model) or hub_id_problem(model) is not None:
         return why
     close = reg.closest_id(model)
     holds = ("it holds no models" if len(reg) == 0 else f"did you mean {close!r}?" if close is not None
@@ -1317,7 +1394,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     Returns a :class:`ClaimsRun` (``model_id``: ``models``). A row the registry says cannot run (``cannot_run``) is
     refused in one line, as is a row with no twin; the exit code is 2 when every row was refused, or a row without a
     ``cannot_run`` record was. Raises ValueError (one line) for a bad setting, registry or model set, or a set with no
-    hub row.
+    hub row; TypeError naming ``models`` when it is no text, ``say`` when it is no function, before anything runs.
     """
     import json
     import shutil
@@ -1338,6 +1415,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
 
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
+    models = _model_argument("models", models, "registry ids and tags, comma-separated, or a model set, as a str")
+    say = _callable_argument("say", say, "one line (a str)")
     _path_argument("keep", keep, "the folder to keep the twins in, or None for a temporary one")
     if not isinstance(full_size, bool):
         raise TypeError(f"full_size: {full_size!r}; True (the rows' full configs) or False (their tiny ones)")
@@ -1496,7 +1575,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     ValueError, one line naming the argument: an unknown or undetectable model (``model``), an unknown claim id or
     prefix (``claims``), a bad setting (``settings``), inputs that do not exist or do not fit the model, a list of
     fewer than 2 distinct texts (``inputs``), inputs given both as ``inputs`` and in ``settings`` with different
-    values; TypeError naming ``verbose`` when it is not True or False; RuntimeError when the run wrote no results
+    values; TypeError naming ``model`` when it is no str or pathlib.Path (an in-memory model), ``settings`` when
+    they are no dict, ``verbose`` when it is not True or False; RuntimeError when the run wrote no results
     (pytest could not start; its output says why).
     """
     import tempfile
@@ -1504,10 +1584,10 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     from .registry.selection import parse_claims
     from .judge.results import read_results
 
-    if not isinstance(model, (str, Path)):
-        raise ValueError(f"model: a {type_name(model)}; check runs on a registry id, a model folder or a hub id "
-                         "(save an in-memory model with save_pretrained and pass the folder)")
+    model = _model_argument("model", model, f"{_MODEL_WORDS} (an in-memory model: save it with save_pretrained and "
+                            "pass the folder)")
     verbose = _flag("verbose", verbose)
+    _settings_argument(settings)
     _no_empty_path(inputs)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")

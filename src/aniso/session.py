@@ -473,7 +473,8 @@ class AnisoSession:
                             f"({', '.join(models)}): {reason}")
             else:
                 say("", f"{len(missing):>4} x {reason}")
-        if self.left_out:
+        one_folder = len(self.registry) > 0 and all(e.detected for e in self.registry)  # `aniso run FOLDER`
+        if self.left_out and not one_folder:  # (a folder's run never asked for the registry's models)
             shown = ", ".join(e.id for e in self.left_out[:3]) + (", …" if len(self.left_out) > 3 else "")
             say("", f"{len(self.left_out)} registry model(s) outside the model set {self.settings.models!r} were not "
                     f"run ({shown}); run one with: aniso run ID; all of them with: pytest claims --aniso-models all")

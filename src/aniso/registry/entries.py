@@ -218,10 +218,11 @@ class CheckpointSeries(Strict):
     @field_validator("steps", mode="before")
     @classmethod
     def _whole_steps(cls, value):
-        """A step is a whole number: YAML's ``true`` (which a lax int reads as 1) or ``16.0`` is refused by name."""
+        """A step is a whole number of at least 0: YAML's ``true`` (which a lax int reads as 1), ``16.0`` or ``-100`` is
+        refused by name (rather than as the union's other branch, ``'all'``)."""
         if isinstance(value, list):
             for step in value:
-                if isinstance(step, bool) or not isinstance(step, int):
+                if isinstance(step, bool) or not isinstance(step, int) or step < 0:
                     raise ValueError(f"step {step!r} is no training step: steps are whole numbers of at least 0 "
                                      "(or 'all')")
         return value
@@ -248,6 +249,16 @@ class CannotRun(Strict):
 _NOT_LOCATIONS = frozenset({"kind", "dtype", "device_map"})
 
 
+#: The form of a registry id (and of a tag, ``stands_for``, ``fine_tuned_from``): letters, digits, ``.``, ``_`` and
+#: ``-``, beginning with a letter or digit, at most :data:`ID_MAX_LENGTH` characters.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._\-]*$"
+#: The longest registry id (or tag): ids name files and folders (statistics, reports), and ``aniso run ID`` tries an
+#: id as a path too; a hub id (``org/name``) is at most 96 characters, so a row detected from one always fits.
+ID_MAX_LENGTH = 128
+#: A registry id or tag (:data:`ID_PATTERN`, :data:`ID_MAX_LENGTH`).
+Ident = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH)]
+
+
 #: The keys of a ``tiny`` config that hold a size or a count (hidden_size, num_hidden_layers, n_head, vocab_size,
 #: max_position_embeddings, d_model, ...), checked to be at least 1.
 _SIZE_KEY = re.compile(r"(size|dim$|^num_|^n_|layers|heads|positions|length|^d_|^vocab)")
@@ -256,14 +267,14 @@ _SIZE_KEY = re.compile(r"(size|dim$|^num_|^n_|layers|heads|positions|length|^d_|
 class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    id: Ident
     source: Source
     modality: Literal["text", "speech", "vision", "embeddings"]
     granularity: Literal["subword", "char", "byte", "audio-frame", "patch", "pixel", "embedding"]
     architecture: Literal["transformer", "cnn"]
     role: Literal["encoder", "decoder", "encoder-decoder", "block"]
     family: str = Field(min_length=1)
-    tags: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")], ...] = ()
+    tags: tuple[Ident, ...] = ()
     description: str = ""
     trust_remote_code: bool = False
     needs_remote_code: bool = False
@@ -278,9 +289,9 @@ class ModelEntry(Strict):
     checkpoints: CheckpointSeries | None = None
     measured_on: InputsKind | None = None
     params_m: float | None = Field(default=None, gt=0, allow_inf_nan=False, strict=True)  # (true is no count)
-    stands_for: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    stands_for: Ident | None = None
     relation: Relation | None = None
-    fine_tuned_from: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+    fine_tuned_from: Ident | None = None
     category: Category | None = None
     cannot_run: CannotRun | None = None
     #: True for a row detected for one run from a model folder, file or hub id (``aniso run PATH``): the registry
@@ -474,11 +485,16 @@ class Registry:
         self.path = path
         self.recorded_inputs = dict(recorded_inputs or {})
         self.recorded_profile = recorded_profile
-        seen: set[str] = set()
+        seen: dict[str, int] = {}
         for i, e in enumerate(self.entries):
-            if e.id in seen:
+            j = seen.get(e.id.casefold())
+            if j is not None and self.entries[j].id == e.id:
                 raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): duplicate id")
-            seen.add(e.id)
+            if j is not None:  # `mini` beside `Mini`: one file name on a case-insensitive disk, one --models pick
+                raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): duplicate id: models[{j}] is "
+                                    f"{self.entries[j].id!r}, which differs only in case (ids name files and are "
+                                    "picked by setting models; make them differ by more than case)")
+            seen[e.id.casefold()] = i
 
     def __iter__(self):
         return iter(self.entries)
@@ -572,26 +588,106 @@ def _did_you_mean(key: str) -> str:
     return f" {key!r}; did you mean {close[0]!r}?" if close else f" {key!r}"
 
 
+#: pydantic error types that say a value is of the wrong type or form for a schema, or for one branch of a union
+#: (``'all'`` or a list of steps): the branch a value of another type was never meant for.
+_WRONG_TYPE = re.compile(r"(_type|_parsing|^literal_error)$")
+
+
+def _walk(raw: Any, loc: tuple) -> tuple[Any, list[bool]]:
+    """The value of ``raw`` (a registry file's YAML data) at pydantic's error location ``loc``, and for each part of
+    ``loc`` whether it names a key or index of the data (False: a tag pydantic adds for a branch of a union, such as
+    ``literal['all']``, ``list[...]`` or a source kind, or the name of a missing field)."""
+    value, named = raw, []
+    for i, part in enumerate(loc):
+        kind_tag = (i > 0 and loc[i - 1] == "source" and part in SOURCE_KIND_NAMES and isinstance(value, dict)
+                    and value.get("kind") == part)  # (a kind may share its name with a field: package.package)
+        if not kind_tag and isinstance(value, dict) and part in value:
+            value = value[part]
+        elif not kind_tag and isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        else:
+            named.append(False)
+            continue
+        named.append(True)
+    return value, named
+
+
+def _wrong_branch(raw: Any, error: dict) -> bool:
+    """Whether ``error`` says only that a value is of another type than one branch of a union takes (its location
+    ends at the branch's tag): another branch, the one for the value's type, says what is wrong with it."""
+    loc = tuple(error["loc"])
+    if not loc or not _WRONG_TYPE.search(error["type"]):
+        return False
+    _, named = _walk(raw, loc)
+    return not named[-1] and isinstance(loc[-1], str)
+
+
+def _no_tags(raw: Any, error: dict) -> tuple:
+    """The location of ``error`` without the union branch tags pydantic inserts (:func:`_walk`), keeping a missing
+    field's name."""
+    loc = tuple(error["loc"])
+    _, named = _walk(raw, loc)
+    last = len(loc) - 1
+    return tuple(part for i, (part, ok) in enumerate(zip(loc, named))
+                 if ok or (i == last and not _wrong_branch(raw, error)))
+
+
+def _first_error(raw: Any, errors: list[dict]) -> tuple[dict, str | None]:
+    """The error a one-line message names, and for a value that fits no branch of a union, what the branches take.
+
+    A misspelt key is both unknown and a missing field: the unknown key (with its likely meaning) comes first. A
+    value of a union field is judged by the branch for its type (a list of steps by the list branch, not by
+    ``'all'``): the errors that say only that the value is of another branch's type are passed over. When every
+    error is of that kind, the value fits no branch: the message says what each branch takes."""
+    unknown = next((e for e in errors if e["type"] == "extra_forbidden"), None)
+    if unknown is not None:
+        return unknown, None
+    meant = [e for e in errors if not _wrong_branch(raw, e)]
+    if meant:
+        return meant[0], None
+    # Nothing fits: the branches of the deepest union reached (the branch for the value's type went furthest).
+    deepest = max((_no_tags(raw, e) for e in errors), key=len)
+    same = [e for e in errors if _no_tags(raw, e) == deepest]
+    first = same[0]
+    if len(same) < 2:
+        return first, None
+    takes = []
+    for e in same:
+        said = e["msg"].removeprefix("Input should be ")
+        if said not in takes:
+            takes.append(said)
+    return first, ", ".join(takes[:-1]) + f" or {takes[-1]}"
+
+
 def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
-    # A misspelt key is both unknown and a missing field: name the unknown key (with its likely meaning) first.
-    first = next((e for e in err.errors() if e["type"] == "extra_forbidden"), err.errors()[0])
-    loc = list(first["loc"])
+    errors = err.errors()
+    first, takes = _first_error(raw, errors)
+    value, _ = _walk(raw, tuple(first["loc"]))
+    loc = list(_no_tags(raw, first))
     where = ""
     if len(loc) >= 2 and loc[0] == "models" and isinstance(loc[1], int):
         i = loc[1]
         entry = raw["models"][i] if isinstance(raw, dict) and isinstance(raw.get("models"), list) else None
         ident = entry.get("id") if isinstance(entry, dict) else None
-        where = f"models[{i}]" + (f" (id {ident!r})" if ident else "")
+        where = f"models[{i}]" + (f" (id {_shown(ident)})" if ident else "")
         loc = loc[2:]
-        # Drop the discriminator tag pydantic inserts for tagged unions.
-        if len(loc) >= 2 and loc[0] == "source" and loc[1] in SOURCE_KIND_NAMES:
-            loc = [loc[0]] + loc[2:]
     field_path = ".".join(str(p) for p in loc) or "(entry)"
-    more = f" (and {len(err.errors()) - 1} more error(s))" if len(err.errors()) > 1 else ""
+    others = [e for e in errors if e is not first and not _wrong_branch(raw, e)]
+    more = f" (and {len(others)} more error(s))" if others else ""
     msg = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's prefix
     if first["type"] == "extra_forbidden":
         msg = "unknown key" + _did_you_mean(str(first["loc"][-1]))
+    elif takes is not None:
+        msg = f"{_shown(value)} should be {takes}"
+    elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
+        msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    """``value`` as a message shows it: its repr, cut to ``width`` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
@@ -706,9 +802,15 @@ def load_yaml(path: Path | str) -> Any:
     Raises RegistryError (one line naming the file) for a missing file, bad YAML, a key given twice, a document
     past the limit or one nested past Python's recursion limit.
     """
+    from ..common.files import is_utf16
+
     path = Path(path)
     try:
-        loader = _loader()(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        if is_utf16(data[:4096]):  # (without its byte-order mark UTF-16 decodes as UTF-8 full of NUL characters)
+            raise RegistryError(f"{path}: the registry file is UTF-16 text; save it as UTF-8 (e.g. iconv -f UTF-16 "
+                                "-t UTF-8)")
+        loader = _loader()(data.decode("utf-8"))
     except FileNotFoundError:
         raise RegistryError(f"{path}: registry file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
