@@ -51,7 +51,6 @@ def test_llama_7b_configuration_is_the_papers():
     (["bench", "extraction", "--config", "llama-7b"], "give it with --random-init"),
     (["bench", "extraction", "no-such-model", "--no-memory"], "no-such-model"),
     (["bench", "extraction", "--config", "llama-7b", "--random-init", "--layers", "0"], "--layers must be >= 1"),
-    (["bench", "twonn", "--n", "2"], "n >= 3"),
     (["bench", "command", "no-such-model"], "no-such-model"),
     (["bench", "command", "smollm2-135m-instruct"], "needs a model read from a transformers folder"),
 ])
