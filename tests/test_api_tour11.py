@@ -202,13 +202,15 @@ def test_an_error_inside_a_union_branch_is_named_without_the_branch_tag(tmp_path
                     "number, a valid string or a valid boolean"), line
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
-def test_a_registry_saved_as_utf16_says_so(tmp_path, encoding):
-    """A registry saved as UTF-16 read "'utf-8' codec can't decode byte 0xff": it says what the file is, as the
-    corpus and results readers do."""
+@pytest.mark.parametrize("encoding, named, iconv", [("utf-16", "UTF-16 (with its byte-order mark)", "UTF-16"),
+                                                     ("utf-16-le", "UTF-16LE (no byte-order mark: a NUL byte beside "
+                                                                   "each Latin letter)", "UTF-16LE"),
+                                                     ("utf-32", "UTF-32 (with its byte-order mark)", "UTF-32")])
+def test_a_registry_saved_as_utf16_says_so(tmp_path, encoding, named, iconv):
+    """A registry saved as UTF-16 or UTF-32 read "'utf-8' codec can't decode byte 0xff": it says what the file is
+    and the iconv that converts it, as the corpus and results readers do."""
     path = _registry(tmp_path, ROW, encoding=encoding)
-    assert _refused(path) == (f"{path}: the registry file is UTF-16 text; save it as UTF-8 (e.g. iconv -f UTF-16 -t "
-                              "UTF-8)")
+    assert _refused(path) == f"{path}: the registry file is {named}; save it as UTF-8 (e.g. iconv -f {iconv} -t UTF-8)"
 
 
 # -- the summary of a run of one folder -----------------------------------------------------------------------------

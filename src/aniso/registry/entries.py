@@ -802,13 +802,14 @@ def load_yaml(path: Path | str) -> Any:
     Raises RegistryError (one line naming the file) for a missing file, bad YAML, a key given twice, a document
     past the limit or one nested past Python's recursion limit.
     """
-    from ..common.files import is_utf16
+    from ..common.files import wide_unicode
 
     path = Path(path)
     try:
         data = path.read_bytes()
-        if is_utf16(data[:4096]):  # (without its byte-order mark UTF-16 decodes as UTF-8 full of NUL characters)
-            raise RegistryError(f"{path}: the registry file is UTF-16 text; save it as UTF-8 (e.g. iconv -f UTF-16 "
+        wide = wide_unicode(data[:4096])  # (UTF-16 or UTF-32 without a mark decode as UTF-8 full of NUL characters)
+        if wide is not None:
+            raise RegistryError(f"{path}: the registry file is {wide[0]}; save it as UTF-8 (e.g. iconv -f {wide[1]} "
                                 "-t UTF-8)")
         loader = _loader()(data.decode("utf-8"))
     except FileNotFoundError:
