@@ -12,8 +12,10 @@ from aniso.judge.training_rules import SeedResult
 from aniso.judge.verdicts import DOES_NOT_HOLD, HOLDS, UNDERPOWERED, Outcome
 from aniso.registry.entries import ModelEntry, Registry
 from aniso.session import PENDING, AnisoSession
+from aniso.sources.base import ModelRefused
 
 CLAIM = "G.drift-correlation-spearman"
+REFUSED_CLAIM = "G.token-nlp-anisotropic"
 
 
 def _entry(ident: str, **extra) -> ModelEntry:
@@ -154,3 +156,37 @@ def test_a_record_over_seeds_binds_only_a_run_over_the_same_seeds(tmp_path):
     ctx = three.claim("G.qk-means-align", e, "claims/t.py::t[s0]")
     d, message = ctx.conclude_over_seeds({f"s{i}": SeedResult(True, {}) for i in range(3)}, "rule")
     assert d.outcome is Outcome.FAIL and "stale" in message
+
+
+# -- when refusals make a run one of bad input (pytest's usage error, `aniso run`'s exit 2): nothing measured but
+# refusals, or a must_run model refused; a model refused beside models measured is reported and does not fail alone
+
+def _refuse(session, entry):
+    ctx = session.claim(REFUSED_CLAIM, entry, f"claims/t.py::t[{entry.id}]")
+    with pytest.raises(BaseException):
+        ctx.skip(ModelRefused(f"{entry.id}: its files cannot be measured faithfully"))
+    session.record(ctx.result, seconds=0.0)
+
+
+def _measure(session, entry):
+    ctx = session.claim(REFUSED_CLAIM, entry, f"claims/t.py::t[{entry.id}]")
+    decision, _ = ctx.conclude(True, {"margin": 0.1}, "margin > 0")
+    session.record(ctx.result, seconds=0.0)
+    assert decision.verdict == HOLDS
+
+
+@pytest.mark.parametrize("must_run, fails", [(False, False), (True, True)])
+def test_a_model_refused_beside_a_measured_one_fails_the_run_only_when_it_must_run(tmp_path, must_run, fails):
+    kept, refused = _entry("kept"), _entry("broken", must_run=must_run)
+    session = _session(tmp_path, [kept, refused])
+    _measure(session, kept)
+    _refuse(session, refused)
+    assert sum(session.refused.values()) == 1
+    assert not session.all_refused and session.refusal_fails is fails
+
+
+def test_a_run_of_nothing_but_refusals_fails(tmp_path):
+    only = _entry("only")
+    session = _session(tmp_path, [only])
+    _refuse(session, only)
+    assert session.all_refused and session.refusal_fails
