@@ -370,7 +370,8 @@ def _model_argument(name: str, value: Any, what: str) -> str:
     if isinstance(value, os.PathLike) and not isinstance(value, (bytes, bytearray)):
         value = os.fspath(value)
     if not isinstance(value, str):
-        raise TypeError(f"{name}: {value!r:.40} ({type_name(value)}); give {what}")
+        shown = " ".join(repr(value).split())  # one line: an in-memory model's repr spans many
+        raise TypeError(f"{name}: {shown:.40} ({type_name(value)}); give {what}")
     if not value.strip():
         raise ValueError(f"{name}: an empty text ({value!r}); give {what}")
     return value

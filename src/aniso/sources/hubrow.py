@@ -16,13 +16,13 @@ from pathlib import Path
 __all__ = ["PARAMS_TOLERANCE", "SIZE_FIELDS", "hub_rows", "row_problem", "safetensors_parameters"]
 
 #: The config fields compared with a row's ``full`` config: its widths, layers (depths), heads and vocabulary, by the
-#: names transformers' configs give them. Only these: a field of the ``full`` config that sizes something else (an
-#: image, a patch, a kernel) would refuse a genuine checkpoint if the row's value were off, and says nothing these do
-#: not about which model a folder holds.
+#: names transformers' configs give them (EfficientNet's by its width and depth coefficients). Only these: a field of
+#: the ``full`` config that sizes something else (an image, a patch, a kernel) would refuse a genuine checkpoint if
+#: the row's value were off, and says nothing these do not about which model a folder holds.
 SIZE_FIELDS = frozenset({"hidden_size", "d_model", "n_embd", "n_embed", "embed_dim", "hidden_sizes",
                          "num_hidden_layers", "num_layers", "n_layer", "num_decoder_layers", "depths", "depth",
                          "num_attention_heads", "num_heads", "n_head", "vocab_size", "intermediate_size", "d_ff",
-                         "ffn_dim"})
+                         "ffn_dim", "hidden_dim", "width_coefficient", "depth_coefficient"})
 #: How far a folder's parameter count may lie from a row's ``params_m`` (a fraction of it) when the row has no
 #: ``full`` config to compare: rows round their counts, and a checkpoint may hold a head the count leaves out.
 PARAMS_TOLERANCE = 0.25
