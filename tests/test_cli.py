@@ -57,28 +57,18 @@ def test_list_shows_claims_and_models_with_their_set_and_weights(capsys, monkeyp
     assert "ANISO_MODELS_DIR: models whose files are relative to the models folder" in " ".join(out.split())
 
 
-def test_list_fits_100_columns_in_under_2_seconds(tmp_path):
-    """`aniso list` in a 100-column terminal: no line wider, whole words only in the weights column, and the
-    answer in under 2 s (it imports neither torch nor the statistics pipeline)."""
-    import resource
-    import time
+def test_list_fits_100_columns_without_importing_torch(tmp_path):
+    """`aniso list` in a 100-column terminal: no line wider, whole words only in the weights column, and it imports
+    neither torch nor the statistics pipeline. (Its time is measured in benchmarks/test_bench_list.py.)"""
     import unicodedata
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANISO_")} | {"COLUMNS": "100"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", "import sys; from aniso.cli import main; code = main(['list']); "
                            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(code)"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert proc.returncode == 0, proc.stderr[-2000:]
     widths = [sum(not unicodedata.combining(c) for c in line) for line in proc.stdout.splitlines()]  # x̄: 1 column
     assert max(widths) <= 100 and len(widths) > 80
-    # The processor time of the whole command, start-up included; the wall time also counts waiting for the cores,
-    # which the tests share (1.0-1.3 s wall on a quiet 2-core machine), so it is held to a looser bound.
-    assert cpu < 2.0 and seconds < 6.0, f"aniso list took {cpu:.2f} s of processor time, {seconds:.2f} s in all"
 
 
 def test_list_rejects_an_unknown_model_set(capsys):
