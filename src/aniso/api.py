@@ -387,10 +387,12 @@ def _callable_argument(name: str, value: Any, what: str) -> Callable:
 
 
 def _is_path_here(model: str) -> bool:
-    """Whether ``model`` names a file or folder here. A name the system cannot take as a path (longer than a file
-    name may be, :data:`errno.ENAMETOOLONG`; a NUL byte) is none: it is then no path here, never an OSError."""
+    """Whether ``model`` names a file or folder here, or a symbolic link here (a dangling one, or a loop of links:
+    a path the user gave, whose fault is the link's, not a registry id's). A name the system cannot take as a path
+    (longer than a file name may be, :data:`errno.ENAMETOOLONG`; a NUL byte) is none: it is then no path here, never
+    an OSError."""
     try:
-        return Path(model).expanduser().exists()
+        return os.path.lexists(Path(model).expanduser())
     except (OSError, ValueError):
         return False
 
@@ -416,10 +418,15 @@ def _registry_file(path: str | Path | None, settings) -> Path | None:
     return registry_path(path, settings.registry, required=False)
 
 
-def _load_registry(path: Path | None):
+def _load_registry(path: Path | None, given: str | Path | None = None, settings=None):
+    """The registry at ``path`` (:func:`aniso.registry.locate.open_registry`). A file that is no registry (a run's
+    results.json) is refused naming where the path came from: the ``registry`` argument (``given``), else the
+    ``registry`` setting of ``settings``."""
     from .registry.locate import open_registry
 
-    return open_registry(path)
+    named = ("registry" if given is not None else
+             "setting registry (settings['registry'], ANISO_REGISTRY)" if getattr(settings, "registry", None) else None)
+    return open_registry(path, named)
 
 
 def _count(name: str, value: Any) -> int | None:
@@ -462,7 +469,7 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
                          "settings' corpus)")
     for i, t in enumerate(inputs):
         if not isinstance(t, str):
-            raise ValueError(f"inputs[{i}]: a {type_name(t)}; a list of inputs must hold texts (for images or "
+            raise TypeError(f"inputs[{i}]: a {type_name(t)}; a list of inputs must hold texts (for images or "
                              "recordings give their folder)")
         if not t.strip():
             raise ValueError(f"inputs[{i}]: an empty text")
@@ -615,8 +622,9 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
     ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
-    is no text, or
-    ``statistics`` when it is no name or list of names;
+    is no text, ``model`` when it is no text, path or loaded transformers model, ``inputs`` when it is no list of
+    texts, path or None (or a list holding something other than texts), or ``statistics`` when it is no name or
+    list of names;
     :class:`aniso.sources.ModelUnavailable` when the weights cannot be
     had (:class:`aniso.sources.InputsMissing` when inputs are missing); RuntimeError naming the model and device on
     running out of memory.
@@ -632,7 +640,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
-        raise ValueError(f"inputs: a {type_name(inputs)}; give a list of texts, a corpus file, a folder of "
+        raise TypeError(f"inputs: a {type_name(inputs)}; give a list of texts, a corpus file, a folder of "
                          "photographs or recordings, or None")
     _no_empty_path(inputs)
     options = {"device": device, "batch_size": batch_size, "max_length": max_length}
@@ -644,7 +652,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                                  "out)")
         base = _settings(options, settings)
         _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry"))])
-        reg = _load_registry(_registry_file(registry, base))
+        reg = _load_registry(_registry_file(registry, base), registry, base)
         entry = _entry(model, reg)
         from .extract.modalities import INPUT_FORMS, inputs_kind, modality_of
 
@@ -765,7 +773,7 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
 
     config = getattr(model, "config", None)
     if not isinstance(model, torch.nn.Module) or config is None or not hasattr(config, "to_dict"):
-        raise ValueError(f"model: a {type_name(model)}; give a registry id, a model folder, a hub id or a loaded "
+        raise TypeError(f"model: a {type_name(model)}; give a registry id, a model folder, a hub id or a loaded "
                          "transformers model")
     try:
         fields = entry_fields(config.to_dict())
@@ -1577,7 +1585,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     prefix (``claims``), a bad setting (``settings``), inputs that do not exist or do not fit the model, a list of
     fewer than 2 distinct texts (``inputs``), inputs given both as ``inputs`` and in ``settings`` with different
     values; TypeError naming ``model`` when it is no str or pathlib.Path (an in-memory model), ``settings`` when
-    they are no dict, ``verbose`` when it is not True or False; RuntimeError when the run wrote no results
+    they are no dict, ``inputs`` when they are no path, list of texts or None, ``verbose`` when it is not True or
+    False; RuntimeError when the run wrote no results
     (pytest could not start; its output says why).
     """
     import tempfile
@@ -1608,7 +1617,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     reg_path = _registry_file(registry, base)
     if reg_path is None:
         raise ValueError("registry: no models.yaml here or in this source tree; give registry=")
-    reg = _load_registry(reg_path)
+    reg = _load_registry(reg_path, registry, base)
     if claims_dir is not None:
         from .registry.locate import claims_folder
 
@@ -1638,7 +1647,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
                           arguments={name: "inputs" for name in option})  # named as inputs, not as the setting
                 given |= option
             else:
-                raise ValueError(f"inputs: a {type_name(inputs)}; give a corpus file, a folder, a list of texts "
+                raise TypeError(f"inputs: a {type_name(inputs)}; give a corpus file, a folder, a list of texts "
                                  "or None")
         args = [] if verbose else ["-qq", "--disable-warnings"]
         with _progress(verbose):  # the settings are built once, in run_claims, from ``given`` (typed)
@@ -1685,7 +1694,7 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry")
                                                         if isinstance(settings, Mapping) else None)])
     s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
-    reg = _load_registry(_registry_file(registry, s))
+    reg = _load_registry(_registry_file(registry, s), registry, s)
     try:  # the listing is the whole registry; a misspelt set would otherwise be ignored
         reg.model_set(s.models)
     except ValueError as exc:

@@ -138,6 +138,8 @@ def _missing_columns(summaries, settings) -> list[str]:
     wide = [i for i, s in enumerate(summaries) if s.dim > settings.second_order_max_dim]
     few = [i for i, s in enumerate(summaries)
            if i not in wide and math.isnan(s.twonn) and s.n_reservoir < TWONN_MIN_POINTS]
+    copies = [i for i, s in enumerate(summaries) if i not in wide and i not in few and math.isnan(s.twonn)
+              and 0 <= s.n_distinct < TWONN_MIN_POINTS]
     out = []
     if wide:
         out.append(f"nan: layer(s) {_spans(wide)} are wider than second_order_max_dim "
@@ -148,6 +150,12 @@ def _missing_columns(summaries, settings) -> list[str]:
         shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
         out.append(f"nan: TwoNN of layer(s) {_spans(few)}: {shown} vector(s) in the reservoir, fewer than the "
                    f"{TWONN_MIN_POINTS} TwoNN needs to mean anything; give more inputs")
+    if copies:
+        counts = sorted({summaries[i].n_distinct for i in copies})
+        shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+        out.append(f"nan: TwoNN of layer(s) {_spans(copies)}: {shown} distinct vector(s) in the reservoir (the "
+                   f"others repeat them: inputs that repeat), fewer than the {TWONN_MIN_POINTS} TwoNN needs to mean "
+                   "anything; give more distinct inputs")
     return out
 
 

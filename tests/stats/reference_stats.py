@@ -289,7 +289,8 @@ class ReferenceLayerAccumulator:
         n = self.count
         res = self.reservoir_sample()
         rng = np.random.Generator(np.random.PCG64(seed))
-        twonn = [metrics.twonn_dimension(res)] if res.shape[0] >= TWONN_MIN_POINTS else []
+        n_distinct = int(np.unique(res, axis=0).shape[0]) if res.shape[0] else 0
+        twonn = [metrics.twonn_dimension(res)] if n_distinct >= TWONN_MIN_POINTS else []
         bs = np.asarray(self.batch_svd, dtype=np.float64)
         gram = self.gram if self.second_order else None  # Σxxᵀ: read once (the partial batch is added on reading)
         return LayerSummary(
@@ -307,6 +308,7 @@ class ReferenceLayerAccumulator:
             n_svd_batches=int(bs.size),
             twonn=twonn[0] if twonn else math.nan,
             n_reservoir=int(res.shape[0]),
+            n_distinct=n_distinct,
             q95=metrics.isotropic_cos_quantile(self.dim) if self.dim >= 2 else math.nan,
             isoscore=(metrics.isoscore_from_moments(self.vector_sum, gram, n)
                       if self.second_order and n >= 2 and self.dim >= 2 else math.nan),

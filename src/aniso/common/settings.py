@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+from collections import Counter
 from dataclasses import asdict, field, fields
 from pathlib import PurePath
 from typing import Annotated, Mapping, Optional
@@ -127,10 +128,11 @@ def _empty_value(texts: dict[str, object], environ, skip: set[str]) -> str | Non
     return None
 
 
-def _holds_file_of(folder: str, suffixes: tuple[str, ...]) -> bool:
+def _holds_file_of(folder: str, suffixes: tuple[str, ...], others: Counter[str] | None = None) -> bool:
     """Whether ``folder`` or a folder under it holds a file (or a link to one) whose suffix, in lower case, is one of
     ``suffixes``: what the media loaders list (``Path.rglob``, which does not descend into links to folders). Stops
-    at the first one found; a sub-folder that cannot be read is passed over, as the loaders pass it over."""
+    at the first one found; a sub-folder that cannot be read is passed over, as the loaders pass it over. ``others``,
+    where given, counts the other files seen by suffix (lower case; ``""`` for none)."""
     stack = [folder]
     while stack:
         current = stack.pop()
@@ -140,8 +142,12 @@ def _holds_file_of(folder: str, suffixes: tuple[str, ...]) -> bool:
                     try:
                         if entry.is_dir(follow_symlinks=False):
                             stack.append(entry.path)
-                        elif PurePath(entry.name).suffix.lower() in suffixes and entry.is_file():
+                            continue
+                        suffix = PurePath(entry.name).suffix.lower()
+                        if suffix in suffixes and entry.is_file():
                             return True
+                        if others is not None and entry.is_file():
+                            others[suffix] += 1
                     except OSError:
                         continue
         except OSError:
@@ -162,12 +168,17 @@ def data_folder_problem(value: str | None, suffixes: tuple[str, ...] | None) -> 
         return f"{value} is a file; it must name a folder"
     if not suffixes:
         return None
+    others: Counter[str] = Counter()
     try:
-        if _holds_file_of(value, suffixes):
+        if _holds_file_of(value, suffixes, others):
             return None
     except OSError as exc:
         return f"{value} cannot be read ({exc.strerror or exc})"
-    return f"{value} holds no {'/'.join(suffixes)} file (its sub-folders searched too)"
+    held = ", ".join(f"{suffix or 'no suffix'} x{n}" for suffix, n in others.most_common(5))
+    more = f", {len(others) - 5} other kind(s)" if len(others) > 5 else ""
+    what = (f"; it holds {sum(others.values())} file(s) of other formats ({held}{more}), which this suite does not "
+            "read" if others else "")
+    return f"{value} holds no {'/'.join(suffixes)} file (its sub-folders searched too){what}"
 
 
 def _default_cache() -> str:

@@ -14,7 +14,8 @@ import json
 __all__ = ["NUMERIC_PACKAGES", "library_versions", "STATS_FORMAT_VERSION", "cache_key"]
 
 #: Bump when the accumulated state or its meaning changes: old cache entries are then ignored.
-STATS_FORMAT_VERSION = 7  # 6: the sidecar's checksum covers the sidecar too; 7: entries sealed, holding their key
+STATS_FORMAT_VERSION = 8  # 6: the sidecar's checksum covers the sidecar too; 7: entries sealed, holding their key;
+#: 8: TwoNN from the reservoir's distinct vectors (NaN below TWONN_MIN_POINTS of them), summaries hold n_distinct
 
 #: Distributions whose version can change a hidden state, a statistic or a verdict: the tensor and model
 #: libraries, the readers of weights (ONNX, CTranslate2 comparisons, EfficientNet-Lite's architecture), and the

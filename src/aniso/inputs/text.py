@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -283,6 +284,11 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
         copies = f", {distinct} distinct" if len(paragraphs) > distinct else ""
         raise CorpusError(f"corpus file {path} has {len(paragraphs)} paragraph(s){copies}; at least 2 distinct "
                           f"are needed{_why_few(text, path)}")
+    lone_cr = len(re.findall(r"\r(?!\n)", text))
+    if lone_cr:  # mixed line ends: the lines they would have ended are read as one paragraph; said, not silent
+        warnings.warn(f"corpus file {path}: {lone_cr} lone carriage return(s) (\\r not followed by \\n) inside its "
+                      "lines are read as blanks within a paragraph, not as line ends (a line of a corpus ends in \\n "
+                      "or \\r\\n)", UserWarning, stacklevel=2)
     return paragraphs
 
 

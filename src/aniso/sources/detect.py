@@ -23,7 +23,7 @@ from typing import Any
 
 __all__ = ["UndetectableModel", "NotATransformer", "NOT_TRANSFORMERS", "ATTENTION_FIELDS", "CONTROL_TAG",
            "entry_fields", "config_of", "registry_entry", "detect_entry", "link_problem", "role_told",
-           "declared_problem", "not_a_transformer",
+           "declared_problem", "not_a_transformer", "detected_id",
            "transformer_problem"]
 
 #: model_type → (modality, granularity, architecture) for the types that are not subword-text Transformers.
@@ -279,10 +279,30 @@ def registry_entry(model: str, config: dict[str, Any]) -> dict[str, Any]:
     except UndetectableModel as exc:
         raise type(exc)(f"{model}: {exc}") from None
     path = Path(model)
-    ident = re.sub(r"[^A-Za-z0-9._\-]", "-", path.name if path.is_dir() else model).strip("-") or "model"
+    ident = detected_id(path.name if path.is_dir() else model)
     source = {"kind": "local", "path": str(path.resolve())} if path.is_dir() else {"kind": "hub", "repo": model}
     return {"id": ident, "source": source, **fields,
             "description": f"run by `aniso run {model}`; fields detected from its config"}
+
+
+#: The longest registry id (:data:`aniso.registry.entries.ID_MAX_LENGTH`), and the characters of a detected id kept
+#: from the name when it is longer (the rest: ``-`` and 8 hex digits of the whole name's SHA-256).
+DETECTED_ID_MAX = 128
+_DETECTED_ID_KEPT = DETECTED_ID_MAX - 9
+
+
+def detected_id(name: str) -> str:
+    """The registry id of a model detected from a folder, file or hub id ``name``: its characters outside
+    ``[A-Za-z0-9._-]`` as ``-``, beginning with a letter or digit (``"model"`` when none is left), and, when longer
+    than a registry id may be, its first 119 characters and 8 hex digits of the whole name's SHA-256 (two long names
+    that share their beginning get two ids). Always a valid registry id (:data:`aniso.registry.entries.ID_PATTERN`)."""
+    import hashlib
+
+    ident = re.sub(r"[^A-Za-z0-9._\-]", "-", name).lstrip("-._").rstrip("-") or "model"
+    if len(ident) > DETECTED_ID_MAX:
+        digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        ident = f"{ident[:_DETECTED_ID_KEPT]}-{digest}"
+    return ident
 
 
 def link_problem(path: Path) -> str:
@@ -333,7 +353,7 @@ def detect_entry(model: str) -> dict[str, Any]:
             raise type(exc)(f"{model}: {exc}") from None
         if fields is not None:
             name = path.name if path.is_dir() else path.stem
-            ident = re.sub(r"[^A-Za-z0-9._\-]", "-", name).strip("-") or "model"
+            ident = detected_id(name)
             return {"id": ident, **fields,
                     "description": f"run by `aniso run {model}`; fields detected from its {kind.name} files"}
     formats = [k.detects for k in kinds]

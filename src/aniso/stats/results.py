@@ -30,7 +30,8 @@ class LayerSummary:
     ``drift_norm`` ||x̄||; ``mean_norm`` E||x||; ``svd_anisotropy`` exact, of the
     whole centred set; ``svd_anisotropy_batch_mean``/``_std`` over complete
     batches (``n_svd_batches``); ``twonn`` TwoNN dimension of the reservoir
-    (``n_reservoir`` points; NaN below ``aniso.common.settings.TWONN_MIN_POINTS``); ``q95`` the isotropic q95(d); ``isoscore`` the IsoScore of the covariance (Rudman
+    (``n_reservoir`` points, ``n_distinct`` of them distinct, -1 where not counted; NaN below
+    ``aniso.common.settings.TWONN_MIN_POINTS`` distinct points); ``q95`` the isotropic q95(d); ``isoscore`` the IsoScore of the covariance (Rudman
     et al. 2022; second order only); ``rogue_dims`` the three dimensions contributing most to avg cos and
     ``rogue_top3_share`` their share of it, ``mean_cosine_standardised`` avg cos after per-dimension
     standardisation, on the reservoir (Timkey & van Schijndel 2021); ``massive_value`` the largest |activation|,
@@ -62,6 +63,7 @@ class LayerSummary:
     massive_position: int = -1
     massive_ratio: float = math.nan
     massive_first_token_cv: float = math.nan
+    n_distinct: int = -1
 
 
 @dataclass

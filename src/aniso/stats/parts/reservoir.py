@@ -26,9 +26,9 @@ class Reservoir(Statistic):
     Keeps ``_reservoir`` (reservoir_size, d) float32 on the device, its first min(count, reservoir_size) rows in
     use, and ``_rng``, the host stream (numpy PCG64 seeded with ``seed``: one draw per vector past the fill) that
     makes the sample independent of how the stream is split into updates. A merge keeps a uniform sample of the
-    union (:meth:`merge`). Summarises ``twonn`` from the reservoir on its device (NaN below
-    :data:`~aniso.common.settings.TWONN_MIN_POINTS` vectors, too few to mean anything; raises ValueError below 3
-    distinct ones), and from its host copy ``mean_cosine_sampled`` (``n_pairs`` pairs drawn with
+    union (:meth:`merge`). Summarises ``twonn`` from the reservoir's distinct vectors on its device (NaN below
+    :data:`~aniso.common.settings.TWONN_MIN_POINTS` of them, too few to mean anything) and ``n_distinct``, their
+    number, and from its host copy ``mean_cosine_sampled`` (``n_pairs`` pairs drawn with
     ``seed``; NaN below 2 vectors), ``n_reservoir``, ``q95``
     (the isotropic 95% quantile of cos at d) and the rogue dimensions (:meth:`rogue`).
     """
@@ -85,10 +85,14 @@ class Reservoir(Statistic):
         # TwoNN where the reservoir is: off the CPU its O(r²·d) neighbour search runs on the device (the host copy
         # serves the O(r·d) estimates below); on the CPU the host copy is the same memory's numbers.
         points = res if self.layout.device.type == "cpu" else self._reservoir[: res.shape[0]]
-        twonn = metrics.twonn_dimension(points) if res.shape[0] >= TWONN_MIN_POINTS else math.nan
+        # Repeated inputs put copies of the same vectors in the reservoir: TwoNN counts distinct vectors only, so its
+        # minimum is of distinct ones (a corpus of two paragraphs repeated would otherwise give a TwoNN of ~10 points).
+        distinct = metrics.unique_rows(points)
+        n_distinct = int(distinct.shape[0])
+        twonn = metrics.twonn_dimension(distinct) if n_distinct >= TWONN_MIN_POINTS else math.nan
         rng = np.random.Generator(np.random.PCG64(seed))
         dim = self.layout.dim
-        return {"twonn": twonn, "n_reservoir": int(res.shape[0]),
+        return {"twonn": twonn, "n_reservoir": int(res.shape[0]), "n_distinct": n_distinct,
                 "mean_cosine_sampled": metrics.mean_cosine_sampled(res, n_pairs, rng) if res.shape[0] >= 2
                 else math.nan,
                 "q95": metrics.isotropic_cos_quantile(dim) if dim >= 2 else math.nan} | self.rogue(layer, res)

@@ -1,0 +1,191 @@
+"""Bad input left by the last tour: a looping link given to `aniso run`, a model folder whose name is longer than a
+registry id, wrong types given to `aniso.measure`, a results file given as the API's registry, repeated inputs that
+leave TwoNN fewer distinct points than it needs, lone carriage returns inside a corpus's lines, a photograph folder
+of formats the suite does not read. Each is a row of docs/bad-input.md."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from aniso.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _one_line(argv: list[str], capsys) -> str:
+    """The one line on standard error of a command refused with exit code 2."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert "Traceback" not in out + err, err[-3000:]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("aniso "), (code, out[-2000:], err[-3000:])
+    return lines[0]
+
+
+@pytest.mark.parametrize("kind", ["self", "pair"])
+def test_a_looping_link_given_to_aniso_run_is_named_as_a_link_not_a_hub_id(clean_env, monkeypatch, capsys, kind):
+    """`aniso run loop`, where ./loop is a link to itself (or two links to each other), said "registry ... names no
+    model with this id ...; as a hub id, loop is a symbolic link to itself": the path is the user's, and the
+    registry and the hub have nothing to do with it."""
+    monkeypatch.chdir(clean_env)
+    if kind == "self":
+        Path("loop").symlink_to("loop")
+    else:
+        Path("loop").symlink_to("other")
+        Path("other").symlink_to("loop")
+    line = _one_line(["run", "loop", "--registry", str(ROOT / "models.yaml")], capsys)
+    assert line == "aniso run: loop is a symbolic link to itself, or a loop of links", line
+
+
+def test_a_dangling_link_given_to_aniso_run_names_its_target(clean_env, monkeypatch, capsys):
+    monkeypatch.chdir(clean_env)
+    Path("gone").symlink_to(clean_env / "nothing-here")
+    line = _one_line(["run", "gone", "--registry", str(ROOT / "models.yaml")], capsys)
+    assert "gone is a symbolic link to" in line and "which does not exist" in line and "hub id" not in line, line
+
+
+def test_a_detected_id_is_always_a_valid_registry_id():
+    """A model folder named with 140 characters ran as "the detected entry does not validate: ... id: String should
+    have at most 128 characters". The detected id keeps the name's beginning and a digest of the whole name."""
+    from aniso.registry.entries import ID_MAX_LENGTH, ID_PATTERN
+    from aniso.sources.detect import DETECTED_ID_MAX, detected_id
+
+    assert DETECTED_ID_MAX == ID_MAX_LENGTH
+    long_a, long_b = "m" * 140, "m" * 139 + "n"
+    for name in (long_a, long_b, ".hidden", "__init__", "...", "org/model name", "é" * 200, "a"):
+        ident = detected_id(name)
+        assert re.match(ID_PATTERN, ident) and len(ident) <= ID_MAX_LENGTH, (name, ident)
+    assert detected_id(long_a) != detected_id(long_b)  # same beginning, two ids
+    assert detected_id(long_a).startswith("m" * 100)
+    assert detected_id("org/model name") == "org-model-name"  # a short name is kept as before
+
+
+def test_a_folder_with_a_long_name_is_detected_with_a_valid_id(tmp_path):
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources.detect import detect_entry
+
+    folder = tmp_path / ("x" * 150)
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "bert", "architectures": ["BertModel"], "hidden_size": 8, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "intermediate_size": 16, "vocab_size": 30}))
+    row = detect_entry(str(folder))
+    ModelEntry.model_validate(row)  # validates: the registry the run writes holds it
+    assert row["id"].startswith("x" * 100) and len(row["id"]) == 128
+
+
+@pytest.mark.parametrize("model, inputs, named", [
+    (5, ["a text", "another"], "model"),
+    (None, ["a text", "another"], "model"),
+    ("all-MiniLM-L6-v2", 5, "inputs"),
+    ("all-MiniLM-L6-v2", [1, 2], "inputs[0]"),
+])
+def test_wrong_types_given_to_measure_are_type_errors_naming_the_argument(clean_env, model, inputs, named):
+    """`aniso.measure(5, texts)` was a ValueError; the API's other wrong types are TypeErrors naming the argument."""
+    import aniso
+
+    with pytest.raises(TypeError, match=rf"^{re.escape(named)}: a "):
+        aniso.measure(model, inputs)
+
+
+def test_wrong_typed_inputs_given_to_check_are_a_type_error(clean_env):
+    import aniso
+
+    with pytest.raises(TypeError, match=r"^inputs: a int; "):
+        aniso.check("all-MiniLM-L6-v2", inputs=5)
+
+
+@pytest.mark.parametrize("door", ["measure", "check", "models"])
+def test_a_results_file_given_as_the_apis_registry_is_named_as_the_registry_argument(clean_env, door):
+    """`aniso.check(M, registry="results.json")` said "... is a results file ..." without naming the argument the
+    path came through (the CLI names --registry)."""
+    import aniso
+    from aniso.registry.entries import NotARegistry
+
+    results = clean_env / "results.json"
+    results.write_text(json.dumps({"schema_version": 1, "provenance": {}, "results": []}))
+    call = {"measure": lambda: aniso.measure("all-MiniLM-L6-v2", ["a text", "another"], registry=results),
+            "check": lambda: aniso.check("all-MiniLM-L6-v2", registry=results),
+            "models": lambda: aniso.models(registry=results)}[door]
+    with pytest.raises(NotARegistry, match=rf"^registry: {results} is a results file"):
+        call()
+
+
+def test_repeated_inputs_leave_twonn_nan_and_count_the_distinct_vectors():
+    """Two paragraphs repeated 150 times filled the reservoir with copies of a dozen vectors: `aniso stats` printed
+    TwoNN 0.10 for layers where it is about 10. TwoNN is NaN below 128 distinct vectors, which the summary counts."""
+    from aniso.stats.accumulators import LayerAccumulator
+
+    g = torch.Generator().manual_seed(0)
+    few = torch.randn(12, 16, generator=g)
+    acc = LayerAccumulator(16, reservoir_size=256, svd_batch_size=64, seed=1)
+    for _ in range(30):
+        acc.update(few[torch.randint(0, 12, (20,), generator=g)])
+    s = acc.summary()
+    assert s.n_reservoir == 256 and s.n_distinct == 12 and math.isnan(s.twonn)
+
+    many = LayerAccumulator(16, reservoir_size=256, svd_batch_size=64, seed=1)
+    many.update(torch.randn(600, 16, generator=g))
+    s = many.summary()
+    assert s.n_distinct == 256 and 5 < s.twonn < 30  # distinct vectors: TwoNN as before
+
+
+def test_aniso_stats_says_why_twonn_is_nan_for_repeated_inputs():
+    from aniso.cli import _missing_columns
+    from aniso.common.settings import Settings
+    from aniso.stats.results import LayerSummary
+
+    base = dict(dim=8, count=3000, n_zero=0, mean_cosine=0.3, mean_cosine_sampled=0.3, drift_norm=1.0, mean_norm=2.0,
+                svd_anisotropy=0.2, svd_anisotropy_batch_mean=0.2, svd_anisotropy_batch_std=0.0, n_svd_batches=3,
+                n_reservoir=2048, q95=0.5)
+    summaries = [LayerSummary(**base, twonn=math.nan, n_distinct=12), LayerSummary(**base, twonn=7.0, n_distinct=2048)]
+    lines = _missing_columns(summaries, Settings())
+    assert lines == ["nan: TwoNN of layer(s) 0: 12 distinct vector(s) in the reservoir (the others repeat them: inputs "
+                     "that repeat), fewer than the 128 TwoNN needs to mean anything; give more distinct inputs"], lines
+
+
+def test_lone_carriage_returns_inside_a_corpus_lines_are_named_in_a_warning(tmp_path):
+    """A corpus whose lines end in \\n, with a few lone \\r inside (two editors' line ends): the \\r is no line end,
+    so two lines are read as one paragraph; that was silent."""
+    from aniso.inputs.text import corpus_paragraphs
+
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"first paragraph\rstill the first\nsecond paragraph\nthird one\r\n")
+    with pytest.warns(UserWarning, match=r"mixed\.txt: 1 lone carriage return\(s\) .* read as blanks within a "
+                                         r"paragraph, not as line ends"):
+        paragraphs = corpus_paragraphs(path)
+    assert paragraphs == ["first paragraph\rstill the first", "second paragraph", "third one"]
+    clean = tmp_path / "clean.txt"
+    clean.write_bytes(b"one\r\ntwo\nthree\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert corpus_paragraphs(clean) == ["one", "two", "three"]
+
+
+def test_a_photograph_folder_of_other_formats_names_them_at_the_settings_check(tmp_path):
+    """`ANISO_IMAGE_DIR=svgs aniso run VISION_MODEL` said "holds no .jpg/.jpeg/.png file" where `aniso stats` named the
+    .svg files it left out; the settings check now names them too."""
+    from aniso.common.settings import data_folder_problem
+
+    folder = tmp_path / "svgs"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("a.svg", "b.SVG", "sub/c.svg", "notes"):
+        (folder / name).write_text("<svg/>")
+    problem = data_folder_problem(str(folder), (".jpg", ".jpeg", ".png"))
+    assert problem == (f"{folder} holds no .jpg/.jpeg/.png file (its sub-folders searched too); it holds 4 file(s) "
+                       "of other formats (.svg x3, no suffix x1), which this suite does not read"), problem
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert data_folder_problem(str(empty), (".jpg",)) == f"{empty} holds no .jpg file (its sub-folders searched too)"
+    np.testing.assert_equal(data_folder_problem(str(folder), (".svg",)), None)
