@@ -189,3 +189,36 @@ def test_a_photograph_folder_of_other_formats_names_them_at_the_settings_check(t
     empty.mkdir()
     assert data_folder_problem(str(empty), (".jpg",)) == f"{empty} holds no .jpg file (its sub-folders searched too)"
     np.testing.assert_equal(data_folder_problem(str(folder), (".svg",)), None)
+
+
+def test_a_peer_that_fails_in_its_pass_keeps_the_timings_made(clean_env, monkeypatch, capsys):
+    """`aniso bench twonn` with an ANISO_PEER_PYTHON that imports the peers but fails running one (out of memory at
+    a large --n) lost the suite's and the bound's timings, minutes of passes, in a one-line refusal. They are printed
+    (and in --json), the failed peer named in one line, exit 2."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) for m in ("dadapy", "skdim")):
+        pytest.skip("a peer is installed here: it would run in this process")
+    script = clean_env / "peer-python"
+    script.write_text("#!/bin/sh\ncase \"$2\" in import*) exit 0;; esac\n"
+                      "echo 'Traceback (most recent call last):' >&2; echo 'MemoryError' >&2; exit 1\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("ANISO_PEER_PYTHON", str(script))
+    try:
+        code = main(["bench", "twonn", "--n", "200", "--d", "8"])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and "suite" in out and "bound" in out, (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aniso bench twonn: peer dadapy failed after the suite's "
+                                                   f"timings above: environment variable ANISO_PEER_PYTHON {script}: "
+                                                   "exited 1 (MemoryError)"), lines
+    assert "(and 1 more peer(s))" in lines[0]
+    try:
+        code = main(["bench", "twonn", "--n", "200", "--d", "8", "--json"])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert code == 2 and result["suite_s"] > 0 and set(result["peers_failed"]) == {"dadapy", "scikit-dimension"}

@@ -819,16 +819,23 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: peer(s) {', '.join(not_run)} not run: not installed here and ANISO_PEER_PYTHON "
               "is unset; set it to a Python that has them (docs/performance.md), or give --no-peers to leave them "
               "out", file=sys.stderr)
+    failed = result.get("peers_failed") or {}
     if args.json:
         print(json.dumps(result, indent=1))
-        return 0
-    from tabulate import tabulate
+    else:
+        from tabulate import tabulate
 
-    rows = [["suite", result.get("suite_s"), result.get("estimate")], ["bound", result.get("bound_s"), None]]
-    rows += [[name, peer.get("s"), peer.get("estimate")] for name, peer in (result.get("peers") or {}).items()]
-    print(f"TwoNN on {result.get('n')} x {result.get('d')} {result.get('data')} points, {result.get('device')}: "
-          f"suite / bound = {result.get('ratio_to_bound')}")
-    print(tabulate(rows, headers=["estimator", "seconds", "estimate"], floatfmt=".4g"))
+        rows = [["suite", result.get("suite_s"), result.get("estimate")], ["bound", result.get("bound_s"), None]]
+        rows += [[name, peer.get("s"), peer.get("estimate")] for name, peer in (result.get("peers") or {}).items()]
+        print(f"TwoNN on {result.get('n')} x {result.get('d')} {result.get('data')} points, {result.get('device')}: "
+              f"suite / bound = {result.get('ratio_to_bound')}")
+        print(tabulate(rows, headers=["estimator", "seconds", "estimate"], floatfmt=".4g"))
+    if failed:  # the timings above are kept; the peer that failed is named, and the exit code says so
+        name, problem = next(iter(failed.items()))
+        more = f" (and {len(failed) - 1} more peer(s))" if len(failed) > 1 else ""
+        print(f"aniso bench twonn: peer {name} failed after the suite's timings above: "
+              f"{PeerFailed(problem, 'give --no-peers to leave the peers out')}{more}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -297,7 +297,8 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     more than it compares pairwise on ``device`` in reasonable time (:func:`work_problem`) and a
     ``device`` that is not here (:func:`aniso.common.devices.check_device`, naming it); :class:`PeerFailed` (a
     RuntimeError) where ``ANISO_PEER_PYTHON`` cannot run the peers (checked before any point is made:
-    :func:`peer_python_problem`) or a peer fails.
+    :func:`peer_python_problem`). A peer that fails in its pass (after the suite's and the bound's) is named in
+    ``"peers_failed": {name: what went wrong}`` (present only then), the timings made kept.
     """
     from ..common.devices import check_device
     from ..common.progress import bar
@@ -318,6 +319,7 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
     gemm_top2_bound(on_device[: min(n, 256)])  # warm-up: first-call allocations and kernels out of both timings
     metrics.twonn_dimension(suite_input[: min(n, 256)])
     found: dict = {}
+    failed: dict[str, str] = {}
     names = available_peers() if peers else []
     # one pass over all n² pairs each, minutes at the largest n on the CPU: a bar over the passes (on standard error,
     # quiet under CI and outside a terminal, as every progress bar of the suite) says which one runs and how long
@@ -329,7 +331,10 @@ def bench_twonn(n: int = 16384, d: int = 768, data: str = "gaussian", seed: int 
         elif step == "suite":
             suite_s, estimate = _timed(lambda: metrics.twonn_dimension(suite_input), device)
         else:
-            found[step] = run_peer(step, x.astype(np.float64))
+            try:
+                found[step] = run_peer(step, x.astype(np.float64))
+            except PeerFailed as exc:  # after minutes of passes: the timings made are kept, the failure named
+                failed[step] = exc.problem
     return {"n": n, "d": d, "data": data, "device": device, "suite_s": suite_s, "bound_s": bound_s,
             "ratio_to_bound": suite_s / bound_s, "estimate": estimate, "peers": found,
-            "peers_not_run": missing_peers() if peers else []}
+            "peers_not_run": missing_peers() if peers else []} | ({"peers_failed": failed} if failed else {})
