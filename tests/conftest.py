@@ -105,3 +105,34 @@ def clean_env(tmp_path, monkeypatch):
     monkeypatch.setenv("CI", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     return tmp_path
+
+
+@pytest.fixture
+def aniso_cli(capsys):
+    """``aniso_cli(argv)``: run ``aniso ARGV`` in this process and return (exit code, standard output, standard
+    error), asserting that no traceback was printed."""
+    from aniso.cli import main
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err, err[-3000:]
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture
+def refused_line(aniso_cli):
+    """``refused_line(argv)``: the one line on standard error of ``aniso ARGV`` refused with exit code 2 (asserted:
+    exit 2, one line, beginning ``aniso ``)."""
+    def line(argv: list[str]) -> str:
+        code, out, err = aniso_cli(argv)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith("aniso "), (code, out[-2000:], err[-3000:])
+        return lines[0]
+
+    return line

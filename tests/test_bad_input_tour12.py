@@ -15,26 +15,12 @@ import numpy as np
 import pytest
 import torch
 
-from aniso.cli import main
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _one_line(argv: list[str], capsys) -> str:
-    """The one line on standard error of a command refused with exit code 2."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert "Traceback" not in out + err, err[-3000:]
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("aniso "), (code, out[-2000:], err[-3000:])
-    return lines[0]
-
-
 @pytest.mark.parametrize("kind", ["self", "pair"])
-def test_a_looping_link_given_to_aniso_run_is_named_as_a_link_not_a_hub_id(clean_env, monkeypatch, capsys, kind):
+def test_a_looping_link_given_to_aniso_run_is_named_as_a_link_not_a_hub_id(clean_env, monkeypatch, refused_line,
+                                                                         kind):
     """`aniso run loop`, where ./loop is a link to itself (or two links to each other), said "registry ... names no
     model with this id ...; as a hub id, loop is a symbolic link to itself": the path is the user's, and the
     registry and the hub have nothing to do with it."""
@@ -44,14 +30,14 @@ def test_a_looping_link_given_to_aniso_run_is_named_as_a_link_not_a_hub_id(clean
     else:
         Path("loop").symlink_to("other")
         Path("other").symlink_to("loop")
-    line = _one_line(["run", "loop", "--registry", str(ROOT / "models.yaml")], capsys)
+    line = refused_line(["run", "loop", "--registry", str(ROOT / "models.yaml")])
     assert line == "aniso run: loop is a symbolic link to itself, or a loop of links", line
 
 
-def test_a_dangling_link_given_to_aniso_run_names_its_target(clean_env, monkeypatch, capsys):
+def test_a_dangling_link_given_to_aniso_run_names_its_target(clean_env, monkeypatch, refused_line):
     monkeypatch.chdir(clean_env)
     Path("gone").symlink_to(clean_env / "nothing-here")
-    line = _one_line(["run", "gone", "--registry", str(ROOT / "models.yaml")], capsys)
+    line = refused_line(["run", "gone", "--registry", str(ROOT / "models.yaml")])
     assert "gone is a symbolic link to" in line and "which does not exist" in line and "hub id" not in line, line
 
 
@@ -191,7 +177,7 @@ def test_a_photograph_folder_of_other_formats_names_them_at_the_settings_check(t
     np.testing.assert_equal(data_folder_problem(str(folder), (".svg",)), None)
 
 
-def test_a_peer_that_fails_in_its_pass_keeps_the_timings_made(clean_env, monkeypatch, capsys):
+def test_a_peer_that_fails_in_its_pass_keeps_the_timings_made(clean_env, monkeypatch, aniso_cli):
     """`aniso bench twonn` with an ANISO_PEER_PYTHON that imports the peers but fails running one (out of memory at
     a large --n) lost the suite's and the bound's timings, minutes of passes, in a one-line refusal. They are printed
     (and in --json), the failed peer named in one line, exit 2."""
@@ -204,21 +190,13 @@ def test_a_peer_that_fails_in_its_pass_keeps_the_timings_made(clean_env, monkeyp
                       "echo 'Traceback (most recent call last):' >&2; echo 'MemoryError' >&2; exit 1\n")
     script.chmod(0o755)
     monkeypatch.setenv("ANISO_PEER_PYTHON", str(script))
-    try:
-        code = main(["bench", "twonn", "--n", "200", "--d", "8"])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = aniso_cli(["bench", "twonn", "--n", "200", "--d", "8"])
     assert code == 2 and "suite" in out and "bound" in out, (code, out, err)
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("aniso bench twonn: peer dadapy failed after the suite's "
                                                    f"timings above: environment variable ANISO_PEER_PYTHON {script}: "
                                                    "exited 1 (MemoryError)"), lines
     assert "(and 1 more peer(s))" in lines[0]
-    try:
-        code = main(["bench", "twonn", "--n", "200", "--d", "8", "--json"])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = aniso_cli(["bench", "twonn", "--n", "200", "--d", "8", "--json"])
     result = json.loads(out)
     assert code == 2 and result["suite_s"] > 0 and set(result["peers_failed"]) == {"dadapy", "scikit-dimension"}
