@@ -20,34 +20,15 @@ REGISTRY = ROOT / "models.yaml"
 MODEL = "all-MiniLM-L6-v2"
 
 
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    """Exit code, standard output and standard error of ``aniso argv``."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err, err[-3000:]
-    return code, out, err
-
-
-def _one_line(argv: list[str], capsys) -> str:
-    """The one line on standard error of a command refused with exit code 2."""
-    code, out, err = _run(argv, capsys)
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and lines[0].startswith("aniso "), (code, out[-2000:], err[-3000:])
-    return lines[0]
-
-
 # --- A38: a reservoir too small for TwoNN ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("value", ["3", "127"])
-def test_a_reservoir_too_small_for_twonn_is_refused_naming_the_setting(clean_env, monkeypatch, capsys, value):
+def test_a_reservoir_too_small_for_twonn_is_refused_naming_the_setting(clean_env, monkeypatch, refused_line, value):
     """`ANISO_RESERVOIR_SIZE=3 aniso stats all-MiniLM-L6-v2 --n-sequences 8` printed TwoNN dimensions of 51.77,
     17.99, ... computed from 3 points, exit 0. The reservoir's smallest size is now the fewest points the suite gives
     a TwoNN from (128), refused in one line naming the setting, its variable and option, the value and the bounds."""
     monkeypatch.setenv("ANISO_RESERVOIR_SIZE", value)
-    line = _one_line(["stats", MODEL, "--n-sequences", "8"], capsys)
+    line = refused_line(["stats", MODEL, "--n-sequences", "8"])
     assert ("setting reservoir_size (ANISO_RESERVOIR_SIZE, --aniso-reservoir-size) must be an integer from 128 to "
             f"2147483647, got {value}: TwoNN needs at least 128 points to mean anything") in line, line
 
@@ -98,7 +79,8 @@ def _script(tmp_path: Path, body: str) -> str:
     ("/bin/false", "environment variable ANISO_PEER_PYTHON /bin/false: exited 1 with no error output"),
     ("script", "exited 1 (ModuleNotFoundError: No module named 'dadapy')"),
 ])
-def test_a_peer_python_that_cannot_run_the_peers_is_one_line(clean_env, monkeypatch, capsys, python, says):
+def test_a_peer_python_that_cannot_run_the_peers_is_one_line(clean_env, monkeypatch, aniso_cli, refused_line, python,
+                                                             says):
     """`ANISO_PEER_PYTHON=/nonexistent/python aniso bench twonn --n 200 --d 8` ended in a FileNotFoundError
     traceback, `/bin/false` in a RuntimeError one (exit 1): one line now, exit 2, naming the variable, its value and
     what went wrong (the line of its error output that says why), with --no-peers as the way out; before any point
@@ -107,10 +89,10 @@ def test_a_peer_python_that_cannot_run_the_peers_is_one_line(clean_env, monkeypa
         python = _script(clean_env, "echo 'Traceback (most recent call last):' >&2; "
                                     "echo \"ModuleNotFoundError: No module named 'dadapy'\" >&2; exit 1")
     monkeypatch.setenv("ANISO_PEER_PYTHON", python)
-    line = _one_line(["bench", "twonn", "--n", "200", "--d", "8"], capsys)
+    line = refused_line(["bench", "twonn", "--n", "200", "--d", "8"])
     assert line.startswith("aniso bench twonn: environment variable ANISO_PEER_PYTHON") and says in line, line
     assert line.endswith("or give --no-peers to leave the peers out"), line
-    code, out, _ = _run(["bench", "twonn", "--n", "200", "--d", "8", "--no-peers"], capsys)
+    code, out, _ = aniso_cli(["bench", "twonn", "--n", "200", "--d", "8", "--no-peers"])
     assert code == 0 and "suite" in out
 
 
@@ -124,7 +106,7 @@ def test_a_peer_python_that_cannot_run_is_named_through_the_api(clean_env, monke
     assert bench_twonn(200, 8, peers=False)["peers"] == {}
 
 
-def test_peers_that_cannot_run_here_are_named_not_left_out_silently(clean_env, monkeypatch, capsys):
+def test_peers_that_cannot_run_here_are_named_not_left_out_silently(clean_env, monkeypatch, aniso_cli):
     """`aniso bench twonn` with neither peer installed and ANISO_PEER_PYTHON unset showed the suite and bound rows
     only, with no word that the peers the command compares against were not run."""
     import importlib.util
@@ -132,13 +114,13 @@ def test_peers_that_cannot_run_here_are_named_not_left_out_silently(clean_env, m
     if any(importlib.util.find_spec(m) for m in ("dadapy", "skdim")):
         pytest.skip("a peer is installed here")
     monkeypatch.delenv("ANISO_PEER_PYTHON", raising=False)
-    code, out, err = _run(["bench", "twonn", "--n", "200", "--d", "8"], capsys)
+    code, out, err = aniso_cli(["bench", "twonn", "--n", "200", "--d", "8"])
     assert code == 0 and "suite" in out
     assert ("aniso bench twonn: peer(s) dadapy, scikit-dimension not run: not installed here and ANISO_PEER_PYTHON "
             "is unset") in err and "--no-peers" in err, err
-    code, out, err = _run(["bench", "twonn", "--n", "200", "--d", "8", "--json"], capsys)
+    code, out, err = aniso_cli(["bench", "twonn", "--n", "200", "--d", "8", "--json"])
     assert json.loads(out)["peers_not_run"] == ["dadapy", "scikit-dimension"] and "not run" in err
-    code, out, err = _run(["bench", "twonn", "--n", "200", "--d", "8", "--no-peers"], capsys)
+    code, out, err = aniso_cli(["bench", "twonn", "--n", "200", "--d", "8", "--no-peers"])
     assert code == 0 and "not run" not in err, err
 
 
@@ -162,7 +144,7 @@ def _results(tmp_path: Path) -> Path:
     (json.dumps({"models": [{"id": "m"}]}), "zero.json is a model registry"),
 ], ids=["empty", "blank", "braces", "registry-yaml", "registry-json"])
 @pytest.mark.parametrize("door", ["report", "record", "diff"])
-def test_a_file_that_holds_no_results_says_so_at_every_door(clean_env, capsys, content, says, door):
+def test_a_file_that_holds_no_results_says_so_at_every_door(clean_env, refused_line, content, says, door):
     """`aniso report empty.json` ({}) said "results schema version None, this aniso reads 4 (re-run the claims...)";
     `aniso record zero.json` (0 bytes) "cannot read results (Expecting value: line 1 column 1 (char 0))"; a registry
     given as results a JSON or YAML error. The reader of report, record and diff says what the file is."""
@@ -171,26 +153,26 @@ def test_a_file_that_holds_no_results_says_so_at_every_door(clean_env, capsys, c
     argv = {"report": ["report", str(bad), "--out", str(clean_env / "e.html")],
             "record": ["record", str(bad), "--registry", str(REGISTRY), "--dry-run"],
             "diff": ["diff", str(_results(clean_env)), str(bad)]}[door]
-    line = _one_line(argv, capsys)
+    line = refused_line(argv)
     assert line.startswith(f"aniso {door}: ") and says in line, line
 
 
 # --- A49, A54: a results file given as the registry -----------------------------------------------------------
 
-def test_a_results_file_given_as_the_registry_is_named_as_one(clean_env, monkeypatch, capsys):
+def test_a_results_file_given_as_the_registry_is_named_as_one(clean_env, monkeypatch, refused_line):
     """`aniso record r1.json --registry r1.json` and `ANISO_REGISTRY=r1.json aniso list models` said
     "schema_version: unknown key 'schema_version' (and 10 more error(s))": they name --registry or setting registry
     now, and say the file is a results file, not a registry."""
     r1 = _results(clean_env)
     says = f"{r1} is a results file (the results.json of a run: schema_version, provenance, results), not a registry"
-    line = _one_line(["record", str(r1), "--registry", str(r1), "--dry-run"], capsys)
+    line = refused_line(["record", str(r1), "--registry", str(r1), "--dry-run"])
     assert line.startswith("aniso record: registry (--registry): ") and says in line, line
-    line = _one_line(["list", "models", "--registry", str(r1)], capsys)
+    line = refused_line(["list", "models", "--registry", str(r1)])
     assert line.startswith("aniso list: registry (--registry): ") and says in line, line
     monkeypatch.setenv("ANISO_REGISTRY", str(r1))
-    line = _one_line(["list", "models"], capsys)
+    line = refused_line(["list", "models"])
     assert line.startswith("aniso list: setting registry (ANISO_REGISTRY, --aniso-registry): ") and says in line, line
-    line = _one_line(["record", str(r1), "--dry-run"], capsys)
+    line = refused_line(["record", str(r1), "--dry-run"])
     assert line.startswith("aniso record: setting registry (ANISO_REGISTRY, --aniso-registry): ") and says in line
 
 
@@ -202,11 +184,12 @@ def test_a_results_file_given_as_the_registry_is_named_as_one(clean_env, monkeyp
     ("ANISO_Peer_Python", "did you mean ANISO_PEER_PYTHON? (the variables are upper case)"),
     ("ANISO_", "environment variable ANISO_: no setting has this name; nothing follows ANISO_ (the settings:"),
 ])
-def test_a_variable_of_the_wrong_case_or_no_name_gets_the_right_hint(clean_env, monkeypatch, capsys, name, says):
+def test_a_variable_of_the_wrong_case_or_no_name_gets_the_right_hint(clean_env, monkeypatch, refused_line, name,
+                                                                     says):
     """`ANISO_corpus=/nonexistent aniso list models` said "no setting has this name" with no suggestion, and
     `ANISO_=1` suggested ANISO_TWIN, a guess that could mislead."""
     monkeypatch.setenv(name, "/nonexistent" if name != "ANISO_" else "1")
-    line = _one_line(["list", "models"], capsys)
+    line = refused_line(["list", "models"])
     assert says in line and ("did you mean" not in line if name == "ANISO_" else True), line
 
 
