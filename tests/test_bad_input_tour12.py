@@ -200,3 +200,103 @@ def test_a_peer_that_fails_in_its_pass_keeps_the_timings_made(clean_env, monkeyp
     code, out, err = aniso_cli(["bench", "twonn", "--n", "200", "--d", "8", "--json"])
     result = json.loads(out)
     assert code == 2 and result["suite_s"] > 0 and set(result["peers_failed"]) == {"dadapy", "scikit-dimension"}
+
+
+# --- the CLI doors: options named as typed, links, reversed runs, folders that are not what they are given as -----
+
+def test_bench_twonn_names_the_options_of_a_subspace_too_narrow(clean_env, refused_line):
+    """`aniso bench twonn --data subspace --d 1` said "data='subspace' needs d >= 10, got d=1" (the function's
+    parameters)."""
+    line = refused_line(["bench", "twonn", "--data", "subspace", "--d", "1", "--n", "100", "--no-peers"])
+    assert line == "aniso bench twonn: argument --d: --data subspace needs at least 10 dimensions, got 1", line
+
+
+def _results(path: Path, time: str | None = None) -> Path:
+    from aniso.judge.results import ResultsDocument, provenance, write_results
+
+    prov = provenance(path.parent, {}, None)
+    write_results(path, ResultsDocument(provenance=prov.model_copy(update={"time": time}) if time else prov,
+                                        results=[]))
+    return path
+
+
+def test_a_report_to_standard_output_is_refused_not_written_to_a_file_named_dash(clean_env, monkeypatch,
+                                                                                refused_line):
+    """`aniso report r1.json --out -` wrote a 220 KB file named "-" in the working folder, exit 0."""
+    monkeypatch.chdir(clean_env)
+    results = _results(clean_env / "r1.json")
+    line = refused_line(["report", str(results), "--out", "-"])
+    assert line.startswith("aniso report: --out -: the report is an HTML file written to disk, not to standard "
+                           "output; name it"), line
+    assert not (clean_env / "-").exists()
+
+
+def test_a_cache_folder_that_is_a_loop_of_links_says_to_remove_it(clean_env, monkeypatch, refused_line):
+    """`ANISO_CACHE_DIR=loopc` (a link to itself) said "... is a symbolic link to loopc, which does not exist;
+    create that folder", which cannot be done where the link is."""
+    loop = clean_env / "loopc"
+    loop.symlink_to("loopc")
+    monkeypatch.setenv("ANISO_CACHE_DIR", str(loop))
+    line = refused_line(["stats", "all-MiniLM-L6-v2", "--n-sequences", "8"])
+    assert f"{loop} is a symbolic link to itself, or a loop of links; remove it" in line, line
+    assert "create that folder" not in line
+
+
+def test_diff_of_a_later_run_given_first_says_the_changes_read_backwards(clean_env, aniso_cli):
+    """`aniso diff LATER EARLIER` listed the changes from the later run to the earlier one without a word."""
+    early = _results(clean_env / "early.json", "2026-11-28T03:52:27+00:00")
+    late = _results(clean_env / "late.json", "2026-11-28T04:08:53+00:00")
+    _, _, err = aniso_cli(["diff", str(late), str(early)])
+    assert (f"note: {late} was run after {early} (2026-11-28T04:08:53+00:00 and 2026-11-28T03:52:27+00:00): the "
+            "changes above read from the later run to the earlier one") in err, err
+    _, _, err = aniso_cli(["diff", str(early), str(late)])
+    assert "was run after" not in err, err
+
+
+def test_bench_command_of_a_vision_model_names_its_modality(clean_env, refused_line):
+    """`aniso bench command efficientnet-lite0` was refused as "a package source", which MiniLM is too."""
+    line = refused_line(["bench", "command", "efficientnet-lite0", "--paragraphs", "2", "--repeats", "1"])
+    assert line == ("aniso bench command: efficientnet-lite0: aniso bench command times text models (it reads "
+                    "paragraphs of the corpus), this one is 'vision'"), line
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda p: p.mkdir(), "a seal key must be a regular file, not a folder; remove it and a new key is drawn"),
+    (lambda p: p.write_bytes(b""), "not a seal key (0 bytes, a key has 32); remove it and a new key is drawn"),
+])
+def test_a_seal_key_that_cannot_serve_says_the_way_out(tmp_path, make, says):
+    """A cache's seal.key replaced by a folder ("not a special file") or left empty: every later run warned and
+    recomputed, with no word of what to do."""
+    from aniso.common.seal import SealKeyError, load_key
+
+    key = tmp_path / "seal.key"
+    make(key)
+    with pytest.raises(SealKeyError, match=re.escape(says)):
+        load_key(key)
+    if key.is_dir():
+        key.rmdir()
+    else:
+        key.unlink()
+    assert len(load_key(key)) == 32  # the way out works
+
+
+@pytest.mark.parametrize("where, says", [
+    ("hub/models--org--name", "is one repository's folder of a hub cache; give the cache folder ({hub})"),
+    ("hub/models--org--name/snapshots", "is inside the repository folder models--org--name of a hub cache; give the "
+                                        "cache folder ({hub})"),
+    ("hub/models--org--name/snapshots/abc123", "is inside the repository folder models--org--name of a hub cache"),
+    ("stats", "is aniso's statistics cache (it holds seal.key; setting cache_dir), not a hub cache"),
+])
+@pytest.mark.parametrize("door", ["list", "import"])
+def test_a_folder_given_as_the_hub_cache_that_is_another_folder_is_named(clean_env, refused_line, where, says, door):
+    """`aniso hub list --cache-dir HUB/models--org--name` (or its snapshots, or aniso's statistics cache) said
+    "nothing cached", exit 0; `hub import` would write a cache inside a cache."""
+    hub = clean_env / "hub"
+    (hub / "models--org--name" / "snapshots" / "abc123").mkdir(parents=True)
+    (clean_env / "stats").mkdir()
+    (clean_env / "stats" / "seal.key").write_bytes(bytes(32))
+    folder = clean_env / where
+    argv = ["hub", "list", "--cache-dir", str(folder)] if door == "list" else \
+        ["hub", "import", "org/other", str(ROOT / "tests"), "--cache-dir", str(folder)]
+    line = refused_line(argv)
+    assert line.startswith(f"aniso hub {door}: --cache-dir {folder} {says.format(hub=hub)}"), line

@@ -60,6 +60,10 @@ def _open(args: argparse.Namespace, options: dict | None = None, check_paths: bo
 def _report(args: argparse.Namespace) -> int:
     from .report import write_html_report
 
+    if args.out == "-":  # the convention for standard output: not a file named "-" written without a word
+        print("aniso report: --out -: the report is an HTML file written to disk, not to standard output; name it, "
+              "e.g. --out report.html", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else Path(args.results).with_name("report.html")
     named = f"--out {_shown(str(out))}" if args.out else f"the report file {_shown(str(out))}"
     try:  # a name the system refuses (too long, a loop of links): one line before anything is read
@@ -356,10 +360,13 @@ def _list(args: argparse.Namespace) -> int:
 
 def _cache_dir_problem(path: str) -> str | None:
     """Why ``path`` cannot be a hub cache folder to write in (``aniso hub import --cache-dir``): it is a file, or a
-    folder above it is; None when it is a folder or can be created."""
+    folder above it is, or it is another folder (:func:`aniso.sources.hubcache.not_a_hub_cache`); None when it is a
+    folder or can be created."""
+    from .sources.hubcache import not_a_hub_cache
+
     where = Path(os.path.expanduser(path))
     if where.exists():
-        return None if where.is_dir() else "is not a folder: it is a file"
+        return not_a_hub_cache(where) if where.is_dir() else "is not a folder: it is a file"
     above = next((p for p in where.parents if p.exists()), None)
     if above is not None and not above.is_dir():
         return f"cannot be created: {above} is a file"
@@ -527,7 +534,8 @@ def _check_ref(hub_id: str, revision: str, cache_dir: str | None) -> None:
 def _hub_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
-    from .sources.hubcache import HubCacheError, cache_root, cached_repos, cached_revisions, cached_state, repo_dir
+    from .sources.hubcache import (HubCacheError, cache_root, cached_repos, cached_revisions, cached_state,
+                                   not_a_hub_cache, repo_dir)
     from .sources.hubrow import row_problem
 
     try:
@@ -538,6 +546,10 @@ def _hub_list(args: argparse.Namespace) -> int:
     if args.cache_dir is not None and not Path(args.cache_dir).is_dir():
         what = "is not a folder" if Path(args.cache_dir).exists() else "does not exist"
         print(f"aniso hub list: --cache-dir {args.cache_dir} {what}", file=sys.stderr)
+        return 2
+    other = not_a_hub_cache(args.cache_dir) if args.cache_dir is not None else None
+    if other is not None:  # read as a cache it would list nothing cached
+        print(f"aniso hub list: --cache-dir {args.cache_dir} {other}", file=sys.stderr)
         return 2
     problem = _hub_variable_problem(args.cache_dir)
     if problem is not None:
@@ -652,11 +664,26 @@ def _diff(args: argparse.Namespace) -> int:
         print(f"{args.old} -> {args.new}: nothing compared: the files have no result (claim, model, test) in common")
     else:
         print(format_diff(changes, args.old, args.new))
+    if _run_after(old.provenance.time, new.provenance.time):  # OLD run after NEW: every change above reads backwards
+        print(f"note: {args.old} was run after {args.new} ({old.provenance.time} and {new.provenance.time}): the "
+              "changes above read from the later run to the earlier one; give the earlier run first to read them "
+              "forwards", file=sys.stderr)
     if common_only:
         print(f"the runs cover different models ({len(mine)} and {len(theirs)}); compared the "
               f"{len(new.results) - only_new} result(s) both have, left aside {only_old} only in {args.old} and "
               f"{only_new} only in {args.new} (--all lists them as removed and added)")
     return 1 if any(c.kind == "verdict" or (c.kind == "record" and c.new.startswith("stale")) for c in changes) else 0
+
+
+def _run_after(first: str, second: str) -> bool:
+    """Whether the run of provenance time ``first`` (ISO 8601) was made after that of ``second``; False where either
+    does not read as a time with its offset."""
+    import datetime as _dt
+
+    try:
+        return _dt.datetime.fromisoformat(first) > _dt.datetime.fromisoformat(second)
+    except (TypeError, ValueError):  # a time without an offset beside one with it, or no time
+        return False
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -789,8 +816,12 @@ def _bench_twonn(args: argparse.Namespace) -> int:
         print(f"aniso bench twonn: aniso.bench.twonn is not available ({exc})", file=sys.stderr)
         return 2
     from .bench.extraction import best_device
-    from .bench.twonn import DATA_KINDS, PeerFailed, memory_parts, memory_problem, work_problem
+    from .bench.twonn import DATA_KINDS, SUBSPACE_DIM, PeerFailed, memory_parts, memory_problem, work_problem
 
+    if args.data == "subspace" and args.d < SUBSPACE_DIM:  # named as typed, not as the function's parameters
+        print(f"aniso bench twonn: argument --d: --data subspace needs at least {SUBSPACE_DIM} dimensions, got "
+              f"{args.d}", file=sys.stderr)
+        return 2
     device = args.device or best_device()
     if args.n >= 3 and args.d >= 1 and args.data in DATA_KINDS:  # before any point is made
         problem = memory_problem(args.n, args.d, args.data, not args.no_peers)

@@ -59,7 +59,8 @@ def model_folder(entry, ctx) -> Path:
     if path is not None:
         return path
     raise ValueError(f"{entry.id}: aniso bench command needs a model read from a transformers folder (a local "
-                     f"source, or a package in the transformers format); this one is a {src.kind} source")
+                     f"source, or a package in the transformers format); this one is a {src.kind} source"
+                     + (f" in the {src.format!r} format" if getattr(src, "format", None) else ""))
 
 
 def _timed(cmd: list[str], env: dict, cwd: str | None = None) -> dict:
@@ -95,6 +96,11 @@ def bench_command(model_id: str, *, paragraphs: int = 256, repeats: int = 3, reg
     settings = Settings.from_sources({"registry": registry, "n_sequences": paragraphs})
     reg = open_registry(registry_path(None, settings.registry), registry_source(registry, settings.registry))
     entry = reg.get(model_id)
+    from ..extract.modalities import modality_of
+
+    if not getattr(modality_of(entry), "tokens", False):  # the bare script and `aniso stats` read the corpus
+        raise ValueError(f"{model_id}: aniso bench command times text models (it reads paragraphs of the corpus), "
+                         f"this one is {entry.modality!r}")
     folder = model_folder(entry, StatsProvider(settings, reg).source_context)
     corpus = load_corpus(settings.corpus, paragraphs, settings.seed)
     if paragraphs > len(corpus.sequences):  # a bare script would time other paragraphs than the command reads

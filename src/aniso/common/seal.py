@@ -40,6 +40,12 @@ def results_key_path() -> Path:
     return user_state_path("aniso") / KEY_NAME
 
 
+#: The way out of a key file that cannot serve, said with its refusal: a key is never replaced behind the user's back
+#: (what it sealed would silently stop verifying), but a new one is drawn where there is none.
+_REMEDY = ("remove it and a new key is drawn on the next run (what the old key sealed is then computed or written "
+           "again)")
+
+
 def load_key(path: Path, *, create: bool = True) -> bytes:
     """The key in ``path`` (32 bytes), drawn and written there first when there is none and ``create``.
 
@@ -53,8 +59,9 @@ def load_key(path: Path, *, create: bool = True) -> bytes:
     path = Path(path)
     for attempt in range(2):
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise SealKeyError(f"{path}: a seal key must be a regular file, not "
-                               + ("a symbolic link" if path.is_symlink() else "a special file"))
+            what = ("a symbolic link" if path.is_symlink() else "a folder" if path.is_dir() else
+                    "a special file (a FIFO, a device or a socket)")
+            raise SealKeyError(f"{path}: a seal key must be a regular file, not {what}; {_REMEDY}")
         try:
             key = path.read_bytes()
         except FileNotFoundError:
@@ -65,7 +72,7 @@ def load_key(path: Path, *, create: bool = True) -> bytes:
         except OSError as exc:
             raise SealKeyError(f"{path}: cannot read the seal key ({exc.strerror or exc})") from None
         if len(key) != _KEY_BYTES:
-            raise SealKeyError(f"{path}: not a seal key ({len(key)} bytes, a key has {_KEY_BYTES})")
+            raise SealKeyError(f"{path}: not a seal key ({len(key)} bytes, a key has {_KEY_BYTES}); {_REMEDY}")
         return key
     raise SealKeyError(f"{path}: no seal key")  # pragma: no cover - the loop returns or raises
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import os
 from collections import Counter
 from dataclasses import asdict, field, fields
@@ -662,6 +663,12 @@ def _check_writable_folder(path: str, where: str) -> None:
         raise ValueError(f"{where}: {path} is a file; it must name a folder (it is created if missing)")
     for link in (path, *map(str, PurePath(path).parents)):
         if os.path.islink(link) and not os.path.exists(link):
+            try:
+                os.stat(link)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:  # no folder can be created where the link is: it must go
+                    raise ValueError(f"{where}: {link} is a symbolic link to itself, or a loop of links; remove it, "
+                                     "or point the setting at a writable folder") from None
             raise ValueError(f"{where}: {link} is a symbolic link to {os.readlink(link)}, which does not exist; "
                              "create that folder, or point the setting at a writable folder")
     try:

@@ -259,6 +259,31 @@ def _hub_cache_repo(folder: Path, rel: Path) -> str | None:
     return None
 
 
+#: The prefixes of a hub cache's repository folders (``models--org--name``; huggingface_hub's ``REPO_TYPES``).
+_REPO_FOLDER_PREFIXES = ("models--", "datasets--", "spaces--")
+
+
+def not_a_hub_cache(path: str | Path) -> str | None:
+    """Why the folder ``path`` given as a hub cache (``--cache-dir``) is another folder, in words, or None: one
+    repository's folder inside a hub cache (``models--org--name``), or its ``snapshots``/``blobs``/``refs`` folder or
+    a snapshot (naming the cache folder to give), or aniso's statistics cache (it holds ``seal.key``: setting
+    ``cache_dir``). Read as given there, it would list nothing cached, or an import would write a cache inside a
+    cache."""
+    from ..common.seal import KEY_NAME
+
+    where = Path(os.path.expanduser(str(path)))
+    parts = [where, *where.parents][:3]
+    for depth, folder in enumerate(parts):
+        if folder.name.startswith(_REPO_FOLDER_PREFIXES) and (depth == 0 or parts[depth - 1].name in
+                                                              ("snapshots", "blobs", "refs") or depth == 2):
+            inner = "one repository's folder" if depth == 0 else f"inside the repository folder {folder.name}"
+            return f"is {inner} of a hub cache; give the cache folder ({folder.parent})"
+    if (where / KEY_NAME).is_file():
+        return (f"is aniso's statistics cache (it holds {KEY_NAME}; setting cache_dir), not a hub cache; give the hub "
+                "cache folder (HF_HUB_CACHE, default ~/.cache/huggingface/hub)")
+    return None
+
+
 def cache_inside_folder(folder: str | Path, cache_dir: str | Path | None) -> str | None:
     """Where the hub cache an import writes in (``cache_dir``, else :func:`cache_root`) is ``folder`` itself or
     lies inside it, that cache's path; else None. Such an import would write the cache into the model folder, and a
