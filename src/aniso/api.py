@@ -463,7 +463,9 @@ def _entry(model: str | Path, registry):
 
 def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
     """``inputs`` as a tuple of non-empty texts. Raises ValueError naming ``inputs`` and the first bad item (no
-    text, empty, or holding a lone surrogate, named with its position)."""
+    text, empty, or holding a lone surrogate, named with its position), and naming ``inputs`` when every text of the
+    list is the path of an existing file: such a list was meant as files (a corpus file is given as a path, not in a
+    list), and measuring the file names as texts would be silently wrong, so it is refused, not warned about."""
     if len(inputs) == 0:
         raise ValueError("inputs: an empty list; give at least one text (or a corpus file, or None for the "
                          "settings' corpus)")
@@ -483,7 +485,16 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
     if len(inputs) > 1 and len(set(inputs)) == 1:  # as a corpus file of one paragraph repeated is refused
         raise ValueError(f"inputs: {len(inputs)} copies of one text, which are no {len(inputs)} inputs; give "
                          "distinct texts (or the one text alone)")
+    if all(len(t) < _PATH_TEXT_MAX and "\n" not in t and os.path.isfile(t) for t in inputs):
+        names = ", ".join(repr(t) for t in inputs[:3]) + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
+        raise ValueError(f"inputs: every text of the list is the path of a file here ({names}), which would be "
+                         f"measured as texts, the file names themselves; give a corpus file as a path, not in a list "
+                         f"(inputs={inputs[0]!r}), or a folder of photographs or recordings")
     return tuple(inputs)
+
+
+#: Texts this long or longer are never taken for a file's path (:func:`_texts`).
+_PATH_TEXT_MAX = 4096
 
 
 def _corpus_of(texts: tuple[str, ...], seed: int):
@@ -594,7 +605,9 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     inputs : a list of texts (each one sequence, truncated to ``max_length`` tokens), a corpus file (one paragraph
         per line, WikiText layout; ``n_inputs`` paragraphs sampled), a folder of photographs (vision models) or of
         recordings (speech models), or None: the settings' inputs for the model's modality (``ANISO_CORPUS``,
-        ``ANISO_IMAGE_DIR``, ``ANISO_SPEECH_DIR``; the embedded fallback corpus if none)
+        ``ANISO_IMAGE_DIR``, ``ANISO_SPEECH_DIR``; the embedded fallback corpus if none). A list whose every text is
+        the path of an existing file (``["c20.txt", "hello.txt"]``) is refused: it was meant as files, and would be
+        measured as the texts of their names; give a corpus file as a path, not in a list
     tokenizer : the tokenizer of an in-memory model (for a registry id, folder or hub id: refused, they bring their
         own)
     statistics : names from :data:`aniso.stats.pipeline.ALL_STATISTICS`, or ``"all"``; default :data:`DEFAULT_STATISTICS`
@@ -618,7 +631,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     Raises
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
-    empty list, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
+    empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
     (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
     ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
@@ -1583,7 +1596,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     ------
     ValueError, one line naming the argument: an unknown or undetectable model (``model``), an unknown claim id or
     prefix (``claims``), a bad setting (``settings``), inputs that do not exist or do not fit the model, a list of
-    fewer than 2 distinct texts (``inputs``), inputs given both as ``inputs`` and in ``settings`` with different
+    fewer than 2 distinct texts or whose every text is an existing file's path (``inputs``), inputs given both as ``inputs`` and in ``settings`` with different
     values; TypeError naming ``model`` when it is no str or pathlib.Path (an in-memory model), ``settings`` when
     they are no dict, ``inputs`` when they are no path, list of texts or None, ``verbose`` when it is not True or
     False; RuntimeError when the run wrote no results

@@ -518,14 +518,15 @@ class Settings:
         """Check the paths a run reads or writes before it starts, so that a wrong one gives one line instead of a
         traceback minutes later (``formats``: the data folders' file types, :meth:`check_data_folders`).
 
-        ``corpus`` and ``train_text`` must be files (not folders); ``speech_dir``, ``image_dir`` and ``models_dir``,
+        ``corpus`` and ``train_text`` must be files (not folders) of UTF-8 text (not compressed, not UTF-16 or UTF-32:
+        :func:`aniso.common.files.wide_unicode`, with or without a byte-order mark); ``speech_dir``, ``image_dir`` and ``models_dir``,
         when set, folders that exist, holding a file of ``formats`` where it names their types
         (:meth:`check_data_folders`); ``cache_dir`` must be a folder this process can create and write files in (it also holds
         unpacked package weights, joined GGUF files and the miniatures' checkpoints, which a run needs, so a
         read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
         variable and option, and the path.
         """
-        from .files import binary_kind, not_a_regular_file
+        from .files import binary_kind, not_a_regular_file, wide_unicode
 
         for name in ("corpus", "train_text"):  # regular files of text: no FIFO, pipe, device, archive
             value = getattr(self, name)
@@ -537,6 +538,10 @@ class Settings:
             if problem is None:
                 with open(value, "rb") as f:
                     head = f.read(4096)
+                wide = None if binary_kind(head) else wide_unicode(head)  # UTF-16 or UTF-32: bytes, not letters
+                if wide is not None:  # as the corpus reader says; the byte-level miniatures would train on its NULs
+                    raise SettingError(f"{_where(name)}: {value} is not UTF-8 text: it is {wide[0]}; save it as UTF-8 "
+                                       f"(e.g. iconv -f {wide[1]} -t UTF-8)")
                 kind = binary_kind(head) or ("binary data (NUL bytes)" if b"\x00" in head and not head.startswith(
                     (b"\xff\xfe", b"\xfe\xff")) and head.count(0) <= len(head) // 4 else None)
                 if kind is not None:

@@ -327,7 +327,8 @@ def detect_entry(model: str) -> dict[str, Any]:
 
     Raises UndetectableModel (one line, beginning with ``model``) when the path is a symbolic link that loops or
     leads nowhere (:func:`link_problem`), when it is no folder and no regular file (a FIFO, a device, a socket;
-    before anything opens it), when it is in no format a kind reads (naming the formats),
+    before anything opens it), when it is in no format a kind reads (naming the formats; for a folder that holds a
+    file a kind reads, such as an ONNX file or a llama2.c checkpoint, naming that file and saying to give it),
     when a kind recognises it but cannot tell what its entry needs, and as
     :func:`registry_entry` for a hub id.
     """
@@ -357,4 +358,41 @@ def detect_entry(model: str) -> dict[str, Any]:
             return {"id": ident, **fields,
                     "description": f"run by `aniso run {model}`; fields detected from its {kind.name} files"}
     formats = [k.detects for k in kinds]
+    if path.is_dir():
+        inside = _model_file_inside(path, kinds)
+        if inside is not None:
+            name, what = inside
+            raise UndetectableModel(f"{model}: not in a format aniso reads as a folder (a transformers model folder has "
+                                    f"config.json); it holds {name}, {what}; give the file itself, "
+                                    f"not its folder ({os.path.join(model, name)})")
     raise UndetectableModel(f"{model}: not in a format aniso reads: {', '.join(formats[:-1])} or {formats[-1]}")
+
+
+#: Most files of a folder in no format read one by one to tell whether one of them is a model file.
+_FILES_LOOKED_AT = 64
+
+
+def _model_file_inside(folder: Path, kinds) -> tuple[str, str] | None:
+    """The first file of ``folder`` (by name; regular files only, the first :data:`_FILES_LOOKED_AT`) that a kind
+    of ``kinds`` reads as a model file, as (its name, what it is: the kind's ``detects``, or the kind's one-line
+    reason why its entry cannot be told, e.g. a llama2.c checkpoint without its tokenizer), or None."""
+    from ..common.files import not_a_regular_file
+
+    try:
+        names = sorted(os.listdir(folder))[:_FILES_LOOKED_AT]
+    except OSError:
+        return None
+    for name in names:
+        path = folder / name
+        if path.is_dir() or not_a_regular_file(path) is not None:  # a FIFO would block: never opened
+            continue
+        for kind in kinds:
+            try:
+                fields = kind.detect(path)
+            except UndetectableModel as exc:
+                return name, str(exc)
+            except OSError:
+                break
+            if fields is not None:
+                return name, kind.detects
+    return None

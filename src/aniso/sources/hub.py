@@ -18,7 +18,7 @@ from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
 __all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "tokenizer_problem", "placement_key", "folder_problem", "weights_problem",
-           "integer_weights_problem", "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
+           "integer_weights_problem", "unread_config_problem", "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
 
@@ -95,8 +95,10 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
     None. Checked: every weights, config or tokenizer file is a regular file, not a symbolic link to nothing, a
     folder, a FIFO or a device (:func:`aniso.sources.hubcache.unreadable_model_file`); ``config.json`` is there
     and is a JSON object whose counts, sizes, epsilons and padding id a model can be built with
-    (:func:`aniso.sources.hubcache.config_values_problem`); every ``.safetensors`` file's header agrees with its
-    size (:func:`aniso.sources.hubcache.safetensors_problem`) and the shards an index names are there; the
+    (:func:`aniso.sources.hubcache.config_values_problem`) and asks for nothing the installed transformers no longer
+    builds (:func:`unread_config_problem`); every ``.safetensors`` file's header agrees with its size
+    (:func:`aniso.sources.hubcache.safetensors_problem`), the weights have a name transformers reads and the shards
+    an index names are there (:func:`aniso.sources.hubcache.missing_weights`); the
     preprocessing files of ``modality`` are there: for text, the tokenizer's vocabulary (one of
     :data:`VOCABULARY_FILES`, unless the tokenizer class, from ``tokenizer_config.json``, needs none:
     :data:`NO_VOCABULARY_TOKENIZERS`, or is the repository's own code), for speech and vision
@@ -121,6 +123,9 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
     nonsense = config_values_problem(data)  # a zero count, a negative epsilon, a padding id past the vocabulary
     if nonsense is not None:
         return nonsense
+    unread = unread_config_problem(data)  # a field this transformers no longer builds by (relative positions)
+    if unread is not None:
+        return unread
     for path in sorted(folder.glob("*.safetensors")):
         damaged = safetensors_problem(path)
         if damaged is not None:
@@ -129,6 +134,47 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
     if lacking is not None:
         return lacking
     return preprocessing_problem(folder, modality)
+
+
+#: Config fields that choose how a model is built, whose values other than the default (the second item) a model
+#: type's transformers code must name to build it so: an older transformers read them where this one may not.
+_BUILD_CHOICES = (("position_embedding_type", "absolute"),)
+
+
+def unread_config_problem(config: dict) -> str | None:
+    """Where a config (its fields as a dict) asks for a way of building its model that the installed transformers'
+    code of its ``model_type`` does not have (:data:`_BUILD_CHOICES`: e.g. BERT's ``position_embedding_type:
+    relative_key``, which transformers 5 no longer reads, building absolute positions only): the model built would
+    not be the one the config describes, and the weights of what it lacks (``distance_embedding``) would go unread.
+    One phrase naming config.json, the field and its value, or None (also where the model type's code cannot be
+    found here: the load says what is wrong)."""
+    import importlib.util
+
+    model_type = config.get("model_type")
+    asked = [(f, config[f]) for f, default in _BUILD_CHOICES
+             if isinstance(config.get(f), str) and config[f] != default]
+    if not asked or not isinstance(model_type, str):
+        return None
+    try:
+        from transformers import __version__
+        from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+        module = model_type_to_module_name(model_type)
+        spec = importlib.util.find_spec(f"transformers.models.{module}.modeling_{module}")
+        code = Path(spec.origin).read_text(encoding="utf-8") if spec is not None and spec.origin else None
+    except (ImportError, ValueError, OSError, AttributeError):
+        return None
+    if code is None:
+        return None
+    for field, value in asked:
+        if f'"{value}"' not in code and f"'{value}'" not in code:
+            default = dict(_BUILD_CHOICES)[field]
+            built = (f"builds model_type {model_type!r} with {field} {default!r} only (its code does not read the "
+                     "field)" if field not in code else f"has no {field} {value!r} for model_type {model_type!r}")
+            return (f"config.json {field} {value!r}: transformers {__version__} {built}, so the model measured would "
+                    f"not be the one its config describes, and the weights of its {value!r} positions would go "
+                    f"unread (if the weights are of {default!r} ones, the field is wrong: set it to {default!r})")
+    return None
 
 
 def preprocessing_problem(folder: str | Path, modality: str) -> str | None:
@@ -436,6 +482,9 @@ def import_problem(folder: str | Path, config: dict) -> str | None:
     from . import no_loading_bars
     from .detect import UndetectableModel, entry_fields
 
+    unread = unread_config_problem(config)  # a model that would not be the one its config describes
+    if unread is not None:
+        return unread
     try:
         modality = entry_fields(config)["modality"]
     except UndetectableModel:
@@ -751,7 +800,8 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         if missing and all(k.split(".")[0] == "pooler" for k in missing) and _accepts(type(model), "add_pooling_layer"):
             reports.clear()  # the table of the load without a pooler is the one that counts
             model, info = load(add_pooling_layer=False)
-        problem = weights_problem(model, info)
+        problem = unread_config_problem(model.config.to_dict()) if folder is None else None  # a download
+        problem = problem or weights_problem(model, info)
         if problem is None and folder is not None:  # float weights saved as integers: cast without a word
             problem = integer_weights_problem(folder, model)
         if problem is not None:
@@ -950,7 +1000,9 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     """From the local Hugging Face cache (the revision resolved there, no network), else from the hub if
     reachable. ``origin`` names the repo, revision and commit, and whether the snapshot was downloaded or
     imported from a folder (``aniso hub import``). Raises ModelUnavailable naming the model: not cached here and
-    the hub unreachable (at once, no retries), or a load error."""
+    the hub unreachable (at once, no retries), or a load error; ModelRefused when a snapshot imported from a folder
+    lacks what a load needs (:func:`aniso.sources.hubcache.missing_weights`: the hub cannot complete it)."""
+    from .base import ModelRefused
     from .hubcache import HubCacheError, cached_state
 
     _check_variables(entry)
@@ -960,6 +1012,10 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
         state = cached_state(src.repo, src.revision)
     except HubCacheError as exc:
         raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    if state is not None and state["missing"] and state["origin"] != "downloaded":  # no hub completes an import
+        raise ModelRefused(f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is in the hub cache (commit "
+                           f"{state['commit']}) but {state['missing']}; it was {state['origin']}, and no hub completes "
+                           "an import: fix the folder and import it again")
     if state is not None and state["missing"]:  # a download cut short: the hub may complete it
         if not ctx.hub.reachable():
             raise ModelUnavailable(f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is in the hub "

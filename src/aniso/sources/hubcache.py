@@ -664,8 +664,11 @@ def unreadable_model_file(folder: Path) -> str | None:
 def missing_weights(snapshot: Path) -> str | None:
     """What a snapshot or model folder lacks for the hub and local sources (which load safetensors only), or None: no
     ``.safetensors`` file (naming the weight files of other formats it holds), shards that its ``model.safetensors.index.json`` names but the cache does not hold (a
-    download cut short; a symlink to a missing blob counts as missing), or a ``model.safetensors`` beside such an
-    index that does not name it (two weight sets: which one is measured would go unsaid)."""
+    download cut short; a symlink to a missing blob counts as missing), a ``model.safetensors`` beside such an
+    index that does not name it (two weight sets: which one is measured would go unsaid), or ``.safetensors`` files
+    under other names only and no index (``weights.safetensors``, shards without their index: transformers reads
+    ``model.safetensors`` or the index, and would say "no file named model.safetensors", as if a download were
+    missing), naming the files that look like weights (:data:`_WEIGHT_LOOKING`) and the names it reads."""
     index = snapshot / "model.safetensors.index.json"
     if index.is_file():
         try:
@@ -693,6 +696,13 @@ def missing_weights(snapshot: Path) -> str | None:
         if broken:  # a blob of the hub cache deleted, or a folder's link to weights moved away
             return f"no .safetensors weights: {link_to_nothing(broken[0])}"
         return "no .safetensors weights (the suite loads safetensors only)"
+    if not (snapshot / "model.safetensors").is_file():  # transformers reads no other name: it would say "not found"
+        held = sorted(p.name for pattern in _WEIGHT_LOOKING for p in snapshot.glob(pattern) if p.is_file())
+        shown_held = ", ".join(held[:4]) + (f" and {len(held) - 4} more" if len(held) > 4 else "")
+        rename = (f"rename {held[0]} to model.safetensors" if len(held) == 1 else
+                  "rename its one weights file to model.safetensors, or give its shards their index")
+        return (f"no model.safetensors nor model.safetensors.index.json, the names transformers reads weights from; "
+                f"its weights files are {shown_held}, which it does not read: {rename}")
     return None
 
 
@@ -703,6 +713,8 @@ def _in_hub_cache(folder: Path) -> bool:
 
 #: Weight files of other formats than safetensors, named when a folder holds only those.
 _OTHER_WEIGHTS = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.h5", "*.msgpack", "*.pkl")
+#: Files that look like a model's weights, named when none of them has a name transformers reads.
+_WEIGHT_LOOKING = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 
 
 def cached_state(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> dict | None:
