@@ -407,6 +407,14 @@ class ModelEntry(Strict):
             raise ValueError("tiny needs a 'model_type' (a transformers config type) and config fields")
         return value
 
+    def checkpoint_entry(self, step: int) -> "ModelEntry":
+        """The row of the checkpoint at ``step`` of this row's series: its source moved to the step (the ``vary``
+        templates, or the source's ``steps``) and its id suffixed ``.step<N>``, without checkpoints or records."""
+        series = self.checkpoints
+        update = series.source_fields(step) if series is not None and series.vary else {"steps": step}
+        return self.model_copy(update={"id": f"{self.id}.step{step}", "checkpoints": None, "expected": {},
+                                       "source": self.source.model_copy(update=update)})
+
     @property
     def trained(self) -> bool:
         """False for an untrained block built from a config (source kind ``init``) and a miniature at step 0."""
