@@ -668,7 +668,12 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         reg = _load_registry(_registry_file(registry, base), registry, base)
         entry = _entry(model, reg)
         from .extract.modalities import INPUT_FORMS, inputs_kind, modality_of
+        from .sources import ModelRefused, SourceContext, declared_files_problem
 
+        declared = declared_files_problem(entry, SourceContext(registry_dir=reg.path.parent if reg.path else None,
+                                                               models_dir=base.models_dir))
+        if declared:  # the row's fields are not its model's: before its fields choose the inputs
+            raise ModelRefused(declared)
         row = modality_of(entry)
         if row is None:
             raise ValueError(f"model {entry.id!r}: modality {entry.modality!r} has no hidden states measured over "

@@ -407,6 +407,14 @@ class ModelEntry(Strict):
             raise ValueError("tiny needs a 'model_type' (a transformers config type) and config fields")
         return value
 
+    def checkpoint_entry(self, step: int) -> "ModelEntry":
+        """The row of the checkpoint at ``step`` of this row's series: its source moved to the step (the ``vary``
+        templates, or the source's ``steps``) and its id suffixed ``.step<N>``, without checkpoints or records."""
+        series = self.checkpoints
+        update = series.source_fields(step) if series is not None and series.vary else {"steps": step}
+        return self.model_copy(update={"id": f"{self.id}.step{step}", "checkpoints": None, "expected": {},
+                                       "source": self.source.model_copy(update=update)})
+
     @property
     def trained(self) -> bool:
         """False for an untrained block built from a config (source kind ``init``) and a miniature at step 0."""
@@ -691,8 +699,9 @@ def _shown(value: Any, width: int = 60) -> str:
 
 
 def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
-    """Raise RegistryError (file, entry, field) for a ``stands_for`` that names no seed row of the registry, or a
-    ``fine_tuned_from`` that names no row.
+    """Raise RegistryError (file, entry, field) for a ``stands_for`` that names no seed row of the registry, a
+    ``fine_tuned_from`` that names no row, or rows whose ``fine_tuned_from`` go round in a cycle (``a`` from ``b``,
+    ``b`` from ``a``; a row naming itself is refused by its own schema).
 
     A seed row is a ``hub`` row (the model as its authors publish it) or a row that stands for itself (a model of
     the papers run here from a copy or a conversion, e.g. ``whisper-base``). Checked on the whole file only: a
@@ -709,6 +718,17 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
     for i, e in enumerate(entries):
         if e.fine_tuned_from is not None and e.fine_tuned_from not in by_id:
             raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): fine_tuned_from: {no_row(e.fine_tuned_from)}")
+    for i, e in enumerate(entries):
+        chain, row = [e.id], e
+        while row.fine_tuned_from is not None and row.fine_tuned_from not in chain:
+            row = by_id[row.fine_tuned_from]
+            chain.append(row.id)
+        if row.fine_tuned_from == chain[0] and len(chain) > 1:
+            names = " -> ".join(repr(n) for n in chain + chain[:1])
+            raise RegistryError(f"{path}: models[{i}] (id {chain[0]!r}): fine_tuned_from: the rows {names} are each "
+                                "fine-tuned from the next, a cycle; a model is fine-tuned from one that came before "
+                                "it, so one of these fields is wrong")
+    for i, e in enumerate(entries):
         if e.stands_for is None or e.stands_for == e.id:
             continue
         where = f"{path}: models[{i}] (id {e.id!r}): stands_for"
@@ -719,6 +739,32 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
             raise RegistryError(f"{where}: {e.stands_for!r} is not a seed row (a hub row, or a row that stands for "
                                 f"itself); it is a {seed.source.kind} row"
                                 + (f" that stands for {seed.stands_for!r}" if seed.stands_for else ""))
+
+
+def _check_recorded_numbers(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, the path into the record, the value) for a record's ``measured`` value that
+    is text where a number is kept. A record's numbers are compared with every run's (:mod:`aniso.judge.records`),
+    so ``max_avg_cos: "high"`` would be compared as a word and never be a number. Text is kept for a layer's name
+    (a key ``layer`` or ``layer_...``: ``layer_of_max: '0'``) and for a model (a value that is the id of a row of
+    the file: ``flattest_decoder: mini-gpt2-bytes-s0``); booleans, nulls, lists and mappings of these are kept."""
+    ids = {e.id for e in entries}
+
+    def words(where: str, key: str, value: Any):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield from words(f"{where}.{k}", str(k), v)
+        elif isinstance(value, (list, tuple)):
+            for j, v in enumerate(value):
+                yield from words(f"{where}[{j}]", key, v)
+        elif isinstance(value, str) and not (key == "layer" or key.startswith("layer_") or value in ids):
+            yield where, value
+
+    for i, e in enumerate(entries):
+        for claim, record in (e.expected or {}).items():
+            for where, value in words(f"expected.{claim}.measured", "", record.measured or {}):
+                raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): {where}: {_shown(value)} is text where the "
+                                    "record keeps a number (text is kept only for a layer's name, under a key "
+                                    "layer or layer_..., or a registry row's id); write the number measured")
 
 
 #: The tag of YAML's merge key (``<<: *defaults``, ``<<: [*a, *b]``, ``<<: {...}``; https://yaml.org/type/merge.html).
@@ -864,6 +910,7 @@ def load_registry(path: Path | str) -> Registry:
     for i, e in enumerate(registry.entries):  # a refusal of a row once its model is read names where it was read
         note_row(e, f"{path}: models[{i}] (id {e.id!r})")
     _check_stands_for(registry.entries, path)
+    _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
     return registry
 

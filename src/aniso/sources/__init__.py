@@ -24,7 +24,8 @@ from .hubcache import HubCacheError, cached_state
 from .package import load_ct2_whisper
 
 __all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "ModelRefused", "InputsMissing", "LoadedModel",
-           "HubStatus", "load_model", "no_loading_bars", "source_fingerprint", "load_ct2_whisper", "weights_here"]
+           "HubStatus", "load_model", "no_loading_bars", "source_fingerprint", "load_ct2_whisper", "weights_here",
+           "declared_files_problem", "missing_checkpoints"]
 
 #: The table of source kinds, by the registry's ``source.kind``.
 SOURCE_KINDS: dict[str, SourceKind] = {m.KIND.name: m.KIND for m in (hub, local, package, onnx_cnn, gguf, llama2c, init, miniature,
@@ -48,7 +49,8 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     ``cannot_run``; offline and not cached, package not installed, remote code
     or credentials not opted in, file missing, load error, a model that is not a Transformer in an entry declared
     one and not tagged ``control``: :func:`aniso.sources.detect.transformer_problem`); ModelRefused (a subclass) when
-    the entry's role or family contradicts its loaded model's config (:func:`aniso.sources.detect.declared_problem`);
+    the entry's modality, architecture, granularity, role or family contradicts its loaded model's config or
+    tokenizer (:func:`aniso.sources.detect.declared_problem`);
     InputsMissing for want of a data folder.
     """
     from .detect import declared_problem, transformer_problem
@@ -63,12 +65,68 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     problem = transformer_problem(entry, getattr(config, "model_type", None))
     if problem:
         raise ModelUnavailable(problem)
-    declared = declared_problem(entry, config.to_dict() if callable(getattr(config, "to_dict", None)) else None)
+    declared = declared_problem(entry, config.to_dict() if callable(getattr(config, "to_dict", None)) else None,
+                                _vocabulary(loaded.tokenizer) if entry.granularity in ("byte", "char") else None)
     if declared:  # the row's role or family is not its weights': refused, as a file at odds with its config is
         raise ModelRefused(declared)
     if ctx is not None and ctx.media is not None and loaded.tokenizer is not None and entry.modality == "text":
         loaded.meta.setdefault("first_token", _first_token(entry, loaded.tokenizer, ctx))
     return loaded
+
+
+def _vocabulary(tokenizer) -> list[str] | None:
+    """The tokens of a loaded tokenizer (None when it has none, or cannot list them)."""
+    try:
+        return list(tokenizer.get_vocab())
+    except (AttributeError, TypeError, ValueError, NotImplementedError):
+        return None
+
+
+def declared_files_problem(entry, ctx: SourceContext | None = None, kinds_only: bool = False) -> str | None:
+    """:func:`aniso.sources.detect.declared_problem` of a row whose model is a transformers folder here (its source
+    kind's ``transformers_folder``), read from the folder's ``config.json`` and tokenizer files without loading the
+    model: a run refuses such a row before its inputs are read or its statistics are served from the cache, and
+    ``aniso list`` (``kinds_only``: what :func:`~aniso.sources.detect.kind_problem` says of the modality,
+    architecture and granularity, without the row's name and without importing transformers) names it. None where the folder or its config cannot be had
+    here (the loading says why) or nothing contradicts."""
+    import json
+
+    from .detect import declared_problem, folder_vocabulary, kind_problem
+
+    folder_of = SOURCE_KINDS[entry.source.kind].transformers_folder
+    if folder_of is None or getattr(entry, "cannot_run", None) is not None:
+        return None
+    try:
+        folder = folder_of(entry, ctx or SourceContext())
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder is not None else None
+    except (ModelUnavailable, OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    vocabulary = folder_vocabulary(folder) if entry.granularity in ("byte", "char") else None
+    return (kind_problem if kinds_only else declared_problem)(entry, config, vocabulary)
+
+
+def missing_checkpoints(entry, ctx: SourceContext) -> str | None:
+    """For a row whose checkpoints are folders or files here (a source kind with a ``transformers_folder``: a
+    package or a local folder) and whose ``checkpoints`` name their steps and ``vary`` the source: which of them are
+    not here, in one phrase naming the first (its step, the source fields and why), else None."""
+    series = getattr(entry, "checkpoints", None)
+    kind = SOURCE_KINDS[entry.source.kind]
+    if series is None or not series.vary or series.steps == "all" or kind.transformers_folder is None:
+        return None
+    missing = []
+    for step in series.steps:
+        try:
+            kind.fingerprint(entry.checkpoint_entry(step), ctx)
+        except ModelUnavailable as exc:
+            missing.append((step, str(exc).split(": ", 1)[-1]))
+    if not missing:
+        return None
+    step, why = missing[0]
+    fields = ", ".join(f"{k} {v!r}" for k, v in series.source_fields(step).items())
+    return (f"{len(missing)} of {len(series.steps)} checkpoint(s) not here, the first step {step} "
+            f"({fields}): {why}")
 
 
 @contextlib.contextmanager
@@ -104,7 +162,9 @@ def weights_here(entry, ctx: SourceContext) -> str:
     installed pip package), ``"here (folder)"`` (a local or models-folder file), ``"here (hub cache)"`` (the hub
     row's repo at its revision is in the Hugging Face cache, downloaded or imported), ``"hub only (not cached)"``,
     ``"trained by the suite on first use"``, ``"built by the suite"`` (untrained initialisations) or
-    ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache...), or
+    ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache, checkpoints
+    of the row's series absent: :func:`missing_checkpoints`...), ``"refused: <why>"`` (the row's modality,
+    architecture or granularity contradicts its model's files: :func:`declared_files_problem`), or
     ``"cannot run with the locked libraries (registry: cannot_run)"`` (the row's ``cannot_run`` says why)."""
     if entry.miniature:
         return "trained by the suite on first use"
@@ -123,8 +183,20 @@ def weights_here(entry, ctx: SourceContext) -> str:
                 return f"missing: in the hub cache, but {state['missing']}"
             return "here (hub cache)"
         SOURCE_KINDS[kind].fingerprint(entry, ctx)
+        missing = missing_checkpoints(entry, ctx)
+    except ModelRefused as exc:  # the row's fields are wrong (a package its distribution does not provide...)
+        from .base import row_of
+
+        said = str(exc)
+        return "refused: " + (said.removeprefix(f"{row_of(entry)}: ") if said.startswith(row_of(entry))
+                              else said.split(": ", 1)[-1])
     except (ModelUnavailable, HubCacheError, OSError) as exc:
         return "missing: " + str(exc).split(": ", 1)[-1]
+    if missing:
+        return f"missing: {missing}"
+    refused = declared_files_problem(entry, ctx, kinds_only=True)
+    if refused:
+        return f"refused: {refused} (fix the row's fields or its source)"
     if kind == "init":
         return "built by the suite"
     if getattr(entry.source, "package", None):

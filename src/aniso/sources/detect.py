@@ -23,7 +23,7 @@ from typing import Any
 
 __all__ = ["UndetectableModel", "NotATransformer", "NOT_TRANSFORMERS", "ATTENTION_FIELDS", "CONTROL_TAG",
            "entry_fields", "config_of", "registry_entry", "detect_entry", "link_problem", "role_told",
-           "declared_problem", "not_a_transformer", "detected_id",
+           "declared_problem", "kind_problem", "folder_vocabulary", "not_a_transformer", "detected_id",
            "transformer_problem"]
 
 #: model_type → (modality, granularity, architecture) for the types that are not subword-text Transformers.
@@ -216,11 +216,13 @@ def _model_type_name(name: str) -> str:
     return name.replace("-", "_")
 
 
-def declared_problem(entry, config: dict[str, Any] | None) -> str | None:
-    """Where a registry row's ``role`` or ``family`` contradicts the config of the model it loads (``config``, its
-    fields as a dict; None: not judged), in one phrase naming the registry file and row (where the row was read from
-    a file), the fields and what the config says, else None. Claims are chosen by role and family: a decoder's claim
-    decided on an encoder's weights would be a finding about another model.
+def declared_problem(entry, config: dict[str, Any] | None, vocabulary: list[str] | None = None) -> str | None:
+    """Where a registry row's ``modality``, ``architecture``, ``granularity``, ``role`` or ``family`` contradicts the
+    config of the model it loads (``config``, its fields as a dict; None: not judged) or its tokenizer's
+    ``vocabulary`` (its tokens, where read), in one phrase naming the registry file and row (where the row was read
+    from a file), the fields and what the config says, else None. Claims are chosen by these fields: a decoder's
+    claim decided on an encoder's weights, or a character-level claim on a subword model, would be a finding about
+    another model. The modality, architecture and granularity are judged by :func:`_kind_contradictions`.
 
     Judged only where the config tells: the role where :func:`role_told` reads one; the family where both it and the
     config's ``model_type`` are model types transformers knows (``-`` read as ``_``) and neither name begins the
@@ -230,7 +232,9 @@ def declared_problem(entry, config: dict[str, Any] | None) -> str | None:
         return None
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    said = []
+    said = _kind_contradictions(entry, config, vocabulary)
+    if said:  # another kind of model: its role and family are beside the point
+        return _refusal(entry, said)
     role = role_told(config)
     if role is not None and role != entry.role:
         architectures = ", ".join(a for a in config.get("architectures") or [] if isinstance(a, str))
@@ -241,12 +245,115 @@ def declared_problem(entry, config: dict[str, Any] | None) -> str | None:
     if isinstance(model_type, str) and family in CONFIG_MAPPING_NAMES and model_type in CONFIG_MAPPING_NAMES \
             and not (family.startswith(model_type) or model_type.startswith(family)):
         said.append(f"family {entry.family!r}, but its config.json says model_type {model_type!r}")
-    if not said:
+    return _refusal(entry, said) if said else None
+
+
+def kind_problem(entry, config: dict[str, Any] | None, vocabulary: list[str] | None = None) -> str | None:
+    """What :func:`declared_problem` says of the row's ``modality``, ``architecture`` and ``granularity`` only,
+    without naming the row (``modality 'speech', but its config.json is bert, a text model``), else None: what
+    ``aniso list`` shows beside the row (no transformers import)."""
+    if config is None or entry.role == "block":
         return None
+    return "; ".join(_kind_contradictions(entry, config, vocabulary)) or None
+
+
+def _refusal(entry, said: list[str]) -> str:
     from .base import row_of
 
     return (f"{row_of(entry)}: " + "; ".join(said) + ": the row's claims would be decided on another kind of "
             "model; fix the row's fields or its source")
+
+
+def folder_vocabulary(folder: Path) -> list[str] | None:
+    """The tokens of a model folder's tokenizer, read from its files without building it: ``tokenizer.json``'s
+    model vocabulary (WordPiece, BPE, Unigram), else ``vocab.txt`` (one token a line); None when neither is there or
+    readable."""
+    file = folder / "tokenizer.json"
+    try:
+        if file.is_file():
+            vocab = json.loads(file.read_text(encoding="utf-8")).get("model", {}).get("vocab")
+            if isinstance(vocab, dict):
+                return [t for t in vocab if isinstance(t, str)]
+            if isinstance(vocab, list):  # Unigram: [token, score] pairs
+                return [t[0] for t in vocab if isinstance(t, list) and t and isinstance(t[0], str)]
+        file = folder / "vocab.txt"
+        if file.is_file():
+            return file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return None
+    return None
+
+
+#: Most tokens a byte-level vocabulary has: 256 bytes and a few special or sentinel tokens (ByT5: 384).
+BYTE_VOCABULARY_MAX = 512
+#: Fewest tokens of several characters that make a vocabulary a subword one (a character-level vocabulary holds
+#: single characters, and a few special tokens or SMILES brackets; WordPiece and BPE vocabularies hold thousands).
+SUBWORD_TOKENS_MIN = 1000
+#: Marks of a continuation or a leading space in subword vocabularies (WordPiece ``##``, GPT-2 ``Ġ``, SentencePiece
+#: ``▁``), not counted as characters of a token.
+_PIECE_MARKS = ("##", "\u0120", "\u2581")
+#: How a message names an architecture.
+_ARCHITECTURE_NOUNS = {"transformer": "Transformer", "cnn": "CNN"}
+
+
+def _what_config_is(config: dict[str, Any]) -> tuple[str, str | None, str] | None:
+    """(modality, granularity or None where the config alone does not tell, architecture) of a config, where it
+    tells them: a ``model_type`` of :data:`_TYPES`, or a text Transformer's fields (a vocabulary and layers)."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type in NOT_TRANSFORMERS:
+        return None
+    if model_type in _TYPES:
+        return _TYPES[model_type]
+    if _looks_like_text(config) and any(f in config for f in ATTENTION_FIELDS):
+        return "text", None, "transformer"
+    return None
+
+
+def _long_tokens(vocabulary: list[str]) -> int:
+    """How many tokens of a vocabulary are several characters long once a subword mark is taken off (special
+    tokens in brackets, ``[CLS]`` or ``<s>``, not counted)."""
+    count = 0
+    for token in vocabulary:
+        if not isinstance(token, str) or (token[:1], token[-1:]) in (("[", "]"), ("<", ">")):
+            continue
+        for mark in _PIECE_MARKS:
+            token = token.removeprefix(mark)
+        count += len(token) > 1
+    return count
+
+
+def _kind_contradictions(entry, config: dict[str, Any], vocabulary: list[str] | None) -> list[str]:
+    """The phrases of :func:`declared_problem` for a row's ``modality``, ``architecture`` and ``granularity``: a
+    modality or architecture other than the config's (:func:`_what_config_is`: ``modality speech, but its
+    config.json is bert, a text model``); a granularity other than a character- or byte-level ``model_type``'s; a
+    ``byte`` row whose config has more than :data:`BYTE_VOCABULARY_MAX` tokens; a ``byte`` or ``char`` row whose
+    tokenizer holds :data:`SUBWORD_TOKENS_MIN` or more tokens of several characters (a subword vocabulary)."""
+    told = _what_config_is(config)
+    if told is None:
+        return []
+    modality, granularity, architecture = told
+    model_type = config["model_type"]
+    said = []
+    if entry.modality != modality:
+        said.append(f"modality {entry.modality!r}, but its config.json is {model_type}, a {modality} model")
+    if entry.architecture != architecture:
+        said.append(f"architecture {entry.architecture!r}, but its config.json is {model_type}, a "
+                    f"{_ARCHITECTURE_NOUNS.get(architecture, architecture)}")
+    if said:
+        return said
+    if granularity in ("char", "byte") and entry.granularity != granularity:
+        said.append(f"granularity {entry.granularity!r}, but its config.json is {model_type}, a {granularity}-level "
+                    "model")
+    elif granularity is None and entry.granularity in ("byte", "char"):
+        size = config.get("vocab_size")
+        long = _long_tokens(vocabulary) if vocabulary is not None else 0
+        if long >= SUBWORD_TOKENS_MIN:
+            said.append(f"granularity {entry.granularity!r}, but its tokenizer is a subword one ({len(vocabulary):,} "
+                        f"tokens, {long:,} of them several characters long)")
+        elif entry.granularity == "byte" and isinstance(size, int) and size > BYTE_VOCABULARY_MAX:
+            said.append(f"granularity 'byte', but its config.json has vocab_size {size:,} (a byte-level model has "
+                        f"256 byte tokens and a few special ones, at most {BYTE_VOCABULARY_MAX})")
+    return said
 
 
 @functools.lru_cache(maxsize=1)

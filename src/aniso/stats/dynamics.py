@@ -226,13 +226,7 @@ def checkpoint_entries(entry, ctx) -> list[tuple[int, object]]:
     if series is None:
         raise ValueError(f"{entry.id}: no checkpoints in its registry entry")
     steps = SOURCE_KINDS[entry.source.kind].checkpoints(entry, ctx) if series.steps == "all" else series.steps
-    out = []
-    for step in steps:
-        update = (series.source_fields(step) if series.vary
-                  else {"steps": step})
-        out.append((step, entry.model_copy(update={"id": f"{entry.id}.step{step}", "checkpoints": None,
-                                                   "expected": {}, "source": entry.source.model_copy(update=update)})))
-    return out
+    return [(step, entry.checkpoint_entry(step)) for step in steps]
 
 
 @dataclass
@@ -279,13 +273,18 @@ class SeriesProvider:
     def _measure(self, entry) -> Series:
         from ..inputs.media import InputsUnavailable
         from ..extract.modalities import modality_of, sample_names
-        from ..sources import InputsMissing, ModelUnavailable, load_model, source_fingerprint
+        from ..sources import (InputsMissing, ModelRefused, ModelUnavailable, load_model, missing_checkpoints,
+                               source_fingerprint)
+        from ..sources.base import row_of
 
         modality = modality_of(entry)
         if modality is None or not (modality.tokens and modality.queries_keys) or entry.role not in ("encoder",
                                                                                                      "decoder"):
             raise ModelUnavailable(f"{entry.id}: training dynamics are measured on text encoders and decoders")
         settings, ctx = self.stats.settings, self.stats.source_context
+        missing = missing_checkpoints(entry, ctx)
+        if missing:  # the row's series names checkpoints its package or folder does not hold
+            raise ModelRefused(f"{row_of(entry)}: checkpoints: {missing}")
         try:
             inputs = self.stats.inputs(modality.inputs)
         except InputsUnavailable as exc:

@@ -25,7 +25,7 @@ from ..extract.modalities import INPUTS, Modality, modality_of, sample_names
 from ..registry.entries import ModelEntry, Registry
 from ..common.settings import Settings, _where
 from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext,
-                       load_model, source_fingerprint)
+                       declared_files_problem, load_model, source_fingerprint)
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease, release_freed_host_memory
 from ..common.files import exclusive
@@ -634,10 +634,13 @@ class StatsProvider:
         return remembered(self._memo, entry.id, lambda: self._get_uncached(entry))
 
     def _get_uncached(self, entry: ModelEntry) -> ModelStats:
+        ctx = self.source_context
+        declared = declared_files_problem(entry, ctx)
+        if declared:  # before the cache: an entry measured under another row's fields is not served to this one
+            raise ModelRefused(declared)
         modality = modality_of(entry)
         if modality is None:
             raise ModelUnavailable(f"{entry.id}: no hidden-state statistics for modality {entry.modality!r}")
-        ctx = self.source_context
         fingerprint = source_fingerprint(entry, ctx)
         try:
             inputs = self.inputs(entry.measured_on or modality.inputs)
