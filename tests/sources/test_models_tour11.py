@@ -16,39 +16,16 @@ a registry row run by the claims), by the same check:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from aniso.cli import main
+from model_folders import copy_folder, edit_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = ["w1 w2 w3 w4 w5 w6", "w7 w8 w9 w10 w11", "w12 w13 w14 w15 w16 w17", "w18 w19 w20 w21"]
-
-
-@pytest.fixture
-def quiet_run(tmp_path, monkeypatch):
-    for name in [k for k in os.environ if k.startswith("ANISO_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("CI", "1")
-    return ["--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic", "--",
-            "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
-
-
-def _copy(tiny_bert_dir, tmp_path, name: str) -> Path:
-    folder = tmp_path / name
-    shutil.copytree(tiny_bert_dir, folder)
-    return folder
-
-
-def _config(folder: Path, **changes) -> None:
-    path = folder / "config.json"
-    path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")) | changes), encoding="utf-8")
 
 
 def _measure_refusal(folder: Path) -> str:
@@ -101,7 +78,7 @@ def _int8_weights(folder: Path) -> None:
 
 def test_float_weights_saved_as_int8_are_refused_by_run_measure_and_import(tiny_bert_dir, tmp_path, quiet_run,
                                                                           capsys):
-    folder = _copy(tiny_bert_dir, tmp_path, "int8")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "int8")
     _int8_weights(folder)
     named = "model.safetensors holds"
     said = _measure_refused(folder)
@@ -115,7 +92,7 @@ def test_float_weights_saved_as_int8_are_refused_by_run_measure_and_import(tiny_
 def test_float_weights_are_measured(tiny_bert_dir, tmp_path):
     import aniso
 
-    stats = aniso.measure(str(_copy(tiny_bert_dir, tmp_path, "float")), TEXTS, progress=False)
+    stats = aniso.measure(str(copy_folder(tiny_bert_dir, tmp_path, "float")), TEXTS, progress=False)
     assert stats is not None
 
 
@@ -139,7 +116,7 @@ def _shard_lost(folder: Path) -> None:
 
 def test_a_shard_the_index_names_is_named_as_missing_from_the_folder_and_never_imported(tiny_bert_dir, tmp_path,
                                                                                       quiet_run, capsys):
-    folder = _copy(tiny_bert_dir, tmp_path, "shard")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "shard")
     _shard_lost(folder)
     named = "model-00002-of-00002.safetensors, named by model.safetensors.index.json, is not in the folder"
     err = _run_refused(folder, quiet_run, capsys)
@@ -168,8 +145,8 @@ CONFIG_FAULTS = {
 def test_a_config_field_no_model_can_be_built_with_is_named_by_measure_and_import(fault, tiny_bert_dir, tmp_path,
                                                                                  capsys):
     changes, named = CONFIG_FAULTS[fault]
-    folder = _copy(tiny_bert_dir, tmp_path, fault)
-    _config(folder, **changes)
+    folder = copy_folder(tiny_bert_dir, tmp_path, fault)
+    edit_config(folder, **changes)
     said = _measure_refused(folder)
     assert named in said, said
     err = _import_refused(folder, tmp_path / "hub", capsys)
@@ -177,8 +154,8 @@ def test_a_config_field_no_model_can_be_built_with_is_named_by_measure_and_impor
 
 
 def test_a_head_count_of_0_is_refused_by_run_with_exit_2(tiny_bert_dir, tmp_path, quiet_run, capsys):
-    folder = _copy(tiny_bert_dir, tmp_path, "heads0")
-    _config(folder, num_attention_heads=0)
+    folder = copy_folder(tiny_bert_dir, tmp_path, "heads0")
+    edit_config(folder, num_attention_heads=0)
     err = _run_refused(folder, quiet_run, capsys)
     assert "ZeroDivisionError" not in err
     assert [line for line in err.splitlines() if "config.json num_attention_heads 0" in line], err
@@ -199,7 +176,7 @@ def test_config_values_of_a_sub_config_and_a_negative_padding_index_within_the_v
 @pytest.mark.parametrize("inside", ["hc", ".", "sub/hc"])
 def test_a_cache_inside_the_folder_imported_is_refused_before_anything_is_written(inside, tiny_bert_dir, tmp_path,
                                                                                  capsys):
-    folder = _copy(tiny_bert_dir, tmp_path, "model")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "model")
     before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
     cache = folder / inside
     assert main(["hub", "import", "me/self", str(folder), "--cache-dir", str(cache)]) == 2
@@ -211,7 +188,7 @@ def test_a_cache_inside_the_folder_imported_is_refused_before_anything_is_writte
 def test_the_import_function_refuses_such_a_cache_too(tiny_bert_dir, tmp_path):
     from aniso.sources.hubcache import HubCacheError, import_folder
 
-    folder = _copy(tiny_bert_dir, tmp_path, "model")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "model")
     with pytest.raises(HubCacheError, match="is inside the folder imported"):
         import_folder("me/self", folder, cache_dir=folder / "hc")
     assert not (folder / "hc").exists()
@@ -220,7 +197,7 @@ def test_the_import_function_refuses_such_a_cache_too(tiny_bert_dir, tmp_path):
 def test_a_hub_cache_found_inside_a_model_folder_is_not_copied_into_the_snapshot(tiny_bert_dir, tmp_path, capsys):
     from aniso.sources.hubcache import import_folder
 
-    folder = _copy(tiny_bert_dir, tmp_path, "model")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "model")
     import_folder("me/first", folder, cache_dir=tmp_path / "elsewhere")
     shutil.move(str(tmp_path / "elsewhere"), str(folder / "hc"))  # a cache left in the folder
     assert main(["hub", "import", "me/second", str(folder), "--cache-dir", str(tmp_path / "hub")]) == 0

@@ -10,9 +10,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import struct
 from pathlib import Path
 
@@ -20,32 +18,10 @@ import numpy as np
 import pytest
 
 from aniso.cli import main
+from model_folders import copy_folder, edit_config
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = ["w1 w2 w3 w4 w5 w6", "w7 w8 w9 w10 w11", "w12 w13 w14 w15 w16 w17", "w18 w19 w20 w21"]
-
-
-@pytest.fixture
-def quiet_run(tmp_path, monkeypatch):
-    for name in [k for k in os.environ if k.startswith("ANISO_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("ANISO_REPORT_DIR", str(tmp_path / "reports"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("CI", "1")
-    return ["--registry", str(ROOT / "models.yaml"), "--claims", "G.token-nlp-anisotropic", "--",
-            "--aniso-n-sequences", "8", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
-
-
-def _copy(tiny_bert_dir, tmp_path, name: str) -> Path:
-    folder = tmp_path / name
-    shutil.copytree(tiny_bert_dir, folder)
-    return folder
-
-
-def _config(folder: Path, **changes) -> None:
-    path = folder / "config.json"
-    path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")) | changes), encoding="utf-8")
 
 
 def _measure_refused(model: str, where: str) -> str:
@@ -82,7 +58,7 @@ def test_weights_under_another_name_are_refused_naming_them_by_measure_run_and_i
                                                                                     quiet_run, capsys):
     """`weights.safetensors` beside config.json: transformers reads model.safetensors (or an index) only and said
     "no file named model.safetensors", a ModelUnavailable (exit 3, "nothing measured"); the import took it."""
-    folder = _copy(tiny_bert_dir, tmp_path, "renamed")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "renamed")
     (folder / "model.safetensors").rename(folder / "weights.safetensors")
     said = _measure_refused(str(folder), str(folder))
     assert "weights.safetensors" in said and "model.safetensors.index.json" in said, said
@@ -97,7 +73,7 @@ def test_every_file_that_looks_like_weights_is_named(tiny_bert_dir, tmp_path):
     """Shards without their index, and a pickle beside them: all named, none of them read."""
     from safetensors.torch import load_file, save_file
 
-    folder = _copy(tiny_bert_dir, tmp_path, "shards")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "shards")
     tensors = load_file(folder / "model.safetensors")
     names = sorted(tensors)
     save_file({k: tensors[k] for k in names[:5]}, folder / "model-00001-of-00002.safetensors")
@@ -117,7 +93,7 @@ def test_a_snapshot_imported_with_weights_under_another_name_is_refused_naming_t
     the import, since no hub can complete an import."""
     from aniso.sources.hubcache import import_folder
 
-    folder = _copy(tiny_bert_dir, tmp_path, "good")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "good")
     cache = tmp_path / "hub"
     done = import_folder("me/renamed", folder, cache_dir=cache)
     snapshot = cache / "models--me--renamed" / "snapshots" / done.commit
@@ -141,8 +117,8 @@ def test_a_relative_position_bert_config_is_refused_by_measure_run_and_import(ti
                                                                              capsys, value):
     """transformers 5 builds BERT with absolute positions only and ignores the field: the model measured was not the
     one the config describes (a real relative-key BERT's distance_embedding weights would be dropped)."""
-    folder = _copy(tiny_bert_dir, tmp_path, "relpos")
-    _config(folder, position_embedding_type=value)
+    folder = copy_folder(tiny_bert_dir, tmp_path, "relpos")
+    edit_config(folder, position_embedding_type=value)
     said = _measure_refused(str(folder), str(folder))
     assert f"config.json position_embedding_type {value!r}" in said and "'absolute'" in said, said
     err = _run_refused(folder, quiet_run, capsys)
@@ -165,7 +141,7 @@ def test_weights_of_modules_the_config_does_not_build_are_refused(tiny_bert_dir,
     import torch
     from safetensors.torch import load_file, save_file
 
-    folder = _copy(tiny_bert_dir, tmp_path, "extra")
+    folder = copy_folder(tiny_bert_dir, tmp_path, "extra")
     tensors = load_file(folder / "model.safetensors")
     tensors["encoder.layer.0.attention.self.distance_embedding.weight"] = torch.zeros(127, 16)
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
