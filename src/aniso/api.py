@@ -1108,6 +1108,12 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
                 if _is_path_here(model):  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
                     say(f"{model} is a registry id and also a path here; running the registry's row (for the "
                         f"folder: aniso run ./{model})")
+                from .sources import SourceContext, declared_files_problem
+
+                declared = declared_files_problem(reg.get(model), SourceContext(
+                    registry_dir=reg.path.parent if reg.path else None, models_dir=plan.models_dir))
+                if declared:  # before the claims: a row no claim applies to would otherwise run nothing, exit 0
+                    raise ValueError(declared)
             else:
                 problem = _path_problem(model)
                 if problem is not None:  # no path (and no hub id): never the system's OSError

