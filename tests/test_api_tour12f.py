@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 
-def test_a_list_whose_every_text_is_a_file_here_is_refused(tmp_path, monkeypatch):
-    """`aniso.measure(M, ["c20.txt", "hello.txt"])` measured the two names as texts."""
+def test_a_list_whose_every_text_is_a_file_here_is_refused(clean_env, tmp_path, monkeypatch):
+    """`aniso.measure(M, ["c20.txt", "hello.txt"])` measured the two names as texts. (No ANISO_* setting of the
+    caller's: a relative data folder, as CI sets them, would not be found from the test's working folder.)"""
     import aniso
 
     monkeypatch.chdir(tmp_path)

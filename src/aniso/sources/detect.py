@@ -322,6 +322,13 @@ def _long_tokens(vocabulary: list[str]) -> int:
     return count
 
 
+#: model_type → the architectures a row may declare for it besides the detected one: hybrids that papers count on
+#: either side. CvT (convolutional token embeddings and projections inside Transformer blocks) is one of the CNNs of
+#: Godey et al. 2024 §3.2 (Fig. 4: "ResNet-50, EfficientNet, CvT, ConvNeXt, VAN"), and detected as a vision
+#: Transformer where no row says otherwise.
+HYBRID_ARCHITECTURES: dict[str, frozenset[str]] = {"cvt": frozenset({"cnn"})}
+
+
 def _kind_contradictions(entry, config: dict[str, Any], vocabulary: list[str] | None) -> list[str]:
     """The phrases of :func:`declared_problem` for a row's ``modality``, ``architecture`` and ``granularity``: a
     modality or architecture other than the config's (:func:`_what_config_is`: ``modality speech, but its
@@ -336,7 +343,7 @@ def _kind_contradictions(entry, config: dict[str, Any], vocabulary: list[str] | 
     said = []
     if entry.modality != modality:
         said.append(f"modality {entry.modality!r}, but its config.json is {model_type}, a {modality} model")
-    if entry.architecture != architecture:
+    if entry.architecture != architecture and entry.architecture not in HYBRID_ARCHITECTURES.get(model_type, ()):
         said.append(f"architecture {entry.architecture!r}, but its config.json is {model_type}, a "
                     f"{_ARCHITECTURE_NOUNS.get(architecture, architecture)}")
     if said:

@@ -800,7 +800,8 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
         if missing and all(k.split(".")[0] == "pooler" for k in missing) and _accepts(type(model), "add_pooling_layer"):
             reports.clear()  # the table of the load without a pooler is the one that counts
             model, info = load(add_pooling_layer=False)
-        problem = unread_config_problem(model.config.to_dict()) if folder is None else None  # a download
+        config = getattr(model, "config", None)  # (a download: the folder's config.json was read before loading)
+        problem = unread_config_problem(config.to_dict()) if folder is None and config is not None else None
         problem = problem or weights_problem(model, info)
         if problem is None and folder is not None:  # float weights saved as integers: cast without a word
             problem = integer_weights_problem(folder, model)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated
 
@@ -80,10 +81,13 @@ def provided_packages(distribution: str) -> list[str] | None:
         dist = importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
-    top = (dist.read_text("top_level.txt") or "").split()
-    if not top:
-        top = [f.parts[0] for f in dist.files or () if len(f.parts) > 1 and f.name == "__init__.py"
-               and len(f.parts) == 2]
+    def normal(name: str) -> str:  # PEP 503's normalised distribution name
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    name = normal(dist.metadata["Name"] or distribution)
+    # the stdlib's map of top-level packages (its top_level.txt, else its files) to the distributions that give them
+    top = [package for package, dists in importlib.metadata.packages_distributions().items()
+           if name in map(normal, dists)]
     return sorted(set(top))
 
 
