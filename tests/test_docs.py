@@ -88,6 +88,32 @@ def test_the_benchmark_table_is_made_from_the_recorded_runs(tmp_path):
     assert hook.table(tmp_path / "nothing") == "(no benchmark run recorded yet)"
 
 
+def test_the_gpu_table_is_made_from_the_gpu_runs_of_the_variants(tmp_path):
+    """One row per file under a ``*-gpu`` folder whose result has ratios, in file order: shape and dtype, tokens,
+    the bare forward pass, each variant's multiple and the peak beyond the weights where recorded; a GPU run without
+    ratios (a failed one, a memory run) and CPU folders are left out."""
+    import json
+
+    hook = _bench_hook()
+    root = tmp_path / "benchmarks" / "results"
+    for folder in ("2026-01-01-gpu", "2026-01-01-cpu"):
+        (root / folder).mkdir(parents=True)
+    result = {"model": "llama-7b-random-32l", "dtype": "torch.bfloat16", "tokens": 30170, "max_length": 128,
+              "forward_s": 0.9612, "ratios": {"hidden_states": 1.157, "first_order": 2.096, "all": 3.85,
+                                              "every": 7.001}}
+    (root / "2026-01-01-gpu/a.json").write_text(json.dumps({"date": "2026-01-01", "result": result | {
+        "peak_beyond_weights_gib": {"every": 21.934}}}))
+    (root / "2026-01-01-gpu/b.json").write_text(json.dumps({"date": "2026-01-02", "result": result}))
+    (root / "2026-01-01-gpu/failed.json").write_text(json.dumps({"date": "2026-01-02", "result": None}))
+    (root / "2026-01-01-cpu/c.json").write_text(json.dumps({"date": "2026-01-02", "result": result}))
+    rows = hook.gpu_table(root).splitlines()
+    assert len(rows) == 4
+    assert rows[2] == ("| 2026-01-01 | llama-7b-random-32l (bfloat16) | 30,170 (≤ 128) | 0.961 s | 1.16× | 2.10× | "
+                       "3.85× | 7.00× | 21.9 GiB | `benchmarks/results/2026-01-01-gpu/a.json` |")
+    assert "| — |" in rows[3] and rows[3].endswith("`benchmarks/results/2026-01-01-gpu/b.json` |")
+    assert hook.gpu_table(tmp_path / "nothing") == "(no GPU run recorded yet)"
+
+
 def test_a_broken_link_fails_the_build(tmp_path):
     """The same site with one link to a page that does not exist: the strict build fails, naming it."""
     copy = tmp_path / "copy"

@@ -1,6 +1,8 @@
 """MkDocs hook: on the performance page, the table of the recorded benchmark runs (``benchmarks/results/*/*.json``:
 each file one run of an ``aniso bench`` command, with its date, commit, machine, library versions and output), in
-place of the marker ``<!-- aniso:bench-results -->``. The numbers on the page are then those of the files."""
+place of the marker ``<!-- aniso:bench-results -->``; and on any page, the GPU runs of ``aniso bench extraction``'s
+variants (``benchmarks/results/*-gpu/*.json`` with ratios) as one table, in place of ``<!-- aniso:gpu-ratios -->``.
+The numbers on the pages are then those of the files."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 from pathlib import Path
 
 MARKER = "<!-- aniso:bench-results -->"
+GPU_MARKER = "<!-- aniso:gpu-ratios -->"
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -67,7 +70,30 @@ def table(root: Path) -> str:
     return "\n".join(rows)
 
 
+def gpu_table(root: Path) -> str:
+    """The Markdown table of the GPU runs recorded under ``root`` (``benchmarks/results``, folders ending ``-gpu``)
+    that timed the variants of ``aniso bench extraction``: per run its date, shape, tokens, bare forward pass, each
+    variant's multiple of it and, where recorded, the peak GPU memory of ``every`` beyond the weights."""
+    rows = ["| date | shape | tokens (≤ per paragraph) | bare forward | hidden states | first order | all | every | "
+            "`every`: peak beyond the weights | file |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for path in sorted(root.glob("*-gpu/*.json")):
+        run = json.loads(path.read_text(encoding="utf-8"))
+        r = run.get("result") or {}
+        if "ratios" not in r:
+            continue
+        peak = (r.get("peak_beyond_weights_gib") or {}).get("every")
+        ratios = " | ".join(f"{r['ratios'][v]:.2f}×" for v in ("hidden_states", "first_order", "all", "every"))
+        rows.append(f"| {run['date']} | {r['model']} ({r['dtype'].removeprefix('torch.')}) | {r['tokens']:,} "
+                    f"(≤ {r['max_length']}) | {r['forward_s']:.3g} s | {ratios} | "
+                    f"{f'{peak:.1f} GiB' if peak is not None else '—'} | "
+                    f"`{path.relative_to(root.parent.parent).as_posix()}` |")
+    return "\n".join(rows) if len(rows) > 2 else "(no GPU run recorded yet)"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    root = Path(config["config_file_path"]).parent / "benchmarks" / "results"
+    if GPU_MARKER in markdown:
+        markdown = markdown.replace(GPU_MARKER, gpu_table(root))
     if MARKER not in markdown:
         return markdown
-    return markdown.replace(MARKER, table(Path(config["config_file_path"]).parent / "benchmarks" / "results"))
+    return markdown.replace(MARKER, table(root))
