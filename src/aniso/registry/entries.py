@@ -912,7 +912,30 @@ def load_registry(path: Path | str) -> Registry:
     _check_stands_for(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
+    _check_records_apply(registry.entries, path)
     return registry
+
+
+def _check_records_apply(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, the record, why) for an ``expected`` record of a claim on a row that none
+    of the claim's tests over registry rows selects (their ``@pytest.mark.models`` tags, read from the claim tests
+    beside the registry, else the source tree's: :mod:`aniso.registry.claimtests`): no test of the claim runs on the
+    row, so the record would never be checked. A claim with no such test, or one whose tags cannot be read from its
+    source, is not checked here."""
+    from .claimtests import default_claims_folder, row_selections
+
+    selections = row_selections(default_claims_folder(path))
+    for i, e in enumerate(entries):
+        for claim in e.expected or {}:
+            tests = selections.get(claim, ())
+            if not tests or any(t is None for t in tests) or any(t.selects(e) for t in tests):
+                continue
+            row = f"{e.modality}, {e.granularity}, {e.architecture}, {e.role}, " + \
+                ("pretrained" if e.trained else "untrained") + (", with checkpoints" if e.checkpoints else "")
+            said = "; ".join(f"{t.test} measures the rows {t}" for t in tests)
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): expected.{claim}: the claim does not apply to "
+                                f"this row ({row}): {said}; no test of it runs on the row, so the record would never "
+                                "be checked: remove the record, or correct the row's fields")
 
 
 def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
