@@ -66,3 +66,22 @@ def test_a_record_of_a_claim_measured_on_the_row_loads(tmp_path, claim, fields):
 
 def test_the_suite_registry_holds_no_record_that_is_never_checked():
     assert len(load_registry(ROOT / "models.yaml")) > 0
+
+
+@pytest.mark.parametrize("field,text,read", [
+    ("id", "yes", "the boolean true"),
+    ("family", "off", "the boolean false"),
+    ("family", "null", "no value"),
+    ("family", "123", "the number 123"),
+    ("modality", "on", "the boolean true"),
+])
+def test_a_word_yaml_reads_as_no_text_says_so_and_to_quote_it(tmp_path, field, text, read):
+    """``id: yes`` was "(id True): id: Input should be a valid string": the user wrote no True."""
+    lines = row().replace(f"    {field}: ", f"    {field}: {text}  # was: ", 1) if field != "id" else \
+        row().replace("id: mini", f"id: {text}")
+    path = write(tmp_path, lines)
+    with pytest.raises(RegistryError) as caught:
+        load_registry(path)
+    said = str(caught.value)
+    assert f": {field}: " in said and f"YAML reads " in said and read in said and "quote" in said, said
+    assert "\n" not in said

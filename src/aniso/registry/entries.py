@@ -689,7 +689,23 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
+    if first["type"] in ("string_type", "literal_error") and _yaml_word(value) is not None:
+        msg += f" ({_yaml_word(value)})"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
+
+
+def _yaml_word(value: Any) -> str | None:
+    """For a value YAML read as a boolean, a null or a number where a field takes text: what YAML read and how to
+    quote it (an unquoted ``yes``, ``no``, ``on``, ``off``, ``true`` or ``false`` is a boolean, ``null`` or ``~`` is
+    nothing, ``123`` or ``1e3`` a number); else None."""
+    if isinstance(value, bool):
+        return (f"YAML reads an unquoted yes, no, on, off, true or false as the boolean {str(value).lower()}; "
+                "quote the word to give it as text, e.g. \"yes\"")
+    if value is None:
+        return "YAML reads an unquoted null or ~ (or nothing) as no value; quote the word to give it as text"
+    if isinstance(value, (int, float)):
+        return f"YAML reads the unquoted value as the number {value!r}; quote it to give it as text"
+    return None
 
 
 def _shown(value: Any, width: int = 60) -> str:
