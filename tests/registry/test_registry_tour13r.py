@@ -85,3 +85,14 @@ def test_a_word_yaml_reads_as_no_text_says_so_and_to_quote_it(tmp_path, field, t
     said = str(caught.value)
     assert f": {field}: " in said and f"YAML reads " in said and read in said and "quote" in said, said
     assert "\n" not in said
+
+
+def test_a_hub_id_as_setting_models_says_it_takes_registry_ids_and_how_to_measure_a_hub_id():
+    """``pytest claims/ --aniso-models me/plain`` said only "model set 'me/plain' is no named set"."""
+    reg = load_registry(ROOT / "models.yaml")
+    with pytest.raises(RegistryError) as caught:
+        reg.model_set("me/plain")
+    said = str(caught.value)
+    assert "model set 'me/plain' is no named set" in said, said
+    assert "setting models takes only registry ids, tags and named sets" in said, said
+    assert "`aniso run me/plain` measures a hub id" in said, said

@@ -577,6 +577,10 @@ class Registry:
                                                                              for t in e.all_tags})]
                 close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                if "/" in part or "\\" in part:  # no registry id or tag holds one: a hub id or a model folder
+                    hint += (f"; {part!r} looks like a hub id or a model folder, and setting models takes only "
+                             f"registry ids, tags and named sets: `aniso run {part}` measures a hub id or folder "
+                             "(or add a registry row for it)")
                 raise RegistryError(f"{self.path}: model set {part!r} is no named set ({', '.join(MODEL_SETS)}), "
                                     f"registry id or tag{hint}")
         kept = [e for e in self.entries if e.id in chosen]
