@@ -135,9 +135,11 @@ def config_of(model: str) -> dict[str, Any]:
             raise UndetectableModel(f"{model}: its config in the Hugging Face cache cannot be read "
                                     f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
     if not HubStatus().reachable():  # at once, rather than huggingface_hub's retries over ~30 s
+        from .hubcache import not_cached_hints
+
         raise UndetectableModel(f"{model}: not cached here and the hub cannot be reached (HF_HUB_OFFLINE=1 or no "
                                 "network); offline, only registry models, local folders and models put in the cache "
-                                "with `aniso hub import` run")
+                                f"with `aniso hub import` run{not_cached_hints(model)}")
     try:
         return AutoConfig.from_pretrained(model).to_dict()  # no remote code: trust_remote_code stays False
     except Exception as exc:  # noqa: BLE001 - offline, unknown id, gated: all mean "cannot read it here"
