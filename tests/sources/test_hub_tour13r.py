@@ -83,3 +83,45 @@ def test_a_hub_row_not_cached_names_the_cache_and_its_variable(hub):
     with pytest.raises(ModelUnavailable) as caught:
         load_model(row)
     assert f"looked in the hub cache {hub} (set by HF_HUB_CACHE)" in str(caught.value), str(caught.value)
+
+
+def _local_row(tmp_path: Path, path: Path) -> Path:
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: mini\n    source: {{kind: local, path: '{path}'}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n",
+                   encoding="utf-8")
+    return reg
+
+
+def test_a_local_row_whose_path_is_a_model_file_says_it_is_a_file_and_gives_its_folder(clean_env):
+    folder = clean_env / "plain"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert"}), encoding="utf-8")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"\0" * 16)
+    with pytest.raises(Exception) as caught:
+        aniso.measure("mini", TEXTS, registry=str(_local_row(clean_env, weights)), progress=False)
+    said = str(caught.value)
+    assert type(caught.value).__name__ == "ModelUnavailable", said
+    assert said == (f"mini: local model directory {weights} is a file, not a folder (source kind local reads a "
+                    f"transformers model folder, with config.json); give its folder, path: {folder}")
+
+
+def test_a_local_row_whose_path_is_another_file_says_it_is_a_file(clean_env):
+    other = clean_env / "notes.txt"
+    other.write_text("x", encoding="utf-8")
+    with pytest.raises(Exception) as caught:
+        aniso.measure("mini", TEXTS, registry=str(_local_row(clean_env, other)), progress=False)
+    assert str(caught.value).startswith(f"mini: local model directory {other} is a file, not a folder"), \
+        str(caught.value)
+    assert os.path.exists(other)
+
+
+def test_a_local_row_whose_path_is_a_file_another_kind_reads_names_that_kind(clean_env):
+    onnx = clean_env / "bad.onnx"
+    onnx.write_bytes(b"not a protobuf")
+    with pytest.raises(Exception) as caught:
+        aniso.measure("mini", TEXTS, registry=str(_local_row(clean_env, onnx)), progress=False)
+    said = str(caught.value)
+    assert said.startswith(f"mini: local model directory {onnx} is a file, not a folder"), said
+    assert "source kind onnx reads files of its format, but" in said and "\n" not in said, said

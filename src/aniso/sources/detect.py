@@ -484,6 +484,28 @@ def detect_entry(model: str) -> dict[str, Any]:
     raise UndetectableModel(f"{model}: not in a format aniso reads: {', '.join(formats[:-1])} or {formats[-1]}")
 
 
+def file_kind(path: Path) -> tuple[str, str, bool] | None:
+    """The source kind of :data:`aniso.sources.SOURCE_KINDS` that reads the file ``path`` as a model file, as (its
+    name, what it is: the kind's ``detects``, or the kind's one-line reason why its entry cannot be told, and
+    whether it is the former), or None (a file no kind reads, or one that is no regular file: a FIFO would block, it
+    is never opened)."""
+    from . import SOURCE_KINDS
+    from ..common.files import not_a_regular_file
+
+    if path.is_dir() or not_a_regular_file(path) is not None:
+        return None
+    for kind in (k for k in SOURCE_KINDS.values() if k.detect is not None):
+        try:
+            fields = kind.detect(path)
+        except UndetectableModel as exc:
+            return kind.name, str(exc), False
+        except OSError:
+            return None
+        if fields is not None:
+            return kind.name, kind.detects, True
+    return None
+
+
 #: Most files of a folder in no format read one by one to tell whether one of them is a model file.
 _FILES_LOOKED_AT = 64
 
