@@ -535,7 +535,7 @@ def _hub_list(args: argparse.Namespace) -> int:
     from tabulate import tabulate
 
     from .sources.hubcache import (HubCacheError, cache_root, cached_repos, cached_revisions, cached_state,
-                                   not_a_hub_cache, repo_dir)
+                                   not_a_hub_cache, repo_dir, unnamed_snapshot_fix, unnamed_snapshots)
     from .sources.hubrow import row_problem
 
     try:
@@ -579,6 +579,9 @@ def _hub_list(args: argparse.Namespace) -> int:
                 rows.append(state_row)
     for repo in cached_repos(args.cache_dir):  # revisions in the cache that no registry row names
         rows.extend(row("-", repo, rev) for rev in cached_revisions(repo, args.cache_dir) if (repo, rev) not in named)
+        rows.extend(["-", repo, "-", commit, "a snapshot no refs/ file names: only the commit as revision reaches "
+                     f"it; if its ref was deleted, {unnamed_snapshot_fix(repo, 'main', args.cache_dir)}", "-"]
+                    for commit in unnamed_snapshots(repo, args.cache_dir) if (repo, commit) not in named)
     print(f"hub cache: {cache_root(args.cache_dir)}")
     print(tabulate(rows, headers=["registry id", "hub id", "revision", "commit", "origin", "size"], tablefmt="github")
           if rows else "nothing cached for the registry's hub rows" + ("" if args.all else " (--all lists them all)"))

@@ -235,12 +235,13 @@ def test_a_records_reason_renders_its_numbers_from_measured(tmp_path):
 
 
 def test_an_underpowered_record_names_what_would_decide_it(tmp_path):
-    record = ("    expected:\n      G.qk-means-align:\n        verdict: underpowered\n"
+    # (a claim whose tests measure the row: a record of one that does not apply is refused, whatever its fields)
+    record = ("    expected:\n      G.drift-correlation-spearman:\n        verdict: underpowered\n"
               "        sizes: {miniature_steps: 512}\n        reason: too short a run\n")
     with pytest.raises(RegistryError, match="decides_at"):
         load_registry(write(tmp_path, "models:\n" + ENTRY + record))
     reg = load_registry(write(tmp_path, "models:\n" + ENTRY + record + "        decides_at: 2048 steps\n"))
-    assert reg.get("tiny").expected["G.qk-means-align"].sizes == {"miniature_steps": 512}
+    assert reg.get("tiny").expected["G.drift-correlation-spearman"].sizes == {"miniature_steps": 512}
     with pytest.raises(RegistryError, match="sizes names"):
         load_registry(write(tmp_path, "models:\n" + ENTRY + record.replace("miniature_steps", "steps")
                             + "        decides_at: x\n"))

@@ -577,6 +577,10 @@ class Registry:
                                                                              for t in e.all_tags})]
                 close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                if "/" in part or "\\" in part:  # no registry id or tag holds one: a hub id or a model folder
+                    hint += (f"; {part!r} looks like a hub id or a model folder, and setting models takes only "
+                             f"registry ids, tags and named sets: `aniso run {part}` measures a hub id or folder "
+                             "(or add a registry row for it)")
                 raise RegistryError(f"{self.path}: model set {part!r} is no named set ({', '.join(MODEL_SETS)}), "
                                     f"registry id or tag{hint}")
         kept = [e for e in self.entries if e.id in chosen]
@@ -689,7 +693,23 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
+    if first["type"] in ("string_type", "literal_error") and _yaml_word(value) is not None:
+        msg += f" ({_yaml_word(value)})"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
+
+
+def _yaml_word(value: Any) -> str | None:
+    """For a value YAML read as a boolean, a null or a number where a field takes text: what YAML read and how to
+    quote it (an unquoted ``yes``, ``no``, ``on``, ``off``, ``true`` or ``false`` is a boolean, ``null`` or ``~`` is
+    nothing, ``123`` or ``1e3`` a number); else None."""
+    if isinstance(value, bool):
+        return (f"YAML reads an unquoted yes, no, on, off, true or false as the boolean {str(value).lower()}; "
+                "quote the word to give it as text, e.g. \"yes\"")
+    if value is None:
+        return "YAML reads an unquoted null or ~ (or nothing) as no value; quote the word to give it as text"
+    if isinstance(value, (int, float)):
+        return f"YAML reads the unquoted value as the number {value!r}; quote it to give it as text"
+    return None
 
 
 def _shown(value: Any, width: int = 60) -> str:
@@ -912,7 +932,30 @@ def load_registry(path: Path | str) -> Registry:
     _check_stands_for(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
+    _check_records_apply(registry.entries, path)
     return registry
+
+
+def _check_records_apply(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, the record, why) for an ``expected`` record of a claim on a row that none
+    of the claim's tests over registry rows selects (their ``@pytest.mark.models`` tags, read from the claim tests
+    beside the registry, else the source tree's: :mod:`aniso.registry.claimtests`): no test of the claim runs on the
+    row, so the record would never be checked. A claim with no such test, or one whose tags cannot be read from its
+    source, is not checked here."""
+    from .claimtests import default_claims_folder, row_selections
+
+    selections = row_selections(default_claims_folder(path))
+    for i, e in enumerate(entries):
+        for claim in e.expected or {}:
+            tests = selections.get(claim, ())
+            if not tests or any(t is None for t in tests) or any(t.selects(e) for t in tests):
+                continue
+            row = f"{e.modality}, {e.granularity}, {e.architecture}, {e.role}, " + \
+                ("pretrained" if e.trained else "untrained") + (", with checkpoints" if e.checkpoints else "")
+            said = "; ".join(f"{t.test} measures the rows {t}" for t in tests)
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): expected.{claim}: the claim does not apply to "
+                                f"this row ({row}): {said}; no test of it runs on the row, so the record would never "
+                                "be checked: remove the record, or correct the row's fields")
 
 
 def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.settings import Settings
+from .claimtests import default_claims_folder
 from .entries import NotARegistry, Registry, RegistryError, load_registry
 
 __all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "holds_claim_tests", "marks_a_claim", "check_corpus",
@@ -170,8 +171,7 @@ def claims_folder(given: str | Path | None, registry: Path | None, option: str =
             raise ValueError(f"{option}: {given} is not a folder; give the folder of the claim tests, or leave "
                              f"{option} out for claims/ beside the registry")
     else:
-        path = next((p for p in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]
-                     if p.is_dir()), None)
+        path = default_claims_folder(registry)
         if path is None:
             raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
     if not holds_claim_tests(path):

@@ -135,9 +135,11 @@ def config_of(model: str) -> dict[str, Any]:
             raise UndetectableModel(f"{model}: its config in the Hugging Face cache cannot be read "
                                     f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
     if not HubStatus().reachable():  # at once, rather than huggingface_hub's retries over ~30 s
+        from .hubcache import not_cached_hints
+
         raise UndetectableModel(f"{model}: not cached here and the hub cannot be reached (HF_HUB_OFFLINE=1 or no "
                                 "network); offline, only registry models, local folders and models put in the cache "
-                                "with `aniso hub import` run")
+                                f"with `aniso hub import` run{not_cached_hints(model)}")
     try:
         return AutoConfig.from_pretrained(model).to_dict()  # no remote code: trust_remote_code stays False
     except Exception as exc:  # noqa: BLE001 - offline, unknown id, gated: all mean "cannot read it here"
@@ -480,6 +482,28 @@ def detect_entry(model: str) -> dict[str, Any]:
                                     f"config.json); it holds {name}, {what}; give the file itself, "
                                     f"not its folder ({os.path.join(model, name)})")
     raise UndetectableModel(f"{model}: not in a format aniso reads: {', '.join(formats[:-1])} or {formats[-1]}")
+
+
+def file_kind(path: Path) -> tuple[str, str, bool] | None:
+    """The source kind of :data:`aniso.sources.SOURCE_KINDS` that reads the file ``path`` as a model file, as (its
+    name, what it is: the kind's ``detects``, or the kind's one-line reason why its entry cannot be told, and
+    whether it is the former), or None (a file no kind reads, or one that is no regular file: a FIFO would block, it
+    is never opened)."""
+    from . import SOURCE_KINDS
+    from ..common.files import not_a_regular_file
+
+    if path.is_dir() or not_a_regular_file(path) is not None:
+        return None
+    for kind in (k for k in SOURCE_KINDS.values() if k.detect is not None):
+        try:
+            fields = kind.detect(path)
+        except UndetectableModel as exc:
+            return kind.name, str(exc), False
+        except OSError:
+            return None
+        if fields is not None:
+            return kind.name, kind.detects, True
+    return None
 
 
 #: Most files of a folder in no format read one by one to tell whether one of them is a model file.

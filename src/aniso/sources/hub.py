@@ -961,15 +961,15 @@ def fingerprint(entry, ctx: SourceContext) -> str:
 
 
 def _not_cached(entry) -> ModelUnavailable:
-    from .hubcache import cache_root, cached_revisions
+    from .hubcache import cached_revisions, not_cached_hints
 
     src = entry.source
     held = cached_revisions(src.repo)
-    has = f"; it holds revision(s) {', '.join(held)} of it" if held else ""
+    has = f" (the hub cache: it holds revision(s) {', '.join(held)} of it)" if held else ""
     return ModelUnavailable(
-        f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is not cached here ({cache_root()}{has}) and "
+        f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is not cached here{has} and "
         f"the hub cannot be reached (HF_HUB_OFFLINE=1 or no network); `aniso hub import {src.repo} FOLDER` puts a "
-        "model folder there"
+        f"model folder there{not_cached_hints(src.repo, src.revision)}"
     )
 
 

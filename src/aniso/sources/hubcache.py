@@ -741,6 +741,77 @@ def cached_repos(cache_dir: str | Path | None = None) -> list[str]:
     return sorted(p.name[len("models--"):].replace("--", "/") for p in root.glob("models--*") if p.is_dir())
 
 
+def cache_origin(cache_dir: str | Path | None = None) -> str:
+    """Where the hub cache folder of :func:`cache_root` comes from, in one phrase: ``cache_dir`` given, the variable
+    of :data:`HUB_CACHE_VARIABLES` that named it, or the default; and, when the variables now name another folder
+    than the one huggingface_hub fixed when it was first imported (a variable set in ``os.environ`` after ``import
+    aniso``, as in a notebook), which variable and that it was set too late to count."""
+    if cache_dir is not None:
+        return "the cache folder given"
+    root = cache_root()
+    for variable in HUB_CACHE_VARIABLES:
+        value = os.environ.get(variable)
+        if value is None:
+            continue
+        now = Path(os.path.expanduser(value)) / ("hub" if variable == "HF_HOME" else "")
+        if os.path.abspath(now) == os.path.abspath(root):
+            return f"set by {variable}"
+        return (f"fixed when huggingface_hub was first imported in this process; {variable} now names {now}, set "
+                "after that, so it is not read: set it before importing aniso (or in the shell), or restart")
+    return "the default; HF_HUB_CACHE and HF_HOME are not set"
+
+
+def unnamed_snapshots(hub_id: str, cache_dir: str | Path | None = None) -> list[str]:
+    """The commits of the snapshots the cache holds for ``hub_id`` (with a ``config.json``) that no ref file of its
+    ``refs/`` names (a refs folder deleted by hand), sorted: a revision name does not reach them."""
+    repo = repo_dir(hub_id, cache_dir)
+    snapshots = repo / "snapshots"
+    if not snapshots.is_dir():
+        return []
+    named = set()
+    for rev in cached_revisions(hub_id, cache_dir):
+        try:
+            named.add((repo / "refs" / rev).read_text(encoding="utf-8", errors="replace").strip())
+        except OSError:
+            continue
+    return sorted(p.name for p in snapshots.iterdir()
+                  if _COMMIT.fullmatch(p.name) and p.name not in named and (p / "config.json").exists())
+
+
+def unnamed_snapshot_fix(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> str:
+    """What to do about a snapshot no ref names (:func:`unnamed_snapshots`), in one phrase."""
+    return (f"import the model again (aniso hub import {hub_id} FOLDER), write the commit into "
+            f"{repo_dir(hub_id, cache_dir) / 'refs' / revision}, or give the commit as the revision (a registry hub "
+            "row's revision:)")
+
+
+def not_cached_hints(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> str:
+    """What a refusal of ``hub_id`` at ``revision`` as not cached here adds, beginning ``"; "``: the cache folder
+    looked in and where it comes from (:func:`cache_origin`); a snapshot of the model the cache holds without a
+    ``refs/<revision>`` naming it (the refs folder deleted), with what to do; a cached hub id that differs only in
+    case (the cache's folder names are case-sensitive). Never raises: a cache it cannot read adds less."""
+    try:
+        root = cache_root(cache_dir)
+        said = f"; looked in the hub cache {root} ({cache_origin(cache_dir)})"
+    except (HubCacheError, OSError):
+        return ""
+    try:
+        repo = repo_dir(hub_id, cache_dir)
+        snapshots = repo / "snapshots"
+        held = unnamed_snapshots(hub_id, cache_dir)
+        if held and not (repo / "refs" / revision).is_file() and not _COMMIT.fullmatch(revision):
+            said += (f"; it holds snapshot {held[0]}{f' (and {len(held) - 1} more)' if len(held) > 1 else ''} of "
+                     f"{hub_id}, but no refs/{revision} names a commit (its refs folder was deleted?): "
+                     f"{unnamed_snapshot_fix(hub_id, revision, cache_dir)}")
+        if not repo.is_dir():
+            same = [r for r in cached_repos(cache_dir) if r.casefold() == hub_id.casefold() and r != hub_id]
+            if same:
+                said += f"; did you mean {same[0]!r}, which the cache holds? (its folder names are case-sensitive)"
+    except OSError:
+        pass
+    return said
+
+
 def cached_revisions(hub_id: str, cache_dir: str | Path | None = None) -> list[str]:
     """The revision names (``refs/``) the cache holds for ``hub_id``, sorted; ``[]`` when none."""
     refs = repo_dir(hub_id, cache_dir) / "refs"

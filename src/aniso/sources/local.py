@@ -34,9 +34,30 @@ def directory(entry, ctx: SourceContext) -> Path:
     path = Path(os.path.expandvars(os.path.expanduser(entry.source.path)))
     if not path.is_absolute() and ctx.registry_dir is not None:
         path = Path(ctx.registry_dir) / path
+    if os.path.lexists(path) and not path.is_dir():
+        raise ModelUnavailable(f"{entry.id}: local model directory {path} {_not_a_folder(path)}")
     if not path.is_dir():
         raise ModelUnavailable(f"{entry.id}: local model directory {path} does not exist")
     return path
+
+
+def _not_a_folder(path: Path) -> str:
+    """Why ``path``, which is there, is no model folder, and what to give instead: a file (a model file another source
+    kind reads: that kind; else its folder, where that is a transformers model folder), or a symbolic link to
+    nothing."""
+    from .detect import file_kind
+
+    if not path.exists():
+        return f"is a symbolic link to {os.path.realpath(path)}, which does not exist"
+    said = "is a file, not a folder (source kind local reads a transformers model folder, with config.json)"
+    kind = file_kind(path)
+    if kind is not None and kind[2]:
+        return f"{said}; it is {kind[1]}: source kind {kind[0]} reads it (or `aniso run {path}`)"
+    if kind is not None:
+        return f"{said}; source kind {kind[0]} reads files of its format, but {kind[1]}"
+    if (path.parent / "config.json").is_file():
+        return f"{said}; give its folder, path: {path.parent}"
+    return said
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:

@@ -1,0 +1,119 @@
+"""Which registry rows each claim's tests measure, read from the claim tests themselves.
+
+A claim test over registry rows carries ``@pytest.mark.claim("<id>")`` and ``@pytest.mark.models(all_of=...,
+any_of=..., none_of=...)``; the pytest plugin parametrises it over the rows those tags select
+(:meth:`aniso.registry.entries.Registry.select`). This module reads the same two marks from the test modules'
+source (parsed, not imported), so that a registry record of a claim on a row that no test of the claim selects
+(it would never be checked) can be refused where the registry is read.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: The source tree this package runs from (``<tree>/src/aniso/registry/claimtests.py``).
+_TREE = Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class RowSelection:
+    """The tags of one claim test's ``models`` mark, and where the test is (``file::function``)."""
+
+    test: str
+    all_of: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    none_of: tuple[str, ...] = ()
+
+    def selects(self, entry) -> bool:
+        """Whether the test is parametrised over ``entry`` (a registry row): :meth:`ModelEntry.matches`."""
+        return entry.matches(self.all_of, self.any_of, self.none_of)
+
+    def __str__(self) -> str:
+        words = [f"tagged {' and '.join(self.all_of)}" if self.all_of else "",
+                 f"tagged one of {', '.join(self.any_of)}" if self.any_of else "",
+                 f"not tagged {' or '.join(self.none_of)}" if self.none_of else ""]
+        return ", ".join(w for w in words if w) or "every row"
+
+
+def default_claims_folder(registry: Path | None) -> Path | None:
+    """The claim tests of a registry when none are given: ``claims/`` beside it, else the source tree's; None when
+    neither is a folder."""
+    return next((p for p in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]
+                 if p.is_dir()), None)
+
+
+def _mark(node, name: str) -> ast.Call | None:
+    """``node`` when it is ``pytest.mark.<name>(...)`` or ``mark.<name>(...)``, else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if (isinstance(func, ast.Attribute) and func.attr == name
+            and ((isinstance(func.value, ast.Attribute) and func.value.attr == "mark")
+                 or (isinstance(func.value, ast.Name) and func.value.id == "mark"))):
+        return node
+    return None
+
+
+def _value(node, names: dict[str, ast.expr]):
+    """The literal value of ``node``: a literal, a module-level name bound to one, or ``dict(key=literal, ...)``.
+    Raises ValueError when it is none of these."""
+    if isinstance(node, ast.Name) and node.id in names:
+        return _value(names[node.id], names)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args
+            and all(k.arg is not None for k in node.keywords)):
+        return {k.arg: _value(k.value, names) for k in node.keywords}
+    return ast.literal_eval(node)
+
+
+def _module_selections(path: Path, shown: str) -> dict[str, list[RowSelection | None]]:
+    """Claim id -> one item per test of the claim in the module at ``path``: its :class:`RowSelection` for a test
+    over registry rows, None for a test whose rows cannot be read from its source."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+    names = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+             if isinstance(t, ast.Name)}
+    found: dict[str, list[RowSelection | None]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        claim = next((m for m in (_mark(d, "claim") for d in node.decorator_list) if m is not None), None)
+        models = next((m for m in (_mark(d, "models") for d in node.decorator_list) if m is not None), None)
+        if claim is None or not claim.args or not isinstance(claim.args[0], ast.Constant):
+            continue
+        if models is None or "entry" not in {a.arg for a in node.args.args}:
+            continue  # a test of the claim over no registry row (its own parameters, or other models' statistics)
+        try:
+            tags: dict = {}
+            for keyword in models.keywords:
+                tags.update(_value(keyword.value, names) if keyword.arg is None
+                            else {keyword.arg: _value(keyword.value, names)})
+            selection = RowSelection(f"{shown}::{node.name}", *(tuple(tags.get(k, ())) for k in
+                                                                 ("all_of", "any_of", "none_of")))
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            selection = None
+        found.setdefault(str(claim.args[0].value), []).append(selection)
+    return found
+
+
+@lru_cache(maxsize=8)
+def _selections(folder: Path, stamp: tuple) -> dict[str, tuple[RowSelection | None, ...]]:
+    found: dict[str, list[RowSelection | None]] = {}
+    for path in sorted(folder.glob("test_*.py")):
+        for claim, tests in _module_selections(path, f"{folder.name}/{path.name}").items():
+            found.setdefault(claim, []).extend(tests)
+    return {claim: tuple(tests) for claim, tests in found.items()}
+
+
+def row_selections(folder: Path | None) -> dict[str, tuple[RowSelection | None, ...]]:
+    """Claim id -> the row selections of its tests over registry rows in the claim test modules
+    (``test_*.py``) of ``folder``; None for a test whose ``models`` mark is not literal. Empty for no folder."""
+    if folder is None:
+        return {}
+    try:
+        stamp = tuple((p.name, p.stat().st_mtime_ns) for p in sorted(folder.glob("test_*.py")))
+    except OSError:
+        return {}
+    return _selections(folder, stamp)

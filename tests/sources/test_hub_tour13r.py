@@ -1,0 +1,127 @@
+"""A hub id "not cached here" says what the cache holds and where it looked: the cache folder and the variable that
+named it (or that a variable set after huggingface_hub was imported is not read), a cached id that differs only in
+case, a snapshot whose ``refs/`` file is gone; and a ``local`` row whose path is a file says so."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import aniso
+
+COMMIT = "945efccc1363df69ae5b7afb12ebd486a317787a"
+TEXTS = ["The cat sat on the mat.", "A dog ran in the park.", "Rain fell all day long."]
+
+
+@pytest.fixture
+def hub(clean_env, monkeypatch):
+    """A hub cache holding me/plain at main (a snapshot with a config.json), named by HF_HUB_CACHE both in the
+    environment and in huggingface_hub's constants; offline."""
+    from huggingface_hub import constants
+
+    cache = clean_env / "hc"
+    repo = cache / "models--me--plain"
+    (repo / "snapshots" / COMMIT).mkdir(parents=True)
+    (repo / "snapshots" / COMMIT / "config.json").write_text(json.dumps({"model_type": "bert"}), encoding="utf-8")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT, encoding="utf-8")
+    for name in ("HUGGINGFACE_HUB_CACHE", "HF_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return cache
+
+
+def _refusal(model: str) -> str:
+    with pytest.raises(ValueError) as caught:
+        aniso.measure(model, TEXTS, progress=False)
+    said = str(caught.value)
+    assert "\n" not in said and f"{model}: not cached here" in said, said
+    return said
+
+
+def test_a_hub_id_differing_from_a_cached_one_only_in_case_is_suggested(hub):
+    said = _refusal("me/PLAIN")
+    assert f"looked in the hub cache {hub} (set by HF_HUB_CACHE)" in said, said
+    assert "did you mean 'me/plain', which the cache holds?" in said, said
+
+
+def test_a_snapshot_without_its_refs_file_is_named_with_what_to_do(hub, aniso_cli):
+    import shutil
+
+    shutil.rmtree(hub / "models--me--plain" / "refs")
+    said = _refusal("me/plain")
+    assert f"it holds snapshot {COMMIT} of me/plain, but no refs/main names a commit" in said, said
+    assert "aniso hub import me/plain FOLDER" in said and str(hub / "models--me--plain" / "refs" / "main") in said
+    code, out, _ = aniso_cli(["hub", "list", "--all", "--cache-dir", str(hub)])
+    line = next((l for l in out.splitlines() if "me/plain" in l), "")
+    assert code == 0 and COMMIT in line and "a snapshot no refs/ file names" in line, out
+
+
+def test_a_hub_cache_variable_set_after_huggingface_hub_read_it_is_named(hub, monkeypatch, tmp_path):
+    """HF_HUB_CACHE set in os.environ after `import aniso` (a notebook): the message named no folder."""
+    from huggingface_hub import constants
+
+    fixed = tmp_path / "fixed-at-import"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(fixed))
+    said = _refusal("me/plain")
+    assert f"looked in the hub cache {fixed} (fixed when huggingface_hub was first imported" in said, said
+    assert f"HF_HUB_CACHE now names {hub}, set after that, so it is not read" in said, said
+
+
+def test_a_hub_row_not_cached_names_the_cache_and_its_variable(hub):
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources import ModelUnavailable, load_model
+
+    row = ModelEntry.model_validate({"id": "other", "source": {"kind": "hub", "repo": "me/other"},
+                                     "modality": "text", "granularity": "subword", "architecture": "transformer",
+                                     "role": "encoder", "family": "bert"})
+    with pytest.raises(ModelUnavailable) as caught:
+        load_model(row)
+    assert f"looked in the hub cache {hub} (set by HF_HUB_CACHE)" in str(caught.value), str(caught.value)
+
+
+def _local_row(tmp_path: Path, path: Path) -> Path:
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: mini\n    source: {{kind: local, path: '{path}'}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n",
+                   encoding="utf-8")
+    return reg
+
+
+def test_a_local_row_whose_path_is_a_model_file_says_it_is_a_file_and_gives_its_folder(clean_env):
+    folder = clean_env / "plain"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert"}), encoding="utf-8")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"\0" * 16)
+    with pytest.raises(Exception) as caught:
+        aniso.measure("mini", TEXTS, registry=str(_local_row(clean_env, weights)), progress=False)
+    said = str(caught.value)
+    assert type(caught.value).__name__ == "ModelUnavailable", said
+    assert said == (f"mini: local model directory {weights} is a file, not a folder (source kind local reads a "
+                    f"transformers model folder, with config.json); give its folder, path: {folder}")
+
+
+def test_a_local_row_whose_path_is_another_file_says_it_is_a_file(clean_env):
+    other = clean_env / "notes.txt"
+    other.write_text("x", encoding="utf-8")
+    with pytest.raises(Exception) as caught:
+        aniso.measure("mini", TEXTS, registry=str(_local_row(clean_env, other)), progress=False)
+    assert str(caught.value).startswith(f"mini: local model directory {other} is a file, not a folder"), \
+        str(caught.value)
+    assert os.path.exists(other)
+
+
+def test_a_local_row_whose_path_is_a_file_another_kind_reads_names_that_kind(clean_env):
+    onnx = clean_env / "bad.onnx"
+    onnx.write_bytes(b"not a protobuf")
+    with pytest.raises(Exception) as caught:
+        aniso.measure("mini", TEXTS, registry=str(_local_row(clean_env, onnx)), progress=False)
+    said = str(caught.value)
+    assert said.startswith(f"mini: local model directory {onnx} is a file, not a folder"), said
+    assert "source kind onnx reads files of its format, but" in said and "\n" not in said, said
