@@ -113,3 +113,39 @@ def test_read_results_refuses_a_dash_in_one_line():
     with pytest.raises(ValueError) as info:
         read_results(Path("-"))
     assert str(info.value) == STDIN_LINE
+
+
+# --- A91, A92: claim ids separated by a semicolon or a blank -------------------------------------------------------
+
+@pytest.mark.parametrize("text, said, fixed", [
+    ("G.token-nlp-anisotropic;R.", "';'", "G.token-nlp-anisotropic,R."),
+    ("G.token-nlp-anisotropic R.", "a blank", "G.token-nlp-anisotropic,R."),
+    ("G. ; R.decoder*,X.", "';'", "G.,R.decoder*,X."),
+    ("G.;R. X.", "';' and a blank", "G.,R.,X."),
+])
+def test_claims_separated_otherwise_than_by_commas_are_named(text, said, fixed):
+    from aniso.registry.selection import parse_claims
+
+    with pytest.raises(ValueError) as info:
+        parse_claims(text)
+    item = text.split(",")[0].strip()
+    verb = "do" if " and " in said else "does"
+    assert str(info.value) == (f"claims: {item!r} is no claim id or prefix: {said} {verb} not separate them, commas "
+                               f"do; give {fixed!r}")
+
+
+def test_claims_of_one_id_or_prefix_are_as_before():
+    from aniso.registry.selection import parse_claims
+
+    assert parse_claims("G.token-nlp-anisotropic, R.").prefixes == ("R.",)
+    with pytest.raises(ValueError, match=r"^claims: no claim id starts with 'Q\.'"):
+        parse_claims("Q.")
+    with pytest.raises(ValueError, match=r"^claims: 'G\.token' is no claim id"):
+        parse_claims("G.token")
+
+
+@pytest.mark.parametrize("claims", ["G.token-nlp-anisotropic;R.", "G.token-nlp-anisotropic R."])
+def test_aniso_run_names_the_separator(clean_env, refused_line, claims):
+    line = refused_line(["run", MODEL, "--claims", claims, "--registry", str(REGISTRY)])
+    assert line.startswith(f"aniso run: claims: {claims!r} is no claim id or prefix: ") and line.endswith(
+        "commas do; give 'G.token-nlp-anisotropic,R.'"), line
