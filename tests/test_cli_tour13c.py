@@ -149,3 +149,37 @@ def test_aniso_run_names_the_separator(clean_env, refused_line, claims):
     line = refused_line(["run", MODEL, "--claims", claims, "--registry", str(REGISTRY)])
     assert line.startswith(f"aniso run: claims: {claims!r} is no claim id or prefix: ") and line.endswith(
         "commas do; give 'G.token-nlp-anisotropic,R.'"), line
+
+
+# --- A23: `aniso stats FOLDER` ---------------------------------------------------------------------------------------
+
+def test_stats_measures_a_model_folder_as_aniso_run_detects_it(clean_env, monkeypatch, aniso_cli):
+    """`aniso stats ./minilm` answered "no model './minilm' in registry": the folder is detected as `aniso run` and
+    `aniso.measure` detect it (the measurement itself is stopped here: it is `aniso stats ID`'s)."""
+    from aniso.sources import ModelUnavailable
+    from aniso.stats.pipeline import StatsProvider
+
+    seen = []
+
+    def get(self, entry):
+        seen.append((entry, [e.id for e in self.registry]))
+        raise ModelUnavailable(f"{entry.id}: stopped by the test")
+
+    monkeypatch.setattr(StatsProvider, "get", get)
+    monkeypatch.chdir(FOLDER.parent)
+    code, out, err = aniso_cli(["stats", "./model", "--n-sequences", "8", "--registry", str(REGISTRY)])
+    assert code == 2 and err.strip() == "aniso stats: model: stopped by the test", err
+    entry, ids = seen[0]
+    assert entry.id == "model" and ids == ["model"], (entry, ids)
+    assert entry.source.kind == "local" and Path(entry.source.path) == FOLDER, entry.source
+
+
+def test_stats_of_a_path_that_is_neither_names_both(clean_env, refused_line):
+    line = refused_line(["stats", "./no-such-folder", "--registry", str(REGISTRY)])
+    assert line.startswith(f"aniso stats: model './no-such-folder': no registry id of {REGISTRY}; as a folder or hub "
+                           "id: "), line
+
+
+def test_stats_of_an_unknown_id_is_as_before(clean_env, refused_line):
+    line = refused_line(["stats", "all-MiniLM-L6-v3", "--registry", str(REGISTRY)])
+    assert line == f"aniso stats: no model 'all-MiniLM-L6-v3' in registry {REGISTRY}; did you mean 'all-MiniLM-L6-v2'?"

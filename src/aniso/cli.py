@@ -121,7 +121,7 @@ def _stats(args: argparse.Namespace) -> int:
              "n_sequences": "--n-sequences" if args.n_sequences is not None else None}
     try:
         settings, registry = _open(args, {"corpus": args.corpus, "n_sequences": args.n_sequences}, check_paths=False)
-        entry = registry.get(args.model)
+        entry, registry = _stats_entry(args.model, registry)
         form = _inputs_form(entry, {"--corpus": args.corpus, "--n-sequences": args.n_sequences})
         settings.check_paths()  # once the options are known to apply to this model
         check_corpus(settings)
@@ -139,6 +139,21 @@ def _stats(args: argparse.Namespace) -> int:
     for line in _missing_columns(stats.summaries(), settings):
         print(line)
     return 0
+
+
+def _stats_entry(model: str, registry):
+    """The entry ``aniso stats MODEL`` measures, and the registry it is measured in: a registry id's row; else, for a
+    folder here or a hub id (``org/name``), the entry detected from its files as ``aniso run`` and
+    :func:`aniso.measure` detect it (:func:`aniso.api._entry`), in a registry of that entry alone. Raises ValueError
+    (one line) naming ``model``: an unknown registry id as the registry says it, a folder or hub id that cannot be
+    detected as the detection says it."""
+    from .api import _entry, _is_path_here
+    from .registry.entries import Registry
+
+    if any(e.id == model for e in registry) or not (_is_path_here(model) or "/" in model):
+        return registry.get(model), registry
+    entry = _entry(model, registry)
+    return entry, Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
 
 
 def _missing_columns(summaries, settings) -> list[str]:
@@ -1224,9 +1239,9 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("results", help="results.json of a run on the recorded inputs and profile")
     rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     _registry_option(rec)
-    st = _command(sub, "stats", "print the layer-wise statistics of one registry model",
+    st = _command(sub, "stats", "print the layer-wise statistics of one model",
                   "aniso stats all-MiniLM-L6-v2 --n-sequences 64", _stats)
-    st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")
+    st.add_argument("model", help="registry id (e.g. all-MiniLM-L6-v2), model folder or hub id, as for aniso run")
     _registry_option(st)
     st.add_argument("--corpus", default=None, help="corpus file (default: ANISO_CORPUS, else the fallback)")
     st.add_argument("--n-sequences", type=_integer("n_sequences"), default=None,
