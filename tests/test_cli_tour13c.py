@@ -183,3 +183,30 @@ def test_stats_of_a_path_that_is_neither_names_both(clean_env, refused_line):
 def test_stats_of_an_unknown_id_is_as_before(clean_env, refused_line):
     line = refused_line(["stats", "all-MiniLM-L6-v3", "--registry", str(REGISTRY)])
     assert line == f"aniso stats: no model 'all-MiniLM-L6-v3' in registry {REGISTRY}; did you mean 'all-MiniLM-L6-v2'?"
+
+
+# --- A44: `-W error` after `aniso run ... --` ----------------------------------------------------------------------
+
+def test_a_users_w_error_reaches_the_claims_not_pytests_start(clean_env, tmp_path):
+    """`aniso run M -- -W error` printed a 60-line traceback: pytest's warning that modules aniso imported before it
+    started (anyio's plugin) cannot be rewritten became an error. The door's filter of that warning now comes after
+    the user's options; the run goes on to its claims (here a claims module that does not compile: exit 2, named)."""
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    (claims / "test_broken.py").write_text('import pytest\n\n\n@pytest.mark.claim("G.token-nlp-anisotropic")\n'
+                                           "def test_x(:\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "aniso.cli", "run", MODEL, "--claims-dir", str(claims),
+                           "--registry", str(REGISTRY), "--", "--aniso-n-sequences", "8", "-W", "error"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and last.startswith("aniso run: cannot collect the claim tests: "), done.stderr[-3000:]
+
+
+def test_the_doors_filter_follows_the_users_options():
+    from aniso.api import _after_users
+
+    assert _after_users(["-W", "error", "-k", "x"]) == ["-W", "error", "-k", "x", "-W",
+                                                        "ignore::pytest.PytestAssertRewriteWarning"]
+    assert _after_users(["-W", "error", "--", "a.py"]) == ["-W", "error", "-W",
+                                                           "ignore::pytest.PytestAssertRewriteWarning", "--", "a.py"]
