@@ -210,3 +210,41 @@ def test_the_doors_filter_follows_the_users_options():
                                                         "ignore::pytest.PytestAssertRewriteWarning"]
     assert _after_users(["-W", "error", "--", "a.py"]) == ["-W", "error", "-W",
                                                            "ignore::pytest.PytestAssertRewriteWarning", "--", "a.py"]
+
+
+# --- A53: a file where the hub cache's folder of the import belongs -----------------------------------------------
+
+@pytest.fixture
+def hub_env(clean_env, monkeypatch):
+    from huggingface_hub import constants
+
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return clean_env
+
+
+@pytest.mark.parametrize("blocked, what", [("models--me--y", "the repository's folder"),
+                                           ("models--me--y/blobs", "the folder blobs"),
+                                           ("models--me--y/refs", "the folder refs")])
+def test_a_file_where_the_imports_folder_belongs_is_named(hub_env, refused_line, blocked, what):
+    """`touch hcR/models--me--y; aniso hub import me/y minilm --cache-dir hcR` answered "[Errno 20] Not a
+    directory: 'hcR/models--me--y/refs/main'", a path the user never made."""
+    cache = hub_env / "hcR"
+    (cache / blocked).parent.mkdir(parents=True, exist_ok=True)
+    (cache / blocked).write_text("")
+    before = sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*"))
+    line = refused_line(["hub", "import", "me/y", str(FOLDER), "--cache-dir", str(cache)])
+    assert line == (f"aniso hub import: {cache / blocked} is a file where {what} of the import belongs; move it "
+                    "away, or give another cache folder (nothing was written)"), line
+    assert sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*")) == before
+
+
+def test_import_folder_names_a_folder_where_the_ref_belongs(hub_env):
+    from aniso.sources.hubcache import HubCacheError, import_folder
+
+    ref = hub_env / "hc" / "models--me--y" / "refs" / "main"
+    ref.mkdir(parents=True)
+    with pytest.raises(HubCacheError, match=r"refs/main is a folder where the import's ref file \(revision main\) "
+                                            r"belongs; move it away"):
+        import_folder("me/y", FOLDER, cache_dir=hub_env / "hc")
