@@ -53,9 +53,21 @@ DETECTED_REGISTRY = "added to the registry file"
 
 #: The pytest options of ``aniso run`` (before the user's, which override them): quiet progress; a short summary of
 #: failures and errors only (the aniso summary groups the skips by reason); no tracebacks (the verdict table and the
-#: report have each result, ``-- --tb=short`` brings them back); and no warning that modules imported before pytest
-#: started cannot be rewritten (this door runs pytest in the process that imported them).
-_DOOR_OPTIONS = ("-q", "-rfE", "--tb=no", "-W", "ignore::pytest.PytestAssertRewriteWarning")
+#: report have each result, ``-- --tb=short`` brings them back).
+_DOOR_OPTIONS = ("-q", "-rfE", "--tb=no")
+#: The pytest options of ``aniso run`` after the user's (:func:`_after_users`), which a user's option does not
+#: override: no warning that modules imported before pytest started cannot be rewritten (this door runs pytest in the
+#: process that imported them, and a plugin such as anyio's is one of them); a later ``-W`` filter wins, so a user's
+#: ``-W error`` would turn that warning about the door itself into a traceback as pytest starts.
+_LAST_OPTIONS = ("-W", "ignore::pytest.PytestAssertRewriteWarning")
+
+
+def _after_users(pytest_args: Sequence[str]) -> list[str]:
+    """``pytest_args`` (the user's) followed by :data:`_LAST_OPTIONS`, before a ``--`` among them (after which
+    pytest reads paths only)."""
+    args = list(pytest_args)
+    at = args.index("--") if "--" in args else len(args)
+    return args[:at] + list(_LAST_OPTIONS) + args[at:]
 
 
 def _plugins_off(pytest_args: Sequence[str]) -> list[str]:
@@ -1147,7 +1159,7 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
             tally = _Tally()
-            code = int(pytest.main(args + list(pytest_args),
+            code = int(pytest.main(args + _after_users(pytest_args),
                                    plugins=[pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally]))
             results = tally.report.with_name("results.json") if tally.report is not None else None
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
@@ -1561,7 +1573,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = int(pytest.main(args + list(pytest_args), plugins=[pytest_plugin, tally, _usage_wrapper()]))
+            code = int(pytest.main(args + _after_users(pytest_args), plugins=[pytest_plugin, tally, _usage_wrapper()]))
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")

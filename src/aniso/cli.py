@@ -58,11 +58,22 @@ def _open(args: argparse.Namespace, options: dict | None = None, check_paths: bo
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .common.files import through_descriptor
+    from .judge.results import NOT_STANDARD_INPUT
     from .report import write_html_report
 
     if args.out == "-":  # the convention for standard output: not a file named "-" written without a word
         print("aniso report: --out -: the report is an HTML file written to disk, not to standard output; name it, "
               "e.g. --out report.html", file=sys.stderr)
+        return 2
+    if args.results == "-":  # before the report file is looked at
+        print(f"aniso report: {NOT_STANDARD_INPUT}", file=sys.stderr)
+        return 2
+    stream = through_descriptor(args.results) if not args.out else None
+    if stream is not None:  # report.html beside it would land in /dev or /proc: a folder of no file of the user's
+        print(f"aniso report: {_shown(args.results)} is {stream}, not a file in a folder, so the report has no "
+              "folder beside it to go in; name the HTML file to write with --out (e.g. --out report.html)",
+              file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path(args.results).with_name("report.html")
     named = f"--out {_shown(str(out))}" if args.out else f"the report file {_shown(str(out))}"
@@ -110,7 +121,7 @@ def _stats(args: argparse.Namespace) -> int:
              "n_sequences": "--n-sequences" if args.n_sequences is not None else None}
     try:
         settings, registry = _open(args, {"corpus": args.corpus, "n_sequences": args.n_sequences}, check_paths=False)
-        entry = registry.get(args.model)
+        entry, registry = _stats_entry(args.model, registry)
         form = _inputs_form(entry, {"--corpus": args.corpus, "--n-sequences": args.n_sequences})
         settings.check_paths()  # once the options are known to apply to this model
         check_corpus(settings)
@@ -128,6 +139,21 @@ def _stats(args: argparse.Namespace) -> int:
     for line in _missing_columns(stats.summaries(), settings):
         print(line)
     return 0
+
+
+def _stats_entry(model: str, registry):
+    """The entry ``aniso stats MODEL`` measures, and the registry it is measured in: a registry id's row; else, for a
+    folder here or a hub id (``org/name``), the entry detected from its files as ``aniso run`` and
+    :func:`aniso.measure` detect it (:func:`aniso.api._entry`), in a registry of that entry alone. Raises ValueError
+    (one line) naming ``model``: an unknown registry id as the registry says it, a folder or hub id that cannot be
+    detected as the detection says it."""
+    from .api import _entry, _is_path_here
+    from .registry.entries import Registry
+
+    if any(e.id == model for e in registry) or not (_is_path_here(model) or "/" in model):
+        return registry.get(model), registry
+    entry = _entry(model, registry)
+    return entry, Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
 
 
 def _missing_columns(summaries, settings) -> list[str]:
@@ -690,7 +716,7 @@ def _run_after(first: str, second: str) -> bool:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from .common.files import atomic_write
+    from .common.files import atomic_write, through_descriptor
     from .common.settings import Settings
     import yaml
 
@@ -700,6 +726,12 @@ def _record(args: argparse.Namespace) -> int:
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import open_registry, registry_path, registry_source
 
+    stream = through_descriptor(args.results) if args.results != "-" else None
+    if stream is not None:  # the run's folder is read as well: the row of a detected model sealed beside the results
+        print(f"aniso record: {_shown(args.results)} is {stream}, not a file in a run's folder (aniso record reads "
+              f"what the run wrote beside its results.json); give the path of the results.json a run wrote",
+              file=sys.stderr)
+        return 2
     try:
         doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
         if doc.provenance.twin is not None:
@@ -1210,9 +1242,9 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("results", help="results.json of a run on the recorded inputs and profile")
     rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     _registry_option(rec)
-    st = _command(sub, "stats", "print the layer-wise statistics of one registry model",
+    st = _command(sub, "stats", "print the layer-wise statistics of one model",
                   "aniso stats all-MiniLM-L6-v2 --n-sequences 64", _stats)
-    st.add_argument("model", help="registry id, e.g. all-MiniLM-L6-v2")
+    st.add_argument("model", help="registry id (e.g. all-MiniLM-L6-v2), model folder or hub id, as for aniso run")
     _registry_option(st)
     st.add_argument("--corpus", default=None, help="corpus file (default: ANISO_CORPUS, else the fallback)")
     st.add_argument("--n-sequences", type=_integer("n_sequences"), default=None,

@@ -146,6 +146,26 @@ _COMPRESSED = ((b"\x1f\x8b", "gzip-compressed"), (b"BZh", "bzip2-compressed"), (
                (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive"), (b"\x04\x22\x4d\x18", "lz4-compressed"))
 
 
+def through_descriptor(path: str | Path) -> str | None:
+    """How ``path`` names an open stream rather than a file in a folder: ``"-"`` (the convention of many commands
+    for standard input, which aniso's file arguments do not follow), or a name whose folder is no folder of files
+    (``/dev/stdin``, ``/dev/fd/3``, ``/proc/self/fd/0``: the folder resolves to ``/dev``, ``/dev/fd`` or ``/proc``),
+    which may be read but beside which nothing is written or looked for. A few words naming it (``standard input``,
+    ``a stream or file descriptor in /proc/123/fd``); None for any other path."""
+    text = os.fspath(path)
+    if text == "-":
+        return "standard input"
+    if text in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
+        return "standard input"
+    try:
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(text)))
+    except (OSError, ValueError):  # (a name the system refuses is named where it is read)
+        return None
+    if folder in ("/dev", "/dev/fd") or folder == "/proc" or folder.startswith("/proc/"):
+        return f"a stream or file descriptor in {folder}"
+    return None
+
+
 def not_a_regular_file(path: str | Path) -> str | None:
     """Why ``path`` cannot be read as an input file, or None: it does not exist, is a folder, or is no regular file
     (a FIFO or pipe, which would block or be read once only, a device, a socket). Checked with ``os.stat``, which

@@ -31,7 +31,7 @@ __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "
            "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts",
            "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "check_cosines", "check_ids",
            "ID_PATTERN", "file_digest",
-           "MAX_RESULTS_BYTES"]
+           "MAX_RESULTS_BYTES", "NOT_STANDARD_INPUT"]
 
 #: Version of the ``results.json`` layout; bumped when a field changes meaning or is removed.
 SCHEMA_VERSION = 4
@@ -693,12 +693,19 @@ def _size(n: int) -> str:
     return f"{n / 2**20:.4g} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
+#: Why a results file named ``-`` is refused: the convention of many commands for standard input, which is not read.
+NOT_STANDARD_INPUT = ("-: a results file is read from disk, not from standard input; give the path of the results.json "
+                      "a run wrote")
+
+
 def _read_bounded(path: Path) -> str:
     """The text of ``path``, a regular file of at most :data:`MAX_RESULTS_BYTES`. Raises ValueError (one line) when
-    its name holds a NUL byte, it is no regular file (a device such as /dev/zero, a FIFO: never opened), is larger,
-    or cannot be read as UTF-8."""
+    it is ``-`` (standard input is not read), its name holds a NUL byte, it is no regular file (a device such as
+    /dev/zero, a FIFO: never opened), is larger, or cannot be read as UTF-8."""
     from ..common.files import binary_kind, not_a_regular_file, wide_unicode
 
+    if str(path) == "-":  # the convention of many commands for standard input: not a file named "-" looked for
+        raise ValueError(NOT_STANDARD_INPUT)
     if "\x00" in str(path):
         raise ValueError(f"{str(path)!r:.120}: the path holds a NUL byte, which no file name can hold; a results file "
                          "is the results.json a run wrote")
@@ -841,7 +848,8 @@ _REGISTRY_LINE = re.compile(r"^models\s*:", re.MULTILINE)
 def read_results(path: Path, *, require_digest: bool = True, require_seal: bool = False) -> ResultsDocument:
     """Read a ``results.json`` written by :func:`write_results`, and validate it.
 
-    Raises ValueError (one line) naming the file if it is no regular file (a device, a FIFO: never opened), is
+    Raises ValueError (one line) naming the file if it is ``-`` (standard input is not read) or no regular file (a
+    device, a FIFO: never opened), is
     larger than :data:`MAX_RESULTS_BYTES`, cannot be read, is not JSON, gives a key twice in one object, holds NaN or
     Infinity (a run writes null),
     has no integer ``schema_version`` or another version, does not match the schema (naming the first field that

@@ -5,12 +5,14 @@ A filter is comma-separated claim ids (``G.token-nlp-anisotropic``) or prefixes:
 (``G.``, ``R.decoder*``) takes every catalogue id that starts with it. An empty filter (``""`` or None) takes every
 claim. Each item must name something: an unknown id, a prefix that no id starts with (``Q.``), a filter of
 commas only (``,``), or one of blanks only (``"  "``, as the command line refuses ``--claims '  '``) is refused with
-one line that names it, rather than deselecting or selecting every claim.
+one line that names it, rather than deselecting or selecting every claim; items joined by a semicolon, a bar or blanks
+(``G.token-nlp-anisotropic;R.``) are refused with the comma-separated form.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from .catalog import CLAIMS
@@ -47,12 +49,33 @@ class ClaimsFilter:
         return ",".join([*self.ids, *self.prefixes])
 
 
+#: What a filter's items are mistaken to be separated by (claim ids hold none of these): a semicolon, a bar, blanks.
+_NOT_SEPARATORS = re.compile(r"[;|\s]+")
+
+
+def _check_separators(item: str, text: str) -> None:
+    """Raise ValueError (one line starting ``claims:``) when ``item`` (one comma-separated item of the filter
+    ``text``) is several ids or prefixes joined by another separator than a comma (``G.token-nlp-anisotropic;R.``,
+    ``G. R.``), naming it and giving the comma-separated form."""
+    if any(cid == item.rstrip("*") or cid.startswith(item.rstrip("*")) for cid in CLAIMS):
+        return
+    parts = [p for p in _NOT_SEPARATORS.split(item) if p]
+    if len(parts) < 2:
+        return
+    used = sorted({"a blank" if m.isspace() else repr(m.strip()[0]) for m in _NOT_SEPARATORS.findall(item)})
+    fixed = ",".join(p for chunk in text.split(",") for p in _NOT_SEPARATORS.split(chunk.strip()) if p)
+    verb = "do" if len(used) > 1 else "does"
+    raise ValueError(f"claims: {item!r} is no claim id or prefix: {' and '.join(used)} {verb} not separate them, "
+                     f"commas do; give {fixed!r}")
+
+
 def parse_claims(text: str | None) -> ClaimsFilter:
     """Parse setting ``claims`` (see the module docstring).
 
     Raises ValueError with one line starting ``claims:`` that names the item: an id that is not in the catalogue
     (with the closest id or family), a prefix that no claim id starts with (with the families), a filter that names
-    nothing (``","``), a filter of blanks only (``"  "``: a slip, not the empty filter that takes every claim).
+    nothing (``","``), a filter of blanks only (``"  "``: a slip, not the empty filter that takes every claim), items
+    joined by another separator than a comma (:func:`_check_separators`).
     """
     if text is None or str(text) == "":
         return ClaimsFilter()
@@ -65,6 +88,7 @@ def parse_claims(text: str | None) -> ClaimsFilter:
         item = raw.strip()
         if not item:
             continue
+        _check_separators(item, str(text))
         starred = item.endswith("*")
         item = item.rstrip("*")
         if starred or item.endswith("."):

@@ -36,7 +36,8 @@ from pathlib import Path
 __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder", "resolve_commit",
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
            "config_values_problem", "cache_inside_folder", "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem",
-           "dangling_link", "link_to_nothing", "unreadable_model_file", "HUB_CACHE_VARIABLES", "hub_variable_problem"]
+           "dangling_link", "link_to_nothing", "unreadable_model_file", "HUB_CACHE_VARIABLES", "hub_variable_problem",
+           "file_in_the_way"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
 HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
@@ -318,6 +319,26 @@ def _folder_files(folder: Path, caches: list[str] | None = None) -> list[str]:
     return out
 
 
+def file_in_the_way(repo: Path, revision: str) -> str | None:
+    """Why an import cannot write into ``repo`` (a model's folder in the hub cache, :func:`repo_dir`) at
+    ``revision``, in one line naming the path, or None: a file (or a link to a file) where the repository's folder,
+    its ``blobs``, ``snapshots`` or ``refs`` folder (or a folder of a ref such as ``refs/pr/1``) belongs, or a folder
+    where the ref file belongs."""
+    ref = repo / "refs" / revision
+    ref_folders = [repo / p for p in reversed(ref.relative_to(repo).parents[:-1])]  # refs, refs/pr of refs/pr/1
+    folders = [repo, repo / "blobs", repo / "snapshots", *ref_folders]
+    for folder in folders:
+        if os.path.lexists(folder) and not folder.is_dir():
+            what = "the repository's folder" if folder == repo else f"the folder {folder.relative_to(repo)}"
+            kind = "a symbolic link to nothing" if not folder.exists() else "a file"
+            return (f"{folder} is {kind} where {what} of the import belongs; move it away, or give another cache "
+                    "folder (nothing was written)")
+    if ref.is_dir():
+        return (f"{ref} is a folder where the import's ref file (revision {revision}) belongs; move it away, or give "
+                "another revision (nothing was written)")
+    return None
+
+
 @dataclass
 class _CacheState:
     """What the cache held of one import's repository before it wrote anything, so that an import interrupted while
@@ -394,7 +415,8 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     folder that ``check`` refuses (:func:`aniso.sources.hub.import_problem`: no tokenizer files, a config that does
     not fit the weights), a config no model can be built with (:func:`config_values_problem`), shards an index names
     that are not in the folder (:func:`missing_weights`), a hub cache inside the folder (:func:`cache_inside_folder`,
-    before anything is written). The repositories of a hub cache found inside the folder are left out
+    before anything is written), a file in the cache where a folder of the import belongs (:func:`file_in_the_way`,
+    before anything is read). The repositories of a hub cache found inside the folder are left out
     (``Imported.caches``). An exception while it writes (KeyboardInterrupt, an OSError) is raised after what the
     import wrote is taken back (:class:`_CacheState`): the cache is as it was.
     """
@@ -407,6 +429,9 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     problem = revision_problem(revision)
     if problem is not None:
         raise HubCacheError(f"--revision {shown(revision)}: {problem}")
+    in_the_way = file_in_the_way(repo_dir(hub_id, cache_dir), revision)
+    if in_the_way is not None:  # before any file is read: the import would fail writing, its clean-up after it
+        raise HubCacheError(in_the_way)
     src = Path(os.path.expanduser(str(folder))).resolve()
     if not src.is_dir():
         raise HubCacheError(f"{folder}: no such folder")
