@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 import warnings
 from pathlib import Path
 
@@ -63,13 +64,17 @@ def test_sigterm_during_check_removes_the_folder_of_the_texts_given(clean_env, t
     assert list(tmp.iterdir()) == []
 
 
-@pytest.fixture
-def interrupting_claims(tmp_path):
-    """A claims folder whose one claim test is stopped by Ctrl-C (KeyboardInterrupt)."""
+@pytest.fixture(params=["while pytest collects", "while the test runs"])
+def interrupting_claims(tmp_path, request):
+    """A claims folder whose one claim test is stopped by Ctrl-C (KeyboardInterrupt), while pytest imports its
+    module or while it runs."""
     folder = tmp_path / "claims"
     folder.mkdir()
-    (folder / "test_interrupted.py").write_text(textwrap.dedent(f"""
+    on_import = "raise KeyboardInterrupt" if request.param == "while pytest collects" else ""
+    # a module name of its own: pytest runs in this process, where a module of the same name may be imported
+    (folder / f"test_interrupted_{uuid.uuid4().hex}.py").write_text(textwrap.dedent(f"""
         import pytest
+        {on_import}
 
         @pytest.mark.claim({CLAIM!r})
         def test_stopped():

@@ -615,8 +615,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     device : torch device (``cpu``, ``cuda``, ``mps``; default: setting ``device``, ``auto``)
     batch_size, max_length : sequences per forward pass and tokens per sequence (default: the settings')
     n_inputs : paragraphs, photographs or recordings sampled from a file or folder (default: the run profile's; a
-        RuntimeWarning says so when the file or folder gave fewer than asked). A list of texts is measured whole, never sampled: ``n_inputs`` (or setting ``n_sequences``) with a list is
-        refused; give fewer texts for fewer
+        RuntimeWarning says so when the file or folder gave fewer than asked). A list of texts is measured whole,
+        never sampled: ``n_inputs`` (or setting ``n_sequences``) with a list is refused; give fewer texts for fewer
     progress : show a progress bar over the batches (True or False)
     settings : other settings by name (:data:`aniso.common.settings.SETTING_HELP`), e.g. ``{"seed": 1}``. A setting
         that an argument gives too (``device`` and ``settings={"device": ...}``, ``inputs`` and ``"corpus"``,
@@ -635,7 +635,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
     empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
-    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
+    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, a
+    ``name`` that is a registry id, a setting of inputs the model does not read (``settings``),
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
     ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
     is no text, ``model`` when it is no text, path or loaded transformers model, ``inputs`` when it is no list of
@@ -986,7 +987,10 @@ class _Tally:
         self.interrupted = False  # a KeyboardInterrupt (Ctrl-C) ended the run: pytest catches it and returns
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
-        self.interrupted = True
+        import pytest
+
+        # pytest's own Session.Interrupted (a KeyboardInterrupt: errors during collection, a stop asked for) is none
+        self.interrupted = not isinstance(excinfo.value, pytest.Session.Interrupted)
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:
@@ -1782,7 +1786,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
         with _progress(verbose):  # the settings are built once, in run_claims, from ``given`` (typed)
             done = run_claims(str(model), claims or None, registry=reg_path, claims_dir=claims_dir,
                               pytest_args=args, settings=given)
-    if done.interrupted:  # Ctrl-C: pytest caught it and ended the run; the caller's Ctrl-C stops the call too
+    if done.interrupted or (done.stopped or "").startswith("interrupted"):  # Ctrl-C: pytest (or the report) caught
+        # it and ended the run; the caller's Ctrl-C stops the call too
         raise KeyboardInterrupt(f"check {model}: {done.stopped or 'interrupted (Ctrl-C)'}")
     if done.results_path is None:
         raise RuntimeError(f"check {model}: the claims run wrote no results (pytest exit code {done.exit_code}); "
