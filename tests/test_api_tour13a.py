@@ -93,6 +93,21 @@ def test_ctrl_c_during_check_is_a_keyboard_interrupt(clean_env, interrupting_cla
     assert "interrupted (Ctrl-C)" in str(caught.value) and "wrote no results" not in str(caught.value)
 
 
+def test_ctrl_c_that_pytest_fails_to_report_is_still_a_keyboard_interrupt(clean_env, interrupting_claims, monkeypatch):
+    """A real Ctrl-C inside an import (a frame without a line number) made pytest's terminal reporter fail while
+    formatting it: "TypeError: unsupported operand type(s) for -: 'NoneType' and 'int'" came out of aniso.check."""
+    import _pytest.terminal
+
+    import aniso
+
+    def failing(self, excinfo):
+        raise TypeError("unsupported operand type(s) for -: 'NoneType' and 'int'")
+
+    monkeypatch.setattr(_pytest.terminal.TerminalReporter, "pytest_keyboard_interrupt", failing)
+    with pytest.raises(KeyboardInterrupt, match="interrupted \\(Ctrl-C\\)"):
+        aniso.check(MODEL, CLAIM, inputs=TEXTS, registry=ROOT / "models.yaml", claims_dir=interrupting_claims)
+
+
 def test_ctrl_c_during_run_claims_is_marked_interrupted(clean_env, interrupting_claims):
     from aniso.api import run_claims
 

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from pluggy import HookimplMarker  # (pytest's hook marker, without importing pytest)
+
 from .common.settings import numpy_bool, type_name
 
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
@@ -986,6 +988,9 @@ class _Tally:
         self.collected = 0
         self.interrupted = False  # a KeyboardInterrupt (Ctrl-C) ended the run: pytest catches it and returns
 
+    # before pytest's terminal reporter, whose own report of the interrupt can fail (formatting a frame without a
+    # line number, as one inside an import has): the interrupt is known even then (:func:`_pytest_main`)
+    @HookimplMarker("pytest")(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         import pytest
 
@@ -1010,6 +1015,20 @@ class _Tally:
         self.stopped = run.stopped
         # a model whose files cannot be loaded faithfully: one line each (aniso.sources.ModelRefused)
         self.refused = tuple(dict.fromkeys(r.reason for r in run.results if r.skip_kind == "refused"))
+
+
+def _pytest_main(args: list[str], plugins: list, tally: _Tally) -> int:
+    """``pytest.main(args, plugins=plugins)`` as an int. A Ctrl-C that pytest caught but then failed to report (an
+    error raised while its terminal reporter formats the interrupted frame) is pytest's exit code of an interrupt,
+    not that error: ``tally`` knew of the interrupt first."""
+    import pytest
+
+    try:
+        return int(pytest.main(args, plugins=plugins))
+    except Exception:
+        if not tally.interrupted:
+            raise
+        return int(pytest.ExitCode.INTERRUPTED)
 
 
 def run_exit_code(pytest_code: int, measured: int) -> int:
@@ -1250,8 +1269,8 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
             tally = _Tally()
-            code = int(pytest.main(args + list(pytest_args),
-                                   plugins=[pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally]))
+            code = _pytest_main(args + list(pytest_args), [pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally],
+                                tally)
             results = tally.report.with_name("results.json") if tally.report is not None else None
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
                 import yaml
@@ -1666,7 +1685,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = int(pytest.main(args + list(pytest_args), plugins=[pytest_plugin, tally, _usage_wrapper()]))
+            code = _pytest_main(args + list(pytest_args), [pytest_plugin, tally, _usage_wrapper()], tally)
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")
