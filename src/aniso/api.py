@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from pluggy import HookimplMarker  # (pytest's hook marker, without importing pytest)
+
 from .common.settings import numpy_bool, type_name
 
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
@@ -615,7 +617,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         in-memory model is measured every time (its weights may have changed), moved to ``device`` and put in eval
         mode for the measurement (its training flag is restored).
     inputs : a list of texts (each one sequence, truncated to ``max_length`` tokens), a corpus file (one paragraph
-        per line, WikiText layout; ``n_inputs`` paragraphs sampled), a folder of photographs (vision models) or of
+        per line, WikiText layout; ``n_inputs`` paragraphs sampled; a str, ``pathlib.Path`` or other
+        ``os.PathLike``), a folder of photographs (vision models) or of
         recordings (speech models), or None: the settings' inputs for the model's modality (``ANISO_CORPUS``,
         ``ANISO_IMAGE_DIR``, ``ANISO_SPEECH_DIR``; the embedded fallback corpus if none). A list whose every text is
         the path of an existing file (``["c20.txt", "hello.txt"]``) is refused: it was meant as files, and would be
@@ -625,16 +628,18 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     statistics : names from :data:`aniso.stats.pipeline.ALL_STATISTICS`, or ``"all"``; default :data:`DEFAULT_STATISTICS`
     device : torch device (``cpu``, ``cuda``, ``mps``; default: setting ``device``, ``auto``)
     batch_size, max_length : sequences per forward pass and tokens per sequence (default: the settings')
-    n_inputs : paragraphs, photographs or recordings sampled from a file or folder (default: the run profile's). A
-        list of texts is measured whole, never sampled: ``n_inputs`` (or setting ``n_sequences``) with a list is
-        refused; give fewer texts for fewer
+    n_inputs : paragraphs, photographs or recordings sampled from a file or folder (default: the run profile's; a
+        RuntimeWarning says so when the file or folder gave fewer than asked). A list of texts is measured whole,
+        never sampled: ``n_inputs`` (or setting ``n_sequences``) with a list is refused; give fewer texts for fewer
     progress : show a progress bar over the batches (True or False)
     settings : other settings by name (:data:`aniso.common.settings.SETTING_HELP`), e.g. ``{"seed": 1}``. A setting
         that an argument gives too (``device`` and ``settings={"device": ...}``, ``inputs`` and ``"corpus"``,
-        ``n_inputs`` and ``"n_sequences"``) must have the same value in both
+        ``n_inputs`` and ``"n_sequences"``) must have the same value in both; a setting of inputs the model does not
+        read (``corpus`` or ``n_sequences`` for a vision model, which reads ``image_dir`` and ``n_images``) is refused
     registry : registry file (default: ``models.yaml`` here, else the one of this source tree)
     name : the id an in-memory model is reported under (default: its ``name_or_path``, else its class); only for an
-        in-memory model
+        in-memory model. The id of a registry row is refused (ValueError naming ``name``): results under it would
+        read as that row's model, whose weights these need not be
 
     Returns
     -------
@@ -644,7 +649,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
     empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
-    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory,
+    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, a
+    ``name`` that is a registry id, a setting of inputs the model does not read (``settings``),
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
     ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
     is no text, ``model`` when it is no text, path or loaded transformers model, ``inputs`` when it is no list of
@@ -662,6 +668,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         raise TypeError(f"name: {name!r:.40} ({type_name(name)}); give the id to report an in-memory model under, "
                         "a non-empty str, or None")
     _no_empty_path(inputs)
+    inputs = _inputs_path(inputs)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
@@ -692,6 +699,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                              "inputs (an untrained block: see `aniso block-sweep`)")
         kind = inputs_kind(entry)
         form = INPUT_FORMS[kind]
+        _read_inputs_settings(settings, {}, entry)
         if texts is not None and form.items is not None:
             raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model: give a folder of "
                              f"{form.noun} (or None for setting {form.setting})")
@@ -702,11 +710,81 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
             raise ValueError(f"setting shards {run_settings.shards} (settings['shards'] or ANISO_SHARDS): statistics "
                              "extracted over several processes are of the corpus setting, never of texts given as "
                              "inputs, which are measured here in one process; leave shards out")
-        with _too_short(run_settings.max_length, form.items is None):  # texts, cut to max_length tokens
-            return _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
-                                  if texts is not None else {}, progress)
+        with _too_short(run_settings.max_length, form.items is None), _named_inputs(entry.id, form.setting, inputs):
+            measured = _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
+                                      if texts is not None else {}, progress)
+        return _fewer_than_asked(measured, n_inputs if n_inputs is not None else (settings or {}).get(form.size),
+                                 "n_inputs" if n_inputs is not None else f"settings[{form.size!r}]")
+    if name is not None:
+        _no_registry_name(name, registry, settings)
     with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
-        return _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress, name)
+        measured = _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress,
+                                   name)
+    return _fewer_than_asked(measured, n_inputs if n_inputs is not None else (settings or {}).get("n_sequences"),
+                             "n_inputs" if n_inputs is not None else "settings['n_sequences']")
+
+
+def _inputs_path(inputs: Any) -> Any:
+    """``inputs`` as :func:`measure` and :func:`check` take it: an ``os.PathLike`` (``pathlib.Path``, or any object
+    with ``__fspath__``, as ``open()`` takes) as a ``pathlib.Path``; anything else as it is. Raises TypeError naming
+    ``inputs`` for a path of bytes, ValueError for an empty one (:func:`_path_argument`)."""
+    if isinstance(inputs, os.PathLike):
+        _path_argument("inputs", inputs, "a corpus file or a folder of photographs or recordings")
+        return Path(os.fspath(inputs))
+    return inputs
+
+
+@contextlib.contextmanager
+def _named_inputs(model_id: str, setting: str, inputs: Any):
+    """Name argument ``inputs`` instead of setting ``setting`` (``image_dir``) in the InputsMissing of a folder given
+    as ``inputs`` in which no file can be used (the user set no such setting)."""
+    from .sources import InputsMissing
+
+    try:
+        yield
+    except InputsMissing as exc:
+        said, prefix = str(exc), f"{model_id}: {setting}: "
+        if not isinstance(inputs, (str, Path)) or not said.startswith(prefix):
+            raise
+        raise InputsMissing(f"{model_id}: inputs ({inputs}): {said[len(prefix):]}") from None
+
+
+def _fewer_than_asked(measured: LayerStats, asked: Any, label: str) -> LayerStats:
+    """``measured``, after a warning when fewer inputs were measured than ``asked`` (``n_inputs``, or the setting of
+    the inputs' size in ``settings``, ``label``; None: not asked) because the file or folder holds fewer: the
+    statistics then rest on fewer vectors than the caller meant (a CNN pools each photograph to one vector, so 2
+    photographs give each layer one cosine). Says how many vectors each layer has where that is fewer than a claim
+    is decided on (:data:`aniso.registry.catalog.MIN_VECTORS`)."""
+    import warnings
+
+    from .registry.catalog import MIN_VECTORS
+
+    got = measured.inputs.get("n_items", measured.inputs.get("n_sequences"))
+    if not isinstance(asked, numbers.Integral) or isinstance(asked, bool) or got is None or got >= asked:
+        return measured
+    where = measured.inputs.get("origin") or measured.inputs.get("label") or "the inputs"
+    vectors = min((s.count for s in measured.layers), default=0)
+    need = MIN_VECTORS["first-order"]
+    few = (f"; each layer's statistics rest on {vectors} vector(s), fewer than the {need} a claim is decided on"
+           if vectors < need else "")
+    warnings.warn(f"{label}: {asked} asked, but {where} gave only {got} of them; measured on {got}{few}",
+                  RuntimeWarning, stacklevel=3)
+    return measured
+
+
+def _no_registry_name(name: str, registry: Any, settings: Any) -> None:
+    """Refuse ``name`` for an in-memory model when it is the id of a row of the registry (``all-MiniLM-L6-v2``): its
+    results would be labelled as that registry model's, whose weights these need not be. Raises ValueError naming
+    ``name``."""
+    s = _settings({}, settings, check=False)
+    path = _registry_file(registry, s)
+    if path is None:
+        return
+    reg = _load_registry(path, registry, s)
+    if any(e.id == name for e in reg):
+        raise ValueError(f"name: {name!r} is the id of a row of the registry {reg.path}, whose results are of its own "
+                         f"weights; an in-memory model is reported under a name of its own: give another (e.g. "
+                         f"{name + '-in-memory'!r}), or measure the registry's model as aniso.measure({name!r})")
 
 
 def _base_max_length(settings) -> int | None:
@@ -756,6 +834,21 @@ def _inputs_settings(inputs: Any, texts: tuple[str, ...] | None, n_inputs: int |
         raise ValueError(f"settings: {form.setting!r} ({given[form.setting]!r}) and inputs (a list of "
                          f"{_plural(len(texts), 'text')}) both name the inputs; give one")
     return {form.size: len(texts)}
+
+
+def _read_inputs_settings(settings: Mapping[str, Any] | None, texts: Mapping[str, Any], entry) -> None:
+    """Raise ValueError (one line) naming a setting of inputs given in ``settings`` or as a pytest option among
+    ``texts`` (as typed) that ``entry``'s model does not read (``n_sequences`` for a vision model): it would be
+    silently ignored (:func:`aniso.extract.modalities.unread_inputs_setting`). The ``ANISO_*`` variables are not
+    judged: a shell sets them for every model."""
+    from .extract.modalities import unread_inputs_setting
+
+    given = {name: f"settings[{name!r}]" for name in (settings if isinstance(settings, Mapping) else {})}
+    given |= {name: f"the pytest option --aniso-{name.replace('_', '-')} {value}" for name, value in texts.items()
+              if name not in given}
+    problem = unread_inputs_setting(given, [entry])
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def _plural(n: int, noun: str) -> str:
@@ -816,6 +909,7 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         raise ValueError(f"tokenizer: an in-memory text model needs its tokenizer (tokenizer=...), got "
                          f"{type_name(tokenizer)}")
     ident = name or str(getattr(config, "name_or_path", "") or "") or type(model).__name__
+    _read_inputs_settings(settings, {}, _InMemory(ident, **fields))
     extra = _inputs_settings(inputs, texts, n_inputs, settings, "text", ident)
     run_settings = _settings(options | extra, settings, arguments={"corpus": "inputs", "n_sequences": "n_inputs"})
     if texts is not None:
@@ -890,6 +984,7 @@ class ClaimsRun:
     detected: dict | None = None
     stopped: str | None = None
     refused: tuple[str, ...] = ()
+    interrupted: bool = False
 
 
 class _Tally:
@@ -903,6 +998,16 @@ class _Tally:
         self.refused: tuple[str, ...] = ()
         self.collect_errors: list[str] = []  # "file: the error's last line" of each claims module pytest could not import
         self.collected = 0
+        self.interrupted = False  # a KeyboardInterrupt (Ctrl-C) ended the run: pytest catches it and returns
+
+    # before pytest's terminal reporter, whose own report of the interrupt can fail (formatting a frame without a
+    # line number, as one inside an import has): the interrupt is known even then (:func:`_pytest_main`)
+    @HookimplMarker("pytest")(tryfirst=True)
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        import pytest
+
+        # pytest's own Session.Interrupted (a KeyboardInterrupt: errors during collection, a stop asked for) is none
+        self.interrupted = not isinstance(excinfo.value, pytest.Session.Interrupted)
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:
@@ -922,6 +1027,20 @@ class _Tally:
         self.stopped = run.stopped
         # a model whose files cannot be loaded faithfully: one line each (aniso.sources.ModelRefused)
         self.refused = tuple(dict.fromkeys(r.reason for r in run.results if r.skip_kind == "refused"))
+
+
+def _pytest_main(args: list[str], plugins: list, tally: _Tally) -> int:
+    """``pytest.main(args, plugins=plugins)`` as an int. A Ctrl-C that pytest caught but then failed to report (an
+    error raised while its terminal reporter formats the interrupted frame) is pytest's exit code of an interrupt,
+    not that error: ``tally`` knew of the interrupt first."""
+    import pytest
+
+    try:
+        return int(pytest.main(args, plugins=plugins))
+    except Exception:
+        if not tally.interrupted:
+            raise
+        return int(pytest.ExitCode.INTERRUPTED)
 
 
 def run_exit_code(pytest_code: int, measured: int) -> int:
@@ -1055,7 +1174,8 @@ def _shown(text: str, width: int = 80) -> str:
 
 def run_claims(model: str | Path, claims: str | None = None, *, registry: str | Path | None = None,
                claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
-               say: Callable[[str], None] = lambda line: None, settings: dict[str, Any] | None = None) -> ClaimsRun:
+               say: Callable[[str], None] = lambda line: None, settings: dict[str, Any] | None = None,
+               _claims_dir_option: str = "claims_dir") -> ClaimsRun:
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
     CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
     detected from its files (:func:`aniso.sources.detect.detect_entry`) in a temporary copy of the registry, removed
@@ -1110,7 +1230,8 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     plan, reg = settings_and_registry(options, registry=registry, texts=texts)
     wanted = parse_claims(plan.claims)
     reg_path = Path(plan.registry)
-    claims_dir = claims_folder(claims_dir, reg_path)  # ValueError naming --claims-dir: no folder, no claim test
+    # ValueError naming the argument (the command line's --claims-dir): no folder, no claim test
+    claims_dir = claims_folder(claims_dir, reg_path, option=_claims_dir_option)
     _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
     tmp_dir = row = None
     with _removed_on_sigterm() as remove:
@@ -1156,11 +1277,12 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
                 reg, plan = open_registry(tmp), replace(plan, registry=str(tmp))
                 say(f"{model} is not in the registry; detected "
                     + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
+            _read_inputs_settings(settings, texts, reg.get(model_id))  # e.g. n_sequences for a vision model
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
             tally = _Tally()
-            code = int(pytest.main(args + _after_users(pytest_args),
-                                   plugins=[pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally]))
+            code = _pytest_main(args + _after_users(pytest_args),
+                                [pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally], tally)
             results = tally.report.with_name("results.json") if tally.report is not None else None
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
                 import yaml
@@ -1175,8 +1297,10 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
             exit_code = 2 if tally.refused or tally.collect_errors else run_exit_code(code, tally.measured)
             stopped = tally.stopped or _why_nothing_ran(tally, pytest_args, model_id) or (
                 _interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
+            if tally.interrupted and not (stopped or "").startswith("interrupted"):
+                stopped = _interrupted(plan, results)
             return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, stopped,
-                             tally.refused)
+                             tally.refused, tally.interrupted)
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -1415,7 +1539,7 @@ _TWIN_TRAINING_TEXTS = {False: 256, True: 2048}
 def run_twins(models: str, claims: str | None = None, *, registry: str | Path | None = None,
               claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
               say: Callable[[str], None] = lambda line: None, keep: str | Path | None = None,
-              full_size: bool = False) -> ClaimsRun:
+              full_size: bool = False, _claims_dir_option: str = "claims_dir") -> ClaimsRun:
     """Run the claims on twins of registry hub rows, as ``aniso run ID --twin`` does, through the path a user with a
     hub takes: for each hub row of ``models`` (a registry id, comma-separated ids and tags, or a model set such as
     ``paper``), its twin (:func:`aniso.sources.twin.twin_folders`: the row's own class and preprocessing files,
@@ -1496,7 +1620,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     if others:
         say(f"--twin: {len(others)} row(s) of {models!r} are not hub rows and have no twin; left out "
             f"({', '.join(others[:5])}{', …' if len(others) > 5 else ''})")
-    claims_dir = claims_folder(claims_dir, Path(settings.registry))
+    claims_dir = claims_folder(claims_dir, Path(settings.registry), option=_claims_dir_option)
     refused: dict[str, str] = {}
     documented: set[str] = set()
     runnable = []
@@ -1573,7 +1697,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = int(pytest.main(args + _after_users(pytest_args), plugins=[pytest_plugin, tally, _usage_wrapper()]))
+            code = _pytest_main(args + _after_users(pytest_args), [pytest_plugin, tally, _usage_wrapper()], tally)
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")
@@ -1622,8 +1746,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     fewer than 2 distinct texts or whose every text is an existing file's path (``inputs``), inputs given both as ``inputs`` and in ``settings`` with different
     values; TypeError naming ``model`` when it is no str or pathlib.Path (an in-memory model), ``settings`` when
     they are no dict, ``inputs`` when they are no path, list of texts or None, ``verbose`` when it is not True or
-    False; RuntimeError when the run wrote no results
-    (pytest could not start; its output says why).
+    False; KeyboardInterrupt when Ctrl-C stops the run (its message says what is kept); RuntimeError when the run
+    wrote no results (pytest could not start; its output says why). The temporary folder of a list of texts is
+    removed also when Ctrl-C or SIGTERM stops the run.
     """
     import tempfile
 
@@ -1635,6 +1760,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     verbose = _flag("verbose", verbose)
     _settings_argument(settings)
     _no_empty_path(inputs)
+    inputs = _inputs_path(inputs)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     if isinstance(claims, (list, tuple)) and not claims:
@@ -1662,7 +1788,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     given = dict(settings or {})
     from .inputs.text import GIVEN_FOLDER_PREFIX
 
-    with tempfile.TemporaryDirectory(prefix=GIVEN_FOLDER_PREFIX) as tmp:
+    # the folder of the texts given goes also when SIGTERM stops the run (Ctrl-C: the with statement removes it)
+    with _removed_on_sigterm() as remove, tempfile.TemporaryDirectory(prefix=GIVEN_FOLDER_PREFIX) as tmp:
+        remove.append(Path(tmp))
         if inputs is not None:
             from .extract.modalities import INPUT_FORMS, inputs_kind
 
@@ -1689,6 +1817,9 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
         with _progress(verbose):  # the settings are built once, in run_claims, from ``given`` (typed)
             done = run_claims(str(model), claims or None, registry=reg_path, claims_dir=claims_dir,
                               pytest_args=args, settings=given)
+    if done.interrupted or (done.stopped or "").startswith("interrupted"):  # Ctrl-C: pytest (or the report) caught
+        # it and ended the run; the caller's Ctrl-C stops the call too
+        raise KeyboardInterrupt(f"check {model}: {done.stopped or 'interrupted (Ctrl-C)'}")
     if done.results_path is None:
         raise RuntimeError(f"check {model}: the claims run wrote no results (pytest exit code {done.exit_code}); "
                            "run with verbose=True to see why")

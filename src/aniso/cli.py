@@ -624,10 +624,10 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
         if getattr(args, "twin", False):
             done = run_twins(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
                              pytest_args=list(args.pytest_args or []), say=say, keep=args.keep_twins,
-                             full_size=args.full_size)
+                             full_size=args.full_size, _claims_dir_option="--claims-dir")
         else:
             done = run_claims(model, args.claims, registry=args.registry, claims_dir=args.claims_dir,
-                              pytest_args=list(args.pytest_args or []), say=say)
+                              pytest_args=list(args.pytest_args or []), say=say, _claims_dir_option="--claims-dir")
     except ValueError as exc:  # settings, corpus, claims filter, registry, claims folder, undetectable model
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2

@@ -101,6 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
         except ValueError as exc:
             raise pytest.UsageError(f"aniso settings: {exc}") from None
+        _inputs_options_read(texts, settings, registry)
     try:
         if not hasattr(config, "workerinput") and not getattr(getattr(config, "option", None), "collectonly", False):
             # where the results will be written, before the run computes anything (the other doors check it too)
@@ -116,6 +117,28 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
     except ValueError as exc:  # an unreadable twin manifest (setting twin)
         raise pytest.UsageError(f"aniso settings: {exc}") from None
+
+
+def _inputs_options_read(texts: dict, settings, registry) -> None:
+    """Raise pytest.UsageError (one line) naming an ``--aniso-*`` option of inputs (``--aniso-n-sequences``,
+    ``--aniso-corpus``, ...) given on the command line that no model of the run reads (a vision model only takes
+    ``--aniso-n-images``): it would be silently ignored. Not in a twin run (``--aniso-twin``: its sizes are given
+    for every kind of inputs, and its corpus trains the twins' tokenizers); a model set that selects nothing is left
+    to the session, which names it."""
+    from .extract.modalities import unread_inputs_setting
+
+    if settings.twin:
+        return
+    given = {name: f"--aniso-{name.replace('_', '-')} {value}" for name, value in texts.items() if value is not None}
+    if not given:
+        return
+    try:
+        chosen, _ = registry.model_set(settings.models)
+    except (RegistryError, ValueError):
+        return
+    problem = unread_inputs_setting(given, list(chosen))
+    if problem is not None:
+        raise pytest.UsageError(f"aniso settings: {problem}")
 
 
 def _model_of(item: pytest.Item):

@@ -33,7 +33,7 @@ from .hidden import (Batch, iter_speech_hidden_states, iter_text_hidden_states, 
                      layer_names, speech_layer_names)
 
 __all__ = ["Modality", "MODALITIES", "INPUTS", "INPUT_FORMS", "InputsForm", "modality_of", "inputs_kind",
-           "CHECK_TEXTS"]
+           "unread_inputs_setting", "CHECK_TEXTS"]
 
 #: Sentences of different lengths for the offline check (padding must not change any vector).
 CHECK_TEXTS = (
@@ -265,6 +265,34 @@ def inputs_kind(entry) -> str | None:
     row's; None for an entry measured over no inputs (an untrained block)."""
     row = modality_of(entry)
     return getattr(entry, "measured_on", None) or (row.inputs if row else None)
+
+
+def unread_inputs_setting(given: dict[str, str], entries: Sequence[Any]) -> str | None:
+    """The one-line refusal of a setting of inputs (a :data:`INPUT_FORMS` row's ``setting`` or ``size``: ``corpus``,
+    ``n_sequences``, ``image_dir``, ``n_images``, ...) that was given explicitly but that no model of the run reads,
+    e.g. ``n_sequences`` for a vision model only (it would be silently ignored); None when each one given is read.
+
+    ``given``: setting name -> how the door says it was given (``settings['corpus']``, ``--aniso-n-sequences 8``);
+    the ``ANISO_*`` variables are never in it (a shell sets them for every model). ``entries``: the run's models
+    (anything with ``id`` and ``modality`` that :func:`inputs_kind` reads). The line names the setting, the first
+    model with its modality, and the setting that gives that model's inputs instead."""
+    readers = [(e, INPUT_FORMS[k]) for e in entries if (k := inputs_kind(e)) is not None]
+    for name, label in given.items():
+        roles = [(form, role) for form in INPUT_FORMS.values() for role in ("setting", "size")
+                 if getattr(form, role) == name]
+        if not roles or any(getattr(form, role) == name for _, form in readers for role in ("setting", "size")):
+            continue
+        form, role = roles[0]
+        what = f"names the {form.noun} read" if role == "setting" else f"counts the {form.noun} sampled"
+        if not readers:
+            ids = ", ".join(e.id for e in entries)[:120]
+            return f"{label}: setting {name} {what}, but {ids} is measured over no inputs, so it does not apply"
+        entry, theirs = readers[0]
+        instead = getattr(theirs, role)
+        return (f"{label}: setting {name} {what}, which {entry.id} (a {entry.modality} model) does not read: it "
+                f"reads {theirs.noun}, {'named' if role == 'setting' else 'counted'} by setting {instead} "
+                f"(ANISO_{instead.upper()}); give that instead")
+    return None
 
 
 def sample_names(inputs) -> Sequence[str]:

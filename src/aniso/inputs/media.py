@@ -315,11 +315,15 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     return clip
 
 
+#: How many of the reasons a sample with no usable file gives in its one line (each skipped file has its warning).
+_REASONS_SHOWN = 2
+
+
 def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> tuple[list, list[str], list]:
     """``read`` each file; a file it refuses (:class:`_Unusable`) is skipped with a :class:`SkippedInput` warning.
 
     Returns (items, their file names, [(file name, reason), ...] of the skipped ones). Raises InputsUnavailable
-    naming the setting, the folder and every reason when no file is usable.
+    naming the setting, the folder, how many files cannot be used and the first two reasons when no file is usable.
     """
     import linecache
 
@@ -342,8 +346,11 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
             warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, shown, 0,
                                    module="aniso.inputs.media")
     if not items:
+        shown = "; ".join(reason for _, reason in skipped[:_REASONS_SHOWN])
+        more = (f"; and {len(skipped) - _REASONS_SHOWN} more, each named in a SkippedInput warning"
+                if len(skipped) > _REASONS_SHOWN else "")
         raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
-                                + "; ".join(reason for _, reason in skipped))
+                                f"{len(skipped)} cannot be used: {shown}{more}")
     return items, names, skipped
 
 
