@@ -693,7 +693,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
-    if first["type"] in ("string_type", "literal_error") and _yaml_word(value) is not None:
+    if takes is None and first["type"] in ("string_type", "literal_error") and _yaml_word(value) is not None:
         msg += f" ({_yaml_word(value)})"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
 
