@@ -108,6 +108,18 @@ def clean_env(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def hub_env(clean_env, monkeypatch):
+    """No hub cache variable from the caller's environment; HF_HUB_OFFLINE=1 (also in huggingface_hub's constants)."""
+    from huggingface_hub import constants
+
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return clean_env
+
+
+
+@pytest.fixture
 def aniso_cli(capsys):
     """``aniso_cli(argv)``: run ``aniso ARGV`` in this process and return (exit code, standard output, standard
     error), asserting that no traceback was printed."""

@@ -214,16 +214,6 @@ def test_the_doors_filter_follows_the_users_options():
 
 # --- A53: a file where the hub cache's folder of the import belongs -----------------------------------------------
 
-@pytest.fixture
-def hub_env(clean_env, monkeypatch):
-    from huggingface_hub import constants
-
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    return clean_env
-
-
 @pytest.mark.parametrize("blocked, what", [("models--me--y", "the repository's folder"),
                                            ("models--me--y/blobs", "the folder blobs"),
                                            ("models--me--y/refs", "the folder refs")])

@@ -31,17 +31,6 @@ def _tree(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) if folder.exists() else []
 
 
-@pytest.fixture
-def hub_env(clean_env, monkeypatch):
-    """No hub cache variable from the caller's environment; HF_HUB_OFFLINE=1 (also in huggingface_hub's constants)."""
-    from huggingface_hub import constants
-
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    return clean_env
-
-
 # -- a folder under a registry row's hub id must be the row's model -------------------------------------------------
 
 def test_minilm_imported_under_bert_base_uncased_is_refused_and_the_cache_left_as_it_was(hub_env, capsys):
