@@ -713,15 +713,13 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         with _too_short(run_settings.max_length, form.items is None), _named_inputs(entry.id, form.setting, inputs):
             measured = _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                                       if texts is not None else {}, progress)
-        return _fewer_than_asked(measured, n_inputs if n_inputs is not None else (settings or {}).get(form.size),
-                                 "n_inputs" if n_inputs is not None else f"settings[{form.size!r}]")
+        return _fewer_than_asked(measured, n_inputs, settings, form.size)
     if name is not None:
         _no_registry_name(name, registry, settings)
     with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
         measured = _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress,
                                    name)
-    return _fewer_than_asked(measured, n_inputs if n_inputs is not None else (settings or {}).get("n_sequences"),
-                             "n_inputs" if n_inputs is not None else "settings['n_sequences']")
+    return _fewer_than_asked(measured, n_inputs, settings, "n_sequences")
 
 
 def _inputs_path(inputs: Any) -> Any:
@@ -749,16 +747,18 @@ def _named_inputs(model_id: str, setting: str, inputs: Any):
         raise InputsMissing(f"{model_id}: inputs ({inputs}): {said[len(prefix):]}") from None
 
 
-def _fewer_than_asked(measured: LayerStats, asked: Any, label: str) -> LayerStats:
-    """``measured``, after a warning when fewer inputs were measured than ``asked`` (``n_inputs``, or the setting of
-    the inputs' size in ``settings``, ``label``; None: not asked) because the file or folder holds fewer: the
-    statistics then rest on fewer vectors than the caller meant (a CNN pools each photograph to one vector, so 2
-    photographs give each layer one cosine). Says how many vectors each layer has where that is fewer than a claim
-    is decided on (:data:`aniso.registry.catalog.MIN_VECTORS`)."""
+def _fewer_than_asked(measured: LayerStats, n_inputs: Any, settings: Any, size: str) -> LayerStats:
+    """``measured``, after a warning when fewer inputs were measured than asked (argument ``n_inputs``, else the
+    setting ``size`` of the inputs in ``settings``, such as ``n_images``; neither: not asked) because the file or
+    folder holds fewer: the statistics then rest on fewer vectors than the caller meant (a CNN pools each photograph
+    to one vector, so 2 photographs give each layer one cosine). Says how many vectors each layer has where that is
+    fewer than a claim is decided on (:data:`aniso.registry.catalog.MIN_VECTORS`)."""
     import warnings
 
     from .registry.catalog import MIN_VECTORS
 
+    asked, label = ((n_inputs, "n_inputs") if n_inputs is not None else
+                    ((settings if isinstance(settings, Mapping) else {}).get(size), f"settings[{size!r}]"))
     got = measured.inputs.get("n_items", measured.inputs.get("n_sequences"))
     if not isinstance(asked, numbers.Integral) or isinstance(asked, bool) or got is None or got >= asked:
         return measured

@@ -78,7 +78,7 @@ def test_a_complex_key_is_one_line_through_every_door(tmp_path, capsys, clean_en
     import subprocess
     import sys
 
-    from aniso.registry.locate import _TREE
+    from aniso.registry.claimtests import SOURCE_TREE as _TREE
 
     monkeypatch.setenv("ANISO_REGISTRY", str(path))
     run = subprocess.run([sys.executable, "-m", "pytest", str(_TREE / "claims"), "-p", "no:cacheprovider", "-q",

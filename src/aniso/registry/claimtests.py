@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-#: The source tree this package runs from (``<tree>/src/aniso/registry/claimtests.py``).
-_TREE = Path(__file__).resolve().parents[3]
+#: The source tree this package runs from (``<tree>/src/aniso/registry/claimtests.py``): its ``claims/`` and
+#: ``models.yaml`` are the defaults where none is beside the registry or here.
+SOURCE_TREE = Path(__file__).resolve().parents[3]
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class RowSelection:
 def default_claims_folder(registry: Path | None) -> Path | None:
     """The claim tests of a registry when none are given: ``claims/`` beside it, else the source tree's; None when
     neither is a folder."""
-    return next((p for p in ([registry.parent / "claims"] if registry is not None else []) + [_TREE / "claims"]
+    return next((p for p in ([registry.parent / "claims"] if registry is not None else []) + [SOURCE_TREE / "claims"]
                  if p.is_dir()), None)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..common.settings import Settings
-from .claimtests import default_claims_folder
+from .claimtests import SOURCE_TREE, default_claims_folder
 from .entries import NotARegistry, Registry, RegistryError, load_registry
 
 __all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "holds_claim_tests", "marks_a_claim", "check_corpus",
@@ -27,9 +27,6 @@ __all__ = ["DEFAULT_REGISTRY", "registry_path", "claims_folder", "holds_claim_te
 
 #: The registry file read when none is given or set: ``models.yaml`` in the working folder, else the source tree's.
 DEFAULT_REGISTRY = "models.yaml"
-
-#: The source tree this package runs from (``<tree>/src/aniso/registry/locate.py``).
-_TREE = Path(__file__).resolve().parents[3]
 
 
 def _absolute(path: str | Path, root: Path) -> Path:
@@ -74,7 +71,7 @@ def registry_path(given: str | Path | None = None, setting: str | Path | None = 
         if not path.is_file():
             raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {_not_a_file(setting, path)}")
         return path
-    for path in (root / DEFAULT_REGISTRY, _TREE / DEFAULT_REGISTRY):
+    for path in (root / DEFAULT_REGISTRY, SOURCE_TREE / DEFAULT_REGISTRY):
         if path.is_file():
             return path
     if required:

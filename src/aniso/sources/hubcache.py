@@ -822,7 +822,6 @@ def not_cached_hints(hub_id: str, revision: str = "main", cache_dir: str | Path 
         return ""
     try:
         repo = repo_dir(hub_id, cache_dir)
-        snapshots = repo / "snapshots"
         held = unnamed_snapshots(hub_id, cache_dir)
         if held and not (repo / "refs" / revision).is_file() and not _COMMIT.fullmatch(revision):
             said += (f"; it holds snapshot {held[0]}{f' (and {len(held) - 1} more)' if len(held) > 1 else ''} of "
