@@ -1052,6 +1052,42 @@ class _Parser(argparse.ArgumentParser):
         self.error(f"unrecognized argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}{hint}")
 
 
+#: The settings a command other than ``aniso run`` takes as its own options: ``{command: {setting: option}}``.
+_OWN_SETTING_OPTIONS = {"aniso stats": {"corpus": "--corpus", "n_sequences": "--n-sequences"},
+                        "aniso bench extraction": {v: k for k, v in _BENCH_OPTIONS.items()} | {"device": "--device"},
+                        "aniso bench command": {"n_sequences": "--paragraphs"},
+                        "aniso bench twonn": {"seed": "--seed", "device": "--device"}}
+
+
+def _after_dashes(used: _Parser, extra: list[str]) -> str:
+    """Why the arguments after ``--`` (``extra``) are refused by ``used``, a command other than ``aniso run`` (the
+    only one that passes them on, to pytest), with what to give instead for the first option among them: the
+    command's own option of that name (``--out``) or of that setting (``--aniso-n-sequences``: ``--n-sequences``),
+    else the setting's variable (``--aniso-seed 3``: ``ANISO_SEED=3``)."""
+    from .common.settings import setting_options
+
+    flags = {name for name, _, flag, _ in setting_options() if flag}
+    shown = " ".join(extra)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    said = f"{shown} after `--`: only aniso run passes what follows `--` (to pytest), {used.prog} takes nothing there"
+    first = next((a for a in extra if a.startswith("-")), None)
+    if first is None:
+        return said + "; give its arguments before `--`"
+    option, _, value = first.partition("=")
+    name = option[len("--aniso-"):].replace("-", "_") if option.startswith("--aniso-") else None
+    after = extra[extra.index(first) + 1:]
+    if value == "" and name not in flags and after and not after[0].startswith("-"):
+        value = after[0]
+    if option in used._option_string_actions:
+        return said + f"; give {option} before `--`"
+    if name not in {n for n, *_ in setting_options()}:
+        return said
+    own = _OWN_SETTING_OPTIONS.get(used.prog, {}).get(name)
+    if own is not None:
+        return said + f"; give {own}" + (f" {value}" if value else "") + " before `--`"
+    return said + f"; set the variable ANISO_{name.upper()}" + (f"={value}" if value else "") + " instead"
+
+
 def _innermost(parser: _Parser, args: argparse.Namespace) -> _Parser:
     """The (sub)command parser that parsed ``args``: ``aniso bench twonn``'s for ``aniso bench twonn ...``."""
     used = parser
@@ -1359,6 +1395,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         used.unrecognized(unknown)
     _check_needs(used, args)
+    if extra and args.command != "run":  # only aniso run hands them on (to pytest); never dropped without a word
+        used.error(_after_dashes(used, extra))
     args.pytest_args = extra
     output = _Output(sys.stdout)
     sys.stdout = output

@@ -1,0 +1,53 @@
+"""Bad input at the command line's doors (found by a tour of the commands): arguments after `--` given to a command
+that passes none to pytest (dropped without a word: `aniso stats M -- --aniso-seed 3` measured seed 0), a list of
+models where one is taken, a model given after `--`, a test path after `aniso run ... --`, and SIGTERM to `aniso
+bench command` (its timed process ran on and its temporary folder stayed). Each is a row of docs/bad-input.md."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "all-MiniLM-L6-v2"
+CLAIM = "G.token-nlp-anisotropic"
+
+
+# --- A47, A48: arguments after `--` of a command other than aniso run ---------------------------------------------
+
+def test_stats_refuses_a_setting_after_dashes_naming_its_variable(clean_env, refused_line):
+    line = refused_line(["stats", MODEL, "--n-sequences", "8", "--", "--aniso-seed", "3"])
+    assert line.startswith("aniso stats: --aniso-seed 3 after `--`: only aniso run passes what follows `--`"), line
+    assert line.endswith("set the variable ANISO_SEED=3 instead (see aniso stats --help)"), line
+
+
+def test_stats_names_its_own_option_for_a_setting_it_takes(clean_env, refused_line):
+    line = refused_line(["stats", MODEL, "--", "--aniso-n-sequences=8"])
+    assert "give --n-sequences 8 before `--`" in line, line
+
+
+def test_report_refuses_its_own_option_after_dashes(clean_env, refused_line, tmp_path):
+    results = tmp_path / "results.json"
+    results.write_text("{}")
+    line = refused_line(["report", str(results), "--", "--out", str(tmp_path / "x.html")])
+    assert line.startswith(f"aniso report: --out {tmp_path / 'x.html'} after `--`: only aniso run"), line
+    assert "give --out before `--`" in line, line
+    assert not (tmp_path / "x.html").exists() and not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize("argv", [["list", "claims", "--", "-x"], ["diff", "a.json", "b.json", "--", "b"],
+                                  ["bench", "twonn", "--n", "10", "--", "--aniso-seed", "1"]])
+def test_every_other_command_refuses_arguments_after_dashes(clean_env, refused_line, argv):
+    line = refused_line(argv)
+    assert "after `--`: only aniso run passes what follows `--`" in line, line
+
+
+def test_bench_twonn_names_its_seed_option(clean_env, refused_line):
+    line = refused_line(["bench", "twonn", "--", "--aniso-seed", "1"])
+    assert "give --seed 1 before `--`" in line, line
