@@ -51,3 +51,32 @@ def test_every_other_command_refuses_arguments_after_dashes(clean_env, refused_l
 def test_bench_twonn_names_its_seed_option(clean_env, refused_line):
     line = refused_line(["bench", "twonn", "--", "--aniso-seed", "1"])
     assert "give --seed 1 before `--`" in line, line
+
+
+# --- A44, A45, A46: several models, or a model after `--` ---------------------------------------------------------
+
+def test_run_of_two_models_says_it_takes_one(clean_env, refused_line):
+    line = refused_line(["run", f"{MODEL},bert-base-uncased", "--claims", CLAIM])
+    assert f"'{MODEL},bert-base-uncased' names 2 models; aniso run runs the claims on one model" in line, line
+    assert f"pytest claims/ --aniso-models {MODEL},bert-base-uncased" in line, line
+
+
+def test_stats_of_two_models_says_it_takes_one(clean_env, refused_line):
+    line = refused_line(["stats", f"{MODEL},bert-base-uncased", "--n-sequences", "8"])
+    assert "names 2 models; this takes one registry id" in line and "did you mean" not in line, line
+
+
+def test_stats_of_a_list_names_the_unknown_ids(clean_env, refused_line):
+    line = refused_line(["stats", f"{MODEL},no-such-model"])
+    assert "('no-such-model' not in registry" in line, line
+
+
+def test_run_with_the_model_after_dashes_says_so(clean_env, refused_line):
+    line = refused_line(["run", "--claims", CLAIM, "--", MODEL, "--aniso-n-sequences", "8"])
+    assert line.startswith(f"aniso run: no model given before `--`; {MODEL} after `--` is passed to pytest"), line
+    assert "not both" not in line, line
+
+
+def test_run_with_neither_model_nor_changed_since(clean_env, refused_line):
+    line = refused_line(["run", "--claims", CLAIM])
+    assert line == "aniso run: give a model (registry id, folder or hub id) or --changed-since REF", line

@@ -644,11 +644,22 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if (args.model is None) == (args.changed_since is None):
+    if args.model is not None and args.changed_since is not None:
         print("aniso run: give a model (registry id, folder or hub id) or --changed-since REF, not both",
               file=sys.stderr)
         return 2
+    if args.model is None and args.changed_since is None:
+        after = next((a for a in args.pytest_args[:1] if not a.startswith("-")), None)
+        print("aniso run: " + (f"no model given before `--`; {after} after `--` is passed to pytest, not read as "
+                               f"the model: give it before `--` (aniso run {after} [options] -- [pytest options])"
+                               if after is not None else
+                               "give a model (registry id, folder or hub id) or --changed-since REF"), file=sys.stderr)
+        return 2
     if args.model is not None:
+        problem = None if args.twin else _several_models(args.model)
+        if problem is not None:
+            print(f"aniso run: {problem}", file=sys.stderr)
+            return 2
         return _run_one(args.model, args)
     from .registry.changes import changed_rows
 
@@ -672,6 +683,18 @@ def _run(args: argparse.Namespace) -> int:
     print("aniso run: " + ", ".join(f"{m}: exit {c}" for m, c in codes.items()) + f"; exit code {code}",
           file=sys.stderr)
     return code
+
+
+def _several_models(model: str) -> str | None:
+    """Why ``aniso run MODEL`` is refused where ``model`` is a comma-separated list of models (and no path here):
+    it runs one model; pytest's ``--aniso-models`` takes several. None otherwise."""
+    from .api import _is_path_here
+
+    if "," not in model or _is_path_here(model):
+        return None
+    ids = [part.strip() for part in model.split(",")]
+    return (f"{model!r} names {len(ids)} models; aniso run runs the claims on one model: run it once per model, or "
+            f"all of them in one run with pytest claims/ --aniso-models {model}")
 
 
 def _diff(args: argparse.Namespace) -> int:

@@ -516,6 +516,12 @@ class Registry:
         for e in self.entries:
             if e.id == model_id:
                 return e
+        ids = [part.strip() for part in str(model_id).split(",")]
+        if len(ids) > 1:  # a list, as --aniso-models takes it: the closest id of the whole text drops all but one
+            unknown = [i for i in ids if not any(e.id == i for e in self.entries)]
+            raise UnknownModel(f"{model_id!r} names {len(ids)} models; this takes one registry id, so give them one "
+                               "at a time" + (f" ({', '.join(map(repr, unknown))} not in registry {self.path})"
+                                              if unknown else ""))
         if str(model_id) in MODEL_SETS or any(str(model_id) in e.all_tags for e in self.entries):
             raise UnknownModel(f"no model {model_id!r} in registry {self.path}: {model_id!r} is a model set or tag, "
                                f"and this takes registry ids (aniso list models --models {model_id} lists them)")
