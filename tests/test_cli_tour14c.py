@@ -80,3 +80,20 @@ def test_run_with_the_model_after_dashes_says_so(clean_env, refused_line):
 def test_run_with_neither_model_nor_changed_since(clean_env, refused_line):
     line = refused_line(["run", "--claims", CLAIM])
     assert line == "aniso run: give a model (registry id, folder or hub id) or --changed-since REF", line
+
+
+# --- A09: a test path after aniso run ... -- ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["claims/test_godey_modalities.py",
+                                  "claims/test_godey_pretrained.py::test_token_nlp_anisotropic"])
+def test_run_refuses_a_test_path_after_dashes(clean_env, refused_line, path):
+    line = refused_line(["run", MODEL, "--claims", CLAIM, "--", "--aniso-n-sequences", "8", str(ROOT / path)])
+    assert f"{ROOT / path} is a test path" in line and "select claims with --claims" in line, line
+
+
+def test_a_deselect_value_is_no_test_path():
+    from aniso.api import _runs_tests
+
+    _runs_tests(["--deselect", "claims/test_godey_modalities.py::test_x", "-k", "x.py", "-x"])
+    with pytest.raises(ValueError, match="is a test path"):
+        _runs_tests(["-x", "claims/test_godey_modalities.py"])

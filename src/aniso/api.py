@@ -1371,10 +1371,19 @@ def _runs_tests(pytest_args: Sequence[str]) -> None:
     """Raise ValueError (one line) when ``pytest_args`` hold an option that makes pytest list or describe tests
     instead of running them (:data:`_DESCRIBE_ONLY`): a claims run would then measure nothing and say so as if no
     claim applied."""
-    for arg in pytest_args:
+    for before, arg in zip([None, *pytest_args], pytest_args):
         if arg.split("=", 1)[0] in _DESCRIBE_ONLY:
             raise ValueError(f"the pytest arguments after `--`: {arg} makes pytest list, describe or print without "
                              f"running a test; aniso run runs claims (for that, run pytest claims/ {arg})")
+        value = before is not None and (before in _SHORT_WITH_VALUE or (before.startswith("--") and "=" not in before))
+        if not value and not arg.startswith("-") and (arg.split("::", 1)[0].endswith(".py") or "::" in arg):
+            raise ValueError(f"the pytest arguments after `--`: {arg} is a test path; aniso run collects every claim "
+                             "test of the claims folder, so a path selects nothing: select claims with --claims "
+                             "(claim ids or prefixes, e.g. --claims G.token-nlp-anisotropic; aniso list claims)")
+
+
+#: pytest's short options that take a value (the next argument): a test path after one of them is its value.
+_SHORT_WITH_VALUE = ("-k", "-m", "-p", "-c", "-o", "-n", "-W", "-r")
 
 
 #: pytest options (of this pytest and its installed plugins) that write a file or folder, with how the path is written:
@@ -1595,6 +1604,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
 
         _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
     texts = _setting_options(pytest_args)
+    _runs_tests(pytest_args)
     _check_written_paths(pytest_args)
     _one_plan(models, claims, registry, None, texts, "aniso run MODELS --twin")
     for name, why in (("registry", "its registry is a temporary copy of the one --registry names: give --registry"),
