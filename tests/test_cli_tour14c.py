@@ -97,3 +97,65 @@ def test_a_deselect_value_is_no_test_path():
     _runs_tests(["--deselect", "claims/test_godey_modalities.py::test_x", "-k", "x.py", "-x"])
     with pytest.raises(ValueError, match="is a test path"):
         _runs_tests(["-x", "claims/test_godey_modalities.py"])
+
+
+# --- A39: SIGTERM to aniso bench command ----------------------------------------------------------------------------
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_sigterm_to_bench_command_ends_its_child_and_removes_its_folder(clean_env, tmp_path, tiny_bert_dir):
+    """SIGTERM to the aniso process alone (as `kill PID` sends it): the timed process is ended with it and the
+    temporary folder (the paragraphs, the command's cache) is removed."""
+    reg = tmp_path / "models.yaml"
+    reg.write_text(f"models:\n  - id: tiny\n    source: {{kind: local, path: {tiny_bert_dir}}}\n    modality: text\n"
+                   "    granularity: subword\n    architecture: transformer\n    role: encoder\n    family: bert\n")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(20)))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = dict(os.environ, ANISO_CORPUS=str(corpus), TMPDIR=str(temp))
+    proc = subprocess.Popen([sys.executable, "-m", "aniso.cli", "bench", "command", "tiny", "--paragraphs", "6",
+                             "--repeats", "50", "--registry", str(reg)], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        children = []
+        while not children and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+            children = _children(proc.pid)
+        assert children, f"no timed process started: {proc.poll()}"
+        assert list(temp.iterdir()), "no temporary folder made"
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    time.sleep(0.5)
+    survivors = [c for c in children if _alive(c)]
+    for pid in survivors:  # not left running past the test
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, "a timed process survived"
+    assert list(temp.iterdir()) == [], list(temp.rglob("*"))[:5]
+    assert proc.returncode == -signal.SIGTERM, err
+    assert "Traceback" not in err and "interrupted (SIGTERM)" in err, err

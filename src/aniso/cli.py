@@ -937,10 +937,17 @@ def _bench_command(args: argparse.Namespace) -> int:
     from .sources import ModelUnavailable
 
     try:
-        result = bench_command(args.model, paragraphs=args.paragraphs, repeats=args.repeats, registry=args.registry)
+        with _sigterm_raised():  # the timed process is ended (subprocess.run kills it) and the temporary folder removed
+            result = bench_command(args.model, paragraphs=args.paragraphs, repeats=args.repeats,
+                                   registry=args.registry)
     except (RegistryError, KeyError, ValueError, CorpusError, ModelUnavailable, RuntimeError) as exc:
         print(f"aniso bench command: {_as_typed(str(exc), {'n_sequences': '--paragraphs'})}", file=sys.stderr)
         return 2
+    except _Terminated as exc:
+        print("aniso bench command: interrupted (SIGTERM); the timed process was ended and its temporary folder "
+              "removed", file=sys.stderr)
+        exc.end()
+        return 143
     if args.json:
         print(json.dumps(result, indent=1))
     else:
