@@ -24,7 +24,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
            "OTHER_VARIABLES", "PATH_SETTINGS", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
-           "data_folder_problem", "second_order_bytes", "type_name", "numpy_bool", "physical_memory",
+           "data_folder_problem", "second_order_bytes", "bootstrap_bytes", "BOOTSTRAP_UNITS", "type_name", "numpy_bool", "physical_memory",
            "available_memory"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
@@ -355,6 +355,19 @@ def second_order_bytes(reservoir_size: int, svd_batch_size: int, twonn_batches: 
             "twonn_batches": 4 * twonn_batches * svd_batch_size * width, "second_order_max_dim": 8 * width * width}
 
 
+#: The most units (inputs, or random groups of inputs past that many) a layer's per-input sums hold, over which the
+#: bootstrap resamples (:data:`aniso.stats.parts.inputs.INPUT_GROUPS`, which the statistics layer sets; a test keeps
+#: the two equal).
+BOOTSTRAP_UNITS = 256
+
+
+def bootstrap_bytes(n_bootstrap: int, width: int, units: int = BOOTSTRAP_UNITS) -> int:
+    """The bytes the bootstrap of one layer of ``width`` over ``units`` takes at once
+    (:func:`aniso.stats.uncertainty.bootstrap_stats`): the float64 resample weights and their squares (``n_bootstrap``
+    x ``units``, twice) and the resampled sums (``n_bootstrap`` x ``width``, twice)."""
+    return 8 * n_bootstrap * (2 * units + 2 * width)
+
+
 def _bytes(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":
@@ -451,6 +464,14 @@ class Settings:
                     f"{_where(name)} must be {allowed}, got {value}: the second-order statistics of one layer of "
                     f"width up to second_order_max_dim {self.second_order_max_dim} would take {_bytes(total)} "
                     f"({', '.join(f'{k} {_bytes(v)}' for k, v in parts.items() if v)}) and this machine has "
+                    f"{_bytes(memory)}")
+            needed = bootstrap_bytes(self.n_bootstrap, self.second_order_max_dim)
+            if needed > memory:  # before any model is read: it would fail once every statistic was extracted
+                largest = memory // bootstrap_bytes(1, self.second_order_max_dim)
+                raise SettingError(
+                    f"{_where('n_bootstrap')} must be at most {largest} here, got {self.n_bootstrap}: the bootstrap "
+                    f"resamples of one layer of width up to second_order_max_dim {self.second_order_max_dim} over "
+                    f"up to {BOOTSTRAP_UNITS} inputs would take {_bytes(needed)} and this machine has "
                     f"{_bytes(memory)}")
         from .devices import resolve_device
 
