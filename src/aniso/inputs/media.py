@@ -83,6 +83,14 @@ class _Unusable(ValueError):
     """One file cannot be used; the message (naming the file) is the reason it is skipped."""
 
 
+class _AboveCap(_Unusable):
+    """A photograph of more pixels (``pixels``) than setting ``max_image_pixels`` allows (``cap``)."""
+
+    def __init__(self, message: str, pixels: int, cap: int):
+        super().__init__(message)
+        self.pixels, self.cap = pixels, cap
+
+
 @dataclass(frozen=True)
 class MediaSet:
     """A seeded sample of recordings or photographs.
@@ -325,9 +333,11 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
     Returns (items, their file names, [(file name, reason), ...] of the skipped ones). Raises InputsUnavailable
     naming the setting, the folder, how many files cannot be used and the first two reasons when no file is usable.
     """
-    import linecache
+    items, names, skipped, refused = [], [], [], []
 
-    items, names, skipped = [], [], []
+    def warn(which) -> None:
+        _warn_skipped(setting, which)
+
     for p in files:
         try:
             if not _utf8_name(p):
@@ -338,13 +348,18 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
             names.append(p.name)
         except _Unusable as exc:
             skipped.append((_shown(Path(p.name)), str(exc)))
-            # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it. The
-            # warning's formatter looks that line up with linecache, which would open and read the file (and block on
-            # a FIFO, read a link to /dev/zero forever): the file is entered in linecache as holding no lines.
-            shown = _shown(p)
-            linecache.cache[shown] = (0, None, [], shown)
-            warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, shown, 0,
-                                   module="aniso.inputs.media")
+            refused.append((p, exc))
+            if not isinstance(exc, _AboveCap):  # said once it is known whether any file is below the cap
+                warn([(p, exc)])
+
+    if not items and refused and all(isinstance(exc, _AboveCap) for _, exc in refused):  # one cause: said once
+        from ..common.settings import _where
+
+        least = min(exc.pixels for _, exc in refused)
+        raise InputsUnavailable(f"{_where('max_image_pixels')} is {refused[0][1].cap:,}: every one of the "
+                                f"{len(files)} sampled from {folder} is larger ({least:,} pixels and up); raise it to "
+                                "measure them")
+    warn([(p, exc) for p, exc in refused if isinstance(exc, _AboveCap)])
     if not items:
         shown = "; ".join(reason for _, reason in skipped[:_REASONS_SHOWN])
         more = (f"; and {len(skipped) - _REASONS_SHOWN} more, each named in a SkippedInput warning"
@@ -352,6 +367,20 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
         raise InputsUnavailable(f"{setting}: no usable {what} among the {len(files)} sampled from {folder}: "
                                 f"{len(skipped)} cannot be used: {shown}{more}")
     return items, names, skipped
+
+
+def _warn_skipped(setting: str, which) -> None:
+    """A :class:`SkippedInput` warning for each (file, reason) of ``which``."""
+    import linecache
+
+    for p, exc in which:
+        # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it. The
+        # warning's formatter looks that line up with linecache, which would open and read the file (and block on
+        # a FIFO, read a link to /dev/zero forever): the file is entered in linecache as holding no lines.
+        shown = _shown(p)
+        linecache.cache[shown] = (0, None, [], shown)
+        warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, shown, 0,
+                               module="aniso.inputs.media")
 
 
 def _content_key(item: Any) -> bytes:
@@ -542,8 +571,8 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
             with Image.open(p) as im:
                 w, h = im.size
                 if w * h > max_pixels:
-                    raise _Unusable(f"{p} is {w} x {h} pixels ({w * h / 1e6:.1f} M), above the cap of "
-                                    f"{max_pixels / 1e6:g} M pixels (setting max_image_pixels)")
+                    raise _AboveCap(f"{p} is {w} x {h} pixels ({w * h:,}), above the cap of {max_pixels:,} pixels "
+                                    "(setting max_image_pixels)", w * h, max_pixels)
                 rgb = _to_rgb(p, im)
     except _Unusable:
         raise
