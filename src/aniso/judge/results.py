@@ -845,6 +845,19 @@ _NOT_RESULTS = "not a results.json written by aniso run"
 _REGISTRY_LINE = re.compile(r"^models\s*:", re.MULTILINE)
 
 
+def _after_document(text: str, pos: int) -> str:
+    """What follows the JSON document of ``text`` that ends before character ``pos``, in words: NUL bytes (a file
+    padded by a crash or a copy), or other data, with its byte offset."""
+    rest = text[pos:]
+    at = f"byte {len(text[:pos].encode('utf-8')):,}"
+    size = len(rest.encode("utf-8"))
+    if not rest.strip("\x00"):
+        return (f"{size:,} NUL byte(s) follow the results document (from {at}), as in a file padded by a crash or "
+                "a copy; remove them (e.g. tr -d '\\000' < FILE > FIXED.json)")
+    return (f"{size:,} bytes of other data follow the results document at {at} (starting {rest[:30]!r}); a results "
+            "file holds one JSON document")
+
+
 def read_results(path: Path, *, require_digest: bool = True, require_seal: bool = False) -> ResultsDocument:
     """Read a ``results.json`` written by :func:`write_results`, and validate it.
 
@@ -878,6 +891,8 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
         if _REGISTRY_LINE.search(text):  # YAML whose top level has models: (a registry such as models.yaml)
             raise ValueError(f"{path} is a model registry (its field models lists the entries), {_NOT_RESULTS}") \
                 from None
+        if exc.msg == "Extra data":  # what follows the document, which an editor may not show (NUL bytes)
+            raise ValueError(f"{path}: cannot read results: {_after_document(text, exc.pos)}") from None
         raise ValueError(f"{path}: cannot read results ({exc})") from None
     except RecursionError:
         raise ValueError(f"{path}: cannot read results (its JSON is nested too deeply)") from None
