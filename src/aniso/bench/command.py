@@ -88,7 +88,7 @@ def bench_command(model_id: str, *, paragraphs: int = 256, repeats: int = 3, reg
     """
     from ..common.settings import Settings
     from ..inputs.text import load_corpus
-    from ..registry.locate import open_registry, registry_path, registry_source
+    from ..registry.locate import check_corpus, open_registry, registry_path, registry_source
     from ..stats.pipeline import StatsProvider
 
     if repeats < 1:
@@ -102,6 +102,7 @@ def bench_command(model_id: str, *, paragraphs: int = 256, repeats: int = 3, reg
         raise ValueError(f"{model_id}: aniso bench command times text models (it reads paragraphs of the corpus), "
                          f"this one is {entry.modality!r}")
     folder = model_folder(entry, StatsProvider(settings, reg).source_context)
+    check_corpus(settings)  # named as the setting that gave it
     corpus = load_corpus(settings.corpus, paragraphs, settings.seed)
     if paragraphs > len(corpus.sequences):  # a bare script would time other paragraphs than the command reads
         raise ValueError(f"--paragraphs {paragraphs}: the corpus ({corpus.label.split(';')[0]}) holds "

@@ -125,9 +125,12 @@ def _settings(paragraphs: int, max_length: int, batch_size: int, device: str, re
 
 def _corpus(settings, whole: bool = False):
     """The corpus's ``settings.n_sequences`` paragraphs. Raises ValueError (one line naming ``--paragraphs``) when
-    the corpus holds fewer, unless ``whole`` (the peak-memory processes' 8x, which take the corpus whole)."""
+    the corpus holds fewer, unless ``whole`` (the peak-memory processes' 8x, which take the corpus whole), and one
+    naming setting ``corpus`` when its file cannot be read (:func:`aniso.registry.locate.check_corpus`)."""
     from ..inputs.text import load_corpus
+    from ..registry.locate import check_corpus
 
+    check_corpus(settings)  # a bad corpus named as the setting that gave it, as at every other door
     corpus = load_corpus(settings.corpus, settings.n_sequences, settings.seed)
     if not whole and settings.n_sequences > len(corpus.sequences):
         raise ValueError(f"--paragraphs {settings.n_sequences}: the corpus ({corpus.label.split(';')[0]}) holds "
