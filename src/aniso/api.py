@@ -1850,7 +1850,10 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     ``granularity``, ``role``, ``family``, ``tags`` (comma-joined), ``params_m`` (millions, None if not recorded),
     ``stands_for`` and ``relation`` (the seed model's row id a row on real weights stands for, and how: ``same``,
     ``converted`` or ``relative``; None for the others) and ``weights_here`` (:func:`aniso.sources.weights_here`: read from disk only, no network). A pandas DataFrame,
-    or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`).
+    or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`). Setting
+    ``models`` (``settings={"models": ...}`` or ``ANISO_MODELS``), where given, keeps the rows of that set only, as
+    a run takes them (``small``, ``paper``, ``all``, a tag, or registry ids and tags, comma-separated); without it,
+    every row. No device is resolved (setting ``device`` is ``cpu`` unless given): a listing imports no torch.
 
     Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.entries.RegistryError`).
     """
@@ -1860,10 +1863,14 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry")
                                                         if isinstance(settings, Mapping) else None)])
-    s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
+    given = _settings_argument(settings) or {}
+    # A listing reads paths, it writes nothing; it loads no model, so it resolves no device ("auto" imports torch).
+    s = _settings({}, {"device": "cpu", **given}, check=False)
     reg = _load_registry(_registry_file(registry, s), registry, s)
-    try:  # the listing is the whole registry; a misspelt set would otherwise be ignored
-        reg.model_set(s.models)
+    try:  # the rows of the set a run would take, where the setting is given (a misspelt set is refused)
+        chosen, _ = reg.model_set(s.models)
+        if "models" in given or os.environ.get("ANISO_MODELS"):
+            reg = chosen
     except ValueError as exc:
         where = "settings['models']" if "models" in (settings or {}) else "setting models (ANISO_MODELS)"
         raise ValueError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
