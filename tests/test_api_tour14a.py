@@ -48,3 +48,26 @@ def test_a_listing_imports_no_torch():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("model, suffix, folder_of", [
+    ("efficientnet-lite0", ".jpg", "photographs (.jpg/.png)"), ("whisper-tiny.en", ".wav", "recordings (.flac/.wav)"),
+], ids=["vision", "speech"])
+def test_a_list_of_photograph_or_recording_paths_is_told_to_give_their_folder(clean_env, tmp_path, monkeypatch,
+                                                                              model, suffix, folder_of):
+    """A vision model given a list of photographs' paths was told to give a .jpg as a corpus file (which it then
+    refuses) and that the names would be measured as texts, which a CNN cannot read."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "img").mkdir()
+    paths = []
+    for i in range(3):
+        (tmp_path / "img" / f"a{i}{suffix}").write_bytes(b"\0" * 16)
+        paths.append(f"img/a{i}{suffix}")
+    for call in (lambda: aniso.measure(model, paths, progress=False), lambda: aniso.check(model, inputs=paths)):
+        with pytest.raises(ValueError) as caught:
+            call()
+        said = str(caught.value)
+        assert "\n" not in said and said.startswith("inputs: every text of the list is the path of a file here"), said
+        assert f"reads {folder_of} from a folder, not from a list of their paths; give their folder " \
+               "(inputs='img')" in said, said
+        assert "corpus" not in said and "as texts" not in said, said
