@@ -1897,9 +1897,17 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     ctx = SourceContext(registry_dir=reg.path.parent if reg.path else None, models_dir=s.models_dir,
                         cache_dir=s.cache_dir, train_text=s.train_text, miniature_sizes=s.miniature_sizes(),
                         device=s.device)
+    answers: dict[str, str] = {}  # rows that differ in their id only (one package's rows) are checked once
+
+    def here(e) -> str:
+        key = e.model_dump_json(exclude={"id"})
+        if key not in answers:
+            answers[key] = weights_here(e, ctx)
+        return answers[key]
+
     rows = [{"model": e.id, "source": e.source.kind, "modality": e.modality, "granularity": e.granularity,
              "role": e.role, "family": e.family, "tags": ",".join(sorted(e.tags)), "params_m": e.params_m,
-             "stands_for": e.stands_for, "relation": e.relation, "weights_here": weights_here(e, ctx)} for e in reg]
+             "stands_for": e.stands_for, "relation": e.relation, "weights_here": here(e)} for e in reg]
     if not as_frame:
         return rows
     import pandas as pd

@@ -104,3 +104,23 @@ def test_a_local_folder_is_checked_not_read(tmp_path, fed):
     assert weights_here(entry, SourceContext()) == "here (folder)"
     assert fed == []
     assert Path(folder / "model.safetensors").exists()
+
+
+def test_rows_that_differ_in_their_id_only_are_checked_once(package_root, tmp_path, monkeypatch):
+    import aniso.sources
+
+    calls = []
+    real = aniso.sources.weights_here
+
+    def counting(entry, ctx):
+        calls.append(entry.id)
+        return real(entry, ctx)
+
+    monkeypatch.setattr(aniso.sources, "weights_here", counting)
+    other = _row(99).replace("granularity: subword", "granularity: byte")  # another row's fields: checked apart
+    registry = tmp_path / "many.yaml"
+    registry.write_text("models:\n" + "".join(_row(i) for i in range(10)) + other, encoding="utf-8")
+    rows = aniso.models(registry, as_frame=False, settings={"device": "cpu"})
+    assert calls == ["mini0", "mini99"]
+    assert [r["model"] for r in rows] == [f"mini{i}" for i in range(10)] + ["mini99"]
+    assert {r["weights_here"] for r in rows[:10]} == {"here (package)"}
