@@ -477,9 +477,8 @@ def _entry(model: str | Path, registry):
 
 def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
     """``inputs`` as a tuple of non-empty texts. Raises ValueError naming ``inputs`` and the first bad item (no
-    text, empty, or holding a lone surrogate, named with its position), and naming ``inputs`` when every text of the
-    list is the path of an existing file: such a list was meant as files (a corpus file is given as a path, not in a
-    list), and measuring the file names as texts would be silently wrong, so it is refused, not warned about."""
+    text, empty, or holding a lone surrogate, named with its position). Whether the texts are the paths of files
+    (:func:`_listed_files`) is asked once the model, and so the inputs it reads, is known."""
     if len(inputs) == 0:
         raise ValueError("inputs: an empty list; give at least one text (or a corpus file, or None for the "
                          "settings' corpus)")
@@ -499,12 +498,26 @@ def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
     if len(inputs) > 1 and len(set(inputs)) == 1:  # as a corpus file of one paragraph repeated is refused
         raise ValueError(f"inputs: {len(inputs)} copies of one text, which are no {len(inputs)} inputs; give "
                          "distinct texts (or the one text alone)")
-    if all(len(t) < _PATH_TEXT_MAX and "\n" not in t and os.path.isfile(t) for t in inputs):
-        names = ", ".join(repr(t) for t in inputs[:3]) + (f" and {len(inputs) - 3} more" if len(inputs) > 3 else "")
-        raise ValueError(f"inputs: every text of the list is the path of a file here ({names}), which would be "
-                         f"measured as texts, the file names themselves; give a corpus file as a path, not in a list "
-                         f"(inputs={inputs[0]!r}), or a folder of photographs or recordings")
     return tuple(inputs)
+
+
+def _listed_files(texts: tuple[str, ...], form=None, model: str = "") -> None:
+    """Raise ValueError naming ``inputs`` when every text of the list is the path of an existing file: such a list
+    was meant as files, and measuring the file names as texts would be silently wrong, so it is refused, not warned
+    about. The advice is the model's (``form``: its :class:`~aniso.inputs.forms.InputsForm`, None for texts;
+    ``model``: ``"<id> (a vision model)"``): for texts, a corpus file is given as a path, not in a list; for
+    photographs or recordings, their folder."""
+    if not all(len(t) < _PATH_TEXT_MAX and "\n" not in t and os.path.isfile(t) for t in texts):
+        return
+    names = ", ".join(repr(t) for t in texts[:3]) + (f" and {len(texts) - 3} more" if len(texts) > 3 else "")
+    said = f"inputs: every text of the list is the path of a file here ({names})"
+    if form is None or form.items is None:
+        raise ValueError(f"{said}, which would be measured as texts, the file names themselves; give a corpus file "
+                         f"as a path, not in a list (inputs={texts[0]!r}), or a folder of photographs or recordings")
+    folders = {os.path.dirname(t) for t in texts}
+    folder = folders.pop() if len(folders) == 1 else os.path.commonpath([os.path.abspath(f) for f in folders])
+    raise ValueError(f"{said}: {model} reads {form.items} from a folder, not from a list of their paths; give "
+                     f"their folder (inputs={folder or '.'!r}), holding the {form.noun} to measure")
 
 
 #: Texts this long or longer are never taken for a file's path (:func:`_texts`).
@@ -622,7 +635,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         recordings (speech models), or None: the settings' inputs for the model's modality (``ANISO_CORPUS``,
         ``ANISO_IMAGE_DIR``, ``ANISO_SPEECH_DIR``; the embedded fallback corpus if none). A list whose every text is
         the path of an existing file (``["c20.txt", "hello.txt"]``) is refused: it was meant as files, and would be
-        measured as the texts of their names; give a corpus file as a path, not in a list
+        measured as the texts of their names; give a corpus file as a path, not in a list (for a vision or speech
+        model, the folder of the photographs or recordings)
     tokenizer : the tokenizer of an in-memory model (for a registry id, folder or hub id: refused, they bring their
         own)
     statistics : names from :data:`aniso.stats.pipeline.ALL_STATISTICS`, or ``"all"``; default :data:`DEFAULT_STATISTICS`
@@ -670,7 +684,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     _no_empty_path(inputs)
     inputs = _inputs_path(inputs)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
-    texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None
+    texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None  # (files listed: once the model is known)
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
         raise TypeError(f"inputs: a {type_name(inputs)}; give a list of texts, a corpus file, a folder of "
                          "photographs or recordings, or None")
@@ -700,6 +714,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         kind = inputs_kind(entry)
         form = INPUT_FORMS[kind]
         _read_inputs_settings(settings, {}, entry)
+        if texts is not None:
+            _listed_files(texts, form, f"{entry.id} (a {entry.modality} model)")
         if texts is not None and form.items is not None:
             raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model: give a folder of "
                              f"{form.noun} (or None for setting {form.setting})")
@@ -716,6 +732,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         return _fewer_than_asked(measured, n_inputs, settings, form.size)
     if name is not None:
         _no_registry_name(name, registry, settings)
+    if texts is not None:
+        _listed_files(texts)
     with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
         measured = _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress,
                                    name)
@@ -1807,6 +1825,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
             kind = inputs_kind(entry) or "text"
             if isinstance(inputs, (list, tuple)):
                 texts = _texts(inputs)
+                _listed_files(texts, INPUT_FORMS[kind], f"{entry.id} (a {entry.modality} model)")
                 if INPUT_FORMS[kind].items is not None:
                     raise ValueError(f"inputs: a list of texts, but {entry.id} is a {entry.modality} model")
                 from .inputs.text import GIVEN_TEXTS
@@ -1860,7 +1879,10 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     ``granularity``, ``role``, ``family``, ``tags`` (comma-joined), ``params_m`` (millions, None if not recorded),
     ``stands_for`` and ``relation`` (the seed model's row id a row on real weights stands for, and how: ``same``,
     ``converted`` or ``relative``; None for the others) and ``weights_here`` (:func:`aniso.sources.weights_here`: read from disk only, no network). A pandas DataFrame,
-    or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`).
+    or a list of dicts with ``as_frame=False``. ``registry``: the file (default as :func:`measure`). Setting
+    ``models`` (``settings={"models": ...}`` or ``ANISO_MODELS``), where given, keeps the rows of that set only, as
+    a run takes them (``small``, ``paper``, ``all``, a tag, or registry ids and tags, comma-separated); without it,
+    every row. No device is resolved (setting ``device`` is ``cpu`` unless given): a listing imports no torch.
 
     Raises ValueError naming the file for a registry that cannot be read (:class:`aniso.registry.entries.RegistryError`).
     """
@@ -1870,10 +1892,14 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry")
                                                         if isinstance(settings, Mapping) else None)])
-    s = _settings({}, settings, check=False)  # a listing reads paths, it writes nothing
+    given = _settings_argument(settings) or {}
+    # A listing reads paths, it writes nothing; it loads no model, so it resolves no device ("auto" imports torch).
+    s = _settings({}, {"device": "cpu", **given}, check=False)
     reg = _load_registry(_registry_file(registry, s), registry, s)
-    try:  # the listing is the whole registry; a misspelt set would otherwise be ignored
-        reg.model_set(s.models)
+    try:  # the rows of the set a run would take, where the setting is given (a misspelt set is refused)
+        chosen, _ = reg.model_set(s.models)
+        if "models" in given or os.environ.get("ANISO_MODELS"):
+            reg = chosen
     except ValueError as exc:
         where = "settings['models']" if "models" in (settings or {}) else "setting models (ANISO_MODELS)"
         raise ValueError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
@@ -1881,9 +1907,17 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     ctx = SourceContext(registry_dir=reg.path.parent if reg.path else None, models_dir=s.models_dir,
                         cache_dir=s.cache_dir, train_text=s.train_text, miniature_sizes=s.miniature_sizes(),
                         device=s.device)
+    answers: dict[str, str] = {}  # rows that differ in their id only (one package's rows) are checked once
+
+    def here(e) -> str:
+        key = e.model_dump_json(exclude={"id"})
+        if key not in answers:
+            answers[key] = weights_here(e, ctx)
+        return answers[key]
+
     rows = [{"model": e.id, "source": e.source.kind, "modality": e.modality, "granularity": e.granularity,
              "role": e.role, "family": e.family, "tags": ",".join(sorted(e.tags)), "params_m": e.params_m,
-             "stands_for": e.stands_for, "relation": e.relation, "weights_here": weights_here(e, ctx)} for e in reg]
+             "stands_for": e.stands_for, "relation": e.relation, "weights_here": here(e)} for e in reg]
     if not as_frame:
         return rows
     import pandas as pd

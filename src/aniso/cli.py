@@ -364,7 +364,8 @@ def _list(args: argparse.Namespace) -> int:
         if args.what == "all":
             print()
         in_set = {e.id for e in chosen}
-        listed = models(settings.registry, as_frame=False, settings={"device": "cpu", "models": settings.models})
+        # every row, the set marked in its own column
+        listed = models(settings.registry, as_frame=False, settings={"device": "cpu", "models": "all"})
         rows = [[m["model"] + (f"\n  for {m['stands_for']} ({m['relation']})" if m["stands_for"] else ""),
                  f"{m['modality']} {m['role']}", f"{m['params_m']:g}M" if m["params_m"] else None,
                  "yes" if m["model"] in in_set else "no", f"{m['source']}: {_WHERE.get(w, w)}"]

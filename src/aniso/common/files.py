@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["sha256_file", "hash_files", "atomic_write", "exclusive", "quarantine", "default_file_mode", "wide_unicode"]
+__all__ = ["sha256_file", "hash_files", "check_readable", "atomic_write", "exclusive", "quarantine", "default_file_mode", "wide_unicode"]
 
 
 def _feed(h, path: Path) -> None:
@@ -20,6 +20,19 @@ def _feed(h, path: Path) -> None:
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
+
+
+def check_readable(files: list[Path] | tuple[Path, ...]) -> None:
+    """Check each file as :func:`hash_files` and :func:`sha256_file` do before they read it, without reading a byte:
+    it is there and a regular file (checked before it is opened: a FIFO blocks the open) and it can be opened for
+    reading. Raises the same OSError naming the file that hashing it would."""
+    for p in files:
+        path = Path(p)
+        why = not_a_regular_file(path)
+        if why is not None:
+            raise OSError(f"{path} {why}")
+        with open(path, "rb"):
+            pass
 
 
 def sha256_file(path: Path) -> str:

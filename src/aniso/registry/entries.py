@@ -867,6 +867,39 @@ def _expanded_nodes(node, limit: int) -> int:
     return size(node)
 
 
+#: Invisible characters that are no YAML blank, besides the space separators (Unicode category Zs) other than the
+#: space: zero-width ones and a byte-order mark after the start of the file.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+def _odd_blank(text: str, line: int | None) -> str | None:
+    """Where ``text`` holds a character that looks like a blank but is none to YAML (a no-break space U+00A0, a
+    figure space U+2007, a narrow no-break space U+202F, an ideographic space U+3000, a zero-width space U+200B, a
+    byte-order mark after the start...), in words (``"line 3 column 1: a no-break space (U+00A0), which YAML does
+    not read as a blank; ..."``): the last one on line ``line`` (0-based: YAML's error mark) or the line before (a
+    character that indents a line is reported on the next); with ``line`` None, the last anywhere. None when there
+    is none."""
+    import unicodedata
+
+    found = None
+    for number, content in enumerate(text.split("\n")):
+        if line is not None and number > line:
+            break
+        if line is not None and number < line - 1:
+            continue
+        for column, ch in enumerate(content):
+            if (ch != " " and unicodedata.category(ch) == "Zs" or ch in _INVISIBLE) and (number, column) != (0, 0):
+                found = (number, column, ch)
+    if found is None:
+        return None
+    number, column, ch = found
+    name = unicodedata.name(ch, "invisible character").lower()
+    code = f"U+{ord(ch):04X}" + (", a byte-order mark" if ch == "\ufeff" else "")
+    return (f"line {number + 1} column {column + 1}: {'an' if name[0] in 'aeiou' else 'a'} {name} ({code}), "
+            "which YAML does not read as a blank (indentation and separators are plain spaces); replace it with a "
+            "space, or delete it")
+
+
 def load_yaml(path: Path | str) -> Any:
     """The YAML document of a registry file, read with :func:`_loader`'s safe loader and limits: a document whose
     aliases expand past :data:`MAX_YAML_NODES` nodes is refused before it is built.
@@ -883,7 +916,8 @@ def load_yaml(path: Path | str) -> Any:
         if wide is not None:
             raise RegistryError(f"{path}: the registry file is {wide[0]}; save it as UTF-8 (e.g. iconv -f {wide[1]} "
                                 "-t UTF-8)")
-        loader = _loader()(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        loader = _loader()(text)
     except FileNotFoundError:
         raise RegistryError(f"{path}: registry file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -899,6 +933,10 @@ def load_yaml(path: Path | str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
+        odd = _odd_blank(text, mark.line if mark else None)
+        if odd is not None:  # YAML's own words name what it found after it, not the character
+            raise RegistryError(f"{path}: not valid YAML at {odd} (YAML said{where}: "
+                                f"{getattr(exc, 'problem', exc)})") from None
         raise RegistryError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     except RecursionError:
         raise RegistryError(f"{path}: its YAML is nested too deeply to read (lists or mappings inside each other "

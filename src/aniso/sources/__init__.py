@@ -35,8 +35,12 @@ SOURCE_KINDS: dict[str, SourceKind] = {m.KIND.name: m.KIND for m in (hub, local,
 def source_fingerprint(entry, ctx: SourceContext | None = None) -> str:
     """An identifier of the exact weights an entry points at, computed without loading them (see each kind).
 
-    Raises ModelUnavailable (InputsMissing for want of a data folder) as :func:`load_model` does.
+    Raises ModelUnavailable (InputsMissing for want of a data folder) as :func:`load_model` does; ValueError for a
+    context that does not read the weights (``read_weights=False``: a listing's, whose fingerprint is no identity).
     """
+    if ctx is not None and not ctx.read_weights:
+        raise ValueError("source_fingerprint: a context with read_weights=False gives no identity of the weights; "
+                         "use read_weights=True")
     return SOURCE_KINDS[entry.source.kind].fingerprint(entry, ctx or SourceContext())
 
 
@@ -165,7 +169,14 @@ def weights_here(entry, ctx: SourceContext) -> str:
     ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache, checkpoints
     of the row's series absent: :func:`missing_checkpoints`...), ``"refused: <why>"`` (the row's modality,
     architecture or granularity contradicts its model's files: :func:`declared_files_problem`), or
-    ``"cannot run with the locked libraries (registry: cannot_run)"`` (the row's ``cannot_run`` says why)."""
+    ``"cannot run with the locked libraries (registry: cannot_run)"`` (the row's ``cannot_run`` says why).
+
+    The model files are checked to be there, regular files, and readable, but not read (``ctx`` is taken with
+    ``read_weights=False``): a listing of many rows on the same files reads none of their bytes, and a file whose
+    SHA-256 differs from the registry's ``sha256`` is found when the model is measured, not here."""
+    import dataclasses
+
+    ctx = dataclasses.replace(ctx, read_weights=False)
     if entry.miniature:
         return "trained by the suite on first use"
     if getattr(entry, "cannot_run", None) is not None:

@@ -125,7 +125,11 @@ class SourceContext:
     (raises :class:`~aniso.inputs.media.InputsUnavailable`), for kinds that train on inputs; ``train_text``: the
     text file the text miniatures pre-train on (setting ``train_text``); ``miniature_sizes``: the run profile's
     recipe sizes for them (``total_steps``, ``hidden_size``, ``batch_size``); ``device``: the torch device that
-    trains them (setting ``device``).
+    trains them (setting ``device``); ``read_weights``: whether a source kind's ``fingerprint`` reads the model
+    files' bytes (their digests, and the registry's ``sha256`` checked against them). False for a listing
+    (:func:`aniso.sources.weights_here`), which needs to know only that the files are there and can be opened: the
+    fingerprint then checks that much (:func:`aniso.common.files.check_readable`, the same refusals) and is no
+    identity of the weights (``<kind>:unread``), so :func:`aniso.sources.source_fingerprint` refuses such a context.
     """
 
     hub: HubStatus = field(default_factory=HubStatus)
@@ -136,6 +140,7 @@ class SourceContext:
     train_text: str | Path | None = None
     miniature_sizes: dict = field(default_factory=dict)
     device: str = "cpu"
+    read_weights: bool = True
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..common.files import sha256_file
+from ..common.files import check_readable, sha256_file
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .parts import PackagePart, PackagePath, joined_file, package_file, parts_fingerprint
@@ -64,12 +64,17 @@ def gguf_path(entry, ctx: SourceContext) -> Path:
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
-    """``gguf:<sha256 prefix>`` of the (joined) file: the registry's checksum for split files, else the file's."""
+    """``gguf:<sha256 prefix>`` of the (joined) file: the registry's checksum for split files, else the file's
+    (``gguf:unread`` where ``ctx.read_weights`` is False: the file checked readable, not read)."""
     check_permissions(entry)
     src = entry.source
     if src.parts:
         return f"gguf:{parts_fingerprint(entry, src.parts, src.sha256)}"
-    return f"gguf:{sha256_file(gguf_path(entry, ctx))[:16]}"
+    path = gguf_path(entry, ctx)
+    if not ctx.read_weights:
+        check_readable([path])
+        return "gguf:unread"
+    return f"gguf:{sha256_file(path)[:16]}"
 
 
 @contextmanager

@@ -961,13 +961,11 @@ def fingerprint(entry, ctx: SourceContext) -> str:
 
 
 def _not_cached(entry) -> ModelUnavailable:
-    from .hubcache import cached_revisions, not_cached_hints
+    from .hubcache import not_cached_hints
 
     src = entry.source
-    held = cached_revisions(src.repo)
-    has = f" (the hub cache: it holds revision(s) {', '.join(held)} of it)" if held else ""
-    return ModelUnavailable(
-        f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is not cached here{has} and "
+    return ModelUnavailable(  # (the hints name the revisions the cache holds of it)
+        f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is not cached here and "
         f"the hub cannot be reached (HF_HUB_OFFLINE=1 or no network); `aniso hub import {src.repo} FOLDER` puts a "
         f"model folder there{not_cached_hints(src.repo, src.revision)}"
     )

@@ -813,8 +813,10 @@ def unnamed_snapshot_fix(hub_id: str, revision: str = "main", cache_dir: str | P
 def not_cached_hints(hub_id: str, revision: str = "main", cache_dir: str | Path | None = None) -> str:
     """What a refusal of ``hub_id`` at ``revision`` as not cached here adds, beginning ``"; "``: the cache folder
     looked in and where it comes from (:func:`cache_origin`); a snapshot of the model the cache holds without a
-    ``refs/<revision>`` naming it (the refs folder deleted), with what to do; a cached hub id that differs only in
-    case (the cache's folder names are case-sensitive). Never raises: a cache it cannot read adds less."""
+    ``refs/<revision>`` naming it (the refs folder deleted), with what to do; the other revisions the cache holds
+    of ``hub_id`` (``aniso hub import ... --revision v1.0``), and the registry row that measures one of them; a
+    cached hub id that differs only in case (the cache's folder names are case-sensitive). Never raises: a cache it
+    cannot read adds less."""
     try:
         root = cache_root(cache_dir)
         said = f"; looked in the hub cache {root} ({cache_origin(cache_dir)})"
@@ -827,6 +829,10 @@ def not_cached_hints(hub_id: str, revision: str = "main", cache_dir: str | Path 
             said += (f"; it holds snapshot {held[0]}{f' (and {len(held) - 1} more)' if len(held) > 1 else ''} of "
                      f"{hub_id}, but no refs/{revision} names a commit (its refs folder was deleted?): "
                      f"{unnamed_snapshot_fix(hub_id, revision, cache_dir)}")
+        other = [r for r in cached_revisions(hub_id, cache_dir) if r != revision]
+        if other:
+            said += (f"; for {hub_id} it holds revision(s) {', '.join(other)} only, not {revision!r}: a registry row "
+                     f"measures one of them, with source: {{kind: hub, repo: {hub_id}, revision: {other[0]}}}")
         if not repo.is_dir():
             same = [r for r in cached_repos(cache_dir) if r.casefold() == hub_id.casefold() and r != hub_id]
             if same:

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from ..common.files import sha256_file
+from ..common.files import check_readable, sha256_file
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
 
@@ -112,9 +112,13 @@ def read_llama2c(path: Path | str, lm_head: bool = True):
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
-    """``llama2c:<sha256 prefix of the .bin>``."""
+    """``llama2c:<sha256 prefix of the .bin>`` (``llama2c:unread`` where ``ctx.read_weights`` is False: the file
+    checked readable, not read)."""
     check_permissions(entry)
     path = in_models_dir(entry, ctx, entry.source.path, "llama2.c checkpoint")
+    if not ctx.read_weights:
+        check_readable([path])
+        return "llama2c:unread"
     return f"llama2c:{sha256_file(path)[:16]}"
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..common.files import hash_files
+from ..common.files import check_readable, hash_files
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .hub import Placement, from_pretrained, placement_key
 
@@ -22,11 +22,17 @@ class LocalSource(Placement):
     path: str = Field(min_length=1)
 
 
-def weight_files_fingerprint(directory: Path, extra: tuple[str, ...] = ()) -> str:
+def weight_files_fingerprint(directory: Path, extra: tuple[str, ...] = (), read: bool = True) -> str:
     """Hash of a model folder's weight, config and tokenizer files (``.safetensors``, ``.json``, ``.txt``,
-    ``.model``) and of the files named in ``extra``, in name order."""
-    return hash_files(sorted(p for p in directory.iterdir()
-                             if p.suffix in (".safetensors", ".json", ".txt", ".model") or p.name in extra))
+    ``.model``) and of the files named in ``extra``, in name order. ``read=False`` (a context's ``read_weights``):
+    the files are checked as hashing them would (:func:`~aniso.common.files.check_readable`) but not read, and the
+    answer is ``unread``."""
+    files = sorted(p for p in directory.iterdir()
+                   if p.suffix in (".safetensors", ".json", ".txt", ".model") or p.name in extra)
+    if not read:
+        check_readable(files)
+        return "unread"
+    return hash_files(files)
 
 
 def directory(entry, ctx: SourceContext) -> Path:
@@ -73,7 +79,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     broken = unreadable_model_file(path)
     if broken is not None:
         raise ModelRefused(f"{entry.id}: {path}: {broken}")
-    return f"local:{weight_files_fingerprint(path)}{placement_key(entry.source)}"
+    return f"local:{weight_files_fingerprint(path, read=ctx.read_weights)}{placement_key(entry.source)}"
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ..common.files import sha256_file
+from ..common.files import check_readable, sha256_file
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
 from .onnx_graph import float_block_taps, quantized_block_taps
@@ -97,7 +97,8 @@ def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mea
 def model_file(entry, ctx: SourceContext) -> Path:
     """The entry's ONNX file: ``path`` inside the installed ``package``, else relative to the models folder (setting
     ``models_dir``) unless absolute. Raises ModelUnavailable naming the model if the package, the folder or the file
-    is missing, or the file's SHA-256 is not the registry's."""
+    is missing, or the file's SHA-256 is not the registry's (checked where ``ctx.read_weights``; else the file is
+    checked readable, not read)."""
     src = entry.source
     if src.package:
         from .parts import package_file
@@ -105,7 +106,9 @@ def model_file(entry, ctx: SourceContext) -> Path:
         path = package_file(entry, src.package, src.path)
     else:
         path = in_models_dir(entry, ctx, src.path, "model file")
-    if src.sha256 and sha256_file(path) != src.sha256:
+    if not ctx.read_weights:
+        check_readable([path])
+    elif src.sha256 and sha256_file(path) != src.sha256:
         raise ModelUnavailable(f"{entry.id}: {path} has another SHA-256 than the registry's {src.sha256}")
     return path
 
@@ -118,6 +121,8 @@ def fingerprint(entry, ctx: SourceContext) -> str:
            + (f"/x{src.pixel_scale}/{src.channel_order}/{src.input_layout}"
               if (src.pixel_scale, src.channel_order, src.input_layout) != (1, "rgb", "nchw") else ""))
     path = model_file(entry, ctx)  # checks the registry's sha256, where given: no second hash of the file
+    if not ctx.read_weights:
+        return f"onnx:unread:{pre}"
     return f"onnx:{(src.sha256 or sha256_file(path))[:16]}:{pre}"
 
 

@@ -86,7 +86,7 @@ class _Format:
     """How one package format is found, fingerprinted and loaded."""
 
     needed: Callable[[PackageSource], str]  # the file that must exist in the folder
-    fingerprint: Callable[[PackageSource, Path], str]
+    fingerprint: Callable[[PackageSource, Path, bool], str]  # (source, folder, read: the files' bytes are hashed)
     load: Callable[[Any, Path, str], LoadedModel]  # (entry, folder, package version)
     from_pretrained: bool = False  # the folder is one that transformers' from_pretrained reads as it is
 
@@ -106,7 +106,8 @@ def directory(entry, ctx: SourceContext | None = None) -> Path:
     """The package's model folder (for split files, the folder in the cache where the parts are joined). Raises
     ModelUnavailable naming the model (and the pip name) if a package is not installed, lacks the format's file or
     a part, or the joined parts do not have the registry's SHA-256; ModelRefused naming the file when a model file of
-    the folder is no regular file (:func:`aniso.sources.hubcache.unreadable_model_file`)."""
+    the folder is no regular file (:func:`aniso.sources.hubcache.unreadable_model_file`). A context that does not
+    read the weights (``ctx.read_weights`` False: a listing) has the format's file checked readable, not its SHA-256."""
     src = entry.source
     if src.parts:
         return _joined_directory(entry, ctx)
@@ -121,7 +122,11 @@ def directory(entry, ctx: SourceContext | None = None) -> Path:
     needed = FORMATS[src.format].needed(src)
     if not (path / needed).is_file():
         raise ModelUnavailable(f"{entry.id}: package {src.package!r} has no {needed} under {path}")
-    if src.sha256 is not None:
+    if src.sha256 is not None and ctx is not None and not ctx.read_weights:
+        from ..common.files import check_readable
+
+        check_readable([path / needed])
+    elif src.sha256 is not None:
         from ..common.files import sha256_file
 
         found = sha256_file(path / needed)
@@ -262,11 +267,16 @@ def _dist_version(package: str) -> str:
         return "?"
 
 
-def _tokenizer_print(folder: Path) -> str:
-    """Hash of a tokenizer folder's tokenizer files (not the model weights beside them)."""
-    from ..common.files import hash_files
+def _tokenizer_print(folder: Path, read: bool = True) -> str:
+    """Hash of a tokenizer folder's tokenizer files (not the model weights beside them); ``read=False``: the files
+    checked readable, not read (``unread``)."""
+    from ..common.files import check_readable, hash_files
 
-    return hash_files(sorted(p for p in folder.iterdir() if p.name.startswith(("tokenizer", "vocab", "special_tokens"))))
+    files = sorted(p for p in folder.iterdir() if p.name.startswith(("tokenizer", "vocab", "special_tokens")))
+    if not read:
+        check_readable(files)
+        return "unread"
+    return hash_files(files)
 
 
 def torch_bin_config(directory: Path, model_type: str | None = None):
@@ -389,27 +399,28 @@ def _load_state_dict(entry, path: Path, version: str) -> LoadedModel:
                        built.processor)
 
 
-def _file_print(src: PackageSource, path: Path) -> str:
+def _file_print(src: PackageSource, path: Path, read: bool) -> str:
     """The fingerprint of the single model ``file`` of a source in ``path``."""
-    return weight_files_fingerprint((path / src.file).parent, (Path(src.file).name,))
+    return weight_files_fingerprint((path / src.file).parent, (Path(src.file).name,), read)
 
 
 #: Package format → how it is found, fingerprinted and loaded.
 FORMATS: dict[str, _Format] = {
     "transformers": _Format(lambda src: "config.json",
-                            lambda src, path: f"package:{weight_files_fingerprint(path, ('model.bin',))}",
+                            lambda src, path, read: f"package:{weight_files_fingerprint(path, ('model.bin',), read)}",
                             _load_transformers, from_pretrained=True),
     "ctranslate2-whisper": _Format(lambda src: "model.bin",
-                                   lambda src, path: f"package:{weight_files_fingerprint(path, ('model.bin',))}",
+                                   lambda src, path, read:
+                                   f"package:{weight_files_fingerprint(path, ('model.bin',), read)}",
                                    _load_ct2),
-    "onnx-dinov2": _Format(lambda src: src.file, lambda src, path: f"package:onnx-dinov2:{_file_print(src, path)}",
+    "onnx-dinov2": _Format(lambda src: src.file, lambda src, path, read: f"package:onnx-dinov2:{_file_print(src, path, read)}",
                            _load_onnx_dinov2),
-    "onnx-bert": _Format(lambda src: src.file, lambda src, path: f"package:onnx-bert:{_file_print(src, path)}",
+    "onnx-bert": _Format(lambda src: src.file, lambda src, path, read: f"package:onnx-bert:{_file_print(src, path, read)}",
                          _load_onnx_bert),
     "transformers-torch": _Format(lambda src: TORCH_BIN,
-                                  lambda src, path: f"package:{weight_files_fingerprint(path, (TORCH_BIN,))}",
+                                  lambda src, path, read: f"package:{weight_files_fingerprint(path, (TORCH_BIN,), read)}",
                                   _load_torch_bin),
-    "state-dict": _Format(lambda src: src.file, lambda src, path: f"package:{src.builder}:{_file_print(src, path)}",
+    "state-dict": _Format(lambda src: src.file, lambda src, path, read: f"package:{src.builder}:{_file_print(src, path, read)}",
                           _load_state_dict),
 }
 
@@ -421,9 +432,9 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     src = entry.source
     if src.parts:
         return f"package:{parts_fingerprint(entry, src.parts, src.sha256)}"
-    key = FORMATS[src.format].fingerprint(src, directory(entry, ctx))
+    key = FORMATS[src.format].fingerprint(src, directory(entry, ctx), ctx.read_weights)
     if src.tokenizer_package is not None:  # a tokenizer read from another package is part of what is measured
-        key += f":{_tokenizer_print(_tokenizer_dir(entry))}"
+        key += f":{_tokenizer_print(_tokenizer_dir(entry), ctx.read_weights)}"
     return key
 
 
