@@ -729,7 +729,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         with _too_short(run_settings.max_length, form.items is None), _named_inputs(entry.id, form.setting, inputs):
             measured = _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                                       if texts is not None else {}, progress)
-        return _fewer_than_asked(measured, n_inputs, settings, form.size)
+        return _fewer_than_asked(measured, n_inputs, settings, form.size, None if texts is not None else run_settings)
     if name is not None:
         _no_registry_name(name, registry, settings)
     if texts is not None:
@@ -737,7 +737,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
         measured = _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress,
                                    name)
-    return _fewer_than_asked(measured, n_inputs, settings, "n_sequences")
+    return _fewer_than_asked(measured, n_inputs, settings, "n_sequences",
+                             None if texts is not None else _settings(options, settings))
 
 
 def _inputs_path(inputs: Any) -> Any:
@@ -765,9 +766,12 @@ def _named_inputs(model_id: str, setting: str, inputs: Any):
         raise InputsMissing(f"{model_id}: inputs ({inputs}): {said[len(prefix):]}") from None
 
 
-def _fewer_than_asked(measured: LayerStats, n_inputs: Any, settings: Any, size: str) -> LayerStats:
+def _fewer_than_asked(measured: LayerStats, n_inputs: Any, settings: Any, size: str,
+                      resolved: Any = None) -> LayerStats:
     """``measured``, after a warning when fewer inputs were measured than asked (argument ``n_inputs``, else the
-    setting ``size`` of the inputs in ``settings``, such as ``n_images``; neither: not asked) because the file or
+    setting ``size`` of the inputs in ``settings``, such as ``n_images``; neither: the run's resolved settings
+    ``resolved``, whose ``size`` is the run profile's or its ``ANISO_*`` variable's, unless it means every input
+    (:data:`aniso.inputs.text.ALL`); ``resolved`` None, as for a list of texts, measured whole: not asked) because the file or
     folder holds fewer: the statistics then rest on fewer vectors than the caller meant (a CNN pools each photograph
     to one vector, so 2 photographs give each layer one cosine). Says how many vectors each layer has where that is
     fewer than a claim is decided on (:data:`aniso.registry.catalog.MIN_VECTORS`)."""
@@ -775,8 +779,17 @@ def _fewer_than_asked(measured: LayerStats, n_inputs: Any, settings: Any, size: 
 
     from .registry.catalog import MIN_VECTORS
 
+    from .inputs.text import ALL
+
     asked, label = ((n_inputs, "n_inputs") if n_inputs is not None else
                     ((settings if isinstance(settings, Mapping) else {}).get(size), f"settings[{size!r}]"))
+    if asked is None and resolved is not None and getattr(resolved, size, None) is not None:
+        variable = f"ANISO_{size.upper()}"
+        asked = getattr(resolved, size)
+        label = (f"setting {size} ({variable})" if os.environ.get(variable) else
+                 f"{size} (the default of run profile {resolved.profile})")
+        if asked >= ALL:  # the profile's "every input": a file of fewer is no surprise
+            return measured
     got = measured.inputs.get("n_items", measured.inputs.get("n_sequences"))
     if not isinstance(asked, numbers.Integral) or isinstance(asked, bool) or got is None or got >= asked:
         return measured

@@ -267,9 +267,25 @@ class AnisoSession:
         on ``entry`` (None: a model-free claim), with the registry's record, the inputs and sizes it binds, and
         whether the registry has measured the model at all (``detected`` entries have not)."""
         expected, recorded_inputs, same_sizes = self.record_of(entry, claim_id)
+        training = self.training_of(entry)
+        if training is not None:  # a record of a miniature binds only the training it was measured with
+            run_inputs = f"{run_inputs or recorded_inputs or 'these inputs'}; {training[0]}"
+            recorded_inputs = f"{recorded_inputs or 'its inputs'}; {training[1]}"
         return decide(holds, expected.verdict if expected else None, expected.text if expected else "",
                       recorded_inputs, run_inputs, decidable=undecided is None, undecided=undecided or "",
                       same_sizes=same_sizes, recorded_model=not (entry is not None and entry.detected))
+
+    def training_of(self, entry: ModelEntry | None) -> tuple[str, str] | None:
+        """For a row this run trains (a text miniature: its source kind's ``trained_on``), what it is trained on here
+        and what the registry's records were measured with, where the two differ (another training text, by content,
+        or other steps); else None: a record binds such a row only on the training it was measured with."""
+        from .sources import SOURCE_KINDS
+
+        kind = SOURCE_KINDS.get(getattr(getattr(entry, "source", None), "kind", None))
+        if entry is None or kind is None or kind.trained_on is None:
+            return None
+        pair = kind.trained_on(entry, self.settings, self.registry.recorded_profile)
+        return pair
 
     def adjust_families(self, alpha: float = ADJUST_ALPHA) -> None:
         """Benjamini-Hochberg adjustment (Benjamini & Hochberg 1995; :func:`scipy.stats.false_discovery_control`) of
@@ -693,6 +709,9 @@ class ClaimContext:
             self.result.inputs_label += (f"; {copies} of the {stats.meta.get('n_sequences')} paragraphs read by this "
                                          "model's tokenizer as a copy of another (a case or spelling its vocabulary "
                                          "does not tell apart, or the same first tokens)")
+        training = self._session.training_of(self.entry)
+        if training is not None and self.result.inputs_label:  # the console's inputs line names the training text
+            self.result.inputs_label += f"; the miniature trained on {training[0]} (the record's: {training[1]})"
         self.result.n_items = stats.meta.get("n_sequences")
         self.result.n_vectors = stats.meta.get("n_tokens")
         return stats
@@ -1024,6 +1043,10 @@ class ClaimContext:
         numbers_on = expected.inputs or registry.recorded_inputs.get(self.entry.measured_on or self.entry.modality)
         if not (numbers_on is None or r.inputs is None or numbers_on == r.inputs):
             r.record_check = f"record's numbers not compared: recorded on {numbers_on}"
+            return ""
+        training = self._session.training_of(self.entry)
+        if training is not None:
+            r.record_check = f"record's numbers not compared: recorded with {training[1]}, this run {training[0]}"
             return ""
         if not _same_seeds(expected, registry, self.entry):
             r.record_check = (f"record's numbers not compared: decided over the seeds {', '.join(expected.seeds)}, "

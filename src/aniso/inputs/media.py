@@ -43,9 +43,13 @@ __all__ = ["InputsUnavailable", "MediaSet", "load_speech", "load_images", "load_
 
 #: Shortest recording kept: 0.1 s (Whisper and wav2vec 2.0 need a few frames).
 MIN_SAMPLES = SAMPLE_RATE // 10
-#: Largest sample magnitude of a recording read (float files hold samples in [-1, 1]; a little clipping above is
-#: tolerated): a file scaled by 1e30 would make the models' spectrograms overflow to infinity.
-MAX_AMPLITUDE = 1e3
+#: Largest sample magnitude of a recording read, in multiples of full scale (float files hold samples in [-1, 1];
+#: clipping up to 4 times full scale, 12 dB over, is tolerated): a float file scaled wrongly (by 1000, or 1e30, which
+#: would make the models' spectrograms overflow to infinity) is no recording of speech as the models hear one.
+MAX_AMPLITUDE = 4.0
+#: The sample rates a recording is read at (Hz), the lowest and highest: telephone speech is 8 kHz and studio audio
+#: at most 192 kHz; a header saying 1 Hz (20,000 samples would last 5.5 h) is a broken file, not speech.
+SAMPLE_RATES = (8_000, 192_000)
 #: Smallest photograph side kept, in pixels (a smaller file is a thumbnail or a placeholder, not a photograph).
 MIN_IMAGE_SIDE = 8
 #: Default cap on the pixels of one photograph (setting ``max_image_pixels``): 50 M pixels (a 7,000 x 7,000
@@ -296,13 +300,20 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
 
 def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     """One recording as float32 mono 16 kHz, cut to ``max_seconds``; raises _Unusable naming the file when it cannot
-    be read, holds a NaN or infinite sample or one far outside [-1, 1] (:data:`MAX_AMPLITUDE`), or is empty, too
-    short or silent."""
+    be read, has a sample rate outside :data:`SAMPLE_RATES`, holds a NaN or infinite sample or one far outside
+    [-1, 1] (:data:`MAX_AMPLITUDE`), or is empty, too short or silent."""
     import soundfile
 
     _refuse_unreadable(p)
     if _empty(p):
         raise _Unusable(f"cannot read {p}: it is empty (0 bytes)")
+    try:
+        rate = soundfile.info(p).samplerate
+    except Exception as exc:  # noqa: BLE001 - name the file
+        raise _Unusable(f"cannot read {p}: {_line(exc)}") from None
+    if not SAMPLE_RATES[0] <= rate <= SAMPLE_RATES[1]:  # before decoding: a 1 Hz header would resample for minutes
+        raise _Unusable(f"{p} has sample rate {rate} Hz; a recording of speech is read at {SAMPLE_RATES[0]:,} to "
+                        f"{SAMPLE_RATES[1]:,} Hz (its header is wrong, or it is no recording)")
     try:
         audio, rate = soundfile.read(p, dtype="float32")
         clip = _to_16k(audio, rate)[: int(max_seconds * SAMPLE_RATE)]
@@ -313,8 +324,8 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
         raise _Unusable(f"{p} has {bad} NaN or infinite sample(s) of {audio.size}")
     peak = float(np.abs(audio).max(initial=0))
     if peak > MAX_AMPLITUDE:  # a float file scaled wrongly: its spectrogram's power overflows float32 in the model
-        raise _Unusable(f"{p} has samples of magnitude up to {peak:.3g}; a recording's samples lie within [-1, 1] "
-                        f"(at most {MAX_AMPLITUDE:g} is read)")
+        raise _Unusable(f"{p} has samples of magnitude up to {peak:.3g}, beyond full scale; a recording's samples "
+                        f"lie within [-1, 1] (at most {MAX_AMPLITUDE:g} times full scale is read)")
     if clip.size < MIN_SAMPLES or not np.any(clip):
         kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
         raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak "

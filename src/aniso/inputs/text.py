@@ -278,6 +278,10 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
     paragraphs (a blank file has none; a file of one paragraph repeated has one: its copies are not independent
     inputs, and a bootstrap over them would resample one text)."""
     text = read_text_file(path)
+    structured = structured_form(path, text)
+    if structured is not None:
+        raise CorpusError(f"corpus file {path} is {structured}; a corpus is plain text, one paragraph per line: "
+                          "write the text of each record on a line of its own in a .txt file")
     paragraphs = wikitext_paragraphs(text)
     distinct = len(set(paragraphs))
     if distinct < 2:
@@ -290,6 +294,50 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
                       "lines are read as blanks within a paragraph, not as line ends (a line of a corpus ends in \\n "
                       "or \\r\\n)", UserWarning, stacklevel=2)
     return paragraphs
+
+
+#: File suffixes of structured data (records with fields, not running text): a corpus file named so is refused
+#: (:func:`structured_form`), since its reader would measure the markup, field names and numbers as words.
+STRUCTURED_SUFFIXES = {".json": "JSON", ".jsonl": "JSON Lines", ".ndjson": "JSON Lines", ".csv": "CSV",
+                       ".tsv": "tab-separated values (TSV)", ".yaml": "YAML", ".yml": "YAML", ".xml": "XML",
+                       ".parquet": "Parquet", ".arrow": "Arrow", ".xlsx": "a spreadsheet", ".ods": "a spreadsheet"}
+
+#: The non-blank lines :func:`structured_form` parses to tell JSON Lines by content (all of them must be objects).
+STRUCTURED_LINES_CHECKED = 50
+
+
+def structured_form(path: Path | str, text: str) -> str | None:
+    """What structured form a corpus file is in, as a refusal says it (``"JSON Lines (its name ends in .jsonl)"``,
+    ``"JSON Lines (each of its first 3 non-blank lines is a JSON object)"``), or None for plain text.
+
+    The rule: its name ends in a suffix of :data:`STRUCTURED_SUFFIXES` (.json, .jsonl, .csv, .tsv, ...), or every
+    one of its first :data:`STRUCTURED_LINES_CHECKED` non-blank lines, at least 2, is a JSON object (``{...}``), or
+    the whole file is one JSON object or array. Prose with commas, quotes or braces inside its lines is plain text."""
+    import json
+
+    suffix = Path(path).suffix.lower()
+    if suffix in STRUCTURED_SUFFIXES:
+        return f"{STRUCTURED_SUFFIXES[suffix]} (its name ends in {suffix})"
+    lines = []
+    for line in corpus_lines(text):
+        s = line.strip()
+        if s:
+            lines.append(s)
+            if len(lines) == STRUCTURED_LINES_CHECKED:
+                break
+
+    def json_of(s: str):
+        try:
+            return json.loads(s)
+        except ValueError:
+            return None
+
+    if len(lines) >= 2 and all(s[0] == "{" and s[-1] == "}" and isinstance(json_of(s), dict) for s in lines):
+        return f"JSON Lines (each of its first {len(lines)} non-blank lines is a JSON object)"
+    whole = text.strip()
+    if whole[:1] in "[{" and whole[-1:] in "]}" and isinstance(json_of(whole), (dict, list)):
+        return "JSON (the whole file is one JSON " + ("object)" if whole[0] == "{" else "array)")
+    return None
 
 
 def _why_few(text: str, path: Path | str) -> str:

@@ -18,7 +18,9 @@ model detected for the                                                     on a 
 run, not in the registry)                                                  measured, to look at and record
 any but underpowered      underpowered           any                       pass, "underpowered at this size",
                                                                            saying what the record says
-does-not-hold             does not hold          any                       xfail, "expected not to hold" (a finding)
+does-not-hold             does not hold          any                       xfail, "expected not to hold" (a finding;
+                                                                           on other inputs its reason names the
+                                                                           recorded ones and these)
 does-not-hold             holds                  as recorded               fail, "holds, expected not to"
 underpowered              does not hold          as recorded               xfail, "underpowered at this size"
                                                                            (tracked, counted apart from findings)
@@ -116,8 +118,10 @@ def decide(holds: bool, expected_verdict: str | None = None, expected_reason: st
         return Decision(UNDERPOWERED, Outcome.XFAIL, expected_reason)
     if recorded == "holds" and holds:
         return Decision(HOLDS, Outcome.PASS)
-    if recorded == "does-not-hold" and measured == DOES_NOT_HOLD:
-        return Decision(EXPECTED_NOT_TO_HOLD, Outcome.XFAIL, expected_reason)
+    if recorded == "does-not-hold" and measured == DOES_NOT_HOLD:  # a finding on any inputs; where recorded, said
+        where = recorded_inputs if recorded_inputs != run_inputs else "other sizes or seeds, or among other models"
+        return Decision(EXPECTED_NOT_TO_HOLD, Outcome.XFAIL, expected_reason if binds else
+                        f"{expected_reason} (recorded on {where}; these inputs: {run_inputs})")
     words = {"holds": "holds", "does-not-hold": "does not hold", "underpowered": "underpowered"}[recorded]
     if measured == UNDERPOWERED:  # decides nothing: never a failure, whatever the record says
         note = undecided or "the test cannot decide at this size"

@@ -165,6 +165,10 @@ class SourceKind:
         the offline architecture check (:mod:`aniso.extract.architecture_check`), for kinds whose rows have no
         ``tiny`` config (the suite's miniatures); None: the check builds the row's ``tiny`` config
     miniature : whether the rows of this kind are models the suite trains itself
+    trained_on : ``(entry, settings, recorded_profile) -> (this run's, the record's) | None``: for rows whose weights
+        this run trains (the text miniatures), what they are trained on in this run and what the registry's records
+        were measured with at ``recorded_profile``'s sizes, as one phrase each (training text and steps); None where
+        that is not part of what a record was measured on
     trained : ``(source) -> bool``, whether the weights are trained (False for untrained blocks, step-0 miniatures)
     checkpoints : ``(entry, ctx) -> list[int]``, the training steps of every checkpoint the source has (for a
         registry series with ``steps: all``), or None where the kind does not list them
@@ -192,6 +196,7 @@ class SourceKind:
     transformers_folder: Callable[["ModelEntry", SourceContext], Path | None] | None = None
     initialised: Callable[["ModelEntry", int], tuple[Any, Any, Any]] | None = None
     miniature: bool = False
+    trained_on: Callable[["ModelEntry", Any, str], tuple[str, str] | None] | None = None
 
     def problem(self, entry: "ModelEntry") -> str | None:
         """What is inconsistent between a row of this kind and the rest of its entry (``needs``, then

@@ -870,7 +870,7 @@ def _declared_tokenizer_class(folder: str | Path | None) -> str | None:
 def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = None) -> str | None:
     """Why a loaded tokenizer is not the model's own, as one phrase naming the file and field, else None.
 
-    Three checks, each one a tokenizer of another model fails while every model's own passes:
+    Four checks, each one a tokenizer of another model fails while every model's own passes:
 
     - the class ``tokenizer_config.json``'s ``tokenizer_class`` names belongs to another model family than the
       config's ``model_type`` (transformers' tokenizer of that type; neither class derives from the other; a generic
@@ -880,7 +880,9 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
       model was trained padding with the config's id, the inputs would carry another token there;
     - a token of the tokenizer's own vocabulary (added tokens aside) has an id past the input embedding's rows,
       while the vocabulary has no more tokens than the embedding has rows (a config too small for its tokenizer is
-      another fault, named with ``vocab_size`` when the extraction meets such an id).
+      another fault, named with ``vocab_size`` when the extraction meets such an id);
+    - the tokenizer holds fewer tokens (added ones included) than :data:`MIN_VOCABULARY_COVER` of the input
+      embedding's rows: a truncated vocabulary, whose words are cut into pieces the model was not trained on.
 
     ``model``: a transformers model (``config``, ``get_input_embeddings``); ``tokenizer``: a transformers
     tokenizer; ``folder``: where ``tokenizer_config.json`` lies (None: the class is not judged).
@@ -927,7 +929,25 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
             return (f"the tokenizer ({files}) gives the token {token!r} the id {i}, past the input embedding's "
                     f"{rows} rows ({len(past)} token(s) past them): the tokenizer's vocabulary is not the model's; "
                     "give the model's own tokenizer files")
+        try:
+            size = len(tokenizer)
+        except TypeError:
+            size = None
+        if isinstance(size, int) and 0 < size < MIN_VOCABULARY_COVER * rows:
+            field = (f"config.json vocab_size is {config.vocab_size}" if getattr(config, "vocab_size", None) == rows
+                     else f"the input embedding has {rows} rows")
+            return (f"the tokenizer ({files}) holds {size} tokens, but {field}: the tokenizer is not the model's whole "
+                    f"vocabulary (a tokenizer must cover at least {MIN_VOCABULARY_COVER:.0%} of the embedding's rows; "
+                    "a truncated download?); give the model's own tokenizer files")
     return None
+
+
+#: The least share of the input embedding's rows (config.json ``vocab_size``) a model's tokenizer holds
+#: (:func:`tokenizer_problem`): checkpoints pad ``vocab_size`` a little above their tokenizer (to a multiple of 64 or
+#: 128: whisper 51,865 for 51,864 tokens, OPT 50,272 for 50,265) but a tokenizer of far fewer tokens (a vocab.txt of
+#: 3,000 lines for 30,522 rows) is not the model's whole vocabulary: its words are cut into pieces the model was not
+#: trained on.
+MIN_VOCABULARY_COVER = 0.9
 
 
 def _preprocessing_refused(entry, label: str, folder, exc: BaseException) -> None:

@@ -10,6 +10,8 @@ checkpoint from the cache.
 
 from __future__ import annotations
 
+import functools
+
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -112,6 +114,45 @@ def checkpoint_steps(entry, ctx: SourceContext) -> list[int]:
     return steps(recipe_of(entry, ctx).total_steps)
 
 
+#: The training text the registry's records of the text miniatures were measured with, by the first 16 hex digits
+#: of its SHA-256 (the file ``enwik8_first100000bytes``): named by its content, never by its file name.
+RECORDED_TRAINING_TEXT = ("581bee9758c531de", "enwik8-first-100000-bytes")
+
+
+@functools.lru_cache(maxsize=8)
+def _text_digest(path: str, size: int, mtime_ns: int) -> str:
+    from ..common.files import sha256_file
+
+    return sha256_file(path)[:16]
+
+
+def trained_on(entry, settings, recorded_profile: str) -> tuple[str, str] | None:
+    """What a trained text miniature is trained on in this run (``settings``: its training text, by content, and the
+    steps of its run) and what the registry's records were measured with (:data:`RECORDED_TRAINING_TEXT` at the
+    steps of ``recorded_profile``), one phrase each (``"training text t150.txt@…, 10 steps"``), where they differ;
+    None where they do not, for an untrained row (step 0) or without a readable training text (the row is then
+    skipped for want of it)."""
+    import os
+    from pathlib import Path
+
+    from ..common.settings import PROFILES
+
+    if not KIND.trained(entry.source) or not settings.train_text:
+        return None
+    path = Path(settings.train_text).expanduser()
+    try:
+        st = os.stat(path)
+        digest = _text_digest(str(path), st.st_size, st.st_mtime_ns)
+    except OSError:
+        return None
+    steps = PROFILES.get(recorded_profile, {}).get("miniature_steps")
+    if (digest, settings.miniature_steps) == (RECORDED_TRAINING_TEXT[0], steps):
+        return None
+    name = RECORDED_TRAINING_TEXT[1] if digest == RECORDED_TRAINING_TEXT[0] else path.name
+    return (f"training text {name}@{digest} ({st.st_size:,} bytes), {settings.miniature_steps} steps",
+            f"training text {RECORDED_TRAINING_TEXT[1]}@{RECORDED_TRAINING_TEXT[0]}, {steps} steps")
+
+
 def _consistent(entry) -> str | None:
     from ..experiments.names import TEXT_ARCHS as ARCHS
 
@@ -133,4 +174,4 @@ def _initialised(entry, seed: int):
 KIND = SourceKind("miniature-text", MiniatureTextSource, fingerprint, load, check_entry=_consistent,
                   initialised=_initialised, miniature=True,
                   needs=(("modality", "text"), ("granularity", "byte")), is_a="a byte-level text miniature",
-                  trained=lambda src: src.steps != 0, checkpoints=checkpoint_steps)
+                  trained=lambda src: src.steps != 0, checkpoints=checkpoint_steps, trained_on=trained_on)

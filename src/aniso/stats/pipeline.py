@@ -318,9 +318,10 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
     per-layer summaries without the first token and with padding frames (``meta``) are not merged and are left out.
     ``wait_free``: see :func:`compute_stats`.
     """
-    copies = 0
+    copies, counts = 0, {}
     if modality.tokens and loaded.tokenizer is not None:
-        copies = _check_real_tokens(loaded, inputs, settings.max_length)
+        copies = _check_real_tokens(loaded, inputs, settings.max_length, counts)
+        _warn_unknown_share(loaded, counts)
         if settings.release_host_memory:  # what loading and the check freed goes back before the first batch
             release_freed_host_memory()
     for _ in range(MAX_NON_FINITE_PASSES):
@@ -328,6 +329,8 @@ def compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, setting
             stats = _compute_model_stats(loaded, modality, inputs, settings, fingerprint, statistics, shard, wait_free)
             if copies:  # paragraphs this model reads as another one's copy: the verdict's inputs label says so
                 stats.meta["copies_as_read"] = copies
+            if "unknown_token_share" in counts:  # in the inputs' provenance, as read by this model's tokenizer
+                stats.meta.setdefault("corpus", {})["unknown_token_share"] = counts["unknown_token_share"]
             return stats
         except NonFiniteInputs as exc:  # files or paragraphs that make the model non-finite: left out and named
             if shard.world > 1 or not hasattr(inputs, "without") or len(exc.items) >= len(inputs.items):
@@ -429,7 +432,31 @@ class InputsRefused(ModelRefused, ValueError):
     the same refusal of setting ``corpus`` is."""
 
 
-def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None) -> int:
+#: The share of a corpus's text tokens (special ones aside) a model's tokenizer reads as its unknown-word token
+#: above which a run warns (:func:`_warn_unknown_share`): WikiText read by its models' own tokenizers gives well under
+#: 1%; a tokenizer that does not lowercase on an uncased vocabulary gives about 11% (every capitalised word).
+UNKNOWN_SHARE_WARNED = 0.05
+
+
+def _warn_unknown_share(loaded: LoadedModel, counts: dict) -> None:
+    """A RuntimeWarning (one line, naming the model, the share and the likely cause) when more than
+    :data:`UNKNOWN_SHARE_WARNED` of the text tokens :func:`_check_real_tokens` counted (``counts``) are the
+    tokenizer's unknown-word token: those words share one input vector, and the measure is partly of it. Not a
+    refusal: a model measured on text of another domain (a SMILES vocabulary on English) does so by design."""
+    share = counts.get("unknown_token_share")
+    if share is None or share <= UNKNOWN_SHARE_WARNED:
+        return
+    token = getattr(loaded.tokenizer, "unk_token", None) or "the unknown-word token"
+    warnings.warn_explicit(
+        f"{loaded.entry.id}: {share:.1%} of the text tokens of its inputs ({counts['unknown']} of "
+        f"{counts['unknown'] + counts['known']}) are {token}, above {UNKNOWN_SHARE_WARNED:.0%}: the tokenizer does "
+        "not know those words (a tokenizer that does not lowercase on an uncased vocabulary, or text in another "
+        "script or domain than the model's), and they share one input vector", RuntimeWarning,
+        str(loaded.entry.id), 0)
+
+
+def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None,
+                       counts: dict | None = None) -> int:
     """Refuse a corpus that gives the model's tokenizer too little text to measure: fewer known tokens (neither special
     ones, [CLS], [SEP], padding, ..., nor the unknown-word token [UNK]) than there are paragraphs, or more unknown-word
     tokens than known ones (every unknown word shares one input vector, so such a corpus measures the [UNK] embedding,
@@ -443,7 +470,8 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
     it reads every paragraph as one (no two inputs to resample). Raises
     :class:`ModelRefused` naming the model, the corpus (or the setting) and the counts; for texts given to the Python
     API as a list (:func:`aniso.inputs.text.given_texts`), :class:`InputsRefused` (also a ValueError), beginning
-    ``inputs:`` and naming no setting, since the caller set none."""
+    ``inputs:`` and naming no setting, since the caller set none. ``counts``, when given, receives the known and
+    unknown-word tokens read and the unknown share (``unknown_token_share``), where the tokenizer has such a token."""
     from ..inputs.text import given_texts
 
     items = list(inputs.items)
@@ -479,6 +507,8 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
                     kept += room is None or j < room
         ids = row = None  # this chunk's ids are freed before the next chunk is tokenized
     seen, whole = _distinct_digests(seen), _distinct_digests(whole)
+    if counts is not None and unk is not None and known + unknown:  # (``counts``: filled for the caller)
+        counts.update(known=known, unknown=unknown, unknown_token_share=round(unknown / (known + unknown), 4))
     label = getattr(inputs, "label", "")
     given = given_texts(getattr(inputs, "origin", None))
     refused, where = (InputsRefused, "inputs: ") if given else (ModelRefused, "")
