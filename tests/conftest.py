@@ -1,6 +1,7 @@
 """Shared fixtures of the unit tests, and Hypothesis settings: no timing deadlines (performance lives in benchmarks/)."""
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -116,6 +117,29 @@ def hub_env(clean_env, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     return clean_env
+
+
+@pytest.fixture
+def one_snapshot_hub(hub_env, monkeypatch):
+    """``one_snapshot_hub(repo_id, ref, commit)``: a hub cache under the test's folder that holds ``repo_id`` at
+    ``ref`` only (``refs/<ref>`` naming ``commit``, whose snapshot has a BERT ``config.json``), named by
+    HF_HUB_CACHE in the environment and in huggingface_hub's constants; offline. Returns the cache folder."""
+    import json
+
+    from huggingface_hub import constants
+
+    def make(repo_id: str, ref: str, commit: str) -> Path:
+        cache = hub_env / "hc"
+        repo = cache / ("models--" + repo_id.replace("/", "--"))
+        (repo / "snapshots" / commit).mkdir(parents=True)
+        (repo / "snapshots" / commit / "config.json").write_text(json.dumps({"model_type": "bert"}), encoding="utf-8")
+        (repo / "refs").mkdir()
+        (repo / "refs" / ref).write_text(commit, encoding="utf-8")
+        monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+        return cache
+
+    return make
 
 
 

@@ -17,23 +17,9 @@ TEXTS = ["The cat sat on the mat.", "A dog ran in the park.", "Rain fell all day
 
 
 @pytest.fixture
-def hub(clean_env, monkeypatch):
-    """A hub cache holding me/plain at main (a snapshot with a config.json), named by HF_HUB_CACHE both in the
-    environment and in huggingface_hub's constants; offline."""
-    from huggingface_hub import constants
-
-    cache = clean_env / "hc"
-    repo = cache / "models--me--plain"
-    (repo / "snapshots" / COMMIT).mkdir(parents=True)
-    (repo / "snapshots" / COMMIT / "config.json").write_text(json.dumps({"model_type": "bert"}), encoding="utf-8")
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(COMMIT, encoding="utf-8")
-    for name in ("HUGGINGFACE_HUB_CACHE", "HF_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    return cache
+def hub(one_snapshot_hub):
+    """A hub cache holding me/plain at main only; offline (see ``one_snapshot_hub``)."""
+    return one_snapshot_hub("me/plain", "main", COMMIT)
 
 
 def _refusal(model: str) -> str:

@@ -4,7 +4,6 @@ v1.0 (it said only "not cached here")."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -14,22 +13,9 @@ COMMIT = "945efccc1363df69ae5b7afb12ebd486a317787a"
 
 
 @pytest.fixture
-def hub(clean_env, monkeypatch):
-    """A hub cache holding me/v at revision v1.0 only (refs/v1.0 and its snapshot), named by HF_HUB_CACHE; offline."""
-    from huggingface_hub import constants
-
-    cache = clean_env / "hc"
-    repo = cache / "models--me--v"
-    (repo / "snapshots" / COMMIT).mkdir(parents=True)
-    (repo / "snapshots" / COMMIT / "config.json").write_text(json.dumps({"model_type": "bert"}), encoding="utf-8")
-    (repo / "refs").mkdir()
-    (repo / "refs" / "v1.0").write_text(COMMIT, encoding="utf-8")
-    for name in ("HUGGINGFACE_HUB_CACHE", "HF_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    return cache
+def hub(one_snapshot_hub):
+    """A hub cache holding me/v at v1.0 only; offline (see ``one_snapshot_hub``)."""
+    return one_snapshot_hub("me/v", "v1.0", COMMIT)
 
 
 def test_a_hub_id_held_at_another_revision_names_it_and_the_row_that_measures_it(hub):
