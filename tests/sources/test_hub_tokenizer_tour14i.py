@@ -49,3 +49,17 @@ def test_hub_import_refuses_a_truncated_vocabulary(hub_env, aniso_cli):
 def test_a_vocab_size_padded_a_little_above_the_tokenizer_is_read(clean_env):
     stats = aniso.measure(str(_folder(clean_env, 104)), TEXTS)
     assert stats.inputs["n_sequences"] == 3
+
+
+def test_a_twins_tokenizer_trained_short_of_its_rows_is_read(clean_env):
+    """A twin's tokenizer is trained on a few texts towards the config's vocab_size and may hold far fewer entries
+    than the embedding's rows by design; its tokenizer_config.json says so (TWIN_TOKENIZER_FIELD, written by the
+    twin) and the folder is measured."""
+    import json
+
+    from aniso.sources.hub import TWIN_TOKENIZER_FIELD
+
+    folder = _folder(clean_env, 1000)
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "BertTokenizer", "do_lower_case": True, TWIN_TOKENIZER_FIELD: 100}))
+    assert aniso.measure(str(folder), TEXTS).inputs["n_sequences"] == 3

@@ -853,18 +853,29 @@ def _shared_tokenizers() -> set[str]:
     return {v for k, v in TOKENIZER_MAPPING_NAMES.items() if k not in CONFIG_MAPPING_NAMES and v} - own
 
 
-def _declared_tokenizer_class(folder: str | Path | None) -> str | None:
-    """The ``tokenizer_class`` field of the folder's ``tokenizer_config.json`` (None when there is none)."""
+def _tokenizer_config(folder: str | Path | None) -> dict:
+    """The folder's ``tokenizer_config.json`` as a dict ({} when there is none or it is no JSON object)."""
     import json
 
     if folder is None:
-        return None
+        return {}
     try:
         data = json.loads((Path(folder) / "tokenizer_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    name = data.get("tokenizer_class") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _declared_tokenizer_class(folder: str | Path | None) -> str | None:
+    """The ``tokenizer_class`` field of the folder's ``tokenizer_config.json`` (None when there is none)."""
+    name = _tokenizer_config(folder).get("tokenizer_class")
     return name if isinstance(name, str) and name else None
+
+
+#: The ``tokenizer_config.json`` field a twin (:mod:`aniso.sources.twin`) writes: its tokenizer was trained on a few
+#: texts towards the config's ``vocab_size`` and may hold fewer entries than the embedding's rows by design (the
+#: twin's provenance says how many), so :func:`tokenizer_problem` does not hold it to :data:`MIN_VOCABULARY_COVER`.
+TWIN_TOKENIZER_FIELD = "twin_tokenizer_trained_entries"
 
 
 def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = None) -> str | None:
@@ -882,7 +893,8 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
       while the vocabulary has no more tokens than the embedding has rows (a config too small for its tokenizer is
       another fault, named with ``vocab_size`` when the extraction meets such an id);
     - the tokenizer holds fewer tokens (added ones included) than :data:`MIN_VOCABULARY_COVER` of the input
-      embedding's rows: a truncated vocabulary, whose words are cut into pieces the model was not trained on.
+      embedding's rows: a truncated vocabulary, whose words are cut into pieces the model was not trained on (a
+      twin's tokenizer, marked by :data:`TWIN_TOKENIZER_FIELD`, is trained short of its rows by design).
 
     ``model``: a transformers model (``config``, ``get_input_embeddings``); ``tokenizer``: a transformers
     tokenizer; ``folder``: where ``tokenizer_config.json`` lies (None: the class is not judged).
@@ -933,7 +945,8 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
             size = len(tokenizer)
         except TypeError:
             size = None
-        if isinstance(size, int) and 0 < size < MIN_VOCABULARY_COVER * rows:
+        if (isinstance(size, int) and 0 < size < MIN_VOCABULARY_COVER * rows
+                and TWIN_TOKENIZER_FIELD not in _tokenizer_config(folder)):
             field = (f"config.json vocab_size is {config.vocab_size}" if getattr(config, "vocab_size", None) == rows
                      else f"the input embedding has {rows} rows")
             return (f"the tokenizer ({files}) holds {size} tokens, but {field}: the tokenizer is not the model's whole "

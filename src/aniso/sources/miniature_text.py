@@ -10,8 +10,6 @@ checkpoint from the cache.
 
 from __future__ import annotations
 
-import functools
-
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -119,13 +117,6 @@ def checkpoint_steps(entry, ctx: SourceContext) -> list[int]:
 RECORDED_TRAINING_TEXT = ("581bee9758c531de", "enwik8-first-100000-bytes")
 
 
-@functools.lru_cache(maxsize=8)
-def _text_digest(path: str, size: int, mtime_ns: int) -> str:
-    from ..common.files import sha256_file
-
-    return sha256_file(path)[:16]
-
-
 def trained_on(entry, settings, recorded_profile: str) -> tuple[str, str] | None:
     """What a trained text miniature is trained on in this run (``settings``: its training text, by content, and the
     steps of its run) and what the registry's records were measured with (:data:`RECORDED_TRAINING_TEXT` at the
@@ -139,10 +130,12 @@ def trained_on(entry, settings, recorded_profile: str) -> tuple[str, str] | None
 
     if not KIND.trained(entry.source) or not settings.train_text:
         return None
+    from ..common.files import sha256_file
+
     path = Path(settings.train_text).expanduser()
-    try:
+    try:  # sha256_file reads a file once a process (remembered under its path, inode, size and time)
         st = os.stat(path)
-        digest = _text_digest(str(path), st.st_size, st.st_mtime_ns)
+        digest = sha256_file(path)[:16]
     except OSError:
         return None
     steps = PROFILES.get(recorded_profile, {}).get("miniature_steps")

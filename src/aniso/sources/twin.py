@@ -376,12 +376,20 @@ def _canine_tokenizer():
 
 
 def _save_tokenizer(tokenizer, folder: Path) -> None:
+    """Save the twin's tokenizer; its ``tokenizer_config.json`` names the class the row's repository gives it (the
+    generic fast class is saved under that name) and says how many entries its trainer reached
+    (:data:`aniso.sources.hub.TWIN_TOKENIZER_FIELD`: fewer than the embedding's rows by design, not a truncated
+    vocabulary)."""
+    from .hub import TWIN_TOKENIZER_FIELD
+
     tokenizer.save_pretrained(str(folder))
     cls = getattr(tokenizer, "_twin_class", None)
     config = folder / "tokenizer_config.json"
-    if cls and config.is_file():  # the generic fast class, saved under the name the row's repository gives it
+    if config.is_file():
         data = json.loads(config.read_text(encoding="utf-8"))
-        data["tokenizer_class"] = cls
+        if cls:
+            data["tokenizer_class"] = cls
+        data[TWIN_TOKENIZER_FIELD] = len(tokenizer)
         config.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
