@@ -57,7 +57,7 @@ def test_a_twins_tokenizer_trained_short_of_its_rows_is_read(clean_env):
     twin) and the folder is measured."""
     import json
 
-    from aniso.sources.hub import TWIN_TOKENIZER_FIELD
+    from aniso.sources.twin import TWIN_TOKENIZER_FIELD
 
     folder = _folder(clean_env, 1000)
     (folder / "tokenizer_config.json").write_text(json.dumps(

@@ -872,12 +872,6 @@ def _declared_tokenizer_class(folder: str | Path | None) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-#: The ``tokenizer_config.json`` field a twin (:mod:`aniso.sources.twin`) writes: its tokenizer was trained on a few
-#: texts towards the config's ``vocab_size`` and may hold fewer entries than the embedding's rows by design (the
-#: twin's provenance says how many), so :func:`tokenizer_problem` does not hold it to :data:`MIN_VOCABULARY_COVER`.
-TWIN_TOKENIZER_FIELD = "twin_tokenizer_trained_entries"
-
-
 def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = None) -> str | None:
     """Why a loaded tokenizer is not the model's own, as one phrase naming the file and field, else None.
 
@@ -894,7 +888,8 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
       another fault, named with ``vocab_size`` when the extraction meets such an id);
     - the tokenizer holds fewer tokens (added ones included) than :data:`MIN_VOCABULARY_COVER` of the input
       embedding's rows: a truncated vocabulary, whose words are cut into pieces the model was not trained on (a
-      twin's tokenizer, marked by :data:`TWIN_TOKENIZER_FIELD`, is trained short of its rows by design).
+      twin's tokenizer, marked by :data:`aniso.sources.twin.TWIN_TOKENIZER_FIELD`, is trained short of its
+      rows by design).
 
     ``model``: a transformers model (``config``, ``get_input_embeddings``); ``tokenizer``: a transformers
     tokenizer; ``folder``: where ``tokenizer_config.json`` lies (None: the class is not judged).
@@ -945,6 +940,8 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
             size = len(tokenizer)
         except TypeError:
             size = None
+        from .twin import TWIN_TOKENIZER_FIELD
+
         if (isinstance(size, int) and 0 < size < MIN_VOCABULARY_COVER * rows
                 and TWIN_TOKENIZER_FIELD not in _tokenizer_config(folder)):
             field = (f"config.json vocab_size is {config.vocab_size}" if getattr(config, "vocab_size", None) == rows

@@ -107,6 +107,10 @@ _NO_VOCABULARY = ("canine", "byt5")
 #: Granularity whose rows read their text with one tokenizer whatever their model_type → that tokenizer (ByT5's
 #: bytes for byte-level rows).
 _GRANULARITY_TOKENIZERS: dict[str, str] = {"byte": "byt5"}
+#: The ``tokenizer_config.json`` field a twin writes (:func:`_save_tokenizer`), the entries its tokenizer's trainer
+#: reached: trained on a few texts towards the config's ``vocab_size``, it may hold fewer entries than the embedding's
+#: rows by design, so :func:`aniso.sources.hub.tokenizer_problem` does not hold it to ``MIN_VOCABULARY_COVER``.
+TWIN_TOKENIZER_FIELD = "twin_tokenizer_trained_entries"
 #: Vocabulary size of the twin tokenizers' training (at most the tiny config's ``vocab_size``).
 _MAX_VOCAB = 512
 #: Images of a twin's image processor: square, small, the tiny config's ``image_size`` where it has one.
@@ -378,10 +382,8 @@ def _canine_tokenizer():
 def _save_tokenizer(tokenizer, folder: Path) -> None:
     """Save the twin's tokenizer; its ``tokenizer_config.json`` names the class the row's repository gives it (the
     generic fast class is saved under that name) and says how many entries its trainer reached
-    (:data:`aniso.sources.hub.TWIN_TOKENIZER_FIELD`: fewer than the embedding's rows by design, not a truncated
+    (:data:`TWIN_TOKENIZER_FIELD`: fewer than the embedding's rows by design, not a truncated
     vocabulary)."""
-    from .hub import TWIN_TOKENIZER_FIELD
-
     tokenizer.save_pretrained(str(folder))
     cls = getattr(tokenizer, "_twin_class", None)
     config = folder / "tokenizer_config.json"
