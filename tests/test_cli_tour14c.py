@@ -36,7 +36,8 @@ def test_report_refuses_its_own_option_after_dashes(clean_env, refused_line, tmp
     results = tmp_path / "results.json"
     results.write_text("{}")
     line = refused_line(["report", str(results), "--", "--out", str(tmp_path / "x.html")])
-    assert line.startswith(f"aniso report: --out {tmp_path / 'x.html'} after `--`: only aniso run"), line
+    # (a long temporary path is shortened in the middle to keep the line readable)
+    assert line.startswith("aniso report: --out ") and " after `--`: only aniso run" in line, line
     assert "give --out before `--`" in line, line
     assert not (tmp_path / "x.html").exists() and not (tmp_path / "report.html").exists()
 

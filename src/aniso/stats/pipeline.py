@@ -439,7 +439,7 @@ UNKNOWN_SHARE_WARNED = 0.05
 
 
 def _warn_unknown_share(loaded: LoadedModel, counts: dict) -> None:
-    """A RuntimeWarning (one line, naming the model, the share and the likely cause) when more than
+    """A RuntimeWarning (one line, named by the model's id as its file, giving the share) when more than
     :data:`UNKNOWN_SHARE_WARNED` of the text tokens :func:`_check_real_tokens` counted (``counts``) are the
     tokenizer's unknown-word token: those words share one input vector, and the measure is partly of it. Not a
     refusal: a model measured on text of another domain (a SMILES vocabulary on English) does so by design."""
@@ -447,11 +447,10 @@ def _warn_unknown_share(loaded: LoadedModel, counts: dict) -> None:
     if share is None or share <= UNKNOWN_SHARE_WARNED:
         return
     token = getattr(loaded.tokenizer, "unk_token", None) or "the unknown-word token"
+    # Shown as the model's own line ("ID:0: RuntimeWarning: ..."), short enough for a 100-column console.
     warnings.warn_explicit(
-        f"{loaded.entry.id}: {share:.1%} of the text tokens of its inputs ({counts['unknown']} of "
-        f"{counts['unknown'] + counts['known']}) are {token}, above {UNKNOWN_SHARE_WARNED:.0%}: the tokenizer does "
-        "not know those words (a tokenizer that does not lowercase on an uncased vocabulary, or text in another "
-        "script or domain than the model's), and they share one input vector", RuntimeWarning,
+        f"{share:.1%} of its tokens ({counts['unknown']} of {counts['unknown'] + counts['known']}) are {token}, over "
+        f"{UNKNOWN_SHARE_WARNED:.0%}: unknown words", RuntimeWarning,
         str(loaded.entry.id), 0)
 
 
