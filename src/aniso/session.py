@@ -284,8 +284,7 @@ class AnisoSession:
         kind = SOURCE_KINDS.get(getattr(getattr(entry, "source", None), "kind", None))
         if entry is None or kind is None or kind.trained_on is None:
             return None
-        pair = kind.trained_on(entry, self.settings, self.registry.recorded_profile)
-        return pair
+        return kind.trained_on(entry, self.settings, self.registry.recorded_profile)
 
     def adjust_families(self, alpha: float = ADJUST_ALPHA) -> None:
         """Benjamini-Hochberg adjustment (Benjamini & Hochberg 1995; :func:`scipy.stats.false_discovery_control`) of

@@ -10,14 +10,21 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["sha256_file", "hash_files", "check_readable", "atomic_write", "exclusive", "quarantine", "default_file_mode", "wide_unicode"]
+__all__ = ["sha256_file", "hash_files", "check_readable", "atomic_write", "exclusive", "quarantine", "default_file_mode",
+           "wide_unicode", "warn_as_file"]
+
+
+def _opened(path: Path):
+    """``path`` opened for reading in binary, once it is known to be a regular file (before opening it: a FIFO
+    blocks the open, a device is read for ever). Raises OSError naming the file."""
+    why = not_a_regular_file(path)
+    if why is not None:
+        raise OSError(f"{path} {why}")
+    return open(path, "rb")
 
 
 def _feed(h, path: Path) -> None:
-    why = not_a_regular_file(path)  # before opening it: a FIFO blocks the open, a device is read for ever
-    if why is not None:
-        raise OSError(f"{path} {why}")
-    with open(path, "rb") as f:
+    with _opened(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
 
@@ -27,11 +34,7 @@ def check_readable(files: list[Path] | tuple[Path, ...]) -> None:
     it is there and a regular file (checked before it is opened: a FIFO blocks the open) and it can be opened for
     reading. Raises the same OSError naming the file that hashing it would."""
     for p in files:
-        path = Path(p)
-        why = not_a_regular_file(path)
-        if why is not None:
-            raise OSError(f"{path} {why}")
-        with open(path, "rb"):
+        with _opened(Path(p)):
             pass
 
 
@@ -57,9 +60,14 @@ def _sha256_of(path: str, dev: int, ino: int, size: int, mtime_ns: int) -> str:
     return h.hexdigest()
 
 
-def hash_files(files: list[Path]) -> str:
+def hash_files(files: list[Path], read: bool = True) -> str:
     """SHA-256 prefix (16 hex digits) over the files' names and bytes, in the given order. Raises OSError naming a
-    file that cannot be read or is no regular file (checked before it is opened)."""
+    file that cannot be read or is no regular file (checked before it is opened). ``read=False`` (a listing, which
+    needs to know only that the files are there): each file is checked so (:func:`check_readable`), none is read,
+    and the answer is ``unread``, no identity of the files."""
+    if not read:
+        check_readable(files)
+        return "unread"
     h = hashlib.sha256()
     for p in files:
         h.update(Path(p).name.encode())
@@ -247,3 +255,16 @@ def binary_kind(head: bytes) -> str | None:
     """What binary content ``head`` (a file's first bytes) begins with, in words (``"gzip-compressed"``, ...), or
     None for none this knows."""
     return next((name for magic, name in _COMPRESSED if head.startswith(magic)), None)
+
+
+def warn_as_file(shown: str, message: str, category: type[Warning], module: str | None = None) -> None:
+    """Warn ``message`` shown as the line of ``shown`` (a file or a model's id: ``"SHOWN:0: Category: message"``),
+    with no line of the suite's source under it. The warning's formatter looks that line up with linecache, which
+    would open and read a file of that name (and block on a FIFO, read a link to /dev/zero for ever): ``shown`` is
+    entered in linecache as holding no lines. ``module``: the module the warning filters match (default: derived
+    from ``shown``, as for any file; an explicit None would make ``warnings`` drop the warning)."""
+    import linecache
+    import warnings
+
+    linecache.cache[shown] = (0, None, [], shown)
+    warnings.warn_explicit(message, category, shown, 0, **({"module": module} if module is not None else {}))

@@ -219,13 +219,11 @@ def _warn_left_out(note: str, setting: str, folder: Path) -> str:
     """Warn once (a :class:`SkippedInput`, shown as the folder's own line, ``FOLDER:0: SkippedInput: ...``, as a
     skipped file is: :func:`_usable`) with ``note`` (:func:`_left_out_note`) when there is one; returns the text a
     set's label carries for it (``"; 4 files left out: ..."``, or "")."""
-    import linecache
+    from ..common.files import warn_as_file
 
     if not note:
         return ""
-    shown = _shown(folder)
-    linecache.cache[shown] = (0, None, [], shown)
-    warnings.warn_explicit(f"{setting}: {note}", SkippedInput, shown, 0, module="aniso.inputs.media")
+    warn_as_file(_shown(folder), f"{setting}: {note}", SkippedInput, "aniso.inputs.media")
     return f"; {note}"
 
 
@@ -346,9 +344,6 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
     """
     items, names, skipped, refused = [], [], [], []
 
-    def warn(which) -> None:
-        _warn_skipped(setting, which)
-
     for p in files:
         try:
             if not _utf8_name(p):
@@ -361,7 +356,7 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
             skipped.append((_shown(Path(p.name)), str(exc)))
             refused.append((p, exc))
             if not isinstance(exc, _AboveCap):  # said once it is known whether any file is below the cap
-                warn([(p, exc)])
+                _warn_skipped(setting, [(p, exc)])
 
     if not items and refused and all(isinstance(exc, _AboveCap) for _, exc in refused):  # one cause: said once
         from ..common.settings import _where
@@ -370,7 +365,7 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
         raise InputsUnavailable(f"{_where('max_image_pixels')} is {refused[0][1].cap:,}: every one of the "
                                 f"{len(files)} sampled from {folder} is larger ({least:,} pixels and up); raise it to "
                                 "measure them")
-    warn([(p, exc) for p, exc in refused if isinstance(exc, _AboveCap)])
+    _warn_skipped(setting, [(p, exc) for p, exc in refused if isinstance(exc, _AboveCap)])
     if not items:
         shown = "; ".join(reason for _, reason in skipped[:_REASONS_SHOWN])
         more = (f"; and {len(skipped) - _REASONS_SHOWN} more, each named in a SkippedInput warning"
@@ -381,17 +376,12 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
 
 
 def _warn_skipped(setting: str, which) -> None:
-    """A :class:`SkippedInput` warning for each (file, reason) of ``which``."""
-    import linecache
+    """A :class:`SkippedInput` warning for each (file, reason) of ``which``, shown as the file's own line
+    ("PATH:0: SkippedInput: ...", :func:`aniso.common.files.warn_as_file`, which never reads the file)."""
+    from ..common.files import warn_as_file
 
     for p, exc in which:
-        # shown as the file's own line ("PATH:0: SkippedInput: ..."): no line of the suite's source under it. The
-        # warning's formatter looks that line up with linecache, which would open and read the file (and block on
-        # a FIFO, read a link to /dev/zero forever): the file is entered in linecache as holding no lines.
-        shown = _shown(p)
-        linecache.cache[shown] = (0, None, [], shown)
-        warnings.warn_explicit(f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, shown, 0,
-                               module="aniso.inputs.media")
+        warn_as_file(_shown(p), f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, "aniso.inputs.media")
 
 
 def _content_key(item: Any) -> bytes:

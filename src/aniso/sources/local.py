@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..common.files import check_readable, hash_files
+from ..common.files import hash_files
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 from .hub import Placement, from_pretrained, placement_key
 
@@ -27,12 +27,8 @@ def weight_files_fingerprint(directory: Path, extra: tuple[str, ...] = (), read:
     ``.model``) and of the files named in ``extra``, in name order. ``read=False`` (a context's ``read_weights``):
     the files are checked as hashing them would (:func:`~aniso.common.files.check_readable`) but not read, and the
     answer is ``unread``."""
-    files = sorted(p for p in directory.iterdir()
-                   if p.suffix in (".safetensors", ".json", ".txt", ".model") or p.name in extra)
-    if not read:
-        check_readable(files)
-        return "unread"
-    return hash_files(files)
+    return hash_files(sorted(p for p in directory.iterdir()
+                             if p.suffix in (".safetensors", ".json", ".txt", ".model") or p.name in extra), read)
 
 
 def directory(entry, ctx: SourceContext) -> Path:

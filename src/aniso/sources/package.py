@@ -270,13 +270,10 @@ def _dist_version(package: str) -> str:
 def _tokenizer_print(folder: Path, read: bool = True) -> str:
     """Hash of a tokenizer folder's tokenizer files (not the model weights beside them); ``read=False``: the files
     checked readable, not read (``unread``)."""
-    from ..common.files import check_readable, hash_files
+    from ..common.files import hash_files
 
-    files = sorted(p for p in folder.iterdir() if p.name.startswith(("tokenizer", "vocab", "special_tokens")))
-    if not read:
-        check_readable(files)
-        return "unread"
-    return hash_files(files)
+    return hash_files(sorted(p for p in folder.iterdir() if p.name.startswith(("tokenizer", "vocab", "special_tokens"))),
+                      read)
 
 
 def torch_bin_config(directory: Path, model_type: str | None = None):

@@ -446,12 +446,13 @@ def _warn_unknown_share(loaded: LoadedModel, counts: dict) -> None:
     share = counts.get("unknown_token_share")
     if share is None or share <= UNKNOWN_SHARE_WARNED:
         return
+    from ..common.files import warn_as_file
+
     token = getattr(loaded.tokenizer, "unk_token", None) or "the unknown-word token"
     # Shown as the model's own line ("ID:0: RuntimeWarning: ..."), short enough for a 100-column console.
-    warnings.warn_explicit(
-        f"{share:.1%} of its tokens ({counts['unknown']} of {counts['unknown'] + counts['known']}) are {token}, over "
-        f"{UNKNOWN_SHARE_WARNED:.0%}: unknown words", RuntimeWarning,
-        str(loaded.entry.id), 0)
+    warn_as_file(str(loaded.entry.id), f"{share:.1%} of its tokens ({counts['unknown']} of "
+                 f"{counts['unknown'] + counts['known']}) are {token}, over {UNKNOWN_SHARE_WARNED:.0%}: unknown words",
+                 RuntimeWarning)
 
 
 def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = None,
