@@ -413,10 +413,16 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
 
 def _check_two_vectors(model_id: str, modality: Modality, stats: ModelStats) -> None:
     """InputsRefused naming the setting that counts the inputs when a layer has fewer than 2 non-zero vectors (a CNN
-    pools one photograph into one vector: ``n_images`` 1 gives one per layer), where avg cos has no pair to take."""
+    pools one photograph into one vector: ``n_images`` 1 gives one per layer), where avg cos has no pair to take; a
+    :class:`ModelRefused` naming the layer when the inputs gave it 2 vectors or more and the model made them zero."""
     few = min((acc.n_nonzero for acc in stats.layers), default=2)
     if few >= 2:
         return
+    layer, acc = min(enumerate(stats.layers), key=lambda item: item[1].n_nonzero)
+    if acc.count >= 2:  # the inputs gave vectors enough: the model made them zero
+        raise ModelRefused(f"{model_id}: layer {stats.layer_names[layer]}: {acc.n_zero} of {acc.count} hidden states "
+                           f"are the zero vector, leaving {few} for avg cos: the model makes them zero, not the "
+                           "inputs (all-zero weights?)")
     from ..inputs.forms import INPUT_FORMS
 
     form = INPUT_FORMS.get(modality.inputs)
