@@ -116,14 +116,23 @@ def exclusive(path: Path, notice_after: float = LOCK_NOTICE_SECONDS):
     (``pytest -n``, jobs of a cluster on a shared disk) make each entry once; the others wait, then read it. Use as
     ``with exclusive(path): ...``, checking again inside whether ``path`` exists. A process still waiting after
     ``notice_after`` seconds says so once (a RuntimeWarning naming the lock file), then waits on: the other process
-    may be stopped (Ctrl-Z) or slow, and silence would look like a hang."""
+    may be stopped (Ctrl-Z) or slow, and silence would look like a hang. A ``<path>.lock`` that is a symbolic link,
+    a folder or a special file is no lock a process made: it is moved aside (:func:`quarantine`) with a
+    RuntimeWarning naming it, and the lock made afresh."""
     import warnings
 
     from filelock import FileLock, Timeout
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path) + ".lock")
+    lock_path = Path(str(path) + ".lock")
+    if lock_path.is_symlink() or (lock_path.exists() and not lock_path.is_file()):
+        # filelock makes regular files: a link or a folder here is no live lock; aside with it, as a corrupt entry
+        what = ("a symbolic link" if lock_path.is_symlink() else "a folder" if lock_path.is_dir() else
+                "a special file (a FIFO, a device or a socket)")
+        warnings.warn(f"{lock_path} is {what}, not a lock file aniso makes; {quarantine(lock_path)}",
+                      RuntimeWarning, stacklevel=3)
+    lock = FileLock(str(lock_path))
     try:
         lock.acquire(timeout=notice_after)
     except Timeout:
@@ -149,7 +158,7 @@ def quarantine(*paths: Path) -> str:
         number += 1
     moved, failed = [], []
     for path in paths:
-        if not path.exists():
+        if not os.path.lexists(path):  # a link to nothing is moved aside too
             continue
         target = target_of(path, number)
         try:
