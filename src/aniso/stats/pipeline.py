@@ -708,6 +708,10 @@ class StatsProvider:
             cached = None if self.settings.no_cache else self._cached(entry, candidate, inputs)
             if cached is not None:
                 return cached
+        if shards > self.shard.world and self.settings.no_cache:
+            raise ModelUnavailable(f"{entry.id}: setting shards {shards} reads statistics extracted over {shards} "
+                                   "shards from the cache, and setting no_cache (ANISO_NO_CACHE) turns the cache off; "
+                                   "unset one of them")
         if shards > self.shard.world:
             raise ModelUnavailable(f"{entry.id}: no statistics extracted over {shards} shards in the cache "
                                    f"{self.settings.cache_dir} (setting shards); extract them first with "
