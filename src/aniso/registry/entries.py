@@ -527,7 +527,8 @@ class Registry:
                                f"and this takes registry ids (aniso list models --models {model_id} lists them)")
         close = self.closest_id(str(model_id))
         raise UnknownModel(f"no model {model_id!r} in registry {self.path}"
-                           + (f"; did you mean {close!r}?" if close else " (aniso list models)"))
+                           + (f"; did you mean {close!r}?" if close else " (aniso list models)" if self.entries
+                              else ": it holds no models (its field models lists none)"))
 
     def closest_id(self, text: str) -> str | None:
         """The registry id ``text`` most likely meant: the one equal to it but for case (``ALL-MINILM-L6-V2``), else

@@ -239,6 +239,9 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
         settings = replace(settings, registry=str(path))
     opened = open_registry(path, named)
     if check_models and path is not None:
+        if len(opened) == 0:  # nothing for any setting to select: the file is at fault
+            raise RegistryError(f"{path}: holds no models (its field models lists none); a registry lists at "
+                                "least one model to measure")
         try:
             chosen, _ = opened.model_set(settings.models)
         except RegistryError as exc:  # what matches nothing: the setting is at fault, not the registry file
