@@ -828,7 +828,14 @@ def _loader():
         return base.construct_mapping(loader, node, deep)
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    # YAML 1.2's numbers in exponent form without a dot or an exponent sign (1e3, 2.5E9): YAML 1.1 reads them as text,
+    # which no writer of a registry means
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
     return Loader
+
+
+#: A number in exponent form as YAML 1.2 reads it (https://yaml.org/spec/1.2.2/#10214-floating-point).
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$")
 
 
 #: Most YAML nodes a registry file may hold once its aliases are expanded (the suite's own registry: a few ten
