@@ -1449,5 +1449,25 @@ def main(argv: list[str] | None = None) -> int:
     return max(code or 0, 1)  # the environment's fault, not bad input: 1, or the command's own worse code
 
 
+def entry() -> int:
+    """The ``aniso`` console script: :func:`main`, then the interpreter's exit, where a Ctrl-C arriving once the
+    command is done (during libraries' exit hooks, torch's among them) ends the process at once with the command's
+    code instead of printing those hooks' traceback."""
+    import signal
+
+    code = main()
+
+    def done(*_):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # pragma: no cover - closed or gone
+                pass
+        os._exit(code)
+
+    signal.signal(signal.SIGINT, done)
+    return code
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())
