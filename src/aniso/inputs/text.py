@@ -282,6 +282,10 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
     if structured is not None:
         raise CorpusError(f"corpus file {path} is {structured}; a corpus is plain text, one paragraph per line: "
                           "write the text of each record on a line of its own in a .txt file")
+    wrapped = hard_wrapped(text)
+    if wrapped is not None:
+        raise CorpusError(f"corpus file {path} is hard-wrapped: {wrapped}; a corpus is one paragraph per line, and "
+                          "each of these lines would be read as a paragraph: join each paragraph's lines into one")
     paragraphs = wikitext_paragraphs(text)
     distinct = len(set(paragraphs))
     if distinct < 2:
@@ -338,6 +342,55 @@ def structured_form(path: Path | str, text: str) -> str | None:
     if whole[:1] in "[{" and whole[-1:] in "]}" and isinstance(json_of(whole), (dict, list)):
         return "JSON (the whole file is one JSON " + ("object)" if whole[0] == "{" else "array)")
     return None
+
+
+#: The non-blank lines :func:`hard_wrapped` looks at, from the top of the file.
+WRAP_LINES_CHECKED = 2000
+
+#: What ends a sentence (or a clause a line may end on) in :func:`hard_wrapped`: a line of a text wrapped at a width
+#: ends wherever the width falls, mostly mid-sentence; a file of one sentence per line ends its lines on these.
+_SENTENCE_END = tuple('.!?:;…"\'”’)]»')
+
+
+def hard_wrapped(text: str) -> str | None:
+    """Whether a corpus file's ``text`` is prose hard-wrapped at a width (each paragraph spread over several lines,
+    blank lines between paragraphs, as plain-text books and e-mail are), said as a clause for a refusal
+    (``"20 of its 20 paragraphs (blocks between blank lines) run over several lines of at most 80 characters, broken
+    mid-sentence"``), or None. A corpus is read one paragraph per line (:func:`wikitext_paragraphs`), so such a file
+    would be measured on line fragments.
+
+    The rule, over the first :data:`WRAP_LINES_CHECKED` non-blank lines: the blocks of non-blank lines between blank
+    lines that hold 2 lines or more are at least 2 and hold at least half the lines; at least half of their lines
+    but the last end mid-sentence (not on ``. ! ? : ;``, a closing quote or bracket); and at least 80% of those
+    lines are at least 70% as long as the longest (the width they were wrapped at). WikiText (one paragraph per
+    line, a blank line after each), one sentence per line, and verse (lines of any length) are not wrapped prose.
+    """
+    blocks: list[list[str]] = [[]]
+    seen = 0
+    for line in corpus_lines(text):
+        s = line.strip()
+        if not s:
+            if blocks[-1]:
+                blocks.append([])
+            continue
+        if is_heading(s):
+            continue
+        blocks[-1].append(s)
+        seen += 1
+        if seen == WRAP_LINES_CHECKED:
+            break
+    several = [b for b in blocks if len(b) >= 2]
+    in_several = sum(len(b) for b in several)
+    if len(several) < 2 or 2 * in_several < seen:
+        return None
+    broken = [line for b in several for line in b[:-1]]
+    mid_sentence = sum(not line.endswith(_SENTENCE_END) for line in broken)
+    width = max(len(line) for b in several for line in b)
+    full = sum(len(line) >= 0.7 * width for line in broken)
+    if 2 * mid_sentence < len(broken) or full < 0.8 * len(broken):
+        return None
+    return (f"{len(several)} of its {sum(1 for b in blocks if b)} paragraphs (blocks between blank lines) run over "
+            f"several lines of at most {width} characters, broken mid-sentence")
 
 
 def _why_few(text: str, path: Path | str) -> str:
