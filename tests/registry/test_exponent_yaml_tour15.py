@@ -6,17 +6,9 @@ from __future__ import annotations
 import pytest
 
 from aniso.registry.entries import RegistryError, load_registry
+from registry_rows import ENTRY
 
-ROW = """\
-models:
-  - id: tiny
-    source: {kind: local, path: ./tiny}
-    modality: text
-    granularity: subword
-    architecture: transformer
-    role: encoder
-    family: bert
-"""
+ROW = "models:\n" + ENTRY
 
 
 @pytest.mark.parametrize("text, value", [("1e3", 1000.0), ("2.5E2", 250.0), ("1e+3", 1000.0), ("1.0e+3", 1000.0),

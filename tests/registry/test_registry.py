@@ -9,18 +9,9 @@ from pathlib import Path
 import pytest
 
 from aniso.registry.entries import RegistryError, load_registry
+from registry_rows import ENTRY
 
 ROOT = Path(__file__).resolve().parents[2]
-
-ENTRY = """\
-  - id: tiny
-    source: {kind: local, path: ./tiny}
-    modality: text
-    granularity: subword
-    architecture: transformer
-    role: encoder
-    family: bert
-"""
 
 
 def write(tmp_path, text):

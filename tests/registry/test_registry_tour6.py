@@ -6,16 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from aniso.registry.entries import RegistryError, load_registry
-
-ENTRY = """\
-  - id: tiny
-    source: {kind: local, path: ./tiny}
-    modality: text
-    granularity: subword
-    architecture: transformer
-    role: encoder
-    family: bert
-"""
+from registry_rows import ENTRY
 
 
 def write(tmp_path, text):
