@@ -740,7 +740,9 @@ def _run_after(first: str, second: str) -> bool:
 
 
 def _record(args: argparse.Namespace) -> int:
-    from .common.files import atomic_write, through_descriptor
+    from contextlib import ExitStack
+
+    from .common.files import atomic_write, rewriting, through_descriptor
     from .common.settings import Settings
     import yaml
 
@@ -756,61 +758,72 @@ def _record(args: argparse.Namespace) -> int:
               f"what the run wrote beside its results.json); give the path of the results.json a run wrote",
               file=sys.stderr)
         return 2
-    try:
-        doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
-        if doc.provenance.twin is not None:
-            raise ValueError(f"{args.results} holds the verdicts of a twin run (random weights, code path only), "
-                             "which are never recorded; record the results of a run on the model's own weights")
-        beside = Path(args.results).with_name(DETECTED_ENTRY)  # the row of a detected model, as the run sealed it
-        detected_text = unsealed_lines(beside, beside.read_text(encoding="utf-8")) if beside.is_file() else None
-        comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
-                    for key in (DETECTED_BASE, DETECTED_REGISTRY) if line.startswith(f"# {key}:")}
-        base = comments.get(DETECTED_BASE)  # a first run of a detected model ran on this registry plus its row
-        setting = Settings.from_sources({"device": "cpu"}).registry
-        run_read = _run_registry(doc, comments.get(DETECTED_REGISTRY))
-        registry = registry_path(args.registry, setting or run_read)
-        named = (registry_source(args.registry, setting) if args.registry is not None or setting is not None
-                 else f"the registry {args.results} was run on" if run_read is not None else None)
-        # its own problem (not YAML, no registry, a results file) named, not a digest that differs
-        open_registry(registry, named)
-        if file_digest(registry) not in (doc.provenance.registry_sha256, base):  # numbers into the registry they ran on
-            raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
-                             + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
-                                if doc.provenance.registry_sha256 else "no registry file")
-                             + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
-        new, notes = refresh_records(registry.read_text(encoding="utf-8"), doc.results)
-        detected = yaml.safe_load(detected_text) if detected_text is not None else None
-        new, added = record_new_findings(new, doc.results, detected)
-        notes += added
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        print(f"aniso record: {exc}", file=sys.stderr)
-        return 2
-    if not notes:
-        print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
-        return 0
-    from .common.tables import printable
-
-    for line in notes:
-        print(printable(line))  # (text from the results file: no escape sequence reaches the terminal)
-    if args.dry_run:
-        print(f"aniso record: --dry-run: {registry} unchanged")
-        return 0
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:  # validate before the registry is touched
-        trial = Path(tmp) / registry.name
-        trial.write_text(new, encoding="utf-8")
+    with ExitStack() as lock:  # held from the registry's digest check to its rewrite (see rewriting)
         try:
-            load_registry(trial)
-        except RegistryError as exc:
-            print(f"aniso record: {registry} would no longer validate ({exc}); unchanged: fix the record by hand",
-                  file=sys.stderr)
+            doc = read_results(Path(args.results), require_digest=True, require_seal=True)  # as a run here wrote it
+            if doc.provenance.twin is not None:
+                raise ValueError(f"{args.results} holds the verdicts of a twin run (random weights, code path only), "
+                                 "which are never recorded; record the results of a run on the model's own weights")
+            beside = Path(args.results).with_name(DETECTED_ENTRY)  # the row of a detected model, as the run sealed it
+            detected_text = unsealed_lines(beside, beside.read_text(encoding="utf-8")) if beside.is_file() else None
+            comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()
+                        for key in (DETECTED_BASE, DETECTED_REGISTRY) if line.startswith(f"# {key}:")}
+            base = comments.get(DETECTED_BASE)  # a first run of a detected model ran on this registry plus its row
+            setting = Settings.from_sources({"device": "cpu"}).registry
+            run_read = _run_registry(doc, comments.get(DETECTED_REGISTRY))
+            registry = registry_path(args.registry, setting or run_read)
+            if registry is not None and registry.is_file():  # another aniso record into it waits, then reads it anew
+                lock.enter_context(rewriting(registry))
+            named = (registry_source(args.registry, setting) if args.registry is not None or setting is not None
+                     else f"the registry {args.results} was run on" if run_read is not None else None)
+            # its own problem (not YAML, no registry, a results file) named, not a digest that differs
+            open_registry(registry, named)
+            # numbers go into the registry they ran on
+            if file_digest(registry) not in (doc.provenance.registry_sha256, base):
+                raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
+                                 + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
+                                    if doc.provenance.registry_sha256 else "no registry file")
+                                 + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
+            new, notes = refresh_records(registry.read_text(encoding="utf-8"), doc.results)
+            detected = yaml.safe_load(detected_text) if detected_text is not None else None
+            new, added = record_new_findings(new, doc.results, detected)
+            notes += added
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            print(f"aniso record: {exc}", file=sys.stderr)
             return 2
-    # through a link, never over it
-    atomic_write(registry.resolve(), lambda path: path.write_text(new, encoding="utf-8"))
-    print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}"
-          + (f" (a link to {registry.resolve()})" if registry.is_symlink() else ""))
-    return 0
+        if not notes:
+            print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
+            return 0
+        from .common.tables import printable
+
+        for line in notes:
+            print(printable(line))  # (text from the results file: no escape sequence reaches the terminal)
+        if args.dry_run:
+            print(f"aniso record: --dry-run: {registry} unchanged")
+            return 0
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:  # validate before the registry is touched
+            trial = Path(tmp) / registry.name
+            try:
+                trial.write_text(new, encoding="utf-8")
+                load_registry(trial)
+            except RegistryError as exc:
+                print(f"aniso record: {registry} would no longer validate ({exc}); unchanged: fix the record by hand",
+                      file=sys.stderr)
+                return 2
+            except OSError as exc:  # a full disk, a file-size limit: the registry is not touched
+                print(f"aniso record: cannot write the new {registry.name} ({exc.strerror or exc}); {registry} "
+                      "unchanged", file=sys.stderr)
+                return 2
+        try:  # through a link, never over it
+            atomic_write(registry.resolve(), lambda path: path.write_text(new, encoding="utf-8"))
+        except OSError as exc:
+            print(f"aniso record: cannot write {registry} ({exc.strerror or exc}); unchanged", file=sys.stderr)
+            return 2
+        print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}"
+              + (f" (a link to {registry.resolve()})" if registry.is_symlink() else ""))
+        return 0
 
 
 def _run_registry(doc, detected: str | None) -> str | None:

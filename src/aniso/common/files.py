@@ -145,6 +145,27 @@ def exclusive(path: Path, notice_after: float = LOCK_NOTICE_SECONDS):
         lock.release()
 
 
+@contextlib.contextmanager
+def rewriting(path: Path):
+    """An exclusive lock on the file ``path`` itself (``fcntl.flock`` of the file, read-only; no lock file beside it)
+    held while a process reads, checks and rewrites it (``aniso record`` into a registry): processes rewriting one
+    file take turns, and one that waited reads the file afresh once it holds the lock, so neither writes over what
+    the other wrote. The rewrite replaces the file (:func:`atomic_write`): a process waiting on the old file gets
+    its lock when the first is done, and must then read ``path`` again (which names the new file) before deciding
+    anything. Where the system has no ``flock`` (not POSIX), nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "rb") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def quarantine(*paths: Path) -> str:
     """Move the files of a corrupt cache entry aside to ``<name>.corrupt``, so the entry is recomputed and written
     afresh and the bad bytes stay for inspection; returns what was done, in words. An entry found corrupt again
