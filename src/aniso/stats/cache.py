@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -116,16 +117,15 @@ class StatsCache:
             return None
 
     def save(self, key: str, stats: ModelStats) -> None:
-        """Write ``stats`` under ``key`` atomically (data first, then the sidecar that validates it)."""
-        from safetensors.numpy import save_file
-
+        """Write ``stats`` under ``key`` atomically (data first, then the sidecar that validates it). Raises OSError
+        where a file cannot be written (a full disk, a file-size limit)."""
         data_path, meta_path = self._paths(key)
         seal_key = self._key()  # (before the data file: a first key is made where the folder holds no entry)
         tensors = {}
         for i, acc in enumerate(stats.layers):
             for name, arr in acc.state().items():
                 tensors[f"layer{i}/{name}"] = np.ascontiguousarray(arr)
-        atomic_write(data_path, lambda p: save_file(tensors, str(p)))
+        atomic_write(data_path, lambda p: _save_tensors(tensors, p))
         meta = {
             "key": key,
             "format": STATS_FORMAT_VERSION,
@@ -146,6 +146,22 @@ class StatsCache:
         body = {k: v for k, v in meta.items() if k != "seal"}
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
         return f"{data_sha256}\n{text}"
+
+
+def _save_tensors(tensors: dict, path: Path) -> None:
+    """``safetensors.numpy.save_file``, its write errors (a full disk, a file-size limit), which it raises as a
+    ``SafetensorError`` naming the system's error in its text, raised as the OSError they are, so that a run that
+    cannot write its cache entry keeps its statistics in memory as for any other write error."""
+    from safetensors import SafetensorError
+    from safetensors.numpy import save_file
+
+    try:
+        save_file(tensors, str(path))
+    except SafetensorError as exc:
+        said = re.search(r"I/O error: (.*) \(os error (\d+)\)", str(exc))  # "…: File too large (os error 27)"
+        if said is None:
+            raise OSError(str(exc)) from None
+        raise OSError(int(said.group(2)), said.group(1)) from None
 
 
 def _check_first_order(stats: ModelStats) -> None:
