@@ -11,6 +11,8 @@ import pytest
 
 import aniso
 from aniso.registry.entries import RegistryError, load_registry
+from aniso.sources import ModelUnavailable
+from aniso.sources.base import check_permissions
 
 from registry_rows import ENTRY
 
@@ -106,3 +108,66 @@ def test_a_non_finite_record_is_refused_through_the_api_and_aniso_list(tmp_path,
 def test_finite_recorded_numbers_pass(tmp_path):
     path = _registry(tmp_path, ENTRY + RECORD.format(fields="measured: {max_avg_cos: 0.5, interval: [0.1, 1e3]}"))
     assert load_registry(path).get("tiny").expected["G.token-nlp-anisotropic"].measured["interval"] == [0.1, 1000.0]
+
+
+# -- A43: gated and use_auth_token are a hub row's ----------------------------------------------------------------
+
+@pytest.mark.parametrize("rows, fields, kind", [
+    (PACKAGE.format(more="", modality="text"), "    gated: true\n", "package"),
+    (ENTRY, "    gated: true\n", "local"),
+    (ENTRY, "    gated: true\n    use_auth_token: true\n", "local"),
+    (GGUF, "    gated: true\n", "gguf"),
+], ids=["package", "local", "local-with-token", "gguf"])
+def test_gated_on_a_source_that_downloads_nothing_is_refused(tmp_path, rows, fields, kind):
+    said = _refused(_registry(tmp_path, rows + fields))
+    assert f"gated: true on a {kind} source, which downloads nothing from the hub" in said, said
+    assert "for source kind hub only" in said, said
+
+
+def test_gated_on_a_hub_row_passes(tmp_path):
+    rows = ENTRY.replace("{kind: local, path: ./tiny}", "{kind: hub, repo: org/tiny}")
+    path = _registry(tmp_path, rows + "    gated: true\n    use_auth_token: true\n")
+    assert load_registry(path).get("tiny").gated
+
+
+def test_gated_on_a_package_is_refused_through_the_api_and_aniso_list(tmp_path, clean_env, aniso_cli):
+    path = _registry(tmp_path, PACKAGE.format(more="", modality="text") + "    gated: true\n")
+    with pytest.raises(ValueError, match=r"\(id 'mini'\): .*gated: true on a package source"):
+        aniso.models(registry=str(path))
+    code, _, err = aniso_cli(["list", "models", "--registry", str(path)])
+    assert code == 2 and "gated: true on a package source" in err, err
+
+
+# -- A45: needs_remote_code and trust_remote_code on sources that can run a model's code ---------------------------
+
+@pytest.mark.parametrize("rows, fields, said_kind", [
+    (GGUF, "    needs_remote_code: true\n", "a gguf source,"),
+    (GGUF, "    needs_remote_code: true\n    trust_remote_code: true\n", "a gguf source,"),
+    (PACKAGE.format(more=", format: ctranslate2-whisper", modality="speech").replace("subword", "audio-frame")
+     .replace("encoder\n", "encoder-decoder\n").replace("bert", "whisper"),
+     "    needs_remote_code: true\n", "a package source of format 'ctranslate2-whisper',"),
+], ids=["gguf", "gguf-trusted", "package-ctranslate2"])
+def test_remote_code_on_a_source_that_runs_no_model_code_is_refused(tmp_path, rows, fields, said_kind):
+    said = _refused(_registry(tmp_path, rows + fields))
+    assert f"needs_remote_code: true on {said_kind} which never runs a model's own code" in said, said
+    assert "(source kind hub, local, package)" in said, said
+
+
+def test_remote_code_where_from_pretrained_reads_the_model_says_where_the_code_is(tmp_path):
+    """A local folder or a package read with transformers' from_pretrained can hold a model's own code (config.json's
+    auto_map): the field is kept, and a missing opt-in names the folder or package, not a repository."""
+    path = _registry(tmp_path, ENTRY + "    needs_remote_code: true\n"
+                     + PACKAGE.format(more="", modality="text") + "    needs_remote_code: true\n")
+    registry = load_registry(path)
+    with pytest.raises(ModelUnavailable, match="^tiny: needs custom code from its folder; not run unless"):
+        check_permissions(registry.get("tiny"))
+    with pytest.raises(ModelUnavailable, match="^mini: needs custom code from its package's model folder; not run"):
+        check_permissions(registry.get("mini"))
+
+
+def test_the_suites_own_registry_still_loads():
+    from pathlib import Path
+
+    registry = load_registry(Path(__file__).resolve().parents[2] / "models.yaml")
+    assert len(registry) > 50
+    assert {e.source.kind for e in registry if e.gated or e.needs_remote_code} == {"hub"}
