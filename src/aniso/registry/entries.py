@@ -144,6 +144,33 @@ class ExpectedVerdict(Strict):
     #: (or other) seeds is another sign test.
     seeds: list[str] | None = Field(default=None, min_length=1)
 
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sizes_a_run_can_have(cls, value):
+        """A recorded size is one a run's setting can take (:data:`aniso.common.settings.BOUNDS`, and the text
+        miniatures' width a multiple of their heads): a record at ``n_sequences: 0`` would bind no run, ever. A size
+        is a whole number: YAML's ``true`` (which a lax int reads as 1), ``256.0`` or ``"256"`` is refused. Names
+        that are no run-profile size are left to :meth:`_consistent`, which names them."""
+        from ..common.settings import BOUNDS, MINIATURE_HEADS
+
+        if not isinstance(value, dict):
+            return value
+        for name, size in value.items():
+            if name not in BOUNDS:
+                continue
+            low, high = BOUNDS[name]
+            if isinstance(size, bool) or not isinstance(size, int):
+                raise ValueError(f"{name} is {_shown(size)}: a recorded size is a whole number (setting {name} takes "
+                                 f"an integer from {low} to {high})")
+            if not low <= size <= high:
+                raise ValueError(f"{name} is {size}, a size no run has (setting {name} takes an integer from {low} "
+                                 f"to {high}); a record at it would never bind a run")
+            if name == "miniature_width" and size % MINIATURE_HEADS:
+                raise ValueError(f"{name} is {size}, a size no run has (setting {name} is a multiple of "
+                                 f"{MINIATURE_HEADS}, the text miniatures' attention heads); a record at it would "
+                                 "never bind a run")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> "ExpectedVerdict":
         from ..common.settings import PROFILES
@@ -770,10 +797,15 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
 
 def _check_recorded_numbers(entries: list[ModelEntry], path: Path) -> None:
     """Raise RegistryError (file, entry, the path into the record, the value) for a record's ``measured`` value that
-    is text where a number is kept. A record's numbers are compared with every run's (:mod:`aniso.judge.records`),
-    so ``max_avg_cos: "high"`` would be compared as a word and never be a number. Text is kept for a layer's name
-    (a key ``layer`` or ``layer_...``: ``layer_of_max: '0'``) and for a model (a value that is the id of a row of
-    the file: ``flattest_decoder: mini-gpt2-bytes-s0``); booleans, nulls, lists and mappings of these are kept."""
+    is text where a number is kept, or a number that is not finite. A record's numbers are compared with every run's
+    (:mod:`aniso.judge.records`), so ``max_avg_cos: "high"`` would be compared as a word and never be a number. Text
+    is kept for a layer's name (a key ``layer`` or ``layer_...``: ``layer_of_max: '0'``) and for a model (a value
+    that is the id of a row of the file: ``flattest_decoder: mini-gpt2-bytes-s0``); booleans, nulls, lists and
+    mappings of these are kept. A NaN or an infinity (YAML's ``.nan``, ``.inf``) at any depth (a value, a
+    tolerance, an interval's end) is no number a run reports (its results write null) and would render as "nan" in
+    the record's reason, so it is refused as ``params_m: .inf`` is."""
+    import math
+
     ids = {e.id for e in entries}
 
     def words(where: str, key: str, value: Any):
@@ -785,10 +817,16 @@ def _check_recorded_numbers(entries: list[ModelEntry], path: Path) -> None:
                 yield from words(f"{where}[{j}]", key, v)
         elif isinstance(value, str) and not (key == "layer" or key.startswith("layer_") or value in ids):
             yield where, value
+        elif isinstance(value, float) and not math.isfinite(value):
+            yield where, value
 
     for i, e in enumerate(entries):
         for claim, record in (e.expected or {}).items():
             for where, value in words(f"expected.{claim}.measured", "", record.measured or {}):
+                if isinstance(value, float):
+                    raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): {where}: {value!r} is no finite number, "
+                                        "which no run reports (its results write a value it could not measure as "
+                                        "null); write the finite number measured")
                 raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): {where}: {_shown(value)} is text where the "
                                     "record keeps a number (text is kept only for a layer's name, under a key "
                                     "layer or layer_..., or a registry row's id); write the number measured")

@@ -179,6 +179,11 @@ class SourceKind:
     detects : what ``detect`` recognises, in words (for the error that names the formats ``aniso run`` reads)
     twins : whether a row of this kind has a twin (:mod:`aniso.sources.twin`: its architecture with random weights,
         in a folder laid out as its repository, imported into the hub cache)
+    hub_access : whether a row of this kind downloads its model from the hub, where a model may be gated: the
+        entry's ``gated`` and ``use_auth_token`` mean something only then, and are refused on another kind
+    model_code : ``(source) -> str | None``, where the model's own code comes from (``its repository``), in words,
+        for a source whose loading can run it (transformers' ``from_pretrained``, with ``trust_remote_code``); None
+        where it never runs a model's code: the entry's ``needs_remote_code`` and ``trust_remote_code`` are refused
     """
 
     name: str
@@ -197,14 +202,36 @@ class SourceKind:
     initialised: Callable[["ModelEntry", int], tuple[Any, Any, Any]] | None = None
     miniature: bool = False
     trained_on: Callable[["ModelEntry", Any, str], tuple[str, str] | None] | None = None
+    hub_access: bool = False
+    model_code: Callable[[Any], str | None] = lambda source: None
+
+    @property
+    def runs_model_code(self) -> bool:
+        """Whether some row of this kind can run its model's own code (``model_code`` is not the default)."""
+        return self.model_code is not SourceKind.__dataclass_fields__["model_code"].default
 
     def problem(self, entry: "ModelEntry") -> str | None:
         """What is inconsistent between a row of this kind and the rest of its entry (``needs``, then
         ``check_entry``), in one phrase, or None."""
+        article = "an" if self.name[0] in "aeiou" else "a"
         if any(getattr(entry, name) != value for name, value in self.needs):
-            article = "an" if self.name[0] in "aeiou" else "a"
             return (f"{article} {self.name} source " + (f"is {self.is_a}: it " if self.is_a else "")
                     + "needs " + " and ".join(f"{name} {value!r}" for name, value in self.needs))
+        from . import SOURCE_KINDS
+
+        for name in ("gated", "use_auth_token"):
+            if getattr(entry, name) and not self.hub_access:
+                hub = ", ".join(k.name for k in SOURCE_KINDS.values() if k.hub_access)
+                return (f"{name}: true on {article} {self.name} source, which downloads nothing from the hub: gated "
+                        f"and use_auth_token (a gated hub model and the credentials to download it) are for source "
+                        f"kind {hub} only; remove the field")
+        for name in ("needs_remote_code", "trust_remote_code"):
+            if getattr(entry, name) and self.model_code(entry.source) is None:
+                fmt = getattr(entry.source, "format", None)
+                code = ", ".join(k.name for k in SOURCE_KINDS.values() if k.runs_model_code)
+                return (f"{name}: true on {article} {self.name} source" + (f" of format {fmt!r}" if fmt else "")
+                        + ", which never runs a model's own code: needs_remote_code and trust_remote_code are for "
+                        f"models that transformers' from_pretrained reads (source kind {code}); remove the field")
         return self.check_entry(entry)
 
 
@@ -233,8 +260,12 @@ def check_permissions(entry: "ModelEntry", download: bool = True) -> None:
     are needed only to download a gated model (``download``): weights already in the local cache or a folder load
     without them."""
     if entry.needs_remote_code and not entry.trust_remote_code:
+        from . import SOURCE_KINDS
+
+        kind = SOURCE_KINDS.get(entry.source.kind)
+        where = (kind.model_code(entry.source) if kind is not None else None) or "its repository"
         raise ModelUnavailable(
-            f"{entry.id}: needs custom code from its repository; not run unless its registry entry opts in "
+            f"{entry.id}: needs custom code from {where}; not run unless its registry entry opts in "
             "with trust_remote_code: true"
         )
     if download and entry.gated and not entry.use_auth_token:

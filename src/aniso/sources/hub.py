@@ -1081,4 +1081,5 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     return LoadedModel(entry, model, tok, origin, proc)
 
 
-KIND = SourceKind("hub", HubSource, fingerprint, load, twins=True)
+KIND = SourceKind("hub", HubSource, fingerprint, load, twins=True, hub_access=True,
+                  model_code=lambda source: "its repository")

@@ -128,4 +128,5 @@ def detect(path: Path) -> dict | None:
 
 KIND = SourceKind("local", LocalSource, fingerprint, load, detect=detect,
                   detects="a transformers model folder with config.json",
-                  transformers_folder=lambda entry, ctx: Path(entry.source.path))
+                  transformers_folder=lambda entry, ctx: Path(entry.source.path),
+                  model_code=lambda source: "its folder")

@@ -447,4 +447,6 @@ def transformers_folder(entry, ctx: SourceContext) -> Path | None:
     return directory(entry, ctx) if FORMATS[src.format].from_pretrained and not src.parts else None
 
 
-KIND = SourceKind("package", PackageSource, fingerprint, load, transformers_folder=transformers_folder)
+KIND = SourceKind("package", PackageSource, fingerprint, load, transformers_folder=transformers_folder,
+                  model_code=lambda source: "its package's model folder" if FORMATS[source.format].from_pretrained
+                  else None)
