@@ -472,7 +472,16 @@ def _entry(model: str | Path, registry):
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
         where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
         raise ValueError(f"model {_shown(text)}: {where}; as a folder or hub id: {exc}") from None
+    if any(e.id == row["id"] for e in registry):
+        raise ValueError(f"model {_id_taken(text, row['id'], registry)}")
     return ModelEntry.model_validate(row)
+
+
+def _id_taken(model: str, ident: str, registry) -> str:
+    """The line of a folder, file or hub id ``model`` (no registry id) whose detected id ``ident`` is the id of a row
+    of ``registry``: its results would be labelled as that row's model, whose weights these need not be."""
+    return (f"{_shown(model, 400)} would get the id {ident!r}, which the registry {registry.path} already uses for a model "
+            f"of its own; give the folder or file another name to measure it (for the registry's model: {ident})")
 
 
 def _texts(inputs: Sequence[Any]) -> tuple[str, ...]:
@@ -1297,7 +1306,7 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
                     say(f"{model} is a folder here and also a hub id in the hub cache; running the folder (for the "
                         f"hub's model, run it from another folder)")
                 if any(e.id == model_id for e in reg):
-                    raise ValueError(f"{model} would get the id {model_id!r}, which the registry already uses")
+                    raise ValueError(_id_taken(model, model_id, reg))
                 from .registry.entries import load_yaml
 
                 raw = load_yaml(reg_path)
@@ -1555,6 +1564,20 @@ def _offline_hub_cache(cache: Path):
                 os.environ[k] = v
 
 
+def _no_row_to_twin(models: str, reg, hub_rows: Sequence[str]) -> None:
+    """Raise ValueError naming ``--twin`` when a part of ``models`` that names no registry row or tag is a folder or
+    file here, or reads as a hub id: a twin is made of a registry hub row, and such a model runs without ``--twin``."""
+    for part in (p.strip() for p in models.split(",")):
+        if not part or any(e.id == part or part in e.all_tags for e in reg):
+            continue
+        here = _is_path_here(part)
+        if here or "/" in part or "\\" in part:
+            what = "a folder or file here" if here else "a hub id"
+            raise ValueError(f"--twin: {part!r} is {what}, not a row of the registry {reg.path} (twins are made of "
+                             f"the registry's hub rows: {', '.join(hub_rows)[:160]}...); run it without --twin: "
+                             f"aniso run {part}")
+
+
 def _twin_args(claims_dir: Path, ids: Sequence[str], registry: Path, manifest: Path, sizes: Mapping[str, Any],
                claims: str, texts: Mapping[str, Any]) -> list[str]:
     """The pytest arguments of a twin run (before the user's ``pytest_args``, whose ``--aniso-*`` options are
@@ -1649,9 +1672,14 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         raise ValueError(f"{_where('shards')} {settings.shards}: a twin run measures its twins itself (their hub "
                          "cache is its own, gone after the run); leave it out with --twin")
     wanted = parse_claims(settings.claims)
-    chosen, _ = reg.model_set(models)
     def has_twin(e) -> bool:
         return SOURCE_KINDS[e.source.kind].twins
+
+    try:
+        chosen, _ = reg.model_set(models)
+    except ValueError:
+        _no_row_to_twin(models, reg, [e.id for e in reg if has_twin(e)])
+        raise
 
     hub_rows = [e for e in chosen if has_twin(e)]
     if not hub_rows:

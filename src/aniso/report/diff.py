@@ -20,6 +20,12 @@ An *inputs* change is a result measured on other inputs (its ``inputs`` identity
 two runs, e.g. WikiText-103 against a local corpus: its other changes may be the inputs' doing, not the code's.
 :func:`format_diff` says so in one line beside the table; it is no change of a verdict or number.
 
+A *model* change is a model id whose results the two runs measured from other weights (its ``models[id].meta``
+``fingerprint`` differs, e.g. two folders both named ``model``): its results are not compared as one model's change
+but listed as removed and added, and :func:`format_diff` names the model, with where each run loaded it from
+(``origin``), in one line. A model measured from the same weights (a copy of its folder elsewhere) is compared as
+before. Twin runs are left to the *sizes* note, which names a twin against its model.
+
 A *sizes* change is a result measured on another number of inputs or vectors (``n_items``, ``n_vectors``) or at
 other settings of its model (``models[id].meta.settings``: ``max_length``, ``seed``, ...) in the two runs; a *moved*
 change is a deciding statistic or a scalar of ``measured`` that differs between the runs but stays within both runs'
@@ -34,13 +40,13 @@ from dataclasses import dataclass
 
 from ..judge.results import ClaimResult, ResultsDocument
 
-__all__ = ["Change", "diff_results", "format_diff", "inputs_line", "left_aside", "model_sets"]
+__all__ = ["Change", "diff_results", "format_diff", "inputs_line", "left_aside", "model_sets", "other_weights"]
 
 
 @dataclass(frozen=True)
 class Change:
     """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"record"``, ``"inputs"``,
-    ``"sizes"``, ``"moved"``, ``"added"`` or ``"removed"``;
+    ``"sizes"``, ``"moved"``, ``"model"``, ``"added"`` or ``"removed"``;
     ``claim_id``, ``model_id`` and ``test`` say where; ``old`` and ``new`` what (in words)."""
 
     kind: str
@@ -105,6 +111,22 @@ def _sizes(old: ResultsDocument, new: ResultsDocument, a: ClaimResult, b: ClaimR
     return ", ".join(moved) if moved else None
 
 
+def other_weights(old: ResultsDocument, new: ResultsDocument) -> dict[str, tuple[str, str]]:
+    """The model ids both runs measured, but from other weights (their ``meta.fingerprint`` recorded in both and
+    different), with where each run loaded them from (``meta.origin`` and the fingerprint, in words); none between a
+    twin run and another run (the *sizes* note names those)."""
+    if old.provenance.twin is not None or new.provenance.twin is not None:
+        return {}
+    out = {}
+    for model_id in old.models.keys() & new.models.keys():
+        a, b = old.models[model_id].meta, new.models[model_id].meta
+        fa, fb = a.get("fingerprint"), b.get("fingerprint")
+        if isinstance(fa, str) and isinstance(fb, str) and fa != fb:
+            out[model_id] = tuple(f"{m.get('origin') or 'origin not recorded'} (weights {f})"
+                                  for m, f in ((a, fa), (b, fb)))
+    return out
+
+
 def model_sets(old: ResultsDocument, new: ResultsDocument) -> tuple[set[str], set[str]]:
     """The models each run has results for (model-free results left out)."""
     return ({r.model_id for r in old.results if r.model_id}, {r.model_id for r in new.results if r.model_id})
@@ -130,10 +152,13 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
         before = {k: r for k, r in before.items() if k in after}
         after = {k: r for k, r in after.items() if k in before}
     changes: list[Change] = []
+    others = other_weights(old, new)
+    for model_id, (was, now) in sorted(others.items()):
+        changes.append(Change("model", "", model_id, "", was, now))
     for key, b in after.items():
         a = before.get(key)
         where = (b.claim_id, b.model_id, b.test)
-        if a is None:
+        if a is None or b.model_id in others:  # another model under the same id: its results are not compared
             changes.append(Change("added", *where, "-", b.verdict))
             continue
         if a.inputs and b.inputs and a.inputs != b.inputs:
@@ -171,7 +196,7 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
             if not math.isclose(x, y, rel_tol=rel_tol, abs_tol=1e-12):
                 changes.append(Change("number", *where, f"{name} {x:.6g}", f"{y:.6g} (without interval)"))
     for key, a in before.items():
-        if key not in after:
+        if key not in after or a.model_id in others:
             changes.append(Change("removed", a.claim_id, a.model_id, a.test, a.verdict, "-"))
     return changes
 
@@ -219,7 +244,10 @@ def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "n
     note = printable(note) if note else note
     sizes, moved = [printable(s) for s in _note(changes, "sizes")], [printable(s) for s in _note(changes, "moved")]
     old_name, new_name = printable(old_name), printable(new_name)
-    changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved")]
+    models = [printable(f"model {c.model_id!r} was measured from other weights in the two runs: {c.old} -> {c.new}; "
+                        "its results are listed as removed and added, not compared as one model's change")
+              for c in changes if c.kind == "model"]
+    changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved", "model")]
     counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "record", "added",
                                                               "removed")}
     head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \
@@ -232,4 +260,4 @@ def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "n
     if sizes:
         head += ("\nsizes or settings differ: " + "; ".join(sizes) + "; numbers are compared across them, and they "
                  "may be the sizes' doing, not the code's")
-    return head + (f"\n{note}" if note else "")
+    return head + "".join(f"\n{line}" for line in models) + (f"\n{note}" if note else "")

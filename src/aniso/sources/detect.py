@@ -408,14 +408,27 @@ _DETECTED_ID_KEPT = DETECTED_ID_MAX - 9
 
 
 def detected_id(name: str) -> str:
-    """The registry id of a model detected from a folder, file or hub id ``name``: its characters outside
-    ``[A-Za-z0-9._-]`` as ``-``, beginning with a letter or digit (``"model"`` when none is left), and, when longer
-    than a registry id may be, its first 119 characters and 8 hex digits of the whole name's SHA-256 (two long names
-    that share their beginning get two ids). Always a valid registry id (:data:`aniso.registry.entries.ID_PATTERN`)."""
+    """The registry id of a model detected from a folder, file or hub id ``name``: its letters with accents as the
+    letters without them (``é`` as ``e``), its other characters outside ``[A-Za-z0-9._-]`` as ``-``, beginning with a
+    letter or digit (``"model"`` when none is left). When a letter or digit of the name has no such ASCII form (``模型``,
+    ``ß``; a byte of a file name that is no UTF-8 counts as one), or when the id is longer than a registry id may be, the id ends with ``-`` and 8 hex digits of the whole
+    name's SHA-256 (kept to its first 119 characters before them), so that two names that differ only there get two
+    ids rather than one, and no folder takes another's id by losing its letters. Always a valid registry id
+    (:data:`aniso.registry.entries.ID_PATTERN`)."""
     import hashlib
+    import unicodedata
 
-    ident = re.sub(r"[^A-Za-z0-9._\-]", "-", name).lstrip("-._").rstrip("-") or "model"
-    if len(ident) > DETECTED_ID_MAX:
+    kept, lost = [], False
+    for char in unicodedata.normalize("NFKD", name):
+        if char.isascii():
+            kept.append(char)
+        elif unicodedata.combining(char):  # the accent of a letter kept above
+            continue
+        else:
+            lost = lost or unicodedata.category(char)[0] in "LN" or unicodedata.category(char) == "Cs"
+            kept.append("-")
+    ident = re.sub(r"[^A-Za-z0-9._\-]", "-", "".join(kept)).lstrip("-._").rstrip("-") or "model"
+    if lost or len(ident) > DETECTED_ID_MAX:
         digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         ident = f"{ident[:_DETECTED_ID_KEPT]}-{digest}"
     return ident

@@ -94,6 +94,49 @@ PER_INPUT_MAX_DIM = 16_384
 #: The fields of the inputs' description that name them (file or folder, label) rather than follow from their
 #: content: a cache entry read back takes them from this run's inputs.
 NAMING_FIELDS = ("name", "label", "origin")
+#: The key of a model's statistics meta that records the registry source they were computed from (its fields and the
+#: registry's folder): a cache entry read back for another folder or hub id with the same weights names the one this
+#: run was given (:func:`origin_for`), not the one it was computed from.
+SOURCE_META = "source"
+
+
+def source_record(entry: ModelEntry, registry_dir: Path | str | None) -> dict:
+    """What names where ``entry``'s weights come from: its source's fields and the registry's folder (against which a
+    relative path is read)."""
+    return {"fields": entry.source.model_dump(mode="json"),
+            "registry_dir": None if registry_dir is None else str(registry_dir)}
+
+
+def _named(record: dict) -> dict[str, str]:
+    """The texts of a :func:`source_record` that an origin may name, by field: each text field as given, and a
+    relative path also as read against the registry's folder (``field@``)."""
+    import os
+
+    names, base = {}, record.get("registry_dir")
+    for name, value in (record.get("fields") or {}).items():
+        if name == "kind" or not isinstance(value, str) or not value:
+            continue
+        names[name] = value
+        expanded = os.path.expandvars(os.path.expanduser(value))
+        names[f"{name}@"] = expanded if os.path.isabs(expanded) or base is None else os.path.join(base, expanded)
+    return names
+
+
+def origin_for(origin: str, was: dict | None, now: dict) -> str | None:
+    """``origin`` (the origin of statistics computed from the source ``was``, a :func:`source_record`) as this run,
+    whose source is ``now``, names it: each path, hub id or revision of ``was`` it names replaced by ``now``'s. None
+    when it cannot be told: ``was`` was not recorded (a cache entry written before it was) and ``origin`` names none of
+    ``now``'s texts."""
+    import re
+
+    if was is None:
+        return origin if not _named(now) or any(v in origin for v in _named(now).values()) else None
+    old, new = _named(was), _named(now)
+    pairs = {old[k]: new[k] for k in old if k in new and old[k] != new[k] and old[k]}
+    if not pairs:
+        return origin
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(pairs, key=len, reverse=True)))
+    return pattern.sub(lambda m: pairs[m.group(0)], origin)
 
 
 def _refuse(entry: ModelEntry, name: str, exc: Exception, batch, n_seq: int) -> None:
@@ -741,6 +784,15 @@ class StatsProvider:
         was computed from."""
         cached = self.cache.load(key)
         if cached is not None:
+            now = source_record(entry, self.registry.path.parent if self.registry.path else None)
+            origin = cached.meta.get("origin")
+            if isinstance(origin, str):
+                named = origin_for(origin, cached.meta.get(SOURCE_META), now)
+                if named is None:  # computed from a source it does not record, which this run's is not: computed again
+                    log.info("%s: cache entry %s names another source (%s); computing again", entry.id, key, origin)
+                    return None
+                cached.meta["origin"] = named
+            cached.meta[SOURCE_META] = now
             described = inputs.describe()
             corpus = cached.meta.setdefault("corpus", {})
             corpus.update({k: described[k] for k in NAMING_FIELDS if k in described})
@@ -751,6 +803,7 @@ class StatsProvider:
     def _compute(self, entry, ctx, modality, inputs, fingerprint, key) -> ModelStats:
         stats = compute_model_stats(load_model(entry, ctx), modality, inputs, self.settings, fingerprint,
                                     self.statistics, self.shard)
+        stats.meta[SOURCE_META] = source_record(entry, ctx.registry_dir)
         stats.meta["cache"] = {"key": key, "hit": False}
         return stats
 
