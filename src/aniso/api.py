@@ -473,8 +473,32 @@ def _entry(model: str | Path, registry):
         where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
         raise ValueError(f"model {_shown(text)}: {where}; as a folder or hub id: {exc}") from None
     if any(e.id == row["id"] for e in registry):
+        own = _row_of_source(row, registry)
+        if own is not None:  # the registry's row of this very folder or hub id
+            return own
         raise ValueError(f"model {_id_taken(text, row['id'], registry)}")
     return ModelEntry.model_validate(row)
+
+
+def _row_of_source(row: dict, registry):
+    """The registry's row with the detected ``row``'s id when it names the same source: the same kind, the same hub
+    repository, the same file or folder (a relative path taken from the registry's folder, both resolved). That is
+    the row of the folder or hub id given, as `aniso record` of its first run wrote it: the id is the row's own, not
+    taken from another model. None otherwise."""
+    entry = next((e for e in registry if e.id == row["id"]), None)
+    if entry is None:
+        return None
+    theirs, mine = entry.source.model_dump(), row["source"]
+    if theirs.get("kind") != mine.get("kind"):
+        return None
+    base = registry.path.parent if registry.path else Path.cwd()
+    for key, value in mine.items():
+        if key == "path":
+            if theirs.get("path") is None or (base / theirs["path"]).resolve() != Path(value).resolve():
+                return None
+        elif theirs.get(key) != value:
+            return None
+    return entry
 
 
 def _id_taken(model: str, ident: str, registry) -> str:
@@ -1305,18 +1329,24 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
                 if _is_path_here(model) and _in_hub_cache(model):
                     say(f"{model} is a folder here and also a hub id in the hub cache; running the folder (for the "
                         f"hub's model, run it from another folder)")
-                if any(e.id == model_id for e in reg):
+                own = _row_of_source(row, reg)
+                if own is not None:  # a row names this very folder or hub id (aniso record of its first run wrote it)
+                    say(f"{model} is the source of the registry's row {model_id!r}; running the row (aniso run "
+                        f"{model_id})")
+                    row = None
+                elif any(e.id == model_id for e in reg):
                     raise ValueError(_id_taken(model, model_id, reg))
-                from .registry.entries import load_yaml
+                else:
+                    from .registry.entries import load_yaml
 
-                raw = load_yaml(reg_path)
-                raw["models"].append({**row, "detected": True})
-                tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
-                remove.append(tmp_dir)
-                tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
-                reg, plan = open_registry(tmp), replace(plan, registry=str(tmp))
-                say(f"{model} is not in the registry; detected "
-                    + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
+                    raw = load_yaml(reg_path)
+                    raw["models"].append({**row, "detected": True})
+                    tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
+                    remove.append(tmp_dir)
+                    tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
+                    reg, plan = open_registry(tmp), replace(plan, registry=str(tmp))
+                    say(f"{model} is not in the registry; detected "
+                        + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
             _read_inputs_settings(settings, texts, reg.get(model_id))  # e.g. n_sequences for a vision model
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
