@@ -4,7 +4,7 @@ Speech: 16 kHz mono audio (other rates are resampled with
 ``scipy.signal.resample_poly``), read with ``soundfile`` from ``*.flac`` /
 ``*.wav`` files; when no folder is given and the hub is reachable, LibriSpeech
 validation clips through ``datasets``. Images: ``*.jpg`` / ``*.jpeg`` /
-``*.png`` read with Pillow as RGB; when no folder is given, the sample
+``*.png`` read with Pillow as RGB, turned upright by their EXIF orientation tag; when no folder is given, the sample
 photographs that ship inside scikit-image (labelled FALLBACK IMAGES).
 
 A recording or photograph of another format in the folder (``.ogg``, ``.mp3``; ``.webp``, ``.tiff``, ``.svg``,
@@ -547,7 +547,7 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
     copies = _copies(images, names, "image_dir", folder, "photograph")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))
                     + copies + _warn_left_out(left_out, "image_dir", folder),
-                    str(folder), fingerprint, tuple(images), tuple(names), len(all_files), seed,
+                    str(folder), _oriented_fingerprint(fingerprint, images), tuple(images), tuple(names), len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
@@ -556,7 +556,8 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
 
     Greyscale, palette, CMYK and RGBA photographs are converted (alpha dropped); 16-bit greyscale (Pillow modes
     ``I;16``, ``I;16B``, ``I;16L``) and 32-bit integer images whose values lie in 0..65535 (how some Pillow versions
-    open 16-bit PNGs) are scaled to 8 bits by v / 257, rounded. Refused: an unreadable file, one larger than
+    open 16-bit PNGs) are scaled to 8 bits by v / 257, rounded. A photograph whose EXIF orientation tag says it is
+    stored turned or mirrored (2 to 8) is turned upright first, as viewers show it. Refused: an unreadable file, one larger than
     ``max_pixels`` or than Pillow's decompression-bomb limit (read from the header, before decoding), a 32-bit
     integer image with values outside 0..65535 or a float image (no fixed value range to scale), and one smaller
     than :data:`MIN_IMAGE_SIDE` pixels on a side.
@@ -574,7 +575,8 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
                 if w * h > max_pixels:
                     raise _AboveCap(f"{p} is {w} x {h} pixels ({w * h:,}), above the cap of {max_pixels:,} pixels "
                                     "(setting max_image_pixels)", w * h, max_pixels)
-                rgb = _to_rgb(p, im)
+                orientation = _orientation(im)
+                rgb = _to_rgb(p, _upright(im) if orientation != 1 else im)
     except _Unusable:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -584,7 +586,43 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
     if min(rgb.size) < MIN_IMAGE_SIDE:
         raise _Unusable(f"{p} is {rgb.size[0]} x {rgb.size[1]} pixels; photographs of at least "
                         f"{MIN_IMAGE_SIDE} pixels a side are needed")
+    if orientation != 1:
+        rgb.info[_ORIENTED] = orientation
     return rgb
+
+
+#: The EXIF tag of a photograph's orientation (1: stored upright; 2 to 8: mirrored and/or turned by a quarter or half).
+_ORIENTATION_TAG = 0x0112
+#: Key of ``Image.info`` marking a photograph turned upright by its EXIF orientation (the tag's value).
+_ORIENTED = "aniso_exif_orientation"
+
+
+def _orientation(im) -> int:
+    """The EXIF orientation of an opened photograph, 2 to 8, else 1 (no tag, a value outside 1..8, or EXIF data
+    Pillow cannot parse: the pixels are taken as stored, as a viewer would show them)."""
+    try:
+        value = im.getexif().get(_ORIENTATION_TAG, 1)
+    except Exception:  # noqa: BLE001 - unparsable EXIF: the pixels as stored
+        return 1
+    return value if isinstance(value, int) and 2 <= value <= 8 else 1
+
+
+def _upright(im):
+    """``im`` turned and mirrored by its EXIF orientation, as viewers show it and as transformers' own image loading
+    reads it (``PIL.ImageOps.exif_transpose``)."""
+    from PIL import ImageOps
+
+    return ImageOps.exif_transpose(im)
+
+
+def _oriented_fingerprint(fingerprint: str, images: list) -> str:
+    """``fingerprint`` (over the files' bytes), extended by the photographs turned upright by their EXIF orientation:
+    a set read before orientations were applied is not served from a cache under the same bytes. A set with no
+    orientation tag keeps its fingerprint."""
+    turned = [im.info[_ORIENTED] for im in images if _ORIENTED in im.info]
+    if not turned:
+        return fingerprint
+    return hashlib.sha256(f"{fingerprint} exif-orientation {turned}".encode()).hexdigest()[:16]
 
 
 def _to_rgb(p: Path, im):
@@ -626,7 +664,8 @@ def load_images_excluding(measured: MediaSet) -> MediaSet:
                                 f"(n_images = {len(measured.items)}); none is left to train on")
     images, names, skipped = _usable(files, _read_image, "image_dir", folder, "photograph left to train on")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}, those not measured"
-                    + _skipped_note(skipped), str(folder), _files_fingerprint(files, {}), tuple(images),
+                    + _skipped_note(skipped), str(folder), _oriented_fingerprint(_files_fingerprint(files, {}), images),
+                    tuple(images),
                     tuple(names), len(files) + len(used), measured.seed,
                     dataset_fingerprint=measured.dataset_fingerprint, skipped=tuple(skipped))
 
