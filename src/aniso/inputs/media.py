@@ -47,6 +47,10 @@ MIN_SAMPLES = SAMPLE_RATE // 10
 #: clipping up to 4 times full scale, 12 dB over, is tolerated): a float file scaled wrongly (by 1000, or 1e30, which
 #: would make the models' spectrograms overflow to infinity) is no recording of speech as the models hear one.
 MAX_AMPLITUDE = 4.0
+#: Largest distance of a recording's samples from their mean (in full scale) that is still silence: one step of a
+#: 16-bit recording (2**-15). A recording that varies no more, all zeros or a constant offset (a DC level with no
+#: sound on it) whatever its level, is skipped as silent; the quietest LibriSpeech clip reaches about 0.1.
+SILENCE = 2.0 ** -15
 #: The sample rates a recording is read at (Hz), the lowest and highest: telephone speech is 8 kHz and studio audio
 #: at most 192 kHz; a header saying 1 Hz (20,000 samples would last 5.5 h) is a broken file, not speech.
 SAMPLE_RATES = (8_000, 192_000)
@@ -270,8 +274,9 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     seed : sampling seed
     max_seconds : longest clip kept (Whisper's window is 30 s)
 
-    A sampled file that cannot be used (unreadable, empty, shorter than :data:`MIN_SAMPLES`, silent) is skipped
-    with a :class:`SkippedInput` warning naming it and the reason, and listed in ``skipped``.
+    A sampled file that cannot be used (unreadable, empty, shorter than :data:`MIN_SAMPLES`, silent: all zeros or a
+    constant offset, varying by no more than :data:`SILENCE`) is skipped with a :class:`SkippedInput` warning naming
+    it and the reason, and listed in ``skipped``.
 
     Raises
     ------
@@ -324,12 +329,25 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     if peak > MAX_AMPLITUDE:  # a float file scaled wrongly: its spectrogram's power overflows float32 in the model
         raise _Unusable(f"{p} has samples of magnitude up to {peak:.3g}, beyond full scale; a recording's samples "
                         f"lie within [-1, 1] (at most {MAX_AMPLITUDE:g} times full scale is read)")
-    if clip.size < MIN_SAMPLES or not np.any(clip):
+    swing = _swing(audio[: int(max_seconds * rate)])
+    if clip.size < MIN_SAMPLES or not np.any(clip) or swing <= SILENCE:
         kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
-        raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak "
-                        f"{float(np.abs(clip).max(initial=0)):.3g}; at least {MIN_SAMPLES / SAMPLE_RATE:g} s of "
-                        "sound needed)")
+        peak = float(np.abs(clip).max(initial=0))
+        offset = (f", a constant offset: its samples vary by at most {swing:.3g} about their mean"
+                  if kind == "silent" and peak > SILENCE else "")
+        raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak {peak:.3g}{offset}; at least "
+                        f"{MIN_SAMPLES / SAMPLE_RATE:g} s of sound needed)")
     return clip
+
+
+def _swing(audio: np.ndarray) -> float:
+    """The largest distance of a recording's samples from their mean (each channel's own), in full scale: 0 for an
+    all-zero recording and for a constant (a DC offset), whatever its level. Taken on the file's own samples, before
+    resampling (whose filter rings at a constant's ends)."""
+    if audio.size == 0:
+        return 0.0
+    samples = audio.astype(np.float64).reshape(audio.shape[0], -1)
+    return float(np.abs(samples - samples.mean(axis=0)).max())
 
 
 #: How many of the reasons a sample with no usable file gives in its one line (each skipped file has its warning).
