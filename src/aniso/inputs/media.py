@@ -565,7 +565,8 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
     copies = _copies(images, names, "image_dir", folder, "photograph")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))
                     + copies + _warn_left_out(left_out, "image_dir", folder),
-                    str(folder), _oriented_fingerprint(fingerprint, images), tuple(images), tuple(names), len(all_files), seed,
+                    str(folder), _oriented_fingerprint(fingerprint, images), tuple(images), tuple(names),
+                    len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
@@ -575,10 +576,10 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
     Greyscale, palette, CMYK and RGBA photographs are converted (alpha dropped); 16-bit greyscale (Pillow modes
     ``I;16``, ``I;16B``, ``I;16L``) and 32-bit integer images whose values lie in 0..65535 (how some Pillow versions
     open 16-bit PNGs) are scaled to 8 bits by v / 257, rounded. A photograph whose EXIF orientation tag says it is
-    stored turned or mirrored (2 to 8) is turned upright first, as viewers show it. Refused: an unreadable file, one larger than
-    ``max_pixels`` or than Pillow's decompression-bomb limit (read from the header, before decoding), a 32-bit
-    integer image with values outside 0..65535 or a float image (no fixed value range to scale), and one smaller
-    than :data:`MIN_IMAGE_SIDE` pixels on a side.
+    stored turned or mirrored (2 to 8) is turned upright first, as viewers show it. Refused: an unreadable file, one
+    larger than ``max_pixels`` or than Pillow's decompression-bomb limit (read from the header, before decoding), a
+    32-bit integer image with values outside 0..65535 or a float image (no fixed value range to scale), and one
+    smaller than :data:`MIN_IMAGE_SIDE` pixels on a side.
     """
     from PIL import Image
 
