@@ -4,7 +4,7 @@ Speech: 16 kHz mono audio (other rates are resampled with
 ``scipy.signal.resample_poly``), read with ``soundfile`` from ``*.flac`` /
 ``*.wav`` files; when no folder is given and the hub is reachable, LibriSpeech
 validation clips through ``datasets``. Images: ``*.jpg`` / ``*.jpeg`` /
-``*.png`` read with Pillow as RGB; when no folder is given, the sample
+``*.png`` read with Pillow as RGB, turned upright by their EXIF orientation tag; when no folder is given, the sample
 photographs that ship inside scikit-image (labelled FALLBACK IMAGES).
 
 A recording or photograph of another format in the folder (``.ogg``, ``.mp3``; ``.webp``, ``.tiff``, ``.svg``,
@@ -47,6 +47,10 @@ MIN_SAMPLES = SAMPLE_RATE // 10
 #: clipping up to 4 times full scale, 12 dB over, is tolerated): a float file scaled wrongly (by 1000, or 1e30, which
 #: would make the models' spectrograms overflow to infinity) is no recording of speech as the models hear one.
 MAX_AMPLITUDE = 4.0
+#: Largest distance of a recording's samples from their mean (in full scale) that is still silence: one step of a
+#: 16-bit recording (2**-15). A recording that varies no more, all zeros or a constant offset (a DC level with no
+#: sound on it) whatever its level, is skipped as silent; the quietest LibriSpeech clip reaches about 0.1.
+SILENCE = 2.0 ** -15
 #: The sample rates a recording is read at (Hz), the lowest and highest: telephone speech is 8 kHz and studio audio
 #: at most 192 kHz; a header saying 1 Hz (20,000 samples would last 5.5 h) is a broken file, not speech.
 SAMPLE_RATES = (8_000, 192_000)
@@ -270,8 +274,9 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     seed : sampling seed
     max_seconds : longest clip kept (Whisper's window is 30 s)
 
-    A sampled file that cannot be used (unreadable, empty, shorter than :data:`MIN_SAMPLES`, silent) is skipped
-    with a :class:`SkippedInput` warning naming it and the reason, and listed in ``skipped``.
+    A sampled file that cannot be used (unreadable, empty, shorter than :data:`MIN_SAMPLES`, silent: all zeros or a
+    constant offset, varying by no more than :data:`SILENCE`) is skipped with a :class:`SkippedInput` warning naming
+    it and the reason, and listed in ``skipped``.
 
     Raises
     ------
@@ -324,12 +329,25 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
     if peak > MAX_AMPLITUDE:  # a float file scaled wrongly: its spectrogram's power overflows float32 in the model
         raise _Unusable(f"{p} has samples of magnitude up to {peak:.3g}, beyond full scale; a recording's samples "
                         f"lie within [-1, 1] (at most {MAX_AMPLITUDE:g} times full scale is read)")
-    if clip.size < MIN_SAMPLES or not np.any(clip):
+    swing = _swing(audio[: int(max_seconds * rate)])
+    if clip.size < MIN_SAMPLES or not np.any(clip) or swing <= SILENCE:
         kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
-        raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak "
-                        f"{float(np.abs(clip).max(initial=0)):.3g}; at least {MIN_SAMPLES / SAMPLE_RATE:g} s of "
-                        "sound needed)")
+        peak = float(np.abs(clip).max(initial=0))
+        offset = (f", a constant offset: its samples vary by at most {swing:.3g} about their mean"
+                  if kind == "silent" and peak > SILENCE else "")
+        raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak {peak:.3g}{offset}; at least "
+                        f"{MIN_SAMPLES / SAMPLE_RATE:g} s of sound needed)")
     return clip
+
+
+def _swing(audio: np.ndarray) -> float:
+    """The largest distance of a recording's samples from their mean (each channel's own), in full scale: 0 for an
+    all-zero recording and for a constant (a DC offset), whatever its level. Taken on the file's own samples, before
+    resampling (whose filter rings at a constant's ends)."""
+    if audio.size == 0:
+        return 0.0
+    samples = audio.astype(np.float64).reshape(audio.shape[0], -1)
+    return float(np.abs(samples - samples.mean(axis=0)).max())
 
 
 #: How many of the reasons a sample with no usable file gives in its one line (each skipped file has its warning).
@@ -547,7 +565,8 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
     copies = _copies(images, names, "image_dir", folder, "photograph")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))
                     + copies + _warn_left_out(left_out, "image_dir", folder),
-                    str(folder), fingerprint, tuple(images), tuple(names), len(all_files), seed,
+                    str(folder), _oriented_fingerprint(fingerprint, images), tuple(images), tuple(names),
+                    len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
 
 
@@ -556,10 +575,11 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
 
     Greyscale, palette, CMYK and RGBA photographs are converted (alpha dropped); 16-bit greyscale (Pillow modes
     ``I;16``, ``I;16B``, ``I;16L``) and 32-bit integer images whose values lie in 0..65535 (how some Pillow versions
-    open 16-bit PNGs) are scaled to 8 bits by v / 257, rounded. Refused: an unreadable file, one larger than
-    ``max_pixels`` or than Pillow's decompression-bomb limit (read from the header, before decoding), a 32-bit
-    integer image with values outside 0..65535 or a float image (no fixed value range to scale), and one smaller
-    than :data:`MIN_IMAGE_SIDE` pixels on a side.
+    open 16-bit PNGs) are scaled to 8 bits by v / 257, rounded. A photograph whose EXIF orientation tag says it is
+    stored turned or mirrored (2 to 8) is turned upright first, as viewers show it. Refused: an unreadable file, one
+    larger than ``max_pixels`` or than Pillow's decompression-bomb limit (read from the header, before decoding), a
+    32-bit integer image with values outside 0..65535 or a float image (no fixed value range to scale), and one
+    smaller than :data:`MIN_IMAGE_SIDE` pixels on a side.
     """
     from PIL import Image
 
@@ -574,7 +594,8 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
                 if w * h > max_pixels:
                     raise _AboveCap(f"{p} is {w} x {h} pixels ({w * h:,}), above the cap of {max_pixels:,} pixels "
                                     "(setting max_image_pixels)", w * h, max_pixels)
-                rgb = _to_rgb(p, im)
+                orientation = _orientation(im)
+                rgb = _to_rgb(p, _upright(im) if orientation != 1 else im)
     except _Unusable:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -584,7 +605,43 @@ def _read_image(p: Path, max_pixels: int = MAX_IMAGE_PIXELS):
     if min(rgb.size) < MIN_IMAGE_SIDE:
         raise _Unusable(f"{p} is {rgb.size[0]} x {rgb.size[1]} pixels; photographs of at least "
                         f"{MIN_IMAGE_SIDE} pixels a side are needed")
+    if orientation != 1:
+        rgb.info[_ORIENTED] = orientation
     return rgb
+
+
+#: The EXIF tag of a photograph's orientation (1: stored upright; 2 to 8: mirrored and/or turned by a quarter or half).
+_ORIENTATION_TAG = 0x0112
+#: Key of ``Image.info`` marking a photograph turned upright by its EXIF orientation (the tag's value).
+_ORIENTED = "aniso_exif_orientation"
+
+
+def _orientation(im) -> int:
+    """The EXIF orientation of an opened photograph, 2 to 8, else 1 (no tag, a value outside 1..8, or EXIF data
+    Pillow cannot parse: the pixels are taken as stored, as a viewer would show them)."""
+    try:
+        value = im.getexif().get(_ORIENTATION_TAG, 1)
+    except Exception:  # noqa: BLE001 - unparsable EXIF: the pixels as stored
+        return 1
+    return value if isinstance(value, int) and 2 <= value <= 8 else 1
+
+
+def _upright(im):
+    """``im`` turned and mirrored by its EXIF orientation, as viewers show it and as transformers' own image loading
+    reads it (``PIL.ImageOps.exif_transpose``)."""
+    from PIL import ImageOps
+
+    return ImageOps.exif_transpose(im)
+
+
+def _oriented_fingerprint(fingerprint: str, images: list) -> str:
+    """``fingerprint`` (over the files' bytes), extended by the photographs turned upright by their EXIF orientation:
+    a set read before orientations were applied is not served from a cache under the same bytes. A set with no
+    orientation tag keeps its fingerprint."""
+    turned = [im.info[_ORIENTED] for im in images if _ORIENTED in im.info]
+    if not turned:
+        return fingerprint
+    return hashlib.sha256(f"{fingerprint} exif-orientation {turned}".encode()).hexdigest()[:16]
 
 
 def _to_rgb(p: Path, im):
@@ -626,7 +683,8 @@ def load_images_excluding(measured: MediaSet) -> MediaSet:
                                 f"(n_images = {len(measured.items)}); none is left to train on")
     images, names, skipped = _usable(files, _read_image, "image_dir", folder, "photograph left to train on")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}, those not measured"
-                    + _skipped_note(skipped), str(folder), _files_fingerprint(files, {}), tuple(images),
+                    + _skipped_note(skipped), str(folder), _oriented_fingerprint(_files_fingerprint(files, {}), images),
+                    tuple(images),
                     tuple(names), len(files) + len(used), measured.seed,
                     dataset_fingerprint=measured.dataset_fingerprint, skipped=tuple(skipped))
 

@@ -875,7 +875,10 @@ def _declared_tokenizer_class(folder: str | Path | None) -> str | None:
 def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = None) -> str | None:
     """Why a loaded tokenizer is not the model's own, as one phrase naming the file and field, else None.
 
-    Four checks, each one a tokenizer of another model fails while every model's own passes:
+    First, a tokenizer text file that begins with a UTF-8 byte-order mark while a token of the vocabulary carries the
+    mark (a vocab.txt saved with one: its first token reads '\ufeff[PAD]') is named as the cause: the files are the
+    model's own, saved with the mark. Then four checks, each one a tokenizer of another model fails while every
+    model's own passes:
 
     - the class ``tokenizer_config.json``'s ``tokenizer_class`` names belongs to another model family than the
       config's ``model_type`` (transformers' tokenizer of that type; neither class derives from the other; a generic
@@ -898,6 +901,13 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
 
     config = getattr(model, "config", None)
     files = _tokenizer_files(folder)
+    marked = _byte_order_marked(folder)
+    if marked:
+        token = next((t for t in _vocabulary(tokenizer) if isinstance(t, str) and t.startswith(_BOM)), None)
+        if token is not None:
+            return (f"{_listed(marked)} {'begins' if len(marked) == 1 else 'begin'} with a UTF-8 byte-order mark, so "
+                    f"the tokenizer's token {token!r} reads the mark as part of it: save "
+                    f"{'it' if len(marked) == 1 else 'them'} as UTF-8 without the mark")
     model_type = getattr(config, "model_type", None)
     declared = _declared_tokenizer_class(folder)
     own = TOKENIZER_MAPPING_NAMES.get(model_type) if isinstance(model_type, str) else None
@@ -924,12 +934,7 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
         embeddings = None
     rows = getattr(embeddings, "num_embeddings", None)
     if isinstance(rows, int):
-        try:
-            backend = getattr(tokenizer, "backend_tokenizer", None)
-            vocab = (backend.get_vocab(with_added_tokens=False) if backend is not None
-                     else dict(getattr(tokenizer, "vocab", None) or tokenizer.get_vocab()))
-        except (AttributeError, TypeError, NotImplementedError):
-            vocab = {}
+        vocab = _vocabulary(tokenizer)
         past = [(i, t) for t, i in vocab.items() if isinstance(i, int) and i >= rows]
         if past and len(vocab) <= rows:  # more tokens than rows: the config is too small, as the extraction says
             i, token = max(past)
@@ -950,6 +955,41 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
                     f"vocabulary (a tokenizer must cover at least {MIN_VOCABULARY_COVER:.0%} of the embedding's rows; "
                     "a truncated download?); give the model's own tokenizer files")
     return None
+
+
+def _vocabulary(tokenizer: Any) -> dict:
+    """A tokenizer's own vocabulary, ``{token: id}`` (added tokens aside; {} when it cannot be read)."""
+    try:
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        return (backend.get_vocab(with_added_tokens=False) if backend is not None
+                else dict(getattr(tokenizer, "vocab", None) or tokenizer.get_vocab()))
+    except (AttributeError, TypeError, NotImplementedError):
+        return {}
+
+
+_BOM = "\ufeff"
+#: The tokenizer files that are text, read as UTF-8 without a byte-order mark: a vocab.txt saved with one reads its
+#: first token as '\ufeff[PAD]' (a JSON file with one does not parse, and is named as not valid JSON).
+_TOKENIZER_TEXT_FILES = ("vocab.txt", "merges.txt", "bpe.codes", "tokenizer.json", "vocab.json")
+
+
+def _byte_order_marked(folder: str | Path | None) -> list[str]:
+    """The tokenizer text files of ``folder`` that begin with a UTF-8 byte-order mark."""
+    if folder is None:
+        return []
+    marked = []
+    for name in _TOKENIZER_TEXT_FILES:
+        try:
+            with open(Path(folder) / name, "rb") as f:
+                if f.read(3) == _BOM.encode():
+                    marked.append(name)
+        except OSError:
+            continue
+    return marked
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 #: The least share of the input embedding's rows (config.json ``vocab_size``) a model's tokenizer holds
