@@ -362,6 +362,22 @@ class LayerAccumulator:
         return self._cached("gram", lambda: _host(self.gram_tensor()).astype(np.float64))
 
     @property
+    def spread(self) -> float:
+        """Σ_i ‖x_i − x̄‖² / Σ_i ‖x_i‖² over the layer's vectors, from the first-order sums (Σ x, Σ x∘x), read to the
+        host in float64: 0 when every vector is the same one (a model that ignores its inputs), 1 when their mean is
+        0; NaN when every vector is zero or there is none. Its rounding is that of the sums' dtype
+        (:func:`accumulation_dtype`) times the count, far below any spread real hidden states have."""
+        def read():
+            n = self.count
+            squares = float(self._first._sq_sum.double().sum())
+            if n == 0 or squares == 0.0:
+                return float("nan")
+            mean_squares = float(self._first._vector_sum.double().square().sum()) / n
+            return max(squares - mean_squares, 0.0) / squares
+
+        return self._cached("spread", read)
+
+    @property
     def n_zero(self) -> int:
         """Vectors of norm 0 (left out of the cosine)."""
         return self._cached("n_zero", lambda: int(self._first._n_zero))

@@ -454,12 +454,24 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
     return stats
 
 
+#: Largest :attr:`~aniso.stats.accumulators.LayerAccumulator.spread` of a layer whose hidden states are one vector
+#: repeated (rounding only): real hidden states spread by 10⁻³ of their squared norm or more, even at avg cos 0.999.
+SAME_VECTOR_SPREAD = 1e-9
+
+
 def _check_two_vectors(model_id: str, modality: Modality, stats: ModelStats) -> None:
     """InputsRefused naming the setting that counts the inputs when a layer has fewer than 2 non-zero vectors (a CNN
     pools one photograph into one vector: ``n_images`` 1 gives one per layer), where avg cos has no pair to take; a
-    :class:`ModelRefused` naming the layer when the inputs gave it 2 vectors or more and the model made them zero."""
+    :class:`ModelRefused` naming the layer when the inputs gave it 2 vectors or more and the model made them zero,
+    or made every one the same vector (:data:`SAME_VECTOR_SPREAD`)."""
     few = min((acc.n_nonzero for acc in stats.layers), default=2)
     if few >= 2:
+        for name, acc in zip(stats.layer_names, stats.layers):
+            if acc.spread <= SAME_VECTOR_SPREAD:  # one vector repeated: SVD anisotropy, TwoNN, IsoScore are 0/0
+                raise ModelRefused(f"{model_id}: layer {name}: its {acc.count} hidden states are one vector "
+                                   f"(spread {acc.spread:.1e} of their squared norm): the model ignores its inputs "
+                                   "(weights zero but the norms'?), and SVD anisotropy, TwoNN and IsoScore have no "
+                                   "spread to measure")
         return
     layer, acc = min(enumerate(stats.layers), key=lambda item: item[1].n_nonzero)
     if acc.count >= 2:  # the inputs gave vectors enough: the model made them zero
