@@ -908,6 +908,11 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
             return (f"{_listed(marked)} {'begins' if len(marked) == 1 else 'begin'} with a UTF-8 byte-order mark, so "
                     f"the tokenizer's token {token!r} reads the mark as part of it: save "
                     f"{'it' if len(marked) == 1 else 'them'} as UTF-8 without the mark")
+    inside = _byte_order_mark_inside(folder)
+    if inside is not None:
+        name, number, line = inside
+        return (f"{name} line {number} holds a UTF-8 byte-order mark ({line!r}), which the tokenizer reads as part "
+                "of that token (files joined together?): remove the mark")
     model_type = getattr(config, "model_type", None)
     declared = _declared_tokenizer_class(folder)
     own = TOKENIZER_MAPPING_NAMES.get(model_type) if isinstance(model_type, str) else None
@@ -971,6 +976,31 @@ _BOM = "\ufeff"
 #: The tokenizer files that are text, read as UTF-8 without a byte-order mark: a vocab.txt saved with one reads its
 #: first token as '\ufeff[PAD]' (a JSON file with one does not parse, and is named as not valid JSON).
 _TOKENIZER_TEXT_FILES = ("vocab.txt", "merges.txt", "bpe.codes", "tokenizer.json", "vocab.json")
+
+
+#: The tokenizer files read one token (or merge) per line, in which a byte-order mark past the first line is a
+#: token's first character: the mark of a file joined onto another (JSON files may hold the character as a token).
+_TOKENIZER_LINE_FILES = ("vocab.txt", "merges.txt", "bpe.codes")
+
+
+def _byte_order_mark_inside(folder: str | Path | None) -> tuple[str, int, str] | None:
+    """The first line past the first of a line-per-token tokenizer file of ``folder`` (:data:`_TOKENIZER_LINE_FILES`)
+    that holds a UTF-8 byte-order mark, as (file name, line number from 1, the line); None when none does."""
+    if folder is None:
+        return None
+    mark = _BOM.encode()
+    for name in _TOKENIZER_LINE_FILES:
+        try:
+            data = (Path(folder) / name).read_bytes()
+        except OSError:
+            continue
+        at = data.find(mark, 1)
+        if at > 0:
+            number = data.count(b"\n", 0, at) + 1
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at)
+            return name, number, data[start:end if end >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r")
+    return None
 
 
 def _byte_order_marked(folder: str | Path | None) -> list[str]:
