@@ -330,11 +330,13 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
         raise _Unusable(f"{p} has samples of magnitude up to {peak:.3g}, beyond full scale; a recording's samples "
                         f"lie within [-1, 1] (at most {MAX_AMPLITUDE:g} times full scale is read)")
     swing = _swing(audio[: int(max_seconds * rate)])
-    if clip.size < MIN_SAMPLES or not np.any(clip) or swing <= SILENCE:
+    sounding = _sounding_seconds(audio[: int(max_seconds * rate)], rate)
+    if clip.size < MIN_SAMPLES or not np.any(clip) or swing <= SILENCE or sounding < MIN_SAMPLES / SAMPLE_RATE:
         kind = "silent" if clip.size >= MIN_SAMPLES else "empty" if clip.size == 0 else "too short"
         peak = float(np.abs(clip).max(initial=0))
-        offset = (f", a constant offset: its samples vary by at most {swing:.3g} about their mean"
-                  if kind == "silent" and peak > SILENCE else "")
+        offset = ("" if kind != "silent" or peak <= SILENCE else
+                  f", a constant offset: its samples vary by at most {swing:.3g} about their mean" if swing <= SILENCE
+                  else f", constant stretches: its samples change from one to the next in {sounding:.2g} s of it")
         raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak {peak:.3g}{offset}; at least "
                         f"{MIN_SAMPLES / SAMPLE_RATE:g} s of sound needed)")
     return clip
@@ -348,6 +350,17 @@ def _swing(audio: np.ndarray) -> float:
         return 0.0
     samples = audio.astype(np.float64).reshape(audio.shape[0], -1)
     return float(np.abs(samples - samples.mean(axis=0)).max())
+
+
+def _sounding_seconds(audio: np.ndarray, rate: int) -> float:
+    """How long a recording sounds, in seconds: the samples that differ from the one before by more than
+    :data:`SILENCE` (in the channel where most do), at ``rate``. Constant stretches (a DC offset, a step from one level
+    to another, a recording held at one value) do not sound; speech changes at nearly every sample. Taken on the
+    file's own samples, before resampling."""
+    if audio.shape[0] < 2:
+        return 0.0
+    samples = audio.astype(np.float64).reshape(audio.shape[0], -1)
+    return float((np.abs(np.diff(samples, axis=0)) > SILENCE).sum(axis=0).max()) / rate
 
 
 #: How many of the reasons a sample with no usable file gives in its one line (each skipped file has its warning).
