@@ -56,15 +56,16 @@ def test_a_hub_id_of_a_registry_row_points_at_the_row(clean_env, capsys):
 
 
 def test_a_registry_id_that_is_also_a_folder_here_says_which_runs(clean_env, monkeypatch):
-    """`aniso run gpt2` beside a folder ./gpt2 runs the registry's row; the run says so, and how to run the folder."""
+    """`aniso run gpt2` beside a folder ./gpt2 runs the registry's row; the run says so, and that the folder is run
+    under another name (`aniso run ./gpt2` would take the row's id)."""
     (clean_env / "gpt2").mkdir()
     monkeypatch.chdir(clean_env)
     said = []
     monkeypatch.setattr("pytest.main", lambda *a, **k: 5)  # what runs after the choice is not this test's
     api.run_claims("gpt2", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml", claims_dir=ROOT / "claims",
                    say=said.append)
-    assert said[0] == "gpt2 is a registry id and also a path here; running the registry's row (for the folder: " \
-                      "aniso run ./gpt2)", said
+    assert said[0] == "gpt2 is a registry id and also a path here; running the registry's row, not the path " \
+                      "(whose id would be the row's: rename it to measure it)", said
 
 
 def test_stats_says_why_a_column_is_nan():

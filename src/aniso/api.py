@@ -28,6 +28,7 @@ import errno
 import functools
 import numbers
 import os
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -459,6 +460,9 @@ def _entry(model: str | Path, registry):
 
     text = str(model)
     if any(e.id == text for e in registry):
+        note = _id_and_path(text, registry)
+        if note is not None:
+            warnings.warn(note, RuntimeWarning, stacklevel=3)
         return registry.get(text)
     try:
         problem = _path_problem(text)
@@ -478,6 +482,24 @@ def _entry(model: str | Path, registry):
             return own
         raise ValueError(f"model {_id_taken(text, row['id'], registry)}")
     return ModelEntry.model_validate(row)
+
+
+def _id_and_path(model: str, registry) -> str | None:
+    """The note for a ``model`` that is a registry id and also a file or folder here which is not that row's source:
+    the row is measured, not the folder (whose id would be the row's, so it is measured only under another name);
+    None when ``model`` is no path here, or is the row's own source."""
+    if not _is_path_here(model):
+        return None
+    from .sources.detect import detect_entry
+
+    try:
+        row = detect_entry(model)
+    except (ValueError, OSError):
+        row = None
+    if row is not None and _row_of_source(row, registry) is not None:
+        return None
+    return (f"{model} is a registry id and also a path here; measuring the registry's row, not the path (whose id "
+            f"would be the row's: rename it to measure it)")
 
 
 def _row_of_source(row: dict, registry):
@@ -1302,9 +1324,9 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
         try:
             if any(e.id == model for e in reg):
                 model_id = model
-                if _is_path_here(model):  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
-                    say(f"{model} is a registry id and also a path here; running the registry's row (for the "
-                        f"folder: aniso run ./{model})")
+                note = _id_and_path(model, reg)  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
+                if note is not None:
+                    say(note.replace("measuring the registry's row", "running the registry's row"))
                 from .sources import SourceContext, declared_files_problem
 
                 declared = declared_files_problem(reg.get(model), SourceContext(

@@ -147,10 +147,13 @@ def _stats_entry(model: str, registry):
     :func:`aniso.measure` detect it (:func:`aniso.api._entry`), in a registry of that entry alone. Raises ValueError
     (one line) naming ``model``: an unknown registry id as the registry says it, a folder or hub id that cannot be
     detected as the detection says it."""
-    from .api import _entry, _is_path_here
+    from .api import _entry, _id_and_path, _is_path_here
     from .registry.entries import Registry
 
     if any(e.id == model for e in registry) or not (_is_path_here(model) or "/" in model):
+        note = _id_and_path(model, registry) if any(e.id == model for e in registry) else None
+        if note is not None:
+            print(f"aniso stats: {note}", file=sys.stderr)
         return registry.get(model), registry
     entry = _entry(model, registry)
     return entry, Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
