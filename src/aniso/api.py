@@ -413,7 +413,14 @@ def _is_path_here(model: str) -> bool:
 
 
 def _path_problem(model: str) -> str | None:
-    """Why ``model`` cannot be a path at all (a name longer than the system takes), in words, or None."""
+    """Why ``model`` cannot be a path at all (a name longer than the system takes, or one holding a byte that is no
+    UTF-8, which a registry row cannot name), in words, or None."""
+    try:
+        model.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a file name's undecodable byte, as Python gives it (surrogateescape)
+        raw = model[exc.start:exc.end].encode("utf-8", "surrogateescape")
+        return (f"its name holds a byte that is no UTF-8 ({raw!r} at character {exc.start + 1}), which a registry "
+                "row cannot name; rename the file or folder")
     try:
         os.stat(os.path.expanduser(model))
     except OSError as exc:
