@@ -411,7 +411,8 @@ def detected_id(name: str) -> str:
     """The registry id of a model detected from a folder, file or hub id ``name``: its letters with accents as the
     letters without them (``é`` as ``e``), its other characters outside ``[A-Za-z0-9._-]`` as ``-``, beginning with a
     letter or digit (``"model"`` when none is left). When a letter or digit of the name has no such ASCII form (``模型``,
-    ``ß``; a byte of a file name that is no UTF-8 counts as one), or when the id is longer than a registry id may be, the id ends with ``-`` and 8 hex digits of the whole
+    ``ß``; a byte of a file name that is no UTF-8 counts as one), when nothing of the name is left (``🤗``, ``-.-``:
+    ``model`` and the digest), or when the id is longer than a registry id may be, the id ends with ``-`` and 8 hex digits of the whole
     name's SHA-256 (kept to its first 119 characters before them), so that two names that differ only there get two
     ids rather than one, and no folder takes another's id by losing its letters. Always a valid registry id
     (:data:`aniso.registry.entries.ID_PATTERN`)."""
@@ -427,7 +428,9 @@ def detected_id(name: str) -> str:
         else:
             lost = lost or unicodedata.category(char)[0] in "LN" or unicodedata.category(char) == "Cs"
             kept.append("-")
-    ident = re.sub(r"[^A-Za-z0-9._\-]", "-", "".join(kept)).lstrip("-._").rstrip("-") or "model"
+    ident = re.sub(r"[^A-Za-z0-9._\-]", "-", "".join(kept)).lstrip("-._").rstrip("-")
+    lost = lost or (not ident and name not in ("", "model"))  # nothing left of the name (🤗, -.-): its digest says it
+    ident = ident or "model"
     if lost or len(ident) > DETECTED_ID_MAX:
         digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         ident = f"{ident[:_DETECTED_ID_KEPT]}-{digest}"
