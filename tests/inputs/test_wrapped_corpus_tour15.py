@@ -45,3 +45,14 @@ def test_unwrapped_layouts_are_read_as_before(tmp_path, layout):
     path = tmp_path / "c.txt"
     path.write_text(text)
     assert len(corpus_paragraphs(path)) >= 2
+
+
+def test_a_markdown_corpus_of_headings_and_lists_is_not_taken_for_wrapped_prose(tmp_path):
+    """Markdown (a heading, a paragraph, a two-item list in each section) was refused as "hard-wrapped at 16
+    characters": its blocks are lists, read one item per line."""
+    text = "\n\n".join(f"## Section {i}\n\n{p}\n\n- first item of {i}\n- second item of {i}"
+                       for i, p in enumerate(PARAGRAPHS))
+    assert hard_wrapped(text) is None
+    path = tmp_path / "notes.md"
+    path.write_text(text + "\n")
+    assert len(corpus_paragraphs(path)) == 4 * len(PARAGRAPHS)

@@ -352,6 +352,14 @@ WRAP_LINES_CHECKED = 2000
 _SENTENCE_END = tuple('.!?:;…"\'”’)]»')
 
 
+#: The narrowest width :func:`hard_wrapped` takes for prose wrapped at a width (``fmt`` and e-mail wrap at 60-80).
+WRAP_MIN_WIDTH = 40
+
+#: A line that begins a list item, a heading or a quotation in Markdown (``- item``, ``1. item``, ``# Title``,
+#: ``> quoted``): a block of such lines is a list, not a paragraph wrapped at a width.
+_MARKED_LINE = re.compile(r"^(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|>)")
+
+
 def hard_wrapped(text: str) -> str | None:
     """Whether a corpus file's ``text`` is prose hard-wrapped at a width (each paragraph spread over several lines,
     blank lines between paragraphs, as plain-text books and e-mail are), said as a clause for a refusal
@@ -360,10 +368,12 @@ def hard_wrapped(text: str) -> str | None:
     would be measured on line fragments.
 
     The rule, over the first :data:`WRAP_LINES_CHECKED` non-blank lines: the blocks of non-blank lines between blank
-    lines that hold 2 lines or more are at least 2 and hold at least half the lines; at least half of their lines
-    but the last end mid-sentence (not on ``. ! ? : ;``, a closing quote or bracket); and at least 80% of those
-    lines are at least 70% as long as the longest (the width they were wrapped at). WikiText (one paragraph per
-    line, a blank line after each), one sentence per line, and verse (lines of any length) are not wrapped prose.
+    lines that hold 2 lines or more, none past the first a Markdown list item, heading or quotation
+    (:data:`_MARKED_LINE`), are at least 2 and hold at least half the lines; at least half of their lines but the
+    last end mid-sentence (not on ``. ! ? : ;``, a closing quote or bracket); at least 80% of those lines are at
+    least 70% as long as the longest (the width they were wrapped at), which is :data:`WRAP_MIN_WIDTH` or more.
+    WikiText (one paragraph per line, a blank line after each), one sentence per line, Markdown lists and verse
+    (lines of any length) are not wrapped prose.
     """
     blocks: list[list[str]] = [[]]
     seen = 0
@@ -379,7 +389,7 @@ def hard_wrapped(text: str) -> str | None:
         seen += 1
         if seen == WRAP_LINES_CHECKED:
             break
-    several = [b for b in blocks if len(b) >= 2]
+    several = [b for b in blocks if len(b) >= 2 and not any(_MARKED_LINE.match(line) for line in b[1:])]
     in_several = sum(len(b) for b in several)
     if len(several) < 2 or 2 * in_several < seen:
         return None
@@ -387,7 +397,7 @@ def hard_wrapped(text: str) -> str | None:
     mid_sentence = sum(not line.endswith(_SENTENCE_END) for line in broken)
     width = max(len(line) for b in several for line in b)
     full = sum(len(line) >= 0.7 * width for line in broken)
-    if 2 * mid_sentence < len(broken) or full < 0.8 * len(broken):
+    if 2 * mid_sentence < len(broken) or full < 0.8 * len(broken) or width < WRAP_MIN_WIDTH:
         return None
     return (f"{len(several)} of its {sum(1 for b in blocks if b)} paragraphs (blocks between blank lines) run over "
             f"several lines of at most {width} characters, broken mid-sentence")
