@@ -1165,6 +1165,9 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     known, rest = parser.parse_known_args(list(pytest_args))
     for arg in rest:  # a misspelt setting option: one line naming it, rather than pytest's usage dump
         option = arg.split("=", 1)[0]
+        if option.startswith("--aniso-") and len(arg.split()) > 1 and arg.split()[0] in parser._option_string_actions:
+            raise ValueError(f"unknown option {arg!r} after --: an option and its value quoted as one word; write "
+                             f"them apart, {' '.join(arg.split())}")
         if option.startswith("--aniso-"):
             raise ValueError(f"unknown option {option} after --" + _did_you_mean(option, parser._option_string_actions))
     return {k: v for k, v in vars(known).items() if v is not None}
