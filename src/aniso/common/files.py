@@ -226,6 +226,10 @@ def not_a_regular_file(path: str | Path) -> str | None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
+        stripped = str(path).strip()
+        if stripped and stripped != str(path) and os.path.exists(stripped):  # 'c.txt\r' from a file of CRLF lines
+            return (f"does not exist: its name, {str(path)!r}, has blanks or a line end at its ends, and "
+                    f"{stripped} exists (a value read from a file with Windows line ends?)")
         return "does not exist"
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
