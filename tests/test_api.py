@@ -65,6 +65,8 @@ def test_measure_an_in_memory_model_equals_the_direct_computation():
     assert model.training
     frame = stats.to_frame()
     assert list(frame["layer"]) == ["0", "1", "2"] and len(frame) == 3
+    # the layer's name is text; its position an int, to select and sort by (frame.layer == 2 is never true)
+    assert list(frame["layer_index"]) == [0, 1, 2] and frame["layer_index"].dtype.kind == "i"
     for column in ("layer", "avg_cos", "drift_norm", "svd_anisotropy", "twonn", "q95", "isoscore", "count"):
         assert column in frame.columns
     model.eval()

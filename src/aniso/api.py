@@ -142,14 +142,16 @@ class LayerStats:
                    dict(meta.get("corpus") or {}), dict(meta.get("settings") or {}), meta, stats)
 
     def to_frame(self):
-        """A pandas DataFrame, one row per layer in order: column ``layer`` (its name), then every field of
+        """A pandas DataFrame, one row per layer in order: column ``layer`` (its name, text: ``"0"``, ``"12"``, or a
+        named output), ``layer_index`` (its position, an int from 0, the embeddings' output where the model gives
+        one: the column to select, sort or plot layers by), then every field of
         :class:`aniso.stats.results.LayerSummary`, ``mean_cosine*`` named ``avg_cos*`` (``avg_cos``, ``drift_norm``,
         ``mean_norm``, ``svd_anisotropy``, ``svd_anisotropy_batch_mean``, ``twonn``, ``isoscore``, ``q95``, ``dim``,
         ``count``, ...). Statistics not kept (first order only) are NaN."""
         import pandas as pd
 
-        rows = [{"layer": name} | {_COLUMN.get(k, k): v for k, v in asdict(s).items()}
-                for name, s in zip(self.layer_names, self.layers)]
+        rows = [{"layer": name, "layer_index": i} | {_COLUMN.get(k, k): v for k, v in asdict(s).items()}
+                for i, (name, s) in enumerate(zip(self.layer_names, self.layers))]
         return pd.DataFrame(rows)
 
     def _repr_html_(self) -> str:  # a notebook shows the table
