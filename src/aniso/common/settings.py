@@ -639,6 +639,18 @@ def parse_text(name: str, text: object, where: str) -> object:
     return text
 
 
+def options_taken_as_paths(args) -> str | None:
+    """The one-line refusal of pytest's file arguments (``config.args``) that are setting options: pytest takes
+    whatever follows ``--`` as files or folders to collect, so ``pytest claims/ -- --aniso-n-sequences 8`` (the form
+    of ``aniso run MODEL -- OPTIONS``, which alone passes options on after ``--``) would end in "file or directory
+    not found: --aniso-n-sequences". None when no file argument begins with ``--aniso-``."""
+    option = next((str(a) for a in args if str(a).startswith("--aniso-")), None)
+    if option is None:
+        return None
+    return (f"{option} was given after `--`, where pytest takes files and folders to collect: give pytest's options "
+            "before `--` (only `aniso run MODEL -- OPTIONS` passes options on after it)")
+
+
 def setting_options() -> list[tuple[str, str, bool, str]]:
     """The command-line option of every setting, the one table the pytest plugin and ``aniso run``'s reading of the
     pytest arguments share: ``(name, option, is_flag, help)``; a flag takes no value, every other option one text
