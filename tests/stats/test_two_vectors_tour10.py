@@ -11,7 +11,8 @@ from aniso.stats.pipeline import InputsRefused, _check_two_vectors
 
 
 def _stats(*counts):
-    return SimpleNamespace(layers=[SimpleNamespace(n_nonzero=c) for c in counts])
+    return SimpleNamespace(layers=[SimpleNamespace(n_nonzero=c, count=c, n_zero=0, spread=0.5) for c in counts],
+                           layer_names=[str(i) for i in range(len(counts))])
 
 
 def test_a_layer_of_one_vector_is_refused_naming_the_setting():
