@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import aniso
+from aniso.common.settings import PROFILES
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "models.yaml"
@@ -26,7 +27,8 @@ def c20(tmp_path):
 
 def test_the_profiles_default_sample_size_warns_when_the_file_gives_fewer(c20, monkeypatch):
     monkeypatch.delenv("ANISO_N_SEQUENCES", raising=False)
-    with pytest.warns(RuntimeWarning, match=r"^n_sequences \(the default of run profile quick\): 256 asked, but "
+    asked = PROFILES["quick"]["n_sequences"]
+    with pytest.warns(RuntimeWarning, match=rf"^n_sequences \(the default of run profile quick\): {asked} asked, but "
                                             r".*c20\.txt gave only 20 of them; measured on 20"):
         aniso.measure("all-MiniLM-L6-v2", c20, registry=REGISTRY, settings={"profile": "quick"})
 

@@ -2,7 +2,7 @@
 
 The claims of G §5 (queries and keys along training) and R §4.2-4.3 (anisotropy and intrinsic dimension along
 training) run offline on the suite's own byte-level miniatures (a BERT and a GPT-2, five seeds each: the registry's
-rows mini-<arch>-bytes-s0 to -s4). At the ``quick`` budget several of them hold for one seed and not another: decided
+rows mini-<arch>-bytes-s0 to -s4). At 512 steps several of them hold for one seed and not another: decided
 nowhere. This script trains the ten miniatures at each budget asked for (steps x batch of 128-byte sequences, width), runs the claims on their checkpoint
 series, and records claim x budget x seed: the verdict, the deciding numbers and
 the training seconds. A claim is *decided* at a budget for an architecture by the rule of every claim over seeds
@@ -17,7 +17,8 @@ Run from the repository root, with the data settings of the main job (``ANISO_CO
 
 Each budget is one ``pytest claims/test_godey_training.py claims/test_razzhigaev_training.py -n 2`` over the ten
 miniatures (the two families of five seeds side by side, one core each; one architecture alone runs in one process
-on every core), with an empty statistics cache of its own unless ``--cache`` is given.
+on every core), with an empty statistics cache of its own unless ``--cache`` is given, at the ``study`` profile's
+sizes (256 paragraphs, those of every column so far) with the budget's steps, batch and width.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def run_budget(budget: dict[str, int], cache: Path | None, archs: tuple[str, ...
 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, ANISO_REPORT_DIR=str(Path(tmp) / "reports"),
-                   ANISO_CACHE_DIR=str(cache or Path(tmp) / "cache"), CI="1",
+                   ANISO_CACHE_DIR=str(cache or Path(tmp) / "cache"), CI="1", ANISO_PROFILE="study",
                    ANISO_MODELS=",".join(models), ANISO_CLAIMS=",".join(CLAIMS),
                    **{f"ANISO_{k.upper()}": str(v) for k, v in budget.items()})
         t0 = time.perf_counter()

@@ -28,21 +28,21 @@ __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROF
            "available_memory"]
 
 #: Sample sizes of each run profile. ``quick``: what CI and a first run use, every claim at a size that runs on
-#: a 2-core laptop. ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
+#: a 2-core laptop (the whole suite, tests included, within CI's 20 minutes on 2 cores). ``paper``: the papers' sizes — the whole WikiText-103 validation set (G §3.1: "the validation
 #: set", every paragraph) at up to 512 tokens, every recording, and G §4.1's 16 x 512 block inputs. Photographs:
 #: 192 in both, since the suite's miniatures train on the other half of the image folder. Both sweep 5 seeds and
 #: 21 bias norms (G §4: "several seeds"; >= 20 norms). The text miniatures (byte-level BERT and GPT-2, 4 layers)
 #: pre-train for ``miniature_steps`` steps of ``miniature_batch`` x 128 bytes at width ``miniature_width``.
-#: ``study``: ``quick``, with the text miniatures pre-trained 4x longer (2,048 steps), the budget at which the budget
-#: study (docs/studies/miniature-budget.md) found every training-dynamics claim decided for the miniature GPT-2 (the
-#: miniature BERT's Q/K claims need 4,096 steps).
+#: ``study``: the budget study's sizes (docs/studies/miniature-budget.md: 256 paragraphs, 2 x 512 block inputs) with
+#: the text miniatures pre-trained for 2,048 steps, the budget at which that study found every training-dynamics
+#: claim decided for the miniature GPT-2 (the miniature BERT's Q/K claims need 4,096 steps).
 #: The text miniatures' attention heads (the width must divide among them) and training window (bytes).
 MINIATURE_HEADS = 4
 MINIATURE_WINDOW = 128
 
 PROFILES: dict[str, dict[str, int]] = {
-    "quick": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
-                  block_seq_len=512, n_bias_norms=21, miniature_steps=512, miniature_width=128, miniature_batch=16,
+    "quick": dict(n_sequences=128, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=1,
+                  block_seq_len=512, n_bias_norms=21, miniature_steps=256, miniature_width=128, miniature_batch=16,
                   twonn_batches=0),
     "study": dict(n_sequences=256, max_length=128, n_clips=32, n_images=192, block_seeds=5, block_sequences=2,
                   block_seq_len=512, n_bias_norms=21, miniature_steps=2048, miniature_width=128, miniature_batch=16,

@@ -122,7 +122,7 @@ _ONE_HOT_INPUTS = 64
 
 
 #: Rows the per-input sums of one layer take at most (:class:`InputGroups`): exactly one per input up to this many
-#: inputs (every input set of the ``quick`` and ``study`` profiles: 256 paragraphs, 32 recordings, 192 photographs),
+#: inputs (every input set of the ``quick`` and ``study`` profiles: at most 256 paragraphs, 32 recordings, 192 photographs),
 #: random groups of inputs beyond (the ``paper`` profile's paragraphs). 256 rows of 2·d float32: 8 MiB per layer at d = 4,096.
 INPUT_GROUPS = 256
 
