@@ -22,4 +22,6 @@ def test_through_the_environment(clean_env, monkeypatch, capsys):
     corpus.write_text("one paragraph\nanother one\n")
     monkeypatch.setenv("ANISO_CORPUS", f"{corpus}\r")
     assert main(["stats", "all-MiniLM-L6-v2", "--n-sequences", "8"]) == 2
-    assert "has blanks or a line end at its ends" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{str(corpus) + chr(13)!r} holds the control character '\\r' (a line end" in err and f"; {corpus} exists" in err
+    assert "\r" not in err  # shown as Python writes it: a terminal does not write over the setting's name

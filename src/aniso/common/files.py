@@ -217,6 +217,26 @@ def through_descriptor(path: str | Path) -> str | None:
     return None
 
 
+def path_text_problem(text: str) -> str | None:
+    """Why the path ``text`` (a setting's or option's value, as given) is refused before it is used, or None: it holds
+    a control character (a line end ``\\r`` or ``\\n``, a tab, ...: a value read from a file with Windows line ends,
+    or pasted with its newline), or begins or ends with blanks (a blank before an absolute path makes it relative to
+    the working folder). Such a path would name a file or folder other than the one meant, and a folder that a run
+    creates (a cache) would be made afresh beside the real one. The value is shown as Python writes it (``repr``), so
+    that a line end in it does not overwrite the message on a terminal; the path without the characters is named
+    where it exists."""
+    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    stripped = text.strip()
+    if bad is None and stripped == text:
+        return None
+    what = (f"holds the control character {bad!r}" + (" (a line end, as in a value read from a file with Windows "
+                                                       "line ends)" if bad in "\r\n" else "")
+            if bad is not None else "begins or ends with blanks")
+    clean = "".join(c for c in stripped if not (ord(c) < 32 or ord(c) == 127))
+    there = f"; {clean} exists" if clean and os.path.exists(clean) else ""
+    return f"{text!r} {what}{there}: remove {'it' if bad is not None and stripped == text.strip() and sum(not c.isprintable() for c in text) == 1 else 'them'}"
+
+
 def not_a_regular_file(path: str | Path) -> str | None:
     """Why ``path`` cannot be read as an input file, or None: it does not exist, is a folder, or is no regular file
     (a FIFO or pipe, which would block or be read once only, a device, a socket). Checked with ``os.stat``, which

@@ -440,6 +440,13 @@ class Settings:
             problem = _not_utf8(getattr(self, name))
             if problem is not None:
                 raise SettingError(f"{_where(name)}: {problem}")
+        from .files import path_text_problem
+
+        for name in PATH_SETTINGS:  # 'cache\r' from a CRLF file: another folder than the one meant, made afresh
+            value = getattr(self, name)
+            problem = path_text_problem(value) if isinstance(value, str) else None
+            if problem is not None:
+                raise SettingError(f"{_where(name)}: {problem}")
         if self.miniature_width % MINIATURE_HEADS:
             raise SettingError(f"{_where('miniature_width')} must be a multiple of {MINIATURE_HEADS} (the text "
                                f"miniatures' attention heads share the width), got {self.miniature_width}")

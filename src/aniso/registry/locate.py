@@ -62,6 +62,11 @@ def registry_path(given: str | Path | None = None, setting: str | Path | None = 
         if not str(given).strip():  # Path("") is the working folder, which nobody named
             raise RegistryError(f"registry: an empty path ({str(given)!r}); give the registry file, or leave it out "
                                 f"for {DEFAULT_REGISTRY} here")
+        from ..common.files import path_text_problem
+
+        problem = path_text_problem(str(given))  # 'models.yaml\r': the file without it is meant
+        if problem is not None:
+            raise RegistryError(f"registry: {problem}")
         path = _absolute(given, here)
         if not path.is_file():
             raise RegistryError(f"registry: {_not_a_file(given, path)}")
