@@ -229,13 +229,20 @@ class ClaimResults:
         """The HTML report of this run: written to ``path`` with :func:`aniso.report.write_html_report`, or, with no
         ``path``, the ``report.html`` the run wrote beside ``results.json`` (written anew if it is gone); returns its
         path. Raises ValueError naming ``path`` when it is a folder or a folder on its way is a file
-        (:func:`_report_path`); OSError if it cannot be written."""
+        (:func:`_report_path`), or naming :attr:`path` when that file no longer holds this run's results (replaced or
+        edited since: its digest is not this run's); OSError if it cannot be written."""
+        from .judge.results import read_results
         from .report import write_html_report
 
-        if path is None and self.path.with_name("report.html").is_file():
-            return self.path.with_name("report.html")
-        return write_html_report(self.path, _report_path(path) if path is not None else
-                                 self.path.with_name("report.html"))
+        target = _report_path(path) if path is not None else self.path.with_name("report.html")
+        if path is None and target.is_file():
+            return target
+        now = read_results(self.path).digest
+        if self.document.digest is not None and now != self.document.digest:  # another run's file copied over it
+            raise ValueError(f"{self.path} no longer holds this run's results (its digest is {str(now)[:12]}…, this "
+                             f"run wrote {self.document.digest[:12]}…): replaced or edited since; its report would be "
+                             "another run's")
+        return write_html_report(self.path, target)
 
 
 def _report_path(path: str | Path) -> Path:

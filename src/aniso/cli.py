@@ -89,14 +89,17 @@ def _report(args: argparse.Namespace) -> int:
         print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; name the HTML file to write "
               f"(e.g. {out / 'report.html'})", file=sys.stderr)
         return 2
+    unsealed: list[str] = []
     try:
-        write_html_report(Path(args.results), out)
+        write_html_report(Path(args.results), out, unsealed)
     except ValueError as exc:
         print(f"aniso report: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"aniso report: cannot write {named}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    for note in unsealed:  # also at the top of the page
+        print(f"aniso report: warning: {note}", file=sys.stderr)
     print(out)
     return 0
 
@@ -705,11 +708,14 @@ def _diff(args: argparse.Namespace) -> int:
     from .report.diff import diff_results, format_diff, left_aside, model_sets
     from .judge.results import read_results
 
+    unsealed: list[str] = []
     try:
-        old, new = read_results(Path(args.old)), read_results(Path(args.new))
+        old, new = read_results(Path(args.old), unsealed=unsealed), read_results(Path(args.new), unsealed=unsealed)
     except ValueError as exc:
         print(f"aniso diff: {exc}", file=sys.stderr)
         return 2
+    for note in unsealed:  # a file edited with its digest recomputed reads as a run's: said before what it shows
+        print(f"aniso diff: warning: {note}", file=sys.stderr)
     mine, theirs = model_sets(old, new)
     common_only = not args.all and mine != theirs
     changes = diff_results(old, new, common_only=common_only, notes=True)

@@ -28,7 +28,7 @@ from ..registry.entries import ModelEntry
 
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
            "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
-           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts",
+           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts", "seal_problem",
            "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "check_cosines", "check_ids",
            "ID_PATTERN", "file_digest",
            "MAX_RESULTS_BYTES", "NOT_STANDARD_INPUT"]
@@ -462,6 +462,22 @@ def unsealed_lines(path: Path, text: str) -> str:
     return body + "\n"
 
 
+def seal_problem(raw: dict) -> str | None:
+    """Why the results document ``raw`` (as read) is not known to be what a run on this installation wrote, or None
+    when its seal verifies under this installation's results key: not sealed, sealed under another key (a run on
+    another machine) or edited since (its digest recomputed, which anyone can do), or no key here to check it with."""
+    from ..common.seal import SealKeyError, load_key, results_key_path, verify
+
+    try:
+        key = load_key(results_key_path(), create=False)
+    except SealKeyError as exc:
+        return f"cannot check that a run here wrote it ({exc})"
+    if verify(key, _canonical(raw, ("digest", "seal")), raw.get("seal")):
+        return None
+    return ("not sealed" if raw.get("seal") is None else "its seal does not verify") + \
+        " under this installation's results key"
+
+
 def check_seal(path: Path, raw: dict) -> None:
     """Raise ValueError (one line naming ``path`` and the key file) unless the results document ``raw`` (as read)
     holds a seal that verifies under this installation's results key: it was written by a run of aniso here, and
@@ -858,7 +874,8 @@ def _after_document(text: str, pos: int) -> str:
             "file holds one JSON document")
 
 
-def read_results(path: Path, *, require_digest: bool = True, require_seal: bool = False) -> ResultsDocument:
+def read_results(path: Path, *, require_digest: bool = True, require_seal: bool = False,
+                 unsealed: list[str] | None = None) -> ResultsDocument:
     """Read a ``results.json`` written by :func:`write_results`, and validate it.
 
     Raises ValueError (one line) naming the file if it is ``-`` (standard input is not read) or no regular file (a
@@ -871,7 +888,9 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
     outside [-1, 1] (:func:`check_cosines`), holds a claim or model id not of the registry's id form
     (:func:`check_ids`), or is inconsistent (:func:`check_consistency`: an unknown verdict, a
     result listed twice, ...); and, where ``require_seal`` (``aniso record``), unless a run on this installation
-    sealed it (:func:`check_seal`).
+    sealed it (:func:`check_seal`). Where ``unsealed`` is a list (``aniso report``, ``aniso diff``, which show files
+    of other machines too), a file whose seal does not verify here is read, and one line saying so, naming the file,
+    is appended to it (:func:`seal_problem`): a digest recomputed after an edit is otherwise not seen.
     """
     import json
 
@@ -921,4 +940,9 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
         raise ValueError(f"{path}: {problem}")
     if require_seal:
         check_seal(path, raw)
+    if unsealed is not None:
+        problem = seal_problem(raw)
+        if problem is not None:
+            unsealed.append(f"{path}: {problem}: written by a run on another installation, or edited after the run "
+                            "(its digest recomputed); its contents are shown as the file gives them, unchecked")
     return doc

@@ -368,7 +368,7 @@ def fine_tuning_pairs(models: dict, registry: dict) -> list[dict]:
     return pairs
 
 
-def render_html(document: ResultsDocument) -> str:
+def render_html(document: ResultsDocument, unsealed: list[str] | tuple[str, ...] = ()) -> str:
     """The report page for a results document (as read by :func:`aniso.judge.results.read_results`). It reads
     top-down: the verdict matrix first (a row per claim with its statement, a column per model, a cell per verdict
     linking to it), then a summary (verdict counts, the findings and fragile verdicts, one line per claim and
@@ -376,10 +376,12 @@ def render_html(document: ResultsDocument) -> str:
     skipped models with their reasons, its figures), the models not run here, the layer-wise tables, the
     experiments, and the provenance at the end. Long parts are collapsed (``<details>``), and a link into one opens
     it. Every text is escaped and its machine paths shortened (:func:`public_text`); each model has one colour in
-    every figure (:func:`aniso.report.modalities.model_styles`)."""
+    every figure (:func:`aniso.report.modalities.model_styles`). ``unsealed``: lines saying that the results file
+    is not known to be a run's of this installation, unedited (:func:`aniso.judge.results.seal_problem`), shown at
+    the top of the page."""
     env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["num"] = _num
-    return env.get_template("report.html.j2").render(**_page(document))
+    return env.get_template("report.html.j2").render(**_page(document), unsealed=[public_text(u) for u in unsealed])
 
 
 def report_figures(document: ResultsDocument) -> list[tuple[str, Png]]:
@@ -578,17 +580,21 @@ def check_report_target(out: Path, results_json: Path) -> None:
                          f"{results_json}; refused, so as not to write over that run's report: name another file")
 
 
-def write_html_report(results_json: Path, out: Path) -> Path:
+def write_html_report(results_json: Path, out: Path, unsealed: list[str] | None = None) -> Path:
     """Render ``results_json`` into the HTML file ``out``; returns ``out``. Raises ValueError (one line) on a
     malformed results file (:func:`aniso.judge.results.read_results`) or an ``out`` the report may not be written
     to (:func:`check_report_target`: the results file itself, a file that is no earlier report, a path through a
-    file); OSError where writing fails."""
+    file); OSError where writing fails. A file whose seal does not verify here is rendered with a line saying so at
+    the top of the page, and that line appended to ``unsealed`` when a list is given (for the caller to print)."""
     from ..common.files import atomic_write
 
     out = Path(out)
     check_report_target(out, results_json)
-    doc = read_results(results_json)
-    html = render_html(doc)
+    notes: list[str] = []
+    doc = read_results(results_json, unsealed=notes)
+    html = render_html(doc, notes)
+    if unsealed is not None:
+        unsealed.extend(notes)
     # a path read under an ASCII locale holds a UTF-8 name's bytes as lone surrogates: written back as those bytes
     atomic_write(out, lambda p: p.write_text(html, encoding="utf-8", errors="surrogateescape"))
     return out
