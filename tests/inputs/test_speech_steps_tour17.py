@@ -29,7 +29,7 @@ def test_a_recording_of_constant_stretches_is_skipped_as_silent(tmp_path, name, 
     _write(tmp_path / "speech.wav", _tone(1.0))
     _write(tmp_path / name, audio)
     with pytest.warns(SkippedInput, match=name.replace(".", r"\.") + r" is silent \(.*constant stretches: its "
-                                          r"samples change from one to the next in [\d.e-]+ s of it; at least 0\.1 s "
+                                          r"samples change within 20 ms in [\d.e-]+ s of it; at least 0\.1 s "
                                           r"of sound needed\)"):
         got = load_speech(tmp_path, 5, 0)
     assert got.names == ("speech.wav",)
@@ -39,3 +39,16 @@ def test_speech_with_long_pauses_is_read(tmp_path):
     _write(tmp_path / "a.wav", np.concatenate([np.zeros(32_000), _tone(0.2), np.zeros(32_000)]))
     _write(tmp_path / "b.wav", _tone(1.0))
     assert load_speech(tmp_path, 5, 0).names == ("a.wav", "b.wav")
+
+
+def test_quiet_speech_and_a_square_wave_sound(tmp_path):
+    """Speech scaled down 1,000 times (a float WAV, peak under 0.001: it changes at every sample by less than an int16
+    step) and a loud 100 Hz square wave (held between its edges) are sound, measured as such; the constant-stretch rule
+    had skipped them as silent."""
+    import soundfile
+
+    soundfile.write(tmp_path / "quiet.wav", 0.001 * _tone(1.0) * np.random.default_rng(0).uniform(0.5, 1, 16_000),
+                    16_000, subtype="FLOAT")
+    t = np.arange(48_000) / 16_000
+    _write(tmp_path / "square.wav", 0.5 * np.sign(np.sin(2 * np.pi * 100 * t)))
+    assert load_speech(tmp_path, 5, 0).names == ("quiet.wav", "square.wav")

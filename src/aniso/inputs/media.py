@@ -336,7 +336,8 @@ def _read_clip(p: Path, max_seconds: float) -> np.ndarray:
         peak = float(np.abs(clip).max(initial=0))
         offset = ("" if kind != "silent" or peak <= SILENCE else
                   f", a constant offset: its samples vary by at most {swing:.3g} about their mean" if swing <= SILENCE
-                  else f", constant stretches: its samples change from one to the next in {sounding:.2g} s of it")
+                  else f", constant stretches: its samples change within {HOLD_SECONDS * 1000:g} ms in {sounding:.2g} s "
+                  "of it")
         raise _Unusable(f"{p} is {kind} ({clip.size / SAMPLE_RATE:.3g} s, peak {peak:.3g}{offset}; at least "
                         f"{MIN_SAMPLES / SAMPLE_RATE:g} s of sound needed)")
     return clip
@@ -352,15 +353,27 @@ def _swing(audio: np.ndarray) -> float:
     return float(np.abs(samples - samples.mean(axis=0)).max())
 
 
+#: How long a sample counts as sounding after its recording last changed (seconds): a tone of 25 Hz or more, even a
+#: square wave (held between its edges for half a period), sounds throughout; a step between constant levels, a
+#: few edges at most, sounds for as many of these windows only.
+HOLD_SECONDS = 0.02
+
+
 def _sounding_seconds(audio: np.ndarray, rate: int) -> float:
-    """How long a recording sounds, in seconds: the samples that differ from the one before by more than
-    :data:`SILENCE` (in the channel where most do), at ``rate``. Constant stretches (a DC offset, a step from one level
-    to another, a recording held at one value) do not sound; speech changes at nearly every sample. Taken on the
-    file's own samples, before resampling."""
+    """How long a recording sounds, in seconds: the samples within :data:`HOLD_SECONDS` after a change from one sample
+    to the next (in the channel where most are), at ``rate``. Any change counts, however small (quiet speech changes
+    at nearly every sample, by less than an int16 step when scaled down); constant stretches (a DC offset, a step from
+    one level to another, a recording held at one value) do not sound. Taken on the file's own samples, before
+    resampling."""
     if audio.shape[0] < 2:
         return 0.0
-    samples = audio.astype(np.float64).reshape(audio.shape[0], -1)
-    return float((np.abs(np.diff(samples, axis=0)) > SILENCE).sum(axis=0).max()) / rate
+    samples = audio.reshape(audio.shape[0], -1)
+    changes = np.diff(samples, axis=0) != 0  # (n - 1, channels)
+    counted = np.concatenate([np.zeros((1, changes.shape[1]), np.int64), np.cumsum(changes, axis=0)])
+    hold = max(1, round(HOLD_SECONDS * rate))
+    ends = np.arange(1, counted.shape[0])  # a change in the hold window (end - hold, end] sounds at end
+    recent = counted[ends] - counted[np.maximum(ends - hold, 0)]
+    return float((recent > 0).sum(axis=0).max()) / rate
 
 
 #: How many of the reasons a sample with no usable file gives in its one line (each skipped file has its warning).
