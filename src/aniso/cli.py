@@ -789,6 +789,16 @@ def _record(args: argparse.Namespace) -> int:
             open_registry(registry, named)
             # numbers go into the registry they ran on
             if file_digest(registry) not in (doc.provenance.registry_sha256, base):
+                import hashlib
+
+                raw = registry.read_bytes()
+                other_ends = {hashlib.sha256(raw.replace(b"\r\n", b"\n")).hexdigest(),
+                              hashlib.sha256(raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")).hexdigest()}
+                if other_ends & {doc.provenance.registry_sha256, base}:  # the same registry, checked out otherwise
+                    raise ValueError(f"{args.results} was written by a run of {registry} with other line ends (the "
+                                     "run read it with " + ("LF" if b"\r\n" in raw else "CRLF") + " line ends, this "
+                                     "file has " + ("CRLF" if b"\r\n" in raw else "LF") + " ones): convert its line ends "
+                                     "back (e.g. dos2unix) and record again; nothing else differs")
                 raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                                  + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
                                     if doc.provenance.registry_sha256 else "no registry file")

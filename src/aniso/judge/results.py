@@ -898,6 +898,7 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
     if not text.strip("\ufeff \t\r\n"):
         raise ValueError(f"{path} is empty ({len(text.encode('utf-8')):,} bytes"
                          + (")" if not text else ", white space only)") + f": {_NOT_RESULTS}")
+    text = text.removeprefix("\ufeff")  # a byte-order mark an editor saved: no part of the document (nor its digest)
     try:
         raw = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_no_key_twice)
     except _KeyTwice as exc:
