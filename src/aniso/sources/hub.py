@@ -908,7 +908,10 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
             return (f"{_listed(marked)} {'begins' if len(marked) == 1 else 'begin'} with a UTF-8 byte-order mark, so "
                     f"the tokenizer's token {token!r} reads the mark as part of it: save "
                     f"{'it' if len(marked) == 1 else 'them'} as UTF-8 without the mark")
-    inside = _byte_order_mark_inside(folder)
+    # a fast tokenizer with its tokenizer.json beside the line files reads that file, not them (its tokens as saved)
+    read_from_json = getattr(tokenizer, "is_fast", False) and folder is not None and \
+        (Path(folder) / "tokenizer.json").is_file()
+    inside = None if read_from_json else _byte_order_mark_inside(folder)
     if inside is not None:
         name, number, line = inside
         return (f"{name} line {number} holds a UTF-8 byte-order mark ({line!r}), which the tokenizer reads as part "
