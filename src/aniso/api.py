@@ -1177,6 +1177,10 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
         if option.startswith("--aniso-") and len(arg.split()) > 1 and arg.split()[0] in parser._option_string_actions:
             raise ValueError(f"unknown option {arg!r} after --: an option and its value quoted as one word; write "
                              f"them apart, {' '.join(arg.split())}")
+        if option in parser._option_string_actions:  # a known option left over: a second `--` came before it
+            raise ValueError(f"{option} follows a second `--` among the pytest arguments, which makes it a file for "
+                             "pytest to collect: give the options without it (aniso run MODEL -- OPTIONS takes one "
+                             "`--`, and run_claims' pytest_args none)")
         if option.startswith("--aniso-"):
             raise ValueError(f"unknown option {option} after --" + _did_you_mean(option, parser._option_string_actions))
     return {k: v for k, v in vars(known).items() if v is not None}

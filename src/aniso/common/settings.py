@@ -651,9 +651,15 @@ def options_taken_as_paths(args) -> str | None:
     whatever follows ``--`` as files or folders to collect, so ``pytest claims/ -- --aniso-n-sequences 8`` (the form
     of ``aniso run MODEL -- OPTIONS``, which alone passes options on after ``--``) would end in "file or directory
     not found: --aniso-n-sequences". None when no file argument begins with ``--aniso-``."""
-    option = next((str(a) for a in args if str(a).startswith("--aniso-")), None)
+    option = next((str(a) for a in args if str(a).lower().startswith("--aniso-")), None)
     if option is None:
         return None
+    if len(option.split()) > 1:  # '--aniso-n-sequences 8' quoted as one word: pytest takes it for a file
+        return (f"{option!r} is an option and its value quoted as one word, which pytest takes for a file to "
+                f"collect: write them apart, {' '.join(option.split())}")
+    if not option.startswith("--aniso-"):
+        return (f"{option}: the setting options are lower case, --aniso-{option[len('--aniso-'):].lower()}; pytest "
+                "took this one for a file to collect")
     return (f"{option} was given after `--`, where pytest takes files and folders to collect: give pytest's options "
             "before `--` (only `aniso run MODEL -- OPTIONS` passes options on after it)")
 

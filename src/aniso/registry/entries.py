@@ -612,11 +612,14 @@ class Registry:
                 close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
                 words = part.split()
-                if len(words) > 1 and all(any(w == e.id or w in e.all_tags for e in self.entries) or w in MODEL_SETS
-                                          for w in words):  # ids given as a list with blanks: comma-separated
+                known = [any(w == e.id or w in e.all_tags for e in self.entries) or w in MODEL_SETS for w in words]
+                if len(words) > 1 and any(known):  # ids given as a list with blanks: comma-separated
+                    unknown = [w for w, k in zip(words, known) if not k]
                     raise RegistryError(f"{self.path}: model set {part!r} holds {len(words)} ids or tags apart by "
                                         f"blanks; the ids and tags of a model set are comma-separated: "
-                                        f"{','.join(words)}")
+                                        f"{','.join(words)}" + (f" (and {', '.join(repr(w) for w in unknown)} "
+                                                                f"{'is' if len(unknown) == 1 else 'are'} no registry "
+                                                                "id, tag or named set)" if unknown else ""))
                 if "/" in part or "\\" in part:  # no registry id or tag holds one: a hub id or a model folder
                     hint += (f"; {part!r} looks like a hub id or a model folder, and setting models takes only "
                              f"registry ids, tags and named sets: `aniso run {part}` measures a hub id or folder "

@@ -62,6 +62,10 @@ def _check_separators(item: str, text: str) -> None:
     parts = [p for p in _NOT_SEPARATORS.split(item) if p]
     if len(parts) < 2:
         return
+    option = next((p for p in item.split() if p.startswith("-")), None)
+    if option is not None:  # "$C --twin" quoted: an option inside the value, not a claim id
+        raise ValueError(f"claims: {item!r} holds {option!r}, an option quoted into the value of the claims: give it "
+                         "apart, outside the quotes")
     used = sorted({"a blank" if m.isspace() else repr(m.strip()[0]) for m in _NOT_SEPARATORS.findall(item)})
     fixed = ",".join(p for chunk in text.split(",") for p in _NOT_SEPARATORS.split(chunk.strip()) if p)
     verb = "do" if len(used) > 1 else "does"
