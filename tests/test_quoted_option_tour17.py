@@ -10,9 +10,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_an_option_and_value_quoted_as_one_word_is_named(clean_env, refused_line):
-    line = refused_line(["stats", "all-MiniLM-L6-v2", "--n-sequences 8"])
-    assert line.startswith("aniso stats: unrecognized argument '--n-sequences 8': an option and its value quoted as "
-                           "one word; write them apart, --n-sequences 8"), line
+    for args in (["stats", "all-MiniLM-L6-v2", "--n-sequences 8"], ["stats", "--n-sequences 8", "all-MiniLM-L6-v2"],
+                 ["hub", "import", "--revision main", "org/x", "plain"]):  # before the positional too (tour 18)
+        line = refused_line(args)
+        option = next(a for a in args if " " in a)
+        assert line.startswith(f"aniso {' '.join(args[:2]) if args[0] == 'hub' else 'stats'}: {option!r} is an "
+                               f"option and its value quoted as one word; write them apart, {option}"), line
 
 
 def test_the_same_after_the_separator(clean_env, refused_line):

@@ -1106,14 +1106,19 @@ class _Parser(argparse.ArgumentParser):
             raise argparse.ArgumentError(None, f"unknown {what} {value!r}{_did_you_mean(str(value), choices)} "
                                                f"(one of: {', '.join(choices)})")
 
+    def parse_known_args(self, args=None, namespace=None):
+        # '--n-sequences 8' quoted as one word reads, for argparse, as a positional (the model), and the word the
+        # user typed right is then blamed: named first, as an option of this (sub)command and its value
+        quoted = next((a for a in (args or ()) if isinstance(a, str) and a.startswith("-") and len(a.split()) > 1
+                       and a.split()[0] in self._option_string_actions), None)
+        if quoted is not None:
+            self.error(f"{quoted!r} is an option and its value quoted as one word; write them apart, "
+                       f"{' '.join(quoted.split())}")
+        return super().parse_known_args(args, namespace)
+
     def unrecognized(self, extras: list[str]):
         """Exit with one line naming the arguments this (sub)command does not know, with the closest option."""
         options = [a.split("=", 1)[0] for a in extras if a.startswith("-")]
-        quoted = next((a for a in extras if a.startswith("-") and len(a.split()) > 1
-                       and a.split()[0] in self._option_string_actions), None)
-        if quoted is not None:  # '--n-sequences 8' in quotes: one word, not an option and its value
-            self.error(f"unrecognized argument {quoted!r}: an option and its value quoted as one word; write them "
-                       f"apart, {' '.join(quoted.split())}")
         hint = _did_you_mean(options[0], list(self._option_string_actions)) if options else ""
         if not hint and options and options[0].startswith("--aniso-") and self.prog == "aniso run":
             hint = f"; pytest's {options[0]} goes after --, e.g. aniso run MODEL -- {options[0]} VALUE"
