@@ -29,6 +29,10 @@ def test_a_model_whose_hidden_states_are_one_vector_is_refused_naming_the_layer(
     with pytest.raises(ModelRefused, match=r"^norms-only: layer 0: its \d+ hidden states are one vector \(spread "
                                            r"\d\.\de[-+]\d\d of their squared norm\): the model ignores its inputs"):
         aniso.measure(str(folder), TEXTS, progress=False)
+    with pytest.raises(ModelRefused, match=r"every statistic of the layer would describe one point \(avg cos 1 by "
+                                           r"construction\)$") as refused:  # asked for first-order statistics only
+        aniso.measure(str(folder), TEXTS, progress=False, statistics="first-order")
+    assert "TwoNN" not in str(refused.value)  # statistics not asked for are not named (tour 18)
 
 
 def test_the_spread_of_a_models_hidden_states_is_far_above_the_bound(clean_env):

@@ -470,8 +470,8 @@ def _check_two_vectors(model_id: str, modality: Modality, stats: ModelStats) -> 
             if acc.spread <= SAME_VECTOR_SPREAD:  # one vector repeated: SVD anisotropy, TwoNN, IsoScore are 0/0
                 raise ModelRefused(f"{model_id}: layer {name}: its {acc.count} hidden states are one vector "
                                    f"(spread {acc.spread:.1e} of their squared norm): the model ignores its inputs "
-                                   "(weights zero but the norms'?), and SVD anisotropy, TwoNN and IsoScore have no "
-                                   "spread to measure")
+                                   "(weights zero but the norms'?), and every statistic of the layer would describe "
+                                   "one point (avg cos 1 by construction)")
         return
     layer, acc = min(enumerate(stats.layers), key=lambda item: item[1].n_nonzero)
     if acc.count >= 2:  # the inputs gave vectors enough: the model made them zero
