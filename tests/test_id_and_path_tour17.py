@@ -49,3 +49,14 @@ def test_the_rows_own_folder_says_nothing(clean_env, monkeypatch, recwarn):
     monkeypatch.chdir(clean_env)
     aniso.measure("plain", TEXTS, registry=registry, progress=False)
     assert not [w for w in recwarn if "also a path here" in str(w.message)]
+
+
+def test_a_link_to_nothing_named_like_the_row_says_nothing(clean_env, monkeypatch, recwarn):
+    """A dangling link named like the row is no model to measure under another name: no advice to rename it."""
+    word_bert(clean_env / "model")
+    registry = clean_env / "reg.yaml"
+    registry.write_text(ROW.format(path="model"))
+    (clean_env / "plain").symlink_to(clean_env / "nowhere")
+    monkeypatch.chdir(clean_env)
+    aniso.measure("plain", TEXTS, registry=registry, progress=False)
+    assert not [w for w in recwarn if "also a path here" in str(w.message)]

@@ -503,8 +503,9 @@ def _entry(model: str | Path, registry):
 def _id_and_path(model: str, registry) -> str | None:
     """The note for a ``model`` that is a registry id and also a file or folder here which is not that row's source:
     the row is measured, not the folder (whose id would be the row's, so it is measured only under another name);
-    None when ``model`` is no path here, or is the row's own source."""
-    if not _is_path_here(model):
+    None when ``model`` is no path here, or a link to nothing (no model to measure under another name), or is the
+    row's own source."""
+    if not _is_path_here(model) or not os.path.exists(Path(model).expanduser()):
         return None
     from .sources.detect import detect_entry
 

@@ -625,10 +625,23 @@ class Registry:
                              f"registry ids, tags and named sets: `aniso run {part}` measures a hub id or folder "
                              "(or add a registry row for it)")
                 raise RegistryError(f"{self.path}: model set {part!r} is no named set ({', '.join(MODEL_SETS)}), "
-                                    f"registry id or tag{hint}")
+                                    f"registry id or tag{hint}{_other_registry_here(self.path)}")
         kept = [e for e in self.entries if e.id in chosen]
         return (Registry(kept, self.path, self.recorded_inputs, self.recorded_profile),
                 [e for e in self.entries if e.id not in chosen])
+
+
+def _other_registry_here(path) -> str:
+    """`` (the models.yaml in this folder is not this run's registry: …)`` where the working folder holds a
+    ``models.yaml`` other than the registry ``path`` a model set was looked up in (the id may be that file's); ""
+    otherwise."""
+    here = Path("models.yaml")
+    try:
+        other = path is not None and here.is_file() and here.resolve() != Path(path).resolve()
+    except OSError:
+        return ""
+    return (f" (the models.yaml in this folder is not this run's registry: give --aniso-registry {here.resolve()}, "
+            "or ANISO_REGISTRY)" if other else "")
 
 
 def _did_you_mean(key: str) -> str:

@@ -250,12 +250,9 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
         try:
             chosen, _ = opened.model_set(settings.models)
         except RegistryError as exc:  # what matches nothing: the setting is at fault, not the registry file
-            here = Path("models.yaml")
-            other = (f" (the models.yaml in this folder is not this run's registry: give --aniso-registry "
-                     f"{here.resolve()}, or ANISO_REGISTRY)"
-                     if here.is_file() and here.resolve() != Path(path).resolve() else "")
-            raise RegistryError(f"setting models (ANISO_MODELS, --aniso-models) {settings.models!r}: "
-                                f"{str(exc).split(': ', 1)[-1]} of {path}{other}") from None
+            said, here, other = str(exc).split(": ", 1)[-1].partition(" (the models.yaml in this folder")
+            raise RegistryError(f"setting models (ANISO_MODELS, --aniso-models) {settings.models!r}: {said} of "
+                                f"{path}{here}{other}") from None
         if not list(chosen):
             raise ValueError(f"setting models (ANISO_MODELS, --aniso-models) must select at least one model of "
                              f"{path}, got {settings.models!r}, which selects none")
