@@ -218,8 +218,9 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
     new: dict[str, list] = {}
     for r in results:
         fragile = r.uncertainty is not None and r.uncertainty.fragile
-        if r.verdict == "does not hold" and r.expected is None and r.model_id and not r.twin and not fragile:
-            new.setdefault(r.model_id, []).append(r)
+        if r.verdict == "does not hold" and r.expected is None and r.model_id and not r.twin and not fragile \
+                and all(o.claim_id != r.claim_id for o in new.get(r.model_id, [])):  # one record a claim: a claim
+            new.setdefault(r.model_id, []).append(r)  # tested twice (a sink, and its emergence) keeps its first
     rows = {row["id"]: row for row in detected or []}
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
