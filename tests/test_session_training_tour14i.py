@@ -53,7 +53,9 @@ def test_a_miniature_trained_on_another_text_is_not_judged_by_its_record(tmp_pat
 
 
 def test_the_recorded_training_at_the_profiles_steps_keeps_the_record(tmp_path, standard):
-    decision, training = _decide(tmp_path, standard, 512)
+    from aniso.common.settings import PROFILES
+
+    decision, training = _decide(tmp_path, standard, PROFILES["quick"]["miniature_steps"])
     assert decision.verdict == EXPECTED_NOT_TO_HOLD and training is None, decision
     assert "these inputs" not in decision.reason
     decision, _ = _decide(tmp_path, standard, 10, holds=True)  # the recorded text, other steps: other inputs
