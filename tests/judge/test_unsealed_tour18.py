@@ -78,3 +78,12 @@ def test_claim_results_report_refuses_a_results_file_replaced_since(tmp_path):
                                          "edited since"):
         cr.report()
     assert not mine.with_name("report.html").exists()
+
+
+def test_a_fragility_its_own_numbers_contradict_is_refused(tmp_path):
+    """holds_share edited to 0.2 with fragile left false (B10): the result contradicts the rule that made it."""
+    edited = _edited(tmp_path, _run(tmp_path, "one"), "e10",
+                     lambda d: d["results"][0]["uncertainty"].update(holds_share=0.2))
+    with pytest.raises(ValueError, match=r"uncertainty\.fragile is false, but its holds_share 0\.2 and interval "
+                                         r"\[0\.09, 0\.11\] about threshold 0\.2 make it fragile at level 0\.95$"):
+        read_results(edited)

@@ -537,6 +537,16 @@ def _result_problem(r: "ClaimResult", doc: "ResultsDocument") -> str | None:
                     f"least {claim.min_vectors}")
         if claim.min_vectors and r.n_items is not None and r.n_items < 2:
             return f"a {r.verdict!r} verdict on {r.n_items} input(s), but {r.claim_id} is decided over at least 2"
+    u = r.uncertainty
+    if u is not None and u.holds_share is not None and u.threshold is not None:  # fragile by its own numbers
+        tail = (1 - u.level) / 2  # (aniso.stats.uncertainty.interval; no low and high: an interval of one value)
+        spans = u.low is not None and u.high is not None and u.low < u.threshold < u.high
+        rule = bool(spans or tail < u.holds_share < 1 - tail)
+        if rule != u.fragile:
+            return (f"uncertainty.fragile is {str(u.fragile).lower()}, but its holds_share {u.holds_share:g}"
+                    + (f" and interval [{u.low:g}, {u.high:g}] about threshold {u.threshold:g}"
+                       if u.low is not None and u.high is not None else "")
+                    + f" make it {'fragile' if rule else 'not fragile'} at level {u.level:g}")
     m = r.measured
     for key in ("d", "n_layers"):
         if key in m and m[key] is not None and (not isinstance(m[key], int) or isinstance(m[key], bool)
