@@ -16,8 +16,8 @@ def test_pytest_file_arguments_that_are_options_in_another_form():
         "--ANISO-n-sequences: the setting options are lower case, --aniso-n-sequences; pytest took this one for a "
         "file to collect")
     assert options_taken_as_paths(["claims", "--aniso-n-sequences 8"]) == (
-        "'--aniso-n-sequences 8' is an option and its value quoted as one word, which pytest takes for a file to "
-        "collect: write them apart, --aniso-n-sequences 8")
+        "'--aniso-n-sequences 8' is an option and its value quoted as one word; write them apart, "
+        "--aniso-n-sequences 8 (pytest took it for a file to collect)")
 
 
 def test_a_second_separator_before_an_option_is_named():

@@ -21,5 +21,5 @@ def test_an_option_and_value_quoted_as_one_word_is_named(clean_env, refused_line
 def test_the_same_after_the_separator(clean_env, refused_line):
     line = refused_line(["run", "all-MiniLM-L6-v2", "--registry", str(ROOT / "models.yaml"), "--claims",
                          "G.token-nlp-anisotropic", "--", "--aniso-n-sequences 8"])
-    assert "'--aniso-n-sequences 8' after --: an option and its value quoted as one word; write them apart, " \
-           "--aniso-n-sequences 8" in line, line
+    assert "'--aniso-n-sequences 8' is an option and its value quoted as one word; write them apart, " \
+           "--aniso-n-sequences 8 (after --)" in line, line

@@ -1164,7 +1164,7 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     would otherwise win silently)."""
     import argparse
 
-    from .common.settings import add_setting_options
+    from .common.settings import add_setting_options, quoted_option
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
@@ -1175,9 +1175,9 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     known, rest = parser.parse_known_args(list(pytest_args))
     for arg in rest:  # a misspelt setting option: one line naming it, rather than pytest's usage dump
         option = arg.split("=", 1)[0]
-        if option.startswith("--aniso-") and len(arg.split()) > 1 and arg.split()[0] in parser._option_string_actions:
-            raise ValueError(f"unknown option {arg!r} after --: an option and its value quoted as one word; write "
-                             f"them apart, {' '.join(arg.split())}")
+        quoted = quoted_option(arg, parser._option_string_actions)
+        if quoted is not None:
+            raise ValueError(f"{quoted} (after --)")
         if option in parser._option_string_actions:  # a known option left over: a second `--` came before it
             raise ValueError(f"{option} follows a second `--` among the pytest arguments, which makes it a file for "
                              "pytest to collect: give the options without it (aniso run MODEL -- OPTIONS takes one "

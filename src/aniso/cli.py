@@ -1109,11 +1109,11 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         # '--n-sequences 8' quoted as one word reads, for argparse, as a positional (the model), and the word the
         # user typed right is then blamed: named first, as an option of this (sub)command and its value
-        quoted = next((a for a in (args or ()) if isinstance(a, str) and a.startswith("-") and len(a.split()) > 1
-                       and a.split()[0] in self._option_string_actions), None)
+        from .common.settings import quoted_option
+
+        quoted = next(filter(None, (quoted_option(a, self._option_string_actions) for a in args or ())), None)
         if quoted is not None:
-            self.error(f"{quoted!r} is an option and its value quoted as one word; write them apart, "
-                       f"{' '.join(quoted.split())}")
+            self.error(quoted)
         return super().parse_known_args(args, namespace)
 
     def unrecognized(self, extras: list[str]):
@@ -1210,6 +1210,13 @@ def _command(sub, name: str, help_text: str, example: str, func, description: st
                             epilog=f"example:\n  {example}", formatter_class=_Help)
     parser.set_defaults(func=func)
     return parser
+
+
+def _profile_sizes(name: str) -> str:
+    """A size setting's value in each run profile, for a help text: "128 in quick, ... (the default profile quick)"."""
+    from .common.settings import DEFAULT_PROFILE, PROFILES
+
+    return ", ".join(f"{PROFILES[p][name]:,} in {p}" for p in PROFILES) + f"; the default profile is {DEFAULT_PROFILE}"
 
 
 def _registry_option(parser) -> None:
@@ -1357,7 +1364,8 @@ def main(argv: list[str] | None = None) -> int:
     _registry_option(st)
     st.add_argument("--corpus", default=None, help="corpus file (default: ANISO_CORPUS, else the fallback)")
     st.add_argument("--n-sequences", type=_integer("n_sequences"), default=None,
-                    help="paragraphs sampled, for a text model (default 256)")
+                    help="paragraphs sampled, for a text model (default: ANISO_N_SEQUENCES, else the run profile's: "
+                         f"{_profile_sizes('n_sequences')})")
     bs = _command(sub, "block-sweep", "run and cache the untrained-block sweeps (G §4) of registry entries",
                   "aniso block-sweep untrained-bert-block -v", _block_sweep)
     bs.add_argument("models", nargs="*", help="registry ids (default: every entry tagged untrained-block)")

@@ -17,7 +17,8 @@ def test_the_rule(tmp_path):
     said = path_text_problem(f"{tmp_path}\r")
     assert said == (f"{str(tmp_path) + chr(13)!r} holds the control character '\\r' (a line end, as in a value read "
                     f"from a file with Windows line ends); {tmp_path} exists: remove it")
-    assert path_text_problem(f" {tmp_path}") == f"{' ' + str(tmp_path)!r} begins or ends with blanks; {tmp_path} exists: remove them"
+    assert path_text_problem(f" {tmp_path}") == f"{' ' + str(tmp_path)!r} begins or ends with blanks; {tmp_path} exists: remove it"
+    assert path_text_problem(f"  {tmp_path} ").endswith("exists: remove them")
     assert path_text_problem("no/such\tplace") == "'no/such\\tplace' holds the control character '\\t': remove it"
 
 
@@ -34,7 +35,7 @@ def test_a_cache_folder_ending_in_a_line_end_is_refused_and_not_made(tmp_path, c
 
 @pytest.mark.parametrize("name", ["corpus", "cache_dir", "speech_dir", "registry", "report_dir"])
 def test_every_path_setting_through_the_api(tmp_path, name):
-    with pytest.raises(SettingError, match=rf"^setting {name} .*' begins or ends with blanks; {tmp_path} exists: remove them$"):
+    with pytest.raises(SettingError, match=rf"^setting {name} .*' begins or ends with blanks; {tmp_path} exists: remove it$"):
         Settings(**{name: f" {tmp_path}"})
 
 

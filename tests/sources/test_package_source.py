@@ -142,13 +142,16 @@ def test_whisper_base_joined_from_two_packages_transcribes_librispeech(tmp_path)
         audio, rate = sf.read(SPEECH / r["file"])
         feats = fe(audio, sampling_rate=rate, return_tensors="pt").input_features
         ids = torch.tensor([prompt])
-        with torch.no_grad():
+        with torch.no_grad():  # greedy, each step on the last token with the decoder's cache (keys and values)
             enc = model.model.encoder(feats).last_hidden_state
+            out = model(encoder_outputs=(enc,), decoder_input_ids=ids, use_cache=True)
             for _ in range(150):
-                nxt = int(model(encoder_outputs=(enc,), decoder_input_ids=ids).logits[0, -1].argmax())
+                nxt = int(out.logits[0, -1].argmax())
                 ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
                 if nxt == tok.eos_token_id:
                     break
+                out = model(encoder_outputs=(enc,), decoder_input_ids=ids[:, -1:], past_key_values=out.past_key_values,
+                            use_cache=True)
         hyp = re.sub(r"[^A-Z' ]", " ", tok.decode(ids[0], skip_special_tokens=True).upper().replace("-", " ")).split()
         ref = r["transcript"].split()
         errors += _word_errors(hyp, ref)

@@ -234,7 +234,7 @@ def path_text_problem(text: str) -> str | None:
             if bad is not None else "begins or ends with blanks")
     clean = "".join(c for c in stripped if not (ord(c) < 32 or ord(c) == 127))
     there = f"; {clean} exists" if clean and os.path.exists(clean) else ""
-    return f"{text!r} {what}{there}: remove {'it' if bad is not None and stripped == text.strip() and sum(not c.isprintable() for c in text) == 1 else 'them'}"
+    return f"{text!r} {what}{there}: remove {'it' if len(text) - len(clean) == 1 else 'them'}"
 
 
 def not_a_regular_file(path: str | Path) -> str | None:

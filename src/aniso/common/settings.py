@@ -23,7 +23,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
-           "OTHER_VARIABLES", "PATH_SETTINGS", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
+           "OTHER_VARIABLES", "PATH_SETTINGS", "quoted_option", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
            "data_folder_problem", "second_order_bytes", "bootstrap_bytes", "BOOTSTRAP_UNITS", "type_name", "numpy_bool", "physical_memory",
            "available_memory"]
 
@@ -430,21 +430,19 @@ class Settings:
         if not any(part.strip() for part in self.models.split(",")):
             raise SettingError(f"{_where('models')} must name a model set, a tag or registry ids "
                                f"(e.g. small, paper, all), got {self.models!r}")
-        for name in PATH_SETTINGS:  # an empty path is no path: None (not set, where allowed) means the default
+        from .files import path_text_problem
+
+        for name in PATH_SETTINGS:
             value = getattr(self, name)
-            if value is not None and not value.strip():
+            if value is None:
+                continue
+            if not value.strip():  # an empty path is no path: None (not set, where allowed) means the default
                 unset = ", or None (leave it unset) for the default" if "None" in _allowed(name) else ""
                 raise SettingError(f"{_where(name)} is empty ({value!r}); give {_allowed(name).split(' or None')[0]}"
                                    f"{unset}")
-        for name in PATH_SETTINGS:  # recorded as text in results.json and the cache's entries, which are UTF-8
-            problem = _not_utf8(getattr(self, name))
-            if problem is not None:
-                raise SettingError(f"{_where(name)}: {problem}")
-        from .files import path_text_problem
-
-        for name in PATH_SETTINGS:  # 'cache\r' from a CRLF file: another folder than the one meant, made afresh
-            value = getattr(self, name)
-            problem = path_text_problem(value) if isinstance(value, str) else None
+            # recorded as text in results.json and the cache's entries, which are UTF-8; 'cache\r' from a CRLF
+            # file names another folder than the one meant, made afresh
+            problem = _not_utf8(value) or (path_text_problem(value) if isinstance(value, str) else None)
             if problem is not None:
                 raise SettingError(f"{_where(name)}: {problem}")
         if self.miniature_width % MINIATURE_HEADS:
@@ -646,6 +644,16 @@ def parse_text(name: str, text: object, where: str) -> object:
     return text
 
 
+def quoted_option(arg, options) -> str | None:
+    """The one-line refusal of ``arg`` when it is an option of ``options`` (option strings) and its value quoted as
+    one word (``'--n-sequences 8'``), which a parser takes for a positional argument or pytest for a file; else None.
+    The same words at every door (``aniso`` subcommands, the pytest arguments of ``aniso run`` and the API, pytest's
+    own file arguments)."""
+    if not isinstance(arg, str) or not arg.startswith("-") or len(arg.split()) < 2 or arg.split()[0] not in options:
+        return None
+    return f"{arg!r} is an option and its value quoted as one word; write them apart, {' '.join(arg.split())}"
+
+
 def options_taken_as_paths(args) -> str | None:
     """The one-line refusal of pytest's file arguments (``config.args``) that are setting options: pytest takes
     whatever follows ``--`` as files or folders to collect, so ``pytest claims/ -- --aniso-n-sequences 8`` (the form
@@ -654,9 +662,9 @@ def options_taken_as_paths(args) -> str | None:
     option = next((str(a) for a in args if str(a).lower().startswith("--aniso-")), None)
     if option is None:
         return None
-    if len(option.split()) > 1:  # '--aniso-n-sequences 8' quoted as one word: pytest takes it for a file
-        return (f"{option!r} is an option and its value quoted as one word, which pytest takes for a file to "
-                f"collect: write them apart, {' '.join(option.split())}")
+    quoted = quoted_option(option, [option.split()[0]])  # '--aniso-n-sequences 8' as one word: a file for pytest
+    if quoted is not None:
+        return f"{quoted} (pytest took it for a file to collect)"
     if not option.startswith("--aniso-"):
         return (f"{option}: the setting options are lower case, --aniso-{option[len('--aniso-'):].lower()}; pytest "
                 "took this one for a file to collect")

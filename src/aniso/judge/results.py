@@ -462,39 +462,41 @@ def unsealed_lines(path: Path, text: str) -> str:
     return body + "\n"
 
 
-def seal_problem(raw: dict) -> str | None:
-    """Why the results document ``raw`` (as read) is not known to be what a run on this installation wrote, or None
-    when its seal verifies under this installation's results key: not sealed, sealed under another key (a run on
-    another machine) or edited since (its digest recomputed, which anyone can do), or no key here to check it with."""
+def _seal_verdict(raw: dict) -> tuple[str | None, bool]:
+    """(why ``raw`` is not known to be what a run here wrote, or None; whether this installation's key was read)."""
     from ..common.seal import SealKeyError, load_key, results_key_path, verify
 
     try:
         key = load_key(results_key_path(), create=False)
     except SealKeyError as exc:
-        return f"cannot check that a run here wrote it ({exc})"
+        return f"cannot check that a run here wrote it ({exc})", False
     if verify(key, _canonical(raw, ("digest", "seal")), raw.get("seal")):
-        return None
+        return None, True
     return ("not sealed" if raw.get("seal") is None else "its seal does not verify") + \
-        " under this installation's results key"
+        " under this installation's results key", True
+
+
+def seal_problem(raw: dict) -> str | None:
+    """Why the results document ``raw`` (as read) is not known to be what a run on this installation wrote, or None
+    when its seal verifies under this installation's results key: not sealed, sealed under another key (a run on
+    another machine) or edited since (its digest recomputed, which anyone can do), or no key here to check it with."""
+    return _seal_verdict(raw)[0]
 
 
 def check_seal(path: Path, raw: dict) -> None:
     """Raise ValueError (one line naming ``path`` and the key file) unless the results document ``raw`` (as read)
     holds a seal that verifies under this installation's results key: it was written by a run of aniso here, and
-    not edited since (its digest recomputed or not)."""
-    from ..common.seal import SealKeyError, load_key, results_key_path, verify
+    not edited since (its digest recomputed or not). The reasons are :func:`seal_problem`'s."""
+    from ..common.seal import results_key_path
 
-    key_path = results_key_path()
-    try:
-        key = load_key(key_path, create=False)
-    except SealKeyError as exc:
-        raise ValueError(f"{path}: cannot check that a run here wrote it ({exc}); aniso record writes into the "
-                         "registry only results a run on this installation sealed: re-run the claims here") from None
-    if not verify(key, _canonical(raw, ("digest", "seal")), raw.get("seal")):
-        raise ValueError(f"{path}: " + ("not sealed" if raw.get("seal") is None else "its seal does not verify")
-                         + f" under this installation's results key ({key_path}): it was not written by a run of "
-                         "aniso here, or was edited (its digest recomputed); aniso record writes only what a run here "
-                         "wrote: re-run the claims here")
+    problem, key_read = _seal_verdict(raw)
+    if problem is None:
+        return
+    if key_read:
+        problem += f" ({results_key_path()}): it was not written by a run of aniso here, or was edited (its digest " \
+            "recomputed)"
+    raise ValueError(f"{path}: {problem}; aniso record writes into the registry only results a run on this "
+                     "installation sealed: re-run the claims here")
 
 
 def dump_results(doc: ResultsDocument, indent: int | None = None) -> str:
@@ -951,7 +953,7 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
         raise ValueError(f"{path}: {problem}")
     if require_seal:
         check_seal(path, raw)
-    if unsealed is not None:
+    elif unsealed is not None:  # a file check_seal passed is sealed
         problem = seal_problem(raw)
         if problem is not None:
             unsealed.append(f"{path}: {problem}: written by a run on another installation, or edited after the run "
