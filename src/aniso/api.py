@@ -368,7 +368,8 @@ def _path_argument(name: str, value: Any, what: str) -> Any:
     ``path``), when it is None, a str or an ``os.PathLike`` that is not empty. Raises TypeError naming ``name`` for
     bytes (a bytes path is refused rather than decoded, as the settings refuse it: ``os.fsdecode`` it first) or
     another type, ValueError naming it for an empty or blank path (``Path("")`` is the working folder, which the
-    caller did not name) or a path holding a NUL byte. ``what``: what to give instead, for the message."""
+    caller did not name), a path holding a NUL byte, or one :func:`aniso.common.files.path_text_problem` refuses
+    (control or invisible characters, blanks at its ends). ``what``: what to give instead, for the message."""
     if value is None:
         return None
     if isinstance(value, (bytes, bytearray)):
@@ -383,6 +384,11 @@ def _path_argument(name: str, value: Any, what: str) -> Any:
         raise ValueError(f"{name}: an empty path ({text!r}); give {what}")
     if "\x00" in text:  # (the system would refuse it deep in the work, as a bare "embedded null byte")
         raise ValueError(f"{name}: the path {text!r:.120} holds a NUL byte, which no file name can hold; give {what}")
+    from .common.files import path_text_problem
+
+    problem = path_text_problem(text)  # 'report.html\r', ' /abs/path', a zero-width space: another path than meant
+    if problem is not None:
+        raise ValueError(f"{name}: {problem}")
     return value
 
 
@@ -1164,7 +1170,7 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     would otherwise win silently)."""
     import argparse
 
-    from .common.settings import add_setting_options, quoted_option
+    from .common.settings import add_setting_options, option_form_problem, quoted_option
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
@@ -1182,6 +1188,9 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
             raise ValueError(f"{option} follows a second `--` among the pytest arguments, which makes it a file for "
                              "pytest to collect: give the options without it (aniso run MODEL -- OPTIONS takes one "
                              "`--`, and run_claims' pytest_args none)")
+        form = option_form_problem(arg)  # --ANISO-N-SEQUENCES=8, —aniso-n-sequences
+        if form is not None:
+            raise ValueError(f"{form} (after --)")
         if option.startswith("--aniso-"):
             raise ValueError(f"unknown option {option} after --" + _did_you_mean(option, parser._option_string_actions))
     return {k: v for k, v in vars(known).items() if v is not None}

@@ -1219,6 +1219,19 @@ def _profile_sizes(name: str) -> str:
     return ", ".join(f"{PROFILES[p][name]:,} in {p}" for p in PROFILES) + f"; the default profile is {DEFAULT_PROFILE}"
 
 
+def _path_text(value: str) -> str:
+    """An argparse type for a path argument: ``value`` unchanged, or ArgumentTypeError (argparse's one line naming
+    the argument) where :func:`aniso.common.files.path_text_problem` refuses it: a control or invisible character, or
+    blanks at its ends, which would read or write another file or folder than the one meant (``--out 'r.html\\r'``
+    writes a file whose name ends in a line end; ``--out ' /abs/r.html'`` a folder named with a blank)."""
+    from .common.files import path_text_problem
+
+    problem = path_text_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def _registry_option(parser) -> None:
     parser.add_argument("--registry", default=None, help="registry file (default: models.yaml or ANISO_REGISTRY)")
 
@@ -1314,13 +1327,13 @@ def main(argv: list[str] | None = None) -> int:
                      help="instead of MODEL: every registry row added or changed since git ref REF (a branch, tag or "
                           "commit), each run as `aniso run ID` runs it; the worst exit code is the command's")
     run.add_argument("--claims", default=None, help="comma-separated claim ids or prefixes (e.g. 'G.', 'R.')")
-    run.add_argument("--claims-dir", default=None, help="folder of the claim tests (default: claims/ beside the registry)")
+    run.add_argument("--claims-dir", type=_path_text, default=None, help="folder of the claim tests (default: claims/ beside the registry)")
     run.add_argument("--twin", action="store_true",
                      help="run the claims on twins of the registry's hub rows MODEL names (an id, ids and tags, or a "
                           "model set such as paper): the row's own architecture and preprocessing files with seeded "
                           "random weights, imported into a temporary hub cache and loaded offline as a download "
                           "would be; verdicts labelled 'twin: random weights, code path only', never findings")
-    run.add_argument("--keep-twins", default=None, metavar="FOLDER",
+    run.add_argument("--keep-twins", type=_path_text, default=None, metavar="FOLDER",
                      help="with --twin: keep the twins' folders and hub cache in FOLDER")
     _needs(run, "--keep-twins", "--twin", "it keeps the folders of a twin run; without --twin there are none")
     run.add_argument("--full-size", action="store_true",
@@ -1331,8 +1344,8 @@ def main(argv: list[str] | None = None) -> int:
     _registry_option(run)
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)
-    rep.add_argument("results", help="path to a results.json written by `pytest claims/`")
-    rep.add_argument("--out", help="output HTML file (default: report.html beside results.json)")
+    rep.add_argument("results", type=_path_text, help="path to a results.json written by `pytest claims/`")
+    rep.add_argument("--out", type=_path_text, help="output HTML file (default: report.html beside results.json)")
     df = _command(sub, "diff", "which verdicts and numbers changed between two runs (exit code 1 on a changed verdict)",
                   "aniso diff reports/run-A/results.json reports/run-B/results.json", _diff,
                   "Compare two results.json files claim by claim and model by model: changed verdicts, deciding "
@@ -1340,8 +1353,8 @@ def main(argv: list[str] | None = None) -> int:
                   "the runs cover different models (a one-model `aniso run` against a full run), only the results both have "
                   "are compared and the rest is counted; --all compares everything. "
                   "Exit code 1 when a verdict changed (for CI), else 0; 2 when a file cannot be read.")
-    df.add_argument("old", help="results.json of the earlier run")
-    df.add_argument("new", help="results.json of the later run")
+    df.add_argument("old", type=_path_text, help="results.json of the earlier run")
+    df.add_argument("new", type=_path_text, help="results.json of the later run")
     df.add_argument("--all", action="store_true",
                     help="compare every result, listing those only one run has as added or removed (the default "
                          "when both runs cover the same models; otherwise only the results both have are compared)")
@@ -1355,7 +1368,7 @@ def main(argv: list[str] | None = None) -> int:
                    "`aniso run PATH`) is a new finding: it is added as a record (does-not-hold, with its numbers and "
                    "inputs, and a reason to rewrite), with the model's detected row where the registry lacks it. "
                    "Exit code 2 when a file cannot be read or the result does not validate.")
-    rec.add_argument("results", help="results.json of a run on the recorded inputs and profile")
+    rec.add_argument("results", type=_path_text, help="results.json of a run on the recorded inputs and profile")
     rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     _registry_option(rec)
     st = _command(sub, "stats", "print the layer-wise statistics of one model",
@@ -1454,9 +1467,9 @@ def main(argv: list[str] | None = None) -> int:
                   "Safetensors weights only; pickle files (.bin, .pt, ...) are left out, and a folder with pickle "
                   "weights only is refused without --allow-pickle.")
     hi.add_argument("hub_id", help="hub id, as the registry row's repo (e.g. sentence-transformers/all-MiniLM-L6-v2)")
-    hi.add_argument("folder", help="transformers model folder (config.json, *.safetensors, tokenizer files)")
+    hi.add_argument("folder", type=_path_text, help="transformers model folder (config.json, *.safetensors, tokenizer files)")
     hi.add_argument("--revision", default="main", help="branch or tag whose ref is written (default main)")
-    hi.add_argument("--cache-dir", default=None, help="hub cache (default: HF_HUB_CACHE, else HF_HOME/hub, else "
+    hi.add_argument("--cache-dir", type=_path_text, default=None, help="hub cache (default: HF_HUB_CACHE, else HF_HOME/hub, else "
                     "~/.cache/huggingface/hub)")
     hi.add_argument("--allow-pickle", action="store_true",
                     help="import a folder whose only weights are pickle files (the hub source still loads "
@@ -1467,7 +1480,7 @@ def main(argv: list[str] | None = None) -> int:
                   "One line per registry hub row the cache holds (registry id, hub id, revision, commit, imported "
                   "from a folder or downloaded, size), then the cached models no row names. Reads the cache only.")
     hl.add_argument("--all", action="store_true", help="also list the hub rows that are not cached")
-    hl.add_argument("--cache-dir", default=None, help="hub cache (default: HF_HUB_CACHE)")
+    hl.add_argument("--cache-dir", type=_path_text, default=None, help="hub cache (default: HF_HUB_CACHE)")
     _registry_option(hl)
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`

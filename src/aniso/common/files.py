@@ -217,24 +217,57 @@ def through_descriptor(path: str | Path) -> str | None:
     return None
 
 
+#: Unicode categories of the characters a path setting or option may not hold: controls (C0 and C1: a line end, a
+#: tab), format characters (invisible: a zero-width space, a byte-order mark, a direction mark, a soft hyphen) and the
+#: line and paragraph separators. Such a character pasted or read into a path names a file or folder other than the
+#: one meant, and shows nowhere on a terminal.
+_UNSEEN = ("Cc", "Cf", "Zl", "Zp")
+
+
+def _unseen(c: str) -> bool:
+    import unicodedata
+
+    return unicodedata.category(c) in _UNSEEN
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """``path`` as a one-line message shows it: as given, or as Python writes it (``repr``) when it holds a character
+    that a terminal would not show as itself (a line end, which would break the line; an invisible character)."""
+    text = os.fspath(path)
+    text = text if isinstance(text, str) else os.fsdecode(text)
+    return text if all(c.isprintable() for c in text) else repr(text)
+
+
 def path_text_problem(text: str) -> str | None:
     """Why the path ``text`` (a setting's or option's value, as given) is refused before it is used, or None: it holds
     a control character (a line end ``\\r`` or ``\\n``, a tab, ...: a value read from a file with Windows line ends,
-    or pasted with its newline), or begins or ends with blanks (a blank before an absolute path makes it relative to
-    the working folder). Such a path would name a file or folder other than the one meant, and a folder that a run
-    creates (a cache) would be made afresh beside the real one. The value is shown as Python writes it (``repr``), so
-    that a line end in it does not overwrite the message on a terminal; the path without the characters is named
-    where it exists."""
-    bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
+    or pasted with its newline) or an invisible one (a zero-width space, a byte-order mark: Unicode's format
+    characters), or begins or ends with blanks (a blank before an absolute path makes it relative to the working
+    folder). Such a path would name a file or folder other than the one meant, and a folder that a run creates (a
+    cache, a report) would be made afresh beside the real one. The value is shown as Python writes it (``repr``), so
+    that a line end in it does not overwrite the message on a terminal and an invisible character is seen; the path
+    without the characters is named where it exists."""
+    bad = next((c for c in text if _unseen(c)), None)
     stripped = text.strip()
     if bad is None and stripped == text:
         return None
-    what = (f"holds the control character {bad!r}" + (" (a line end, as in a value read from a file with Windows "
-                                                       "line ends)" if bad in "\r\n" else "")
-            if bad is not None else "begins or ends with blanks")
-    clean = "".join(c for c in stripped if not (ord(c) < 32 or ord(c) == 127))
+    if bad is None:
+        what = "begins or ends with blanks"
+    elif bad in "\r\n":
+        what = f"holds the control character {bad!r} (a line end, as in a value read from a file with Windows line ends)"
+    elif ord(bad) < 32 or 127 <= ord(bad) < 160:
+        what = f"holds the control character {bad!r}"
+    else:
+        what = f"holds the invisible character U+{ord(bad):04X} ({_unicode_name(bad)})"
+    clean = "".join(c for c in stripped if not _unseen(c)).strip()
     there = f"; {clean} exists" if clean and os.path.exists(clean) else ""
     return f"{text!r} {what}{there}: remove {'it' if len(text) - len(clean) == 1 else 'them'}"
+
+
+def _unicode_name(c: str) -> str:
+    import unicodedata
+
+    return unicodedata.name(c, "a format character").lower()
 
 
 def not_a_regular_file(path: str | Path) -> str | None:

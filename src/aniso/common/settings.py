@@ -23,7 +23,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = ["Settings", "SettingError", "SETTING_HELP", "PROFILES", "DEFAULT_PROFILE", "BOUNDS", "MAX_SEED",
-           "OTHER_VARIABLES", "PATH_SETTINGS", "quoted_option", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
+           "OTHER_VARIABLES", "PATH_SETTINGS", "quoted_option", "option_form_problem", "EMPTY_ALLOWED", "parse_text", "setting_options", "add_setting_options",
            "data_folder_problem", "second_order_bytes", "bootstrap_bytes", "BOOTSTRAP_UNITS", "type_name", "numpy_bool", "physical_memory",
            "available_memory"]
 
@@ -654,20 +654,43 @@ def quoted_option(arg, options) -> str | None:
     return f"{arg!r} is an option and its value quoted as one word; write them apart, {' '.join(arg.split())}"
 
 
+def option_form_problem(arg) -> str | None:
+    """The one-line refusal of the word ``arg`` when it is a setting option in a form no parser reads, else None:
+    upper or mixed case (``--ANISO-N-SEQUENCES=8``), or begun with a dash other than two hyphen-minus signs (an em or
+    en dash, a minus sign: typed by an editor or pasted from a document, ``—aniso-n-sequences``). The same words at
+    every door (pytest's options and file arguments, the pytest arguments of ``aniso run`` and the API)."""
+    import re
+    import unicodedata
+
+    word = str(arg).split("=", 1)[0]
+    found = re.fullmatch(r"([\u2010-\u2015\u2212\ufe58\ufe63\uff0d-]+)(aniso-[\w-]+)", word, re.IGNORECASE)
+    if found is None:
+        return None
+    dashes, name = found.groups()
+    right = "--" + name.lower()
+    other = next((c for c in dashes if c != "-"), None)
+    if other is not None:
+        return (f"{word!r} begins with {unicodedata.name(other, 'a dash').lower()} (U+{ord(other):04X}), not two "
+                f"hyphens (an editor's or a document's dash?): write {right}")
+    if name != name.lower() and dashes == "--":
+        return f"{word}: the setting options are lower case, {right}"
+    return None
+
+
 def options_taken_as_paths(args) -> str | None:
     """The one-line refusal of pytest's file arguments (``config.args``) that are setting options: pytest takes
     whatever follows ``--`` as files or folders to collect, so ``pytest claims/ -- --aniso-n-sequences 8`` (the form
     of ``aniso run MODEL -- OPTIONS``, which alone passes options on after ``--``) would end in "file or directory
     not found: --aniso-n-sequences". None when no file argument begins with ``--aniso-``."""
-    option = next((str(a) for a in args if str(a).lower().startswith("--aniso-")), None)
+    option = next((str(a) for a in args if str(a).lower().startswith("--aniso-") or option_form_problem(a)), None)
     if option is None:
         return None
     quoted = quoted_option(option, [option.split()[0]])  # '--aniso-n-sequences 8' as one word: a file for pytest
     if quoted is not None:
         return f"{quoted} (pytest took it for a file to collect)"
-    if not option.startswith("--aniso-"):
-        return (f"{option}: the setting options are lower case, --aniso-{option[len('--aniso-'):].lower()}; pytest "
-                "took this one for a file to collect")
+    form = option_form_problem(option)
+    if form is not None:
+        return f"{form}; pytest took this one for a file to collect"
     return (f"{option} was given after `--`, where pytest takes files and folders to collect: give pytest's options "
             "before `--` (only `aniso run MODEL -- OPTIONS` passes options on after it)")
 

@@ -954,8 +954,12 @@ def read_results(path: Path, *, require_digest: bool = True, require_seal: bool 
     if require_seal:
         check_seal(path, raw)
     elif unsealed is not None:  # a file check_seal passed is sealed
-        problem = seal_problem(raw)
+        problem, key_read = _seal_verdict(raw)
         if problem is not None:
-            unsealed.append(f"{path}: {problem}: written by a run on another installation, or edited after the run "
-                            "(its digest recomputed); its contents are shown as the file gives them, unchecked")
+            why = ": written by a run on another installation, or edited after the run (its digest recomputed)" \
+                if key_read else ""  # no key here: nothing is known of the file, but that it cannot be checked
+            from ..common.files import shown_path
+
+            unsealed.append(f"{shown_path(path)}: {problem}{why}; its contents are shown as the file gives them, "
+                            "unchecked")
     return doc
