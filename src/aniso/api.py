@@ -108,7 +108,9 @@ class LayerStats:
     layers : one :class:`aniso.stats.results.LayerSummary` per layer (avg cos and the rest, dimensionless; norms in the
         model's hidden-state units)
     inputs : provenance of the inputs (dataset, name, label, fingerprint, number of items; no data)
-    settings : the settings that change the statistics (sample sizes, seed, reservoir and SVD batch sizes, device)
+    settings : the settings that change the statistics (sample sizes, seed, reservoir and SVD batch sizes, device),
+        with ``max_length_read`` where the model read fewer tokens per text than ``max_length`` (its learnt
+        positions; the inputs' label says so too)
     meta : everything else :func:`aniso.stats.pipeline.compute_stats` recorded (origin of the weights, vectors per layer,
         seconds, cache key and hit, and the optional statistics asked for)
     stats : the underlying :class:`aniso.stats.results.ModelStats` (accumulators; for the claims' functions)
@@ -137,9 +139,16 @@ class LayerStats:
         if not isinstance(stats, ModelStats):
             raise TypeError(f"stats: {stats!r:.40} ({type_name(stats)}); give the aniso.stats.results.ModelStats of a "
                             "model (what StatsProvider.get returns)")
+        from .stats.results import max_length_note
+
         meta = dict(stats.meta)
-        return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()),
-                   dict(meta.get("corpus") or {}), dict(meta.get("settings") or {}), meta, stats)
+        inputs, settings = dict(meta.get("corpus") or {}), dict(meta.get("settings") or {})
+        if meta.get("max_length_read"):  # the model read fewer tokens per text than max_length asks: said where read
+            settings["max_length_read"] = meta["max_length_read"]["read"]
+            if inputs.get("label"):
+                inputs["label"] += max_length_note(meta)
+        return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()), inputs,
+                   settings, meta, stats)
 
     def to_frame(self):
         """A pandas DataFrame, one row per layer in order: column ``layer`` (its name, text: ``"0"``, ``"12"``, or a
@@ -1589,11 +1598,18 @@ def _interrupted(plan, results: Path | None) -> str:
     return f"interrupted (Ctrl-C): {kept}; {wrote}"
 
 
+#: The signals that end a process by default and that a run's clean-up answers: SIGTERM (``kill``, a job
+#: scheduler) and SIGHUP (the terminal or ssh session closed); SIGINT is Ctrl-C's KeyboardInterrupt.
+ENDING_SIGNALS = tuple(getattr(__import__("signal"), name) for name in ("SIGTERM", "SIGHUP")
+                       if hasattr(__import__("signal"), name))
+
+
 @contextlib.contextmanager
 def _removed_on_sigterm():
-    """A list of folders that are removed if SIGTERM stops the process inside the block (the usual ``finally``
-    removes them otherwise); SIGTERM then ends the process as it would have (killed by the signal, or as the handler
-    set before says). Only the main thread can set a signal handler: elsewhere the block runs as it is."""
+    """A list of folders that are removed if SIGTERM or SIGHUP (:data:`ENDING_SIGNALS`) stops the process inside the
+    block (the usual ``finally`` removes them otherwise); the signal then ends the process as it would have (killed by
+    the signal, or as the handler set before says). A signal that is ignored (``nohup`` ignores SIGHUP) stays
+    ignored. Only the main thread can set a signal handler: elsewhere the block runs as it is."""
     import shutil
     import signal
     import threading
@@ -1602,24 +1618,29 @@ def _removed_on_sigterm():
     if threading.current_thread() is not threading.main_thread():
         yield folders
         return
+    previous = {signum: signal.getsignal(signum) for signum in ENDING_SIGNALS}
 
-    def on_term(signum, frame):
+    def on_signal(signum, frame):
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
-        if callable(previous):  # someone else's handler: theirs decides what SIGTERM does next
-            signal.signal(signal.SIGTERM, previous)
-            previous(signum, frame)
+        before = previous[signum]
+        if callable(before):  # someone else's handler: theirs decides what the signal does next
+            signal.signal(signum, before)
+            before(signum, frame)
             return
         # the default: end the process by the signal itself, wherever it came (pytest would take an exception
         # raised inside a test for that test's failure and go on)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    handled = [signum for signum, before in previous.items() if before is not signal.SIG_IGN]
+    for signum in handled:
+        signal.signal(signum, on_signal)
     try:
         yield folders
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum in handled:
+            signal.signal(signum, previous[signum])
 
 
 #: The sizes of a twin run (``aniso run ID --twin``), each given unless the pytest arguments give it (theirs decides):

@@ -437,39 +437,55 @@ def _model_folder_problem(folder: str) -> str | None:
 
 
 class _Terminated(BaseException):
-    """SIGTERM, raised inside :func:`_sigterm_raised` where the signal arrives, so that the code's own clean-up
-    (``except``, ``finally``) runs before the process ends."""
+    """SIGTERM or SIGHUP (:data:`aniso.api.ENDING_SIGNALS`), raised inside :func:`_sigterm_raised` where the signal
+    arrives, so that the code's own clean-up (``except``, ``finally``) runs before the process ends."""
+
+    def __init__(self, signum: int | None = None) -> None:
+        import signal
+
+        super().__init__(signum)
+        self.signum = signal.SIGTERM if signum is None else signum
+
+    @property
+    def name(self) -> str:
+        import signal
+
+        return signal.Signals(self.signum).name
 
     def end(self) -> None:
-        """End the process by SIGTERM itself, as it would have ended without the block (as a twin run does once
+        """End the process by its signal itself, as it would have ended without the block (as a twin run does once
         its temporary folder is removed, :func:`aniso.api._removed_on_sigterm`)."""
         import signal
 
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(self.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), self.signum)
 
 
 @contextlib.contextmanager
 def _sigterm_raised():
-    """SIGTERM raises :class:`_Terminated` inside the block, where no other handler than the default is set (a
-    handler set before decides what SIGTERM does), and in the main thread only (elsewhere the block runs as it
-    is); the handler before comes back after."""
+    """SIGTERM and SIGHUP raise :class:`_Terminated` inside the block, where no other handler than the default is
+    set (a handler set before decides what its signal does; an ignored signal, SIGHUP under ``nohup``, stays
+    ignored), and in the main thread only (elsewhere the block runs as it is); the handlers before come back after."""
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    from .api import ENDING_SIGNALS
+
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    handled = [signum for signum in ENDING_SIGNALS if signal.getsignal(signum) is signal.SIG_DFL]
 
-    def on_term(signum, frame):
-        raise _Terminated()
+    def on_signal(signum, frame):
+        raise _Terminated(signum)
 
-    signal.signal(signal.SIGTERM, on_term)
+    for signum in handled:
+        signal.signal(signum, on_signal)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum in handled:
+            signal.signal(signum, signal.SIG_DFL)
 
 
 def _hub_row_problem(args: argparse.Namespace) -> str | None:
@@ -527,7 +543,7 @@ def _hub_import(args: argparse.Namespace) -> int:
         print(f"aniso hub import: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, _Terminated) as exc:
-        print(f"aniso hub import: interrupted ({'SIGTERM' if isinstance(exc, _Terminated) else 'Ctrl-C'}); nothing "
+        print(f"aniso hub import: interrupted ({exc.name if isinstance(exc, _Terminated) else 'Ctrl-C'}); nothing "
               f"was imported, the cache is as it was", file=sys.stderr)
         if isinstance(exc, _Terminated):
             exc.end()
@@ -977,7 +993,7 @@ def _bench_command(args: argparse.Namespace) -> int:
         print(f"aniso bench command: {_as_typed(str(exc), {'n_sequences': '--paragraphs'})}", file=sys.stderr)
         return 2
     except _Terminated as exc:
-        print("aniso bench command: interrupted (SIGTERM); the timed process was ended and its temporary folder "
+        print(f"aniso bench command: interrupted ({exc.name}); the timed process was ended and its temporary folder "
               "removed", file=sys.stderr)
         exc.end()
         return 143

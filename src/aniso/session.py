@@ -34,7 +34,7 @@ from .stats.pipeline import BlockSweepProvider, StatsProvider
 from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
 from .sources import InputsMissing, ModelRefused, ModelUnavailable
-from .stats.results import ModelStats
+from .stats.results import ModelStats, max_length_note
 from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
                               UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 
@@ -699,10 +699,8 @@ class ClaimContext:
         inputs = stats.meta.get("corpus", {})
         self.result.inputs = inputs.get("dataset")
         self.result.inputs_label = inputs.get("label")
-        read = stats.meta.get("max_length_read")
-        if read and self.result.inputs_label:  # the model reads fewer tokens than asked: the verdict says so
-            self.result.inputs_label += (f"; at most {read['read']} tokens each, the model's positions (max_length "
-                                         f"{read['asked']} asked)")
+        if self.result.inputs_label:  # the model reads fewer tokens than asked: the verdict says so
+            self.result.inputs_label += max_length_note(stats.meta)
         copies = stats.meta.get("copies_as_read")
         if copies and self.result.inputs_label:  # distinct texts this model reads as one: fewer inputs than counted
             self.result.inputs_label += (f"; {copies} of the {stats.meta.get('n_sequences')} paragraphs read by this "

@@ -175,12 +175,34 @@ def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
     FIFO): sampled, it is skipped and named like any unusable file (:func:`_unreadable`), not left out unsaid."""
     if not folder.is_dir():
         raise InputsUnavailable(f"{setting}: {folder} is not a folder")
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and not p.is_dir())
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and not p.is_dir()
+                   and not _hidden(p, folder))
     if not files:
         other = _left_out_note(folder, _left_out(folder, setting), setting) if setting in _KINDS else ""
+        other = "; ".join(filter(None, [other, _hidden_note(folder, suffixes)]))
         raise InputsUnavailable(f"{setting}: no {'/'.join(suffixes)} files under {folder}"
                                 + (f" ({other})" if other else ""))
     return files
+
+
+def _hidden(p: Path, folder: Path) -> bool:
+    """Whether ``p``, a file under ``folder``, is hidden there: its name or a folder on its way from ``folder``
+    begins with ``.`` (a thumbnail cache ``.thumbnails/``, macOS's ``._x.jpg`` resource forks, ``.git/``) or is
+    ``__MACOSX`` (the resource forks a macOS zip holds). Such files are no recordings or photographs of the set."""
+    return any(part.startswith(".") or part == "__MACOSX" for part in p.relative_to(folder).parts)
+
+
+def _hidden_note(folder: Path, suffixes: tuple[str, ...]) -> str:
+    """The words naming and counting the hidden files of ``folder`` (:func:`_hidden`) that have one of ``suffixes``,
+    which :func:`_list` leaves out: ``"3 hidden files left out (a name or folder beginning with '.', or __MACOSX:
+    .thumbnails/a.jpg, ...)"``, or ""."""
+    hidden = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and _hidden(p, folder)
+                    and not p.is_dir())
+    if not hidden:
+        return ""
+    names = [_shown(p.relative_to(folder)) for p in hidden]
+    return (f"{len(hidden)} hidden file{'s' * (len(hidden) != 1)} left out (a name or folder beginning with '.', or "
+            f"__MACOSX: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''})")
 
 
 def _left_out(folder: Path, setting: str) -> list[Path]:
@@ -199,7 +221,7 @@ def _left_out(folder: Path, setting: str) -> list[Path]:
             return False
         return suffix in others or (table.guess_type("x" + suffix)[0] or "").split("/")[0] == major
 
-    return sorted(p for p in folder.rglob("*") if other_format(p) and not p.is_dir())
+    return sorted(p for p in folder.rglob("*") if other_format(p) and not p.is_dir() and not _hidden(p, folder))
 
 
 def _left_out_note(folder: Path, files: list[Path], setting: str) -> str:
@@ -292,7 +314,8 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
         return _librispeech_from_hub(n_clips, seed, max_seconds)
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _AUDIO, "speech_dir", n_clips, seed)
-    left_out = _left_out_note(folder, _left_out(folder, "speech_dir"), "speech_dir")
+    left_out = "; ".join(filter(None, [_left_out_note(folder, _left_out(folder, "speech_dir"), "speech_dir"),
+                                       _hidden_note(folder, _AUDIO)]))
     clips, names, skipped = _usable(files, lambda p: _read_clip(p, max_seconds), "speech_dir", folder, "recording")
     copies = _copies(clips, names, "speech_dir", folder, "recording")
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)"
@@ -586,7 +609,8 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
         return _skimage_photos(n_images, seed)
     folder = Path(folder)
     all_files, files, fingerprint, dataset = _sampled_files(folder, _IMAGES, "image_dir", n_images, seed)
-    left_out = _left_out_note(folder, _left_out(folder, "image_dir"), "image_dir")
+    left_out = "; ".join(filter(None, [_left_out_note(folder, _left_out(folder, "image_dir"), "image_dir"),
+                                       _hidden_note(folder, _IMAGES)]))
     images, names, skipped = _usable(files, lambda p: _read_image(p, max_pixels), "image_dir", folder, "photograph")
     copies = _copies(images, names, "image_dir", folder, "photograph")
     return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))

@@ -207,7 +207,8 @@ def measure_checkpoint(loaded, texts, settings, step: int) -> CheckpointMeasure:
     from .pipeline import embedding_isotropy
 
     meta = {"origin": loaded.origin, "n_tokens": stats.meta["n_tokens"], "seconds": stats.meta["seconds"],
-            "training": loaded.meta.get("training", {}), "embedding_isotropy": embedding_isotropy(model)}
+            "training": loaded.meta.get("training", {}),
+            "embedding_isotropy": embedding_isotropy(model, f"{loaded.entry.id} at step {step}")}
     return CheckpointMeasure(step, layers, meta=meta, **arrays)
 
 

@@ -313,10 +313,12 @@ def _twonn_batches(bins: ShuffledBatches | None) -> dict | None:
             "batch_size": int(bins.bins.shape[1])}
 
 
-def embedding_isotropy(model) -> dict:
+def embedding_isotropy(model, model_id: str = "the model") -> dict:
     """Partition isotropy I(W) (:func:`aniso.metrics.partition_isotropy`) of the model's input embedding matrix and,
     where loaded and not tied to it, its output embedding matrix: raw and mean-centred, with the mean row norm (I(W)
-    depends on the scale of W), the vocabulary size and the dimension. Machina & Mercer 2024 §3."""
+    depends on the scale of W), the vocabulary size and the dimension. Machina & Mercer 2024 §3. Raises
+    :class:`ModelRefused` (one line naming ``model_id``, the matrix, how many of its rows are not finite and the
+    first one's token id) where a matrix holds NaN or infinite values: its weights are broken, whatever the inputs."""
     from .. import metrics
 
     out = {}
@@ -331,7 +333,15 @@ def embedding_isotropy(model) -> dict:
         if module is None or not hasattr(module, "weight") or (name == "output" and module.weight is emb.weight):
             continue  # a tied output matrix is the input one: measured once
         w = module.weight.detach()  # measured on its device, in float64 block by block
-        raw, centred = metrics.partition_isotropies(w)
+        try:
+            raw, centred = metrics.partition_isotropies(w)
+        except ValueError as exc:
+            if "NaN or infinite" not in str(exc):
+                raise
+            bad = (~torch.isfinite(w).all(dim=1)).nonzero().flatten()  # (an error's path: the rows, for the message)
+            raise ModelRefused(f"{model_id}: its {name} embedding matrix ({w.shape[0]:,} x {w.shape[1]}) holds NaN or "
+                               f"infinite values in {len(bad):,} row{'s' * (len(bad) != 1)} (the first: token id "
+                               f"{int(bad[0])}); the model cannot be measured (its weights are not finite)") from None
         norms = torch.cat([torch.linalg.vector_norm(w[i:i + 8192].to(torch.float64), dim=1)
                            for i in range(0, w.shape[0], 8192)])
         out[name] = {"raw": raw, "centred": centred, "mean_norm": float(norms.mean()), "vocab": int(w.shape[0]),
@@ -421,7 +431,7 @@ def _compute_model_stats(loaded: LoadedModel, modality: Modality, inputs, settin
                            final_norm=FINAL_NORM in statistics)
     sharded = shard.world > 1
     try:
-        extra = {"embedding_isotropy": embedding_isotropy(loaded.model)} \
+        extra = {"embedding_isotropy": embedding_isotropy(loaded.model, loaded.entry.id)} \
             if EMBEDDING_ISOTROPY in statistics and modality.tokens else {}
         read = tokens_read(loaded.model, settings.max_length)
         if modality.tokens and read < settings.max_length:

@@ -101,3 +101,13 @@ class ModelStats:
 def summary_dict(summary: LayerSummary) -> dict:
     """A JSON-friendly dict of a :class:`LayerSummary` (NaN becomes None)."""
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(summary).items()}
+
+
+def max_length_note(meta: dict) -> str:
+    """The words an inputs label carries where the model read fewer tokens per text than ``max_length`` asked (its
+    learnt positions: ``meta["max_length_read"]``, :func:`aniso.extract.hidden.tokens_read`): ``"; at most 512
+    tokens each, the model's positions (max_length 100000 asked)"``, or ""."""
+    read = meta.get("max_length_read")
+    if not read:
+        return ""
+    return f"; at most {read['read']} tokens each, the model's positions (max_length {read['asked']} asked)"
