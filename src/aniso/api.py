@@ -487,7 +487,7 @@ def _entry(model: str | Path, registry):
     """The registry entry for ``model``: a registry id, else a folder or hub id whose entry is detected as ``aniso
     run`` detects it. Raises ValueError naming ``model``."""
     from .sources.detect import UndetectableModel, detect_entry
-    from .registry.entries import ModelEntry
+    from .registry.entries import ModelEntry, blank_separated_ids, registry_here_holding
 
     text = str(model)
     if any(e.id == text for e in registry):
@@ -505,6 +505,8 @@ def _entry(model: str | Path, registry):
         same = [i for i in ids if i.casefold() == text.casefold()]
         close = same or difflib.get_close_matches(text, ids, n=2, cutoff=0.6)
         hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+        hint = blank_separated_ids(text, ids) or hint
+        hint += registry_here_holding(text, registry.path)
         where = f"no registry id of {registry.path}{hint}" if registry.path else "no registry here"
         raise ValueError(f"model {_shown(text)}: {where}; as a folder or hub id: {exc}") from None
     if any(e.id == row["id"] for e in registry):
@@ -1461,13 +1463,18 @@ def _not_in_registry(model: str, reg, why: str) -> str:
     path that exists is a model folder or file: ``why`` alone."""
     from .sources.hubcache import hub_id_problem
 
-    if _is_path_here(model) or hub_id_problem(model) is not None:
+    from .registry.entries import blank_separated_ids, registry_here_holding
+
+    if _is_path_here(model):
         return why
+    if hub_id_problem(model) is not None:
+        return why + blank_separated_ids(model, [e.id for e in reg]) + registry_here_holding(model, reg.path)
     close = reg.closest_id(model)
     holds = ("it holds no models" if len(reg) == 0 else f"did you mean {close!r}?" if close is not None
              else f"aniso list models lists its {len(reg)}")
     said = why[len(model) + 2:] if why.startswith(f"{model}: ") else why
-    return f"{model}: registry {reg.path} names no model with this id ({holds}); as a hub id, {said}"
+    return (f"{model}: registry {reg.path} names no model with this id ({holds}){registry_here_holding(model, reg.path)}"
+            f"; as a hub id, {said}")
 
 
 def _registry_row_named(model: str, reg) -> str:

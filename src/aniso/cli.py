@@ -808,13 +808,10 @@ def _record(args: argparse.Namespace) -> int:
                 import hashlib
 
                 raw = registry.read_bytes()
-                other_ends = {hashlib.sha256(raw.replace(b"\r\n", b"\n")).hexdigest(),
-                              hashlib.sha256(raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")).hexdigest()}
-                if other_ends & {doc.provenance.registry_sha256, base}:  # the same registry, checked out otherwise
-                    raise ValueError(f"{args.results} was written by a run of {registry} with other line ends (the "
-                                     "run read it with " + ("LF" if b"\r\n" in raw else "CRLF") + " line ends, this "
-                                     "file has " + ("CRLF" if b"\r\n" in raw else "LF") + " ones): convert its line ends "
-                                     "back (e.g. dos2unix) and record again; nothing else differs")
+                same = _registry_as_run(raw, {doc.provenance.registry_sha256, base} - {None})
+                if same is not None:  # the same registry, checked out or saved otherwise
+                    raise ValueError(f"{args.results} was written by a run of {registry} as it was before {same} "
+                                     "changed: put it back and record again; nothing else differs")
                 raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                                  + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
                                     if doc.provenance.registry_sha256 else "no registry file")
@@ -1246,6 +1243,29 @@ def _path_text(value: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
     return value
+
+
+def _registry_as_run(raw: bytes, digests: set[str]) -> str | None:
+    """What differs between the registry file's bytes ``raw`` and the registry a run read (one of ``digests``,
+    SHA-256) where only its line ends or a byte-order mark do (a checkout with other line ends, an editor's save):
+    ``"its line ends (the run read LF, this file has CRLF; e.g. dos2unix)"``, ``"a byte-order mark at its start
+    (remove it)"``, both joined; None when the file differs otherwise."""
+    import hashlib
+
+    bom = b"\xef\xbb\xbf"
+    text = raw.removeprefix(bom)
+    lf = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    ends = "CRLF" if b"\r\n" in text else "CR" if b"\r" in text else "LF"
+    for read, body in (("LF", lf), ("CRLF", lf.replace(b"\n", b"\r\n")), ("CR", lf.replace(b"\n", b"\r"))):
+        for mark in (b"", bom):
+            if hashlib.sha256(mark + body).hexdigest() in digests and mark + body != raw:
+                what = ([f"its line ends (the run read {read}, this file has {ends}; e.g. dos2unix)"]
+                        if read != ends else [])
+                if raw.startswith(bom) != bool(mark):
+                    what.append("a byte-order mark at its start (" + ("remove it" if raw.startswith(bom) else
+                                                                      "the run read one") + ")")
+                return " and ".join(what)
+    return None
 
 
 def _registry_option(parser) -> None:

@@ -32,5 +32,27 @@ def test_record_into_the_registry_with_other_line_ends_says_so(tmp_path, capsys)
     before = registry.read_bytes()
     assert main(["record", str(results), "--registry", str(registry)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "with other line ends (the run read it with LF line ends, this file has CRLF ones)" in err
+    assert err.count("\n") == 1 and "as it was before its line ends (the run read LF, this file has CRLF; e.g. " \
+        "dos2unix) changed: put it back and record again; nothing else differs" in err
     assert registry.read_bytes() == before
+
+
+def test_record_into_the_registry_with_cr_line_ends_or_a_byte_order_mark_says_so(tmp_path, capsys):
+    """Tour 19: CR-only line ends and a byte-order mark an editor added were sent to re-run the claims."""
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n- id: m\n  source: {kind: local, path: ./m}\n  modality: vision\n"
+                        "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: f\n")
+    results = _run(tmp_path, registry)
+    lf = registry.read_bytes()
+    for changed, said in ((lf.replace(b"\n", b"\r"), "its line ends (the run read LF, this file has CR"),
+                          (b"\xef\xbb\xbf" + lf, "before a byte-order mark at its start (remove it) changed"),
+                          (b"\xef\xbb\xbf" + lf.replace(b"\n", b"\r\n"), "this file has CRLF; e.g. dos2unix) and a "
+                                                                          "byte-order mark at its start")):
+        registry.write_bytes(changed)
+        assert main(["record", str(results), "--registry", str(registry)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "re-run" not in err, err
+        assert registry.read_bytes() == changed
+    registry.write_bytes(lf + b"# a comment\n")
+    assert main(["record", str(results), "--registry", str(registry)]) == 2
+    assert "re-run the claims on it" in capsys.readouterr().err

@@ -553,9 +553,11 @@ class Registry:
             raise UnknownModel(f"no model {model_id!r} in registry {self.path}: {model_id!r} is a model set or tag, "
                                f"and this takes registry ids (aniso list models --models {model_id} lists them)")
         close = self.closest_id(str(model_id))
+        blanks = blank_separated_ids(str(model_id), [e.id for e in self.entries])
         raise UnknownModel(f"no model {model_id!r} in registry {self.path}"
-                           + (f"; did you mean {close!r}?" if close else " (aniso list models)" if self.entries
-                              else ": it holds no models (its field models lists none)"))
+                           + (blanks or f"; did you mean {close!r}?" if blanks or close else " (aniso list models)"
+                              if self.entries else ": it holds no models (its field models lists none)")
+                           + registry_here_holding(str(model_id), self.path))
 
     def closest_id(self, text: str) -> str | None:
         """The registry id ``text`` most likely meant: the one equal to it but for case (``ALL-MINILM-L6-V2``), else
@@ -629,6 +631,35 @@ class Registry:
         kept = [e for e in self.entries if e.id in chosen]
         return (Registry(kept, self.path, self.recorded_inputs, self.recorded_profile),
                 [e for e in self.entries if e.id not in chosen])
+
+
+def registry_here_holding(model_id: str, path) -> str:
+    """`` (the models.yaml in this folder holds it, and is not this run's registry: give it as the registry)`` where
+    the working folder's ``models.yaml`` is another file than the registry ``path`` the id was looked up in, and has a
+    row of id ``model_id`` (a line ``id: MODEL_ID``; the file is not parsed); "" otherwise."""
+    import re
+
+    here = Path("models.yaml")
+    try:
+        if path is None or not here.is_file() or here.resolve() == Path(path).resolve() or \
+                here.stat().st_size > 16 * 2**20:
+            return ""
+        text = here.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    row = re.compile(rf"^[ \t]*(?:-[ \t]+)?id:[ \t]*(['\"]?){re.escape(model_id)}\1[ \t]*(?:#.*)?$", re.MULTILINE)
+    return (f" (the models.yaml in this folder holds it, and is not this run's registry: give {here.resolve()} as "
+            "the registry)" if row.search(text) else "")
+
+
+def blank_separated_ids(text: str, ids) -> str:
+    """`` (2 registry ids in one, separated by blanks: give one model)`` where ``text``, given as one model, is
+    registry ids (of ``ids``) separated by blanks (``"M bert-base-uncased"`` quoted as one argument); "" otherwise."""
+    words = str(text).split()
+    known = set(ids)
+    if len(words) > 1 and all(w.strip(",") in known for w in words):
+        return f" ({len(words)} registry ids in one, separated by blanks: give one model)"
+    return ""
 
 
 def _other_registry_here(path) -> str:
