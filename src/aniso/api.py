@@ -1606,15 +1606,16 @@ def _interrupted(plan, results: Path | None) -> str:
 
 
 #: The signals that end a process by default and that a run's clean-up answers: SIGTERM (``kill``, a job
-#: scheduler) and SIGHUP (the terminal or ssh session closed); SIGINT is Ctrl-C's KeyboardInterrupt.
-ENDING_SIGNALS = tuple(getattr(__import__("signal"), name) for name in ("SIGTERM", "SIGHUP")
+#: scheduler), SIGHUP (the terminal or ssh session closed) and SIGQUIT (Ctrl-\\); SIGINT is Ctrl-C's
+#: KeyboardInterrupt, SIGKILL cannot be answered.
+ENDING_SIGNALS = tuple(getattr(__import__("signal"), name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
                        if hasattr(__import__("signal"), name))
 
 
 @contextlib.contextmanager
 def _removed_on_sigterm():
-    """A list of folders that are removed if SIGTERM or SIGHUP (:data:`ENDING_SIGNALS`) stops the process inside the
-    block (the usual ``finally`` removes them otherwise); the signal then ends the process as it would have (killed by
+    """A list of folders that are removed if SIGTERM, SIGHUP or SIGQUIT (:data:`ENDING_SIGNALS`) stops the process
+    inside the block (the usual ``finally`` removes them otherwise); the signal then ends the process as it would have (killed by
     the signal, or as the handler set before says). A signal that is ignored (``nohup`` ignores SIGHUP) stays
     ignored. Only the main thread can set a signal handler: elsewhere the block runs as it is."""
     import shutil

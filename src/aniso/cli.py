@@ -437,8 +437,8 @@ def _model_folder_problem(folder: str) -> str | None:
 
 
 class _Terminated(BaseException):
-    """SIGTERM or SIGHUP (:data:`aniso.api.ENDING_SIGNALS`), raised inside :func:`_sigterm_raised` where the signal
-    arrives, so that the code's own clean-up (``except``, ``finally``) runs before the process ends."""
+    """SIGTERM, SIGHUP or SIGQUIT (:data:`aniso.api.ENDING_SIGNALS`), raised inside :func:`_sigterm_raised` where the
+    signal arrives, so that the code's own clean-up (``except``, ``finally``) runs before the process ends."""
 
     def __init__(self, signum: int | None = None) -> None:
         import signal
@@ -463,8 +463,8 @@ class _Terminated(BaseException):
 
 @contextlib.contextmanager
 def _sigterm_raised():
-    """SIGTERM and SIGHUP raise :class:`_Terminated` inside the block, where no other handler than the default is
-    set (a handler set before decides what its signal does; an ignored signal, SIGHUP under ``nohup``, stays
+    """SIGTERM, SIGHUP and SIGQUIT raise :class:`_Terminated` inside the block, where no other handler than the
+    default is set (a handler set before decides what its signal does; an ignored signal, SIGHUP under ``nohup``, stays
     ignored), and in the main thread only (elsewhere the block runs as it is); the handlers before come back after."""
     import signal
     import threading
@@ -1236,12 +1236,17 @@ def _path_text(value: str) -> str:
     """An argparse type for a path argument: ``value`` unchanged, or ArgumentTypeError (argparse's one line naming
     the argument) where :func:`aniso.common.files.path_text_problem` refuses it: a control or invisible character, or
     blanks at its ends, which would read or write another file or folder than the one meant (``--out 'r.html\\r'``
-    writes a file whose name ends in a line end; ``--out ' /abs/r.html'`` a folder named with a blank)."""
-    from .common.files import path_text_problem
+    writes a file whose name ends in a line end; ``--out ' /abs/r.html'`` a folder named with a blank), or a path
+    through a loop of symbolic links (:func:`aniso.common.files.link_loop`)."""
+    from .common.files import link_loop, path_text_problem
 
     problem = path_text_problem(value)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
+    loop = link_loop(value)
+    if loop is not None:  # (Path.resolve would raise RuntimeError on it, deep in a command)
+        raise argparse.ArgumentTypeError(f"{loop} is a symbolic link to itself, or one of a loop of links: remove it, "
+                                         "or give another path")
     return value
 
 

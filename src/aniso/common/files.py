@@ -238,6 +238,24 @@ def shown_path(path: str | os.PathLike) -> str:
     return text if all(c.isprintable() for c in text) else repr(text)
 
 
+def link_loop(path: str | os.PathLike) -> str | None:
+    """The part of ``path`` (it, or a folder on its way) that is a symbolic link to itself or one of a loop of links
+    (``a -> b -> a``), which nothing can be read from or created at, or None. Checked with ``os.stat`` (no
+    ``Path.resolve``, which raises RuntimeError on a loop)."""
+    import errno
+    from pathlib import PurePath
+
+    text = os.path.expanduser(os.fspath(path))
+    for part in (text, *map(str, PurePath(text).parents)):
+        if os.path.islink(part):
+            try:
+                os.stat(part)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return part
+    return None
+
+
 def path_text_problem(text: str) -> str | None:
     """Why the path ``text`` (a setting's or option's value, as given) is refused before it is used, or None: it holds
     a control character (a line end ``\\r`` or ``\\n``, a tab, ...: a value read from a file with Windows line ends,

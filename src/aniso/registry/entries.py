@@ -112,6 +112,52 @@ def _reason_fields(reason: str) -> list[str]:
     return [field for _, field, _, _ in string.Formatter().parse(reason) if field is not None]
 
 
+def _odd_placeholder(reason: str) -> str | None:
+    """The first placeholder of a record's reason that is more than a ``measured`` key with indices and a format
+    (``{contrast:.2f}``, ``{per_layer[3]:.3g}``), as written, or None: ``str.format`` follows attributes
+    (``{contrast.__class__}``) and conversions (``{contrast!r}``), which would put Python objects' text, not numbers,
+    into reasons and reports. Raises nothing (a reason ``str.format`` cannot parse is refused where it renders)."""
+    import re
+    import string
+
+    try:
+        parts = list(string.Formatter().parse(reason))
+    except ValueError:
+        return None
+    for _, field, spec, conversion in parts:
+        if field is None:
+            continue
+        if conversion is not None or not re.fullmatch(r"[A-Za-z_]\w*(\[[^\[\]{}]+\])*", field) \
+                or not re.fullmatch(_NUMBER_FORMAT, spec or ""):
+            return field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+    return None
+
+
+#: The format specs a record's reason may give a number: an alignment and sign, a width of at most two digits, a
+#: grouping, a precision of at most two digits and a type (``.2f``, ``.3g``, ``+.1%``, ``,d``): no nested field, no
+#: width that pads a reason to a million characters.
+_NUMBER_FORMAT = r"([^{}]?[<>=^])?[+\- ]?z?#?0?\d{0,2}[,_]?(\.\d{1,2})?[bcdeEfFgGnosxX%]?"
+
+
+def _not_a_number_formatted(reason: str, measured: dict) -> str | None:
+    """The first placeholder of ``reason`` whose format is a number's (``.2f``, ``d``, ``%``...) while its value in
+    ``measured`` is a yes/no (YAML's ``true``, which Python formats as 1.00), as ``"{contrast:.2f} formats true"``, or
+    None."""
+    import string
+
+    formatter = string.Formatter()
+    for _, field, spec, _ in formatter.parse(reason):
+        if field is None or not spec or spec[-1:] not in "bcdeEfFgGnoxX%":
+            continue
+        try:
+            value = formatter.get_field(field, (), measured)[0]
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError):
+            continue
+        if isinstance(value, bool):
+            return f"{{{field}:{spec}}} formats {str(value).lower()}"
+    return None
+
+
 class ExpectedVerdict(Strict):
     """What a claim is expected to give for a model, with the measured values and the reason.
 
@@ -180,10 +226,22 @@ class ExpectedVerdict(Strict):
             raise ValueError(f"sizes names {unknown}, which are no run-profile sizes ({', '.join(PROFILES['quick'])})")
         if self.verdict == "underpowered" and not self.decides_at:
             raise ValueError("an underpowered record says what would decide the claim (decides_at)")
+        odd = _odd_placeholder(self.reason)
+        if odd is not None:
+            raise ValueError(f"reason: the placeholder {{{odd}}} is not a measured number's: a placeholder is a key of "
+                             "measured, an index into it ({name[0]}) and a format ({name:.2f}), nothing else (no "
+                             "attribute, no conversion)")
+        yes_no = _not_a_number_formatted(self.reason, self.measured or {})
+        if yes_no is not None:
+            raise ValueError(f"reason: {yes_no}, a yes/no and not a number (YAML reads true/false/yes/no so): give the "
+                             "measured number, or a placeholder without a number's format")
         try:
             self.text
         except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
             fields = ", ".join(_reason_fields(self.reason)) or "none"
+            if not self.measured:
+                raise ValueError(f"reason: its placeholders ({fields}) render from measured, and the record has no "
+                                 "measured numbers (a measured record holds the numbers it rests on)") from None
             raise ValueError(f"reason: a placeholder does not render from measured ({type(exc).__name__}: {exc}; "
                              f"placeholders: {fields})") from None
         return self

@@ -39,6 +39,12 @@ def _not_a_file(given: str | Path, path: Path) -> str:
     T, which does not exist`` for a link to nothing (as the checks of the cache and report folders say it), ``does
     not exist`` or ``is not a file``; a relative ``given`` is followed by the absolute path looked at."""
     shown = str(given) if Path(os.path.expanduser(str(given))).is_absolute() else f"{given} ({path})"
+    from ..common.files import link_loop
+
+    loop = link_loop(path)
+    if loop is not None:
+        return (f"{shown} is a symbolic link to itself, or one of a loop of links" if loop == str(path) else
+                f"{shown}: {loop} is a symbolic link to itself, or one of a loop of links")
     if path.is_symlink() and not path.exists():
         return f"{shown} is a symbolic link to {os.readlink(path)}, which does not exist"
     return f"{shown} {'is not a file' if os.path.lexists(path) else 'does not exist'}"
