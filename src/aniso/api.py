@@ -26,6 +26,7 @@ import contextlib
 import difflib
 import errno
 import functools
+import math
 import numbers
 import os
 import warnings
@@ -96,6 +97,27 @@ _COLUMN = {"mean_cosine": "avg_cos", "mean_cosine_sampled": "avg_cos_sampled",
 # -- results ------------------------------------------------------------------------------------------------------
 
 
+def _same_values(a: Any, b: Any) -> bool:
+    """``a == b`` for nested dicts, lists and tuples of plain values and arrays, with NaN equal to NaN."""
+    import numpy as np
+
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_values(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same_values(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        try:
+            return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+        except TypeError:  # arrays of objects
+            return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
 @dataclass(frozen=True)
 class LayerStats:
     """The layer-wise statistics of one model on one set of inputs (what :func:`measure` returns).
@@ -126,6 +148,15 @@ class LayerStats:
 
     #: Not hashable (its inputs, settings and meta are dicts): ``hash()`` says so by the class's name.
     __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field but ``stats`` is, a statistic that is NaN (not kept) equal to NaN: a copy read back
+        from a pickle or joblib equals the original (``float('nan') != float('nan')`` otherwise makes it differ)."""
+        if not isinstance(other, LayerStats):
+            return NotImplemented
+        fields_of = lambda x: (x.model_id, x.layer_names, [asdict(s) for s in x.layers], x.inputs, x.settings,
+                               x.meta)  # noqa: E731
+        return _same_values(fields_of(self), fields_of(other))
 
     @classmethod
     def of(cls, stats) -> "LayerStats":
@@ -236,16 +267,14 @@ class ClaimResults:
 
     def report(self, path: str | Path | None = None) -> Path:
         """The HTML report of this run: written to ``path`` with :func:`aniso.report.write_html_report`, or, with no
-        ``path``, the ``report.html`` the run wrote beside ``results.json`` (written anew if it is gone); returns its
-        path. Raises ValueError naming ``path`` when it is a folder or a folder on its way is a file
+        ``path``, to ``report.html`` beside ``results.json``, written anew from this run's results (a report.html found
+        there may be another run's, copied beside it); returns its path. Raises ValueError naming ``path`` when it is a folder or a folder on its way is a file
         (:func:`_report_path`), or naming :attr:`path` when that file no longer holds this run's results (replaced or
         edited since: its digest is not this run's); OSError if it cannot be written."""
         from .judge.results import read_results
         from .report import write_html_report
 
         target = _report_path(path) if path is not None else self.path.with_name("report.html")
-        if path is None and target.is_file():
-            return target
         now = read_results(self.path).digest
         if self.document.digest is not None and now != self.document.digest:  # another run's file copied over it
             raise ValueError(f"{self.path} no longer holds this run's results (its digest is {str(now)[:12]}…, this "
@@ -286,7 +315,11 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
-        raise ValueError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]!r}?" if close
+        if unknown[0] == "n_inputs":  # measure's argument, whose setting depends on the model's modality
+            close = ["n_sequences (text), n_clips (speech) or n_images (vision); or measure's argument n_inputs"]
+        raise ValueError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]}?"
+                                                                       if unknown[0] == "n_inputs" else
+                                                                       f"; did you mean {close[0]!r}?" if close
                                                                        else "") + " (see aniso.common.settings.SETTING_HELP)")
     for name, value in options.items():
         if name in given:
@@ -321,6 +354,10 @@ def _settings_argument(settings: Any) -> Mapping[str, Any] | None:
     if settings is not None and not isinstance(settings, Mapping):
         raise TypeError(f"settings: {settings!r:.40} ({type_name(settings)}); give a dict of setting names and "
                         "values, e.g. {'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
+    key = next((k for k in settings or {} if not isinstance(k, str)), None)
+    if key is not None or (settings and any(not isinstance(k, str) for k in settings)):
+        raise TypeError(f"settings: the key {key!r:.40} ({type_name(key)}); setting names are str, e.g. "
+                        "{'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
     return settings
 
 
@@ -896,15 +933,24 @@ def _no_registry_name(name: str, registry: Any, settings: Any) -> None:
     """Refuse ``name`` for an in-memory model when it is the id of a row of the registry (``all-MiniLM-L6-v2``): its
     results would be labelled as that registry model's, whose weights these need not be. Raises ValueError naming
     ``name``."""
+    from .common.files import path_text_problem
+
+    if not isinstance(name, str):
+        raise TypeError(f"name: {name!r:.40} ({type_name(name)}); give a str, the name the results are reported under")
+    problem = path_text_problem(name)  # ' all-MiniLM-L6-v2 ', 'all-MiniLM-L6-v2\n': a registry id in disguise
+    if problem is not None or not name:
+        raise ValueError(f"name: {problem or 'empty'}; the results are reported under it")
     s = _settings({}, settings, check=False)
     path = _registry_file(registry, s)
     if path is None:
         return
     reg = _load_registry(path, registry, s)
-    if any(e.id == name for e in reg):
-        raise ValueError(f"name: {name!r} is the id of a row of the registry {reg.path}, whose results are of its own "
+    same = next((e.id for e in reg if e.id.casefold() == name.casefold()), None)
+    if same is not None:
+        said = f"{name!r} is the id of a row" if same == name else f"{name!r} is the id {same!r} of a row, in another case,"
+        raise ValueError(f"name: {said} of the registry {reg.path}, whose results are of its own "
                          f"weights; an in-memory model is reported under a name of its own: give another (e.g. "
-                         f"{name + '-in-memory'!r}), or measure the registry's model as aniso.measure({name!r})")
+                         f"{name + '-in-memory'!r}), or measure the registry's model as aniso.measure({same!r})")
 
 
 def _base_max_length(settings) -> int | None:
@@ -1014,10 +1060,20 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     from .extract.modalities import MODALITIES
     from .sources import LoadedModel
 
+    from transformers import PreTrainedModel
+
     config = getattr(model, "config", None)
-    if not isinstance(model, torch.nn.Module) or config is None or not hasattr(config, "to_dict"):
+    if type(model).__module__.split(".")[0] == "sentence_transformers":
+        raise TypeError(f"model: a {type_name(model)} (sentence-transformers), whose forward pass is not a transformers "
+                        "model's; give its transformers model (model[0].auto_model) and its tokenizer "
+                        "(model.tokenizer), or the folder it was loaded from")
+    if not isinstance(model, PreTrainedModel) or config is None or not hasattr(config, "to_dict"):
         raise TypeError(f"model: a {type_name(model)}; give a registry id, a model folder, a hub id or a loaded "
                          "transformers model")
+    meta = next((n for n, p in model.named_parameters() if p.is_meta), None)
+    if meta is not None:  # built under torch.device("meta") or from_pretrained(..., device_map="meta"): no numbers
+        raise ValueError(f"model: its weights are on the meta device (not loaded: {meta} holds no values); load them "
+                         "(from_pretrained, or to_empty and load_state_dict) before measuring")
     try:
         fields = entry_fields(config.to_dict())
     except UndetectableModel as exc:
@@ -1355,6 +1411,9 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
     _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
     options = dict(settings or {})
+    if isinstance(claims, str) and not claims.strip():  # (None is every claim: an empty text names none)
+        raise ValueError(f"claims: {claims!r} names no claim (it would run every claim); give claim ids or prefixes, "
+                         "or leave claims out (None) for every claim")
     if claims is not None:
         options["claims"] = claims
     plan, reg = settings_and_registry(options, registry=registry, texts=texts)
@@ -1946,9 +2005,10 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     inputs = _inputs_path(inputs)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
-    if isinstance(claims, (list, tuple)) and not claims:
-        raise ValueError("claims: an empty list names no claim (it would run every claim); give claim ids or "
-                         "prefixes, or leave claims out for 'G.' (aniso.claims())")
+    if isinstance(claims, (list, tuple, str)) and not "".join(map(str, claims)).strip():
+        raise ValueError(f"claims: {'an empty list' if not isinstance(claims, str) else repr(claims)} names no claim "
+                         "(it would run every claim); give claim ids or prefixes, or leave claims out for 'G.' "
+                         "(aniso.claims())")
     if isinstance(claims, (list, tuple)) and all(isinstance(c, str) for c in claims):
         claims = ",".join(claims)  # ["G.", "R.decoder-bell-profile"] as "G.,R.decoder-bell-profile"
     if not isinstance(claims, str):
