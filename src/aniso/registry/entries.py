@@ -854,6 +854,10 @@ def _yaml_word(value: Any) -> str | None:
         return "YAML reads an unquoted null or ~ (or nothing) as no value; quote the word to give it as text"
     if isinstance(value, (int, float)):
         return f"YAML reads the unquoted value as the number {value!r}; quote it to give it as text"
+    import datetime
+
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"YAML reads the unquoted value as the date {value.isoformat()}; quote it to give it as text"
     return None
 
 
@@ -1118,6 +1122,10 @@ def load_registry(path: Path | str) -> Registry:
     if "schema_version" in raw or {"provenance", "results"} <= raw.keys():
         raise NotARegistry(f"{path} is a results file (the results.json of a run: schema_version, provenance, "
                            "results), not a registry (a mapping whose field models lists the entries, as models.yaml)")
+    if "models" not in raw and ("model_type" in raw or "architectures" in raw):
+        raise NotARegistry(f"{path} is a model's config (a transformers config.json: model_type, architectures), not a "
+                           "registry (a mapping whose field models lists the entries, as models.yaml); the model is "
+                           "the folder that holds it")
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
