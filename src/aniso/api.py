@@ -147,7 +147,8 @@ class LayerStats:
     stats: Any = field(repr=False, compare=False)
 
     #: Not hashable (its inputs, settings and meta are dicts): ``hash()`` says so by the class's name.
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: {type(self).__name__!r}")
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field but ``stats`` is, a statistic that is NaN (not kept) equal to NaN: a copy read back
@@ -1411,7 +1412,7 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
     _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
     options = dict(settings or {})
-    if isinstance(claims, str) and not claims.strip():  # (None is every claim: an empty text names none)
+    if claims == "":  # (None is every claim: an empty text names none; blanks are refused by parse_claims)
         raise ValueError(f"claims: {claims!r} names no claim (it would run every claim); give claim ids or prefixes, "
                          "or leave claims out (None) for every claim")
     if claims is not None:
@@ -2005,7 +2006,7 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     inputs = _inputs_path(inputs)
     _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
-    if isinstance(claims, (list, tuple, str)) and not "".join(map(str, claims)).strip():
+    if (isinstance(claims, (list, tuple)) and not claims) or claims == "":  # (blanks: parse_claims names them)
         raise ValueError(f"claims: {'an empty list' if not isinstance(claims, str) else repr(claims)} names no claim "
                          "(it would run every claim); give claim ids or prefixes, or leave claims out for 'G.' "
                          "(aniso.claims())")

@@ -1240,6 +1240,8 @@ def _path_text(value: str) -> str:
     through a loop of symbolic links (:func:`aniso.common.files.link_loop`)."""
     from .common.files import link_loop, path_text_problem
 
+    if not value.strip():  # an empty value: named as such where the command reads it
+        return value
     problem = path_text_problem(value)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)

@@ -39,6 +39,16 @@ def test_a_yes_no_formatted_as_a_number_is_refused(tmp_path):
         _registry(tmp_path, MEASURED, "grows {grows:.2f}")
 
 
+def test_a_precision_that_cuts_a_text_is_refused(tmp_path):
+    """Tour 21: '{flattest_decoder:.3}' read "min" for the model id mini-gpt2-bytes-s0."""
+    measured = "        measured: {p_value: 0.39, layer_of_max: enc.11}\n"
+    with pytest.raises(RegistryError, match=r"reason: \{layer_of_max:\.3\} cuts the text 'enc\.11': a precision is "
+                                            r"for numbers"):
+        _registry(tmp_path, measured, "at {layer_of_max:.3}")
+    assert _registry(tmp_path, measured, "at {layer_of_max}, p {p_value:.2f}").get("tiny").expected[
+        "G.drift-correlation-spearman"].text == "at enc.11, p 0.39"
+
+
 def test_a_measured_record_without_numbers_says_so(tmp_path):
     with pytest.raises(RegistryError, match=r"reason: its placeholders \(p_value\) render from measured, and the "
                                             r"record has no measured numbers"):

@@ -36,3 +36,17 @@ def test_a_twin_and_the_model_itself_are_named_too():
 def test_two_runs_of_one_twin_size_say_nothing_of_twins():
     said = format_diff(diff_results(_doc("tiny", 3, "holds"), _doc("tiny", 3, "holds"), notes=True))
     assert "twin" not in said and "layers" not in said
+
+
+def test_a_twins_verdict_is_marked_in_the_table():
+    """Tour 21: `aniso diff TWIN_RUN RUN --all` listed the twin's `removed | ... | holds`, as if the model held."""
+    from aniso.sources.twin import TWIN_LABEL
+
+    twin = _doc("tiny", 3, "holds")
+    twin = twin.model_copy(update={"results": [twin.results[0].model_copy(update={"twin": TWIN_LABEL})]})
+    other = _doc(None, 3, "holds")
+    other = other.model_copy(update={"results": [other.results[0].model_copy(
+        update={"model_id": "bert", "test": "claims/t.py::t[bert]"})]})
+    rows = [(c.kind, c.model_id, c.old, c.new) for c in diff_results(twin, other)]
+    assert ("removed", "gpt2", "holds (twin)", "-") in rows and ("added", "bert", "-", "holds") in rows
+    assert "holds (twin)" in format_diff(diff_results(twin, other))

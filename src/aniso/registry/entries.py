@@ -155,6 +155,15 @@ def _not_a_number_formatted(reason: str, measured: dict) -> str | None:
             continue
         if isinstance(value, bool):
             return f"{{{field}:{spec}}} formats {str(value).lower()}"
+    for _, field, spec, _ in formatter.parse(reason):
+        if field is None or not spec or "." not in spec:
+            continue
+        try:
+            value = formatter.get_field(field, (), measured)[0]
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError):
+            continue
+        if isinstance(value, str):  # '{flattest_decoder:.3}': a precision cuts a text ('mini-gpt2-...' to 'min')
+            return f"{{{field}:{spec}}} cuts the text {value!r:.40}"
     return None
 
 
@@ -233,8 +242,11 @@ class ExpectedVerdict(Strict):
                              "attribute, no conversion)")
         yes_no = _not_a_number_formatted(self.reason, self.measured or {})
         if yes_no is not None:
-            raise ValueError(f"reason: {yes_no}, a yes/no and not a number (YAML reads true/false/yes/no so): give the "
-                             "measured number, or a placeholder without a number's format")
+            raise ValueError(f"reason: {yes_no}" + (", a yes/no and not a number (YAML reads true/false/yes/no so): "
+                                                    "give the measured number, or a placeholder without a number's "
+                                                    "format" if "formats" in yes_no else
+                                                    ": a precision is for numbers; give the text's placeholder without "
+                                                    "one"))
         try:
             self.text
         except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:

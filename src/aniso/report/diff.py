@@ -159,15 +159,15 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
         a = before.get(key)
         where = (b.claim_id, b.model_id, b.test)
         if a is None or b.model_id in others:  # another model under the same id: its results are not compared
-            changes.append(Change("added", *where, "-", b.verdict))
+            changes.append(Change("added", *where, "-", _verdict(b)))
             continue
         if a.inputs and b.inputs and a.inputs != b.inputs:
             changes.append(Change("inputs", *where, a.inputs, b.inputs))
         sizes = _sizes(old, new, a, b)
         if notes and sizes is not None:
             changes.append(Change("sizes", *where, sizes, ""))
-        if a.verdict != b.verdict:
-            changes.append(Change("verdict", *where, a.verdict, b.verdict))
+        if a.verdict != b.verdict or bool(a.twin) != bool(b.twin):
+            changes.append(Change("verdict", *where, _verdict(a), _verdict(b)))
         stale_a, stale_b = _stale(a), _stale(b)
         if stale_b and stale_a != stale_b:
             changes.append(Change("record", *where, stale_a or "record's numbers reproduced",
@@ -197,8 +197,14 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
                 changes.append(Change("number", *where, f"{name} {x:.6g}", f"{y:.6g} (without interval)"))
     for key, a in before.items():
         if key not in after or a.model_id in others:
-            changes.append(Change("removed", a.claim_id, a.model_id, a.test, a.verdict, "-"))
+            changes.append(Change("removed", a.claim_id, a.model_id, a.test, _verdict(a), "-"))
     return changes
+
+
+def _verdict(r) -> str:
+    """A result's verdict as the table shows it: a twin's (random weights, the code path only) marked so, never to be
+    read as the model's."""
+    return f"{r.verdict} (twin)" if r.twin else r.verdict
 
 
 def inputs_line(changes: list[Change], shown: int = 3) -> str | None:
