@@ -29,6 +29,7 @@ import functools
 import math
 import numbers
 import os
+import signal
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -355,8 +356,9 @@ def _settings_argument(settings: Any) -> Mapping[str, Any] | None:
     if settings is not None and not isinstance(settings, Mapping):
         raise TypeError(f"settings: {settings!r:.40} ({type_name(settings)}); give a dict of setting names and "
                         "values, e.g. {'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
-    key = next((k for k in settings or {} if not isinstance(k, str)), None)
-    if key is not None or (settings and any(not isinstance(k, str) for k in settings)):
+    keys = [k for k in settings or {} if not isinstance(k, str)]
+    if keys:
+        key = keys[0]
         raise TypeError(f"settings: the key {key!r:.40} ({type_name(key)}); setting names are str, e.g. "
                         "{'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
     return settings
@@ -1668,8 +1670,7 @@ def _interrupted(plan, results: Path | None) -> str:
 #: The signals that end a process by default and that a run's clean-up answers: SIGTERM (``kill``, a job
 #: scheduler), SIGHUP (the terminal or ssh session closed) and SIGQUIT (Ctrl-\\); SIGINT is Ctrl-C's
 #: KeyboardInterrupt, SIGKILL cannot be answered.
-ENDING_SIGNALS = tuple(getattr(__import__("signal"), name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
-                       if hasattr(__import__("signal"), name))
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
 
 
 @contextlib.contextmanager
@@ -1679,7 +1680,6 @@ def _removed_on_sigterm():
     the signal, or as the handler set before says). A signal that is ignored (``nohup`` ignores SIGHUP) stays
     ignored. Only the main thread can set a signal handler: elsewhere the block runs as it is."""
     import shutil
-    import signal
     import threading
 
     folders: list[Path] = []

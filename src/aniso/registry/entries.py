@@ -142,27 +142,23 @@ _NUMBER_FORMAT = r"([^{}]?[<>=^])?[+\- ]?z?#?0?\d{0,2}[,_]?(\.\d{1,2})?[bcdeEfFg
 def _not_a_number_formatted(reason: str, measured: dict) -> str | None:
     """The first placeholder of ``reason`` whose format is a number's (``.2f``, ``d``, ``%``...) while its value in
     ``measured`` is a yes/no (YAML's ``true``, which Python formats as 1.00), as ``"{contrast:.2f} formats true"``, or
-    None."""
+    whose precision cuts a text value (``"{flattest_decoder:.3} cuts the text 'mini-gpt2-bytes-s0'"``); else None."""
     import string
 
     formatter = string.Formatter()
     for _, field, spec, _ in formatter.parse(reason):
-        if field is None or not spec or spec[-1:] not in "bcdeEfFgGnoxX%":
+        if field is None or not spec:
+            continue
+        numeric, precision = spec[-1] in "bcdeEfFgGnoxX%", "." in spec
+        if not (numeric or precision):
             continue
         try:
             value = formatter.get_field(field, (), measured)[0]
         except (KeyError, IndexError, AttributeError, TypeError, ValueError):
             continue
-        if isinstance(value, bool):
+        if numeric and isinstance(value, bool):
             return f"{{{field}:{spec}}} formats {str(value).lower()}"
-    for _, field, spec, _ in formatter.parse(reason):
-        if field is None or not spec or "." not in spec:
-            continue
-        try:
-            value = formatter.get_field(field, (), measured)[0]
-        except (KeyError, IndexError, AttributeError, TypeError, ValueError):
-            continue
-        if isinstance(value, str):  # '{flattest_decoder:.3}': a precision cuts a text ('mini-gpt2-...' to 'min')
+        if precision and isinstance(value, str):  # '{flattest_decoder:.3}': cuts 'mini-gpt2-...' to 'min'
             return f"{{{field}:{spec}}} cuts the text {value!r:.40}"
     return None
 
