@@ -154,3 +154,20 @@ def test_mc_orderings_for_and_derive_seed_refuse_values_outside_their_domain():
         metrics.derive_seed(1.5, "a")
     _one_line(e, "base", "1.5")
     assert metrics.derive_seed(np.int64(1), "a") == metrics.derive_seed(1, "a")
+
+
+def test_a_constant_series_has_no_correlation_and_leaves_its_claim_undecided():
+    from aniso.judge.rules import underpowered
+
+    c = metrics.correlation_test(np.ones(6), np.arange(6.0))  # was coefficient 0, p-value 1 (scipy: nan, nan)
+    assert np.isnan(c.coefficient) and np.isnan(c.p_value) and "constant" in c.p_method
+    assert np.isnan(metrics.monotonic_trend(np.arange(12.0), np.full(12, 0.5), "greater").p_value)
+    assert np.isnan(metrics.drift_correlation(np.arange(5.0), np.ones(5), "pearson").p_value)
+    why, _ = underpowered(c, "layers", 0.7)  # the deciding callers state it: no verdict "holds" or "does not hold"
+    assert why is not None and "constant" in why and "\n" not in why
+    from scipy import stats
+
+    x, y = np.arange(6.0), np.array([1.0, 3, 2, 5, 4, 6])  # a series that varies: as before, scipy's exact p
+    expected = stats.permutation_test((y,), lambda v, axis=-1: np.corrcoef(x, v)[0, 1], vectorized=False,
+                                      permutation_type="pairings", n_resamples=np.inf).pvalue
+    assert metrics.correlation_test(x, y).p_value == pytest.approx(expected, rel=1e-12)

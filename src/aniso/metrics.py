@@ -997,7 +997,8 @@ _BLOCK = 1 << 16
 class Correlation:
     """A correlation coefficient with its permutation p-value (exact or Monte Carlo) and its asymptotic one.
 
-    ``method`` "spearman" or "pearson"; ``coefficient`` in [-1, 1] (0 for a constant series, which has no order);
+    ``method`` "spearman" or "pearson"; ``coefficient`` in [-1, 1] (NaN, and ``p_value`` NaN, for a constant series,
+    which has no order);
     ``p_value`` the permutation p-value under ``alternative`` ("two-sided", "greater": positive correlation,
     "less": negative); ``n`` the number of points; ``p_method`` how the p-value was obtained ("exact: all n!
     orderings" or "Monte Carlo: R seeded orderings, seed s"); ``n_permutations`` the orderings it counted;
@@ -1165,7 +1166,8 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
 
     Returns
     -------
-    coefficients, p_values : arrays of shape (B,); a series with a constant side gets coefficient 0 and p-value 1.
+    coefficients, p_values : arrays of shape (B,); a series with a constant side gets coefficient and p-value NaN
+    (no order, nothing tested), as :func:`correlation_test` does.
 
     Raises
     ------
@@ -1186,7 +1188,8 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     coef = np.clip(np.einsum("bn,bn->b", xs, ys), -1.0, 1.0)
     p = np.ones(a.shape[0])
     live = ~(x_const | y_const)
-    coef[~live] = 0.0
+    coef[~live] = np.nan  # a constant side has no order: no correlation, no test
+    p[~live] = np.nan
     fast = live & (method == "spearman") & _untied(a) & _untied(b)
     if fast.any():  # untied ranks are an ordering of 0..n-1: the null of rho is the same for every such series
         null = _rank_null(n, n_resamples, seed, exact_max_n)
@@ -1211,6 +1214,11 @@ def _rank_null(n: int, n_resamples: int, seed: int, exact_max_n: int = EXACT_MAX
     ranks = np.arange(n, dtype=np.float64)
     z = (ranks - ranks.mean()) / np.linalg.norm(ranks - ranks.mean())
     return np.sort(np.concatenate([z[block] @ z for block in _ordering_blocks(n, n_resamples, seed, exact_max_n)]))
+
+
+def _constant(v: np.ndarray, method: str) -> bool:
+    """Whether the series ``v`` (n,) is constant, as :func:`_standardised` decides it (to rounding)."""
+    return bool(_standardised(v[None, :], method)[1][0])
 
 
 def mc_orderings_for(p_value: float, n_first: int = N_PERMUTATIONS) -> int:
@@ -1261,7 +1269,10 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
 
     Returns
     -------
-    :class:`Correlation`; a constant series has no order: coefficient 0, p-value 1.
+    :class:`Correlation`; a constant series has no order, so no correlation: coefficient and p-value NaN (as
+    :func:`scipy.stats.spearmanr` gives), p_method "none: a constant series has no order". A caller deciding on
+    ``p_value < alpha`` then does not reject, and :func:`aniso.judge.rules.underpowered` says why the test could not
+    decide.
 
     Raises
     ------
@@ -1272,6 +1283,9 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
     a, b = _paired_series(x, y, "a correlation test needs at least 3 points, got {n}")
     n = a.shape[0]
     exact = n <= exact_max_n
+    if _constant(a, method) or _constant(b, method):  # no order: no correlation to test (scipy: NaN, NaN)
+        return Correlation(method, math.nan, math.nan, n, alternative, "none: a constant series has no order", 0,
+                           math.nan, None)
     r = N_PERMUTATIONS if n_resamples is None else n_resamples
     coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=r, seed=seed,
                                 exact_max_n=exact_max_n)
@@ -1410,7 +1424,7 @@ def monotonic_trend(along: np.ndarray, values: np.ndarray, alternative: str = "t
 
     Used for the "grows / decreases with N" claims of Godey et al. 2024 §4.3–4.4 (Fig. 7–10, alternative
     "greater" or "less"), the trends along training of G §5 Fig. 14 and R §4.2 Fig. 3–4 ("greater"), and the
-    depth trend of G §3.2 Fig. 4 ("less"). A constant series has no rank order: coefficient 0 and p-value 1.
+    depth trend of G §3.2 Fig. 4 ("less"). A constant series has no rank order: coefficient and p-value NaN.
 
     Parameters
     ----------
