@@ -49,6 +49,7 @@ __all__ = [
     "drift_correlation",
     "monotonic_trend",
     "EXACT_MAX_N",
+    "MAX_SAMPLED_PAIRS",
     "N_PERMUTATIONS",
     "ALTERNATIVES",
     "POWER_REQUIRED",
@@ -56,7 +57,40 @@ __all__ = [
 ]
 
 
+def _whole(value, name: str, least: int, most: int | None = None) -> int:
+    """``value`` as an int, refusing in one line naming ``name``: TypeError for what is not a whole number (a bool,
+    a str, 2.5, NaN), ValueError below ``least`` or above ``most``. An integral float (3.0) is taken."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float, np.floating)) or (
+            isinstance(value, (float, np.floating)) and not float(value).is_integer()):
+        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give a whole number >= {least}")
+    whole = int(value)
+    if whole < least or (most is not None and whole > most):
+        allowed = f"from {least} to {most}" if most is not None else f">= {least}"
+        raise ValueError(f"{name}: {whole}; give a whole number {allowed}")
+    return whole
+
+
+def _real(value, name: str, allowed: str) -> float:
+    """``value`` as a float, refusing in one line naming ``name`` and what is ``allowed``: TypeError for what is not
+    a real number (a str, a bool, a complex), ValueError for NaN."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give {allowed}")
+    if math.isnan(value):
+        raise ValueError(f"{name}: nan; give {allowed}")
+    return float(value)
+
+
+def _refuse_complex(x, name: str) -> None:
+    """TypeError naming ``name`` for a complex array or tensor (a cast would drop the imaginary parts)."""
+    if (x.is_complex() if isinstance(x, torch.Tensor) else np.iscomplexobj(x)):
+        raise TypeError(f"{name}: a complex {'tensor' if isinstance(x, torch.Tensor) else 'array'}; give real vectors")
+
+
 def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
+    _refuse_complex(x, name)
+    if isinstance(x, torch.Tensor):  # detached, on the host; bfloat16 and float16 read through float32 (exact)
+        x = x.detach().cpu()
+        x = (x.float() if x.is_floating_point() and torch.finfo(x.dtype).bits < 32 else x).numpy()
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {x.shape}")
@@ -83,6 +117,13 @@ def unit_rows(x: np.ndarray) -> tuple[np.ndarray, int]:
     return x[keep] / norms[keep, None], int((~keep).sum())
 
 
+#: The relative excess of ‖Σu‖² over n² that :func:`mean_cosine_from_unit_sum` takes for rounding (unit vectors
+#: normalised in a narrow dtype have norms a few units of its roundoff from 1) before refusing the sum.
+_UNIT_SUM_SLACK = 1e-3
+#: The most pairs :func:`mean_cosine_sampled` draws: their two int64 indices take 16 bytes a pair (1.6 GB here).
+MAX_SAMPLED_PAIRS = 10**8
+
+
 def mean_cosine_from_unit_sum(unit_sum: np.ndarray, n: int) -> float:
     """Exact mean cosine similarity over all ordered pairs i != j, from Σ u_i.
 
@@ -101,12 +142,22 @@ def mean_cosine_from_unit_sum(unit_sum: np.ndarray, n: int) -> float:
 
     Raises
     ------
-    ValueError if n < 2.
+    TypeError if ``n`` is not a whole number or ``unit_sum`` is complex; ValueError if n < 2, ``unit_sum`` is not
+    1-D, or ‖unit_sum‖² exceeds n² by more than rounding (relative :data:`_UNIT_SUM_SLACK`): n unit vectors cannot
+    sum to a norm above n, so it is not a sum of unit vectors (e.g. the raw Σx).
     """
+    n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
+    _refuse_complex(unit_sum, "unit_sum")
     s = np.asarray(unit_sum, dtype=np.float64)
-    value = (float(s @ s) - n) / (n * (n - 1))
+    if s.ndim != 1:
+        raise ValueError(f"unit_sum must be 1-D of shape (d,), got shape {s.shape}")
+    square = float(s @ s)
+    if not square <= n * n * (1 + _UNIT_SUM_SLACK):
+        raise ValueError(f"unit_sum: its norm² {square:.6g} exceeds n² = {n * n} (n = {n}): not a sum of n unit "
+                         "vectors; give the sum of the unit vectors x_i / ‖x_i‖")
+    value = (square - n) / (n * (n - 1))
     # Rounding can push the value a hair outside its mathematical range.
     return float(min(1.0, max(-1.0 / (n - 1), value)))
 
@@ -147,9 +198,21 @@ def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -
     Returns
     -------
     float in [−1, 1]
+
+    Raises
+    ------
+    TypeError if ``n_pairs`` is not a whole number or ``rng`` is neither a Generator nor an int (an int is taken as
+    the seed of ``numpy.random.default_rng``, numpy's convention); ValueError if ``n_pairs`` is below 1 or above
+    :data:`MAX_SAMPLED_PAIRS` (memory), or ``x`` has fewer than 2 non-zero rows.
     """
-    if n_pairs < 1:
-        raise ValueError(f"n_pairs must be >= 1, got {n_pairs}")
+    n_pairs = _whole(n_pairs, "n_pairs", 1)
+    if n_pairs > MAX_SAMPLED_PAIRS:
+        raise ValueError(f"n_pairs: {n_pairs} is more than {MAX_SAMPLED_PAIRS:,} pairs (16 bytes each); give fewer, "
+                         "or take the exact mean_cosine")
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        rng = np.random.default_rng(rng)
+    elif not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng: a {type(rng).__name__}; give a numpy.random.Generator or an int seed")
     u, _ = unit_rows(x)
     n = u.shape[0]
     if n < 2:
@@ -182,6 +245,24 @@ def drift_norm(x: np.ndarray) -> float:
     return drift_norm_from_sum(x.sum(axis=0), x.shape[0])
 
 
+#: A matrix is symmetric for :func:`svd_anisotropy_from_moments` and :func:`largest_eigenvalue` when no entry
+#: differs from its transpose's by more than this times its largest |entry| (a float32 Gram matrix's rounding is
+#: far below it; a matrix that is not a Gram or covariance matrix is far above it).
+_SYMMETRY_TOL = 1e-4
+
+
+def _refuse_asymmetric(c, name: str, what: str) -> None:
+    """ValueError naming ``name`` when ``c`` (a square array or tensor) is not symmetric beyond rounding (one pass,
+    one value to the host)."""
+    if isinstance(c, torch.Tensor):
+        gap, top = torch.stack([(c - c.mT).abs().amax(), c.abs().amax()]).tolist() if c.numel() else (0.0, 0.0)
+    else:
+        gap, top = (float(np.abs(c - c.T).max()), float(np.abs(c).max())) if c.size else (0.0, 0.0)
+    if gap > _SYMMETRY_TOL * top:
+        raise ValueError(f"{name} is not symmetric (largest asymmetry {gap:.3g}, largest entry {top:.3g}); "
+                         f"give {what}")
+
+
 def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
     """SVD anisotropy σ₁² / Σσᵢ² of the centred set, from Σx (d,), Σxxᵀ (d, d) and n.
 
@@ -196,14 +277,17 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
 
     Raises
     ------
-    ValueError if n < 2 or shapes disagree.
+    ValueError if n < 2, shapes disagree, or ``gram`` is not symmetric beyond rounding (:func:`_refuse_asymmetric`);
+    TypeError if ``n`` is not a whole number.
     """
+    n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
     s = np.asarray(vector_sum, dtype=np.float64)
     g = np.asarray(gram, dtype=np.float64)
     if g.shape != (s.shape[0], s.shape[0]):
         raise ValueError(f"gram must have shape ({s.shape[0]}, {s.shape[0]}), got {g.shape}")
+    _refuse_asymmetric(g, "gram", "Σ x xᵀ")
     c = g - np.outer(s, s) / n
     c = (c + c.T) / 2
     trace = float(np.trace(c))
@@ -400,7 +484,20 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
 
 def largest_eigenvalue(c: torch.Tensor, **options) -> torch.Tensor:
     """λ_max of a symmetric positive semi-definite matrix ``c`` (m, m), a 0-d tensor on its device, in its dtype:
-    the value of :func:`largest_eigenpair` (same options and accuracy; ``eigvalsh`` where that takes ``eigh``)."""
+    the value of :func:`largest_eigenpair` (same options and accuracy; ``eigvalsh`` where that takes ``eigh``).
+    A NumPy array is read as a tensor on the CPU.
+
+    Raises TypeError when ``c`` is neither a tensor nor a NumPy array (a ``numpy.matrix`` included), or is complex;
+    ValueError when it is not a square matrix or not symmetric beyond rounding (an entry differs from its
+    transpose's by more than 1e-4 of the largest |entry|: not a covariance or Gram matrix)."""
+    if isinstance(c, np.ndarray) and not isinstance(c, np.matrix):
+        c = torch.from_numpy(c)
+    if not isinstance(c, torch.Tensor):
+        raise TypeError(f"c: a {type(c).__module__}.{type(c).__name__}; give a torch tensor or a NumPy array (m, m)")
+    _refuse_complex(c, "c")
+    if c.ndim != 2 or c.shape[0] != c.shape[1]:
+        raise ValueError(f"c must be a square matrix, got shape {tuple(c.shape)}")
+    _refuse_asymmetric(c, "c", "a symmetric (covariance or Gram) matrix")
     return largest_eigenpair(c, vector=False, **options)[0]
 
 
@@ -431,6 +528,7 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
     float32 when ``x`` is float32 or narrower (bfloat16, float16: exact in float32), else float64 (a NumPy array
     goes to the CPU without a copy when it already has that dtype). Every float32 value is exact in float64, so the
     nearest-neighbour search below is the float64 one either way, without a float64 copy of the points."""
+    _refuse_complex(x, name)
     if isinstance(x, torch.Tensor):
         t = x.detach()
         if t.ndim != 2:
@@ -439,16 +537,20 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
         t = t.to(torch.float32 if narrow else torch.float64)
         if not bool(torch.isfinite(t).all()):
             raise ValueError(f"{name} contains NaN or infinite values")
-        return t
-    a = np.asarray(x)
-    if a.dtype in (np.float32, np.float16):
-        a = np.ascontiguousarray(a, dtype=np.float32)
-        if a.ndim != 2:
-            raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {a.shape}")
-        if not np.isfinite(a).all():
-            raise ValueError(f"{name} contains NaN or infinite values")
-        return torch.from_numpy(a)
-    return torch.from_numpy(np.ascontiguousarray(_as_matrix(a, name)))
+    else:
+        a = np.asarray(x)
+        if a.dtype in (np.float32, np.float16):
+            a = np.ascontiguousarray(a, dtype=np.float32)
+            if a.ndim != 2:
+                raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {a.shape}")
+            if not np.isfinite(a).all():
+                raise ValueError(f"{name} contains NaN or infinite values")
+            t = torch.from_numpy(a)
+        else:
+            t = torch.from_numpy(np.ascontiguousarray(_as_matrix(a, name)))
+    if t.shape[1] == 0:  # every row would be the same (empty) point
+        raise ValueError(f"{name} must have at least 1 column, got shape {tuple(t.shape)}")
+    return t
 
 
 def unique_rows(x):
@@ -544,7 +646,8 @@ def two_nearest_neighbours(x) -> tuple[np.ndarray, np.ndarray]:
     points = _as_points(x)
     if points.shape[0] < 3:
         raise ValueError(f"two nearest neighbours need at least 3 points, got {points.shape[0]}")
-    r = _two_nearest_squared(points).sqrt().cpu().numpy()
+    scaled, exponent = _scaled_to_unit(points)
+    r = np.ldexp(_two_nearest_squared(scaled).sqrt().cpu().numpy(), exponent)  # back to the units of x, exactly
     return np.ascontiguousarray(r[:, 0]), np.ascontiguousarray(r[:, 1])
 
 
@@ -760,6 +863,18 @@ def _all_distances(centred: torch.Tensor, i: int) -> torch.Tensor:
     return torch.topk(dist, 2, largest=False, sorted=True).values
 
 
+#: The fewest neighbour ratios :func:`twonn_dimension` fits its line through (see its Raises).
+TWONN_MIN_RATIOS = 2
+
+
+def _scaled_to_unit(points: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """``points`` times 2^−e, e the exponent that brings their largest |value| into [0.5, 1) (exact: the same
+    distance ratios, with no float32 overflow or underflow in the ranking), and e; the points themselves if e = 0."""
+    peak = float(points.abs().amax()) if points.numel() else 0.0
+    exponent = math.frexp(peak)[1] if peak > 0 else 0
+    return (points if exponent == 0 else points * (2.0 ** -exponent)), exponent
+
+
 def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     """TwoNN intrinsic dimension (Facco et al. 2017, Sci. Rep. 7:12140).
 
@@ -784,10 +899,18 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     -------
     float > 0, the estimated intrinsic dimension (dimensionless)
 
+    The points are first scaled by a power of two that brings their largest |value| into [0.5, 1) (exact in floating
+    point, barring subnormals): μ is scale-invariant, and the float32 ranking of the neighbour search would
+    otherwise overflow (|x| near 1e20) or underflow (|x| near 1e-30).
+
     Raises
     ------
-    ValueError if fewer than 3 distinct points, non-finite or non-2-D ``x``, or a bad ``discard_fraction``.
+    ValueError if fewer than 3 distinct points, non-finite or non-2-D ``x``, no columns, a ``discard_fraction``
+    outside [0, 1), or one that keeps fewer than :data:`TWONN_MIN_RATIOS` (2) ratios: one ratio fixes the slope by
+    itself, with nothing left to fit (3 distinct points, the fewest taken, give 2). TypeError for a complex ``x`` or
+    a ``discard_fraction`` that is not a number.
     """
+    discard_fraction = _real(discard_fraction, "discard_fraction", "a number in [0, 1)")
     if not 0 <= discard_fraction < 1:
         raise ValueError(f"discard_fraction must be in [0, 1), got {discard_fraction}")
     if isinstance(x, torch.Tensor):
@@ -801,11 +924,14 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     n = points.shape[0]
     if n < 3:
         raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
-    r = _two_nearest_squared(points).sqrt().cpu().numpy()
-    mu = np.sort(r[:, 1] / r[:, 0])
-    f_emp = np.arange(1, n + 1) / n
     keep = int(math.floor(n * (1 - discard_fraction)))
     keep = min(keep, n - 1)  # F_emp = 1 at the last point gives log(0)
+    if keep < TWONN_MIN_RATIOS:
+        raise ValueError(f"discard_fraction {discard_fraction} keeps {keep} of {n} neighbour ratios; TwoNN's fit needs "
+                         f"at least {TWONN_MIN_RATIOS}")
+    r = _two_nearest_squared(_scaled_to_unit(points)[0]).sqrt().cpu().numpy()
+    mu = np.sort(r[:, 1] / r[:, 0])
+    f_emp = np.arange(1, n + 1) / n
     log_mu = np.log(mu[:keep])
     y = -np.log1p(-f_emp[:keep])
     denom = float(log_mu @ log_mu)
@@ -821,10 +947,11 @@ def isotropic_cos_quantile(d: int, q: float = 0.95) -> float:
     Fig. 17–18). q95(d) = isotropic_cos_quantile(d, 0.95) is the "significant
     anisotropy" yardstick of the claims catalogue.
 
-    Raises ValueError if d < 2 or q outside (0, 1).
+    Raises TypeError if d is not a whole number (2.5, NaN) or q not a number; ValueError if d < 2 or q outside
+    (0, 1).
     """
-    if d < 2:
-        raise ValueError(f"dimension must be >= 2, got {d}")
+    d = _whole(d, "d", 2)
+    q = _real(q, "q", "a quantile in (0, 1)")
     if not 0 < q < 1:
         raise ValueError(f"quantile must be in (0, 1), got {q}")
     from scipy.special import betaincinv  # what scipy.stats.beta.ppf computes, without importing scipy.stats
@@ -837,9 +964,9 @@ def isotropic_cos_std(d: int) -> float:
     """Standard deviation of that cosine: exactly 1/√d (Godey et al. 2024 App. B).
 
     From Var of 2·Beta(a, a) − 1 with a = (d−1)/2: 4·a²/((2a)²(2a+1)) = 1/d.
+    Raises TypeError if d is not a whole number, ValueError if d < 2.
     """
-    if d < 2:
-        raise ValueError(f"dimension must be >= 2, got {d}")
+    d = _whole(d, "d", 2)
     a = (d - 1) / 2
     return float(2 * math.sqrt(a * a / ((a + a) * (a + a) * (a + a + 1))))  # Beta(a, a)'s variance, as scipy's
 
@@ -870,7 +997,8 @@ _BLOCK = 1 << 16
 class Correlation:
     """A correlation coefficient with its permutation p-value (exact or Monte Carlo) and its asymptotic one.
 
-    ``method`` "spearman" or "pearson"; ``coefficient`` in [-1, 1] (0 for a constant series, which has no order);
+    ``method`` "spearman" or "pearson"; ``coefficient`` in [-1, 1] (NaN, and ``p_value`` NaN, for a constant series,
+    which has no order);
     ``p_value`` the permutation p-value under ``alternative`` ("two-sided", "greater": positive correlation,
     "less": negative); ``n`` the number of points; ``p_method`` how the p-value was obtained ("exact: all n!
     orderings" or "Monte Carlo: R seeded orderings, seed s"); ``n_permutations`` the orderings it counted;
@@ -901,8 +1029,13 @@ class Correlation:
 def derive_seed(base: int, *parts: object) -> int:
     """A seed of its own for one test, from the run's ``base`` seed and the test's identity ``parts`` (e.g. claim id,
     model id, statistic): a stable 63-bit integer (SHA-256 of their text), so that tests of the same size draw
-    independent null samples and a rerun draws the same ones. Raises nothing; any ``parts`` are formatted by ``str``."""
+    independent null samples and a rerun draws the same ones. Any ``parts`` are formatted by ``str``. Raises
+    TypeError when ``base`` is not an integer (a bool, 1.5 or "1" would be read as another seed, or as the same one
+    as 1)."""
     import hashlib
+
+    if isinstance(base, (bool, np.bool_)) or not isinstance(base, (int, np.integer)):
+        raise TypeError(f"base: {base!r} ({type(base).__name__}); give an integer seed")
 
     text = "\x1f".join([str(int(base)), *(str(p) for p in parts)])
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
@@ -1000,6 +1133,20 @@ def _check_test_arguments(a: np.ndarray, b: np.ndarray, method: str, alternative
         raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
 
 
+def _check_orderings(n_resamples, seed, exact_max_n) -> tuple[int | None, int, int]:
+    """The Monte Carlo settings of a correlation test, checked: ``n_resamples`` None or a whole number >= 1, ``seed``
+    an integer >= 0 (numpy's seeds), ``exact_max_n`` a whole number from 0 to :data:`EXACT_MAX_N` (the orderings
+    enumerated are held in memory: 10! of them take 36 MB, 11! would take 440 MB)."""
+    if n_resamples is not None:
+        n_resamples = _whole(n_resamples, "n_resamples", 1)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed: {seed!r} ({type(seed).__name__}); give an integer >= 0")
+    if seed < 0:
+        raise ValueError(f"seed: {seed}; give an integer >= 0")
+    exact_max_n = _whole(exact_max_n, "exact_max_n", 0, EXACT_MAX_N)
+    return n_resamples, int(seed), exact_max_n
+
+
 def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", alternative: str = "two-sided", *,
                       n_resamples: int = N_PERMUTATIONS, seed: int = 0,
                       exact_max_n: int = EXACT_MAX_N) -> tuple[np.ndarray, np.ndarray]:
@@ -1014,28 +1161,35 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     method : "spearman" (ranks, ties averaged) or "pearson"
     alternative : "two-sided", "greater" (positive association) or "less" (negative association)
     n_resamples, seed : the Monte Carlo orderings above EXACT_MAX_N points
-    exact_max_n : the most points enumerated exactly (at most EXACT_MAX_N; lower only to check the Monte Carlo test
-        against the enumeration)
+    exact_max_n : the most points enumerated exactly (at most EXACT_MAX_N, refused above it: the n! orderings are
+        held in memory; lower only to check the Monte Carlo test against the enumeration)
 
     Returns
     -------
-    coefficients, p_values : arrays of shape (B,); a series with a constant side gets coefficient 0 and p-value 1.
+    coefficients, p_values : arrays of shape (B,); a series with a constant side gets coefficient and p-value NaN
+    (no order, nothing tested), as :func:`correlation_test` does.
 
     Raises
     ------
-    ValueError for other shapes, fewer than 3 points, non-finite values, or an unknown method or alternative.
+    ValueError for other shapes, fewer than 3 points, non-finite values, an unknown method or alternative,
+    ``n_resamples`` below 1, a negative ``seed`` or ``exact_max_n`` above EXACT_MAX_N; TypeError where those are not
+    whole numbers.
     """
+    n_resamples, seed, exact_max_n = _check_orderings(n_resamples, seed, exact_max_n)
+    if n_resamples is None:
+        raise TypeError("n_resamples: None; give a whole number >= 1")
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     _check_test_arguments(a, b, method, alternative)
     n = a.shape[1]
-    exact = n <= min(exact_max_n, EXACT_MAX_N)
+    exact = n <= exact_max_n
     xs, x_const = _standardised(a, method)
     ys, y_const = _standardised(b, method)
     coef = np.clip(np.einsum("bn,bn->b", xs, ys), -1.0, 1.0)
     p = np.ones(a.shape[0])
     live = ~(x_const | y_const)
-    coef[~live] = 0.0
+    coef[~live] = np.nan  # a constant side has no order: no correlation, no test
+    p[~live] = np.nan
     fast = live & (method == "spearman") & _untied(a) & _untied(b)
     if fast.any():  # untied ranks are an ordering of 0..n-1: the null of rho is the same for every such series
         null = _rank_null(n, n_resamples, seed, exact_max_n)
@@ -1062,12 +1216,24 @@ def _rank_null(n: int, n_resamples: int, seed: int, exact_max_n: int = EXACT_MAX
     return np.sort(np.concatenate([z[block] @ z for block in _ordering_blocks(n, n_resamples, seed, exact_max_n)]))
 
 
+def _constant(v: np.ndarray, method: str) -> bool:
+    """Whether the series ``v`` (n,) is constant, as :func:`_standardised` decides it (to rounding)."""
+    return bool(_standardised(v[None, :], method)[1][0])
+
+
 def mc_orderings_for(p_value: float, n_first: int = N_PERMUTATIONS) -> int:
     """The orderings a Monte Carlo permutation p-value needs to lie within :data:`MC_RELATIVE_ERROR` of the exact
     one at :data:`MC_Z` binomial standard errors: R = ceil((MC_Z / MC_RELATIVE_ERROR)² (1 − p) / p), with p the
     lower :data:`MC_Z`-standard-error bound of ``p_value`` (a first-stage estimate over ``n_first`` orderings),
     floored at :data:`MC_P_FLOOR` (1,598,400 orderings there) and never fewer than ``n_first``. The relative standard
-    error of a Monte Carlo proportion is sqrt((1 − p) / (p R)) (Davison & Hinkley 1997, §4.2.5)."""
+    error of a Monte Carlo proportion is sqrt((1 − p) / (p R)) (Davison & Hinkley 1997, §4.2.5).
+
+    Raises ValueError for a ``p_value`` outside [0, 1] (NaN included) or ``n_first`` below 1; TypeError for a
+    ``p_value`` that is not a number or an ``n_first`` that is not a whole number."""
+    p_value = _real(p_value, "p_value", "a p-value in [0, 1]")
+    if not 0 <= p_value <= 1:
+        raise ValueError(f"p_value: {p_value}; give a p-value in [0, 1]")
+    n_first = _whole(n_first, "n_first", 1)
     se = math.sqrt(max(p_value * (1 - p_value), 0.0) / n_first)
     p = max(MC_P_FLOOR, p_value - MC_Z * se)
     return max(n_first, int(math.ceil((MC_Z / MC_RELATIVE_ERROR) ** 2 * (1 - p) / p)))
@@ -1103,16 +1269,24 @@ def correlation_test(x: np.ndarray, y: np.ndarray, method: str = "spearman", alt
 
     Returns
     -------
-    :class:`Correlation`; a constant series has no order: coefficient 0, p-value 1.
+    :class:`Correlation`; a constant series has no order, so no correlation: coefficient and p-value NaN (as
+    :func:`scipy.stats.spearmanr` gives), p_method "none: a constant series has no order". A caller deciding on
+    ``p_value < alpha`` then does not reject, and :func:`aniso.judge.rules.underpowered` says why the test could not
+    decide.
 
     Raises
     ------
-    ValueError for mismatched shapes, fewer than 3 points, non-finite values, an unknown method or alternative.
+    ValueError for mismatched shapes, fewer than 3 points, non-finite values, an unknown method or alternative,
+    and as :func:`correlation_tests` for ``n_resamples`` (None: the two stages), ``seed`` and ``exact_max_n``.
     """
+    n_resamples, seed, exact_max_n = _check_orderings(n_resamples, seed, exact_max_n)
     a, b = _paired_series(x, y, "a correlation test needs at least 3 points, got {n}")
     n = a.shape[0]
-    exact = n <= min(exact_max_n, EXACT_MAX_N)
-    r = n_resamples or N_PERMUTATIONS
+    exact = n <= exact_max_n
+    if _constant(a, method) or _constant(b, method):  # no order: no correlation to test (scipy: NaN, NaN)
+        return Correlation(method, math.nan, math.nan, n, alternative, "none: a constant series has no order", 0,
+                           math.nan, None)
+    r = N_PERMUTATIONS if n_resamples is None else n_resamples
     coef, p = correlation_tests(a[None, :], b[None, :], method, alternative, n_resamples=r, seed=seed,
                                 exact_max_n=exact_max_n)
     if not exact and n_resamples is None and (coef[0] != 0 or p[0] != 1):
@@ -1250,7 +1424,7 @@ def monotonic_trend(along: np.ndarray, values: np.ndarray, alternative: str = "t
 
     Used for the "grows / decreases with N" claims of Godey et al. 2024 §4.3–4.4 (Fig. 7–10, alternative
     "greater" or "less"), the trends along training of G §5 Fig. 14 and R §4.2 Fig. 3–4 ("greater"), and the
-    depth trend of G §3.2 Fig. 4 ("less"). A constant series has no rank order: coefficient 0 and p-value 1.
+    depth trend of G §3.2 Fig. 4 ("less"). A constant series has no rank order: coefficient and p-value NaN.
 
     Parameters
     ----------

@@ -296,8 +296,8 @@ class AnisoSession:
 
         families: dict[str, list[ClaimResult]] = {}
         for r in self.results:
-            if r.p_value is not None and r.verdict not in (SKIPPED, ERROR) and r.twin is None \
-                    and get_claim(r.claim_id).adjusted:
+            if r.p_value is not None and not math.isnan(r.p_value) and r.verdict not in (SKIPPED, ERROR) \
+                    and r.twin is None and get_claim(r.claim_id).adjusted:  # NaN: no test (a constant series)
                 families.setdefault(r.claim_id, []).append(r)
         for claim_id, members in families.items():
             adjusted = false_discovery_control([r.p_value for r in members], method="bh")

@@ -22,10 +22,14 @@ def underpowered(c: "metrics.Correlation", what: str, effect: float, alpha: floa
     finding only where that power is at least :data:`aniso.metrics.POWER_REQUIRED` (0.8).
 
     Returns ``(why, power)``: ``why`` says, in one line, the power and how many points would give 0.8, when the test
-    did not reject and lacked the power; else None. ``power`` is the test's power at ``effect`` either way.
+    did not reject and lacked the power, or that a series was constant (p-value NaN: nothing tested); else None.
+    ``power`` is the test's power at ``effect`` either way.
     """
     signed = -abs(effect) if c.alternative == "less" else abs(effect)
     power = metrics.correlation_power(c.n, signed, c.method, c.alternative, alpha)
+    if np.isnan(c.p_value):  # a constant series (metrics.correlation_test): nothing was tested
+        return (f"{c.n} {what}: one of the two series is constant, so it has no order and no correlation can be "
+                "tested"), power
     if c.p_value < alpha or power >= metrics.POWER_REQUIRED:
         return None, power
     need = metrics.points_for_power(signed, c.method, c.alternative, alpha, start=c.n + 1)

@@ -205,7 +205,8 @@ class SecondOrder(Statistic):
     def _spectrum_metrics(self, layer: "LayerAccumulator") -> tuple[float, float]:
         """(SVD anisotropy, IsoScore) of every vector seen, from the centred scatter
         C = Σxxᵀ − n x̄x̄ᵀ (R §2.3; Rudman et al. 2022): λ_max / trace(C) (λ_max by
-        :func:`aniso.metrics.largest_eigenvalue`), and IsoScore from tr C and ‖C‖²_F
+        :func:`aniso.metrics.largest_eigenpair`, value only: C is symmetrised here, so the symmetry check of
+        :func:`aniso.metrics.largest_eigenvalue` is not repeated), and IsoScore from tr C and ‖C‖²_F
         (:func:`aniso.metrics.isoscore_from_trace_and_frobenius`): no dense eigendecomposition of the d x d matrix."""
         n = layer.count
         if n < 2:
@@ -216,7 +217,7 @@ class SecondOrder(Statistic):
         trace = float(torch.diagonal(c).sum())
         if trace <= 0:
             return math.nan, math.nan
-        svd = float(min(1.0, max(0.0, float(metrics.largest_eigenvalue(c)) / trace)))
+        svd = float(min(1.0, max(0.0, float(metrics.largest_eigenpair(c, vector=False)[0]) / trace)))
         frobenius_sq = float(torch.sum(c * c))
         dim = self.layout.dim
         iso = metrics.isoscore_from_trace_and_frobenius(trace, frobenius_sq, dim) if dim >= 2 else math.nan
