@@ -872,7 +872,11 @@ def _scaled_to_unit(points: torch.Tensor) -> tuple[torch.Tensor, int]:
     distance ratios, with no float32 overflow or underflow in the ranking), and e; the points themselves if e = 0."""
     peak = float(points.abs().amax()) if points.numel() else 0.0
     exponent = math.frexp(peak)[1] if peak > 0 else 0
-    return (points if exponent == 0 else points * (2.0 ** -exponent)), exponent
+    left = -exponent
+    while left:  # in steps of at most 2^±100, each a power of two float32 holds (subnormal float32 points: 2^129)
+        step = max(-100, min(100, left))
+        points, left = points * (2.0**step), left - step
+    return points, exponent
 
 
 def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
