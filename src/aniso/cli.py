@@ -1233,7 +1233,9 @@ def _profile_sizes(name: str) -> str:
 
 
 def _path_text(value: str) -> str:
-    """An argparse type for a path argument: ``value`` unchanged, or ArgumentTypeError (argparse's one line naming
+    """An argparse type for a path argument: ``value`` with a leading ``~`` expanded (as the path settings and
+    ``--corpus`` are: ``--out "~/r.html"``, quoted past the shell, writes to the home folder, never to a folder
+    named ``~``), or ArgumentTypeError (argparse's one line naming
     the argument) where :func:`aniso.common.files.path_text_problem` refuses it: a control or invisible character, or
     blanks at its ends, which would read or write another file or folder than the one meant (``--out 'r.html\\r'``
     writes a file whose name ends in a line end; ``--out ' /abs/r.html'`` a folder named with a blank), or a path
@@ -1249,7 +1251,7 @@ def _path_text(value: str) -> str:
     if loop is not None:  # (Path.resolve would raise RuntimeError on it, deep in a command)
         raise argparse.ArgumentTypeError(f"{loop} is a symbolic link to itself, or one of a loop of links: remove it, "
                                          "or give another path")
-    return value
+    return os.path.expanduser(value)
 
 
 def _registry_as_run(raw: bytes, digests: set[str]) -> str | None:
