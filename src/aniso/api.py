@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from pluggy import HookimplMarker  # (pytest's hook marker, without importing pytest)
 
 from .common.settings import numpy_bool, type_name
+from .common.signals import ENDING_SIGNALS  # (the signals a run's clean-up answers; named here too)
 
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
@@ -1668,15 +1669,10 @@ def _interrupted(plan, results: Path | None) -> str:
     return f"interrupted (Ctrl-C): {kept}; {wrote}"
 
 
-#: The signals that end a process by default and that a run's clean-up answers: SIGTERM (``kill``, a job
-#: scheduler), SIGHUP (the terminal or ssh session closed) and SIGQUIT (Ctrl-\\); SIGINT is Ctrl-C's
-#: KeyboardInterrupt, SIGKILL cannot be answered.
-ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
-
-
 @contextlib.contextmanager
 def _removed_on_sigterm():
-    """A list of folders that are removed if SIGTERM, SIGHUP or SIGQUIT (:data:`ENDING_SIGNALS`) stops the process
+    """A list of folders that are removed if a signal that ends the process (SIGTERM, SIGHUP, SIGUSR1, SIGXCPU...:
+    :data:`ENDING_SIGNALS`) stops the process
     inside the block (the usual ``finally`` removes them otherwise); the signal then ends the process as it would have (killed by
     the signal, or as the handler set before says). A signal that is ignored (``nohup`` ignores SIGHUP) stays
     ignored. Only the main thread can set a signal handler: elsewhere the block runs as it is."""

@@ -437,7 +437,7 @@ def _model_folder_problem(folder: str) -> str | None:
 
 
 class _Terminated(BaseException):
-    """SIGTERM, SIGHUP or SIGQUIT (:data:`aniso.api.ENDING_SIGNALS`), raised inside :func:`_sigterm_raised` where the
+    """A signal that ends the process (SIGTERM, SIGHUP, SIGUSR1, SIGXCPU...: :data:`aniso.api.ENDING_SIGNALS`), raised inside :func:`_sigterm_raised` where the
     signal arrives, so that the code's own clean-up (``except``, ``finally``) runs before the process ends."""
 
     def __init__(self, signum: int | None = None) -> None:
@@ -463,7 +463,7 @@ class _Terminated(BaseException):
 
 @contextlib.contextmanager
 def _sigterm_raised():
-    """SIGTERM, SIGHUP and SIGQUIT raise :class:`_Terminated` inside the block, where no other handler than the
+    """The signals that end the process (:data:`aniso.api.ENDING_SIGNALS`) raise :class:`_Terminated` inside the block, where no other handler than the
     default is set (a handler set before decides what its signal does; an ignored signal, SIGHUP under ``nohup``, stays
     ignored), and in the main thread only (elsewhere the block runs as it is); the handlers before come back after."""
     import signal
