@@ -1133,9 +1133,34 @@ class _Parser(argparse.ArgumentParser):
         """Exit with one line naming the arguments this (sub)command does not know, with the closest option."""
         options = [a.split("=", 1)[0] for a in extras if a.startswith("-")]
         hint = _did_you_mean(options[0], list(self._option_string_actions)) if options else ""
+        if options and self.prog == "aniso run" and not options[0].startswith("--aniso-"):
+            setting = _setting_after_dashes(next(a for a in extras if a.startswith("-")), extras)
+            if setting is not None:  # '--n-sequences 8' (aniso stats's option): the run's settings go after --
+                hint = f"; aniso run takes the settings after --, as pytest options: aniso run MODEL -- {setting}"
         if not hint and options and options[0].startswith("--aniso-") and self.prog == "aniso run":
             hint = f"; pytest's {options[0]} goes after --, e.g. aniso run MODEL -- {options[0]} VALUE"
         self.error(f"unrecognized argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}{hint}")
+
+
+def _setting_after_dashes(option: str, extras: list[str]) -> str | None:
+    """The pytest option (and value) that gives ``aniso run`` the setting an unknown ``option`` names
+    (``--n-sequences`` or ``--aniso-n-sequences``, as ``--n-sequences=8`` or with its value the next of ``extras``):
+    ``"--aniso-n-sequences 8"``; None when ``option`` names no setting."""
+    from .common.settings import setting_options
+
+    name, _, value = option.partition("=")
+    bare = name.removeprefix("--")
+    found = next(((flag_name, is_flag) for setting, flag_name, is_flag, _ in setting_options()
+                  if setting == bare.replace("-", "_")), None)
+    if found is None:
+        return None
+    flag_name, is_flag = found
+    if is_flag:
+        return flag_name
+    if not value:
+        given = option in extras and extras.index(option) + 1 < len(extras)
+        value = extras[extras.index(option) + 1] if given else "VALUE"
+    return f"{flag_name} {value}"
 
 
 #: The settings a command other than ``aniso run`` takes as its own options: ``{command: {setting: option}}``.
