@@ -1072,6 +1072,11 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         raise TypeError(f"model: a {type_name(model)} (sentence-transformers), whose forward pass is not a transformers "
                         "model's; give its transformers model (model[0].auto_model) and its tokenizer "
                         "(model.tokenizer), or the folder it was loaded from")
+    wrapped = getattr(model, "_orig_mod", None)
+    if isinstance(wrapped, PreTrainedModel) and not isinstance(model, PreTrainedModel):
+        raise TypeError(f"model: a {type_name(model)} (torch.compile's wrapper of a {type_name(wrapped)}), whose "
+                        "forward pass is compiled code, not the model's; give the model it wraps (model._orig_mod), "
+                        "which holds the same weights")
     if not isinstance(model, PreTrainedModel) or config is None or not hasattr(config, "to_dict"):
         raise TypeError(f"model: a {type_name(model)}; give a registry id, a model folder, a hub id or a loaded "
                          "transformers model")
