@@ -38,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from pluggy import HookimplMarker  # (pytest's hook marker, without importing pytest)
 
 from .common.settings import numpy_bool, type_name
+from .common.signals import ENDING_SIGNALS  # (the signals a run's clean-up answers; named here too)
 
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
@@ -289,7 +290,7 @@ def _report_path(path: str | Path) -> Path:
     """``path`` as the HTML file :meth:`ClaimResults.report` writes. Raises TypeError naming ``path`` when it is no
     path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
     ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError."""
-    _path_argument("path", path, "the HTML file to write")
+    path = _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
     if target.is_dir():
         raise ValueError(f"path: {target} is a folder; name the HTML file to write (e.g. {target / 'report.html'})")
@@ -414,7 +415,9 @@ def _pytest_arguments(pytest_args: Any) -> tuple[str, ...]:
 
 def _path_argument(name: str, value: Any, what: str) -> Any:
     """``value``, a path argument of the API named ``name`` (``registry``, ``claims_dir``, ``inputs`` as a path,
-    ``path``), when it is None, a str or an ``os.PathLike`` that is not empty. Raises TypeError naming ``name`` for
+    ``path``), when it is None, a str or an ``os.PathLike`` that is not empty, as its text with a leading ``~``
+    expanded (as the path settings are: ``"~/r.json"`` quoted past the shell is the home folder's, never a folder
+    named ``~``). Raises TypeError naming ``name`` for
     bytes (a bytes path is refused rather than decoded, as the settings refuse it: ``os.fsdecode`` it first) or
     another type, ValueError naming it for an empty or blank path (``Path("")`` is the working folder, which the
     caller did not name), a path holding a NUL byte, or one :func:`aniso.common.files.path_text_problem` refuses
@@ -438,7 +441,7 @@ def _path_argument(name: str, value: Any, what: str) -> Any:
     problem = path_text_problem(text)  # 'report.html\r', ' /abs/path', a zero-width space: another path than meant
     if problem is not None:
         raise ValueError(f"{name}: {problem}")
-    return value
+    return os.path.expanduser(text)
 
 
 def _model_argument(name: str, value: Any, what: str) -> str:
@@ -500,7 +503,7 @@ def _registry_file(path: str | Path | None, settings) -> Path | None:
     none (folders, hub ids and in-memory models only). Raises ValueError if ``path`` is given and is not a file."""
     from .registry.locate import registry_path
 
-    _path_argument("registry", path, "the registry file, or None for models.yaml here")
+    path = _path_argument("registry", path, "the registry file, or None for models.yaml here")
     return registry_path(path, settings.registry, required=False)
 
 
@@ -812,7 +815,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                         "a non-empty str, or None")
     _no_empty_path(inputs)
     inputs = _inputs_path(inputs)
-    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    registry = _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     texts = _texts(inputs) if isinstance(inputs, (list, tuple)) else None  # (files listed: once the model is known)
     if inputs is not None and texts is None and not isinstance(inputs, (str, Path)):
         raise TypeError(f"inputs: a {type_name(inputs)}; give a list of texts, a corpus file, a folder of "
@@ -875,8 +878,7 @@ def _inputs_path(inputs: Any) -> Any:
     with ``__fspath__``, as ``open()`` takes) as a ``pathlib.Path``; anything else as it is. Raises TypeError naming
     ``inputs`` for a path of bytes, ValueError for an empty one (:func:`_path_argument`)."""
     if isinstance(inputs, os.PathLike):
-        _path_argument("inputs", inputs, "a corpus file or a folder of photographs or recordings")
-        return Path(os.fspath(inputs))
+        return Path(_path_argument("inputs", inputs, "a corpus file or a folder of photographs or recordings"))
     return inputs
 
 
@@ -1070,6 +1072,11 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         raise TypeError(f"model: a {type_name(model)} (sentence-transformers), whose forward pass is not a transformers "
                         "model's; give its transformers model (model[0].auto_model) and its tokenizer "
                         "(model.tokenizer), or the folder it was loaded from")
+    wrapped = getattr(model, "_orig_mod", None)
+    if isinstance(wrapped, PreTrainedModel) and not isinstance(model, PreTrainedModel):
+        raise TypeError(f"model: a {type_name(model)} (torch.compile's wrapper of a {type_name(wrapped)}), whose "
+                        "forward pass is compiled code, not the model's; give the model it wraps (model._orig_mod), "
+                        "which holds the same weights")
     if not isinstance(model, PreTrainedModel) or config is None or not hasattr(config, "to_dict"):
         raise TypeError(f"model: a {type_name(model)}; give a registry id, a model folder, a hub id or a loaded "
                          "transformers model")
@@ -1406,8 +1413,8 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     model = _model_argument("model", model, _MODEL_WORDS)
     say = _callable_argument("say", say, "one line (a str)")
     _settings_argument(settings)
-    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
-    _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
+    registry = _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    claims_dir = _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     pytest_args = _pytest_arguments(pytest_args)
     texts = _setting_options(pytest_args)
     _runs_tests(pytest_args)
@@ -1667,15 +1674,10 @@ def _interrupted(plan, results: Path | None) -> str:
     return f"interrupted (Ctrl-C): {kept}; {wrote}"
 
 
-#: The signals that end a process by default and that a run's clean-up answers: SIGTERM (``kill``, a job
-#: scheduler), SIGHUP (the terminal or ssh session closed) and SIGQUIT (Ctrl-\\); SIGINT is Ctrl-C's
-#: KeyboardInterrupt, SIGKILL cannot be answered.
-ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name))
-
-
 @contextlib.contextmanager
 def _removed_on_sigterm():
-    """A list of folders that are removed if SIGTERM, SIGHUP or SIGQUIT (:data:`ENDING_SIGNALS`) stops the process
+    """A list of folders that are removed if a signal that ends the process (SIGTERM, SIGHUP, SIGUSR1, SIGXCPU...:
+    :data:`ENDING_SIGNALS`) stops the process
     inside the block (the usual ``finally`` removes them otherwise); the signal then ends the process as it would have (killed by
     the signal, or as the handler set before says). A signal that is ignored (``nohup`` ignores SIGHUP) stays
     ignored. Only the main thread can set a signal handler: elsewhere the block runs as it is."""
@@ -1819,11 +1821,11 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_FULL_SIZE_LABEL, TWIN_LABEL, TWIN_SIZES_NAMED, TwinError, twin_folders, twin_spec
 
-    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
-    _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
+    registry = _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    claims_dir = _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     models = _model_argument("models", models, "registry ids and tags, comma-separated, or a model set, as a str")
     say = _callable_argument("say", say, "one line (a str)")
-    _path_argument("keep", keep, "the folder to keep the twins in, or None for a temporary one")
+    keep = _path_argument("keep", keep, "the folder to keep the twins in, or None for a temporary one")
     if not isinstance(full_size, bool):
         raise TypeError(f"full_size: {full_size!r}; True (the rows' full configs) or False (their tiny ones)")
     pytest_args = _pytest_arguments(pytest_args)
@@ -2004,8 +2006,8 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     _settings_argument(settings)
     _no_empty_path(inputs)
     inputs = _inputs_path(inputs)
-    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
-    _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
+    registry = _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    claims_dir = _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
     if (isinstance(claims, (list, tuple)) and not claims) or claims == "":  # (blanks: parse_claims names them)
         raise ValueError(f"claims: {'an empty list' if not isinstance(claims, str) else repr(claims)} names no claim "
                          "(it would run every claim); give claim ids or prefixes, or leave claims out for 'G.' "
@@ -2105,7 +2107,7 @@ def models(registry: str | Path | None = None, *, as_frame: bool = True, setting
     from .sources import SourceContext, weights_here
 
     as_frame = _flag("as_frame", as_frame)
-    _path_argument("registry", registry, "the registry file, or None for models.yaml here")
+    registry = _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry")
                                                         if isinstance(settings, Mapping) else None)])
     given = _settings_argument(settings) or {}

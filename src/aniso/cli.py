@@ -437,7 +437,7 @@ def _model_folder_problem(folder: str) -> str | None:
 
 
 class _Terminated(BaseException):
-    """SIGTERM, SIGHUP or SIGQUIT (:data:`aniso.api.ENDING_SIGNALS`), raised inside :func:`_sigterm_raised` where the
+    """A signal that ends the process (SIGTERM, SIGHUP, SIGUSR1, SIGXCPU...: :data:`aniso.api.ENDING_SIGNALS`), raised inside :func:`_sigterm_raised` where the
     signal arrives, so that the code's own clean-up (``except``, ``finally``) runs before the process ends."""
 
     def __init__(self, signum: int | None = None) -> None:
@@ -463,7 +463,7 @@ class _Terminated(BaseException):
 
 @contextlib.contextmanager
 def _sigterm_raised():
-    """SIGTERM, SIGHUP and SIGQUIT raise :class:`_Terminated` inside the block, where no other handler than the
+    """The signals that end the process (:data:`aniso.api.ENDING_SIGNALS`) raise :class:`_Terminated` inside the block, where no other handler than the
     default is set (a handler set before decides what its signal does; an ignored signal, SIGHUP under ``nohup``, stays
     ignored), and in the main thread only (elsewhere the block runs as it is); the handlers before come back after."""
     import signal
@@ -1133,9 +1133,34 @@ class _Parser(argparse.ArgumentParser):
         """Exit with one line naming the arguments this (sub)command does not know, with the closest option."""
         options = [a.split("=", 1)[0] for a in extras if a.startswith("-")]
         hint = _did_you_mean(options[0], list(self._option_string_actions)) if options else ""
+        if options and self.prog == "aniso run" and not options[0].startswith("--aniso-"):
+            setting = _setting_after_dashes(next(a for a in extras if a.startswith("-")), extras)
+            if setting is not None:  # '--n-sequences 8' (aniso stats's option): the run's settings go after --
+                hint = f"; aniso run takes the settings after --, as pytest options: aniso run MODEL -- {setting}"
         if not hint and options and options[0].startswith("--aniso-") and self.prog == "aniso run":
             hint = f"; pytest's {options[0]} goes after --, e.g. aniso run MODEL -- {options[0]} VALUE"
         self.error(f"unrecognized argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}{hint}")
+
+
+def _setting_after_dashes(option: str, extras: list[str]) -> str | None:
+    """The pytest option (and value) that gives ``aniso run`` the setting an unknown ``option`` names
+    (``--n-sequences`` or ``--aniso-n-sequences``, as ``--n-sequences=8`` or with its value the next of ``extras``):
+    ``"--aniso-n-sequences 8"``; None when ``option`` names no setting."""
+    from .common.settings import setting_options
+
+    name, _, value = option.partition("=")
+    bare = name.removeprefix("--")
+    found = next(((flag_name, is_flag) for setting, flag_name, is_flag, _ in setting_options()
+                  if setting == bare.replace("-", "_")), None)
+    if found is None:
+        return None
+    flag_name, is_flag = found
+    if is_flag:
+        return flag_name
+    if not value:
+        given = option in extras and extras.index(option) + 1 < len(extras)
+        value = extras[extras.index(option) + 1] if given else "VALUE"
+    return f"{flag_name} {value}"
 
 
 #: The settings a command other than ``aniso run`` takes as its own options: ``{command: {setting: option}}``.
@@ -1233,7 +1258,9 @@ def _profile_sizes(name: str) -> str:
 
 
 def _path_text(value: str) -> str:
-    """An argparse type for a path argument: ``value`` unchanged, or ArgumentTypeError (argparse's one line naming
+    """An argparse type for a path argument: ``value`` with a leading ``~`` expanded (as the path settings and
+    ``--corpus`` are: ``--out "~/r.html"``, quoted past the shell, writes to the home folder, never to a folder
+    named ``~``), or ArgumentTypeError (argparse's one line naming
     the argument) where :func:`aniso.common.files.path_text_problem` refuses it: a control or invisible character, or
     blanks at its ends, which would read or write another file or folder than the one meant (``--out 'r.html\\r'``
     writes a file whose name ends in a line end; ``--out ' /abs/r.html'`` a folder named with a blank), or a path
@@ -1249,7 +1276,7 @@ def _path_text(value: str) -> str:
     if loop is not None:  # (Path.resolve would raise RuntimeError on it, deep in a command)
         raise argparse.ArgumentTypeError(f"{loop} is a symbolic link to itself, or one of a loop of links: remove it, "
                                          "or give another path")
-    return value
+    return os.path.expanduser(value)
 
 
 def _registry_as_run(raw: bytes, digests: set[str]) -> str | None:

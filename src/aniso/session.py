@@ -33,6 +33,7 @@ from .stats.dynamics import Series, SeriesProvider
 from .stats.pipeline import BlockSweepProvider, StatsProvider
 from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
+from .common.signals import said_on_signal
 from .sources import InputsMissing, ModelRefused, ModelUnavailable
 from .stats.results import ModelStats, max_length_note
 from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
@@ -92,6 +93,18 @@ def _same_seeds(expected, registry: Registry, entry: ModelEntry) -> bool:
 
 def _numbers(measured: dict[str, Any]) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
+
+
+def _cut_between(signum: int, run_dir: Path) -> str | None:
+    """The one line of a run that a signal ends while its results and report are written: where ``results.json`` is
+    (written whole, atomically) and how to make the report it lacks; None while there is no results file yet."""
+    import signal
+
+    results = run_dir / "results.json"
+    if not results.is_file() or (run_dir / "report.html").is_file():
+        return None
+    return (f"aniso: ended by {signal.Signals(signum).name}: {results} is written whole, report.html was not "
+            f"(make it with: aniso report {results})")
 
 
 def _new_run_folder(parent: Path, now: _dt.datetime | None = None) -> Path:
@@ -380,8 +393,9 @@ class AnisoSession:
             run_dir = self.root / run_dir
         run_dir = _new_run_folder(run_dir)
         try:
-            write_results(run_dir / "results.json", self.document())
-            self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+            with said_on_signal(lambda signum: _cut_between(signum, run_dir)):
+                write_results(run_dir / "results.json", self.document())
+                self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
         except BaseException:  # an error or Ctrl-C halfway: no folder holding results without their report
             import shutil
 

@@ -210,6 +210,14 @@ def place(model, device: str) -> "torch.device | str":
     return device
 
 
+def _outputs_by_name(model) -> dict:
+    """The keyword that asks ``model`` for its outputs by name (``out.hidden_states``), where its config asks for a
+    tuple (``config.return_dict = False``: a model loaded with it, or set so in memory): ``{"return_dict": True}``,
+    which transformers' models take; else nothing (a module answering like one, the tapped CNNs, takes no such
+    keyword). The same forward pass either way: only the form of its outputs differs."""
+    return {"return_dict": True} if getattr(getattr(model, "config", None), "return_dict", True) is False else {}
+
+
 def layer_names(model) -> list[str]:
     """Names of the layers :func:`iter_text_hidden_states` yields, in order."""
     cfg = model.config
@@ -371,12 +379,13 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
     mask = inputs["attention_mask"].bool()
     if enc_dec:
         dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
-        out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True)
+        out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True,
+                    **_outputs_by_name(model))
         dec_mask = dec_mask.bool()
         states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask) for h in out.decoder_hidden_states]
     else:
         with reducer.reading(mask) if reducer is not None else nullcontext():
-            out = model(**inputs, output_hidden_states=True)
+            out = model(**inputs, output_hidden_states=True, **_outputs_by_name(model))
         states = [(h, mask) for h in out.hidden_states]
     masks = [_resolution_mask(model, m, h) for h, m in states]
     hidden = getattr(model.config, "hidden_size", None)
@@ -485,11 +494,11 @@ def _speech_batch(model, feature_extractor, chunk, device, sampling_rate, whispe
     if whisper:
         enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", return_attention_mask=True)
         inputs = {"input_features": enc["input_features"].to(device)}
-        out = model.get_encoder()(**inputs, output_hidden_states=True)
+        out = model.get_encoder()(**inputs, output_hidden_states=True, **_outputs_by_name(model))
     else:
         enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", padding=True)
         inputs = {k: v.to(device) for k, v in enc.items() if k in ("input_values", "attention_mask")}
-        out = model(**inputs, output_hidden_states=True)
+        out = model(**inputs, output_hidden_states=True, **_outputs_by_name(model))
     states = out.hidden_states
     b, t = states[0].shape[:2]
     mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
@@ -544,7 +553,7 @@ def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_i
 @torch.inference_mode()
 def _vision_batch(model, image_processor, chunk, per_image, device) -> Batch:
     pixels = image_processor(chunk, return_tensors="pt")["pixel_values"].to(device)
-    states = model(pixel_values=pixels, output_hidden_states=True).hidden_states
+    states = model(pixel_values=pixels, output_hidden_states=True, **_outputs_by_name(model)).hidden_states
     if states is None:
         raise RuntimeError(f"{type(model).__name__} returned no hidden states")
     return Batch([_vision_vectors(h, per_image) for h in states], len(chunk),

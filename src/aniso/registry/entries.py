@@ -140,27 +140,88 @@ _NUMBER_FORMAT = r"([^{}]?[<>=^])?[+\- ]?z?#?0?\d{0,2}[,_]?(\.\d{1,2})?[bcdeEfFg
 
 
 def _not_a_number_formatted(reason: str, measured: dict) -> str | None:
-    """The first placeholder of ``reason`` whose format is a number's (``.2f``, ``d``, ``%``...) while its value in
-    ``measured`` is a yes/no (YAML's ``true``, which Python formats as 1.00), as ``"{contrast:.2f} formats true"``, or
-    whose precision cuts a text value (``"{flattest_decoder:.3} cuts the text 'mini-gpt2-bytes-s0'"``); else None."""
+    """The first placeholder of ``reason`` with a format spec (any: a width, a fill, a sign, a grouping, a precision
+    or a type, ``{grows:8}`` as much as ``{grows:.2f}``) while its value in ``measured`` is a yes/no (YAML's
+    ``true``, which Python formats as the number 1), as ``"{contrast:8} formats true"``; whose format is a number's
+    while its value is a number quoted as text (``"'0.3889'"``); or whose precision is shorter than a text value, so
+    cuts it (``"{flattest_decoder:.3} cuts the text 'mini-gpt2-bytes-s0'"``); else None. Only a bare ``{grows}``
+    shows a yes/no (as True/False)."""
+    import re
     import string
 
     formatter = string.Formatter()
-    for _, field, spec, _ in formatter.parse(reason):
+    try:
+        parts = list(formatter.parse(reason))
+    except ValueError:
+        return None
+    for _, field, spec, _ in parts:
         if field is None or not spec:
             continue
-        numeric, precision = spec[-1] in "bcdeEfFgGnoxX%", "." in spec
-        if not (numeric or precision):
-            continue
+        numeric = spec[-1] in "bcdeEfFgGnoxX%"
+        precision = re.search(r"\.(\d+)", spec)
         try:
             value = formatter.get_field(field, (), measured)[0]
         except (KeyError, IndexError, AttributeError, TypeError, ValueError):
             continue
-        if numeric and isinstance(value, bool):
+        if isinstance(value, bool):
             return f"{{{field}:{spec}}} formats {str(value).lower()}"
-        if precision and isinstance(value, str):  # '{flattest_decoder:.3}': cuts 'mini-gpt2-...' to 'min'
-            return f"{{{field}:{spec}}} cuts the text {value!r:.40}"
+        if isinstance(value, str) and (numeric or precision) and _a_number(value):
+            return f"{{{field}:{spec}}} formats the text {value!r:.40}, a number quoted"
+        if precision and isinstance(value, str) and int(precision.group(1)) < len(value):
+            return f"{{{field}:{spec}}} cuts the text {value!r:.40}"  # '{flattest_decoder:.3}': 'mini-gpt2-...' → 'min'
     return None
+
+
+def _a_number(text: str) -> bool:
+    """Whether ``text`` reads as a number (``'0.3889'``, ``' 12 '``, ``'1e3'``)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _number_beyond_float(measured: Any, where: str = "measured") -> str | None:
+    """Where ``measured`` (a record's numbers, nested) holds a whole number a float cannot hold (beyond about
+    ±1.8e308: a format such as ``.2f`` raises OverflowError on it), or one YAML could not read as a number at all
+    (past Python's 4300 digits: :class:`_HugeNumber`), in words (``"measured.contrast: a whole number of 401
+    digits, ..."``); else None."""
+    if isinstance(measured, dict):
+        for key, value in measured.items():
+            found = _number_beyond_float(value, f"{where}.{key}")
+            if found:
+                return found
+    elif isinstance(measured, (list, tuple)):
+        for j, value in enumerate(measured):
+            found = _number_beyond_float(value, f"{where}[{j}]")
+            if found:
+                return found
+    elif isinstance(measured, _HugeNumber) or isinstance(measured, int) and not isinstance(measured, bool) \
+            and not _fits_a_float(measured):
+        digits = measured.digits if isinstance(measured, _HugeNumber) else len(str(abs(measured)))
+        return (f"{where}: a whole number of {digits} digits, beyond what a float holds (about 1.8e308), which no "
+                "run measures; write the number measured")
+    return None
+
+
+def _fits_a_float(number: int) -> bool:
+    try:
+        float(number)
+    except OverflowError:
+        return False
+    return True
+
+
+class _HugeNumber:
+    """A whole number written in a registry with more digits than Python reads as an int (4300, ``sys.
+    get_int_max_str_digits``): kept as its count of digits, so that the record holding it is named where it is
+    refused (:func:`_number_beyond_float`) rather than the whole file failing to read."""
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<a whole number of {self.digits} digits>"
 
 
 class ExpectedVerdict(Strict):
@@ -224,6 +285,8 @@ class ExpectedVerdict(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "ExpectedVerdict":
+        import string
+
         from ..common.settings import PROFILES
 
         unknown = sorted(set(self.sizes or {}) - set(PROFILES["quick"]))
@@ -231,6 +294,13 @@ class ExpectedVerdict(Strict):
             raise ValueError(f"sizes names {unknown}, which are no run-profile sizes ({', '.join(PROFILES['quick'])})")
         if self.verdict == "underpowered" and not self.decides_at:
             raise ValueError("an underpowered record says what would decide the claim (decides_at)")
+        try:
+            list(string.Formatter().parse(self.reason))
+        except ValueError as exc:  # a stray brace: "Single '}' encountered in format string"
+            raise ValueError(f"reason: {exc} (a brace meant as text is doubled: {{{{ or }}}})") from None
+        beyond = _number_beyond_float(self.measured or {})
+        if beyond is not None:
+            raise ValueError(beyond)
         odd = _odd_placeholder(self.reason)
         if odd is not None:
             raise ValueError(f"reason: the placeholder {{{odd}}} is not a measured number's: a placeholder is a key of "
@@ -238,14 +308,15 @@ class ExpectedVerdict(Strict):
                              "attribute, no conversion)")
         yes_no = _not_a_number_formatted(self.reason, self.measured or {})
         if yes_no is not None:
-            raise ValueError(f"reason: {yes_no}" + (", a yes/no and not a number (YAML reads true/false/yes/no so): "
-                                                    "give the measured number, or a placeholder without a number's "
-                                                    "format" if "formats" in yes_no else
-                                                    ": a precision is for numbers; give the text's placeholder without "
-                                                    "one"))
+            raise ValueError(f"reason: {yes_no}" + (
+                ": the measured number is written in quotes, so YAML reads it as text; write the number unquoted"
+                if yes_no.endswith("a number quoted") else
+                ", a yes/no and not a number (YAML reads true/false/yes/no so): give the measured number, or the bare "
+                "placeholder without a format (only a bare {name} shows a yes/no)" if "formats" in yes_no else
+                ": a precision is for numbers; give the text's placeholder without one"))
         try:
             self.text
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError, OverflowError) as exc:
             fields = ", ".join(_reason_fields(self.reason)) or "none"
             if not self.measured:
                 raise ValueError(f"reason: its placeholders ({fields}) render from measured, and the record has no "
@@ -988,7 +1059,14 @@ def _loader():
             seen.add(key)
         return base.construct_mapping(loader, node, deep)
 
+    def integer(loader, node):
+        try:
+            return base.construct_yaml_int(loader, node)
+        except ValueError:  # past Python's 4300 digits: named with its record where the record is validated
+            return _HugeNumber(sum(ch.isdigit() for ch in node.value))
+
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    Loader.add_constructor("tag:yaml.org,2002:int", integer)
     # YAML 1.2's numbers in exponent form without a dot or an exponent sign (1e3, 2.5E9): YAML 1.1 reads them as text,
     # which no writer of a registry means
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
@@ -1134,6 +1212,11 @@ def load_registry(path: Path | str) -> Registry:
         raise NotARegistry(f"{path} is a model's config (a transformers config.json: model_type, architectures), not a "
                            "registry (a mapping whose field models lists the entries, as models.yaml); the model is "
                            "the folder that holds it")
+    if "models" not in raw and ({"added_tokens", "pre_tokenizer", "normalizer"} & raw.keys() and "model" in raw
+                                or "tokenizer_class" in raw or "model_max_length" in raw):
+        raise NotARegistry(f"{path} is a tokenizer file (a tokenizer.json or tokenizer_config.json of a model folder: "
+                           "model, added_tokens, tokenizer_class...), not a registry (a mapping whose field models lists "
+                           "the entries, as models.yaml); the model is the folder that holds it")
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:

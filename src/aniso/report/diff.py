@@ -24,7 +24,8 @@ A *model* change is a model id whose results the two runs measured from other we
 ``fingerprint`` differs, e.g. two folders both named ``model``): its results are not compared as one model's change
 but listed as removed and added, and :func:`format_diff` names the model, with where each run loaded it from
 (``origin``), in one line. A model measured from the same weights (a copy of its folder elsewhere) is compared as
-before. Twin runs are left to the *sizes* note, which names a twin against its model.
+before. So are two twin runs whose twins differ (another commit imported). A twin run against a run of the model is
+left to the *sizes* note, which names a twin against its model.
 
 A *sizes* change is a result measured on another number of inputs or vectors (``n_items``, ``n_vectors``) or at
 other settings of its model (``models[id].meta.settings``: ``max_length``, ``seed``, ...) in the two runs; a *moved*
@@ -114,8 +115,12 @@ def _sizes(old: ResultsDocument, new: ResultsDocument, a: ClaimResult, b: ClaimR
 def other_weights(old: ResultsDocument, new: ResultsDocument) -> dict[str, tuple[str, str]]:
     """The model ids both runs measured, but from other weights (their ``meta.fingerprint`` recorded in both and
     different), with where each run loaded them from (``meta.origin`` and the fingerprint, in words); none between a
-    twin run and another run (the *sizes* note names those)."""
-    if old.provenance.twin is not None or new.provenance.twin is not None:
+    twin run and another run, nor between a tiny and a full-size twin (the *sizes* note names those). Two twin runs of
+    one size whose twins' weights differ (another commit imported: another tokenizer trained, another draw) measured
+    two models under one id: named here too."""
+    twins = [(doc.provenance.twin or {}).get("size", "tiny") if doc.provenance.twin is not None else None
+             for doc in (old, new)]
+    if twins[0] != twins[1]:
         return {}
     out = {}
     for model_id in old.models.keys() & new.models.keys():

@@ -194,6 +194,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             if names is None:
                 names = [str(i) for i in range(len(batch.layers))]
             if len(batch.layers) != len(names):
+                if names == [str(i) for i in range(len(names))]:  # numbered from the config's num_hidden_layers
+                    raise ModelRefused(
+                        f"{entry.id}: the model runs {len(batch.layers) - 1} layers ({len(batch.layers)} hidden "
+                        f"states: the embeddings' and each layer's), its config says num_hidden_layers "
+                        f"{len(names) - 1}: a model whose layers were cut or added sets config.num_hidden_layers to "
+                        "the layers it runs")
                 raise RuntimeError(f"{entry.id}: expected {len(names)} hidden states, got {len(batch.layers)}")
             device = batch.layers[0].device  # the statistics live where the model put its hidden states
             # Without the first token of each sequence, and without the rows carrying massive activations: rows
