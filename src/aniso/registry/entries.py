@@ -135,8 +135,8 @@ def _odd_placeholder(reason: str) -> str | None:
 
 #: The format specs a record's reason may give a number: an alignment and sign, a width of at most two digits, a
 #: grouping, a precision of at most two digits and a type (``.2f``, ``.3g``, ``+.1%``, ``,d``): no nested field, no
-#: width that pads a reason to a million characters.
-_NUMBER_FORMAT = r"([^{}]?[<>=^])?[+\- ]?z?#?0?\d{0,2}[,_]?(\.\d{1,2})?[bcdeEfFgGnosxX%]?"
+#: width that pads a reason to a million characters, no ``c`` (which shows a number as the character of that code).
+_NUMBER_FORMAT = r"([^{}]?[<>=^])?[+\- ]?z?#?0?\d{0,2}[,_]?(\.\d{1,2})?[bdeEfFgGnosxX%]?"
 
 
 def _not_a_number_formatted(reason: str, measured: dict) -> str | None:
@@ -305,7 +305,7 @@ class ExpectedVerdict(Strict):
         if odd is not None:
             raise ValueError(f"reason: the placeholder {{{odd}}} is not a measured number's: a placeholder is a key of "
                              "measured, an index into it ({name[0]}) and a format ({name:.2f}), nothing else (no "
-                             "attribute, no conversion)")
+                             "attribute, no conversion, no type c, which shows a number as the character of that code)")
         yes_no = _not_a_number_formatted(self.reason, self.measured or {})
         if yes_no is not None:
             raise ValueError(f"reason: {yes_no}" + (
@@ -1030,7 +1030,49 @@ def _check_recorded_numbers(entries: list[ModelEntry], path: Path) -> None:
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _loader():
+class _Misread:
+    """A number as YAML 1.1 reads it where that is not what its writer meant (``017``: octal 15; ``1:30``: base 60,
+    90; ``0128``: text; ``4e-400``: 0.0; ``1e400``: inf), as written and as read. Made by :func:`_loader` only when
+    asked (``misread=True``): :func:`load_registry` refuses one in a record (:func:`_settle`) and reads one anywhere
+    else as YAML does."""
+
+    def __init__(self, value: Any, written: str, why: str):
+        self.value, self.written, self.why = value, written, why
+
+    def __repr__(self) -> str:
+        return self.written
+
+
+def _misread_number(written: str, value: Any) -> str | None:
+    """How YAML 1.1 misreads the number ``written`` (read as ``value``), in words, or None when it reads it as
+    written: a leading 0 (octal, or text past a digit 8 or 9), a colon (base 60), a literal past a float's range."""
+    import math
+
+    digits = written.replace("_", "").lstrip("+-")
+    if ":" in digits:
+        return (f"YAML reads {written} as the base-60 number {value!r} (each colon multiplies what comes before it by 60); write the number measured as a "
+                "plain number")
+    if isinstance(value, str):
+        return (f"{written} has a leading 0, which makes YAML read it as the text {value!r}; write the number without "
+                f"the leading 0 ({digits.lstrip('0') or '0'})")
+    if isinstance(value, int) and re.fullmatch(r"0[0-7]+", digits):
+        return (f"{written} has a leading 0, which YAML reads as the octal number {value}; write the number without "
+                f"the leading 0 ({digits.lstrip('0')})")
+    if isinstance(value, float) and value == 0.0 and re.search(r"[1-9]", re.split("[eE]", digits)[0]):
+        return (f"{written} is below the least number a float holds (about 5e-324), so YAML reads it as 0.0; write "
+                "the number measured")
+    if isinstance(value, float) and math.isinf(value) and "inf" not in digits.lower():
+        return (f"{written} is beyond what a float holds (about 1.8e308), so YAML reads it as {value!r}; write the "
+                "number measured")
+    return None
+
+
+#: A plain scalar with a leading 0 and a digit 8 or 9 (``0128``): no octal number, so YAML 1.1 reads it as text.
+_LEADING_ZERO_TEXT = re.compile(r"^[-+]?0[0-9_]*[89][0-9_]*$")
+_LEADING_ZERO_TAG = "tag:aniso,2026:leading-zero"
+
+
+def _loader(misread: bool = False):
     """libyaml's safe loader (10x faster than the pure-Python one) with mappings that refuse a key given twice: YAML
     keeps the last of two equal keys, so a record or a field written twice would silently lose the first.
 
@@ -1059,14 +1101,28 @@ def _loader():
             seen.add(key)
         return base.construct_mapping(loader, node, deep)
 
+    def marked(value, node):
+        why = _misread_number(node.value, value) if misread else None
+        return value if why is None else _Misread(value, node.value, why)
+
     def integer(loader, node):
         try:
-            return base.construct_yaml_int(loader, node)
+            value = base.construct_yaml_int(loader, node)
         except ValueError:  # past Python's 4300 digits: named with its record where the record is validated
             return _HugeNumber(sum(ch.isdigit() for ch in node.value))
+        return marked(value, node)
+
+    def floating(loader, node):
+        return marked(base.construct_yaml_float(loader, node), node)
+
+    def leading_zero(loader, node):
+        return marked(loader.construct_scalar(node), node)
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     Loader.add_constructor("tag:yaml.org,2002:int", integer)
+    Loader.add_constructor("tag:yaml.org,2002:float", floating)
+    Loader.add_constructor(_LEADING_ZERO_TAG, leading_zero)
+    Loader.add_implicit_resolver(_LEADING_ZERO_TAG, _LEADING_ZERO_TEXT, list("-+0"))
     # YAML 1.2's numbers in exponent form without a dot or an exponent sign (1e3, 2.5E9): YAML 1.1 reads them as text,
     # which no writer of a registry means
     Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
@@ -1147,12 +1203,13 @@ def _odd_blank(text: str, line: int | None) -> str | None:
             "space, or delete it")
 
 
-def load_yaml(path: Path | str) -> Any:
+def load_yaml(path: Path | str, misread: bool = False) -> Any:
     """The YAML document of a registry file, read with :func:`_loader`'s safe loader and limits: a document whose
     aliases expand past :data:`MAX_YAML_NODES` nodes is refused before it is built.
 
     Raises RegistryError (one line naming the file) for a missing file, bad YAML, a key given twice, a document
-    past the limit or one nested past Python's recursion limit.
+    past the limit or one nested past Python's recursion limit. With ``misread``, a number YAML 1.1 reads as other
+    than written (``017``, ``1:30``, ``0128``, ``4e-400``) is kept as a :class:`_Misread`.
     """
     from ..common.files import wide_unicode
 
@@ -1164,7 +1221,7 @@ def load_yaml(path: Path | str) -> Any:
             raise RegistryError(f"{path}: the registry file is {wide[0]}; save it as UTF-8 (e.g. iconv -f {wide[1]} "
                                 "-t UTF-8)")
         text = data.decode("utf-8")
-        loader = _loader()(text)
+        loader = _loader(misread)(text)
     except FileNotFoundError:
         raise RegistryError(f"{path}: registry file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -1201,7 +1258,11 @@ def load_registry(path: Path | str) -> Registry:
     id) and the field, for a missing file, bad YAML (a key given twice included) or a schema violation.
     """
     path = Path(path)
-    raw = load_yaml(path)
+    try:
+        raw, misread = _settle(load_yaml(path, misread=True))
+    except RecursionError:
+        raise RegistryError(f"{path}: its entries are nested too deeply to validate; a registry is a list of flat "
+                            "entries") from None
     if not isinstance(raw, dict):
         raise RegistryError(f"{path}: a registry is a mapping whose field models lists the entries; this file holds "
                             + ("nothing" if raw is None else f"a {type(raw).__name__}"))
@@ -1217,6 +1278,8 @@ def load_registry(path: Path | str) -> Registry:
         raise NotARegistry(f"{path} is a tokenizer file (a tokenizer.json or tokenizer_config.json of a model folder: "
                            "model, added_tokens, tokenizer_class...), not a registry (a mapping whose field models lists "
                            "the entries, as models.yaml); the model is the folder that holds it")
+    if misread is not None:
+        raise RegistryError(f"{path}: {_where(raw, misread[0])}: {misread[1]}")
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
@@ -1234,6 +1297,52 @@ def load_registry(path: Path | str) -> Registry:
     _check_ids_are_no_set_names(registry.entries, path)
     _check_records_apply(registry.entries, path)
     return registry
+
+
+#: What a record's measured value may be (YAML's numbers, yes/no, text, null, lists and mappings of them).
+_MEASURED_TYPES = (bool, int, float, str, type(None), list, dict, _HugeNumber)
+
+
+def _settle(raw: Any) -> tuple[Any, tuple[tuple, str] | None]:
+    """``raw`` (a registry document read with ``misread=True``) with every :class:`_Misread` read as YAML reads it,
+    and the first value of a record (``models[i].expected.<claim>...``) that is refused: a number YAML misreads, or
+    a measured value that is none a run reports (a date, YAML's ``!!binary`` or ``!!set``), as (its path, why); or
+    None."""
+    import datetime
+
+    found: list[tuple[tuple, str]] = []
+
+    def walk(value: Any, where: tuple) -> Any:
+        in_record = len(where) >= 5 and where[0] == "models" and where[2] == "expected"
+        if isinstance(value, _Misread):
+            if in_record and not found:
+                found.append((where, value.why))
+            return value.value
+        if in_record and where[4] == "measured" and len(where) > 5 and not isinstance(value, _MEASURED_TYPES) \
+                and not found:
+            if isinstance(value, (datetime.date, datetime.datetime)):
+                what = f"YAML reads {value.isoformat()} as a date, which is no number"
+            else:
+                what = f"{_shown(value)} is a {type(value).__name__} (a YAML tag such as !!binary or !!set)"
+            found.append((where, f"{what}; a measured value is a number, a yes/no, a text, or a list or mapping of "
+                                 "these: write the number measured"))
+        if isinstance(value, dict):
+            return {walk(k, ()): walk(v, where + (k,)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, where + (j,)) for j, v in enumerate(value)]
+        return value
+
+    settled = walk(raw, ())
+    return settled, (found[0] if found else None)
+
+
+def _where(raw: dict, where: tuple) -> str:
+    """A path into a registry document as messages name it: ``models[3] (id 'x'): expected.C.measured.a[0]``."""
+    i = where[1]
+    entry = raw["models"][i]
+    ident = entry.get("id") if isinstance(entry, dict) else None
+    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in where[2:]).lstrip(".")
+    return f"models[{i}]" + (f" (id {_shown(ident)})" if ident else "") + f": {field}"
 
 
 def _check_records_apply(entries: list[ModelEntry], path: Path) -> None:
