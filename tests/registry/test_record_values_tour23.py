@@ -1,6 +1,7 @@
 """Tour 23: what a registry's ``expected:`` record may hold. A date as a measured value rendered ``.2f`` into the
 reason; ``017``, ``1:30`` and ``4e-400`` were read as 15, 90 and 0.0; ``0128`` was called "a number quoted";
-``{vocab:c}`` showed 591 as a character."""
+``{vocab:c}`` showed 591 as a character; and a record's ``seeds`` naming no row (or a row twice), or a ``family`` on
+a claim not adjusted across models, was accepted though the record could bind no run."""
 
 from __future__ import annotations
 
@@ -67,4 +68,29 @@ def test_a_character_format_is_refused_for_a_number(tmp_path):
     path = _registry(tmp_path, "centring its {vocab} x {d} SMILES", "centring its {vocab:c} x {d} SMILES")
     with pytest.raises(RegistryError, match=r"\(id 'rxnmapper-albert'\): expected\.M\.partition-isotropy: .*"
                                             r"placeholder \{vocab:c\} is not a measured number.s.*no type c, which shows a number as the character"):
+        load_registry(path)
+
+
+@pytest.mark.parametrize("field, says", [
+    ("seeds: [no-such-model]", r"seeds: \['no-such-model'\], but seeds is for claims decided over a family's seeds"),
+    ("family: 2", r"family: 2, but family is for claims whose p-values are adjusted across a run's models"),
+])
+def test_a_record_field_for_another_kind_of_claim_is_refused(tmp_path, field, says):
+    path = _registry(tmp_path, RECORD, f"{field}\n      {RECORD}")
+    with pytest.raises(RegistryError, match=WHERE + says + r".*would bind no run"):
+        load_registry(path)
+
+
+SEEDS = "seeds: [mini-bert-bytes-s0]\n      measured: {seeds_holding: 1, seeds_not_holding: 0, n_seeds: 1}"
+
+
+@pytest.mark.parametrize("seeds, says", [
+    ("[no-such-model]", r"no row 'no-such-model' in the registry"),
+    ("[mini-bert-bytes-s0, mini-bert-bytes-s0]", r"names 'mini-bert-bytes-s0' twice"),
+    ("[mini-gpt2-bytes-s0]", r"\['mini-gpt2-bytes-s0'\] does not name the row itself \('mini-bert-bytes-s0'\)"),
+])
+def test_seeds_that_bind_no_run_are_refused(tmp_path, seeds, says):
+    path = _registry(tmp_path, SEEDS, SEEDS.replace("[mini-bert-bytes-s0]", seeds))
+    with pytest.raises(RegistryError, match=r"\(id 'mini-bert-bytes-s0'\): expected\.G\.qk-means-align\.seeds: "
+                                            + says + r".*bind no run"):
         load_registry(path)

@@ -1293,6 +1293,7 @@ def load_registry(path: Path | str) -> Registry:
     for i, e in enumerate(registry.entries):  # a refusal of a row once its model is read names where it was read
         note_row(e, f"{path}: models[{i}] (id {e.id!r})")
     _check_stands_for(registry.entries, path)
+    _check_record_scope(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
     _check_records_apply(registry.entries, path)
@@ -1343,6 +1344,42 @@ def _where(raw: dict, where: tuple) -> str:
     ident = entry.get("id") if isinstance(entry, dict) else None
     field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in where[2:]).lstrip(".")
     return f"models[{i}]" + (f" (id {_shown(ident)})" if ident else "") + f": {field}"
+
+
+def _check_record_scope(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, the record's field, why) for a record's ``family`` or ``seeds`` that would
+    let it bind no run: a ``family`` on a claim not adjusted across a run's models, ``seeds`` on a claim not decided
+    over a family's seeds, or ``seeds`` naming no row of the file, a row twice, or not the row itself (a run over
+    a row's seeds always holds the row). A record binds a run only of its family and over its seeds
+    (:attr:`ExpectedVerdict.family`, :attr:`ExpectedVerdict.seeds`), so such a record would never be checked."""
+    import difflib
+
+    ids = [e.id for e in entries]
+    for i, e in enumerate(entries):
+        for claim_id, record in (e.expected or {}).items():
+            where = f"{path}: models[{i}] (id {e.id!r}): expected.{claim_id}"
+            claim = CLAIMS.get(claim_id)
+            if record.family is not None and claim is not None and not claim.adjusted:
+                raise RegistryError(f"{where}.family: {record.family!r}, but family is for claims whose p-values are "
+                                    f"adjusted across a run's models, and {claim_id} is not; the record would bind no "
+                                    "run: remove family")
+            if record.seeds is None:
+                continue
+            if claim is not None and not claim.over_seeds:
+                raise RegistryError(f"{where}.seeds: {record.seeds!r}, but seeds is for claims decided over a "
+                                    f"family's seeds, and {claim_id} is not; the record would bind no run: remove seeds")
+            for seed in record.seeds:
+                if seed not in ids:
+                    close = difflib.get_close_matches(seed, ids, n=1, cutoff=0.6)
+                    raise RegistryError(f"{where}.seeds: no row {seed!r} in the registry"
+                                        + (f"; did you mean {close[0]!r}?" if close else "")
+                                        + "; the record would bind no run")
+                if record.seeds.count(seed) > 1:
+                    raise RegistryError(f"{where}.seeds: names {seed!r} twice; a run's seeds are each one row, so the "
+                                        "record would bind no run: name each seed once")
+            if e.id not in record.seeds:
+                raise RegistryError(f"{where}.seeds: {record.seeds!r} does not name the row itself ({e.id!r}); a run "
+                                    "over the row's seeds always holds the row, so the record would bind no run")
 
 
 def _check_records_apply(entries: list[ModelEntry], path: Path) -> None:
