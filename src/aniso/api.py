@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from pluggy import HookimplMarker  # (pytest's hook marker, without importing pytest)
 
 from .common.settings import numpy_bool, type_name
-from .common.signals import ENDING_SIGNALS  # (the signals a run's clean-up answers; named here too)
+from .common.signals import ENDING_SIGNALS, handling  # (the signals a run's clean-up answers; named here too)
 
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
@@ -1703,14 +1703,8 @@ def _removed_on_sigterm():
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
-    handled = [signum for signum, before in previous.items() if before is not signal.SIG_IGN]
-    for signum in handled:
-        signal.signal(signum, on_signal)
-    try:
+    with handling(on_signal, [signum for signum, before in previous.items() if before is not signal.SIG_IGN]):
         yield folders
-    finally:
-        for signum in handled:
-            signal.signal(signum, previous[signum])
 
 
 #: The sizes of a twin run (``aniso run ID --twin``), each given unless the pytest arguments give it (theirs decides):

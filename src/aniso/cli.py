@@ -469,23 +469,17 @@ def _sigterm_raised():
     import signal
     import threading
 
-    from .api import ENDING_SIGNALS
+    from .common.signals import ENDING_SIGNALS, handling
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    handled = [signum for signum in ENDING_SIGNALS if signal.getsignal(signum) is signal.SIG_DFL]
 
     def on_signal(signum, frame):
         raise _Terminated(signum)
 
-    for signum in handled:
-        signal.signal(signum, on_signal)
-    try:
+    with handling(on_signal, [signum for signum in ENDING_SIGNALS if signal.getsignal(signum) is signal.SIG_DFL]):
         yield
-    finally:
-        for signum in handled:
-            signal.signal(signum, signal.SIG_DFL)
 
 
 def _hub_row_problem(args: argparse.Namespace) -> str | None:

@@ -23,6 +23,22 @@ ENDING_SIGNALS = tuple(getattr(signal, name) for name in (
 
 
 @contextlib.contextmanager
+def handling(on_signal: Callable, signums: list[int]) -> Iterator[None]:
+    """Inside the block, ``on_signal`` handles each of ``signums``; on leaving it, each signal's handler before comes
+    back (the default where Python had none). The one way :func:`said_on_signal`, the API's folder clean-up
+    (:func:`aniso.api._removed_on_sigterm`) and the command line's ``_sigterm_raised`` set and restore handlers; call
+    it from the main thread (only that thread can set handlers)."""
+    previous = {signum: signal.getsignal(signum) for signum in signums}
+    for signum in signums:
+        signal.signal(signum, on_signal)
+    try:
+        yield
+    finally:
+        for signum in signums:
+            signal.signal(signum, previous[signum] if previous[signum] is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
 def said_on_signal(line: Callable[[int], str | None]) -> Iterator[None]:
     """Inside the block, a signal of :data:`ENDING_SIGNALS` first writes ``line(signum)`` (when it gives one) to
     standard error, as one line, then goes on as it would have: to the handler set before (whose clean-up then
@@ -50,11 +66,5 @@ def said_on_signal(line: Callable[[int], str | None]) -> Iterator[None]:
             return
         os.kill(os.getpid(), signum)
 
-    handled = [signum for signum, before in previous.items() if before is not signal.SIG_IGN]
-    for signum in handled:
-        signal.signal(signum, on_signal)
-    try:
+    with handling(on_signal, [signum for signum, before in previous.items() if before is not signal.SIG_IGN]):
         yield
-    finally:
-        for signum in handled:
-            signal.signal(signum, previous[signum] if previous[signum] is not None else signal.SIG_DFL)
