@@ -86,6 +86,20 @@ def _refuse_complex(x, name: str) -> None:
         raise TypeError(f"{name}: a complex {'tensor' if isinstance(x, torch.Tensor) else 'array'}; give real vectors")
 
 
+def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
+    """``x`` as a 1-D float64 array, refusing in one line naming ``name``: TypeError for a complex array, ValueError
+    for another shape or (with ``finite``) NaN or infinite values."""
+    _refuse_complex(x, name)
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().to(torch.float64).numpy()
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"{name} must be 1-D of shape (d,), got shape {x.shape}")
+    if finite and not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return x
+
+
 def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
     _refuse_complex(x, name)
     if isinstance(x, torch.Tensor):  # detached, on the host; bfloat16 and float16 read through float32 (exact)
@@ -210,6 +224,8 @@ def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -
         raise ValueError(f"n_pairs: {n_pairs} is more than {MAX_SAMPLED_PAIRS:,} pairs (16 bytes each); give fewer, "
                          "or take the exact mean_cosine")
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise ValueError(f"rng: {int(rng)}; give a numpy.random.Generator or an int seed >= 0")
         rng = np.random.default_rng(rng)
     elif not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: a {type(rng).__name__}; give a numpy.random.Generator or an int seed")
@@ -229,8 +245,17 @@ def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -
 def drift_norm_from_sum(vector_sum: np.ndarray, n: int) -> float:
     """Drift norm ||x̄||₂ from Σ x_i and n (Godey et al. 2024 §3.3).
 
-    Returns a float in the units of the hidden states. Raises ValueError if n < 1.
+    Returns a float in the units of the hidden states.
+
+    Raises TypeError if ``n`` is not a whole number or ``vector_sum`` is complex; ValueError if n < 1, or
+    ``vector_sum`` is not 1-D or holds NaN or infinite values.
     """
+    n = _whole(n, "n", 1)
+    return _drift_norm_from_sum(_as_vector(vector_sum, "vector_sum"), n)
+
+
+def _drift_norm_from_sum(vector_sum: np.ndarray, n: int) -> float:
+    """:func:`drift_norm_from_sum` without the checks of its arguments (the statistics' own sums and counts)."""
     if n < 1:
         raise ValueError(f"drift norm needs at least 1 vector, got {n}")
     return float(np.linalg.norm(np.asarray(vector_sum, dtype=np.float64) / n))
@@ -242,7 +267,7 @@ def drift_norm(x: np.ndarray) -> float:
     Godey et al. 2024 §3.3. Same units as ``x``.
     """
     x = _as_matrix(x)
-    return drift_norm_from_sum(x.sum(axis=0), x.shape[0])
+    return _drift_norm_from_sum(x.sum(axis=0), x.shape[0])
 
 
 #: A matrix is symmetric for :func:`svd_anisotropy_from_moments` and :func:`largest_eigenvalue` when no entry
@@ -261,6 +286,36 @@ def _refuse_asymmetric(c, name: str, what: str) -> None:
     if gap > _SYMMETRY_TOL * top:
         raise ValueError(f"{name} is not symmetric (largest asymmetry {gap:.3g}, largest entry {top:.3g}); "
                          f"give {what}")
+
+
+#: How far below zero (relative to the largest) an eigenvalue, or the trace of a centred scatter (relative to the
+#: trace of Σxxᵀ), may be and still be taken for rounding; beyond it the numbers are not a covariance's.
+_NEGATIVE_SLACK = 1e-6
+
+
+def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
+    """Σx and Σxxᵀ as float64 arrays of shapes (d,) and (d, d), refused in one line naming the one at fault."""
+    s = _as_vector(vector_sum, "vector_sum")
+    _refuse_complex(gram, "gram")
+    g = np.asarray(gram.detach().cpu().to(torch.float64) if isinstance(gram, torch.Tensor) else gram,
+                   dtype=np.float64)
+    if g.shape != (s.shape[0], s.shape[0]):
+        raise ValueError(f"gram must have shape ({s.shape[0]}, {s.shape[0]}), got {g.shape}")
+    if not np.all(np.isfinite(g)):
+        raise ValueError("gram contains NaN or infinite values")
+    return s, g
+
+
+def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
+    """The centred scatter Σxxᵀ − ssᵀ/n, symmetrised; ValueError naming n and gram when its trace is below zero
+    beyond rounding (or NaN): no n vectors have these sums."""
+    c = g - np.outer(s, s) / n
+    c = (c + c.T) / 2
+    trace, scale = float(np.trace(c)), float(np.abs(np.diagonal(g)).sum())
+    if not trace >= -_NEGATIVE_SLACK * scale:
+        raise ValueError(f"n = {n} and gram do not fit vector_sum: the centred scatter Σxxᵀ − ssᵀ/n has trace "
+                         f"{trace:.6g} < 0; give Σx, Σxxᵀ and the count n of the same vectors")
+    return c
 
 
 def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
@@ -283,13 +338,9 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
-    s = np.asarray(vector_sum, dtype=np.float64)
-    g = np.asarray(gram, dtype=np.float64)
-    if g.shape != (s.shape[0], s.shape[0]):
-        raise ValueError(f"gram must have shape ({s.shape[0]}, {s.shape[0]}), got {g.shape}")
+    s, g = _moments(vector_sum, gram)
     _refuse_asymmetric(g, "gram", "Σ x xᵀ")
-    c = g - np.outer(s, s) / n
-    c = (c + c.T) / 2
+    c = _centred_scatter(s, g, n)
     trace = float(np.trace(c))
     if trace <= 0:
         return float("nan")
@@ -326,6 +377,36 @@ LANCZOS_MIN_SIZE = 128
 _LANCZOS_CHUNK = 8
 
 
+def _square_matrices(c, stacked: bool, rtol) -> torch.Tensor:
+    """The checks of :func:`largest_eigenpair`, :func:`largest_eigenpairs` and :func:`largest_eigenvalue` (once, at
+    the public entry: the statistics call the unchecked bodies per batch). A NumPy array is read as a tensor on the
+    CPU; bfloat16 and float16 are read through float32 (exact), integers through float64. TypeError for what is
+    neither (a ``numpy.matrix`` included), a complex one, or an ``rtol`` that is not a real number; ValueError for a
+    shape that is not (m, m) (``stacked``: (n, m, m)), NaN or infinite entries, a matrix that is not symmetric beyond
+    rounding (:func:`_refuse_asymmetric`), or an ``rtol`` not above 0."""
+    rtol = _real(rtol, "rtol", "a number > 0")
+    if not rtol > 0:
+        raise ValueError(f"rtol: {rtol}; give a number > 0")
+    if isinstance(c, np.ndarray) and not isinstance(c, np.matrix):
+        c = torch.from_numpy(c)
+    if not isinstance(c, torch.Tensor):
+        raise TypeError(f"c: a {type(c).__module__}.{type(c).__name__}; give a torch tensor or a NumPy array (m, m)")
+    _refuse_complex(c, "c")
+    if not c.is_floating_point():
+        c = c.to(torch.float64)
+    elif torch.finfo(c.dtype).bits < 32:
+        c = c.float()
+    if stacked and (c.ndim != 3 or c.shape[1] != c.shape[2]):
+        raise ValueError(f"c must be a stack of square matrices (n, m, m), got shape {tuple(c.shape)}")
+    if not stacked and (c.ndim != 2 or c.shape[0] != c.shape[1]):
+        raise ValueError(f"c must be a square matrix, got shape {tuple(c.shape)}")
+    if not bool(torch.isfinite(c).all()):
+        raise ValueError("c contains NaN or infinite values")
+    for i, ci in enumerate(c if stacked else [c]):
+        _refuse_asymmetric(ci, f"c[{i}]" if stacked else "c", "a symmetric (covariance or Gram) matrix")
+    return c
+
+
 def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
                       min_size: int = LANCZOS_MIN_SIZE, vector: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """λ_max of a symmetric positive semi-definite matrix and a unit eigenvector of it, on its device, in its dtype.
@@ -354,8 +435,19 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
 
     ``vector=False``: the value only (None for the vector).
 
-    Raises ValueError when ``c`` is not a square matrix.
+    A NumPy array is read as a tensor on the CPU; bfloat16 and float16 are read through float32, integers through
+    float64. Raises TypeError when ``c`` is neither a tensor nor a NumPy array, or is complex, or ``rtol`` is not a
+    real number; ValueError when ``c`` is not a square matrix, holds NaN or infinite values, or is not symmetric
+    beyond rounding, or ``rtol`` is not above 0.
     """
+    return _largest_eigenpair(_square_matrices(c, False, rtol), rtol=rtol, max_steps=max_steps, seed=seed,
+                              min_size=min_size, vector=vector)
+
+
+def _largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
+                       min_size: int = LANCZOS_MIN_SIZE, vector: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`largest_eigenpair` without the checks of its arguments (no host copy: the statistics call it per
+    batch, on a symmetrised float tensor)."""
     if c.ndim != 2 or c.shape[0] != c.shape[1]:
         raise ValueError(f"c must be a square matrix, got shape {tuple(c.shape)}")
     m = c.shape[0]
@@ -414,13 +506,22 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
     Symmetric Eigenvalue Problem*, ch. 4). A matrix whose residual is still above ``rtol`` · θ after ``max_steps``
     steps takes the dense solver. For m <= ``min_size``: ``torch.linalg.eigh`` of the batch.
 
-    Raises ValueError when ``c`` is not a stack of square matrices.
+    Raises as :func:`largest_eigenpair` (ValueError when ``c`` is not a stack of square matrices or one of them is not
+    symmetric beyond rounding).
     """
+    return _largest_eigenpairs(_square_matrices(c, True, rtol), rtol=rtol, max_steps=max_steps, seed=seed,
+                               min_size=min_size, vector=vector, lockstep=lockstep)
+
+
+def _largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
+                        min_size: int = LANCZOS_MIN_SIZE, vector: bool = True,
+                        lockstep: bool | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`largest_eigenpairs` without the checks of its arguments (the statistics call it per batch)."""
     if c.ndim != 3 or c.shape[1] != c.shape[2]:
         raise ValueError(f"c must be a stack of square matrices (n, m, m), got shape {tuple(c.shape)}")
     n, m = c.shape[0], c.shape[1]
     if not (c.device.type != "cpu" if lockstep is None else lockstep):
-        pairs = [largest_eigenpair(ci, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
+        pairs = [_largest_eigenpair(ci, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
                  for ci in c]
         values = torch.stack([v for v, _ in pairs]) if pairs else c.new_zeros(0)
         return values, (torch.stack([u for _, u in pairs]) if pairs else c.new_zeros(0, m)) if vector else None
@@ -485,20 +586,14 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
 def largest_eigenvalue(c: torch.Tensor, **options) -> torch.Tensor:
     """λ_max of a symmetric positive semi-definite matrix ``c`` (m, m), a 0-d tensor on its device, in its dtype:
     the value of :func:`largest_eigenpair` (same options and accuracy; ``eigvalsh`` where that takes ``eigh``).
-    A NumPy array is read as a tensor on the CPU.
+    A NumPy array is read as a tensor on the CPU; bfloat16 and float16 through float32, integers through float64.
 
-    Raises TypeError when ``c`` is neither a tensor nor a NumPy array (a ``numpy.matrix`` included), or is complex;
-    ValueError when it is not a square matrix or not symmetric beyond rounding (an entry differs from its
-    transpose's by more than 1e-4 of the largest |entry|: not a covariance or Gram matrix)."""
-    if isinstance(c, np.ndarray) and not isinstance(c, np.matrix):
-        c = torch.from_numpy(c)
-    if not isinstance(c, torch.Tensor):
-        raise TypeError(f"c: a {type(c).__module__}.{type(c).__name__}; give a torch tensor or a NumPy array (m, m)")
-    _refuse_complex(c, "c")
-    if c.ndim != 2 or c.shape[0] != c.shape[1]:
-        raise ValueError(f"c must be a square matrix, got shape {tuple(c.shape)}")
-    _refuse_asymmetric(c, "c", "a symmetric (covariance or Gram) matrix")
-    return largest_eigenpair(c, vector=False, **options)[0]
+    Raises TypeError when ``c`` is neither a tensor nor a NumPy array (a ``numpy.matrix`` included), or is complex,
+    or ``rtol`` is not a real number; ValueError when it is not a square matrix, holds NaN or infinite values, or is
+    not symmetric beyond rounding (an entry differs from its transpose's by more than 1e-4 of the largest |entry|:
+    not a covariance or Gram matrix)."""
+    c = _square_matrices(c, False, options.get("rtol", 1e-10))
+    return _largest_eigenpair(c, vector=False, **options)[0]
 
 
 #: Rows of the float32 distance block of :func:`two_nearest_neighbours` (bounds its memory: rows × n floats).
@@ -1322,7 +1417,6 @@ _PEARSON_POWER_SAMPLES, _PEARSON_POWER_ORDERINGS = 4_000, 1_999
 _POWER_NULL = 199_999
 
 
-@lru_cache(maxsize=256)
 def correlation_power(n: int, effect: float, method: str = "spearman", alternative: str = "two-sided",
                       alpha: float = 0.05, *, seed: int = 0) -> float:
     """The power of the permutation correlation test of :func:`correlation_test` over ``n`` points at level
@@ -1349,8 +1443,21 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
 
     Raises
     ------
-    ValueError for n < 3, |effect| >= 1, alpha outside (0, 1), or an unknown method or alternative.
+    TypeError if ``n`` is not a whole number, ``seed`` not an integer or ``effect`` not a real number; ValueError for
+    n < 3, seed < 0, |effect| >= 1, alpha outside (0, 1), or an unknown method or alternative.
     """
+    n = _whole(n, "n", 3)
+    effect = _real(effect, "effect", "a correlation in (-1, 1)")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed: {seed!r} ({type(seed).__name__}); give an integer >= 0")
+    if seed < 0:
+        raise ValueError(f"seed: {int(seed)}; give an integer >= 0")
+    return _correlation_power(n, effect, method, alternative, alpha, int(seed))
+
+
+@lru_cache(maxsize=256)
+def _correlation_power(n: int, effect: float, method: str, alternative: str, alpha: float, seed: int) -> float:
+    """:func:`correlation_power` once its arguments are checked (cached: the judge asks for the same powers)."""
     if n < 3:
         raise ValueError(f"power needs n >= 3 points, got {n}")
     if not -1 < effect < 1:
@@ -1387,7 +1494,11 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
 def points_for_power(effect: float, method: str = "spearman", alternative: str = "two-sided", alpha: float = 0.05,
                      power: float = POWER_REQUIRED, *, start: int = 3, limit: int = 200, seed: int = 0) -> int | None:
     """The fewest points (>= ``start``) at which :func:`correlation_power` reaches ``power`` at ``effect``, or None
-    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`."""
+    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`, and for
+    a ``power`` outside (0, 1) (TypeError for one that is not a real number)."""
+    power = _real(power, "power", "a probability in (0, 1)")
+    if not 0 < power < 1:
+        raise ValueError(f"power: {power}; give a probability in (0, 1)")
     n = max(3, start)
     while n <= limit:
         if correlation_power(n, effect, method, alternative, alpha, seed=seed) >= power:
@@ -1462,8 +1573,19 @@ def isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:
 
     Raises
     ------
-    ValueError if fewer than 2 eigenvalues are given.
+    TypeError if ``eigenvalues`` is complex; ValueError if it is not 1-D, holds NaN or infinite values or fewer than 2
+    values, or one is below zero by more than rounding (1e-6 of the largest |eigenvalue|).
     """
+    lam = _as_vector(eigenvalues, "eigenvalues")
+    low = float(lam.min()) if lam.size else 0.0
+    if low < -_NEGATIVE_SLACK * float(np.abs(lam).max(initial=0.0)):
+        raise ValueError(f"eigenvalues: {low:.6g} is below zero beyond rounding; give the eigenvalues of a "
+                         "covariance (positive semi-definite) matrix")
+    return _isoscore_from_eigenvalues(lam)
+
+
+def _isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:
+    """:func:`isoscore_from_eigenvalues` without the checks of its argument (tiny negative rounding clipped)."""
     lam = np.clip(np.asarray(eigenvalues, dtype=np.float64).reshape(-1), 0.0, None)
     n = lam.size
     if n < 2:
@@ -1502,8 +1624,31 @@ def isoscore_from_trace_and_frobenius(trace: float, frobenius_sq: float, n: int)
 
     Raises
     ------
-    ValueError if n < 2.
+    TypeError if ``n`` is not a whole number or ``trace`` or ``frobenius_sq`` not a real number; ValueError if n < 2,
+    either is NaN, infinite or below zero, or no n × n positive semi-definite matrix has them (trace² / frobenius_sq
+    outside [1, n] beyond rounding).
     """
+    n = _whole(n, "n", 1)
+    if n < 2:
+        raise ValueError(f"IsoScore needs a dimension >= 2, got {n}")
+    trace = _real(trace, "trace", "a finite number >= 0")
+    frobenius_sq = _real(frobenius_sq, "frobenius_sq", "a finite number >= 0")
+    for name, value in (("trace", trace), ("frobenius_sq", frobenius_sq)):
+        if not 0 <= value < math.inf:
+            raise ValueError(f"{name}: {value}; give a finite number >= 0")
+    if frobenius_sq > 0 and trace > 0:
+        ratio = trace * trace / frobenius_sq
+        if not 1 - 1e-9 <= ratio <= n * (1 + 1e-9):
+            raise ValueError(f"trace² / frobenius_sq = {ratio:.6g} is outside [1, n = {n}]: no {n} × {n} positive "
+                             "semi-definite matrix has this trace and squared Frobenius norm")
+    elif (trace > 0) != (frobenius_sq > 0):
+        raise ValueError(f"trace {trace:.6g} and frobenius_sq {frobenius_sq:.6g}: one is 0 and the other not; no "
+                         "positive semi-definite matrix has them")
+    return _isoscore_from_trace_and_frobenius(trace, frobenius_sq, n)
+
+
+def _isoscore_from_trace_and_frobenius(trace: float, frobenius_sq: float, n: int) -> float:
+    """:func:`isoscore_from_trace_and_frobenius` without the checks of its arguments (the statistics' own)."""
     if n < 2:
         raise ValueError(f"IsoScore needs a dimension >= 2, got {n}")
     if frobenius_sq <= 0 or trace <= 0:
@@ -1518,17 +1663,21 @@ def isoscore(x: np.ndarray) -> float:
     x = _as_matrix(x)
     if x.shape[0] < 2:
         raise ValueError(f"IsoScore needs at least 2 points, got {x.shape[0]}")
-    return isoscore_from_eigenvalues(np.linalg.eigvalsh(np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])))
+    return _isoscore_from_eigenvalues(np.linalg.eigvalsh(np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])))
 
 
 def isoscore_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
     """IsoScore from streamed Σx (d,), Σxxᵀ (d, d) and the count n >= 2 (the covariance up to a factor, which
-    IsoScore ignores). See :func:`isoscore_from_eigenvalues`."""
+    IsoScore ignores). See :func:`isoscore_from_eigenvalues`.
+
+    Raises TypeError if ``n`` is not a whole number or an argument is complex; ValueError as
+    :func:`svd_anisotropy_from_moments` (n < 2, shapes, NaN, a gram that is not symmetric, sums no n vectors have)."""
+    n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"IsoScore needs at least 2 vectors, got {n}")
-    s = np.asarray(vector_sum, dtype=np.float64)
-    c = np.asarray(gram, dtype=np.float64) - np.outer(s, s) / n
-    return isoscore_from_eigenvalues(np.linalg.eigvalsh((c + c.T) / 2))
+    s, g = _moments(vector_sum, gram)
+    _refuse_asymmetric(g, "gram", "Σ x xᵀ")
+    return _isoscore_from_eigenvalues(np.linalg.eigvalsh(_centred_scatter(s, g, n)))
 
 
 def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n: int) -> np.ndarray:
@@ -1536,8 +1685,28 @@ def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n
 
     avg cos = Σ_k c_k with c_k = ((Σu)_k² − (Σu∘u)_k) / (n(n − 1)) = E_{i≠j}[u_ik u_jk], the mean over pairs of
     the k-th term of the cosine (Timkey & van Schijndel 2021, §3, "contribution of dimension i to cosine
-    similarity"). Returns an array of shape (d,) summing to the exact avg cos. Raises ValueError if n < 2.
+    similarity"). Returns an array of shape (d,) summing to the exact avg cos.
+
+    Raises TypeError if ``n`` is not a whole number or a sum is complex; ValueError if n < 2, the sums are not 1-D of
+    one shape or not finite, or ‖unit_sum‖² exceeds n² beyond rounding (not a sum of n unit vectors, as
+    :func:`mean_cosine_from_unit_sum`).
     """
+    n = _whole(n, "n", 1)
+    if n < 2:
+        raise ValueError(f"contributions need at least 2 non-zero vectors, got {n}")
+    s = _as_vector(unit_sum, "unit_sum")
+    q = _as_vector(unit_square_sum, "unit_square_sum")
+    if q.shape != s.shape:
+        raise ValueError(f"unit_square_sum must have shape {s.shape}, got {q.shape}")
+    square = float(s @ s)
+    if not square <= n * n * (1 + _UNIT_SUM_SLACK):
+        raise ValueError(f"unit_sum: its norm² {square:.6g} exceeds n² = {n * n} (n = {n}): not a sum of n unit "
+                         "vectors; give the sum of the unit vectors x_i / ‖x_i‖")
+    return _dimension_contributions(s, q, n)
+
+
+def _dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n: int) -> np.ndarray:
+    """:func:`dimension_contributions` without the checks of its arguments (the statistics' own sums)."""
     if n < 2:
         raise ValueError(f"contributions need at least 2 non-zero vectors, got {n}")
     s = np.asarray(unit_sum, dtype=np.float64)
@@ -1566,6 +1735,8 @@ def partition_isotropy(w: np.ndarray, centre: bool = False, chunk: int = 2048) -
     ------
     ValueError for a non-2-D or non-finite matrix.
     """
+    if not isinstance(centre, (bool, np.bool_)):
+        raise TypeError(f"centre: {centre!r} ({type(centre).__name__}); give True or False")
     return partition_isotropies(w, chunk)[1 if centre else 0]
 
 
@@ -1580,6 +1751,7 @@ def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 2048) -> tup
     float64 copy of the whole matrix, no copy to the host but the two results and one finiteness flag); an array on
     the CPU. Raises ValueError as :func:`partition_isotropy` does.
     """
+    chunk = _whole(chunk, "chunk", 1)
     w = w.detach() if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w, dtype=np.float64))
     if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
         raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {tuple(w.shape)}")

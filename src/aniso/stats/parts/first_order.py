@@ -92,7 +92,7 @@ class FirstOrder(Statistic):
         n = layer.count
         return {"dim": self.layout.dim, "count": n, "n_zero": layer.n_zero,
                 "mean_cosine": metrics.mean_cosine_from_unit_sum(layer.unit_sum, layer.n_nonzero),
-                "drift_norm": metrics.drift_norm_from_sum(layer.vector_sum, n),
+                "drift_norm": metrics._drift_norm_from_sum(layer.vector_sum, n),
                 "mean_norm": layer.norm_sum / n}
 
 

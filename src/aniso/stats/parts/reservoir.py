@@ -105,7 +105,7 @@ class Reservoir(Statistic):
         out = {"rogue_dims": [], "rogue_top3_share": math.nan, "mean_cosine_standardised": math.nan}
         if layer.n_nonzero < 2:
             return out
-        c = metrics.dimension_contributions(layer.unit_sum, layer.unit_sq_sum, layer.n_nonzero)
+        c = metrics._dimension_contributions(layer.unit_sum, layer.unit_sq_sum, layer.n_nonzero)
         top = np.argsort(c)[::-1][:3]
         total = float(c.sum())
         out["rogue_dims"] = [int(i) for i in top]

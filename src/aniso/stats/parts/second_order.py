@@ -217,10 +217,10 @@ class SecondOrder(Statistic):
         trace = float(torch.diagonal(c).sum())
         if trace <= 0:
             return math.nan, math.nan
-        svd = float(min(1.0, max(0.0, float(metrics.largest_eigenpair(c, vector=False)[0]) / trace)))
+        svd = float(min(1.0, max(0.0, float(metrics._largest_eigenpair(c, vector=False)[0]) / trace)))
         frobenius_sq = float(torch.sum(c * c))
         dim = self.layout.dim
-        iso = metrics.isoscore_from_trace_and_frobenius(trace, frobenius_sq, dim) if dim >= 2 else math.nan
+        iso = metrics._isoscore_from_trace_and_frobenius(trace, frobenius_sq, dim) if dim >= 2 else math.nan
         return svd, iso
 
 
@@ -336,7 +336,7 @@ class BatchProducts:
             r = self.rows.to(self.products.dtype)
             r = r - r.mean(0)
             small = r @ r.T
-            u = metrics.largest_eigenpair((small + small.T) / 2)[1]
+            u = metrics._largest_eigenpair((small + small.T) / 2)[1]
             v = r.T @ u
             vectors[0] = v / torch.linalg.vector_norm(v).clamp_min(torch.finfo(v.dtype).tiny)
         # The other sets' top directions from their d × d scatters, one Lanczos iteration for all of them in lockstep
@@ -344,7 +344,7 @@ class BatchProducts:
         own = [i for i, without in enumerate(sets) if vectors[i] is None and (i == 0 or without is not None)]
         if own:
             scatters = torch.stack([torch.nan_to_num(self.scatter(sets[i])) for i in own])
-            for i, u in zip(own, metrics.largest_eigenpairs(scatters, lockstep=lockstep)[1]):
+            for i, u in zip(own, metrics._largest_eigenpairs(scatters, lockstep=lockstep)[1]):
                 vectors[i] = u
         vectors = [vectors[0] if u is None else u for u in vectors]
         v = torch.stack(vectors, 1)  # (d, sets)
