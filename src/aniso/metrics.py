@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -54,6 +55,7 @@ __all__ = [
     "ALTERNATIVES",
     "POWER_REQUIRED",
     "MC_RELATIVE_ERROR",
+    "MOMENTS_TOLERANCE",
 ]
 
 
@@ -113,6 +115,58 @@ def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
     return x
 
 
+def _exponent(peak: float) -> int:
+    """The e with ``peak`` in [2^(e−1), 2^e) (0 for 0): times 2^−e, the largest |value| lies in [0.5, 1)."""
+    return math.frexp(peak)[1] if peak > 0 else 0
+
+
+def _unit_scaled(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """``x`` (float64, finite) times 2^−e, e the :func:`_exponent` of its largest |value|, and e. Multiplying by a
+    power of two is exact (barring results below 2^−1022, far below the largest value), so a scale-free measure of
+    the result is that of ``x`` itself, at any finite magnitude: no square or sum overflows (|x| near 1e200) and none
+    underflows (|x| near 1e-200, subnormal rows)."""
+    e = _exponent(float(np.abs(x).max())) if x.size else 0
+    return (np.ldexp(x, -e) if e else x), e
+
+
+def _times_power_of_two(t: torch.Tensor, exponents) -> torch.Tensor:
+    """``t`` times 2^e, exactly, for an int ``e`` or, per row of ``t``'s first dimension, a list of them: in steps
+    of at most 2^±100, each a power of two float32 holds (2^e itself may be beyond any float's range)."""
+    left = [exponents] if isinstance(exponents, int) else list(exponents)
+    while any(left):
+        steps = [max(-100, min(100, k)) for k in left]
+        if isinstance(exponents, int):
+            t = t * (2.0 ** steps[0])
+        else:
+            factor = torch.tensor([2.0**k for k in steps], dtype=t.dtype, device=t.device)
+            t = t * factor.reshape(-1, *([1] * (t.ndim - 1)))
+        left = [k - step for k, step in zip(left, steps)]
+    return t
+
+
+def _max_exponent(dtype: torch.dtype) -> int:
+    """The e with the largest finite value of ``dtype`` in [2^(e−1), 2^e): 128 for float32, 1024 for float64."""
+    return math.frexp(torch.finfo(dtype).max)[1]
+
+
+def _beyond_float(what: str, mantissa: float, exponent: int,
+                  advice: str = "give the vectors in smaller units (it scales with them)",
+                  dtype: torch.dtype = torch.float64) -> ValueError:
+    """The one-line refusal of a result ``mantissa`` · 2^``exponent`` beyond the range of ``dtype``."""
+    log10 = math.log10(abs(mantissa)) + exponent * math.log10(2.0)
+    whole = math.floor(log10)
+    return ValueError(f"{what}: {10 ** (log10 - whole):.4g}e+{whole} is beyond the largest {str(dtype)[6:]} "
+                      f"({torch.finfo(dtype).max:.4g}); {advice}")
+
+
+def _ldexp(value: float, exponent: int, what: str, **advice) -> float:
+    """``value`` · 2^``exponent`` as a float, or :func:`_beyond_float` raised where it overflows."""
+    try:
+        return math.ldexp(value, exponent)
+    except OverflowError:
+        raise _beyond_float(what, value, exponent, **advice) from None
+
+
 def unit_rows(x: np.ndarray) -> tuple[np.ndarray, int]:
     """Normalise the rows of ``x`` to unit Euclidean norm, dropping zero rows.
 
@@ -124,8 +178,14 @@ def unit_rows(x: np.ndarray) -> tuple[np.ndarray, int]:
     -------
     u : array of shape (n - n_zero, d), float64, each row of norm 1
     n_zero : int, the number of all-zero rows dropped (they have no direction)
+
+    Each row is first scaled by the power of two that brings its largest |value| into [0.5, 1) (exact), so its norm
+    neither overflows (|x| near 1e200) nor underflows (|x| near 1e-200, subnormal rows near 1e-320): the unit rows of
+    ``x`` at any finite magnitude.
     """
     x = _as_matrix(x)
+    if x.shape[1]:
+        x = np.ldexp(x, -np.frexp(np.abs(x).max(axis=1))[1][:, None])  # each row's peak into [0.5, 1); 0 for 0 rows
     norms = np.linalg.norm(x, axis=1)
     keep = norms > 0
     return x[keep] / norms[keep, None], int((~keep).sum())
@@ -179,7 +239,8 @@ def mean_cosine_from_unit_sum(unit_sum: np.ndarray, n: int) -> float:
 def mean_cosine(x: np.ndarray) -> float:
     """Exact mean cosine similarity of the rows of ``x`` over all ordered pairs i != j.
 
-    Zero rows are excluded (see :func:`unit_rows`).
+    Zero rows are excluded (see :func:`unit_rows`). Scale-free at any finite magnitude: each row is normalised
+    after scaling by a power of two (:func:`unit_rows`), so norms neither overflow nor underflow.
 
     Parameters
     ----------
@@ -245,10 +306,12 @@ def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -
 def drift_norm_from_sum(vector_sum: np.ndarray, n: int) -> float:
     """Drift norm ||x̄||₂ from Σ x_i and n (Godey et al. 2024 §3.3).
 
-    Returns a float in the units of the hidden states.
+    Returns a float in the units of the hidden states, computed from Σx scaled by a power of two (exact), so it
+    neither overflows nor underflows short of float64's range.
 
     Raises TypeError if ``n`` is not a whole number or ``vector_sum`` is complex; ValueError if n < 1, or
-    ``vector_sum`` is not 1-D or holds NaN or infinite values.
+    ``vector_sum`` is not 1-D or holds NaN or infinite values, or the drift norm itself is beyond the largest
+    float64 (1.8e308).
     """
     n = _whole(n, "n", 1)
     return _drift_norm_from_sum(_as_vector(vector_sum, "vector_sum"), n)
@@ -258,16 +321,22 @@ def _drift_norm_from_sum(vector_sum: np.ndarray, n: int) -> float:
     """:func:`drift_norm_from_sum` without the checks of its arguments (the statistics' own sums and counts)."""
     if n < 1:
         raise ValueError(f"drift norm needs at least 1 vector, got {n}")
-    return float(np.linalg.norm(np.asarray(vector_sum, dtype=np.float64) / n))
+    s, exponent = _unit_scaled(np.asarray(vector_sum, dtype=np.float64))
+    return _ldexp(float(np.linalg.norm(s / n)), exponent, "drift norm")
 
 
 def drift_norm(x: np.ndarray) -> float:
     """Drift norm ||x̄||₂, the norm of the mean of the rows of ``x`` (shape (n, d)).
 
-    Godey et al. 2024 §3.3. Same units as ``x``.
+    Godey et al. 2024 §3.3. Same units as ``x``. The rows are summed scaled by a power of two (exact), so the sum
+    does not overflow at any finite magnitude. Raises ValueError (besides the checks of ``x``) where the drift norm
+    itself is beyond the largest float64 (1.8e308).
     """
     x = _as_matrix(x)
-    return _drift_norm_from_sum(x.sum(axis=0), x.shape[0])
+    scaled, exponent = _unit_scaled(x)
+    if x.shape[0] < 1:
+        raise ValueError(f"drift norm needs at least 1 vector, got {x.shape[0]}")
+    return _ldexp(float(np.linalg.norm(scaled.sum(axis=0) / x.shape[0])), exponent, "drift norm")
 
 
 #: A matrix is symmetric for :func:`svd_anisotropy_from_moments` and :func:`largest_eigenvalue` when no entry
@@ -293,8 +362,17 @@ def _refuse_asymmetric(c, name: str, what: str) -> None:
 _NEGATIVE_SLACK = 1e-6
 
 
+#: The absolute error within which :func:`svd_anisotropy_from_moments` and :func:`isoscore_from_moments` give their
+#: value (both lie in [0, 1]); moments that cannot fix it that closely are refused (see their docstrings).
+MOMENTS_TOLERANCE = 1e-6
+#: Units of float64 roundoff per entry counted for the given Σx and Σxxᵀ and the subtraction Σxxᵀ − ssᵀ/n.
+_MOMENT_ROUNDING = 8
+
+
 def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
-    """Σx and Σxxᵀ as float64 arrays of shapes (d,) and (d, d), refused in one line naming the one at fault."""
+    """Σx and Σxxᵀ as float64 arrays of shapes (d,) and (d, d), refused in one line naming the one at fault; scaled
+    by 2^−k and 2^−2k (exact; scale-free measures only), k such that the largest |entry| of Σxxᵀ is at most 1, so
+    that ssᵀ/n neither overflows nor underflows."""
     s = _as_vector(vector_sum, "vector_sum")
     _refuse_complex(gram, "gram")
     g = np.asarray(gram.detach().cpu().to(torch.float64) if isinstance(gram, torch.Tensor) else gram,
@@ -303,19 +381,46 @@ def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"gram must have shape ({s.shape[0]}, {s.shape[0]}), got {g.shape}")
     if not np.all(np.isfinite(g)):
         raise ValueError("gram contains NaN or infinite values")
-    return s, g
+    k = (_exponent(float(np.abs(g).max())) + 1) // 2 if g.size else 0
+    return np.ldexp(s, -k), np.ldexp(g, -2 * k)
 
 
-def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
-    """The centred scatter Σxxᵀ − ssᵀ/n, symmetrised; ValueError naming n and gram when its trace is below zero
-    beyond rounding (or NaN): no n vectors have these sums."""
+def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int, what: str, gain: float) -> np.ndarray | None:
+    """The centred scatter C = Σxxᵀ − ssᵀ/n, symmetrised, or None when the moments are exactly those of identical
+    vectors (tr C exactly 0 in rational arithmetic, :func:`_exact_trace`).
+
+    ValueError naming n and gram when its trace is below zero beyond rounding (or NaN): no n vectors have these
+    sums. ValueError naming vector_sum and gram when the answer ``what`` cannot be had from them to within
+    :data:`MOMENTS_TOLERANCE`: with T = tr C and M = n‖x̄‖² = ‖s‖²/n, rounding each entry of Σxxᵀ and ssᵀ/n by
+    :data:`_MOMENT_ROUNDING` units u = 2⁻⁵³ perturbs C by E with ‖E‖_F ≤ 8u(T + 2M) (C is positive semi-definite, so
+    ‖Σxxᵀ‖_F ≤ tr Σxxᵀ = T + M), so relative to T by ρ = 8u(1 + 2M/T); the answer moves by at most ``gain`` · ρ
+    (2 for λ_max / T; 4(1 + √d) for IsoScore), which must not exceed the tolerance (a trace of 0 or below: the
+    moments cannot tell the vectors from identical ones, refused unless they are exactly those of identical
+    vectors)."""
     c = g - np.outer(s, s) / n
     c = (c + c.T) / 2
     trace, scale = float(np.trace(c)), float(np.abs(np.diagonal(g)).sum())
     if not trace >= -_NEGATIVE_SLACK * scale:
         raise ValueError(f"n = {n} and gram do not fit vector_sum: the centred scatter Σxxᵀ − ssᵀ/n has trace "
                          f"{trace:.6g} < 0; give Σx, Σxxᵀ and the count n of the same vectors")
+    offset = float(s @ s) / n
+    rho = _MOMENT_ROUNDING * _F64_UNIT_ROUNDOFF * (abs(trace) + 2 * offset) / abs(trace) if trace else math.inf
+    if not gain * rho <= MOMENTS_TOLERANCE:
+        if _exact_trace(s, g, n) == 0:  # the moments are exactly those of identical vectors
+            return None
+        ratio = (f"is {offset / abs(trace):.3g} times the centred scatter's trace{' (below 0)' * (trace < 0)}"
+                 if trace else "leaves the centred scatter's trace at 0 within its rounding")
+        raise ValueError(f"vector_sum and gram: the vectors' common offset n‖x̄‖² {ratio}, so float64 moments "
+                         f"cannot give {what} to within "
+                         f"{MOMENTS_TOLERANCE:g} (Σxxᵀ − ssᵀ/n cancels); centre the vectors before summing "
+                         "(any centre near their mean) or give the vectors themselves")
     return c
+
+
+def _exact_trace(s: np.ndarray, g: np.ndarray, n: int) -> Fraction:
+    """tr(Σxxᵀ − ssᵀ/n) of the given float64 moments in exact rational arithmetic: 0 only where they are exactly
+    those of n identical vectors."""
+    return sum((Fraction(float(gi)) - Fraction(float(si)) ** 2 / n for gi, si in zip(np.diagonal(g), s)), Fraction(0))
 
 
 def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
@@ -325,25 +430,35 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
     squared singular values of the centred data matrix, so the ratio is
     λ_max(C) / trace(C) (Razzhigaev et al. 2024 §2.3).
 
+    Precision. Σxxᵀ of vectors that share a large common offset holds it in its leading digits, and C = Σxxᵀ − ssᵀ/n
+    cancels them: with T = tr C and M = n‖x̄‖², rounding the given moments (8 units of float64 roundoff u = 2⁻⁵³ per
+    entry, counted for their own rounding and the subtraction) moves the answer by at most 2ρ, ρ = 8u(1 + 2M/T)
+    (Weyl's inequality for λ_max, and the same bound for the trace). Where that exceeds :data:`MOMENTS_TOLERANCE`
+    (1e-6; M/T above about 2.8e8) the moments are refused: centre the vectors before summing (about any centre
+    near their mean: the value does not change), or give the vectors to :func:`svd_anisotropy`. Moments summed
+    with a larger rounding than that (long naive sums) carry more error than the bound counts. The moments are
+    scaled by powers of two first (exact), so the magnitude of the vectors does not matter.
+
     Returns
     -------
-    float in [1/r, 1] where r is the rank of the centred data; NaN if all the
-    vectors are identical (trace 0: no direction of variance).
+    float in [1/r, 1] where r is the rank of the centred data; NaN if the moments are exactly those of identical
+    vectors (tr C exactly 0 in rational arithmetic: no direction of variance).
 
     Raises
     ------
-    ValueError if n < 2, shapes disagree, or ``gram`` is not symmetric beyond rounding (:func:`_refuse_asymmetric`);
-    TypeError if ``n`` is not a whole number.
+    ValueError if n < 2, shapes disagree, ``gram`` is not symmetric beyond rounding (:func:`_refuse_asymmetric`), or
+    the moments cannot give the value to within :data:`MOMENTS_TOLERANCE` (above); TypeError if ``n`` is not a
+    whole number.
     """
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
     s, g = _moments(vector_sum, gram)
     _refuse_asymmetric(g, "gram", "Σ x xᵀ")
-    c = _centred_scatter(s, g, n)
-    trace = float(np.trace(c))
-    if trace <= 0:
+    c = _centred_scatter(s, g, n, "the SVD anisotropy", 2.0)
+    if c is None:
         return float("nan")
+    trace = float(np.trace(c))
     from scipy import linalg
 
     lam_max = float(linalg.eigh(c, eigvals_only=True, subset_by_index=[c.shape[0] - 1, c.shape[0] - 1])[0])
@@ -355,11 +470,13 @@ def svd_anisotropy(x: np.ndarray) -> float:
 
     Razzhigaev et al. 2024 §2.3. Computed from singular values of the centred
     matrix directly (the one-shot reference for :func:`svd_anisotropy_from_moments`).
-    NaN when all rows are identical.
+    NaN when all rows are identical. Scale-free: ``x`` is first scaled by a power of two that brings its largest
+    |value| into [0.5, 1) (exact), so σᵢ² neither overflow nor underflow at any finite magnitude.
     """
     x = _as_matrix(x)
     if x.shape[0] < 2:
         raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {x.shape[0]}")
+    x = _unit_scaled(x)[0]
     xc = x - x.mean(axis=0)
     sv = torch.linalg.svdvals(torch.from_numpy(xc)).numpy()
     total = float(np.sum(sv**2))
@@ -377,13 +494,17 @@ LANCZOS_MIN_SIZE = 128
 _LANCZOS_CHUNK = 8
 
 
-def _square_matrices(c, stacked: bool, rtol) -> torch.Tensor:
+def _square_matrices(c, stacked: bool, rtol) -> tuple[torch.Tensor, list[int]]:
     """The checks of :func:`largest_eigenpair`, :func:`largest_eigenpairs` and :func:`largest_eigenvalue` (once, at
     the public entry: the statistics call the unchecked bodies per batch). A NumPy array is read as a tensor on the
     CPU; bfloat16 and float16 are read through float32 (exact), integers through float64. TypeError for what is
     neither (a ``numpy.matrix`` included), a complex one, or an ``rtol`` that is not a real number; ValueError for a
     shape that is not (m, m) (``stacked``: (n, m, m)), NaN or infinite entries, a matrix that is not symmetric beyond
-    rounding (:func:`_refuse_asymmetric`), or an ``rtol`` not above 0."""
+    rounding (:func:`_refuse_asymmetric`), or an ``rtol`` not above 0.
+
+    Returns the matrices scaled, each by 2^−e (exact), and the exponents e (one per matrix): 0 where the largest
+    |entry| lies within 2^±(emax/4) (emax: 128 for float32, 1024 for float64), where no product or norm of the
+    iteration overflows or underflows; else e brings it into [0.5, 1). λ_max is then 2^e times the scaled one."""
     rtol = _real(rtol, "rtol", "a number > 0")
     if not rtol > 0:
         raise ValueError(f"rtol: {rtol}; give a number > 0")
@@ -404,7 +525,27 @@ def _square_matrices(c, stacked: bool, rtol) -> torch.Tensor:
         raise ValueError("c contains NaN or infinite values")
     for i, ci in enumerate(c if stacked else [c]):
         _refuse_asymmetric(ci, f"c[{i}]" if stacked else "c", "a symmetric (covariance or Gram) matrix")
-    return c
+    safe = _max_exponent(c.dtype) // 4
+    peaks = (c.abs().amax(dim=(-2, -1)).reshape(-1).tolist() if c.numel() else [0.0] * (c.shape[0] if stacked else 1))
+    exponents = [e if abs(e) > safe else 0 for e in map(_exponent, peaks)]
+    if any(exponents):
+        c = _times_power_of_two(c, [-e for e in exponents] if stacked else -exponents[0])
+    return c, exponents
+
+
+def _unscaled_values(values: torch.Tensor, exponents: list[int], m: int, stacked: bool) -> torch.Tensor:
+    """λ_max of the matrices :func:`_square_matrices` scaled, back in the units of the matrices given (2^e times);
+    ValueError where one is beyond the dtype's range (possible only where m times 2^e is: read from the device
+    then)."""
+    if not any(exponents):
+        return values
+    out = _times_power_of_two(values, exponents if stacked else exponents[0])
+    if max(exponents) + math.log2(max(m, 1)) >= _max_exponent(values.dtype):
+        for value, scaled, e in zip(out.reshape(-1).tolist(), values.reshape(-1).tolist(), exponents):
+            if not math.isfinite(value):
+                raise _beyond_float("largest eigenvalue", scaled, e, "give the matrix in smaller units (λ_max scales "
+                                    "with it)", values.dtype)
+    return out
 
 
 def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
@@ -438,10 +579,14 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
     A NumPy array is read as a tensor on the CPU; bfloat16 and float16 are read through float32, integers through
     float64. Raises TypeError when ``c`` is neither a tensor nor a NumPy array, or is complex, or ``rtol`` is not a
     real number; ValueError when ``c`` is not a square matrix, holds NaN or infinite values, or is not symmetric
-    beyond rounding, or ``rtol`` is not above 0.
+    beyond rounding, or ``rtol`` is not above 0, or λ_max itself is beyond the dtype's range.
+
+    At any finite magnitude: a matrix whose largest |entry| is beyond 2^±(emax/4) (2^±256 in float64, 2^±32 in
+    float32) is scaled by a power of two into [0.5, 1) first (exact; the vector is unchanged, the value scaled back).
     """
-    return _largest_eigenpair(_square_matrices(c, False, rtol), rtol=rtol, max_steps=max_steps, seed=seed,
-                              min_size=min_size, vector=vector)
+    c, exponents = _square_matrices(c, False, rtol)
+    value, vec = _largest_eigenpair(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
+    return _unscaled_values(value, exponents, c.shape[0], False), vec
 
 
 def _largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
@@ -509,8 +654,10 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
     Raises as :func:`largest_eigenpair` (ValueError when ``c`` is not a stack of square matrices or one of them is not
     symmetric beyond rounding).
     """
-    return _largest_eigenpairs(_square_matrices(c, True, rtol), rtol=rtol, max_steps=max_steps, seed=seed,
-                               min_size=min_size, vector=vector, lockstep=lockstep)
+    c, exponents = _square_matrices(c, True, rtol)
+    values, vectors = _largest_eigenpairs(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size,
+                                          vector=vector, lockstep=lockstep)
+    return _unscaled_values(values, exponents, c.shape[1], True), vectors
 
 
 def _largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 240, seed: int = 0,
@@ -591,9 +738,10 @@ def largest_eigenvalue(c: torch.Tensor, **options) -> torch.Tensor:
     Raises TypeError when ``c`` is neither a tensor nor a NumPy array (a ``numpy.matrix`` included), or is complex,
     or ``rtol`` is not a real number; ValueError when it is not a square matrix, holds NaN or infinite values, or is
     not symmetric beyond rounding (an entry differs from its transpose's by more than 1e-4 of the largest |entry|:
-    not a covariance or Gram matrix)."""
-    c = _square_matrices(c, False, options.get("rtol", 1e-10))
-    return _largest_eigenpair(c, vector=False, **options)[0]
+    not a covariance or Gram matrix), or λ_max is beyond the dtype's range. Scaled by a power of two as
+    :func:`largest_eigenpair` is, so it holds at any finite magnitude."""
+    c, exponents = _square_matrices(c, False, options.get("rtol", 1e-10))
+    return _unscaled_values(_largest_eigenpair(c, vector=False, **options)[0], exponents, c.shape[0], False)
 
 
 #: Rows of the float32 distance block of :func:`two_nearest_neighbours` (bounds its memory: rows × n floats).
@@ -965,13 +1113,8 @@ TWONN_MIN_RATIOS = 2
 def _scaled_to_unit(points: torch.Tensor) -> tuple[torch.Tensor, int]:
     """``points`` times 2^−e, e the exponent that brings their largest |value| into [0.5, 1) (exact: the same
     distance ratios, with no float32 overflow or underflow in the ranking), and e; the points themselves if e = 0."""
-    peak = float(points.abs().amax()) if points.numel() else 0.0
-    exponent = math.frexp(peak)[1] if peak > 0 else 0
-    left = -exponent
-    while left:  # in steps of at most 2^±100, each a power of two float32 holds (subnormal float32 points: 2^129)
-        step = max(-100, min(100, left))
-        points, left = points * (2.0**step), left - step
-    return points, exponent
+    exponent = _exponent(float(points.abs().amax()) if points.numel() else 0.0)
+    return _times_power_of_two(points, -exponent), exponent
 
 
 def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
@@ -1561,7 +1704,8 @@ def isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:
     With n the dimension and λ the eigenvalues (the variances along the principal axes): λ̂ = √n λ / ‖λ‖, the
     isotropy defect δ = ‖λ̂ − 1‖ / √(2(n − √n)), and IsoScore = ((n − δ²(n − √n))² − n) / (n(n − 1)), which is 1 for
     equal variance in every direction and (k − 1)/(n − 1) when k of the n directions carry equal variance and the
-    rest none. Scale-free: multiplying the points by c leaves it unchanged.
+    rest none. Scale-free: multiplying the points by c leaves it unchanged (the eigenvalues are scaled by a power of
+    two into [0.5, 1) first, exactly, so ‖λ‖ neither overflows nor underflows at any finite magnitude).
 
     Parameters
     ----------
@@ -1587,6 +1731,7 @@ def isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:
 def _isoscore_from_eigenvalues(eigenvalues: np.ndarray) -> float:
     """:func:`isoscore_from_eigenvalues` without the checks of its argument (tiny negative rounding clipped)."""
     lam = np.clip(np.asarray(eigenvalues, dtype=np.float64).reshape(-1), 0.0, None)
+    lam = _unit_scaled(lam)[0]  # scale-free: ‖λ‖ neither overflows nor underflows
     n = lam.size
     if n < 2:
         raise ValueError(f"IsoScore needs a dimension >= 2, got {n}")
@@ -1637,7 +1782,7 @@ def isoscore_from_trace_and_frobenius(trace: float, frobenius_sq: float, n: int)
         if not 0 <= value < math.inf:
             raise ValueError(f"{name}: {value}; give a finite number >= 0")
     if frobenius_sq > 0 and trace > 0:
-        ratio = trace * trace / frobenius_sq
+        ratio = (trace / math.sqrt(frobenius_sq)) ** 2  # trace² itself may overflow (trace above 1.3e154)
         if not 1 - 1e-9 <= ratio <= n * (1 + 1e-9):
             raise ValueError(f"trace² / frobenius_sq = {ratio:.6g} is outside [1, n = {n}]: no {n} × {n} positive "
                              "semi-definite matrix has this trace and squared Frobenius norm")
@@ -1653,31 +1798,43 @@ def _isoscore_from_trace_and_frobenius(trace: float, frobenius_sq: float, n: int
         raise ValueError(f"IsoScore needs a dimension >= 2, got {n}")
     if frobenius_sq <= 0 or trace <= 0:
         return float("nan")
-    score = (trace * trace / frobenius_sq - 1.0) / (n - 1)
+    score = ((trace / math.sqrt(frobenius_sq)) ** 2 - 1.0) / (n - 1)  # no overflow of trace², no underflow
     return float(min(1.0, max(0.0, score)))
 
 
 def isoscore(x: np.ndarray) -> float:
     """IsoScore of the rows of ``x`` (shape (m, n), m >= 2 points in ℝⁿ): :func:`isoscore_from_eigenvalues` of their
-    covariance (Rudman et al. 2022). Rows are points (the ``IsoScore`` package 2.x takes the same layout)."""
+    covariance (Rudman et al. 2022). Rows are points (the ``IsoScore`` package 2.x takes the same layout). Scale-free:
+    ``x`` is first scaled by a power of two that brings its largest |value| into [0.5, 1) (exact), so the covariance
+    neither overflows nor underflows at any finite magnitude."""
     x = _as_matrix(x)
     if x.shape[0] < 2:
         raise ValueError(f"IsoScore needs at least 2 points, got {x.shape[0]}")
+    x = _unit_scaled(x)[0]
     return _isoscore_from_eigenvalues(np.linalg.eigvalsh(np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])))
 
 
 def isoscore_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
     """IsoScore from streamed Σx (d,), Σxxᵀ (d, d) and the count n >= 2 (the covariance up to a factor, which
-    IsoScore ignores). See :func:`isoscore_from_eigenvalues`.
+    IsoScore ignores). See :func:`isoscore_from_eigenvalues`. NaN where the moments are exactly those of identical
+    vectors.
+
+    Precision as :func:`svd_anisotropy_from_moments`, with the bound 4(1 + √d)·ρ in place of 2ρ (IsoScore is
+    (S₁²/S₂ − 1)/(d − 1), S₁ = tr C moving by ρ relative, S₂ = ‖C‖²_F by 2√d·ρ): the moments are refused where it
+    exceeds :data:`MOMENTS_TOLERANCE`; centre the vectors before summing, or give them to :func:`isoscore`.
 
     Raises TypeError if ``n`` is not a whole number or an argument is complex; ValueError as
-    :func:`svd_anisotropy_from_moments` (n < 2, shapes, NaN, a gram that is not symmetric, sums no n vectors have)."""
+    :func:`svd_anisotropy_from_moments` (n < 2, shapes, NaN, a gram that is not symmetric, sums no n vectors have,
+    moments that cannot give the value to within the tolerance)."""
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"IsoScore needs at least 2 vectors, got {n}")
     s, g = _moments(vector_sum, gram)
     _refuse_asymmetric(g, "gram", "Σ x xᵀ")
-    return _isoscore_from_eigenvalues(np.linalg.eigvalsh(_centred_scatter(s, g, n)))
+    c = _centred_scatter(s, g, n, "the IsoScore", 4 * (1 + math.sqrt(s.shape[0])))
+    if c is None:
+        return float("nan")
+    return _isoscore_from_eigenvalues(np.linalg.eigvalsh(c))
 
 
 def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n: int) -> np.ndarray:
@@ -1749,7 +1906,10 @@ def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 2048) -> tup
     products negated (no product against the negated vectors). A tensor (any float dtype, e.g. a model's bf16
     embedding matrix) is measured where it lies, on its device, in float64 a block of ``chunk`` rows at a time (no
     float64 copy of the whole matrix, no copy to the host but the two results and one finiteness flag); an array on
-    the CPU. Raises ValueError as :func:`partition_isotropy` does.
+    the CPU. A float64 matrix (an array included) whose largest |entry| lies beyond 2^±256 is scaled by a power of
+    two into [0.5, 1) for WᵀW and w̄ (exact: the same eigenvectors, w̄·v scaled back), which would otherwise overflow
+    (|w| near 1e200) or underflow; its largest |entry| is the one value read for the finiteness check. A narrower
+    dtype cannot overflow or underflow WᵀW in float64. Raises ValueError as :func:`partition_isotropy` does.
     """
     chunk = _whole(chunk, "chunk", 1)
     w = w.detach() if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w, dtype=np.float64))
@@ -1760,18 +1920,26 @@ def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 2048) -> tup
     blocks = [slice(start, start + chunk) for start in range(0, n, chunk)]
     gram, total = torch.zeros(d, d, **f64), torch.zeros(d, **f64)
     finite = torch.ones((), dtype=torch.bool, device=w.device)
+    exponent = 0
+    if w.dtype == torch.float64:  # WᵀW may overflow or underflow: scaled by 2^−e where the peak is far from 1
+        # one host synchronisation (NaN or inf where W is not finite), block by block: no copy of the whole matrix
+        peak = float(torch.stack([w[rows].abs().amax() for rows in blocks]).amax())
+        if not math.isfinite(peak):
+            raise ValueError("W contains NaN or infinite values")
+        exponent = _exponent(peak) if abs(_exponent(peak)) > _max_exponent(torch.float64) // 4 else 0
     for rows in blocks:
-        block = w[rows].to(torch.float64)
+        block = _times_power_of_two(w[rows].to(torch.float64), -exponent)
         gram.addmm_(block.T, block)
         total += block.sum(dim=0)
-        finite &= torch.isfinite(block).all()
-    if not bool(finite):  # one host synchronisation
+        if w.dtype != torch.float64:
+            finite &= torch.isfinite(block).all()
+    if not bool(finite):  # one host synchronisation (narrower dtypes)
         raise ValueError("W contains NaN or infinite values")
     mean = total / n
     raw = torch.linalg.eigh(gram)[1]  # columns: unit eigenvectors of WᵀW
     centred = torch.linalg.eigh(gram - n * torch.outer(mean, mean))[1]
     vectors = torch.cat([raw, centred], dim=1)
-    shift = torch.cat([torch.zeros(d, **f64), mean @ centred])  # w̄·v for the centred matrix's vectors
+    shift = torch.cat([torch.zeros(d, **f64), _times_power_of_two(mean @ centred, exponent)])  # w̄·v, centred vectors
     log_z = torch.full((4 * d,), -math.inf, **f64)  # Z(v) then Z(−v), raw vectors then centred
     for rows in blocks:
         block = w[rows].to(torch.float64) @ vectors  # (rows, 2d): wᵢ·v
