@@ -112,3 +112,20 @@ def test_the_shared_schedule_warms_up_linearly_then_decays_to_its_floor():
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))  # then never rises
     assert lrs[100] == pytest.approx(1e-4)  # cosine down to floor x lr
     assert warmup_cosine_lr(100, 100, 1e-3, 0.1) == pytest.approx(0.0)
+
+
+def test_a_run_trains_at_the_fixed_thread_count_and_puts_the_callers_back(tmp_path, monkeypatch):
+    """As the vision miniatures: TRAINING_THREADS intra-op threads during the run, the caller's count after it."""
+    from aniso.common.devices import TRAINING_THREADS
+
+    seen = []
+    batch = mt.training_batch
+    monkeypatch.setattr(mt, "training_batch", lambda *a, **k: (seen.append(torch.get_num_threads()), batch(*a, **k))[1])
+    before = torch.get_num_threads()
+    torch.set_num_threads(TRAINING_THREADS + 1)
+    try:
+        mt.train_run(_tiny("gpt2", total_steps=4), mt.byte_stream(TEXT), tmp_path, "k", progress=None)
+        assert torch.get_num_threads() == TRAINING_THREADS + 1
+    finally:
+        torch.set_num_threads(before)
+    assert seen and set(seen) == {TRAINING_THREADS}

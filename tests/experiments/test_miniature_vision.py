@@ -146,3 +146,22 @@ def test_registry_miniature_entries(tmp_path):
         _registry(tmp_path, arch="convnext")
     with pytest.raises(RegistryError, match="unknown recipe field"):
         _registry(tmp_path, extra=", config: {depth: 2}")
+
+
+def test_training_runs_at_the_fixed_thread_count_and_puts_the_callers_back(monkeypatch):
+    """A miniature is trained at TRAINING_THREADS intra-op threads whatever the caller's count (the order of a
+    reduction split over threads changes the last bits, which training amplifies), and the caller's count is back
+    afterwards."""
+    from aniso.common.devices import TRAINING_THREADS
+
+    seen = []
+    batch = mv.rotation_batch
+    monkeypatch.setattr(mv, "rotation_batch", lambda *a, **k: (seen.append(torch.get_num_threads()), batch(*a, **k))[1])
+    before = torch.get_num_threads()
+    torch.set_num_threads(TRAINING_THREADS + 1)
+    try:
+        mv.train(mv.VisionRecipe("resnet", seed=0, steps=2, image_size=32, batch_size=2), _photos(3), _photos(2, 1))
+        assert torch.get_num_threads() == TRAINING_THREADS + 1
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [TRAINING_THREADS] * 2

@@ -188,3 +188,57 @@ def test_float_resnet_taps_the_stem_and_every_bottleneck_and_matches_its_own_pre
     assert np.array_equal(out.logits.numpy(), reference)
     assert [tuple(h.shape[1:]) for h in out.hidden_states][:2] == [(64, 56, 56), (128, 56, 56)]
     assert tuple(out.hidden_states[-1].shape[1:]) == (1024, 7, 7)
+
+
+def _saturating_conv_model(weight_dtype=np.int8):
+    """One QLinearConv of uint8 activations and int8 weights outside [-64, 63], where two adjacent products of
+    255 x 127 sum beyond 32,767 (the 16-bit intermediate of the u8 x s8 kernels of CPUs without VNNI)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = rng.integers(-128, 128, size=(4, 3, 3, 3)).astype(np.int8)
+    w[0] = 127
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"), numpy_helper.from_array(np.uint8(0), "xz"),
+             numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array(0.01, np.float32), "ws"),
+             numpy_helper.from_array(np.int8(0), "wz"), numpy_helper.from_array(np.array(40.0, np.float32), "ys"),
+             numpy_helper.from_array(np.uint8(3), "yz")]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], kernel_shape=[3, 3])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_int8_weights_are_read_as_uint8_with_the_same_integers():
+    """unsigned_weights rewrites the int8 weight and zero point of a u8 x s8 product as uint8 (+128 each): the
+    graph computes the same exact integers (onnx.reference before and after, and onnxruntime after, agree bit for
+    bit on inputs whose adjacent products saturate a 16-bit sum), and no int8 weight is left for the runtime."""
+    from onnx.reference import ReferenceEvaluator
+    import onnxruntime as ort
+
+    from aniso.sources.onnx_graph import unsigned_weights
+
+    x = np.full((1, 3, 6, 6), 255, np.uint8)
+    x[0, 1, ::2] = 17
+    model = _saturating_conv_model()
+    exact = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    assert unsigned_weights(model.graph) == 1
+    kinds = {i.name: i.data_type for i in model.graph.initializer}
+    node = model.graph.node[0]
+    assert kinds[node.input[3]] == kinds[node.input[5]] == onnx.TensorProto.UINT8
+    assert "w" not in kinds and "wz" not in kinds  # the int8 originals, read by no node now, are gone
+    assert np.array_equal(ReferenceEvaluator(model).run(None, {"x": x})[0], exact)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert np.array_equal(session.run(None, {"x": x})[0], exact)
+
+
+@needs_mobilenet
+def test_mobilenet_is_run_with_uint8_weights():
+    """The MobileNetV2 int8 file's 53 integer products (52 QLinearConv, 1 QLinearMatMul) are all rewritten."""
+    from aniso.sources.onnx_graph import unsigned_weights
+
+    model = onnx.load(str(MODELS / MOBILENET))
+    assert unsigned_weights(model.graph) == 53
+    inits = {i.name: i.data_type for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type in ("QLinearConv", "QLinearMatMul"):
+            assert inits[node.input[3]] == onnx.TensorProto.UINT8, node.name

@@ -237,3 +237,36 @@ def accumulation_dtype(device: "torch.device | str") -> "torch.dtype":
     import torch
 
     return torch.float32 if torch.device(device).type == "mps" else torch.float64
+
+
+#: The intra-op threads the suite trains its miniatures with, whatever the machine's cores (:func:`training_threads`).
+TRAINING_THREADS = 1
+
+
+def training_threads():
+    """A context manager: torch's intra-op pool and the BLAS / OpenMP pools (threadpoolctl) at
+    :data:`TRAINING_THREADS` for the block, put back as they were after it.
+
+    Training sums gradients whose reductions CPU kernels split over threads, in an order that depends on their
+    number, and a training run amplifies those last-bit differences: the miniature ResNet trained at 2 threads
+    instead of 1 moved its drift-correlation p-value from 0.333 to 0.4. Training at a fixed thread count makes a
+    miniature the same whether it is trained by ``aniso run`` on a laptop's cores or by one of pytest-xdist's
+    workers. (The CPU's instruction set still matters: kernels for AVX-512 and AVX2 round differently, so two kinds
+    of CPU can train two miniatures whose numbers differ in their last digits.)
+    """
+    import contextlib
+
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    @contextlib.contextmanager
+    def pinned():
+        before = torch.get_num_threads()
+        torch.set_num_threads(TRAINING_THREADS)
+        try:
+            with threadpool_limits(limits=TRAINING_THREADS):  # puts the pools back on leaving
+                yield
+        finally:
+            torch.set_num_threads(before)
+
+    return pinned()

@@ -172,10 +172,20 @@ def train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key
 
     ``key`` must identify the recipe, the training text, the device and the library versions. ``progress`` receives
     a line at every saved checkpoint; ``device`` is the torch device that trains (checkpoints are saved from the
-    CPU). Raises ValueError if the stream is shorter than one window.
+    CPU). Trains at a fixed number of CPU threads (:func:`aniso.common.devices.training_threads`). Raises ValueError
+    if the stream is shorter than one window.
     """
     if len(stream) <= recipe.seq_len:
         raise ValueError(f"the training stream has {len(stream)} ids, fewer than one window of {recipe.seq_len}")
+    from ..common.devices import training_threads
+
+    with training_threads():  # the same run on any number of cores
+        return _train_run(recipe, stream, cache_dir, key, progress, device)
+
+
+def _train_run(recipe: TextRecipe, stream: np.ndarray, cache_dir: Path | str, key: str,
+               progress: Callable[[str], None] | None, device: str) -> dict:
+    """:func:`train_run`'s loop, at :data:`aniso.common.devices.TRAINING_THREADS` CPU threads."""
     t0 = time.perf_counter()
     model = build_model(recipe).to(device)
     gen = torch.Generator().manual_seed(recipe.seed)

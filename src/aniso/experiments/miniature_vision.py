@@ -216,11 +216,21 @@ def train(recipe: VisionRecipe, train_images: Sequence, heldout_images: Sequence
     heldout_images : photographs never trained on, for the held-out rotation accuracy
     progress : optional callable receiving a line every 100 steps
 
-    Raises ValueError if there are no training or held-out images.
+    Trains at a fixed number of CPU threads (:func:`aniso.common.devices.training_threads`). Raises ValueError if
+    there are no training or held-out images.
     """
     if not train_images or not heldout_images:
         raise ValueError(f"miniature {recipe.arch}: needs training and held-out images, got {len(train_images)} "
                          f"and {len(heldout_images)}")
+    from ..common.devices import training_threads
+
+    with training_threads():  # the same miniature on any number of cores
+        return _train(recipe, train_images, heldout_images, progress)
+
+
+def _train(recipe: VisionRecipe, train_images: Sequence, heldout_images: Sequence,
+           progress: Callable[[str], None] | None) -> TrainedMiniature:
+    """:func:`train`'s loop, at :data:`aniso.common.devices.TRAINING_THREADS` threads."""
     t0 = time.perf_counter()
     model = build_model(recipe.arch, recipe.image_size, recipe.seed)
     pixels = training_pixels(train_images, recipe.image_size)

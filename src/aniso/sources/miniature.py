@@ -56,9 +56,10 @@ def _training(entry, ctx: SourceContext):
 
 
 def _key(recipe, training) -> str:
+    from ..common.devices import TRAINING_THREADS
     from ..common.versions import cache_key
 
-    return cache_key({"recipe": recipe.__dict__, "training": training.fingerprint})
+    return cache_key({"recipe": recipe.__dict__, "training": training.fingerprint, "threads": TRAINING_THREADS})
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:

@@ -59,16 +59,19 @@ def _training_text(entry, ctx: SourceContext):
 
 
 def run_key(entry, ctx: SourceContext) -> str:
-    """The cache key of the entry's training run: recipe, training text (SHA-256), device and library versions
-    (a run trained on another device differs in its last bits, so it is another run)."""
+    """The cache key of the entry's training run: recipe, training text (SHA-256), device, CPU threads
+    (:data:`~aniso.common.devices.TRAINING_THREADS`) and library versions (a run trained on another device, or at
+    another thread count, differs in its last bits, so it is another run)."""
     from dataclasses import asdict
 
     from ..common.files import sha256_file
     from ..common.versions import cache_key
 
     path = _training_text(entry, ctx)
+    from ..common.devices import TRAINING_THREADS
+
     return cache_key({"miniature-text": asdict(recipe_of(entry, ctx)), "train_text": sha256_file(path),
-                      "device": ctx.device})
+                      "device": ctx.device, "threads": TRAINING_THREADS})
 
 
 def step_of(entry, ctx: SourceContext) -> int:

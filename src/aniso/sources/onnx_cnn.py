@@ -114,7 +114,9 @@ def model_file(entry, ctx: SourceContext) -> Path:
 
 
 def fingerprint(entry, ctx: SourceContext) -> str:
-    """``onnx:<file sha256 prefix>:<preprocessing>``."""
+    """``onnx:<file sha256 prefix>:<preprocessing>:u8u8``; ``u8u8``: the integer products are computed with uint8
+    weights (:func:`aniso.sources.onnx_graph.unsigned_weights`), exact on every CPU, so statistics cached before,
+    whose products may have saturated, are not served."""
     check_permissions(entry)
     src = entry.source
     pre = (f"{src.resize}{src.resize_to}/{src.image_size}/{src.image_mean}/{src.image_std}"
@@ -122,8 +124,8 @@ def fingerprint(entry, ctx: SourceContext) -> str:
               if (src.pixel_scale, src.channel_order, src.input_layout) != (1, "rgb", "nchw") else ""))
     path = model_file(entry, ctx)  # checks the registry's sha256, where given: no second hash of the file
     if not ctx.read_weights:
-        return f"onnx:unread:{pre}"
-    return f"onnx:{(src.sha256 or sha256_file(path))[:16]}:{pre}"
+        return f"onnx:unread:{pre}:u8u8"
+    return f"onnx:{(src.sha256 or sha256_file(path))[:16]}:{pre}:u8u8"
 
 
 def __getattr__(name: str) -> Any:

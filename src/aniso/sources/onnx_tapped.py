@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .builders import TappedCNNOutput
-from .onnx_graph import float_block_taps, quantization, quantized_block_taps
+from .onnx_graph import float_block_taps, quantization, quantized_block_taps, unsigned_weights
 
 __all__ = ["OnnxTappedCNN"]
 
@@ -21,7 +21,9 @@ class OnnxTappedCNN(nn.Module):
     ``model(pixel_values=x, output_hidden_states=True)`` with ``x`` a float (B, 3, H, W) tensor returns a
     :class:`~aniso.sources.builders.TappedCNNOutput`: ``logits`` (B, classes), the graph's (dequantised) output,
     and ``hidden_states``, the dequantised (B, C, H', W') maps of :func:`quantized_block_taps`. Runs on the CPU
-    with onnxruntime whatever ``.to()`` says (the module has no parameters).
+    with onnxruntime whatever ``.to()`` says (the module has no parameters). The int8 weights of its integer
+    products are read as uint8 (:func:`~aniso.sources.onnx_graph.unsigned_weights`), so that its maps are the
+    graph's exact integer arithmetic on any x86-64 CPU.
 
     Raises ImportError naming the package if onnx or onnxruntime is missing, ValueError if the graph is not a
     QLinear CNN with one image input.
@@ -58,6 +60,8 @@ class OnnxTappedCNN(nn.Module):
                 self._dequant.append((1.0, 0.0))
                 dtype = onnx.TensorProto.FLOAT
             graph.output.append(onnx.helper.make_tensor_value_info(tap, dtype, None))
+        if self.quantized:  # exact integer products on every x86-64 CPU (see unsigned_weights)
+            unsigned_weights(graph)
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
