@@ -1330,14 +1330,22 @@ def _ordering_blocks(n: int, n_resamples: int, seed: int, exact_max_n: int = EXA
 
 def _standardised(v: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``v`` (B, n) as centred unit vectors (ranks first for Spearman, ties averaged), and a (B,) mask of
-    the constant rows (left as zeros: they have no order)."""
+    the constant rows (left as zeros: they have no order).
+
+    Scale invariant: each row is first scaled by the power of two that brings its largest |value| into [0.5, 1)
+    (exact), so no square overflows (series near 1e200) or underflows, and a row is constant when its centred norm is
+    at most 1e-12 of its own largest |value| (rounding), at any magnitude: a series of values near 1e-13 that differ
+    is not constant (as :func:`scipy.stats.pearsonr` decides it relative to the series)."""
     if method == "spearman":
         from scipy.stats import rankdata
 
         v = rankdata(v, axis=-1)
+    v = np.asarray(v, dtype=np.float64)
+    if v.shape[-1]:  # each row's peak into [0.5, 1); an all-zero row stays zero
+        v = np.ldexp(v, -np.frexp(np.abs(v).max(axis=-1, keepdims=True))[1])
     c = v - v.mean(axis=-1, keepdims=True)
     norm = np.linalg.norm(c, axis=-1, keepdims=True)
-    constant = (norm <= 1e-12 * np.maximum(1.0, np.abs(v).max(axis=-1, keepdims=True)))[:, 0]
+    constant = (norm <= 1e-12 * np.abs(v).max(axis=-1, keepdims=True))[:, 0]
     return np.where(constant[:, None], 0.0, c / np.where(norm == 0, 1.0, norm)), constant
 
 
