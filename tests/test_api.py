@@ -199,3 +199,53 @@ def test_a_file_given_as_inputs_that_is_no_text_names_inputs(tmp_path, fault, ca
     message = str(err.value)
     assert message.startswith("inputs: ") and str(path) in message and "\n" not in message, message
     assert "setting corpus" not in message and "ANISO_CORPUS" not in message, message
+
+
+def _tiny_bert(**config):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    return BertModel(BertConfig(**{"vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 2,
+                                   "num_attention_heads": 2, "intermediate_size": 64,
+                                   "max_position_embeddings": 64} | config)).eval()
+
+
+IN_MEMORY_TEXTS = ["The tower is 324 metres tall, about the same height as an 81-storey building.",
+                   "Anisotropy of hidden states.", "The cat sat on the mat and looked at the rain."]
+
+
+def test_an_in_memory_model_with_a_tokenizer_far_smaller_than_its_vocabulary_is_refused():
+    """As a model folder whose tokenizer covers under 90% of the embedding's rows is: one line naming tokenizer."""
+    from aniso.extract.modalities import _subword_tokenizer
+
+    with pytest.raises(ValueError) as info:
+        aniso.measure(_tiny_bert(vocab_size=30522), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                      name="b")
+    line = str(info.value)
+    assert "\n" not in line and line.startswith("tokenizer: ") and "holds 300 tokens" in line and "30522" in line
+    assert aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                         name="b").to_frame().shape[0] == 3
+
+
+def test_a_function_given_as_tokenizer_is_a_type_error_naming_tokenizer():
+    from aniso.extract.modalities import _subword_tokenizer
+
+    tok = _subword_tokenizer(300)
+    with pytest.raises(TypeError, match=r"^tokenizer: a function; give the model's transformers tokenizer"):
+        aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=lambda t, **k: tok(t, **k), progress=False, name="b")
+
+
+def test_an_in_memory_config_with_more_positions_than_the_weights_names_the_field():
+    from aniso.extract.modalities import _subword_tokenizer
+
+    model = _tiny_bert(max_position_embeddings=8)
+    model.config.max_position_embeddings = 512
+    with pytest.raises(ValueError) as info:
+        aniso.measure(model, IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False, name="b")
+    line = str(info.value)
+    assert "\n" not in line and line.startswith("model: the config max_position_embeddings 512, but "
+                                                "embeddings.position_embeddings.weight is 8 × 32 in the weights"), line
+    smaller = _tiny_bert()
+    smaller.config.vocab_size = 200  # a config that builds less than the weights: the weights decide
+    assert aniso.measure(smaller, IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                         name="b").to_frame().shape[0] == 3

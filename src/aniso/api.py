@@ -795,11 +795,15 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
     empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
-    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, a
+    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
+    in-memory model's tokenizer holding fewer tokens than 90% of its input embedding's rows (``tokenizer``, as a
+    folder's is refused), an in-memory model whose config builds a weight larger than it holds (``model``, naming
+    the config field: ``max_position_embeddings`` 512 over 16 position rows), a
     ``name`` that is a registry id, a setting of inputs the model does not read (``settings``),
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
     ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
-    is no text, ``model`` when it is no text, path or loaded transformers model, ``inputs`` when it is no list of
+    is no text, ``model`` when it is no text, path or loaded transformers model, ``tokenizer`` when an in-memory
+    model's is callable but no transformers tokenizer (a function wrapping one), ``inputs`` when it is no list of
     texts, path or None (or a list holding something other than texts), or ``statistics`` when it is no name or
     list of names;
     :class:`aniso.sources.ModelUnavailable` when the weights cannot be
@@ -1088,6 +1092,9 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         fields = entry_fields(config.to_dict())
     except UndetectableModel as exc:
         raise ValueError(f"model: {exc}") from None
+    short = _weights_short_of_config(model)
+    if short is not None:
+        raise ValueError(f"model: {short}; set the field to the weights' size (or give the model's own config)")
     if fields["modality"] != "text":
         raise ValueError(f"model: an in-memory {fields['modality']} model ({config.model_type}); only in-memory text "
                          "models are measured here: save it with save_pretrained and pass the folder")
@@ -1105,6 +1112,18 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         from .sources import HubStatus
 
         corpus = INPUTS["text"](run_settings, HubStatus())
+    from transformers import PreTrainedTokenizerBase
+
+    if not isinstance(tokenizer, PreTrainedTokenizerBase):  # the extraction pads and truncates through its settings
+        raise TypeError(f"tokenizer: a {type_name(tokenizer)}; give the model's transformers tokenizer (a "
+                        "PreTrainedTokenizerBase, e.g. AutoTokenizer.from_pretrained of the model's folder)")
+    from .sources.hub import MIN_VOCABULARY_COVER, vocabulary_cover_problem
+
+    short = vocabulary_cover_problem(model, tokenizer)
+    if short is not None:  # as a model folder's tokenizer is refused (aniso.sources.hub.tokenizer_problem)
+        raise ValueError(f"tokenizer: a {type_name(tokenizer)} that {short.replace('config.json', 'the config')} "
+                         f"(a tokenizer must cover at least {MIN_VOCABULARY_COVER:.0%} of the embedding's rows); "
+                         "give the model's own tokenizer")
     subject = _InMemory(ident, **fields)
     loaded = LoadedModel(subject, model, tokenizer, f"in-memory {type(model).__name__} ({ident})")
     was_training = model.training
@@ -1119,6 +1138,33 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         model.train(was_training)
     stats.meta["cache"] = {"key": None, "hit": False}
     return LayerStats.of(stats)
+
+
+def _weights_short_of_config(model) -> str | None:
+    """Where an in-memory model's config builds a weight larger than the model holds (``max_position_embeddings``
+    512 over a table of 16 position rows), one phrase naming the config field, its value and both shapes
+    (:func:`aniso.sources.hub.shape_fields`, as a model folder's config that disagrees with its weights is named);
+    else None. The model is built again from its config on the meta device (no tensor made); a config that cannot be
+    built so is not judged here. A config that builds a smaller weight than the model holds (``vocab_size`` 500 over
+    30,522 rows) is left alone: the weights decide, and no position or id is read past them."""
+    import copy
+
+    import torch
+
+    from .sources.hub import shape_fields
+
+    try:
+        with torch.device("meta"):
+            built = type(model)(copy.deepcopy(model.config))
+    except Exception:  # noqa: BLE001 - a config transformers cannot build again: the forward pass says what is wrong
+        return None
+    shapes = {name: tuple(p.shape) for name, p in built.named_parameters()}
+    short = [(name, tuple(p.shape), shapes[name]) for name, p in model.named_parameters()
+             if name in shapes and len(shapes[name]) == p.ndim and tuple(p.shape) != shapes[name]
+             and any(b > w for w, b in zip(p.shape, shapes[name]))]
+    if not short:
+        return None
+    return shape_fields(model, short).replace("config.json", "the config")
 
 
 @dataclass(frozen=True)
