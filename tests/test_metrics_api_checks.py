@@ -40,3 +40,129 @@ def test_pearson_of_a_constant_series_is_nan_at_any_magnitude(value):
     assert math.isnan(c.coefficient) and math.isnan(c.p_value) and c.p_method.startswith("none")
     rounded = np.array([0.1 + 0.2, 0.3, 0.3, 0.1 * 3, 0.3, 0.3])  # equal to rounding
     assert math.isnan(metrics.correlation_test(rounded, Y6, "pearson").coefficient)
+
+
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=(20, 4)) + 1
+MASKED = np.ma.masked_array(np.vstack([X, 1e6 * np.ones((2, 4))]),
+                            mask=np.vstack([np.zeros((20, 4), bool), np.ones((2, 4), bool)]))
+C = X.T @ X
+#: Every public function of aniso.metrics that reads an array, with how it is called on ``a`` (the argument named).
+ARRAY_ENTRIES = {
+    "mean_cosine": (lambda a: metrics.mean_cosine(a), "x"),
+    "mean_cosine_sampled": (lambda a: metrics.mean_cosine_sampled(a, 10, 0), "x"),
+    "unit_rows": (lambda a: metrics.unit_rows(a), "x"),
+    "drift_norm": (lambda a: metrics.drift_norm(a), "x"),
+    "svd_anisotropy": (lambda a: metrics.svd_anisotropy(a), "x"),
+    "isoscore": (lambda a: metrics.isoscore(a), "x"),
+    "twonn_dimension": (lambda a: metrics.twonn_dimension(a), "x"),
+    "two_nearest_neighbours": (lambda a: metrics.two_nearest_neighbours(a), "x"),
+    "unique_rows": (lambda a: metrics.unique_rows(a), "x"),
+    "partition_isotropy": (lambda a: metrics.partition_isotropy(a), "W"),
+    "partition_isotropies": (lambda a: metrics.partition_isotropies(a), "W"),
+    "largest_eigenvalue": (lambda a: metrics.largest_eigenvalue(a), "c"),
+}
+VECTOR_ENTRIES = {
+    "mean_cosine_from_unit_sum": (lambda v: metrics.mean_cosine_from_unit_sum(v, 50), "unit_sum"),
+    "drift_norm_from_sum": (lambda v: metrics.drift_norm_from_sum(v, 4), "vector_sum"),
+    "isoscore_from_eigenvalues": (lambda v: metrics.isoscore_from_eigenvalues(v), "eigenvalues"),
+    "svd_anisotropy_from_moments": (lambda v: metrics.svd_anisotropy_from_moments(v, np.eye(v.shape[0]), 4),
+                                    "vector_sum"),
+    "dimension_contributions": (lambda v: metrics.dimension_contributions(v, np.ones(v.shape[0]), 4), "unit_sum"),
+    "correlation_test": (lambda v: metrics.correlation_test(v, np.arange(v.shape[0])), "x"),
+    "drift_correlation": (lambda v: metrics.drift_correlation(v, np.arange(v.shape[0])), "drift_norms"),
+    "monotonic_trend": (lambda v: metrics.monotonic_trend(v, np.arange(v.shape[0])), "along"),
+    "correlation_tests": (lambda v: metrics.correlation_tests(v.reshape(1, -1), np.arange(v.shape[0])[None]), "x"),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ARRAY_ENTRIES))
+def test_a_masked_array_with_masked_values_is_refused_at_every_array_entry(entry):
+    call, name = ARRAY_ENTRIES[entry]
+    with pytest.raises(TypeError, match=rf"^{name}: a numpy masked array with 8 masked value\(s\)"):
+        call(MASKED)
+    assert metrics.mean_cosine(np.ma.masked_array(X)) == metrics.mean_cosine(X)  # nothing masked: the values
+
+
+@pytest.mark.parametrize("entry", sorted(VECTOR_ENTRIES))
+def test_a_masked_vector_is_refused_at_every_vector_entry(entry):
+    call, name = VECTOR_ENTRIES[entry]
+    v = np.ma.masked_array([0.5, 1.0, 0.25, 2.0], mask=[0, 0, 0, 1])
+    with pytest.raises(TypeError, match=rf"^{name}: a numpy masked array with 1 masked value\(s\)"):
+        call(v)
+
+
+@pytest.mark.parametrize("entry", sorted(ARRAY_ENTRIES))
+def test_a_sparse_matrix_is_refused_at_every_array_entry(entry):
+    import scipy.sparse
+
+    call, name = ARRAY_ENTRIES[entry]
+    for sparse in (scipy.sparse.csr_matrix(X), scipy.sparse.coo_array(X)):
+        with pytest.raises(TypeError, match=rf"^{name}: a scipy.sparse \w+; give a dense array \({name}.toarray\(\)\)"):
+            call(sparse)
+    with pytest.raises(TypeError, match=rf"^{name}: a sparse tensor \(sparse_coo\); give a dense one"):
+        call(torch.tensor(X).to_sparse())
+
+
+@pytest.mark.parametrize("entry", sorted(ARRAY_ENTRIES))
+def test_a_meta_tensor_is_refused_at_every_array_entry(entry):
+    call, name = ARRAY_ENTRIES[entry]
+    with pytest.raises(ValueError, match=rf"^{name}: a tensor on the meta device, which holds no values"):
+        call(torch.empty(4, 4, device="meta"))
+
+
+@pytest.mark.parametrize("entry", sorted(ARRAY_ENTRIES))
+def test_a_ragged_list_is_refused_naming_the_argument(entry):
+    call, name = ARRAY_ENTRIES[entry]
+    with pytest.raises(ValueError, match=rf"^{name}: a list whose rows differ in length"):
+        call([[1.0, 2.0], [3.0]])
+
+
+@pytest.mark.parametrize("entry", sorted(VECTOR_ENTRIES))
+def test_a_meta_or_sparse_vector_is_refused_naming_the_argument(entry):
+    import scipy.sparse
+
+    call, name = VECTOR_ENTRIES[entry]
+    with pytest.raises(ValueError, match=rf"^{name}: a tensor on the meta device"):
+        call(torch.empty(4, device="meta"))
+    with pytest.raises(TypeError, match=rf"^{name}: a scipy.sparse"):
+        call(scipy.sparse.csr_array(np.ones((1, 4))))
+
+
+@pytest.mark.parametrize("w", [np.array([[1 + 1j, 0], [0, 1]]), torch.tensor([[1 + 1j, 0], [0, 1]])])
+def test_partition_isotropy_refuses_complex_input(w):
+    with pytest.raises(TypeError, match=r"^W: a complex (array|tensor); give real vectors"):
+        metrics.partition_isotropy(w)
+    with pytest.raises(TypeError, match=r"^W: a complex"):
+        metrics.partition_isotropies(w)
+
+
+def test_twonn_counts_a_point_given_with_minus_zero_once():
+    """-0.0 and 0.0 are one point: the NumPy path de-duplicates by value, as the torch path does."""
+    z = np.random.default_rng(2).normal(size=(400, 5))
+    z[0, 0] = 0.0
+    twice = np.vstack([z, z[:1] * np.array([-1.0, 1, 1, 1, 1])])  # the first point again, with -0.0
+    assert np.signbit(twice[-1, 0]) and not np.signbit(twice[0, 0])
+    expected = metrics.twonn_dimension(z)
+    assert metrics.twonn_dimension(twice) == pytest.approx(expected, rel=1e-12)
+    assert metrics.twonn_dimension(torch.tensor(twice)) == pytest.approx(expected, rel=1e-12)
+    assert metrics.unique_rows(twice).shape == (400, 5)
+
+
+@pytest.mark.parametrize("x", [np.array([1.0, 2.0, 1.0]), torch.tensor([1.0, 1.0, 2.0])])
+def test_unique_rows_of_a_vector_is_refused(x):
+    with pytest.raises(ValueError, match=r"^x must be a 2-D array of shape \(n, d\), got shape \(3,\)"):
+        metrics.unique_rows(x)
+
+
+def test_dimension_contributions_refuses_what_is_not_a_sum_of_squared_unit_vectors():
+    a = np.random.default_rng(2).normal(size=(100, 6)) * np.array([5, 1, 1, 1, 0.1, 0.1])
+    u = a / np.linalg.norm(a, axis=1, keepdims=True)
+    assert metrics.dimension_contributions(u.sum(0), (u * u).sum(0), 100).sum() == pytest.approx(metrics.mean_cosine(a))
+    u32 = u.astype(np.float32)  # float32 unit vectors: rounding is taken
+    assert metrics.dimension_contributions(u32.sum(0), (u32 * u32).sum(0), 100).sum() == pytest.approx(
+        metrics.mean_cosine(a), abs=1e-6)
+    with pytest.raises(ValueError, match=r"^unit_square_sum: its entries sum to 2551.7.*summing to n"):
+        metrics.dimension_contributions(u.sum(0), (a * a).sum(0), 100)
+    with pytest.raises(ValueError, match=r"^unit_square_sum: its entries sum to -100 and one is -69.17"):
+        metrics.dimension_contributions(u.sum(0), -(u * u).sum(0), 100)

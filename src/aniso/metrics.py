@@ -82,16 +82,46 @@ def _real(value, name: str, allowed: str) -> float:
     return float(value)
 
 
-def _refuse_complex(x, name: str) -> None:
-    """TypeError naming ``name`` for a complex array or tensor (a cast would drop the imaginary parts)."""
-    if (x.is_complex() if isinstance(x, torch.Tensor) else np.iscomplexobj(x)):
-        raise TypeError(f"{name}: a complex {'tensor' if isinstance(x, torch.Tensor) else 'array'}; give real vectors")
+def _refuse_unreadable(x, name: str) -> None:
+    """The one check every array argument of this module passes before it is read as numbers: a one-line refusal
+    naming ``name`` for what cannot be read as a plain array of real values without losing part of it or without
+    numpy's or torch's wording. TypeError for a complex array or tensor (a cast would drop the imaginary parts), a
+    NumPy masked array with masked values (``np.asarray`` would drop the mask and measure them), a
+    ``scipy.sparse`` matrix or array, or a sparse torch tensor (give a dense one); ValueError for a tensor on the
+    meta device (it holds no values) and for a list whose rows differ in length (a ragged list)."""
+    if isinstance(x, torch.Tensor):
+        if x.is_meta:
+            raise ValueError(f"{name}: a tensor on the meta device, which holds no values; give one holding its values")
+        if x.layout != torch.strided:
+            raise TypeError(f"{name}: a sparse tensor ({str(x.layout)[6:]}); give a dense one ({name}.to_dense())")
+        if x.is_complex():
+            raise TypeError(f"{name}: a complex tensor; give real vectors")
+        return
+    if type(x).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name}: a scipy.sparse {type(x).__name__}; give a dense array ({name}.toarray())")
+    if isinstance(x, np.ma.MaskedArray):
+        if np.ma.is_masked(x):
+            keep = (f"np.ma.compress_rows({name}), the rows without a masked value" if x.ndim == 2 else
+                    f"{name}.compressed(), the values not masked")
+            raise TypeError(f"{name}: a numpy masked array with {int(np.ma.count_masked(x)):,} masked value(s), "
+                            f"which would be measured as given; give the values to measure as a plain array (e.g. "
+                            f"{keep})")
+    elif not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except ValueError as exc:
+            ragged = "inhomogeneous" in str(exc) or "sequence" in str(exc)
+            raise ValueError(f"{name}: a {type(x).__name__} " + (
+                "whose rows differ in length; give equal rows (an array of one shape)" if ragged else
+                f"that is no array of numbers ({str(exc).splitlines()[0][:200]})")) from None
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name}: a complex array; give real vectors")
 
 
 def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
     """``x`` as a 1-D float64 array, refusing in one line naming ``name``: TypeError for a complex array, ValueError
     for another shape or (with ``finite``) NaN or infinite values."""
-    _refuse_complex(x, name)
+    _refuse_unreadable(x, name)
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().to(torch.float64).numpy()
     x = np.asarray(x, dtype=np.float64)
@@ -103,7 +133,7 @@ def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
 
 
 def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
-    _refuse_complex(x, name)
+    _refuse_unreadable(x, name)
     if isinstance(x, torch.Tensor):  # detached, on the host; bfloat16 and float16 read through float32 (exact)
         x = x.detach().cpu()
         x = (x.float() if x.is_floating_point() and torch.finfo(x.dtype).bits < 32 else x).numpy()
@@ -223,7 +253,7 @@ def mean_cosine_from_unit_sum(unit_sum: np.ndarray, n: int) -> float:
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
-    _refuse_complex(unit_sum, "unit_sum")
+    _refuse_unreadable(unit_sum, "unit_sum")
     s = np.asarray(unit_sum, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"unit_sum must be 1-D of shape (d,), got shape {s.shape}")
@@ -374,7 +404,7 @@ def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
     by 2^−k and 2^−2k (exact; scale-free measures only), k such that the largest |entry| of Σxxᵀ is at most 1, so
     that ssᵀ/n neither overflows nor underflows."""
     s = _as_vector(vector_sum, "vector_sum")
-    _refuse_complex(gram, "gram")
+    _refuse_unreadable(gram, "gram")
     g = np.asarray(gram.detach().cpu().to(torch.float64) if isinstance(gram, torch.Tensor) else gram,
                    dtype=np.float64)
     if g.shape != (s.shape[0], s.shape[0]):
@@ -508,11 +538,11 @@ def _square_matrices(c, stacked: bool, rtol) -> tuple[torch.Tensor, list[int]]:
     rtol = _real(rtol, "rtol", "a number > 0")
     if not rtol > 0:
         raise ValueError(f"rtol: {rtol}; give a number > 0")
+    _refuse_unreadable(c, "c")
     if isinstance(c, np.ndarray) and not isinstance(c, np.matrix):
         c = torch.from_numpy(c)
     if not isinstance(c, torch.Tensor):
         raise TypeError(f"c: a {type(c).__module__}.{type(c).__name__}; give a torch tensor or a NumPy array (m, m)")
-    _refuse_complex(c, "c")
     if not c.is_floating_point():
         c = c.to(torch.float64)
     elif torch.finfo(c.dtype).bits < 32:
@@ -771,7 +801,7 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
     float32 when ``x`` is float32 or narrower (bfloat16, float16: exact in float32), else float64 (a NumPy array
     goes to the CPU without a copy when it already has that dtype). Every float32 value is exact in float64, so the
     nearest-neighbour search below is the float64 one either way, without a float64 copy of the points."""
-    _refuse_complex(x, name)
+    _refuse_unreadable(x, name)
     if isinstance(x, torch.Tensor):
         t = x.detach()
         if t.ndim != 2:
@@ -799,11 +829,27 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
 def unique_rows(x):
     """The distinct rows of ``x`` (shape (n, d)), each once, in order of first appearance.
 
-    A NumPy array gives a NumPy array: rows are compared by their bytes (hashing, not sorting), so this costs
-    O(n·d); ``-0.0`` and ``0.0`` count as different, NaN rows as equal to themselves (callers reject NaN first).
-    A torch tensor gives a tensor on its device (``torch.unique`` over rows, O(n·log n·d)); there rows are
-    compared by value (``-0.0`` equals ``0.0``). The input itself is returned when every row is distinct.
+    Rows are compared by value: ``-0.0`` equals ``0.0`` (a point computed as x·0 with x < 0 is the same point), NaN
+    rows equal themselves (callers reject NaN first). A NumPy array gives a NumPy array: rows are compared by the
+    bytes of their values with ``-0.0`` made ``0.0`` (hashing, not sorting), so this costs O(n·d). A torch tensor
+    gives a tensor on its device (``torch.unique`` over rows, O(n·log n·d)). The input itself is returned when every
+    row is distinct.
+
+    Raises
+    ------
+    ValueError if ``x`` is not 2-D (a 1-D array is no set of rows), and as every array argument of this module
+    (complex, masked, sparse or meta-device input).
     """
+    _refuse_unreadable(x, "x")
+    if not isinstance(x, torch.Tensor):
+        x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be a 2-D array of shape (n, d), got shape {tuple(x.shape)}")
+    return _unique_rows(x)
+
+
+def _unique_rows(x):
+    """:func:`unique_rows` without the checks of its argument (a 2-D array or tensor)."""
     if isinstance(x, torch.Tensor):
         if x.ndim != 2 or x.shape[0] < 2:
             return x
@@ -815,11 +861,12 @@ def unique_rows(x):
         first.scatter_reduce_(0, inverse, index, reduce="amin")
         return x[torch.sort(first).values]
     x = np.ascontiguousarray(x)
-    first = dict.fromkeys(row.tobytes() for row in x)
+    keys = x + 0.0 if np.issubdtype(x.dtype, np.floating) else x  # -0.0 + 0.0 is 0.0: one point, one key
+    first = dict.fromkeys(row.tobytes() for row in keys)
     if len(first) == x.shape[0]:
         return x
     seen: set[bytes] = set()
-    keep = [i for i, row in enumerate(x) if not ((b := row.tobytes()) in seen or seen.add(b))]
+    keep = [i for i, row in enumerate(keys) if not ((b := row.tobytes()) in seen or seen.add(b))]
     return x[keep]
 
 
@@ -1156,11 +1203,11 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     if not 0 <= discard_fraction < 1:
         raise ValueError(f"discard_fraction must be in [0, 1), got {discard_fraction}")
     if isinstance(x, torch.Tensor):
-        points = unique_rows(_as_points(x))
+        points = _unique_rows(_as_points(x))
     else:  # hashing the rows' bytes (O(n·d)) is cheaper than torch.unique's sort
         points = _as_points(x)
         rows = points.numpy()
-        distinct = unique_rows(rows)
+        distinct = _unique_rows(rows)
         if distinct is not rows:
             points = torch.from_numpy(np.ascontiguousarray(distinct))
     n = points.shape[0]
@@ -1283,9 +1330,12 @@ def derive_seed(base: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
 
 
-def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str) -> tuple[np.ndarray, np.ndarray]:
+def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str,
+                   names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
     """Two equal-length 1-D float64 arrays of at least 3 finite values; ValueError otherwise (``too_short`` formats
-    n)."""
+    n), and as :func:`_refuse_unreadable` for either argument, named by ``names``."""
+    _refuse_unreadable(x, names[0])
+    _refuse_unreadable(y, names[1])
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
@@ -1428,6 +1478,8 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     n_resamples, seed, exact_max_n = _check_orderings(n_resamples, seed, exact_max_n)
     if n_resamples is None:
         raise TypeError("n_resamples: None; give a whole number >= 1")
+    _refuse_unreadable(x, "x")
+    _refuse_unreadable(y, "y")
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     _check_test_arguments(a, b, method, alternative)
@@ -1679,7 +1731,8 @@ def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method:
     """
     if method not in ("spearman", "pearson"):
         raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
-    a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}")
+    a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}",
+                          ("drift_norms", "mean_cosines"))
     return correlation_test(a, b, method, "two-sided", seed=seed)
 
 
@@ -1702,7 +1755,7 @@ def monotonic_trend(along: np.ndarray, values: np.ndarray, alternative: str = "t
     ------
     ValueError for mismatched shapes, fewer than 3 points, non-finite values or an unknown alternative.
     """
-    a, b = _paired_series(along, values, "a trend needs at least 3 points, got {n}")
+    a, b = _paired_series(along, values, "a trend needs at least 3 points, got {n}", ("along", "values"))
     return correlation_test(a, b, "spearman", alternative, seed=seed)
 
 
@@ -1853,8 +1906,10 @@ def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n
     similarity"). Returns an array of shape (d,) summing to the exact avg cos.
 
     Raises TypeError if ``n`` is not a whole number or a sum is complex; ValueError if n < 2, the sums are not 1-D of
-    one shape or not finite, or ‖unit_sum‖² exceeds n² beyond rounding (not a sum of n unit vectors, as
-    :func:`mean_cosine_from_unit_sum`).
+    one shape or not finite, ‖unit_sum‖² exceeds n² beyond rounding (not a sum of n unit vectors, as
+    :func:`mean_cosine_from_unit_sum`), or ``unit_square_sum`` does not sum to n or has an entry below 0 beyond
+    rounding (relative :data:`_UNIT_SUM_SLACK`: each u_i∘u_i sums to 1, so a sum of Σx∘x or a negated one is
+    refused).
     """
     n = _whole(n, "n", 1)
     if n < 2:
@@ -1867,6 +1922,12 @@ def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n
     if not square <= n * n * (1 + _UNIT_SUM_SLACK):
         raise ValueError(f"unit_sum: its norm² {square:.6g} exceeds n² = {n * n} (n = {n}): not a sum of n unit "
                          "vectors; give the sum of the unit vectors x_i / ‖x_i‖")
+    total, low = float(q.sum()), float(q.min(initial=0.0))
+    if not (abs(total - n) <= n * _UNIT_SUM_SLACK and low >= -n * _UNIT_SUM_SLACK):
+        raise ValueError(f"unit_square_sum: its entries sum to {total:.6g}" + (
+            f" and one is {low:.6g} < 0" if low < -n * _UNIT_SUM_SLACK else "") + f", where n = {n} unit vectors give "
+            "entries >= 0 summing to n (each u_i∘u_i sums to 1): not a sum of squared unit vectors; give "
+            "Σ_i u_i∘u_i of the unit vectors u_i = x_i / ‖x_i‖")
     return _dimension_contributions(s, q, n)
 
 
@@ -1920,6 +1981,7 @@ def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 2048) -> tup
     dtype cannot overflow or underflow WᵀW in float64. Raises ValueError as :func:`partition_isotropy` does.
     """
     chunk = _whole(chunk, "chunk", 1)
+    _refuse_unreadable(w, "W")
     w = w.detach() if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w, dtype=np.float64))
     if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
         raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {tuple(w.shape)}")
