@@ -249,3 +249,46 @@ def test_an_in_memory_config_with_more_positions_than_the_weights_names_the_fiel
     smaller.config.vocab_size = 200  # a config that builds less than the weights: the weights decide
     assert aniso.measure(smaller, IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
                          name="b").to_frame().shape[0] == 3
+
+
+def _one_run(folder: Path) -> Path:
+    from aniso.judge.results import ClaimResult, ResultsDocument, Uncertainty, provenance, write_results
+
+    path = folder / "run" / "results.json"
+    result = ClaimResult(claim_id="G.cnn-mostly-isotropic", paper="G", section="§3.2", figure="Fig. 4", statement="s",
+                         model_id="m", test="claims/x.py::t[m]", verdict="holds", measured={"max_avg_cos": 0.1},
+                         uncertainty=Uncertainty(statistic="highest layer avg cos", value=0.1, low=0.09, high=0.11,
+                                                 threshold=0.2, holds_if="<", holds_share=1.0, fragile=False,
+                                                 n_boot=100))
+    write_results(path, ResultsDocument(provenance=provenance(folder, {}, None), results=[result]))
+    return path
+
+
+def test_claim_results_take_a_str_path_and_refuse_what_is_no_path(tmp_path):
+    from aniso.judge.results import read_results
+
+    path = _one_run(tmp_path)
+    made = aniso.ClaimResults(str(path), read_results(path), 0, "m")
+    assert made.path == path and made.report() == path.with_name("report.html")
+    with pytest.raises(TypeError, match=r"^path: 5 \(int\); give the run's results.json"):
+        aniso.ClaimResults(5, read_results(path), 0, "m")
+
+
+def test_claim_results_hand_out_copies_of_the_results(tmp_path):
+    """Changing a result handed out changes neither the frame nor the report: one answer."""
+    from aniso.judge.results import read_results
+
+    path = _one_run(tmp_path)
+    made = aniso.ClaimResults(path, read_results(path), 0, "m")
+    made.results[0].verdict = "does not hold"
+    assert made.results[0].verdict == "holds" and made.to_frame()["verdict"].tolist() == ["holds"]
+
+
+def test_a_report_path_of_path_empty_says_it_is_the_working_folder(tmp_path, monkeypatch):
+    from aniso.judge.results import read_results
+
+    path = _one_run(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^path: \. \(the working folder; pathlib.Path\(''\) is Path\('\.'\)\) is a "
+                                         r"folder; name the HTML file to write"):
+        aniso.ClaimResults(path, read_results(path), 0, "m").report(Path(""))

@@ -166,3 +166,38 @@ def test_dimension_contributions_refuses_what_is_not_a_sum_of_squared_unit_vecto
         metrics.dimension_contributions(u.sum(0), (a * a).sum(0), 100)
     with pytest.raises(ValueError, match=r"^unit_square_sum: its entries sum to -100 and one is -69.17"):
         metrics.dimension_contributions(u.sum(0), -(u * u).sum(0), 100)
+
+
+@pytest.mark.parametrize("call", [lambda c: metrics.largest_eigenvalue(c), lambda c: metrics.largest_eigenpair(c),
+                                  lambda c: metrics.largest_eigenpairs(c.reshape(1, 0, 0))])
+def test_a_0_by_0_matrix_is_refused_naming_c(call):
+    with pytest.raises(ValueError, match=r"^c: a 0 × 0 matrix has no eigenvalue"):
+        call(torch.ones(0, 0))
+    assert metrics.largest_eigenpairs(torch.ones(0, 3, 3))[0].shape == (0,)  # an empty stack: nothing to refuse
+
+
+@pytest.mark.parametrize("steps", [-1, 0])
+def test_max_steps_below_1_is_refused(steps):
+    c = torch.tensor(np.random.default_rng(1).normal(size=(200, 200))).matmul(
+        torch.tensor(np.random.default_rng(1).normal(size=(200, 200))).T)
+    for call in (metrics.largest_eigenpair, metrics.largest_eigenvalue,
+                 lambda c, **k: metrics.largest_eigenpairs(c[None], **k)):
+        with pytest.raises(ValueError, match=rf"^max_steps: {steps}; give a whole number >= 1"):
+            call(c, max_steps=steps)
+
+
+def test_a_misspelt_option_of_largest_eigenvalue_is_named_with_the_one_meant():
+    with pytest.raises(TypeError, match=r"^largest_eigenvalue: no option 'tol' \(did you mean 'rtol'\?\); its options "
+                                        r"are rtol, max_steps, seed, min_size"):
+        metrics.largest_eigenvalue(torch.eye(3), tol=1e-3)
+    assert float(metrics.largest_eigenvalue(torch.eye(3, dtype=torch.float64) * 2, rtol=1e-3)) == 2.0
+
+
+def test_isotropic_cos_std_at_any_whole_dimension():
+    assert metrics.isotropic_cos_std(10**400) == pytest.approx(1e-200, rel=1e-15)
+    assert metrics.isotropic_cos_std(10**200) == pytest.approx(1e-100, rel=1e-15)
+    assert metrics.isotropic_cos_std(2**300) == metrics.isotropic_cos_std(2**300 - 1) == pytest.approx(2.0**-150)
+    assert metrics.isotropic_cos_std(10**1000) == 0.0
+    assert metrics.isotropic_cos_std(384) == pytest.approx(1 / math.sqrt(384), rel=1e-15)
+    with pytest.raises(ValueError, match=r"^d: about 10\^399; give a whole number below 2\^1023"):
+        metrics.isotropic_cos_quantile(10**399)

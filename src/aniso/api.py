@@ -239,10 +239,21 @@ class ClaimResults:
     exit_code: int
     model_id: str
 
+    def __post_init__(self):
+        """``path`` given as a str (or another ``os.PathLike``) is kept as a :class:`~pathlib.Path`; TypeError naming
+        ``path`` for what is no path."""
+        if not isinstance(self.path, Path):
+            if isinstance(self.path, (bytes, bytearray)) or not isinstance(self.path, (str, os.PathLike)) or \
+                    not isinstance(os.fspath(self.path), str):
+                raise TypeError(f"path: {self.path!r:.60} ({type_name(self.path)}); give the run's results.json as a "
+                                "str or pathlib.Path")
+            object.__setattr__(self, "path", Path(os.fspath(self.path)))
+
     @property
     def results(self) -> list:
-        """The :class:`aniso.judge.results.ClaimResult` of every claim test, in test order."""
-        return list(self.document.results)
+        """The :class:`aniso.judge.results.ClaimResult` of every claim test, in test order: copies, so that changing
+        one changes neither :meth:`to_frame` nor :meth:`report` (both read this run's results as written)."""
+        return [r.model_copy(deep=True) for r in self.document.results]
 
     def to_frame(self):
         """A pandas DataFrame, one row per claim test: ``claim``, ``model``, ``verdict``, ``statistic`` (the deciding
@@ -293,7 +304,9 @@ def _report_path(path: str | Path) -> Path:
     path = _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
     if target.is_dir():
-        raise ValueError(f"path: {target} is a folder; name the HTML file to write (e.g. {target / 'report.html'})")
+        here = " (the working folder; pathlib.Path('') is Path('.'))" if os.fspath(target) == "." else ""
+        raise ValueError(f"path: {target}{here} is a folder; name the HTML file to write (e.g. "
+                         f"{target / 'report.html'})")
     above = next((p for p in target.parents if p.exists() or p.is_symlink()), None)
     if above is not None and not above.is_dir():
         raise ValueError(f"path: {above} is {'a link to nothing' if not above.exists() else 'a file'}, not a folder "

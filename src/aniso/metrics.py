@@ -551,6 +551,8 @@ def _square_matrices(c, stacked: bool, rtol) -> tuple[torch.Tensor, list[int]]:
         raise ValueError(f"c must be a stack of square matrices (n, m, m), got shape {tuple(c.shape)}")
     if not stacked and (c.ndim != 2 or c.shape[0] != c.shape[1]):
         raise ValueError(f"c must be a square matrix, got shape {tuple(c.shape)}")
+    if c.shape[-1] == 0 and c.numel() == 0 and (not stacked or c.shape[0] > 0):
+        raise ValueError(f"c: a 0 × 0 matrix has no eigenvalue, got shape {tuple(c.shape)}; give matrices of size >= 1")
     if not bool(torch.isfinite(c).all()):
         raise ValueError("c contains NaN or infinite values")
     for i, ci in enumerate(c if stacked else [c]):
@@ -608,13 +610,15 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
 
     A NumPy array is read as a tensor on the CPU; bfloat16 and float16 are read through float32, integers through
     float64. Raises TypeError when ``c`` is neither a tensor nor a NumPy array, or is complex, or ``rtol`` is not a
-    real number; ValueError when ``c`` is not a square matrix, holds NaN or infinite values, or is not symmetric
-    beyond rounding, or ``rtol`` is not above 0, or λ_max itself is beyond the dtype's range.
+    real number, or ``max_steps`` or ``min_size`` is not a whole number; ValueError when ``c`` is not a square matrix
+    or is 0 × 0, holds NaN or infinite values, or is not symmetric beyond rounding, or ``rtol`` is not above 0, or
+    ``max_steps`` is below 1 or ``min_size`` below 0, or λ_max itself is beyond the dtype's range.
 
     At any finite magnitude: a matrix whose largest |entry| is beyond 2^±(emax/4) (2^±256 in float64, 2^±32 in
     float32) is scaled by a power of two into [0.5, 1) first (exact; the vector is unchanged, the value scaled back).
     """
     c, exponents = _square_matrices(c, False, rtol)
+    max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
     value, vec = _largest_eigenpair(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
     return _unscaled_values(value, exponents, c.shape[0], False), vec
 
@@ -685,6 +689,7 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
     symmetric beyond rounding).
     """
     c, exponents = _square_matrices(c, True, rtol)
+    max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
     values, vectors = _largest_eigenpairs(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size,
                                           vector=vector, lockstep=lockstep)
     return _unscaled_values(values, exponents, c.shape[1], True), vectors
@@ -766,12 +771,24 @@ def largest_eigenvalue(c: torch.Tensor, **options) -> torch.Tensor:
     A NumPy array is read as a tensor on the CPU; bfloat16 and float16 through float32, integers through float64.
 
     Raises TypeError when ``c`` is neither a tensor nor a NumPy array (a ``numpy.matrix`` included), or is complex,
-    or ``rtol`` is not a real number; ValueError when it is not a square matrix, holds NaN or infinite values, or is
+    or ``rtol`` is not a real number, or an option is none of rtol, max_steps, seed and min_size (named, with the
+    one meant: ``tol`` → ``rtol``); ValueError when it is not a square matrix (or is 0 × 0), holds NaN or infinite
+    values, ``max_steps`` is below 1, or it is
     not symmetric beyond rounding (an entry differs from its transpose's by more than 1e-4 of the largest |entry|:
     not a covariance or Gram matrix), or λ_max is beyond the dtype's range. Scaled by a power of two as
     :func:`largest_eigenpair` is, so it holds at any finite magnitude."""
-    c, exponents = _square_matrices(c, False, options.get("rtol", 1e-10))
-    return _unscaled_values(_largest_eigenpair(c, vector=False, **options)[0], exponents, c.shape[0], False)
+    unknown = sorted(set(options) - set(_EIGEN_OPTIONS))
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], _EIGEN_OPTIONS, n=1)
+        raise TypeError(f"largest_eigenvalue: no option {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close
+                        else "") + f"; its options are {', '.join(_EIGEN_OPTIONS)}")
+    return largest_eigenpair(c, vector=False, **options)[0]
+
+
+#: The options :func:`largest_eigenvalue` passes on to :func:`largest_eigenpair`.
+_EIGEN_OPTIONS = ("rtol", "max_steps", "seed", "min_size")
 
 
 #: Rows of the float32 distance block of :func:`two_nearest_neighbours` (bounds its memory: rows × n floats).
@@ -1236,10 +1253,13 @@ def isotropic_cos_quantile(d: int, q: float = 0.95) -> float:
     Fig. 17–18). q95(d) = isotropic_cos_quantile(d, 0.95) is the "significant
     anisotropy" yardstick of the claims catalogue.
 
-    Raises TypeError if d is not a whole number (2.5, NaN) or q not a number; ValueError if d < 2 or q outside
-    (0, 1).
+    Raises TypeError if d is not a whole number (2.5, NaN) or q not a number; ValueError if d < 2, d is beyond
+    float64's range (2^1023 or more: Beta's parameters are floats), or q outside (0, 1).
     """
     d = _whole(d, "d", 2)
+    if d >= 2**1023:
+        raise ValueError(f"d: about 10^{len(str(d)) - 1}; give a whole number below 2^1023 (8.99e+307), the range of "
+                         "Beta's float64 parameters")
     q = _real(q, "q", "a quantile in (0, 1)")
     if not 0 < q < 1:
         raise ValueError(f"quantile must be in (0, 1), got {q}")
@@ -1252,10 +1272,15 @@ def isotropic_cos_quantile(d: int, q: float = 0.95) -> float:
 def isotropic_cos_std(d: int) -> float:
     """Standard deviation of that cosine: exactly 1/√d (Godey et al. 2024 App. B).
 
-    From Var of 2·Beta(a, a) − 1 with a = (d−1)/2: 4·a²/((2a)²(2a+1)) = 1/d.
+    From Var of 2·Beta(a, a) − 1 with a = (d−1)/2: 4·a²/((2a)²(2a+1)) = 1/d. A d of 2^300 or more (the product
+    would overflow) gives 1/√d as 2^−k/√(d / 2^2k), d / 2^2k a 62-bit whole number: exact to rounding for any
+    whole d (0.0 beyond about 10^647, below the smallest float).
     Raises TypeError if d is not a whole number, ValueError if d < 2.
     """
     d = _whole(d, "d", 2)
+    if d >= 2**300:
+        k = (d.bit_length() - 62) // 2
+        return math.ldexp(1.0 / math.sqrt(d >> (2 * k)), -k)
     a = (d - 1) / 2
     return float(2 * math.sqrt(a * a / ((a + a) * (a + a) * (a + a + 1))))  # Beta(a, a)'s variance, as scipy's
 
