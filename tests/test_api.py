@@ -292,3 +292,24 @@ def test_a_report_path_of_path_empty_says_it_is_the_working_folder(tmp_path, mon
     with pytest.raises(ValueError, match=r"^path: \. \(the working folder; pathlib.Path\(''\) is Path\('\.'\)\) is a "
                                          r"folder; name the HTML file to write"):
         aniso.ClaimResults(path, read_results(path), 0, "m").report(Path(""))
+
+
+def test_a_twonn_left_nan_for_too_few_vectors_is_said():
+    """As `aniso stats` prints it below its table: a warning per reason, kept in meta["nan_columns"]."""
+    from aniso.extract.modalities import _subword_tokenizer
+
+    with pytest.warns(RuntimeWarning, match=r"^b: nan: TwoNN of layer\(s\) 0-2: \d+ vector\(s\) in the reservoir, "
+                                            r"fewer than the 128 TwoNN needs"):
+        stats = aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                              name="b")
+    assert np.isnan(stats.series("twonn")).all() and "TwoNN of layer(s) 0-2" in stats.meta["nan_columns"][0]
+
+
+def test_a_series_is_found_by_its_to_dict_key_too():
+    from aniso.extract.modalities import _subword_tokenizer
+
+    stats = aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False, name="b")
+    assert stats.to_dict()["layers"][0]["mean_cosine"] == pytest.approx(stats.series("avg_cos")[0])
+    assert np.array_equal(stats.series("mean_cosine"), stats.series("avg_cos"))
+    with pytest.raises(ValueError, match=r"^column 'avg_cosine' is not one of .*; did you mean 'avg_cos'\?"):
+        stats.series("avg_cosine")

@@ -201,3 +201,44 @@ def test_isotropic_cos_std_at_any_whole_dimension():
     assert metrics.isotropic_cos_std(384) == pytest.approx(1 / math.sqrt(384), rel=1e-15)
     with pytest.raises(ValueError, match=r"^d: about 10\^399; give a whole number below 2\^1023"):
         metrics.isotropic_cos_quantile(10**399)
+
+
+@pytest.mark.parametrize("x, said", [
+    (np.zeros((0, 5)), "got 0 rows$"),
+    (np.zeros((5, 0)), r"got 5 rows, all 5 of them zero \(a zero row has no direction\)"),
+    (np.zeros((4, 3)), r"got 4 rows, all 4 of them zero"),
+    (np.array([[1.0, 0.0], [0.0, 0.0]]), r"got 2 rows, 1 of them zero"),
+    (np.array([[1.0, 0.0]]), "got 1 row$")])
+def test_mean_cosine_of_too_few_non_zero_rows_names_x(x, said):
+    for call in (metrics.mean_cosine, lambda x: metrics.mean_cosine_sampled(x, 10, 0)):
+        with pytest.raises(ValueError, match=rf"^x: mean cosine needs at least 2 non-zero rows, {said}"):
+            call(x)
+
+
+def test_a_read_only_array_is_measured_without_a_warning():
+    import warnings
+
+    x = np.random.default_rng(0).normal(size=(50, 4))
+    for dtype in (np.float32, np.float64):
+        ro = x.astype(dtype)
+        ro.flags.writeable = False
+        c = (x.T @ x).astype(dtype)
+        c.flags.writeable = False
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert metrics.twonn_dimension(ro) == metrics.twonn_dimension(x.astype(dtype).copy())
+            assert float(metrics.largest_eigenvalue(c)) == pytest.approx(float(np.linalg.eigvalsh(x.T @ x)[-1]),
+                                                                         rel=1e-5)
+            metrics.partition_isotropy(ro)
+
+
+def test_svd_anisotropy_says_why_distinct_rows_within_rounding_give_nan():
+    x = np.ones((5, 3)) + np.random.default_rng(5).normal(size=(5, 3)) * 1e-13
+    with pytest.warns(RuntimeWarning, match=r"^x: the rows differ, but their centred spread is [0-9.e-]+ of their "
+                                            r"size, below 1e-12"):
+        assert math.isnan(metrics.svd_anisotropy(x))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(metrics.svd_anisotropy(np.ones((5, 3))))  # identical rows: NaN, as documented

@@ -211,14 +211,21 @@ class LayerStats:
                        "settings": self.settings, "meta": self.meta})
 
     def series(self, column: str):
-        """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``.
-        Raises ValueError naming the column if there is no such column."""
+        """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``; a
+        column is also found by its key in :meth:`to_dict`'s layers (``"mean_cosine"`` for ``"avg_cos"``).
+        Raises ValueError naming the column if there is no such column (with the one meant, where one is close)."""
+        import difflib
+
         import numpy as np
 
-        names = {_COLUMN.get(k, k): k for k in self.layers[0].__dataclass_fields__} if self.layers else {}
-        if column not in names:
-            raise ValueError(f"column {column!r} is not one of {sorted(names)}")
-        return np.array([getattr(s, names[column]) for s in self.layers], dtype=np.float64)
+        fields = list(self.layers[0].__dataclass_fields__) if self.layers else []
+        names = {_COLUMN.get(k, k): k for k in fields}
+        key = names.get(column, column if column in fields else None)
+        if key is None:
+            close = difflib.get_close_matches(str(column), list(names), n=1)
+            raise ValueError(f"column {column!r} is not one of {sorted(names)}"
+                             + (f"; did you mean {close[0]!r}?" if close else ""))
+        return np.array([getattr(s, key) for s in self.layers], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -878,7 +885,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         with _too_short(run_settings.max_length, form.items is None), _named_inputs(entry.id, form.setting, inputs):
             measured = _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                                       if texts is not None else {}, progress)
-        return _fewer_than_asked(measured, n_inputs, settings, form.size, None if texts is not None else run_settings)
+        return _nan_said(_fewer_than_asked(measured, n_inputs, settings, form.size,
+                                           None if texts is not None else run_settings))
     if name is not None:
         _no_registry_name(name, registry, settings)
     if texts is not None:
@@ -886,8 +894,25 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
         measured = _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress,
                                    name)
-    return _fewer_than_asked(measured, n_inputs, settings, "n_sequences",
-                             None if texts is not None else _settings(options, settings))
+    return _nan_said(_fewer_than_asked(measured, n_inputs, settings, "n_sequences",
+                                       None if texts is not None else _settings(options, settings)))
+
+
+def _nan_said(measured: LayerStats) -> LayerStats:
+    """``measured``, after a RuntimeWarning for each reason a column of its layers is NaN
+    (:func:`aniso.stats.results.nan_columns`: TwoNN of a layer with fewer than 128 vectors, second-order statistics
+    of a layer wider than setting ``second_order_max_dim``), as ``aniso stats`` prints them; the lines are kept in
+    ``meta["nan_columns"]``."""
+    from .common.settings import Settings
+    from .stats.results import nan_columns
+
+    limit = measured.settings.get("second_order_max_dim") or Settings().second_order_max_dim
+    lines = nan_columns(measured.layers, limit)
+    if lines:
+        measured.meta["nan_columns"] = lines
+        for line in lines:
+            warnings.warn(f"{measured.model_id}: {line}", RuntimeWarning, stacklevel=3)
+    return measured
 
 
 def _inputs_path(inputs: Any) -> Any:

@@ -145,6 +145,18 @@ def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
     return x
 
 
+def _from_numpy(a: np.ndarray) -> torch.Tensor:
+    """``torch.from_numpy(a)`` (no copy) without PyTorch's warning for a read-only array ("The given NumPy array is
+    not writable"): the metrics only read their input, so sharing its memory is safe."""
+    if a.flags.writeable:
+        return torch.from_numpy(a)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+        return torch.from_numpy(a)
+
+
 def _exponent(peak: float) -> int:
     """The e with ``peak`` in [2^(e−1), 2^e) (0 for 0): times 2^−e, the largest |value| lies in [0.5, 1)."""
     return math.frexp(peak)[1] if peak > 0 else 0
@@ -282,10 +294,21 @@ def mean_cosine(x: np.ndarray) -> float:
 
     Raises
     ------
-    ValueError if fewer than 2 non-zero rows, or non-finite values.
+    ValueError naming ``x`` if it has fewer than 2 non-zero rows (none at all, no columns, or all rows zero: a zero
+    row has no direction), or non-finite values.
     """
-    u, _ = unit_rows(x)
+    u, n_zero = unit_rows(x)
+    if u.shape[0] < 2:
+        raise ValueError(_too_few_directions(u.shape[0], n_zero))
     return mean_cosine_from_unit_sum(u.sum(axis=0), u.shape[0])
+
+
+def _too_few_directions(n: int, n_zero: int) -> str:
+    """The refusal of a mean cosine of ``n`` non-zero rows (n < 2) beside ``n_zero`` zero rows."""
+    rows = n + n_zero
+    zeros = (f", {f'all {n_zero}' if n == 0 and n_zero > 1 else n_zero} of them zero (a zero row has no direction)"
+             if n_zero else "")
+    return f"x: mean cosine needs at least 2 non-zero rows, got {rows} row{'s' * (rows != 1)}{zeros}"
 
 
 def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -> float:
@@ -320,10 +343,10 @@ def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -
         rng = np.random.default_rng(rng)
     elif not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: a {type(rng).__name__}; give a numpy.random.Generator or an int seed")
-    u, _ = unit_rows(x)
+    u, n_zero = unit_rows(x)
     n = u.shape[0]
     if n < 2:
-        raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
+        raise ValueError(_too_few_directions(n, n_zero))
     i = rng.integers(0, n, size=n_pairs)
     j = rng.integers(0, n - 1, size=n_pairs)
     j = j + (j >= i)  # uniform over j != i
@@ -500,8 +523,10 @@ def svd_anisotropy(x: np.ndarray) -> float:
 
     Razzhigaev et al. 2024 §2.3. Computed from singular values of the centred
     matrix directly (the one-shot reference for :func:`svd_anisotropy_from_moments`).
-    NaN when all rows are identical. Scale-free: ``x`` is first scaled by a power of two that brings its largest
-    |value| into [0.5, 1) (exact), so σᵢ² neither overflow nor underflow at any finite magnitude.
+    NaN when all rows are identical, or when their centred spread √(Σσᵢ²) is below 1e-12 of their size ‖x‖_F
+    (distinct rows within rounding of one another: the direction of their spread is rounding's); the latter with a
+    RuntimeWarning saying so. Scale-free: ``x`` is first scaled by a power of two that brings its largest |value| into
+    [0.5, 1) (exact), so σᵢ² neither overflow nor underflow at any finite magnitude.
     """
     x = _as_matrix(x)
     if x.shape[0] < 2:
@@ -510,7 +535,14 @@ def svd_anisotropy(x: np.ndarray) -> float:
     xc = x - x.mean(axis=0)
     sv = torch.linalg.svdvals(torch.from_numpy(xc)).numpy()
     total = float(np.sum(sv**2))
-    if total <= 0 or total < 1e-24 * max(1.0, float(np.sum(x**2))):
+    size = max(1.0, float(np.sum(x**2)))
+    if total <= 0 or total < 1e-24 * size:
+        if (x != x[0]).any():
+            import warnings
+
+            warnings.warn(f"x: the rows differ, but their centred spread is {math.sqrt(total / size):.2g} of their "
+                          "size, below 1e-12: too close to rounding for a direction of spread to be told; SVD anisotropy "
+                          "NaN", RuntimeWarning, stacklevel=2)
         return float("nan")
     return float(sv[0] ** 2 / total)
 
@@ -540,7 +572,7 @@ def _square_matrices(c, stacked: bool, rtol) -> tuple[torch.Tensor, list[int]]:
         raise ValueError(f"rtol: {rtol}; give a number > 0")
     _refuse_unreadable(c, "c")
     if isinstance(c, np.ndarray) and not isinstance(c, np.matrix):
-        c = torch.from_numpy(c)
+        c = _from_numpy(c)
     if not isinstance(c, torch.Tensor):
         raise TypeError(f"c: a {type(c).__module__}.{type(c).__name__}; give a torch tensor or a NumPy array (m, m)")
     if not c.is_floating_point():
@@ -835,9 +867,9 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
                 raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {a.shape}")
             if not np.isfinite(a).all():
                 raise ValueError(f"{name} contains NaN or infinite values")
-            t = torch.from_numpy(a)
+            t = _from_numpy(a)
         else:
-            t = torch.from_numpy(np.ascontiguousarray(_as_matrix(a, name)))
+            t = _from_numpy(np.ascontiguousarray(_as_matrix(a, name)))
     if t.shape[1] == 0:  # every row would be the same (empty) point
         raise ValueError(f"{name} must have at least 1 column, got shape {tuple(t.shape)}")
     return t
@@ -1226,7 +1258,7 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
         rows = points.numpy()
         distinct = _unique_rows(rows)
         if distinct is not rows:
-            points = torch.from_numpy(np.ascontiguousarray(distinct))
+            points = _from_numpy(np.ascontiguousarray(distinct))
     n = points.shape[0]
     if n < 3:
         raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
@@ -2007,7 +2039,7 @@ def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 2048) -> tup
     """
     chunk = _whole(chunk, "chunk", 1)
     _refuse_unreadable(w, "W")
-    w = w.detach() if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w, dtype=np.float64))
+    w = w.detach() if isinstance(w, torch.Tensor) else _from_numpy(np.asarray(w, dtype=np.float64))
     if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
         raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {tuple(w.shape)}")
     n, d = w.shape
