@@ -194,9 +194,10 @@ def test_a_misspelt_option_of_largest_eigenvalue_is_named_with_the_one_meant():
 
 
 def test_isotropic_cos_std_at_any_whole_dimension():
-    assert metrics.isotropic_cos_std(10**400) == pytest.approx(1e-200, rel=1e-15)
-    assert metrics.isotropic_cos_std(10**200) == pytest.approx(1e-100, rel=1e-15)
-    assert metrics.isotropic_cos_std(2**300) == metrics.isotropic_cos_std(2**300 - 1) == pytest.approx(2.0**-150)
+    assert metrics.isotropic_cos_std(10**400) == pytest.approx(1e-200, rel=1e-15, abs=0)
+    assert metrics.isotropic_cos_std(10**200) == pytest.approx(1e-100, rel=1e-15, abs=0)
+    assert metrics.isotropic_cos_std(2**300) == metrics.isotropic_cos_std(2**300 - 1) == pytest.approx(
+        2.0**-150, rel=1e-15, abs=0)
     assert metrics.isotropic_cos_std(10**1000) == 0.0
     assert metrics.isotropic_cos_std(384) == pytest.approx(1 / math.sqrt(384), rel=1e-15)
     with pytest.raises(ValueError, match=r"^d: about 10\^399; give a whole number below 2\^1023"):
@@ -242,3 +243,18 @@ def test_svd_anisotropy_says_why_distinct_rows_within_rounding_give_nan():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert math.isnan(metrics.svd_anisotropy(np.ones((5, 3))))  # identical rows: NaN, as documented
+
+
+@pytest.mark.parametrize("d", [2**32, 10**12, 10**30, 10**300])
+@pytest.mark.parametrize("q", [0.95, 0.05, 0.7])
+def test_isotropic_cos_quantile_keeps_its_precision_at_huge_widths(d, q):
+    expected = scipy.stats.norm.ppf(q) / math.sqrt(d)  # the normal limit: cos ≈ N(0, 1/d), error O(1/d)
+    assert metrics.isotropic_cos_quantile(d, q) == pytest.approx(expected, rel=1e-9, abs=0)
+
+
+def test_isotropic_cos_quantile_below_2_to_the_32_is_unchanged():
+    from scipy.special import betaincinv
+
+    for d in (2, 3, 384, 4096, 10**6, 2**32 - 1):
+        a = (d - 1) / 2
+        assert metrics.isotropic_cos_quantile(d) == float(2 * betaincinv(a, a, 0.95) - 1)
