@@ -541,8 +541,8 @@ def svd_anisotropy(x: np.ndarray) -> float:
             import warnings
 
             warnings.warn(f"x: the rows differ, but their centred spread is {math.sqrt(total / size):.2g} of their "
-                          "size, below 1e-12: too close to rounding for a direction of spread to be told; SVD anisotropy "
-                          "NaN", RuntimeWarning, stacklevel=2)
+                          "size, below 1e-12: too close to rounding for a direction of spread to be told; SVD "
+                          "anisotropy NaN", RuntimeWarning, stacklevel=2)
         return float("nan")
     return float(sv[0] ** 2 / total)
 

@@ -17,7 +17,8 @@ from pydantic import Field, field_validator
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
-__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "tokenizer_problem", "vocabulary_cover_problem", "placement_key", "folder_problem", "weights_problem",
+__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "tokenizer_problem", "vocabulary_cover_problem",
+           "placement_key", "folder_problem", "weights_problem",
            "integer_weights_problem", "unread_config_problem", "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
