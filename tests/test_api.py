@@ -199,3 +199,117 @@ def test_a_file_given_as_inputs_that_is_no_text_names_inputs(tmp_path, fault, ca
     message = str(err.value)
     assert message.startswith("inputs: ") and str(path) in message and "\n" not in message, message
     assert "setting corpus" not in message and "ANISO_CORPUS" not in message, message
+
+
+def _tiny_bert(**config):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    return BertModel(BertConfig(**{"vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 2,
+                                   "num_attention_heads": 2, "intermediate_size": 64,
+                                   "max_position_embeddings": 64} | config)).eval()
+
+
+IN_MEMORY_TEXTS = ["The tower is 324 metres tall, about the same height as an 81-storey building.",
+                   "Anisotropy of hidden states.", "The cat sat on the mat and looked at the rain."]
+
+
+def test_an_in_memory_model_with_a_tokenizer_far_smaller_than_its_vocabulary_is_refused():
+    """As a model folder whose tokenizer covers under 90% of the embedding's rows is: one line naming tokenizer."""
+    from aniso.extract.modalities import _subword_tokenizer
+
+    with pytest.raises(ValueError) as info:
+        aniso.measure(_tiny_bert(vocab_size=30522), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                      name="b")
+    line = str(info.value)
+    assert "\n" not in line and line.startswith("tokenizer: ") and "holds 300 tokens" in line and "30522" in line
+    assert aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                         name="b").to_frame().shape[0] == 3
+
+
+def test_a_function_given_as_tokenizer_is_a_type_error_naming_tokenizer():
+    from aniso.extract.modalities import _subword_tokenizer
+
+    tok = _subword_tokenizer(300)
+    with pytest.raises(TypeError, match=r"^tokenizer: a function; give the model's transformers tokenizer"):
+        aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=lambda t, **k: tok(t, **k), progress=False, name="b")
+
+
+def test_an_in_memory_config_with_more_positions_than_the_weights_names_the_field():
+    from aniso.extract.modalities import _subword_tokenizer
+
+    model = _tiny_bert(max_position_embeddings=8)
+    model.config.max_position_embeddings = 512
+    with pytest.raises(ValueError) as info:
+        aniso.measure(model, IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False, name="b")
+    line = str(info.value)
+    assert "\n" not in line and line.startswith("model: the config max_position_embeddings 512, but "
+                                                "embeddings.position_embeddings.weight is 8 × 32 in the weights"), line
+    smaller = _tiny_bert()
+    smaller.config.vocab_size = 200  # a config that builds less than the weights: the weights decide
+    assert aniso.measure(smaller, IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                         name="b").to_frame().shape[0] == 3
+
+
+def _one_run(folder: Path) -> Path:
+    from aniso.judge.results import ClaimResult, ResultsDocument, Uncertainty, provenance, write_results
+
+    path = folder / "run" / "results.json"
+    result = ClaimResult(claim_id="G.cnn-mostly-isotropic", paper="G", section="§3.2", figure="Fig. 4", statement="s",
+                         model_id="m", test="claims/x.py::t[m]", verdict="holds", measured={"max_avg_cos": 0.1},
+                         uncertainty=Uncertainty(statistic="highest layer avg cos", value=0.1, low=0.09, high=0.11,
+                                                 threshold=0.2, holds_if="<", holds_share=1.0, fragile=False,
+                                                 n_boot=100))
+    write_results(path, ResultsDocument(provenance=provenance(folder, {}, None), results=[result]))
+    return path
+
+
+def test_claim_results_take_a_str_path_and_refuse_what_is_no_path(tmp_path):
+    from aniso.judge.results import read_results
+
+    path = _one_run(tmp_path)
+    made = aniso.ClaimResults(str(path), read_results(path), 0, "m")
+    assert made.path == path and made.report() == path.with_name("report.html")
+    with pytest.raises(TypeError, match=r"^path: 5 \(int\); give the run's results.json"):
+        aniso.ClaimResults(5, read_results(path), 0, "m")
+
+
+def test_claim_results_hand_out_copies_of_the_results(tmp_path):
+    """Changing a result handed out changes neither the frame nor the report: one answer."""
+    from aniso.judge.results import read_results
+
+    path = _one_run(tmp_path)
+    made = aniso.ClaimResults(path, read_results(path), 0, "m")
+    made.results[0].verdict = "does not hold"
+    assert made.results[0].verdict == "holds" and made.to_frame()["verdict"].tolist() == ["holds"]
+
+
+def test_a_report_path_of_path_empty_says_it_is_the_working_folder(tmp_path, monkeypatch):
+    from aniso.judge.results import read_results
+
+    path = _one_run(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"^path: \. \(the working folder; pathlib.Path\(''\) is Path\('\.'\)\) is a "
+                                         r"folder; name the HTML file to write"):
+        aniso.ClaimResults(path, read_results(path), 0, "m").report(Path(""))
+
+
+def test_a_twonn_left_nan_for_too_few_vectors_is_said():
+    """As `aniso stats` prints it below its table: a warning per reason, kept in meta["nan_columns"]."""
+    from aniso.extract.modalities import _subword_tokenizer
+
+    with pytest.warns(RuntimeWarning, match=r"^b: nan: TwoNN of layer\(s\) 0-2: \d+ vector\(s\) in the reservoir, "
+                                            r"fewer than the 128 TwoNN needs"):
+        stats = aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                              name="b")
+    assert np.isnan(stats.series("twonn")).all() and "TwoNN of layer(s) 0-2" in stats.meta["nan_columns"][0]
+
+
+def test_a_series_is_found_by_its_to_dict_key_too():
+    from aniso.extract.modalities import _subword_tokenizer
+
+    stats = aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False, name="b")
+    assert stats.to_dict()["layers"][0]["mean_cosine"] == pytest.approx(stats.series("avg_cos")[0])
+    assert np.array_equal(stats.series("mean_cosine"), stats.series("avg_cos"))
+    with pytest.raises(ValueError, match=r"^column 'avg_cosine' is not one of .*; did you mean 'avg_cos'\?"):
+        stats.series("avg_cosine")

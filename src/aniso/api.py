@@ -211,14 +211,21 @@ class LayerStats:
                        "settings": self.settings, "meta": self.meta})
 
     def series(self, column: str):
-        """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``.
-        Raises ValueError naming the column if there is no such column."""
+        """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``; a
+        column is also found by its key in :meth:`to_dict`'s layers (``"mean_cosine"`` for ``"avg_cos"``).
+        Raises ValueError naming the column if there is no such column (with the one meant, where one is close)."""
+        import difflib
+
         import numpy as np
 
-        names = {_COLUMN.get(k, k): k for k in self.layers[0].__dataclass_fields__} if self.layers else {}
-        if column not in names:
-            raise ValueError(f"column {column!r} is not one of {sorted(names)}")
-        return np.array([getattr(s, names[column]) for s in self.layers], dtype=np.float64)
+        fields = list(self.layers[0].__dataclass_fields__) if self.layers else []
+        names = {_COLUMN.get(k, k): k for k in fields}
+        key = names.get(column, column if column in fields else None)
+        if key is None:
+            close = difflib.get_close_matches(str(column), list(names), n=1)
+            raise ValueError(f"column {column!r} is not one of {sorted(names)}"
+                             + (f"; did you mean {close[0]!r}?" if close else ""))
+        return np.array([getattr(s, key) for s in self.layers], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -239,10 +246,21 @@ class ClaimResults:
     exit_code: int
     model_id: str
 
+    def __post_init__(self):
+        """``path`` given as a str (or another ``os.PathLike``) is kept as a :class:`~pathlib.Path`; TypeError naming
+        ``path`` for what is no path."""
+        if not isinstance(self.path, Path):
+            if isinstance(self.path, (bytes, bytearray)) or not isinstance(self.path, (str, os.PathLike)) or \
+                    not isinstance(os.fspath(self.path), str):
+                raise TypeError(f"path: {self.path!r:.60} ({type_name(self.path)}); give the run's results.json as a "
+                                "str or pathlib.Path")
+            object.__setattr__(self, "path", Path(os.fspath(self.path)))
+
     @property
     def results(self) -> list:
-        """The :class:`aniso.judge.results.ClaimResult` of every claim test, in test order."""
-        return list(self.document.results)
+        """The :class:`aniso.judge.results.ClaimResult` of every claim test, in test order: copies, so that changing
+        one changes neither :meth:`to_frame` nor :meth:`report` (both read this run's results as written)."""
+        return [r.model_copy(deep=True) for r in self.document.results]
 
     def to_frame(self):
         """A pandas DataFrame, one row per claim test: ``claim``, ``model``, ``verdict``, ``statistic`` (the deciding
@@ -293,7 +311,9 @@ def _report_path(path: str | Path) -> Path:
     path = _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
     if target.is_dir():
-        raise ValueError(f"path: {target} is a folder; name the HTML file to write (e.g. {target / 'report.html'})")
+        here = " (the working folder; pathlib.Path('') is Path('.'))" if os.fspath(target) == "." else ""
+        raise ValueError(f"path: {target}{here} is a folder; name the HTML file to write (e.g. "
+                         f"{target / 'report.html'})")
     above = next((p for p in target.parents if p.exists() or p.is_symlink()), None)
     if above is not None and not above.is_dir():
         raise ValueError(f"path: {above} is {'a link to nothing' if not above.exists() else 'a file'}, not a folder "
@@ -795,11 +815,15 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
     empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
-    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, a
+    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
+    in-memory model's tokenizer holding fewer tokens than 90% of its input embedding's rows (``tokenizer``, as a
+    folder's is refused), an in-memory model whose config builds a weight larger than it holds (``model``, naming
+    the config field: ``max_position_embeddings`` 512 over 16 position rows), a
     ``name`` that is a registry id, a setting of inputs the model does not read (``settings``),
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
     ``settings`` with different values; TypeError naming ``progress`` when it is not True or False, ``name`` when it
-    is no text, ``model`` when it is no text, path or loaded transformers model, ``inputs`` when it is no list of
+    is no text, ``model`` when it is no text, path or loaded transformers model, ``tokenizer`` when an in-memory
+    model's is callable but no transformers tokenizer (a function wrapping one), ``inputs`` when it is no list of
     texts, path or None (or a list holding something other than texts), or ``statistics`` when it is no name or
     list of names;
     :class:`aniso.sources.ModelUnavailable` when the weights cannot be
@@ -861,7 +885,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         with _too_short(run_settings.max_length, form.items is None), _named_inputs(entry.id, form.setting, inputs):
             measured = _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                                       if texts is not None else {}, progress)
-        return _fewer_than_asked(measured, n_inputs, settings, form.size, None if texts is not None else run_settings)
+        return _nan_said(_fewer_than_asked(measured, n_inputs, settings, form.size,
+                                           None if texts is not None else run_settings))
     if name is not None:
         _no_registry_name(name, registry, settings)
     if texts is not None:
@@ -869,8 +894,25 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     with _too_short(max_length if max_length is not None else _base_max_length(settings), True):
         measured = _measure_loaded(model, tokenizer, inputs, texts, chosen, options, n_inputs, settings, progress,
                                    name)
-    return _fewer_than_asked(measured, n_inputs, settings, "n_sequences",
-                             None if texts is not None else _settings(options, settings))
+    return _nan_said(_fewer_than_asked(measured, n_inputs, settings, "n_sequences",
+                                       None if texts is not None else _settings(options, settings)))
+
+
+def _nan_said(measured: LayerStats) -> LayerStats:
+    """``measured``, after a RuntimeWarning for each reason a column of its layers is NaN
+    (:func:`aniso.stats.results.nan_columns`: TwoNN of a layer with fewer than 128 vectors, second-order statistics
+    of a layer wider than setting ``second_order_max_dim``), as ``aniso stats`` prints them; the lines are kept in
+    ``meta["nan_columns"]``."""
+    from .common.settings import Settings
+    from .stats.results import nan_columns
+
+    limit = measured.settings.get("second_order_max_dim") or Settings().second_order_max_dim
+    lines = nan_columns(measured.layers, limit)
+    if lines:
+        measured.meta["nan_columns"] = lines
+        for line in lines:
+            warnings.warn(f"{measured.model_id}: {line}", RuntimeWarning, stacklevel=3)
+    return measured
 
 
 def _inputs_path(inputs: Any) -> Any:
@@ -1088,6 +1130,9 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         fields = entry_fields(config.to_dict())
     except UndetectableModel as exc:
         raise ValueError(f"model: {exc}") from None
+    short = _weights_short_of_config(model)
+    if short is not None:
+        raise ValueError(f"model: {short}; set the field to the weights' size (or give the model's own config)")
     if fields["modality"] != "text":
         raise ValueError(f"model: an in-memory {fields['modality']} model ({config.model_type}); only in-memory text "
                          "models are measured here: save it with save_pretrained and pass the folder")
@@ -1105,6 +1150,18 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         from .sources import HubStatus
 
         corpus = INPUTS["text"](run_settings, HubStatus())
+    from transformers import PreTrainedTokenizerBase
+
+    if not isinstance(tokenizer, PreTrainedTokenizerBase):  # the extraction pads and truncates through its settings
+        raise TypeError(f"tokenizer: a {type_name(tokenizer)}; give the model's transformers tokenizer (a "
+                        "PreTrainedTokenizerBase, e.g. AutoTokenizer.from_pretrained of the model's folder)")
+    from .sources.hub import MIN_VOCABULARY_COVER, vocabulary_cover_problem
+
+    short = vocabulary_cover_problem(model, tokenizer)
+    if short is not None:  # as a model folder's tokenizer is refused (aniso.sources.hub.tokenizer_problem)
+        raise ValueError(f"tokenizer: a {type_name(tokenizer)} that {short.replace('config.json', 'the config')} "
+                         f"(a tokenizer must cover at least {MIN_VOCABULARY_COVER:.0%} of the embedding's rows); "
+                         "give the model's own tokenizer")
     subject = _InMemory(ident, **fields)
     loaded = LoadedModel(subject, model, tokenizer, f"in-memory {type(model).__name__} ({ident})")
     was_training = model.training
@@ -1119,6 +1176,33 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
         model.train(was_training)
     stats.meta["cache"] = {"key": None, "hit": False}
     return LayerStats.of(stats)
+
+
+def _weights_short_of_config(model) -> str | None:
+    """Where an in-memory model's config builds a weight larger than the model holds (``max_position_embeddings``
+    512 over a table of 16 position rows), one phrase naming the config field, its value and both shapes
+    (:func:`aniso.sources.hub.shape_fields`, as a model folder's config that disagrees with its weights is named);
+    else None. The model is built again from its config on the meta device (no tensor made); a config that cannot be
+    built so is not judged here. A config that builds a smaller weight than the model holds (``vocab_size`` 500 over
+    30,522 rows) is left alone: the weights decide, and no position or id is read past them."""
+    import copy
+
+    import torch
+
+    from .sources.hub import shape_fields
+
+    try:
+        with torch.device("meta"):
+            built = type(model)(copy.deepcopy(model.config))
+    except Exception:  # noqa: BLE001 - a config transformers cannot build again: the forward pass says what is wrong
+        return None
+    shapes = {name: tuple(p.shape) for name, p in built.named_parameters()}
+    short = [(name, tuple(p.shape), shapes[name]) for name, p in model.named_parameters()
+             if name in shapes and len(shapes[name]) == p.ndim and tuple(p.shape) != shapes[name]
+             and any(b > w for w, b in zip(p.shape, shapes[name]))]
+    if not short:
+        return None
+    return shape_fields(model, short).replace("config.json", "the config")
 
 
 @dataclass(frozen=True)

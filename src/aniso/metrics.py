@@ -82,16 +82,46 @@ def _real(value, name: str, allowed: str) -> float:
     return float(value)
 
 
-def _refuse_complex(x, name: str) -> None:
-    """TypeError naming ``name`` for a complex array or tensor (a cast would drop the imaginary parts)."""
-    if (x.is_complex() if isinstance(x, torch.Tensor) else np.iscomplexobj(x)):
-        raise TypeError(f"{name}: a complex {'tensor' if isinstance(x, torch.Tensor) else 'array'}; give real vectors")
+def _refuse_unreadable(x, name: str) -> None:
+    """The one check every array argument of this module passes before it is read as numbers: a one-line refusal
+    naming ``name`` for what cannot be read as a plain array of real values without losing part of it or without
+    numpy's or torch's wording. TypeError for a complex array or tensor (a cast would drop the imaginary parts), a
+    NumPy masked array with masked values (``np.asarray`` would drop the mask and measure them), a
+    ``scipy.sparse`` matrix or array, or a sparse torch tensor (give a dense one); ValueError for a tensor on the
+    meta device (it holds no values) and for a list whose rows differ in length (a ragged list)."""
+    if isinstance(x, torch.Tensor):
+        if x.is_meta:
+            raise ValueError(f"{name}: a tensor on the meta device, which holds no values; give one holding its values")
+        if x.layout != torch.strided:
+            raise TypeError(f"{name}: a sparse tensor ({str(x.layout)[6:]}); give a dense one ({name}.to_dense())")
+        if x.is_complex():
+            raise TypeError(f"{name}: a complex tensor; give real vectors")
+        return
+    if type(x).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name}: a scipy.sparse {type(x).__name__}; give a dense array ({name}.toarray())")
+    if isinstance(x, np.ma.MaskedArray):
+        if np.ma.is_masked(x):
+            keep = (f"np.ma.compress_rows({name}), the rows without a masked value" if x.ndim == 2 else
+                    f"{name}.compressed(), the values not masked")
+            raise TypeError(f"{name}: a numpy masked array with {int(np.ma.count_masked(x)):,} masked value(s), "
+                            f"which would be measured as given; give the values to measure as a plain array (e.g. "
+                            f"{keep})")
+    elif not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except ValueError as exc:
+            ragged = "inhomogeneous" in str(exc) or "sequence" in str(exc)
+            raise ValueError(f"{name}: a {type(x).__name__} " + (
+                "whose rows differ in length; give equal rows (an array of one shape)" if ragged else
+                f"that is no array of numbers ({str(exc).splitlines()[0][:200]})")) from None
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name}: a complex array; give real vectors")
 
 
 def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
     """``x`` as a 1-D float64 array, refusing in one line naming ``name``: TypeError for a complex array, ValueError
     for another shape or (with ``finite``) NaN or infinite values."""
-    _refuse_complex(x, name)
+    _refuse_unreadable(x, name)
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu().to(torch.float64).numpy()
     x = np.asarray(x, dtype=np.float64)
@@ -103,7 +133,7 @@ def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
 
 
 def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
-    _refuse_complex(x, name)
+    _refuse_unreadable(x, name)
     if isinstance(x, torch.Tensor):  # detached, on the host; bfloat16 and float16 read through float32 (exact)
         x = x.detach().cpu()
         x = (x.float() if x.is_floating_point() and torch.finfo(x.dtype).bits < 32 else x).numpy()
@@ -113,6 +143,18 @@ def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return x
+
+
+def _from_numpy(a: np.ndarray) -> torch.Tensor:
+    """``torch.from_numpy(a)`` (no copy) without PyTorch's warning for a read-only array ("The given NumPy array is
+    not writable"): the metrics only read their input, so sharing its memory is safe."""
+    if a.flags.writeable:
+        return torch.from_numpy(a)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+        return torch.from_numpy(a)
 
 
 def _exponent(peak: float) -> int:
@@ -223,7 +265,7 @@ def mean_cosine_from_unit_sum(unit_sum: np.ndarray, n: int) -> float:
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
-    _refuse_complex(unit_sum, "unit_sum")
+    _refuse_unreadable(unit_sum, "unit_sum")
     s = np.asarray(unit_sum, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"unit_sum must be 1-D of shape (d,), got shape {s.shape}")
@@ -252,10 +294,21 @@ def mean_cosine(x: np.ndarray) -> float:
 
     Raises
     ------
-    ValueError if fewer than 2 non-zero rows, or non-finite values.
+    ValueError naming ``x`` if it has fewer than 2 non-zero rows (none at all, no columns, or all rows zero: a zero
+    row has no direction), or non-finite values.
     """
-    u, _ = unit_rows(x)
+    u, n_zero = unit_rows(x)
+    if u.shape[0] < 2:
+        raise ValueError(_too_few_directions(u.shape[0], n_zero))
     return mean_cosine_from_unit_sum(u.sum(axis=0), u.shape[0])
+
+
+def _too_few_directions(n: int, n_zero: int) -> str:
+    """The refusal of a mean cosine of ``n`` non-zero rows (n < 2) beside ``n_zero`` zero rows."""
+    rows = n + n_zero
+    zeros = (f", {f'all {n_zero}' if n == 0 and n_zero > 1 else n_zero} of them zero (a zero row has no direction)"
+             if n_zero else "")
+    return f"x: mean cosine needs at least 2 non-zero rows, got {rows} row{'s' * (rows != 1)}{zeros}"
 
 
 def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -> float:
@@ -290,10 +343,10 @@ def mean_cosine_sampled(x: np.ndarray, n_pairs: int, rng: np.random.Generator) -
         rng = np.random.default_rng(rng)
     elif not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng: a {type(rng).__name__}; give a numpy.random.Generator or an int seed")
-    u, _ = unit_rows(x)
+    u, n_zero = unit_rows(x)
     n = u.shape[0]
     if n < 2:
-        raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
+        raise ValueError(_too_few_directions(n, n_zero))
     i = rng.integers(0, n, size=n_pairs)
     j = rng.integers(0, n - 1, size=n_pairs)
     j = j + (j >= i)  # uniform over j != i
@@ -374,7 +427,7 @@ def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
     by 2^−k and 2^−2k (exact; scale-free measures only), k such that the largest |entry| of Σxxᵀ is at most 1, so
     that ssᵀ/n neither overflows nor underflows."""
     s = _as_vector(vector_sum, "vector_sum")
-    _refuse_complex(gram, "gram")
+    _refuse_unreadable(gram, "gram")
     g = np.asarray(gram.detach().cpu().to(torch.float64) if isinstance(gram, torch.Tensor) else gram,
                    dtype=np.float64)
     if g.shape != (s.shape[0], s.shape[0]):
@@ -470,8 +523,10 @@ def svd_anisotropy(x: np.ndarray) -> float:
 
     Razzhigaev et al. 2024 §2.3. Computed from singular values of the centred
     matrix directly (the one-shot reference for :func:`svd_anisotropy_from_moments`).
-    NaN when all rows are identical. Scale-free: ``x`` is first scaled by a power of two that brings its largest
-    |value| into [0.5, 1) (exact), so σᵢ² neither overflow nor underflow at any finite magnitude.
+    NaN when all rows are identical, or when their centred spread √(Σσᵢ²) is below 1e-12 of their size ‖x‖_F
+    (distinct rows within rounding of one another: the direction of their spread is rounding's); the latter with a
+    RuntimeWarning saying so. Scale-free: ``x`` is first scaled by a power of two that brings its largest |value| into
+    [0.5, 1) (exact), so σᵢ² neither overflow nor underflow at any finite magnitude.
     """
     x = _as_matrix(x)
     if x.shape[0] < 2:
@@ -480,7 +535,14 @@ def svd_anisotropy(x: np.ndarray) -> float:
     xc = x - x.mean(axis=0)
     sv = torch.linalg.svdvals(torch.from_numpy(xc)).numpy()
     total = float(np.sum(sv**2))
-    if total <= 0 or total < 1e-24 * max(1.0, float(np.sum(x**2))):
+    size = max(1.0, float(np.sum(x**2)))
+    if total <= 0 or total < 1e-24 * size:
+        if (x != x[0]).any():
+            import warnings
+
+            warnings.warn(f"x: the rows differ, but their centred spread is {math.sqrt(total / size):.2g} of their "
+                          "size, below 1e-12: too close to rounding for a direction of spread to be told; SVD "
+                          "anisotropy NaN", RuntimeWarning, stacklevel=2)
         return float("nan")
     return float(sv[0] ** 2 / total)
 
@@ -508,11 +570,11 @@ def _square_matrices(c, stacked: bool, rtol) -> tuple[torch.Tensor, list[int]]:
     rtol = _real(rtol, "rtol", "a number > 0")
     if not rtol > 0:
         raise ValueError(f"rtol: {rtol}; give a number > 0")
+    _refuse_unreadable(c, "c")
     if isinstance(c, np.ndarray) and not isinstance(c, np.matrix):
-        c = torch.from_numpy(c)
+        c = _from_numpy(c)
     if not isinstance(c, torch.Tensor):
         raise TypeError(f"c: a {type(c).__module__}.{type(c).__name__}; give a torch tensor or a NumPy array (m, m)")
-    _refuse_complex(c, "c")
     if not c.is_floating_point():
         c = c.to(torch.float64)
     elif torch.finfo(c.dtype).bits < 32:
@@ -521,6 +583,8 @@ def _square_matrices(c, stacked: bool, rtol) -> tuple[torch.Tensor, list[int]]:
         raise ValueError(f"c must be a stack of square matrices (n, m, m), got shape {tuple(c.shape)}")
     if not stacked and (c.ndim != 2 or c.shape[0] != c.shape[1]):
         raise ValueError(f"c must be a square matrix, got shape {tuple(c.shape)}")
+    if c.shape[-1] == 0 and c.numel() == 0 and (not stacked or c.shape[0] > 0):
+        raise ValueError(f"c: a 0 × 0 matrix has no eigenvalue, got shape {tuple(c.shape)}; give matrices of size >= 1")
     if not bool(torch.isfinite(c).all()):
         raise ValueError("c contains NaN or infinite values")
     for i, ci in enumerate(c if stacked else [c]):
@@ -578,13 +642,15 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
 
     A NumPy array is read as a tensor on the CPU; bfloat16 and float16 are read through float32, integers through
     float64. Raises TypeError when ``c`` is neither a tensor nor a NumPy array, or is complex, or ``rtol`` is not a
-    real number; ValueError when ``c`` is not a square matrix, holds NaN or infinite values, or is not symmetric
-    beyond rounding, or ``rtol`` is not above 0, or λ_max itself is beyond the dtype's range.
+    real number, or ``max_steps`` or ``min_size`` is not a whole number; ValueError when ``c`` is not a square matrix
+    or is 0 × 0, holds NaN or infinite values, or is not symmetric beyond rounding, or ``rtol`` is not above 0, or
+    ``max_steps`` is below 1 or ``min_size`` below 0, or λ_max itself is beyond the dtype's range.
 
     At any finite magnitude: a matrix whose largest |entry| is beyond 2^±(emax/4) (2^±256 in float64, 2^±32 in
     float32) is scaled by a power of two into [0.5, 1) first (exact; the vector is unchanged, the value scaled back).
     """
     c, exponents = _square_matrices(c, False, rtol)
+    max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
     value, vec = _largest_eigenpair(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
     return _unscaled_values(value, exponents, c.shape[0], False), vec
 
@@ -655,6 +721,7 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
     symmetric beyond rounding).
     """
     c, exponents = _square_matrices(c, True, rtol)
+    max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
     values, vectors = _largest_eigenpairs(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size,
                                           vector=vector, lockstep=lockstep)
     return _unscaled_values(values, exponents, c.shape[1], True), vectors
@@ -736,12 +803,24 @@ def largest_eigenvalue(c: torch.Tensor, **options) -> torch.Tensor:
     A NumPy array is read as a tensor on the CPU; bfloat16 and float16 through float32, integers through float64.
 
     Raises TypeError when ``c`` is neither a tensor nor a NumPy array (a ``numpy.matrix`` included), or is complex,
-    or ``rtol`` is not a real number; ValueError when it is not a square matrix, holds NaN or infinite values, or is
+    or ``rtol`` is not a real number, or an option is none of rtol, max_steps, seed and min_size (named, with the
+    one meant: ``tol`` → ``rtol``); ValueError when it is not a square matrix (or is 0 × 0), holds NaN or infinite
+    values, ``max_steps`` is below 1, or it is
     not symmetric beyond rounding (an entry differs from its transpose's by more than 1e-4 of the largest |entry|:
     not a covariance or Gram matrix), or λ_max is beyond the dtype's range. Scaled by a power of two as
     :func:`largest_eigenpair` is, so it holds at any finite magnitude."""
-    c, exponents = _square_matrices(c, False, options.get("rtol", 1e-10))
-    return _unscaled_values(_largest_eigenpair(c, vector=False, **options)[0], exponents, c.shape[0], False)
+    unknown = sorted(set(options) - set(_EIGEN_OPTIONS))
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], _EIGEN_OPTIONS, n=1)
+        raise TypeError(f"largest_eigenvalue: no option {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close
+                        else "") + f"; its options are {', '.join(_EIGEN_OPTIONS)}")
+    return largest_eigenpair(c, vector=False, **options)[0]
+
+
+#: The options :func:`largest_eigenvalue` passes on to :func:`largest_eigenpair`.
+_EIGEN_OPTIONS = ("rtol", "max_steps", "seed", "min_size")
 
 
 #: Rows of the float32 distance block of :func:`two_nearest_neighbours` (bounds its memory: rows × n floats).
@@ -771,7 +850,7 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
     float32 when ``x`` is float32 or narrower (bfloat16, float16: exact in float32), else float64 (a NumPy array
     goes to the CPU without a copy when it already has that dtype). Every float32 value is exact in float64, so the
     nearest-neighbour search below is the float64 one either way, without a float64 copy of the points."""
-    _refuse_complex(x, name)
+    _refuse_unreadable(x, name)
     if isinstance(x, torch.Tensor):
         t = x.detach()
         if t.ndim != 2:
@@ -788,9 +867,9 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
                 raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {a.shape}")
             if not np.isfinite(a).all():
                 raise ValueError(f"{name} contains NaN or infinite values")
-            t = torch.from_numpy(a)
+            t = _from_numpy(a)
         else:
-            t = torch.from_numpy(np.ascontiguousarray(_as_matrix(a, name)))
+            t = _from_numpy(np.ascontiguousarray(_as_matrix(a, name)))
     if t.shape[1] == 0:  # every row would be the same (empty) point
         raise ValueError(f"{name} must have at least 1 column, got shape {tuple(t.shape)}")
     return t
@@ -799,11 +878,27 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
 def unique_rows(x):
     """The distinct rows of ``x`` (shape (n, d)), each once, in order of first appearance.
 
-    A NumPy array gives a NumPy array: rows are compared by their bytes (hashing, not sorting), so this costs
-    O(n·d); ``-0.0`` and ``0.0`` count as different, NaN rows as equal to themselves (callers reject NaN first).
-    A torch tensor gives a tensor on its device (``torch.unique`` over rows, O(n·log n·d)); there rows are
-    compared by value (``-0.0`` equals ``0.0``). The input itself is returned when every row is distinct.
+    Rows are compared by value: ``-0.0`` equals ``0.0`` (a point computed as x·0 with x < 0 is the same point), NaN
+    rows equal themselves (callers reject NaN first). A NumPy array gives a NumPy array: rows are compared by the
+    bytes of their values with ``-0.0`` made ``0.0`` (hashing, not sorting), so this costs O(n·d). A torch tensor
+    gives a tensor on its device (``torch.unique`` over rows, O(n·log n·d)). The input itself is returned when every
+    row is distinct.
+
+    Raises
+    ------
+    ValueError if ``x`` is not 2-D (a 1-D array is no set of rows), and as every array argument of this module
+    (complex, masked, sparse or meta-device input).
     """
+    _refuse_unreadable(x, "x")
+    if not isinstance(x, torch.Tensor):
+        x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be a 2-D array of shape (n, d), got shape {tuple(x.shape)}")
+    return _unique_rows(x)
+
+
+def _unique_rows(x):
+    """:func:`unique_rows` without the checks of its argument (a 2-D array or tensor)."""
     if isinstance(x, torch.Tensor):
         if x.ndim != 2 or x.shape[0] < 2:
             return x
@@ -815,11 +910,12 @@ def unique_rows(x):
         first.scatter_reduce_(0, inverse, index, reduce="amin")
         return x[torch.sort(first).values]
     x = np.ascontiguousarray(x)
-    first = dict.fromkeys(row.tobytes() for row in x)
+    keys = x + 0.0 if np.issubdtype(x.dtype, np.floating) else x  # -0.0 + 0.0 is 0.0: one point, one key
+    first = dict.fromkeys(row.tobytes() for row in keys)
     if len(first) == x.shape[0]:
         return x
     seen: set[bytes] = set()
-    keep = [i for i, row in enumerate(x) if not ((b := row.tobytes()) in seen or seen.add(b))]
+    keep = [i for i, row in enumerate(keys) if not ((b := row.tobytes()) in seen or seen.add(b))]
     return x[keep]
 
 
@@ -1156,13 +1252,13 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     if not 0 <= discard_fraction < 1:
         raise ValueError(f"discard_fraction must be in [0, 1), got {discard_fraction}")
     if isinstance(x, torch.Tensor):
-        points = unique_rows(_as_points(x))
+        points = _unique_rows(_as_points(x))
     else:  # hashing the rows' bytes (O(n·d)) is cheaper than torch.unique's sort
         points = _as_points(x)
         rows = points.numpy()
-        distinct = unique_rows(rows)
+        distinct = _unique_rows(rows)
         if distinct is not rows:
-            points = torch.from_numpy(np.ascontiguousarray(distinct))
+            points = _from_numpy(np.ascontiguousarray(distinct))
     n = points.shape[0]
     if n < 3:
         raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
@@ -1189,26 +1285,46 @@ def isotropic_cos_quantile(d: int, q: float = 0.95) -> float:
     Fig. 17–18). q95(d) = isotropic_cos_quantile(d, 0.95) is the "significant
     anisotropy" yardstick of the claims catalogue.
 
-    Raises TypeError if d is not a whole number (2.5, NaN) or q not a number; ValueError if d < 2 or q outside
-    (0, 1).
+    From d = 2^32 on, the quantile is read from cos² ~ Beta(1/2, (d−1)/2) (the same distribution, see
+    :data:`_WIDE_D`), which keeps its relative precision at any d: 1.6449/√d at d = 10^30.
+
+    Raises TypeError if d is not a whole number (2.5, NaN) or q not a number; ValueError if d < 2, d is beyond
+    float64's range (2^1023 or more: Beta's parameters are floats), or q outside (0, 1).
     """
     d = _whole(d, "d", 2)
+    if d >= 2**1023:
+        raise ValueError(f"d: about 10^{len(str(d)) - 1}; give a whole number below 2^1023 (8.99e+307), the range of "
+                         "Beta's float64 parameters")
     q = _real(q, "q", "a quantile in (0, 1)")
     if not 0 < q < 1:
         raise ValueError(f"quantile must be in (0, 1), got {q}")
     from scipy.special import betaincinv  # what scipy.stats.beta.ppf computes, without importing scipy.stats
 
     a = (d - 1) / 2
+    if d >= _WIDE_D:  # 2·I⁻¹ − 1 cancels: cos² ~ Beta(1/2, a) instead (P(|cos| <= t) = I_t²(1/2, a), cos symmetric)
+        t = math.sqrt(float(betaincinv(0.5, a, abs(2 * q - 1))))  # 2q − 1 exact for q in [0.25, 1]
+        return t if q >= 0.5 else -t
     return float(2 * betaincinv(a, a, q) - 1)
+
+
+#: From this dimension on, :func:`isotropic_cos_quantile` takes the quantile of cos² ~ Beta(1/2, (d − 1)/2), which
+#: keeps its relative precision where 2·I⁻¹(a, a, q) − 1 loses it (the cosines are ~1/√d against an offset of 1:
+#: 2e-5 relative at d = 10^12, every digit at 10^30); below it (every width a model has) the Beta(a, a) form is kept.
+_WIDE_D = 2**32
 
 
 def isotropic_cos_std(d: int) -> float:
     """Standard deviation of that cosine: exactly 1/√d (Godey et al. 2024 App. B).
 
-    From Var of 2·Beta(a, a) − 1 with a = (d−1)/2: 4·a²/((2a)²(2a+1)) = 1/d.
+    From Var of 2·Beta(a, a) − 1 with a = (d−1)/2: 4·a²/((2a)²(2a+1)) = 1/d. A d of 2^300 or more (the product
+    would overflow) gives 1/√d as 2^−k/√(d / 2^2k), d / 2^2k a 62-bit whole number: exact to rounding for any
+    whole d (0.0 beyond about 10^647, below the smallest float).
     Raises TypeError if d is not a whole number, ValueError if d < 2.
     """
     d = _whole(d, "d", 2)
+    if d >= 2**300:
+        k = (d.bit_length() - 62) // 2
+        return math.ldexp(1.0 / math.sqrt(d >> (2 * k)), -k)
     a = (d - 1) / 2
     return float(2 * math.sqrt(a * a / ((a + a) * (a + a) * (a + a + 1))))  # Beta(a, a)'s variance, as scipy's
 
@@ -1283,9 +1399,12 @@ def derive_seed(base: int, *parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
 
 
-def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str) -> tuple[np.ndarray, np.ndarray]:
+def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str,
+                   names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
     """Two equal-length 1-D float64 arrays of at least 3 finite values; ValueError otherwise (``too_short`` formats
-    n)."""
+    n), and as :func:`_refuse_unreadable` for either argument, named by ``names``."""
+    _refuse_unreadable(x, names[0])
+    _refuse_unreadable(y, names[1])
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
@@ -1330,14 +1449,22 @@ def _ordering_blocks(n: int, n_resamples: int, seed: int, exact_max_n: int = EXA
 
 def _standardised(v: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``v`` (B, n) as centred unit vectors (ranks first for Spearman, ties averaged), and a (B,) mask of
-    the constant rows (left as zeros: they have no order)."""
+    the constant rows (left as zeros: they have no order).
+
+    Scale invariant: each row is first scaled by the power of two that brings its largest |value| into [0.5, 1)
+    (exact), so no square overflows (series near 1e200) or underflows, and a row is constant when its centred norm is
+    at most 1e-12 of its own largest |value| (rounding), at any magnitude: a series of values near 1e-13 that differ
+    is not constant (as :func:`scipy.stats.pearsonr` decides it relative to the series)."""
     if method == "spearman":
         from scipy.stats import rankdata
 
         v = rankdata(v, axis=-1)
+    v = np.asarray(v, dtype=np.float64)
+    if v.shape[-1]:  # each row's peak into [0.5, 1); an all-zero row stays zero
+        v = np.ldexp(v, -np.frexp(np.abs(v).max(axis=-1, keepdims=True))[1])
     c = v - v.mean(axis=-1, keepdims=True)
     norm = np.linalg.norm(c, axis=-1, keepdims=True)
-    constant = (norm <= 1e-12 * np.maximum(1.0, np.abs(v).max(axis=-1, keepdims=True)))[:, 0]
+    constant = (norm <= 1e-12 * np.abs(v).max(axis=-1, keepdims=True))[:, 0]
     return np.where(constant[:, None], 0.0, c / np.where(norm == 0, 1.0, norm)), constant
 
 
@@ -1420,6 +1547,8 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     n_resamples, seed, exact_max_n = _check_orderings(n_resamples, seed, exact_max_n)
     if n_resamples is None:
         raise TypeError("n_resamples: None; give a whole number >= 1")
+    _refuse_unreadable(x, "x")
+    _refuse_unreadable(y, "y")
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     _check_test_arguments(a, b, method, alternative)
@@ -1671,7 +1800,8 @@ def drift_correlation(drift_norms: np.ndarray, mean_cosines: np.ndarray, method:
     """
     if method not in ("spearman", "pearson"):
         raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
-    a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}")
+    a, b = _paired_series(drift_norms, mean_cosines, "a correlation across layers needs at least 3 layers, got {n}",
+                          ("drift_norms", "mean_cosines"))
     return correlation_test(a, b, method, "two-sided", seed=seed)
 
 
@@ -1694,7 +1824,7 @@ def monotonic_trend(along: np.ndarray, values: np.ndarray, alternative: str = "t
     ------
     ValueError for mismatched shapes, fewer than 3 points, non-finite values or an unknown alternative.
     """
-    a, b = _paired_series(along, values, "a trend needs at least 3 points, got {n}")
+    a, b = _paired_series(along, values, "a trend needs at least 3 points, got {n}", ("along", "values"))
     return correlation_test(a, b, "spearman", alternative, seed=seed)
 
 
@@ -1845,8 +1975,10 @@ def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n
     similarity"). Returns an array of shape (d,) summing to the exact avg cos.
 
     Raises TypeError if ``n`` is not a whole number or a sum is complex; ValueError if n < 2, the sums are not 1-D of
-    one shape or not finite, or ‖unit_sum‖² exceeds n² beyond rounding (not a sum of n unit vectors, as
-    :func:`mean_cosine_from_unit_sum`).
+    one shape or not finite, ‖unit_sum‖² exceeds n² beyond rounding (not a sum of n unit vectors, as
+    :func:`mean_cosine_from_unit_sum`), or ``unit_square_sum`` does not sum to n or has an entry below 0 beyond
+    rounding (relative :data:`_UNIT_SUM_SLACK`: each u_i∘u_i sums to 1, so a sum of Σx∘x or a negated one is
+    refused).
     """
     n = _whole(n, "n", 1)
     if n < 2:
@@ -1859,6 +1991,12 @@ def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n
     if not square <= n * n * (1 + _UNIT_SUM_SLACK):
         raise ValueError(f"unit_sum: its norm² {square:.6g} exceeds n² = {n * n} (n = {n}): not a sum of n unit "
                          "vectors; give the sum of the unit vectors x_i / ‖x_i‖")
+    total, low = float(q.sum()), float(q.min(initial=0.0))
+    if not (abs(total - n) <= n * _UNIT_SUM_SLACK and low >= -n * _UNIT_SUM_SLACK):
+        raise ValueError(f"unit_square_sum: its entries sum to {total:.6g}" + (
+            f" and one is {low:.6g} < 0" if low < -n * _UNIT_SUM_SLACK else "") + f", where n = {n} unit vectors give "
+            "entries >= 0 summing to n (each u_i∘u_i sums to 1): not a sum of squared unit vectors; give "
+            "Σ_i u_i∘u_i of the unit vectors u_i = x_i / ‖x_i‖")
     return _dimension_contributions(s, q, n)
 
 
@@ -1912,7 +2050,8 @@ def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 2048) -> tup
     dtype cannot overflow or underflow WᵀW in float64. Raises ValueError as :func:`partition_isotropy` does.
     """
     chunk = _whole(chunk, "chunk", 1)
-    w = w.detach() if isinstance(w, torch.Tensor) else torch.from_numpy(np.asarray(w, dtype=np.float64))
+    _refuse_unreadable(w, "W")
+    w = w.detach() if isinstance(w, torch.Tensor) else _from_numpy(np.asarray(w, dtype=np.float64))
     if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
         raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {tuple(w.shape)}")
     n, d = w.shape

@@ -296,3 +296,37 @@ def test_paragraphs_the_tokenizer_reads_as_one_are_counted_as_copies_or_refused(
     alike = [f"w1 w2 w3 w4 w5 w6 w{i}" for i in range(7, 12)] + distinct  # alike in their first 6 text tokens
     assert _check_real_tokens(loaded, SimpleNamespace(items=alike, label="c.txt"), 8) == 4
     assert _check_real_tokens(loaded, SimpleNamespace(items=alike, label="c.txt"), 128) == 0
+
+
+def _tiny_lm(tie: bool):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(1)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=60, n_embd=16, n_layer=1, n_head=2, n_positions=16,
+                                      tie_word_embeddings=tie)).eval()
+
+
+def test_the_output_embeddings_are_labelled_from_the_weights_not_the_config():
+    """A head replaced by weights of its own is measured although the config says tied; a head sharing the input
+    matrix, or holding equal values, is tied although the config says not."""
+    import torch
+
+    from aniso.stats.pipeline import embedding_isotropy
+
+    replaced = _tiny_lm(tie=True)
+    replaced.lm_head.weight = torch.nn.Parameter(torch.randn(60, 16) * 3 + 1)
+    iso = embedding_isotropy(replaced, "m")
+    assert iso["output_embeddings"] == "measured"
+    assert iso["output"]["raw"] == metrics.partition_isotropies(replaced.lm_head.weight.detach())[0]
+    shared = _tiny_lm(tie=False)
+    shared.lm_head.weight = shared.transformer.wte.weight
+    copied = _tiny_lm(tie=False)
+    copied.lm_head.weight = torch.nn.Parameter(copied.transformer.wte.weight.detach().clone())
+    for model in (shared, copied, _tiny_lm(tie=True)):
+        iso = embedding_isotropy(model, "m")
+        assert iso["output_embeddings"] == "tied to the input embeddings" and "output" not in iso
+    own = embedding_isotropy(_tiny_lm(tie=False), "m")
+    assert own["output_embeddings"] == "measured" and "output" in own
+    assert embedding_isotropy(_tiny_lm(tie=True).transformer, "m")["output_embeddings"] == \
+        "not loaded (base model without its LM head)"

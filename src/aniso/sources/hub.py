@@ -17,7 +17,8 @@ from pydantic import Field, field_validator
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions
 
-__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "tokenizer_problem", "placement_key", "folder_problem", "weights_problem",
+__all__ = ["HubSource", "Placement", "KIND", "from_pretrained", "tokenizer_problem", "vocabulary_cover_problem",
+           "placement_key", "folder_problem", "weights_problem",
            "integer_weights_problem", "unread_config_problem", "vocabulary_problem", "token_lines_problem", "cannot_build", "shape_fields",
            "NO_VOCABULARY_TOKENIZERS", "VOCABULARY_FILES"]
 
@@ -949,20 +950,40 @@ def tokenizer_problem(model: Any, tokenizer: Any, folder: str | Path | None = No
             return (f"the tokenizer ({files}) gives the token {token!r} the id {i}, past the input embedding's "
                     f"{rows} rows ({len(past)} token(s) past them): the tokenizer's vocabulary is not the model's; "
                     "give the model's own tokenizer files")
-        try:
-            size = len(tokenizer)
-        except TypeError:
-            size = None
-        from .twin import TWIN_TOKENIZER_FIELD
-
-        if (isinstance(size, int) and 0 < size < MIN_VOCABULARY_COVER * rows
-                and TWIN_TOKENIZER_FIELD not in _tokenizer_config(folder)):
-            field = (f"config.json vocab_size is {config.vocab_size}" if getattr(config, "vocab_size", None) == rows
-                     else f"the input embedding has {rows} rows")
-            return (f"the tokenizer ({files}) holds {size} tokens, but {field}: the tokenizer is not the model's whole "
-                    f"vocabulary (a tokenizer must cover at least {MIN_VOCABULARY_COVER:.0%} of the embedding's rows; "
-                    "a truncated download?); give the model's own tokenizer files")
+        short = vocabulary_cover_problem(model, tokenizer, folder)
+        if short is not None:
+            return (f"the tokenizer ({files}) {short} (a tokenizer must cover at least {MIN_VOCABULARY_COVER:.0%} of "
+                    "the embedding's rows; a truncated download?); give the model's own tokenizer files")
     return None
+
+
+def vocabulary_cover_problem(model: Any, tokenizer: Any, folder: str | Path | None = None) -> str | None:
+    """Whether ``tokenizer`` holds fewer tokens (added ones included) than :data:`MIN_VOCABULARY_COVER` of the
+    input embedding's rows of ``model``: one phrase, "holds 300 tokens, but config.json vocab_size is 30522: the
+    tokenizer is not the model's whole vocabulary", else None. A twin's tokenizer, marked by
+    :data:`aniso.sources.twin.TWIN_TOKENIZER_FIELD` in ``folder``'s ``tokenizer_config.json`` or in the loaded
+    tokenizer's own settings, is trained short of its rows by design and passes; so does a model without one table of
+    token embeddings, or a tokenizer whose size cannot be read."""
+    from .twin import TWIN_TOKENIZER_FIELD
+
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        return None
+    rows = getattr(embeddings, "num_embeddings", None)
+    try:
+        size = len(tokenizer)
+    except TypeError:
+        return None
+    init = getattr(tokenizer, "init_kwargs", None)
+    if (not isinstance(rows, int) or not isinstance(size, int) or not 0 < size < MIN_VOCABULARY_COVER * rows
+            or TWIN_TOKENIZER_FIELD in _tokenizer_config(folder)
+            or (isinstance(init, dict) and TWIN_TOKENIZER_FIELD in init)):
+        return None
+    config = getattr(model, "config", None)
+    field = (f"config.json vocab_size is {config.vocab_size}" if getattr(config, "vocab_size", None) == rows
+             else f"the input embedding has {rows} rows")
+    return f"holds {size} tokens, but {field}: the tokenizer is not the model's whole vocabulary"
 
 
 def _vocabulary(tokenizer: Any) -> dict:

@@ -321,7 +321,8 @@ def _twonn_batches(bins: ShuffledBatches | None) -> dict | None:
 
 def embedding_isotropy(model, model_id: str = "the model") -> dict:
     """Partition isotropy I(W) (:func:`aniso.metrics.partition_isotropy`) of the model's input embedding matrix and,
-    where loaded and not tied to it, its output embedding matrix: raw and mean-centred, with the mean row norm (I(W)
+    where loaded and not tied to it (the same tensor or equal values, read from the weights and not from the
+    config's ``tie_word_embeddings``), its output embedding matrix: raw and mean-centred, with the mean row norm (I(W)
     depends on the scale of W), the vocabulary size and the dimension. Machina & Mercer 2024 §3. Raises
     :class:`ModelRefused` (one line naming ``model_id``, the matrix, how many of its rows are not finite and the
     first one's token id) where a matrix holds NaN or infinite values: its weights are broken, whatever the inputs."""
@@ -334,9 +335,11 @@ def embedding_isotropy(model, model_id: str = "the model") -> dict:
         out["input_embeddings"] = f"not available: {type(model).__name__} has no input embedding matrix"
         return out
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    tied = bool(getattr(model.config, "tie_word_embeddings", False))
-    for name, module in (("input", emb), ("output", head)):
-        if module is None or not hasattr(module, "weight") or (name == "output" and module.weight is emb.weight):
+    if head is not None and not isinstance(getattr(head, "weight", None), torch.Tensor):
+        head = None
+    tied = head is not None and _same_matrix(head.weight, emb)
+    for name, module in (("input", emb), ("output", None if tied else head)):
+        if module is None or not hasattr(module, "weight"):
             continue  # a tied output matrix is the input one: measured once
         w = module.weight.detach()  # measured on its device, in float64 block by block
         try:
@@ -355,6 +358,21 @@ def embedding_isotropy(model, model_id: str = "the model") -> dict:
     out["output_embeddings"] = ("tied to the input embeddings" if tied else
                                 "measured" if "output" in out else "not loaded (base model without its LM head)")
     return out
+
+
+def _same_matrix(head: torch.Tensor, emb) -> bool:
+    """Whether an output embedding matrix ``head`` is the input one ``emb`` (its ``weight``): the same storage
+    (tied, as ``tie_word_embeddings`` ties them) or equal values (tied, then saved and loaded as two copies). Read
+    from the tensors, not from the config: a head replaced by weights of its own is measured although the config
+    says tied, and one sharing the input matrix is tied although the config says not."""
+    w = getattr(emb, "weight", None)
+    if not isinstance(w, torch.Tensor) or head.shape != w.shape:
+        return False
+    if head is w or head.is_meta or w.is_meta:  # (a meta tensor holds no values to compare)
+        return head is w
+    if head.data_ptr() == w.data_ptr() and head.stride() == w.stride() and head.device == w.device:
+        return True
+    return head.dtype == w.dtype and head.device == w.device and bool(torch.equal(head, w))
 
 
 def _attention_measurable(loaded: LoadedModel) -> bool:

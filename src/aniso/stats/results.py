@@ -17,7 +17,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .accumulators import LayerAccumulator
 
-__all__ = ["LayerSummary", "ModelStats", "summary_dict"]
+__all__ = ["LayerSummary", "ModelStats", "summary_dict", "nan_columns"]
 
 
 @dataclass(frozen=True)
@@ -111,3 +111,48 @@ def max_length_note(meta: dict) -> str:
     if not read:
         return ""
     return f"; at most {read['read']} tokens each, the model's positions (max_length {read['asked']} asked)"
+
+
+def nan_columns(summaries, second_order_max_dim: int) -> list[str]:
+    """Why a layer's SVD anisotropy, TwoNN or IsoScore is NaN (``aniso stats`` prints it below its table,
+    :func:`aniso.measure` warns it and keeps it in ``meta["nan_columns"]``): the layer is wider than
+    ``second_order_max_dim`` (only first-order statistics are kept, G §3.2's flattened CNN maps), or too few vectors
+    (TwoNN needs :data:`~aniso.common.settings.TWONN_MIN_POINTS` to mean anything, the spectrum 2). One line per
+    reason, naming the layers and the setting."""
+    import math
+
+    from ..common.settings import TWONN_MIN_POINTS
+
+    wide = [i for i, s in enumerate(summaries) if s.dim > second_order_max_dim]
+    few = [i for i, s in enumerate(summaries)
+           if i not in wide and math.isnan(s.twonn) and s.n_reservoir < TWONN_MIN_POINTS]
+    copies = [i for i, s in enumerate(summaries) if i not in wide and i not in few and math.isnan(s.twonn)
+              and 0 <= s.n_distinct < TWONN_MIN_POINTS]
+    out = []
+    if wide:
+        out.append(f"nan: layer(s) {_spans(wide)} are wider than second_order_max_dim "
+                   f"({second_order_max_dim}; ANISO_SECOND_ORDER_MAX_DIM), so only first-order statistics "
+                   f"are kept: no SVD anisotropy, TwoNN or IsoScore")
+    if few:
+        counts = sorted({summaries[i].n_reservoir for i in few})
+        shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+        out.append(f"nan: TwoNN of layer(s) {_spans(few)}: {shown} vector(s) in the reservoir, fewer than the "
+                   f"{TWONN_MIN_POINTS} TwoNN needs to mean anything; give more inputs")
+    if copies:
+        counts = sorted({summaries[i].n_distinct for i in copies})
+        shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+        out.append(f"nan: TwoNN of layer(s) {_spans(copies)}: {shown} distinct vector(s) in the reservoir (the "
+                   f"others repeat them: inputs that repeat), fewer than the {TWONN_MIN_POINTS} TwoNN needs to mean "
+                   "anything; give more distinct inputs")
+    return out
+
+
+def _spans(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0-2, 5``."""
+    spans, start = [], None
+    for i, j in zip(indices, indices[1:] + [None]):
+        start = i if start is None else start
+        if j != i + 1:
+            spans.append(f"{start}-{i}" if i != start else f"{i}")
+            start = None
+    return ", ".join(spans)

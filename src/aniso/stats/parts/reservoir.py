@@ -87,7 +87,7 @@ class Reservoir(Statistic):
         points = res if self.layout.device.type == "cpu" else self._reservoir[: res.shape[0]]
         # Repeated inputs put copies of the same vectors in the reservoir: TwoNN counts distinct vectors only, so its
         # minimum is of distinct ones (a corpus of two paragraphs repeated would otherwise give a TwoNN of ~10 points).
-        distinct = metrics.unique_rows(points)
+        distinct = metrics._unique_rows(points)
         n_distinct = int(distinct.shape[0])
         twonn = metrics.twonn_dimension(distinct) if n_distinct >= TWONN_MIN_POINTS else math.nan
         rng = np.random.Generator(np.random.PCG64(seed))
