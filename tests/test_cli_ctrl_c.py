@@ -1,0 +1,67 @@
+"""Ctrl-C at the command line: in the first second or two of any command, while the ``aniso`` console script loads
+pydantic, torch and transformers, it ended in Python's KeyboardInterrupt traceback; once a command ran it said
+"interrupted" with exit code 2 (bad input's). Now: one line, exit code 130 (128 + SIGINT)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The console script (`aniso`, pyproject.toml [project.scripts]) as pip writes it, with a Ctrl-C landing as the
+#: module MODULE starts to load: a KeyboardInterrupt raised there, as Python raises it from a SIGINT at that moment.
+SCRIPT = """
+import sys, importlib.abc
+
+class Interrupt(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == {module!r}:
+            raise KeyboardInterrupt
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["aniso", *{argv!r}]
+from aniso.cli import entry
+sys.exit(entry())
+"""
+
+
+def _console_script(module: str, argv: list[str]) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANISO_")} | {"ANISO_PROGRESS": "0"}
+    return subprocess.run([sys.executable, "-c", SCRIPT.format(module=module, argv=argv)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _ended_by_ctrl_c(returncode: int) -> bool:
+    """130, or ended by SIGINT itself (Python does so at exit where a library ran code through PyRun_String that a
+    Ctrl-C interrupted); a shell reports both as 130."""
+    return returncode in (130, -signal.SIGINT)
+
+
+@pytest.mark.parametrize("module, line", [
+    ("pydantic", "aniso: interrupted (Ctrl-C)"),  # while aniso.api's settings load, before the options are read
+    ("aniso.api", "aniso: interrupted (Ctrl-C)"),
+    ("yaml", "aniso list: interrupted (Ctrl-C)"),  # once the command runs (it reads the registry)
+])
+def test_ctrl_c_while_the_console_script_loads_is_one_line_and_130(module, line):
+    done = _console_script(module, ["list"])
+    assert _ended_by_ctrl_c(done.returncode), (done.returncode, done.stderr[-3000:])
+    assert done.stderr.strip() == line, done.stderr[-3000:]
+
+
+def test_the_console_script_module_loads_nothing_but_the_standard_library():
+    """Everything that takes time to load (pydantic, numpy, torch, transformers) loads once :func:`aniso.cli.entry`
+    runs, where a Ctrl-C is answered; `from aniso.cli import RUN_EXIT_CODES, run_exit_code` still works."""
+    code = ("import sys, aniso.cli\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'numpy', 'torch', 'transformers', "
+            "'yaml', 'scipy', 'pluggy') or m.startswith('aniso.')))\n"
+            "from aniso.cli import RUN_EXIT_CODES, run_exit_code\n"
+            "print(RUN_EXIT_CODES[3][:15], callable(run_exit_code))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["['aniso.cli']", "nothing measure True"], done.stdout
