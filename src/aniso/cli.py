@@ -100,18 +100,37 @@ def _report(args: argparse.Namespace) -> int:
               f"(e.g. {out / 'report.html'})", file=sys.stderr)
         return 2
     unsealed: list[str] = []
+    before = _file_identity(out)
     try:
-        write_html_report(Path(args.results), out, unsealed)
+        write_html_report(Path(args.results), out, unsealed)  # whole or not at all (a temporary file, then a rename)
+        for note in unsealed:  # also at the top of the page
+            print(f"aniso report: warning: {note}", file=sys.stderr)
+        print(out)
     except ValueError as exc:
         print(f"aniso report: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"aniso report: cannot write {named}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    for note in unsealed:  # also at the top of the page
-        print(f"aniso report: warning: {note}", file=sys.stderr)
-    print(out)
+    except KeyboardInterrupt:  # Ctrl-C: one line saying whether the report is there, 130
+        now = _file_identity(out)
+        shown = _shown(str(out))
+        print("aniso report: interrupted (Ctrl-C) " + (
+            f"once the report {shown} was written whole" if now is not None and now != before else
+            f"before the report {shown} was written; the earlier file there is as it was" if now is not None else
+            f"before the report {shown} was written; nothing was written"), file=sys.stderr)
+        return 130
     return 0
+
+
+def _file_identity(path: Path) -> tuple | None:
+    """Which file ``path`` is, and its version (device, inode, size, modification time), or None where there is
+    none: a file replaced by a rename is another."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _shown(path: str, most: int = 120) -> str:
