@@ -780,7 +780,10 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         (``AutoModel`` / ``AutoModelForCausalLM``; give ``tokenizer``). Registry ids, folders and hub ids are
         resolved as ``aniso run`` resolves them and their statistics are cached on disk (setting ``cache_dir``); an
         in-memory model is measured every time (its weights may have changed), moved to ``device`` and put in eval
-        mode for the measurement (its training flag is restored).
+        mode for the measurement (its training flag is restored); the dtype its weights are held in is recorded
+        where a registry row's is, ``meta["source"]["fields"]["dtype"]`` (``"float32"``, ``"bfloat16"``; several:
+        ``"bfloat16+float32"``), and named in ``meta["origin"]`` and, beyond float32, ``meta["fingerprint"]``: the
+        same weights in float32 and in bfloat16 give other numbers
     inputs : a list of texts (each one sequence, truncated to ``max_length`` tokens), a corpus file (one paragraph
         per line, WikiText layout; ``n_inputs`` paragraphs sampled; a str, ``pathlib.Path`` or other
         ``os.PathLike``), a folder of photographs (vision models) or of
@@ -1163,18 +1166,22 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
                          f"(a tokenizer must cover at least {MIN_VOCABULARY_COVER:.0%} of the embedding's rows); "
                          "give the model's own tokenizer")
     subject = _InMemory(ident, **fields)
-    loaded = LoadedModel(subject, model, tokenizer, f"in-memory {type(model).__name__} ({ident})")
+    dtype = _weights_dtype(model)  # what the weights are held in: the same weights in bfloat16 give other numbers
+    loaded = LoadedModel(subject, model, tokenizer, f"in-memory {type(model).__name__} ({ident}, {dtype} weights)")
     was_training = model.training
     model.eval()
     try:
-        from .stats.pipeline import compute_model_stats
+        from .stats.pipeline import SOURCE_META, compute_model_stats
 
         with _progress(progress), torch.inference_mode():
-            stats = compute_model_stats(loaded, MODALITIES["text"], corpus, run_settings, f"in-memory:{ident}",
-                                        statistics)
+            stats = compute_model_stats(loaded, MODALITIES["text"], corpus, run_settings,
+                                        f"in-memory:{ident}" + ("" if dtype == "float32" else f":{dtype}"), statistics)
     finally:
         model.train(was_training)
     stats.meta["cache"] = {"key": None, "hit": False}
+    # where a registry row's source fields (its dtype among them) are recorded (aniso.stats.pipeline.source_record)
+    stats.meta[SOURCE_META] = {"fields": {"kind": "in-memory", "model_class": type(model).__name__, "dtype": dtype},
+                               "registry_dir": None}
     return LayerStats.of(stats)
 
 
@@ -1203,6 +1210,17 @@ def _weights_short_of_config(model) -> str | None:
     if not short:
         return None
     return shape_fields(model, short).replace("config.json", "the config")
+
+
+def _weights_dtype(model) -> str:
+    """The dtype ``model``'s parameters are held in, as a registry row's ``source.dtype`` names it (``float32``,
+    ``bfloat16``, ...); parameters in several dtypes are named by each, the dtype of the most elements first and
+    joined by ``+`` (``bfloat16+float32``)."""
+    sizes: dict[str, int] = {}
+    for p in model.parameters():
+        name = str(p.dtype).removeprefix("torch.")
+        sizes[name] = sizes.get(name, 0) + p.numel()
+    return "+".join(sorted(sizes, key=lambda n: (-sizes[n], n))) or "no parameters"
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,19 @@ import os
 import sys
 from pathlib import Path
 
-from .api import RUN_EXIT_CODES, run_exit_code  # re-exported; aniso.api imports nothing heavy at module level
-
 __all__ = ["main", "DESCRIPTION"]
+
+
+def __getattr__(name: str):
+    """``RUN_EXIT_CODES`` and ``run_exit_code``, re-exported from :mod:`aniso.api` on first use: importing this
+    module loads the standard library only (argparse, pathlib), so that the console script (:func:`entry`) answers a
+    Ctrl-C from the moment it runs, also while the rest (pydantic, torch, transformers) loads."""
+    if name in ("RUN_EXIT_CODES", "run_exit_code"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: What ``aniso --help`` says first (plain text: a terminal shows it as it is).
 DESCRIPTION = """\
@@ -90,18 +100,37 @@ def _report(args: argparse.Namespace) -> int:
               f"(e.g. {out / 'report.html'})", file=sys.stderr)
         return 2
     unsealed: list[str] = []
+    before = _file_identity(out)
     try:
-        write_html_report(Path(args.results), out, unsealed)
+        write_html_report(Path(args.results), out, unsealed)  # whole or not at all (a temporary file, then a rename)
+        for note in unsealed:  # also at the top of the page
+            print(f"aniso report: warning: {note}", file=sys.stderr)
+        print(out)
     except ValueError as exc:
         print(f"aniso report: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"aniso report: cannot write {named}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    for note in unsealed:  # also at the top of the page
-        print(f"aniso report: warning: {note}", file=sys.stderr)
-    print(out)
+    except KeyboardInterrupt:  # Ctrl-C: one line saying whether the report is there, 130
+        now = _file_identity(out)
+        shown = _shown(str(out))
+        print("aniso report: interrupted (Ctrl-C) " + (
+            f"once the report {shown} was written whole" if now is not None and now != before else
+            f"before the report {shown} was written; the earlier file there is as it was" if now is not None else
+            f"before the report {shown} was written; nothing was written"), file=sys.stderr)
+        return 130
     return 0
+
+
+def _file_identity(path: Path) -> tuple | None:
+    """Which file ``path`` is, and its version (device, inode, size, modification time), or None where there is
+    none: a file replaced by a rename is another."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _shown(path: str, most: int = 120) -> str:
@@ -1323,7 +1352,11 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command. Returns the exit code: the command's; where standard output cannot be
     written (a full disk: one line on standard error) at least 1, an environment fault rather than bad input (2);
-    a reader that closed the pipe (``aniso list | head``) ends the output quietly, with the command's code."""
+    a reader that closed the pipe (``aniso list | head``) ends the output quietly, with the command's code; a
+    Ctrl-C that stops a command is one line ("aniso COMMAND: interrupted (Ctrl-C)", or the command's own) and 130
+    (``aniso run`` keeps pytest's code, :data:`aniso.api.RUN_EXIT_CODES`)."""
+    from .api import RUN_EXIT_CODES
+
     parser = _Parser(prog="aniso", description=DESCRIPTION,
                                      epilog="example:\n  aniso list models\n  aniso run all-MiniLM-L6-v2\n  "
                                      "aniso run --changed-since origin/main\n  "
@@ -1526,8 +1559,8 @@ def main(argv: list[str] | None = None) -> int:
         code = args.func(args)
         output.flush()
     except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (a claims run handles its own, see aniso run)
-        print(f"aniso {args.command}: interrupted", file=sys.stderr)
-        return 2
+        print(f"aniso {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
     finally:
         sys.stdout = output.stream
     if output.failed is None or isinstance(output.failed, BrokenPipeError):
@@ -1541,12 +1574,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> int:
-    """The ``aniso`` console script: :func:`main`, then the interpreter's exit, where a Ctrl-C arriving once the
+    """The ``aniso`` console script: :func:`main`, then the interpreter's exit. A Ctrl-C from the moment it runs
+    ends in one line and exit code 130 (128 + SIGINT, as a shell reports a process Ctrl-C ended), not a traceback:
+    also while the options are read and pydantic, torch and transformers load (their first second or two), before a
+    command answers Ctrl-C itself ("aniso COMMAND: interrupted (Ctrl-C)", also 130). A Ctrl-C arriving once the
     command is done (during libraries' exit hooks, torch's among them) ends the process at once with the command's
-    code instead of printing those hooks' traceback."""
-    import signal
+    code instead of printing those hooks' traceback; a second Ctrl-C while the first is answered ends it at once
+    with 130."""
+    code = None
+    try:
+        code = main()
+        _ends_at_ctrl_c(code)
+    except KeyboardInterrupt:  # before main() returned: the command did not end; after: it did, with its code
+        if code is not None:
+            _ends_at_ctrl_c(code)
+        else:
+            _ends_at_ctrl_c(130)
+            code = 130
+            try:
+                print("aniso: interrupted (Ctrl-C)", file=sys.stderr)
+            except (OSError, ValueError):  # pragma: no cover - standard error is gone
+                pass
+    return code
 
-    code = main()
+
+def _ends_at_ctrl_c(code: int) -> None:
+    """From now on a Ctrl-C ends the process at once with ``code``, its output flushed (:func:`entry`)."""
+    import signal
 
     def done(*_):
         for stream in (sys.stdout, sys.stderr):
@@ -1557,7 +1611,6 @@ def entry() -> int:
         os._exit(code)
 
     signal.signal(signal.SIGINT, done)
-    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -89,21 +88,37 @@ def default_file_mode() -> int:
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it onto ``path`` in one step, so a reader
-    never sees a half-written file and an interrupted write leaves the old file (or none). Creates the folder. The
-    file gets the permissions of any new file under the user's umask (:func:`default_file_mode`), not the 0600 of
-    a temporary file, also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600)."""
+    never sees a half-written file and an interrupted write leaves the old file (or none), and no temporary file:
+    the temporary file is named before it is made (as :func:`tempfile.mkstemp` makes it: a random name, made only
+    where none is, owner-only), so a Ctrl-C landing as it is made or written still finds it to remove. Creates the
+    folder. The file gets the permissions of any new file under the user's umask (:func:`default_file_mode`), not
+    the 0600 of a temporary file, also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600).
+    Raises OSError where the folder or the file cannot be made or written (FileExistsError after 100 names taken)."""
+    import secrets
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    os.close(fd)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    tmp = None
     try:
+        for _ in range(100):
+            tmp = path.parent / f"{path.name}.{secrets.token_hex(4)}.tmp"
+            try:
+                os.close(os.open(tmp, flags, 0o600))
+            except FileExistsError:  # another file of that name: not this write's to remove
+                tmp = None
+                continue
+            break
+        else:
+            raise FileExistsError(f"no free temporary file name beside {path} after 100 tries")
         os.chmod(tmp, default_file_mode())
-        write(Path(tmp))
+        write(tmp)
         os.chmod(tmp, default_file_mode())
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):  # (moved onto path: nothing left)
+                os.unlink(tmp)
 
 
 #: Seconds a process waits for another's lock before it says that it is waiting (:func:`exclusive`).

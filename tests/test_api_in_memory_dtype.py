@@ -1,0 +1,72 @@
+"""The dtype of an in-memory model's weights, recorded where a registry row's is: ``aniso.measure(model)`` of the same
+weights in float32 and in bfloat16 recorded the same origin and fingerprint and no dtype, so the two results read as
+measured on the same inputs, while their numbers differ."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import aniso
+
+TEXTS = ["the cat sat on the mat and looked at the dog", "a dog ran in the park with a red ball",
+         "rain fell on the old town all night long", "she read the letter twice before she slept"]
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch):
+    monkeypatch.setenv("ANISO_PROGRESS", "0")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def _tiny_gpt2():
+    from transformers import GPT2Config, GPT2Model
+
+    from aniso.extract.modalities import _subword_tokenizer
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=2, eos_token_id=3)
+    return GPT2Model(cfg).eval(), _subword_tokenizer(300)
+
+
+def test_the_same_weights_in_float32_and_bfloat16_are_told_apart():
+    model, tok = _tiny_gpt2()
+    f32 = aniso.measure(model, TEXTS, tokenizer=tok, name="tiny-gpt2", progress=False)
+    b16 = aniso.measure(model.to(torch.bfloat16), TEXTS, tokenizer=tok, name="tiny-gpt2", progress=False)
+    for stats, dtype in ((f32, "float32"), (b16, "bfloat16")):
+        # where a registry row's source fields, its dtype among them, are recorded (meta["source"]["fields"])
+        assert stats.meta["source"]["fields"]["dtype"] == dtype, stats.meta.get("source")
+        assert stats.to_dict()["meta"]["source"]["fields"]["dtype"] == dtype
+        assert stats.meta["origin"] == f"in-memory GPT2Model (tiny-gpt2, {dtype} weights)", stats.meta["origin"]
+        assert stats.meta["device"] == "cpu"  # the device kind it ran on
+    # float32 keeps the fingerprint it had; another dtype is named in it, as a registry row's placement is
+    assert f32.meta["fingerprint"] == "in-memory:tiny-gpt2"
+    assert b16.meta["fingerprint"] == "in-memory:tiny-gpt2:bfloat16"
+    assert f32.inputs == b16.inputs  # the same texts: only the weights' dtype tells the two apart
+
+
+def test_weights_in_several_dtypes_are_named_by_each():
+    model, tok = _tiny_gpt2()
+    model.to(torch.bfloat16)
+    model.ln_f.float()  # the final norm kept in float32, as mixed-precision recipes keep norms
+    stats = aniso.measure(model, TEXTS, tokenizer=tok, name="tiny-gpt2", progress=False)
+    assert stats.meta["source"]["fields"]["dtype"] == "bfloat16+float32"
+    assert "bfloat16+float32 weights" in stats.meta["origin"]
+
+
+def test_the_report_names_the_weights_dtype_beside_the_origin(tmp_path):
+    """The report's layer-wise tables name each model's origin: an in-memory model's names its dtype, and a hub row
+    whose origin does not gets its source's dtype beside it."""
+    from aniso.judge.results import ModelLayers, ResultsDocument, provenance
+    from aniso.report import render_html
+
+    model, tok = _tiny_gpt2()
+    b16 = aniso.measure(model.to(torch.bfloat16), TEXTS, tokenizer=tok, name="tiny-gpt2", progress=False).to_dict()
+    hub_meta = dict(b16["meta"], origin="hub: org/tiny@main (commit 0123456789ab, downloaded)",
+                    source={"fields": {"kind": "hub", "repo": "org/tiny", "revision": "main", "dtype": "float16"},
+                            "registry_dir": None})
+    models = {"tiny-gpt2": ModelLayers(layer_names=b16["layer_names"], layers=b16["layers"], meta=b16["meta"]),
+              "tiny-hub": ModelLayers(layer_names=b16["layer_names"], layers=b16["layers"], meta=hub_meta)}
+    html = render_html(ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[], models=models))
+    assert "in-memory GPT2Model (tiny-gpt2, bfloat16 weights) · 4 inputs" in html
+    assert "hub: org/tiny@main (commit 0123456789ab, downloaded) · float16 weights · 4 inputs" in html
