@@ -16,6 +16,7 @@ import torch
 
 import aniso
 from aniso import metrics
+from tiny_gpt2 import tiny_gpt2
 
 ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = ROOT / "models.yaml"
@@ -38,14 +39,7 @@ def _quiet_run(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("ANISO_PROGRESS", "0")
 
 
-def _tiny_gpt2():
-    from transformers import GPT2Config, GPT2Model
-
-    from aniso.extract.modalities import _subword_tokenizer
-
-    torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=2, eos_token_id=3)
-    return GPT2Model(cfg).eval(), _subword_tokenizer(300)
+_tiny_gpt2 = tiny_gpt2
 
 
 def test_import_aniso_stays_cheap():

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import aniso
+from tiny_gpt2 import tiny_gpt2
 
 TEXTS = ["the cat sat on the mat and looked at the dog", "a dog ran in the park with a red ball",
          "rain fell on the old town all night long", "she read the letter twice before she slept"]
@@ -19,14 +20,7 @@ def _quiet(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-def _tiny_gpt2():
-    from transformers import GPT2Config, GPT2Model
-
-    from aniso.extract.modalities import _subword_tokenizer
-
-    torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=300, n_embd=32, n_layer=2, n_head=2, n_positions=64, bos_token_id=2, eos_token_id=3)
-    return GPT2Model(cfg).eval(), _subword_tokenizer(300)
+_tiny_gpt2 = tiny_gpt2
 
 
 def test_the_same_weights_in_float32_and_bfloat16_are_told_apart():
