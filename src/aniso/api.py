@@ -289,7 +289,8 @@ class ClaimResults:
     def report(self, path: str | Path | None = None) -> Path:
         """The HTML report of this run: written to ``path`` with :func:`aniso.report.write_html_report`, or, with no
         ``path``, to ``report.html`` beside ``results.json``, written anew from this run's results (a report.html found
-        there may be another run's, copied beside it); returns its path. Raises ValueError naming ``path`` when it is a folder or a folder on its way is a file
+        there may be another run's, copied beside it); returns its path. Raises ValueError naming ``path`` when it is
+        a folder, a folder on its way is a file, or its name ends in neither ``.html`` nor ``.htm``
         (:func:`_report_path`), or naming :attr:`path` when that file no longer holds this run's results (replaced or
         edited since: its digest is not this run's); OSError if it cannot be written."""
         from .judge.results import read_results
@@ -307,7 +308,9 @@ class ClaimResults:
 def _report_path(path: str | Path) -> Path:
     """``path`` as the HTML file :meth:`ClaimResults.report` writes. Raises TypeError naming ``path`` when it is no
     path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
-    ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError."""
+    ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError, or when its name
+    ends in neither ``.html`` nor ``.htm`` (:func:`aniso.report.html_name_problem`: the page is HTML whatever the
+    name)."""
     path = _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
     if target.is_dir():
@@ -318,6 +321,11 @@ def _report_path(path: str | Path) -> Path:
     if above is not None and not above.is_dir():
         raise ValueError(f"path: {above} is {'a link to nothing' if not above.exists() else 'a file'}, not a folder "
                          f"(in {target})")
+    from .report import html_name_problem
+
+    problem = html_name_problem(target)
+    if problem is not None:
+        raise ValueError(f"path: {target}: {problem}")
     return target
 
 

@@ -70,7 +70,7 @@ def _open(args: argparse.Namespace, options: dict | None = None, check_paths: bo
 def _report(args: argparse.Namespace) -> int:
     from .common.files import through_descriptor
     from .judge.results import NOT_STANDARD_INPUT
-    from .report import write_html_report
+    from .report import check_report_target, html_name_problem, write_html_report
 
     if args.out == "-":  # the convention for standard output: not a file named "-" written without a word
         print("aniso report: --out -: the report is an HTML file written to disk, not to standard output; name it, "
@@ -99,6 +99,16 @@ def _report(args: argparse.Namespace) -> int:
         print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; name the HTML file to write "
               f"(e.g. {out / 'report.html'})", file=sys.stderr)
         return 2
+    if args.out:  # after the checks of the file there (the results file, a file no report), before writing
+        try:
+            check_report_target(out, Path(args.results))
+        except ValueError as exc:
+            print(f"aniso report: {exc}", file=sys.stderr)
+            return 2
+        problem = html_name_problem(out)
+        if problem is not None:
+            print(f"aniso report: {named}: {problem}", file=sys.stderr)
+            return 2
     unsealed: list[str] = []
     before = _file_identity(out)
     try:
@@ -1406,7 +1416,8 @@ def main(argv: list[str] | None = None) -> int:
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)
     rep.add_argument("results", type=_path_text, help="path to a results.json written by `pytest claims/`")
-    rep.add_argument("--out", type=_path_text, help="output HTML file (default: report.html beside results.json)")
+    rep.add_argument("--out", type=_path_text,
+                     help="output HTML file, named *.html or *.htm (default: report.html beside results.json)")
     df = _command(sub, "diff", "which verdicts and numbers changed between two runs (exit code 1 on a changed verdict)",
                   "aniso diff reports/run-A/results.json reports/run-B/results.json", _diff,
                   "Compare two results.json files claim by claim and model by model: changed verdicts, deciding "
