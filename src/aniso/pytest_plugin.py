@@ -43,6 +43,7 @@ _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()
 _THREADS = pytest.StashKey[int]()
 _FILTER = pytest.StashKey[ClaimsFilter]()
+_BENCHMARK_FOLDER = pytest.StashKey["Path | None"]()
 
 
 class AnisoHooks:
@@ -62,6 +63,39 @@ class AnisoHooks:
 
 def pytest_addhooks(pluginmanager) -> None:
     pluginmanager.add_hookspecs(AnisoHooks)
+
+
+def _benchmark_folder(config: pytest.Config) -> Path | None:
+    """The folder pytest-benchmark keeps its saved runs in (``--benchmark-storage``, default ``./.benchmarks``),
+    which it makes as pytest starts whether a benchmark runs or not; None where the plugin is not loaded or its
+    storage is no folder (a database URL)."""
+    try:
+        storage = config.getoption("benchmark_storage")
+    except ValueError:  # pytest-benchmark not loaded (-p no:benchmark)
+        return None
+    if not isinstance(storage, str) or not storage.startswith("file://"):
+        return None
+    return Path(os.path.expanduser(storage[len("file://"):])).absolute()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Note pytest-benchmark's storage folder where it is not there yet, before pytest-benchmark makes it (as pytest
+    configures its plugins), so that :func:`pytest_sessionstart` removes it again while it is empty."""
+    folder = _benchmark_folder(config)
+    config.stash[_BENCHMARK_FOLDER] = folder if folder is not None and not os.path.lexists(folder) else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Remove pytest-benchmark's storage folder where this run made it and it is empty: ``pytest claims/`` from a
+    clean folder would otherwise leave an empty ``.benchmarks/`` there. pytest-benchmark stays loaded (a benchmark
+    that saves its run makes the folder again, :mod:`pytest_benchmark.storage.file`)."""
+    folder = session.config.stash.get(_BENCHMARK_FOLDER, None)
+    if folder is not None:
+        try:
+            folder.rmdir()  # only while empty
+        except OSError:
+            pass
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
