@@ -44,6 +44,9 @@ _CLAIM = pytest.StashKey[ClaimContext]()
 _THREADS = pytest.StashKey[int]()
 _FILTER = pytest.StashKey[ClaimsFilter]()
 _BENCHMARK_FOLDER = pytest.StashKey["Path | None"]()
+_REPORT_MADE = pytest.StashKey["str | None"]()
+_SIGNAL = pytest.StashKey[int]()
+_SIGNALS_SET = pytest.StashKey[list]()
 
 
 class AnisoHooks:
@@ -146,7 +149,7 @@ def pytest_configure(config: pytest.Config) -> None:
             # where the results will be written, before the run computes anything (the other doors check it too)
             from .common.settings import _check_writable_folder, _where
 
-            _check_writable_folder(settings.report_dir, _where("report_dir"))
+            config.stash[_REPORT_MADE] = _check_writable_folder(settings.report_dir, _where("report_dir"))
         config.stash[_FILTER] = parse_claims(settings.claims)
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
@@ -156,6 +159,69 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
     except ValueError as exc:  # an unreadable twin manifest (setting twin)
         raise pytest.UsageError(f"aniso settings: {exc}") from None
+    if plan is None and not hasattr(config, "workerinput"):  # `pytest claims/`: the door of aniso run sets its own
+        _answer_signals_as_interrupt(config)
+
+
+def _answer_signals_as_interrupt(config: pytest.Config) -> None:
+    """In ``pytest claims/`` (the main thread), the first signal that ends the process (SIGTERM from ``kill`` or a
+    scheduler, SIGHUP...: :data:`aniso.common.signals.ENDING_SIGNALS`, where no handler is set and it is not ignored)
+    raises KeyboardInterrupt where it arrives, as Ctrl-C does: pytest stops, the results of the tests that ran are
+    written, the statistics measured stay cached; :func:`pytest_unconfigure` then says so in one line and ends the
+    process by the signal. A second signal ends it at once."""
+    import signal
+    import threading
+
+    from .common.signals import ENDING_SIGNALS
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signums = [signum for signum in ENDING_SIGNALS if signal.getsignal(signum) is signal.SIG_DFL]
+
+    def on_signal(signum, frame):
+        if config.stash.get(_SIGNAL, None) is None:
+            config.stash[_SIGNAL] = signum
+            raise KeyboardInterrupt(f"ended by {signal.Signals(signum).name}")
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in signums:
+        signal.signal(signum, on_signal)
+    config.stash[_SIGNALS_SET] = signums
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Put back the signal handlers :func:`_answer_signals_as_interrupt` set; remove the report folder the run
+    created (and checked) where it wrote nothing in it; after a signal answered as Ctrl-C, say in one line what is
+    kept and end the process by that signal."""
+    import signal
+    import sys
+
+    for signum in config.stash.get(_SIGNALS_SET, []):
+        signal.signal(signum, signal.SIG_DFL)
+    claims_run = config.stash.get(_SESSION, None)
+    made = config.stash.get(_REPORT_MADE, None)
+    if made is not None and claims_run is not None:
+        from .common.settings import remove_empty_folders
+
+        remove_empty_folders(claims_run.settings.report_dir, made)
+    signum = config.stash.get(_SIGNAL, None)
+    if signum is None:
+        return
+    if claims_run is not None:
+        from .common.signals import interrupted_line
+
+        report = claims_run.report_path
+        line = interrupted_line(claims_run.settings, Path(report).with_name("results.json") if report else None,
+                                signum)
+    else:
+        line = f"interrupted ({signal.Signals(signum).name})"
+    try:
+        sys.stderr.write(f"pytest: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), signum)
 
 
 def _inputs_options_read(texts: dict, settings, registry) -> None:

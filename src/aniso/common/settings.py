@@ -736,9 +736,11 @@ def add_setting_options(add, *, by_name: bool = False) -> None:
             **({"dest": name} if by_name else {}))
 
 
-def _check_writable_folder(path: str, where: str) -> None:
-    """Create ``path`` if needed and write and remove a probe file in it; raises ValueError (one line, ``where``
-    first) if it is a file, a symbolic link to nothing (it or a folder on its way), or cannot be created or written."""
+def _check_writable_folder(path: str, where: str) -> str | None:
+    """Create ``path`` if needed and write and remove a probe file in it; returns the outermost folder this created
+    (``path`` or one above it; None where ``path`` was there), for a run that ends having written nothing in it to
+    remove again (:func:`remove_empty_folders`). Raises ValueError (one line, ``where`` first) if it is a file, a
+    symbolic link to nothing (it or a folder on its way), or cannot be created or written."""
     import tempfile
 
     if os.path.exists(path) and not os.path.isdir(path):
@@ -753,6 +755,11 @@ def _check_writable_folder(path: str, where: str) -> None:
                                      "or point the setting at a writable folder") from None
             raise ValueError(f"{where}: {link} is a symbolic link to {os.readlink(link)}, which does not exist; "
                              "create that folder, or point the setting at a writable folder")
+    made = None
+    for folder in (path, *map(str, PurePath(path).parents)):
+        if os.path.lexists(folder):
+            break
+        made = folder
     try:
         os.makedirs(path, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path, prefix=".aniso-write-probe-")
@@ -761,6 +768,25 @@ def _check_writable_folder(path: str, where: str) -> None:
     except OSError as exc:
         raise ValueError(f"{where}: cannot write in {path} ({exc.strerror or exc}); point it at a writable folder")\
             from None
+    return made
+
+
+def remove_empty_folders(path: str | os.PathLike, made: str | os.PathLike | None) -> None:
+    """Remove ``path`` and the folders above it up to ``made`` (the outermost one :func:`_check_writable_folder`
+    created; nothing where None), each only while it is empty: a run stopped before it wrote anything there leaves
+    no empty folder behind. A folder that cannot be removed (it holds a file) stops the walk."""
+    if made is None:
+        return
+    made = os.path.abspath(made)
+    folder = os.path.abspath(path)
+    while True:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        if folder == made or os.path.dirname(folder) == folder:
+            return
+        folder = os.path.dirname(folder)
 
 
 SETTING_HELP = {
