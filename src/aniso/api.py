@@ -1294,6 +1294,7 @@ class _Tally:
         self.refused: tuple[str, ...] = ()
         self.collect_errors: list[str] = []  # "file: the error's last line" of each claims module pytest could not import
         self.collected = 0
+        self.claim_tests = 0  # of the collected tests, those marked with a claim
         self.interrupted = False  # a KeyboardInterrupt (Ctrl-C) ended the run: pytest catches it and returns
         self.signal: int | None = None  # a signal that ends the process, answered as Ctrl-C (_signal_as_interrupt)
 
@@ -1314,6 +1315,7 @@ class _Tally:
 
     def pytest_collection_finish(self, session) -> None:
         self.collected = len(session.items)
+        self.claim_tests = sum(item.get_closest_marker("claim") is not None for item in session.items)
 
     def pytest_aniso_run_finished(self, run) -> None:
         from .judge.verdicts import SKIPPED
@@ -1350,6 +1352,12 @@ def run_exit_code(pytest_code: int, measured: int) -> int:
     return 0 if measured else 3  # 0 with something measured; 5 (no tests collected) or all skipped: 3
 
 
+#: The options of pytest's cache plugin (``_pytest.cacheprovider``), which claims runs turn off
+#: (``-p no:cacheprovider``): after ``aniso run M --`` each is refused naming the plugin, not as a misspelling.
+_CACHE_PLUGIN_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--cache-show",
+                         "--cache-clear", "--lfnf", "--last-failed-no-failures")
+
+
 def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     """The ``--aniso-<setting>`` options among ``pytest_args``, by setting name, as typed (texts; flags True), read
     with the plugin's own option table (:func:`aniso.common.settings.add_setting_options`); the rest is left to pytest.
@@ -1358,7 +1366,7 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     would otherwise win silently)."""
     import argparse
 
-    from .common.settings import add_setting_options, option_form_problem, quoted_option
+    from .common.settings import add_setting_options, flag_value_problem, option_form_problem, quoted_option
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
@@ -1366,9 +1374,17 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
 
     parser = _Parser(add_help=False, allow_abbrev=False)
     add_setting_options(parser.add_argument, by_name=True)  # an option given twice: one line naming it
+    switch = flag_value_problem(pytest_args)
+    if switch is not None:
+        raise ValueError(f"the pytest arguments after `--`: {switch}")
     known, rest = parser.parse_known_args(list(pytest_args))
     for arg in rest:  # a misspelt setting option: one line naming it, rather than pytest's usage dump
         option = arg.split("=", 1)[0]
+        if option in _CACHE_PLUGIN_OPTIONS:
+            raise ValueError(f"the pytest arguments after `--`: {option} is an option of pytest's cache plugin, which "
+                             "claims runs turn off (-p no:cacheprovider): a claims run reruns no earlier failures and "
+                             "keeps no pytest cache (the statistics are cached under setting cache_dir; "
+                             "--aniso-no-cache recomputes them); leave it out")
         quoted = quoted_option(arg, parser._option_string_actions)
         if quoted is not None:
             raise ValueError(f"{quoted} (after --)")
@@ -1682,17 +1698,18 @@ def _registry_row_named(model: str, reg) -> str:
 
 def _why_nothing_ran(tally: "_Tally", pytest_args: Sequence[str], model_id: str) -> str | None:
     """The one line of a claims run whose tests pytest could not collect (a claims module that does not import:
-    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter after ``--`` selected none of them
-    (the filter named, not the model); None otherwise."""
+    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter after ``--`` selected none of them, or
+    only tests that mark no claim (the offline pipeline check): the filter named, not the model; None otherwise."""
     if tally.collect_errors:
         more = f" (and {len(tally.collect_errors) - 1} more)" if len(tally.collect_errors) > 1 else ""
         return f"cannot collect the claim tests: {tally.collect_errors[0]}{more}; nothing measured"
     filters = [f"{a} {b!r}" for a, b in zip(pytest_args, list(pytest_args)[1:]) if a in ("-k", "-m")]
     filters += [f"{a.split('=', 1)[0][:2]} {a.split('=', 1)[1]!r}" for a in pytest_args
                 if a.startswith(("-k=", "-m="))]
-    if filters and tally.collected == 0:
-        return (f"the pytest filter {' '.join(filters)} after -- selected none of the claim tests of {model_id}; "
-                "nothing measured")
+    if filters and tally.claim_tests == 0:  # none at all, or only tests that mark no claim (the pipeline check)
+        other = (f" (it left {tally.collected} test(s) that measure no claim)" if tally.collected else "")
+        return (f"the pytest filter {' '.join(filters)} after -- selected none of the claim tests of "
+                f"{model_id}{other}; nothing measured")
     return None
 
 

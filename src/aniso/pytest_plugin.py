@@ -113,11 +113,14 @@ def pytest_configure(config: pytest.Config) -> None:
         from .common.devices import share_cpu_cores
 
         config.stash[_THREADS] = share_cpu_cores(int(config.workerinput.get("workercount", 1)))
-    from .common.settings import options_taken_as_paths
+    from .common.settings import flag_value_problem, options_taken_as_paths
 
     taken = options_taken_as_paths(config.args)
     if taken is not None:
         raise pytest.UsageError(f"aniso settings: {taken}")
+    switch = flag_value_problem(config.invocation_params.args)  # `--aniso-no-cache false`: no test file "false"
+    if switch is not None:
+        raise pytest.UsageError(f"aniso settings: {switch}")
     config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.registry.catalog) a test measures")
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
     plan = config.hook.pytest_aniso_plan(config=config)

@@ -17,7 +17,7 @@ import os
 from collections import Counter
 from dataclasses import asdict, field, fields
 from pathlib import PurePath
-from typing import Annotated, Mapping, Optional
+from typing import Annotated, Mapping, Optional, Sequence
 
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -701,6 +701,34 @@ def setting_options() -> list[tuple[str, str, bool, str]]:
     value that :meth:`Settings.from_sources` parses (``texts``)."""
     return [(name, "--aniso-" + name.replace("_", "-"), "bool" in str(Settings.__dataclass_fields__[name].type),
              f"{help_text} (env ANISO_{name.upper()})") for name, help_text in SETTING_HELP.items()]
+
+
+#: Words a user may give a switch (``--aniso-no-cache false``) meaning a truth value.
+_TRUTH_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
+
+
+def flag_value_problem(args: Sequence[str]) -> str | None:
+    """Why ``args`` (pytest's arguments) give a setting's switch a value, or None: ``--aniso-no-cache=0`` (argparse
+    would say "ignored explicit argument") or ``--aniso-no-cache false`` (pytest would look for a test file named
+    ``false``). The sentence names the option and the value, says the switch takes none, and how to have it on or
+    off."""
+    switches = {option: name for name, option, flag, _ in setting_options() if flag}
+    args = [str(a) for a in args]
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        option, eq, value = arg.partition("=")
+        if option in switches and eq:
+            given = value
+        elif arg in switches and i + 1 < len(args) and args[i + 1].strip().lower() in _TRUTH_WORDS:
+            given = args[i + 1]
+        else:
+            continue
+        name = switches[option]
+        return (f"{option} is a switch and takes no value (got {given!r}): give {option} alone to "
+                f"{SETTING_HELP[name].split(' (')[0]}, or leave it out for the default (the variable "
+                f"ANISO_{name.upper()} takes true or false)")
+    return None
 
 
 class _Once(argparse.Action):
