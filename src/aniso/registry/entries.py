@@ -748,8 +748,17 @@ class Registry:
             else:
                 names = [*MODEL_SETS, *(e.id for e in self.entries), *sorted({t for e in self.entries
                                                                              for t in e.all_tags})]
-                close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
+                # the same name in another case first (ids and tags are case-sensitive: ALL-MINILM-L6-V2), then the
+                # closest names, compared in one case so that a name in upper case still finds its own
+                same = [n for n in names if n.casefold() == part.casefold()]
+                folded = {}
+                for n in names:
+                    folded.setdefault(n.casefold(), n)
+                close = list(dict.fromkeys(same + [folded[c] for c in difflib.get_close_matches(
+                    part.casefold(), list(folded), n=3, cutoff=0.6)]))[:3]
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                if same:
+                    hint += " (ids, tags and named sets are case-sensitive)"
                 words = part.split()
                 known = [any(w == e.id or w in e.all_tags for e in self.entries) or w in MODEL_SETS for w in words]
                 if len(words) > 1 and any(known):  # ids given as a list with blanks: comma-separated
