@@ -1258,6 +1258,26 @@ def load_yaml(path: Path | str, misread: bool = False) -> Any:
         loader.dispose()
 
 
+def _row_no_mapping(models: Any) -> str | None:
+    """Why a registry's ``models`` list holds a row that is no mapping (a bare id, ``- all-MiniLM-L6-v2``), naming the
+    first such row, its value and what a row is; None otherwise (the schema names any other fault)."""
+    if not isinstance(models, list):
+        return None
+    for i, row in enumerate(models):
+        if isinstance(row, dict):
+            continue
+        kind = ("a text (a bare id?)" if isinstance(row, str) else "a list" if isinstance(row, list) else
+                "a number" if isinstance(row, (int, float)) else "no mapping")
+        what = f"{_shown(row)} is {kind}, not a row" if row is not None else "is empty"
+        required = [n for n, f in ModelEntry.model_fields.items() if f.is_required()]
+        example = f"- id: {row}" if isinstance(row, str) else "- id: <id>"
+        return (f"models[{i}]: {what}; each row of models is a mapping with the fields {', '.join(required)} "
+                f"(and optional ones, as in models.yaml), e.g. `{example}` then `source: ...` on the next lines"
+                + (f" ({sum(not isinstance(r, dict) for r in models)} rows are no mapping)"
+                   if sum(not isinstance(r, dict) for r in models) > 1 else ""))
+    return None
+
+
 def load_registry(path: Path | str) -> Registry:
     """Read and validate a registry file.
 
@@ -1289,6 +1309,9 @@ def load_registry(path: Path | str) -> Registry:
                            "the entries, as models.yaml); the model is the folder that holds it")
     if misread is not None:
         raise RegistryError(f"{path}: {_where(raw, misread[0])}: {misread[1]}")
+    row = _row_no_mapping(raw.get("models"))
+    if row is not None:
+        raise RegistryError(f"{path}: {row}")
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:
