@@ -485,6 +485,37 @@ def _sigterm_raised():
         yield
 
 
+def _registry_edits(doc, registry: Path) -> str:
+    """What differs between the registry file ``registry`` as it is now and the copy of its rows a run kept in its
+    results ``doc`` (:class:`aniso.judge.results.RegistryRow`: the labelling fields of each row the run took), for
+    ``aniso record``'s refusal: ``"; row 'm': description differs from the run's copy"``; where the copy holds
+    none of the change (another field, a comment, the layout) or there is no copy, a clause saying that any edit
+    of the file counts."""
+    from .judge.results import RegistryRow
+    from .registry.entries import RegistryError, load_registry
+
+    if not doc.registry:
+        return "; the run kept no copy of its rows to compare with: any edit of the file counts"
+    try:
+        now = {e.id: RegistryRow.of(e) for e in load_registry(registry)}
+    except (RegistryError, OSError, ValueError):
+        return ""
+    changes = []
+    for model_id, then in doc.registry.items():
+        if model_id not in now:
+            changes.append(f"row {model_id!r} is gone")
+            continue
+        fields = [f for f in RegistryRow.model_fields if getattr(then, f) != getattr(now[model_id], f)]
+        if fields:
+            changes.append(f"row {model_id!r}: {', '.join(fields)}")
+    if changes:
+        more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
+        return f"; changed since the run: {'; '.join(changes[:3])}{more}"
+    return ("; the fields the run kept of its rows (modality, granularity, architecture, role, family, description, "
+            "…) are as they were, so the edit is in another field (source, tags, records), a comment or the layout: "
+            "any edit of the file counts")
+
+
 def _hub_row_problem(args: argparse.Namespace) -> str | None:
     """Why ``aniso hub import HUB_ID FOLDER`` is refused where ``HUB_ID`` is a registry hub row's: the folder is
     another model than the row says (:func:`aniso.sources.hubrow.row_problem`), or the settings or registry that
@@ -812,7 +843,8 @@ def _record(args: argparse.Namespace) -> int:
                 raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                                  + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
                                     if doc.provenance.registry_sha256 else "no registry file")
-                                 + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
+                                 + f", this one is {str(file_digest(registry))[:12]}…{_registry_edits(doc, registry)}); "
+                                 "re-run the claims on it")
             new, notes = refresh_records(registry.read_text(encoding="utf-8"), doc.results)
             detected = yaml.safe_load(detected_text) if detected_text is not None else None
             new, added = record_new_findings(new, doc.results, detected)
