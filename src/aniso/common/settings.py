@@ -159,14 +159,19 @@ def _holds_file_of(folder: str, suffixes: tuple[str, ...], others: Counter[str] 
 
 def data_folder_problem(value: str | None, suffixes: tuple[str, ...] | None) -> str | None:
     """What is wrong with a data folder setting set to ``value``, in words beginning with the path, or None (also
-    when it is not set): it does not exist, is no folder, cannot be read, or, with ``suffixes``, holds no file of
-    those types (:func:`_holds_file_of`)."""
+    when it is not set): it does not exist, is no folder, is the root of the file system (``/``: a search would walk
+    the whole disk), cannot be read, or, with ``suffixes``, holds no file of those types (:func:`_holds_file_of`)."""
     if not value:
         return None
     if not os.path.exists(value):
         return f"{value} does not exist; it must name a folder (or leave the setting unset)"
     if not os.path.isdir(value):
         return f"{value} is a file; it must name a folder"
+    real = os.path.realpath(value)
+    if os.path.dirname(real) == real:  # `$IMGS/` with IMGS unset: every file on the disk, stray icons measured
+        return (f"{value} is the root of the file system; a search from it would walk every folder on the disk and "
+                "take any file of the right type for data (an unset variable in a path such as $IMGS/ gives /): "
+                "give the folder that holds the data")
     if not suffixes:
         return None
     others: Counter[str] = Counter()
