@@ -162,8 +162,39 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
     except ValueError as exc:  # an unreadable twin manifest (setting twin)
         raise pytest.UsageError(f"aniso settings: {exc}") from None
+    outside = _node_id_outside_models(config.args, config.stash[_SESSION])
+    if outside is not None:
+        raise pytest.UsageError(f"aniso settings: {outside}")
     if plan is None and not hasattr(config, "workerinput"):  # `pytest claims/`: the door of aniso run sets its own
         _answer_signals_as_interrupt(config)
+
+
+def _claims_module(path: str) -> bool:
+    """Whether the file ``path`` is a claims module (:func:`aniso.registry.locate.is_claims_module`): a unit test's
+    parameter that happens to be a registry id is not taken for a model."""
+    from .registry.locate import is_claims_module
+
+    try:
+        with open(path, "rb") as f:
+            return is_claims_module(f.read(1 << 20))
+    except OSError:
+        return False
+
+
+def _node_id_outside_models(args, claims_run) -> str | None:
+    """Why a node id among pytest's ``args`` (``…::test_x[gpt2]``) selects a test of a registry row outside the
+    run's model set (setting ``models``), which pytest would report only as "not found … (no match in any of
+    [<Module …>])"; None otherwise. The tests over registry rows are parametrised by the row's id."""
+    left_out = {e.id for e in claims_run.left_out}
+    for arg in args:
+        arg = str(arg)
+        if "::" not in arg or not arg.endswith("]") or "[" not in arg:
+            continue
+        param = arg[arg.rindex("[") + 1:-1]
+        if param in left_out and _claims_module(arg.split("::", 1)[0]):
+            return (f"the test {arg} runs on the registry row {param!r}, which is outside the run's model set "
+                    f"(setting models: {claims_run.settings.models!r}); add it, e.g. --aniso-models {param}")
+    return None
 
 
 def _answer_signals_as_interrupt(config: pytest.Config) -> None:
