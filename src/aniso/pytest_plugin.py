@@ -47,6 +47,7 @@ _BENCHMARK_FOLDER = pytest.StashKey["Path | None"]()
 _REPORT_MADE = pytest.StashKey["str | None"]()
 _SIGNAL = pytest.StashKey[int]()
 _SIGNALS_SET = pytest.StashKey[list]()
+_DIRECT = pytest.StashKey[bool]()
 
 
 class AnisoHooks:
@@ -165,7 +166,17 @@ def pytest_configure(config: pytest.Config) -> None:
     outside = _node_id_outside_models(config.args, config.stash[_SESSION])
     if outside is not None:
         raise pytest.UsageError(f"aniso settings: {outside}")
-    if plan is None and not hasattr(config, "workerinput"):  # `pytest claims/`: the door of aniso run sets its own
+    # `pytest claims/` (the door of aniso run sets its own): signals answered once claim tests are collected
+    config.stash[_DIRECT] = plan is None and not hasattr(config, "workerinput")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Where ``pytest claims/`` collected claim tests (marked ``claim`` or ``models``; not a run of unit tests),
+    answer a signal that ends the process as Ctrl-C while they run (:func:`_answer_signals_as_interrupt`)."""
+    config = session.config
+    if config.stash.get(_DIRECT, False) and any(item.get_closest_marker("claim") is not None
+                                                or item.get_closest_marker("models") is not None
+                                                for item in session.items):
         _answer_signals_as_interrupt(config)
 
 
@@ -198,9 +209,9 @@ def _node_id_outside_models(args, claims_run) -> str | None:
 
 
 def _answer_signals_as_interrupt(config: pytest.Config) -> None:
-    """In ``pytest claims/`` (the main thread), the first signal that ends the process (SIGTERM from ``kill`` or a
-    scheduler, SIGHUP...: :data:`aniso.common.signals.ENDING_SIGNALS`, where no handler is set and it is not ignored)
-    raises KeyboardInterrupt where it arrives, as Ctrl-C does: pytest stops, the results of the tests that ran are
+    """In ``pytest claims/`` (the main thread, once claim tests are collected), the first signal that ends the
+    process (SIGTERM from ``kill`` or a scheduler, SIGHUP...: :data:`aniso.common.signals.ENDING_SIGNALS`, where no
+    handler is set and it is not ignored) raises KeyboardInterrupt where it arrives, as Ctrl-C does: pytest stops, the results of the tests that ran are
     written, the statistics measured stay cached; :func:`pytest_unconfigure` then says so in one line and ends the
     process by the signal. A second signal ends it at once."""
     import signal
