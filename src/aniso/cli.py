@@ -843,8 +843,8 @@ def _record(args: argparse.Namespace) -> int:
                 raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                                  + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
                                     if doc.provenance.registry_sha256 else "no registry file")
-                                 + f", this one is {str(file_digest(registry))[:12]}…{_registry_edits(doc, registry)}); "
-                                 "re-run the claims on it")
+                                 + f", this one is {str(file_digest(registry))[:12]}…"
+                                 + f"{_registry_edits(doc, registry)}); re-run the claims on it")
             new, notes = refresh_records(registry.read_text(encoding="utf-8"), doc.results)
             detected = yaml.safe_load(detected_text) if detected_text is not None else None
             new, added = record_new_findings(new, doc.results, detected)

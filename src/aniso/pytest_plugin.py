@@ -211,9 +211,9 @@ def _node_id_outside_models(args, claims_run) -> str | None:
 def _answer_signals_as_interrupt(config: pytest.Config) -> None:
     """In ``pytest claims/`` (the main thread, once claim tests are collected), the first signal that ends the
     process (SIGTERM from ``kill`` or a scheduler, SIGHUP...: :data:`aniso.common.signals.ENDING_SIGNALS`, where no
-    handler is set and it is not ignored) raises KeyboardInterrupt where it arrives, as Ctrl-C does: pytest stops, the results of the tests that ran are
-    written, the statistics measured stay cached; :func:`pytest_unconfigure` then says so in one line and ends the
-    process by the signal. A second signal ends it at once."""
+    handler is set and it is not ignored) raises KeyboardInterrupt where it arrives, as Ctrl-C does: pytest stops,
+    the results of the tests that ran are written, the statistics measured stay cached; :func:`pytest_unconfigure`
+    then says so in one line and ends the process by the signal. A second signal ends it at once."""
     import signal
     import threading
 
