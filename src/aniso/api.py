@@ -33,7 +33,7 @@ import signal
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from pluggy import HookimplMarker  # (pytest's hook marker, without importing pytest)
 
@@ -289,7 +289,8 @@ class ClaimResults:
     def report(self, path: str | Path | None = None) -> Path:
         """The HTML report of this run: written to ``path`` with :func:`aniso.report.write_html_report`, or, with no
         ``path``, to ``report.html`` beside ``results.json``, written anew from this run's results (a report.html found
-        there may be another run's, copied beside it); returns its path. Raises ValueError naming ``path`` when it is a folder or a folder on its way is a file
+        there may be another run's, copied beside it); returns its path. Raises ValueError naming ``path`` when it is
+        a folder, a folder on its way is a file, or its name ends in neither ``.html`` nor ``.htm``
         (:func:`_report_path`), or naming :attr:`path` when that file no longer holds this run's results (replaced or
         edited since: its digest is not this run's); OSError if it cannot be written."""
         from .judge.results import read_results
@@ -307,7 +308,9 @@ class ClaimResults:
 def _report_path(path: str | Path) -> Path:
     """``path`` as the HTML file :meth:`ClaimResults.report` writes. Raises TypeError naming ``path`` when it is no
     path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
-    ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError."""
+    ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError, or when its name
+    ends in neither ``.html`` nor ``.htm`` (:func:`aniso.report.html_name_problem`: the page is HTML whatever the
+    name)."""
     path = _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
     if target.is_dir():
@@ -318,6 +321,11 @@ def _report_path(path: str | Path) -> Path:
     if above is not None and not above.is_dir():
         raise ValueError(f"path: {above} is {'a link to nothing' if not above.exists() else 'a file'}, not a folder "
                          f"(in {target})")
+    from .report import html_name_problem
+
+    problem = html_name_problem(target)
+    if problem is not None:
+        raise ValueError(f"path: {target}: {problem}")
     return target
 
 
@@ -1286,7 +1294,9 @@ class _Tally:
         self.refused: tuple[str, ...] = ()
         self.collect_errors: list[str] = []  # "file: the error's last line" of each claims module pytest could not import
         self.collected = 0
+        self.claim_tests = 0  # of the collected tests, those marked with a claim
         self.interrupted = False  # a KeyboardInterrupt (Ctrl-C) ended the run: pytest catches it and returns
+        self.signal: int | None = None  # a signal that ends the process, answered as Ctrl-C (_signal_as_interrupt)
 
     # before pytest's terminal reporter, whose own report of the interrupt can fail (formatting a frame without a
     # line number, as one inside an import has): the interrupt is known even then (:func:`_pytest_main`)
@@ -1305,6 +1315,7 @@ class _Tally:
 
     def pytest_collection_finish(self, session) -> None:
         self.collected = len(session.items)
+        self.claim_tests = sum(item.get_closest_marker("claim") is not None for item in session.items)
 
     def pytest_aniso_run_finished(self, run) -> None:
         from .judge.verdicts import SKIPPED
@@ -1341,6 +1352,12 @@ def run_exit_code(pytest_code: int, measured: int) -> int:
     return 0 if measured else 3  # 0 with something measured; 5 (no tests collected) or all skipped: 3
 
 
+#: The options of pytest's cache plugin (``_pytest.cacheprovider``), which claims runs turn off
+#: (``-p no:cacheprovider``): after ``aniso run M --`` each is refused naming the plugin, not as a misspelling.
+_CACHE_PLUGIN_OPTIONS = ("--lf", "--last-failed", "--ff", "--failed-first", "--nf", "--new-first", "--cache-show",
+                         "--cache-clear", "--lfnf", "--last-failed-no-failures")
+
+
 def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     """The ``--aniso-<setting>`` options among ``pytest_args``, by setting name, as typed (texts; flags True), read
     with the plugin's own option table (:func:`aniso.common.settings.add_setting_options`); the rest is left to pytest.
@@ -1349,7 +1366,7 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
     would otherwise win silently)."""
     import argparse
 
-    from .common.settings import add_setting_options, option_form_problem, quoted_option
+    from .common.settings import add_setting_options, flag_value_problem, option_form_problem, quoted_option
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one line naming the option, instead of a usage dump and SystemExit
@@ -1357,9 +1374,17 @@ def _setting_options(pytest_args: Sequence[str]) -> dict[str, Any]:
 
     parser = _Parser(add_help=False, allow_abbrev=False)
     add_setting_options(parser.add_argument, by_name=True)  # an option given twice: one line naming it
+    switch = flag_value_problem(pytest_args)
+    if switch is not None:
+        raise ValueError(f"the pytest arguments after `--`: {switch}")
     known, rest = parser.parse_known_args(list(pytest_args))
     for arg in rest:  # a misspelt setting option: one line naming it, rather than pytest's usage dump
         option = arg.split("=", 1)[0]
+        if option in _CACHE_PLUGIN_OPTIONS:
+            raise ValueError(f"the pytest arguments after `--`: {option} is an option of pytest's cache plugin, which "
+                             "claims runs turn off (-p no:cacheprovider): a claims run reruns no earlier failures and "
+                             "keeps no pytest cache (the statistics are cached under setting cache_dir; "
+                             "--aniso-no-cache recomputes them); leave it out")
         quoted = quoted_option(arg, parser._option_string_actions)
         if quoted is not None:
             raise ValueError(f"{quoted} (after --)")
@@ -1477,7 +1502,11 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     """Run the claim tests (``pytest claims/``, in this process) on one model, as ``aniso run MODEL --claims
     CLAIMS`` does: a registry id runs as it is; a local folder or hub id that the registry lacks gets an entry
     detected from its files (:func:`aniso.sources.detect.detect_entry`) in a temporary copy of the registry, removed
-    afterwards (also when the process is stopped by SIGTERM). ``claims``: comma-separated ids or prefixes (None: every
+    afterwards (also when the process is stopped by SIGTERM). A signal that ends the process (SIGTERM, SIGHUP...)
+    while pytest runs stops the run as Ctrl-C does (the results of the tests that ran are written, the statistics
+    measured stay cached), ``say`` receives the one line saying what is kept, and the signal then ends the process as
+    it would have (:func:`_signal_as_interrupt`); a report folder the run created stays only if it wrote in it.
+    ``claims``: comma-separated ids or prefixes (None: every
     claim; :func:`aniso.registry.selection.parse_claims`); ``registry``: the registry file (None: as every door finds
     it, :mod:`aniso.registry.locate`); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
     ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``settings``: settings by name, typed
@@ -1507,7 +1536,7 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     import pytest
 
     from . import pytest_plugin
-    from .common.settings import _check_writable_folder, _where
+    from .common.settings import _check_writable_folder, _where, remove_empty_folders
     from .registry.locate import claims_folder, open_registry, settings_and_registry
     from .sources.detect import detect_entry
     from .registry.selection import parse_claims
@@ -1533,9 +1562,11 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     reg_path = Path(plan.registry)
     # ValueError naming the argument (the command line's --claims-dir): no folder, no claim test
     claims_dir = claims_folder(claims_dir, reg_path, option=_claims_dir_option)
-    _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
+    made = _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
     tmp_dir = row = None
+    tally = _Tally()
     with _removed_on_sigterm() as remove:
+        remove.append(_IfEmpty(Path(plan.report_dir), made))  # the report folder this made, while nothing is in it
         try:
             if any(e.id == model for e in reg):
                 model_id = model
@@ -1587,9 +1618,9 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
             _read_inputs_settings(settings, texts, reg.get(model_id))  # e.g. n_sequences for a vision model
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
-            tally = _Tally()
-            code = _pytest_main(args + _after_users(pytest_args),
-                                [pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally], tally)
+            with _signal_as_interrupt(tally):  # SIGTERM while it measures: stopped as by Ctrl-C, then said
+                code = _pytest_main(args + _after_users(pytest_args),
+                                    [pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally], tally)
             results = tally.report.with_name("results.json") if tally.report is not None else None
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
                 import yaml
@@ -1606,11 +1637,18 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
                 _interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
             if tally.interrupted and not (stopped or "").startswith("interrupted"):
                 stopped = _interrupted(plan, results)
-            return ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, stopped,
+            if tally.signal is not None:
+                stopped = _interrupted(plan, results, tally.signal)
+            done = ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, stopped,
                              tally.refused, tally.interrupted)
         finally:
             if tmp_dir is not None:
                 shutil.rmtree(tmp_dir, ignore_errors=True)
+            remove_empty_folders(plan.report_dir, made)
+    if tally.signal is not None:  # what is kept, in one line; then the signal ends the process as it would have
+        say(done.stopped)
+        _end_by(tally.signal)
+    return done
 
 
 def _in_hub_cache(model: str) -> bool:
@@ -1660,17 +1698,18 @@ def _registry_row_named(model: str, reg) -> str:
 
 def _why_nothing_ran(tally: "_Tally", pytest_args: Sequence[str], model_id: str) -> str | None:
     """The one line of a claims run whose tests pytest could not collect (a claims module that does not import:
-    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter after ``--`` selected none of them
-    (the filter named, not the model); None otherwise."""
+    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter after ``--`` selected none of them, or
+    only tests that mark no claim (the offline pipeline check): the filter named, not the model; None otherwise."""
     if tally.collect_errors:
         more = f" (and {len(tally.collect_errors) - 1} more)" if len(tally.collect_errors) > 1 else ""
         return f"cannot collect the claim tests: {tally.collect_errors[0]}{more}; nothing measured"
     filters = [f"{a} {b!r}" for a, b in zip(pytest_args, list(pytest_args)[1:]) if a in ("-k", "-m")]
     filters += [f"{a.split('=', 1)[0][:2]} {a.split('=', 1)[1]!r}" for a in pytest_args
                 if a.startswith(("-k=", "-m="))]
-    if filters and tally.collected == 0:
-        return (f"the pytest filter {' '.join(filters)} after -- selected none of the claim tests of {model_id}; "
-                "nothing measured")
+    if filters and tally.claim_tests == 0:  # none at all, or only tests that mark no claim (the pipeline check)
+        other = (f" (it left {tally.collected} test(s) that measure no claim)" if tally.collected else "")
+        return (f"the pytest filter {' '.join(filters)} after -- selected none of the claim tests of "
+                f"{model_id}{other}; nothing measured")
     return None
 
 
@@ -1766,14 +1805,55 @@ def _check_written_paths(pytest_args: Sequence[str]) -> None:
                              "would fail only once the claims are measured)")
 
 
-def _interrupted(plan, results: Path | None) -> str:
-    """The one line of a claims run stopped by Ctrl-C: what of it is kept (the statistics cache, the results of the
-    tests that ran) and what is not."""
-    kept = ("nothing was cached (setting no_cache)" if plan.no_cache else
-            f"the statistics of every model measured before it are in the cache {plan.cache_dir}")
-    wrote = (f"the results of the tests that ran are in {results}" if results is not None and results.is_file()
-             else "no results file was written")
-    return f"interrupted (Ctrl-C): {kept}; {wrote}"
+def _interrupted(plan, results: Path | None, signum: int | None = None) -> str:
+    """The one line of a claims run stopped by Ctrl-C (or by the signal ``signum``, answered as Ctrl-C is:
+    :func:`_signal_as_interrupt`): what of it is kept (the statistics cache, the results of the tests that ran) and
+    what is not (:func:`aniso.common.signals.interrupted_line`)."""
+    from .common.signals import interrupted_line
+
+    return interrupted_line(plan, results, signum)
+
+
+@contextlib.contextmanager
+def _signal_as_interrupt(tally: _Tally):
+    """Inside the block (pytest running claim tests in this process), the first signal that ends the process
+    (:data:`ENDING_SIGNALS`: SIGTERM from ``kill`` or a scheduler, SIGHUP...; one that is ignored stays ignored)
+    raises KeyboardInterrupt where it arrives, as Ctrl-C does: pytest stops, the results of the tests that ran are
+    written, the statistics measured stay cached. The signal is noted in ``tally.signal``, for the caller to say what
+    is kept and then end the process by that signal (:func:`_end_by`). A second signal goes on as the handler set
+    before says. Only the main thread can set handlers: elsewhere the block runs as it is."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in ENDING_SIGNALS}
+
+    def on_signal(signum, frame):
+        if tally.signal is None:
+            tally.signal = signum
+            raise KeyboardInterrupt(f"ended by {signal.Signals(signum).name}")
+        before = previous[signum]
+        signal.signal(signum, before if before is not None else signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    with handling(on_signal, [signum for signum, before in previous.items() if before is not signal.SIG_IGN]):
+        yield
+
+
+def _end_by(signum: int) -> None:
+    """Send the signal ``signum`` to this process again, once a claims run that it stopped has said what is kept
+    (:func:`_signal_as_interrupt`): the handler now set decides (by default the process ends by the signal, as it
+    would have without the run's handling; a caller's own handler runs and the run returns)."""
+    os.kill(os.getpid(), signum)
+
+
+class _IfEmpty(NamedTuple):
+    """A folder :func:`_removed_on_sigterm` removes only while it is empty, with the folders above it up to ``made``
+    (the outermost one the run created; nothing where None): :func:`aniso.common.settings.remove_empty_folders`."""
+
+    path: Path
+    made: str | None
 
 
 @contextlib.contextmanager
@@ -1793,8 +1873,13 @@ def _removed_on_sigterm():
     previous = {signum: signal.getsignal(signum) for signum in ENDING_SIGNALS}
 
     def on_signal(signum, frame):
+        from .common.settings import remove_empty_folders
+
         for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(folder, _IfEmpty):
+                remove_empty_folders(folder.path, folder.made)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
         before = previous[signum]
         if callable(before):  # someone else's handler: theirs decides what the signal does next
             signal.signal(signum, before)

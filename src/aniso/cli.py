@@ -70,7 +70,7 @@ def _open(args: argparse.Namespace, options: dict | None = None, check_paths: bo
 def _report(args: argparse.Namespace) -> int:
     from .common.files import through_descriptor
     from .judge.results import NOT_STANDARD_INPUT
-    from .report import write_html_report
+    from .report import check_report_target, html_name_problem, write_html_report
 
     if args.out == "-":  # the convention for standard output: not a file named "-" written without a word
         print("aniso report: --out -: the report is an HTML file written to disk, not to standard output; name it, "
@@ -99,6 +99,16 @@ def _report(args: argparse.Namespace) -> int:
         print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; name the HTML file to write "
               f"(e.g. {out / 'report.html'})", file=sys.stderr)
         return 2
+    if args.out:  # after the checks of the file there (the results file, a file no report), before writing
+        try:
+            check_report_target(out, Path(args.results))
+        except ValueError as exc:
+            print(f"aniso report: {exc}", file=sys.stderr)
+            return 2
+        problem = html_name_problem(out)
+        if problem is not None:
+            print(f"aniso report: {named}: {problem}", file=sys.stderr)
+            return 2
     unsealed: list[str] = []
     before = _file_identity(out)
     try:
@@ -475,6 +485,37 @@ def _sigterm_raised():
         yield
 
 
+def _registry_edits(doc, registry: Path) -> str:
+    """What differs between the registry file ``registry`` as it is now and the copy of its rows a run kept in its
+    results ``doc`` (:class:`aniso.judge.results.RegistryRow`: the labelling fields of each row the run took), for
+    ``aniso record``'s refusal: ``"; row 'm': description differs from the run's copy"``; where the copy holds
+    none of the change (another field, a comment, the layout) or there is no copy, a clause saying that any edit
+    of the file counts."""
+    from .judge.results import RegistryRow
+    from .registry.entries import RegistryError, load_registry
+
+    if not doc.registry:
+        return "; the run kept no copy of its rows to compare with: any edit of the file counts"
+    try:
+        now = {e.id: RegistryRow.of(e) for e in load_registry(registry)}
+    except (RegistryError, OSError, ValueError):
+        return ""
+    changes = []
+    for model_id, then in doc.registry.items():
+        if model_id not in now:
+            changes.append(f"row {model_id!r} is gone")
+            continue
+        fields = [f for f in RegistryRow.model_fields if getattr(then, f) != getattr(now[model_id], f)]
+        if fields:
+            changes.append(f"row {model_id!r}: {', '.join(fields)}")
+    if changes:
+        more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
+        return f"; changed since the run: {'; '.join(changes[:3])}{more}"
+    return ("; the fields the run kept of its rows (modality, granularity, architecture, role, family, description, "
+            "…) are as they were, so the edit is in another field (source, tags, records), a comment or the layout: "
+            "any edit of the file counts")
+
+
 def _hub_row_problem(args: argparse.Namespace) -> str | None:
     """Why ``aniso hub import HUB_ID FOLDER`` is refused where ``HUB_ID`` is a registry hub row's: the folder is
     another model than the row says (:func:`aniso.sources.hubrow.row_problem`), or the settings or registry that
@@ -802,7 +843,8 @@ def _record(args: argparse.Namespace) -> int:
                 raise ValueError(f"{args.results} was not written by a run of {registry} as it is now (the run read "
                                  + (f"a registry of sha256 {doc.provenance.registry_sha256[:12]}…"
                                     if doc.provenance.registry_sha256 else "no registry file")
-                                 + f", this one is {str(file_digest(registry))[:12]}…); re-run the claims on it")
+                                 + f", this one is {str(file_digest(registry))[:12]}…"
+                                 + f"{_registry_edits(doc, registry)}); re-run the claims on it")
             new, notes = refresh_records(registry.read_text(encoding="utf-8"), doc.results)
             detected = yaml.safe_load(detected_text) if detected_text is not None else None
             new, added = record_new_findings(new, doc.results, detected)
@@ -1406,7 +1448,8 @@ def main(argv: list[str] | None = None) -> int:
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)
     rep.add_argument("results", type=_path_text, help="path to a results.json written by `pytest claims/`")
-    rep.add_argument("--out", type=_path_text, help="output HTML file (default: report.html beside results.json)")
+    rep.add_argument("--out", type=_path_text,
+                     help="output HTML file, named *.html or *.htm (default: report.html beside results.json)")
     df = _command(sub, "diff", "which verdicts and numbers changed between two runs (exit code 1 on a changed verdict)",
                   "aniso diff reports/run-A/results.json reports/run-B/results.json", _diff,
                   "Compare two results.json files claim by claim and model by model: changed verdicts, deciding "

@@ -43,6 +43,11 @@ _SESSION = pytest.StashKey[AnisoSession]()
 _CLAIM = pytest.StashKey[ClaimContext]()
 _THREADS = pytest.StashKey[int]()
 _FILTER = pytest.StashKey[ClaimsFilter]()
+_BENCHMARK_FOLDER = pytest.StashKey["Path | None"]()
+_REPORT_MADE = pytest.StashKey["str | None"]()
+_SIGNAL = pytest.StashKey[int]()
+_SIGNALS_SET = pytest.StashKey[list]()
+_DIRECT = pytest.StashKey[bool]()
 
 
 class AnisoHooks:
@@ -64,6 +69,39 @@ def pytest_addhooks(pluginmanager) -> None:
     pluginmanager.add_hookspecs(AnisoHooks)
 
 
+def _benchmark_folder(config: pytest.Config) -> Path | None:
+    """The folder pytest-benchmark keeps its saved runs in (``--benchmark-storage``, default ``./.benchmarks``),
+    which it makes as pytest starts whether a benchmark runs or not; None where the plugin is not loaded or its
+    storage is no folder (a database URL)."""
+    try:
+        storage = config.getoption("benchmark_storage")
+    except ValueError:  # pytest-benchmark not loaded (-p no:benchmark)
+        return None
+    if not isinstance(storage, str) or not storage.startswith("file://"):
+        return None
+    return Path(os.path.expanduser(storage[len("file://"):])).absolute()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Note pytest-benchmark's storage folder where it is not there yet, before pytest-benchmark makes it (as pytest
+    configures its plugins), so that :func:`pytest_sessionstart` removes it again while it is empty."""
+    folder = _benchmark_folder(config)
+    config.stash[_BENCHMARK_FOLDER] = folder if folder is not None and not os.path.lexists(folder) else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Remove pytest-benchmark's storage folder where this run made it and it is empty: ``pytest claims/`` from a
+    clean folder would otherwise leave an empty ``.benchmarks/`` there. pytest-benchmark stays loaded (a benchmark
+    that saves its run makes the folder again, :mod:`pytest_benchmark.storage.file`)."""
+    folder = session.config.stash.get(_BENCHMARK_FOLDER, None)
+    if folder is not None:
+        try:
+            folder.rmdir()  # only while empty
+        except OSError:
+            pass
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """The ``--aniso-*`` option of every setting (:func:`aniso.common.settings.add_setting_options`, the table
     ``aniso run`` reads too); values parsed once, by ``Settings.from_sources``. An option given twice is a usage error
@@ -76,11 +114,14 @@ def pytest_configure(config: pytest.Config) -> None:
         from .common.devices import share_cpu_cores
 
         config.stash[_THREADS] = share_cpu_cores(int(config.workerinput.get("workercount", 1)))
-    from .common.settings import options_taken_as_paths
+    from .common.settings import flag_value_problem, options_taken_as_paths
 
     taken = options_taken_as_paths(config.args)
     if taken is not None:
         raise pytest.UsageError(f"aniso settings: {taken}")
+    switch = flag_value_problem(config.invocation_params.args)  # `--aniso-no-cache false`: no test file "false"
+    if switch is not None:
+        raise pytest.UsageError(f"aniso settings: {switch}")
     config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.registry.catalog) a test measures")
     config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
     plan = config.hook.pytest_aniso_plan(config=config)
@@ -112,7 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
             # where the results will be written, before the run computes anything (the other doors check it too)
             from .common.settings import _check_writable_folder, _where
 
-            _check_writable_folder(settings.report_dir, _where("report_dir"))
+            config.stash[_REPORT_MADE] = _check_writable_folder(settings.report_dir, _where("report_dir"))
         config.stash[_FILTER] = parse_claims(settings.claims)
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
@@ -122,6 +163,110 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"aniso settings: models: {exc}") from None
     except ValueError as exc:  # an unreadable twin manifest (setting twin)
         raise pytest.UsageError(f"aniso settings: {exc}") from None
+    outside = _node_id_outside_models(config.args, config.stash[_SESSION])
+    if outside is not None:
+        raise pytest.UsageError(f"aniso settings: {outside}")
+    # `pytest claims/` (the door of aniso run sets its own): signals answered once claim tests are collected
+    config.stash[_DIRECT] = plan is None and not hasattr(config, "workerinput")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Where ``pytest claims/`` collected claim tests (marked ``claim`` or ``models``; not a run of unit tests),
+    answer a signal that ends the process as Ctrl-C while they run (:func:`_answer_signals_as_interrupt`)."""
+    config = session.config
+    if config.stash.get(_DIRECT, False) and any(item.get_closest_marker("claim") is not None
+                                                or item.get_closest_marker("models") is not None
+                                                for item in session.items):
+        _answer_signals_as_interrupt(config)
+
+
+def _claims_module(path: str) -> bool:
+    """Whether the file ``path`` is a claims module (:func:`aniso.registry.locate.is_claims_module`): a unit test's
+    parameter that happens to be a registry id is not taken for a model."""
+    from .registry.locate import is_claims_module
+
+    try:
+        with open(path, "rb") as f:
+            return is_claims_module(f.read(1 << 20))
+    except OSError:
+        return False
+
+
+def _node_id_outside_models(args, claims_run) -> str | None:
+    """Why a node id among pytest's ``args`` (``…::test_x[gpt2]``) selects a test of a registry row outside the
+    run's model set (setting ``models``), which pytest would report only as "not found … (no match in any of
+    [<Module …>])"; None otherwise. The tests over registry rows are parametrised by the row's id."""
+    left_out = {e.id for e in claims_run.left_out}
+    for arg in args:
+        arg = str(arg)
+        if "::" not in arg or not arg.endswith("]") or "[" not in arg:
+            continue
+        param = arg[arg.rindex("[") + 1:-1]
+        if param in left_out and _claims_module(arg.split("::", 1)[0]):
+            return (f"the test {arg} runs on the registry row {param!r}, which is outside the run's model set "
+                    f"(setting models: {claims_run.settings.models!r}); add it, e.g. --aniso-models {param}")
+    return None
+
+
+def _answer_signals_as_interrupt(config: pytest.Config) -> None:
+    """In ``pytest claims/`` (the main thread, once claim tests are collected), the first signal that ends the
+    process (SIGTERM from ``kill`` or a scheduler, SIGHUP...: :data:`aniso.common.signals.ENDING_SIGNALS`, where no
+    handler is set and it is not ignored) raises KeyboardInterrupt where it arrives, as Ctrl-C does: pytest stops,
+    the results of the tests that ran are written, the statistics measured stay cached; :func:`pytest_unconfigure`
+    then says so in one line and ends the process by the signal. A second signal ends it at once."""
+    import signal
+    import threading
+
+    from .common.signals import ENDING_SIGNALS
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signums = [signum for signum in ENDING_SIGNALS if signal.getsignal(signum) is signal.SIG_DFL]
+
+    def on_signal(signum, frame):
+        if config.stash.get(_SIGNAL, None) is None:
+            config.stash[_SIGNAL] = signum
+            raise KeyboardInterrupt(f"ended by {signal.Signals(signum).name}")
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    for signum in signums:
+        signal.signal(signum, on_signal)
+    config.stash[_SIGNALS_SET] = signums
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Put back the signal handlers :func:`_answer_signals_as_interrupt` set; remove the report folder the run
+    created (and checked) where it wrote nothing in it; after a signal answered as Ctrl-C, say in one line what is
+    kept and end the process by that signal."""
+    import signal
+    import sys
+
+    for signum in config.stash.get(_SIGNALS_SET, []):
+        signal.signal(signum, signal.SIG_DFL)
+    claims_run = config.stash.get(_SESSION, None)
+    made = config.stash.get(_REPORT_MADE, None)
+    if made is not None and claims_run is not None:
+        from .common.settings import remove_empty_folders
+
+        remove_empty_folders(claims_run.settings.report_dir, made)
+    signum = config.stash.get(_SIGNAL, None)
+    if signum is None:
+        return
+    if claims_run is not None:
+        from .common.signals import interrupted_line
+
+        report = claims_run.report_path
+        line = interrupted_line(claims_run.settings, Path(report).with_name("results.json") if report else None,
+                                signum)
+    else:
+        line = f"interrupted ({signal.Signals(signum).name})"
+    try:
+        sys.stderr.write(f"pytest: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), signum)
 
 
 def _inputs_options_read(texts: dict, settings, registry) -> None:

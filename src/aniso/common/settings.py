@@ -17,7 +17,7 @@ import os
 from collections import Counter
 from dataclasses import asdict, field, fields
 from pathlib import PurePath
-from typing import Annotated, Mapping, Optional
+from typing import Annotated, Mapping, Optional, Sequence
 
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -159,14 +159,19 @@ def _holds_file_of(folder: str, suffixes: tuple[str, ...], others: Counter[str] 
 
 def data_folder_problem(value: str | None, suffixes: tuple[str, ...] | None) -> str | None:
     """What is wrong with a data folder setting set to ``value``, in words beginning with the path, or None (also
-    when it is not set): it does not exist, is no folder, cannot be read, or, with ``suffixes``, holds no file of
-    those types (:func:`_holds_file_of`)."""
+    when it is not set): it does not exist, is no folder, is the root of the file system (``/``: a search would walk
+    the whole disk), cannot be read, or, with ``suffixes``, holds no file of those types (:func:`_holds_file_of`)."""
     if not value:
         return None
     if not os.path.exists(value):
         return f"{value} does not exist; it must name a folder (or leave the setting unset)"
     if not os.path.isdir(value):
         return f"{value} is a file; it must name a folder"
+    real = os.path.realpath(value)
+    if os.path.dirname(real) == real:  # `$IMGS/` with IMGS unset: every file on the disk, stray icons measured
+        return (f"{value} is the root of the file system; a search from it would walk every folder on the disk and "
+                "take any file of the right type for data (an unset variable in a path such as $IMGS/ gives /): "
+                "give the folder that holds the data")
     if not suffixes:
         return None
     others: Counter[str] = Counter()
@@ -703,6 +708,34 @@ def setting_options() -> list[tuple[str, str, bool, str]]:
              f"{help_text} (env ANISO_{name.upper()})") for name, help_text in SETTING_HELP.items()]
 
 
+#: Words a user may give a switch (``--aniso-no-cache false``) meaning a truth value.
+_TRUTH_WORDS = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
+
+
+def flag_value_problem(args: Sequence[str]) -> str | None:
+    """Why ``args`` (pytest's arguments) give a setting's switch a value, or None: ``--aniso-no-cache=0`` (argparse
+    would say "ignored explicit argument") or ``--aniso-no-cache false`` (pytest would look for a test file named
+    ``false``). The sentence names the option and the value, says the switch takes none, and how to have it on or
+    off."""
+    switches = {option: name for name, option, flag, _ in setting_options() if flag}
+    args = [str(a) for a in args]
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        option, eq, value = arg.partition("=")
+        if option in switches and eq:
+            given = value
+        elif arg in switches and i + 1 < len(args) and args[i + 1].strip().lower() in _TRUTH_WORDS:
+            given = args[i + 1]
+        else:
+            continue
+        name = switches[option]
+        return (f"{option} is a switch and takes no value (got {given!r}): give {option} alone to "
+                f"{SETTING_HELP[name].split(' (')[0]}, or leave it out for the default (the variable "
+                f"ANISO_{name.upper()} takes true or false)")
+    return None
+
+
 class _Once(argparse.Action):
     """argparse's ``store`` for a setting's option, refusing a second occurrence of the option in one command line
     (``--aniso-n-sequences 16 --aniso-n-sequences 1``), which argparse would let the last win silently: raises
@@ -736,9 +769,11 @@ def add_setting_options(add, *, by_name: bool = False) -> None:
             **({"dest": name} if by_name else {}))
 
 
-def _check_writable_folder(path: str, where: str) -> None:
-    """Create ``path`` if needed and write and remove a probe file in it; raises ValueError (one line, ``where``
-    first) if it is a file, a symbolic link to nothing (it or a folder on its way), or cannot be created or written."""
+def _check_writable_folder(path: str, where: str) -> str | None:
+    """Create ``path`` if needed and write and remove a probe file in it; returns the outermost folder this created
+    (``path`` or one above it; None where ``path`` was there), for a run that ends having written nothing in it to
+    remove again (:func:`remove_empty_folders`). Raises ValueError (one line, ``where`` first) if it is a file, a
+    symbolic link to nothing (it or a folder on its way), or cannot be created or written."""
     import tempfile
 
     if os.path.exists(path) and not os.path.isdir(path):
@@ -753,6 +788,11 @@ def _check_writable_folder(path: str, where: str) -> None:
                                      "or point the setting at a writable folder") from None
             raise ValueError(f"{where}: {link} is a symbolic link to {os.readlink(link)}, which does not exist; "
                              "create that folder, or point the setting at a writable folder")
+    made = None
+    for folder in (path, *map(str, PurePath(path).parents)):
+        if os.path.lexists(folder):
+            break
+        made = folder
     try:
         os.makedirs(path, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path, prefix=".aniso-write-probe-")
@@ -761,6 +801,25 @@ def _check_writable_folder(path: str, where: str) -> None:
     except OSError as exc:
         raise ValueError(f"{where}: cannot write in {path} ({exc.strerror or exc}); point it at a writable folder")\
             from None
+    return made
+
+
+def remove_empty_folders(path: str | os.PathLike, made: str | os.PathLike | None) -> None:
+    """Remove ``path`` and the folders above it up to ``made`` (the outermost one :func:`_check_writable_folder`
+    created; nothing where None), each only while it is empty: a run stopped before it wrote anything there leaves
+    no empty folder behind. A folder that cannot be removed (it holds a file) stops the walk."""
+    if made is None:
+        return
+    made = os.path.abspath(made)
+    folder = os.path.abspath(path)
+    while True:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        if folder == made or os.path.dirname(folder) == folder:
+            return
+        folder = os.path.dirname(folder)
 
 
 SETTING_HELP = {

@@ -68,3 +68,17 @@ def said_on_signal(line: Callable[[int], str | None]) -> Iterator[None]:
 
     with handling(on_signal, [signum for signum, before in previous.items() if before is not signal.SIG_IGN]):
         yield
+
+
+def interrupted_line(settings, results, signum: int | None = None) -> str:
+    """The one line of a claims run stopped by Ctrl-C, or by the signal ``signum`` answered as Ctrl-C is: what of it
+    is kept (the statistics cache of ``settings``, :class:`aniso.common.settings.Settings`; the results file
+    ``results`` of the tests that ran, a path or None) and what is not."""
+    from pathlib import Path
+
+    kept = ("nothing was cached (setting no_cache)" if settings.no_cache else
+            f"the statistics of every model measured before it are in the cache {settings.cache_dir}")
+    wrote = (f"the results of the tests that ran are in {results}" if results is not None and Path(results).is_file()
+             else "no results file was written")
+    how = "Ctrl-C" if signum is None else signal.Signals(signum).name
+    return f"interrupted ({how}): {kept}; {wrote}"

@@ -748,8 +748,17 @@ class Registry:
             else:
                 names = [*MODEL_SETS, *(e.id for e in self.entries), *sorted({t for e in self.entries
                                                                              for t in e.all_tags})]
-                close = difflib.get_close_matches(part, names, n=3, cutoff=0.6)
+                # the same name in another case first (ids and tags are case-sensitive: ALL-MINILM-L6-V2), then the
+                # closest names, compared in one case so that a name in upper case still finds its own
+                same = [n for n in names if n.casefold() == part.casefold()]
+                folded = {}
+                for n in names:
+                    folded.setdefault(n.casefold(), n)
+                close = list(dict.fromkeys(same + [folded[c] for c in difflib.get_close_matches(
+                    part.casefold(), list(folded), n=3, cutoff=0.6)]))[:3]
                 hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+                if same:
+                    hint += " (ids, tags and named sets are case-sensitive)"
                 words = part.split()
                 known = [any(w == e.id or w in e.all_tags for e in self.entries) or w in MODEL_SETS for w in words]
                 if len(words) > 1 and any(known):  # ids given as a list with blanks: comma-separated
@@ -1249,6 +1258,26 @@ def load_yaml(path: Path | str, misread: bool = False) -> Any:
         loader.dispose()
 
 
+def _row_no_mapping(models: Any) -> str | None:
+    """Why a registry's ``models`` list holds a row that is no mapping (a bare id, ``- all-MiniLM-L6-v2``), naming the
+    first such row, its value and what a row is; None otherwise (the schema names any other fault)."""
+    if not isinstance(models, list):
+        return None
+    for i, row in enumerate(models):
+        if isinstance(row, dict):
+            continue
+        kind = ("a text (a bare id?)" if isinstance(row, str) else "a list" if isinstance(row, list) else
+                "a number" if isinstance(row, (int, float)) else "no mapping")
+        what = f"{_shown(row)} is {kind}, not a row" if row is not None else "is empty"
+        required = [n for n, f in ModelEntry.model_fields.items() if f.is_required()]
+        example = f"- id: {row}" if isinstance(row, str) else "- id: <id>"
+        return (f"models[{i}]: {what}; each row of models is a mapping with the fields {', '.join(required)} "
+                f"(and optional ones, as in models.yaml), e.g. `{example}` then `source: ...` on the next lines"
+                + (f" ({sum(not isinstance(r, dict) for r in models)} rows are no mapping)"
+                   if sum(not isinstance(r, dict) for r in models) > 1 else ""))
+    return None
+
+
 def load_registry(path: Path | str) -> Registry:
     """Read and validate a registry file.
 
@@ -1280,6 +1309,9 @@ def load_registry(path: Path | str) -> Registry:
                            "the entries, as models.yaml); the model is the folder that holds it")
     if misread is not None:
         raise RegistryError(f"{path}: {_where(raw, misread[0])}: {misread[1]}")
+    row = _row_no_mapping(raw.get("models"))
+    if row is not None:
+        raise RegistryError(f"{path}: {row}")
     try:
         parsed = _RegistryFile.model_validate(raw)
     except ValidationError as err:

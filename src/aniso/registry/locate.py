@@ -105,12 +105,42 @@ _MAX_READ = 1 << 20
 _CLAIM_LINE = re.compile(rb"^[ \t]*@(?:pytest\.)?mark\.claim\(", re.MULTILINE)
 
 
-def _is_claim_mark(node) -> bool:
-    """Whether ``node`` (an expression) is ``pytest.mark.claim(...)`` or ``mark.claim(...)``."""
+def _is_mark(node, names: tuple[str, ...] = ("claim",)) -> bool:
+    """Whether ``node`` (an expression) is ``pytest.mark.<name>(...)`` or ``mark.<name>(...)`` for one of ``names``."""
     func = node.func if isinstance(node, ast.Call) else None
-    return (isinstance(func, ast.Attribute) and func.attr == "claim"
+    return (isinstance(func, ast.Attribute) and func.attr in names
             and ((isinstance(func.value, ast.Attribute) and func.value.attr == "mark")
                  or (isinstance(func.value, ast.Name) and func.value.id == "mark")))
+
+
+def _is_claim_mark(node) -> bool:
+    """Whether ``node`` (an expression) is ``pytest.mark.claim(...)`` or ``mark.claim(...)``."""
+    return _is_mark(node)
+
+
+#: The marks of a test a claims run measures: ``claim`` (a paper claim) and ``models`` (a test over registry rows
+#: selected by tag, as the offline pipeline check of ``claims/``).
+_CLAIMS_RUN_MARKS = ("claim", "models")
+_CLAIMS_RUN_LINE = re.compile(rb"^[ \t]*@(?:pytest\.)?mark\.(?:claim|models)\(", re.MULTILINE)
+
+
+def _marks(source: bytes, names: tuple[str, ...], line: re.Pattern) -> bool:
+    """Whether the Python ``source`` marks a function or class with one of the marks ``names`` (decorator, or
+    ``pytestmark``); a module that does not parse counts when ``line`` finds the decorator at a line's start."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return line.search(source) is not None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(_is_mark(d, names) for d in node.decorator_list):
+                return True
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
+                                                  for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            if any(_is_mark(v, names) for v in values):
+                return True
+    return False
 
 
 def marks_a_claim(source: bytes) -> bool:
@@ -118,26 +148,19 @@ def marks_a_claim(source: bytes) -> bool:
     function or class, or ``pytestmark = pytest.mark.claim(...)`` (or a list holding one). Parsed, not imported, so
     a mark written inside a string (a test that writes a claims module) does not count; a module that does not parse
     counts when a line of it starts with the decorator."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return _CLAIM_LINE.search(source) is not None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if any(_is_claim_mark(d) for d in node.decorator_list):
-                return True
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
-                                                  for t in node.targets):
-            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
-            if any(_is_claim_mark(v) for v in values):
-                return True
-    return False
+    return _marks(source, ("claim",), _CLAIM_LINE)
 
 
-def holds_claim_tests(folder: Path) -> bool:
-    """Whether ``folder`` (or a folder under it that pytest collects, at most :data:`_MAX_FOLDERS` of them) holds a
-    test module (``test_*.py``, ``*_test.py``) that marks a test with a claim (:func:`marks_a_claim`). The modules
-    are read (their first MiB) and parsed, not imported, so a folder of other tests runs none of them to find out."""
+def is_claims_module(source: bytes) -> bool:
+    """Whether the Python ``source`` of a test module is one a claims run measures: it marks a test with
+    ``@pytest.mark.claim(...)`` or ``@pytest.mark.models(...)`` (read as :func:`marks_a_claim` reads)."""
+    return _marks(source, _CLAIMS_RUN_MARKS, _CLAIMS_RUN_LINE)
+
+
+def _test_modules(folder: Path):
+    """The test modules (``test_*.py``, ``*_test.py``) pytest collects under ``folder`` (folders it does not collect
+    from passed over, at most :data:`_MAX_FOLDERS` folders, links to folders not followed), each with its first
+    :data:`_MAX_READ` bytes, in a fixed order; unreadable ones left out."""
     import fnmatch
 
     stack, seen = [folder], 0
@@ -149,19 +172,38 @@ def holds_claim_tests(folder: Path) -> bool:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError:
             continue
+        folders = []
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if not any(fnmatch.fnmatch(entry.name, pattern) for pattern in _NOT_COLLECTED):
-                        stack.append(entry.path)
+                        folders.append(entry.path)
                 elif (entry.name.endswith(".py") and (entry.name.startswith("test_") or entry.name.endswith("_test.py"))
                       and entry.is_file()):
                     with open(entry.path, "rb") as f:
-                        if marks_a_claim(f.read(_MAX_READ)):
-                            return True
+                        source = f.read(_MAX_READ)
+                    yield Path(entry.path), source
             except OSError:
                 continue
-    return False
+        stack.extend(reversed(folders))
+
+
+def holds_claim_tests(folder: Path) -> bool:
+    """Whether ``folder`` (or a folder under it that pytest collects, at most :data:`_MAX_FOLDERS` of them) holds a
+    test module (``test_*.py``, ``*_test.py``) that marks a test with a claim (:func:`marks_a_claim`). The modules
+    are read (their first MiB) and parsed, not imported, so a folder of other tests runs none of them to find out."""
+    return any(marks_a_claim(source) for _, source in _test_modules(folder))
+
+
+def other_test_module(folder: Path) -> Path | None:
+    """The first test module under ``folder`` (as :func:`holds_claim_tests` walks it) that is no claims module
+    (:func:`is_claims_module`: it marks no test with ``claim`` or ``models``), or None. A claims run collects every
+    test module of its folder, so such a module (a unit-test tree under the folder, ``--claims-dir .`` at a
+    checkout's root) would be run as if it were a claim test."""
+    for path, source in _test_modules(folder):
+        if not is_claims_module(source):
+            return path
+    return None
 
 
 def claims_folder(given: str | Path | None, registry: Path | None, option: str = "--claims-dir") -> Path:
@@ -169,7 +211,8 @@ def claims_folder(given: str | Path | None, registry: Path | None, option: str =
     ValueError (one line, naming ``option``: the CLI's ``--claims-dir``, the API's ``claims_dir``, and the folder)
     when there is none, when ``given`` is no folder, or when the folder holds no claim test
     (:func:`holds_claim_tests`): a folder of other tests (``--claims-dir tests``) would otherwise run them all as
-    claims."""
+    claims; and when a test module under it is no claims module (:func:`other_test_module`, named in the refusal):
+    ``--claims-dir .`` at a checkout's root would otherwise run its unit tests under ``tests/`` too."""
     cli = option.startswith("--")
     if given is not None:
         path = Path(given)
@@ -184,6 +227,16 @@ def claims_folder(given: str | Path | None, registry: Path | None, option: str =
             raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
     if not holds_claim_tests(path):
         what = (f"no claim tests in it (no test_*.py module marks a test with @pytest.mark.claim(\"<claim id>\"))")
+        if cli:
+            raise ValueError(f"claims folder {path}: {what}; give {option} the folder of the claim tests (claims/ of "
+                             f"this suite), or leave it out for claims/ beside the registry")
+        raise ValueError(f"{option}: {path}: {what}; give the folder of the claim tests (claims/ of this suite), or "
+                         f"leave {option} out for claims/ beside the registry")
+    other = other_test_module(path)
+    if other is not None:
+        where = other.relative_to(path) if other.is_relative_to(path) else other
+        what = (f"{where} is no claims module (it marks no test with @pytest.mark.claim or @pytest.mark.models), and "
+                f"a claims run runs every test module of its folder: a claims folder holds claim tests only")
         if cli:
             raise ValueError(f"claims folder {path}: {what}; give {option} the folder of the claim tests (claims/ of "
                              f"this suite), or leave it out for claims/ beside the registry")

@@ -580,6 +580,25 @@ def check_report_target(out: Path, results_json: Path) -> None:
                          f"{results_json}; refused, so as not to write over that run's report: name another file")
 
 
+#: The endings of a file name the HTML report may be written under (any case): a report is an HTML page, and a name
+#: ending otherwise (``r.pdf``, ``r.txt``) would be opened as what it is not.
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def html_name_problem(out: str | Path) -> str | None:
+    """What is wrong with ``out`` as the name of the HTML report: None where its name ends in ``.html`` or ``.htm``
+    (:data:`HTML_SUFFIXES`, any case; ``.html`` alone included), else a sentence for a one-line refusal saying the
+    report is HTML and what to name it."""
+    name = Path(out).name
+    if name.lower().endswith(HTML_SUFFIXES):
+        return None
+    suffix = Path(name).suffix
+    stem = Path(name).stem if suffix else name
+    said = f"its name ends in {suffix!r}" if suffix else "its name has no ending"
+    return (f"{said}, but the report is an HTML page, written as HTML whatever the name; name a file ending in "
+            f".html or .htm (e.g. {stem or 'report'}.html)")
+
+
 def write_html_report(results_json: Path, out: Path, unsealed: list[str] | None = None) -> Path:
     """Render ``results_json`` into the HTML file ``out``; returns ``out``. Raises ValueError (one line) on a
     malformed results file (:func:`aniso.judge.results.read_results`) or an ``out`` the report may not be written

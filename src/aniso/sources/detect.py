@@ -122,6 +122,12 @@ def config_of(model: str) -> dict[str, Any]:
     from .hubcache import hub_id_problem
 
     if hub_id_problem(model) is not None:
+        repo, at, revision = model.rpartition("@")
+        if at and repo and revision and hub_id_problem(repo) is None:  # `me/minilm@v1`: pip's form, not read here
+            raise UndetectableModel(
+                f"{model!r} is no registry id, no model folder and no hub id: @{revision} is not read as a revision "
+                f"in a model argument (a hub id runs at revision main); to run {repo} at revision {revision!r}, give "
+                f"a registry row whose source is {{kind: hub, repo: {repo}, revision: {revision}}} and run its id")
         raise UndetectableModel(f"{model!r} is no registry id, no model folder and no hub id")
     from transformers import AutoConfig
 
