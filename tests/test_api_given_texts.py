@@ -1,0 +1,46 @@
+"""The Python API: texts given as a list are measured as given, by :func:`aniso.check` as by :func:`aniso.measure`
+(WikiText's number joiners are undone in corpus files only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import aniso
+import aniso.api
+from aniso.inputs.text import ALL, load_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = ROOT / "models.yaml"
+MODEL = "all-MiniLM-L6-v2"
+TEXTS = ["The road is 12 @-@ mile long and 1 @,@ 200 feet high .", "It cost 3 @.@ 5 million dollars in 1990 .",
+         "A third text without joiners , written as it came ."]
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_check_measures_a_list_of_texts_as_given(monkeypatch, clean_env):
+    """``aniso.check(M, C, inputs=<texts holding ' @-@ '>)`` measured them with WikiText's joiners undone ('12-mile'),
+    where ``aniso.measure(M, <same list>)`` measures them as given."""
+    seen = {}
+
+    def fake_run_claims(model, claims, *, settings, **kwargs):
+        corpus = load_corpus(settings["corpus"], ALL, 0)
+        seen["texts"] = sorted(corpus.sequences)
+        seen["label"] = corpus.label
+        raise _Stop
+
+    monkeypatch.setattr(aniso.api, "run_claims", fake_run_claims)
+    with pytest.raises(_Stop):
+        aniso.check(MODEL, "G.token-nlp-anisotropic", inputs=TEXTS, registry=REGISTRY)
+    assert seen["texts"] == sorted(TEXTS), seen
+    assert "texts given" in seen["label"]
+
+
+def test_a_corpus_file_still_has_its_joiners_undone(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    assert "The road is 12-mile long and 1,200 feet high ." in load_corpus(path, ALL, 0).sequences
