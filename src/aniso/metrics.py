@@ -54,6 +54,7 @@ __all__ = [
     "N_PERMUTATIONS",
     "ALTERNATIVES",
     "POWER_REQUIRED",
+    "POWER_MAX_N",
     "MC_RELATIVE_ERROR",
     "MOMENTS_TOLERANCE",
 ]
@@ -1687,6 +1688,9 @@ POWER_SAMPLES = 40_000
 _PEARSON_POWER_SAMPLES, _PEARSON_POWER_ORDERINGS = 4_000, 1_999
 #: The null sample of a power estimate above EXACT_MAX_N points (the critical value of the Spearman test).
 _POWER_NULL = 199_999
+#: The most points a power estimate takes (:func:`correlation_power`'s ``n``, :func:`points_for_power`'s ``limit``):
+#: its simulation holds POWER_SAMPLES x n normal draws (about 1.6 GB and 15 s at 500 points) and grows with n.
+POWER_MAX_N = 500
 
 
 def correlation_power(n: int, effect: float, method: str = "spearman", alternative: str = "two-sided",
@@ -1704,7 +1708,7 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
 
     Parameters
     ----------
-    n : points, >= 3
+    n : points, from 3 to :data:`POWER_MAX_N`
     effect : the population correlation, in (-1, 1)
     method, alternative : as :func:`correlation_test`
     alpha : the level, in (0, 1)
@@ -1716,9 +1720,9 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
     Raises
     ------
     TypeError if ``n`` is not a whole number, ``seed`` not an integer or ``effect`` not a real number; ValueError for
-    n < 3, seed < 0, |effect| >= 1, alpha outside (0, 1), or an unknown method or alternative.
+    n < 3 or n > :data:`POWER_MAX_N`, seed < 0, |effect| >= 1, alpha outside (0, 1), or an unknown method or alternative.
     """
-    n = _whole(n, "n", 3)
+    n = _whole(n, "n", 3, POWER_MAX_N)
     effect = _real(effect, "effect", "a correlation in (-1, 1)")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed: {seed!r} ({type(seed).__name__}); give an integer >= 0")
@@ -1766,8 +1770,10 @@ def _correlation_power(n: int, effect: float, method: str, alternative: str, alp
 def points_for_power(effect: float, method: str = "spearman", alternative: str = "two-sided", alpha: float = 0.05,
                      power: float = POWER_REQUIRED, *, start: int = 3, limit: int = 200, seed: int = 0) -> int | None:
     """The fewest points (>= ``start``) at which :func:`correlation_power` reaches ``power`` at ``effect``, or None
-    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`, and for
-    a ``power`` outside (0, 1) (TypeError for one that is not a real number)."""
+    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`, for
+    a ``power`` outside (0, 1) (TypeError for one that is not a real number) and for a ``limit`` above
+    :data:`POWER_MAX_N` (TypeError for one that is not a whole number)."""
+    limit = _whole(limit, "limit", 0, POWER_MAX_N)
     power = _real(power, "power", "a probability in (0, 1)")
     if not 0 < power < 1:
         raise ValueError(f"power: {power}; give a probability in (0, 1)")
