@@ -73,6 +73,27 @@ def _whole(value, name: str, least: int, most: int | None = None) -> int:
     return whole
 
 
+def _torch_seed(value, name: str = "seed") -> int:
+    """``value`` as the int seed of a torch generator, refusing in one line naming ``name``: TypeError for what is
+    not an integer (a bool, None, 1.5; a NumPy integer is taken), ValueError outside torch's seeds, -2**63 to
+    2**64 - 1."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give an integer")
+    if not -2**63 <= int(value) <= 2**64 - 1:
+        raise ValueError(f"{name}: {int(value)}; give an integer from -2**63 to 2**64 - 1")
+    return int(value)
+
+
+def _truth(value, name: str, none: bool = False):
+    """``value`` as a bool (None kept where ``none``), refusing in one line naming ``name`` a TypeError for any other
+    value (``'no'`` would be read as True)."""
+    if none and value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give True or False" + (" or None" if none else ""))
+    return bool(value)
+
+
 def _real(value, name: str, allowed: str) -> float:
     """``value`` as a float, refusing in one line naming ``name`` and what is ``allowed``: TypeError for what is not
     a real number (a str, a bool, a complex), ValueError for NaN."""
@@ -643,15 +664,18 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
 
     A NumPy array is read as a tensor on the CPU; bfloat16 and float16 are read through float32, integers through
     float64. Raises TypeError when ``c`` is neither a tensor nor a NumPy array, or is complex, or ``rtol`` is not a
-    real number, or ``max_steps`` or ``min_size`` is not a whole number; ValueError when ``c`` is not a square matrix
+    real number, or ``max_steps`` or ``min_size`` is not a whole number, or ``seed`` is not an integer, or ``vector``
+    is not True or False; ValueError when ``c`` is not a square matrix
     or is 0 × 0, holds NaN or infinite values, or is not symmetric beyond rounding, or ``rtol`` is not above 0, or
-    ``max_steps`` is below 1 or ``min_size`` below 0, or λ_max itself is beyond the dtype's range.
+    ``max_steps`` is below 1 or ``min_size`` below 0, or ``seed`` is outside torch's seeds (-2**63 to 2**64 - 1),
+    or λ_max itself is beyond the dtype's range.
 
     At any finite magnitude: a matrix whose largest |entry| is beyond 2^±(emax/4) (2^±256 in float64, 2^±32 in
     float32) is scaled by a power of two into [0.5, 1) first (exact; the vector is unchanged, the value scaled back).
     """
     c, exponents = _square_matrices(c, False, rtol)
     max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
+    seed, vector = _torch_seed(seed), _truth(vector, "vector")
     value, vec = _largest_eigenpair(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
     return _unscaled_values(value, exponents, c.shape[0], False), vec
 
@@ -719,10 +743,11 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
     steps takes the dense solver. For m <= ``min_size``: ``torch.linalg.eigh`` of the batch.
 
     Raises as :func:`largest_eigenpair` (ValueError when ``c`` is not a stack of square matrices or one of them is not
-    symmetric beyond rounding).
+    symmetric beyond rounding; TypeError when ``lockstep`` is not True, False or None).
     """
     c, exponents = _square_matrices(c, True, rtol)
     max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
+    seed, vector, lockstep = _torch_seed(seed), _truth(vector, "vector"), _truth(lockstep, "lockstep", none=True)
     values, vectors = _largest_eigenpairs(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size,
                                           vector=vector, lockstep=lockstep)
     return _unscaled_values(values, exponents, c.shape[1], True), vectors
