@@ -29,6 +29,7 @@ import functools
 import math
 import numbers
 import os
+import re
 import signal
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -345,7 +346,10 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     given = dict(_settings_argument(settings) or {})
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
+        fields = list(Settings.__dataclass_fields__)
+        # a setting given by its variable or option name (ANISO_SEED, aniso-seed, --aniso-batch-size, BATCH_SIZE)
+        plain = re.sub(r"^(--)?aniso[-_]", "", str(unknown[0]).lower()).replace("-", "_")
+        close = [plain] if plain in fields else difflib.get_close_matches(plain, fields, n=1)
         if unknown[0] == "n_inputs":  # measure's argument, whose setting depends on the model's modality
             close = ["n_sequences (text), n_clips (speech) or n_images (vision); or measure's argument n_inputs"]
         raise ValueError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]}?"

@@ -1,5 +1,5 @@
 """The Python API: texts given as a list are measured as given, by :func:`aniso.check` as by :func:`aniso.measure`
-(WikiText's number joiners are undone in corpus files only)."""
+(WikiText's number joiners are undone in corpus files only); a setting given by its variable or option name."""
 
 from __future__ import annotations
 
@@ -44,3 +44,15 @@ def test_a_corpus_file_still_has_its_joiners_undone(tmp_path):
     path = tmp_path / "c.txt"
     path.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     assert "The road is 12-mile long and 1,200 feet high ." in load_corpus(path, ALL, 0).sequences
+
+
+@pytest.mark.parametrize("key, meant", [("ANISO_SEED", "seed"), ("aniso-seed", "seed"), ("BATCH_SIZE", "batch_size"),
+                                        ("--aniso-n-sequences", "n_sequences"), ("Aniso_Seeed", "seed")])
+def test_a_setting_given_by_its_variable_or_option_name_gets_did_you_mean(key, meant, clean_env):
+    """``settings={'ANISO_SEED': 3}`` was "unknown setting 'ANISO_SEED'" with no suggestion, where ``{'seeed': 3}``
+    got "did you mean 'seed'?"."""
+    for call in (lambda: aniso.models(REGISTRY, settings={key: 3}),
+                 lambda: aniso.measure(MODEL, TEXTS, registry=REGISTRY, progress=False, settings={key: 3})):
+        with pytest.raises(ValueError, match=rf"^settings: unknown setting '{key}'; did you mean '{meant}'\?") as info:
+            call()
+        assert "\n" not in str(info.value)
