@@ -56,3 +56,26 @@ def test_a_setting_given_by_its_variable_or_option_name_gets_did_you_mean(key, m
         with pytest.raises(ValueError, match=rf"^settings: unknown setting '{key}'; did you mean '{meant}'\?") as info:
             call()
         assert "\n" not in str(info.value)
+
+
+def test_layer_stats_equality_leaves_out_the_wall_time():
+    """Two measurements of one model on the same texts compared unequal when their ``meta['seconds']`` differed
+    (5.17 against 1.76): ``==`` depended on wall time."""
+    from aniso.api import LayerStats
+
+    def stats(meta):
+        return LayerStats("m", ("0",), (), {"label": "t"}, {"seed": 0}, meta, None)
+
+    assert stats({"seconds": 5.17, "origin": "o"}) == stats({"seconds": 1.76, "origin": "o"})
+    assert stats({"seconds": 5.17, "origin": "o"}) != stats({"seconds": 5.17, "origin": "other"})
+
+
+def test_claim_results_say_they_are_unhashable_by_their_own_name(tmp_path):
+    """``hash(ClaimResults)`` said "unhashable type: 'ResultsDocument'" (an inner class)."""
+    from aniso.api import ClaimResults
+    from aniso.judge.results import ResultsDocument, provenance
+
+    r = ClaimResults(tmp_path / "results.json", ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[]),
+                     0, "m")
+    with pytest.raises(TypeError, match=r"^unhashable type: 'ClaimResults'$"):
+        hash(r)

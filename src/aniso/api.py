@@ -121,6 +121,10 @@ def _same_values(a: Any, b: Any) -> bool:
         return a is b
 
 
+#: The keys of :attr:`LayerStats.meta` that record wall time, which ``==`` leaves out.
+_WALL_TIME_META = frozenset({"seconds"})
+
+
 @dataclass(frozen=True)
 class LayerStats:
     """The layer-wise statistics of one model on one set of inputs (what :func:`measure` returns).
@@ -155,11 +159,13 @@ class LayerStats:
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field but ``stats`` is, a statistic that is NaN (not kept) equal to NaN: a copy read back
-        from a pickle or joblib equals the original (``float('nan') != float('nan')`` otherwise makes it differ)."""
+        from a pickle or joblib equals the original (``float('nan') != float('nan')`` otherwise makes it differ).
+        The wall time in ``meta`` (:data:`_WALL_TIME_META`) takes no part: two measurements of one model on the same
+        inputs are equal however long each took."""
         if not isinstance(other, LayerStats):
             return NotImplemented
         fields_of = lambda x: (x.model_id, x.layer_names, [asdict(s) for s in x.layers], x.inputs, x.settings,
-                               x.meta)  # noqa: E731
+                               {k: v for k, v in x.meta.items() if k not in _WALL_TIME_META})  # noqa: E731
         return _same_values(fields_of(self), fields_of(other))
 
     @classmethod
@@ -246,6 +252,10 @@ class ClaimResults:
     document: Any = field(repr=False)
     exit_code: int
     model_id: str
+
+    #: Not hashable (its document is not): ``hash()`` says so by the class's name.
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: {type(self).__name__!r}")
 
     def __post_init__(self):
         """``path`` given as a str (or another ``os.PathLike``) is kept as a :class:`~pathlib.Path`; TypeError naming
