@@ -318,16 +318,18 @@ class ClaimResults:
 
 def _report_path(path: str | Path) -> Path:
     """``path`` as the HTML file :meth:`ClaimResults.report` writes. Raises TypeError naming ``path`` when it is no
-    path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
+    path, ValueError naming it when it is a folder or names one (a str ending in ``/``, as ``aniso report --out``
+    refuses it), or the nearest part of it that exists is a file (``one.txt`` in
     ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError, or when its name
     ends in neither ``.html`` nor ``.htm`` (:func:`aniso.report.html_name_problem`: the page is HTML whatever the
     name)."""
     path = _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
-    if target.is_dir():
+    folder = os.fspath(path).endswith(("/", os.sep)) and not target.is_symlink()  # 'out/new.html/': a folder meant
+    if target.is_dir() or folder:
         here = " (the working folder; pathlib.Path('') is Path('.'))" if os.fspath(target) == "." else ""
-        raise ValueError(f"path: {target}{here} is a folder; name the HTML file to write (e.g. "
-                         f"{target / 'report.html'})")
+        raise ValueError(f"path: {target}{here} {'is' if target.is_dir() else 'names'} a folder; name the HTML file "
+                         f"to write (e.g. {target / 'report.html'})")
     above = next((p for p in target.parents if p.exists() or p.is_symlink()), None)
     if above is not None and not above.is_dir():
         raise ValueError(f"path: {above} is {'a link to nothing' if not above.exists() else 'a file'}, not a folder "
