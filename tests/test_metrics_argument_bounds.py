@@ -76,3 +76,20 @@ def test_largest_eigenpair_names_a_vector_or_lockstep_that_is_no_bool(value):
     if value is not None:
         with pytest.raises(TypeError, match=r"^lockstep: .*give True or False or None"):
             metrics.largest_eigenpairs(c[None], lockstep=value)
+
+
+def test_texts_given_as_numbers_are_refused_naming_the_argument():
+    """``monotonic_trend(along=['enc.0', …])`` (an encoder-decoder's layer names) and ``mean_cosine`` of a DataFrame
+    with a text column ended in numpy's "could not convert string to float", naming no parameter."""
+    import numpy as np
+    import pandas as pd
+
+    values = [1, 3, 2, 5, 4, 7, 8, 6.0]
+    with pytest.raises(ValueError, match=r"^along: 'enc\.0' \(str\) is no number; give an array of numbers") as info:
+        metrics.monotonic_trend([f"enc.{i}" for i in range(8)], values)
+    _one_line(info)
+    frame = pd.DataFrame(np.random.default_rng(1).normal(size=(30, 4)) + 1, columns=list("abcd"))
+    frame["e"] = "x"
+    with pytest.raises(ValueError, match=r"^x: 'x' \(str\) is no number"):
+        metrics.mean_cosine(frame)
+    assert metrics.monotonic_trend([str(i) for i in range(8)], values).coefficient == pytest.approx(0.8809523809523808)

@@ -110,7 +110,8 @@ def _refuse_unreadable(x, name: str) -> None:
     numpy's or torch's wording. TypeError for a complex array or tensor (a cast would drop the imaginary parts), a
     NumPy masked array with masked values (``np.asarray`` would drop the mask and measure them), a
     ``scipy.sparse`` matrix or array, or a sparse torch tensor (give a dense one); ValueError for a tensor on the
-    meta device (it holds no values) and for a list whose rows differ in length (a ragged list)."""
+    meta device (it holds no values), for a list whose rows differ in length (a ragged list) and for values that are
+    no numbers (a text such as a layer name 'enc.0', a text column of a DataFrame), naming the first."""
     if isinstance(x, torch.Tensor):
         if x.is_meta:
             raise ValueError(f"{name}: a tensor on the meta device, which holds no values; give one holding its values")
@@ -138,6 +139,23 @@ def _refuse_unreadable(x, name: str) -> None:
                 f"that is no array of numbers ({str(exc).splitlines()[0][:200]})")) from None
     if np.iscomplexobj(x):
         raise TypeError(f"{name}: a complex array; give real vectors")
+    if isinstance(x, np.ndarray) and x.dtype.kind in "OUSV":  # texts (layer names, a text column), objects
+        try:
+            np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad = next((v for v in x.reshape(-1) if not _is_number(v)), None)
+            bad = bad.item() if isinstance(bad, np.generic) else bad  # np.str_('enc.0') shown as 'enc.0'
+            raise ValueError(f"{name}: {bad!r} ({type(bad).__name__}) is no number; give an array of numbers (for "
+                             "layers named 'enc.0', 'dec.0', …: their positions, e.g. range(len(names)))") from None
+
+
+def _is_number(value) -> bool:
+    """Whether ``value`` reads as a float (a number, or a text of one such as ``'3'``)."""
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
