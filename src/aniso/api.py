@@ -1156,7 +1156,12 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     try:
         fields = entry_fields(config.to_dict())
     except UndetectableModel as exc:
-        raise ValueError(f"model: {exc}") from None
+        said, entry = str(exc), "; add a models.yaml entry with "
+        if entry in said:  # no registry row can name an in-memory model: the way is a folder and a row for it
+            head, fields_needed = said.split(entry, 1)
+            said = (f"{head}; an in-memory model has no models.yaml row: save it with save_pretrained, add a row for "
+                    f"that folder with {fields_needed}, and measure the row's id")
+        raise ValueError(f"model: {said}") from None
     short = _weights_short_of_config(model)
     if short is not None:
         raise ValueError(f"model: {short}; set the field to the weights' size (or give the model's own config)")
