@@ -86,8 +86,9 @@ def test_an_in_memory_model_of_unknown_modality_is_told_to_save_it_first(clean_e
     in-memory model (the way is save_pretrained, then a row for the folder)."""
     from transformers import BartConfig, BartModel
 
-    bart = BartModel(BartConfig(vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-                                decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+    bart = BartModel(BartConfig(vocab_size=64, d_model=16, encoder_layers=1, decoder_layers=1,
+                                encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                                decoder_ffn_dim=32,
                                 max_position_embeddings=32)).eval()
     with pytest.raises(ValueError, match=r"^model: model_type 'bart': its modality is not known to aniso; an in-memory "
                                          r"model has no models.yaml row: save it with save_pretrained, add a row for "

@@ -90,7 +90,8 @@ def _truth(value, name: str, none: bool = False):
     if none and value is None:
         return None
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give True or False" + (" or None" if none else ""))
+        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give True or False"
+                        + (" or None" if none else ""))
     return bool(value)
 
 
@@ -1763,7 +1764,8 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
     Raises
     ------
     TypeError if ``n`` is not a whole number, ``seed`` not an integer or ``effect`` not a real number; ValueError for
-    n < 3 or n > :data:`POWER_MAX_N`, seed < 0, |effect| >= 1, alpha outside (0, 1), or an unknown method or alternative.
+    n < 3 or n > :data:`POWER_MAX_N`, seed < 0, |effect| >= 1, alpha outside (0, 1), or an unknown method or
+    alternative.
     """
     n = _whole(n, "n", 3, POWER_MAX_N)
     effect = _real(effect, "effect", "a correlation in (-1, 1)")
