@@ -288,6 +288,18 @@ def test_a_report_path_of_path_empty_says_it_is_the_working_folder(tmp_path, mon
         aniso.ClaimResults(path, read_results(path), 0, "m").report(Path(""))
 
 
+def test_a_report_path_ending_in_a_slash_names_a_folder(tmp_path):
+    """``ClaimResults.report('out/new.html/')`` wrote the file out/new.html, where ``aniso report --out
+    out/new.html/`` refuses it as a folder."""
+    from aniso.judge.results import read_results
+
+    path = _one_run(tmp_path)
+    named = str(tmp_path / "out" / "new.html") + "/"
+    with pytest.raises(ValueError, match=r"^path: .*new\.html names a folder; name the HTML file to write") as info:
+        aniso.ClaimResults(path, read_results(path), 0, "m").report(named)
+    assert "\n" not in str(info.value) and not (tmp_path / "out" / "new.html").exists()
+
+
 def test_a_twonn_left_nan_for_too_few_vectors_is_said():
     """As `aniso stats` prints it below its table: a warning per reason, kept in meta["nan_columns"]."""
     from aniso.extract.modalities import _subword_tokenizer

@@ -29,6 +29,7 @@ import functools
 import math
 import numbers
 import os
+import re
 import signal
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -120,6 +121,10 @@ def _same_values(a: Any, b: Any) -> bool:
         return a is b
 
 
+#: The keys of :attr:`LayerStats.meta` that record wall time, which ``==`` leaves out.
+_WALL_TIME_META = frozenset({"seconds"})
+
+
 @dataclass(frozen=True)
 class LayerStats:
     """The layer-wise statistics of one model on one set of inputs (what :func:`measure` returns).
@@ -154,11 +159,13 @@ class LayerStats:
 
     def __eq__(self, other: object) -> bool:
         """Equal when every field but ``stats`` is, a statistic that is NaN (not kept) equal to NaN: a copy read back
-        from a pickle or joblib equals the original (``float('nan') != float('nan')`` otherwise makes it differ)."""
+        from a pickle or joblib equals the original (``float('nan') != float('nan')`` otherwise makes it differ).
+        The wall time in ``meta`` (:data:`_WALL_TIME_META`) takes no part: two measurements of one model on the same
+        inputs are equal however long each took."""
         if not isinstance(other, LayerStats):
             return NotImplemented
         fields_of = lambda x: (x.model_id, x.layer_names, [asdict(s) for s in x.layers], x.inputs, x.settings,
-                               x.meta)  # noqa: E731
+                               {k: v for k, v in x.meta.items() if k not in _WALL_TIME_META})  # noqa: E731
         return _same_values(fields_of(self), fields_of(other))
 
     @classmethod
@@ -246,6 +253,10 @@ class ClaimResults:
     exit_code: int
     model_id: str
 
+    #: Not hashable (its document is not): ``hash()`` says so by the class's name.
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: {type(self).__name__!r}")
+
     def __post_init__(self):
         """``path`` given as a str (or another ``os.PathLike``) is kept as a :class:`~pathlib.Path`; TypeError naming
         ``path`` for what is no path."""
@@ -307,16 +318,18 @@ class ClaimResults:
 
 def _report_path(path: str | Path) -> Path:
     """``path`` as the HTML file :meth:`ClaimResults.report` writes. Raises TypeError naming ``path`` when it is no
-    path, ValueError naming it when it is a folder or the nearest part of it that exists is a file (``one.txt`` in
+    path, ValueError naming it when it is a folder or names one (a str ending in ``/``, as ``aniso report --out``
+    refuses it), or the nearest part of it that exists is a file (``one.txt`` in
     ``one.txt/x.html``), which would otherwise fail deep in the writing with a bare FileExistsError, or when its name
     ends in neither ``.html`` nor ``.htm`` (:func:`aniso.report.html_name_problem`: the page is HTML whatever the
     name)."""
     path = _path_argument("path", path, "the HTML file to write")
     target = Path(os.path.expanduser(os.fspath(path)))
-    if target.is_dir():
+    folder = os.fspath(path).endswith(("/", os.sep)) and not target.is_symlink()  # 'out/new.html/': a folder meant
+    if target.is_dir() or folder:
         here = " (the working folder; pathlib.Path('') is Path('.'))" if os.fspath(target) == "." else ""
-        raise ValueError(f"path: {target}{here} is a folder; name the HTML file to write (e.g. "
-                         f"{target / 'report.html'})")
+        raise ValueError(f"path: {target}{here} {'is' if target.is_dir() else 'names'} a folder; name the HTML file "
+                         f"to write (e.g. {target / 'report.html'})")
     above = next((p for p in target.parents if p.exists() or p.is_symlink()), None)
     if above is not None and not above.is_dir():
         raise ValueError(f"path: {above} is {'a link to nothing' if not above.exists() else 'a file'}, not a folder "
@@ -345,7 +358,10 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
     given = dict(_settings_argument(settings) or {})
     unknown = sorted(set(given) - set(Settings.__dataclass_fields__))
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(Settings.__dataclass_fields__), n=1)
+        fields = list(Settings.__dataclass_fields__)
+        # a setting given by its variable or option name (ANISO_SEED, aniso-seed, --aniso-batch-size, BATCH_SIZE)
+        plain = re.sub(r"^(--)?aniso[-_]", "", str(unknown[0]).lower()).replace("-", "_")
+        close = [plain] if plain in fields else difflib.get_close_matches(plain, fields, n=1)
         if unknown[0] == "n_inputs":  # measure's argument, whose setting depends on the model's modality
             close = ["n_sequences (text), n_clips (speech) or n_images (vision); or measure's argument n_inputs"]
         raise ValueError(f"settings: unknown setting {unknown[0]!r}" + (f"; did you mean {close[0]}?"
@@ -1140,7 +1156,12 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     try:
         fields = entry_fields(config.to_dict())
     except UndetectableModel as exc:
-        raise ValueError(f"model: {exc}") from None
+        said, entry = str(exc), "; add a models.yaml entry with "
+        if entry in said:  # no registry row can name an in-memory model: the way is a folder and a row for it
+            head, fields_needed = said.split(entry, 1)
+            said = (f"{head}; an in-memory model has no models.yaml row: save it with save_pretrained, add a row for "
+                    f"that folder with {fields_needed}, and measure the row's id")
+        raise ValueError(f"model: {said}") from None
     short = _weights_short_of_config(model)
     if short is not None:
         raise ValueError(f"model: {short}; set the field to the weights' size (or give the model's own config)")

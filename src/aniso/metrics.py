@@ -54,6 +54,7 @@ __all__ = [
     "N_PERMUTATIONS",
     "ALTERNATIVES",
     "POWER_REQUIRED",
+    "POWER_MAX_N",
     "MC_RELATIVE_ERROR",
     "MOMENTS_TOLERANCE",
 ]
@@ -72,6 +73,28 @@ def _whole(value, name: str, least: int, most: int | None = None) -> int:
     return whole
 
 
+def _torch_seed(value, name: str = "seed") -> int:
+    """``value`` as the int seed of a torch generator, refusing in one line naming ``name``: TypeError for what is
+    not an integer (a bool, None, 1.5; a NumPy integer is taken), ValueError outside torch's seeds, -2**63 to
+    2**64 - 1."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give an integer")
+    if not -2**63 <= int(value) <= 2**64 - 1:
+        raise ValueError(f"{name}: {int(value)}; give an integer from -2**63 to 2**64 - 1")
+    return int(value)
+
+
+def _truth(value, name: str, none: bool = False):
+    """``value`` as a bool (None kept where ``none``), refusing in one line naming ``name`` a TypeError for any other
+    value (``'no'`` would be read as True)."""
+    if none and value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: {value!r} ({type(value).__name__}); give True or False"
+                        + (" or None" if none else ""))
+    return bool(value)
+
+
 def _real(value, name: str, allowed: str) -> float:
     """``value`` as a float, refusing in one line naming ``name`` and what is ``allowed``: TypeError for what is not
     a real number (a str, a bool, a complex), ValueError for NaN."""
@@ -88,7 +111,8 @@ def _refuse_unreadable(x, name: str) -> None:
     numpy's or torch's wording. TypeError for a complex array or tensor (a cast would drop the imaginary parts), a
     NumPy masked array with masked values (``np.asarray`` would drop the mask and measure them), a
     ``scipy.sparse`` matrix or array, or a sparse torch tensor (give a dense one); ValueError for a tensor on the
-    meta device (it holds no values) and for a list whose rows differ in length (a ragged list)."""
+    meta device (it holds no values), for a list whose rows differ in length (a ragged list) and for values that are
+    no numbers (a text such as a layer name 'enc.0', a text column of a DataFrame), naming the first."""
     if isinstance(x, torch.Tensor):
         if x.is_meta:
             raise ValueError(f"{name}: a tensor on the meta device, which holds no values; give one holding its values")
@@ -116,6 +140,23 @@ def _refuse_unreadable(x, name: str) -> None:
                 f"that is no array of numbers ({str(exc).splitlines()[0][:200]})")) from None
     if np.iscomplexobj(x):
         raise TypeError(f"{name}: a complex array; give real vectors")
+    if isinstance(x, np.ndarray) and x.dtype.kind in "OUSV":  # texts (layer names, a text column), objects
+        try:
+            np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            bad = next((v for v in x.reshape(-1) if not _is_number(v)), None)
+            bad = bad.item() if isinstance(bad, np.generic) else bad  # np.str_('enc.0') shown as 'enc.0'
+            raise ValueError(f"{name}: {bad!r} ({type(bad).__name__}) is no number; give an array of numbers (for "
+                             "layers named 'enc.0', 'dec.0', …: their positions, e.g. range(len(names)))") from None
+
+
+def _is_number(value) -> bool:
+    """Whether ``value`` reads as a float (a number, or a text of one such as ``'3'``)."""
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
@@ -642,15 +683,18 @@ def largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int = 
 
     A NumPy array is read as a tensor on the CPU; bfloat16 and float16 are read through float32, integers through
     float64. Raises TypeError when ``c`` is neither a tensor nor a NumPy array, or is complex, or ``rtol`` is not a
-    real number, or ``max_steps`` or ``min_size`` is not a whole number; ValueError when ``c`` is not a square matrix
+    real number, or ``max_steps`` or ``min_size`` is not a whole number, or ``seed`` is not an integer, or ``vector``
+    is not True or False; ValueError when ``c`` is not a square matrix
     or is 0 × 0, holds NaN or infinite values, or is not symmetric beyond rounding, or ``rtol`` is not above 0, or
-    ``max_steps`` is below 1 or ``min_size`` below 0, or λ_max itself is beyond the dtype's range.
+    ``max_steps`` is below 1 or ``min_size`` below 0, or ``seed`` is outside torch's seeds (-2**63 to 2**64 - 1),
+    or λ_max itself is beyond the dtype's range.
 
     At any finite magnitude: a matrix whose largest |entry| is beyond 2^±(emax/4) (2^±256 in float64, 2^±32 in
     float32) is scaled by a power of two into [0.5, 1) first (exact; the vector is unchanged, the value scaled back).
     """
     c, exponents = _square_matrices(c, False, rtol)
     max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
+    seed, vector = _torch_seed(seed), _truth(vector, "vector")
     value, vec = _largest_eigenpair(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size, vector=vector)
     return _unscaled_values(value, exponents, c.shape[0], False), vec
 
@@ -718,10 +762,11 @@ def largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
     steps takes the dense solver. For m <= ``min_size``: ``torch.linalg.eigh`` of the batch.
 
     Raises as :func:`largest_eigenpair` (ValueError when ``c`` is not a stack of square matrices or one of them is not
-    symmetric beyond rounding).
+    symmetric beyond rounding; TypeError when ``lockstep`` is not True, False or None).
     """
     c, exponents = _square_matrices(c, True, rtol)
     max_steps, min_size = _whole(max_steps, "max_steps", 1), _whole(min_size, "min_size", 0)
+    seed, vector, lockstep = _torch_seed(seed), _truth(vector, "vector"), _truth(lockstep, "lockstep", none=True)
     values, vectors = _largest_eigenpairs(c, rtol=rtol, max_steps=max_steps, seed=seed, min_size=min_size,
                                           vector=vector, lockstep=lockstep)
     return _unscaled_values(values, exponents, c.shape[1], True), vectors
@@ -1687,6 +1732,9 @@ POWER_SAMPLES = 40_000
 _PEARSON_POWER_SAMPLES, _PEARSON_POWER_ORDERINGS = 4_000, 1_999
 #: The null sample of a power estimate above EXACT_MAX_N points (the critical value of the Spearman test).
 _POWER_NULL = 199_999
+#: The most points a power estimate takes (:func:`correlation_power`'s ``n``, :func:`points_for_power`'s ``limit``):
+#: its simulation holds POWER_SAMPLES x n normal draws (about 1.6 GB and 15 s at 500 points) and grows with n.
+POWER_MAX_N = 500
 
 
 def correlation_power(n: int, effect: float, method: str = "spearman", alternative: str = "two-sided",
@@ -1704,7 +1752,7 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
 
     Parameters
     ----------
-    n : points, >= 3
+    n : points, from 3 to :data:`POWER_MAX_N`
     effect : the population correlation, in (-1, 1)
     method, alternative : as :func:`correlation_test`
     alpha : the level, in (0, 1)
@@ -1716,9 +1764,10 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
     Raises
     ------
     TypeError if ``n`` is not a whole number, ``seed`` not an integer or ``effect`` not a real number; ValueError for
-    n < 3, seed < 0, |effect| >= 1, alpha outside (0, 1), or an unknown method or alternative.
+    n < 3 or n > :data:`POWER_MAX_N`, seed < 0, |effect| >= 1, alpha outside (0, 1), or an unknown method or
+    alternative.
     """
-    n = _whole(n, "n", 3)
+    n = _whole(n, "n", 3, POWER_MAX_N)
     effect = _real(effect, "effect", "a correlation in (-1, 1)")
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed: {seed!r} ({type(seed).__name__}); give an integer >= 0")
@@ -1766,8 +1815,10 @@ def _correlation_power(n: int, effect: float, method: str, alternative: str, alp
 def points_for_power(effect: float, method: str = "spearman", alternative: str = "two-sided", alpha: float = 0.05,
                      power: float = POWER_REQUIRED, *, start: int = 3, limit: int = 200, seed: int = 0) -> int | None:
     """The fewest points (>= ``start``) at which :func:`correlation_power` reaches ``power`` at ``effect``, or None
-    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`, and for
-    a ``power`` outside (0, 1) (TypeError for one that is not a real number)."""
+    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`, for
+    a ``power`` outside (0, 1) (TypeError for one that is not a real number) and for a ``limit`` above
+    :data:`POWER_MAX_N` (TypeError for one that is not a whole number)."""
+    limit = _whole(limit, "limit", 0, POWER_MAX_N)
     power = _real(power, "power", "a probability in (0, 1)")
     if not 0 < power < 1:
         raise ValueError(f"power: {power}; give a probability in (0, 1)")

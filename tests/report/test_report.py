@@ -514,3 +514,20 @@ def test_underpowered_verdicts_are_counted_apart_and_intervals_that_cannot_be_re
     assert "[0.0068, 0.0068]" not in html and "not informative: all 1000 resamples gave 0.0068" in html
     assert "Underpowered at this size" in html and "4 layers: cannot decide" in html
     assert "stale" in html and "0.285" in html
+
+
+def test_report_shows_bidi_controls_as_escapes(tmp_path):
+    """A record's reason, a model id or a rule holding U+202E (right-to-left override) was written raw into the page,
+    so that a browser showed the rest of its line reversed; ``aniso diff`` shows such characters as escapes."""
+    bidi = "\u202aa\u202bb\u202cc\u202dd\u202ee\u2066f\u2067g\u2068h\u2069i\u200ej\u200fk"
+    r = ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="§2", figure="Fig. 1", statement="s",
+                    model_id="m\u202eid", test="t::x", verdict="holds", measured={"note": bidi, "value": 0.5},
+                    rule="rule " + bidi, reason="why " + bidi + " END", inputs_label=bidi,
+                    differs_from_record="expected does-not-hold (" + bidi + ")")
+    doc = _doc(tmp_path, [r], models={"m\u202eid": ModelLayers(layer_names=["0"], layers=[LAYER],
+                                                                meta={"origin": bidi})})
+    html = render_html(doc)
+    for c in bidi[::2]:
+        assert c not in html, repr(c)
+    assert "\\u202e" in html and "m\\u202eid" in html
+    assert "\n" in html  # the page's own line breaks are kept

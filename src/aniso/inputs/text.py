@@ -159,20 +159,21 @@ def is_heading(line: str) -> bool:
     return line.startswith("=") and line.endswith("=") and len(line) <= HEADING_MAX_CHARS
 
 
-def wikitext_paragraphs(text: str) -> list[str]:
+def wikitext_paragraphs(text: str, detokenise: bool = True) -> list[str]:
     """Paragraphs of a WikiText ``*.tokens`` / raw file: non-blank lines (:func:`corpus_lines`: split on ``\n`` or
     ``\r\n`` only, so a form feed or U+2028 inside a line leaves it one paragraph) that are not ``= Heading =``
     lines (:func:`is_heading`).
 
-    WikiText's number joiners (`` @-@ ``, `` @,@ ``, `` @.@ ``) are undone, the
-    only detokenisation applied; ``<unk>`` is kept as it is in the file.
+    With ``detokenise`` (the default), WikiText's number joiners (`` @-@ ``, `` @,@ ``, `` @.@ ``) are undone, the
+    only detokenisation applied; ``<unk>`` is kept as it is in the file. Without it (the texts a caller gave as a
+    list, :func:`given_texts`) every line is kept as written.
     """
     paragraphs = []
     for line in corpus_lines(text):
         s = line.strip()
         if not s or is_heading(s) or not _visible(s):
             continue
-        paragraphs.append(_WIKITEXT_JOINERS.sub(r"\1", s))
+        paragraphs.append(_WIKITEXT_JOINERS.sub(r"\1", s) if detokenise else s)
     return paragraphs
 
 
@@ -276,7 +277,9 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
     ``\n`` or ``\r\n`` only (:func:`corpus_lines`), without blank and heading lines. Raises
     :class:`CorpusError` naming the file when it cannot be read as UTF-8 text or has fewer than 2 distinct
     paragraphs (a blank file has none; a file of one paragraph repeated has one: its copies are not independent
-    inputs, and a bootstrap over them would resample one text)."""
+    inputs, and a bootstrap over them would resample one text). WikiText's number joiners are undone
+    (:func:`wikitext_paragraphs`) except in the file of texts :func:`aniso.check` was given as a list
+    (:func:`given_texts`), whose texts are measured as given."""
     text = read_text_file(path)
     structured = structured_form(path, text)
     if structured is not None:
@@ -286,7 +289,8 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
     if wrapped is not None:
         raise CorpusError(f"corpus file {path} is hard-wrapped: {wrapped}; a corpus is one paragraph per line, and "
                           "each of these lines would be read as a paragraph: join each paragraph's lines into one")
-    paragraphs = wikitext_paragraphs(text)
+    # the texts a caller gave as a list (aniso.check's temporary file) are measured as given, as aniso.measure does
+    paragraphs = wikitext_paragraphs(text, detokenise=not given_texts(str(path)))
     distinct = len(set(paragraphs))
     if distinct < 2:
         copies = f", {distinct} distinct" if len(paragraphs) > distinct else ""

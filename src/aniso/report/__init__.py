@@ -183,6 +183,19 @@ def public_text(text: str) -> str:
     return _ABS_PATH.sub(lambda m: _public_path(m.group()), text)
 
 
+def _visible_text(value):
+    """A value the report page writes: a text (not markup) with its control, bidirectional-override and other
+    unprintable characters shown as their escapes (``\\u202e``), as ``aniso diff`` shows them
+    (:func:`aniso.common.tables.printable`); its line breaks are kept. Other values are left as they are."""
+    from markupsafe import Markup
+
+    from ..common.tables import printable
+
+    if not isinstance(value, str) or isinstance(value, Markup) or value.isprintable():
+        return value
+    return "\n".join(printable(line) for line in value.split("\n"))
+
+
 def _public(value):
     """``value`` (a part of results.json as plain data) with :func:`public_text` applied to every string in it."""
     if isinstance(value, str):
@@ -379,7 +392,8 @@ def render_html(document: ResultsDocument, unsealed: list[str] | tuple[str, ...]
     every figure (:func:`aniso.report.modalities.model_styles`). ``unsealed``: lines saying that the results file
     is not known to be a run's of this installation, unedited (:func:`aniso.judge.results.seal_problem`), shown at
     the top of the page."""
-    env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    env = Environment(loader=PackageLoader("aniso.report", "templates"), autoescape=select_autoescape(["html", "j2"]),
+                      finalize=_visible_text)
     env.filters["num"] = _num
     return env.get_template("report.html.j2").render(**_page(document), unsealed=[public_text(u) for u in unsealed])
 
