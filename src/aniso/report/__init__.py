@@ -186,14 +186,19 @@ def public_text(text: str) -> str:
 def _visible_text(value):
     """A value the report page writes: a text (not markup) with its control, bidirectional-override and other
     unprintable characters shown as their escapes (``\\u202e``), as ``aniso diff`` shows them
-    (:func:`aniso.common.tables.printable`); its line breaks are kept. Other values are left as they are."""
+    (:func:`aniso.common.tables.printable`); its line breaks, and the lone surrogates of a file name read under
+    another locale, are kept. Other values are left as they are."""
+    import unicodedata
+
     from markupsafe import Markup
 
     from ..common.tables import printable
 
     if not isinstance(value, str) or isinstance(value, Markup) or value.isprintable():
         return value
-    return "\n".join(printable(line) for line in value.split("\n"))
+    # a lone surrogate is a byte of a file name read under another locale (surrogateescape), which the page's
+    # UTF-8 writer turns back into that byte: left as it is
+    return "".join(c if c == "\n" or unicodedata.category(c) == "Cs" else printable(c) for c in value)
 
 
 def _public(value):
