@@ -100,9 +100,12 @@ _NOT_COLLECTED = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules
 _MAX_FOLDERS = 2000
 _MAX_READ = 1 << 20
 
-#: A line that marks a claim test (``@pytest.mark.claim("...")``), looked for in a module that does not parse (its
-#: syntax error is then named by the collection, as a claims module's).
-_CLAIM_LINE = re.compile(rb"^[ \t]*@(?:pytest\.)?mark\.claim\(", re.MULTILINE)
+#: The marks of a test a claims run measures: ``claim`` (a paper claim) and ``models`` (a test over registry rows
+#: selected by tag, as the offline pipeline check of ``claims/``).
+_CLAIMS_RUN_MARKS = ("claim", "models")
+#: A line that applies one of those marks (``@pytest.mark.claim("...")``), looked for in a module that does not parse
+#: (its syntax error is then named by the collection, as a claims module's).
+_MARK_LINE = re.compile(rb"^[ \t]*@(?:pytest\.)?mark\.(claim|models)\(", re.MULTILINE)
 
 
 def _is_mark(node, names: tuple[str, ...] = ("claim",)) -> bool:
@@ -113,34 +116,27 @@ def _is_mark(node, names: tuple[str, ...] = ("claim",)) -> bool:
                  or (isinstance(func.value, ast.Name) and func.value.id == "mark")))
 
 
-def _is_claim_mark(node) -> bool:
-    """Whether ``node`` (an expression) is ``pytest.mark.claim(...)`` or ``mark.claim(...)``."""
-    return _is_mark(node)
-
-
-#: The marks of a test a claims run measures: ``claim`` (a paper claim) and ``models`` (a test over registry rows
-#: selected by tag, as the offline pipeline check of ``claims/``).
-_CLAIMS_RUN_MARKS = ("claim", "models")
-_CLAIMS_RUN_LINE = re.compile(rb"^[ \t]*@(?:pytest\.)?mark\.(?:claim|models)\(", re.MULTILINE)
-
-
-def _marks(source: bytes, names: tuple[str, ...], line: re.Pattern) -> bool:
-    """Whether the Python ``source`` marks a function or class with one of the marks ``names`` (decorator, or
-    ``pytestmark``); a module that does not parse counts when ``line`` finds the decorator at a line's start."""
+def _module_marks(source: bytes) -> frozenset[str]:
+    """Which of the marks :data:`_CLAIMS_RUN_MARKS` the Python ``source`` applies to a function or class (decorator,
+    or ``pytestmark``), parsed once; in a module that does not parse, those :data:`_MARK_LINE` finds at a line's
+    start."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return line.search(source) is not None
+        return frozenset(m.decode() for m in _MARK_LINE.findall(source))
+    found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if any(_is_mark(d, names) for d in node.decorator_list):
-                return True
+            marks = node.decorator_list
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark"
                                                   for t in node.targets):
-            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
-            if any(_is_mark(v, names) for v in values):
-                return True
-    return False
+            marks = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+        else:
+            continue
+        found.update(m.func.attr for m in marks if _is_mark(m, _CLAIMS_RUN_MARKS))
+        if len(found) == len(_CLAIMS_RUN_MARKS):
+            break
+    return frozenset(found)
 
 
 def marks_a_claim(source: bytes) -> bool:
@@ -148,13 +144,13 @@ def marks_a_claim(source: bytes) -> bool:
     function or class, or ``pytestmark = pytest.mark.claim(...)`` (or a list holding one). Parsed, not imported, so
     a mark written inside a string (a test that writes a claims module) does not count; a module that does not parse
     counts when a line of it starts with the decorator."""
-    return _marks(source, ("claim",), _CLAIM_LINE)
+    return "claim" in _module_marks(source)
 
 
 def is_claims_module(source: bytes) -> bool:
     """Whether the Python ``source`` of a test module is one a claims run measures: it marks a test with
     ``@pytest.mark.claim(...)`` or ``@pytest.mark.models(...)`` (read as :func:`marks_a_claim` reads)."""
-    return _marks(source, _CLAIMS_RUN_MARKS, _CLAIMS_RUN_LINE)
+    return bool(_module_marks(source))
 
 
 def _test_modules(folder: Path):
@@ -188,11 +184,26 @@ def _test_modules(folder: Path):
         stack.extend(reversed(folders))
 
 
+def _survey(folder: Path) -> tuple[bool, Path | None]:
+    """One walk of the test modules under ``folder`` (:func:`_test_modules`), each parsed once: whether one marks a
+    test with a claim (:func:`holds_claim_tests`), and the first that is no claims module (:func:`other_test_module`),
+    stopping once both are known."""
+    claim, other = False, None
+    for path, source in _test_modules(folder):
+        marks = _module_marks(source)
+        claim = claim or "claim" in marks
+        if other is None and not marks:
+            other = path
+        if claim and other is not None:
+            break
+    return claim, other
+
+
 def holds_claim_tests(folder: Path) -> bool:
     """Whether ``folder`` (or a folder under it that pytest collects, at most :data:`_MAX_FOLDERS` of them) holds a
     test module (``test_*.py``, ``*_test.py``) that marks a test with a claim (:func:`marks_a_claim`). The modules
     are read (their first MiB) and parsed, not imported, so a folder of other tests runs none of them to find out."""
-    return any(marks_a_claim(source) for _, source in _test_modules(folder))
+    return _survey(folder)[0]
 
 
 def other_test_module(folder: Path) -> Path | None:
@@ -200,10 +211,7 @@ def other_test_module(folder: Path) -> Path | None:
     (:func:`is_claims_module`: it marks no test with ``claim`` or ``models``), or None. A claims run collects every
     test module of its folder, so such a module (a unit-test tree under the folder, ``--claims-dir .`` at a
     checkout's root) would be run as if it were a claim test."""
-    for path, source in _test_modules(folder):
-        if not is_claims_module(source):
-            return path
-    return None
+    return _survey(folder)[1]
 
 
 def claims_folder(given: str | Path | None, registry: Path | None, option: str = "--claims-dir") -> Path:
@@ -225,24 +233,20 @@ def claims_folder(given: str | Path | None, registry: Path | None, option: str =
         path = default_claims_folder(registry)
         if path is None:
             raise ValueError(f"no claims folder beside {registry} or in this package's source tree (give {option})")
-    if not holds_claim_tests(path):
-        what = (f"no claim tests in it (no test_*.py module marks a test with @pytest.mark.claim(\"<claim id>\"))")
-        if cli:
-            raise ValueError(f"claims folder {path}: {what}; give {option} the folder of the claim tests (claims/ of "
-                             f"this suite), or leave it out for claims/ beside the registry")
-        raise ValueError(f"{option}: {path}: {what}; give the folder of the claim tests (claims/ of this suite), or "
-                         f"leave {option} out for claims/ beside the registry")
-    other = other_test_module(path)
-    if other is not None:
+    claim, other = _survey(path)  # one walk for both checks
+    if not claim:
+        what = "no claim tests in it (no test_*.py module marks a test with @pytest.mark.claim(\"<claim id>\"))"
+    elif other is not None:
         where = other.relative_to(path) if other.is_relative_to(path) else other
         what = (f"{where} is no claims module (it marks no test with @pytest.mark.claim or @pytest.mark.models), and "
                 f"a claims run runs every test module of its folder: a claims folder holds claim tests only")
-        if cli:
-            raise ValueError(f"claims folder {path}: {what}; give {option} the folder of the claim tests (claims/ of "
-                             f"this suite), or leave it out for claims/ beside the registry")
-        raise ValueError(f"{option}: {path}: {what}; give the folder of the claim tests (claims/ of this suite), or "
-                         f"leave {option} out for claims/ beside the registry")
-    return path
+    else:
+        return path
+    if cli:
+        raise ValueError(f"claims folder {path}: {what}; give {option} the folder of the claim tests (claims/ of "
+                         f"this suite), or leave it out for claims/ beside the registry")
+    raise ValueError(f"{option}: {path}: {what}; give the folder of the claim tests (claims/ of this suite), or "
+                     f"leave {option} out for claims/ beside the registry")
 
 
 def check_corpus(settings: Settings) -> None:
