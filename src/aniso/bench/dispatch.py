@@ -6,7 +6,12 @@ reads from the device (a ``bool()`` of a tensor, ``.item()``, ``nonzero``, a boo
 host) waits for every kernel queued before it. Both can be counted on a CPU, where nothing waits:
 
 - **operators**: top-level ``aten`` operators recorded by the torch profiler (``torch.profiler.profile``; an
-  operator called inside another is not counted again), as the issue's GPU profile counted them;
+  operator called inside another is not counted again), as the GPU profile of the engine counted them;
+- **launching operators**: those of the top-level operators that do work on the device (a kernel or a copy), i.e.
+  all but views (an operator whose every tensor-returning schema returns an alias of its input: ``slice``,
+  ``select``, ``reshape`` of a contiguous tensor, ``transpose``, ``to`` of a tensor already of that dtype and device)
+  and the operators that only allocate or set metadata (:data:`NO_KERNEL`); a view-kind operator that calls one that
+  works (``reshape`` that copies, ``to`` that converts) is counted. On a GPU these are the launches;
 - **host synchronisations** (:class:`HostSyncCounter`): the operators that need a device value on the host —
   ``aten::_local_scalar_dense`` (``.item()``, ``bool()``, ``int()``, ``float()`` of a tensor), ``aten::nonzero``,
   ``aten::masked_select``, ``aten::index`` / ``index_put_`` with a boolean mask, ``aten::bincount``,
@@ -20,6 +25,7 @@ which rows carry a massive activation, the GPU's path that reads nothing is forc
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections import Counter
@@ -29,11 +35,16 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["HostSyncCounter", "count_variant", "count_variants", "count_svd_close", "SYNC_OPERATORS", "HOST_COPIES",
-           "PATHS"]
+           "PATHS", "NO_KERNEL", "is_view_operator", "launches"]
 
 #: ``aten`` operators whose result (or whose output's size) needs a value from the device on the host.
 SYNC_OPERATORS = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "bincount", "unique_dim",
                             "_unique2", "_unique", "unique_consecutive", "nonzero_static"})
+
+#: ``aten`` operators that launch nothing on the device by themselves (allocation and metadata only).
+NO_KERNEL = frozenset({"empty", "empty_strided", "empty_like", "detach", "detach_", "lift_fresh",
+                       "_has_compatible_shallow_copy_type", "size", "stride", "dim", "result_type", "is_same_size",
+                       "set_", "is_floating_point", "is_complex"})
 
 #: Tensor methods that copy a tensor to the host.
 HOST_COPIES = frozenset({"cpu", "numpy", "tolist"})
@@ -103,10 +114,38 @@ def _top_level_operators(prof) -> int:
     return sum(1 for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::"))
 
 
+@functools.cache
+def is_view_operator(name: str) -> bool:
+    """Whether the ``aten`` operator ``name`` (without ``aten::``) is a view: every overload of it that returns
+    tensors returns aliases of its input, read from its schema (``Tensor(a)``), so it launches nothing itself.
+    False for an unknown name."""
+    op = getattr(torch.ops.aten, name, None)
+    if op is None:
+        return False
+    schemas = [getattr(op, overload)._schema for overload in op.overloads()]
+    tensors = [s for s in schemas if s.returns and all(str(r.type) == "Tensor" for r in s.returns)]
+    return bool(tensors) and all(r.alias_info is not None and not r.alias_info.is_write
+                                 for s in tensors for r in s.returns)
+
+
+def launches(event) -> bool:
+    """Whether a profiler event of an ``aten`` operator does work on the device: it is neither a view
+    (:func:`is_view_operator`) nor one of :data:`NO_KERNEL`, or an ``aten`` operator it calls does (other events
+    below it, such as those of a dispatch mode watching the run, are looked through)."""
+    name = event.name.split("::", 1)[-1]
+    if event.name.startswith("aten::") and not (is_view_operator(name) or name in NO_KERNEL):
+        return True
+    return any(launches(child) for child in event.cpu_children)
+
+
+def _launching_operators(prof) -> int:
+    return sum(1 for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::") and launches(e))
+
+
 def count_variant(subject, variant: str, path: str = "device") -> dict:
     """Run ``variant`` (:data:`aniso.bench.extraction.VARIANTS`) once on ``subject`` under the profiler and the
-    :class:`HostSyncCounter`: ``operators`` (top-level aten operators), ``syncs`` (by kind and ``total``), and both per
-    layer-batch (``layers`` hidden states × ``batches``). ``path`` (:data:`PATHS`): ``"device"`` counts the update
+    :class:`HostSyncCounter`: ``operators`` (top-level aten operators), ``launching`` (those that do work on the
+    device, :func:`launches`), ``syncs`` (by kind and ``total``), and each per layer-batch (``layers`` hidden states × ``batches``). ``path`` (:data:`PATHS`): ``"device"`` counts the update
     paths a GPU takes (``wait_free``: nothing read back to the host where the CPU has a cheaper path that reads),
     ``"cpu"`` those the CPU takes by default (the same statistics).
 
@@ -123,10 +162,12 @@ def count_variant(subject, variant: str, path: str = "device") -> dict:
         with HostSyncCounter() as syncs:
             run_variant(subject, variant, batches, wait_free=path == "device")
     operators = _top_level_operators(prof)
+    launching = _launching_operators(prof)
     per = layers * len(batches)
     return {"variant": variant, "path": path, "batches": len(batches), "layers": layers, "operators": operators,
-            "syncs": dict(syncs.counts) | {"total": syncs.total},
+            "launching": launching, "syncs": dict(syncs.counts) | {"total": syncs.total},
             "operators_per_layer_batch": round(operators / per, 2),
+            "launching_per_layer_batch": round(launching / per, 2),
             "syncs_per_layer_batch": round(syncs.total / per, 2)}
 
 
@@ -147,7 +188,7 @@ def count_svd_close(dim: int = 384, rows: int = 1024, seed: int = 0) -> dict:
     statistics do once per ``rows`` tokens per layer in ``every`` beyond a plain update. ``dim`` (d > 128 takes the
     Lanczos iteration, :data:`aniso.metrics.LANCZOS_MIN_SIZE`) and ``rows`` (the SVD batch) set the size; random rows
     with a common direction, a first token every 64 rows and a massive activation (800) every 97th row. Returns
-    ``operators``, ``products`` (top-level ``mv``/``mm``/``bmm``/``matmul``), ``syncs`` (by kind and ``total``) and
+    ``operators``, ``launching`` (:func:`launches`), ``products`` (top-level ``mv``/``mm``/``bmm``/``matmul``), ``syncs`` (by kind and ``total``) and
     the SVD anisotropies formed (the batch's, then each left-out set's)."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -166,7 +207,7 @@ def count_svd_close(dim: int = 384, rows: int = 1024, seed: int = 0) -> dict:
         with HostSyncCounter() as syncs:
             acc.update(x, None, None, positions, exclude)
     top = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")]
-    return {"dim": dim, "rows": rows, "operators": len(top),
+    return {"dim": dim, "rows": rows, "operators": len(top), "launching": sum(map(launches, top)),
             "products": sum(e.name in ("aten::mv", "aten::mm", "aten::bmm", "aten::matmul") for e in top),
             "syncs": dict(syncs.counts) | {"total": syncs.total},
             "svd_anisotropy": [float(acc.summary().svd_anisotropy_batch_mean)]
