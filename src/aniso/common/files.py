@@ -161,6 +161,44 @@ def exclusive(path: Path, notice_after: float = LOCK_NOTICE_SECONDS):
 
 
 @contextlib.contextmanager
+def folder_lock(folder: Path, notice_after: float = LOCK_NOTICE_SECONDS, what: str = "writes into it"):
+    """An exclusive lock on the folder ``folder`` itself (``fcntl.flock`` of the folder, opened read-only; no lock
+    file, so nothing is left in the folder) held while a process writes into it: processes writing into one folder
+    (two ``aniso hub import`` into one hub cache) take turns. A process still waiting after ``notice_after`` seconds
+    says so once (a RuntimeWarning naming the folder and ``what`` the other process does), then waits on. The folder
+    must exist. Where the system has no ``flock`` (not POSIX), nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    import time
+    import warnings
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + notice_after
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    warnings.warn(f"waiting for another process that holds the lock of {folder} (it {what}; a "
+                                  "stopped one, Ctrl-Z, holds it until it goes on or ends)", RuntimeWarning,
+                                  stacklevel=3)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    break
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def rewriting(path: Path):
     """An exclusive lock on the file ``path`` itself (``fcntl.flock`` of the file, read-only; no lock file beside it)
     held while a process reads, checks and rewrites it (``aniso record`` into a registry): processes rewriting one
