@@ -444,11 +444,14 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
 
 def _warn_skipped(setting: str, which) -> None:
     """A :class:`SkippedInput` warning for each (file, reason) of ``which``, shown as the file's own line
-    ("PATH:0: SkippedInput: ...", :func:`aniso.common.files.warn_as_file`, which never reads the file)."""
+    ("PATH:0: SkippedInput: ...", :func:`aniso.common.files.warn_as_file`, which never reads the file), its
+    unprintable characters escaped (:func:`_shown`; the reason may quote a file name)."""
     from ..common.files import warn_as_file
+    from ..common.tables import printable
 
     for p, exc in which:
-        warn_as_file(_shown(p), f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, "aniso.inputs.media")
+        warn_as_file(_shown(p), printable(f"{setting}: skipped, measuring the rest: {exc}"), SkippedInput,
+                     "aniso.inputs.media")
 
 
 def _content_key(item: Any) -> bytes:
@@ -500,8 +503,13 @@ def _utf8_name(p: Path) -> bool:
 
 def _shown(p: Path) -> str:
     """``p`` as text to show: a byte of its name that is not UTF-8 (read by Python as a lone surrogate, which no
-    UTF-8 text can hold) is written ``\\xNN``; a UTF-8 name is shown as it is."""
-    return os.fsencode(p).decode("utf-8", "backslashreplace")
+    UTF-8 text can hold) is written ``\\xNN``, and a control or other unprintable character (a terminal escape, a
+    line end) as its Python escape (``\\x1b``, ``\\n``: :func:`aniso.common.tables.printable`, as ``aniso diff``
+    shows them), so that a file name can neither colour the terminal nor break a warning's line; a UTF-8 name of
+    printable characters is shown as it is."""
+    from ..common.tables import printable
+
+    return printable(os.fsencode(p).decode("utf-8", "backslashreplace"))
 
 
 def _unreadable(p: Path) -> str | None:
