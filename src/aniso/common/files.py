@@ -291,6 +291,28 @@ def shown_path(path: str | os.PathLike) -> str:
     return text if all(c.isprintable() for c in text) else repr(text)
 
 
+def tree_problem(folder: str | os.PathLike, exc: OSError) -> str:
+    """Why the folder ``folder`` could not be listed to its end (``exc``, raised while walking it: a chain of
+    sub-folders deeper than the system lets a path be, ``[Errno 36] File name too long``; a sub-folder that cannot
+    be read), in one short line naming the folder and the sub-folder (its first 60 characters under ``folder`` and
+    its length, not the whole path of thousands), with what to do. Nothing is measured or imported from a folder
+    only part of which can be read."""
+    import errno
+
+    where = os.fsdecode(exc.filename) if exc.filename is not None else os.fspath(folder)
+    top = os.fspath(folder)
+    rel = where[len(top):].lstrip(os.sep) if where.startswith(top) else where
+    rel = rel if len(rel) <= 60 else f"{rel[:60]}… ({len(where)} characters in all)"
+    from .tables import printable
+
+    if exc.errno == errno.ENAMETOOLONG:
+        why = ("holds a chain of sub-folders deeper than the system lets a path be (File name too long), at "
+               f"{printable(rel)}")
+    else:
+        why = f"holds a sub-folder that cannot be read ({exc.strerror or exc}): {printable(rel)}"
+    return f"the folder {shown_path(top)} {why}; move it out of the folder, or give another folder"
+
+
 def link_loop(path: str | os.PathLike) -> str | None:
     """The part of ``path`` (it, or a folder on its way) that is a symbolic link to itself or one of a loop of links
     (``a -> b -> a``), which nothing can be read from or created at, or None. Checked with ``os.stat`` (no

@@ -298,9 +298,16 @@ def _folder_files(folder: Path, caches: list[str] | None = None) -> list[str]:
     """Relative POSIX paths of the regular files under ``folder`` (symlinks followed), hidden entries and the
     repositories of a hub cache found inside it (:func:`_hub_cache_repo`, appended to ``caches``) left out.
     Raises HubCacheError naming a symbolic link that leads outside the folder (:func:`_link_leaves`): its file would
-    be copied into the cache."""
+    be copied into the cache; or naming the folder when a part of it cannot be listed (a chain of sub-folders deeper
+    than the system lets a path be: :func:`aniso.common.files.tree_problem`)."""
+    from ..common.files import tree_problem
+
     out = []
-    for path in sorted(folder.rglob("*")):
+    try:
+        paths = sorted(folder.rglob("*"))
+    except OSError as exc:  # a chain of sub-folders deeper than a path may be: one line, not thousands of 'd's
+        raise HubCacheError(f"{tree_problem(folder, exc)} (nothing was written)") from None
+    for path in paths:
         rel = path.relative_to(folder)
         if any(part.startswith(".") for part in rel.parts):
             continue
