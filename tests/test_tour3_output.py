@@ -39,3 +39,22 @@ def test_output_to_a_full_disk_is_one_line_naming_the_output(tmp_path):
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 1
     assert done.stderr.splitlines() == ["aniso list: cannot write the output: No space left on device"]
+
+
+def test_a_closed_standard_output_is_one_line_as_for_a_full_disk(tmp_path):
+    done = subprocess.run(["sh", "-c", 'exec "$0" -m aniso.cli list claims >&-', sys.executable], cwd=ROOT,
+                          env=_env(tmp_path), stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["aniso list: cannot write the output: standard output is closed"]
+
+
+@pytest.mark.parametrize("argv", [["list", "models"], ["hub", "list", "--cache-dir", "{empty}"]])
+def test_every_command_started_with_standard_output_closed_says_so(argv, tmp_path, monkeypatch, capsys):
+    from aniso.cli import main
+
+    (tmp_path / "hc").mkdir()
+    monkeypatch.setattr(sys, "stdout", None)
+    code = main([a.format(empty=tmp_path / "hc") for a in argv])
+    assert code == 1
+    assert sys.stdout is None
+    assert capsys.readouterr().err.splitlines()[-1] == f"aniso {argv[0]}: cannot write the output: standard output is closed"

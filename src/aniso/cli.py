@@ -1347,6 +1347,17 @@ class _Output:
         self.stream = stream
         self.failed: OSError | None = None
 
+    @classmethod
+    def closed(cls) -> "_Output":
+        """The output of a command started with its standard output closed (``aniso list >&-``: ``sys.stdout`` is
+        None): failed from the start (:func:`main` says so in one line), its writes going to ``os.devnull``, which
+        also takes descriptor 1, so that no file the command opens is taken for standard output."""
+        import errno
+
+        output = cls(open(os.devnull, "w", encoding="utf-8"))
+        output.failed = OSError(errno.EBADF, "standard output is closed")
+        return output
+
     def _gone(self, exc: OSError) -> None:
         self.failed = self.failed or exc
         try:
@@ -1596,7 +1607,8 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "run":  # only aniso run hands them on (to pytest); never dropped without a word
         used.error(_after_dashes(used, extra))
     args.pytest_args = extra
-    output = _Output(sys.stdout)
+    given = sys.stdout
+    output = _Output(given) if given is not None else _Output.closed()
     sys.stdout = output
     try:
         code = args.func(args)
@@ -1605,7 +1617,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"aniso {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return 130
     finally:
-        sys.stdout = output.stream
+        sys.stdout = given
+        if given is None:
+            output.stream.close()
     if output.failed is None or isinstance(output.failed, BrokenPipeError):
         return code  # a reader that went away (`aniso list | head`) is a normal end
     try:
@@ -1649,7 +1663,7 @@ def _ends_at_ctrl_c(code: int) -> None:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except (OSError, ValueError):  # pragma: no cover - closed or gone
+            except (OSError, ValueError, AttributeError):  # pragma: no cover - closed, gone or None
                 pass
         os._exit(code)
 

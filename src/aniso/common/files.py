@@ -161,6 +161,44 @@ def exclusive(path: Path, notice_after: float = LOCK_NOTICE_SECONDS):
 
 
 @contextlib.contextmanager
+def folder_lock(folder: Path, notice_after: float = LOCK_NOTICE_SECONDS, what: str = "writes into it"):
+    """An exclusive lock on the folder ``folder`` itself (``fcntl.flock`` of the folder, opened read-only; no lock
+    file, so nothing is left in the folder) held while a process writes into it: processes writing into one folder
+    (two ``aniso hub import`` into one hub cache) take turns. A process still waiting after ``notice_after`` seconds
+    says so once (a RuntimeWarning naming the folder and ``what`` the other process does), then waits on. The folder
+    must exist. Where the system has no ``flock`` (not POSIX), nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    import time
+    import warnings
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + notice_after
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    warnings.warn(f"waiting for another process that holds the lock of {folder} (it {what}; a "
+                                  "stopped one, Ctrl-Z, holds it until it goes on or ends)", RuntimeWarning,
+                                  stacklevel=3)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    break
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def rewriting(path: Path):
     """An exclusive lock on the file ``path`` itself (``fcntl.flock`` of the file, read-only; no lock file beside it)
     held while a process reads, checks and rewrites it (``aniso record`` into a registry): processes rewriting one
@@ -251,6 +289,28 @@ def shown_path(path: str | os.PathLike) -> str:
     text = os.fspath(path)
     text = text if isinstance(text, str) else os.fsdecode(text)
     return text if all(c.isprintable() for c in text) else repr(text)
+
+
+def tree_problem(folder: str | os.PathLike, exc: OSError) -> str:
+    """Why the folder ``folder`` could not be listed to its end (``exc``, raised while walking it: a chain of
+    sub-folders deeper than the system lets a path be, ``[Errno 36] File name too long``; a sub-folder that cannot
+    be read), in one short line naming the folder and the sub-folder (its first 60 characters under ``folder`` and
+    its length, not the whole path of thousands), with what to do. Nothing is measured or imported from a folder
+    only part of which can be read."""
+    import errno
+
+    where = os.fsdecode(exc.filename) if exc.filename is not None else os.fspath(folder)
+    top = os.fspath(folder)
+    rel = where[len(top):].lstrip(os.sep) if where.startswith(top) else where
+    rel = rel if len(rel) <= 60 else f"{rel[:60]}… ({len(where)} characters in all)"
+    from .tables import printable
+
+    if exc.errno == errno.ENAMETOOLONG:
+        why = ("holds a chain of sub-folders deeper than the system lets a path be (File name too long), at "
+               f"{printable(rel)}")
+    else:
+        why = f"holds a sub-folder that cannot be read ({exc.strerror or exc}): {printable(rel)}"
+    return f"the folder {shown_path(top)} {why}; move it out of the folder, or give another folder"
 
 
 def link_loop(path: str | os.PathLike) -> str | None:

@@ -175,7 +175,7 @@ def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
     FIFO): sampled, it is skipped and named like any unusable file (:func:`_unreadable`), not left out unsaid."""
     if not folder.is_dir():
         raise InputsUnavailable(f"{setting}: {folder} is not a folder")
-    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and not p.is_dir()
+    files = sorted(p for p in _tree(folder, setting) if p.suffix.lower() in suffixes and not p.is_dir()
                    and not _hidden(p, folder))
     if not files:
         other = _left_out_note(folder, _left_out(folder, setting), setting) if setting in _KINDS else ""
@@ -183,6 +183,19 @@ def _list(folder: Path, suffixes: tuple[str, ...], setting: str) -> list[Path]:
         raise InputsUnavailable(f"{setting}: no {'/'.join(suffixes)} files under {folder}"
                                 + (f" ({other})" if other else ""))
     return files
+
+
+def _tree(folder: Path, setting: str) -> list[Path]:
+    """Every entry under ``folder`` (``Path.rglob``). Raises :class:`InputsUnavailable` naming ``setting`` and the
+    folder in one line when a part of it cannot be listed (a chain of sub-folders deeper than the system lets a path
+    be: :func:`aniso.common.files.tree_problem`), as ``aniso hub import`` refuses such a model folder: a sample drawn
+    from the readable part only would be another set than the folder's."""
+    from ..common.files import tree_problem
+
+    try:
+        return list(folder.rglob("*"))
+    except OSError as exc:
+        raise InputsUnavailable(f"{setting + ': ' if setting else ''}{tree_problem(folder, exc)}") from None
 
 
 def _hidden(p: Path, folder: Path) -> bool:
@@ -196,7 +209,7 @@ def _hidden_note(folder: Path, suffixes: tuple[str, ...]) -> str:
     """The words naming and counting the hidden files of ``folder`` (:func:`_hidden`) that have one of ``suffixes``,
     which :func:`_list` leaves out: ``"3 hidden files left out (a name or folder beginning with '.', or __MACOSX:
     .thumbnails/a.jpg, ...)"``, or ""."""
-    hidden = sorted(p for p in folder.rglob("*") if p.suffix.lower() in suffixes and _hidden(p, folder)
+    hidden = sorted(p for p in _tree(folder, "") if p.suffix.lower() in suffixes and _hidden(p, folder)
                     and not p.is_dir())
     if not hidden:
         return ""
@@ -221,7 +234,7 @@ def _left_out(folder: Path, setting: str) -> list[Path]:
             return False
         return suffix in others or (table.guess_type("x" + suffix)[0] or "").split("/")[0] == major
 
-    return sorted(p for p in folder.rglob("*") if other_format(p) and not p.is_dir() and not _hidden(p, folder))
+    return sorted(p for p in _tree(folder, setting) if other_format(p) and not p.is_dir() and not _hidden(p, folder))
 
 
 def _left_out_note(folder: Path, files: list[Path], setting: str) -> str:
@@ -444,11 +457,14 @@ def _usable(files: list[Path], read, setting: str, folder: Path, what: str) -> t
 
 def _warn_skipped(setting: str, which) -> None:
     """A :class:`SkippedInput` warning for each (file, reason) of ``which``, shown as the file's own line
-    ("PATH:0: SkippedInput: ...", :func:`aniso.common.files.warn_as_file`, which never reads the file)."""
+    ("PATH:0: SkippedInput: ...", :func:`aniso.common.files.warn_as_file`, which never reads the file), its
+    unprintable characters escaped (:func:`_shown`; the reason may quote a file name)."""
     from ..common.files import warn_as_file
+    from ..common.tables import printable
 
     for p, exc in which:
-        warn_as_file(_shown(p), f"{setting}: skipped, measuring the rest: {exc}", SkippedInput, "aniso.inputs.media")
+        warn_as_file(_shown(p), printable(f"{setting}: skipped, measuring the rest: {exc}"), SkippedInput,
+                     "aniso.inputs.media")
 
 
 def _content_key(item: Any) -> bytes:
@@ -500,8 +516,13 @@ def _utf8_name(p: Path) -> bool:
 
 def _shown(p: Path) -> str:
     """``p`` as text to show: a byte of its name that is not UTF-8 (read by Python as a lone surrogate, which no
-    UTF-8 text can hold) is written ``\\xNN``; a UTF-8 name is shown as it is."""
-    return os.fsencode(p).decode("utf-8", "backslashreplace")
+    UTF-8 text can hold) is written ``\\xNN``, and a control or other unprintable character (a terminal escape, a
+    line end) as its Python escape (``\\x1b``, ``\\n``: :func:`aniso.common.tables.printable`, as ``aniso diff``
+    shows them), so that a file name can neither colour the terminal nor break a warning's line; a UTF-8 name of
+    printable characters is shown as it is."""
+    from ..common.tables import printable
+
+    return printable(os.fsencode(p).decode("utf-8", "backslashreplace"))
 
 
 def _unreadable(p: Path) -> str | None:

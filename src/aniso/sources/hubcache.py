@@ -298,9 +298,16 @@ def _folder_files(folder: Path, caches: list[str] | None = None) -> list[str]:
     """Relative POSIX paths of the regular files under ``folder`` (symlinks followed), hidden entries and the
     repositories of a hub cache found inside it (:func:`_hub_cache_repo`, appended to ``caches``) left out.
     Raises HubCacheError naming a symbolic link that leads outside the folder (:func:`_link_leaves`): its file would
-    be copied into the cache."""
+    be copied into the cache; or naming the folder when a part of it cannot be listed (a chain of sub-folders deeper
+    than the system lets a path be: :func:`aniso.common.files.tree_problem`)."""
+    from ..common.files import tree_problem
+
     out = []
-    for path in sorted(folder.rglob("*")):
+    try:
+        paths = sorted(folder.rglob("*"))
+    except OSError as exc:  # a chain of sub-folders deeper than a path may be: one line, not thousands of 'd's
+        raise HubCacheError(f"{tree_problem(folder, exc)} (nothing was written)") from None
+    for path in paths:
         rel = path.relative_to(folder)
         if any(part.startswith(".") for part in rel.parts):
             continue
@@ -417,7 +424,9 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     that are not in the folder (:func:`missing_weights`), a hub cache inside the folder (:func:`cache_inside_folder`,
     before anything is written), a file in the cache where a folder of the import belongs (:func:`file_in_the_way`,
     before anything is read). The repositories of a hub cache found inside the folder are left out
-    (``Imported.caches``). An exception while it writes (KeyboardInterrupt, an OSError) is raised after what the
+    (``Imported.caches``). Two imports into one cache take turns on a lock of the cache folder
+    (:func:`aniso.common.files.folder_lock`): the second waits (saying so after a while) and then writes its
+    revision. An exception while it writes (KeyboardInterrupt, an OSError) is raised after what the
     import wrote is taken back (:class:`_CacheState`): the cache is as it was.
     """
     problem = hub_id_problem(hub_id)
@@ -488,12 +497,24 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     sha256 = {f: _file_sha256(src / f) for f in files}
     commit = hashlib.sha1("".join(f"{f} {sha256[f]}\n" for f in sorted(files)).encode()).hexdigest()
     repo = repo_dir(hub_id, cache_dir)
-    before = _CacheState.of(repo, commit, revision)  # taken back as it was if the import is interrupted
-    try:
-        return _write_import(hub_id, src, files, sha256, commit, revision, cache_dir, skipped, caches)
-    except BaseException:  # KeyboardInterrupt, SystemExit, a full disk: no half snapshot is left
-        before.restore()
-        raise
+    from ..common.files import folder_lock
+
+    # imports into one cache take turns (two terminals, a script run twice): each writes, or takes back, only what
+    # it wrote, and the state it restores is taken once it holds the lock; the lock is of the cache folder itself
+    # (flock), so that nothing is left in the cache by it, and taking back an import never removes a lock another
+    # import waits on
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    with folder_lock(repo.parent, what="imports a model into this hub cache"):
+        in_the_way = file_in_the_way(repo, revision)
+        if in_the_way is not None:
+            raise HubCacheError(in_the_way)
+        before = _CacheState.of(repo, commit, revision)  # taken back as it was if the import is interrupted
+        try:
+            return _write_import(hub_id, src, files, sha256, commit, revision, cache_dir, skipped, caches)
+        except BaseException:  # KeyboardInterrupt, SystemExit, a full disk: no half snapshot is left
+            before.restore()
+            raise
+
 
 
 def _write_import(hub_id: str, src: Path, files: list[str], sha256: dict, commit: str, revision: str,
