@@ -7,39 +7,22 @@ import os
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from aniso.inputs.media import SkippedInput, load_images, load_speech
+from media_files import photos, recordings
 
 _ODD = "bad\x1b[31mRED\nline2"
-
-
-def _photos(folder: Path, n: int) -> None:
-    from PIL import Image
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    for i in range(n):
-        Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)).save(folder / f"p{i}.png")
-
-
-def _recordings(folder: Path, n: int) -> None:
-    import soundfile
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        soundfile.write(folder / f"r{i}.wav", 0.1 * np.sin(np.arange(16000) / (3.0 + i)).astype(np.float32), 16000)
 
 
 @pytest.mark.parametrize("kind", ["image", "speech"])
 def test_a_skipped_file_whose_name_holds_a_terminal_escape_and_a_line_end_is_shown_escaped(kind, tmp_path):
     if kind == "image":
-        _photos(tmp_path, 3)
+        photos(tmp_path, 3)
         (tmp_path / f"{_ODD}.png").write_bytes(b"not an image")
         load = lambda: load_images(tmp_path, 4, 0)  # noqa: E731
     else:
-        _recordings(tmp_path, 2)
+        recordings(tmp_path, 2)
         (tmp_path / f"{_ODD}.wav").write_bytes(b"not a recording")
         load = lambda: load_speech(tmp_path, 3, 0)  # noqa: E731
     with warnings.catch_warnings(record=True) as seen:
@@ -72,7 +55,7 @@ def test_a_folder_holding_a_chain_of_sub_folders_deeper_than_a_path_may_be_is_na
     from aniso.inputs.media import InputsUnavailable
 
     folder = tmp_path / "deep"
-    (_photos if kind == "image" else _recordings)(folder, 3)
+    (photos if kind == "image" else recordings)(folder, 3)
     _too_deep(folder)
     with pytest.raises(InputsUnavailable) as caught:
         (load_images if kind == "image" else load_speech)(folder, 3, 0)

@@ -7,29 +7,12 @@ import os
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aniso.inputs.media import SkippedInput, load_images, load_speech
-
-
-def _photos(folder: Path, n: int) -> None:
-    from PIL import Image
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    for i in range(n):
-        Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)).save(folder / f"p{i}.png")
-
-
-def _recordings(folder: Path, n: int) -> None:
-    import soundfile
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        soundfile.write(folder / f"r{i}.wav", 0.1 * np.sin(np.arange(16000) / (3.0 + i)).astype(np.float32), 16000)
+from media_files import photos, recordings
 
 
 def _unreadable_files(folder: Path, suffix: str) -> dict[str, str]:
@@ -43,7 +26,7 @@ def _unreadable_files(folder: Path, suffix: str) -> dict[str, str]:
 
 
 def test_photographs_that_are_links_in_a_loop_to_nothing_or_fifos_are_skipped_and_named(tmp_path):
-    _photos(tmp_path, 3)
+    photos(tmp_path, 3)
     expected = _unreadable_files(tmp_path, ".jpg")
     with pytest.warns(SkippedInput) as seen:
         got = load_images(tmp_path, 6, 0)
@@ -57,7 +40,7 @@ def test_photographs_that_are_links_in_a_loop_to_nothing_or_fifos_are_skipped_an
 
 
 def test_recordings_that_are_links_in_a_loop_to_nothing_or_fifos_are_skipped_and_named(tmp_path):
-    _recordings(tmp_path, 2)
+    recordings(tmp_path, 2)
     expected = _unreadable_files(tmp_path, ".wav")
     with pytest.warns(SkippedInput) as seen:
         got = load_speech(tmp_path, 5, 0)
@@ -72,7 +55,7 @@ def test_recordings_that_are_links_in_a_loop_to_nothing_or_fifos_are_skipped_and
 def test_the_sample_of_a_folder_with_a_link_in_a_loop_has_a_fingerprint_and_keeps_its_identity(tmp_path):
     """The unreadable file counts in the folder's identity by its name (read without opening it), so adding one
     changes the dataset fingerprint, and the sample is the same on a second read."""
-    _photos(tmp_path, 3)
+    photos(tmp_path, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SkippedInput)
         before = load_images(tmp_path, 4, 0)
@@ -95,7 +78,7 @@ def test_every_drawn_file_is_measured_or_named_as_skipped(good, loops, dangling)
 
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        _photos(folder, good)
+        photos(folder, good)
         for i in range(loops):
             os.symlink(folder / f"loop{i}.png", folder / f"loop{i}.png")
         for i in range(dangling):

@@ -10,29 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from aniso.inputs.media import SkippedInput, load_images, load_speech
+from media_files import photos, recordings
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _photos(folder: Path, n: int) -> None:
-    from PIL import Image
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    for i in range(n):
-        Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)).save(folder / f"p{i}.png")
-
-
-def _recordings(folder: Path, n: int) -> None:
-    import soundfile
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        soundfile.write(folder / f"r{i}.wav", 0.1 * np.sin(np.arange(16000) / (5.0 + i)).astype(np.float32), 16000)
 
 
 def _console(code: str) -> list[str]:
@@ -47,7 +30,7 @@ def _console(code: str) -> list[str]:
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="needs /dev/zero and FIFOs")
 def test_a_fifo_and_a_link_to_a_device_among_photographs_are_named_on_the_console(tmp_path):
-    _photos(tmp_path, 3)
+    photos(tmp_path, 3)
     os.mkfifo(tmp_path / "zz_fifo.jpg")
     (tmp_path / "zero.jpg").symlink_to("/dev/zero")
     lines = _console(f"from aniso.inputs.media import load_images; print(load_images({str(tmp_path)!r}, 8, 0).label)")
@@ -58,7 +41,7 @@ def test_a_fifo_and_a_link_to_a_device_among_photographs_are_named_on_the_consol
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="needs /dev/zero and FIFOs")
 def test_a_fifo_and_a_link_to_a_device_among_recordings_are_named_on_the_console(tmp_path):
-    _recordings(tmp_path, 2)
+    recordings(tmp_path, 2)
     os.mkfifo(tmp_path / "zz.wav")
     (tmp_path / "zero.wav").symlink_to("/dev/zero")
     code = (f"from aniso.inputs.media import load_speech; s = load_speech({str(tmp_path)!r}, 6, 0); "
@@ -70,7 +53,7 @@ def test_a_fifo_and_a_link_to_a_device_among_recordings_are_named_on_the_console
 
 
 def test_a_photograph_whose_name_is_not_utf8_is_skipped_and_named_with_its_bytes_escaped(tmp_path):
-    _photos(tmp_path, 2)
+    photos(tmp_path, 2)
     bad = os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9_\xff.png")
     try:
         os.link(tmp_path / "p0.png", bad)
@@ -87,7 +70,7 @@ def test_a_photograph_whose_name_is_not_utf8_is_skipped_and_named_with_its_bytes
 
 
 def test_a_name_that_is_not_utf8_counts_in_the_folder_fingerprint(tmp_path):
-    _photos(tmp_path, 2)
+    photos(tmp_path, 2)
     before = load_images(tmp_path, 8, 0).dataset_fingerprint
     os.link(tmp_path / "p0.png", os.fsdecode(os.fsencode(tmp_path) + b"/x\xff.png"))
     with pytest.warns(SkippedInput):
