@@ -800,7 +800,7 @@ def _record(args: argparse.Namespace) -> int:
     import yaml
 
     from .api import DETECTED_BASE, DETECTED_ENTRY, DETECTED_REGISTRY
-    from .judge.records import record_new_findings, refresh_records
+    from .judge.records import contradicted_records, record_new_findings, refresh_records
     from .judge.results import file_digest, read_results, unsealed_lines
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import open_registry, registry_path, registry_source
@@ -852,16 +852,25 @@ def _record(args: argparse.Namespace) -> int:
         except (OSError, ValueError, yaml.YAMLError) as exc:
             print(f"aniso record: {exc}", file=sys.stderr)
             return 2
-        if not notes:
+        contradicted = contradicted_records(doc.results)
+        if not notes and not contradicted:
             print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
             return 0
         from .common.tables import printable
 
         for line in notes:
             print(printable(line))  # (text from the results file: no escape sequence reaches the terminal)
+        if contradicted:  # a verdict is never rewritten here: named, and the command fails as the run did
+            print(f"aniso record: {len(contradicted)} record(s) in {registry} contradicted by the verdicts of "
+                  f"{args.results}, not rewritten: edit each by hand (verdict, numbers and reason)")
+            for line in contradicted:
+                print(printable(f"  {line}"))
+        if not notes:
+            print(f"aniso record: nothing else to record: {registry} unchanged")
+            return 1
         if args.dry_run:
             print(f"aniso record: --dry-run: {registry} unchanged")
-            return 0
+            return 1 if contradicted else 0
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:  # validate before the registry is touched
@@ -883,8 +892,9 @@ def _record(args: argparse.Namespace) -> int:
             print(f"aniso record: cannot write {registry} ({exc.strerror or exc}); unchanged", file=sys.stderr)
             return 2
         print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}"
-              + (f" (a link to {registry.resolve()})" if registry.is_symlink() else ""))
-        return 0
+              + (f" (a link to {registry.resolve()})" if registry.is_symlink() else "")
+              + ("; the contradicted record(s) above are left as they were" if contradicted else ""))
+        return 1 if contradicted else 0
 
 
 def _run_registry(doc, detected: str | None) -> str | None:
@@ -1467,11 +1477,13 @@ def main(argv: list[str] | None = None) -> int:
                    "For every registry record that the run found stale (its numbers differ from the run's beyond "
                    "their tolerance, on the record's inputs at the recorded profile's sizes), replace the record's "
                    "measured numbers by the run's, keeping its keys. The reasons, whose numbers are placeholders into "
-                   "measured, then read the new numbers. A changed verdict is not rewritten: that is a finding to "
-                   "record by hand. A claim that does not hold on a model with no record (the first run of a model, "
+                   "measured, then read the new numbers. A changed verdict is not rewritten: each record the run's "
+                   "verdict contradicts is named (recorded verdict and numbers, measured ones) to be edited by hand, "
+                   "left as it is, and the command exits 1 (as the run did). A claim that does not hold on a model with no record (the first run of a model, "
                    "`aniso run PATH`) is a new finding: it is added as a record (does-not-hold, with its numbers and "
                    "inputs, and a reason to rewrite), with the model's detected row where the registry lacks it. "
-                   "Exit code 2 when a file cannot be read or the result does not validate.")
+                   "Exit code 1 when a record is contradicted, 2 when a file cannot be read or the result does not "
+                   "validate.")
     rec.add_argument("results", type=_path_text, help="results.json of a run on the recorded inputs and profile")
     rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     _registry_option(rec)
