@@ -1558,31 +1558,17 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
 
     from . import pytest_plugin
     from .common.settings import _check_writable_folder, _where, remove_empty_folders
-    from .registry.locate import claims_folder, open_registry, settings_and_registry
+    from .registry.locate import open_registry
     from .sources.detect import detect_entry
-    from .registry.selection import parse_claims
 
     model = _model_argument("model", model, _MODEL_WORDS)
     say = _callable_argument("say", say, "one line (a str)")
     _settings_argument(settings)
     registry = _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     claims_dir = _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
-    pytest_args = _pytest_arguments(pytest_args)
-    texts = _setting_options(pytest_args)
-    _runs_tests(pytest_args)
-    _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
-    _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
-    options = dict(settings or {})
-    if claims == "":  # (None is every claim: an empty text names none; blanks are refused by parse_claims)
-        raise ValueError(f"claims: {claims!r} names no claim (it would run every claim); give claim ids or prefixes, "
-                         "or leave claims out (None) for every claim")
-    if claims is not None:
-        options["claims"] = claims
-    plan, reg = settings_and_registry(options, registry=registry, texts=texts)
-    wanted = parse_claims(plan.claims)
+    pytest_args, texts, plan, reg, wanted, claims_dir = _claims_run_options(
+        model, claims, registry, claims_dir, pytest_args, settings, "aniso run MODEL", _claims_dir_option)
     reg_path = Path(plan.registry)
-    # ValueError naming the argument (the command line's --claims-dir): no folder, no claim test
-    claims_dir = claims_folder(claims_dir, reg_path, option=_claims_dir_option)
     made = _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
     tmp_dir = row = None
     tally = _Tally()
@@ -1670,6 +1656,34 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
         say(done.stopped)
         _end_by(tally.signal)
     return done
+
+
+def _claims_run_options(model: str, claims: str | None, registry: str | Path | None, claims_dir: str | Path | None,
+                        pytest_args, settings: Mapping[str, Any] | None, door: str, claims_dir_option: str | None):
+    """The checks of a claims run that do not depend on its model (``model`` only names it in messages, ``door`` the
+    command, e.g. ``aniso run MODEL``): the pytest arguments, the settings given through several routes
+    (:func:`_one_plan`), the claims filter, the settings and registry, the claims folder. Returns ``(pytest_args,
+    texts, plan, registry, wanted, claims_dir)``; raises ValueError (one line) naming what is wrong. ``aniso run
+    --changed-since REF`` calls it once before its rows, so that a bad option is said once, not once a row."""
+    from .registry.locate import claims_folder, settings_and_registry
+    from .registry.selection import parse_claims
+
+    pytest_args = _pytest_arguments(pytest_args)
+    texts = _setting_options(pytest_args)
+    _runs_tests(pytest_args)
+    _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
+    _one_plan(model, claims, registry, settings, texts, door)
+    options = dict(settings or {})
+    if claims == "":  # (None is every claim: an empty text names none; blanks are refused by parse_claims)
+        raise ValueError(f"claims: {claims!r} names no claim (it would run every claim); give claim ids or prefixes, "
+                         "or leave claims out (None) for every claim")
+    if claims is not None:
+        options["claims"] = claims
+    plan, reg = settings_and_registry(options, registry=registry, texts=texts)
+    wanted = parse_claims(plan.claims)
+    # ValueError naming the argument (the command line's --claims-dir): no folder, no claim test
+    claims_dir = claims_folder(claims_dir, Path(plan.registry), option=claims_dir_option)
+    return pytest_args, texts, plan, reg, wanted, claims_dir
 
 
 def _in_hub_cache(model: str) -> bool:

@@ -712,11 +712,15 @@ def _run(args: argparse.Namespace) -> int:
             print(f"aniso run: {problem}", file=sys.stderr)
             return 2
         return _run_one(args.model, args)
+    from .api import _claims_run_options
     from .registry.changes import changed_rows
 
     try:
         settings, _ = _open(args, {"device": "cpu"}, check_paths=False)
         ids = changed_rows(settings.registry, args.changed_since)
+        if ids:  # the options every row runs with, checked once: a bad one is one line, not one a row
+            _claims_run_options("each changed row", args.claims, args.registry, args.claims_dir,
+                                list(args.pytest_args or []), None, "aniso run --changed-since REF", "--claims-dir")
     except ValueError as exc:
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2
