@@ -1731,16 +1731,21 @@ def _registry_row_named(model: str, reg) -> str:
     return f"; the registry row {same!r} has this name: aniso run {same}"
 
 
+#: pytest options after ``--`` that select or deselect tests: a claims run that measured nothing names them.
+_SELECTING = ("-k", "-m", "--deselect", "--ignore", "--ignore-glob")
+
+
 def _why_nothing_ran(tally: "_Tally", pytest_args: Sequence[str], model_id: str) -> str | None:
     """The one line of a claims run whose tests pytest could not collect (a claims module that does not import:
-    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter after ``--`` selected none of them, or
+    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter, ``--deselect`` or ``--ignore`` after
+    ``--`` (:data:`_SELECTING`) selected none of them, or
     only tests that mark no claim (the offline pipeline check): the filter named, not the model; None otherwise."""
     if tally.collect_errors:
         more = f" (and {len(tally.collect_errors) - 1} more)" if len(tally.collect_errors) > 1 else ""
         return f"cannot collect the claim tests: {tally.collect_errors[0]}{more}; nothing measured"
-    filters = [f"{a} {b!r}" for a, b in zip(pytest_args, list(pytest_args)[1:]) if a in ("-k", "-m")]
-    filters += [f"{a.split('=', 1)[0][:2]} {a.split('=', 1)[1]!r}" for a in pytest_args
-                if a.startswith(("-k=", "-m="))]
+    filters = [f"{a} {b!r}" for a, b in zip(pytest_args, list(pytest_args)[1:]) if a in _SELECTING]
+    filters += [f"{a.split('=', 1)[0]} {a.split('=', 1)[1]!r}" for a in pytest_args
+                if "=" in a and a.split("=", 1)[0] in _SELECTING]
     if filters and tally.claim_tests == 0:  # none at all, or only tests that mark no claim (the pipeline check)
         other = (f" (it left {tally.collected} test(s) that measure no claim)" if tally.collected else "")
         return (f"the pytest filter {' '.join(filters)} after -- selected none of the claim tests of "
