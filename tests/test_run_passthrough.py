@@ -1,6 +1,6 @@
 """pytest arguments after ``--`` that change what a claims run does: options that make pytest list or describe tests
-instead of running them are refused; a ``-k`` filter or a ``--deselect`` that selects nothing, and a claims module that does not import,
-are named in the run's one line (not "no selected claim applies", not "interrupted (Ctrl-C)")."""
+instead of running them are refused; a ``-k`` filter or a ``--deselect`` that selects nothing, and a claims module
+that does not import, are named in the run's one line (not "no selected claim applies", not "interrupted (Ctrl-C)")."""
 
 from __future__ import annotations
 
