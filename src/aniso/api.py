@@ -1572,7 +1572,7 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     made = _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
     tmp_dir = row = None
     tally = _Tally()
-    with _removed_on_sigterm() as remove:
+    with _ctrl_c_once(), _removed_on_sigterm() as remove:
         remove.append(_IfEmpty(Path(plan.report_dir), made))  # the report folder this made, while nothing is in it
         try:
             if any(e.id == model for e in reg):
@@ -1878,6 +1878,30 @@ def _signal_as_interrupt(tally: _Tally):
         os.kill(os.getpid(), signum)
 
     with handling(on_signal, [signum for signum, before in previous.items() if before is not signal.SIG_IGN]):
+        yield
+
+
+@contextlib.contextmanager
+def _ctrl_c_once():
+    """Inside the block (a claims run, from its checks to its clean-up), the first Ctrl-C (SIGINT) goes to the
+    handler set before (Python's: KeyboardInterrupt, which pytest answers by writing the results of the tests that
+    ran); a Ctrl-C after it is noted and dropped, so that the run ends as the first asked: its results written, its
+    empty folders removed, its line on what is cached and what was written said. Only the main thread can set
+    handlers: elsewhere the block runs as it is."""
+    import threading
+
+    before = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(before):
+        yield
+        return
+    seen = []
+
+    def on_ctrl_c(signum, frame):
+        if not seen:
+            seen.append(signum)
+            before(signum, frame)
+
+    with handling(on_ctrl_c, [signal.SIGINT]):
         yield
 
 

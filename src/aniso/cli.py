@@ -687,6 +687,8 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
             print(f"aniso run: refused: {line}", file=sys.stderr)
     if done.stopped:
         print(f"aniso run: {done.stopped}", file=sys.stderr)
+        if done.interrupted or done.stopped.startswith(("interrupted (Ctrl-C)", "interrupted while writing")):
+            return 130  # Ctrl-C: 128 + SIGINT, as every command (what is kept is said in the line above)
     elif done.exit_code == 3:
         said = (f"{done.results} claim test(s) of {done.model_id}, all skipped (reasons above and in the report)"
                 if done.results else f"no selected claim applies to {done.model_id}")
@@ -733,8 +735,11 @@ def _run(args: argparse.Namespace) -> int:
     codes = {}
     for model_id in ids:
         codes[model_id] = _run_one(model_id, args)
-    # The worst outcome decides: a claim that did not hold (1), then bad input (2), then nothing measured (3).
-    code = next((c for c in (1, 2) if c in codes.values()), 3 if all(c == 3 for c in codes.values()) else 0)
+        if codes[model_id] == 130:  # Ctrl-C stops the command, not one row: the rows after it are not run
+            break
+    # The worst outcome decides: Ctrl-C (130), a claim that did not hold (1), then bad input (2), then nothing
+    # measured (3).
+    code = next((c for c in (130, 1, 2) if c in codes.values()), 3 if all(c == 3 for c in codes.values()) else 0)
     print("aniso run: " + ", ".join(f"{m}: exit {c}" for m, c in codes.items()) + f"; exit code {code}",
           file=sys.stderr)
     return code
@@ -1409,8 +1414,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command. Returns the exit code: the command's; where standard output cannot be
     written (a full disk: one line on standard error) at least 1, an environment fault rather than bad input (2);
     a reader that closed the pipe (``aniso list | head``) ends the output quietly, with the command's code; a
-    Ctrl-C that stops a command is one line ("aniso COMMAND: interrupted (Ctrl-C)", or the command's own) and 130
-    (``aniso run`` keeps pytest's code, :data:`aniso.api.RUN_EXIT_CODES`)."""
+    Ctrl-C that stops a command is one line ("aniso COMMAND: interrupted (Ctrl-C)", or the command's own) and 130,
+    ``aniso run`` included (its other codes: :data:`aniso.api.RUN_EXIT_CODES`)."""
     from .api import RUN_EXIT_CODES
 
     parser = _Parser(prog="aniso", description=DESCRIPTION,
@@ -1435,7 +1440,9 @@ def main(argv: list[str] | None = None) -> int:
                    "come from the ANISO_* "
                    "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
                    "--aniso-n-sequences 64`).\n\nexit codes:\n"
-                   + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))
+                   + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items())
+                   + "\n  130  stopped by Ctrl-C (128 + SIGINT, as every command): one line says what is cached and "
+                   "what was written")
     run.add_argument("model", nargs="?", default=None,
                      help="registry id, hub id, or a file or folder in a format a source kind reads: a transformers "
                           "folder (config.json), a llama2.c checkpoint (its Hugging Face tokenizer beside it), an "
