@@ -96,8 +96,13 @@ def _report(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if out.is_dir() or (args.out and args.out.endswith(("/", os.sep)) and not out.is_symlink()):
-        print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; name the HTML file to write "
-              f"(e.g. {out / 'report.html'})", file=sys.stderr)
+        # a folder named as an HTML file (report.html beside the results) asks for another file, not one inside it
+        other = (f"pass --out FILE.html to write the report elsewhere (e.g. --out "
+                 f"{_shown(str(out.with_name('report-' + Path(args.results).parent.name + '.html')))})"
+                 if not args.out else f"name the HTML file to write, not a folder (e.g. --out "
+                 f"{_shown(str(out.with_name(out.stem + '-report.html')))})" if out.suffix.lower() in (".html", ".htm")
+                 else f"name the HTML file to write (e.g. {out / 'report.html'})")
+        print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; {other}", file=sys.stderr)
         return 2
     if args.out:  # after the checks of the file there (the results file, a file no report), before writing
         try:
