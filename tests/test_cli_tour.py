@@ -318,3 +318,16 @@ def test_a_model_set_variable_that_selects_nothing_is_named_by_list(clean_env, c
     assert err.startswith(f"aniso list: {named}: model set 'bogus' is no named set") and \
         len(err.strip().splitlines()) == 1, err
     assert main(["list", "models", "--models", "small", "--registry", REGISTRY]) == 0  # the option wins, no traceback
+
+
+@pytest.mark.parametrize("models, ends", [
+    ("offline,!paper", "did you mean 'paper'? (in the registry {registry})"),
+    ("small paper", "comma-separated: small,paper (in the registry {registry})"),
+])
+def test_a_model_set_hint_is_not_glued_to_the_registry_path(clean_env, capsys, models, ends):
+    """`aniso list models --models 'offline,!paper'` ended "did you mean 'paper'? of /…/models.yaml", and the
+    corrected value "small,paper of /…/models.yaml": the registry is named apart, after the suggestion."""
+    code, line = _stopped(["list", "models", "--models", models, "--registry", REGISTRY], capsys)
+    assert code == 2 and line.startswith(f"aniso list: --models {models!r}: model set "), line
+    assert line.endswith(ends.format(registry=REGISTRY)), line
+    assert f" of {REGISTRY}" not in line, line
