@@ -1526,8 +1526,9 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     afterwards (also when the process is stopped by SIGTERM). A signal that ends the process (SIGTERM, SIGHUP...)
     while pytest runs stops the run as Ctrl-C does (the results of the tests that ran are written, the statistics
     measured stay cached), ``say`` receives the one line saying what is kept, and the signal then ends the process as
-    it would have (:func:`_signal_as_interrupt`); a report folder the run created stays only if it wrote in it.
-    ``claims``: comma-separated ids or prefixes (None: every
+    it would have (:func:`_signal_as_interrupt`); a report folder the run created stays only if it wrote in it. A
+    second Ctrl-C while the run answers the first is dropped (:func:`_ctrl_c_once`): the run still ends as the first
+    asked. ``claims``: comma-separated ids or prefixes (None: every
     claim; :func:`aniso.registry.selection.parse_claims`); ``registry``: the registry file (None: as every door finds
     it, :mod:`aniso.registry.locate`); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
     ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``settings``: settings by name, typed
