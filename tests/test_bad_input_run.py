@@ -220,7 +220,7 @@ TINY_SIZES = ["--", "--aniso-max-length", "16", "--aniso-n-bootstrap", "0"]
 
 def test_ctrl_c_while_the_report_is_written_is_one_line_and_leaves_no_half_report(clean_env, tiny_bert_dir,
                                                                                  monkeypatch, capsys):
-    """A real `aniso run` whose report writing is interrupted (Ctrl-C): exit 2, one line on standard error saying
+    """A real `aniso run` whose report writing is interrupted (Ctrl-C): exit 130, one line on standard error saying
     what happened and that the statistics are cached, and no report folder holding results without their report."""
     import aniso.report
 
@@ -234,7 +234,7 @@ def test_ctrl_c_while_the_report_is_written_is_one_line_and_leaves_no_half_repor
     code = main(["run", "tiny", "--registry", str(_tiny_registry(clean_env, tiny_bert_dir)), *TINY_RUN, *TINY_SIZES,
                  "--aniso-n-sequences", "8"])
     out, err = capsys.readouterr()
-    assert code == 2, out[-3000:] + err[-3000:]
+    assert code == 130, out[-3000:] + err[-3000:]
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "interrupted while writing the report" in lines[0], err
     assert str(clean_env / "cache") in lines[0] and "Traceback" not in out + err

@@ -238,15 +238,15 @@ def test_hub_list_names_a_ref_that_holds_no_commit(clean_env, capsys, tiny_bert_
 
 
 def test_a_claims_run_stopped_by_ctrl_c_says_so_in_one_line(clean_env, monkeypatch, capsys):
-    """Ctrl-C while `aniso run` measures (pytest returns its INTERRUPTED code): exit 2 and one line on standard
-    error saying what is kept (the cache; here nothing, with no_cache) and that no results file was written."""
+    """Ctrl-C while `aniso run` measures (pytest returns its INTERRUPTED code): exit 130 (128 + SIGINT, as every
+    command) and one line on standard error saying what is kept (the cache; here nothing, with no_cache) and that no results file was written."""
     corpus = clean_env / "corpus.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(16)) + "\n")
     monkeypatch.setenv("ANISO_CORPUS", str(corpus))
     monkeypatch.setenv("ANISO_NO_CACHE", "1")
     monkeypatch.setattr(pytest, "main", lambda *args, **kwargs: pytest.ExitCode.INTERRUPTED)
     code, line = _stopped(["run", MODEL, "--registry", REGISTRY, "--claims", "G.token-nlp-anisotropic"], capsys)
-    assert code == 2
+    assert code == 130
     assert line == ("aniso run: interrupted (Ctrl-C): nothing was cached (setting no_cache); no results file was "
                     "written"), line
 
@@ -318,3 +318,16 @@ def test_a_model_set_variable_that_selects_nothing_is_named_by_list(clean_env, c
     assert err.startswith(f"aniso list: {named}: model set 'bogus' is no named set") and \
         len(err.strip().splitlines()) == 1, err
     assert main(["list", "models", "--models", "small", "--registry", REGISTRY]) == 0  # the option wins, no traceback
+
+
+@pytest.mark.parametrize("models, ends", [
+    ("offline,!paper", "did you mean 'paper'? (in the registry {registry})"),
+    ("small paper", "comma-separated: small,paper (in the registry {registry})"),
+])
+def test_a_model_set_hint_is_not_glued_to_the_registry_path(clean_env, capsys, models, ends):
+    """`aniso list models --models 'offline,!paper'` ended "did you mean 'paper'? of /…/models.yaml", and the
+    corrected value "small,paper of /…/models.yaml": the registry is named apart, after the suggestion."""
+    code, line = _stopped(["list", "models", "--models", models, "--registry", REGISTRY], capsys)
+    assert code == 2 and line.startswith(f"aniso list: --models {models!r}: model set "), line
+    assert line.endswith(ends.format(registry=REGISTRY)), line
+    assert f" of {REGISTRY}" not in line, line

@@ -1,6 +1,6 @@
 """pytest arguments after ``--`` that change what a claims run does: options that make pytest list or describe tests
-instead of running them are refused; a ``-k`` filter that selects nothing, and a claims module that does not import,
-are named in the run's one line (not "no selected claim applies", not "interrupted (Ctrl-C)")."""
+instead of running them are refused; a ``-k`` filter or a ``--deselect`` that selects nothing, and a claims module
+that does not import, are named in the run's one line (not "no selected claim applies", not "interrupted (Ctrl-C)")."""
 
 from __future__ import annotations
 
@@ -118,3 +118,20 @@ def test_a_claims_run_leaves_no_benchmark_folder_in_the_working_folder(clean_env
     api.run_claims("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml",
                    claims_dir=ROOT / "claims", pytest_args=["--benchmark-disable"])
     assert "no:benchmark" not in seen[1]
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--deselect", "claims/test_godey_pretrained.py::test_token_nlp_anisotropic[m]"],
+     "--deselect 'claims/test_godey_pretrained.py::test_token_nlp_anisotropic[m]'"),
+    (["--deselect=claims/x.py::t[m]"], "--deselect 'claims/x.py::t[m]'"),
+    (["--ignore", "claims/test_godey_pretrained.py"], "--ignore 'claims/test_godey_pretrained.py'"),
+    (["-m", "not claim"], "-m 'not claim'"),
+    (["-m=not claim"], "-m 'not claim'"),
+])
+def test_a_deselect_that_removes_every_claim_test_is_named_not_the_model(args, named):
+    """`aniso run M -- --deselect NODE` removing the only claim test said "no selected claim applies to M"."""
+    tally = api._Tally()
+    tally.collected = 1  # the offline pipeline check, which marks no claim
+    said = api._why_nothing_ran(tally, ["--aniso-n-sequences", "8", *args], MODEL)
+    assert said is not None and said.startswith(f"the pytest filter {named} after -- selected none of the claim "
+                                                f"tests of {MODEL}"), said

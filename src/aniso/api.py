@@ -1526,8 +1526,9 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     afterwards (also when the process is stopped by SIGTERM). A signal that ends the process (SIGTERM, SIGHUP...)
     while pytest runs stops the run as Ctrl-C does (the results of the tests that ran are written, the statistics
     measured stay cached), ``say`` receives the one line saying what is kept, and the signal then ends the process as
-    it would have (:func:`_signal_as_interrupt`); a report folder the run created stays only if it wrote in it.
-    ``claims``: comma-separated ids or prefixes (None: every
+    it would have (:func:`_signal_as_interrupt`); a report folder the run created stays only if it wrote in it. A
+    second Ctrl-C while the run answers the first is dropped (:func:`_ctrl_c_once`): the run still ends as the first
+    asked. ``claims``: comma-separated ids or prefixes (None: every
     claim; :func:`aniso.registry.selection.parse_claims`); ``registry``: the registry file (None: as every door finds
     it, :mod:`aniso.registry.locate`); ``claims_dir``: the claim tests (default ``claims/`` beside the registry);
     ``pytest_args``: more pytest arguments (e.g. ``--aniso-n-sequences 64``); ``settings``: settings by name, typed
@@ -1558,35 +1559,21 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
 
     from . import pytest_plugin
     from .common.settings import _check_writable_folder, _where, remove_empty_folders
-    from .registry.locate import claims_folder, open_registry, settings_and_registry
+    from .registry.locate import open_registry
     from .sources.detect import detect_entry
-    from .registry.selection import parse_claims
 
     model = _model_argument("model", model, _MODEL_WORDS)
     say = _callable_argument("say", say, "one line (a str)")
     _settings_argument(settings)
     registry = _path_argument("registry", registry, "the registry file, or None for models.yaml here")
     claims_dir = _path_argument("claims_dir", claims_dir, "the folder of the claim tests, or None for claims/ beside the registry")
-    pytest_args = _pytest_arguments(pytest_args)
-    texts = _setting_options(pytest_args)
-    _runs_tests(pytest_args)
-    _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
-    _one_plan(model, claims, registry, settings, texts, "aniso run MODEL")
-    options = dict(settings or {})
-    if claims == "":  # (None is every claim: an empty text names none; blanks are refused by parse_claims)
-        raise ValueError(f"claims: {claims!r} names no claim (it would run every claim); give claim ids or prefixes, "
-                         "or leave claims out (None) for every claim")
-    if claims is not None:
-        options["claims"] = claims
-    plan, reg = settings_and_registry(options, registry=registry, texts=texts)
-    wanted = parse_claims(plan.claims)
+    pytest_args, texts, plan, reg, wanted, claims_dir = _claims_run_options(
+        model, claims, registry, claims_dir, pytest_args, settings, "aniso run MODEL", _claims_dir_option)
     reg_path = Path(plan.registry)
-    # ValueError naming the argument (the command line's --claims-dir): no folder, no claim test
-    claims_dir = claims_folder(claims_dir, reg_path, option=_claims_dir_option)
     made = _check_writable_folder(plan.report_dir, _where("report_dir"))  # before hours of work, not after
     tmp_dir = row = None
     tally = _Tally()
-    with _removed_on_sigterm() as remove:
+    with _ctrl_c_once(), _removed_on_sigterm() as remove:
         remove.append(_IfEmpty(Path(plan.report_dir), made))  # the report folder this made, while nothing is in it
         try:
             if any(e.id == model for e in reg):
@@ -1672,6 +1659,34 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     return done
 
 
+def _claims_run_options(model: str, claims: str | None, registry: str | Path | None, claims_dir: str | Path | None,
+                        pytest_args, settings: Mapping[str, Any] | None, door: str, claims_dir_option: str | None):
+    """The checks of a claims run that do not depend on its model (``model`` only names it in messages, ``door`` the
+    command, e.g. ``aniso run MODEL``): the pytest arguments, the settings given through several routes
+    (:func:`_one_plan`), the claims filter, the settings and registry, the claims folder. Returns ``(pytest_args,
+    texts, plan, registry, wanted, claims_dir)``; raises ValueError (one line) naming what is wrong. ``aniso run
+    --changed-since REF`` calls it once before its rows, so that a bad option is said once, not once a row."""
+    from .registry.locate import claims_folder, settings_and_registry
+    from .registry.selection import parse_claims
+
+    pytest_args = _pytest_arguments(pytest_args)
+    texts = _setting_options(pytest_args)
+    _runs_tests(pytest_args)
+    _check_written_paths(pytest_args)  # before hours of work: pytest writes them at its end
+    _one_plan(model, claims, registry, settings, texts, door)
+    options = dict(settings or {})
+    if claims == "":  # (None is every claim: an empty text names none; blanks are refused by parse_claims)
+        raise ValueError(f"claims: {claims!r} names no claim (it would run every claim); give claim ids or prefixes, "
+                         "or leave claims out (None) for every claim")
+    if claims is not None:
+        options["claims"] = claims
+    plan, reg = settings_and_registry(options, registry=registry, texts=texts)
+    wanted = parse_claims(plan.claims)
+    # ValueError naming the argument (the command line's --claims-dir): no folder, no claim test
+    claims_dir = claims_folder(claims_dir, Path(plan.registry), option=claims_dir_option)
+    return pytest_args, texts, plan, reg, wanted, claims_dir
+
+
 def _in_hub_cache(model: str) -> bool:
     """Whether ``model`` reads as a hub id (``ORG/NAME``) that the hub cache holds."""
     import re
@@ -1717,16 +1732,21 @@ def _registry_row_named(model: str, reg) -> str:
     return f"; the registry row {same!r} has this name: aniso run {same}"
 
 
+#: pytest options after ``--`` that select or deselect tests: a claims run that measured nothing names them.
+_SELECTING = ("-k", "-m", "--deselect", "--ignore", "--ignore-glob")
+
+
 def _why_nothing_ran(tally: "_Tally", pytest_args: Sequence[str], model_id: str) -> str | None:
     """The one line of a claims run whose tests pytest could not collect (a claims module that does not import:
-    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter after ``--`` selected none of them, or
+    its file and error, not "interrupted"), or whose own ``-k`` / ``-m`` filter, ``--deselect`` or ``--ignore`` after
+    ``--`` (:data:`_SELECTING`) selected none of them, or
     only tests that mark no claim (the offline pipeline check): the filter named, not the model; None otherwise."""
     if tally.collect_errors:
         more = f" (and {len(tally.collect_errors) - 1} more)" if len(tally.collect_errors) > 1 else ""
         return f"cannot collect the claim tests: {tally.collect_errors[0]}{more}; nothing measured"
-    filters = [f"{a} {b!r}" for a, b in zip(pytest_args, list(pytest_args)[1:]) if a in ("-k", "-m")]
-    filters += [f"{a.split('=', 1)[0][:2]} {a.split('=', 1)[1]!r}" for a in pytest_args
-                if a.startswith(("-k=", "-m="))]
+    filters = [f"{a} {b!r}" for a, b in zip(pytest_args, list(pytest_args)[1:]) if a in _SELECTING]
+    filters += [f"{a.split('=', 1)[0]} {a.split('=', 1)[1]!r}" for a in pytest_args
+                if "=" in a and a.split("=", 1)[0] in _SELECTING]
     if filters and tally.claim_tests == 0:  # none at all, or only tests that mark no claim (the pipeline check)
         other = (f" (it left {tally.collected} test(s) that measure no claim)" if tally.collected else "")
         return (f"the pytest filter {' '.join(filters)} after -- selected none of the claim tests of "
@@ -1859,6 +1879,30 @@ def _signal_as_interrupt(tally: _Tally):
         os.kill(os.getpid(), signum)
 
     with handling(on_signal, [signum for signum, before in previous.items() if before is not signal.SIG_IGN]):
+        yield
+
+
+@contextlib.contextmanager
+def _ctrl_c_once():
+    """Inside the block (a claims run, from its checks to its clean-up), the first Ctrl-C (SIGINT) goes to the
+    handler set before (Python's: KeyboardInterrupt, which pytest answers by writing the results of the tests that
+    ran); a Ctrl-C after it is noted and dropped, so that the run ends as the first asked: its results written, its
+    empty folders removed, its line on what is cached and what was written said. Only the main thread can set
+    handlers: elsewhere the block runs as it is."""
+    import threading
+
+    before = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(before):
+        yield
+        return
+    seen = []
+
+    def on_ctrl_c(signum, frame):
+        if not seen:
+            seen.append(signum)
+            before(signum, frame)
+
+    with handling(on_ctrl_c, [signal.SIGINT]):
         yield
 
 

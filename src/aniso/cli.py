@@ -96,8 +96,13 @@ def _report(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if out.is_dir() or (args.out and args.out.endswith(("/", os.sep)) and not out.is_symlink()):
-        print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; name the HTML file to write "
-              f"(e.g. {out / 'report.html'})", file=sys.stderr)
+        # a folder named as an HTML file (report.html beside the results) asks for another file, not one inside it
+        other = (f"pass --out FILE.html to write the report elsewhere (e.g. --out "
+                 f"{_shown(str(out.with_name('report-' + Path(args.results).parent.name + '.html')))})"
+                 if not args.out else f"name the HTML file to write, not a folder (e.g. --out "
+                 f"{_shown(str(out.with_name(out.stem + '-report.html')))})" if out.suffix.lower() in (".html", ".htm")
+                 else f"name the HTML file to write (e.g. {out / 'report.html'})")
+        print(f"aniso report: {named} {'is' if out.is_dir() else 'names'} a folder; {other}", file=sys.stderr)
         return 2
     if args.out:  # after the checks of the file there (the results file, a file no report), before writing
         try:
@@ -687,6 +692,8 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
             print(f"aniso run: refused: {line}", file=sys.stderr)
     if done.stopped:
         print(f"aniso run: {done.stopped}", file=sys.stderr)
+        if done.interrupted or done.stopped.startswith(("interrupted (Ctrl-C)", "interrupted while writing")):
+            return 130  # Ctrl-C: 128 + SIGINT, as every command (what is kept is said in the line above)
     elif done.exit_code == 3:
         said = (f"{done.results} claim test(s) of {done.model_id}, all skipped (reasons above and in the report)"
                 if done.results else f"no selected claim applies to {done.model_id}")
@@ -712,11 +719,15 @@ def _run(args: argparse.Namespace) -> int:
             print(f"aniso run: {problem}", file=sys.stderr)
             return 2
         return _run_one(args.model, args)
+    from .api import _claims_run_options
     from .registry.changes import changed_rows
 
     try:
         settings, _ = _open(args, {"device": "cpu"}, check_paths=False)
         ids = changed_rows(settings.registry, args.changed_since)
+        if ids:  # the options every row runs with, checked once: a bad one is one line, not one a row
+            _claims_run_options("each changed row", args.claims, args.registry, args.claims_dir,
+                                list(args.pytest_args or []), None, "aniso run --changed-since REF", "--claims-dir")
     except ValueError as exc:
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2
@@ -729,8 +740,11 @@ def _run(args: argparse.Namespace) -> int:
     codes = {}
     for model_id in ids:
         codes[model_id] = _run_one(model_id, args)
-    # The worst outcome decides: a claim that did not hold (1), then bad input (2), then nothing measured (3).
-    code = next((c for c in (1, 2) if c in codes.values()), 3 if all(c == 3 for c in codes.values()) else 0)
+        if codes[model_id] == 130:  # Ctrl-C stops the command, not one row: the rows after it are not run
+            break
+    # The worst outcome decides: Ctrl-C (130), a claim that did not hold (1), then bad input (2), then nothing
+    # measured (3).
+    code = next((c for c in (130, 1, 2) if c in codes.values()), 3 if all(c == 3 for c in codes.values()) else 0)
     print("aniso run: " + ", ".join(f"{m}: exit {c}" for m, c in codes.items()) + f"; exit code {code}",
           file=sys.stderr)
     return code
@@ -800,7 +814,7 @@ def _record(args: argparse.Namespace) -> int:
     import yaml
 
     from .api import DETECTED_BASE, DETECTED_ENTRY, DETECTED_REGISTRY
-    from .judge.records import record_new_findings, refresh_records
+    from .judge.records import contradicted_records, record_new_findings, refresh_records
     from .judge.results import file_digest, read_results, unsealed_lines
     from .registry.entries import RegistryError, load_registry
     from .registry.locate import open_registry, registry_path, registry_source
@@ -852,16 +866,25 @@ def _record(args: argparse.Namespace) -> int:
         except (OSError, ValueError, yaml.YAMLError) as exc:
             print(f"aniso record: {exc}", file=sys.stderr)
             return 2
-        if not notes:
+        contradicted = contradicted_records(doc.results)
+        if not notes and not contradicted:
             print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
             return 0
         from .common.tables import printable
 
         for line in notes:
             print(printable(line))  # (text from the results file: no escape sequence reaches the terminal)
+        if contradicted:  # a verdict is never rewritten here: named, and the command fails as the run did
+            print(f"aniso record: {len(contradicted)} record(s) in {registry} contradicted by the verdicts of "
+                  f"{args.results}, not rewritten: edit each by hand (verdict, numbers and reason)")
+            for line in contradicted:
+                print(printable(f"  {line}"))
+        if not notes:
+            print(f"aniso record: nothing else to record: {registry} unchanged")
+            return 1
         if args.dry_run:
             print(f"aniso record: --dry-run: {registry} unchanged")
-            return 0
+            return 1 if contradicted else 0
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:  # validate before the registry is touched
@@ -883,8 +906,9 @@ def _record(args: argparse.Namespace) -> int:
             print(f"aniso record: cannot write {registry} ({exc.strerror or exc}); unchanged", file=sys.stderr)
             return 2
         print(f"aniso record: {len(notes)} record(s) rewritten or added in {registry}"
-              + (f" (a link to {registry.resolve()})" if registry.is_symlink() else ""))
-        return 0
+              + (f" (a link to {registry.resolve()})" if registry.is_symlink() else "")
+              + ("; the contradicted record(s) above are left as they were" if contradicted else ""))
+        return 1 if contradicted else 0
 
 
 def _run_registry(doc, detected: str | None) -> str | None:
@@ -1406,8 +1430,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aniso`` command. Returns the exit code: the command's; where standard output cannot be
     written (a full disk: one line on standard error) at least 1, an environment fault rather than bad input (2);
     a reader that closed the pipe (``aniso list | head``) ends the output quietly, with the command's code; a
-    Ctrl-C that stops a command is one line ("aniso COMMAND: interrupted (Ctrl-C)", or the command's own) and 130
-    (``aniso run`` keeps pytest's code, :data:`aniso.api.RUN_EXIT_CODES`)."""
+    Ctrl-C that stops a command is one line ("aniso COMMAND: interrupted (Ctrl-C)", or the command's own) and 130,
+    ``aniso run`` included (its other codes: :data:`aniso.api.RUN_EXIT_CODES`)."""
     from .api import RUN_EXIT_CODES
 
     parser = _Parser(prog="aniso", description=DESCRIPTION,
@@ -1432,7 +1456,9 @@ def main(argv: list[str] | None = None) -> int:
                    "come from the ANISO_* "
                    "variables (corpus, data folders, profile); pytest options follow `--` (e.g. `-- "
                    "--aniso-n-sequences 64`).\n\nexit codes:\n"
-                   + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items()))
+                   + "\n".join(f"  {k}  {v}" for k, v in RUN_EXIT_CODES.items())
+                   + "\n  130  stopped by Ctrl-C (128 + SIGINT, as every command): one line says what is cached and "
+                   "what was written")
     run.add_argument("model", nargs="?", default=None,
                      help="registry id, hub id, or a file or folder in a format a source kind reads: a transformers "
                           "folder (config.json), a llama2.c checkpoint (its Hugging Face tokenizer beside it), an "
@@ -1478,11 +1504,13 @@ def main(argv: list[str] | None = None) -> int:
                    "For every registry record that the run found stale (its numbers differ from the run's beyond "
                    "their tolerance, on the record's inputs at the recorded profile's sizes), replace the record's "
                    "measured numbers by the run's, keeping its keys. The reasons, whose numbers are placeholders into "
-                   "measured, then read the new numbers. A changed verdict is not rewritten: that is a finding to "
-                   "record by hand. A claim that does not hold on a model with no record (the first run of a model, "
+                   "measured, then read the new numbers. A changed verdict is not rewritten: each record the run's "
+                   "verdict contradicts is named (recorded verdict and numbers, measured ones) to be edited by hand, "
+                   "left as it is, and the command exits 1 (as the run did). A claim that does not hold on a model with no record (the first run of a model, "
                    "`aniso run PATH`) is a new finding: it is added as a record (does-not-hold, with its numbers and "
                    "inputs, and a reason to rewrite), with the model's detected row where the registry lacks it. "
-                   "Exit code 2 when a file cannot be read or the result does not validate.")
+                   "Exit code 1 when a record is contradicted, 2 when a file cannot be read or the result does not "
+                   "validate.")
     rec.add_argument("results", type=_path_text, help="results.json of a run on the recorded inputs and profile")
     rec.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     _registry_option(rec)

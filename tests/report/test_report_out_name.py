@@ -50,3 +50,20 @@ def test_claim_results_report_to_a_path_not_named_html_is_refused_naming_path(tm
         made.report(tmp_path / "r.pdf")
     assert not (tmp_path / "r.pdf").exists()
     assert made.report(tmp_path / "r.html").is_file()
+
+
+def test_a_folder_named_report_html_beside_the_results_asks_for_out(tmp_path, capsys):
+    """A folder report.html beside the results: the line said to write report.html/report.html; it now says to pass
+    --out FILE.html, and names a file beside the folder, not one inside it."""
+    results = _results_file(tmp_path)
+    (results.parent / "report.html").mkdir()
+    assert main(["report", str(results)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "is a folder; pass --out FILE.html to write the report elsewhere (e.g. --out " in err[0], err
+    assert "report.html/report.html" not in err[0] and err[0].endswith(f"{results.parent / 'report-run.html'})"), err
+    out = tmp_path / "named.html"
+    out.mkdir()
+    assert main(["report", str(results), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "named.html/report.html" not in err and f"not a folder (e.g. --out {tmp_path / 'named-report.html'})" in err

@@ -63,3 +63,27 @@ def test_diff_of_files_without_results_says_nothing_was_compared(tmp_path, capsy
     empty = _write(tmp_path, "a", [])
     assert main(["diff", str(empty), str(empty)]) == 0
     assert capsys.readouterr().out == f"{empty} -> {empty}: nothing compared: neither file holds a result\n"
+
+
+def test_diff_of_runs_with_other_claims_filters_names_the_filters(tmp_path, capsys):
+    """Runs with `--claims G.token-nlp-anisotropic,R.` and `--claims G.token-nlp-anisotropic`: the claim only the
+    first selected was listed as removed, and nothing said the filters differ."""
+    other = _result(0.1997, 0.1697, 0.2249).model_copy(update={"claim_id": "R.encoder-flat-profile",
+                                                               "test": "claims/y.py::t[m]", "verdict": "skipped"})
+    paths = []
+    for name, claims, results in (("a", "G.token-nlp-anisotropic,R.", [_result(0.1997, 0.1697, 0.2249), other]),
+                                  ("b", "G.token-nlp-anisotropic", [_result(0.1997, 0.1697, 0.2249)]),
+                                  ("c", "", [_result(0.1997, 0.1697, 0.2249)])):
+        paths.append(tmp_path / name / "results.json")
+        write_results(paths[-1], ResultsDocument(provenance=provenance(tmp_path, {"claims": claims}, None),
+                                                 results=results))
+    assert main(["diff", str(paths[0]), str(paths[1]), "--all"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any(line.startswith("| removed") and "R.encoder-flat-profile" in line for line in out), out
+    assert ("sizes or settings differ: claims filter 'G.token-nlp-anisotropic,R.' -> 'G.token-nlp-anisotropic' (a "
+            "claim only one run selected is listed as added or removed)") in out, out
+    assert main(["diff", str(paths[1]), str(paths[2])]) == 0
+    out = capsys.readouterr().out
+    assert "claims filter 'G.token-nlp-anisotropic' -> every claim" in out, out
+    assert main(["diff", str(paths[1]), str(paths[1])]) == 0
+    assert "claims filter" not in capsys.readouterr().out

@@ -30,7 +30,7 @@ from typing import Any
 from ..metrics import MC_RELATIVE_ERROR
 
 __all__ = ["Tolerance", "TOLERANCES", "tolerance_of", "Drift", "stale_numbers", "names_any", "refresh_records",
-           "record_new_findings"]
+           "record_new_findings", "contradicts_record", "contradicted_records"]
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,8 @@ def refresh_records(text: str, results) -> tuple[str, list[str]]:
     only where its result compared the numbers (``record_drift`` non-empty: same inputs, the recorded profile's
     sizes). A recorded key the run did not report is left as it was and named (the record needs editing by hand). The
     reason, whose numbers are placeholders into ``measured``, renders the new numbers. Only the record's one-line
-    ``measured:`` flow mapping is rewritten; comments, anchors and the rest of the file are kept. Raises ValueError
+    ``measured:`` flow mapping is rewritten; a record whose verdict the run contradicts
+    (:func:`contradicts_record`) is left as it is, numbers too; comments, anchors and the rest of the file are kept. Raises ValueError
     naming the model and claim when a record cannot be found in ``text``.
     """
     import yaml
@@ -182,8 +183,8 @@ def refresh_records(text: str, results) -> tuple[str, list[str]]:
     lines = text.splitlines(keepends=True)
     notes: list[str] = []
     for r in results:
-        if not r.record_drift or not r.expected or not r.expected.get("measured"):
-            continue
+        if not r.record_drift or not r.expected or not r.expected.get("measured") or contradicts_record(r):
+            continue  # a contradicted record's numbers stay with its verdict: both are edited by hand
         where = f"{r.model_id} {r.claim_id}"
         i = _find_measured_line(lines, r.model_id, r.claim_id)
         if i is None:
@@ -271,6 +272,37 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
                         if lines[i].strip() and len(lines[i]) - len(lines[i].lstrip()) <= len(pad)), end)
         lines[end:end] = records if at is not None else [f"{pad}expected:\n", *records]
     return "".join(lines), notes
+
+
+def contradicts_record(r) -> bool:
+    """Whether the verdict of ``r`` (a :class:`~aniso.judge.results.ClaimResult`) contradicts the registry's record
+    that binds it (same inputs and sizes; :func:`aniso.judge.verdicts.decide`): it holds against a record of
+    does-not-hold or underpowered, or does not hold against a record of holds. Such a record is never rewritten by
+    ``aniso record`` (its verdict and reason are the registry keeper's to change); twin and fragile verdicts, and
+    verdicts that differ from a record made on other inputs, contradict nothing."""
+    from .verdicts import DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS
+
+    fragile = r.uncertainty is not None and r.uncertainty.fragile
+    return (r.expected is not None and not r.twin and not fragile and r.differs_from_record is None
+            and r.verdict in (UNEXPECTEDLY_HOLDS, DOES_NOT_HOLD))
+
+
+def contradicted_records(results) -> list[str]:
+    """One line per result among ``results`` whose verdict contradicts its record (:func:`contradicts_record`),
+    naming the model, the claim, the recorded verdict and numbers, and the verdict and numbers the run measured
+    (the record's keys; the run's own numbers where the record keeps none), in the results' order."""
+    out = []
+    for r in results:
+        if not contradicts_record(r):
+            continue
+        recorded = r.expected.get("measured") or {}
+        keys = list(recorded) or [k for k, v in r.measured.items() if _is_real(v)][:3]
+        was = ", ".join(f"{k}={_short(recorded[k])}" for k in recorded)
+        now = ", ".join(f"{k}={_short(r.measured[k]) if r.measured.get(k) is not None else 'not reported'}"
+                        for k in keys)
+        out.append(f"{r.model_id} {r.claim_id}: recorded {r.expected.get('verdict') or 'holds'}"
+                   + (f" ({was})" if was else "") + f", measured {r.verdict}" + (f" ({now})" if now else ""))
+    return out
 
 
 def _find_measured_line(lines: list[str], model_id: str, claim_id: str) -> int | None:

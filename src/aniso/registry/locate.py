@@ -314,8 +314,9 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
             chosen, _ = opened.model_set(settings.models)
         except RegistryError as exc:  # what matches nothing: the setting is at fault, not the registry file
             said, here, other = str(exc).split(": ", 1)[-1].partition(" (the models.yaml in this folder")
-            raise RegistryError(f"setting models (ANISO_MODELS, --aniso-models) {settings.models!r}: {said} of "
-                                f"{path}{here}{other}") from None
+            # the registry named apart, after the line's own words: never read as part of a suggested value
+            raise RegistryError(f"setting models (ANISO_MODELS, --aniso-models) {settings.models!r}: {said} (in the "
+                                f"registry {path}){here}{other}") from None
         if not list(chosen):
             raise ValueError(f"setting models (ANISO_MODELS, --aniso-models) must select at least one model of "
                              f"{path}, got {settings.models!r}, which selects none")

@@ -32,6 +32,10 @@ other settings of its model (``models[id].meta.settings``: ``max_length``, ``see
 change is a deciding statistic or a scalar of ``measured`` that differs between the runs but stays within both runs'
 intervals. Neither is counted as a change (they are resampling noise or the settings' doing), but
 :func:`format_diff` names them in one line each, so that a diff never says "no number changed" of numbers that did.
+
+A *claims* change is a claims filter (the setting ``claims``, ``aniso run --claims``) that differs between the runs:
+a claim one run selected and the other did not is listed as added or removed, and :func:`format_diff` names both
+filters in the settings line, so that a claim left out reads as the filter's doing, not the code's.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ __all__ = ["Change", "diff_results", "format_diff", "inputs_line", "left_aside",
 @dataclass(frozen=True)
 class Change:
     """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"record"``, ``"inputs"``,
-    ``"sizes"``, ``"moved"``, ``"model"``, ``"added"`` or ``"removed"``;
+    ``"sizes"``, ``"moved"``, ``"model"``, ``"claims"`` (the runs' claims filters), ``"added"`` or ``"removed"``;
     ``claim_id``, ``model_id`` and ``test`` say where; ``old`` and ``new`` what (in words)."""
 
     kind: str
@@ -147,7 +151,8 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
                  common_only: bool = False, notes: bool = False) -> list[Change]:
     """The :class:`Change` list from ``old`` to ``new`` (in the new run's order, then the removed ones).
 
-    ``notes``: add the ``"sizes"`` and ``"moved"`` changes too (what :func:`format_diff` names beside the table).
+    ``notes``: add the ``"sizes"``, ``"moved"`` and ``"claims"`` changes too (what :func:`format_diff` names beside
+    the table).
 
     ``common_only``: compare only the results (claim, model, test) both runs have; no "added" or "removed" change.
     """
@@ -157,6 +162,9 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
         before = {k: r for k, r in before.items() if k in after}
         after = {k: r for k, r in after.items() if k in before}
     changes: list[Change] = []
+    filters = [_claims_filter(doc) for doc in (old, new)]
+    if notes and filters[0] != filters[1]:  # a claim one run left out is its filter's doing
+        changes.append(Change("claims", "", None, "", *filters))
     others = other_weights(old, new)
     for model_id, (was, now) in sorted(others.items()):
         changes.append(Change("model", "", model_id, "", was, now))
@@ -204,6 +212,12 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
         if key not in after or a.model_id in others:
             changes.append(Change("removed", a.claim_id, a.model_id, a.test, _verdict(a), "-"))
     return changes
+
+
+def _claims_filter(doc: ResultsDocument) -> str:
+    """The claims filter a run was given (its setting ``claims``), in words: quoted, or "every claim"."""
+    claims = (doc.provenance.settings or {}).get("claims")
+    return repr(claims) if isinstance(claims, str) and claims.strip() else "every claim"
 
 
 def _verdict(r) -> str:
@@ -258,7 +272,9 @@ def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "n
     models = [printable(f"model {c.model_id!r} was measured from other weights in the two runs: {c.old} -> {c.new}; "
                         "its results are listed as removed and added, not compared as one model's change")
               for c in changes if c.kind == "model"]
-    changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved", "model")]
+    filters = [printable(f"claims filter {c.old} -> {c.new} (a claim only one run selected is listed as added or "
+                         "removed)") for c in changes if c.kind == "claims"]
+    changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved", "model", "claims")]
     counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "record", "added",
                                                               "removed")}
     head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \
@@ -268,7 +284,8 @@ def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "n
         head += "\n" + tabulate(rows, headers=["change", "claim", "model", "old", "new"], tablefmt="github")
     if moved:
         head += ("\nnumbers moved within both runs' intervals (not counted as changes): " + "; ".join(moved))
-    if sizes:
-        head += ("\nsizes or settings differ: " + "; ".join(sizes) + "; numbers are compared across them, and they "
-                 "may be the sizes' doing, not the code's")
+    if sizes or filters:
+        head += ("\nsizes or settings differ: " + "; ".join(filters + sizes)
+                 + ("; numbers are compared across them, and they may be the sizes' doing, not the code's" if sizes
+                    else ""))
     return head + "".join(f"\n{line}" for line in models) + (f"\n{note}" if note else "")
