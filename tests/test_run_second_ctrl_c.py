@@ -1,6 +1,7 @@
 """A second Ctrl-C while `aniso run` answers the first (pytest writing the results of the tests that ran, the run
 removing its empty folders): the run ends as the first asked, with the same one line on what is cached and what was
-written, exit 130, and no empty report folder (it was a bare "interrupted (Ctrl-C)" and an empty reports/ left)."""
+written, exit 130, and no empty report folder (it was a bare "interrupted (Ctrl-C)" and an empty reports/ left); the
+second Ctrl-C says once why nothing more happens and how to quit at once."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_a_second_ctrl_c_says_what_the_first_would_and_leaves_no_empty_folder(cl
     code = main(["run", MODEL, "--registry", REGISTRY, "--claims", "G.token-nlp-anisotropic"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 130, err
-    assert err == ["aniso run: interrupted (Ctrl-C): nothing was cached (setting no_cache); no results file was "
+    assert err == ["aniso run: still stopping after the first Ctrl-C (keeping what ran); Ctrl-\\ quits at once",
+                   "aniso run: interrupted (Ctrl-C): nothing was cached (setting no_cache); no results file was "
                    "written"], err
     assert not reports.exists()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C is Python's again after the run

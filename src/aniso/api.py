@@ -1886,9 +1886,11 @@ def _signal_as_interrupt(tally: _Tally):
 def _ctrl_c_once():
     """Inside the block (a claims run, from its checks to its clean-up), the first Ctrl-C (SIGINT) goes to the
     handler set before (Python's: KeyboardInterrupt, which pytest answers by writing the results of the tests that
-    ran); a Ctrl-C after it is noted and dropped, so that the run ends as the first asked: its results written, its
-    empty folders removed, its line on what is cached and what was written said. Only the main thread can set
+    ran); a Ctrl-C after it is dropped, so that the run ends as the first asked: its results written, its empty
+    folders removed, its line on what is cached and what was written said. The second says so once on standard
+    error, with how to quit at once (Ctrl-\\, SIGQUIT). Only the main thread can set
     handlers: elsewhere the block runs as it is."""
+    import sys
     import threading
 
     before = signal.getsignal(signal.SIGINT)
@@ -1898,9 +1900,12 @@ def _ctrl_c_once():
     seen = []
 
     def on_ctrl_c(signum, frame):
-        if not seen:
-            seen.append(signum)
+        seen.append(signum)
+        if len(seen) == 1:
             before(signum, frame)
+        elif len(seen) == 2:  # once: a user pressing again is told why nothing more happens, and how to quit now
+            sys.stderr.write("aniso run: still stopping after the first Ctrl-C (keeping what ran); Ctrl-\\ quits at "
+                             "once\n")
 
     with handling(on_ctrl_c, [signal.SIGINT]):
         yield
