@@ -174,9 +174,9 @@ def refresh_records(text: str, results) -> tuple[str, list[str]]:
     only where its result compared the numbers (``record_drift`` non-empty: same inputs, the recorded profile's
     sizes). A recorded key the run did not report is left as it was and named (the record needs editing by hand). The
     reason, whose numbers are placeholders into ``measured``, renders the new numbers. Only the record's one-line
-    ``measured:`` flow mapping is rewritten; a record whose verdict the run contradicts
-    (:func:`contradicts_record`) is left as it is, numbers too; comments, anchors and the rest of the file are kept. Raises ValueError
-    naming the model and claim when a record cannot be found in ``text``.
+    ``measured:`` flow mapping is rewritten; a record whose verdict the run contradicts (:func:`contradicts_record`)
+    is left as it is, numbers too; comments, anchors and the rest of the file are kept. Raises ValueError naming the
+    model and claim when a record cannot be found in ``text``.
     """
     import yaml
 
