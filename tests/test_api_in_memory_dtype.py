@@ -64,3 +64,28 @@ def test_the_report_names_the_weights_dtype_beside_the_origin(tmp_path):
     html = render_html(ResultsDocument(provenance=provenance(tmp_path, {}, None), results=[], models=models))
     assert "in-memory GPT2Model (tiny-gpt2, bfloat16 weights) · 4 inputs" in html
     assert "hub: org/tiny@main (commit 0123456789ab, downloaded) · float16 weights · 4 inputs" in html
+
+
+def test_a_dynamically_quantised_model_is_told_apart_from_its_float_model(tmp_path):
+    """``torch.ao.quantization.quantize_dynamic`` keeps each Linear's int8 weight in ``_packed_params``, outside
+    ``parameters()``: the quantised model was labelled "float32 weights" and fingerprinted as its float model was."""
+    import copy
+    import warnings
+
+    from transformers import AutoTokenizer, BertModel
+
+    from word_bert import TEXTS as WORDS, word_bert
+
+    folder = word_bert(tmp_path / "bert")
+    model, tok = BertModel.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation of its quantised tensors
+        quantised = torch.ao.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+        f32 = aniso.measure(model, WORDS, tokenizer=tok, name="b", statistics="first-order", progress=False)
+        q8 = aniso.measure(quantised, WORDS, tokenizer=tok, name="b", statistics="first-order", progress=False)
+    assert f32.meta["source"]["fields"]["dtype"] == "float32"
+    dtype = q8.meta["source"]["fields"]["dtype"]
+    assert "qint8" in dtype.split("+") and "float32" in dtype.split("+"), dtype  # embeddings and norms stay float32
+    assert f"{dtype} weights" in q8.meta["origin"], q8.meta["origin"]
+    assert q8.meta["fingerprint"] != f32.meta["fingerprint"]
+    assert q8.meta["fingerprint"] == f"in-memory:b:{dtype}"

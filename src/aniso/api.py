@@ -1242,13 +1242,30 @@ def _weights_short_of_config(model) -> str | None:
 
 
 def _weights_dtype(model) -> str:
-    """The dtype ``model``'s parameters are held in, as a registry row's ``source.dtype`` names it (``float32``,
-    ``bfloat16``, ...); parameters in several dtypes are named by each, the dtype of the most elements first and
-    joined by ``+`` (``bfloat16+float32``)."""
+    """The dtype ``model``'s weights are held in, as a registry row's ``source.dtype`` names it (``float32``,
+    ``bfloat16``, ``qint8``, ...); weights in several dtypes are named by each, the dtype of the most elements first
+    and joined by ``+`` (``bfloat16+float32``, ``float32+qint8``). Every weight counts: the parameters, and the
+    weights a quantised module keeps outside them (``torch.ao.quantization.quantize_dynamic``'s Linear holds its
+    qint8 weight and its bias in ``_packed_params``, which only ``model.state_dict()`` lists); a quantised module's
+    scale and zero point are no weights and are not counted."""
+    import torch
+
     sizes: dict[str, int] = {}
+
+    def count(t) -> None:
+        name = str(t.dtype).removeprefix("torch.")
+        sizes[name] = sizes.get(name, 0) + t.numel()
+
     for p in model.parameters():
-        name = str(p.dtype).removeprefix("torch.")
-        sizes[name] = sizes.get(name, 0) + p.numel()
+        count(p)
+    held = {n for n, _ in model.named_parameters(remove_duplicate=False)}
+    held |= {n for n, _ in model.named_buffers(remove_duplicate=False)}
+    for key, value in model.state_dict(keep_vars=True).items():
+        if key in held:
+            continue
+        for t in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(t, torch.Tensor) and (t.is_quantized or isinstance(t, torch.nn.Parameter)):
+                count(t)
     return "+".join(sorted(sizes, key=lambda n: (-sizes[n], n))) or "no parameters"
 
 
