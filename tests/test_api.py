@@ -311,6 +311,28 @@ def test_a_twonn_left_nan_for_too_few_vectors_is_said():
     assert np.isnan(stats.series("twonn")).all() and "TwoNN of layer(s) 0-2" in stats.meta["nan_columns"][0]
 
 
+def test_a_twonn_left_out_of_the_statistics_asked_is_said_not_computed():
+    """statistics='first-order' leaves TwoNN out: it was said to have "0 vector(s) in the reservoir ... give more
+    inputs", which would not help; the line says it was not computed and which statistics leave it out."""
+    import warnings
+
+    from aniso.extract.modalities import _subword_tokenizer
+
+    for asked, named in (("first-order", "statistics='first-order' leaves"),
+                         (["first-order", "attention-sink"], "statistics=['attention-sink', 'first-order'] leave"),
+                         (["final-norm"], "statistics=['final-norm', 'first-order'] leave")):
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            stats = aniso.measure(_tiny_bert(), IN_MEMORY_TEXTS, tokenizer=_subword_tokenizer(300), progress=False,
+                                  name="b", statistics=asked)
+        lines = [str(w.message) for w in said if issubclass(w.category, RuntimeWarning) and "nan:" in str(w.message)]
+        expected = (f"nan: layer(s) 0-2: SVD anisotropy, TwoNN and IsoScore not computed: {named} out "
+                    "'second-order' (add 'second-order' to statistics to compute them)")
+        assert lines == [f"b: {expected}"], lines
+        assert stats.meta["nan_columns"] == [expected]
+        assert np.isnan(stats.series("twonn")).all()
+
+
 def test_a_series_is_found_by_its_to_dict_key_too():
     from aniso.extract.modalities import _subword_tokenizer
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -113,26 +114,36 @@ def max_length_note(meta: dict) -> str:
     return f"; at most {read['read']} tokens each, the model's positions (max_length {read['asked']} asked)"
 
 
-def nan_columns(summaries, second_order_max_dim: int) -> list[str]:
+def nan_columns(summaries, second_order_max_dim: int, statistics: Collection[str] | None = None) -> list[str]:
     """Why a layer's SVD anisotropy, TwoNN or IsoScore is NaN (``aniso stats`` prints it below its table,
     :func:`aniso.measure` warns it and keeps it in ``meta["nan_columns"]``): the layer is wider than
-    ``second_order_max_dim`` (only first-order statistics are kept, G §3.2's flattened CNN maps), or too few vectors
-    (TwoNN needs :data:`~aniso.common.settings.TWONN_MIN_POINTS` to mean anything, the spectrum 2). One line per
-    reason, naming the layers and the setting."""
+    ``second_order_max_dim`` (only first-order statistics are kept, G §3.2's flattened CNN maps), the second-order
+    statistics were not asked for (``statistics``, the names :func:`aniso.measure` was given, without
+    ``second-order``: vectors seen but none kept in the reservoir), or too few vectors (TwoNN needs
+    :data:`~aniso.common.settings.TWONN_MIN_POINTS` to mean anything, the spectrum 2). One line per reason, naming
+    the layers and the setting; a column left out is never said to need more inputs."""
     import math
 
     from ..common.settings import TWONN_MIN_POINTS
 
     wide = [i for i, s in enumerate(summaries) if s.dim > second_order_max_dim]
+    # second order kept keeps a reservoir of every layer that saw a vector: an empty one is second order left out
+    left_out = [i for i, s in enumerate(summaries) if i not in wide and s.count > 0 and s.n_reservoir == 0]
     few = [i for i, s in enumerate(summaries)
-           if i not in wide and math.isnan(s.twonn) and s.n_reservoir < TWONN_MIN_POINTS]
-    copies = [i for i, s in enumerate(summaries) if i not in wide and i not in few and math.isnan(s.twonn)
+           if i not in wide and i not in left_out and math.isnan(s.twonn) and s.n_reservoir < TWONN_MIN_POINTS]
+    copies = [i for i, s in enumerate(summaries) if i not in wide + left_out + few and math.isnan(s.twonn)
               and 0 <= s.n_distinct < TWONN_MIN_POINTS]
     out = []
     if wide:
         out.append(f"nan: layer(s) {_spans(wide)} are wider than second_order_max_dim "
                    f"({second_order_max_dim}; ANISO_SECOND_ORDER_MAX_DIM), so only first-order statistics "
                    f"are kept: no SVD anisotropy, TwoNN or IsoScore")
+    if left_out:
+        names = sorted(statistics or ())
+        asked = (f"statistics={names[0]!r} leaves" if len(names) == 1 else f"statistics={names} leave" if names
+                 else "the statistics kept leave")
+        out.append(f"nan: layer(s) {_spans(left_out)}: SVD anisotropy, TwoNN and IsoScore not computed: {asked} out "
+                   "'second-order' (add 'second-order' to statistics to compute them)")
     if few:
         counts = sorted({summaries[i].n_reservoir for i in few})
         shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
