@@ -155,7 +155,9 @@ def test_a_string_where_a_count_is_expected_is_one_line_naming_the_argument():
                                   r"os.PathLike\) or None, got 5$"),
     ({"settings": {"seed": 2**70}}, r"^setting seed .* must be an integer from 0 to 4294967295, got 1180591620717411303424$"),
     ({"settings": {"seed": True}}, r"^setting seed .* must be an integer from 0 to 4294967295, got True \(bool\)$"),
-    ({"settings": {"no_cache": "yes"}}, r"^setting no_cache .* must be true or false, got 'yes'$"),
+    ({"settings": {"no_cache": "yes"}}, r"^setting no_cache .* must be True or False \(a bool\), got 'yes' \(str\): "
+                                        r"words \(true/false, 1/0, yes/no, on/off\) are read from the variable "
+                                        r"ANISO_NO_CACHE only$"),
     ({"settings": {"models": " , "}}, r"^setting models .* must name a model set"),
     ({"settings": {"second_order_max_dim": 1}}, r"^setting second_order_max_dim .* from 2 to 131072, got 1$"),
     ({"settings": {"reservoir_size": 10**11}}, r"^setting reservoir_size .* got 100000000000$"),
@@ -169,6 +171,20 @@ def test_a_setting_of_the_wrong_type_or_out_of_bounds_is_one_line_through_the_ap
     with pytest.raises(ValueError, match=message):
         aniso.check("all-MiniLM-L6-v2", "G.token-nlp-anisotropic", registry=REGISTRY,
                     settings=kwargs.get("settings", {"device": kwargs.get("device")}))
+
+
+def test_a_switch_setting_given_as_a_word_in_python_asks_for_a_bool():
+    """settings={'no_cache': 'false'} was refused with "must be true or false, got 'false'": the value refused was
+    the one the message asked for. In Python a switch setting is a bool; the words are the variable's."""
+    import aniso
+
+    for value, shown in (("false", r"'false' \(str\): words \(true/false, 1/0, yes/no, on/off\) are read from the "
+                                   r"variable ANISO_NO_CACHE only$"),
+                         (0, r"0 \(int\)$")):
+        with pytest.raises(ValueError, match=r"^setting no_cache \(ANISO_NO_CACHE, --aniso-no-cache\) must be True or "
+                                             rf"False \(a bool\), got {shown}") as info:
+            aniso.measure("all-MiniLM-L6-v2", ["a text"], registry=REGISTRY, settings={"no_cache": value})
+        assert "true or false" not in str(info.value) and "\n" not in str(info.value)
 
 
 def test_settings_that_are_no_mapping_and_claims_that_are_no_text_are_one_line_through_the_api():

@@ -242,7 +242,7 @@ def _allowed(name: str) -> str:
         return f"an integer from {lo} to {hi}"
     kind = Settings.__dataclass_fields__[name].type
     if "bool" in str(kind):
-        return "true or false"
+        return "True or False (a bool)"
     if name == "device":
         return "a torch device name: auto, cpu, cuda, cuda:N or mps"
     if name in ("registry", "corpus", "train_text", "speech_dir", "image_dir", "models_dir", "twin"):
@@ -319,6 +319,11 @@ def _refusal(exc: ValidationError) -> SettingError:
     name = str(first["loc"][0]) if first.get("loc") else ""
     value = first.get("input")
     if name in Settings.__dataclass_fields__:
+        if "bool" in str(Settings.__dataclass_fields__[name].type):  # typed values here: a word is no bool
+            words = (f": words (true/false, 1/0, yes/no, on/off) are read from the variable ANISO_{name.upper()} "
+                     "only" if isinstance(value, str) else "")
+            return SettingError(f"{_where(name)} must be True or False (a bool), got {value!r} "
+                                f"({type_name(value)}){words}")
         shown = f"{value!r}" + ("" if isinstance(value, (int, str)) and not isinstance(value, bool) or value is None
                                 else f" ({type_name(value)})")
         why = _WHY_LOWEST.get(name) if type(value) is int and name in BOUNDS and value < BOUNDS[name][0] else None
