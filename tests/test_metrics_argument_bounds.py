@@ -29,6 +29,20 @@ def test_points_for_power_refuses_a_limit_above_the_maximum(effect):
         metrics.points_for_power(effect, limit="many")
 
 
+@pytest.mark.parametrize("call", [lambda **k: metrics.correlation_power(10, 0.5, **k),
+                                  lambda **k: metrics.points_for_power(0.5, **k),
+                                  lambda **k: metrics.points_for_power(0.5, start=50, limit=10, **k)],
+                         ids=["correlation_power", "points_for_power", "points_for_power-no-estimate"])
+def test_power_names_only_the_method_or_alternative_that_is_wrong(call):
+    """``correlation_power(10, 0.5, method='kendall')`` said "unknown method 'kendall' or alternative 'two-sided'",
+    naming a valid alternative; each is named alone with what is allowed, as :func:`correlation_test` names it."""
+    with pytest.raises(ValueError, match=r"^method must be 'spearman' or 'pearson', got 'kendall'$"):
+        call(method="kendall")
+    with pytest.raises(ValueError, match=r"^alternative must be one of \('two-sided', 'greater', 'less'\), "
+                                         r"got 'larger'$"):
+        call(alternative="larger")
+
+
 def test_points_for_power_at_the_maximum_limit_still_answers():
     assert metrics.points_for_power(0.99, limit=500) == 6
     assert metrics.points_for_power(0.99, start=50, limit=10) is None

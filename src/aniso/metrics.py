@@ -1541,6 +1541,11 @@ def _check_test_arguments(a: np.ndarray, b: np.ndarray, method: str, alternative
         raise ValueError(f"a correlation test needs at least 3 points, got {a.shape[1]}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError("a correlation test needs finite values")
+    _check_method_and_alternative(method, alternative)
+
+
+def _check_method_and_alternative(method: str, alternative: str) -> None:
+    """Refuse an unknown ``method`` or ``alternative`` of a correlation test, naming only the one that is wrong."""
     if method not in ("spearman", "pearson"):
         raise ValueError(f"method must be 'spearman' or 'pearson', got {method!r}")
     if alternative not in ALTERNATIVES:
@@ -1773,6 +1778,7 @@ def correlation_power(n: int, effect: float, method: str = "spearman", alternati
         raise TypeError(f"seed: {seed!r} ({type(seed).__name__}); give an integer >= 0")
     if seed < 0:
         raise ValueError(f"seed: {int(seed)}; give an integer >= 0")
+    _check_method_and_alternative(method, alternative)
     return _correlation_power(n, effect, method, alternative, alpha, int(seed))
 
 
@@ -1785,8 +1791,6 @@ def _correlation_power(n: int, effect: float, method: str, alternative: str, alp
         raise ValueError(f"effect must be a correlation in (-1, 1), got {effect}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if method not in ("spearman", "pearson") or alternative not in ALTERNATIVES:
-        raise ValueError(f"unknown method {method!r} or alternative {alternative!r}")
     rng = np.random.Generator(np.random.PCG64(seed))
     samples = POWER_SAMPLES if method == "spearman" else _PEARSON_POWER_SAMPLES
     x = rng.standard_normal((samples, n))
@@ -1818,6 +1822,7 @@ def points_for_power(effect: float, method: str = "spearman", alternative: str =
     if not within ``limit`` points. Raises ValueError as :func:`correlation_power`, for
     a ``power`` outside (0, 1) (TypeError for one that is not a real number) and for a ``limit`` above
     :data:`POWER_MAX_N` (TypeError for one that is not a whole number)."""
+    _check_method_and_alternative(method, alternative)  # also where no estimate is made (start beyond limit)
     limit = _whole(limit, "limit", 0, POWER_MAX_N)
     power = _real(power, "power", "a probability in (0, 1)")
     if not 0 < power < 1:
