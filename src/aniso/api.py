@@ -1482,12 +1482,30 @@ def _usage_wrapper():
     import pytest
 
     class _OneLineUsage:
+        #: A usage error the aniso plugin raised while pytest collected (a claim test marked with an id the
+        #: catalogue lacks): its one line, for the caller to raise as a ValueError once pytest.main returns.
+        collection: str | None = None
+
         @pytest.hookimpl(wrapper=True)
         def pytest_cmdline_parse(self, pluginmanager, args):
             try:
                 return (yield)
             except pytest.UsageError as exc:  # out of pytest.main as a ValueError: run_claims' one line
                 raise ValueError(_Plan._one_line(exc, pluginmanager)) from None
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_collection(self, session):
+            try:
+                return (yield)
+            except pytest.UsageError as exc:  # kept, not printed by pytest; nothing collected, nothing run
+                self.collection = str(exc)
+                session.items = []
+                return None
+
+        def raise_collection(self) -> None:
+            """Raise the usage error met while pytest collected (:attr:`collection`) as a ValueError, if any."""
+            if self.collection is not None:
+                raise ValueError(self.collection)
 
     return _OneLineUsage()
 
@@ -1626,9 +1644,11 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
             _read_inputs_settings(settings, texts, reg.get(model_id))  # e.g. n_sequences for a vision model
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
+            usage = _usage_wrapper()
             with _signal_as_interrupt(tally):  # SIGTERM while it measures: stopped as by Ctrl-C, then said
                 code = _pytest_main(args + _after_users(pytest_args),
-                                    [pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally], tally)
+                                    [pytest_plugin, _Plan(plan, reg), usage, tally], tally)
+            usage.raise_collection()
             results = tally.report.with_name("results.json") if tally.report is not None else None
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
                 import yaml
@@ -2193,7 +2213,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = _pytest_main(args + _after_users(pytest_args), [pytest_plugin, tally, _usage_wrapper()], tally)
+            usage = _usage_wrapper()
+            code = _pytest_main(args + _after_users(pytest_args), [pytest_plugin, tally, usage], tally)
+            usage.raise_collection()
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")

@@ -26,7 +26,7 @@ from .common.devices import worker_thread_environment
 worker_thread_environment(os.environ)
 
 try:  # torch, transformers, numpy and scipy load here: seconds in which a Ctrl-C would end pytest in a traceback
-    from .registry.catalog import get_claim, statistics_read
+    from .registry.catalog import CLAIMS, get_claim, statistics_read
     from .registry.entries import RegistryError
     from .registry.locate import settings_and_registry
     from .registry.selection import ClaimsFilter, parse_claims
@@ -330,6 +330,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     claims_run = config.stash.get(_SESSION, None)
     if claims_run is None:
         return
+    for item in items:  # before anything is measured: a claim id the catalogue lacks is a usage error, one line
+        marker = item.get_closest_marker("claim")
+        if marker is not None and marker.args and marker.args[0] not in CLAIMS:
+            raise pytest.UsageError(unknown_claim(item, marker.args[0]))
     # A claim test over models that no model of the run's set selects has an empty parameter set: it measures
     # nothing, so it is deselected rather than reported as a skip ("got empty parameter set") in every run.
     empty = [item for item in items if _no_model(item)]
@@ -358,6 +362,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
 
 
+def unknown_claim(item: pytest.Item, claim_id) -> str:
+    """The one line of a claim test ``item`` marked with ``claim_id``, an id not in the catalogue
+    (:data:`aniso.registry.catalog.CLAIMS`): its file, its test and the id, with the closest known id if one is close."""
+    import difflib
+
+    close = difflib.get_close_matches(str(claim_id), list(CLAIMS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    name = getattr(item, "originalname", None) or item.name
+    return (f"{item.path}: the test {name} is marked @pytest.mark.claim({claim_id!r}), an id not in the claims "
+            f"catalogue{hint}; a claim test takes one of its ids (aniso list claims)")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "entry" not in metafunc.fixturenames:
         return
@@ -370,7 +386,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())),
                                       tuple(marker.kwargs.get("none_of", ())))
     claim = metafunc.definition.get_closest_marker("claim")
-    if claim is not None and claim.args and get_claim(claim.args[0]).over_seeds:
+    if claim is not None and claim.args and claim.args[0] in CLAIMS and get_claim(claim.args[0]).over_seeds:
         # A claim about an architecture and recipe: one test per family of seeds, over its first seed's entry.
         entries = [e for e in entries if _first_seed(session.registry, e) == e.id]
     metafunc.parametrize("entry", entries, ids=[e.id for e in entries])
@@ -436,10 +452,18 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     context = item.stash.get(_CLAIM, None)
+    if context is not None and report.when == "call" and report.passed and not context.concluded \
+            and not hasattr(report, "wasxfail"):
+        # a claim test that ended without a verdict decided nothing: it fails, and its verdict (error) says why
+        report.outcome = "failed"
+        report.longrepr = never_concluded(item.nodeid)
     if context is not None and (report.when == "call" or (report.when == "setup" and not report.passed)):
         xfailed = hasattr(report, "wasxfail")  # the verdict (expected not to hold, underpowered) is already set
         skipped = report.skipped and not xfailed
         detail = report.longrepr[2] if skipped and isinstance(report.longrepr, tuple) else report.longrepr
+        if report.failed and call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception):
+            # an error raised in the test (e.g. conclude's TypeError): its own line, not the traceback's last
+            detail = (call.excinfo.exconly().strip().splitlines() or [str(detail)])[0]
         outcome = "skipped" if skipped else "passed" if xfailed else report.outcome
         item.config.stash[_SESSION].record_outcome(context.result, seconds=report.duration, outcome=outcome,
                                                    detail=str(detail) if detail and not xfailed else "")
@@ -448,6 +472,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             # pytest's list of skips
             report.longrepr = (*report.longrepr[:2], REFUSED_SKIP)
     return report
+
+
+def never_concluded(test: str) -> str:
+    """The one line of a claim test ``test`` (its node id) that ended without calling ``claim.conclude``."""
+    return f"the claim test {test} never concluded: call claim.conclude(...)"
 
 
 #: What pytest's list of skips (``-ra``) says of a claim test whose model or setting was refused: the refusal itself

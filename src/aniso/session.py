@@ -622,6 +622,8 @@ class ClaimContext:
         self.result = result
         self.entry = entry
         self._read_models = False  # set when a claim without a model of its own reads other models' statistics
+        #: Whether :meth:`conclude` was called: a claim test that ends without it decided nothing (an error).
+        self.concluded = False
 
     @property
     def settings(self) -> Settings:
@@ -987,7 +989,17 @@ class ClaimContext:
         The registry's record for this model and claim decides what the verdict means; its numbers are compared with
         ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
         sizes of the registry's ``recorded_profile``, and a stale number fails the test.
+
+        Raises TypeError when ``holds`` is not a bool (``numpy.bool_`` is taken): a string such as ``"no"`` would
+        otherwise read as true.
         """
+        import numpy as np
+
+        if not isinstance(holds, (bool, np.bool_)):
+            raise TypeError(f"claim.conclude: holds is {holds!r} ({type(holds).__name__}); give True or False "
+                            "(a bool or numpy.bool_), whether the claim holds")
+        holds = bool(holds)
+        self.concluded = True
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
         r.underpowered = undecided
