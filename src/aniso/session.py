@@ -568,12 +568,14 @@ def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
     """The verdict table of ``results`` as lines of at most ``width`` columns: claim and model whole, the verdict
     (its notes, e.g. fragile or differing from the record, wrapped within its column), the p-value where a claim
     has one (its adjusted value beside it, ``p_adjusted``, where the run adjusted it), and the first measured
-    numbers on one line, cut with ``…`` at the width (the report has them all)."""
+    numbers on one line, cut with ``…`` at the width (the report has them all). Where several tests measure one
+    claim on one model (or a model-free claim over parameters), each of their rows names its test after the claim."""
     import textwrap
 
     if not results:
         return []
     with_p = any(r.p_value is not None for r in results)
+    shared = Counter((r.claim_id, r.model_id) for r in results)
     rows = []
     for r in results:
         verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
@@ -586,7 +588,10 @@ def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
         key = {k: v for k, v in r.measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                and not (with_p and k == "p_value")}
         numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
-        rows.append([r.claim_id, r.model_id or "-", verdict] + ([_p_text(r) or "-"] if with_p else []) + [numbers])
+        from .judge.results import short_test_id
+
+        claim = r.claim_id + (f" ({short_test_id(r.test)})" if shared[(r.claim_id, r.model_id)] > 1 else "")
+        rows.append([claim, r.model_id or "-", verdict] + ([_p_text(r) or "-"] if with_p else []) + [numbers])
     headers = ["claim", "model", "verdict"] + (["p (adjusted)" if any(getattr(r, "p_adjusted", None) is not None
                                                                     for r in results) else "p"] if with_p else [])
     fixed = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
