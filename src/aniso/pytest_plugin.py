@@ -44,7 +44,7 @@ _CLAIM = pytest.StashKey[ClaimContext]()
 _THREADS = pytest.StashKey[int]()
 _FILTER = pytest.StashKey[ClaimsFilter]()
 _BENCHMARK_FOLDER = pytest.StashKey["Path | None"]()
-_REPORT_MADE = pytest.StashKey["str | None"]()
+_REPORT_MADE = pytest.StashKey["tuple[str, str | None]"]()  # (report folder, the outermost folder the run made)
 _SIGNAL = pytest.StashKey[int]()
 _SIGNALS_SET = pytest.StashKey[list]()
 _DIRECT = pytest.StashKey[bool]()
@@ -94,7 +94,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Remove pytest-benchmark's storage folder where this run made it and it is empty: ``pytest claims/`` from a
     clean folder would otherwise leave an empty ``.benchmarks/`` there. pytest-benchmark stays loaded (a benchmark
     that saves its run makes the folder again, :mod:`pytest_benchmark.storage.file`)."""
-    folder = session.config.stash.get(_BENCHMARK_FOLDER, None)
+    _remove_benchmark_folder(session.config)
+
+
+def _remove_benchmark_folder(config: pytest.Config) -> None:
+    """Remove pytest-benchmark's storage folder where this run made it (:func:`pytest_cmdline_main`) and it is
+    empty: as the session starts, and again as pytest ends however it ends (``--help``, a usage error, ``--co``), for
+    an exit that never starts a session."""
+    folder = config.stash.get(_BENCHMARK_FOLDER, None)
     if folder is not None:
         try:
             folder.rmdir()  # only while empty
@@ -153,7 +160,8 @@ def pytest_configure(config: pytest.Config) -> None:
             # where the results will be written, before the run computes anything (the other doors check it too)
             from .common.settings import _check_writable_folder, _where
 
-            config.stash[_REPORT_MADE] = _check_writable_folder(settings.report_dir, _where("report_dir"))
+            config.stash[_REPORT_MADE] = (settings.report_dir,
+                                          _check_writable_folder(settings.report_dir, _where("report_dir")))
         config.stash[_FILTER] = parse_claims(settings.claims)
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
@@ -236,7 +244,8 @@ def _answer_signals_as_interrupt(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Put back the signal handlers :func:`_answer_signals_as_interrupt` set; remove the report folder the run
+    """Put back the signal handlers :func:`_answer_signals_as_interrupt` set; remove pytest-benchmark's empty storage
+    folder this run made (:func:`_remove_benchmark_folder`) and the report folder the run
     created (and checked) where it wrote nothing in it; after a signal answered as Ctrl-C, say in one line what is
     kept and end the process by that signal."""
     import signal
@@ -244,12 +253,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     for signum in config.stash.get(_SIGNALS_SET, []):
         signal.signal(signum, signal.SIG_DFL)
+    _remove_benchmark_folder(config)  # pytest --help (or another early exit) started no session
     claims_run = config.stash.get(_SESSION, None)
-    made = config.stash.get(_REPORT_MADE, None)
-    if made is not None and claims_run is not None:
+    report_dir, made = config.stash.get(_REPORT_MADE, (None, None))
+    if made is not None:  # also when a usage error stopped pytest before the run started
         from .common.settings import remove_empty_folders
 
-        remove_empty_folders(claims_run.settings.report_dir, made)
+        remove_empty_folders(report_dir, made)
     signum = config.stash.get(_SIGNAL, None)
     if signum is None:
         return
