@@ -409,10 +409,16 @@ def _first_seed(registry, entry) -> str:
 
 
 class _PytestClaim(ClaimContext):
-    """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome."""
+    """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome. ``runxfail``: pytest's
+    ``--runxfail`` (report xfailing tests as if they were not marked): a recorded finding (expected not to hold) or
+    an underpowered verdict then fails the test as the claim not holding would, its verdict unchanged."""
+
+    runxfail = False
 
     def conclude(self, holds, measured, rule, **kwargs):
         decision, message = super().conclude(holds, measured, rule, **kwargs)
+        if decision.outcome is Outcome.XFAIL and self.runxfail:
+            pytest.fail(f"{message} [--runxfail: failed as if its record did not mark it]", pytrace=False)
         if decision.outcome is Outcome.XFAIL:
             pytest.xfail(message)
         if decision.outcome is Outcome.FAIL:
@@ -431,6 +437,7 @@ def claim(request: pytest.FixtureRequest) -> ClaimContext:
     # pytest-xdist's loadgroup appends "@<group>" to the node id; the results name the test as pytest collects it.
     test = request.node.nodeid.removesuffix(f"@{entry.id}") if entry is not None else request.node.nodeid
     context = session.claim(marker.args[0], entry, test, _PytestClaim)
+    context.runxfail = bool(getattr(request.config.option, "runxfail", False))
     request.node.stash[_CLAIM] = context
     return context
 

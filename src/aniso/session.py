@@ -198,8 +198,9 @@ class AnisoSession:
         result.seconds = round(seconds, 2)
         if skipped is not None:
             result.verdict, result.reason = SKIPPED, skipped.removeprefix("Skipped: ")
-        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS, UNDERPOWERED) \
-                and not result.record_drift:  # a verdict that failed the test keeps its name
+        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS, UNDERPOWERED,
+                                                            EXPECTED_NOT_TO_HOLD) \
+                and not result.record_drift:  # a verdict that failed the test (pytest --runxfail) keeps its name
             result.verdict, result.reason = ERROR, failed[:500]
         if result not in self.results:
             self.results.append(result)
