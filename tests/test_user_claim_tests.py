@@ -156,3 +156,19 @@ def test_a_claim_id_not_in_the_catalogue_is_one_line_naming_file_test_and_id(tmp
     with pytest.raises(ValueError) as exc:
         aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
     assert str(exc.value) == line
+
+
+def test_a_copied_claims_folder_runs_with_the_plugin_named_as_the_usage_page_says(tmp_path):
+    """No pytest11 entry point loads the plugin into every pytest run of the environment: docs/usage.md says to
+    name it (`pytest -p aniso.pytest_plugin myclaims`), and that command collects a copy of claims/ outside the
+    checkout; docs/architecture.md claims no entry point."""
+    usage = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+    assert "`pytest -p aniso.pytest_plugin myclaims --aniso-models all-MiniLM-L6-v2`" in usage
+    assert "pytest11 entry point)" not in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    folder = tmp_path / "myclaims"
+    folder.mkdir()
+    (folder / "test_godey_pretrained.py").write_bytes((ROOT / "claims" / "test_godey_pretrained.py").read_bytes())
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "aniso.pytest_plugin", "myclaims", "--aniso-models",
+                           MODEL, "--co", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"], cwd=tmp_path,
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "tests collected" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
