@@ -46,3 +46,19 @@ def test_an_option_typed_twice_is_still_given_twice(tmp_path):
     done = _pytest(tmp_path, [str(ROOT / "claims"), "--co", "-q", "--aniso-n-sequences", "8", "--aniso-n-sequences",
                               "16"])
     assert _said(done).endswith("argument --aniso-n-sequences: given twice ('8', then '16'); give it once"), done.stderr
+
+
+def test_the_help_of_a_relative_registry_says_the_working_folder_as_it_is_read(tmp_path):
+    """`pytest --help` said a relative --aniso-registry is taken from "the working folder (pytest: its root folder)";
+    it is taken from the working folder whatever pytest's root folder (here the checkout's)."""
+    from aniso.common.settings import SETTING_HELP
+
+    assert "a relative path is taken from the working folder (under pytest too, whatever its root folder)" \
+        in SETTING_HELP["registry"]
+    done = _pytest(tmp_path, [str(ROOT / "claims"), "--co", "-q", "--aniso-registry", "models.yaml"])
+    assert done.returncode == 4 and f"models.yaml ({tmp_path / 'models.yaml'}) does not exist" in done.stderr, \
+        done.stderr[-2000:]
+    (tmp_path / "models.yaml").write_bytes((ROOT / "models.yaml").read_bytes())
+    done = _pytest(tmp_path, [str(ROOT / "claims"), "--co", "-q", "--aniso-registry", "models.yaml",
+                              "--aniso-models", "all-MiniLM-L6-v2"])
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -857,8 +857,9 @@ SETTING_HELP = {
     "profile": "run profile setting every sample size at once: " + "; ".join(
         f"{name}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()) for name, sizes in PROFILES.items())
     + f" (default {DEFAULT_PROFILE}; a size given explicitly overrides its profile)",
-    "registry": "model registry file; when set, a relative path is taken from the working folder (pytest: its root "
-    "folder) and must be a file there; unset: models.yaml in the working folder, else the source tree's",
+    "registry": "model registry file; when set, a relative path is taken from the working folder (under pytest "
+    "too, whatever its root folder) and must be a file there; unset: models.yaml in the working folder (pytest: "
+    "in its root folder), else the source tree's",
     "corpus": "text corpus file (WikiText wiki.valid.tokens layout); default: datasets if the hub is reachable, "
     "else the embedded pydoc_data.topics fallback",
     "n_sequences": "paragraphs sampled from the corpus",
