@@ -1567,8 +1567,38 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     written, a model that is neither a registry id nor detectable (a name too long for a path here included), or a
     detected id the registry already uses; TypeError naming the argument for a ``model`` that is no str or
     pathlib.Path, a ``say`` that is no function, ``settings`` that are no dict, or ``pytest_args`` that are no list of
-    texts, before anything runs.
+    texts, before anything runs. Through this function (not ``aniso run``) a refusal of ``pytest_args`` names
+    ``pytest_args`` and the ``model`` argument, not the command line's ``--`` and ``aniso run MODEL``.
     """
+    try:
+        return _run_claims(model, claims, registry=registry, claims_dir=claims_dir, pytest_args=pytest_args, say=say,
+                           settings=settings, _claims_dir_option=_claims_dir_option)
+    except ValueError as exc:
+        if _claims_dir_option != "claims_dir":  # aniso run: the command line's words
+            raise
+        raise ValueError(_api_words(str(exc))) from None
+
+
+#: The command line's words in the refusals of a claims run, and the API's for them (:func:`run_claims`).
+_API_WORDS = (("the pytest arguments after `--`: ", "pytest_args: "),
+              (" after `--`", " in pytest_args"),
+              ("aniso run MODEL chooses the model", "run_claims' model argument chooses the model"),
+              ("; aniso run runs claims", "; run_claims runs claims"),
+              ("; aniso run collects every claim test", "; run_claims collects every claim test"),
+              ("select claims with --claims (claim ids or prefixes, e.g. --claims G.token-nlp-anisotropic;",
+               "select claims with claims= (claim ids or prefixes, e.g. claims='G.token-nlp-anisotropic';"))
+
+
+def _api_words(line: str) -> str:
+    """``line``, a refusal worded for ``aniso run``, in the words of :func:`run_claims` (:data:`_API_WORDS`)."""
+    for cli, api in _API_WORDS:
+        line = line.replace(cli, api)
+    return line
+
+
+def _run_claims(model, claims, *, registry, claims_dir, pytest_args, say, settings,
+                _claims_dir_option: str) -> ClaimsRun:
+    """:func:`run_claims`, its refusals worded for ``aniso run``."""
     import shutil
     import tempfile
     from dataclasses import replace
