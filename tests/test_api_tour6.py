@@ -193,7 +193,7 @@ def test_run_claims_refuses_an_unwritable_junit_file_naming_the_option(clean_env
     taken (its missing folders are pytest's to make)."""
     from aniso.api import _check_written_paths
 
-    with pytest.raises(ValueError, match=r"^the pytest option --junitxml /proc/nope/x\.xml after `--`: "):
+    with pytest.raises(ValueError, match=r"^the pytest option --junitxml /proc/nope/x\.xml in pytest_args: "):
         aniso.api.run_claims(M, "G.token-nlp-anisotropic", registry=REGISTRY,
                              pytest_args=["--junitxml", "/proc/nope/x.xml"])
     _check_written_paths(["--junitxml", str(clean_env / "new" / "sub" / "x.xml"), "--debug", "-k", "x"])
@@ -232,3 +232,16 @@ def test_a_corpus_file_named_as_the_checks_texts_file_is_a_corpus_file(tmp_path)
     assert not given_texts(str(tmp_path / GIVEN_TEXTS))
     with tempfile.TemporaryDirectory(prefix=GIVEN_FOLDER_PREFIX) as tmp:
         assert given_texts(str(Path(tmp) / GIVEN_TEXTS))
+
+
+def test_run_claims_refusals_of_pytest_args_name_pytest_args_and_the_model_argument(clean_env):
+    """run_claims(pytest_args=[...]) refusals spoke of "the pytest arguments after `--`" and "aniso run MODEL
+    chooses the model": the command line's words, not the API's."""
+    for args, said in ((["--co"], "pytest_args: --co makes pytest list, describe or print without running a test; "
+                                  "run_claims runs claims (for that, run pytest claims/ --co)"),
+                       (["--aniso-models", "paraphrase-minilm-l3-onnx"],
+                        "the pytest option --aniso-models 'paraphrase-minilm-l3-onnx': run_claims' model argument "
+                        f"chooses the model ({M}); leave --aniso-models out")):
+        with pytest.raises(ValueError) as exc:
+            aniso.api.run_claims(M, "G.token-nlp-anisotropic", registry=REGISTRY, pytest_args=args)
+        assert str(exc.value) == said

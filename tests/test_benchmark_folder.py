@@ -43,3 +43,12 @@ def test_an_existing_benchmark_folder_is_kept(tmp_path):
     done = _pytest(tmp_path, str(ROOT / "claims"), "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "--co",
                    "--aniso-models", "all-MiniLM-L6-v2", "--aniso-claims", "G.token-nlp-anisotropic")
     assert done.returncode == 0 and (tmp_path / ".benchmarks").is_dir(), done.stdout[-2000:]
+
+
+def test_pytest_claims_help_or_a_usage_error_from_a_clean_folder_leaves_no_benchmark_folder(tmp_path):
+    """--help configures the plugins (pytest-benchmark makes its folder) but starts no session; nor does a usage
+    error raised as the aniso plugin configures, nor --version."""
+    for args in (["--help"], ["--version"], ["--aniso-n-sequences", "0"], ["--aniso-models", "no-such-model"]):
+        done = _pytest(tmp_path, str(ROOT / "claims"), "-p", "no:randomly", *args)
+        assert done.returncode in (0, 4), (args, done.stdout[-2000:], done.stderr[-2000:])
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], (args, list(tmp_path.iterdir()))

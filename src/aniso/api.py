@@ -1499,12 +1499,30 @@ def _usage_wrapper():
     import pytest
 
     class _OneLineUsage:
+        #: A usage error the aniso plugin raised while pytest collected (a claim test marked with an id the
+        #: catalogue lacks): its one line, for the caller to raise as a ValueError once pytest.main returns.
+        collection: str | None = None
+
         @pytest.hookimpl(wrapper=True)
         def pytest_cmdline_parse(self, pluginmanager, args):
             try:
                 return (yield)
             except pytest.UsageError as exc:  # out of pytest.main as a ValueError: run_claims' one line
                 raise ValueError(_Plan._one_line(exc, pluginmanager)) from None
+
+        @pytest.hookimpl(wrapper=True)
+        def pytest_collection(self, session):
+            try:
+                return (yield)
+            except pytest.UsageError as exc:  # kept, not printed by pytest; nothing collected, nothing run
+                self.collection = str(exc)
+                session.items = []
+                return None
+
+        def raise_collection(self) -> None:
+            """Raise the usage error met while pytest collected (:attr:`collection`) as a ValueError, if any."""
+            if self.collection is not None:
+                raise ValueError(self.collection)
 
     return _OneLineUsage()
 
@@ -1566,8 +1584,38 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
     written, a model that is neither a registry id nor detectable (a name too long for a path here included), or a
     detected id the registry already uses; TypeError naming the argument for a ``model`` that is no str or
     pathlib.Path, a ``say`` that is no function, ``settings`` that are no dict, or ``pytest_args`` that are no list of
-    texts, before anything runs.
+    texts, before anything runs. Through this function (not ``aniso run``) a refusal of ``pytest_args`` names
+    ``pytest_args`` and the ``model`` argument, not the command line's ``--`` and ``aniso run MODEL``.
     """
+    try:
+        return _run_claims(model, claims, registry=registry, claims_dir=claims_dir, pytest_args=pytest_args, say=say,
+                           settings=settings, _claims_dir_option=_claims_dir_option)
+    except ValueError as exc:
+        if _claims_dir_option != "claims_dir":  # aniso run: the command line's words
+            raise
+        raise ValueError(_api_words(str(exc))) from None
+
+
+#: The command line's words in the refusals of a claims run, and the API's for them (:func:`run_claims`).
+_API_WORDS = (("the pytest arguments after `--`: ", "pytest_args: "),
+              (" after `--`", " in pytest_args"),
+              ("aniso run MODEL chooses the model", "run_claims' model argument chooses the model"),
+              ("; aniso run runs claims", "; run_claims runs claims"),
+              ("; aniso run collects every claim test", "; run_claims collects every claim test"),
+              ("select claims with --claims (claim ids or prefixes, e.g. --claims G.token-nlp-anisotropic;",
+               "select claims with claims= (claim ids or prefixes, e.g. claims='G.token-nlp-anisotropic';"))
+
+
+def _api_words(line: str) -> str:
+    """``line``, a refusal worded for ``aniso run``, in the words of :func:`run_claims` (:data:`_API_WORDS`)."""
+    for cli, api in _API_WORDS:
+        line = line.replace(cli, api)
+    return line
+
+
+def _run_claims(model, claims, *, registry, claims_dir, pytest_args, say, settings,
+                _claims_dir_option: str) -> ClaimsRun:
+    """:func:`run_claims`, its refusals worded for ``aniso run``."""
     import shutil
     import tempfile
     from dataclasses import replace
@@ -1643,9 +1691,11 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
             _read_inputs_settings(settings, texts, reg.get(model_id))  # e.g. n_sequences for a vision model
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
+            usage = _usage_wrapper()
             with _signal_as_interrupt(tally):  # SIGTERM while it measures: stopped as by Ctrl-C, then said
                 code = _pytest_main(args + _after_users(pytest_args),
-                                    [pytest_plugin, _Plan(plan, reg), _usage_wrapper(), tally], tally)
+                                    [pytest_plugin, _Plan(plan, reg), usage, tally], tally)
+            usage.raise_collection()
             results = tally.report.with_name("results.json") if tally.report is not None else None
             if row is not None and results is not None and results.is_file():  # for `aniso record` of its findings
                 import yaml
@@ -2210,7 +2260,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
-            code = _pytest_main(args + _after_users(pytest_args), [pytest_plugin, tally, _usage_wrapper()], tally)
+            usage = _usage_wrapper()
+            code = _pytest_main(args + _after_users(pytest_args), [pytest_plugin, tally, usage], tally)
+            usage.raise_collection()
         results = tally.report.with_name("results.json") if tally.report is not None else None
         for line in tally.refused:
             say(f"refused: {line}")

@@ -26,7 +26,7 @@ from .common.devices import worker_thread_environment
 worker_thread_environment(os.environ)
 
 try:  # torch, transformers, numpy and scipy load here: seconds in which a Ctrl-C would end pytest in a traceback
-    from .registry.catalog import get_claim, statistics_read
+    from .registry.catalog import CLAIMS, get_claim, statistics_read
     from .registry.entries import RegistryError
     from .registry.locate import settings_and_registry
     from .registry.selection import ClaimsFilter, parse_claims
@@ -44,7 +44,7 @@ _CLAIM = pytest.StashKey[ClaimContext]()
 _THREADS = pytest.StashKey[int]()
 _FILTER = pytest.StashKey[ClaimsFilter]()
 _BENCHMARK_FOLDER = pytest.StashKey["Path | None"]()
-_REPORT_MADE = pytest.StashKey["str | None"]()
+_REPORT_MADE = pytest.StashKey["tuple[str, str | None]"]()  # (report folder, the outermost folder the run made)
 _SIGNAL = pytest.StashKey[int]()
 _SIGNALS_SET = pytest.StashKey[list]()
 _DIRECT = pytest.StashKey[bool]()
@@ -94,7 +94,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Remove pytest-benchmark's storage folder where this run made it and it is empty: ``pytest claims/`` from a
     clean folder would otherwise leave an empty ``.benchmarks/`` there. pytest-benchmark stays loaded (a benchmark
     that saves its run makes the folder again, :mod:`pytest_benchmark.storage.file`)."""
-    folder = session.config.stash.get(_BENCHMARK_FOLDER, None)
+    _remove_benchmark_folder(session.config)
+
+
+def _remove_benchmark_folder(config: pytest.Config) -> None:
+    """Remove pytest-benchmark's storage folder where this run made it (:func:`pytest_cmdline_main`) and it is
+    empty: as the session starts, and again as pytest ends however it ends (``--help``, a usage error, ``--co``), for
+    an exit that never starts a session."""
+    folder = config.stash.get(_BENCHMARK_FOLDER, None)
     if folder is not None:
         try:
             folder.rmdir()  # only while empty
@@ -153,7 +160,8 @@ def pytest_configure(config: pytest.Config) -> None:
             # where the results will be written, before the run computes anything (the other doors check it too)
             from .common.settings import _check_writable_folder, _where
 
-            config.stash[_REPORT_MADE] = _check_writable_folder(settings.report_dir, _where("report_dir"))
+            config.stash[_REPORT_MADE] = (settings.report_dir,
+                                          _check_writable_folder(settings.report_dir, _where("report_dir")))
         config.stash[_FILTER] = parse_claims(settings.claims)
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
@@ -236,7 +244,8 @@ def _answer_signals_as_interrupt(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Put back the signal handlers :func:`_answer_signals_as_interrupt` set; remove the report folder the run
+    """Put back the signal handlers :func:`_answer_signals_as_interrupt` set; remove pytest-benchmark's empty storage
+    folder this run made (:func:`_remove_benchmark_folder`) and the report folder the run
     created (and checked) where it wrote nothing in it; after a signal answered as Ctrl-C, say in one line what is
     kept and end the process by that signal."""
     import signal
@@ -244,12 +253,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     for signum in config.stash.get(_SIGNALS_SET, []):
         signal.signal(signum, signal.SIG_DFL)
+    _remove_benchmark_folder(config)  # pytest --help (or another early exit) started no session
     claims_run = config.stash.get(_SESSION, None)
-    made = config.stash.get(_REPORT_MADE, None)
-    if made is not None and claims_run is not None:
+    report_dir, made = config.stash.get(_REPORT_MADE, (None, None))
+    if made is not None:  # also when a usage error stopped pytest before the run started
         from .common.settings import remove_empty_folders
 
-        remove_empty_folders(claims_run.settings.report_dir, made)
+        remove_empty_folders(report_dir, made)
     signum = config.stash.get(_SIGNAL, None)
     if signum is None:
         return
@@ -330,6 +340,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     claims_run = config.stash.get(_SESSION, None)
     if claims_run is None:
         return
+    for item in items:  # before anything is measured: a claim id the catalogue lacks is a usage error, one line
+        marker = item.get_closest_marker("claim")
+        if marker is not None and marker.args and marker.args[0] not in CLAIMS:
+            raise pytest.UsageError(unknown_claim(item, marker.args[0]))
     # A claim test over models that no model of the run's set selects has an empty parameter set: it measures
     # nothing, so it is deselected rather than reported as a skip ("got empty parameter set") in every run.
     empty = [item for item in items if _no_model(item)]
@@ -358,6 +372,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
 
 
+def unknown_claim(item: pytest.Item, claim_id) -> str:
+    """The one line of a claim test ``item`` marked with ``claim_id``, an id not in the catalogue
+    (:data:`aniso.registry.catalog.CLAIMS`): its file, its test and the id, with the closest known id if one is close."""
+    import difflib
+
+    close = difflib.get_close_matches(str(claim_id), list(CLAIMS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    name = getattr(item, "originalname", None) or item.name
+    return (f"{item.path}: the test {name} is marked @pytest.mark.claim({claim_id!r}), an id not in the claims "
+            f"catalogue{hint}; a claim test takes one of its ids (aniso list claims)")
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "entry" not in metafunc.fixturenames:
         return
@@ -370,7 +396,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())),
                                       tuple(marker.kwargs.get("none_of", ())))
     claim = metafunc.definition.get_closest_marker("claim")
-    if claim is not None and claim.args and get_claim(claim.args[0]).over_seeds:
+    if claim is not None and claim.args and claim.args[0] in CLAIMS and get_claim(claim.args[0]).over_seeds:
         # A claim about an architecture and recipe: one test per family of seeds, over its first seed's entry.
         entries = [e for e in entries if _first_seed(session.registry, e) == e.id]
     metafunc.parametrize("entry", entries, ids=[e.id for e in entries])
@@ -383,10 +409,16 @@ def _first_seed(registry, entry) -> str:
 
 
 class _PytestClaim(ClaimContext):
-    """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome."""
+    """A :class:`~aniso.session.ClaimContext` whose verdict sets the pytest outcome. ``runxfail``: pytest's
+    ``--runxfail`` (report xfailing tests as if they were not marked): a recorded finding (expected not to hold) or
+    an underpowered verdict then fails the test as the claim not holding would, its verdict unchanged."""
+
+    runxfail = False
 
     def conclude(self, holds, measured, rule, **kwargs):
         decision, message = super().conclude(holds, measured, rule, **kwargs)
+        if decision.outcome is Outcome.XFAIL and self.runxfail:
+            pytest.fail(f"{message} [--runxfail: failed as if its record did not mark it]", pytrace=False)
         if decision.outcome is Outcome.XFAIL:
             pytest.xfail(message)
         if decision.outcome is Outcome.FAIL:
@@ -405,6 +437,7 @@ def claim(request: pytest.FixtureRequest) -> ClaimContext:
     # pytest-xdist's loadgroup appends "@<group>" to the node id; the results name the test as pytest collects it.
     test = request.node.nodeid.removesuffix(f"@{entry.id}") if entry is not None else request.node.nodeid
     context = session.claim(marker.args[0], entry, test, _PytestClaim)
+    context.runxfail = bool(getattr(request.config.option, "runxfail", False))
     request.node.stash[_CLAIM] = context
     return context
 
@@ -436,10 +469,18 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     context = item.stash.get(_CLAIM, None)
+    if context is not None and report.when == "call" and report.passed and not context.concluded \
+            and not hasattr(report, "wasxfail"):
+        # a claim test that ended without a verdict decided nothing: it fails, and its verdict (error) says why
+        report.outcome = "failed"
+        report.longrepr = never_concluded(item.nodeid)
     if context is not None and (report.when == "call" or (report.when == "setup" and not report.passed)):
         xfailed = hasattr(report, "wasxfail")  # the verdict (expected not to hold, underpowered) is already set
         skipped = report.skipped and not xfailed
         detail = report.longrepr[2] if skipped and isinstance(report.longrepr, tuple) else report.longrepr
+        if report.failed and call.excinfo is not None and not isinstance(call.excinfo.value, pytest.fail.Exception):
+            # an error raised in the test (e.g. conclude's TypeError): its own line, not the traceback's last
+            detail = (call.excinfo.exconly().strip().splitlines() or [str(detail)])[0]
         outcome = "skipped" if skipped else "passed" if xfailed else report.outcome
         item.config.stash[_SESSION].record_outcome(context.result, seconds=report.duration, outcome=outcome,
                                                    detail=str(detail) if detail and not xfailed else "")
@@ -448,6 +489,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             # pytest's list of skips
             report.longrepr = (*report.longrepr[:2], REFUSED_SKIP)
     return report
+
+
+def never_concluded(test: str) -> str:
+    """The one line of a claim test ``test`` (its node id) that ended without calling ``claim.conclude``."""
+    return f"the claim test {test} never concluded: call claim.conclude(...)"
 
 
 #: What pytest's list of skips (``-ra``) says of a claim test whose model or setting was refused: the refusal itself

@@ -198,8 +198,9 @@ class AnisoSession:
         result.seconds = round(seconds, 2)
         if skipped is not None:
             result.verdict, result.reason = SKIPPED, skipped.removeprefix("Skipped: ")
-        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS, UNDERPOWERED) \
-                and not result.record_drift:  # a verdict that failed the test keeps its name
+        elif failed is not None and result.verdict not in (DOES_NOT_HOLD, UNEXPECTEDLY_HOLDS, UNDERPOWERED,
+                                                            EXPECTED_NOT_TO_HOLD) \
+                and not result.record_drift:  # a verdict that failed the test (pytest --runxfail) keeps its name
             result.verdict, result.reason = ERROR, failed[:500]
         if result not in self.results:
             self.results.append(result)
@@ -568,12 +569,14 @@ def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
     """The verdict table of ``results`` as lines of at most ``width`` columns: claim and model whole, the verdict
     (its notes, e.g. fragile or differing from the record, wrapped within its column), the p-value where a claim
     has one (its adjusted value beside it, ``p_adjusted``, where the run adjusted it), and the first measured
-    numbers on one line, cut with ``…`` at the width (the report has them all)."""
+    numbers on one line, cut with ``…`` at the width (the report has them all). Where several tests measure one
+    claim on one model (or a model-free claim over parameters), each of their rows names its test after the claim."""
     import textwrap
 
     if not results:
         return []
     with_p = any(r.p_value is not None for r in results)
+    shared = Counter((r.claim_id, r.model_id) for r in results)
     rows = []
     for r in results:
         verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
@@ -586,7 +589,10 @@ def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
         key = {k: v for k, v in r.measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                and not (with_p and k == "p_value")}
         numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
-        rows.append([r.claim_id, r.model_id or "-", verdict] + ([_p_text(r) or "-"] if with_p else []) + [numbers])
+        from .judge.results import short_test_id
+
+        claim = r.claim_id + (f" ({short_test_id(r.test)})" if shared[(r.claim_id, r.model_id)] > 1 else "")
+        rows.append([claim, r.model_id or "-", verdict] + ([_p_text(r) or "-"] if with_p else []) + [numbers])
     headers = ["claim", "model", "verdict"] + (["p (adjusted)" if any(getattr(r, "p_adjusted", None) is not None
                                                                     for r in results) else "p"] if with_p else [])
     fixed = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
@@ -622,6 +628,8 @@ class ClaimContext:
         self.result = result
         self.entry = entry
         self._read_models = False  # set when a claim without a model of its own reads other models' statistics
+        #: Whether :meth:`conclude` was called: a claim test that ends without it decided nothing (an error).
+        self.concluded = False
 
     @property
     def settings(self) -> Settings:
@@ -987,7 +995,17 @@ class ClaimContext:
         The registry's record for this model and claim decides what the verdict means; its numbers are compared with
         ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
         sizes of the registry's ``recorded_profile``, and a stale number fails the test.
+
+        Raises TypeError when ``holds`` is not a bool (``numpy.bool_`` is taken): a string such as ``"no"`` would
+        otherwise read as true.
         """
+        import numpy as np
+
+        if not isinstance(holds, (bool, np.bool_)):
+            raise TypeError(f"claim.conclude: holds is {holds!r} ({type(holds).__name__}); give True or False "
+                            "(a bool or numpy.bool_), whether the claim holds")
+        holds = bool(holds)
+        self.concluded = True
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
         r.underpowered = undecided

@@ -741,6 +741,29 @@ def flag_value_problem(args: Sequence[str]) -> str | None:
     return None
 
 
+def _given_before(option_strings: Sequence[str]) -> str:
+    """Where the first of an option given twice to pytest came from, when not from the command line: "the
+    variable PYTEST_ADDOPTS" (it holds the option), "the ini file's addopts" (the command line, ``sys.argv``, holds
+    it once), else ""."""
+    import shlex
+    import sys
+
+    def count(words) -> int:
+        return sum(str(w).split("=", 1)[0] in option_strings for w in words)
+
+    text = os.environ.get("PYTEST_ADDOPTS", "")
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    if count(words):
+        return "the variable PYTEST_ADDOPTS"
+    if "pytest" in os.path.basename(sys.argv[0] or "") or (sys.argv[0] or "").endswith("pytest/__main__.py"):
+        if count(sys.argv[1:]) == 1:
+            return "the ini file's addopts"
+    return ""
+
+
 class _Once(argparse.Action):
     """argparse's ``store`` for a setting's option, refusing a second occurrence of the option in one command line
     (``--aniso-n-sequences 16 --aniso-n-sequences 1``), which argparse would let the last win silently: raises
@@ -750,6 +773,14 @@ class _Once(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         before = getattr(namespace, self.dest, None)
         if before is not None:
+            where = _given_before(self.option_strings)
+            if where:
+                shown = "" if self.nargs == 0 else f" ({before!r} from {where}, then {values!r})"
+                option = next(o for o in self.option_strings if o.startswith("--aniso-"))
+                variable = "ANISO_" + option[len("--aniso-"):].replace("-", "_").upper()
+                raise argparse.ArgumentError(self, f"given twice{shown}; give it once: pytest puts {where} before "
+                                                   f"the command line, so a default there cannot be changed on it; "
+                                                   f"set the default with the variable {variable} instead")
             shown = "" if self.nargs == 0 else f" ({before!r}, then {values!r})"
             raise argparse.ArgumentError(self, f"given twice{shown}; give it once")
         setattr(namespace, self.dest, True if self.nargs == 0 else values)
@@ -831,8 +862,9 @@ SETTING_HELP = {
     "profile": "run profile setting every sample size at once: " + "; ".join(
         f"{name}: " + ", ".join(f"{k}={v}" for k, v in sizes.items()) for name, sizes in PROFILES.items())
     + f" (default {DEFAULT_PROFILE}; a size given explicitly overrides its profile)",
-    "registry": "model registry file; when set, a relative path is taken from the working folder (pytest: its root "
-    "folder) and must be a file there; unset: models.yaml in the working folder, else the source tree's",
+    "registry": "model registry file; when set, a relative path is taken from the working folder (under pytest "
+    "too, whatever its root folder) and must be a file there; unset: models.yaml in the working folder (pytest: "
+    "in its root folder), else the source tree's",
     "corpus": "text corpus file (WikiText wiki.valid.tokens layout); default: datasets if the hub is reachable, "
     "else the embedded pydoc_data.topics fallback",
     "n_sequences": "paragraphs sampled from the corpus",

@@ -28,7 +28,7 @@ from ..registry.entries import ModelEntry
 
 __all__ = ["SCHEMA_VERSION", "HOLDS", "DOES_NOT_HOLD", "EXPECTED_NOT_TO_HOLD", "UNEXPECTEDLY_HOLDS", "UNDERPOWERED",
            "SKIPPED", "ERROR", "ClaimResult", "Uncertainty", "Sensitivity", "RecordDrift", "Provenance", "RegistryRow", "ModelLayers", "NotYetExecutable",
-           "ResultsDocument", "provenance", "model_layers", "write_results", "read_results", "verdict_counts", "seal_problem",
+           "ResultsDocument", "provenance", "model_layers", "short_test_id", "write_results", "read_results", "verdict_counts", "seal_problem",
            "COUNT_KINDS", "KNOWN_VERDICTS", "content_digest", "check_consistency", "check_cosines", "check_ids",
            "ID_PATTERN", "file_digest",
            "MAX_RESULTS_BYTES", "NOT_STANDARD_INPUT"]
@@ -285,6 +285,11 @@ class ResultsDocument(_Doc):
 
 #: The kinds :func:`verdict_counts` counts, in the order the console and the report show them.
 COUNT_KINDS = ("holds", "findings", "underpowered", "fragile", "twin", "stale records", "skipped", "error")
+
+
+def short_test_id(test: str) -> str:
+    """A claim test's node id less its folder (``claims/test_x.py::test_y[m]`` -> ``test_x.py::test_y[m]``)."""
+    return test.rsplit("/", 1)[-1] if "::" in test and "/" in test.split("::", 1)[0] else test
 
 
 def verdict_counts(results: list[ClaimResult]) -> dict[str, int]:

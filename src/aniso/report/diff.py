@@ -69,6 +69,19 @@ def _key(r: ClaimResult) -> tuple[str, str, str]:
     return (r.claim_id, r.model_id or "", r.test.split("::", 1)[-1])
 
 
+def _other_test(r: ClaimResult, other: dict) -> str:
+    """`` (test T; the other run measured this claim on this model in test U)`` where ``other`` (results by
+    :func:`_key`) holds the claim and model of ``r`` from another test only, so that an added or removed row of a
+    second test of one claim does not read as the claim itself added or removed; else ``""``."""
+    from ..judge.results import short_test_id
+
+    tests = sorted(short_test_id(o.test) for k, o in other.items() if k[:2] == _key(r)[:2] and k[2] != _key(r)[2])
+    if not tests:
+        return ""
+    return (f" (test {short_test_id(r.test)}; the other run measured this claim on this model in test "
+            f"{', '.join(tests)})")
+
+
 def _outside(value: float | None, low: float | None, high: float | None) -> bool:
     return None not in (value, low, high) and not (low <= value <= high)
 
@@ -172,7 +185,7 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
         a = before.get(key)
         where = (b.claim_id, b.model_id, b.test)
         if a is None or b.model_id in others:  # another model under the same id: its results are not compared
-            changes.append(Change("added", *where, "-", _verdict(b)))
+            changes.append(Change("added", *where, "-", _verdict(b) + _other_test(b, before)))
             continue
         if a.inputs and b.inputs and a.inputs != b.inputs:
             changes.append(Change("inputs", *where, a.inputs, b.inputs))
@@ -210,7 +223,7 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
                 changes.append(Change("number", *where, f"{name} {x:.6g}", f"{y:.6g} (without interval)"))
     for key, a in before.items():
         if key not in after or a.model_id in others:
-            changes.append(Change("removed", a.claim_id, a.model_id, a.test, _verdict(a), "-"))
+            changes.append(Change("removed", a.claim_id, a.model_id, a.test, _verdict(a) + _other_test(a, after), "-"))
     return changes
 
 

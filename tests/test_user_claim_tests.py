@@ -1,0 +1,174 @@
+"""A user's own claim tests (a claims folder of one's own, run with ``-p aniso.pytest_plugin``, ``aniso run
+--claims-dir`` or ``aniso.check(..., claims_dir=...)``): a test that never concludes, a verdict that is no bool and a
+claim id the catalogue lacks are each one line, never a verdict given silently. Rows of docs/bad-input.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "all-MiniLM-L6-v2"
+CLAIM = "G.token-nlp-anisotropic"
+
+
+def _claims(tmp_path: Path, body: str, name: str = "test_mine") -> Path:
+    """A claims folder of one test file ``name``.py holding ``body`` (model-free claim tests: nothing is measured;
+    each in-process run gets its own module name, as pytest imports it into this process)."""
+    folder = tmp_path / "myclaims"
+    folder.mkdir()
+    (folder / f"{name}.py").write_text("import pytest\n\n" + textwrap.dedent(body))
+    return folder
+
+
+def _env(tmp_path: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANISO_", "PYTEST_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1",
+               ANISO_CACHE_DIR=str(tmp_path / "cache"), ANISO_REPORT_DIR=str(tmp_path / "reports"),
+               ANISO_PROGRESS="0")
+    return env
+
+
+def _pytest(tmp_path: Path, folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", str(folder), "-p", "aniso.pytest_plugin", "-p",
+                           "no:randomly", "-p", "no:cacheprovider", f"--aniso-registry={ROOT / 'models.yaml'}",
+                           "--aniso-models", MODEL, *args], cwd=tmp_path, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _aniso_run(tmp_path: Path, folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aniso.cli", "run", MODEL, "--claims", CLAIM, "--claims-dir",
+                           str(folder), "--registry", str(ROOT / "models.yaml")], cwd=tmp_path, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _verdicts(tmp_path: Path) -> list[tuple[str, str]]:
+    (results,) = (tmp_path / "reports").glob("*/results.json")
+    return [(r["verdict"], r["reason"]) for r in json.loads(results.read_text())["results"]]
+
+
+NEVER_CONCLUDES = f"""
+    @pytest.mark.claim("{CLAIM}")
+    def test_no_conclude(claim):
+        claim.settings
+"""
+
+NOT_A_BOOL = f"""
+    @pytest.mark.claim("{CLAIM}")
+    def test_said_no(claim):
+        claim.conclude("no", {{"max_avg_cos": 0.01}}, "a rule")
+"""
+
+UNKNOWN_ID = """
+    @pytest.mark.claim("G.token-nlp-anisotropc")
+    def test_mine(claim):
+        claim.conclude(True, {"x": 1.0}, "always")
+"""
+
+
+def test_a_claim_test_that_never_concludes_fails_with_one_line_and_an_error_verdict(tmp_path):
+    folder = _claims(tmp_path, NEVER_CONCLUDES)
+    done = _pytest(tmp_path, folder, "-q")
+    line = "the claim test myclaims/test_mine.py::test_no_conclude never concluded: call claim.conclude(...)"
+    assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+    assert _verdicts(tmp_path) == [("error", line)]
+
+
+def test_a_claim_test_that_never_concludes_exits_1_through_aniso_run_and_check(tmp_path, monkeypatch):
+    folder = _claims(tmp_path, NEVER_CONCLUDES, "test_mine_never")
+    done = _aniso_run(tmp_path, folder)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    import aniso
+
+    for name, value in _env(tmp_path).items():
+        if name.startswith("ANISO_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    results = aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
+    assert results.exit_code == 1
+    assert [(r.verdict, r.reason) for r in results.document.results] == [
+        ("error", "the claim test myclaims/test_mine_never.py::test_no_conclude never concluded: call claim.conclude(...)")]
+
+
+def test_a_verdict_that_is_no_bool_is_refused_naming_holds(tmp_path):
+    folder = _claims(tmp_path, NOT_A_BOOL)
+    done = _pytest(tmp_path, folder, "-q")
+    line = ("TypeError: claim.conclude: holds is 'no' (str); give True or False (a bool or numpy.bool_), whether "
+            "the claim holds")
+    assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+    assert _verdicts(tmp_path) == [("error", line)]
+
+
+def test_conclude_takes_a_numpy_bool_and_refuses_other_types():
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    class Session:  # what conclude reads of a run with no twin, no record and no adjusted family
+        twin = None
+        family_sizes: dict = {}
+
+        @staticmethod
+        def record_of(entry, claim_id):
+            return None, None, False
+
+        @staticmethod
+        def decision(entry, claim_id, holds, inputs, undecided):
+            from aniso.judge.verdicts import decide
+
+            return decide(holds, None, undecided=undecided)
+
+    import numpy as np
+
+    for bad in ("no", 1, None, np.float64(1.0)):
+        context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                                          model_id=None, test="t"), None)
+        with pytest.raises(TypeError, match=r"^claim\.conclude: holds is .*; give True or False"):
+            context.conclude(bad, {}, "r")
+        assert context.result.verdict == "error" and not context.concluded
+    context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                                          model_id=None, test="t"), None)
+    context.conclude(np.bool_(False), {}, "r")
+    assert context.concluded and context.result.verdict == "does not hold"
+
+
+def test_a_claim_id_not_in_the_catalogue_is_one_line_naming_file_test_and_id(tmp_path, monkeypatch):
+    folder = _claims(tmp_path, UNKNOWN_ID, "test_mine_unknown")
+    done = _pytest(tmp_path, folder, "-q")
+    line = (f"{folder / 'test_mine_unknown.py'}: the test test_mine is marked @pytest.mark.claim('G.token-nlp-anisotropc'), "
+            "an id not in the claims catalogue (did you mean 'G.token-nlp-anisotropic'?); a claim test takes one of "
+            "its ids (aniso list claims)")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    done = _aniso_run(tmp_path, folder)
+    assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    import aniso
+
+    for name, value in _env(tmp_path).items():
+        if name.startswith("ANISO_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as exc:
+        aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
+    assert str(exc.value) == line
+
+
+def test_a_copied_claims_folder_runs_with_the_plugin_named_as_the_usage_page_says(tmp_path):
+    """No pytest11 entry point loads the plugin into every pytest run of the environment: docs/usage.md says to
+    name it (`pytest -p aniso.pytest_plugin myclaims`), and that command collects a copy of claims/ outside the
+    checkout; docs/architecture.md claims no entry point."""
+    usage = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+    assert "`pytest -p aniso.pytest_plugin myclaims --aniso-models all-MiniLM-L6-v2`" in usage
+    assert "pytest11 entry point)" not in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    folder = tmp_path / "myclaims"
+    folder.mkdir()
+    (folder / "test_godey_pretrained.py").write_bytes((ROOT / "claims" / "test_godey_pretrained.py").read_bytes())
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "aniso.pytest_plugin", "myclaims", "--aniso-models",
+                           MODEL, "--co", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"], cwd=tmp_path,
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "tests collected" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
