@@ -565,18 +565,39 @@ def _p_text(r: ClaimResult) -> str | None:
     return fmt(r.p_value) + (f" (adj. {fmt(r.p_adjusted)})" if r.p_adjusted is not None else "")
 
 
+def _test_label(test: str, group: list[str]) -> str:
+    """How the verdict table tells the row of claim test ``test`` from the other rows of its claim and model (the
+    node ids ``group``, ``test`` among them), as shortly as tells them all apart: its parameters (``[16]``) where
+    they are all one test function's, else its test function (``(test_y[m])``) where those differ, else its file
+    and function (``(test_x.py::test_y[m])``), never the folder's path."""
+    from .judge.results import short_test_id
+
+    def where(t: str) -> str:
+        return short_test_id(t).split("[", 1)[0]
+
+    name = test.split("::")[-1]
+    if len({where(t) for t in group}) == 1 and "[" in name:
+        return name[name.index("["):]
+    if len({t.split("::")[-1] for t in group}) == len(group):
+        return f"({name})"
+    return f"({short_test_id(test)})"
+
+
 def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
     """The verdict table of ``results`` as lines of at most ``width`` columns: claim and model whole, the verdict
     (its notes, e.g. fragile or differing from the record, wrapped within its column), the p-value where a claim
     has one (its adjusted value beside it, ``p_adjusted``, where the run adjusted it), and the first measured
     numbers on one line, cut with ``…`` at the width (the report has them all). Where several tests measure one
-    claim on one model (or a model-free claim over parameters), each of their rows names its test after the claim."""
+    claim on one model (or a model-free claim over parameters), each of their rows names its test after the claim,
+    as shortly as tells them apart (:func:`_test_label`)."""
     import textwrap
 
     if not results:
         return []
     with_p = any(r.p_value is not None for r in results)
-    shared = Counter((r.claim_id, r.model_id) for r in results)
+    shared: dict[tuple, list[str]] = {}
+    for r in results:
+        shared.setdefault((r.claim_id, r.model_id), []).append(r.test)
     rows = []
     for r in results:
         verdict = r.verdict + (f" ({r.differs_from_record}; differs on these inputs)" if r.differs_from_record
@@ -589,14 +610,21 @@ def verdict_table(results: list[ClaimResult], width: int) -> list[str]:
         key = {k: v for k, v in r.measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                and not (with_p and k == "p_value")}
         numbers = ", ".join(f"{k}={fmt(v)}" for k, v in list(key.items())[:4])
-        from .judge.results import short_test_id
-
-        claim = r.claim_id + (f" ({short_test_id(r.test)})" if shared[(r.claim_id, r.model_id)] > 1 else "")
+        claim = r.claim_id + (f" {_test_label(r.test, shared[(r.claim_id, r.model_id)])}"
+                              if len(shared[(r.claim_id, r.model_id)]) > 1 else "")
         rows.append([claim, r.model_id or "-", verdict] + ([_p_text(r) or "-"] if with_p else []) + [numbers])
     headers = ["claim", "model", "verdict"] + (["p (adjusted)" if any(getattr(r, "p_adjusted", None) is not None
                                                                     for r in results) else "p"] if with_p else [])
     fixed = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
     fixed[2] = min(fixed[2], max(len("does not hold"), width // 4))  # the verdict's notes wrap within it
+    # A test named after its claim (rows of one claim from several tests) is cut short before it pushes the verdict
+    # past the width; the claim ids stay whole.
+    room = width - sum(fixed[1:]) - 2 * len(fixed) - 8
+    ids = max(len(headers[0]), *(len(r.claim_id) for r in results))
+    if fixed[0] > max(room, ids):
+        fixed[0] = max(room, ids)
+        for row in rows:
+            row[0] = row[0] if len(row[0]) <= fixed[0] else row[0][:fixed[0] - 1] + "…"
     measured = width - sum(fixed) - 2 * len(fixed)
     if measured < 12:  # a narrow terminal: the verdict column gives way first
         fixed[2] = max(len("does not hold"), fixed[2] - (12 - measured))

@@ -27,9 +27,25 @@ SECOND = "my5/test_dup.py::test_token_nlp_anisotropic_again[m]"
 def test_the_verdict_table_names_the_test_of_each_row_of_a_shared_claim_and_model():
     lines = verdict_table([_result(SECOND, 0.99), _result(ORIGINAL, 0.2665), _result("c/t.py::t[n]", 0.3, "n")], 160)
     claims = [line.split("  ")[0] for line in lines[2:]]
-    assert claims == [f"{CLAIM} (test_dup.py::test_token_nlp_anisotropic_again[m])",
-                      f"{CLAIM} (test_godey_pretrained.py::test_token_nlp_anisotropic[m])",
+    assert claims == [f"{CLAIM} (test_token_nlp_anisotropic_again[m])",
+                      f"{CLAIM} (test_token_nlp_anisotropic[m])",
                       CLAIM]  # alone on its model: no test named
+
+
+def test_the_verdict_table_names_a_shared_claim_as_shortly_as_tells_the_rows_apart():
+    """One test function over parameters: its parameters; one function name in two files: the file too. The
+    verdict column is never pushed past the width by a long test name."""
+    params = [_result(f"claims/test_godey_pretrained.py::test_isotropic_baseline_math[{d}]", 0.1, None)
+              for d in (16, 1024)]
+    lines = verdict_table(params, 80)
+    assert [line.split("  ")[0] for line in lines[2:]] == [f"{CLAIM} [16]", f"{CLAIM} [1024]"]
+    copies = [_result("a/test_one.py::test_t[m]", 0.1), _result("b/test_two.py::test_t[m]", 0.2)]
+    lines = verdict_table(copies, 160)
+    assert [line.split("  ")[0] for line in lines[2:]] == [f"{CLAIM} (test_one.py::test_t[m])",
+                                                           f"{CLAIM} (test_two.py::test_t[m])"]
+    long = [_result("a/test_one.py::test_" + "x" * 90 + "[m]", 0.1), _result("b/test_two.py::test_t[m]", 0.2)]
+    for line in verdict_table(long, 80)[2:]:
+        assert len(line) <= 80 and "holds" in line, line
 
 
 def test_diff_names_the_second_test_of_a_claim_the_other_run_measured_in_another():
