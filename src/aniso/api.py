@@ -1598,12 +1598,16 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
                 note = _id_and_path(model, reg)  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
                 if note is not None:
                     say(note.replace("measuring the registry's row", "running the registry's row"))
-                from .sources import SourceContext, declared_files_problem
+                from .sources import SourceContext, declared_files_problem, unavailable_problem
 
                 declared = declared_files_problem(reg.get(model), SourceContext(
                     registry_dir=reg.path.parent if reg.path else None, models_dir=plan.models_dir))
                 if declared:  # before the claims: a row no claim applies to would otherwise run nothing, exit 0
                     raise ValueError(declared)
+                gone = unavailable_problem(reg.get(model), SourceContext(
+                    registry_dir=reg.path.parent if reg.path else None, models_dir=plan.models_dir))
+                if gone:  # as `aniso stats` says it: every claim on it would be skipped, the model-free ones measured
+                    raise ValueError(gone)
             else:
                 problem = _path_problem(model)
                 if problem is not None:  # no path (and no hub id): never the system's OSError
