@@ -83,6 +83,11 @@ def _same_family(expected, family: int) -> bool:
     return expected is None or expected.family is None or expected.family == family
 
 
+#: A result's ``record_check`` where its test reports none of the record's numbers: another test of the claim may
+#: (:meth:`AnisoSession._check_record_keys` fails the run where none does).
+_REPORTS_NONE = "record's numbers not compared: this test reports none of them"
+
+
 def _same_seeds(expected, registry: Registry, entry: ModelEntry) -> bool:
     """Whether a record binds a run over ``entry``'s seeds: always, unless the record names the seeds it was decided
     on (``seeds``) and this run's family (:func:`family_members`) has others."""
@@ -239,6 +244,7 @@ class AnisoSession:
         ``must_run`` model was skipped for want of weights or code, or a verdict decided on an adjusted p-value
         contradicts its record."""
         self.adjust_families()
+        self._check_record_keys()
         for entry in self.registry:
             if entry.must_run:
                 skipped = [r for r in self.results if r.model_id == entry.id and r.verdict == SKIPPED
@@ -260,6 +266,38 @@ class AnisoSession:
                 self.stopped = (f"interrupted while writing the report under {self.settings.report_dir}; nothing "
                                 f"was kept there, and {kept}")
         return bool(self.must_run_failures)
+
+    def _check_record_keys(self) -> None:
+        """A record whose ``measured`` names a number that no test of its claim reported in this run (e.g.
+        ``max_avg_cosine`` for ``max_avg_cos``) is a stale record, never compared: where every test of the claim on
+        the model ran and reached the comparison of the record's numbers, each such key fails the run, named, with
+        the keys the claim's tests report (and the closest of them)."""
+        import difflib
+
+        groups: dict[tuple[str, str], list[ClaimResult]] = {}
+        for r in self.results:
+            if r.model_id and not r.twin:
+                groups.setdefault((r.model_id, r.claim_id), []).append(r)
+        for (model_id, claim_id), results in groups.items():
+            if not all(r.record_check == _REPORTS_NONE or (r.record_check or "").startswith("record's numbers compared")
+                       for r in results):
+                continue  # a test skipped, or a record not compared at these sizes or inputs: nothing is known
+            entry = next((e for e in self.registry if e.id == model_id), None)
+            expected = self.record_of(entry, claim_id)[0] if entry is not None else None
+            reported = sorted({k for r in results for k in (r.measured or {})})
+            unreported = [k for k in (expected.measured or {}) if k not in reported] if expected is not None else []
+            if not unreported:
+                continue
+            close = {k: difflib.get_close_matches(k, reported, n=1, cutoff=0.6) for k in unreported}
+            said = "; ".join(f"{k!r}" + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unreported)
+            for r in results:
+                if r.record_check == _REPORTS_NONE:
+                    r.record_check = (f"record's numbers not compared: no test of {claim_id} reports "
+                                      f"{', '.join(unreported)}")
+            self.must_run_failures.append(
+                f"{claim_id} on {model_id}: the registry's record is stale: its measured names {said}, which no test "
+                f"of the claim reports (they report {', '.join(reported) or 'no number'}); correct the record's keys "
+                f"in {self.registry.path or 'the registry'}")
 
     def record_of(self, entry: ModelEntry | None, claim_id: str) -> tuple[Any, str | None, bool]:
         """The registry's record of ``claim_id`` for ``entry`` (None: none, or no model), the inputs it was recorded
@@ -1069,7 +1107,7 @@ class ClaimContext:
                               f"profile's sizes{sizes}, this run at other sizes")
             return ""
         if not names_any(expected.measured, measured):
-            r.record_check = "record's numbers not compared: this test reports none of them (another test does)"
+            r.record_check = _REPORTS_NONE
             return ""
         drift = stale_numbers(expected.measured, measured)
         r.record_drift = [RecordDrift(key=d.key, recorded=d.recorded, measured=d.measured, tolerance=d.tolerance)
