@@ -379,6 +379,19 @@ class AnisoSession:
                                           f"{p_adjusted:.3g} (raw {r.p_value:.3g}; {r.p_adjustment})"
                                           + (f": {decision.reason}" if decision.reason else ""))
 
+    def _row_digests(self) -> dict[str, list[str]] | None:
+        """:func:`aniso.judge.records.run_row_digests` of the registry file this run read, for the rows it took (None
+        where it read none, or the file cannot be read or rewritten as a registry: any edit then counts)."""
+        from .judge.records import run_row_digests
+
+        if self.registry.path is None or self.twin is not None:
+            return None
+        try:
+            text = Path(self.registry.path).read_text(encoding="utf-8")
+            return run_row_digests(text, self.results, [e.id for e in self.registry])
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
     def document(self) -> ResultsDocument:
         """The run as a :class:`~aniso.judge.results.ResultsDocument`."""
         computed = self.provider.computed()
@@ -389,7 +402,8 @@ class AnisoSession:
         profile = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
                    "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
         prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin,
-                          registry_sha256=file_digest(s.registry) if self.registry.path is not None else None)
+                          registry_sha256=file_digest(s.registry) if self.registry.path is not None else None,
+                          registry_rows_sha256=self._row_digests())
         experiments: dict[str, Any] = {}
         if self.blocks.computed():
             experiments["untrained_block"] = {mid: [sw.to_dict() for sw in sweeps]
