@@ -880,7 +880,12 @@ def _record(args: argparse.Namespace) -> int:
             return 0
         contradicted = contradicted_records(results)
         if not notes and not contradicted:
-            print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
+            unchecked = [r.record_check.split(": ", 1)[1] for r in results
+                         if (r.record_check or "").startswith("record's numbers not compared: ")]
+            print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged"
+                  + (f"; but {len(unchecked)} record(s) were not compared by this run ({unchecked[0]}"
+                     + (", …" if len(set(unchecked)) > 1 else "") + "), so they could not be checked: a run at "
+                     "their sizes and inputs checks them" if unchecked else ""))
             return 0
         from .common.tables import printable
 
