@@ -644,6 +644,26 @@ def _row_of_source(row: dict, registry):
     return entry
 
 
+def _rows_reading(row: dict, registry) -> list[str]:
+    """The ids of the registry's rows whose source reads what the detected ``row`` reads, whatever their ids: the
+    same kind, and the same file or folder (a relative path taken from the registry's folder, both resolved) or the
+    same hub repository. A run of the folder or hub id measures it as a new model; those rows' records are checked
+    only by running them."""
+    mine = row["source"]
+    base = registry.path.parent if registry.path else Path.cwd()
+    found = []
+    for entry in registry:
+        theirs = entry.source.model_dump()
+        if entry.id == row["id"] or theirs.get("kind") != mine.get("kind"):
+            continue
+        if "path" in mine and theirs.get("path") is not None \
+                and (base / theirs["path"]).resolve() == Path(mine["path"]).resolve():
+            found.append(entry.id)
+        elif "repo" in mine and theirs.get("repo") == mine["repo"]:
+            found.append(entry.id)
+    return found
+
+
 def _id_taken(model: str, ident: str, registry) -> str:
     """The line of a folder, file or hub id ``model`` (no registry id) whose detected id ``ident`` is the id of a row
     of ``registry``: its results would be labelled as that row's model, whose weights these need not be."""
@@ -1642,8 +1662,14 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
                     remove.append(tmp_dir)
                     tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
                     reg, plan = open_registry(tmp), replace(plan, registry=str(tmp))
+                    readers = _rows_reading(row, reg)
                     say(f"{model} is not in the registry; detected "
-                        + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
+                        + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role"))
+                        + (f"; the row{'s' if len(readers) > 1 else ''} {', '.join(readers)} read"
+                           f"{'' if len(readers) > 1 else 's'} this {'hub id' if 'repo' in row['source'] else 'source'}"
+                           f": run {'them' if len(readers) > 1 else 'it'} by id to check "
+                           f"{'their' if len(readers) > 1 else 'its'} records (aniso run {readers[0]})"
+                           if readers else ""))
             _read_inputs_settings(settings, texts, reg.get(model_id))  # e.g. n_sequences for a vision model
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]
