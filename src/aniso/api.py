@@ -644,6 +644,26 @@ def _row_of_source(row: dict, registry):
     return entry
 
 
+def _rows_reading(row: dict, registry) -> list[str]:
+    """The ids of the registry's rows whose source reads what the detected ``row`` reads, whatever their ids: the
+    same kind, and the same file or folder (a relative path taken from the registry's folder, both resolved) or the
+    same hub repository. A run of the folder or hub id measures it as a new model; those rows' records are checked
+    only by running them."""
+    mine = row["source"]
+    base = registry.path.parent if registry.path else Path.cwd()
+    found = []
+    for entry in registry:
+        theirs = entry.source.model_dump()
+        if entry.id == row["id"] or theirs.get("kind") != mine.get("kind"):
+            continue
+        if "path" in mine and theirs.get("path") is not None \
+                and (base / theirs["path"]).resolve() == Path(mine["path"]).resolve():
+            found.append(entry.id)
+        elif "repo" in mine and theirs.get("repo") == mine["repo"]:
+            found.append(entry.id)
+    return found
+
+
 def _id_taken(model: str, ident: str, registry) -> str:
     """The line of a folder, file or hub id ``model`` (no registry id) whose detected id ``ident`` is the id of a row
     of ``registry``: its results would be labelled as that row's model, whose weights these need not be."""
@@ -1646,12 +1666,16 @@ def _run_claims(model, claims, *, registry, claims_dir, pytest_args, say, settin
                 note = _id_and_path(model, reg)  # `aniso run gpt2` beside a folder ./gpt2: the registry id is taken
                 if note is not None:
                     say(note.replace("measuring the registry's row", "running the registry's row"))
-                from .sources import SourceContext, declared_files_problem
+                from .sources import SourceContext, declared_files_problem, unavailable_problem
 
                 declared = declared_files_problem(reg.get(model), SourceContext(
                     registry_dir=reg.path.parent if reg.path else None, models_dir=plan.models_dir))
                 if declared:  # before the claims: a row no claim applies to would otherwise run nothing, exit 0
                     raise ValueError(declared)
+                gone = unavailable_problem(reg.get(model), SourceContext(
+                    registry_dir=reg.path.parent if reg.path else None, models_dir=plan.models_dir))
+                if gone:  # as `aniso stats` says it: every claim on it would be skipped, the model-free ones measured
+                    raise ValueError(gone)
             else:
                 problem = _path_problem(model)
                 if problem is not None:  # no path (and no hub id): never the system's OSError
@@ -1686,8 +1710,14 @@ def _run_claims(model, claims, *, registry, claims_dir, pytest_args, say, settin
                     remove.append(tmp_dir)
                     tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
                     reg, plan = open_registry(tmp), replace(plan, registry=str(tmp))
+                    readers = _rows_reading(row, reg)
                     say(f"{model} is not in the registry; detected "
-                        + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role")))
+                        + ", ".join(f"{k}: {row[k]}" for k in ("modality", "granularity", "architecture", "role"))
+                        + (f"; the row{'s' if len(readers) > 1 else ''} {', '.join(readers)} read"
+                           f"{'' if len(readers) > 1 else 's'} this {'hub id' if 'repo' in row['source'] else 'source'}"
+                           f": run {'them' if len(readers) > 1 else 'it'} by id to check "
+                           f"{'their' if len(readers) > 1 else 'its'} records (aniso run {readers[0]})"
+                           if readers else ""))
             _read_inputs_settings(settings, texts, reg.get(model_id))  # e.g. n_sequences for a vision model
             plan = replace(plan, models=model_id, claims=str(wanted) if not wanted.everything else "")
             args = [str(claims_dir), "-p", "no:cacheprovider", *_plugins_off(pytest_args), *_DOOR_OPTIONS]

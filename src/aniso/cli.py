@@ -846,7 +846,15 @@ def _record(args: argparse.Namespace) -> int:
             # its own problem (not YAML, no registry, a results file) named, not a digest that differs
             open_registry(registry, named)
             # numbers go into the registry they ran on
-            if file_digest(registry) not in (doc.provenance.registry_sha256, base):
+            results, already = doc.results, False
+            rows_then = doc.provenance.registry_rows_sha256 if base is None else None
+            rows_state = (_rows_state(rows_then, registry.read_text(encoding="utf-8"))
+                          if rows_then and file_digest(registry) != doc.provenance.registry_sha256 else None)
+            if rows_state is not None:  # the rows it ran (and the fields outside rows) as run, or as it recorded them
+                done = {i for i, state in rows_state.items() if state == "recorded"}
+                results = [r for r in doc.results if r.model_id not in done]
+                already = bool(done) and not results
+            elif file_digest(registry) not in (doc.provenance.registry_sha256, base):
                 import hashlib
 
                 raw = registry.read_bytes()
@@ -859,16 +867,25 @@ def _record(args: argparse.Namespace) -> int:
                                     if doc.provenance.registry_sha256 else "no registry file")
                                  + f", this one is {str(file_digest(registry))[:12]}…"
                                  + f"{_registry_edits(doc, registry)}); re-run the claims on it")
-            new, notes = refresh_records(registry.read_text(encoding="utf-8"), doc.results)
+            new, notes = refresh_records(registry.read_text(encoding="utf-8"), results)
             detected = yaml.safe_load(detected_text) if detected_text is not None else None
-            new, added = record_new_findings(new, doc.results, detected)
+            new, added = record_new_findings(new, results, detected)
             notes += added
         except (OSError, ValueError, yaml.YAMLError) as exc:
             print(f"aniso record: {exc}", file=sys.stderr)
             return 2
-        contradicted = contradicted_records(doc.results)
+        if already:
+            print(f"aniso record: {args.results} is already recorded in {registry} (its rows are as recording it "
+                  "left them): unchanged")
+            return 0
+        contradicted = contradicted_records(results)
         if not notes and not contradicted:
-            print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged")
+            unchecked = [r.record_check.split(": ", 1)[1] for r in results
+                         if (r.record_check or "").startswith("record's numbers not compared: ")]
+            print(f"aniso record: no stale record and no new finding in {args.results}: {registry} unchanged"
+                  + (f"; but {len(unchecked)} record(s) were not compared by this run ({unchecked[0]}"
+                     + (", …" if len(set(unchecked)) > 1 else "") + "), so they could not be checked: a run at "
+                     "their sizes and inputs checks them" if unchecked else ""))
             return 0
         from .common.tables import printable
 
@@ -909,6 +926,28 @@ def _record(args: argparse.Namespace) -> int:
               + (f" (a link to {registry.resolve()})" if registry.is_symlink() else "")
               + ("; the contradicted record(s) above are left as they were" if contradicted else ""))
         return 1 if contradicted else 0
+
+
+def _rows_state(rows_then: dict[str, list[str]], text: str) -> dict[str, str] | None:
+    """For ``aniso record``: each row a run took (:attr:`aniso.judge.results.Provenance.registry_rows_sha256`) in the
+    registry ``text`` as it is now: ``"as run"``, or ``"recorded"`` (as recording that run's results left it, and not
+    as the run read it); None where one of them (or the fields outside the rows) is neither, or is gone: an edit
+    that may decide the run's verdicts, so its results are refused."""
+    from .judge.records import row_digests
+
+    try:
+        now = row_digests(text)
+    except (ValueError, TypeError, KeyError):
+        return None
+    state = {}
+    for row_id, (as_run, as_recorded) in rows_then.items():
+        if now.get(row_id) == as_run:
+            state[row_id] = "as run"
+        elif now.get(row_id) == as_recorded:
+            state[row_id] = "recorded"
+        else:
+            return None
+    return {k: v for k, v in state.items() if k}
 
 
 def _run_registry(doc, detected: str | None) -> str | None:

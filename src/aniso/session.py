@@ -83,6 +83,11 @@ def _same_family(expected, family: int) -> bool:
     return expected is None or expected.family is None or expected.family == family
 
 
+#: A result's ``record_check`` where its test reports none of the record's numbers: another test of the claim may
+#: (:meth:`AnisoSession._check_record_keys` fails the run where none does).
+_REPORTS_NONE = "record's numbers not compared: this test reports none of them"
+
+
 def _same_seeds(expected, registry: Registry, entry: ModelEntry) -> bool:
     """Whether a record binds a run over ``entry``'s seeds: always, unless the record names the seeds it was decided
     on (``seeds``) and this run's family (:func:`family_members`) has others."""
@@ -240,6 +245,7 @@ class AnisoSession:
         ``must_run`` model was skipped for want of weights or code, or a verdict decided on an adjusted p-value
         contradicts its record."""
         self.adjust_families()
+        self._check_record_keys()
         for entry in self.registry:
             if entry.must_run:
                 skipped = [r for r in self.results if r.model_id == entry.id and r.verdict == SKIPPED
@@ -261,6 +267,38 @@ class AnisoSession:
                 self.stopped = (f"interrupted while writing the report under {self.settings.report_dir}; nothing "
                                 f"was kept there, and {kept}")
         return bool(self.must_run_failures)
+
+    def _check_record_keys(self) -> None:
+        """A record whose ``measured`` names a number that no test of its claim reported in this run (e.g.
+        ``max_avg_cosine`` for ``max_avg_cos``) is a stale record, never compared: where every test of the claim on
+        the model ran and reached the comparison of the record's numbers, each such key fails the run, named, with
+        the keys the claim's tests report (and the closest of them)."""
+        import difflib
+
+        groups: dict[tuple[str, str], list[ClaimResult]] = {}
+        for r in self.results:
+            if r.model_id and not r.twin:
+                groups.setdefault((r.model_id, r.claim_id), []).append(r)
+        for (model_id, claim_id), results in groups.items():
+            if not all(r.record_check == _REPORTS_NONE or (r.record_check or "").startswith("record's numbers compared")
+                       for r in results):
+                continue  # a test skipped, or a record not compared at these sizes or inputs: nothing is known
+            entry = next((e for e in self.registry if e.id == model_id), None)
+            expected = self.record_of(entry, claim_id)[0] if entry is not None else None
+            reported = sorted({k for r in results for k in (r.measured or {})})
+            unreported = [k for k in (expected.measured or {}) if k not in reported] if expected is not None else []
+            if not unreported:
+                continue
+            close = {k: difflib.get_close_matches(k, reported, n=1, cutoff=0.6) for k in unreported}
+            said = "; ".join(f"{k!r}" + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unreported)
+            for r in results:
+                if r.record_check == _REPORTS_NONE:
+                    r.record_check = (f"record's numbers not compared: no test of {claim_id} reports "
+                                      f"{', '.join(unreported)}")
+            self.must_run_failures.append(
+                f"{claim_id} on {model_id}: the registry's record is stale: its measured names {said}, which no test "
+                f"of the claim reports (they report {', '.join(reported) or 'no number'}); correct the record's keys "
+                f"in {self.registry.path or 'the registry'}")
 
     def record_of(self, entry: ModelEntry | None, claim_id: str) -> tuple[Any, str | None, bool]:
         """The registry's record of ``claim_id`` for ``entry`` (None: none, or no model), the inputs it was recorded
@@ -342,6 +380,19 @@ class AnisoSession:
                                           f"{p_adjusted:.3g} (raw {r.p_value:.3g}; {r.p_adjustment})"
                                           + (f": {decision.reason}" if decision.reason else ""))
 
+    def _row_digests(self) -> dict[str, list[str]] | None:
+        """:func:`aniso.judge.records.run_row_digests` of the registry file this run read, for the rows it took (None
+        where it read none, or the file cannot be read or rewritten as a registry: any edit then counts)."""
+        from .judge.records import run_row_digests
+
+        if self.registry.path is None or self.twin is not None:
+            return None
+        try:
+            text = Path(self.registry.path).read_text(encoding="utf-8")
+            return run_row_digests(text, self.results, [e.id for e in self.registry])
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
     def document(self) -> ResultsDocument:
         """The run as a :class:`~aniso.judge.results.ResultsDocument`."""
         computed = self.provider.computed()
@@ -352,7 +403,8 @@ class AnisoSession:
         profile = {"name": s.profile, "sizes": {k: getattr(s, k) for k in PROFILES[s.profile]},
                    "overridden": sorted(k for k, v in PROFILES[s.profile].items() if getattr(s, k) != v)}
         prov = provenance(self.root, dict(vars(s)), corpus, inputs=inputs, profile=profile, twin=self.twin,
-                          registry_sha256=file_digest(s.registry) if self.registry.path is not None else None)
+                          registry_sha256=file_digest(s.registry) if self.registry.path is not None else None,
+                          registry_rows_sha256=self._row_digests())
         experiments: dict[str, Any] = {}
         if self.blocks.computed():
             experiments["untrained_block"] = {mid: [sw.to_dict() for sw in sweeps]
@@ -1115,7 +1167,7 @@ class ClaimContext:
                               f"profile's sizes{sizes}, this run at other sizes")
             return ""
         if not names_any(expected.measured, measured):
-            r.record_check = "record's numbers not compared: this test reports none of them (another test does)"
+            r.record_check = _REPORTS_NONE
             return ""
         drift = stale_numbers(expected.measured, measured)
         r.record_drift = [RecordDrift(key=d.key, recorded=d.recorded, measured=d.measured, tolerance=d.tolerance)

@@ -159,6 +159,37 @@ def _rounded(v: Any) -> Any:
     return v
 
 
+def row_digests(text: str) -> dict[str, str]:
+    """SHA-256 (hex) of each row of a registry file's text, by id, and under ``""`` of its fields outside the rows:
+    the canonical JSON of the YAML values (comments and layout are no part of them). Raises ValueError for text
+    that is no registry (no mapping, or ``models`` no list)."""
+    import hashlib
+    import json
+
+    import yaml
+
+    doc = yaml.safe_load(text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("models"), list):
+        raise ValueError("not a registry: no list of models")
+
+    def digest(value: Any) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str,
+                                         ensure_ascii=False).encode()).hexdigest()
+
+    rows = {str(r["id"]): digest(r) for r in doc["models"] if isinstance(r, dict) and "id" in r}
+    return rows | {"": digest({k: v for k, v in doc.items() if k != "models"})}
+
+
+def run_row_digests(text: str, results, ids) -> dict[str, list[str]]:
+    """For the rows ``ids`` a run took from the registry ``text`` (and ``""``, the fields outside the rows): the
+    digest of each as read (:func:`row_digests`) and as ``aniso record`` of ``results`` would leave it
+    (:func:`refresh_records`, then :func:`record_new_findings`)."""
+    recorded, _ = refresh_records(text, results)
+    recorded, _ = record_new_findings(recorded, results)
+    before, after = row_digests(text), row_digests(recorded)
+    return {i: [before[i], after.get(i, before[i])] for i in ["", *ids] if i in before}
+
+
 def _flow(mapping: dict) -> str:
     """``mapping`` as a one-line YAML flow mapping, keys in their order."""
     import yaml

@@ -247,6 +247,13 @@ class Provenance(_Doc):
     #: SHA-256 of the registry file the run read (:func:`file_digest`): ``aniso record`` writes a run's numbers only
     #: into the registry it ran on.
     registry_sha256: str | None = None
+    #: Per registry row the run took, by id: the SHA-256 of the row as the run read it and of the row as ``aniso
+    #: record`` of this run's results would leave it (:func:`aniso.judge.records.row_digests`); under the key ``""``
+    #: the registry's fields outside its rows (``recorded_inputs``, ``recorded_profile``...) twice. ``aniso record``
+    #: writes a run's numbers into the registry where these rows and fields are as the run read them (another row
+    #: edited since, by hand or by recording another run, is no matter), and says "already recorded" where they are
+    #: as recording this run leaves them. None in a run that read no registry file.
+    registry_rows_sha256: dict[str, list[str]] | None = None
 
 
 class NotYetExecutable(_Doc):

@@ -25,7 +25,7 @@ from .package import load_ct2_whisper
 
 __all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "ModelRefused", "InputsMissing", "LoadedModel",
            "HubStatus", "load_model", "no_loading_bars", "source_fingerprint", "load_ct2_whisper", "weights_here",
-           "declared_files_problem", "missing_checkpoints"]
+           "declared_files_problem", "missing_checkpoints", "unavailable_problem"]
 
 #: The table of source kinds, by the registry's ``source.kind``.
 SOURCE_KINDS: dict[str, SourceKind] = {m.KIND.name: m.KIND for m in (hub, local, package, onnx_cnn, gguf, llama2c, init, miniature,
@@ -109,6 +109,36 @@ def declared_files_problem(entry, ctx: SourceContext | None = None, kinds_only: 
         return None
     vocabulary = folder_vocabulary(folder) if entry.granularity in ("byte", "char") else None
     return (kind_problem if kinds_only else declared_problem)(entry, config, vocabulary)
+
+
+def unavailable_problem(entry, ctx: SourceContext | None = None) -> str | None:
+    """The one line naming the row (as ``aniso stats`` and the claims' skip reasons give it) where ``entry``'s weights
+    cannot be had here, checked without loading them and without reading their bytes: a local folder or model file
+    that is not there, a package not installed, a hub revision neither in the Hugging Face cache nor downloadable (the
+    hub unreachable: ``HF_HUB_OFFLINE=1`` or no network). None where they can be had (or will be: the suite trains
+    or builds them), and where the row's fields are refused (:class:`ModelRefused`: the load says why). A run checks
+    its model so before its claims run: a run whose model never loaded is no run of it."""
+    import dataclasses
+
+    ctx = dataclasses.replace(ctx or SourceContext(), read_weights=False)
+    if entry.miniature or getattr(entry, "cannot_run", None) is not None or entry.source.kind == "init":
+        return None
+    try:
+        if entry.source.kind == "hub":
+            state = cached_state(entry.source.repo, entry.source.revision)
+            if (state is None or state["missing"]) and not ctx.hub.reachable():
+                return str(hub._not_cached(entry)) if state is None else (
+                    f"{entry.id}: hub id {entry.source.repo!r} at revision {entry.source.revision!r} is in the hub "
+                    f"cache (commit {state['commit']}) but {state['missing']}, and the hub cannot be reached")
+            return None
+        SOURCE_KINDS[entry.source.kind].fingerprint(entry, ctx)
+    except ModelRefused:
+        return None
+    except ModelUnavailable as exc:
+        return str(exc)
+    except (HubCacheError, OSError) as exc:
+        return f"{entry.id}: {exc}"
+    return None
 
 
 def missing_checkpoints(entry, ctx: SourceContext) -> str | None:
