@@ -1365,6 +1365,7 @@ def load_registry(path: Path | str) -> Registry:
     _check_record_scope(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
+    _check_tags_are_no_set_names(registry.entries, path)
     _check_records_apply(registry.entries, path)
     return registry
 
@@ -1471,6 +1472,18 @@ def _check_records_apply(entries: list[ModelEntry], path: Path) -> None:
             raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): expected.{claim}: the claim does not apply to "
                                 f"this row ({row}): {said}; no test of it runs on the row, so the record would never "
                                 "be checked: remove the record, or correct the row's fields")
+
+
+def _check_tags_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, tag) for an explicit tag named like a model set of :data:`MODEL_SETS`
+    (``tags: [small]``): setting ``models`` reads ``small`` as the set, never as the tag, so the tag could never
+    select its row."""
+    for i, e in enumerate(entries):
+        for tag in e.tags:
+            if tag in MODEL_SETS:
+                raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): tags: {tag!r} is the model set {tag!r} of "
+                                    f"setting models ({', '.join(MODEL_SETS)}), so --models {tag} takes the set and "
+                                    "the tag could never select the row; rename the tag")
 
 
 def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
