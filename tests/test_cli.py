@@ -110,9 +110,11 @@ def test_diff_flags_a_record_that_went_stale(tmp_path, capsys):
     """A registry record whose numbers the new run does not reproduce is a change that fails the diff (exit 1)."""
     from aniso.judge.results import RecordDrift
 
-    fresh = _result("expected not to hold", 0.27, 0.25, 0.29)
+    fresh = _result("expected not to hold", 0.27, 0.25, 0.29).model_copy(
+        update={"record_check": "record's numbers compared: all within tolerance"})
     stale = fresh.model_copy(update={"record_drift": [RecordDrift(key="p_value", recorded=0.39, measured=0.285,
-                                                                  tolerance="p-value")]})
+                                                                  tolerance="p-value")],
+                                     "record_check": "record's numbers compared: 1 of them stale"})
     old, new = _write(tmp_path, "a", [fresh]), _write(tmp_path, "b", [stale])
     assert main(["diff", str(old), str(new)]) == 1
     out = capsys.readouterr().out

@@ -203,3 +203,25 @@ def test_aniso_version_prints_the_installed_version(capsys):
         main(["--version"])
     assert stop.value.code == 0
     assert capsys.readouterr().out.strip() == f"aniso {importlib.metadata.version('aniso')}"
+
+
+def test_stats_of_cnn_maps_says_they_get_first_order_statistics_only_not_that_they_need_more_inputs():
+    """A CNN map layer narrower than second_order_max_dim has an empty reservoir because CNN maps keep first-order
+    statistics only: its NaN columns say so, never "give more inputs" (more inputs change nothing)."""
+    from types import SimpleNamespace
+
+    from aniso.cli import _missing_columns
+    from aniso.stats.accumulators import LayerAccumulator
+
+    rng = np.random.default_rng(0)
+    layers = []
+    for dim in (16, 9000):
+        acc = LayerAccumulator(dim, second_order=False)
+        acc.update(rng.standard_normal((160, dim)).astype(np.float32))
+        layers.append(acc.summary())
+    assert all(math.isnan(s.twonn) and math.isnan(s.svd_anisotropy) for s in layers)
+    cnn = SimpleNamespace(modality="vision", architecture="cnn")
+    lines = _missing_columns(layers, SimpleNamespace(second_order_max_dim=8192), cnn)
+    assert lines == ["nan: layer(s) 0-1: SVD anisotropy, TwoNN and IsoScore not computed: CNN maps (one flattened "
+                     "vector per image) get first-order statistics only, whatever the number of inputs or "
+                     "second_order_max_dim"]

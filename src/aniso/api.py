@@ -933,7 +933,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
             measured = _measure_entry(entry, reg, run_settings, chosen, {kind: _corpus_of(texts, run_settings.seed)}
                                       if texts is not None else {}, progress)
         return _nan_said(_fewer_than_asked(measured, n_inputs, settings, form.size,
-                                           None if texts is not None else run_settings), chosen)
+                                           None if texts is not None else run_settings), chosen, row.second_order)
     if name is not None:
         _no_registry_name(name, registry, settings)
     if texts is not None:
@@ -945,16 +945,17 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                                        None if texts is not None else _settings(options, settings)), chosen)
 
 
-def _nan_said(measured: LayerStats, statistics: frozenset[str]) -> LayerStats:
+def _nan_said(measured: LayerStats, statistics: frozenset[str], second_order: bool = True) -> LayerStats:
     """``measured``, after a RuntimeWarning for each reason a column of its layers is NaN
     (:func:`aniso.stats.results.nan_columns`: TwoNN of a layer with fewer than 128 vectors, second-order statistics
-    of a layer wider than setting ``second_order_max_dim`` or left out of ``statistics``, the names asked for), as
-    ``aniso stats`` prints them; the lines are kept in ``meta["nan_columns"]``."""
+    of a layer wider than setting ``second_order_max_dim`` or left out of ``statistics``, the names asked for, or of
+    a model whose modality keeps none, ``second_order`` False: CNN maps), as ``aniso stats`` prints them; the lines
+    are kept in ``meta["nan_columns"]``."""
     from .common.settings import Settings
     from .stats.results import nan_columns
 
     limit = measured.settings.get("second_order_max_dim") or Settings().second_order_max_dim
-    lines = nan_columns(measured.layers, limit, statistics)
+    lines = nan_columns(measured.layers, limit, statistics, second_order)
     if lines:
         measured.meta["nan_columns"] = lines
         for line in lines:

@@ -183,7 +183,7 @@ def _stats(args: argparse.Namespace) -> int:
     print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN",
                                  "IsoScore"],
                    floatfmt=".4f"))
-    for line in _missing_columns(stats.summaries(), settings):
+    for line in _missing_columns(stats.summaries(), settings, entry):
         print(line)
     return 0
 
@@ -206,12 +206,15 @@ def _stats_entry(model: str, registry):
     return entry, Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
 
 
-def _missing_columns(summaries, settings) -> list[str]:
+def _missing_columns(summaries, settings, entry=None) -> list[str]:
     """Why ``aniso stats`` shows ``nan`` in a layer's SVD anisotropy, TwoNN or IsoScore
-    (:func:`aniso.stats.results.nan_columns`)."""
+    (:func:`aniso.stats.results.nan_columns`); a model whose modality keeps no second-order statistics (CNN maps)
+    is said so."""
+    from .extract.modalities import modality_of
     from .stats.results import nan_columns
 
-    return nan_columns(summaries, settings.second_order_max_dim)
+    row = modality_of(entry) if entry is not None else None
+    return nan_columns(summaries, settings.second_order_max_dim, second_order=row is None or row.second_order)
 
 
 def _as_typed(message: str, typed: dict[str, str | None]) -> str:

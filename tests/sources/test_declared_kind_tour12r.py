@@ -188,3 +188,20 @@ def test_run_refuses_a_row_no_claim_applies_to_before_the_claims(tmp_path, clean
     line = refused_line(["run", "mini", "--registry", str(path)])
     assert line.startswith(f"aniso run: {path}: models[0] (id 'mini'): architecture 'cnn', but its config.json is "
                            "bert, a Transformer"), line
+
+
+def test_list_shows_a_row_whose_role_its_config_contradicts_as_refused_as_run_does(tmp_path, clean_env):
+    """A BERT folder in a row of role decoder: `aniso run` refuses it, so `aniso list` shows it refused, not here."""
+    import subprocess
+    import sys
+
+    from aniso.api import models
+
+    said = "role 'decoder', but its config.json makes it an encoder (model_type 'bert', BertModel)"
+    path = _registry(tmp_path, role="decoder")
+    [listed] = models(path, as_frame=False)
+    assert listed["weights_here"].startswith(f"refused: {said}"), listed["weights_here"]
+    code = (f"import sys; from aniso.api import models; [m] = models({str(path)!r}, as_frame=False); "
+            "assert m['weights_here'].startswith('refused: role'), m; assert 'torch' not in sys.modules")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]  # judged without importing torch

@@ -113,6 +113,19 @@ def test_a_revision_not_in_the_cache_fails_at_once_in_one_line(offline):
     assert "it holds revision(s) main, v1" in msg and f"aniso hub import {HUB_ID} FOLDER" in msg
 
 
+def test_a_short_commit_as_the_revision_is_refused_naming_the_whole_commit_the_cache_holds(offline):
+    """A row's revision that is the start of a cached commit (``a28cd61``) is no branch the cache holds: the
+    refusal names the whole commit to give, not only the branch names ("holds main only")."""
+    commit = resolve_commit(HUB_ID, "main", offline)
+    with pytest.raises(ModelUnavailable) as exc:
+        load_model(_entry(revision=commit[:7]))
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert (f"{commit[:7]!r} is the start of commit {commit}, which the cache holds, but a hub revision is a branch, "
+            f"tag or whole 40-digit commit: give revision: {commit}") in msg, msg
+    load_model(_entry(revision=commit))  # the whole commit loads
+
+
 def test_an_unknown_hub_id_offline_fails_at_once(offline):
     """Neither the hub row nor `aniso run <hub id>`'s config detection waits for huggingface_hub's retries."""
     from aniso.sources.detect import UndetectableModel, config_of

@@ -829,8 +829,39 @@ def _did_you_mean(key: str) -> str:
 
     known = {*ModelEntry.model_fields, *ExpectedVerdict.model_fields, *CheckpointSeries.model_fields,
              *_RegistryFile.model_fields, *(f for k in SOURCE_KINDS.values() for f in k.schema.model_fields)}
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.7)
+    close = difflib.get_close_matches(key, sorted(known - {key}), n=1, cutoff=0.7)
     return f" {key!r}; did you mean {close[0]!r}?" if close else f" {key!r}"
+
+
+def _other_kinds_key(raw: Any, loc: tuple, key: str) -> str | None:
+    """For a key a row's ``source`` does not take but other source kinds do (``revision`` on a local source), what
+    to say instead of a misspelling: ``"key 'revision' applies to hub sources only, not to a local source"``; else
+    None."""
+    from ..sources import SOURCE_KINDS
+
+    if "source" not in loc[:-1]:
+        return None
+    source, _ = _walk(raw, loc[:loc.index("source") + 1])
+    kind = source.get("kind") if isinstance(source, dict) else None
+    takers = [name for name, k in SOURCE_KINDS.items() if key in k.schema.model_fields]
+    if not takers or kind in takers:
+        return None
+    return (f"key {key!r} applies to {', '.join(takers)} sources only, not to a "
+            f"{kind} source" + (f" (source: {{kind: {takers[0]}, ...}})" if len(takers) == 1 else ""))
+
+
+def _short_tuple(raw: Any, loc: tuple, errors: list[dict]) -> str | None:
+    """For a list shorter than the fixed number of values its field takes (``image_mean: [0.5, 0.5]``, where pydantic
+    says only that its last value is a missing field), how many it takes and how many were given; else None."""
+    if not loc or not isinstance(loc[-1], int):
+        return None
+    given, _ = _walk(raw, loc[:-1])
+    if not isinstance(given, list):
+        return None
+    wanted = 1 + max(e["loc"][-1] for e in errors if e["type"] == "missing" and tuple(e["loc"][:-1]) == loc[:-1])
+    name = str(loc[-2]) if len(loc) > 1 else "the field"
+    colours = " (R, G, B)" if wanted == 3 and name in ("image_mean", "image_std") else ""
+    return f"{_shown(given)} has {len(given)} value(s), but {name} takes {wanted}{colours}"
 
 
 #: pydantic error types that say a value is of the wrong type or form for a schema, or for one branch of a union
@@ -921,7 +952,13 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
     more = f" (and {len(others)} more error(s))" if others else ""
     msg = first["msg"].removeprefix("Value error, ")  # a validator's own words, without pydantic's prefix
     if first["type"] == "extra_forbidden":
-        msg = "unknown key" + _did_you_mean(str(first["loc"][-1]))
+        msg = (_other_kinds_key(raw, tuple(first["loc"]), str(first["loc"][-1]))
+               or "unknown key" + _did_you_mean(str(first["loc"][-1])))
+    elif first["type"] == "missing" and _short_tuple(raw, tuple(first["loc"]), errors):
+        msg = _short_tuple(raw, tuple(first["loc"]), errors)
+        field_path = ".".join(str(p) for p in loc[:-1])
+        rest = [e for e in others if not (e["type"] == "missing" and tuple(e["loc"][:-1]) == tuple(first["loc"][:-1]))]
+        more = f" (and {len(rest)} more error(s))" if rest else ""
     elif takes is not None:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
@@ -1328,6 +1365,7 @@ def load_registry(path: Path | str) -> Registry:
     _check_record_scope(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
+    _check_tags_are_no_set_names(registry.entries, path)
     _check_records_apply(registry.entries, path)
     return registry
 
@@ -1434,6 +1472,18 @@ def _check_records_apply(entries: list[ModelEntry], path: Path) -> None:
             raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): expected.{claim}: the claim does not apply to "
                                 f"this row ({row}): {said}; no test of it runs on the row, so the record would never "
                                 "be checked: remove the record, or correct the row's fields")
+
+
+def _check_tags_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, entry, tag) for an explicit tag named like a model set of :data:`MODEL_SETS`
+    (``tags: [small]``): setting ``models`` reads ``small`` as the set, never as the tag, so the tag could never
+    select its row."""
+    for i, e in enumerate(entries):
+        for tag in e.tags:
+            if tag in MODEL_SETS:
+                raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): tags: {tag!r} is the model set {tag!r} of "
+                                    f"setting models ({', '.join(MODEL_SETS)}), so --models {tag} takes the set and "
+                                    "the tag could never select the row; rename the tag")
 
 
 def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:

@@ -35,7 +35,11 @@ intervals. Neither is counted as a change (they are resampling noise or the sett
 
 A *claims* change is a claims filter (the setting ``claims``, ``aniso run --claims``) that differs between the runs:
 a claim one run selected and the other did not is listed as added or removed, and :func:`format_diff` names both
-filters in the settings line, so that a claim left out reads as the filter's doing, not the code's.
+filters in the settings line, so that a claim left out reads as the filter's doing, not the code's. A *registry*
+change is a registry file of other content (``registry_sha256``) in the two runs: the settings line names both files
+and digests, since a record change may be the registry's doing. A record change says of the side whose numbers are
+not stale whether the record was reproduced (compared, all within tolerance), not compared (and why: other sizes,
+other inputs) or has no numbers (no record), never "reproduced" of numbers no run compared.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ __all__ = ["Change", "diff_results", "format_diff", "inputs_line", "left_aside",
 @dataclass(frozen=True)
 class Change:
     """One difference: ``kind`` is ``"verdict"``, ``"number"``, ``"fragility"``, ``"record"``, ``"inputs"``,
-    ``"sizes"``, ``"moved"``, ``"model"``, ``"claims"`` (the runs' claims filters), ``"added"`` or ``"removed"``;
+    ``"sizes"``, ``"moved"``, ``"model"``, ``"claims"`` (the runs' claims filters), ``"registry"`` (the registry
+    files the runs read, where their SHA-256 differ), ``"added"`` or ``"removed"``;
     ``claim_id``, ``model_id`` and ``test`` say where; ``old`` and ``new`` what (in words)."""
 
     kind: str
@@ -97,9 +102,28 @@ def _scalars(measured: dict) -> dict[str, float]:
     return {k: float(v) for k, v in measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
+def _number(value) -> str:
+    """A recorded or measured value in words, a float rounded to 4 significant digits as elsewhere in the diff."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def _stale(r: ClaimResult) -> str:
     """A result's stale record numbers in words ("" when none)."""
-    return "; ".join(f"{d.key} recorded {d.recorded}, measured {d.measured}" for d in r.record_drift)
+    return "; ".join(f"{d.key} recorded {_number(d.recorded)}, measured {_number(d.measured)}"
+                     for d in r.record_drift)
+
+
+def _record_state(r: ClaimResult) -> str:
+    """What a run found of a result's registry record, in words, where its numbers are not stale: reproduced (compared
+    and all within tolerance), not compared (and why: other sizes, other inputs, ...), or no record numbers (the row
+    has no record, or one without numbers)."""
+    check = r.record_check or ""
+    if check.startswith("record's numbers compared"):
+        return "record's numbers reproduced"
+    prefix = "record's numbers not compared: "
+    if check.startswith(prefix):
+        return f"record not compared ({check[len(prefix):]})"
+    return f"record not compared ({check})" if check else "no record numbers"
 
 
 def _sizes(old: ResultsDocument, new: ResultsDocument, a: ClaimResult, b: ClaimResult) -> str | None:
@@ -164,8 +188,8 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
                  common_only: bool = False, notes: bool = False) -> list[Change]:
     """The :class:`Change` list from ``old`` to ``new`` (in the new run's order, then the removed ones).
 
-    ``notes``: add the ``"sizes"``, ``"moved"`` and ``"claims"`` changes too (what :func:`format_diff` names beside
-    the table).
+    ``notes``: add the ``"sizes"``, ``"moved"``, ``"claims"`` and ``"registry"`` changes too (what
+    :func:`format_diff` names beside the table).
 
     ``common_only``: compare only the results (claim, model, test) both runs have; no "added" or "removed" change.
     """
@@ -178,6 +202,11 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
     filters = [_claims_filter(doc) for doc in (old, new)]
     if notes and filters[0] != filters[1]:  # a claim one run left out is its filter's doing
         changes.append(Change("claims", "", None, "", *filters))
+    registries = [_registry(doc) for doc in (old, new)]
+    if notes and None not in registries and registries[0][1] != registries[1][1]:  # records may differ by it
+        (path_a, sha_a), (path_b, sha_b) = registries
+        changes.append(Change("registry", "", None, "", f"{path_a} (sha256 {sha_a[:12]})",
+                              f"{path_b} (sha256 {sha_b[:12]})"))
     others = other_weights(old, new)
     for model_id, (was, now) in sorted(others.items()):
         changes.append(Change("model", "", model_id, "", was, now))
@@ -196,10 +225,10 @@ def diff_results(old: ResultsDocument, new: ResultsDocument, rel_tol: float = 1e
             changes.append(Change("verdict", *where, _verdict(a), _verdict(b)))
         stale_a, stale_b = _stale(a), _stale(b)
         if stale_b and stale_a != stale_b:
-            changes.append(Change("record", *where, stale_a or "record's numbers reproduced",
+            changes.append(Change("record", *where, f"stale record: {stale_a}" if stale_a else _record_state(a),
                                   f"stale record: {stale_b}"))
         elif stale_a and not stale_b:
-            changes.append(Change("record", *where, f"stale record: {stale_a}", "record's numbers reproduced"))
+            changes.append(Change("record", *where, f"stale record: {stale_a}", _record_state(b)))
         ua, ub = a.uncertainty, b.uncertainty
         if ua is not None and ub is not None and ua.low is not None and ub.low is not None and ua.informative \
                 and ub.informative and _holds_own(ua) and _holds_own(ub):
@@ -231,6 +260,16 @@ def _claims_filter(doc: ResultsDocument) -> str:
     """The claims filter a run was given (its setting ``claims``), in words: quoted, or "every claim"."""
     claims = (doc.provenance.settings or {}).get("claims")
     return repr(claims) if isinstance(claims, str) and claims.strip() else "every claim"
+
+
+def _registry(doc: ResultsDocument) -> tuple[str, str] | None:
+    """The registry file a run read (its setting ``registry``) and that file's SHA-256 (``registry_sha256``); None
+    where the run did not record the digest."""
+    sha = doc.provenance.registry_sha256
+    if not sha:
+        return None
+    path = (doc.provenance.settings or {}).get("registry")
+    return (str(path) if path else "registry path not recorded"), sha
 
 
 def _verdict(r) -> str:
@@ -287,7 +326,9 @@ def format_diff(changes: list[Change], old_name: str = "old", new_name: str = "n
               for c in changes if c.kind == "model"]
     filters = [printable(f"claims filter {c.old} -> {c.new} (a claim only one run selected is listed as added or "
                          "removed)") for c in changes if c.kind == "claims"]
-    changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved", "model", "claims")]
+    filters += [printable(f"registry {c.old} -> {c.new} (its records, and so the record changes, may differ by it)")
+                for c in changes if c.kind == "registry"]
+    changes = [c for c in changes if c.kind not in ("inputs", "sizes", "moved", "model", "claims", "registry")]
     counts = {k: sum(c.kind == k for c in changes) for k in ("verdict", "number", "fragility", "record", "added",
                                                               "removed")}
     head = f"{old_name} -> {new_name}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n) if changes else \

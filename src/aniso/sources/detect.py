@@ -196,14 +196,38 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
             "family": model_type}
 
 
+@functools.cache
+def _lm_model_types() -> tuple[frozenset[str], frozenset[str]]:
+    """The model types transformers has a causal-LM class for and those it has a masked-LM class for (its
+    ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`` and ``MODEL_FOR_MASKED_LM_MAPPING_NAMES``). Read from the installed
+    ``transformers/models/auto/modeling_auto.py`` as data (:mod:`ast`), without importing it, which would import
+    torch (``aniso list`` judges a row's role without it); imported where that file cannot be read so."""
+    import ast
+    import importlib.util
+
+    names = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_MASKED_LM_MAPPING_NAMES")
+    try:
+        spec = importlib.util.find_spec("transformers")
+        source = Path(list(spec.submodule_search_locations)[0]) / "models" / "auto" / "modeling_auto.py"
+        found = {}
+        for node in ast.parse(source.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and node.targets[0].id in names and isinstance(node.value, ast.Call) and node.value.args:
+                found[node.targets[0].id] = frozenset(k for k, _ in ast.literal_eval(node.value.args[0]))
+        return found[names[0]], found[names[1]]
+    except (AttributeError, IndexError, KeyError, OSError, SyntaxError, TypeError, ValueError):
+        from transformers.models.auto import modeling_auto
+
+        return frozenset(getattr(modeling_auto, names[0])), frozenset(getattr(modeling_auto, names[1]))
+
+
 def role_told(config: dict[str, Any]) -> str | None:
     """The role a transformers config (its fields as a dict) shows its model has, where it shows one, else None:
     ``encoder-decoder`` (``is_encoder_decoder``); ``decoder`` (``is_decoder``, a causal-LM class among its
     ``architectures``, or a ``model_type`` transformers has a causal-LM class for and no masked-LM class: GPT-2,
     OPT, Llama...); ``encoder`` (a ``model_type`` transformers has a masked-LM class for: BERT, RoBERTa, ALBERT...,
     which are encoders unless the config says ``is_decoder``). Other types (speech, vision, unknown) tell none."""
-    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+    MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES = _lm_model_types()
 
     architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
     model_type = config.get("model_type")
@@ -243,11 +267,7 @@ def declared_problem(entry, config: dict[str, Any] | None, vocabulary: list[str]
     said = _kind_contradictions(entry, config, vocabulary)
     if said:  # another kind of model: its role and family are beside the point
         return _refusal(entry, said)
-    role = role_told(config)
-    if role is not None and role != entry.role:
-        architectures = ", ".join(a for a in config.get("architectures") or [] if isinstance(a, str))
-        said.append(f"role {entry.role!r}, but its config.json makes it {'an' if role[0] == 'e' else 'a'} {role} "
-                    f"(model_type {config.get('model_type')!r}" + (f", {architectures})" if architectures else ")"))
+    said += _role_contradiction(entry, config)
     model_type = config.get("model_type")
     family = _model_type_name(entry.family)
     if isinstance(model_type, str) and family in CONFIG_MAPPING_NAMES and model_type in CONFIG_MAPPING_NAMES \
@@ -256,13 +276,26 @@ def declared_problem(entry, config: dict[str, Any] | None, vocabulary: list[str]
     return _refusal(entry, said) if said else None
 
 
+def _role_contradiction(entry, config: dict[str, Any]) -> list[str]:
+    """The row's ``role`` where the config tells another (:func:`role_told`), in one phrase, or nothing."""
+    role = role_told(config)
+    if role is None or role == entry.role:
+        return []
+    architectures = ", ".join(a for a in config.get("architectures") or [] if isinstance(a, str))
+    return [f"role {entry.role!r}, but its config.json makes it {'an' if role[0] == 'e' else 'a'} {role} "
+            f"(model_type {config.get('model_type')!r}" + (f", {architectures})" if architectures else ")")]
+
+
 def kind_problem(entry, config: dict[str, Any] | None, vocabulary: list[str] | None = None) -> str | None:
-    """What :func:`declared_problem` says of the row's ``modality``, ``architecture`` and ``granularity`` only,
-    without naming the row (``modality 'speech', but its config.json is bert, a text model``), else None: what
-    ``aniso list`` shows beside the row (no transformers import)."""
+    """What :func:`declared_problem` says of the row's ``modality``, ``architecture``, ``granularity`` and ``role``
+    (all but the family), without naming the row (``modality 'speech', but its config.json is bert, a text model``;
+    ``role 'decoder', but its config.json makes it an encoder ...``), else None: what ``aniso list`` shows beside the
+    row (no torch import: :func:`role_told` reads transformers' model types as data), so that it lists a row ``aniso
+    run`` refuses as refused."""
     if config is None or entry.role == "block":
         return None
-    return "; ".join(_kind_contradictions(entry, config, vocabulary)) or None
+    said = _kind_contradictions(entry, config, vocabulary)
+    return "; ".join(said or _role_contradiction(entry, config)) or None
 
 
 def _refusal(entry, said: list[str]) -> str:

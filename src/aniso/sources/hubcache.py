@@ -851,7 +851,12 @@ def not_cached_hints(hub_id: str, revision: str = "main", cache_dir: str | Path 
                      f"{hub_id}, but no refs/{revision} names a commit (its refs folder was deleted?): "
                      f"{unnamed_snapshot_fix(hub_id, revision, cache_dir)}")
         other = [r for r in cached_revisions(hub_id, cache_dir) if r != revision]
-        if other:
+        full = short_commit_matches(hub_id, revision, cache_dir)
+        if full:  # a short commit: the hub and its cache know a commit by its 40 digits only
+            said += (f"; {revision!r} is the start of commit {' and '.join(full)}, which the cache holds, but a hub "
+                     "revision is a branch, tag or whole 40-digit commit: give "
+                     + (f"revision: {full[0]}" if len(full) == 1 else "the whole commit meant"))
+        elif other:
             said += (f"; for {hub_id} it holds revision(s) {', '.join(other)} only, not {revision!r}: a registry row "
                      f"measures one of them, with source: {{kind: hub, repo: {hub_id}, revision: {other[0]}}}")
         if not repo.is_dir():
@@ -861,6 +866,18 @@ def not_cached_hints(hub_id: str, revision: str = "main", cache_dir: str | Path 
     except OSError:
         pass
     return said
+
+
+def short_commit_matches(hub_id: str, revision: str, cache_dir: str | Path | None = None) -> list[str]:
+    """The commits of the snapshots the cache holds for ``hub_id`` that ``revision`` is the start of, where
+    ``revision`` reads as a short commit (7 to 39 lowercase hex digits), sorted; ``[]`` otherwise. The hub and its
+    cache resolve a commit by its whole 40 digits only, so a short one is not loaded: it is named whole instead."""
+    if not re.fullmatch(r"[0-9a-f]{7,39}", revision):
+        return []
+    snapshots = repo_dir(hub_id, cache_dir) / "snapshots"
+    if not snapshots.is_dir():
+        return []
+    return sorted(p.name for p in snapshots.iterdir() if _COMMIT.fullmatch(p.name) and p.name.startswith(revision))
 
 
 def cached_revisions(hub_id: str, cache_dir: str | Path | None = None) -> list[str]:

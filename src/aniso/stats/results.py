@@ -114,17 +114,25 @@ def max_length_note(meta: dict) -> str:
     return f"; at most {read['read']} tokens each, the model's positions (max_length {read['asked']} asked)"
 
 
-def nan_columns(summaries, second_order_max_dim: int, statistics: Collection[str] | None = None) -> list[str]:
+def nan_columns(summaries, second_order_max_dim: int, statistics: Collection[str] | None = None,
+                second_order: bool = True) -> list[str]:
     """Why a layer's SVD anisotropy, TwoNN or IsoScore is NaN (``aniso stats`` prints it below its table,
     :func:`aniso.measure` warns it and keeps it in ``meta["nan_columns"]``): the layer is wider than
     ``second_order_max_dim`` (only first-order statistics are kept, G §3.2's flattened CNN maps), the second-order
     statistics were not asked for (``statistics``, the names :func:`aniso.measure` was given, without
     ``second-order``: vectors seen but none kept in the reservoir), or too few vectors (TwoNN needs
     :data:`~aniso.common.settings.TWONN_MIN_POINTS` to mean anything, the spectrum 2). One line per reason, naming
-    the layers and the setting; a column left out is never said to need more inputs."""
+    the layers and the setting; a column left out is never said to need more inputs. ``second_order``: whether the
+    model's layers can keep second-order statistics at all (its modality's ``second_order``); False (CNN maps, one
+    flattened vector per image) is said of every layer in one line, whatever their width or the inputs."""
     import math
 
     from ..common.settings import TWONN_MIN_POINTS
+
+    if not second_order:
+        return [f"nan: layer(s) {_spans(list(range(len(summaries))))}: SVD anisotropy, TwoNN and IsoScore not "
+                "computed: CNN maps (one flattened vector per image) get first-order statistics only, whatever the "
+                "number of inputs or second_order_max_dim"] if summaries else []
 
     wide = [i for i, s in enumerate(summaries) if s.dim > second_order_max_dim]
     # second order kept keeps a reservoir of every layer that saw a vector: an empty one is second order left out

@@ -1,0 +1,83 @@
+"""A registry row's mistakes named as what they are: a key of another source kind, a list of too few values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aniso.registry.entries import RegistryError, load_registry
+
+ROW = """\
+models:
+  - id: my-model
+    source: {source}
+    modality: {modality}
+    granularity: {granularity}
+    architecture: {architecture}
+    role: encoder
+    family: {family}
+"""
+
+
+def _load(tmp_path: Path, source: str, kind: str = "text") -> str:
+    fields = (dict(modality="text", granularity="subword", architecture="transformer", family="bert")
+              if kind == "text" else dict(modality="vision", granularity="pixel", architecture="cnn",
+                                          family="mobilenet"))
+    path = tmp_path / "models.yaml"
+    path.write_text(ROW.format(source=source, **fields), encoding="utf-8")
+    with pytest.raises(RegistryError) as exc:
+        load_registry(path)
+    assert "\n" not in str(exc.value)
+    return str(exc.value)
+
+
+def test_a_revision_on_a_local_source_says_it_applies_to_hub_sources_only(tmp_path):
+    said = _load(tmp_path, "{kind: local, path: ./mybert, revision: abc123}")
+    assert said.endswith("models[0] (id 'my-model'): source.revision: key 'revision' applies to hub sources only, "
+                         "not to a local source (source: {kind: hub, ...})"), said
+    assert "did you mean 'revision'" not in said
+    said = _load(tmp_path, "{kind: local, path: ./mybert, revison: abc123}")  # a misspelling is still one
+    assert "unknown key 'revison'; did you mean 'revision'?" in said, said
+
+
+def test_an_image_mean_of_two_values_says_three_are_needed(tmp_path):
+    said = _load(tmp_path, "{kind: onnx, path: m.onnx, image_mean: [0.5, 0.5]}", kind="vision")
+    assert said.endswith("source.image_mean: [0.5, 0.5] has 2 value(s), but image_mean takes 3 (R, G, B)"), said
+    said = _load(tmp_path, "{kind: onnx, path: m.onnx, image_std: [0.5]}", kind="vision")
+    assert said.endswith("source.image_std: [0.5] has 1 value(s), but image_std takes 3 (R, G, B)"), said
+
+
+TWO = """\
+models:
+  - id: first
+    source: {source_a}
+    modality: text
+    granularity: subword
+    architecture: transformer
+    role: encoder
+    family: bert
+    tags: [{tag}]
+  - id: second
+    source: {source_b}
+    modality: text
+    granularity: subword
+    architecture: transformer
+    role: encoder
+    family: bert
+"""
+
+
+def _two(tmp_path: Path, source_a: str, source_b: str, tag: str = "mine"):
+    path = tmp_path / "models.yaml"
+    path.write_text(TWO.format(source_a=source_a, source_b=source_b, tag=tag), encoding="utf-8")
+    return load_registry(path)
+
+
+@pytest.mark.parametrize("tag", ["small", "paper", "all"])
+def test_a_tag_named_like_a_model_set_is_refused_naming_the_row_and_tag(tmp_path, tag):
+    with pytest.raises(RegistryError) as exc:
+        _two(tmp_path, "{kind: local, path: ./a}", "{kind: local, path: ./b}", tag)
+    said = str(exc.value)
+    assert "\n" not in said and f"models[0] (id 'first'): tags: {tag!r} is the model set {tag!r}" in said, said
+    assert "rename the tag" in said
