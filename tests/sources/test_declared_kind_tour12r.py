@@ -205,3 +205,16 @@ def test_list_shows_a_row_whose_role_its_config_contradicts_as_refused_as_run_do
             "assert m['weights_here'].startswith('refused: role'), m; assert 'torch' not in sys.modules")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]  # judged without importing torch
+
+
+def test_the_model_types_read_as_data_equal_those_transformers_imports():
+    """``detect._lm_model_types`` reads transformers' causal- and masked-LM model types from its source without
+    importing it (``aniso list`` stays free of torch): the same sets as the imported module's, so a change in the
+    installed transformers' layout shows here rather than as a role judged on other lists."""
+    from transformers.models.auto import modeling_auto
+
+    from aniso.sources.detect import _lm_model_types
+
+    causal, masked = _lm_model_types()
+    assert causal == frozenset(modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) and causal
+    assert masked == frozenset(modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES) and masked
