@@ -149,7 +149,7 @@ def test_the_stats_header_counts_photographs_not_sequences(clean_env, capsys, mo
     from aniso.stats.pipeline import StatsProvider
 
     summary = SimpleNamespace(dim=8, count=16, mean_cosine=0.5, q95=0.1, drift_norm=1.0, svd_anisotropy=0.2,
-                              twonn=3.0, isoscore=0.4)
+                              twonn=3.0, isoscore=0.4, n_reservoir=16, n_distinct=16)
     fake = SimpleNamespace(layer_names=["0"], summaries=lambda: [summary],
                            meta={"corpus": {"label": "16 photographs"}, "n_sequences": 16})
     monkeypatch.setattr(StatsProvider, "get", lambda self, entry: fake)

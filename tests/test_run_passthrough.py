@@ -56,15 +56,17 @@ def test_a_hub_id_of_a_registry_row_points_at_the_row(clean_env, capsys):
 
 
 def test_a_registry_id_that_is_also_a_folder_here_says_which_runs(clean_env, monkeypatch):
-    """`aniso run gpt2` beside a folder ./gpt2 runs the registry's row; the run says so, and that the folder is run
-    under another name (`aniso run ./gpt2` would take the row's id)."""
-    (clean_env / "gpt2").mkdir()
+    """`aniso run all-MiniLM-L6-v2` beside a folder ./all-MiniLM-L6-v2 runs the registry's row; the run says so, and
+    that the folder is run under another name (`aniso run ./all-MiniLM-L6-v2` would take the row's id). (A row whose
+    weights are here: one that is not is refused before, as `aniso stats` refuses it.)"""
+    model = "all-MiniLM-L6-v2"
+    (clean_env / model).mkdir()
     monkeypatch.chdir(clean_env)
     said = []
     monkeypatch.setattr("pytest.main", lambda *a, **k: 5)  # what runs after the choice is not this test's
-    api.run_claims("gpt2", "G.token-nlp-anisotropic", registry=ROOT / "models.yaml", claims_dir=ROOT / "claims",
+    api.run_claims(model, "G.token-nlp-anisotropic", registry=ROOT / "models.yaml", claims_dir=ROOT / "claims",
                    say=said.append)
-    assert said[0] == "gpt2 is a registry id and also a path here; running the registry's row, not the path " \
+    assert said[0] == f"{model} is a registry id and also a path here; running the registry's row, not the path " \
                       "(whose id would be the row's: rename it to measure it)", said
 
 
