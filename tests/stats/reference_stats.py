@@ -405,12 +405,16 @@ class ReferenceLayerAccumulator:
 def _batch_svd_anisotropy(batch: np.ndarray) -> tuple[float, np.ndarray]:
     """SVD anisotropy of one batch (shape (b, d)) and its Gram matrix Σxxᵀ ((d, d) float64): λ_max / trace of the
     centred scatter, which equals σ₁² / Σσᵢ² of :func:`aniso.metrics.svd_anisotropy` (R §2.3) at about half its
-    cost, and whose Gram matrix is the batch's share of the layer's Σxxᵀ."""
+    cost, and whose Gram matrix is the batch's share of the layer's Σxxᵀ. The scatter is formed from the rows centred
+    on their mean (not from the moments Σx, Σxxᵀ, which a common offset far above the spread, a massive activation
+    on a batch of few rows, leaves to rounding: :func:`aniso.metrics.svd_anisotropy_from_moments` refuses those)."""
     b = torch.from_numpy(np.ascontiguousarray(batch, dtype=np.float64))
     gram = (b.T @ b).numpy()
     if not np.ptp(batch, axis=0).any():  # identical rows: no direction of variance (NaN, as the SVD gives)
         return math.nan, gram
-    return metrics.svd_anisotropy_from_moments(b.sum(0).numpy(), gram, b.shape[0]), gram
+    centred = b.numpy() - b.numpy().mean(0)
+    eigenvalues = np.linalg.eigvalsh(centred.T @ centred)
+    return float(eigenvalues[-1] / eigenvalues.sum()), gram
 
 
 def _reservoir_update(reservoir: np.ndarray, count: int, x: np.ndarray, rng: np.random.Generator) -> None:
