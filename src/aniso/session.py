@@ -382,7 +382,10 @@ class AnisoSession:
 
     def _row_digests(self) -> dict[str, list[str]] | None:
         """:func:`aniso.judge.records.run_row_digests` of the registry file this run read, for the rows it took (None
-        where it read none, or the file cannot be read or rewritten as a registry: any edit then counts)."""
+        where it read none, or the file cannot be read or rewritten as a registry: any edit then counts; such a
+        failure is never the run's, whose results are written all the same)."""
+        import yaml
+
         from .judge.records import run_row_digests
 
         if self.registry.path is None or self.twin is not None:
@@ -390,7 +393,7 @@ class AnisoSession:
         try:
             text = Path(self.registry.path).read_text(encoding="utf-8")
             return run_row_digests(text, self.results, [e.id for e in self.registry])
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, yaml.YAMLError):
             return None
 
     def document(self) -> ResultsDocument:

@@ -114,3 +114,97 @@ def test_a_monte_carlo_p_value_is_held_to_the_precision_its_orderings_are_sized_
     assert [d.key for d in exact] == ["p_value"]
     off = stale_numbers({"depth_spearman_p": 0.2}, {"depth_spearman_p": 0.24, "depth_p_method": mc})
     assert [(d.key, d.tolerance.split(":")[0]) for d in off] == [("depth_spearman_p", "Monte Carlo p-value")]
+
+
+_OTHER = ("- id: other\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+          "      measured: {max_avg_cos: 0.3}\n      reason: y\n")
+_LAYOUTS = {  # a stale record of row my-bert as written by hand -> as aniso record leaves it
+    "block mapping over two lines": (
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n      measured:\n"
+        "        max_avg_cos: 0.3\n        q95: 0.08395\n      reason: x\n",
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.2563, q95: 0.09}\n      reason: x\n"),
+    "flow mapping wrapped onto two lines": (
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.3,\n        q95: 0.08395}\n      reason: x\n",
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.2563, q95: 0.09}\n      reason: x\n"),
+    "a trailing comment": (
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.3, q95: 0.08395}   # from my notebook\n      reason: x\n",
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.2563, q95: 0.09}   # from my notebook\n      reason: x\n"),
+    "a comment on the id line": (
+        "- id: my-bert   # the MiniLM copy\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.3, q95: 0.08395}\n      reason: x\n",
+        "- id: my-bert   # the MiniLM copy\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.2563, q95: 0.09}\n      reason: x\n"),
+    "keys in another order": (
+        "- source: {kind: local, path: ./m}\n  id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n"
+        "      measured: {max_avg_cos: 0.3, q95: 0.08395}\n      verdict: holds\n      reason: x\n",
+        "- source: {kind: local, path: ./m}\n  id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n"
+        "      measured: {max_avg_cos: 0.2563, q95: 0.09}\n      verdict: holds\n      reason: x\n"),
+    "a quoted id": (
+        "- id: \"my-bert\"\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.3, q95: 0.08395}\n      reason: x\n",
+        "- id: \"my-bert\"\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.2563, q95: 0.09}\n      reason: x\n"),
+    "a record on one flow line": (
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic: {verdict: holds, source: measured, measured: "
+        "{max_avg_cos: 0.3, q95: 0.08395}, reason: 'avg cos {max_avg_cos:.2f}'}\n",
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic: {verdict: holds, source: measured, measured: "
+        "{max_avg_cos: 0.2563, q95: 0.09}, reason: 'avg cos {max_avg_cos:.2f}'}\n"),
+    "an anchored mapping": (
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: &m {max_avg_cos: 0.3, q95: 0.08395}\n      reason: x\n",
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: &m {max_avg_cos: 0.2563, q95: 0.09}\n      reason: x\n"),
+    "a block mapping with comments inside": (
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n      measured:  # seed 1\n"
+        "        max_avg_cos: 0.3  # layer 3\n        q95: 0.08395\n\n      # the reason renders them\n"
+        "      reason: x\n",
+        "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+        "      measured: {max_avg_cos: 0.2563, q95: 0.09}  # seed 1  # layer 3\n\n      # the reason renders them\n"
+        "      reason: x\n"),
+}
+
+
+def _stale_bert():
+    from aniso.judge.results import ClaimResult, RecordDrift
+
+    return ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="", figure="", statement="",
+                       model_id="my-bert", test="t", measured={"max_avg_cos": 0.25634, "q95": 0.09},
+                       expected={"measured": {"max_avg_cos": 0.3, "q95": 0.08395}},
+                       record_drift=[RecordDrift(key="max_avg_cos")])
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_refresh_finds_the_record_in_any_layout_and_keeps_the_rest_of_the_file(layout):
+    """`aniso record` finds a stale record's ``measured`` through the YAML's own positions, whatever its layout (a
+    block mapping, a flow mapping wrapped onto two lines, a record on one flow line, a comment after it or on the
+    row's id line, the row's keys in another order, a quoted id), rewrites it as a one-line flow mapping and leaves
+    every other byte of the file as it was."""
+    import yaml
+
+    from aniso.judge.records import refresh_records
+
+    before, after = _LAYOUTS[layout]
+    head = "# registry\nrecorded_profile: quick\nmodels:\n"
+    new, notes = refresh_records(head + before + _OTHER, [_stale_bert()])
+    assert new == head + after + _OTHER
+    assert yaml.safe_load(new)["models"][0]["expected"]["G.token-nlp-anisotropic"]["measured"] == \
+        {"max_avg_cos": 0.2563, "q95": 0.09}
+    assert notes == ["my-bert G.token-nlp-anisotropic: max_avg_cos 0.3 -> 0.2563; q95 0.08395 -> 0.09"]
+
+
+def test_a_measured_alias_is_named_not_rewritten():
+    """A record whose ``measured`` is an alias of another record's numbers is not rewritten (that would change the
+    other record too): one line naming the model and the claim."""
+    from aniso.judge.records import refresh_records
+
+    text = ("models:\n- id: other\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+            "      measured: &m {max_avg_cos: 0.3, q95: 0.08395}\n      reason: y\n"
+            "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+            "      measured: *m\n      reason: x\n")
+    with pytest.raises(ValueError, match=r"^my-bert G.token-nlp-anisotropic: its 'measured' is an alias"):
+        refresh_records(text, [_stale_bert()])

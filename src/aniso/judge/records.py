@@ -204,24 +204,22 @@ def refresh_records(text: str, results) -> tuple[str, list[str]]:
     ``results``: :class:`~aniso.judge.results.ClaimResult` objects (a run's ``results.json``). A record is rewritten
     only where its result compared the numbers (``record_drift`` non-empty: same inputs, the recorded profile's
     sizes). A recorded key the run did not report is left as it was and named (the record needs editing by hand). The
-    reason, whose numbers are placeholders into ``measured``, renders the new numbers. Only the record's one-line
-    ``measured:`` flow mapping is rewritten; a record whose verdict the run contradicts (:func:`contradicts_record`)
-    is left as it is, numbers too; comments, anchors and the rest of the file are kept. Raises ValueError naming the
-    model and claim when a record cannot be found in ``text``.
+    reason, whose numbers are placeholders into ``measured``, renders the new numbers. Only the record's
+    ``measured`` value is rewritten, found through the YAML's own positions (any key order, quoting or comment, a
+    block or flow mapping over one line or several, a record written as one flow mapping): it becomes a one-line
+    flow mapping after ``measured:``; what followed it on its last line (a comment), the comments inside it (after
+    the new mapping), its anchor and the rest of the file are kept byte for byte. A record whose verdict the run
+    contradicts (:func:`contradicts_record`) is left as it is, numbers too. Raises ValueError naming the model and
+    claim when a record cannot be found in ``text`` or rewritten in place (its ``measured`` an alias), and
+    ``yaml.YAMLError`` for text that is not YAML.
     """
-    import yaml
-
-    lines = text.splitlines(keepends=True)
     notes: list[str] = []
+    edits: dict[tuple[int, int], str] = {}
     for r in results:
         if not r.record_drift or not r.expected or not r.expected.get("measured") or contradicts_record(r):
             continue  # a contradicted record's numbers stay with its verdict: both are edited by hand
         where = f"{r.model_id} {r.claim_id}"
-        i = _find_measured_line(lines, r.model_id, r.claim_id)
-        if i is None:
-            raise ValueError(f"{where}: no one-line 'measured:' mapping found for this record")
-        indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-        old = yaml.safe_load(lines[i].strip()[len("measured:"):]) or {}
+        start, end, old, keep, comments = _measured_span(text, r.model_id, r.claim_id)
         new, missing = {}, []
         for k, v in old.items():
             if r.measured.get(k) is None:
@@ -229,11 +227,13 @@ def refresh_records(text: str, results) -> tuple[str, list[str]]:
                 missing.append(k)
             else:
                 new[k] = _rounded(r.measured[k])
-        lines[i] = f"{indent}measured: {_flow(new)}\n"
+        edits[(start, end)] = f" {keep}{_flow(new)}{comments}"
         changed = [f"{k} {old[k]} -> {new[k]}" for k in old if new[k] != old[k]]
         notes.append(f"{where}: " + ("; ".join(changed) or "no number changed")
                      + (f"; not reported by the run, left as recorded: {', '.join(missing)}" if missing else ""))
-    return "".join(lines), notes
+    for (start, end), value in sorted(edits.items(), reverse=True):  # from the end: earlier spans keep their places
+        text = text[:start] + value + text[end:]
+    return text, notes
 
 
 def record_new_findings(text: str, results, detected: list[dict] | None = None) -> tuple[str, list[str]]:
@@ -336,25 +336,70 @@ def contradicted_records(results) -> list[str]:
     return out
 
 
-def _find_measured_line(lines: list[str], model_id: str, claim_id: str) -> int | None:
-    """The index of the ``measured:`` line of record ``claim_id`` under registry row ``model_id``, or None."""
-    start = next((i for i, line in enumerate(lines) if line.strip() in (f"- id: {model_id}", f"- id: '{model_id}'")),
-                 None)
-    if start is None:
+def _content_end(node) -> int:
+    """The index just past the last character of ``node``'s own text: a block mapping or sequence ends where the
+    next token begins (after its newline, blank lines and comments), so its end is that of its last value."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
+        return _content_end(node.value[-1][1])
+    if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:
+        return _content_end(node.value[-1])
+    return node.end_mark.index
+
+
+def _value_of(node, key: str):
+    """The (key node, value node) of the first scalar key ``key`` of mapping ``node``, or None."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
         return None
-    claim_line = None
-    for i in range(start + 1, len(lines)):
-        stripped = lines[i].strip()
-        if stripped.startswith("- id:"):
-            break
-        if stripped == f"{claim_id}:":
-            claim_line = i
-            depth = len(lines[i]) - len(lines[i].lstrip())
-            continue
-        if claim_line is not None:
-            here = len(lines[i]) - len(lines[i].lstrip())
-            if stripped and here <= depth:
-                return None
-            if stripped.startswith("measured:"):
-                return i
-    return None
+    return next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
+
+
+_COMMENT = re.compile(r"(?:^|[ \t])(#.*)$")
+
+
+def _measured_span(text: str, model_id: str, claim_id: str) -> tuple[int, int, dict, str, str]:
+    """Where the ``measured`` value of record ``claim_id`` under registry row ``model_id`` is in ``text``, found
+    through the YAML's own positions (``yaml.compose``), so any key order, quoting, comment, block or flow layout,
+    on one line or several, is found: ``(start, end, value, keep, comments)``, the character span from just after
+    ``measured:`` to the value's last character, the value, what of that span a rewrite keeps in front of the new
+    mapping (an anchor ``&name``) and the comments inside the span, which a rewrite keeps after it.
+    Raises ValueError naming the model and claim when the record is not in ``text`` or cannot be rewritten in place
+    (its value an alias of another record's, or not a mapping)."""
+    import yaml
+
+    where = f"{model_id} {claim_id}"
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        rows = _value_of(root, "models")
+        row = next((n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else [])
+                    if (i := _value_of(n, "id")) and isinstance(i[1], yaml.ScalarNode) and i[1].value == model_id),
+                   None)
+        if row is None:
+            raise ValueError(f"{where}: no row with id {model_id!r} in the registry")
+        expected = _value_of(row, "expected")
+        record = _value_of(expected[1], claim_id) if expected else None
+        found = _value_of(record[1], "measured") if record else None
+        if found is None:
+            raise ValueError(f"{where}: no 'measured:' in this record of the registry")
+        key, node = found
+        if node.start_mark.index < key.end_mark.index:
+            raise ValueError(f"{where}: its 'measured' is an alias of another record's numbers (*name): rewriting "
+                             "it would change that record too; write this record's numbers out and record again")
+        if not isinstance(node, yaml.MappingNode):
+            raise ValueError(f"{where}: its 'measured' is not a mapping of numbers")
+        old = loader.construct_document(node)
+    finally:
+        loader.dispose()
+    start = text.index(":", key.end_mark.index) + 1
+    end = _content_end(node)
+    span = text[start:end]
+    keep = ""
+    head = text[node.start_mark.index:end]
+    if head.startswith("&"):  # its anchor, which aliases elsewhere name
+        keep = head.split(None, 1)[0] + " "
+    comments = [m.group(1).rstrip() for line in span.splitlines() if (m := _COMMENT.search(line))]
+    return start, end, old, keep, "".join(f"  {c}" for c in comments)
