@@ -208,3 +208,25 @@ def test_a_measured_alias_is_named_not_rewritten():
             "      measured: *m\n      reason: x\n")
     with pytest.raises(ValueError, match=r"^my-bert G.token-nlp-anisotropic: its 'measured' is an alias"):
         refresh_records(text, [_stale_bert()])
+
+
+@pytest.mark.parametrize("id_line", ["- id: my-bert   # the MiniLM copy", "- id: \"my-bert\"",
+                                     "- source: {kind: local, path: ./m}\n  id: my-bert"],
+                         ids=["id line comment", "quoted id", "keys reordered"])
+def test_a_new_finding_is_added_to_its_row_in_any_layout(id_line):
+    """`aniso record` of a new finding adds the record under the model's own row, found through the YAML's own
+    positions whatever its id line looks like, never a second row of the same id; the rest stays byte for byte."""
+    import yaml
+
+    from aniso.judge.records import record_new_findings
+    from aniso.judge.results import ClaimResult
+
+    text = f"models:\n{id_line}\n  family: f\n" + _OTHER
+    found = ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="", figure="", statement="",
+                        model_id="my-bert", test="t", verdict="does not hold", measured={"max_avg_cos": 0.05})
+    new, notes = record_new_findings(text, [found], [{"id": "my-bert", "family": "f"}])
+    rows = yaml.safe_load(new)["models"]
+    assert [r["id"] for r in rows] == ["my-bert", "other"], new
+    assert rows[0]["expected"]["G.token-nlp-anisotropic"]["measured"] == {"max_avg_cos": 0.05}
+    assert new.startswith(f"models:\n{id_line}\n  family: f\n  expected:\n") and new.endswith(_OTHER)
+    assert notes == ["my-bert G.token-nlp-anisotropic: recorded as does-not-hold (a new finding)"]

@@ -259,17 +259,18 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
         lines[-1] += "\n"
     notes: list[str] = []
     for model_id, found in new.items():
-        start = next((i for i, line in enumerate(lines)
-                      if line.strip() in (f"- id: {model_id}", f"- id: '{model_id}'")), None)
+        start, row_end = _row_lines("".join(lines), model_id) or (None, None)
         if start is None and model_id not in rows:
             notes.append(f"{model_id}: no row in the registry and no detected row beside the results: add its row "
                          "by hand, then run aniso record again")
             continue
+        if start == -1:
+            notes.append(f"{model_id}: its row is written as one flow mapping ({{id: …}}): write it as a block "
+                         "mapping (one field a line), then run aniso record again")
+            continue
         rows_at = next((len(line) - len(line.lstrip()) for line in lines if line.lstrip().startswith("- id:")), 0)
         pad = " " * (2 + (len(lines[start]) - len(lines[start].lstrip()) if start is not None else rows_at))
         if start is not None:  # a claim recorded already (an earlier aniso record of the same run) stays as it is
-            row_end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- id:")
-                            or (lines[i].strip() and not lines[i][0].isspace())), len(lines))
             found = [r for r in found if f"{pad}  {r.claim_id}:\n" not in lines[start:row_end]]
         records = []
         for r in found:
@@ -293,8 +294,7 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
             lines += ["\n", *(indent + line for line in block.splitlines(keepends=True)), f"{pad}expected:\n",
                       *records]
             continue
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("- id:")
-                    or (lines[i].strip() and not lines[i][0].isspace())), len(lines))
+        end = row_end
         while end > start + 1 and not lines[end - 1].strip():
             end -= 1
         at = next((i for i in range(start + 1, end) if lines[i].rstrip() == f"{pad}expected:"), None)
@@ -334,6 +334,29 @@ def contradicted_records(results) -> list[str]:
         out.append(f"{r.model_id} {r.claim_id}: recorded {r.expected.get('verdict') or 'holds'}"
                    + (f" ({was})" if was else "") + f", measured {r.verdict}" + (f" ({now})" if now else ""))
     return out
+
+
+def _row_lines(text: str, model_id: str) -> tuple[int, int] | None:
+    """The first line of registry row ``model_id`` in ``text`` and the line after its last character (0-based),
+    found through the YAML's own positions (any key order, quoting or comment); None where it has no such row,
+    (-1, -1) where the row is one flow mapping (``- {id: …}``), to which no record is added line by line."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        rows = _value_of(loader.get_single_node(), "models")
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    row = next((n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else [])
+                if (i := _value_of(n, "id")) and isinstance(i[1], yaml.ScalarNode) and i[1].value == model_id), None)
+    if row is None:
+        return None
+    if row.flow_style:
+        return -1, -1
+    end = _content_end(row)
+    return row.start_mark.line, text.count("\n", 0, end) + 1
 
 
 def _content_end(node) -> int:
