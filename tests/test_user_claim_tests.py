@@ -240,3 +240,32 @@ def test_the_suite_s_own_models_marks_are_well_formed_and_a_refused_mark_selects
     folder.mkdir()
     (folder / "test_x.py").write_text("import pytest\n" + textwrap.dedent(_models_test('none_of="vision"')))
     assert row_selections(folder) == {CLAIM: (None,)}
+
+
+def test_a_test_marked_with_two_claims_is_refused_naming_both_ids(tmp_path):
+    """The nearer id was measured and the other dropped without a word."""
+    folder = _claims(tmp_path, f"""
+        @pytest.mark.claim("R.encoder-flat-profile")
+        @pytest.mark.claim("{CLAIM}")
+        @pytest.mark.models(all_of=("pretrained", "text", "subword", "transformer"))
+        def test_two(entry, claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
+    """, "test_mine_two")
+    done = _pytest(tmp_path, folder, "--co", "-q")
+    line = (f"{folder / 'test_mine_two.py'}::test_two: the test is marked @pytest.mark.claim twice, "
+            f"'{CLAIM}' and 'R.encoder-flat-profile'; a claim test measures one claim: write one test per claim")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+
+
+def test_a_claim_test_without_an_entry_argument_is_told_what_to_add():
+    """Its error verdict said only "this claim test has no model"."""
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    context = ClaimContext(None, ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                             model_id=None, test="t"), None)
+    with pytest.raises(RuntimeError) as exc:
+        context.stats()
+    assert str(exc.value) == (f"{CLAIM}: this claim test has no model: give it an 'entry' argument and a mark "
+                              "selecting its registry rows by tag, e.g. @pytest.mark.models(all_of=(\"pretrained\", "
+                              "\"text\")) over def test_x(entry, claim)")

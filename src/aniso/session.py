@@ -718,7 +718,9 @@ class ClaimContext:
     def stats(self) -> ModelStats:
         """The model's streamed statistics; skips the test (with the reason, naming the model) if unavailable."""
         if self.entry is None:
-            raise RuntimeError(f"{self.result.claim_id}: this claim test has no model")
+            raise RuntimeError(f"{self.result.claim_id}: this claim test has no model: give it an 'entry' argument "
+                               "and a mark selecting its registry rows by tag, e.g. @pytest.mark.models(all_of=("
+                               "\"pretrained\", \"text\")) over def test_x(entry, claim)")
         try:
             stats = self._session.provider.get(self.entry)
         except ModelUnavailable as exc:
