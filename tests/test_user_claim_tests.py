@@ -269,3 +269,39 @@ def test_a_claim_test_without_an_entry_argument_is_told_what_to_add():
     assert str(exc.value) == (f"{CLAIM}: this claim test has no model: give it an 'entry' argument and a mark "
                               "selecting its registry rows by tag, e.g. @pytest.mark.models(all_of=(\"pretrained\", "
                               "\"text\")) over def test_x(entry, claim)")
+
+
+def test_a_verdict_given_beside_a_nan_measured_number_names_it_in_its_reason():
+    """`claim.conclude(True, {"max_avg_cos": nan}, rule)` was recorded as holds with the number null and no word
+    (claims/ gives NaN numbers beside a verdict too: an empty list's maximum, so NaN is named, not refused)."""
+    import numpy as np
+
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    class Session:  # what conclude reads of a run with no twin, no record and no adjusted family
+        twin = None
+        family_sizes: dict = {}
+
+        @staticmethod
+        def record_of(entry, claim_id):
+            return None, None, False
+
+        @staticmethod
+        def decision(entry, claim_id, holds, inputs, undecided):
+            from aniso.judge.verdicts import decide
+
+            return decide(holds, None, undecided=undecided)
+
+    note = ("measured max_avg_cos is NaN (not a number; null in results.json): the verdict was given beside it, check "
+            "that the rule does not rest on it")
+    for holds, nan in ((True, float("nan")), (False, np.float32("nan"))):
+        context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                                      model_id=None, test="t"), None)
+        context.conclude(holds, {"max_avg_cos": nan, "d": 384, "kind": "x"}, "r")
+        assert context.result.verdict == ("holds" if holds else "does not hold")
+        assert context.result.reason.endswith(note) and context.result.reason.count("NaN") == 1, context.result.reason
+    context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                                  model_id=None, test="t"), None)
+    context.conclude(True, {"max_avg_cos": 0.5, "profile": [float("nan")]}, "r")
+    assert "NaN" not in context.result.reason
