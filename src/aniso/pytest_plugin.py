@@ -179,9 +179,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Where ``pytest claims/`` collected claim tests (marked ``claim`` or ``models``; not a run of unit tests),
+    """Where pytest's ``-k`` left no test and names a claim id (``-k G.token-nlp-anisotropic``: test names hold no
+    claim ids), keep the line pointing to ``--aniso-claims`` for the terminal summary (:func:`k_claim_pointer`).
+    Where ``pytest claims/`` collected claim tests (marked ``claim`` or ``models``; not a run of unit tests),
     answer a signal that ends the process as Ctrl-C while they run (:func:`_answer_signals_as_interrupt`)."""
     config = session.config
+    if not session.items and config.stash.get(_SESSION, None) is not None:
+        # pytest's -k left no test: where its expression names a claim id, the summary points to --aniso-claims
+        line = k_claim_pointer(getattr(config.option, "keyword", "") or "")
+        if line is not None:
+            config.stash[_K_CLAIM] = line
     if config.stash.get(_DIRECT, False) and any(item.get_closest_marker("claim") is not None
                                                 or item.get_closest_marker("models") is not None
                                                 for item in session.items):
@@ -414,6 +421,22 @@ def marks_problem(item: pytest.Item, known_tags) -> str | None:
     return None
 
 
+_K_CLAIM = pytest.StashKey[str]()
+
+
+def k_claim_pointer(expression: str) -> str | None:
+    """The one line for a ``-k`` ``expression`` that selected no test and names a claim id or a prefix of one
+    (``G.``, ``G.token``): claims are selected with ``--aniso-claims``; None when it names none."""
+    import re
+
+    named = [w for w in re.split(r"[\s()]+", expression) if "." in w and w not in ("and", "or", "not")
+             and any(cid.startswith(w.rstrip("*")) for cid in CLAIMS)]
+    if not named:
+        return None
+    return (f"aniso: -k {expression!r} selected no test: -k matches test names, which hold no claim ids; select "
+            f"claims with --aniso-claims {','.join(named)} (aniso list claims)")
+
+
 def unknown_claim(item: pytest.Item, claim_id) -> str:
     """The one line of a claim test ``item`` marked with ``claim_id``, an id not in the catalogue
     (:data:`aniso.registry.catalog.CLAIMS`): its file, its test and the id, with the closest known id if one is close."""
@@ -590,6 +613,9 @@ def pytest_testnodedown(node, error) -> None:
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     claims_run = config.stash.get(_SESSION, None)
+    pointer = config.stash.get(_K_CLAIM, None)
+    if pointer is not None:
+        terminalreporter.write_line(pointer, yellow=True)
     # -qq (as aniso.check runs it unless verbose): no table; the results file, the report and the API's object hold it
     if claims_run is None or not claims_run.results or config.get_verbosity() <= -2:
         return
