@@ -172,3 +172,136 @@ def test_a_copied_claims_folder_runs_with_the_plugin_named_as_the_usage_page_say
                            MODEL, "--co", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"], cwd=tmp_path,
                           env=_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "tests collected" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+BAD_MODELS_MARKS = {
+    "positional": ('"whisper-tiny.en"', "@pytest.mark.models has a positional argument 'whisper-tiny.en'; it takes "
+                   "keywords only: @pytest.mark.models(all_of=(...), any_of=(...), none_of=(...)), each a tuple of "
+                   "registry tags"),
+    "keyword": ('all_off=("decoder", "text")', "@pytest.mark.models has no keyword 'all_off' (did you mean "
+                "'all_of'?); it takes @pytest.mark.models(all_of=(...), any_of=(...), none_of=(...)), each a tuple "
+                "of registry tags"),
+    "str-none-of": ('all_of=("pretrained", "transformer"), none_of="vision"',
+                    "@pytest.mark.models(none_of='vision'): none_of is a str, which would be read as one tag per "
+                    "character; give a tuple: none_of=('vision',)"),
+    "str-all-of": ('all_of="text"', "@pytest.mark.models(all_of='text'): all_of is a str, which would be read as one "
+                   "tag per character; give a tuple: all_of=('text',)"),
+    "unknown-tag": ('all_of=("pretrainedd", "text")', "@pytest.mark.models(all_of=('pretrainedd', 'text')): no "
+                    "registry row has the tag 'pretrainedd'; did you mean 'pretrained'?"),
+}
+
+
+def _models_test(mark: str) -> str:
+    return f"""
+        @pytest.mark.claim("{CLAIM}")
+        @pytest.mark.models({mark})
+        def test_mine(entry, claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
+    """
+
+
+@pytest.mark.parametrize("case", list(BAD_MODELS_MARKS))
+def test_a_models_mark_that_would_not_select_the_rows_it_says_is_one_line_naming_file_test_and_why(tmp_path, case):
+    """A positional argument, a misspelt keyword, a lone str and a tag no row has were dropped, read one character
+    per tag or deselected everything without a word (a text claim then ran on every row of the model set)."""
+    mark, why = BAD_MODELS_MARKS[case]
+    folder = _claims(tmp_path, _models_test(mark), f"test_mine_{case.replace('-', '_')}")
+    done = _pytest(tmp_path, folder, "--co", "-q")
+    line = f"{folder / f'test_mine_{case.replace(chr(45), chr(95))}.py'}::test_mine: {why}"
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+
+
+def test_a_models_mark_with_a_tag_no_row_has_is_refused_through_aniso_run_and_check(tmp_path, monkeypatch):
+    folder = _claims(tmp_path, _models_test('all_of=("pretrainedd", "text")'), "test_mine_tag_check")
+    line = (f"{folder / 'test_mine_tag_check.py'}::test_mine: @pytest.mark.models(all_of=('pretrainedd', 'text')): "
+            "no registry row has the tag 'pretrainedd'; did you mean 'pretrained'?")
+    done = _aniso_run(tmp_path, folder)
+    assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    import aniso
+
+    for name, value in _env(tmp_path).items():
+        if name.startswith("ANISO_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as exc:
+        aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
+    assert str(exc.value) == line
+
+
+def test_the_suite_s_own_models_marks_are_well_formed_and_a_refused_mark_selects_no_row_in_the_registry_check(
+        tmp_path):
+    """Every ``models`` mark of claims/ passes the check the plugin makes; the registry's reading of the claim tests'
+    source takes a mark the plugin refuses for no selection (None), not for the rows a str's characters select."""
+    from aniso.registry.claimtests import row_selections
+
+    selections = row_selections(ROOT / "claims")
+    assert selections and all(s is not None for tests in selections.values() for s in tests)
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "test_x.py").write_text("import pytest\n" + textwrap.dedent(_models_test('none_of="vision"')))
+    assert row_selections(folder) == {CLAIM: (None,)}
+
+
+def test_a_test_marked_with_two_claims_is_refused_naming_both_ids(tmp_path):
+    """The nearer id was measured and the other dropped without a word."""
+    folder = _claims(tmp_path, f"""
+        @pytest.mark.claim("R.encoder-flat-profile")
+        @pytest.mark.claim("{CLAIM}")
+        @pytest.mark.models(all_of=("pretrained", "text", "subword", "transformer"))
+        def test_two(entry, claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
+    """, "test_mine_two")
+    done = _pytest(tmp_path, folder, "--co", "-q")
+    line = (f"{folder / 'test_mine_two.py'}::test_two: the test is marked @pytest.mark.claim twice, "
+            f"'{CLAIM}' and 'R.encoder-flat-profile'; a claim test measures one claim: write one test per claim")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+
+
+def test_a_claim_test_without_an_entry_argument_is_told_what_to_add():
+    """Its error verdict said only "this claim test has no model"."""
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    context = ClaimContext(None, ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                             model_id=None, test="t"), None)
+    with pytest.raises(RuntimeError) as exc:
+        context.stats()
+    assert str(exc.value) == (f"{CLAIM}: this claim test has no model: give it an 'entry' argument and a mark "
+                              "selecting its registry rows by tag, e.g. @pytest.mark.models(all_of=(\"pretrained\", "
+                              "\"text\")) over def test_x(entry, claim)")
+
+
+def test_a_verdict_given_beside_a_nan_measured_number_names_it_in_its_reason():
+    """`claim.conclude(True, {"max_avg_cos": nan}, rule)` was recorded as holds with the number null and no word
+    (claims/ gives NaN numbers beside a verdict too: an empty list's maximum, so NaN is named, not refused)."""
+    import numpy as np
+
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    class Session:  # what conclude reads of a run with no twin, no record and no adjusted family
+        twin = None
+        family_sizes: dict = {}
+
+        @staticmethod
+        def record_of(entry, claim_id):
+            return None, None, False
+
+        @staticmethod
+        def decision(entry, claim_id, holds, inputs, undecided):
+            from aniso.judge.verdicts import decide
+
+            return decide(holds, None, undecided=undecided)
+
+    note = ("measured max_avg_cos is NaN (not a number; null in results.json): the verdict was given beside it, check "
+            "that the rule does not rest on it")
+    for holds, nan in ((True, float("nan")), (False, np.float32("nan"))):
+        context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                                      model_id=None, test="t"), None)
+        context.conclude(holds, {"max_avg_cos": nan, "d": 384, "kind": "x"}, "r")
+        assert context.result.verdict == ("holds" if holds else "does not hold")
+        assert context.result.reason.endswith(note) and context.result.reason.count("NaN") == 1, context.result.reason
+    context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                                  model_id=None, test="t"), None)
+    context.conclude(True, {"max_avg_cos": 0.5, "profile": [float("nan")]}, "r")
+    assert "NaN" not in context.result.reason

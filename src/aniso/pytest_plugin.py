@@ -179,9 +179,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Where ``pytest claims/`` collected claim tests (marked ``claim`` or ``models``; not a run of unit tests),
+    """Where pytest's ``-k`` left no test and names a claim id (``-k G.token-nlp-anisotropic``: test names hold no
+    claim ids), keep the line pointing to ``--aniso-claims`` for the terminal summary (:func:`k_claim_pointer`).
+    Where ``pytest claims/`` collected claim tests (marked ``claim`` or ``models``; not a run of unit tests),
     answer a signal that ends the process as Ctrl-C while they run (:func:`_answer_signals_as_interrupt`)."""
     config = session.config
+    if not session.items and config.stash.get(_SESSION, None) is not None:
+        # pytest's -k left no test: where its expression names a claim id, the summary points to --aniso-claims
+        line = k_claim_pointer(getattr(config.option, "keyword", "") or "")
+        if line is not None:
+            config.stash[_K_CLAIM] = line
     if config.stash.get(_DIRECT, False) and any(item.get_closest_marker("claim") is not None
                                                 or item.get_closest_marker("models") is not None
                                                 for item in session.items):
@@ -341,6 +348,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if claims_run is None:
         return
     for item in items:  # before anything is measured: a claim id the catalogue lacks is a usage error, one line
+        problem = marks_problem(item, _known_tags(config))
+        if problem is not None:
+            raise pytest.UsageError(problem)
         marker = item.get_closest_marker("claim")
         if marker is not None and marker.args and marker.args[0] not in CLAIMS:
             raise pytest.UsageError(unknown_claim(item, marker.args[0]))
@@ -372,6 +382,61 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         m.args[0] for item in items for m in item.iter_markers("claim") if m.args)
 
 
+_TAGS = pytest.StashKey[frozenset]()
+
+
+def _known_tags(config: pytest.Config) -> frozenset:
+    """The tags a ``models`` mark may name in this run (:func:`aniso.registry.claimtests.tag_vocabulary` of the
+    registry's rows, those outside the run's model set included)."""
+    if _TAGS not in config.stash:
+        from .registry.claimtests import tag_vocabulary
+
+        claims_run = config.stash[_SESSION]
+        config.stash[_TAGS] = tag_vocabulary([*claims_run.registry, *claims_run.left_out])
+    return config.stash[_TAGS]
+
+
+def marks_problem(item: pytest.Item, known_tags) -> str | None:
+    """The one line refusing the ``claim`` and ``models`` marks of the test ``item``, naming its file::test; None when
+    they are well formed. Refused: two ``claim`` marks (only the nearer would be measured), two ``models`` marks, and
+    a ``models`` mark that does not select the rows it says (:func:`aniso.registry.claimtests.models_marker_problem`:
+    a positional argument, an unknown keyword, a lone str, a tag no registry row has)."""
+    from .registry.claimtests import models_marker_problem
+
+    name = getattr(item, "originalname", None) or item.name
+    where = f"{item.path}::{name}"
+    claims = list(item.iter_markers("claim"))
+    if len(claims) > 1:
+        ids = " and ".join(repr(m.args[0]) if m.args else "(no id)" for m in claims)
+        return (f"{where}: the test is marked @pytest.mark.claim twice, {ids}; a claim test measures one claim: "
+                "write one test per claim")
+    models = list(item.iter_markers("models"))
+    if len(models) > 1:
+        return (f"{where}: the test is marked @pytest.mark.models {len(models)} times; give one mark "
+                "(all_of, any_of and none_of together select its rows)")
+    if models and (claims or "entry" in getattr(item, "fixturenames", ())):
+        problem = models_marker_problem(models[0].args, models[0].kwargs, known_tags)
+        if problem is not None:
+            return f"{where}: {problem}"
+    return None
+
+
+_K_CLAIM = pytest.StashKey[str]()
+
+
+def k_claim_pointer(expression: str) -> str | None:
+    """The one line for a ``-k`` ``expression`` that selected no test and names a claim id or a prefix of one
+    (``G.``, ``G.token``): claims are selected with ``--aniso-claims``; None when it names none."""
+    import re
+
+    named = [w for w in re.split(r"[\s()]+", expression) if "." in w and w not in ("and", "or", "not")
+             and any(cid.startswith(w.rstrip("*")) for cid in CLAIMS)]
+    if not named:
+        return None
+    return (f"aniso: -k {expression!r} selected no test: -k matches test names, which hold no claim ids; select "
+            f"claims with --aniso-claims {','.join(named)} (aniso list claims)")
+
+
 def unknown_claim(item: pytest.Item, claim_id) -> str:
     """The one line of a claim test ``item`` marked with ``claim_id``, an id not in the catalogue
     (:data:`aniso.registry.catalog.CLAIMS`): its file, its test and the id, with the closest known id if one is close."""
@@ -393,6 +458,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test with an 'entry' argument needs @pytest.mark.models")
     session = metafunc.config.stash[_SESSION]
+    from .registry.claimtests import models_marker_problem
+
+    if models_marker_problem(marker.args, marker.kwargs, _known_tags(metafunc.config)) is not None:
+        # refused in one line where the items are collected (marks_problem); no row is selected meanwhile
+        metafunc.parametrize("entry", [], ids=[])
+        return
     entries = session.registry.select(tuple(marker.kwargs.get("all_of", ())), tuple(marker.kwargs.get("any_of", ())),
                                       tuple(marker.kwargs.get("none_of", ())))
     claim = metafunc.definition.get_closest_marker("claim")
@@ -542,6 +613,9 @@ def pytest_testnodedown(node, error) -> None:
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     claims_run = config.stash.get(_SESSION, None)
+    pointer = config.stash.get(_K_CLAIM, None)
+    if pointer is not None:
+        terminalreporter.write_line(pointer, yellow=True)
     # -qq (as aniso.check runs it unless verbose): no table; the results file, the report and the API's object hold it
     if claims_run is None or not claims_run.results or config.get_verbosity() <= -2:
         return

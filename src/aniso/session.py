@@ -96,6 +96,24 @@ def _same_seeds(expected, registry: Registry, entry: ModelEntry) -> bool:
     return sorted(expected.seeds) == sorted(m.id for m in family_members(registry, entry))
 
 
+def nan_note(measured) -> str:
+    """The words naming the measured numbers of a verdict (``measured``, the dict given to
+    :meth:`ClaimContext.conclude`; its top-level values) that are NaN, or "" when none is (or it is no dict)."""
+    if not isinstance(measured, dict):
+        return ""
+    keys = []
+    for key, value in measured.items():
+        try:
+            if not isinstance(value, (str, bytes, bool, list, dict)) and math.isnan(value):
+                keys.append(str(key))
+        except (TypeError, ValueError, OverflowError):
+            pass
+    if not keys:
+        return ""
+    return (f"measured {', '.join(keys)} {'is' if len(keys) == 1 else 'are'} NaN (not a number; null in results.json):"
+            " the verdict was given beside it, check that the rule does not rest on it")
+
+
 def _numbers(measured: dict[str, Any]) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in measured.items() if not isinstance(v, (list, dict)))
 
@@ -721,7 +739,9 @@ class ClaimContext:
     def stats(self) -> ModelStats:
         """The model's streamed statistics; skips the test (with the reason, naming the model) if unavailable."""
         if self.entry is None:
-            raise RuntimeError(f"{self.result.claim_id}: this claim test has no model")
+            raise RuntimeError(f"{self.result.claim_id}: this claim test has no model: give it an 'entry' argument "
+                               "and a mark selecting its registry rows by tag, e.g. @pytest.mark.models(all_of=("
+                               "\"pretrained\", \"text\")) over def test_x(entry, claim)")
         try:
             stats = self._session.provider.get(self.entry)
         except ModelUnavailable as exc:
@@ -1080,8 +1100,18 @@ class ClaimContext:
         sizes of the registry's ``recorded_profile``, and a stale number fails the test.
 
         Raises TypeError when ``holds`` is not a bool (``numpy.bool_`` is taken): a string such as ``"no"`` would
-        otherwise read as true.
+        otherwise read as true. A measured number that is NaN (written ``null`` in results.json) is named in the
+        verdict's reason (:func:`nan_note`): a verdict given beside it may rest on a number that was not measured.
         """
+        decision, message = self._conclude(holds, measured, rule, p_value=p_value, uncertainty=uncertainty,
+                                           alternatives=alternatives, undecided=undecided, power=power)
+        note = nan_note(measured)
+        if note and self.result.verdict != PENDING:  # (a pending verdict's reason is written when it is decided)
+            self.result.reason = f"{self.result.reason}; {note}" if self.result.reason else note
+        return decision, message
+
+    def _conclude(self, holds, measured, rule, *, p_value, uncertainty, alternatives, undecided, power
+                  ) -> tuple[Decision, str]:
         import numpy as np
 
         if not isinstance(holds, (bool, np.bool_)):

@@ -39,6 +39,61 @@ class RowSelection:
         return ", ".join(w for w in words if w) or "every row"
 
 
+#: The keywords of ``@pytest.mark.models``: each a tuple (or list) of registry tags (:meth:`ModelEntry.matches`).
+MODELS_KEYWORDS = ("all_of", "any_of", "none_of")
+
+
+def models_marker_problem(args: tuple, kwargs: dict, known_tags) -> str | None:
+    """Why a ``@pytest.mark.models(*args, **kwargs)`` mark would not select the rows it says, in words to follow the
+    test's name; None when it is well formed. Refused: a positional argument (the mark takes keywords only), a keyword
+    other than :data:`MODELS_KEYWORDS`, a value that is not a tuple or list of str (a lone str would be read one
+    character per tag), and a tag that is not in ``known_tags`` (no registry row has it: the test would select
+    nothing, silently), with the closest known tag."""
+    import difflib
+
+    form = "@pytest.mark.models(all_of=(...), any_of=(...), none_of=(...)), each a tuple of registry tags"
+    if args:
+        return (f"@pytest.mark.models has a positional argument {args[0]!r}; it takes keywords only: {form}")
+    for key, value in kwargs.items():
+        if key not in MODELS_KEYWORDS:
+            close = difflib.get_close_matches(str(key), MODELS_KEYWORDS, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return f"@pytest.mark.models has no keyword {key!r}{hint}; it takes {form}"
+        if isinstance(value, str):
+            return (f"@pytest.mark.models({key}={value!r}): {key} is a str, which would be read as one tag per "
+                    f"character; give a tuple: {key}=({value!r},)")
+        if not isinstance(value, (tuple, list)) or not all(isinstance(t, str) for t in value):
+            bad = value if not isinstance(value, (tuple, list)) else next(t for t in value if not isinstance(t, str))
+            return (f"@pytest.mark.models({key}={value!r}): {bad!r} is a {type(bad).__name__}; give a tuple of "
+                    f"registry tags (str), e.g. {key}=('text',)")
+    for key, value in kwargs.items():
+        for tag in value:
+            if tag not in known_tags:
+                close = difflib.get_close_matches(tag, sorted(known_tags), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else " (aniso list models shows the rows' tags)"
+                return f"@pytest.mark.models({key}={tuple(value)!r}): no registry row has the tag {tag!r}{hint}"
+    return None
+
+
+def tag_vocabulary(rows) -> frozenset[str]:
+    """The tags a ``models`` mark may name: those of the registry ``rows`` (:attr:`ModelEntry.all_tags`), the values
+    the registry's schema implies for any row (modality, granularity, architecture, role, category, ``pretrained``,
+    ``untrained``, ``miniature``, ``checkpoints``) and those the suite's own claim tests select by (a registry of a
+    few rows runs them too)."""
+    import typing
+
+    from .entries import SEED_REPLICA_TAG, ModelEntry
+
+    implied = {"pretrained", "untrained", "miniature", "checkpoints", SEED_REPLICA_TAG}
+    for name in ("modality", "granularity", "architecture", "role", "category"):
+        annotation = ModelEntry.model_fields[name].annotation
+        for arg in (typing.get_args(annotation) or (annotation,)):
+            implied.update(v for v in (typing.get_args(arg) or ()) if isinstance(v, str))
+    own = {t for tests in row_selections(SOURCE_TREE / "claims").values() for s in tests if s is not None
+           for t in (*s.all_of, *s.any_of, *s.none_of)} if (SOURCE_TREE / "claims").is_dir() else set()
+    return frozenset(t for e in rows for t in e.all_tags) | frozenset(implied) | frozenset(own)
+
+
 def default_claims_folder(registry: Path | None) -> Path | None:
     """The claim tests of a registry when none are given: ``claims/`` beside it, else the source tree's; None when
     neither is a folder."""
@@ -91,12 +146,21 @@ def _module_selections(path: Path, shown: str) -> dict[str, list[RowSelection | 
             for keyword in models.keywords:
                 tags.update(_value(keyword.value, names) if keyword.arg is None
                             else {keyword.arg: _value(keyword.value, names)})
-            selection = RowSelection(f"{shown}::{node.name}", *(tuple(tags.get(k, ())) for k in
-                                                                 ("all_of", "any_of", "none_of")))
+            well_formed = not models.args and models_marker_problem((), tags, _AnyTag()) is None
+            # a mark the plugin refuses (a positional argument, another keyword, a lone str) selects no row
+            selection = RowSelection(f"{shown}::{node.name}", *(tuple(tags.get(k, ())) for k in MODELS_KEYWORDS)) \
+                if well_formed else None
         except (ValueError, TypeError, SyntaxError, RecursionError):
             selection = None
         found.setdefault(str(claim.args[0].value), []).append(selection)
     return found
+
+
+class _AnyTag:
+    """Every tag: the form of a ``models`` mark checked alone, whatever the registry."""
+
+    def __contains__(self, tag) -> bool:
+        return True
 
 
 @lru_cache(maxsize=8)

@@ -93,6 +93,13 @@ def parse_claims(text: str | None) -> ClaimsFilter:
         if not item:
             continue
         _check_separators(item, str(text))
+        if "*" in item.rstrip("*"):  # a glob: only a trailing * (a prefix) is read
+            import fnmatch
+
+            matched = [cid for cid in CLAIMS if fnmatch.fnmatchcase(cid, item)]
+            raise ValueError(f"claims: {item!r}: a * is read only at the end of a prefix (e.g. 'G.*', 'G.token*')"
+                             + (f"; the ids it would match, with commas: {','.join(matched)!r}" if matched else
+                                f"; the claim families are {', '.join(FAMILIES)}") + " (aniso list claims)")
         starred = item.endswith("*")
         item = item.rstrip("*")
         if starred or item.endswith("."):
