@@ -386,10 +386,10 @@ _TAGS = pytest.StashKey[frozenset]()
 
 
 def _known_tags(config: pytest.Config) -> frozenset:
-    """The tags a ``models`` mark may name in this run (:func:`aniso.registry.claimtests.tag_vocabulary` of the
+    """The tags a ``models`` mark may name in this run (:func:`aniso.registry.entries.tag_vocabulary` of the
     registry's rows, those outside the run's model set included)."""
     if _TAGS not in config.stash:
-        from .registry.claimtests import tag_vocabulary
+        from .registry.entries import tag_vocabulary
 
         claims_run = config.stash[_SESSION]
         config.stash[_TAGS] = tag_vocabulary([*claims_run.registry, *claims_run.left_out])

@@ -1509,3 +1509,22 @@ def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
             continue
         raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): id: the id is also {clash}, so --models "
                             f"{e.id} could not select the row; rename it")
+
+
+def tag_vocabulary(rows) -> frozenset[str]:
+    """The tags a ``models`` mark may name: those of the registry ``rows`` (:attr:`ModelEntry.all_tags`), the values
+    the registry's schema implies for any row (modality, granularity, architecture, role, category, ``pretrained``,
+    ``untrained``, ``miniature``, ``checkpoints``) and those the suite's own claim tests select by (a registry of a
+    few rows runs them too)."""
+    import typing
+
+    from .claimtests import SOURCE_TREE, row_selections
+
+    implied = {"pretrained", "untrained", "miniature", "checkpoints", SEED_REPLICA_TAG}
+    for name in ("modality", "granularity", "architecture", "role", "category"):
+        annotation = ModelEntry.model_fields[name].annotation
+        for arg in (typing.get_args(annotation) or (annotation,)):
+            implied.update(v for v in (typing.get_args(arg) or ()) if isinstance(v, str))
+    own = {t for tests in row_selections(SOURCE_TREE / "claims").values() for s in tests if s is not None
+           for t in (*s.all_of, *s.any_of, *s.none_of)} if (SOURCE_TREE / "claims").is_dir() else set()
+    return frozenset(t for e in rows for t in e.all_tags) | frozenset(implied) | frozenset(own)
