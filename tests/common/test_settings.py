@@ -120,5 +120,6 @@ def test_svd_batches_narrower_than_a_layer_are_said_in_the_inputs_label():
     layers = [SimpleNamespace(second_order=True, svd_batch_size=64, dim=d) for d in (384, 384, 32)]
     layers.append(SimpleNamespace(second_order=False, svd_batch_size=64, dim=4096))
     note = svd_batch_note(layers)
-    assert note.startswith("; SVD batches of 64 vectors, fewer than the width 384 of layer(s) 0-1") and ">= 1/63" in note
+    assert note.startswith("; SVD batches of 64 vectors, fewer than the width 384 of layer(s) 0-1")
+    assert ">= 1/63" in note
     assert svd_batch_note(layers[2:]) == ""

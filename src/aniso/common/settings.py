@@ -217,7 +217,8 @@ SVD_BATCH_MIN = 64
 #: is checked against this machine's memory as well (:func:`second_order_bytes`).
 BOUNDS: dict[str, tuple[int, int]] = {
     "n_sequences": (1, 10**9), "max_length": (1, 2**20), "batch_size": (1, 2**16), "seed": (0, MAX_SEED),
-    "reservoir_size": (TWONN_MIN_POINTS, 2**31 - 1), "svd_batch_size": (SVD_BATCH_MIN, 2**31 - 1), "block_seeds": (1, 1000),
+    "reservoir_size": (TWONN_MIN_POINTS, 2**31 - 1), "svd_batch_size": (SVD_BATCH_MIN, 2**31 - 1),
+    "block_seeds": (1, 1000),
     "block_sequences": (1, 2**16), "block_seq_len": (2, 2**20), "n_bias_norms": (3, 10_000), "n_clips": (1, 10**9),
     "n_images": (1, 10**9), "max_image_pixels": (1, 2**40), "second_order_max_dim": (2, 2**17),
     "miniature_steps": (1, 10**9), "miniature_width": (8, 2**16), "miniature_batch": (1, 2**16), "shards": (1, 4096),
