@@ -421,7 +421,41 @@ def _class_model_types() -> dict[str, frozenset[str]]:
 
 
 def _looks_like_text(config: dict[str, Any]) -> bool:
-    return "vocab_size" in config and any(f in config for f in ("num_hidden_layers", "n_layer", "num_layers"))
+    """Whether a config (its fields as a dict) has a vocabulary and a layer count: transformers' standard
+    ``num_hidden_layers`` under the name its config class gives it (``PretrainedConfig.attribute_map``: DistilBERT's
+    and XLM's ``n_layers``, GPT-2's ``n_layer``, T5's ``num_layers``, …)."""
+    return _config_field(config, "vocab_size") in config and _config_field(config, "num_hidden_layers") in config
+
+
+#: The layer-count names of configs of a ``model_type`` transformers does not know (its config class unknown).
+_LAYER_COUNT_NAMES = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+
+
+def _config_field(config: dict[str, Any], name: str) -> str:
+    """The field of ``config`` (a transformers config as a dict) that holds transformers' standard attribute
+    ``name`` (``num_hidden_layers``, ``hidden_size``, ``vocab_size``, …): the config class's ``attribute_map`` of its
+    ``model_type`` (``CONFIG_MAPPING``), or ``name`` itself; for a model type transformers does not know, the first
+    of the usual layer-count names the config has (:data:`_LAYER_COUNT_NAMES`)."""
+    attribute_map = _attribute_map(config.get("model_type"))
+    if attribute_map is not None:
+        return attribute_map.get(name, name)
+    if name == "num_hidden_layers":
+        return next((f for f in _LAYER_COUNT_NAMES if f in config), name)
+    return name
+
+
+@functools.cache
+def _attribute_map(model_type: Any) -> dict[str, str] | None:
+    """The ``attribute_map`` of transformers' config class of ``model_type`` (standard name -> its field), or None
+    where transformers has no config class of that type. Reads the configuration module only (no torch)."""
+    if not isinstance(model_type, str):
+        return None
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    try:
+        return dict(CONFIG_MAPPING[model_type].attribute_map)
+    except (KeyError, ImportError, AttributeError):
+        return None
 
 
 def registry_entry(model: str, config: dict[str, Any]) -> dict[str, Any]:
