@@ -96,3 +96,18 @@ def test_an_in_memory_model_of_unknown_modality_is_told_to_save_it_first(clean_e
         aniso.measure(series, TEXTS, progress=False, name="series")
     assert "\n" not in str(info.value)
 
+
+def test_run_claims_names_its_own_arguments_when_settings_repeat_them(clean_env):
+    """run_claims(M, C, settings={'claims': …}) (or registry= with settings['registry']) with another value is
+    refused naming the argument ``claims=`` / ``registry=``, not the command line's ``--claims`` / ``--registry``."""
+    for call, said in (
+            (lambda: aniso.api.run_claims(MODEL, "G.token-nlp-anisotropic", registry=REGISTRY,
+                                          settings={"claims": "R."}),
+             r"^claims='G\.token-nlp-anisotropic' and settings\['claims'\]='R\.' both given for setting claims; "
+             r"give one$"),
+            (lambda: aniso.api.run_claims(MODEL, registry=REGISTRY, settings={"registry": str(clean_env / "r.yaml")}),
+             r"^registry='.*models\.yaml' and settings\['registry'\]='.*r\.yaml' both given for setting registry")):
+        with pytest.raises(ValueError, match=said) as refused:
+            call()
+        assert "--" not in str(refused.value)
+    assert not (clean_env / "cache").exists()

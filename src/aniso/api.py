@@ -1621,6 +1621,7 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
 
 #: The command line's words in the refusals of a claims run, and the API's for them (:func:`run_claims`).
 _API_WORDS = (("the pytest arguments after `--`: ", "pytest_args: "),
+              ("--claims '", "claims='"), ("--registry '", "registry='"),  # the arguments, not the options
               (" after `--`", " in pytest_args"),
               ("aniso run MODEL chooses the model", "run_claims' model argument chooses the model"),
               ("; aniso run runs claims", "; run_claims runs claims"),
