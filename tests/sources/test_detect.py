@@ -264,3 +264,15 @@ def test_a_distilbert_is_detected_through_transformers_attribute_map(tiny_bert_d
     stats = aniso.measure(model, texts, tokenizer=tokenizer,
                           settings={"cache_dir": str(tmp_path / "cache"), "n_bootstrap": 0}, statistics="first-order")
     assert len(stats.to_frame()) == 3 and stats.to_frame()["dim"].eq(32).all()
+
+
+def test_the_attribute_maps_read_as_data_equal_those_transformers_imports():
+    """``detect._attribute_map`` reads a config class's ``attribute_map`` from transformers' source without importing
+    it (importing the configurations imports torch, which ``aniso list`` does without): the imported classes' maps."""
+    from transformers import BartConfig, BertConfig, DistilBertConfig, GPT2Config, T5Config, XLMConfig
+
+    from aniso.sources.detect import _attribute_map
+
+    for cls in (BartConfig, BertConfig, DistilBertConfig, GPT2Config, T5Config, XLMConfig):
+        assert _attribute_map(cls.model_type) == dict(cls.attribute_map), cls.model_type
+    assert _attribute_map("no-such-model-type") is None
