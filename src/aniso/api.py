@@ -180,7 +180,7 @@ class LayerStats:
         if not isinstance(stats, ModelStats):
             raise TypeError(f"stats: {stats!r:.40} ({type_name(stats)}); give the aniso.stats.results.ModelStats of a "
                             "model (what StatsProvider.get returns)")
-        from .stats.results import max_length_note
+        from .stats.results import max_length_note, svd_batch_note
 
         meta = dict(stats.meta)
         inputs, settings = dict(meta.get("corpus") or {}), dict(meta.get("settings") or {})
@@ -188,6 +188,8 @@ class LayerStats:
             settings["max_length_read"] = meta["max_length_read"]["read"]
             if inputs.get("label"):
                 inputs["label"] += max_length_note(meta)
+        if inputs.get("label"):  # SVD batches narrower than a layer: rank-limited, said where read
+            inputs["label"] += svd_batch_note(stats.layers)
         return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()), inputs,
                    settings, meta, stats)
 
@@ -1619,6 +1621,7 @@ def run_claims(model: str | Path, claims: str | None = None, *, registry: str | 
 
 #: The command line's words in the refusals of a claims run, and the API's for them (:func:`run_claims`).
 _API_WORDS = (("the pytest arguments after `--`: ", "pytest_args: "),
+              ("--claims '", "claims='"), ("--registry '", "registry='"),  # the arguments, not the options
               (" after `--`", " in pytest_args"),
               ("aniso run MODEL chooses the model", "run_claims' model argument chooses the model"),
               ("; aniso run runs claims", "; run_claims runs claims"),
@@ -1888,38 +1891,14 @@ _WRITTEN_BY_OPTIONS = {"--junitxml": "file, made", "--junit-xml": "file, made", 
 _WRITTEN_BY_INI = {"log_file": "file, made", "cache_dir": "folder, made"}
 
 
-def _unwritable(path: str, how: str) -> str | None:
-    """Why pytest could not write ``path`` as ``how`` says (:data:`_WRITTEN_BY_OPTIONS`), or None when it can: the
-    nearest folder that exists on its way (or its own folder, where pytest makes none) must be a folder in which a
-    probe file can be written and removed (nothing is left behind, nothing created); a file must not name a folder."""
-    import tempfile
-
-    target = Path(os.path.abspath(os.path.expanduser(path)))
-    if how.startswith("file") and target.is_dir():
-        return f"{target} is a folder; name a file"
-    folder = target.parent if how != "folder, made" else target
-    if how.endswith("made"):
-        while not os.path.lexists(folder) and folder != folder.parent:
-            folder = folder.parent
-    if not os.path.lexists(folder):
-        return f"its folder {folder} does not exist"
-    if not folder.is_dir():
-        return f"{folder} is {'a link to nothing' if not folder.exists() else 'a file'}, not a folder"
-    try:
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".aniso-write-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return f"cannot write in {folder} ({exc.strerror or exc})"
-    return None
-
-
 def _check_written_paths(pytest_args: Sequence[str]) -> None:
     """Raise ValueError (one line naming the option and the path) when a pytest option among ``pytest_args`` names a
     file or folder pytest will write (:data:`_WRITTEN_BY_OPTIONS`, :data:`_WRITTEN_BY_INI`) in a place that cannot be
     written: checked before the run starts, since pytest would otherwise fail after the claims were measured (the
     JUnit XML file is written at the end), with a traceback and no verdicts shown."""
     import argparse
+
+    from .common.files import unwritable_path
 
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for option in _WRITTEN_BY_OPTIONS:
@@ -1937,7 +1916,7 @@ def _check_written_paths(pytest_args: Sequence[str]) -> None:
         if key.strip() in _WRITTEN_BY_INI and value:
             named.append((f"-o {key.strip()}=", value, _WRITTEN_BY_INI[key.strip()]))
     for option, value, how in named:
-        problem = _unwritable(value, how)
+        problem = unwritable_path(value, how)
         if problem is not None:
             shown = f"{option}{value}" if option.endswith("=") else f"{option} {value}"
             raise ValueError(f"the pytest option {shown} after `--`: {problem}; give a path pytest can write (it "

@@ -162,6 +162,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
             config.stash[_REPORT_MADE] = (settings.report_dir,
                                           _check_writable_folder(settings.report_dir, _where("report_dir")))
+        junit = _junit_file_problem(config)
+        if junit is not None:
+            raise ValueError(junit)
         config.stash[_FILTER] = parse_claims(settings.claims)
     except ValueError as exc:
         raise pytest.UsageError(f"aniso settings: {exc}") from None
@@ -572,7 +575,25 @@ def never_concluded(test: str) -> str:
 REFUSED_SKIP = "refused: the aniso summary names why"
 
 
+def _junit_file_problem(config: pytest.Config) -> str | None:
+    """One line on pytest's ``--junitxml`` file where it cannot be written (a folder, a device such as /dev/full
+    that refuses writes, a folder on its way that cannot be made or written: :func:`aniso.common.files.
+    unwritable_path`), or None. Checked before anything is measured: pytest's junitxml writes it at session finish,
+    after every model ran; the check writes nothing."""
+    path = getattr(getattr(config, "option", None), "xmlpath", None)
+    if not path or hasattr(config, "workerinput"):  # no junit file, or a pytest-xdist worker (the controller writes)
+        return None
+    from .common.files import unwritable_path
+
+    problem = unwritable_path(path, "file, made")
+    return None if problem is None else (f"--junitxml {path}: {problem}; give a path pytest can write (it would fail "
+                                         "only once the claims are measured)")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's verdicts, results.json and report, written first at session finish: before other plugins' session
+    finish (pytest's junitxml writing its file), whose failure would otherwise leave none of them."""
     claims_run = session.config.stash.get(_SESSION, None)
     if claims_run is None:
         return

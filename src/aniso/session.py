@@ -35,7 +35,7 @@ from .registry.entries import ModelEntry, Registry
 from .common.settings import PROFILES, Settings
 from .common.signals import said_on_signal
 from .sources import InputsMissing, ModelRefused, ModelUnavailable
-from .stats.results import ModelStats, max_length_note
+from .stats.results import ModelStats, max_length_note, svd_batch_note
 from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
                               UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 
@@ -825,7 +825,7 @@ class ClaimContext:
         self.result.inputs = inputs.get("dataset")
         self.result.inputs_label = inputs.get("label")
         if self.result.inputs_label:  # the model reads fewer tokens than asked: the verdict says so
-            self.result.inputs_label += max_length_note(stats.meta)
+            self.result.inputs_label += max_length_note(stats.meta) + svd_batch_note(stats.layers)
         copies = stats.meta.get("copies_as_read")
         if copies and self.result.inputs_label:  # distinct texts this model reads as one: fewer inputs than counted
             self.result.inputs_label += (f"; {copies} of the {stats.meta.get('n_sequences')} paragraphs read by this "

@@ -44,7 +44,7 @@ def test_out_of_memory_is_one_line_and_leaves_the_cache_as_it_was(tiny_bert_entr
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(30)))
     cache = tmp_path / "cache"
     settings = Settings(corpus=str(corpus), n_sequences=20, cache_dir=str(cache), reservoir_size=128,
-                        svd_batch_size=20, batch_size=8)
+                        svd_batch_size=64, batch_size=8)
     import aniso.stats.pipeline as pipeline
 
     def exhausted(*args, **kwargs):

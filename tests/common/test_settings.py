@@ -95,3 +95,31 @@ def test_a_miniature_width_the_heads_do_not_share_and_a_train_text_shorter_than_
     monkeypatch.setenv("ANISO_TRAIN_TEXT", str(short))
     monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "c"))
     assert main(["extract", "mini-bert-bytes-s0"]) == 2
+
+
+def test_svd_batch_size_below_its_floor_is_refused_naming_the_floor():
+    """A centred batch of b vectors has rank <= b - 1: b = 2 made every batch's SVD anisotropy 1.0 by construction
+    and a decoder's run unbounded (one decomposition per 2 rows); the setting's floor refuses it in one line."""
+    from aniso.common.settings import SVD_BATCH_MIN
+
+    for value in (2, SVD_BATCH_MIN - 1):
+        with pytest.raises(ValueError, match=rf"svd_batch_size.*from {SVD_BATCH_MIN} to .*got {value}: a centred "
+                                             r"batch of b vectors has rank at most b - 1") as caught:
+            Settings(svd_batch_size=value)
+        assert "\n" not in str(caught.value)
+    assert Settings(svd_batch_size=SVD_BATCH_MIN).svd_batch_size == SVD_BATCH_MIN
+
+
+def test_svd_batches_narrower_than_a_layer_are_said_in_the_inputs_label():
+    """Batches of b < d vectors are rank-limited (anisotropy >= 1/(b - 1), biased up): the inputs label says so
+    once, naming b, the width and the layers; none where every batch is at least the layer's width."""
+    from types import SimpleNamespace
+
+    from aniso.stats.results import svd_batch_note
+
+    layers = [SimpleNamespace(second_order=True, svd_batch_size=64, dim=d) for d in (384, 384, 32)]
+    layers.append(SimpleNamespace(second_order=False, svd_batch_size=64, dim=4096))
+    note = svd_batch_note(layers)
+    assert note.startswith("; SVD batches of 64 vectors, fewer than the width 384 of layer(s) 0-1")
+    assert ">= 1/63" in note
+    assert svd_batch_note(layers[2:]) == ""

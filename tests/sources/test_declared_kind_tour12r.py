@@ -89,7 +89,7 @@ def test_a_byte_row_is_not_served_statistics_cached_under_a_subword_row_of_its_i
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS * 3) + "\n", encoding="utf-8")
     settings = Settings(corpus=str(corpus), n_sequences=8, max_length=16, cache_dir=str(tmp_path / "cache"),
-                        reservoir_size=128, svd_batch_size=8)
+                        reservoir_size=128, svd_batch_size=64)
     good = load_registry(_registry(tmp_path))
     StatsProvider(settings, good).get(good.get("mini"))  # cached under the id and the weights' fingerprint
     byte = load_registry(_registry(tmp_path, "byte", granularity="byte"))

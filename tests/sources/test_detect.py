@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,48 @@ def test_onnx_files_that_are_no_cnn_on_photographs_are_refused_in_one_line(tmp_p
     with pytest.raises(UndetectableModel, match=r"empty: not in a format aniso reads: a transformers model folder "
                                                 r"with config.json, an ONNX CNN file \(.onnx\) or a llama2.c"):
         detect_entry(str(tmp_path / "empty"))
+
+
+def _tiny_distilbert(tokenizer_dir, folder=None):
+    """A 2-layer DistilBERT (config fields ``n_layers``, ``dim``, ``n_heads``) over the tiny BERT's tokenizer; saved
+    with its tokenizer to ``folder`` where given."""
+    from transformers import AutoTokenizer, DistilBertConfig, DistilBertForMaskedLM, DistilBertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = DistilBertConfig(vocab_size=len(tokenizer), dim=32, n_layers=2, n_heads=2, hidden_dim=64,
+                              max_position_embeddings=64)
+    if folder is None:
+        return DistilBertModel(config).eval(), tokenizer
+    DistilBertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_a_distilbert_is_detected_through_transformers_attribute_map(tiny_bert_dir, tmp_path):
+    """DistilBERT names its layer count n_layers (transformers' attribute_map: num_hidden_layers -> n_layers): a
+    saved folder and an in-memory model are detected as text encoders, not refused as of unknown modality; so is any
+    config whose layer count transformers maps (XLM's n_layers, GPT-2's n_layer)."""
+    import aniso
+
+    folder = _tiny_distilbert(tiny_bert_dir, tmp_path / "distil")
+    row = registry_entry(str(folder), json.loads((folder / "config.json").read_text()))
+    assert (row["modality"], row["granularity"], row["architecture"], row["role"], row["family"]) == \
+        ("text", "subword", "transformer", "encoder", "distilbert")
+    assert entry_fields({"model_type": "xlm", "vocab_size": 100, "n_layers": 2, "n_heads": 2})["modality"] == "text"
+    model, tokenizer = _tiny_distilbert(tiny_bert_dir)
+    texts = [" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(12)]
+    stats = aniso.measure(model, texts, tokenizer=tokenizer,
+                          settings={"cache_dir": str(tmp_path / "cache"), "n_bootstrap": 0}, statistics="first-order")
+    assert len(stats.to_frame()) == 3 and stats.to_frame()["dim"].eq(32).all()
+
+
+def test_the_attribute_maps_read_as_data_equal_those_transformers_imports():
+    """``detect._attribute_map`` reads a config class's ``attribute_map`` from transformers' source without importing
+    it (importing the configurations imports torch, which ``aniso list`` does without): the imported classes' maps."""
+    from transformers import BartConfig, BertConfig, DistilBertConfig, GPT2Config, T5Config, XLMConfig
+
+    from aniso.sources.detect import _attribute_map
+
+    for cls in (BartConfig, BertConfig, DistilBertConfig, GPT2Config, T5Config, XLMConfig):
+        assert _attribute_map(cls.model_type) == dict(cls.attribute_map), cls.model_type
+    assert _attribute_map("no-such-model-type") is None

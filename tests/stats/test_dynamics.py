@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -58,7 +59,7 @@ def test_a_checkpoint_measure_agrees_with_one_sequence_at_a_time(tiny_bert):
     """Batched with padding vs. unpadded single sequences: Q̄ of layer 0 is W_Q (mean embedding output) + b_Q
     (the attention's input is hidden state 0), and the entropy is the mean over every real query row."""
     model, tok = tiny_bert.model, tiny_bert.tokenizer
-    measure = measure_checkpoint(tiny_bert, TEXTS, Settings(batch_size=3, reservoir_size=128, svd_batch_size=8,
+    measure = measure_checkpoint(tiny_bert, TEXTS, Settings(batch_size=3, reservoir_size=128, svd_batch_size=64,
                                                            max_length=200), 7)  # clamped to the 64 positions
     assert measure.step == 7 and measure.q_mean.shape == (2, 2, 8) and measure.entropy.shape == (2, 2)
     rows, entropies = [], []
@@ -82,10 +83,11 @@ def test_a_checkpoint_measure_agrees_with_one_sequence_at_a_time(tiny_bert):
 
 
 def test_a_measure_survives_its_file(tiny_bert, tmp_path):
-    m = measure_checkpoint(tiny_bert, TEXTS, Settings(batch_size=2, reservoir_size=128, svd_batch_size=8), 3)
+    m = measure_checkpoint(tiny_bert, TEXTS, Settings(batch_size=2, reservoir_size=128, svd_batch_size=64), 3)
     m.save(tmp_path / "m.safetensors")
     back = CheckpointMeasure.load(tmp_path / "m.safetensors")
-    assert back.step == 3 and back.layers == m.layers
+    # as text, where NaN (a TwoNN over batches more than the 128 tokens fill) equals itself
+    assert back.step == 3 and json.dumps(back.layers) == json.dumps(m.layers)
     for name in CheckpointMeasure.ARRAYS:
         assert np.array_equal(getattr(back, name), getattr(m, name))
     (tmp_path / "m.safetensors").write_bytes(b"garbage")
@@ -151,7 +153,7 @@ def test_series_are_measured_once_and_then_read_from_the_cache(tmp_path, monkeyp
   family: other
 """)
     s = Settings(corpus=str(corpus), n_sequences=8, cache_dir=str(tmp_path / "cache"), train_text=str(train),
-                 miniature_steps=4, miniature_width=16, miniature_batch=2, reservoir_size=128, svd_batch_size=8)
+                 miniature_steps=4, miniature_width=16, miniature_batch=2, reservoir_size=128, svd_batch_size=64)
     reg = load_registry(reg_path)
     first = SeriesProvider(StatsProvider(s, reg)).get(reg.get("mini"))
     assert first.steps.tolist() == [0, 4] and not any(m.meta["cache"]["hit"] for m in first.measures)

@@ -116,7 +116,7 @@ def test_a_non_finite_batch_forms_no_svd_batch_and_is_named():
 
 def test_compute_stats_every_statistic_waits_once_per_batch():
     """compute_stats with every streamed statistic of text layers (second order, per-input sums, both left-out
-    sets, the final norm's input and output) over 5 batches of 3 layers, SVD batches of 12 rows (one to three
+    sets, the final norm's input and output) over 5 batches of 3 layers, SVD batches of 64 rows (up to two
     completed per layer and batch), on the devices' path: at most one wait per batch, the summaries' reads at the
     end apart. Before, about 11 per completed SVD batch and 2 for the final norm's updates."""
     from aniso.common.settings import Settings
@@ -128,9 +128,9 @@ def test_compute_stats_every_statistic_waits_once_per_batch():
                                            role="decoder", family="llama", source=dict(kind="hub", repo="none/none")))
     rng = np.random.default_rng(15)
     batches = []
-    for x, labels, pos in _batches(rng):
+    for x, labels, pos in _batches(rng, sequences=16):
         layers = [x, x * 0.5 + 1.0, x.flip(1)]
-        batches.append(Batch(layers, 4, inputs=[labels] * 3, positions=[pos] * 3,
+        batches.append(Batch(layers, 16, inputs=[labels] * 3, positions=[pos] * 3,
                              without_first_states=lambda: None, final_norm=(layers[2], layers[2] * 2.0)))
     seen: list[int] = []
 
@@ -140,7 +140,7 @@ def test_compute_stats_every_statistic_waits_once_per_batch():
             yield batch
         seen.append(sync.total)
 
-    settings = Settings(svd_batch_size=12, reservoir_size=128)
+    settings = Settings(svd_batch_size=64, reservoir_size=128)
     with HostSyncCounter() as sync:
         stats = compute_stats(entry, stream(sync), ["0", "1", "2"], settings, {}, first_token_excluded=True,
                               wait_free=True)

@@ -21,7 +21,7 @@ def test_the_length_read_is_in_the_metadata_only_when_capped(tiny_bert_entry, tm
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 90)) for i in range(40)))
     common = dict(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
-                  svd_batch_size=40)
+                  svd_batch_size=64)
     capped = StatsProvider(Settings(**common, max_length=1000), Registry([tiny_bert_entry])).get(tiny_bert_entry)
     assert capped.meta["max_length_read"] == {"asked": 1000, "read": 64}  # the tiny BERT has 64 positions
     within = StatsProvider(Settings(**common, max_length=32), Registry([tiny_bert_entry])).get(tiny_bert_entry)

@@ -19,13 +19,13 @@ def test_provider_computes_caches_and_reuses(tiny_bert_entry, tmp_path):
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
     entry = tiny_bert_entry
     settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
-                        svd_batch_size=50)
+                        svd_batch_size=64)
     first = StatsProvider(settings, Registry([entry])).get(entry)
     second = StatsProvider(settings, Registry([entry])).get(entry)
     assert first.meta["cache"]["hit"] is False and second.meta["cache"]["hit"] is True
     assert first.summaries() == second.summaries()
     assert first.layers[0].count == first.meta["n_tokens"] > 40
-    assert first.summaries()[0].n_svd_batches == first.meta["n_tokens"] // 50
+    assert first.summaries()[0].n_svd_batches == first.meta["n_tokens"] // 64
 
 
 def test_a_cache_entry_read_back_is_named_by_this_runs_inputs(tiny_bert_entry, tmp_path):
@@ -38,7 +38,7 @@ def test_a_cache_entry_read_back_is_named_by_this_runs_inputs(tiny_bert_entry, t
     stats = []
     for path in (first, copy):
         settings = Settings(corpus=str(path), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
-                            svd_batch_size=50)
+                            svd_batch_size=64)
         stats.append(StatsProvider(settings, Registry([tiny_bert_entry])).get(tiny_bert_entry))
     assert stats[1].meta["cache"]["hit"] is True
     assert stats[0].meta["corpus"]["fingerprint"] == stats[1].meta["corpus"]["fingerprint"]
@@ -56,7 +56,7 @@ def test_first_order_claims_keep_no_d_by_d_matrix(tiny_bert_entry, tmp_path):
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
     entry = tiny_bert_entry
     settings = Settings(corpus=str(corpus), n_sequences=40, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
-                        svd_batch_size=50)
+                        svd_batch_size=64)
     wanted = statistics_read(["G.token-nlp-anisotropic", "G.drift-correlation-spearman", "G.isotropic-baseline"])
     assert wanted == {FIRST_ORDER}
     lean = StatsProvider(settings, Registry([entry]), statistics=wanted).get(entry)
@@ -77,13 +77,13 @@ def test_twonn_over_shuffled_batches_of_every_token(tiny_bert_entry, tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
     common = dict(corpus=str(corpus), n_sequences=60, cache_dir=str(tmp_path / "cache"), reservoir_size=128,
-                  svd_batch_size=40)
+                  svd_batch_size=64)
     plain = StatsProvider(Settings(**common), Registry([tiny_bert_entry])).get(tiny_bert_entry)
     both = StatsProvider(Settings(**common, twonn_batches=3), Registry([tiny_bert_entry])).get(tiny_bert_entry)
     assert "twonn_shuffled_batches" not in plain.meta
     per_layer = both.meta["twonn_shuffled_batches"]
     assert len(per_layer) == len(both.layers)
-    assert all(d["n_batches"] == 3 and d["batch_size"] == 40 and d["mean"] > 0 and d["std"] >= 0 for d in per_layer)
+    assert all(d["n_batches"] == 3 and d["batch_size"] == 64 and d["mean"] > 0 and d["std"] >= 0 for d in per_layer)
     assert [s.twonn for s in both.summaries()] == [s.twonn for s in plain.summaries()]
 
 
@@ -98,7 +98,7 @@ def test_every_statistic_on_the_device_matches_the_cpu(tiny_bert_entry, tmp_path
     (on one H200 against the CPU, this corpus's repeated words gave 1.5·10⁻⁵ relative)."""
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(5 + i % 9)) for i in range(60)))
-    common = dict(corpus=str(corpus), n_sequences=40, reservoir_size=128, svd_batch_size=50)
+    common = dict(corpus=str(corpus), n_sequences=40, reservoir_size=128, svd_batch_size=64)
     runs = [StatsProvider(Settings(**common, device=device, cache_dir=str(tmp_path / f"cache-{i}")),
                           Registry([tiny_bert_entry])).get(tiny_bert_entry)
             for i, device in enumerate(("cpu", torch_device))]
@@ -188,7 +188,7 @@ def test_a_file_that_makes_the_model_non_finite_is_left_out_and_named(tmp_path, 
     loaded = LoadedModel(entry, None, None, "fake")
     media = MediaSet("speech", "clips", "6 recordings", "here", "fp", tuple(np.full(160, i, np.float32) for i in range(6)),
                      tuple(f"clip{i}.wav" for i in range(6)), 6, 0)
-    settings = Settings(batch_size=batch_size, reservoir_size=128, svd_batch_size=8, device="cpu", n_bootstrap=0,
+    settings = Settings(batch_size=batch_size, reservoir_size=128, svd_batch_size=64, device="cpu", n_bootstrap=0,
                         cache_dir=str(tmp_path))
     stats = compute_model_stats(loaded, modality, media, settings, "fp", frozenset({"first-order"}))
     assert stats.meta["n_sequences"] == 5 and stats.layers[0].count == 15
@@ -215,7 +215,7 @@ def test_a_paragraph_that_makes_the_model_non_finite_is_left_out_and_named(tmp_p
                            "role": "encoder", "family": "f", "measured_on": None, "tags": ()})()
     loaded = LoadedModel(entry, None, None, "fake")
     corpus = Corpus("c", "6 paragraphs", "here", "fp", tuple(f"words of paragraph {i}" for i in range(6)), 6, 0)
-    settings = Settings(batch_size=2, reservoir_size=128, svd_batch_size=8, device="cpu", n_bootstrap=0,
+    settings = Settings(batch_size=2, reservoir_size=128, svd_batch_size=64, device="cpu", n_bootstrap=0,
                         cache_dir=str(tmp_path))
     stats = compute_model_stats(loaded, modality, corpus, settings, "fp", frozenset({"first-order"}))
     assert stats.meta["n_sequences"] == 5 and stats.layers[0].count == 15

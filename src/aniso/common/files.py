@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 __all__ = ["sha256_file", "hash_files", "check_readable", "atomic_write", "exclusive", "quarantine", "default_file_mode",
-           "wide_unicode", "warn_as_file"]
+           "wide_unicode", "warn_as_file", "unwritable_path"]
 
 
 def _opened(path: Path):
@@ -448,3 +448,42 @@ def warn_as_file(shown: str, message: str, category: type[Warning], module: str 
 
     linecache.cache[shown] = (0, None, [], shown)
     warnings.warn_explicit(message, category, shown, 0, **({"module": module} if module is not None else {}))
+
+
+def unwritable_path(path: str, how: str) -> str | None:
+    """Why a path that pytest writes (``--junitxml``, ``--log-file``, ``--basetemp``, …) could not be written as
+    ``how`` says (``"file"``, ``"file, made"``: pytest makes its missing folders, ``"folder"``, ``"folder, made"``),
+    or None when it can: an existing file must take a write (a write of no bytes, which leaves a file as it is and
+    which /dev/full refuses; a pipe nobody reads refuses it too); otherwise the nearest folder that exists on its way
+    (or its own folder, where pytest makes none) must be a folder in which a probe file can be written and removed
+    (nothing is left behind, nothing created); a file must not name a folder. One line, for the caller to prefix."""
+    import tempfile
+
+    target = Path(os.path.abspath(os.path.expanduser(os.path.expandvars(path))))
+    if how.startswith("file") and target.is_dir():
+        return f"{target} is a folder; name a file"
+    if how.startswith("file") and os.path.lexists(target) and target.exists():
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+            try:
+                os.write(fd, b"")
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            return f"cannot write {target} ({exc.strerror or exc})"
+        return None
+    folder = target.parent if how != "folder, made" else target
+    if how.endswith("made"):
+        while not os.path.lexists(folder) and folder != folder.parent:
+            folder = folder.parent
+    if not os.path.lexists(folder):
+        return f"its folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is {'a link to nothing' if not folder.exists() else 'a file'}, not a folder"
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".aniso-write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"cannot write in {folder} ({exc.strerror or exc})"
+    return None

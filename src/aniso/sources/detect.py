@@ -421,7 +421,65 @@ def _class_model_types() -> dict[str, frozenset[str]]:
 
 
 def _looks_like_text(config: dict[str, Any]) -> bool:
-    return "vocab_size" in config and any(f in config for f in ("num_hidden_layers", "n_layer", "num_layers"))
+    """Whether a config (its fields as a dict) has a vocabulary and a layer count: transformers' standard
+    ``num_hidden_layers`` under the name its config class gives it (``PretrainedConfig.attribute_map``: DistilBERT's
+    and XLM's ``n_layers``, GPT-2's ``n_layer``, T5's ``num_layers``, …)."""
+    return _config_field(config, "vocab_size") in config and _config_field(config, "num_hidden_layers") in config
+
+
+#: The layer-count names of configs of a ``model_type`` transformers does not know (its config class unknown).
+_LAYER_COUNT_NAMES = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+
+
+def _config_field(config: dict[str, Any], name: str) -> str:
+    """The field of ``config`` (a transformers config as a dict) that holds transformers' standard attribute
+    ``name`` (``num_hidden_layers``, ``vocab_size``, …): ``name`` where the config has it, else the name the config
+    class of its ``model_type`` maps it to (``PretrainedConfig.attribute_map``: :func:`_attribute_map`); for a model
+    type transformers does not know, the first of the usual layer-count names the config has
+    (:data:`_LAYER_COUNT_NAMES`)."""
+    if name in config:
+        return name
+    attribute_map = _attribute_map(config.get("model_type"))
+    if attribute_map is not None:
+        return attribute_map.get(name, name)
+    if name == "num_hidden_layers":
+        return next((f for f in _LAYER_COUNT_NAMES if f in config), name)
+    return name
+
+
+@functools.cache
+def _attribute_map(model_type: Any) -> dict[str, str] | None:
+    """The ``attribute_map`` of transformers' config class of ``model_type`` (standard name -> its field), or None
+    where transformers has no config class of that type. Read from the installed
+    ``transformers/models/<type>/configuration_<type>.py`` as data (:mod:`ast`), without importing it, which would
+    import torch (``aniso list`` judges a row without it); imported (``CONFIG_MAPPING``) where that folder's files
+    cannot be read so; None where transformers has no folder of that name."""
+    import ast
+    import importlib.util
+
+    if not isinstance(model_type, str):
+        return None
+    try:
+        spec = importlib.util.find_spec("transformers")
+        folder = Path(list(spec.submodule_search_locations)[0]) / "models" / model_type.replace("-", "_")
+        for source in sorted(folder.glob("configuration_*.py")):
+            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                fields = {t.id: n.value for n in node.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                          for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+                if isinstance(fields.get("model_type"), ast.Constant) and fields["model_type"].value == model_type:
+                    return dict(ast.literal_eval(fields["attribute_map"])) if "attribute_map" in fields else {}
+        if not folder.is_dir():  # no model folder of that name: a type transformers does not know (or names
+            return None          # otherwise: the usual layer-count names are read then)
+    except (AttributeError, IndexError, OSError, SyntaxError, TypeError, ValueError):
+        pass
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        return dict(CONFIG_MAPPING[model_type].attribute_map)
+    except (KeyError, ImportError, AttributeError):
+        return None
 
 
 def registry_entry(model: str, config: dict[str, Any]) -> dict[str, Any]:

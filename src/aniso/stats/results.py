@@ -114,6 +114,22 @@ def max_length_note(meta: dict) -> str:
     return f"; at most {read['read']} tokens each, the model's positions (max_length {read['asked']} asked)"
 
 
+def svd_batch_note(layers) -> str:
+    """The words an inputs label carries where a second-order layer is wider than its SVD batch (setting
+    ``svd_batch_size``, b): a centred batch of b vectors has rank at most b - 1, so each batch's SVD anisotropy
+    (Razzhigaev et al. 2024 §2.3, who use b >= 4096) is at least 1/(b - 1) and biased up against the layer's exact
+    value. ``layers``: the model's :class:`~aniso.stats.accumulators.LayerAccumulator` s. ``"; SVD batches of 64
+    vectors, fewer than the width 384 of layer(s) 0-6: each batch's anisotropy is rank-limited (>= 1/63), biased
+    up (Razzhigaev et al.: >= 4096)"``, or ""."""
+    narrow = [i for i, acc in enumerate(layers) if acc.second_order and acc.svd_batch_size < acc.dim]
+    if not narrow:
+        return ""
+    b = layers[narrow[0]].svd_batch_size
+    widths = ", ".join(str(w) for w in sorted({layers[i].dim for i in narrow}))
+    return (f"; SVD batches of {b} vectors, fewer than the width {widths} of layer(s) {_spans(narrow)}: each batch's "
+            f"anisotropy is rank-limited (>= 1/{b - 1}), biased up (Razzhigaev et al.: >= 4096)")
+
+
 def nan_columns(summaries, second_order_max_dim: int, statistics: Collection[str] | None = None,
                 second_order: bool = True) -> list[str]:
     """Why a layer's SVD anisotropy, TwoNN or IsoScore is NaN (``aniso stats`` prints it below its table,
