@@ -230,3 +230,43 @@ def test_onnx_files_that_are_no_cnn_on_photographs_are_refused_in_one_line(tmp_p
     with pytest.raises(UndetectableModel, match=r"empty: not in a format aniso reads: a transformers model folder "
                                                 r"with config.json, an ONNX CNN file \(.onnx\) or a llama2.c"):
         detect_entry(str(tmp_path / "empty"))
+
+
+@pytest.mark.parametrize(("shape", "fields", "needle"), [
+    ((1, 3, 32, 32), {"input_layout": "nhwc"}, r"source\.input_layout 'nhwc' does not fit its graph input 'x' of "
+                                              r"shape \[1, 3, 32, 32\]: the graph takes channels first "
+                                              r"\(input_layout: nchw\)"),
+    ((1, 32, 32, 3), {"input_layout": "nchw"}, r"source\.input_layout 'nchw' .* \[1, 32, 32, 3\]: the graph takes "
+                                              r"channels last \(input_layout: nhwc\)"),
+    ((1, 3, 32, 32), {"image_size": 24}, r"source\.image_size 24 does not fit its graph input 'x' of shape "
+                                         r"\[1, 3, 32, 32\] \(nchw\): the graph takes 32 x 32 images \(image_size: 32"),
+])
+def test_an_onnx_row_whose_images_do_not_fit_the_graph_input_is_refused_naming_the_field(tmp_path, shape, fields,
+                                                                                          needle):
+    """`input_layout: nhwc` on a channels-first graph, or `image_size: 100` on a graph fixed at 224, stopped the
+    first batch with onnxruntime's InvalidArgument traceback (a claim "error" in its words under aniso run)."""
+    pytest.importorskip("onnxruntime")
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources import ModelRefused, SourceContext, load_model
+    from aniso.sources.detect import detect_entry
+
+    row = detect_entry(str(_onnx_cnn(tmp_path / "tiny-cnn.onnx", shape=shape)))
+    row["source"] |= {"resize_to": 40, **fields}
+    with pytest.raises(ModelRefused, match=needle):
+        load_model(ModelEntry.model_validate(row), SourceContext())
+
+
+def test_aniso_stats_of_an_onnx_row_of_another_layout_is_one_line_exit_2(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    import yaml
+
+    from aniso.cli import main
+    from aniso.sources.detect import detect_entry
+
+    row = detect_entry(str(_onnx_cnn(tmp_path / "tiny-cnn.onnx")))
+    row["source"]["input_layout"] = "nhwc"
+    registry = tmp_path / "r.yaml"
+    registry.write_text(yaml.safe_dump({"models": [row]}), encoding="utf-8")
+    assert main(["stats", row["id"], "--registry", str(registry)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and "source.input_layout 'nhwc'" in err
