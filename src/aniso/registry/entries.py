@@ -963,9 +963,29 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
+    elif first["type"] in ("model_attributes_type", "dict_type") and not isinstance(value, (dict, list)) and loc:
+        msg = _not_a_mapping(str(loc[-1]), value)
     if takes is None and first["type"] in ("string_type", "literal_error") and _yaml_word(value) is not None:
         msg += f" ({_yaml_word(value)})"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
+
+
+def _not_a_mapping(field: str, value: Any) -> str:
+    """The words for ``value``, one value, given where ``field`` takes a mapping of fields: the form it takes, for
+    ``source`` with the kind and the place its text names (``local:/w/m`` → ``{kind: local, path: /w/m}``)."""
+    said = f"{_shown(value)} is one value; {field} takes a mapping of fields"
+    if field != "source":
+        return f"{said}, e.g. {field}: {{key: value, ...}} (or the keys on indented lines below it)"
+    from ..sources import SOURCE_KINDS
+
+    kind, _, rest = str(value).partition(":") if isinstance(value, str) else ("", "", "")
+    kind, rest = kind.strip(), rest.strip()
+    kinds = f"(the kinds: {', '.join(SOURCE_KINDS)})"
+    if kind not in SOURCE_KINDS:
+        return (f"{said} with its kind, e.g. source: {{kind: local, path: /path/to/folder}} or source: {{kind: hub, "
+                f"repo: org/name}} {kinds}")
+    key = {"hub": "repo", "package": "package"}.get(kind, "path")
+    return f"{said} with its kind, e.g. source: {{kind: {kind}, {key}: {rest or '...'}}} {kinds}"
 
 
 def _yaml_word(value: Any) -> str | None:
