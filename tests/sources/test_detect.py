@@ -270,3 +270,25 @@ def test_aniso_stats_of_an_onnx_row_of_another_layout_is_one_line_exit_2(tmp_pat
     assert main(["stats", row["id"], "--registry", str(registry)]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err and "source.input_layout 'nhwc'" in err
+
+
+def test_an_older_sentence_transformers_folder_points_at_its_transformer_subfolder(tmp_path):
+    """modules.json + 0_Transformer/ (config.json, weights, tokenizer) and no config.json at the top: "not in a
+    format aniso reads", while `aniso stats FOLDER/0_Transformer` measures it."""
+    import json
+
+    from aniso.sources.detect import detect_entry
+
+    folder = tmp_path / "st"
+    (folder / "0_Transformer").mkdir(parents=True)
+    (folder / "1_Pooling").mkdir()
+    (folder / "0_Transformer" / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    with pytest.raises(UndetectableModel) as caught:
+        detect_entry(str(folder))
+    assert str(caught.value) == (f"{folder}: not in a format aniso reads as a folder (a transformers model folder "
+                                 "has config.json); it is a sentence-transformers folder whose modules.json puts its "
+                                 f"Transformer in 0_Transformer/, a transformers model folder: give that folder "
+                                 f"({folder / '0_Transformer'})")
