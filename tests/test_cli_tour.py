@@ -222,6 +222,38 @@ def test_hub_import_of_a_file_asks_for_the_model_folder(clean_env, capsys, tiny_
     assert not (clean_env / "hub").exists()
 
 
+def test_hub_import_of_an_onnx_file_says_it_is_run_as_a_file_not_imported(clean_env, capsys):
+    """`aniso hub import me/cnn model.onnx` told to give the file's folder, which holds no config.json: that
+    import was refused in turn ("no config.json"). An ONNX CNN is measured as a file, never from the hub cache."""
+    pytest.importorskip("onnx")
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    (clean_env / "zoo").mkdir()
+    model = clean_env / "zoo" / "cnn.onnx"
+    weights = [numpy_helper.from_array(np.ones((8, 3, 3, 3), np.float32), "w1"),
+               numpy_helper.from_array(np.ones((8, 8, 3, 3), np.float32), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["p1", "c2"], ["s2"]), helper.make_node("Relu", ["s2"], ["r2"]),
+             helper.make_node("GlobalAveragePool", ["r2"], ["y"])]
+    graph = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    code, line = _stopped(["hub", "import", "me/cnn", str(model), "--cache-dir", str(clean_env / "hub")], capsys)
+    assert code == 2 and line == (f"aniso hub import: {model} is a file, an ONNX CNN file (.onnx): the hub cache "
+                                  "holds transformers model folders only; such a file is measured where it is: "
+                                  f"`aniso run {model}`, or a registry row with source: {{kind: onnx, path: {model}}}")
+    assert not (clean_env / "hub").exists()
+    notes = clean_env / "zoo" / "notes.txt"
+    notes.write_text("x", encoding="utf-8")
+    code, line = _stopped(["hub", "import", "me/cnn", str(notes), "--cache-dir", str(clean_env / "hub")], capsys)
+    assert code == 2 and line == f"aniso hub import: {notes} is a file; give the model folder (the folder holding " \
+                                 "config.json)"
+
+
 def test_hub_list_names_a_ref_that_holds_no_commit(clean_env, capsys, tiny_bert_dir):
     """I08: a cache whose refs/main holds '../../../../etc' was listed as "not cached"."""
     from aniso.sources.hubcache import import_folder

@@ -64,6 +64,11 @@ def test_a_path_with_a_line_end_is_shown_on_one_line(tmp_path):
     assert shown_path("run\n/results.json") == "'run\\n/results.json'"
 
 
+def test_a_path_beginning_or_ending_with_a_blank_is_shown_quoted():
+    assert shown_path("/w/minilm ") == "'/w/minilm '" and shown_path(" a.json") == "' a.json'"
+    assert shown_path("/w/my models/a.json") == "/w/my models/a.json"
+
+
 def test_setting_options_in_forms_no_parser_reads():
     assert option_form_problem("--aniso-n-sequences") is None and option_form_problem("--other") is None
     assert option_form_problem("--ANISO-N-SEQUENCES=8") == ("--ANISO-N-SEQUENCES: the setting options are lower case, "

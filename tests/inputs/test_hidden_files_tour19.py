@@ -24,7 +24,8 @@ def test_hidden_photographs_are_left_out_and_named(tmp_path):
         _photo(tmp_path / ".thumbnails" / f"t{i}.jpg", 10 + i)
     _photo(tmp_path / "__MACOSX" / "._p0.jpg", 20)
     _photo(tmp_path / "sub" / ".hidden.png", 21)
-    with pytest.warns(Warning, match=r"6 hidden files left out \(a name or folder beginning with '\.', or __MACOSX: "):
+    with pytest.warns(Warning, match=r"6 hidden files left out \(a name or folder beginning with '\.', or a system "
+                                        r"folder: __MACOSX, @eaDir, #recycle, .*: "):
         got = load_images(tmp_path, 8, 0)
     assert sorted(got.names) == [f"p{i}.jpg" for i in range(4)] and got.n_available == 4
     assert "4 photographs from" in got.label and "6 hidden files left out" in got.label
@@ -43,3 +44,18 @@ def test_a_hidden_folder_given_as_the_folder_itself_is_read(tmp_path):
     for i in range(2):
         _photo(folder / f"p{i}.png", i)
     assert len(load_images(folder, 8, 0).items) == 2
+
+
+@pytest.mark.parametrize("system", ["@eaDir/p0.jpg", ".@__thumb", "#recycle", "$RECYCLE.BIN", "System Volume Information",
+                                    "@EADIR/p0.jpg"])
+def test_the_system_folders_of_photo_tools_and_file_servers_are_left_out_and_named(tmp_path, system):
+    """A Synology NAS keeps a thumbnail of each photograph in ``@eaDir/<photo>/SYNOPHOTO_THUMB_S.jpg``: measured,
+    16 photographs were 32, the thumbnails drawn as photographs of the set."""
+    for i in range(4):
+        _photo(tmp_path / f"p{i}.jpg", i)
+        _photo(tmp_path / system / f"p{i}.jpg" / "SYNOPHOTO_THUMB_S.jpg", 10 + i)
+    (tmp_path / "Thumbs.db").write_bytes(b"\0" * 64)
+    with pytest.warns(Warning, match=r"4 hidden files left out \(.*@eaDir.*: "):
+        got = load_images(tmp_path, 64, 0)
+    assert sorted(got.names) == [f"p{i}.jpg" for i in range(4)] and got.n_available == 4
+    assert "4 photographs from" in got.label and "4 hidden files left out" in got.label

@@ -94,6 +94,22 @@ def test_duplicate_ids_and_bad_yaml(tmp_path):
         load_registry(tmp_path / "missing.yaml")
 
 
+def test_an_alias_before_its_anchor_is_named_with_where_the_anchor_is(tmp_path):
+    """A row copied with its `tiny: *tiny-bert` above the row holding `&tiny-bert` (or into a registry of its own)
+    was "not valid YAML at line 3: found undefined alias", the alias unnamed."""
+    after = "models:\n  - id: a\n    tiny: *tiny-bert\n  - id: b\n    tiny: &tiny-bert {model_type: bert}\n"
+    with pytest.raises(RegistryError) as caught:
+        load_registry(write(tmp_path, after))
+    assert str(caught.value).endswith(
+        "not valid YAML at line 3: found undefined alias *tiny-bert: its anchor &tiny-bert is at line 5, after it; "
+        "an anchor must come before its aliases: move the entry holding &tiny-bert above line 3, or write the value "
+        "out in place of *tiny-bert"), str(caught.value)
+    with pytest.raises(RegistryError, match=r"not valid YAML at line 3: found undefined alias \*tiny-bert: no anchor "
+                                            r"&tiny-bert is in this file .*: write the value out in place of "
+                                            r"\*tiny-bert$"):
+        load_registry(write(tmp_path, "models:\n  - id: a\n    tiny: *tiny-bert\n"))
+
+
 def test_broken_registry_gives_one_line_pytest_error(tmp_path):
     path = write(tmp_path, "models:\n" + ENTRY.replace("role: encoder", "role: sideways"))
     proc = subprocess.run(

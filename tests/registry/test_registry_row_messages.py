@@ -41,6 +41,18 @@ def test_a_revision_on_a_local_source_says_it_applies_to_hub_sources_only(tmp_pa
     assert "unknown key 'revison'; did you mean 'revision'?" in said, said
 
 
+def test_a_source_given_as_one_text_shows_the_mapping_it_takes(tmp_path):
+    """`source: local:/w/minilm` was "source: Input should be a valid dictionary or object to extract fields from"."""
+    said = _load(tmp_path, "local:/w/minilm")
+    assert ("models[0] (id 'my-model'): source: 'local:/w/minilm' is one value; source takes a mapping of fields "
+            "with its kind, e.g. source: {kind: local, path: /w/minilm} (the kinds: hub, local, ") in said, said
+    said = _load(tmp_path, "bert-base-uncased")
+    assert "source: 'bert-base-uncased' is one value; source takes a mapping of fields with its kind, e.g. source: " \
+           "{kind: local, path: /path/to/folder} or source: {kind: hub, repo: org/name}" in said, said
+    assert "source: 'hub:org/m' is one value; " in _load(tmp_path, "'hub:org/m'")
+    assert "e.g. source: {kind: hub, repo: org/m}" in _load(tmp_path, "'hub:org/m'")
+
+
 def test_an_image_mean_of_two_values_says_three_are_needed(tmp_path):
     said = _load(tmp_path, "{kind: onnx, path: m.onnx, image_mean: [0.5, 0.5]}", kind="vision")
     assert said.endswith("source.image_mean: [0.5, 0.5] has 2 value(s), but image_mean takes 3 (R, G, B)"), said

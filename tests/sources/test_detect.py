@@ -276,3 +276,63 @@ def test_the_attribute_maps_read_as_data_equal_those_transformers_imports():
     for cls in (BartConfig, BertConfig, DistilBertConfig, GPT2Config, T5Config, XLMConfig):
         assert _attribute_map(cls.model_type) == dict(cls.attribute_map), cls.model_type
     assert _attribute_map("no-such-model-type") is None
+@pytest.mark.parametrize(("shape", "fields", "needle"), [
+    ((1, 3, 32, 32), {"input_layout": "nhwc"}, r"source\.input_layout 'nhwc' does not fit its graph input 'x' of "
+                                              r"shape \[1, 3, 32, 32\]: the graph takes channels first "
+                                              r"\(input_layout: nchw\)"),
+    ((1, 32, 32, 3), {"input_layout": "nchw"}, r"source\.input_layout 'nchw' .* \[1, 32, 32, 3\]: the graph takes "
+                                              r"channels last \(input_layout: nhwc\)"),
+    ((1, 3, 32, 32), {"image_size": 24}, r"source\.image_size 24 does not fit its graph input 'x' of shape "
+                                         r"\[1, 3, 32, 32\] \(nchw\): the graph takes 32 x 32 images \(image_size: 32"),
+])
+def test_an_onnx_row_whose_images_do_not_fit_the_graph_input_is_refused_naming_the_field(tmp_path, shape, fields,
+                                                                                          needle):
+    """`input_layout: nhwc` on a channels-first graph, or `image_size: 100` on a graph fixed at 224, stopped the
+    first batch with onnxruntime's InvalidArgument traceback (a claim "error" in its words under aniso run)."""
+    pytest.importorskip("onnxruntime")
+    from aniso.registry.entries import ModelEntry
+    from aniso.sources import ModelRefused, SourceContext, load_model
+    from aniso.sources.detect import detect_entry
+
+    row = detect_entry(str(_onnx_cnn(tmp_path / "tiny-cnn.onnx", shape=shape)))
+    row["source"] |= {"resize_to": 40, **fields}
+    with pytest.raises(ModelRefused, match=needle):
+        load_model(ModelEntry.model_validate(row), SourceContext())
+
+
+def test_aniso_stats_of_an_onnx_row_of_another_layout_is_one_line_exit_2(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    import yaml
+
+    from aniso.cli import main
+    from aniso.sources.detect import detect_entry
+
+    row = detect_entry(str(_onnx_cnn(tmp_path / "tiny-cnn.onnx")))
+    row["source"]["input_layout"] = "nhwc"
+    registry = tmp_path / "r.yaml"
+    registry.write_text(yaml.safe_dump({"models": [row]}), encoding="utf-8")
+    assert main(["stats", row["id"], "--registry", str(registry)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and "source.input_layout 'nhwc'" in err
+
+
+def test_an_older_sentence_transformers_folder_points_at_its_transformer_subfolder(tmp_path):
+    """modules.json + 0_Transformer/ (config.json, weights, tokenizer) and no config.json at the top: "not in a
+    format aniso reads", while `aniso stats FOLDER/0_Transformer` measures it."""
+    import json
+
+    from aniso.sources.detect import detect_entry
+
+    folder = tmp_path / "st"
+    (folder / "0_Transformer").mkdir(parents=True)
+    (folder / "1_Pooling").mkdir()
+    (folder / "0_Transformer" / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    with pytest.raises(UndetectableModel) as caught:
+        detect_entry(str(folder))
+    assert str(caught.value) == (f"{folder}: not in a format aniso reads as a folder (a transformers model folder "
+                                 "has config.json); it is a sentence-transformers folder whose modules.json puts its "
+                                 f"Transformer in 0_Transformer/, a transformers model folder: give that folder "
+                                 f"({folder / '0_Transformer'})")

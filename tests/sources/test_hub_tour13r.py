@@ -111,3 +111,16 @@ def test_a_local_row_whose_path_is_a_file_another_kind_reads_names_that_kind(cle
     said = str(caught.value)
     assert said.startswith(f"mini: local model directory {onnx} is a file, not a folder"), said
     assert "source kind onnx reads files of its format, but" in said and "\n" not in said, said
+
+
+def test_a_local_row_whose_path_ends_with_a_blank_shows_it_quoted_and_names_the_folder_without_it(clean_env):
+    """`path: '/w/minilm '` (pasted with a trailing space) was said as "local model directory /w/minilm  does not
+    exist", the blank that makes it another path unseen, while /w/minilm is there."""
+    folder = clean_env / "minilm"
+    folder.mkdir()
+    with pytest.raises(Exception) as caught:
+        aniso.measure("mini", TEXTS, registry=str(_local_row(clean_env, Path(f"{folder} "))), progress=False)
+    said = str(caught.value)
+    assert type(caught.value).__name__ == "ModelUnavailable", said
+    assert said == (f"mini: local model directory {str(folder) + ' '!r} does not exist; {folder}, without the "
+                    "blanks around it, is a folder: write source.path without them")

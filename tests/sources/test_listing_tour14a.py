@@ -124,3 +124,28 @@ def test_rows_that_differ_in_their_id_only_are_checked_once(package_root, tmp_pa
     assert calls == ["mini0", "mini99"]
     assert [r["model"] for r in rows] == [f"mini{i}" for i in range(10)] + ["mini99"]
     assert {r["weights_here"] for r in rows[:10]} == {"here (package)"}
+
+
+def test_a_folder_without_weights_is_listed_as_its_load_refuses_it(package_root, tmp_path, fed):
+    """A local folder holding config.json only (its weights not yet copied) was listed "here (folder)", and
+    `aniso stats` then refused it: "no .safetensors weights"."""
+    from aniso.sources import load_model
+    from aniso.sources.base import ModelRefused
+
+    folder = tmp_path / "cfgonly"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+    local = ModelEntry.model_validate(dict(
+        id="m", source={"kind": "local", "path": str(folder)}, modality="text", granularity="subword",
+        architecture="transformer", role="encoder", family="bert"))
+    assert weights_here(local, SourceContext()) == "refused: no .safetensors weights (the suite loads safetensors only)"
+    with pytest.raises(ModelRefused, match="no .safetensors weights"):
+        load_model(local, SourceContext())
+    (folder / "weights.safetensors").write_bytes(b"\0" * 64)
+    assert weights_here(local, SourceContext()).startswith("refused: no model.safetensors nor ")
+    (package_root / "model.safetensors").unlink()
+    packaged = ModelEntry.model_validate(dict(
+        id="mini", source={"kind": "package", "package": PACKAGE, "subdir": "model"}, modality="text",
+        granularity="subword", architecture="transformer", role="encoder", family="bert"))
+    assert weights_here(packaged, SourceContext()).startswith("refused: no .safetensors weights")
+    assert fed == []

@@ -192,3 +192,26 @@ def test_aniso_run_twin_refuses_a_row_the_registry_says_cannot_run(capsys):
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "van-base" in line]
     assert len(lines) == 1 and "cannot run with the locked libraries: transformers 5 removed VAN" in lines[0]
+
+
+@pytest.mark.parametrize("kind", ["bert-wordpiece", "t5-unigram", "albert-unigram", "gpt2-bpe", "llama-bpe"])
+def test_a_twin_tokenizer_is_the_same_files_each_build(kind, texts, tmp_path):
+    """Two builds of one twin (a CI job run twice) are one commit: the trainers' hash-map order, which changes
+    from run to run, reaches neither the vocabulary, nor its ids, nor the scores."""
+    from aniso.sources.twin import _save_tokenizer, twin_tokenizer
+
+    def files(i):
+        _save_tokenizer(twin_tokenizer(kind, texts, 512), tmp_path / str(i))
+        return {p.name: p.read_bytes() for p in (tmp_path / str(i)).iterdir()}
+
+    first = files(0)
+    for i in range(1, 4):
+        assert files(i) == first
+
+
+def test_the_bert_twin_is_the_same_files_each_build(texts, tmp_path):
+    entry = REGISTRY.get("bert-base-uncased")
+    a, b = (twin_folders(entry, tmp_path / n, texts, seed=0)[0] for n in "ab")
+    assert sorted(p.name for p in a.folder.iterdir()) == sorted(p.name for p in b.folder.iterdir())
+    for p in a.folder.iterdir():
+        assert p.read_bytes() == (b.folder / p.name).read_bytes(), p.name

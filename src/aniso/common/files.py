@@ -285,10 +285,11 @@ def _unseen(c: str) -> bool:
 
 def shown_path(path: str | os.PathLike) -> str:
     """``path`` as a one-line message shows it: as given, or as Python writes it (``repr``) when it holds a character
-    that a terminal would not show as itself (a line end, which would break the line; an invisible character)."""
+    that a terminal would not show as itself (a line end, which would break the line; an invisible character) or
+    begins or ends with a blank (a path pasted with a trailing space, another path than the one without it)."""
     text = os.fspath(path)
     text = text if isinstance(text, str) else os.fsdecode(text)
-    return text if all(c.isprintable() for c in text) else repr(text)
+    return text if all(c.isprintable() for c in text) and text == text.strip() else repr(text)
 
 
 def tree_problem(folder: str | os.PathLike, exc: OSError) -> str:

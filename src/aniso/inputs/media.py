@@ -198,24 +198,35 @@ def _tree(folder: Path, setting: str) -> list[Path]:
         raise InputsUnavailable(f"{setting + ': ' if setting else ''}{tree_problem(folder, exc)}") from None
 
 
+#: Folders and files that photo tools, file servers and operating systems write beside the files (their names,
+#: compared in any case): macOS's zip resource forks, Synology's (``@eaDir``) and QNAP's (``.@__thumb``) thumbnail
+#: folders, the recycle bins of Synology (``#recycle``) and Windows (``$RECYCLE.BIN``), Windows' volume folder and
+#: thumbnail and folder-view files, the freedesktop thumbnail cache. Their images are no photographs of the set.
+SYSTEM_NAMES = ("__MACOSX", "@eaDir", ".@__thumb", "#recycle", "$RECYCLE.BIN", "System Volume Information",
+                ".thumbnails", "Thumbs.db", "desktop.ini")
+_SYSTEM = frozenset(n.casefold() for n in SYSTEM_NAMES)
+
+
 def _hidden(p: Path, folder: Path) -> bool:
     """Whether ``p``, a file under ``folder``, is hidden there: its name or a folder on its way from ``folder``
-    begins with ``.`` (a thumbnail cache ``.thumbnails/``, macOS's ``._x.jpg`` resource forks, ``.git/``) or is
-    ``__MACOSX`` (the resource forks a macOS zip holds). Such files are no recordings or photographs of the set."""
-    return any(part.startswith(".") or part == "__MACOSX" for part in p.relative_to(folder).parts)
+    begins with ``.`` (a thumbnail cache ``.thumbnails/``, macOS's ``._x.jpg`` resource forks, ``.git/``) or is one
+    of :data:`SYSTEM_NAMES` (``__MACOSX``, a NAS's ``@eaDir`` thumbnails, a recycle bin). Such files are no
+    recordings or photographs of the set."""
+    return any(part.startswith(".") or part.casefold() in _SYSTEM for part in p.relative_to(folder).parts)
 
 
 def _hidden_note(folder: Path, suffixes: tuple[str, ...]) -> str:
     """The words naming and counting the hidden files of ``folder`` (:func:`_hidden`) that have one of ``suffixes``,
-    which :func:`_list` leaves out: ``"3 hidden files left out (a name or folder beginning with '.', or __MACOSX:
-    .thumbnails/a.jpg, ...)"``, or ""."""
+    which :func:`_list` leaves out: ``"3 hidden files left out (a name or folder beginning with '.', or a system
+    folder: __MACOSX, @eaDir, ...: .thumbnails/a.jpg, ...)"``, or ""."""
     hidden = sorted(p for p in _tree(folder, "") if p.suffix.lower() in suffixes and _hidden(p, folder)
                     and not p.is_dir())
     if not hidden:
         return ""
     names = [_shown(p.relative_to(folder)) for p in hidden]
     return (f"{len(hidden)} hidden file{'s' * (len(hidden) != 1)} left out (a name or folder beginning with '.', or "
-            f"__MACOSX: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''})")
+            f"a system folder: {', '.join(n for n in SYSTEM_NAMES if not n.startswith('.'))}: "
+            f"{', '.join(names[:3])}{', ...' if len(names) > 3 else ''})")
 
 
 def _left_out(folder: Path, setting: str) -> list[Path]:

@@ -963,9 +963,29 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
+    elif first["type"] in ("model_attributes_type", "dict_type") and not isinstance(value, (dict, list)) and loc:
+        msg = _not_a_mapping(str(loc[-1]), value)
     if takes is None and first["type"] in ("string_type", "literal_error") and _yaml_word(value) is not None:
         msg += f" ({_yaml_word(value)})"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
+
+
+def _not_a_mapping(field: str, value: Any) -> str:
+    """The words for ``value``, one value, given where ``field`` takes a mapping of fields: the form it takes, for
+    ``source`` with the kind and the place its text names (``local:/w/m`` → ``{kind: local, path: /w/m}``)."""
+    said = f"{_shown(value)} is one value; {field} takes a mapping of fields"
+    if field != "source":
+        return f"{said}, e.g. {field}: {{key: value, ...}} (or the keys on indented lines below it)"
+    from ..sources import SOURCE_KINDS
+
+    kind, _, rest = str(value).partition(":") if isinstance(value, str) else ("", "", "")
+    kind, rest = kind.strip(), rest.strip()
+    kinds = f"(the kinds: {', '.join(SOURCE_KINDS)})"
+    if kind not in SOURCE_KINDS:
+        return (f"{said} with its kind, e.g. source: {{kind: local, path: /path/to/folder}} or source: {{kind: hub, "
+                f"repo: org/name}} {kinds}")
+    key = {"hub": "repo", "package": "package"}.get(kind, "path")
+    return f"{said} with its kind, e.g. source: {{kind: {kind}, {key}: {rest or '...'}}} {kinds}"
 
 
 def _yaml_word(value: Any) -> str | None:
@@ -1249,6 +1269,29 @@ def _odd_blank(text: str, line: int | None) -> str | None:
             "space, or delete it")
 
 
+def _undefined_alias(text: str, exc: Exception) -> str | None:
+    """For YAML's "found undefined alias" (libyaml's words name no alias): the words naming the alias at the error's
+    mark and where its anchor is (an alias names an anchor given above it in the same file), else None."""
+    import re
+
+    mark = getattr(exc, "problem_mark", None)
+    if "undefined alias" not in str(getattr(exc, "problem", "")) or mark is None:
+        return None
+    lines = text.splitlines()
+    found = re.match(r"\*([^\s,\[\]{}]+)", lines[mark.line][mark.column:]) if mark.line < len(lines) else None
+    if found is None:
+        return None
+    name = found.group(1)
+    later = next((i + 1 for i, line in enumerate(lines)
+                  if re.search(rf"&{re.escape(name)}(?![^\s,\[\]{{}}])", line)), None)
+    if later is not None:
+        return (f"found undefined alias *{name}: its anchor &{name} is at line {later}, after it; an anchor must "
+                f"come before its aliases: move the entry holding &{name} above line {mark.line + 1}, or write the "
+                f"value out in place of *{name}")
+    return (f"found undefined alias *{name}: no anchor &{name} is in this file (an alias names an anchor given "
+            f"above it in its own file): write the value out in place of *{name}")
+
+
 def load_yaml(path: Path | str, misread: bool = False) -> Any:
     """The YAML document of a registry file, read with :func:`_loader`'s safe loader and limits: a document whose
     aliases expand past :data:`MAX_YAML_NODES` nodes is refused before it is built.
@@ -1287,6 +1330,9 @@ def load_yaml(path: Path | str, misread: bool = False) -> Any:
         if odd is not None:  # YAML's own words name what it found after it, not the character
             raise RegistryError(f"{path}: not valid YAML at {odd} (YAML said{where}: "
                                 f"{getattr(exc, 'problem', exc)})") from None
+        alias = _undefined_alias(text, exc)
+        if alias is not None:
+            raise RegistryError(f"{path}: not valid YAML{where}: {alias}") from None
         raise RegistryError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
     except RecursionError:
         raise RegistryError(f"{path}: its YAML is nested too deeply to read (lists or mappings inside each other "

@@ -198,7 +198,8 @@ def weights_here(entry, ctx: SourceContext) -> str:
     ``"trained by the suite on first use"``, ``"built by the suite"`` (untrained initialisations) or
     ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache, checkpoints
     of the row's series absent: :func:`missing_checkpoints`...), ``"refused: <why>"`` (the row's modality,
-    architecture or granularity contradicts its model's files: :func:`declared_files_problem`), or
+    architecture or granularity contradicts its model's files: :func:`declared_files_problem`; a local folder
+    without the weights the load reads, :func:`aniso.sources.hubcache.missing_weights`: config.json only), or
     ``"cannot run with the locked libraries (registry: cannot_run)"`` (the row's ``cannot_run`` says why).
 
     The model files are checked to be there, regular files, and readable, but not read (``ctx`` is taken with
@@ -238,6 +239,14 @@ def weights_here(entry, ctx: SourceContext) -> str:
     refused = declared_files_problem(entry, ctx, kinds_only=True)
     if refused:
         return f"refused: {refused} (fix the row's fields or its source)"
+    if kind in ("local", "package"):  # the weights its load looks for (named, not read), as the load refuses them
+        from .hubcache import missing_weights
+        from .local import directory
+
+        folder = directory(entry, ctx) if kind == "local" else SOURCE_KINDS[kind].transformers_folder(entry, ctx)
+        lacking = missing_weights(folder) if folder is not None else None
+        if lacking is not None:
+            return f"refused: {lacking}"
     if kind == "init":
         return "built by the suite"
     if getattr(entry.source, "package", None):

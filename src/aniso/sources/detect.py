@@ -588,6 +588,12 @@ def detect_entry(model: str) -> dict[str, Any]:
                     "description": f"run by `aniso run {model}`; fields detected from its {kind.name} files"}
     formats = [k.detects for k in kinds]
     if path.is_dir():
+        module = _sentence_transformer_module(path)
+        if module is not None:
+            raise UndetectableModel(f"{model}: not in a format aniso reads as a folder (a transformers model folder has "
+                                    f"config.json); it is a sentence-transformers folder whose modules.json puts its "
+                                    f"Transformer in {module}/, a transformers model folder: give that folder "
+                                    f"({os.path.join(model, module)})")
         inside = _model_file_inside(path, kinds)
         if inside is not None:
             name, what = inside
@@ -621,6 +627,29 @@ def file_kind(path: Path) -> tuple[str, str, bool] | None:
 
 #: Most files of a folder in no format read one by one to tell whether one of them is a model file.
 _FILES_LOOKED_AT = 64
+
+
+def _sentence_transformer_module(folder: Path) -> str | None:
+    """The sub-folder that a sentence-transformers folder's ``modules.json`` names for its Transformer module (the
+    older layout: ``0_Transformer/``, with no config.json at the top) where it holds a config.json, else None."""
+    import json
+
+    from ..common.files import not_a_regular_file
+
+    listing = folder / "modules.json"
+    if not listing.is_file() or not_a_regular_file(listing) is not None or listing.stat().st_size > 1_000_000:
+        return None
+    try:
+        modules = json.loads(listing.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    for module in modules if isinstance(modules, list) else []:
+        if not isinstance(module, dict) or not str(module.get("type", "")).endswith(".Transformer"):
+            continue
+        sub = str(module.get("path") or "")
+        if sub and not os.path.isabs(sub) and ".." not in Path(sub).parts and (folder / sub / "config.json").is_file():
+            return sub
+    return None
 
 
 def _model_file_inside(folder: Path, kinds) -> tuple[str, str] | None:

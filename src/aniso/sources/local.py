@@ -36,10 +36,15 @@ def directory(entry, ctx: SourceContext) -> Path:
     path = Path(os.path.expandvars(os.path.expanduser(entry.source.path)))
     if not path.is_absolute() and ctx.registry_dir is not None:
         path = Path(ctx.registry_dir) / path
+    from ..common.files import shown_path
+
     if os.path.lexists(path) and not path.is_dir():
-        raise ModelUnavailable(f"{entry.id}: local model directory {path} {_not_a_folder(path)}")
+        raise ModelUnavailable(f"{entry.id}: local model directory {shown_path(path)} {_not_a_folder(path)}")
     if not path.is_dir():
-        raise ModelUnavailable(f"{entry.id}: local model directory {path} does not exist")
+        bare = Path(str(path).strip())
+        blank = (f"; {shown_path(bare)}, without the blanks around it, is a folder: write source.path without them"
+                 if bare != path and bare.is_dir() else "")
+        raise ModelUnavailable(f"{entry.id}: local model directory {shown_path(path)} does not exist{blank}")
     return path
 
 

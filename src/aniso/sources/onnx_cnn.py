@@ -34,7 +34,7 @@ from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, chec
 from .onnx_graph import float_block_taps, quantized_block_taps
 
 __all__ = ["OnnxSource", "KIND", "quantized_block_taps", "float_block_taps", "OnnxTappedCNN", "onnx_image_processor",
-           "model_file"]
+           "model_file", "input_shape_problem"]
 
 
 class OnnxSource(Strict):
@@ -137,6 +137,10 @@ def __getattr__(name: str) -> Any:
 
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
+    """The row's ONNX CNN (:class:`~aniso.sources.onnx_tapped.OnnxTappedCNN`) and its image processor. Raises
+    ModelUnavailable naming the row when the file cannot be read as an ONNX CNN, and ModelRefused (one line naming
+    ``source.input_layout`` or ``source.image_size``, the value and the graph's input shape) when the images the row
+    declares do not fit the graph's input (:func:`input_shape_problem`), before any image is run."""
     from .onnx_tapped import OnnxTappedCNN
 
     check_permissions(entry)
@@ -148,11 +152,39 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     except Exception as exc:  # onnx / onnxruntime raise their own types for unreadable graphs
         raise ModelUnavailable(f"{entry.id}: could not read {path} as an ONNX CNN: "
                                f"{str(exc)[:300]}") from None
+    problem = input_shape_problem(model.input_name, model.input_dims, src.input_layout, src.image_size)
+    if problem is not None:
+        from .base import ModelRefused
+
+        raise ModelRefused(f"{entry.id}: {path}: {problem}")
     processor = onnx_image_processor(src.image_size, src.resize, src.resize_to, src.image_mean, src.image_std,
                                      src.pixel_scale)
     return LoadedModel(entry, model, None, f"onnx: {path} (onnxruntime, "
                        f"{'int8 maps dequantised' if model.quantized else 'float maps'}, {len(model.taps)} maps)",
                        processor)
+
+
+def input_shape_problem(name: str, dims: list, layout: str, image_size: int) -> str | None:
+    """Whether the images the row declares (``source.input_layout`` ``layout``: ``"nchw"`` or ``"nhwc"``, crops of
+    ``source.image_size`` pixels square) fit the graph input ``name`` of dimensions ``dims`` (None where the graph
+    leaves one free): None, or one phrase naming the field, its value and what the graph expects (onnxruntime
+    would stop the first batch with an InvalidArgument error of its own words)."""
+    shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+    if len(dims) != 4:
+        return f"its graph input {name!r} has shape {shown}, not one batch of colour images (4 dimensions)"
+    channels, spatial = (dims[1], dims[2:]) if layout == "nchw" else (dims[3], dims[1:3])
+    if channels not in (3, None):
+        other = "nhwc" if layout == "nchw" and dims[3] == 3 else "nchw" if dims[1] == 3 else None
+        return (f"source.input_layout {layout!r} does not fit its graph input {name!r} of shape {shown}: "
+                + (f"the graph takes channels {'last' if other == 'nhwc' else 'first'} (input_layout: {other})"
+                   if other else "it has no dimension of 3 colour channels where either layout puts them"))
+    fixed = [d for d in spatial if d is not None]
+    if any(d != image_size for d in fixed):
+        need = " x ".join("?" if d is None else str(d) for d in spatial)
+        return (f"source.image_size {image_size} does not fit its graph input {name!r} of shape {shown} "
+                f"({layout}): the graph takes {need} images"
+                + (f" (image_size: {fixed[0]}, with resize_to at least that)" if len(set(fixed)) == 1 else ""))
+    return None
 
 
 def detect(path: Path) -> dict | None:

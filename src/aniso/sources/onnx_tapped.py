@@ -45,6 +45,10 @@ class OnnxTappedCNN(nn.Module):
         if len(inputs) != 1:
             raise ValueError(f"{path}: expected one image input, found {inputs}")
         self.input_name = inputs[0]
+        image_input = next(i for i in graph.input if i.name == inputs[0])
+        #: The graph input's dimensions, None where it leaves one free (a symbolic or unset dimension).
+        self.input_dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+                           for d in image_input.type.tensor_type.shape.dim]
         self.output_name = graph.output[0].name
         self.channel_order, self.input_layout = channel_order, input_layout
         self.quantized = any(n.op_type == "QLinearConv" for n in graph.node)

@@ -247,7 +247,22 @@ def _unigram_model(texts: Sequence[str], vocab_size: int, specials: list[str], u
         if p not in seen:  # a special token the texts also hold (wikitext's "<unk>") is learnt a second time
             seen.add(p)
             pieces.append((p, float(s)))
-    return pieces
+    return _canonical_pieces(pieces, len(specials))
+
+
+def _canonical_pieces(pieces: list[tuple[str, float]], n_specials: int) -> list[tuple[str, float]]:
+    """The Unigram trainer's ``pieces`` in an order, and with scores, that do not change from run to run: the
+    trainer sums scores in its hash maps' order (they differ in the last digits) and appends the characters it
+    must keep in that order too, each 1e-4 below the one before. Scores rounded to 8 decimals, ties by piece, and
+    the appended characters (the trailing single characters below every learnt piece) sorted, given the same
+    scores in their order; the ``n_specials`` first stay where they are."""
+    head, rest = pieces[:n_specials], [(p, round(s, 8)) for p, s in pieces[n_specials:]]
+    learnt = [s for p, s in rest if len(p) > 1]
+    floor = min(learnt) if learnt else float("inf")
+    tail = [(p, s) for p, s in rest if len(p) == 1 and s < floor - 0.5]
+    kept = sorted((x for x in rest if x not in tail), key=lambda x: (-x[1], x[0]))
+    scores = sorted((s for _, s in tail), reverse=True)
+    return head + kept + list(zip(sorted(p for p, _ in tail), scores))
 
 
 def _llama_model(texts: Sequence[str], vocab_size: int):
@@ -279,8 +294,14 @@ def _bert_wordpiece(texts: Sequence[str], v: int):
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # The trainer numbers the word-internal pieces ("##e") in its hash map's order, which changes from run to run,
+    # and breaks ties between merges by those numbers: the vocabulary (its entries and their ids) would differ
+    # between two builds of one twin. Given first, in sorted order, their ids are fixed and so is every merge.
+    inner = sorted({"##" + c for text in texts
+                    for word, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text))
+                    for c in word[1:]})
     tok.train_from_iterator(list(texts), trainers.WordPieceTrainer(
-        vocab_size=v, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+        vocab_size=v, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *inner], show_progress=False))
     return transformers.BertTokenizer(vocab=tok.get_vocab(), do_lower_case=True)
 
 
