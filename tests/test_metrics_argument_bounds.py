@@ -107,3 +107,17 @@ def test_texts_given_as_numbers_are_refused_naming_the_argument():
     with pytest.raises(ValueError, match=r"^x: 'x' \(str\) is no number"):
         metrics.mean_cosine(frame)
     assert metrics.monotonic_trend([str(i) for i in range(8)], values).coefficient == pytest.approx(0.8809523809523808)
+
+
+def test_points_for_power_is_the_fewest_points_not_the_first_step_that_reaches_the_power():
+    """``points_for_power(0.55)`` answered 27 (its steps above 16 points went 24, 27, 30) where 26 points already
+    have power 0.80 >= 0.8: the fewest is now searched point by point back from the step that reached it."""
+    n = metrics.points_for_power(0.55)
+    assert metrics.correlation_power(n, 0.55) >= metrics.POWER_REQUIRED > metrics.correlation_power(n - 1, 0.55)
+    assert n == 26
+
+
+@pytest.mark.parametrize("effect", [5.0, float("nan"), -1.0])
+def test_points_for_power_refuses_an_effect_outside_a_correlation_even_where_no_estimate_is_made(effect):
+    with pytest.raises(ValueError, match="effect"):
+        metrics.points_for_power(effect, start=10, limit=5)

@@ -1819,18 +1819,29 @@ def _correlation_power(n: int, effect: float, method: str, alternative: str, alp
 def points_for_power(effect: float, method: str = "spearman", alternative: str = "two-sided", alpha: float = 0.05,
                      power: float = POWER_REQUIRED, *, start: int = 3, limit: int = 200, seed: int = 0) -> int | None:
     """The fewest points (>= ``start``) at which :func:`correlation_power` reaches ``power`` at ``effect``, or None
-    if not within ``limit`` points. Raises ValueError as :func:`correlation_power`, for
+    if not within ``limit`` points (searched in steps of n // 8 above 16 points, then point by point back to the last
+    n that fell short). Raises ValueError as :func:`correlation_power` (its effect and alpha checked before any
+    estimate, also where none is made), for
     a ``power`` outside (0, 1) (TypeError for one that is not a real number) and for a ``limit`` above
     :data:`POWER_MAX_N` (TypeError for one that is not a whole number)."""
     _check_method_and_alternative(method, alternative)  # also where no estimate is made (start beyond limit)
+    effect = _real(effect, "effect", "a correlation in (-1, 1)")
+    if not -1 < effect < 1:
+        raise ValueError(f"effect must be a correlation in (-1, 1), got {effect}")
+    alpha = _real(alpha, "alpha", "a level in (0, 1)")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     limit = _whole(limit, "limit", 0, POWER_MAX_N)
     power = _real(power, "power", "a probability in (0, 1)")
     if not 0 < power < 1:
         raise ValueError(f"power: {power}; give a probability in (0, 1)")
-    n = max(3, start)
+    n, below = max(3, start), max(3, start) - 1  # below: the largest n known to fall short
     while n <= limit:
         if correlation_power(n, effect, method, alternative, alpha, seed=seed) >= power:
-            return n
+            # the steps above 16 skip points: the fewest is the first between the last short n and this one
+            return next((m for m in range(below + 1, n)
+                         if correlation_power(m, effect, method, alternative, alpha, seed=seed) >= power), n)
+        below = n
         n += 1 if n < 16 else max(1, n // 8)
     return None
 
