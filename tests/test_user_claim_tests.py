@@ -105,33 +105,51 @@ def test_a_verdict_that_is_no_bool_is_refused_naming_holds(tmp_path):
     assert _verdicts(tmp_path) == [("error", line)]
 
 
+def _refused_through_run_and_check(tmp_path, monkeypatch, folder, line: str) -> None:
+    """``aniso run --claims-dir folder`` exits 2 with ``line`` and no traceback, and ``aniso.check(claims_dir=folder)``
+    raises a ValueError of exactly ``line``."""
+    done = _aniso_run(tmp_path, folder)
+    assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
+    import aniso
+
+    for name, value in _env(tmp_path).items():
+        if name.startswith("ANISO_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as exc:
+        aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
+    assert str(exc.value) == line
+
+
+class _BareSession:
+    """What ``claim.conclude`` reads of a run with no twin, no record and no adjusted family."""
+    twin = None
+    family_sizes: dict = {}
+
+    @staticmethod
+    def record_of(entry, claim_id):
+        return None, None, False
+
+    @staticmethod
+    def decision(entry, claim_id, holds, inputs, undecided):
+        from aniso.judge.verdicts import decide
+
+        return decide(holds, None, undecided=undecided)
+
+
 def test_conclude_takes_a_numpy_bool_and_refuses_other_types():
     from aniso.judge.results import ClaimResult
     from aniso.session import ClaimContext
 
-    class Session:  # what conclude reads of a run with no twin, no record and no adjusted family
-        twin = None
-        family_sizes: dict = {}
-
-        @staticmethod
-        def record_of(entry, claim_id):
-            return None, None, False
-
-        @staticmethod
-        def decision(entry, claim_id, holds, inputs, undecided):
-            from aniso.judge.verdicts import decide
-
-            return decide(holds, None, undecided=undecided)
-
     import numpy as np
 
     for bad in ("no", 1, None, np.float64(1.0)):
-        context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+        context = ClaimContext(_BareSession(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
                                                           model_id=None, test="t"), None)
         with pytest.raises(TypeError, match=r"^claim\.conclude: holds is .*; give True or False"):
             context.conclude(bad, {}, "r")
         assert context.result.verdict == "error" and not context.concluded
-    context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+    context = ClaimContext(_BareSession(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
                                                           model_id=None, test="t"), None)
     context.conclude(np.bool_(False), {}, "r")
     assert context.concluded and context.result.verdict == "does not hold"
@@ -145,17 +163,7 @@ def test_a_claim_id_not_in_the_catalogue_is_one_line_naming_file_test_and_id(tmp
             "its ids (aniso list claims)")
     assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    done = _aniso_run(tmp_path, folder)
-    assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
-    import aniso
-
-    for name, value in _env(tmp_path).items():
-        if name.startswith("ANISO_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError) as exc:
-        aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
-    assert str(exc.value) == line
+    _refused_through_run_and_check(tmp_path, monkeypatch, folder, line)
 
 
 def test_a_copied_claims_folder_runs_with_the_plugin_named_as_the_usage_page_says(tmp_path):
@@ -215,17 +223,7 @@ def test_a_models_mark_with_a_tag_no_row_has_is_refused_through_aniso_run_and_ch
     folder = _claims(tmp_path, _models_test('all_of=("pretrainedd", "text")'), "test_mine_tag_check")
     line = (f"{folder / 'test_mine_tag_check.py'}::test_mine: @pytest.mark.models(all_of=('pretrainedd', 'text')): "
             "no registry row has the tag 'pretrainedd'; did you mean 'pretrained'?")
-    done = _aniso_run(tmp_path, folder)
-    assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
-    import aniso
-
-    for name, value in _env(tmp_path).items():
-        if name.startswith("ANISO_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError) as exc:
-        aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
-    assert str(exc.value) == line
+    _refused_through_run_and_check(tmp_path, monkeypatch, folder, line)
 
 
 def test_the_suite_s_own_models_marks_are_well_formed_and_a_refused_mark_selects_no_row_in_the_registry_check(
@@ -279,29 +277,15 @@ def test_a_verdict_given_beside_a_nan_measured_number_names_it_in_its_reason():
     from aniso.judge.results import ClaimResult
     from aniso.session import ClaimContext
 
-    class Session:  # what conclude reads of a run with no twin, no record and no adjusted family
-        twin = None
-        family_sizes: dict = {}
-
-        @staticmethod
-        def record_of(entry, claim_id):
-            return None, None, False
-
-        @staticmethod
-        def decision(entry, claim_id, holds, inputs, undecided):
-            from aniso.judge.verdicts import decide
-
-            return decide(holds, None, undecided=undecided)
-
     note = ("measured max_avg_cos is NaN (not a number; null in results.json): the verdict was given beside it, check "
             "that the rule does not rest on it")
     for holds, nan in ((True, float("nan")), (False, np.float32("nan"))):
-        context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+        context = ClaimContext(_BareSession(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
                                                       model_id=None, test="t"), None)
         context.conclude(holds, {"max_avg_cos": nan, "d": 384, "kind": "x"}, "r")
         assert context.result.verdict == ("holds" if holds else "does not hold")
         assert context.result.reason.endswith(note) and context.result.reason.count("NaN") == 1, context.result.reason
-    context = ClaimContext(Session(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+    context = ClaimContext(_BareSession(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
                                                   model_id=None, test="t"), None)
     context.conclude(True, {"max_avg_cos": 0.5, "profile": [float("nan")]}, "r")
     assert "NaN" not in context.result.reason
