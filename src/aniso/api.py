@@ -1142,7 +1142,8 @@ def _texts_corpus(texts: tuple[str, ...], path: Path) -> Path:
 def _measure_entry(entry, registry, settings, statistics, given: dict, progress: bool) -> LayerStats:
     from .registry.entries import Registry
 
-    one = Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
+    one = Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile,
+                   profile_stated=registry.profile_stated)
     provider = _provider_class()(settings, one, statistics=statistics, given=given)
     with _progress(progress):
         return LayerStats.of(provider.get(entry))

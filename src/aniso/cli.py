@@ -203,7 +203,8 @@ def _stats_entry(model: str, registry):
             print(f"aniso stats: {note}", file=sys.stderr)
         return registry.get(model), registry
     entry = _entry(model, registry)
-    return entry, Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile)
+    return entry, Registry([entry], registry.path, registry.recorded_inputs, registry.recorded_profile,
+                           profile_stated=registry.profile_stated)
 
 
 def _missing_columns(summaries, settings, entry=None) -> list[str]:

@@ -1096,8 +1096,8 @@ class ClaimContext:
         ``power``: the power of the claim's test at the effect the claim states, where it has one.
 
         The registry's record for this model and claim decides what the verdict means; its numbers are compared with
-        ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and the
-        sizes of the registry's ``recorded_profile``, and a stale number fails the test.
+        ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and sizes (its
+        own ``sizes``, the rest those of the registry's ``recorded_profile``), and a stale number fails the test.
 
         Raises TypeError when ``holds`` is not a bool (``numpy.bool_`` is taken): a string such as ``"no"`` would
         otherwise read as true. A measured number that is NaN (written ``null`` in results.json) is named in the
@@ -1174,7 +1174,11 @@ class ClaimContext:
     def _compare_record(self, expected, measured: dict[str, Any], same_sizes: bool) -> str:
         """Compare the record's numbers with ``measured`` where the run has the record's inputs (its own, or the
         registry's for the modality: a paper record binds any inputs, but its numbers were measured on those) and
-        the sizes of the registry's ``recorded_profile``; set the result's ``record_check`` and ``record_drift``.
+        the record's sizes: those its ``sizes`` names, and for the rest those of the registry's ``recorded_profile``
+        where the registry file states one (``Registry.profile_stated``; else those of ``quick`` where the registry
+        states the inputs). Where neither the record nor the registry says at which sizes or on which inputs the
+        numbers were measured, nothing is compared and ``record_check`` says so; set the result's ``record_check``
+        and ``record_drift``.
         Returns the failure text of a stale record, or ""."""
         from .judge.records import names_any, stale_numbers
         from .judge.results import RecordDrift
@@ -1194,10 +1198,19 @@ class ClaimContext:
             r.record_check = (f"record's numbers not compared: decided over the seeds {', '.join(expected.seeds)}, "
                               f"this run over {', '.join(m.id for m in family_members(registry, self.entry))}")
             return ""
-        if not (self._at_recorded_profile() and same_sizes):
+        own = set(expected.sizes or {})
+        stated = getattr(registry, "profile_stated", True)
+        if not own and not stated and numbers_on is None:
+            r.record_check = ("record's numbers not compared: neither the record (sizes:, inputs:) nor the registry "
+                              "(recorded_profile:, recorded_inputs:) says at which sizes or on which inputs they were "
+                              "measured")
+            return ""
+        if not (same_sizes and ((not stated and own) or self._at_recorded_profile(but=own))):
             sizes = f" and {expected.sizes}" if expected.sizes else ""
             r.record_check = (f"record's numbers not compared: recorded at the {registry.recorded_profile!r} "
-                              f"profile's sizes{sizes}, this run at other sizes")
+                              f"profile's sizes{sizes}, this run at other sizes" if stated or not own else
+                              f"record's numbers not compared: recorded at the sizes {expected.sizes}, this run at "
+                              "other sizes")
             return ""
         if not names_any(expected.measured, measured):
             r.record_check = _REPORTS_NONE
@@ -1212,8 +1225,9 @@ class ClaimContext:
         return ("; the registry's record is stale (re-measure it: aniso record RESULTS): "
                 + "; ".join(str(d) for d in drift[:4]) + (" …" if len(drift) > 4 else ""))
 
-    def _at_recorded_profile(self) -> bool:
-        """Whether this run has the sizes of the registry's ``recorded_profile`` (none of them overridden)."""
+    def _at_recorded_profile(self, but: set[str] = frozenset()) -> bool:
+        """Whether this run has the sizes of the registry's ``recorded_profile`` (none of them overridden), leaving
+        out the sizes in ``but`` (those a record names itself, compared with its own values)."""
         s = self.settings
         profile = self._session.registry.recorded_profile
-        return all(getattr(s, k) == v for k, v in PROFILES[profile].items())
+        return all(getattr(s, k) == v for k, v in PROFILES[profile].items() if k not in but)

@@ -648,15 +648,19 @@ class Registry:
     ``recorded_inputs`` maps a modality to the dataset identity (``<name>@<fingerprint>``) on which the registry's
     measured expectations, and the implicit "holds" of every claim, were recorded; ``recorded_profile`` is the run
     profile (:data:`aniso.common.settings.PROFILES`) at whose sizes the records' numbers were measured, which a run
-    at those sizes compares with its own (:mod:`aniso.judge.records`).
+    at those sizes compares with its own (:mod:`aniso.judge.records`). ``profile_stated`` is False for a registry
+    file that names no ``recorded_profile`` (``quick`` is then only assumed): its records' numbers are compared only
+    where a record names its own ``sizes``, at those sizes.
     """
 
     def __init__(self, entries: list[ModelEntry], path: Path | None = None,
-                 recorded_inputs: dict[str, str] | None = None, recorded_profile: str = "quick"):
+                 recorded_inputs: dict[str, str] | None = None, recorded_profile: str = "quick", *,
+                 profile_stated: bool = True):
         self.entries = list(entries)
         self.path = path
         self.recorded_inputs = dict(recorded_inputs or {})
         self.recorded_profile = recorded_profile
+        self.profile_stated = profile_stated
         seen: dict[str, int] = {}
         for i, e in enumerate(self.entries):
             j = seen.get(e.id.casefold())
@@ -775,7 +779,8 @@ class Registry:
                 raise RegistryError(f"{self.path}: model set {part!r} is no named set ({', '.join(MODEL_SETS)}), "
                                     f"registry id or tag{hint}{_other_registry_here(self.path)}")
         kept = [e for e in self.entries if e.id in chosen]
-        return (Registry(kept, self.path, self.recorded_inputs, self.recorded_profile),
+        return (Registry(kept, self.path, self.recorded_inputs, self.recorded_profile,
+                         profile_stated=self.profile_stated),
                 [e for e in self.entries if e.id not in chosen])
 
 
@@ -1402,7 +1407,8 @@ def load_registry(path: Path | str) -> Registry:
     except RecursionError:
         raise RegistryError(f"{path}: its entries are nested too deeply to validate; a registry is a list of flat "
                             "entries") from None
-    registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile)
+    registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile,
+                        profile_stated="recorded_profile" in parsed.model_fields_set)
     from ..sources.base import note_row
 
     for i, e in enumerate(registry.entries):  # a refusal of a row once its model is read names where it was read
