@@ -242,3 +242,36 @@ def test_mobilenet_is_run_with_uint8_weights():
     for node in model.graph.node:
         if node.op_type in ("QLinearConv", "QLinearMatMul"):
             assert inits[node.input[3]] == onnx.TensorProto.UINT8, node.name
+
+
+@pytest.mark.parametrize("std", [(0, 0, 0), (0.229, -0.224, 0.225), (0.229, float("nan"), 0.225),
+                                 (float("inf"), 0.224, 0.225)])
+def test_a_std_that_is_not_positive_and_finite_is_refused_naming_image_std(std):
+    with pytest.raises(ValueError, match=r"image_std[\s\S]*positive finite number"):
+        ModelEntry.model_validate(dict(ENTRY, source=dict(ENTRY["source"], image_std=list(std))))
+
+
+def test_a_mean_that_is_not_finite_is_refused_naming_image_mean():
+    with pytest.raises(ValueError, match=r"image_mean[\s\S]*finite number"):
+        ModelEntry.model_validate(dict(ENTRY, source=dict(ENTRY["source"], image_mean=[float("nan"), 0.4, 0.4])))
+
+
+@pytest.mark.parametrize("mean, std, pixel_scale, scale", [
+    ([123.675, 116.28, 103.53], [58.395, 57.12, 57.375], 1, "on the 0-255 scale but the pixels are in \\[0, 1\\]"),
+    ([0.485, 0.456, 0.406], [58.395, 57.12, 57.375], 1, "on the 0-255 scale but the pixels are in \\[0, 1\\]"),
+    ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225], 255, "on the 0-1 scale but the pixels are in \\[0, 255\\]"),
+])
+def test_a_mean_or_std_on_another_scale_than_the_pixels_is_refused(mean, std, pixel_scale, scale):
+    source = dict(ENTRY["source"], image_mean=mean, image_std=std, pixel_scale=pixel_scale)
+    with pytest.raises(ValueError, match=f"image_mean .* / image_std .* {scale} \\(pixel_scale: {pixel_scale}\\)"):
+        ModelEntry.model_validate(dict(ENTRY, source=source))
+
+
+@pytest.mark.parametrize("mean, std, pixel_scale", [
+    ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225], 1), ([123.675, 116.28, 103.53], [58.395, 57.12, 57.375], 255),
+    ([123, 117, 104], [1, 1, 1], 255), ([0, 0, 0], [1, 1, 1], 255), ([0, 0, 0], [1, 1, 1], 1),
+    ([0.5, 0.5, 0.5], [0.5, 0.5, 0.5], 1), ([127.5, 127.5, 127.5], [127.5, 127.5, 127.5], 255),
+])
+def test_a_mean_and_std_on_the_pixels_scale_are_accepted(mean, std, pixel_scale):
+    source = dict(ENTRY["source"], image_mean=mean, image_std=std, pixel_scale=pixel_scale)
+    assert ModelEntry.model_validate(dict(ENTRY, source=source)).source.pixel_scale == pixel_scale

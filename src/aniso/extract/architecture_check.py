@@ -61,8 +61,10 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     ``torch.manual_seed(seed)`` inside a forked RNG (the global stream is
     untouched). A miniature of the suite is built at its own initialisation.
     Raises ValueError naming the entry if it has no ``tiny`` config, transformers
-    does not know its ``model_type``, its modality is not measured over inputs, or its ``model_type`` is not a
-    Transformer while the entry says it is one and is not tagged ``control`` (:func:`aniso.sources.detect.transformer_problem`).
+    does not know its ``model_type``, its modality is not measured over inputs, its ``model_type`` is not a
+    Transformer while the entry says it is one and is not tagged ``control`` (:func:`aniso.sources.detect.transformer_problem`),
+    its ``model_type`` is not of the entry's ``family`` (:func:`aniso.sources.twin.family_problem`), or its
+    ``vocab_size`` is below the ids of the tiny text model's tokenizer.
     """
     from transformers import AutoConfig, AutoModel
 
@@ -80,7 +82,9 @@ def build_tiny_model(entry: ModelEntry, seed: int = 0):
     model_type = fields_.pop("model_type")
     from ..sources.detect import transformer_problem
 
-    problem = transformer_problem(entry, model_type)
+    from ..sources.twin import family_problem
+
+    problem = transformer_problem(entry, model_type) or family_problem(entry, model_type)
     if problem:
         raise ValueError(problem)
     if entry.needs_remote_code:  # its repository's code (opted in): here, the code its twin carries
@@ -203,7 +207,8 @@ class ArchitectureChecks:
         tiny config) after recording the reason."""
         import json
 
-        key = json.dumps({"tiny": entry.tiny, "modality": entry.modality, "architecture": entry.architecture,
+        key = json.dumps({"tiny": entry.tiny, "family": entry.family, "modality": entry.modality,
+                          "architecture": entry.architecture,
                           "granularity": entry.granularity,
                           "miniature": [entry.source.arch, entry.source.config] if entry.miniature else None},
                          sort_keys=True)

@@ -102,13 +102,21 @@ def _subword_tokenizer(vocab_size: int):
 
 
 def _text_tokenizer(entry, config):
-    """The tokenizer of a tiny text model: ByT5's bytes, CANINE's characters, else a small trained BPE."""
+    """The tokenizer of a tiny text model: ByT5's bytes, CANINE's characters, else a small trained BPE. Raises
+    ValueError naming ``tiny.vocab_size`` where the BPE holds more ids than the config's vocabulary."""
     from transformers import ByT5Tokenizer, CanineTokenizer
 
     by_type = {"canine": CanineTokenizer}
     if entry.granularity == "byte":
         return ByT5Tokenizer(), None
-    return by_type.get(config.model_type, lambda: _subword_tokenizer(config.vocab_size))(), None
+    if config.model_type in by_type:
+        return by_type[config.model_type](), None
+    tokenizer = _subword_tokenizer(config.vocab_size)
+    if len(tokenizer) > config.vocab_size:  # a byte-level BPE holds the 256 bytes and its special tokens at least
+        raise ValueError(f"{entry.id}: tiny.vocab_size {config.vocab_size} is below the {len(tokenizer)} ids of the "
+                         f"tiny model's tokenizer (a byte-level BPE: 256 bytes, 4 special tokens, its merges): give "
+                         f"tiny.vocab_size at least {len(tokenizer)}")
+    return tokenizer, None
 
 
 def _run_text(model, tokenizer, processor, items, batch_size, device, max_length, attentions=False,

@@ -23,10 +23,11 @@ it); ``sha256``, where the registry gives it, is checked before the graph is rea
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..common.files import check_readable, sha256_file
 from ..common.schema import Strict
@@ -34,7 +35,8 @@ from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, chec
 from .onnx_graph import float_block_taps, quantized_block_taps
 
 __all__ = ["OnnxSource", "KIND", "quantized_block_taps", "float_block_taps", "OnnxTappedCNN", "onnx_image_processor",
-           "model_file", "input_shape_problem"]
+           "model_file", "input_shape_problem",
+           "normalisation_scale_problem"]
 
 
 class OnnxSource(Strict):
@@ -47,7 +49,9 @@ class OnnxSource(Strict):
     order, on pixels in [0, 1] (``pixel_scale: 1``) or in [0, 255] (``pixel_scale: 255``, Caffe's convention).
     ``channel_order: bgr`` feeds the channels in BGR order and ``input_layout: nhwc`` channels-last, as graphs
     converted from Caffe / TensorFlow expect. ``package``: the file is ``path`` inside that installed package;
-    ``sha256``: the file's checksum, checked before reading.
+    ``sha256``: the file's checksum, checked before reading. Raises ValueError (at registry load) for a standard
+    deviation that is not positive and finite, a mean that is not finite, or a mean / standard deviation on another
+    scale than the pixels (:func:`normalisation_scale_problem`).
     """
 
     kind: Literal["onnx"]
@@ -64,11 +68,60 @@ class OnnxSource(Strict):
     channel_order: Literal["rgb", "bgr"] = "rgb"
     input_layout: Literal["nchw", "nhwc"] = "nchw"
 
+    @field_validator("image_mean")
+    @classmethod
+    def _mean_finite(cls, mean: tuple[float, float, float]) -> tuple[float, float, float]:
+        if not all(math.isfinite(m) for m in mean):
+            raise ValueError(f"{_values(mean)}: the mean of each channel must be a finite number")
+        return mean
+
+    @field_validator("image_std")
+    @classmethod
+    def _std_positive(cls, std: tuple[float, float, float]) -> tuple[float, float, float]:
+        if not all(math.isfinite(s) and s > 0 for s in std):
+            raise ValueError(f"{_values(std)}: each channel's standard deviation divides its pixels and must be a "
+                             "positive finite number (ImageNet's on pixels in [0, 1]: [0.229, 0.224, 0.225])")
+        return std
+
     @model_validator(mode="after")
     def _crop_fits(self) -> "OnnxSource":
         if self.image_size > self.resize_to:
             raise ValueError(f"image_size {self.image_size} is larger than resize_to {self.resize_to}")
+        problem = normalisation_scale_problem(self.image_mean, self.image_std, self.pixel_scale)
+        if problem:
+            raise ValueError(problem)
         return self
+
+
+def _values(values) -> str:
+    return "[" + ", ".join(f"{v:g}" for v in values) + "]"
+
+
+#: A mean or standard deviation above this is on the 0-255 scale; pixels in [0, 1] have every mean and standard
+#: deviation below 1.
+SCALE_SPLIT = 1.5
+
+
+def normalisation_scale_problem(image_mean, image_std, pixel_scale: int) -> str | None:
+    """One line naming ``image_mean`` / ``image_std`` / ``pixel_scale`` where the mean or standard deviation is on
+    another scale than the pixels, else None.
+
+    Pixels in [0, 1] (``pixel_scale`` 1) with any mean or standard deviation above 1.5 (ImageNet's on the 0-255 scale,
+    [123.675, 116.28, 103.53] / [58.395, 57.12, 57.375]) are normalised to near-constant inputs; pixels in [0, 255]
+    (``pixel_scale`` 255) with every mean and standard deviation below 1.5 (ImageNet's on the 0-1 scale) to inputs
+    some 255 times too large. Mean 0 and standard deviation 1, the pixels as they are, suit either scale.
+    """
+    mean, std = _values(image_mean), _values(image_std)
+    if pixel_scale == 1 and max(*image_mean, *image_std) > SCALE_SPLIT:
+        return (f"image_mean {mean} / image_std {std} are on the 0-255 scale but the pixels are in [0, 1] "
+                f"(pixel_scale: 1): write them divided by 255 (ImageNet's: image_mean: [0.485, 0.456, 0.406], "
+                f"image_std: [0.229, 0.224, 0.225]), or pixel_scale: 255 for pixels in [0, 255]")
+    identity = all(m == 0 for m in image_mean) and all(s == 1 for s in image_std)
+    if pixel_scale == 255 and max(*image_mean, *image_std) < SCALE_SPLIT and not identity:
+        return (f"image_mean {mean} / image_std {std} are on the 0-1 scale but the pixels are in [0, 255] "
+                f"(pixel_scale: 255): write them times 255 (ImageNet's: image_mean: [123.675, 116.28, 103.53], "
+                f"image_std: [58.395, 57.12, 57.375]), or pixel_scale: 1 for pixels in [0, 1]")
+    return None
 
 
 def onnx_image_processor(image_size: int, resize: str, resize_to: int, image_mean, image_std,

@@ -135,6 +135,15 @@ def _same_family(model_type: str, family: str) -> bool:
     return bool(a) and bool(b) and (a.startswith(b) or b.startswith(a))
 
 
+def family_problem(entry, model_type: str) -> str | None:
+    """One line naming the row and ``tiny.model_type`` where that model_type is not of the row's ``family``
+    (:func:`_same_family`; a tiny model or twin builds the row's own architecture), else None."""
+    if _same_family(model_type, entry.family):
+        return None
+    return (f"{entry.id}: tiny.model_type {model_type!r} is not of the row's family {entry.family!r}: a tiny model "
+            f"builds the row's own architecture (give tiny the model_type of {entry.family})")
+
+
 #: The fields of a config that bound the positions of a sequence (GPT-2's n_positions and n_ctx, BERT's
 #: max_position_embeddings), and the positions a model_type takes before the first token (RoBERTa counts its
 #: positions from padding_idx + 1).
@@ -170,9 +179,9 @@ def twin_spec(entry, full_size: bool = False, max_length: int | None = None) -> 
     spec = TWIN_SPECS.get(model_type)
     if spec is None:
         raise TwinError(f"{entry.id}: no twin for model_type {model_type!r} (known: {', '.join(sorted(TWIN_SPECS))})")
-    if not _same_family(model_type, entry.family):
-        raise TwinError(f"{entry.id}: tiny.model_type {model_type!r} is not of the row's family {entry.family!r}: a "
-                        f"twin builds the row's own architecture (give tiny the model_type of {entry.family})")
+    problem = family_problem(entry, model_type)
+    if problem:
+        raise TwinError(problem)
     for name in _POSITION_FIELDS:
         value = fields_.get(name)
         need = None if max_length is None else max_length + _POSITION_OFFSET.get(model_type, 0)
