@@ -5,6 +5,7 @@ second Ctrl-C says once why nothing more happens and how to quit at once."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -15,7 +16,11 @@ from aniso.cli import main
 from test_cli_tour import MODEL, REGISTRY
 
 
-def test_a_second_ctrl_c_says_what_the_first_would_and_leaves_no_empty_folder(clean_env, monkeypatch, capsys):
+def test_a_second_ctrl_c_says_what_the_first_would_and_leaves_no_empty_folder(clean_env, monkeypatch, capsys,
+                                                                               request):
+    # Ctrl-C as a terminal gives it: Python's handler (a pytest-xdist worker, where this may run, ignores SIGINT)
+    request.addfinalizer(functools.partial(signal.signal, signal.SIGINT, signal.getsignal(signal.SIGINT)))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     corpus = clean_env / "corpus.txt"
     corpus.write_text("\n".join(" ".join(f"w{(i * 7 + j) % 40}" for j in range(12)) for i in range(16)) + "\n")
     monkeypatch.setenv("ANISO_CORPUS", str(corpus))

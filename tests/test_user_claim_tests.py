@@ -86,10 +86,7 @@ def test_a_claim_test_that_never_concludes_exits_1_through_aniso_run_and_check(t
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     import aniso
 
-    for name, value in _env(tmp_path).items():
-        if name.startswith("ANISO_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.chdir(tmp_path)
+    _in_process_as_the_subprocesses(monkeypatch, tmp_path)
     results = aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
     assert results.exit_code == 1
     assert [(r.verdict, r.reason) for r in results.document.results] == [
@@ -105,6 +102,18 @@ def test_a_verdict_that_is_no_bool_is_refused_naming_holds(tmp_path):
     assert _verdicts(tmp_path) == [("error", line)]
 
 
+def _in_process_as_the_subprocesses(monkeypatch, tmp_path: Path) -> None:
+    """This process's settings as :func:`_env` gives the subprocesses' (every other ``ANISO_*`` variable removed: a
+    relative path such as CI's ``ANISO_SPEECH_DIR=../shared/data/speech`` would name another folder from
+    ``tmp_path``), and ``tmp_path`` as the working folder."""
+    for name in [n for n in os.environ if n.startswith("ANISO_")]:
+        monkeypatch.delenv(name)
+    for name, value in _env(tmp_path).items():
+        if name.startswith("ANISO_"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+
+
 def _refused_through_run_and_check(tmp_path, monkeypatch, folder, line: str) -> None:
     """``aniso run --claims-dir folder`` exits 2 with ``line`` and no traceback, and ``aniso.check(claims_dir=folder)``
     raises a ValueError of exactly ``line``."""
@@ -112,10 +121,7 @@ def _refused_through_run_and_check(tmp_path, monkeypatch, folder, line: str) -> 
     assert done.returncode == 2 and line in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
     import aniso
 
-    for name, value in _env(tmp_path).items():
-        if name.startswith("ANISO_"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.chdir(tmp_path)
+    _in_process_as_the_subprocesses(monkeypatch, tmp_path)
     with pytest.raises(ValueError) as exc:
         aniso.check(MODEL, CLAIM, registry=ROOT / "models.yaml", claims_dir=folder)
     assert str(exc.value) == line

@@ -442,12 +442,14 @@ def _hub_variable_problem(cache_dir: str | None) -> str | None:
 def _model_folder_problem(folder: str) -> str | None:
     """Why ``folder`` given to ``aniso hub import`` is no folder where it is a file (the folder's config.json or
     weights named instead of the folder); None otherwise (a missing folder is named by the import itself)."""
+    from .sources import SOURCE_KINDS
     from .sources.detect import file_kind
 
     where = Path(os.path.expanduser(folder))
     if where.is_file():
         kind = file_kind(where)
-        if kind is not None and kind[0] != "local":  # a model file another source kind reads: never in a hub cache
+        # a model file a source kind reads that is no transformers folder (an ONNX graph, GGUF…): never in a hub cache
+        if kind is not None and SOURCE_KINDS[kind[0]].transformers_folder is None:
             return (f"is a file, {kind[1] if kind[2] else 'a model file of source kind ' + kind[0]}: the hub cache "
                     f"holds transformers model folders only; such a file is measured where it is: `aniso run "
                     f"{folder}`, or a registry row with source: {{kind: {kind[0]}, path: {folder}}}")
