@@ -27,30 +27,28 @@ def _refusal(capsys) -> str:
     return err
 
 
-def test_record_after_a_description_edit_names_the_row_and_field(tmp_path, capsys):
+def _record_after_edit(tmp_path, capsys, copy: bool, old: str, new: str) -> str:
+    """Results of a run of REGISTRY (with or without the copy of its rows), the file then edited (``old`` ->
+    ``new``): ``aniso record --dry-run`` exits 2 with one line, returned."""
     registry = tmp_path / "models.yaml"
     registry.write_text(REGISTRY)
-    results = _run(tmp_path, registry, copy=True)
-    registry.write_text(REGISTRY.replace("a small cnn", "a tiny cnn"))
+    results = _run(tmp_path, registry, copy=copy)
+    registry.write_text(REGISTRY.replace(old, new))
     assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 2
-    assert "; changed since the run: row 'm': description)" in _refusal(capsys)
+    return _refusal(capsys)
+
+
+def test_record_after_a_description_edit_names_the_row_and_field(tmp_path, capsys):
+    err = _record_after_edit(tmp_path, capsys, True, "a small cnn", "a tiny cnn")
+    assert "; changed since the run: row 'm': description)" in err
 
 
 def test_record_after_an_edit_outside_the_kept_fields_says_any_edit_counts(tmp_path, capsys):
-    registry = tmp_path / "models.yaml"
-    registry.write_text(REGISTRY)
-    results = _run(tmp_path, registry, copy=True)
-    registry.write_text(REGISTRY.replace("./m", "./m2"))
-    assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 2
-    err = _refusal(capsys)
+    err = _record_after_edit(tmp_path, capsys, True, "./m", "./m2")
     assert "are as they were, so the edit is in another field (source, tags, records), a comment or the layout: any " \
            "edit of the file counts" in err, err
 
 
 def test_record_of_results_without_a_copy_of_the_rows_says_any_edit_counts(tmp_path, capsys):
-    registry = tmp_path / "models.yaml"
-    registry.write_text(REGISTRY)
-    results = _run(tmp_path, registry, copy=False)
-    registry.write_text(REGISTRY.replace("a small cnn", "a tiny cnn"))
-    assert main(["record", str(results), "--registry", str(registry), "--dry-run"]) == 2
-    assert "the run kept no copy of its rows to compare with: any edit of the file counts" in _refusal(capsys)
+    err = _record_after_edit(tmp_path, capsys, False, "a small cnn", "a tiny cnn")
+    assert "the run kept no copy of its rows to compare with: any edit of the file counts" in err
