@@ -196,6 +196,15 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
             "family": model_type}
 
 
+def _transformers_models() -> Path:
+    """The installed transformers' ``models/`` folder, found without importing transformers
+    (``importlib.util.find_spec``), for the readers of its source as data (:func:`_lm_model_types`,
+    :func:`_attribute_map`). Raises AttributeError or TypeError where transformers is not installed as a folder."""
+    import importlib.util
+
+    return Path(list(importlib.util.find_spec("transformers").submodule_search_locations)[0]) / "models"
+
+
 @functools.cache
 def _lm_model_types() -> tuple[frozenset[str], frozenset[str]]:
     """The model types transformers has a causal-LM class for and those it has a masked-LM class for (its
@@ -203,12 +212,10 @@ def _lm_model_types() -> tuple[frozenset[str], frozenset[str]]:
     ``transformers/models/auto/modeling_auto.py`` as data (:mod:`ast`), without importing it, which would import
     torch (``aniso list`` judges a row's role without it); imported where that file cannot be read so."""
     import ast
-    import importlib.util
 
     names = ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_MASKED_LM_MAPPING_NAMES")
     try:
-        spec = importlib.util.find_spec("transformers")
-        source = Path(list(spec.submodule_search_locations)[0]) / "models" / "auto" / "modeling_auto.py"
+        source = _transformers_models() / "auto" / "modeling_auto.py"
         found = {}
         for node in ast.parse(source.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
@@ -455,13 +462,11 @@ def _attribute_map(model_type: Any) -> dict[str, str] | None:
     import torch (``aniso list`` judges a row without it); imported (``CONFIG_MAPPING``) where that folder's files
     cannot be read so; None where transformers has no folder of that name."""
     import ast
-    import importlib.util
 
     if not isinstance(model_type, str):
         return None
     try:
-        spec = importlib.util.find_spec("transformers")
-        folder = Path(list(spec.submodule_search_locations)[0]) / "models" / model_type.replace("-", "_")
+        folder = _transformers_models() / model_type.replace("-", "_")
         for source in sorted(folder.glob("configuration_*.py")):
             for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
                 if not isinstance(node, ast.ClassDef):
