@@ -344,13 +344,11 @@ def _row_lines(text: str, model_id: str) -> tuple[int, int] | None:
 
     loader = yaml.SafeLoader(text)
     try:
-        rows = _value_of(loader.get_single_node(), "models")
+        row = _row_node(loader.get_single_node(), model_id)
     except yaml.YAMLError:
         return None
     finally:
         loader.dispose()
-    row = next((n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else [])
-                if (i := _value_of(n, "id")) and isinstance(i[1], yaml.ScalarNode) and i[1].value == model_id), None)
     if row is None:
         return None
     if row.flow_style:
@@ -380,6 +378,16 @@ def _value_of(node, key: str):
     return next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key), None)
 
 
+def _row_node(root, model_id: str):
+    """The node of registry row ``model_id`` (the first item of the root's ``models`` list whose ``id`` is that
+    scalar, in any key order or quoting), or None."""
+    import yaml
+
+    rows = _value_of(root, "models")
+    return next((n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else [])
+                 if (i := _value_of(n, "id")) and isinstance(i[1], yaml.ScalarNode) and i[1].value == model_id), None)
+
+
 _COMMENT = re.compile(r"(?:^|[ \t])(#.*)$")
 
 
@@ -396,11 +404,7 @@ def _measured_span(text: str, model_id: str, claim_id: str) -> tuple[int, int, d
     where = f"{model_id} {claim_id}"
     loader = yaml.SafeLoader(text)
     try:
-        root = loader.get_single_node()
-        rows = _value_of(root, "models")
-        row = next((n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else [])
-                    if (i := _value_of(n, "id")) and isinstance(i[1], yaml.ScalarNode) and i[1].value == model_id),
-                   None)
+        row = _row_node(loader.get_single_node(), model_id)
         if row is None:
             raise ValueError(f"{where}: no row with id {model_id!r} in the registry")
         expected = _value_of(row, "expected")
