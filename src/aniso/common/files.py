@@ -161,35 +161,35 @@ def exclusive(path: Path, notice_after: float = LOCK_NOTICE_SECONDS):
 
 
 @contextlib.contextmanager
-def folder_lock(folder: Path, notice_after: float = LOCK_NOTICE_SECONDS, what: str = "writes into it"):
-    """An exclusive lock on the folder ``folder`` itself (``fcntl.flock`` of the folder, opened read-only; no lock
-    file, so nothing is left in the folder) held while a process writes into it: processes writing into one folder
-    (two ``aniso hub import`` into one hub cache) take turns. A process still waiting after ``notice_after`` seconds
-    says so once (a RuntimeWarning naming the folder and ``what`` the other process does), then waits on. The folder
-    must exist. Where the system has no ``flock`` (not POSIX), nothing is locked."""
+def _flock(path: Path, notice_after: float | None = None, waiting: str = ""):
+    """An exclusive ``fcntl.flock`` of ``path`` itself (a file or a folder, opened read-only; no lock file beside
+    it), held inside the block. With ``notice_after`` a process still waiting after that many seconds says so once
+    (a RuntimeWarning: ``waiting``), then waits on. Where the system has no ``flock`` (not POSIX), nothing is
+    locked."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    import time
-    import warnings
-
-    fd = os.open(folder, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY)
     try:
-        deadline = time.monotonic() + notice_after
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    warnings.warn(f"waiting for another process that holds the lock of {folder} (it {what}; a "
-                                  "stopped one, Ctrl-Z, holds it until it goes on or ends)", RuntimeWarning,
-                                  stacklevel=3)
-                    fcntl.flock(fd, fcntl.LOCK_EX)
+        if notice_after is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            import time
+            import warnings
+
+            deadline = time.monotonic() + notice_after
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
-                time.sleep(0.05)
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        warnings.warn(waiting, RuntimeWarning, stacklevel=5)
+                        fcntl.flock(fd, fcntl.LOCK_EX)
+                        break
+                    time.sleep(0.05)
         try:
             yield
         finally:
@@ -199,24 +199,27 @@ def folder_lock(folder: Path, notice_after: float = LOCK_NOTICE_SECONDS, what: s
 
 
 @contextlib.contextmanager
-def rewriting(path: Path):
-    """An exclusive lock on the file ``path`` itself (``fcntl.flock`` of the file, read-only; no lock file beside it)
-    held while a process reads, checks and rewrites it (``aniso record`` into a registry): processes rewriting one
-    file take turns, and one that waited reads the file afresh once it holds the lock, so neither writes over what
-    the other wrote. The rewrite replaces the file (:func:`atomic_write`): a process waiting on the old file gets
-    its lock when the first is done, and must then read ``path`` again (which names the new file) before deciding
-    anything. Where the system has no ``flock`` (not POSIX), nothing is locked."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
+def folder_lock(folder: Path, notice_after: float = LOCK_NOTICE_SECONDS, what: str = "writes into it"):
+    """An exclusive lock on the folder ``folder`` itself (:func:`_flock`: no lock file, so nothing is left in the
+    folder) held while a process writes into it: processes writing into one folder (two ``aniso hub import`` into one
+    hub cache) take turns. A process still waiting after ``notice_after`` seconds says so once (a RuntimeWarning
+    naming the folder and ``what`` the other process does), then waits on. The folder must exist. Where the system
+    has no ``flock`` (not POSIX), nothing is locked."""
+    with _flock(folder, notice_after, f"waiting for another process that holds the lock of {folder} (it {what}; a "
+                                      "stopped one, Ctrl-Z, holds it until it goes on or ends)"):
         yield
-        return
-    with open(path, "rb") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def rewriting(path: Path):
+    """An exclusive lock on the file ``path`` itself (:func:`_flock`; no lock file beside it) held while a process
+    reads, checks and rewrites it (``aniso record`` into a registry): processes rewriting one file take turns, and
+    one that waited reads the file afresh once it holds the lock, so neither writes over what the other wrote. The
+    rewrite replaces the file (:func:`atomic_write`): a process waiting on the old file gets its lock when the first
+    is done, and must then read ``path`` again (which names the new file) before deciding anything. Where the system
+    has no ``flock`` (not POSIX), nothing is locked."""
+    with _flock(path):
+        yield
 
 
 def quarantine(*paths: Path) -> str:
