@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 from pluggy import HookimplMarker  # (pytest's hook marker, without importing pytest)
 
 from .common.settings import numpy_bool, type_name
-from .common.signals import ENDING_SIGNALS, handling  # (the signals a run's clean-up answers; named here too)
+from .common.signals import ENDING_SIGNALS, handling, interrupted_line  # (the signals a run's clean-up answers)
 
 __all__ = ["measure", "check", "claims", "models", "LayerStats", "ClaimResults", "ClaimsRun", "run_claims", "run_twins",
            "DEFAULT_STATISTICS", "RUN_EXIT_CODES", "run_exit_code"]
@@ -1744,11 +1744,11 @@ def _run_claims(model, claims, *, registry, claims_dir, pytest_args, say, settin
                     + yaml.safe_dump([row], sort_keys=False, allow_unicode=True)), encoding="utf-8")
             exit_code = 2 if tally.refused or tally.collect_errors else run_exit_code(code, tally.measured)
             stopped = tally.stopped or _why_nothing_ran(tally, pytest_args, model_id) or (
-                _interrupted(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
+                interrupted_line(plan, results) if code == pytest.ExitCode.INTERRUPTED else None)
             if tally.interrupted and not (stopped or "").startswith("interrupted"):
-                stopped = _interrupted(plan, results)
+                stopped = interrupted_line(plan, results)
             if tally.signal is not None:
-                stopped = _interrupted(plan, results, tally.signal)
+                stopped = interrupted_line(plan, results, tally.signal)
             done = ClaimsRun(exit_code, model_id, results, tally.results, tally.measured, row, stopped,
                              tally.refused, tally.interrupted)
         finally:
@@ -1922,15 +1922,6 @@ def _check_written_paths(pytest_args: Sequence[str]) -> None:
             shown = f"{option}{value}" if option.endswith("=") else f"{option} {value}"
             raise ValueError(f"the pytest option {shown} after `--`: {problem}; give a path pytest can write (it "
                              "would fail only once the claims are measured)")
-
-
-def _interrupted(plan, results: Path | None, signum: int | None = None) -> str:
-    """The one line of a claims run stopped by Ctrl-C (or by the signal ``signum``, answered as Ctrl-C is:
-    :func:`_signal_as_interrupt`): what of it is kept (the statistics cache, the results of the tests that ran) and
-    what is not (:func:`aniso.common.signals.interrupted_line`)."""
-    from .common.signals import interrupted_line
-
-    return interrupted_line(plan, results, signum)
 
 
 @contextlib.contextmanager
