@@ -93,3 +93,34 @@ def test_a_tag_named_like_a_model_set_is_refused_naming_the_row_and_tag(tmp_path
     said = str(exc.value)
     assert "\n" not in said and f"models[0] (id 'first'): tags: {tag!r} is the model set {tag!r}" in said, said
     assert "rename the tag" in said
+
+
+ONE_ROW = ("id: mybert\nsource: {kind: local, path: ./m}\nmodality: text\ngranularity: subword\narchitecture: transformer\n"
+       "role: encoder\nfamily: bert\n")
+
+
+def test_one_row_written_without_models_says_rows_go_under_models(tmp_path):
+    """A row written as a bare mapping was refused as "id: unknown key 'id' (and 7 more error(s))", which does not
+    say that rows belong in the list under models:."""
+    path = tmp_path / "models.yaml"
+    path.write_text(ONE_ROW)
+    with pytest.raises(RegistryError, match=r"models\.yaml: this file holds one row \(id 'mybert'\) written on its "
+                                            r"own; the rows go in a list under models:"):
+        load_registry(path)
+
+
+def test_rows_listed_without_models_say_rows_go_under_models(tmp_path):
+    path = tmp_path / "models.yaml"
+    path.write_text("- " + ONE_ROW.replace("\n", "\n  ").rstrip() + "\n")
+    with pytest.raises(RegistryError, match=r"this file holds a list of rows; the rows go in a list under models:"):
+        load_registry(path)
+
+
+def test_a_choice_of_numbers_gets_no_hint_to_quote(tmp_path):
+    """``pixel_scale: 127`` (the field takes 1 or 255) was told to quote the value to give it as text, which the
+    field refuses too: the hint to quote is for fields that take text."""
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n- id: net\n  source: {kind: onnx, path: m.onnx, pixel_scale: 127}\n  modality: vision\n"
+                    "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: mobilenet\n")
+    with pytest.raises(RegistryError, match=r"source\.pixel_scale: Input should be 1 or 255$"):
+        load_registry(path)

@@ -970,7 +970,10 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
     elif first["type"] in ("model_attributes_type", "dict_type") and not isinstance(value, (dict, list)) and loc:
         msg = _not_a_mapping(str(loc[-1]), value)
-    if takes is None and first["type"] in ("string_type", "literal_error") and _yaml_word(value) is not None:
+    # The hint to quote is for a field that takes text: a choice of numbers (``pixel_scale: 1 or 255``) is not one.
+    text_choices = first["type"] == "string_type" or "'" in str((first.get("ctx") or {}).get("expected", ""))
+    if takes is None and first["type"] in ("string_type", "literal_error") and text_choices \
+            and _yaml_word(value) is not None:
         msg += f" ({_yaml_word(value)})"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
 
@@ -1380,9 +1383,15 @@ def load_registry(path: Path | str) -> Registry:
     except RecursionError:
         raise RegistryError(f"{path}: its entries are nested too deeply to validate; a registry is a list of flat "
                             "entries") from None
+    rows_alone = "; the rows go in a list under models: (models: on the first line, then - id: ... for each row)"
     if not isinstance(raw, dict):
+        listed_rows = isinstance(raw, list) and any(isinstance(r, dict) and "id" in r for r in raw)
         raise RegistryError(f"{path}: a registry is a mapping whose field models lists the entries; this file holds "
-                            + ("nothing" if raw is None else f"a {type(raw).__name__}"))
+                            + ("nothing" if raw is None else f"a {type(raw).__name__}")
+                            + (" of rows" + rows_alone if listed_rows else ""))
+    if "models" not in raw and "id" in raw and {"source", "modality"} & raw.keys():
+        raise RegistryError(f"{path}: this file holds one row (id {_shown(raw['id'])}) written on its "
+                            f"own{rows_alone}")
     if "schema_version" in raw or {"provenance", "results"} <= raw.keys():
         raise NotARegistry(f"{path} is a results file (the results.json of a run: schema_version, provenance, "
                            "results), not a registry (a mapping whose field models lists the entries, as models.yaml)")
