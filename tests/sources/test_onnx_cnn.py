@@ -59,6 +59,17 @@ def test_relative_path_needs_the_models_folder(tmp_path):
         source_fingerprint(entry, SourceContext(models_dir=tmp_path))
 
 
+def test_a_folder_where_the_model_file_is_due_is_named_a_folder(tmp_path):
+    """An ONNX row whose path is a transformers model folder: the folder is there, and the answer says so (it said
+    the file "does not exist") and which row kind reads such a folder."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    entry = ModelEntry.model_validate(dict(ENTRY, id="net", source=dict(kind="onnx", path="m")))
+    with pytest.raises(ModelUnavailable, match=r"net: model file .*m is a folder; source kind onnx reads a file there; "
+                                               r"a transformers model folder .* source kind local"):
+        source_fingerprint(entry, SourceContext(models_dir=tmp_path))
+
+
 def test_unreadable_file_names_the_model(tmp_path):
     (tmp_path / "bad.onnx").write_bytes(b"not a protobuf")
     entry = ModelEntry.model_validate(dict(ENTRY, id="bad", source=dict(kind="onnx", path="bad.onnx")))

@@ -290,5 +290,12 @@ def in_models_dir(entry: "ModelEntry", ctx: SourceContext, name: str, what: str,
                                    f"its {what} {name} is relative to the models folder, which is not set")
         path = Path(ctx.models_dir) / path
     if not present(path):
+        if path.exists():  # there, but not what the entry names: a folder where a file is due, or the reverse
+            kind = "a folder" if path.is_dir() else "a file" if path.is_file() else "neither a file nor a folder"
+            due = "a folder" if present is Path.is_dir else "a file"
+            hint = ("; a transformers model folder (it holds config.json) is read by a row of source kind local"
+                    if entry.source.kind != "local" and path.is_dir() and (path / "config.json").is_file() else "")
+            raise ModelUnavailable(f"{entry.id}: {what} {path} is {kind}; source kind {entry.source.kind} reads {due} "
+                                   f"there{hint}")
         raise ModelUnavailable(f"{entry.id}: {what} {path} does not exist (models folder: {ctx.models_dir})")
     return path
