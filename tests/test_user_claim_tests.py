@@ -295,3 +295,41 @@ def test_a_verdict_given_beside_a_nan_measured_number_names_it_in_its_reason():
                                                   model_id=None, test="t"), None)
     context.conclude(True, {"max_avg_cos": 0.5, "profile": [float("nan")]}, "r")
     assert "NaN" not in context.result.reason
+
+
+TWO_TESTS = f"""
+    @pytest.mark.claim("{CLAIM}")
+    def test_a_does_not_hold(claim):
+        claim.conclude(False, {{"max_avg_cos": 0.01}}, "a rule")
+
+
+    @pytest.mark.claim("{CLAIM}")
+    def test_b_holds(claim):
+        claim.conclude(True, {{"max_avg_cos": 0.9}}, "a rule")
+"""
+
+
+@pytest.mark.parametrize("stop", [["-x"], ["--maxfail", "1"]])
+def test_a_run_stopped_by_x_says_its_results_are_not_the_whole_selection(tmp_path, stop):
+    """``pytest -x`` stopped after the first failing claim test; results.json, the report and the summary held that
+    one result with no word of the stop, so a report read later looked like the whole selection."""
+    folder = _claims(tmp_path, TWO_TESTS, f"test_stop{len(stop)}")
+    done = _pytest(tmp_path, folder, "-q", *stop)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    (results,) = (tmp_path / "reports").glob("*/results.json")
+    doc = json.loads(results.read_text())
+    assert len(doc["results"]) == 1
+    line = ("the run stopped early (pytest: stopping after 1 failures): 1 of 2 selected claim test(s) were not run "
+            f"(first: myclaims/test_stop{len(stop)}.py::test_b_holds); these results are not the whole selection")
+    assert doc["run_errors"] == [line]
+    assert line in done.stdout.replace("\n", " ") or line[:60] in done.stdout
+    assert "not the whole selection" in (results.parent / "report.html").read_text()
+
+
+def test_a_run_not_stopped_has_no_such_line(tmp_path):
+    folder = _claims(tmp_path, TWO_TESTS, "test_nostop")
+    done = _pytest(tmp_path, folder, "-q")
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    (results,) = (tmp_path / "reports").glob("*/results.json")
+    doc = json.loads(results.read_text())
+    assert len(doc["results"]) == 2 and doc["run_errors"] == []

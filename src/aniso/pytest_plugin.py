@@ -600,6 +600,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller writes the one report
         session.config.workeroutput["aniso"] = claims_run.worker_payload()
         return
+    stop = session.shouldfail or session.shouldstop
+    if stop or exitstatus == pytest.ExitCode.INTERRUPTED:
+        claims_run.note_not_run(
+            f"pytest: {stop}" if isinstance(stop, str) else "interrupted",
+            [item.nodeid for item in session.items
+             if item.get_closest_marker("claim") is not None or item.get_closest_marker("models") is not None])
     if claims_run.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if claims_run.refusal_fails and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

@@ -286,6 +286,18 @@ class AnisoSession:
                                 f"was kept there, and {kept}")
         return bool(self.must_run_failures)
 
+    def note_not_run(self, why: str, selected: list[str]) -> None:
+        """A run that stopped before every selected claim test ran (``why``: pytest's ``-x``/``--maxfail`` stop, or
+        an interrupt), ``selected`` the node ids of the claim tests collected: where some have no result, a run error
+        (in results.json, the report and the console) says how many were not run, so that the results are not read
+        later as the whole selection. Call before :meth:`finish`."""
+        done = {r.test for r in self.results}
+        missing = [t for t in selected if t not in done]
+        if missing:
+            self.must_run_failures.append(
+                f"the run stopped early ({why}): {len(missing)} of {len(selected)} selected claim test(s) were not run "
+                f"(first: {missing[0]}); these results are not the whole selection")
+
     def _check_record_keys(self) -> None:
         """A record whose ``measured`` names a number that no test of its claim reported in this run (e.g.
         ``max_avg_cosine`` for ``max_avg_cos``) is a stale record, never compared: where every test of the claim on
