@@ -1707,11 +1707,11 @@ def _run_claims(model, claims, *, registry, claims_dir, pytest_args, say, settin
                 elif any(e.id == model_id for e in reg):
                     raise ValueError(_id_taken(model, model_id, reg))
                 else:
-                    from .registry.entries import load_yaml
+                    from .registry.entries import DETECTED_RUN_PREFIX, load_yaml
 
                     raw = load_yaml(reg_path)
                     raw["models"].append({**row, "detected": True})
-                    tmp_dir = Path(tempfile.mkdtemp(prefix="aniso-run-"))
+                    tmp_dir = Path(tempfile.mkdtemp(prefix=DETECTED_RUN_PREFIX))
                     remove.append(tmp_dir)
                     tmp = _write_registry(raw, tmp_dir / "models.yaml", "the detected entry")
                     reg, plan = open_registry(tmp), replace(plan, registry=str(tmp))

@@ -124,3 +124,19 @@ def test_a_choice_of_numbers_gets_no_hint_to_quote(tmp_path):
                     "  granularity: pixel\n  architecture: cnn\n  role: encoder\n  family: mobilenet\n")
     with pytest.raises(RegistryError, match=r"source\.pixel_scale: Input should be 1 or 255$"):
         load_registry(path)
+
+
+def test_a_hand_written_row_saying_detected_is_refused(tmp_path):
+    """``detected: true`` marks the row `aniso run PATH` detects in its own temporary registry (a claim that does not
+    hold on it is a new finding, not a failure); written by hand in a registry it was accepted without a word."""
+    row = "models:\n- " + ONE_ROW.replace("\n", "\n  ").rstrip() + "\n  detected: true\n"
+    path = tmp_path / "models.yaml"
+    path.write_text(row)
+    with pytest.raises(RegistryError, match=r"models\[0\] \(id 'mybert'\): detected: set only by `aniso run PATH`"):
+        load_registry(path)
+    from aniso.registry.entries import DETECTED_RUN_PREFIX
+
+    own = tmp_path / f"{DETECTED_RUN_PREFIX}x"  # the temporary registry that run writes
+    own.mkdir()
+    (own / "models.yaml").write_text(row)
+    assert load_registry(own / "models.yaml").entries[0].detected

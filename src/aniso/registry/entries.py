@@ -459,7 +459,9 @@ class ModelEntry(Strict):
     category: Category | None = None
     cannot_run: CannotRun | None = None
     #: True for a row detected for one run from a model folder, file or hub id (``aniso run PATH``): the registry
-    #: has never measured the model, so a claim that does not hold on it is a new finding, not a failure.
+    #: has never measured the model, so a claim that does not hold on it is a new finding, not a failure. Only the
+    #: temporary registry that run writes (in a folder named :data:`DETECTED_RUN_PREFIX`...) may hold it
+    #: (:func:`_check_detected_rows`).
     detected: bool = False
 
     @property
@@ -1426,6 +1428,7 @@ def load_registry(path: Path | str) -> Registry:
     _check_record_scope(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
+    _check_detected_rows(registry.entries, path)
     _check_tags_are_no_set_names(registry.entries, path)
     _check_records_apply(registry.entries, path)
     return registry
@@ -1545,6 +1548,24 @@ def _check_tags_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
                 raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): tags: {tag!r} is the model set {tag!r} of "
                                     f"setting models ({', '.join(MODEL_SETS)}), so --models {tag} takes the set and "
                                     "the tag could never select the row; rename the tag")
+
+
+#: The prefix of the temporary folder ``aniso run PATH`` writes its registry into, with the detected row: the only
+#: registry whose rows may say ``detected``.
+DETECTED_RUN_PREFIX = "aniso-run-"
+
+
+def _check_detected_rows(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError naming the row for ``detected: true`` in a registry that ``aniso run PATH`` did not write:
+    the field marks a model the registry has never measured, so that a claim that does not hold on it is a new finding
+    rather than a failure; written by hand it would turn a row's failures into findings without a record."""
+    if Path(path).parent.name.startswith(DETECTED_RUN_PREFIX):
+        return
+    for i, e in enumerate(entries):
+        if e.detected:
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): detected: set only by `aniso run PATH` for the "
+                                "model it detects, in its own temporary registry; a registry row leaves it out (it "
+                                "would make a claim that does not hold on this row a finding rather than a failure)")
 
 
 def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:
