@@ -140,3 +140,18 @@ def test_a_hand_written_row_saying_detected_is_refused(tmp_path):
     own.mkdir()
     (own / "models.yaml").write_text(row)
     assert load_registry(own / "models.yaml").entries[0].detected
+
+
+@pytest.mark.parametrize("field", ["fine_tuned_from", "stands_for"])
+def test_a_row_named_in_another_case_is_suggested(tmp_path, field):
+    """``fine_tuned_from: my-bert`` where the row's id is ``MY-BERT`` said "no row 'my-bert' in the registry" with no
+    suggestion (difflib's ratio is case-sensitive)."""
+    seed = "- id: MY-BERT\n  source: {kind: hub, repo: org/bert}\n  modality: text\n  granularity: subword\n" \
+           "  architecture: transformer\n  role: encoder\n  family: bert\n"
+    other = "- " + ONE_ROW.replace("\n", "\n  ").rstrip() + f"\n  {field}: my-bert\n" \
+        + ("  relation: same\n" if field == "stands_for" else "")
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n" + seed + other)
+    with pytest.raises(RegistryError, match=rf"{field}: no row 'my-bert' in the registry \(ids are case-sensitive\); "
+                                            r"did you mean 'MY-BERT'\?"):
+        load_registry(path)

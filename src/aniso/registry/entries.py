@@ -1036,6 +1036,9 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
     by_id = {e.id: e for e in entries}
 
     def no_row(name: str) -> str:
+        same = [i for i in by_id if i.casefold() == name.casefold()]  # ids are case-sensitive: say so
+        if same:
+            return f"no row {name!r} in the registry (ids are case-sensitive); did you mean {same[0]!r}?"
         close = difflib.get_close_matches(name, list(by_id), n=1, cutoff=0.6)
         return f"no row {name!r} in the registry" + (f"; did you mean {close[0]!r}?" if close else "")
 
