@@ -343,6 +343,7 @@ def load_speech(folder: str | Path | None, n_clips: int, seed: int, *, max_secon
     clips, names, skipped = _usable(files, lambda p: _read_clip(p, max_seconds), "speech_dir", folder, "recording")
     copies = _copies(clips, names, "speech_dir", folder, "recording")
     return MediaSet("speech", folder.name, f"{len(clips)} recordings from {folder} (16 kHz, <= {max_seconds:g} s)"
+                    + _fewer_note(len(all_files), n_clips, "recordings", "n_clips")
                     + _skipped_note(skipped, len(files)) + copies + _warn_left_out(left_out, "speech_dir", folder),
                     str(folder), fingerprint, tuple(clips), tuple(names), len(all_files), seed,
                     dataset_fingerprint=dataset, skipped=tuple(skipped))
@@ -577,6 +578,12 @@ def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _fewer_note(found: int, requested: int, what: str, setting: str) -> str:
+    """"; only 12 photographs in the folder, 500 requested (setting n_images)" where the folder holds fewer files
+    than the setting asks for (all are then measured), else ""."""
+    return f"; only {found} {what} in the folder, {requested} requested (setting {setting})" if found < requested else ""
+
+
 def _skipped_note(skipped: list, drawn: int | None = None) -> str:
     """" (2 unusable files skipped: 6 of the 8 drawn measured, none drawn in their place)" ("" when none was):
     ``drawn`` the files sampled, of which the unusable ones are left out and not replaced."""
@@ -645,7 +652,8 @@ def load_images(folder: str | Path | None, n_images: int, seed: int, *,
                                        _hidden_note(folder, _IMAGES)]))
     images, names, skipped = _usable(files, lambda p: _read_image(p, max_pixels), "image_dir", folder, "photograph")
     copies = _copies(images, names, "image_dir", folder, "photograph")
-    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}" + _skipped_note(skipped, len(files))
+    return MediaSet("vision", folder.name, f"{len(images)} photographs from {folder}"
+                    + _fewer_note(len(all_files), n_images, "photographs", "n_images") + _skipped_note(skipped, len(files))
                     + copies + _warn_left_out(left_out, "image_dir", folder),
                     str(folder), _oriented_fingerprint(fingerprint, images), tuple(images), tuple(names),
                     len(all_files), seed,
