@@ -357,8 +357,9 @@ def test_a_recording_scaled_far_outside_its_range_is_skipped_and_named(tmp_path)
     assert len(got.items) == 1 and "loud.wav" in dict(got.skipped)
 
 
-def test_extract_under_no_cache_says_the_entry_was_not_written(tmp_path, tiny_bert_dir, monkeypatch, capsys):
-    """`ANISO_NO_CACHE=1 aniso extract M` computes the statistics and keeps none: its line says so, not "written"."""
+def test_extract_under_no_cache_is_refused_before_it_measures(tmp_path, tiny_bert_dir, monkeypatch, capsys):
+    """`ANISO_NO_CACHE=1 aniso extract M`: extract only computes statistics to cache them, so it is refused in one
+    line before anything is measured (it computed everything, then said "not written: setting no_cache")."""
     from aniso.cli import main
 
     reg = tmp_path / "models.yaml"
@@ -369,10 +370,11 @@ def test_extract_under_no_cache_says_the_entry_was_not_written(tmp_path, tiny_be
     monkeypatch.setenv("ANISO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("ANISO_N_SEQUENCES", "8")
     monkeypatch.setenv("ANISO_NO_CACHE", "1")
-    assert main(["extract", "m", "--registry", str(reg)]) == 0
-    out = capsys.readouterr().out
-    assert "(not written: setting no_cache)" in out and "(written)" not in out, out
-    assert not list((tmp_path / "cache").glob("*.safetensors"))
+    assert main(["extract", "m", "--registry", str(reg)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == ("aniso extract: setting no_cache is on (ANISO_NO_CACHE), and extract only computes "
+                                    "statistics to cache them: unset it, or measure without caching with aniso stats")
+    assert captured.out == "" and not (tmp_path / "cache").exists()
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc, where no folder can be created")

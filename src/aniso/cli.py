@@ -276,6 +276,9 @@ def _extract(args: argparse.Namespace) -> int:
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models]
         _check_shards(settings.shards, shard.world, args.models)
+        if settings.no_cache:  # the command's one product is the cache: refused before anything is measured
+            raise ValueError("setting no_cache is on (ANISO_NO_CACHE), and extract only computes statistics to cache "
+                             "them: unset it, or measure without caching with aniso stats")
     except (RegistryError, KeyError, ValueError) as exc:
         print(f"aniso extract: {exc}", file=sys.stderr)
         return 2
