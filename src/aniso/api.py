@@ -851,7 +851,9 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         that an argument gives too (``device`` and ``settings={"device": ...}``, ``inputs`` and ``"corpus"``,
         ``n_inputs`` and ``"n_sequences"``) must have the same value in both; a setting of inputs the model does not
         read (``corpus`` or ``n_sequences`` for a vision model, which reads ``image_dir`` and ``n_images``) is refused
-    registry : registry file (default: ``models.yaml`` here, else the one of this source tree)
+    registry : registry file (default: ``models.yaml`` here, else the one of this source tree); for an in-memory
+        model it is read only with ``name``, but one given that is not a file is refused all the same
+        (:class:`~aniso.registry.entries.RegistryError`, naming ``registry``)
     name : the id an in-memory model is reported under (default: its ``name_or_path``, else its class); only for an
         in-memory model. The id of a registry row is refused (ValueError naming ``name``): results under it would
         read as that row's model, whose weights these need not be
@@ -936,6 +938,10 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                                       if texts is not None else {}, progress)
         return _nan_said(_fewer_than_asked(measured, n_inputs, settings, form.size,
                                            None if texts is not None else run_settings), chosen, row.second_order)
+    if registry is not None or (settings or {}).get("registry") is not None:
+        # unread for an in-memory model (but for name=), yet a registry named that is not there is a mistake said
+        _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry"))])
+        _registry_file(registry, _settings({}, settings, check=False))
     if name is not None:
         _no_registry_name(name, registry, settings)
     if texts is not None:
