@@ -792,6 +792,9 @@ def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
         raise TypeError(f"statistics: {statistics!r:.40} ({type_name(statistics)}); give a statistic's name, a "
                         f"list of names or 'all' (names: {', '.join(sorted(ALL_STATISTICS))})")
     chosen = frozenset(items)
+    if "all" in chosen:  # 'all' names every statistic: not one of the parts, to list with others
+        raise ValueError(f"statistics: {items!r:.80} lists 'all', which stands alone: give statistics='all', or a "
+                         f"list of the parts (names: {', '.join(sorted(ALL_STATISTICS))})")
     unknown = sorted(chosen - ALL_STATISTICS)
     if unknown or not chosen:
         raise ValueError(f"statistics: {unknown[0]!r} is not one of {sorted(ALL_STATISTICS)} (or 'all')" if unknown
@@ -865,8 +868,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     Raises
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
-    empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
-    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
+    empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic or
+    ``'all'`` listed with others (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
     in-memory model's tokenizer holding fewer tokens than 90% of its input embedding's rows (``tokenizer``, as a
     folder's is refused), an in-memory model whose config builds a weight larger than it holds (``model``, naming
     the config field: ``max_position_embeddings`` 512 over 16 position rows), a
