@@ -868,8 +868,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     Raises
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
-    empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic or
-    ``'all'`` listed with others (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
+    empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
+    (``statistics``; also ``'all'`` listed with others) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
     in-memory model's tokenizer holding fewer tokens than 90% of its input embedding's rows (``tokenizer``, as a
     folder's is refused), an in-memory model whose config builds a weight larger than it holds (``model``, naming
     the config field: ``max_position_embeddings`` 512 over 16 position rows), a
