@@ -792,6 +792,9 @@ def _statistics(statistics: str | Iterable[str]) -> frozenset[str]:
         raise TypeError(f"statistics: {statistics!r:.40} ({type_name(statistics)}); give a statistic's name, a "
                         f"list of names or 'all' (names: {', '.join(sorted(ALL_STATISTICS))})")
     chosen = frozenset(items)
+    if "all" in chosen:  # 'all' names every statistic: not one of the parts, to list with others
+        raise ValueError(f"statistics: {items!r:.80} lists 'all', which stands alone: give statistics='all', or a "
+                         f"list of the parts (names: {', '.join(sorted(ALL_STATISTICS))})")
     unknown = sorted(chosen - ALL_STATISTICS)
     if unknown or not chosen:
         raise ValueError(f"statistics: {unknown[0]!r} is not one of {sorted(ALL_STATISTICS)} (or 'all')" if unknown
@@ -851,7 +854,9 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
         that an argument gives too (``device`` and ``settings={"device": ...}``, ``inputs`` and ``"corpus"``,
         ``n_inputs`` and ``"n_sequences"``) must have the same value in both; a setting of inputs the model does not
         read (``corpus`` or ``n_sequences`` for a vision model, which reads ``image_dir`` and ``n_images``) is refused
-    registry : registry file (default: ``models.yaml`` here, else the one of this source tree)
+    registry : registry file (default: ``models.yaml`` here, else the one of this source tree); for an in-memory
+        model it is read only with ``name``, but one given that is not a file is refused all the same
+        (:class:`~aniso.registry.entries.RegistryError`, naming ``registry``)
     name : the id an in-memory model is reported under (default: its ``name_or_path``, else its class); only for an
         in-memory model. The id of a registry row is refused (ValueError naming ``name``): results under it would
         read as that row's model, whose weights these need not be
@@ -864,7 +869,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     ------
     ValueError, one line naming the argument: an unknown model id or undetectable folder/hub id (``model``), an
     empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
-    (``statistics``) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
+    (``statistics``; also ``'all'`` listed with others) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
     in-memory model's tokenizer holding fewer tokens than 90% of its input embedding's rows (``tokenizer``, as a
     folder's is refused), an in-memory model whose config builds a weight larger than it holds (``model``, naming
     the config field: ``max_position_embeddings`` 512 over 16 position rows), a
@@ -936,6 +941,10 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                                       if texts is not None else {}, progress)
         return _nan_said(_fewer_than_asked(measured, n_inputs, settings, form.size,
                                            None if texts is not None else run_settings), chosen, row.second_order)
+    if registry is not None or (settings or {}).get("registry") is not None:
+        # unread for an in-memory model (but for name=), yet a registry named that is not there is a mistake said
+        _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry"))])
+        _registry_file(registry, _settings({}, settings, check=False))
     if name is not None:
         _no_registry_name(name, registry, settings)
     if texts is not None:

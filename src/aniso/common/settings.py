@@ -569,10 +569,11 @@ class Settings:
         ``corpus`` and ``train_text`` must be files (not folders) of UTF-8 text (not compressed, not UTF-16 or UTF-32:
         :func:`aniso.common.files.wide_unicode`, with or without a byte-order mark); ``speech_dir``, ``image_dir`` and ``models_dir``,
         when set, folders that exist, holding a file of ``formats`` where it names their types
-        (:meth:`check_data_folders`); ``cache_dir`` must be a folder this process can create and write files in (it also holds
-        unpacked package weights, joined GGUF files and the miniatures' checkpoints, which a run needs, so a
-        read-only cache is an error rather than a silent run without it). Raises ValueError naming the setting, its
-        variable and option, and the path.
+        (:meth:`check_data_folders`); ``cache_dir`` must be a folder this process can create and write files in
+        (checked without creating it: it is made when its first entry is written; it also holds unpacked package
+        weights, joined GGUF files and the miniatures' checkpoints, which a run needs, so a read-only cache is an
+        error rather than a silent run without it). Raises ValueError naming the setting, its variable and option, and
+        the path.
         """
         from .files import binary_kind, not_a_regular_file, wide_unicode
 
@@ -601,7 +602,7 @@ class Settings:
                     raise SettingError(f"{_where(name)}: {value} holds {size} bytes; the text miniatures train on "
                                        f"windows of {MINIATURE_WINDOW} bytes, so it needs more than {MINIATURE_WINDOW}")
         self.check_data_folders(formats)
-        _check_writable_folder(self.cache_dir, _where("cache_dir"))
+        _check_writable_folder(self.cache_dir, _where("cache_dir"), make=False)  # made by the first entry written
 
     def check_data_folders(self, formats: Mapping[str, tuple[str, ...]] | None = None) -> None:
         """Check the data folders a run reads, where set: ``speech_dir``, ``image_dir`` and ``models_dir`` must be
@@ -817,11 +818,14 @@ def add_setting_options(add, *, by_name: bool = False) -> None:
             **({"dest": name} if by_name else {}))
 
 
-def _check_writable_folder(path: str, where: str) -> str | None:
+def _check_writable_folder(path: str, where: str, make: bool = True) -> str | None:
     """Create ``path`` if needed and write and remove a probe file in it; returns the outermost folder this created
     (``path`` or one above it; None where ``path`` was there), for a run that ends having written nothing in it to
-    remove again (:func:`remove_empty_folders`). Raises ValueError (one line, ``where`` first) if it is a file, a
-    symbolic link to nothing (it or a folder on its way), or cannot be created or written."""
+    remove again (:func:`remove_empty_folders`). With ``make=False`` nothing is created (a cache folder is made
+    only when its first entry is written): the probe goes into ``path``, or where it is missing into the nearest
+    folder on its way that exists (:func:`aniso.common.files.unwritable_path`), and None is returned. Raises
+    ValueError (one line, ``where`` first) if it is a file, a symbolic link to nothing (it or a folder on its way),
+    or cannot be created or written."""
     import tempfile
 
     if os.path.exists(path) and not os.path.isdir(path):
@@ -836,6 +840,13 @@ def _check_writable_folder(path: str, where: str) -> str | None:
                                      "or point the setting at a writable folder") from None
             raise ValueError(f"{where}: {link} is a symbolic link to {os.readlink(link)}, which does not exist; "
                              "create that folder, or point the setting at a writable folder")
+    if not make:
+        from .files import unwritable_path
+
+        problem = unwritable_path(path, "folder, made")
+        if problem is not None:
+            raise ValueError(f"{where}: {path}: {problem}; point it at a writable folder")
+        return None
     made = None
     for folder in (path, *map(str, PurePath(path).parents)):
         if os.path.lexists(folder):
