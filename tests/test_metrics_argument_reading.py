@@ -3,6 +3,8 @@ that requires grad, a low-precision float tensor (bfloat16, float16, float8) or 
 values; a structured array of several fields, or integers that float64 cannot hold exactly, are refused in one line
 naming the argument."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -129,3 +131,19 @@ def test_a_structured_array_is_refused_naming_its_fields():
     one = np.zeros(5, dtype=[("a", "f8")])
     one["a"] = [1, 3, 2, 5, 4]
     assert metrics.correlation_test(one, [1.0, 2, 3, 4, 5]).coefficient == pytest.approx(0.8)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(6, 10), st.integers(0, 2**32 - 1), st.sampled_from(["svd", "isoscore"]))
+def test_the_moments_refusal_quotes_no_ratio_that_cancellation_made(exponent, seed, which):
+    x = np.random.default_rng(seed).normal(size=(1000, 5)) * np.array([3, 1, 1, 1, 1]) + 10.0**exponent
+    centred = x - x.mean(0)
+    true_ratio = len(x) * np.sum(x.mean(0) ** 2) / np.sum(centred * centred)
+    f = metrics.svd_anisotropy_from_moments if which == "svd" else metrics.isoscore_from_moments
+    with pytest.raises(ValueError, match=r"^vector_sum and gram: the vectors' common offset") as refusal:
+        f(x.sum(0), x.T @ x, len(x))
+    quoted = re.search(r"is ([0-9.e+]+) times the centred scatter's trace", str(refusal.value))
+    if quoted is not None:
+        assert float(quoted.group(1)) == pytest.approx(true_ratio, rel=0.2)
+    else:
+        assert "leaves no digit of that trace" in str(refusal.value)

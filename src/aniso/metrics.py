@@ -525,7 +525,8 @@ def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int, what: str, gain: floa
     ‖Σxxᵀ‖_F ≤ tr Σxxᵀ = T + M), so relative to T by ρ = 8u(1 + 2M/T); the answer moves by at most ``gain`` · ρ
     (2 for λ_max / T; 4(1 + √d) for IsoScore), which must not exceed the tolerance (a trace of 0 or below: the
     moments cannot tell the vectors from identical ones, refused unless they are exactly those of identical
-    vectors)."""
+    vectors). The refusal quotes M/T only where ρ ≤ 0.1 (T known to about 10%); beyond it T is rounding, and the
+    refusal says so without a number."""
     c = g - np.outer(s, s) / n
     c = (c + c.T) / 2
     trace, scale = float(np.trace(c)), float(np.abs(np.diagonal(g)).sum())
@@ -537,8 +538,10 @@ def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int, what: str, gain: floa
     if not gain * rho <= MOMENTS_TOLERANCE:
         if _exact_trace(s, g, n) == 0:  # the moments are exactly those of identical vectors
             return None
-        ratio = (f"is {offset / abs(trace):.3g} times the centred scatter's trace{' (below 0)' * (trace < 0)}"
-                 if trace else "leaves the centred scatter's trace at 0 within its rounding")
+        # The trace is quoted only where its own rounding (relative ρ) leaves it a number: past ρ = 0.1 the
+        # cancelled trace is rounding alone, and a ratio taken from it would be off by any factor.
+        ratio = (f"is {offset / trace:.2g} times the centred scatter's trace" if trace > 0 and rho <= 0.1 else
+                 "is so far above the centred scatter's trace that Σxxᵀ − ssᵀ/n leaves no digit of that trace")
         raise ValueError(f"vector_sum and gram: the vectors' common offset n‖x̄‖² {ratio}, so float64 moments "
                          f"cannot give {what} to within "
                          f"{MOMENTS_TOLERANCE:g} (Σxxᵀ − ssᵀ/n cancels); centre the vectors before summing "
