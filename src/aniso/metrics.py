@@ -2,7 +2,10 @@
 
 Every function takes plain NumPy arrays (rows are vectors) or the streamed sums
 that :mod:`aniso.stats.accumulators` accumulates, and returns floats. Definitions follow the
-metric table of the claims catalogue (``CLAIMS.md``). SciPy is imported inside the few functions that use it, so that a
+metric table of the claims catalogue (``CLAIMS.md``). Every array or tensor argument is read as numbers in one place
+(:func:`_readable`): a tensor that requires grad is read as its values, a bfloat16, float16 or float8 tensor through
+float32 (exact), a quantized tensor as its dequantized values; a structured array of several fields, or integers beyond
+±2**53 (which float64 cannot hold exactly), are refused with a ValueError naming the argument. SciPy is imported inside the few functions that use it, so that a
 statistics run (which reads q95 through :func:`scipy.special.betaincinv` alone) never imports :mod:`scipy.stats`.
 """
 
@@ -105,22 +108,40 @@ def _real(value, name: str, allowed: str) -> float:
     return float(value)
 
 
-def _refuse_unreadable(x, name: str) -> None:
-    """The one check every array argument of this module passes before it is read as numbers: a one-line refusal
-    naming ``name`` for what cannot be read as a plain array of real values without losing part of it or without
-    numpy's or torch's wording. TypeError for a complex array or tensor (a cast would drop the imaginary parts), a
-    NumPy masked array with masked values (``np.asarray`` would drop the mask and measure them), a
-    ``scipy.sparse`` matrix or array, or a sparse torch tensor (give a dense one); ValueError for a tensor on the
-    meta device (it holds no values), for a list whose rows differ in length (a ragged list) and for values that are
-    no numbers (a text such as a layer name 'enc.0', a text column of a DataFrame), naming the first."""
+#: The largest magnitude up to which float64 holds every integer exactly (2**53).
+_EXACT_INTEGERS = 2**53
+
+
+def _readable(x, name: str):
+    """The one place where every array argument of this module is read as numbers: ``x`` as a NumPy array or (a
+    tensor) a detached tensor on its own device, refused in one line naming ``name`` where it cannot be read as a
+    plain array of real values without losing part of it or without numpy's or torch's wording.
+
+    A tensor that requires grad is read as its values (detached); a bfloat16, float16 or float8 tensor as float32
+    (exact); a quantized tensor as its dequantized values; a one-field structured array as its field.
+
+    TypeError for a complex array or tensor (a cast would drop the imaginary parts), a NumPy masked array with
+    masked values (``np.asarray`` would drop the mask and measure them), a ``scipy.sparse`` matrix or array, or a
+    sparse torch tensor (give a dense one); ValueError for a tensor on the meta device (it holds no values), for a
+    list whose rows differ in length (a ragged list), for a structured array of several fields, for values that
+    are no numbers (a text such as a layer name 'enc.0', a text column of a DataFrame), naming the first, and for
+    an integer beyond ±2**53, which float64 cannot hold exactly (the metrics work in floating point)."""
     if isinstance(x, torch.Tensor):
         if x.is_meta:
             raise ValueError(f"{name}: a tensor on the meta device, which holds no values; give one holding its values")
         if x.layout != torch.strided:
             raise TypeError(f"{name}: a sparse tensor ({str(x.layout)[6:]}); give a dense one ({name}.to_dense())")
+        if x.is_quantized:
+            return x.detach().dequantize()
         if x.is_complex():
             raise TypeError(f"{name}: a complex tensor; give real vectors")
-        return
+        x = x.detach()
+        if x.is_floating_point():
+            return x.float() if torch.finfo(x.dtype).bits < 32 else x  # bfloat16, float16, float8: exact
+        if x.dtype in (torch.int64, torch.uint64) and x.numel():
+            low, high = torch.aminmax(x)
+            _refuse_inexact_integers(int(low), int(high), name)
+        return x
     if type(x).__module__.startswith("scipy.sparse"):
         raise TypeError(f"{name}: a scipy.sparse {type(x).__name__}; give a dense array ({name}.toarray())")
     if isinstance(x, np.ma.MaskedArray):
@@ -130,7 +151,7 @@ def _refuse_unreadable(x, name: str) -> None:
             raise TypeError(f"{name}: a numpy masked array with {int(np.ma.count_masked(x)):,} masked value(s), "
                             f"which would be measured as given; give the values to measure as a plain array (e.g. "
                             f"{keep})")
-    elif not isinstance(x, np.ndarray):
+    if not isinstance(x, np.ndarray):
         try:
             x = np.asarray(x)
         except ValueError as exc:
@@ -138,9 +159,16 @@ def _refuse_unreadable(x, name: str) -> None:
             raise ValueError(f"{name}: a {type(x).__name__} " + (
                 "whose rows differ in length; give equal rows (an array of one shape)" if ragged else
                 f"that is no array of numbers ({str(exc).splitlines()[0][:200]})")) from None
+    if x.dtype.names is not None:
+        if len(x.dtype.names) != 1:
+            raise ValueError(f"{name}: a structured array (fields {', '.join(x.dtype.names)}); give a plain (n, d) "
+                             "array of numbers (e.g. numpy.lib.recfunctions.structured_to_unstructured)")
+        x = x[x.dtype.names[0]]
     if np.iscomplexobj(x):
         raise TypeError(f"{name}: a complex array; give real vectors")
-    if isinstance(x, np.ndarray) and x.dtype.kind in "OUSV":  # texts (layer names, a text column), objects
+    if x.dtype.kind in "iu" and x.dtype.itemsize == 8 and x.size:
+        _refuse_inexact_integers(int(x.min()), int(x.max()), name)
+    if x.dtype.kind in "OUSV":  # texts (layer names, a text column), objects
         try:
             np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError):
@@ -148,6 +176,22 @@ def _refuse_unreadable(x, name: str) -> None:
             bad = bad.item() if isinstance(bad, np.generic) else bad  # np.str_('enc.0') shown as 'enc.0'
             raise ValueError(f"{name}: {bad!r} ({type(bad).__name__}) is no number; give an array of numbers (for "
                              "layers named 'enc.0', 'dec.0', …: their positions, e.g. range(len(names)))") from None
+    return x
+
+
+def _refuse_inexact_integers(low: int, high: int, name: str) -> None:
+    """ValueError naming ``name`` when integers from ``low`` to ``high`` include one beyond ±2**53: float64 would
+    round it (ties where the integers differ, distances lost to cancellation), silently."""
+    bad = high if high > _EXACT_INTEGERS else low if low < -_EXACT_INTEGERS else None
+    if bad is not None:
+        raise ValueError(f"{name}: the integer {bad} is beyond ±2**53 = {_EXACT_INTEGERS}, where float64 cannot hold "
+                         "every integer exactly; give floats, or subtract an offset (e.g. the smallest value)")
+
+
+def _float64(x) -> np.ndarray:
+    """A value of :func:`_readable` (a NumPy array or a detached, real, at least float32-wide tensor) as a float64
+    NumPy array on the host."""
+    return np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
 
 
 def _is_number(value) -> bool:
@@ -162,10 +206,8 @@ def _is_number(value) -> bool:
 def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
     """``x`` as a 1-D float64 array, refusing in one line naming ``name``: TypeError for a complex array, ValueError
     for another shape or (with ``finite``) NaN or infinite values."""
-    _refuse_unreadable(x, name)
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().to(torch.float64).numpy()
-    x = np.asarray(x, dtype=np.float64)
+    x = _readable(x, name)
+    x = _float64(x)
     if x.ndim != 1:
         raise ValueError(f"{name} must be 1-D of shape (d,), got shape {x.shape}")
     if finite and not np.all(np.isfinite(x)):
@@ -174,11 +216,8 @@ def _as_vector(x, name: str, finite: bool = True) -> np.ndarray:
 
 
 def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
-    _refuse_unreadable(x, name)
-    if isinstance(x, torch.Tensor):  # detached, on the host; bfloat16 and float16 read through float32 (exact)
-        x = x.detach().cpu()
-        x = (x.float() if x.is_floating_point() and torch.finfo(x.dtype).bits < 32 else x).numpy()
-    x = np.asarray(x, dtype=np.float64)
+    x = _readable(x, name)
+    x = _float64(x)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of shape (n, d), got shape {x.shape}")
     if not np.all(np.isfinite(x)):
@@ -300,16 +339,13 @@ def mean_cosine_from_unit_sum(unit_sum: np.ndarray, n: int) -> float:
     Raises
     ------
     TypeError if ``n`` is not a whole number or ``unit_sum`` is complex; ValueError if n < 2, ``unit_sum`` is not
-    1-D, or ‖unit_sum‖² exceeds n² by more than rounding (relative :data:`_UNIT_SUM_SLACK`): n unit vectors cannot
+    1-D or holds NaN or infinite values, or ‖unit_sum‖² exceeds n² by more than rounding (relative :data:`_UNIT_SUM_SLACK`): n unit vectors cannot
     sum to a norm above n, so it is not a sum of unit vectors (e.g. the raw Σx).
     """
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"mean cosine needs at least 2 non-zero vectors, got {n}")
-    _refuse_unreadable(unit_sum, "unit_sum")
-    s = np.asarray(unit_sum, dtype=np.float64)
-    if s.ndim != 1:
-        raise ValueError(f"unit_sum must be 1-D of shape (d,), got shape {s.shape}")
+    s = _as_vector(unit_sum, "unit_sum")
     square = float(s @ s)
     if not square <= n * n * (1 + _UNIT_SUM_SLACK):
         raise ValueError(f"unit_sum: its norm² {square:.6g} exceeds n² = {n * n} (n = {n}): not a sum of n unit "
@@ -468,9 +504,8 @@ def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
     by 2^−k and 2^−2k (exact; scale-free measures only), k such that the largest |entry| of Σxxᵀ is at most 1, so
     that ssᵀ/n neither overflows nor underflows."""
     s = _as_vector(vector_sum, "vector_sum")
-    _refuse_unreadable(gram, "gram")
-    g = np.asarray(gram.detach().cpu().to(torch.float64) if isinstance(gram, torch.Tensor) else gram,
-                   dtype=np.float64)
+    gram = _readable(gram, "gram")
+    g = _float64(gram)
     if g.shape != (s.shape[0], s.shape[0]):
         raise ValueError(f"gram must have shape ({s.shape[0]}, {s.shape[0]}), got {g.shape}")
     if not np.all(np.isfinite(g)):
@@ -490,7 +525,8 @@ def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int, what: str, gain: floa
     ‖Σxxᵀ‖_F ≤ tr Σxxᵀ = T + M), so relative to T by ρ = 8u(1 + 2M/T); the answer moves by at most ``gain`` · ρ
     (2 for λ_max / T; 4(1 + √d) for IsoScore), which must not exceed the tolerance (a trace of 0 or below: the
     moments cannot tell the vectors from identical ones, refused unless they are exactly those of identical
-    vectors)."""
+    vectors). The refusal quotes M/T only where ρ ≤ 0.1 (T known to about 10%); beyond it T is rounding, and the
+    refusal says so without a number."""
     c = g - np.outer(s, s) / n
     c = (c + c.T) / 2
     trace, scale = float(np.trace(c)), float(np.abs(np.diagonal(g)).sum())
@@ -502,8 +538,10 @@ def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int, what: str, gain: floa
     if not gain * rho <= MOMENTS_TOLERANCE:
         if _exact_trace(s, g, n) == 0:  # the moments are exactly those of identical vectors
             return None
-        ratio = (f"is {offset / abs(trace):.3g} times the centred scatter's trace{' (below 0)' * (trace < 0)}"
-                 if trace else "leaves the centred scatter's trace at 0 within its rounding")
+        # The trace is quoted only where its own rounding (relative ρ) leaves it a number: past ρ = 0.1 the
+        # cancelled trace is rounding alone, and a ratio taken from it would be off by any factor.
+        ratio = (f"is {offset / trace:.2g} times the centred scatter's trace" if trace > 0 and rho <= 0.1 else
+                 "is so far above the centred scatter's trace that Σxxᵀ − ssᵀ/n leaves no digit of that trace")
         raise ValueError(f"vector_sum and gram: the vectors' common offset n‖x̄‖² {ratio}, so float64 moments "
                          f"cannot give {what} to within "
                          f"{MOMENTS_TOLERANCE:g} (Σxxᵀ − ssᵀ/n cancels); centre the vectors before summing "
@@ -611,7 +649,7 @@ def _square_matrices(c, stacked: bool, rtol) -> tuple[torch.Tensor, list[int]]:
     rtol = _real(rtol, "rtol", "a number > 0")
     if not rtol > 0:
         raise ValueError(f"rtol: {rtol}; give a number > 0")
-    _refuse_unreadable(c, "c")
+    c = _readable(c, "c")
     if isinstance(c, np.ndarray) and not isinstance(c, np.matrix):
         c = _from_numpy(c)
     if not isinstance(c, torch.Tensor):
@@ -895,7 +933,7 @@ def _as_points(x, name: str = "x") -> torch.Tensor:
     float32 when ``x`` is float32 or narrower (bfloat16, float16: exact in float32), else float64 (a NumPy array
     goes to the CPU without a copy when it already has that dtype). Every float32 value is exact in float64, so the
     nearest-neighbour search below is the float64 one either way, without a float64 copy of the points."""
-    _refuse_unreadable(x, name)
+    x = _readable(x, name)
     if isinstance(x, torch.Tensor):
         t = x.detach()
         if t.ndim != 2:
@@ -934,7 +972,7 @@ def unique_rows(x):
     ValueError if ``x`` is not 2-D (a 1-D array is no set of rows), and as every array argument of this module
     (complex, masked, sparse or meta-device input).
     """
-    _refuse_unreadable(x, "x")
+    x = _readable(x, "x")
     if not isinstance(x, torch.Tensor):
         x = np.asarray(x)
     if x.ndim != 2:
@@ -1422,7 +1460,10 @@ class Correlation:
 
     def as_dict(self, prefix: str = "") -> dict:
         """The numbers a result reports (coefficient, p-value, asymptotic p-value, alternative, how the p-value
-        was obtained), keys prefixed by ``prefix``."""
+        was obtained), keys prefixed by ``prefix``, a str ('' for none). Raises TypeError for a ``prefix`` that is
+        not a str (None included: it would be spelt into every key)."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix: {prefix!r} ({type(prefix).__name__}); give a str ('' for none)")
         return {f"{prefix}{k}": v for k, v in (
             ("coefficient", self.coefficient), ("p_value", self.p_value),
             ("p_value_asymptotic", self.p_value_asymptotic), ("alternative", self.alternative),
@@ -1447,11 +1488,10 @@ def derive_seed(base: int, *parts: object) -> int:
 def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str,
                    names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
     """Two equal-length 1-D float64 arrays of at least 3 finite values; ValueError otherwise (``too_short`` formats
-    n), and as :func:`_refuse_unreadable` for either argument, named by ``names``."""
-    _refuse_unreadable(x, names[0])
-    _refuse_unreadable(y, names[1])
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
+    n), and as :func:`_readable` for either argument, named by ``names``."""
+    x = _readable(x, names[0])
+    y = _readable(y, names[1])
+    a, b = _float64(x), _float64(y)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"need two 1-D arrays of equal length, got {a.shape} and {b.shape}")
     if a.shape[0] < 3:
@@ -1597,10 +1637,9 @@ def correlation_tests(x: np.ndarray, y: np.ndarray, method: str = "spearman", al
     n_resamples, seed, exact_max_n = _check_orderings(n_resamples, seed, exact_max_n)
     if n_resamples is None:
         raise TypeError("n_resamples: None; give a whole number >= 1")
-    _refuse_unreadable(x, "x")
-    _refuse_unreadable(y, "y")
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
+    x = _readable(x, "x")
+    y = _readable(y, "y")
+    a, b = _float64(x), _float64(y)
     _check_test_arguments(a, b, method, alternative)
     n = a.shape[1]
     exact = n <= exact_max_n
@@ -2117,7 +2156,7 @@ def partition_isotropies(w: np.ndarray | torch.Tensor, chunk: int = 2048) -> tup
     dtype cannot overflow or underflow WᵀW in float64. Raises ValueError as :func:`partition_isotropy` does.
     """
     chunk = _whole(chunk, "chunk", 1)
-    _refuse_unreadable(w, "W")
+    w = _readable(w, "W")
     w = w.detach() if isinstance(w, torch.Tensor) else _from_numpy(np.asarray(w, dtype=np.float64))
     if w.ndim != 2 or w.shape[0] < 1 or w.shape[1] < 1:
         raise ValueError(f"W must have shape (V, d) with V, d >= 1, got {tuple(w.shape)}")
