@@ -37,7 +37,7 @@ def test_k_naming_a_claim_id_that_selects_no_test_points_to_aniso_claims(tmp_pat
 
 
 def test_the_k_pointer_names_ids_and_prefixes_only():
-    from aniso.pytest_plugin import k_claim_pointer
+    from aniso.registry.claimtests import k_claim_pointer
 
     assert k_claim_pointer("G. and not slow") == (
         "aniso: -k 'G. and not slow' selected no test: -k matches test names, which hold no claim ids; select claims "

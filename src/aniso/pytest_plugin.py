@@ -27,6 +27,8 @@ worker_thread_environment(os.environ)
 
 try:  # torch, transformers, numpy and scipy load here: seconds in which a Ctrl-C would end pytest in a traceback
     from .registry.catalog import CLAIMS, get_claim, statistics_read
+    from .registry.claimtests import (k_claim_pointer, marks_problem, models_marker_problem, never_concluded,
+                                      unknown_claim)
     from .registry.entries import RegistryError
     from .registry.locate import settings_and_registry
     from .registry.selection import ClaimsFilter, parse_claims
@@ -399,57 +401,7 @@ def _known_tags(config: pytest.Config) -> frozenset:
     return config.stash[_TAGS]
 
 
-def marks_problem(item: pytest.Item, known_tags) -> str | None:
-    """The one line refusing the ``claim`` and ``models`` marks of the test ``item``, naming its file::test; None when
-    they are well formed. Refused: two ``claim`` marks (only the nearer would be measured), two ``models`` marks, and
-    a ``models`` mark that does not select the rows it says (:func:`aniso.registry.claimtests.models_marker_problem`:
-    a positional argument, an unknown keyword, a lone str, a tag no registry row has)."""
-    from .registry.claimtests import models_marker_problem
-
-    name = getattr(item, "originalname", None) or item.name
-    where = f"{item.path}::{name}"
-    claims = list(item.iter_markers("claim"))
-    if len(claims) > 1:
-        ids = " and ".join(repr(m.args[0]) if m.args else "(no id)" for m in claims)
-        return (f"{where}: the test is marked @pytest.mark.claim twice, {ids}; a claim test measures one claim: "
-                "write one test per claim")
-    models = list(item.iter_markers("models"))
-    if len(models) > 1:
-        return (f"{where}: the test is marked @pytest.mark.models {len(models)} times; give one mark "
-                "(all_of, any_of and none_of together select its rows)")
-    if models and (claims or "entry" in getattr(item, "fixturenames", ())):
-        problem = models_marker_problem(models[0].args, models[0].kwargs, known_tags)
-        if problem is not None:
-            return f"{where}: {problem}"
-    return None
-
-
 _K_CLAIM = pytest.StashKey[str]()
-
-
-def k_claim_pointer(expression: str) -> str | None:
-    """The one line for a ``-k`` ``expression`` that selected no test and names a claim id or a prefix of one
-    (``G.``, ``G.token``): claims are selected with ``--aniso-claims``; None when it names none."""
-    import re
-
-    named = [w for w in re.split(r"[\s()]+", expression) if "." in w and w not in ("and", "or", "not")
-             and any(cid.startswith(w.rstrip("*")) for cid in CLAIMS)]
-    if not named:
-        return None
-    return (f"aniso: -k {expression!r} selected no test: -k matches test names, which hold no claim ids; select "
-            f"claims with --aniso-claims {','.join(named)} (aniso list claims)")
-
-
-def unknown_claim(item: pytest.Item, claim_id) -> str:
-    """The one line of a claim test ``item`` marked with ``claim_id``, an id not in the catalogue
-    (:data:`aniso.registry.catalog.CLAIMS`): its file, its test and the id, with the closest known id if one is close."""
-    import difflib
-
-    close = difflib.get_close_matches(str(claim_id), list(CLAIMS), n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    name = getattr(item, "originalname", None) or item.name
-    return (f"{item.path}: the test {name} is marked @pytest.mark.claim({claim_id!r}), an id not in the claims "
-            f"catalogue{hint}; a claim test takes one of its ids (aniso list claims)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -461,8 +413,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if marker is None:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test with an 'entry' argument needs @pytest.mark.models")
     session = metafunc.config.stash[_SESSION]
-    from .registry.claimtests import models_marker_problem
-
     if models_marker_problem(marker.args, marker.kwargs, _known_tags(metafunc.config)) is not None:
         # refused in one line where the items are collected (marks_problem); no row is selected meanwhile
         metafunc.parametrize("entry", [], ids=[])
@@ -563,11 +513,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             # pytest's list of skips
             report.longrepr = (*report.longrepr[:2], REFUSED_SKIP)
     return report
-
-
-def never_concluded(test: str) -> str:
-    """The one line of a claim test ``test`` (its node id) that ended without calling ``claim.conclude``."""
-    return f"the claim test {test} never concluded: call claim.conclude(...)"
 
 
 #: What pytest's list of skips (``-ra``) says of a claim test whose model or setting was refused: the refusal itself

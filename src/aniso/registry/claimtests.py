@@ -163,3 +163,60 @@ def row_selections(folder: Path | None) -> dict[str, tuple[RowSelection | None, 
     except OSError:
         return {}
     return _selections(folder, stamp)
+
+
+def marks_problem(item, known_tags) -> str | None:
+    """The one line refusing the ``claim`` and ``models`` marks of the test ``item`` (a pytest item), naming its file::test; None when
+    they are well formed. Refused: two ``claim`` marks (only the nearer would be measured), two ``models`` marks, and
+    a ``models`` mark that does not select the rows it says (:func:`models_marker_problem`:
+    a positional argument, an unknown keyword, a lone str, a tag no registry row has)."""
+    name = getattr(item, "originalname", None) or item.name
+    where = f"{item.path}::{name}"
+    claims = list(item.iter_markers("claim"))
+    if len(claims) > 1:
+        ids = " and ".join(repr(m.args[0]) if m.args else "(no id)" for m in claims)
+        return (f"{where}: the test is marked @pytest.mark.claim twice, {ids}; a claim test measures one claim: "
+                "write one test per claim")
+    models = list(item.iter_markers("models"))
+    if len(models) > 1:
+        return (f"{where}: the test is marked @pytest.mark.models {len(models)} times; give one mark "
+                "(all_of, any_of and none_of together select its rows)")
+    if models and (claims or "entry" in getattr(item, "fixturenames", ())):
+        problem = models_marker_problem(models[0].args, models[0].kwargs, known_tags)
+        if problem is not None:
+            return f"{where}: {problem}"
+    return None
+
+
+def k_claim_pointer(expression: str) -> str | None:
+    """The one line for a ``-k`` ``expression`` that selected no test and names a claim id or a prefix of one
+    (``G.``, ``G.token``): claims are selected with ``--aniso-claims``; None when it names none."""
+    import re
+
+    from .catalog import CLAIMS
+
+    named = [w for w in re.split(r"[\s()]+", expression) if "." in w and w not in ("and", "or", "not")
+             and any(cid.startswith(w.rstrip("*")) for cid in CLAIMS)]
+    if not named:
+        return None
+    return (f"aniso: -k {expression!r} selected no test: -k matches test names, which hold no claim ids; select "
+            f"claims with --aniso-claims {','.join(named)} (aniso list claims)")
+
+
+def unknown_claim(item, claim_id) -> str:
+    """The one line of a claim test ``item`` (a pytest item) marked with ``claim_id``, an id not in the catalogue
+    (:data:`aniso.registry.catalog.CLAIMS`): its file, its test and the id, with the closest known id if one is close."""
+    import difflib
+
+    from .catalog import CLAIMS
+
+    close = difflib.get_close_matches(str(claim_id), list(CLAIMS), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    name = getattr(item, "originalname", None) or item.name
+    return (f"{item.path}: the test {name} is marked @pytest.mark.claim({claim_id!r}), an id not in the claims "
+            f"catalogue{hint}; a claim test takes one of its ids (aniso list claims)")
+
+
+def never_concluded(test: str) -> str:
+    """The one line of a claim test ``test`` (its node id) that ended without calling ``claim.conclude``."""
+    return f"the claim test {test} never concluded: call claim.conclude(...)"
