@@ -602,6 +602,19 @@ class AnisoSession:
         return out
 
 
+def _more_inputs(entry: ModelEntry) -> str:
+    """The settings that give ``entry`` more inputs, by the kind of inputs it reads (:data:`aniso.inputs.forms.
+    INPUT_FORMS`): "setting n_images (ANISO_N_IMAGES), or the folder of setting image_dir" for a vision model."""
+    from .extract.modalities import inputs_kind
+    from .inputs.forms import INPUT_FORMS
+
+    form = INPUT_FORMS.get(inputs_kind(entry) or "")
+    if form is None:
+        return "setting n_sequences, or the corpus / the modality's data folder"
+    where = "the corpus of setting corpus" if form.items is None else f"the folder of setting {form.setting}"
+    return f"setting {form.size} (ANISO_{form.size.upper()}), or {where}"
+
+
 #: How the console words each kind :func:`~aniso.judge.results.verdict_counts` counts, in its order.
 _COUNT_WORDS = {"holds": "hold",
                 "findings": "finding(s): does not hold, expected not to hold, or holds against its record",
@@ -783,7 +796,7 @@ class ClaimContext:
             self.skip(ModelRefused(
                 f"{entry.id}: {self.result.claim_id} is decided over inputs, at least 2 (its interval resamples them, "
                 f"and one paragraph's tokens say nothing beyond it); its inputs gave {n_items} ({label}); give it "
-                "more inputs (setting n_sequences, or the corpus / the modality's data folder)"))
+                f"more inputs ({_more_inputs(entry)})"))
         if n_vectors is None or n_vectors >= needed:
             return
         modality = modality_of(entry)
@@ -797,8 +810,7 @@ class ClaimContext:
                                    "texts"))
         self.skip(ModelRefused(
             f"{decided}; its inputs gave {n_vectors} from {n_items if n_items is not None else '?'} input(s) "
-            f"({inputs.get('label') or 'unnamed'}); give it more inputs (setting corpus, or the modality's data "
-            "folder; setting n_sequences)"))
+            f"({inputs.get('label') or 'unnamed'}); give it more inputs ({_more_inputs(entry)})"))
 
     def _second_order_kept(self, stats: ModelStats) -> None:
         """Skip the test as not applicable, naming the setting, when the claim reads second-order statistics (SVD
