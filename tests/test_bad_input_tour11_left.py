@@ -229,3 +229,15 @@ def test_a_setting_that_refuses_the_model_under_pytest_is_one_line_once_and_a_us
     said = [line for line in text.splitlines() if "setting max_length (ANISO_MAX_LENGTH, --aniso-max-length) 2" in line]
     assert len(said) == 1 and said[0].startswith("1 claim test(s) not run: refused: tiny: "), text[-3000:]
     assert "give at least 4" in said[0] and "must_run" not in text, text[-3000:]
+
+
+def test_block_sweep_of_a_registry_with_no_untrained_block_says_there_is_nothing_to_sweep(clean_env, capsys):
+    """`aniso block-sweep --registry my.yaml` with no ids and no untrained-block row printed nothing and exited 0,
+    as if it had swept."""
+    path = clean_env / "my.yaml"
+    path.write_text("models:\n- id: mybert\n  source: {kind: local, path: ./m}\n  modality: text\n"
+                    "  granularity: subword\n  architecture: transformer\n  role: encoder\n  family: bert\n")
+    assert main(["block-sweep", "--registry", str(path)]) == 2
+    line = _one_line(capsys)
+    assert line == (f"aniso block-sweep: {path} has no row tagged untrained-block (an untrained block of G §4, "
+                    "source kind init), so there is nothing to sweep; name the rows to sweep, or add one"), line

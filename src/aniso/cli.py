@@ -342,6 +342,10 @@ def _block_sweep(args: argparse.Namespace) -> int:
         _each_once(args.models or [])
         settings, registry = _open(args)
         entries = [registry.get(m) for m in args.models] if args.models else registry.select(("untrained-block",))
+        if not entries:  # nothing to sweep: said, not an empty success
+            raise ValueError(f"{registry.path or 'the registry'} has no row tagged untrained-block (an untrained "
+                             "block of G §4, source kind init), so there is nothing to sweep; name the rows to sweep, "
+                             "or add one")
         provider = BlockSweepProvider(settings, progress=print if args.verbose else None)
         for entry in entries:
             sweeps = provider.get(entry)
