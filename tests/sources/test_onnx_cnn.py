@@ -78,8 +78,16 @@ def test_unreadable_file_names_the_model(tmp_path):
 
 
 def test_onnx_source_is_a_vision_cnn():
-    with pytest.raises(ValueError, match="onnx source is a CNN"):
+    with pytest.raises(ValueError, match="onnx source is a CNN image encoder"):
         ModelEntry.model_validate(dict(ENTRY, modality="text", granularity="subword", architecture="transformer"))
+
+
+def test_an_onnx_row_saying_decoder_is_refused():
+    """``role: decoder`` on an ONNX CNN row was listed as a "vision decoder" (a BERT folder's row saying decoder is
+    refused from its config); the ONNX source reads image encoders only."""
+    with pytest.raises(ValueError, match=r"onnx source is a CNN image encoder: it needs modality 'vision' and "
+                                         r"architecture 'cnn' and role 'encoder'"):
+        ModelEntry.model_validate(dict(ENTRY, role="decoder"))
 
 
 @needs_mobilenet

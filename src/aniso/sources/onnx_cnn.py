@@ -290,5 +290,6 @@ def detect(path: Path) -> dict | None:
             "role": "encoder", "family": family}
 
 
-KIND = SourceKind("onnx", OnnxSource, fingerprint, load, needs=(("modality", "vision"), ("architecture", "cnn")),
-                  is_a="a CNN", detect=detect, detects="an ONNX CNN file (.onnx)")
+KIND = SourceKind("onnx", OnnxSource, fingerprint, load, needs=(("modality", "vision"), ("architecture", "cnn"),
+                                                                 ("role", "encoder")),
+                  is_a="a CNN image encoder", detect=detect, detects="an ONNX CNN file (.onnx)")
