@@ -450,6 +450,26 @@ class _PytestClaim(ClaimContext):
         return decision, message
 
 
+def claim_test_id(item: pytest.Item) -> str:
+    """The name a claim result gives its test: the test file's path relative to pytest's rootdir (pytest's node id
+    where the file is under it), else relative to the folder pytest was started in, else absolute; then the names
+    below the file (class, function with its parameters), joined by ``::``. Unique and naming the file whatever
+    pytest took for its rootdir (a file outside it has a node id without its file part); pytest-xdist's ``@<group>``
+    suffix is no part of it."""
+    path = Path(item.path)
+    for base in (item.config.rootpath, item.config.invocation_params.dir):
+        try:
+            where = path.relative_to(base).as_posix()
+            break
+        except ValueError:
+            continue
+    else:
+        where = path.as_posix()
+    chain = item.listchain()
+    first = next((i + 1 for i, node in enumerate(chain) if isinstance(node, pytest.File)), len(chain) - 1)
+    return "::".join([where, *(node.name for node in chain[first:])])
+
+
 @pytest.fixture
 def claim(request: pytest.FixtureRequest) -> ClaimContext:
     """The :class:`~aniso.session.ClaimContext` of the current claim test."""
@@ -458,9 +478,7 @@ def claim(request: pytest.FixtureRequest) -> ClaimContext:
         raise pytest.UsageError(f"{request.node.nodeid}: the 'claim' fixture needs @pytest.mark.claim('<id>')")
     session = request.config.stash[_SESSION]
     entry = request.getfixturevalue("entry") if "entry" in request.fixturenames else None
-    # pytest-xdist's loadgroup appends "@<group>" to the node id; the results name the test as pytest collects it.
-    test = request.node.nodeid.removesuffix(f"@{entry.id}") if entry is not None else request.node.nodeid
-    context = session.claim(marker.args[0], entry, test, _PytestClaim)
+    context = session.claim(marker.args[0], entry, claim_test_id(request.node), _PytestClaim)
     context.runxfail = bool(getattr(request.config.option, "runxfail", False))
     request.node.stash[_CLAIM] = context
     return context
@@ -497,7 +515,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             and not hasattr(report, "wasxfail"):
         # a claim test that ended without a verdict decided nothing: it fails, and its verdict (error) says why
         report.outcome = "failed"
-        report.longrepr = never_concluded(item.nodeid)
+        report.longrepr = never_concluded(claim_test_id(item))
     if context is not None and (report.when == "call" or (report.when == "setup" and not report.passed)):
         xfailed = hasattr(report, "wasxfail")  # the verdict (expected not to hold, underpowered) is already set
         skipped = report.skipped and not xfailed
@@ -549,7 +567,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if stop or exitstatus == pytest.ExitCode.INTERRUPTED:
         claims_run.note_not_run(
             f"pytest: {stop}" if isinstance(stop, str) else "interrupted",
-            [item.nodeid for item in session.items
+            [claim_test_id(item) for item in session.items
              if item.get_closest_marker("claim") is not None or item.get_closest_marker("models") is not None])
     if claims_run.finish() and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

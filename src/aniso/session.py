@@ -146,6 +146,10 @@ def _new_run_folder(parent: Path, now: _dt.datetime | None = None) -> Path:
     raise OSError(f"{parent}: 9,999 report folders named {stamp}-*; remove some")
 
 
+class ReportRefused(ValueError):
+    """The report writer refused a run's results.json (which is kept): one line naming the cause and the file."""
+
+
 @dataclass
 class AnisoSession:
     """Everything one claims run shares: settings, registry, statistics, experiments and results."""
@@ -278,6 +282,8 @@ class AnisoSession:
                     f"{self.settings.cache_dir}, so a rerun writes it in seconds")
             try:
                 self.write_report()
+            except ReportRefused as exc:  # results.json kept; one line naming the cause
+                self.must_run_failures.append(str(exc))
             except OSError as exc:  # e.g. a full disk: say where, and where the statistics are
                 self.must_run_failures.append(
                     f"could not write the report under {self.settings.report_dir} ({exc}); {kept}")
@@ -471,7 +477,8 @@ class AnisoSession:
     def write_report(self) -> Path:
         """Write ``<report_dir>/run-<time>/results.json`` and ``report.html`` (a folder of its own: see
         :func:`_new_run_folder`); returns the report's path. Raises OSError; on any error or interrupt the folder is
-        removed again."""
+        removed again, except where the report writer refuses the results it reads back (ValueError): then
+        results.json is kept and :class:`ReportRefused` (a ValueError) says why in one line."""
         from .report import write_html_report
 
         run_dir = Path(self.settings.report_dir)
@@ -481,13 +488,23 @@ class AnisoSession:
         try:
             with said_on_signal(lambda signum: _cut_between(signum, run_dir)):
                 write_results(run_dir / "results.json", self.document())
-                self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+                try:
+                    self.report_path = write_html_report(run_dir / "results.json", run_dir / "report.html")
+                except ValueError as exc:  # the report writer refuses the results: they are kept, it says why
+                    refused = exc
+                else:
+                    refused = None
         except BaseException:  # an error or Ctrl-C halfway: no folder holding results without their report
             import shutil
 
             self.report_path = None
             shutil.rmtree(run_dir, ignore_errors=True)
             raise
+        if refused is not None:
+            self.report_path = None
+            (run_dir / "report.html").unlink(missing_ok=True)
+            raise ReportRefused(f"the report was not written ({str(refused).splitlines()[0]}); the results are kept "
+                                f"in {run_dir / 'results.json'}")
         return self.report_path
 
     @property
