@@ -75,3 +75,46 @@ def test_a_report_the_writer_refuses_keeps_results_json_and_says_why_in_one_line
     (said,) = session.must_run_failures
     assert "\n" not in said and "listed twice" in said and f"the results are kept in {results}" in said, said
     assert len(json.loads(results.read_text())["results"]) == 2
+
+
+def _user_file(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+    user = tmp_path / "u"
+    user.mkdir()
+    (user / "test_user.py").write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "aniso.pytest_plugin", "test_user.py", "-p",
+                           "no:randomly", "-p", "no:cacheprovider", "--aniso-models", MODEL,
+                           f"--aniso-registry={ROOT / 'models.yaml'}", "--co", "-q"],
+                          cwd=user, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+
+
+def test_a_module_claim_mark_without_a_models_mark_on_a_test_taking_entry_is_one_line(tmp_path):
+    done = _user_file(tmp_path, f"""
+        import pytest
+        pytestmark = pytest.mark.claim("{CLAIM}")
+
+        def test_module_marked(entry, claim):
+            claim.conclude(True, {{"max_avg_cos": 0.3}}, "module mark")
+    """)
+    out = done.stdout + done.stderr
+    assert done.returncode == 4 and "Traceback" not in out and "pluggy" not in out, out
+    (line,) = [l for l in out.splitlines() if l.startswith("ERROR")]
+    assert line == (f"ERROR: {tmp_path / 'u' / 'test_user.py'}::test_module_marked: the claim test takes an 'entry' "
+                    "argument but has no @pytest.mark.models selecting its registry rows; add one, e.g. "
+                    "@pytest.mark.models(all_of=(\"pretrained\", \"text\"))"), out
+
+
+def test_a_claim_mark_with_its_id_as_a_keyword_is_one_line_giving_the_positional_form(tmp_path):
+    done = _user_file(tmp_path, f"""
+        import pytest
+
+        @pytest.mark.claim(id="{CLAIM}")
+        @pytest.mark.models(all_of=("pretrained", "text"))
+        def test_keyword(entry, claim):
+            claim.conclude(True, {{"max_avg_cos": 0.3}}, "keyword")
+    """)
+    out = done.stdout + done.stderr
+    assert done.returncode == 4 and "Traceback" not in out, out
+    (line,) = [l for l in out.splitlines() if l.startswith("ERROR")]
+    assert line == (f"ERROR: {tmp_path / 'u' / 'test_user.py'}::test_keyword: the test is marked "
+                    f"@pytest.mark.claim(id='{CLAIM}'); the claim id is given positionally and alone: "
+                    f"@pytest.mark.claim('{CLAIM}') (aniso list claims)"), out

@@ -167,7 +167,9 @@ def row_selections(folder: Path | None) -> dict[str, tuple[RowSelection | None, 
 
 def marks_problem(item, known_tags) -> str | None:
     """The one line refusing the ``claim`` and ``models`` marks of the test ``item`` (a pytest item), naming its file::test; None when
-    they are well formed. Refused: two ``claim`` marks (only the nearer would be measured), two ``models`` marks, and
+    they are well formed. Refused: two ``claim`` marks (only the nearer would be measured), a ``claim`` mark whose id
+    is not its one positional argument (``claim(id="G.x")``), a claim test taking ``entry`` without a ``models``
+    mark, two ``models`` marks, and
     a ``models`` mark that does not select the rows it says (:func:`models_marker_problem`:
     a positional argument, an unknown keyword, a lone str, a tag no registry row has)."""
     name = getattr(item, "originalname", None) or item.name
@@ -177,7 +179,15 @@ def marks_problem(item, known_tags) -> str | None:
         ids = " and ".join(repr(m.args[0]) if m.args else "(no id)" for m in claims)
         return (f"{where}: the test is marked @pytest.mark.claim twice, {ids}; a claim test measures one claim: "
                 "write one test per claim")
+    if claims and (len(claims[0].args) != 1 or claims[0].kwargs):
+        given = ", ".join([*map(repr, claims[0].args), *(f"{k}={v!r}" for k, v in claims[0].kwargs.items())])
+        example = claims[0].args[0] if claims[0].args else claims[0].kwargs.get("id", "<claim id>")
+        return (f"{where}: the test is marked @pytest.mark.claim({given}); the claim id is given positionally and "
+                f"alone: @pytest.mark.claim({example!r}) (aniso list claims)")
     models = list(item.iter_markers("models"))
+    if claims and not models and "entry" in getattr(item, "fixturenames", ()):
+        return (f"{where}: the claim test takes an 'entry' argument but has no @pytest.mark.models selecting its "
+                "registry rows; add one, e.g. @pytest.mark.models(all_of=(\"pretrained\", \"text\"))")
     if len(models) > 1:
         return (f"{where}: the test is marked @pytest.mark.models {len(models)} times; give one mark "
                 "(all_of, any_of and none_of together select its rows)")
