@@ -118,3 +118,14 @@ def test_a_claim_mark_with_its_id_as_a_keyword_is_one_line_giving_the_positional
     assert line == (f"ERROR: {tmp_path / 'u' / 'test_user.py'}::test_keyword: the test is marked "
                     f"@pytest.mark.claim(id='{CLAIM}'); the claim id is given positionally and alone: "
                     f"@pytest.mark.claim('{CLAIM}') (aniso list claims)"), out
+
+
+def test_pytest_markers_lists_each_aniso_mark_once_with_its_whole_signature(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--markers"],
+                          cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    lines = done.stdout.splitlines()
+    claim = [line for line in lines if line.startswith("@pytest.mark.claim")]
+    models = [line for line in lines if line.startswith("@pytest.mark.models")]
+    assert done.returncode == 0 and len(claim) == 1 and len(models) == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert claim[0].startswith("@pytest.mark.claim(id):"), claim
+    assert models[0].startswith("@pytest.mark.models(all_of=(), any_of=(), none_of=()):"), models

@@ -131,8 +131,11 @@ def pytest_configure(config: pytest.Config) -> None:
     switch = flag_value_problem(config.invocation_params.args)  # `--aniso-no-cache false`: no test file "false"
     if switch is not None:
         raise pytest.UsageError(f"aniso settings: {switch}")
-    config.addinivalue_line("markers", "claim(id): the paper claim (id from aniso.registry.catalog) a test measures")
-    config.addinivalue_line("markers", "models(all_of=(), any_of=()): registry tags selecting the models of a claim")
+    # the two marks, registered here only (the plugin is what reads them), each with its whole signature
+    config.addinivalue_line("markers", "claim(id): the paper claim a test measures, its id given positionally "
+                            "(aniso list claims)")
+    config.addinivalue_line("markers", "models(all_of=(), any_of=(), none_of=()): registry tags selecting the rows "
+                            "(models) a claim test taking 'entry' runs on")
     plan = config.hook.pytest_aniso_plan(config=config)
     sent = getattr(config, "workerinput", {}).get("aniso_settings")
     if plan is not None:  # validated where the run entered: taken whole
