@@ -941,6 +941,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                                       if texts is not None else {}, progress)
         return _nan_said(_fewer_than_asked(measured, n_inputs, settings, form.size,
                                            None if texts is not None else run_settings), chosen, row.second_order)
+    _settings_argument(settings)  # a dict or None, before its "registry" is read
     if registry is not None or (settings or {}).get("registry") is not None:
         # unread for an in-memory model (but for name=), yet a registry named that is not there is a mistake said
         _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry"))])
