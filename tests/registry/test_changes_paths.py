@@ -22,10 +22,11 @@ def test_changed_rows_of_a_folder_or_a_missing_file_says_which(tmp_path, monkeyp
     """A folder, or a relative path that names nothing from the working folder, was "is not in a git repository"."""
     repo = _repository(tmp_path)
     assert changed_rows(repo / "models.yaml", "HEAD") == []
-    with pytest.raises(ValueError, match=rf"^--changed-since HEAD: the registry {re.escape(str(repo))} is a "
-                                         rf"folder; give the registry file \({re.escape(str(repo / 'models.yaml'))}\)$"):
+    folder, file = re.escape(str(repo)), re.escape(str(repo / "models.yaml"))
+    with pytest.raises(ValueError, match=rf"^--changed-since HEAD: the registry {folder} is a folder; give the "
+                                         rf"registry file \({file}\)$"):
         changed_rows(repo, "HEAD")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match=rf"^--changed-since HEAD: the registry {re.escape(str(tmp_path / 'models.yaml'))} does not "
-                                         "exist$"):
+    missing = re.escape(str(tmp_path / "models.yaml"))
+    with pytest.raises(ValueError, match=rf"^--changed-since HEAD: the registry {missing} does not exist$"):
         changed_rows("models.yaml", "HEAD")
