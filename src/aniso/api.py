@@ -222,11 +222,15 @@ class LayerStats:
     def series(self, column: str):
         """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``; a
         column is also found by its key in :meth:`to_dict`'s layers (``"mean_cosine"`` for ``"avg_cos"``).
-        Raises ValueError naming the column if there is no such column (with the one meant, where one is close)."""
+        Raises ValueError naming the column if there is no such column (with the one meant, where one is close), and
+        TypeError naming ``column`` when it is no str (one column a call: a list is not read as several)."""
         import difflib
 
         import numpy as np
 
+        if not isinstance(column, str):
+            raise TypeError(f"column: {column!r:.60} ({type_name(column)}); give one column name, a str, e.g. "
+                            "'avg_cos' (to_frame() has every column)")
         fields = list(self.layers[0].__dataclass_fields__) if self.layers else []
         names = {_COLUMN.get(k, k): k for k in fields}
         key = names.get(column, column if column in fields else None)
