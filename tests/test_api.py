@@ -341,3 +341,14 @@ def test_a_series_is_found_by_its_to_dict_key_too():
     assert np.array_equal(stats.series("mean_cosine"), stats.series("avg_cos"))
     with pytest.raises(ValueError, match=r"^column 'avg_cosine' is not one of .*; did you mean 'avg_cos'\?"):
         stats.series("avg_cosine")
+
+
+def test_series_of_a_list_names_column():
+    """LayerStats.series(['avg_cos']) was a bare "unhashable type: 'list'"."""
+    from aniso.api import LayerStats
+
+    stats = LayerStats("m", ("0",), (), {}, {}, {}, None)
+    for column, kind in ((["avg_cos"], "list"), (("avg_cos",), "tuple"), (None, "NoneType")):
+        with pytest.raises(TypeError, match=rf"^column: .* \({kind}\); give one column name, a str, e\.g\. 'avg_cos' "
+                                            r"\(to_frame\(\) has every column\)$"):
+            stats.series(column)

@@ -198,6 +198,25 @@ def test_settings_that_are_no_mapping_and_claims_that_are_no_text_are_one_line_t
         aniso.check("all-MiniLM-L6-v2", ["G.token-nlp-anisotropic", "G.nope"], registry=REGISTRY)
 
 
+def test_settings_that_are_no_mapping_are_one_line_for_an_in_memory_model_too():
+    """The registry named in settings= was read before settings= was checked: an AttributeError ('no attribute
+    get') for a Settings object, a namespace, a list of pairs or a str."""
+    import types
+
+    from transformers import BertConfig, BertModel
+
+    import aniso
+    from aniso.common.settings import Settings
+
+    model = BertModel(BertConfig(vocab_size=64, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                 intermediate_size=16)).eval()
+    for settings, kind in ((Settings(seed=5), r"aniso\.Settings"), (types.SimpleNamespace(seed=3),
+                                                                   r"types\.SimpleNamespace"),
+                           ([("seed", 3)], "list"), ("seed=3", "str")):
+        with pytest.raises(TypeError, match=rf"^settings: .* \({kind}\); give a dict of setting names and values"):
+            aniso.measure(model, ["a text", "another text"], settings=settings, progress=False)
+
+
 def test_a_path_setting_takes_a_pathlib_path(tmp_path):
     from aniso.common.settings import Settings
 

@@ -491,6 +491,28 @@ def test_power_is_the_level_under_no_effect_and_grows_with_n():
             metrics.correlation_power(**bad)
 
 
+def test_derive_seed_keeps_its_values_for_the_parts_it_takes():
+    """Every run's null samples are drawn from these seeds: a change to derive_seed must leave them as they are."""
+    assert metrics.derive_seed(0, "G.drift-correlation-spearman", "gpt2", "spearman") == 894428759168383784
+    assert metrics.derive_seed(7, "untrained-block", "layer3") == 5208400873090674659
+    assert metrics.derive_seed(1) == 3874038210105081456
+    assert metrics.derive_seed(3, 2, 1.5, True, None, b"x") == 6287319764553777790
+    assert metrics.derive_seed(0, ("a", 1), ["b", 2.0]) == 3012400094676464986
+
+
+def test_derive_seed_refuses_a_part_whose_text_differs_between_processes():
+    """A set's text follows the process's hash seed and an object's default text its address: each gave another
+    seed in every process, while the docstring promised a rerun the same one."""
+    for parts, where, kind in ((("a", {"alpha", "beta"}), r"parts\[1\]", "set"),
+                               ((frozenset({"x", "y"}),), r"parts\[0\]", "frozenset"),
+                               (("a", object()), r"parts\[1\]", "object"),
+                               ((("a", {"b"}),), r"parts\[0\]\[1\]", "set")):
+        with pytest.raises(TypeError, match=rf"^derive_seed: {where}: {kind} .*; give a str, int, float, bool, "
+                                            r"bytes or None, or a tuple or list of these$") as e:
+            metrics.derive_seed(0, *parts)
+        assert "\n" not in str(e.value)
+
+
 def test_each_test_has_a_seed_of_its_own():
     a = metrics.derive_seed(0, "G.drift-correlation-spearman", "gpt2", "spearman")
     assert a == metrics.derive_seed(0, "G.drift-correlation-spearman", "gpt2", "spearman")

@@ -222,11 +222,15 @@ class LayerStats:
     def series(self, column: str):
         """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``; a
         column is also found by its key in :meth:`to_dict`'s layers (``"mean_cosine"`` for ``"avg_cos"``).
-        Raises ValueError naming the column if there is no such column (with the one meant, where one is close)."""
+        Raises ValueError naming the column if there is no such column (with the one meant, where one is close), and
+        TypeError naming ``column`` when it is no str (one column a call: a list is not read as several)."""
         import difflib
 
         import numpy as np
 
+        if not isinstance(column, str):
+            raise TypeError(f"column: {column!r:.60} ({type_name(column)}); give one column name, a str, e.g. "
+                            "'avg_cos' (to_frame() has every column)")
         fields = list(self.layers[0].__dataclass_fields__) if self.layers else []
         names = {_COLUMN.get(k, k): k for k in fields}
         key = names.get(column, column if column in fields else None)
@@ -941,6 +945,7 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
                                       if texts is not None else {}, progress)
         return _nan_said(_fewer_than_asked(measured, n_inputs, settings, form.size,
                                            None if texts is not None else run_settings), chosen, row.second_order)
+    _settings_argument(settings)  # a dict or None, before its "registry" is read
     if registry is not None or (settings or {}).get("registry") is not None:
         # unread for an in-memory model (but for name=), yet a registry named that is not there is a mistake said
         _one_value("registry", [("registry=", registry), ("settings['registry']=", (settings or {}).get("registry"))])

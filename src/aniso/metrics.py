@@ -1473,16 +1473,36 @@ class Correlation:
 def derive_seed(base: int, *parts: object) -> int:
     """A seed of its own for one test, from the run's ``base`` seed and the test's identity ``parts`` (e.g. claim id,
     model id, statistic): a stable 63-bit integer (SHA-256 of their text), so that tests of the same size draw
-    independent null samples and a rerun draws the same ones. Any ``parts`` are formatted by ``str``. Raises
-    TypeError when ``base`` is not an integer (a bool, 1.5 or "1" would be read as another seed, or as the same one
-    as 1)."""
+    independent null samples and a rerun draws the same ones. Any ``parts`` are formatted by ``str``; each is a
+    str, int, float, bool, bytes or None (numpy's integers and floats too), or a tuple or list of these, whose text
+    is the same in every process. Raises TypeError when ``base`` is not an integer (a bool, 1.5 or "1" would be read
+    as another seed, or as the same one as 1), or naming the part (``parts[i]``) of another kind: a set's text
+    follows the process's hash seed and an object's default text its address, so either would give another seed
+    in each process."""
     import hashlib
 
     if isinstance(base, (bool, np.bool_)) or not isinstance(base, (int, np.integer)):
         raise TypeError(f"base: {base!r} ({type(base).__name__}); give an integer seed")
+    for i, part in enumerate(parts):
+        _stable_part(part, f"parts[{i}]")
 
     text = "\x1f".join([str(int(base)), *(str(p) for p in parts)])
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+_STABLE_PARTS = (str, int, float, bytes, type(None), np.integer, np.floating, np.bool_)  # bool is an int
+
+
+def _stable_part(part: object, where: str) -> None:
+    """Refuse (TypeError naming ``where``) a part of :func:`derive_seed` whose text may differ between processes:
+    anything but :data:`_STABLE_PARTS` and tuples or lists of them."""
+    if isinstance(part, (tuple, list)):
+        for j, item in enumerate(part):
+            _stable_part(item, f"{where}[{j}]")
+    elif not isinstance(part, _STABLE_PARTS):
+        raise TypeError(f"derive_seed: {where}: {type(part).__name__} {str(part)!r:.60} has a text that may differ "
+                        "between processes (a set's order, an object's address); give a str, int, float, bool, bytes "
+                        "or None, or a tuple or list of these")
 
 
 def _paired_series(x: np.ndarray, y: np.ndarray, too_short: str,

@@ -57,9 +57,14 @@ def _rows(text: str | None, where: str) -> dict[str, dict]:
 
 def changed_rows(path: str | Path, ref: str) -> list[str]:
     """The ids of the registry rows of ``path`` that are new or differ from the same file at git ref ``ref``, in
-    file order. Raises ValueError (one line) for a path outside git or an unknown ref, and
-    :class:`~aniso.registry.entries.RegistryError` for a file that is not a registry."""
+    file order. Raises ValueError (one line) for a path that is a folder or does not exist, a path outside git or an
+    unknown ref, and :class:`~aniso.registry.entries.RegistryError` for a file that is not a registry."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"--changed-since {ref}: the registry {path} is a folder; give the registry file "
+                         f"({path / 'models.yaml'})")
+    if not path.exists():
+        raise ValueError(f"--changed-since {ref}: the registry {path.absolute()} does not exist")
     old = _rows(registry_at(path, ref), f"{path} at {ref}")
     new = _rows(path.read_text(encoding="utf-8"), str(path))
     return [mid for mid, row in new.items() if old.get(mid) != row]

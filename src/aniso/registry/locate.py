@@ -60,7 +60,8 @@ def registry_path(given: str | Path | None = None, setting: str | Path | None = 
     Returns None when nothing is given or set and neither the working folder nor the source tree has a
     ``models.yaml``, unless ``required``. Raises :class:`~aniso.registry.entries.RegistryError` (one line) when a
     path given or set is not a file there (a setting of ``models.yaml`` in a folder without one included: only an
-    unset setting falls back to the source tree's), or when ``required`` and there is none.
+    unset setting falls back to the source tree's), when ``setting`` is set but empty (``""``: not the working
+    folder), or when ``required`` and there is none.
     """
     here = Path.cwd()
     root = Path(root) if root is not None else here
@@ -78,6 +79,9 @@ def registry_path(given: str | Path | None = None, setting: str | Path | None = 
             raise RegistryError(f"registry: {_not_a_file(given, path)}")
         return path
     if setting is not None:
+        if not str(setting).strip():  # Path("") is the working folder, which nobody named
+            raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry) is set but empty "
+                                f"({str(setting)!r}); give the registry file, or None for {DEFAULT_REGISTRY} here")
         path = _absolute(setting, here)
         if not path.is_file():
             raise RegistryError(f"setting registry (ANISO_REGISTRY, --aniso-registry): {_not_a_file(setting, path)}")
@@ -220,8 +224,12 @@ def claims_folder(given: str | Path | None, registry: Path | None, option: str =
     when there is none, when ``given`` is no folder, or when the folder holds no claim test
     (:func:`holds_claim_tests`): a folder of other tests (``--claims-dir tests``) would otherwise run them all as
     claims; and when a test module under it is no claims module (:func:`other_test_module`, named in the refusal):
-    ``--claims-dir .`` at a checkout's root would otherwise run its unit tests under ``tests/`` too."""
+    ``--claims-dir .`` at a checkout's root would otherwise run its unit tests under ``tests/`` too. Raises
+    TypeError naming ``option`` when ``given`` is no str, path or None."""
     cli = option.startswith("--")
+    if given is not None and not isinstance(given, (str, os.PathLike)):
+        raise TypeError(f"{option}: {given!r:.60} ({type(given).__name__}); give the folder of the claim tests (a str "
+                        f"or pathlib.Path), or None for claims/ beside the registry")
     if given is not None:
         path = Path(given)
         if not path.is_dir():

@@ -27,10 +27,22 @@ FAMILIES: tuple[str, ...] = tuple(sorted({cid.split(".", 1)[0] + "." for cid in 
 @dataclass(frozen=True)
 class ClaimsFilter:
     """A parsed setting ``claims``: exact ``ids`` and id ``prefixes`` (``G.``, ``R.decoder``); neither takes every
-    claim."""
+    claim. Each is a tuple (or list, kept as a tuple) of str. Raises TypeError naming ``ids`` or ``prefixes`` for a
+    str (its characters would be read as the items, and ``in`` as a substring test) or any other value; a text of
+    comma-separated ids is :func:`parse_claims`'s."""
 
     ids: tuple[str, ...] = ()
     prefixes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field in ("ids", "prefixes"):
+            value = getattr(self, field)
+            if not isinstance(value, (tuple, list)) or not all(isinstance(item, str) for item in value):
+                raise TypeError(f"{field}: {value!r:.60} ({type(value).__name__}); give a tuple of claim "
+                                f"{'ids' if field == 'ids' else 'id prefixes'}, e.g. "
+                                f"{('G.token-nlp-anisotropic',) if field == 'ids' else ('G.',)!r}, or use "
+                                "parse_claims for a comma-separated text")
+            object.__setattr__(self, field, tuple(value))
 
     @property
     def everything(self) -> bool:
@@ -76,11 +88,16 @@ def _check_separators(item: str, text: str) -> None:
 def parse_claims(text: str | None) -> ClaimsFilter:
     """Parse setting ``claims`` (see the module docstring).
 
-    Raises ValueError with one line starting ``claims:`` that names the item: an id that is not in the catalogue
-    (with the closest id or family), a prefix that no claim id starts with (with the families), a filter that names
+    Raises TypeError with one line starting ``claims:`` when ``text`` is no str or None (a list's or bytes' text
+    would be parsed as one item), and ValueError with one line starting ``claims:`` that names the item: an id that
+    is not in the catalogue (with the closest id or family), a prefix that no claim id starts with (with the families), a filter that names
     nothing (``","``), a filter of blanks only (``"  "``: a slip, not the empty filter that takes every claim), items
     joined by another separator than a comma (:func:`_check_separators`).
     """
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"claims: {text!r:.60} ({type(text).__name__}); give claim ids or prefixes as one "
+                        "comma-separated str, e.g. 'G.,R.decoder*' (a list of ids: ','.join(ids)), or None for every "
+                        "claim")
     if text is None or str(text) == "":
         return ClaimsFilter()
     if not str(text).strip():
