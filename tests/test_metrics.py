@@ -496,8 +496,37 @@ def test_derive_seed_keeps_its_values_for_the_parts_it_takes():
     assert metrics.derive_seed(0, "G.drift-correlation-spearman", "gpt2", "spearman") == 894428759168383784
     assert metrics.derive_seed(7, "untrained-block", "layer3") == 5208400873090674659
     assert metrics.derive_seed(1) == 3874038210105081456
-    assert metrics.derive_seed(3, 2, 1.5, True, None, b"x") == 6287319764553777790
-    assert metrics.derive_seed(0, ("a", 1), ["b", 2.0]) == 3012400094676464986
+    # parts that are no str (no caller passes one) are hashed as their tagged repr, told apart from their text
+    assert metrics.derive_seed(3, 2, 1.5, True, None, b"x") == 3907639800405245405
+    assert metrics.derive_seed(0, ("a", 1), ["b", 2.0]) == 291858463612251174
+
+
+@pytest.mark.parametrize("one, other", [
+    ((0, "a\x1fb"), None),  # refused: it would read as the parts 'a', 'b'
+    ((0, None), (0, "None")),
+    ((0, 1), (0, "1")),
+    ((0, ("a", 1)), (0, "('a', 1)")),
+    ((0, ["a"]), (0, ("a",))),
+    ((0, 1), (0, True)),
+    ((0, 1), (0, 1.0)),
+])
+def test_two_lists_of_parts_never_give_one_seed(one, other):
+    """The parts were joined as text with \\x1f: 'a\\x1fb' gave the seed of 'a', 'b', None that of 'None' and a tuple
+    that of its text."""
+    if other is None:
+        with pytest.raises(ValueError, match=r"^derive_seed: parts\[0\]: .* holds the control character"):
+            metrics.derive_seed(*one)
+        assert metrics.derive_seed(0, "a", "b") >= 0
+        return
+    assert metrics.derive_seed(*one) != metrics.derive_seed(*other)
+
+
+def test_a_big_endian_matrix_is_read_by_the_eigen_solvers():
+    """``largest_eigenvalue`` of a big-endian array stopped in torch's byte-order message; every other metric reads
+    such arrays."""
+    m = np.diag([1.0, 5.0, 2.0])
+    assert float(metrics.largest_eigenvalue(m.astype(">f8"))) == pytest.approx(5.0)
+    assert float(metrics.largest_eigenpair(m.astype(">f8"))[0]) == pytest.approx(5.0)
 
 
 def test_derive_seed_refuses_a_part_whose_text_differs_between_processes():

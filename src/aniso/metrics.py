@@ -228,6 +228,8 @@ def _as_matrix(x: np.ndarray, name: str = "x") -> np.ndarray:
 def _from_numpy(a: np.ndarray) -> torch.Tensor:
     """``torch.from_numpy(a)`` (no copy) without PyTorch's warning for a read-only array ("The given NumPy array is
     not writable"): the metrics only read their input, so sharing its memory is safe."""
+    if not a.dtype.isnative:  # a big-endian array (torch reads only the machine's byte order): the same values
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.flags.writeable:
         return torch.from_numpy(a)
     import warnings
@@ -1473,21 +1475,46 @@ class Correlation:
 def derive_seed(base: int, *parts: object) -> int:
     """A seed of its own for one test, from the run's ``base`` seed and the test's identity ``parts`` (e.g. claim id,
     model id, statistic): a stable 63-bit integer (SHA-256 of their text), so that tests of the same size draw
-    independent null samples and a rerun draws the same ones. Any ``parts`` are formatted by ``str``; each is a
-    str, int, float, bool, bytes or None (numpy's integers and floats too), or a tuple or list of these, whose text
-    is the same in every process. Raises TypeError when ``base`` is not an integer (a bool, 1.5 or "1" would be read
-    as another seed, or as the same one as 1), or naming the part (``parts[i]``) of another kind: a set's text
-    follows the process's hash seed and an object's default text its address, so either would give another seed
-    in each process."""
+    independent null samples and a rerun draws the same ones. Each part is a str, int, float, bool, bytes or None
+    (numpy's integers and floats too), or a tuple or list of these, whose text is the same in every process; two
+    different lists of parts never give one text (:func:`_part_text`: a str is hashed as it is, any other part as a
+    tagged ``repr``; a str holding the separator \\x1f is refused with ValueError). Raises TypeError when ``base``
+    is not an integer (a bool, 1.5 or "1" would be read as another seed, or as the same one as 1), or naming the
+    part (``parts[i]``) of another kind: a set's text follows the process's hash seed and an object's default text
+    its address, so either would give another seed in each process."""
     import hashlib
 
     if isinstance(base, (bool, np.bool_)) or not isinstance(base, (int, np.integer)):
         raise TypeError(f"base: {base!r} ({type(base).__name__}); give an integer seed")
-    for i, part in enumerate(parts):
-        _stable_part(part, f"parts[{i}]")
-
-    text = "\x1f".join([str(int(base)), *(str(p) for p in parts)])
+    texts = [_part_text(part, f"parts[{i}]") for i, part in enumerate(parts)]
+    text = _SEED_SEPARATOR.join([str(int(base)), *texts])
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+#: What joins :func:`derive_seed`'s parts, and what begins the text of a part that is no str: no str part holds
+#: either (at its start), so that no two lists of parts give one text.
+_SEED_SEPARATOR, _SEED_TAG = "\x1f", "\x1e"
+
+
+def _part_text(part: object, where: str) -> str:
+    """The text :func:`derive_seed` hashes for one part: a str as it is (so every seed the suite draws from claim
+    and model ids stays what it was); any other part :func:`_stable_part` takes as ``\x1e`` and the ``repr`` of its
+    plain Python value (numpy scalars as Python's), which tells ``None`` from ``'None'``, ``1`` from ``'1'`` and a
+    tuple from its text. Raises ValueError naming ``where`` for a str holding ``\x1f`` or starting with ``\x1e``
+    (it would read as several parts, or as a part of another kind), TypeError as :func:`_stable_part`."""
+    _stable_part(part, where)
+    if isinstance(part, str):
+        if _SEED_SEPARATOR in part or part.startswith(_SEED_TAG):
+            raise ValueError(f"derive_seed: {where}: {part!r:.60} holds the control character \\x1f (or starts "
+                             "with \\x1e), which derive_seed uses to tell parts apart; give a text without it")
+        return part
+
+    def plain(value):
+        if isinstance(value, (tuple, list)):
+            return type(value)(plain(v) for v in value)
+        return value.item() if isinstance(value, np.generic) else value
+
+    return _SEED_TAG + repr(plain(part))
 
 
 _STABLE_PARTS = (str, int, float, bytes, type(None), np.integer, np.floating, np.bool_)  # bool is an int
