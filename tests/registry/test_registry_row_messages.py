@@ -155,3 +155,20 @@ def test_a_row_named_in_another_case_is_suggested(tmp_path, field):
     with pytest.raises(RegistryError, match=rf"{field}: no row 'my-bert' in the registry \(ids are case-sensitive\); "
                                             r"did you mean 'MY-BERT'\?"):
         load_registry(path)
+
+
+@pytest.mark.parametrize("fields, says", [
+    # an ONNX CNN row saying patch was measured and selected by --models patch beside the ViTs
+    (dict(modality="vision", architecture="cnn", granularity="patch"),
+     r"granularity 'patch' is not that of a vision cnn's hidden states: give 'pixel'"),
+    (dict(modality="vision", architecture="transformer", granularity="pixel"),
+     r"granularity 'pixel' is not that of a vision transformer's hidden states: give 'patch'"),
+    (dict(modality="text", architecture="transformer", granularity="patch"),
+     r"give 'subword' or 'char' or 'byte'"),
+])
+def test_a_granularity_or_architecture_the_modality_does_not_have_is_refused(tmp_path, fields, says):
+    row = dict(id="m", source="{kind: local, path: ./m}", role="encoder", family="x", **fields)
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n- " + "\n  ".join(f"{k}: {v}" for k, v in row.items()) + "\n")
+    with pytest.raises(RegistryError, match=r"models\[0\] \(id 'm'\): .*" + says):
+        load_registry(path)

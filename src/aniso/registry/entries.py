@@ -76,6 +76,14 @@ _INPUTS_FORM = ("a dataset identity as a run writes it, <name>@<fingerprint>, th
 InputsKind = Literal["text", "speech", "vision", "reactions"]
 #: Modality → the kinds of inputs its models can be measured on (the first is the modality's own).
 _READS: dict[str, tuple[str, ...]] = {"text": ("text", "reactions"), "speech": ("speech",), "vision": ("vision",)}
+#: (modality, architecture) → the granularities of its hidden states (what one vector stands for): the text a
+#: Transformer reads in subwords, characters or bytes; speech in audio frames; a vision Transformer's patches; a
+#: CNN's feature-map positions (pixel); an untrained block's embeddings. ``--models patch`` and the claims' tags
+#: select rows by it, so a row saying another is refused.
+_GRANULARITIES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("text", "transformer"): ("subword", "char", "byte"), ("speech", "transformer"): ("audio-frame",),
+    ("vision", "transformer"): ("patch",), ("vision", "cnn"): ("pixel",), ("embeddings", "transformer"): ("embedding",),
+}
 
 #: How a row on real weights stands for its seed model (``relation:``, with ``stands_for:`` the seed's row id):
 #: ``same`` the seed's own weights, read from another place (a package, a folder); ``converted`` the seed's weights
@@ -496,6 +504,11 @@ class ModelEntry(Strict):
         if self.measured_on is not None and self.measured_on not in _READS.get(self.modality, ()):
             raise ValueError(f"measured_on {self.measured_on!r} is not read by modality {self.modality!r} "
                              f"(it reads {list(_READS.get(self.modality, ()))})")
+        allowed = _GRANULARITIES.get((self.modality, self.architecture))
+        if allowed is not None and self.granularity not in allowed:  # (another pair: named from the model's config)
+            raise ValueError(f"granularity {self.granularity!r} is not that of a {self.modality} {self.architecture}'s "
+                             f"hidden states: give {' or '.join(map(repr, allowed))} (or correct modality/"
+                             "architecture)")
         if self.modality == "embeddings" and self.source.kind != "init":
             raise ValueError("modality 'embeddings' goes with source kind 'init' (an untrained block), and only with it")
         if (self.stands_for is None) != (self.relation is None):
