@@ -155,3 +155,18 @@ def test_a_row_named_in_another_case_is_suggested(tmp_path, field):
     with pytest.raises(RegistryError, match=rf"{field}: no row 'my-bert' in the registry \(ids are case-sensitive\); "
                                             r"did you mean 'MY-BERT'\?"):
         load_registry(path)
+
+
+TINY = ("{kind: local, path: ./mybert}\n    tiny: {model_type: bert, hidden_size: 32, num_hidden_layers: LAYERS, "
+        "num_attention_heads: 4, vocab_size: 512}")
+
+
+@pytest.mark.parametrize("layers", ["two", "2.5", "'2'"])
+def test_a_tiny_size_that_is_no_whole_number_is_refused_at_load(tmp_path, layers):
+    """`tiny: {num_hidden_layers: two}` loaded and listed, and `aniso run ID --twin` ended in a 50-line traceback of
+    the config class."""
+    said = _load(tmp_path, TINY.replace("LAYERS", layers))
+    assert "models[0] (id 'my-model'): tiny: " in said, said
+    assert "tiny.num_hidden_layers is " in said and ": a size or count, a whole number of at least 1" in said, said
+    said = _load(tmp_path, TINY.replace("LAYERS", "2") + "\n    full: {hidden_size: 768, num_hidden_layers: twelve}")
+    assert "full.num_hidden_layers is 'twelve': a size or count, a whole number of at least 1" in said, said

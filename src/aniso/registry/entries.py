@@ -428,6 +428,13 @@ Ident = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH)]
 _SIZE_KEY = re.compile(r"(size|dim$|^num_|^n_|layers|heads|positions|length|^d_|^vocab)")
 
 
+def _whole_sizes(value: Any) -> bool:
+    """True for a whole number of at least 1 (not a bool, a float or a word) or a non-empty list of them."""
+    if isinstance(value, list):
+        return bool(value) and all(type(v) is int and v >= 1 for v in value)
+    return type(value) is int and value >= 1
+
+
 class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
@@ -473,10 +480,12 @@ class ModelEntry(Strict):
     @classmethod
     def _positive_sizes(cls, value, info):
         """A size, width, count of layers or heads, length or vocabulary of the tiny or full config is a whole number
-        >= 1 (a negative hidden size reached torch as "negative dimension"; ``true`` is no size)."""
+        >= 1, or a list of them (a negative hidden size reached torch as "negative dimension"; ``true`` is no size;
+        a word such as ``two`` reached the config class as a 50-line traceback)."""
         for key, v in (value or {}).items():
-            if _SIZE_KEY.search(key) and (isinstance(v, bool) or (isinstance(v, (int, float)) and v < 1)):
-                raise ValueError(f"{info.field_name}.{key} is {v!r}: a size or count, a whole number of at least 1")
+            if _SIZE_KEY.search(key) and not _whole_sizes(v):
+                raise ValueError(f"{info.field_name}.{key} is {v!r}: a size or count, a whole number of at least 1"
+                                 + (" (or a list of them)" if isinstance(v, list) else ""))
         return value
 
     @field_validator("expected")
