@@ -185,7 +185,8 @@ def hub_variable_problem() -> str | None:
     """The one-line refusal of an empty (or blank) hub cache variable, when the first of
     :data:`HUB_CACHE_VARIABLES` set in the environment is one: huggingface_hub would take it for the working folder
     (``HF_HUB_CACHE=''``: ``.``; ``HF_HOME=''``: ``./hub``) and read or write a hub cache there. None otherwise (an
-    empty ``ANISO_*`` variable is refused the same way, :mod:`aniso.common.settings`)."""
+    empty ``ANISO_*`` variable is refused the same way, :mod:`aniso.common.settings`); or of one that names a file
+    (:func:`hub_variable_file`)."""
     for variable in HUB_CACHE_VARIABLES:
         if variable in os.environ:
             if os.environ[variable].strip():
