@@ -170,3 +170,14 @@ def test_a_tiny_size_that_is_no_whole_number_is_refused_at_load(tmp_path, layers
     assert "tiny.num_hidden_layers is " in said and ": a size or count, a whole number of at least 1" in said, said
     said = _load(tmp_path, TINY.replace("LAYERS", "2") + "\n    full: {hidden_size: 768, num_hidden_layers: twelve}")
     assert "full.num_hidden_layers is 'twelve': a size or count, a whole number of at least 1" in said, said
+
+
+def test_an_expected_verdict_given_as_one_word_shows_the_record_s_mapping(tmp_path):
+    """`expected: {G.token-nlp-anisotropic: holds}` was "Input should be a valid dictionary or instance of
+    ExpectedVerdict"."""
+    said = _load(tmp_path, "{kind: local, path: ./mybert}\n    expected: {G.token-nlp-anisotropic: holds}")
+    assert said.endswith("models[0] (id 'my-model'): expected.G.token-nlp-anisotropic: 'holds' is one value; a "
+                         "record is a mapping: {verdict: holds, reason: ..., source: paper|measured, "
+                         "measured: {...}}"), said
+    said = _load(tmp_path, "{kind: local, path: ./mybert}\n    expected: {G.token-nlp-anisotropic: 3}")
+    assert "expected.G.token-nlp-anisotropic: 3 is one value; a record is a mapping: {verdict: holds, " in said, said

@@ -979,6 +979,10 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
+    elif first["type"] == "model_type" and len(loc) == 2 and loc[0] == "expected" and not isinstance(value, dict):
+        verdict = value if isinstance(value, str) and value.strip() and "\n" not in value else "holds"
+        msg = (f"{_shown(value)} is one value; a record is a mapping: {{verdict: {verdict}, reason: ..., "
+               "source: paper|measured, measured: {...}}")
     elif first["type"] in ("model_attributes_type", "dict_type") and not isinstance(value, (dict, list)) and loc:
         msg = _not_a_mapping(str(loc[-1]), value)
     # The hint to quote is for a field that takes text: a choice of numbers (``pixel_scale: 1 or 255``) is not one.
