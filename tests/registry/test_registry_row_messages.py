@@ -181,3 +181,13 @@ def test_an_expected_verdict_given_as_one_word_shows_the_record_s_mapping(tmp_pa
                          "measured: {...}}"), said
     said = _load(tmp_path, "{kind: local, path: ./mybert}\n    expected: {G.token-nlp-anisotropic: 3}")
     assert "expected.G.token-nlp-anisotropic: 3 is one value; a record is a mapping: {verdict: holds, " in said, said
+
+
+def test_an_expected_claim_id_in_another_case_is_suggested(tmp_path):
+    """`expected: {g.token-nlp-anisotropic: ...}` was "unknown claim id(s) [...]" with no id to use."""
+    record = "{verdict: does-not-hold, source: paper, reason: x}"
+    said = _load(tmp_path, f"{{kind: local, path: ./mybert}}\n    expected: {{g.token-nlp-anisotropic: {record}}}")
+    assert said.endswith("expected: unknown claim id(s) ['g.token-nlp-anisotropic']; did you mean "
+                         "'G.token-nlp-anisotropic'?"), said
+    said = _load(tmp_path, f"{{kind: local, path: ./mybert}}\n    expected: {{G.token-nlp-anisotropc: {record}}}")
+    assert said.endswith("; did you mean 'G.token-nlp-anisotropic'?"), said

@@ -22,6 +22,7 @@ whose one-line message names the file, the entry and the field.
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -428,6 +429,14 @@ Ident = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH)]
 _SIZE_KEY = re.compile(r"(size|dim$|^num_|^n_|layers|heads|positions|length|^d_|^vocab)")
 
 
+def _claim_meant(text: str) -> str:
+    """``"; did you mean 'ID'?"`` for the claim id ``text`` most likely stands for: one that differs only in case,
+    else the closest by :func:`difflib.get_close_matches`; else ``""``."""
+    same = [c for c in CLAIMS if c.casefold() == str(text).casefold()]
+    close = same or difflib.get_close_matches(str(text), list(CLAIMS), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _whole_sizes(value: Any) -> bool:
     """True for a whole number of at least 1 (not a bool, a float or a word) or a non-empty list of them."""
     if isinstance(value, list):
@@ -493,7 +502,7 @@ class ModelEntry(Strict):
     def _known_claims(cls, value: dict[str, ExpectedVerdict]) -> dict[str, ExpectedVerdict]:
         unknown = sorted(set(value) - set(CLAIMS))
         if unknown:
-            raise ValueError(f"unknown claim id(s) {unknown}")
+            raise ValueError(f"unknown claim id(s) {unknown}{_claim_meant(unknown[0])}")
         return value
 
     @model_validator(mode="after")
