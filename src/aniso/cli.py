@@ -162,13 +162,17 @@ def _stats(args: argparse.Namespace) -> int:
     from .stats.pipeline import StatsProvider
     from .registry.entries import RegistryError
     from .registry.locate import check_corpus
-    from .sources import ModelUnavailable
+    from .sources import ModelRefused, ModelUnavailable, SourceContext, declared_files_problem
 
     typed = {"corpus": "--corpus" if args.corpus is not None else None,
              "n_sequences": "--n-sequences" if args.n_sequences is not None else None}
     try:
         settings, registry = _open(args, {"corpus": args.corpus, "n_sequences": args.n_sequences}, check_paths=False)
         entry, registry = _stats_entry(args.model, registry)
+        declared = declared_files_problem(entry, SourceContext(
+            registry_dir=registry.path.parent if registry.path else None, models_dir=settings.models_dir))
+        if declared:  # the row's fields are not its model's: before its modality judges the options
+            raise ModelRefused(declared)
         form = _inputs_form(entry, {"--corpus": args.corpus, "--n-sequences": args.n_sequences})
         settings.check_paths()  # once the options are known to apply to this model
         check_corpus(settings)

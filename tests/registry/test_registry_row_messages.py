@@ -172,3 +172,39 @@ def test_a_granularity_or_architecture_the_modality_does_not_have_is_refused(tmp
     path.write_text("models:\n- " + "\n  ".join(f"{k}: {v}" for k, v in row.items()) + "\n")
     with pytest.raises(RegistryError, match=r"models\[0\] \(id 'm'\): .*" + says):
         load_registry(path)
+
+
+TINY = ("{kind: local, path: ./mybert}\n    tiny: {model_type: bert, hidden_size: 32, num_hidden_layers: LAYERS, "
+        "num_attention_heads: 4, vocab_size: 512}")
+
+
+@pytest.mark.parametrize("layers", ["two", "2.5", "'2'"])
+def test_a_tiny_size_that_is_no_whole_number_is_refused_at_load(tmp_path, layers):
+    """`tiny: {num_hidden_layers: two}` loaded and listed, and `aniso run ID --twin` ended in a 50-line traceback of
+    the config class."""
+    said = _load(tmp_path, TINY.replace("LAYERS", layers))
+    assert "models[0] (id 'my-model'): tiny: " in said, said
+    assert "tiny.num_hidden_layers is " in said and ": a size or count, a whole number of at least 1" in said, said
+    said = _load(tmp_path, TINY.replace("LAYERS", "2") + "\n    full: {hidden_size: 768, num_hidden_layers: twelve}")
+    assert "full.num_hidden_layers is 'twelve': a size or count, a whole number of at least 1" in said, said
+
+
+def test_an_expected_verdict_given_as_one_word_shows_the_record_s_mapping(tmp_path):
+    """`expected: {G.token-nlp-anisotropic: holds}` was "Input should be a valid dictionary or instance of
+    ExpectedVerdict"."""
+    said = _load(tmp_path, "{kind: local, path: ./mybert}\n    expected: {G.token-nlp-anisotropic: holds}")
+    assert said.endswith("models[0] (id 'my-model'): expected.G.token-nlp-anisotropic: 'holds' is one value; a "
+                         "record is a mapping: {verdict: holds, reason: ..., source: paper|measured, "
+                         "measured: {...}}"), said
+    said = _load(tmp_path, "{kind: local, path: ./mybert}\n    expected: {G.token-nlp-anisotropic: 3}")
+    assert "expected.G.token-nlp-anisotropic: 3 is one value; a record is a mapping: {verdict: holds, " in said, said
+
+
+def test_an_expected_claim_id_in_another_case_is_suggested(tmp_path):
+    """`expected: {g.token-nlp-anisotropic: ...}` was "unknown claim id(s) [...]" with no id to use."""
+    record = "{verdict: does-not-hold, source: paper, reason: x}"
+    said = _load(tmp_path, f"{{kind: local, path: ./mybert}}\n    expected: {{g.token-nlp-anisotropic: {record}}}")
+    assert said.endswith("expected: unknown claim id(s) ['g.token-nlp-anisotropic']; did you mean "
+                         "'G.token-nlp-anisotropic'?"), said
+    said = _load(tmp_path, f"{{kind: local, path: ./mybert}}\n    expected: {{G.token-nlp-anisotropc: {record}}}")
+    assert said.endswith("; did you mean 'G.token-nlp-anisotropic'?"), said

@@ -218,3 +218,17 @@ def test_the_model_types_read_as_data_equal_those_transformers_imports():
     causal, masked = _lm_model_types()
     assert causal == frozenset(modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) and causal
     assert masked == frozenset(modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES) and masked
+
+
+def test_stats_refuses_a_row_whose_modality_contradicts_its_model_before_judging_its_options(tmp_path, clean_env,
+                                                                                            capsys):
+    """`modality: vision` on a BERT folder with `aniso stats --n-sequences 16` said "set n_images instead"; without
+    the option it named the contradiction. The contradiction is said either way."""
+    path = _registry(tmp_path, modality="vision", granularity="pixel")
+    for extra in ([], ["--n-sequences", "16"]):
+        code = main(["stats", "mini", "--registry", str(path), *extra])
+        out, err = capsys.readouterr()
+        assert code == 2, out[-2000:] + err[-2000:]
+        assert err.startswith(f"aniso stats: {path}: models[0] (id 'mini'): modality 'vision', but its config.json "
+                              "is bert, a text model"), (extra, err)
+        assert "n_images" not in err, err

@@ -124,3 +124,24 @@ def test_a_local_row_whose_path_ends_with_a_blank_shows_it_quoted_and_names_the_
     assert type(caught.value).__name__ == "ModelUnavailable", said
     assert said == (f"mini: local model directory {str(folder) + ' '!r} does not exist; {folder}, without the "
                     "blanks around it, is a folder: write source.path without them")
+
+
+def test_a_hub_cache_variable_naming_a_file_is_said_at_every_door(clean_env, monkeypatch, aniso_cli):
+    """HF_HUB_CACHE naming a file: `aniso stats` said the row was "not cached here" (and to `aniso hub import` it),
+    `aniso list models` said "hub: not cached here", while `aniso hub list`/`import` said it is a file."""
+    file = clean_env / "hcfile"
+    file.write_text("x", encoding="utf-8")
+    monkeypatch.setenv("HF_HUB_CACHE", str(file))
+    reg = clean_env / "models.yaml"
+    reg.write_text("models:\n  - id: mini-hub\n    source: {kind: hub, repo: me/mini, revision: main}\n"
+                   "    modality: text\n    granularity: subword\n    architecture: transformer\n    role: encoder\n"
+                   "    family: bert\n", encoding="utf-8")
+    named = (f"environment variable HF_HUB_CACHE ({file}): {file} cannot be the hub cache: {file} is a file, not a "
+             "folder")
+    code, out, err = aniso_cli(["stats", "mini-hub", "--registry", str(reg), "--n-sequences", "16"])
+    assert code == 2 and named in err and "not cached here" not in err, err
+    code, out, err = aniso_cli(["list", "models", "--registry", str(reg)])
+    squeezed = "".join(out.split())  # (the table wraps its cells)
+    assert code == 0 and "".join(named.split()) in squeezed and "notcachedhere" not in squeezed, out
+    code, out, err = aniso_cli(["hub", "list"])
+    assert code == 2 and named in err, err

@@ -22,6 +22,7 @@ whose one-line message names the file, the entry and the field.
 
 from __future__ import annotations
 
+import difflib
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -436,6 +437,21 @@ Ident = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH)]
 _SIZE_KEY = re.compile(r"(size|dim$|^num_|^n_|layers|heads|positions|length|^d_|^vocab)")
 
 
+def _claim_meant(text: str) -> str:
+    """``"; did you mean 'ID'?"`` for the claim id ``text`` most likely stands for: one that differs only in case,
+    else the closest by :func:`difflib.get_close_matches`; else ``""``."""
+    same = [c for c in CLAIMS if c.casefold() == str(text).casefold()]
+    close = same or difflib.get_close_matches(str(text), list(CLAIMS), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _whole_sizes(value: Any) -> bool:
+    """True for a whole number of at least 1 (not a bool, a float or a word) or a non-empty list of them."""
+    if isinstance(value, list):
+        return bool(value) and all(type(v) is int and v >= 1 for v in value)
+    return type(value) is int and value >= 1
+
+
 class ModelEntry(Strict):
     """One registry row. See the module docstring for the file layout."""
 
@@ -481,10 +497,12 @@ class ModelEntry(Strict):
     @classmethod
     def _positive_sizes(cls, value, info):
         """A size, width, count of layers or heads, length or vocabulary of the tiny or full config is a whole number
-        >= 1 (a negative hidden size reached torch as "negative dimension"; ``true`` is no size)."""
+        >= 1, or a list of them (a negative hidden size reached torch as "negative dimension"; ``true`` is no size;
+        a word such as ``two`` reached the config class as a 50-line traceback)."""
         for key, v in (value or {}).items():
-            if _SIZE_KEY.search(key) and (isinstance(v, bool) or (isinstance(v, (int, float)) and v < 1)):
-                raise ValueError(f"{info.field_name}.{key} is {v!r}: a size or count, a whole number of at least 1")
+            if _SIZE_KEY.search(key) and not _whole_sizes(v):
+                raise ValueError(f"{info.field_name}.{key} is {v!r}: a size or count, a whole number of at least 1"
+                                 + (" (or a list of them)" if isinstance(v, list) else ""))
         return value
 
     @field_validator("expected")
@@ -492,7 +510,7 @@ class ModelEntry(Strict):
     def _known_claims(cls, value: dict[str, ExpectedVerdict]) -> dict[str, ExpectedVerdict]:
         unknown = sorted(set(value) - set(CLAIMS))
         if unknown:
-            raise ValueError(f"unknown claim id(s) {unknown}")
+            raise ValueError(f"unknown claim id(s) {unknown}{_claim_meant(unknown[0])}")
         return value
 
     @model_validator(mode="after")
@@ -983,6 +1001,10 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
+    elif first["type"] == "model_type" and len(loc) == 2 and loc[0] == "expected" and not isinstance(value, dict):
+        verdict = value if isinstance(value, str) and value.strip() and "\n" not in value else "holds"
+        msg = (f"{_shown(value)} is one value; a record is a mapping: {{verdict: {verdict}, reason: ..., "
+               "source: paper|measured, measured: {...}}")
     elif first["type"] in ("model_attributes_type", "dict_type") and not isinstance(value, (dict, list)) and loc:
         msg = _not_a_mapping(str(loc[-1]), value)
     # The hint to quote is for a field that takes text: a choice of numbers (``pixel_scale: 1 or 255``) is not one.

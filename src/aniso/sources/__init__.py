@@ -20,7 +20,7 @@ import contextlib
 from . import gguf, hub, init, llama2c, local, miniature, miniature_text, onnx_cnn, package
 from .base import (HubStatus, InputsMissing, LoadedModel, ModelRefused, ModelUnavailable, SourceContext, SourceKind,
                    check_permissions)
-from .hubcache import HubCacheError, cached_state
+from .hubcache import HubCacheError, cached_state, hub_variable_problem
 from .package import load_ct2_whisper
 
 __all__ = ["SOURCE_KINDS", "SourceKind", "SourceContext", "ModelUnavailable", "ModelRefused", "InputsMissing", "LoadedModel",
@@ -215,6 +215,9 @@ def weights_here(entry, ctx: SourceContext) -> str:
     kind = entry.source.kind
     try:
         if kind == "hub":
+            variable = hub_variable_problem()  # HF_HUB_CACHE naming a file was "not cached here"
+            if variable is not None:
+                return f"missing: {variable}"
             check_permissions(entry, download=False)
             state = cached_state(entry.source.repo, entry.source.revision)
             if state is None:

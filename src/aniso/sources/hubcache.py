@@ -185,14 +185,30 @@ def hub_variable_problem() -> str | None:
     """The one-line refusal of an empty (or blank) hub cache variable, when the first of
     :data:`HUB_CACHE_VARIABLES` set in the environment is one: huggingface_hub would take it for the working folder
     (``HF_HUB_CACHE=''``: ``.``; ``HF_HOME=''``: ``./hub``) and read or write a hub cache there. None otherwise (an
-    empty ``ANISO_*`` variable is refused the same way, :mod:`aniso.common.settings`)."""
+    empty ``ANISO_*`` variable is refused the same way, :mod:`aniso.common.settings`); or of one that names a file
+    (:func:`hub_variable_file`)."""
     for variable in HUB_CACHE_VARIABLES:
         if variable in os.environ:
             if os.environ[variable].strip():
-                return None
+                break
             return (f"environment variable {variable} is set but empty ({os.environ[variable]!r}), which would make "
                     f"the working folder the hub cache; unset it for the default (unset {variable}), or name a folder")
-    return None
+    return hub_variable_file()
+
+
+def hub_variable_file() -> str | None:
+    """The one-line refusal of a hub cache variable (the first of :data:`HUB_CACHE_VARIABLES` set) that names a
+    file, or a folder below a file (``HF_HOME`` names the folder holding ``hub``): nothing can be cached or read
+    there, and a model would be called "not cached here". None otherwise."""
+    variable = next((v for v in HUB_CACHE_VARIABLES if os.environ.get(v, "").strip()), None)
+    if variable is None:
+        return None
+    root = Path(os.path.expanduser(os.environ[variable])) / ("hub" if variable == "HF_HOME" else "")
+    file = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), None)
+    if file is None:
+        return None
+    return (f"environment variable {variable} ({os.environ[variable]}): {root} cannot be the hub cache: {file} is a "
+            "file, not a folder")
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
