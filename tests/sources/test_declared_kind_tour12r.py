@@ -224,7 +224,7 @@ def test_stats_refuses_a_row_whose_modality_contradicts_its_model_before_judging
                                                                                             capsys):
     """`modality: vision` on a BERT folder with `aniso stats --n-sequences 16` said "set n_images instead"; without
     the option it named the contradiction. The contradiction is said either way."""
-    path = _registry(tmp_path, modality="vision", granularity="pixel")
+    path = _registry(tmp_path, modality="vision", granularity="patch")
     for extra in ([], ["--n-sequences", "16"]):
         code = main(["stats", "mini", "--registry", str(path), *extra])
         out, err = capsys.readouterr()
