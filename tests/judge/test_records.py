@@ -230,3 +230,57 @@ def test_a_new_finding_is_added_to_its_row_in_any_layout(id_line):
     assert rows[0]["expected"]["G.token-nlp-anisotropic"]["measured"] == {"max_avg_cos": 0.05}
     assert new.startswith(f"models:\n{id_line}\n  family: f\n  expected:\n") and new.endswith(_OTHER)
     assert notes == ["my-bert G.token-nlp-anisotropic: recorded as does-not-hold (a new finding)"]
+
+
+_MERGED = ("models:\n- &row\n  id: my-bert\n  family: f\n  expected:\n    G.token-nlp-anisotropic:\n"
+           "      verdict: holds\n      measured: {max_avg_cos: 0.3, q95: 0.08395}\n      reason: x\n"
+           "- <<: *row\n  id: my-bert-2\n")
+
+
+def test_a_record_shared_through_a_merge_key_is_named_not_rewritten():
+    """Row 2 written as `<<: *row` shares row 1's expected: rewriting row 1's stale record changed row 2's too
+    (0.2 -> 0.2665), which no run of row 2 measured, and the command said one record was rewritten."""
+    from aniso.judge.records import refresh_records
+
+    with pytest.raises(ValueError, match=r"^my-bert G.token-nlp-anisotropic: this record is shared with the row\(s\) "
+                                         r"'my-bert-2' through a YAML anchor or merge key"):
+        refresh_records(_MERGED, [_stale_bert()])
+    # a row that merges row 1 but sets its own expected takes none of row 1's: row 1's record is rewritten
+    own = _MERGED + "  expected: {}\n"
+    new, _ = refresh_records(own, [_stale_bert()])
+    assert "measured: {max_avg_cos: 0.2563, q95: 0.09}" in new
+
+
+def test_an_anchored_record_aliased_by_another_row_is_named_not_rewritten():
+    """The row holding the anchor of numbers another record aliases: rewritten in place (the anchor kept), the
+    other record changed with it."""
+    from aniso.judge.records import refresh_records
+
+    text = ("models:\n- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+            "      measured: &m {max_avg_cos: 0.3, q95: 0.08395}\n      reason: y\n"
+            "- id: other\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+            "      measured: *m\n      reason: x\n")
+    with pytest.raises(ValueError, match=r"shared with the row\(s\) 'other'"):
+        refresh_records(text, [_stale_bert()])
+
+
+def test_a_record_reached_through_a_merge_key_says_to_write_it_on_the_row():
+    from aniso.judge.records import refresh_records
+
+    stale = _stale_bert().model_copy(update={"model_id": "my-bert-2"})
+    with pytest.raises(ValueError, match=r"^my-bert-2 G.token-nlp-anisotropic: the row takes its record through a "
+                                         r"YAML merge key"):
+        refresh_records(_MERGED, [stale])
+
+
+def test_a_new_finding_is_not_added_where_a_merging_row_would_take_it():
+    from aniso.judge.records import record_new_findings
+    from aniso.judge.results import ClaimResult
+
+    text = "models:\n- &row\n  id: my-bert\n  family: f\n- <<: *row\n  id: my-bert-2\n"
+    found = ClaimResult(claim_id="G.token-nlp-anisotropic", paper="G", section="", figure="", statement="",
+                        model_id="my-bert", test="t", verdict="does not hold", measured={"max_avg_cos": 0.05})
+    with pytest.raises(ValueError, match=r"^my-bert: the row 'my-bert-2' merges this row"):
+        record_new_findings(text, [found])
+    with pytest.raises(ValueError, match=r"shared with the row\(s\) 'my-bert-2'"):
+        record_new_findings(_MERGED.replace("G.token-nlp-anisotropic:", "G.other:"), [found])

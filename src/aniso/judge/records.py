@@ -245,7 +245,9 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
     digits) under ``measured``, the ``inputs`` it was measured on, and a reason to be rewritten by hand once the
     finding is understood. A model that has no row in ``text`` gets its row from ``detected`` (the rows
     ``aniso run`` detected for files, folders or hub ids the registry lacked) with its records; one that is in
-    neither is named in a line and left out. Comments and the rest of the file are kept.
+    neither is named in a line and left out. Comments and the rest of the file are kept. Raises ValueError naming
+    the model where a record added to its row would reach another row too (:func:`_new_record_problem`: a shared
+    ``expected``, or a row that merges this one with ``<<: *name``).
     """
     new: dict[str, list] = {}
     for r in results:
@@ -260,6 +262,9 @@ def record_new_findings(text: str, results, detected: list[dict] | None = None) 
     notes: list[str] = []
     for model_id, found in new.items():
         start, row_end = _row_lines("".join(lines), model_id) or (None, None)
+        shared = _new_record_problem("".join(lines), model_id) if start is not None else None
+        if shared is not None:  # written, it would give another row a record no run of it measured
+            raise ValueError(shared)
         if start is None and model_id not in rows:
             notes.append(f"{model_id}: no row in the registry and no detected row beside the results: add its row "
                          "by hand, then run aniso record again")
@@ -336,6 +341,37 @@ def contradicted_records(results) -> list[str]:
     return out
 
 
+def _new_record_problem(text: str, model_id: str) -> str | None:
+    """Why a record added to registry row ``model_id`` would reach another row too, or None: its ``expected`` is
+    shared (:func:`_shared_problem`), or, where it has none, another row merges this one (``<<: *name``) without an
+    ``expected`` of its own and would take the new one."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+    row = _row_node(root, model_id)
+    if row is None:
+        return None
+    expected = _value_of(row, "expected")
+    if expected is not None:
+        return _shared_problem(root, row, [expected[1]], model_id)
+    rows = _value_of(root, "models")
+    for other in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else []):
+        merge = _value_of(other, "<<")
+        merged = [] if merge is None else merge[1].value if isinstance(merge[1], yaml.SequenceNode) else [merge[1]]
+        if other is not row and any(m is row for m in merged) and _value_of(other, "expected") is None:
+            i = _value_of(other, "id")
+            return (f"{model_id}: the row {i[1].value if i else 'another row'!r} merges this row (<<: *name) and would "
+                    "take a record added here, which no run of it measured: give that row its own expected: (or "
+                    "write this row's record by hand) and record again")
+    return None
+
+
 def _row_lines(text: str, model_id: str) -> tuple[int, int] | None:
     """The first line of registry row ``model_id`` in ``text`` and the line after its last character (0-based),
     found through the YAML's own positions (any key order, quoting or comment); None where it has no such row,
@@ -388,6 +424,55 @@ def _row_node(root, model_id: str):
                  if (i := _value_of(n, "id")) and isinstance(i[1], yaml.ScalarNode) and i[1].value == model_id), None)
 
 
+def _reached(node, seen: set[int] | None = None) -> set[int]:
+    """The ids of every node under ``node`` (itself included) that its value holds, through anchors and aliases (an
+    alias is the anchored node itself in a composed document) and merge keys (of a mapping merged with ``<<``, the
+    values of the keys the mapping does not set itself)."""
+    import yaml
+
+    seen = set() if seen is None else seen
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, yaml.MappingNode):
+            own = {k.value for k, _ in n.value if isinstance(k, yaml.ScalarNode) and k.value != "<<"}
+            for k, v in n.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == "<<":  # merged: only the keys it does not set itself
+                    for merged in (v.value if isinstance(v, yaml.SequenceNode) else [v]):
+                        stack += [mv for mk, mv in (merged.value if isinstance(merged, yaml.MappingNode) else [])
+                                  if not (isinstance(mk, yaml.ScalarNode) and mk.value in own)]
+                else:
+                    stack += [k, v]
+        elif isinstance(n, yaml.SequenceNode):
+            stack += n.value
+    return seen
+
+
+def _shared_problem(root, row, nodes, where: str) -> str | None:
+    """Why a rewrite of registry ``row``'s record (its ``nodes`` on the way: its ``expected``, the record, its
+    ``measured``) would change another row too, or None: one of them is reached from another row of the
+    registry (``<<: *name`` merging this row into another, ``expected: *name``, an anchored record aliased
+    elsewhere), so written in place it would give that row numbers no run of it measured."""
+    import yaml
+
+    rows = _value_of(root, "models")
+    others = [n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else []) if n is not row]
+    mine = {id(n) for n in nodes if n is not None}
+    sharing = []
+    for other in others:
+        if mine & _reached(other):
+            i = _value_of(other, "id")
+            sharing.append(repr(i[1].value) if i and isinstance(i[1], yaml.ScalarNode) else "another row")
+    if not sharing:
+        return None
+    return (f"{where}: this record is shared with the row(s) {', '.join(sharing)} through a YAML anchor or merge key "
+            "(<<: *name, *name): writing it would change their records too, which no run of them measured; write "
+            "the record out on each row (no anchor or merge key for expected) and record again")
+
+
 _COMMENT = re.compile(r"(?:^|[ \t])(#.*)$")
 
 
@@ -404,18 +489,26 @@ def _measured_span(text: str, model_id: str, claim_id: str) -> tuple[int, int, d
     where = f"{model_id} {claim_id}"
     loader = yaml.SafeLoader(text)
     try:
-        row = _row_node(loader.get_single_node(), model_id)
+        root = loader.get_single_node()
+        row = _row_node(root, model_id)
         if row is None:
             raise ValueError(f"{where}: no row with id {model_id!r} in the registry")
         expected = _value_of(row, "expected")
         record = _value_of(expected[1], claim_id) if expected else None
         found = _value_of(record[1], "measured") if record else None
         if found is None:
+            if _value_of(row, "<<") is not None:
+                raise ValueError(f"{where}: the row takes its record through a YAML merge key (<<: *name) from "
+                                 "another row: write the record on this row itself (its own expected:) and record "
+                                 "again")
             raise ValueError(f"{where}: no 'measured:' in this record of the registry")
         key, node = found
         if node.start_mark.index < key.end_mark.index:
             raise ValueError(f"{where}: its 'measured' is an alias of another record's numbers (*name): rewriting "
                              "it would change that record too; write this record's numbers out and record again")
+        shared = _shared_problem(root, row, [expected[1], record[1], node], where)
+        if shared is not None:
+            raise ValueError(shared)
         if not isinstance(node, yaml.MappingNode):
             raise ValueError(f"{where}: its 'measured' is not a mapping of numbers")
         old = loader.construct_document(node)
