@@ -333,3 +333,41 @@ def test_a_run_not_stopped_has_no_such_line(tmp_path):
     (results,) = (tmp_path / "reports").glob("*/results.json")
     doc = json.loads(results.read_text())
     assert len(doc["results"]) == 2 and doc["run_errors"] == []
+
+
+MEASURED_A_NUMBER = f"""
+    @pytest.mark.claim("{CLAIM}")
+    def test_a_number(claim):
+        claim.conclude(True, 0.0, "always")
+
+    @pytest.mark.claim("{CLAIM}")
+    def test_a_dict(claim):
+        claim.conclude(True, {{"max_avg_cos": 0.5}}, "always")
+"""
+
+
+def test_conclude_refuses_a_measured_that_is_no_mapping_naming_measured():
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    for bad in (0.0, [("x", 1.0)], "x=1", {1: 2.0}):
+        context = ClaimContext(_BareSession(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="",
+                                                          statement="s", model_id=None, test="t"), None)
+        with pytest.raises(TypeError, match=r"^claim\.conclude: measured is .*; give a dict \{name: value\}"):
+            context.conclude(True, bad, "r")
+        assert context.result.verdict == "error" and not context.concluded and context.result.measured == {}
+
+
+def test_a_measured_number_fails_its_test_alone_and_the_table_and_report_are_written(tmp_path):
+    folder = _claims(tmp_path, MEASURED_A_NUMBER)
+    done = _pytest(tmp_path, folder, "-q")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, out[-4000:]
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out[-4000:]
+    assert "aniso: claim verdicts" in done.stdout and "max_avg_cos=0.5" in done.stdout, out[-4000:]
+    (run,) = (tmp_path / "reports").glob("*/results.json")
+    assert (run.parent / "report.html").is_file()
+    (first, second) = _verdicts(tmp_path)
+    assert first == ("error", "TypeError: claim.conclude: measured is 0.0 (float); give a dict {name: value} of the "
+                              "numbers the verdict rests on, names as str")
+    assert second[0] == "holds"
