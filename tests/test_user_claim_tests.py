@@ -371,3 +371,17 @@ def test_a_measured_number_fails_its_test_alone_and_the_table_and_report_are_wri
     assert first == ("error", "TypeError: claim.conclude: measured is 0.0 (float); give a dict {name: value} of the "
                               "numbers the verdict rests on, names as str")
     assert second[0] == "holds"
+
+
+def test_a_test_taking_the_claim_fixture_without_a_claim_mark_is_refused_at_collection(tmp_path):
+    """It was collected without a word and errored at setup with the fixture's 13-line source at each run."""
+    folder = _claims(tmp_path, """
+        @pytest.mark.models(all_of=("pretrained", "text"))
+        def test_no_mark(entry, claim):
+            claim.conclude(True, {"x": 1.0}, "always")
+    """, "test_mine_no_mark")
+    done = _pytest(tmp_path, folder, "--co", "-q")
+    line = (f"{folder / 'test_mine_no_mark.py'}::test_no_mark: the test takes the 'claim' fixture but has no "
+            "@pytest.mark.claim; mark it with the claim it measures, e.g. @pytest.mark.claim(\"G.token-nlp-anisotropic\")"
+            " (aniso list claims)")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
