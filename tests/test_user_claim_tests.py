@@ -385,3 +385,18 @@ def test_a_test_taking_the_claim_fixture_without_a_claim_mark_is_refused_at_coll
             "@pytest.mark.claim; mark it with the claim it measures, e.g. @pytest.mark.claim(\"G.token-nlp-anisotropic\")"
             " (aniso list claims)")
     assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+
+
+def test_a_claim_file_named_twice_with_keep_duplicates_is_refused_before_the_run(tmp_path):
+    """Both copies ran, the results file held one result twice: no report, exit 1, and `aniso report` refused it."""
+    folder = _claims(tmp_path, f"""
+        @pytest.mark.claim("{CLAIM}")
+        def test_once(claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
+    """, "test_mine_twice")
+    path = str(folder / "test_mine_twice.py")
+    done = _pytest(tmp_path, path, path, "--keep-duplicates", "-q")
+    line = ("myclaims/test_mine_twice.py::test_once is collected twice (a file or folder named twice with "
+            "--keep-duplicates); a claim test is judged once: name each file once, or leave out --keep-duplicates")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+    assert not list((tmp_path / "reports").glob("*/results.json"))

@@ -362,6 +362,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         marker = item.get_closest_marker("claim")
         if marker is not None and marker.args and marker.args[0] not in CLAIMS:
             raise pytest.UsageError(unknown_claim(item, marker.args[0]))
+    seen: set[str] = set()
+    for item in items:  # a test collected twice would be recorded twice: results.json would hold one result twice
+        if item.get_closest_marker("claim") is not None:
+            if item.nodeid in seen:
+                raise pytest.UsageError(
+                    f"{item.nodeid} is collected twice (a file or folder named twice with --keep-duplicates); "
+                    "a claim test is judged once: name each file once, or leave out --keep-duplicates")
+            seen.add(item.nodeid)
     # A claim test over models that no model of the run's set selects has an empty parameter set: it measures
     # nothing, so it is deselected rather than reported as a skip ("got empty parameter set") in every run.
     empty = [item for item in items if _no_model(item)]
