@@ -400,3 +400,24 @@ def test_a_claim_file_named_twice_with_keep_duplicates_is_refused_before_the_run
             "--keep-duplicates); a claim test is judged once: name each file once, or leave out --keep-duplicates")
     assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
     assert not list((tmp_path / "reports").glob("*/results.json"))
+
+
+def test_a_registry_given_as_two_words_that_pytest_takes_for_its_root_folder_is_warned_of(tmp_path):
+    """pytest took the checkout holding the registry for its root folder (its ini file, node ids under it) without
+    a word; given as one word it does not."""
+    folder = _claims(tmp_path, f"""
+        @pytest.mark.claim("{CLAIM}")
+        def test_once(claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
+    """, "test_mine_root")
+    registry = os.path.relpath(ROOT / "models.yaml", tmp_path)
+    args = [sys.executable, "-m", "pytest", str(folder), "-p", "aniso.pytest_plugin", "-p", "no:randomly", "-p",
+            "no:cacheprovider", "--aniso-models", MODEL, "--co", "-q"]
+    done = subprocess.run([*args, "--aniso-registry", registry], cwd=tmp_path, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+    line = (f"aniso: pytest took {ROOT} (the folder of --aniso-registry {registry}) for its root folder, not this "
+            f"folder: give --aniso-registry={registry} as one word")
+    assert done.returncode == 0 and done.stderr.splitlines().count(line) == 1, done.stdout[-3000:] + done.stderr
+    done = subprocess.run([*args, f"--aniso-registry={registry}"], cwd=tmp_path, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "as one word" not in done.stderr, done.stdout[-3000:] + done.stderr
