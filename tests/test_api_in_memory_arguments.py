@@ -58,3 +58,18 @@ def test_all_listed_with_other_statistics_is_said_to_stand_alone(clean_env, tiny
     line = str(caught.value)
     assert "\n" not in line and line.startswith("statistics:") and "'all'" in line and "stands alone" in line \
         and "statistics='all'" in line and "is not one of" not in line, line
+
+
+def test_a_tokenizer_given_as_its_folder_is_refused_saying_it_is_a_path(clean_env, tiny_bert_dir):
+    """It said "needs its tokenizer (tokenizer=...), got str", as if none had been given."""
+    from pathlib import Path
+
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(tiny_bert_dir)
+    for given, kind in ((str(tiny_bert_dir), "str"), (Path(tiny_bert_dir), "pathlib.PosixPath")):
+        with pytest.raises(ValueError) as caught:
+            aniso.measure(model, TEXTS, tokenizer=given, progress=False)
+        path = os.fspath(given)
+        assert str(caught.value) == (f"tokenizer: {path!r} ({kind}) is a path; give the loaded "
+                                     f"tokenizer: tokenizer=AutoTokenizer.from_pretrained({path!r})")

@@ -258,3 +258,11 @@ def test_isotropic_cos_quantile_below_2_to_the_32_is_unchanged():
     for d in (2, 3, 384, 4096, 10**6, 2**32 - 1):
         a = (d - 1) / 2
         assert metrics.isotropic_cos_quantile(d) == float(2 * betaincinv(a, a, 0.95) - 1)
+
+
+def test_correlation_tests_of_two_1d_series_says_they_are_1d_and_points_to_correlation_test():
+    """It said "need two (B, n) arrays of equal shape, got (6,) and (6,)": equal shapes, refused as unequal."""
+    with pytest.raises(ValueError) as caught:
+        metrics.correlation_tests(X6, Y6)
+    assert str(caught.value) == ("x, y: shapes (6,) and (6,) are 1-D; correlation_tests takes batches of series (B, n):"
+                                 " give x[None] and y[None], or use correlation_test for one pair")

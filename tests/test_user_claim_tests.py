@@ -333,3 +333,91 @@ def test_a_run_not_stopped_has_no_such_line(tmp_path):
     (results,) = (tmp_path / "reports").glob("*/results.json")
     doc = json.loads(results.read_text())
     assert len(doc["results"]) == 2 and doc["run_errors"] == []
+
+
+MEASURED_A_NUMBER = f"""
+    @pytest.mark.claim("{CLAIM}")
+    def test_a_number(claim):
+        claim.conclude(True, 0.0, "always")
+
+    @pytest.mark.claim("{CLAIM}")
+    def test_a_dict(claim):
+        claim.conclude(True, {{"max_avg_cos": 0.5}}, "always")
+"""
+
+
+def test_conclude_refuses_a_measured_that_is_no_mapping_naming_measured():
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    for bad in (0.0, [("x", 1.0)], "x=1", {1: 2.0}):
+        context = ClaimContext(_BareSession(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="",
+                                                          statement="s", model_id=None, test="t"), None)
+        with pytest.raises(TypeError, match=r"^claim\.conclude: measured is .*; give a dict \{name: value\}"):
+            context.conclude(True, bad, "r")
+        assert context.result.verdict == "error" and not context.concluded and context.result.measured == {}
+
+
+def test_a_measured_number_fails_its_test_alone_and_the_table_and_report_are_written(tmp_path):
+    folder = _claims(tmp_path, MEASURED_A_NUMBER)
+    done = _pytest(tmp_path, folder, "-q")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, out[-4000:]
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out[-4000:]
+    assert "aniso: claim verdicts" in done.stdout and "max_avg_cos=0.5" in done.stdout, out[-4000:]
+    (run,) = (tmp_path / "reports").glob("*/results.json")
+    assert (run.parent / "report.html").is_file()
+    (first, second) = _verdicts(tmp_path)
+    assert first == ("error", "TypeError: claim.conclude: measured is 0.0 (float); give a dict {name: value} of the "
+                              "numbers the verdict rests on, names as str")
+    assert second[0] == "holds"
+
+
+def test_a_test_taking_the_claim_fixture_without_a_claim_mark_is_refused_at_collection(tmp_path):
+    """It was collected without a word and errored at setup with the fixture's 13-line source at each run."""
+    folder = _claims(tmp_path, """
+        @pytest.mark.models(all_of=("pretrained", "text"))
+        def test_no_mark(entry, claim):
+            claim.conclude(True, {"x": 1.0}, "always")
+    """, "test_mine_no_mark")
+    done = _pytest(tmp_path, folder, "--co", "-q")
+    line = (f"{folder / 'test_mine_no_mark.py'}::test_no_mark: the test takes the 'claim' fixture but has no "
+            "@pytest.mark.claim; mark it with the claim it measures, e.g. @pytest.mark.claim(\"G.token-nlp-anisotropic\")"
+            " (aniso list claims)")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+
+
+def test_a_claim_file_named_twice_with_keep_duplicates_is_refused_before_the_run(tmp_path):
+    """Both copies ran, the results file held one result twice: no report, exit 1, and `aniso report` refused it."""
+    folder = _claims(tmp_path, f"""
+        @pytest.mark.claim("{CLAIM}")
+        def test_once(claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
+    """, "test_mine_twice")
+    path = str(folder / "test_mine_twice.py")
+    done = _pytest(tmp_path, path, path, "--keep-duplicates", "-q")
+    line = ("myclaims/test_mine_twice.py::test_once is collected twice (a file or folder named twice with "
+            "--keep-duplicates); a claim test is judged once: name each file once, or leave out --keep-duplicates")
+    assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
+    assert not list((tmp_path / "reports").glob("*/results.json"))
+
+
+def test_a_registry_given_as_two_words_that_pytest_takes_for_its_root_folder_is_warned_of(tmp_path):
+    """pytest took the checkout holding the registry for its root folder (its ini file, node ids under it) without
+    a word; given as one word it does not."""
+    folder = _claims(tmp_path, f"""
+        @pytest.mark.claim("{CLAIM}")
+        def test_once(claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
+    """, "test_mine_root")
+    registry = os.path.relpath(ROOT / "models.yaml", tmp_path)
+    args = [sys.executable, "-m", "pytest", str(folder), "-p", "aniso.pytest_plugin", "-p", "no:randomly", "-p",
+            "no:cacheprovider", "--aniso-models", MODEL, "--co", "-q"]
+    done = subprocess.run([*args, "--aniso-registry", registry], cwd=tmp_path, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+    line = (f"aniso: pytest took {ROOT} (the folder of --aniso-registry {registry}) for its root folder, not this "
+            f"folder: give --aniso-registry={registry} as one word")
+    assert done.returncode == 0 and done.stderr.splitlines().count(line) == 1, done.stdout[-3000:] + done.stderr
+    done = subprocess.run([*args, f"--aniso-registry={registry}"], cwd=tmp_path, env=_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "as one word" not in done.stderr, done.stdout[-3000:] + done.stderr

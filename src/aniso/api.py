@@ -1206,6 +1206,9 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     if fields["modality"] != "text":
         raise ValueError(f"model: an in-memory {fields['modality']} model ({config.model_type}); only in-memory text "
                          "models are measured here: save it with save_pretrained and pass the folder")
+    if isinstance(tokenizer, (str, os.PathLike)):
+        raise ValueError(f"tokenizer: {os.fspath(tokenizer)!r:.120} ({type_name(tokenizer)}) is a path; give the "
+                         f"loaded tokenizer: tokenizer=AutoTokenizer.from_pretrained({os.fspath(tokenizer)!r:.120})")
     if tokenizer is None or not callable(tokenizer):
         raise ValueError(f"tokenizer: an in-memory text model needs its tokenizer (tokenizer=...), got "
                          f"{type_name(tokenizer)}")

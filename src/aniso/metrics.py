@@ -1622,6 +1622,9 @@ def _p_from_sorted_null(observed: np.ndarray, null: np.ndarray, alternative: str
 
 
 def _check_test_arguments(a: np.ndarray, b: np.ndarray, method: str, alternative: str) -> None:
+    if a.ndim == 1 and b.ndim == 1:
+        raise ValueError(f"x, y: shapes {a.shape} and {b.shape} are 1-D; correlation_tests takes batches of series "
+                         "(B, n): give x[None] and y[None], or use correlation_test for one pair")
     if a.ndim != 2 or a.shape != b.shape:
         raise ValueError(f"need two (B, n) arrays of equal shape, got {a.shape} and {b.shape}")
     if a.shape[1] < 3:

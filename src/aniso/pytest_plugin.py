@@ -15,6 +15,7 @@ once, under a file lock).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_setting_options(parser.getgroup("aniso", "anisotropy claims suite").addoption)
 
 
+def registry_split_from_rootdir(args, invocation_dir: Path, rootdir: Path) -> str | None:
+    """The one warning line for ``--aniso-registry PATH`` given as two words where pytest took the registry's folder
+    for its root folder: pytest's own first reading of the arguments takes every existing path among them (an option's
+    value too) for the root folder, whose ini file then applies and under which node ids are written, so a run from a
+    folder outside it (``cd mine; pytest . --aniso-registry ../checkout/models.yaml``) gets the checkout's. Given
+    as one word (``--aniso-registry=PATH``) the value is no argument of its own. ``args``: pytest's invocation
+    arguments; None when the option is not given as two words, or the root folder holds the invocation folder or
+    does not hold the registry."""
+    args = [str(a) for a in args]
+    if "--aniso-registry" not in args[:-1]:
+        return None
+    value = args[args.index("--aniso-registry") + 1]
+    registry = (Path(invocation_dir) / value).resolve()
+    rootdir, here = Path(rootdir).resolve(), Path(invocation_dir).resolve()
+    if here == rootdir or rootdir in here.parents or rootdir not in registry.parents:
+        return None
+    return (f"aniso: pytest took {rootdir} (the folder of --aniso-registry {value}) for its root folder, not this "
+            f"folder: give --aniso-registry={value} as one word")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: its share of the cores, not all of them
         from .common.devices import share_cpu_cores
@@ -131,6 +152,9 @@ def pytest_configure(config: pytest.Config) -> None:
     switch = flag_value_problem(config.invocation_params.args)  # `--aniso-no-cache false`: no test file "false"
     if switch is not None:
         raise pytest.UsageError(f"aniso settings: {switch}")
+    split = registry_split_from_rootdir(config.invocation_params.args, config.invocation_params.dir, config.rootpath)
+    if split is not None:
+        sys.stderr.write(split + "\n")
     # the two marks, registered here only (the plugin is what reads them), each with its whole signature
     config.addinivalue_line("markers", "claim(id): the paper claim a test measures, its id given positionally "
                             "(aniso list claims)")
@@ -362,6 +386,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         marker = item.get_closest_marker("claim")
         if marker is not None and marker.args and marker.args[0] not in CLAIMS:
             raise pytest.UsageError(unknown_claim(item, marker.args[0]))
+    seen: set[str] = set()
+    for item in items:  # a test collected twice would be recorded twice: results.json would hold one result twice
+        if item.get_closest_marker("claim") is not None:
+            if item.nodeid in seen:
+                raise pytest.UsageError(
+                    f"{item.nodeid} is collected twice (a file or folder named twice with --keep-duplicates); "
+                    "a claim test is judged once: name each file once, or leave out --keep-duplicates")
+            seen.add(item.nodeid)
     # A claim test over models that no model of the run's set selects has an empty parameter set: it measures
     # nothing, so it is deselected rather than reported as a skip ("got empty parameter set") in every run.
     empty = [item for item in items if _no_model(item)]

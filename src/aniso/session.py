@@ -1141,7 +1141,8 @@ class ClaimContext:
         own ``sizes``, the rest those of the registry's ``recorded_profile``), and a stale number fails the test.
 
         Raises TypeError when ``holds`` is not a bool (``numpy.bool_`` is taken): a string such as ``"no"`` would
-        otherwise read as true. A measured number that is NaN (written ``null`` in results.json) is named in the
+        otherwise read as true; when ``measured`` is no mapping of str names to values (a bare number would be
+        recorded as the result and break its summary and report); and when ``rule`` is not a str. A measured number that is NaN (written ``null`` in results.json) is named in the
         verdict's reason (:func:`nan_note`): a verdict given beside it may rest on a number that was not measured.
         """
         decision, message = self._conclude(holds, measured, rule, p_value=p_value, uncertainty=uncertainty,
@@ -1159,6 +1160,15 @@ class ClaimContext:
             raise TypeError(f"claim.conclude: holds is {holds!r} ({type(holds).__name__}); give True or False "
                             "(a bool or numpy.bool_), whether the claim holds")
         holds = bool(holds)
+        from collections.abc import Mapping
+
+        if not isinstance(measured, Mapping) or not all(isinstance(k, str) for k in measured):
+            raise TypeError(f"claim.conclude: measured is {measured!r:.60} ({type(measured).__name__}); give a dict "
+                            "{name: value} of the numbers the verdict rests on, names as str")
+        if not isinstance(rule, str):
+            raise TypeError(f"claim.conclude: rule is {rule!r:.60} ({type(rule).__name__}); give the rule in words "
+                            "as a str")
+        measured = dict(measured)
         self.concluded = True
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty

@@ -168,7 +168,8 @@ def row_selections(folder: Path | None) -> dict[str, tuple[RowSelection | None, 
 def marks_problem(item, known_tags) -> str | None:
     """The one line refusing the ``claim`` and ``models`` marks of the test ``item`` (a pytest item), naming its file::test; None when
     they are well formed. Refused: two ``claim`` marks (only the nearer would be measured), a ``claim`` mark whose id
-    is not its one positional argument (``claim(id="G.x")``), a claim test taking ``entry`` without a ``models``
+    is not its one positional argument (``claim(id="G.x")``), a test taking the ``claim`` fixture without a ``claim``
+    mark, a claim test taking ``entry`` without a ``models``
     mark, two ``models`` marks, and
     a ``models`` mark that does not select the rows it says (:func:`models_marker_problem`:
     a positional argument, an unknown keyword, a lone str, a tag no registry row has)."""
@@ -184,6 +185,9 @@ def marks_problem(item, known_tags) -> str | None:
         example = claims[0].args[0] if claims[0].args else claims[0].kwargs.get("id", "<claim id>")
         return (f"{where}: the test is marked @pytest.mark.claim({given}); the claim id is given positionally and "
                 f"alone: @pytest.mark.claim({example!r}) (aniso list claims)")
+    if not claims and "claim" in getattr(item, "fixturenames", ()):
+        return (f"{where}: the test takes the 'claim' fixture but has no @pytest.mark.claim; mark it with the claim "
+                "it measures, e.g. @pytest.mark.claim(\"G.token-nlp-anisotropic\") (aniso list claims)")
     models = list(item.iter_markers("models"))
     if claims and not models and "entry" in getattr(item, "fixturenames", ()):
         return (f"{where}: the claim test takes an 'entry' argument but has no @pytest.mark.models selecting its "
