@@ -123,3 +123,16 @@ def test_svd_batches_narrower_than_a_layer_are_said_in_the_inputs_label():
     assert note.startswith("; SVD batches of 64 vectors, fewer than the width 384 of layer(s) 0-1")
     assert ">= 1/63" in note
     assert svd_batch_note(layers[2:]) == ""
+
+
+def test_a_cache_dir_that_is_a_hub_cache_is_refused(tmp_path):
+    """ANISO_CACHE_DIR set to the Hugging Face hub cache: the statistics entries and seal.key were written among the
+    hub's repositories, after which `aniso hub list` refused that folder as "aniso's statistics cache"."""
+    (tmp_path / "hub" / "models--me--bert").mkdir(parents=True)
+    with pytest.raises(SettingError, match=r"setting cache_dir \(ANISO_CACHE_DIR.*\): .*hub is a Hugging Face hub "
+                                           r"cache \(it holds models--me--bert/\); the statistics cache is a folder "
+                                           r"of its own"):
+        Settings(cache_dir=str(tmp_path / "hub")).check_paths()
+    assert not list((tmp_path / "hub").glob("seal.key"))
+    (tmp_path / "own").mkdir()
+    Settings(cache_dir=str(tmp_path / "own")).check_paths()  # a folder of its own, empty or not, is fine

@@ -602,6 +602,10 @@ class Settings:
                     raise SettingError(f"{_where(name)}: {value} holds {size} bytes; the text miniatures train on "
                                        f"windows of {MINIATURE_WINDOW} bytes, so it needs more than {MINIATURE_WINDOW}")
         self.check_data_folders(formats)
+        hub = _hub_cache_entry(self.cache_dir)
+        if hub is not None:  # its entries and seal.key would land among the hub's repositories
+            raise SettingError(f"{_where('cache_dir')}: {self.cache_dir} is a Hugging Face hub cache (it holds {hub}); "
+                               "the statistics cache is a folder of its own: give another (e.g. ~/.cache/aniso)")
         _check_writable_folder(self.cache_dir, _where("cache_dir"), make=False)  # made by the first entry written
 
     def check_data_folders(self, formats: Mapping[str, tuple[str, ...]] | None = None) -> None:
@@ -816,6 +820,17 @@ def add_setting_options(add, *, by_name: bool = False) -> None:
     for name, option, flag, help_text in setting_options():
         add(option, action=_OnceFlag if flag else _Once, default=None, help=help_text.replace("%", "%%"),
             **({"dest": name} if by_name else {}))
+
+
+def _hub_cache_entry(folder: str) -> str | None:
+    """The name of a Hugging Face hub cache repository folder (``models--org--name``, ``datasets--…``,
+    ``spaces--…``) directly in ``folder``, or None (also where it cannot be listed)."""
+    try:
+        with os.scandir(folder) as entries:
+            return next((e.name + "/" for e in entries if e.name.startswith(("models--", "datasets--", "spaces--"))
+                         and e.is_dir()), None)
+    except OSError:
+        return None
 
 
 def _check_writable_folder(path: str, where: str, make: bool = True) -> str | None:
