@@ -363,3 +363,27 @@ def test_a_model_set_hint_is_not_glued_to_the_registry_path(clean_env, capsys, m
     assert code == 2 and line.startswith(f"aniso list: --models {models!r}: model set "), line
     assert line.endswith(ends.format(registry=REGISTRY)), line
     assert f" of {REGISTRY}" not in line, line
+
+
+@pytest.mark.parametrize("built", [False, True], ids=["nothing built", "a twin built"])
+def test_ctrl_c_while_the_twins_are_built_says_what_is_kept(clean_env, capsys, monkeypatch, built):
+    """Ctrl-C during `aniso run M --twin --keep-twins kt`, while the twins were built: a bare "interrupted (Ctrl-C)"
+    and the empty kt/ the run had made left behind. Now one line says nothing was measured and what became of kt/."""
+    keep = clean_env / "kt"
+
+    def interrupted(entry, root, *args, **kwargs):
+        if built:
+            (Path(root) / "bert").mkdir(parents=True)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("aniso.sources.twin.twin_folders", interrupted)
+    code, line = _stopped(["run", "bert-base-uncased", "--twin", "--keep-twins", str(keep), "--registry", REGISTRY,
+                           "--claims", "G.token-nlp-anisotropic"], capsys)
+    assert code == 130, line
+    said = "aniso run: interrupted (Ctrl-C) while the twins were built: nothing was measured; "
+    if built:
+        assert line == said + f"what was built so far is kept in {keep} (--keep-twins)", line
+        assert (keep / "folders" / "bert").is_dir()
+    else:
+        assert line == said + f"{keep}, made by this run, is removed (empty)", line
+        assert not keep.exists()

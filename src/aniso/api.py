@@ -2166,10 +2166,11 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     if not isinstance(full_size, bool):
         raise TypeError(f"full_size: {full_size!r}; True (the rows' full configs) or False (their tiny ones)")
     pytest_args = _pytest_arguments(pytest_args)
+    made = None  # the outermost folder of --keep-twins this run made (removed again if a Ctrl-C leaves it empty)
     if keep is not None:  # before any work: a file there would stop the run after its tokenizers were trained
         from .common.settings import _check_writable_folder
 
-        _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
+        made = _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
     texts = _setting_options(pytest_args)
     _runs_tests(pytest_args)
     _check_written_paths(pytest_args)
@@ -2225,6 +2226,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     root = (Path(os.path.expanduser(os.fspath(keep))).absolute() if keep is not None
             else Path(tempfile.mkdtemp(prefix="aniso-twin-")))
     root.mkdir(parents=True, exist_ok=True)
+    measuring = False  # True once the claims run (pytest answers a Ctrl-C there itself)
     on_sigterm = contextlib.ExitStack()  # the temporary folder goes also when SIGTERM stops the run
     on_sigterm.enter_context(_removed_on_sigterm()).extend([root] if keep is None else [])
     import transformers
@@ -2280,6 +2282,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         tally = _Tally()
         with _offline_hub_cache(root / "hub"):
             usage = _usage_wrapper()
+            measuring = True
             code = _pytest_main(args + _after_users(pytest_args), [pytest_plugin, tally, usage], tally)
             usage.raise_collection()
         results = tally.report.with_name("results.json") if tally.report is not None else None
@@ -2290,6 +2293,20 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
             exit_code = 2
         return ClaimsRun(exit_code, models, results, tally.results, tally.measured, None, tally.stopped,
                          tuple(refused.values()) + tally.refused)
+    except KeyboardInterrupt:
+        if measuring:
+            raise
+        kept = ""  # Ctrl-C while the twins were built: nothing measured; what is left of --keep-twins' folder said
+        if keep is not None:
+            if made is not None and not any(root.iterdir()):
+                from .common.settings import remove_empty_folders
+
+                remove_empty_folders(root, made)
+                kept = f"; {root}, made by this run, is removed (empty)"
+            else:
+                kept = f"; what was built so far is kept in {root} (--keep-twins)"
+        raise KeyboardInterrupt(f"interrupted (Ctrl-C) while the twins were built: nothing was measured{kept}") \
+            from None
     finally:
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -713,6 +713,11 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
     except ValueError as exc:  # settings, corpus, claims filter, registry, claims folder, undetectable model
         print(f"aniso run: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # a twin run stopped while its twins were built: its own line, what is kept
+        if not str(exc).startswith("interrupted (Ctrl-C) while the twins"):
+            raise
+        print(f"aniso run: {exc}", file=sys.stderr)
+        return 130
     if done.refused and not getattr(args, "twin", False):  # files here that cannot be loaded faithfully
         for line in done.refused:
             print(f"aniso run: refused: {line}", file=sys.stderr)
