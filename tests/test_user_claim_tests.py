@@ -387,6 +387,27 @@ def test_a_test_taking_the_claim_fixture_without_a_claim_mark_is_refused_at_coll
     assert done.returncode == 4 and done.stderr.strip() == f"ERROR: {line}", done.stdout[-3000:] + done.stderr
 
 
+def test_a_parameter_or_fixture_of_its_own_named_claim_is_no_claim_test(tmp_path):
+    """A test whose own parameter (or own conftest fixture) is named ``claim`` does not take the plugin's fixture:
+    it is collected and run as any test (the check above refused the suite's own unit tests of that kind)."""
+    folder = _claims(tmp_path, """
+        @pytest.fixture
+        def claim():
+            return "mine"
+
+
+        @pytest.mark.parametrize("claim", ["G.token-nlp-anisotropic"])
+        def test_parametrised(claim):
+            assert claim.startswith("G.")
+
+
+        def test_own_fixture(claim):
+            assert claim == "mine"
+    """, "test_own_claim_names")
+    done = _pytest(tmp_path, folder, "-q")
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr
+
+
 def test_a_claim_file_named_twice_with_keep_duplicates_is_refused_before_the_run(tmp_path):
     """Both copies ran, the results file held one result twice: no report, exit 1, and `aniso report` refused it."""
     folder = _claims(tmp_path, f"""

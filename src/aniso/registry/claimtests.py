@@ -165,6 +165,19 @@ def row_selections(folder: Path | None) -> dict[str, tuple[RowSelection | None, 
     return _selections(folder, stamp)
 
 
+def _takes_the_claim_fixture(item) -> bool:
+    """Whether the test ``item`` takes the plugin's ``claim`` fixture: not a parameter of its own named ``claim``
+    (``@pytest.mark.parametrize("claim", ...)``), nor a fixture of that name a conftest defines."""
+    if "claim" not in getattr(item, "fixturenames", ()):
+        return False
+    if "claim" in getattr(getattr(item, "callspec", None), "params", {}):
+        return False
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("claim")
+    if not defs:
+        return True
+    return getattr(getattr(defs[-1], "func", None), "__module__", "") == "aniso.pytest_plugin"
+
+
 def marks_problem(item, known_tags) -> str | None:
     """The one line refusing the ``claim`` and ``models`` marks of the test ``item`` (a pytest item), naming its file::test; None when
     they are well formed. Refused: two ``claim`` marks (only the nearer would be measured), a ``claim`` mark whose id
@@ -185,7 +198,7 @@ def marks_problem(item, known_tags) -> str | None:
         example = claims[0].args[0] if claims[0].args else claims[0].kwargs.get("id", "<claim id>")
         return (f"{where}: the test is marked @pytest.mark.claim({given}); the claim id is given positionally and "
                 f"alone: @pytest.mark.claim({example!r}) (aniso list claims)")
-    if not claims and "claim" in getattr(item, "fixturenames", ()):
+    if not claims and _takes_the_claim_fixture(item):
         return (f"{where}: the test takes the 'claim' fixture but has no @pytest.mark.claim; mark it with the claim "
                 "it measures, e.g. @pytest.mark.claim(\"G.token-nlp-anisotropic\") (aniso list claims)")
     models = list(item.iter_markers("models"))
