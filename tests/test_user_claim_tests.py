@@ -5,6 +5,7 @@ claim id the catalogue lacks are each one line, never a verdict given silently. 
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -442,3 +443,42 @@ def test_a_registry_given_as_two_words_that_pytest_takes_for_its_root_folder_is_
     done = subprocess.run([*args, f"--aniso-registry={registry}"], cwd=tmp_path, env=_env(tmp_path),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "as one word" not in done.stderr, done.stdout[-3000:] + done.stderr
+
+
+@pytest.mark.parametrize("value, kept", [("np.float32(0.25)", 0.25), ("np.int64(3)", 3), ("torch.tensor(0.5)", 0.5),
+                                         ("[np.float32(0.5), {'a': np.int64(1)}]", [0.5, {"a": 1}])])
+def test_numpy_and_torch_numbers_in_measured_are_written_as_numbers(tmp_path, value, kept):
+    """A numpy scalar or a 0-d tensor in measured passed the test, then the results' writing failed at the end of the
+    run (PydanticSerializationError, 84 lines): no results.json and no report, every verdict lost."""
+    folder = _claims(tmp_path, f"""
+        import numpy as np
+        import torch
+
+
+        @pytest.mark.claim("{CLAIM}")
+        def test_numbers(claim):
+            claim.conclude(True, {{"value": {value}}}, "a rule")
+    """, f"test_numbers_{abs(hash(value)) % 1000}")
+    done = _pytest(tmp_path, folder, "-q")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    (results,) = (tmp_path / "reports").glob("*/results.json")
+    assert json.loads(results.read_text())["results"][0]["measured"] == {"value": pytest.approx(kept)
+                                                                        if not isinstance(kept, list) else kept}
+    assert (results.parent / "report.html").is_file()
+
+
+@pytest.mark.parametrize("value, says", [("np.zeros(3)", "an array of shape (3,)"), ("1 + 2j", "(1+2j) (complex)")])
+def test_a_measured_value_that_is_no_number_is_refused_naming_its_key(value, says):
+    import numpy as np  # noqa: F401 (the values' names)
+
+    from aniso.session import _plain_value
+
+    with pytest.raises(TypeError, match=r"^claim\.conclude: measured\['v'\] is " + re.escape(says)):
+        _plain_value(eval(value), "measured['v']")
+
+
+def test_an_infinite_measured_number_is_named_in_the_reason():
+    """An infinity was written null in results.json with nothing in the reason (a NaN was named)."""
+    from aniso.session import nan_note
+
+    assert nan_note({"value": float("inf")}).startswith("measured value is infinite (null in results.json): ")

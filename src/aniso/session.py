@@ -98,20 +98,51 @@ def _same_seeds(expected, registry: Registry, entry: ModelEntry) -> bool:
 
 def nan_note(measured) -> str:
     """The words naming the measured numbers of a verdict (``measured``, the dict given to
-    :meth:`ClaimContext.conclude`; its top-level values) that are NaN, or "" when none is (or it is no dict)."""
+    :meth:`ClaimContext.conclude`; its top-level values) that are NaN or infinite (both written null in
+    results.json), or "" when none is (or it is no dict)."""
     if not isinstance(measured, dict):
         return ""
-    keys = []
+    found: dict[str, list[str]] = {"NaN (not a number; null in results.json)": [],
+                                   "infinite (null in results.json)": []}
     for key, value in measured.items():
         try:
-            if not isinstance(value, (str, bytes, bool, list, dict)) and math.isnan(value):
-                keys.append(str(key))
+            if not isinstance(value, (str, bytes, bool, list, dict)) and not math.isfinite(value):
+                found["NaN (not a number; null in results.json)" if math.isnan(value)
+                      else "infinite (null in results.json)"].append(str(key))
         except (TypeError, ValueError, OverflowError):
             pass
-    if not keys:
+    said = [f"{', '.join(keys)} {'is' if len(keys) == 1 else 'are'} {what}" for what, keys in found.items() if keys]
+    if not said:
         return ""
-    return (f"measured {', '.join(keys)} {'is' if len(keys) == 1 else 'are'} NaN (not a number; null in results.json):"
-            " the verdict was given beside it, check that the rule does not rest on it")
+    return f"measured {' and '.join(said)}: the verdict was given beside it, check that the rule does not rest on it"
+
+
+def _plain_value(value: Any, where: str) -> Any:
+    """A measured value of :meth:`ClaimContext.conclude` as the results file holds it: a bool, int, float, str or
+    None, or a list or dict of these (numpy scalars and 0-d arrays or tensors as their Python number). Raises
+    TypeError naming ``where`` for anything else: an array or tensor of several values, a complex number, an object
+    (each would fail the results file's writing at the end of the run, losing every verdict)."""
+    import numpy as np
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and type(value) not in (int, float):
+            return float(value) if isinstance(value, float) else int(value)  # (numpy.float64: a float subclass)
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain_value(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    size = getattr(value, "size", None)
+    size = size() if callable(size) else size  # a torch tensor's size is a method
+    if isinstance(value, np.generic) or getattr(value, "ndim", None) == 0:
+        item = value.item()
+        if isinstance(item, (bool, int, float)):
+            return item
+    shape = getattr(value, "shape", None)
+    what = (f"an array of shape {tuple(shape)}" if shape is not None and getattr(value, "ndim", 0) else
+            f"{value!r:.40} ({type(value).__name__})")
+    raise TypeError(f"claim.conclude: {where} is {what}; a measured value is a number, a bool, a text or None (or a "
+                    "list or dict of these): give e.g. float(x) or float(x.mean())")
 
 
 def _numbers(measured: dict[str, Any]) -> str:
@@ -1168,7 +1199,7 @@ class ClaimContext:
         if not isinstance(rule, str):
             raise TypeError(f"claim.conclude: rule is {rule!r:.60} ({type(rule).__name__}); give the rule in words "
                             "as a str")
-        measured = dict(measured)
+        measured = {k: _plain_value(v, f"measured[{k!r}]") for k, v in measured.items()}
         self.concluded = True
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty
