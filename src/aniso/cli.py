@@ -543,8 +543,8 @@ def _registry_edits(doc, registry: Path) -> str:
         more = f" (and {len(changes) - 3} more)" if len(changes) > 3 else ""
         return f"; changed since the run: {'; '.join(changes[:3])}{more}"
     return ("; the fields the run kept of its rows (modality, granularity, architecture, role, family, description, "
-            "…) are as they were, so the edit is in another field (source, tags, records), a comment or the layout: "
-            "any edit of the file counts")
+            "…) are as they were, so the edit is in another field of a row the run measured (its source, tags or "
+            "records; a comment or the layout elsewhere does not count)")
 
 
 def _hub_row_problem(args: argparse.Namespace) -> str | None:

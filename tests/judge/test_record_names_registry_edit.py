@@ -44,9 +44,11 @@ def test_record_after_a_description_edit_names_the_row_and_field(tmp_path, capsy
 
 
 def test_record_after_an_edit_outside_the_kept_fields_says_any_edit_counts(tmp_path, capsys):
+    """The edit is a row's source; the line said that a comment or the layout counts too, which `aniso record`
+    accepts (a comment added elsewhere is no change of a row the run measured)."""
     err = _record_after_edit(tmp_path, capsys, True, "./m", "./m2")
-    assert "are as they were, so the edit is in another field (source, tags, records), a comment or the layout: any " \
-           "edit of the file counts" in err, err
+    assert "are as they were, so the edit is in another field of a row the run measured (its source, tags or " \
+           "records; a comment or the layout elsewhere does not count)" in err, err
 
 
 def test_record_of_results_without_a_copy_of_the_rows_says_any_edit_counts(tmp_path, capsys):
