@@ -86,6 +86,17 @@ def default_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def line_ending(data: bytes) -> str:
+    """The line ending of a text file's bytes, to write it back as it was: ``"\r\n"`` (Windows) or ``"\r"`` (old
+    Mac OS) where its first line ends so, else ``"\n"`` (also for a file of one line). For ``open(...,
+    newline=...)``, which writes each ``"\n"`` of the text as it."""
+    end = data.find(b"\n")
+    cr = data.find(b"\r")
+    if cr == -1 or (end != -1 and end < cr):
+        return "\n"
+    return "\r\n" if data[cr + 1:cr + 2] == b"\n" else "\r"
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it onto ``path`` in one step, so a reader
     never sees a half-written file and an interrupted write leaves the old file (or none), and no temporary file:
