@@ -32,3 +32,11 @@ def test_record_keeps_a_registry_s_crlf_line_ends(tmp_path, capsys):
     assert data.count(b"\r\n") == data.count(b"\n") == REGISTRY.count("\n"), data  # every line still ends CRLF
     assert data.replace(b"0.539", b"0.521") == REGISTRY.replace("\n", "\r\n").encode()
 
+
+
+def test_record_keeps_a_registry_s_file_mode(tmp_path, capsys):
+    registry, results = _stale_record(tmp_path, REGISTRY.encode())
+    os.chmod(registry, 0o600)
+    assert main(["record", str(results), "--registry", str(registry)]) == 0
+    assert "0.539" in registry.read_text()
+    assert stat.S_IMODE(registry.stat().st_mode) == 0o600

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -102,8 +103,9 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     never sees a half-written file and an interrupted write leaves the old file (or none), and no temporary file:
     the temporary file is named before it is made (as :func:`tempfile.mkstemp` makes it: a random name, made only
     where none is, owner-only), so a Ctrl-C landing as it is made or written still finds it to remove. Creates the
-    folder. The file gets the permissions of any new file under the user's umask (:func:`default_file_mode`), not
-    the 0600 of a temporary file, also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600).
+    folder. The file keeps the permissions of the file it replaces (a private 0600 file stays private); a new file
+    gets those of any new file under the user's umask (:func:`default_file_mode`), not the 0600 of a temporary file,
+    also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600).
     Raises OSError where the folder or the file cannot be made or written (FileExistsError after 100 names taken)."""
     import secrets
 
@@ -122,9 +124,13 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
             break
         else:
             raise FileExistsError(f"no free temporary file name beside {path} after 100 tries")
-        os.chmod(tmp, default_file_mode())
+        try:  # the mode of the file replaced, else a new file's
+            mode = stat.S_IMODE(os.stat(path).st_mode) & 0o777
+        except FileNotFoundError:
+            mode = default_file_mode()
+        os.chmod(tmp, mode | stat.S_IRUSR | stat.S_IWUSR)  # (writable by its owner while written)
         write(tmp)
-        os.chmod(tmp, default_file_mode())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         if tmp is not None:
