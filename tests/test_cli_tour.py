@@ -387,3 +387,31 @@ def test_ctrl_c_while_the_twins_are_built_says_what_is_kept(clean_env, capsys, m
     else:
         assert line == said + f"{keep}, made by this run, is removed (empty)", line
         assert not keep.exists()
+
+
+@pytest.mark.parametrize("name", ["models.yaml", "hub"])
+def test_keep_twins_folder_holding_a_users_registry_is_refused(clean_env, capsys, monkeypatch, name):
+    """`aniso run M --twin --keep-twins .` in a folder holding one's own models.yaml replaced it with the twins'
+    registry (comments and layout gone), silently; a folder holding a file a twin run writes is now refused before
+    any work, unless it is an earlier twin run's folder (it holds twin-manifest.json)."""
+    keep = clean_env / "mine"
+    keep.mkdir()
+    mine = keep / name
+    if name == "hub":
+        mine.mkdir()
+    else:
+        mine.write_text("# my hand-written registry\nmodels: []\n")
+
+    def began(*args, **kwargs):
+        raise AssertionError("the twin run began before --keep-twins was checked")
+
+    monkeypatch.setattr("aniso.registry.locate.settings_and_registry", began)
+    argv = ["run", "bert-base-uncased", "--twin", "--keep-twins", str(keep), "--registry", REGISTRY,
+            "--claims", "G.token-nlp-anisotropic"]
+    code, line = _stopped(argv, capsys)
+    assert code == 2 and line.startswith(f"aniso run: --keep-twins: {keep} holds {name}, "), line
+    if name == "models.yaml":
+        assert mine.read_text() == "# my hand-written registry\nmodels: []\n"
+    (keep / "twin-manifest.json").write_text("{}")  # an earlier twin run's folder: the check lets it through
+    with pytest.raises(AssertionError, match="the twin run began"):
+        main(argv)

@@ -2112,6 +2112,23 @@ def _twin_args(claims_dir: Path, ids: Sequence[str], registry: Path, manifest: P
 _TWIN_TRAINING_TEXTS = {False: 256, True: 2048}
 
 
+_TWIN_RUN_WRITES = ("models.yaml", "twin-manifest.json", "hub", "folders")  # what a twin run writes in its folder
+
+
+def _check_keep_twins_folder(keep: Path) -> None:
+    """Refuse a ``--keep-twins`` folder holding a file a twin run writes there (:data:`_TWIN_RUN_WRITES`), unless it
+    holds ``twin-manifest.json`` (an earlier twin run's folder, which a new one replaces): a user's own
+    ``models.yaml`` would be overwritten by the twins' registry. Raises ValueError (one line) naming the folder and
+    the file."""
+    if not keep.is_dir() or (keep / "twin-manifest.json").exists():
+        return
+    for name in _TWIN_RUN_WRITES:
+        if os.path.lexists(keep / name):
+            raise ValueError(f"--keep-twins: {keep} holds {name}, which a twin run writes there (its registry, "
+                             "manifest, twins and hub cache) and would replace; give an empty folder, a new one, or "
+                             "the folder of an earlier twin run")
+
+
 def run_twins(models: str, claims: str | None = None, *, registry: str | Path | None = None,
               claims_dir: str | Path | None = None, pytest_args: Sequence[str] = (),
               say: Callable[[str], None] = lambda line: None, keep: str | Path | None = None,
@@ -2129,7 +2146,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     opt-in). Every verdict is labelled ``twin: random weights, code path only``, never judged against the registry's
     records, never counted as a finding; ``results.json`` and the report hold the twins' provenance. ``keep``: a
     folder to keep the twins and their hub cache in (default: a temporary one, removed afterwards, also when SIGTERM
-    stops the process).
+    stops the process); one holding a file a twin run writes (``models.yaml``, ``twin-manifest.json``, ``hub``,
+    ``folders``) is refused (ValueError) unless it is an earlier twin run's (it holds ``twin-manifest.json``).
 
     ``full_size`` (``aniso run ID --twin --full-size``): each twin at its row's ``full`` config (the real model's
     sizes, weights drawn in the row's dtype, the tokenizer's vocabulary trained towards the full size on up to
@@ -2171,6 +2189,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         from .common.settings import _check_writable_folder
 
         made = _check_writable_folder(os.path.expanduser(os.fspath(keep)), "--keep-twins")
+        _check_keep_twins_folder(Path(os.path.expanduser(os.fspath(keep))))
     texts = _setting_options(pytest_args)
     _runs_tests(pytest_args)
     _check_written_paths(pytest_args)

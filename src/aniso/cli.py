@@ -840,7 +840,7 @@ def _run_after(first: str, second: str) -> bool:
 def _record(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
-    from .common.files import atomic_write, rewriting, through_descriptor
+    from .common.files import atomic_write, line_ending, rewriting, through_descriptor
     from .common.settings import Settings
     import yaml
 
@@ -898,6 +898,7 @@ def _record(args: argparse.Namespace) -> int:
                                     if doc.provenance.registry_sha256 else "no registry file")
                                  + f", this one is {str(file_digest(registry))[:12]}…"
                                  + f"{_registry_edits(doc, registry)}); re-run the claims on it")
+            newline = line_ending(registry.read_bytes())  # the registry's own, kept by the rewrite
             new, notes = refresh_records(registry.read_text(encoding="utf-8"), results)
             detected = yaml.safe_load(detected_text) if detected_text is not None else None
             new, added = record_new_findings(new, results, detected)
@@ -949,7 +950,7 @@ def _record(args: argparse.Namespace) -> int:
                       "unchanged", file=sys.stderr)
                 return 2
         try:  # through a link, never over it
-            atomic_write(registry.resolve(), lambda path: path.write_text(new, encoding="utf-8"))
+            atomic_write(registry.resolve(), lambda path: path.write_text(new, encoding="utf-8", newline=newline))
         except OSError as exc:
             print(f"aniso record: cannot write {registry} ({exc.strerror or exc}); unchanged", file=sys.stderr)
             return 2

@@ -46,3 +46,21 @@ def test_a_process_waiting_for_a_cache_lock_says_so(tmp_path):
         with exclusive(tmp_path / "entry", notice_after=0.1):
             pass
     t.join(10)
+
+
+def test_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    """A file replaced by :func:`files.atomic_write` took a new file's mode (a private 0600 file became 0644); it
+    keeps its own now, and a new file still gets a new file's mode."""
+    import stat
+
+    path = tmp_path / "private.yaml"
+    path.write_text("old\n")
+    os.chmod(path, 0o600)
+    files.atomic_write(path, lambda tmp: tmp.write_text("new\n"))
+    assert path.read_text() == "new\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    os.chmod(path, 0o640)
+    files.atomic_write(path, lambda tmp: tmp.write_bytes(b"newer\n"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    fresh = tmp_path / "fresh.yaml"
+    files.atomic_write(fresh, lambda tmp: tmp.write_text("x\n"))
+    assert stat.S_IMODE(fresh.stat().st_mode) == files.default_file_mode()

@@ -136,3 +136,23 @@ def test_a_cache_dir_that_is_a_hub_cache_is_refused(tmp_path):
     assert not list((tmp_path / "hub").glob("seal.key"))
     (tmp_path / "own").mkdir()
     Settings(cache_dir=str(tmp_path / "own")).check_paths()  # a folder of its own, empty or not, is fine
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "pytorch_model.bin", "model.onnx", "m.gguf"])
+def test_a_cache_dir_that_is_a_model_folder_is_refused(tmp_path, name):
+    """ANISO_CACHE_DIR set to a local row's own model folder: each run wrote an entry into the folder whose files key
+    the row's entries, so no entry was ever reused and the folder grew by one entry a run (and its
+    model.safetensors was taken for a cache entry whose seal.key was gone)."""
+    model = tmp_path / "mini"
+    model.mkdir()
+    (model / name).write_bytes(b"{}")
+    with pytest.raises(SettingError, match=rf"setting cache_dir \(ANISO_CACHE_DIR.*\): .*mini is a model's folder "
+                                           rf"\(it holds {name}\); the statistics cache is a folder of its own"):
+        Settings(cache_dir=str(model)).check_paths()
+    assert sorted(p.name for p in model.iterdir()) == [name]  # nothing written there
+    own = tmp_path / "own"  # a statistics cache with its entries, seal.key and folders is fine
+    (own / "checkpoints").mkdir(parents=True)
+    key = "0123456789abcdef0123456789abcdef"
+    for entry in (f"{key}.safetensors", f"{key}.json", "seal.key", f"{'f' * 32}.safetensors"):
+        (own / entry).write_bytes(b"x")
+    Settings(cache_dir=str(own)).check_paths()

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -86,13 +87,25 @@ def default_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def line_ending(data: bytes) -> str:
+    """The line ending of a text file's bytes, to write it back as it was: ``"\r\n"`` (Windows) or ``"\r"`` (old
+    Mac OS) where its first line ends so, else ``"\n"`` (also for a file of one line). For ``open(...,
+    newline=...)``, which writes each ``"\n"`` of the text as it."""
+    end = data.find(b"\n")
+    cr = data.find(b"\r")
+    if cr == -1 or (end != -1 and end < cr):
+        return "\n"
+    return "\r\n" if data[cr + 1:cr + 2] == b"\n" else "\r"
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it onto ``path`` in one step, so a reader
     never sees a half-written file and an interrupted write leaves the old file (or none), and no temporary file:
     the temporary file is named before it is made (as :func:`tempfile.mkstemp` makes it: a random name, made only
     where none is, owner-only), so a Ctrl-C landing as it is made or written still finds it to remove. Creates the
-    folder. The file gets the permissions of any new file under the user's umask (:func:`default_file_mode`), not
-    the 0600 of a temporary file, also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600).
+    folder. The file keeps the permissions of the file it replaces (a private 0600 file stays private); a new file
+    gets those of any new file under the user's umask (:func:`default_file_mode`), not the 0600 of a temporary file,
+    also where ``write`` makes the file anew (safetensors' ``save_file`` writes 0600).
     Raises OSError where the folder or the file cannot be made or written (FileExistsError after 100 names taken)."""
     import secrets
 
@@ -111,9 +124,13 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
             break
         else:
             raise FileExistsError(f"no free temporary file name beside {path} after 100 tries")
-        os.chmod(tmp, default_file_mode())
+        try:  # the mode of the file replaced, else a new file's
+            mode = stat.S_IMODE(os.stat(path).st_mode) & 0o777
+        except FileNotFoundError:
+            mode = default_file_mode()
+        os.chmod(tmp, mode | stat.S_IRUSR | stat.S_IWUSR)  # (writable by its owner while written)
         write(tmp)
-        os.chmod(tmp, default_file_mode())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         if tmp is not None:

@@ -14,6 +14,7 @@ import argparse
 import difflib
 import errno
 import os
+import re
 from collections import Counter
 from dataclasses import asdict, field, fields
 from pathlib import PurePath
@@ -572,7 +573,8 @@ class Settings:
         (:meth:`check_data_folders`); ``cache_dir`` must be a folder this process can create and write files in
         (checked without creating it: it is made when its first entry is written; it also holds unpacked package
         weights, joined GGUF files and the miniatures' checkpoints, which a run needs, so a read-only cache is an
-        error rather than a silent run without it). Raises ValueError naming the setting, its variable and option, and
+        error rather than a silent run without it), and neither a Hugging Face hub cache nor a model's folder (its
+        entries would change the files that key them). Raises ValueError naming the setting, its variable and option, and
         the path.
         """
         from .files import binary_kind, not_a_regular_file, wide_unicode
@@ -606,6 +608,10 @@ class Settings:
         if hub is not None:  # its entries and seal.key would land among the hub's repositories
             raise SettingError(f"{_where('cache_dir')}: {self.cache_dir} is a Hugging Face hub cache (it holds {hub}); "
                                "the statistics cache is a folder of its own: give another (e.g. ~/.cache/aniso)")
+        model = _model_file(self.cache_dir)
+        if model is not None:  # each entry would change the folder whose files key the model's entries
+            raise SettingError(f"{_where('cache_dir')}: {self.cache_dir} is a model's folder (it holds {model}); the "
+                               "statistics cache is a folder of its own: give another (e.g. ~/.cache/aniso)")
         _check_writable_folder(self.cache_dir, _where("cache_dir"), make=False)  # made by the first entry written
 
     def check_data_folders(self, formats: Mapping[str, tuple[str, ...]] | None = None) -> None:
@@ -829,6 +835,23 @@ def _hub_cache_entry(folder: str) -> str | None:
         with os.scandir(folder) as entries:
             return next((e.name + "/" for e in entries if e.name.startswith(("models--", "datasets--", "spaces--"))
                          and e.is_dir()), None)
+    except OSError:
+        return None
+
+
+#: The weight files of a model folder (Transformers, ONNX, GGUF); aniso's own entries are ``<32 hex>.safetensors``.
+_MODEL_SUFFIXES = (".safetensors", ".bin", ".onnx", ".gguf")
+_CACHE_ENTRY = re.compile(r"[0-9a-f]{32}\.(safetensors|json)")
+
+
+def _model_file(folder: str) -> str | None:
+    """The name of a file directly in ``folder`` that makes it a model's folder (``config.json``, or weights:
+    :data:`_MODEL_SUFFIXES`) and is no statistics cache entry (``<key>.safetensors``, ``<key>.json``, the key
+    32 hex digits; a data file whose sidecar an interrupted write left out is one too: :func:`aniso.common.versions.cache_key`), or None (also where it cannot be listed)."""
+    try:
+        with os.scandir(folder) as entries:
+            return next((e.name for e in entries if (e.name == "config.json" or e.name.endswith(_MODEL_SUFFIXES))
+                         and not _CACHE_ENTRY.fullmatch(e.name) and e.is_file()), None)
     except OSError:
         return None
 
