@@ -282,7 +282,7 @@ def _batch_order(subject: Subject) -> list[list[str]]:
 
 def _forward(subject: Subject, batches: list[list[str]]) -> None:
     model, tok, s = subject.model, subject.loaded.tokenizer, subject.settings
-    tok.padding_side = "right"
+    tok.padding_side = tok.truncation_side = "right"
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token or tok.unk_token
     model.to(s.device)

@@ -233,11 +233,30 @@ def layer_names(model) -> list[str]:
     return [str(i) for i in range(cfg.num_hidden_layers + 1)]
 
 
-def _prepare_tokenizer(tokenizer) -> None:
+def _prepare_tokenizer(tokenizer) -> dict:
+    """Pad and truncate on the right, whatever the caller's tokenizer was set to (a tokenizer with
+    ``truncation_side = "left"`` kept the last ``max_length`` tokens of each text under the same inputs fingerprint):
+    the same texts give the same tokens. Returns the sides it had, for :func:`_restore_tokenizer`."""
+    sides = {k: getattr(tokenizer, k) for k in ("padding_side", "truncation_side") if hasattr(tokenizer, k)}
     tokenizer.padding_side = "right"
+    tokenizer.truncation_side = "right"
     if tokenizer.pad_token is None:
         # Decoders such as GPT-2 have no pad token; padded positions are masked out anyway.
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    return sides
+
+
+def _restore_tokenizer(tokenizer, sides: dict) -> None:
+    for key, value in sides.items():
+        setattr(tokenizer, key, value)
+
+
+def _no_autocast(device):
+    """A context turning off a caller's ``torch.autocast`` for the forward pass on ``device``: under
+    ``torch.autocast("cpu", dtype=torch.bfloat16)`` a float32 model computed in bfloat16 and its numbers were recorded
+    as float32's. The dtype recorded (the weights') is the one computed in."""
+    kind = device.type if isinstance(device, torch.device) else torch.device(device).type
+    return torch.autocast(kind, enabled=False)
 
 
 def _decoder_inputs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -307,7 +326,9 @@ def iter_text_hidden_states(
     Yields
     ------
     :class:`Batch` with one (m, d) tensor per layer (see :func:`layer_names`), in the model's dtype, on ``device``.
-    Each batch's forward pass runs under ``torch.inference_mode``; the generator keeps no reference to a batch it
+    Each batch's forward pass runs under ``torch.inference_mode`` with any ``torch.autocast`` of the caller turned
+    off (the weights' dtype is the one computed in); the tokenizer pads and truncates on the right (its
+    ``padding_side`` and ``truncation_side`` are restored when the generator ends); the generator keeps no reference to a batch it
     has yielded (see :class:`Batch`).
 
     Raises
@@ -326,7 +347,16 @@ def iter_text_hidden_states(
                 # a model that cannot switch through transformers' attention interface (Falcon in transformers 5)
                 # reads its config's implementation at each forward: the eager branch computes the probabilities
                 model.config._attn_implementation = "eager"
-    _prepare_tokenizer(tokenizer)
+    sides = _prepare_tokenizer(tokenizer)
+    try:
+        yield from _text_states(model, tokenizer, texts, batch_size, max_length, device, attentions, final_norm,
+                                attention_reduce)
+    finally:
+        _restore_tokenizer(tokenizer, sides)
+
+
+def _text_states(model, tokenizer, texts, batch_size, max_length, device, attentions, final_norm,
+                 attention_reduce) -> Iterator[Batch]:
     device = place(model, device)
     max_length = tokens_read(model, max_length)  # a model with learnt positions reads no further
     if getattr(model.config, "downsampling_rate", None):
@@ -379,12 +409,13 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
     mask = inputs["attention_mask"].bool()
     if enc_dec:
         dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
-        out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask, output_hidden_states=True,
-                    **_outputs_by_name(model))
+        with _no_autocast(device):
+            out = model(**inputs, decoder_input_ids=dec_ids, decoder_attention_mask=dec_mask,
+                        output_hidden_states=True, **_outputs_by_name(model))
         dec_mask = dec_mask.bool()
         states = [(h, mask) for h in out.encoder_hidden_states] + [(h, dec_mask) for h in out.decoder_hidden_states]
     else:
-        with reducer.reading(mask) if reducer is not None else nullcontext():
+        with reducer.reading(mask) if reducer is not None else nullcontext(), _no_autocast(device):
             out = model(**inputs, output_hidden_states=True, **_outputs_by_name(model))
         states = [(h, mask) for h in out.hidden_states]
     masks = [_resolution_mask(model, m, h) for h, m in states]
@@ -494,11 +525,13 @@ def _speech_batch(model, feature_extractor, chunk, device, sampling_rate, whispe
     if whisper:
         enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", return_attention_mask=True)
         inputs = {"input_features": enc["input_features"].to(device)}
-        out = model.get_encoder()(**inputs, output_hidden_states=True, **_outputs_by_name(model))
+        with _no_autocast(device):
+            out = model.get_encoder()(**inputs, output_hidden_states=True, **_outputs_by_name(model))
     else:
         enc = feature_extractor(chunk, sampling_rate=sampling_rate, return_tensors="pt", padding=True)
         inputs = {k: v.to(device) for k, v in enc.items() if k in ("input_values", "attention_mask")}
-        out = model(**inputs, output_hidden_states=True, **_outputs_by_name(model))
+        with _no_autocast(device):
+            out = model(**inputs, output_hidden_states=True, **_outputs_by_name(model))
     states = out.hidden_states
     b, t = states[0].shape[:2]
     mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
@@ -553,7 +586,8 @@ def iter_vision_hidden_states(model, image_processor, images: Sequence, *, per_i
 @torch.inference_mode()
 def _vision_batch(model, image_processor, chunk, per_image, device) -> Batch:
     pixels = image_processor(chunk, return_tensors="pt")["pixel_values"].to(device)
-    states = model(pixel_values=pixels, output_hidden_states=True, **_outputs_by_name(model)).hidden_states
+    with _no_autocast(device):
+        states = model(pixel_values=pixels, output_hidden_states=True, **_outputs_by_name(model)).hidden_states
     if states is None:
         raise RuntimeError(f"{type(model).__name__} returned no hidden states")
     return Batch([_vision_vectors(h, per_image) for h in states], len(chunk),

@@ -106,7 +106,32 @@ def _check_inputs(identity: str) -> str:
     the value (pydantic's location names the field)."""
     if not re.fullmatch(_INPUTS, identity):
         raise ValueError(f"{identity!r} is not {_INPUTS_FORM}; a record on it would never bind a run")
+    known = _known_identity_problem(identity)
+    if known is not None:
+        raise ValueError(known)
     return identity
+
+
+def _known_identity_problem(identity: str) -> str | None:
+    """Why ``identity`` cannot be one a run writes for a dataset this suite knows by its content
+    (:data:`aniso.inputs.text.KNOWN_CORPORA`): its name is a known one with another fingerprint (a run names a corpus
+    by its content, so ``wikitext-103-validation`` comes only with its own fingerprint), or a name close to a known
+    one (``wikitext-103-valid``); one phrase naming the value and the known identity, else None. A record on such an
+    identity would bind no run, and a stale record would pass unseen."""
+    from ..inputs.text import KNOWN_CORPORA
+
+    name, _, fingerprint = identity.rpartition("@")
+    known = {dataset: fp for fp, (dataset, _) in KNOWN_CORPORA.items()}
+    if name in known:
+        if fingerprint != known[name]:
+            return (f"{identity!r} names the known dataset {name} with another fingerprint; its identity is "
+                    f"{name}@{known[name]} (a record on another would never bind a run)")
+        return None
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.8)
+    if close:
+        return (f"{identity!r} names no dataset a run writes; did you mean the known dataset "
+                f"{close[0]}@{known[close[0]]}? (a record on it would never bind a run)")
+    return None
 
 
 #: A recorded dataset identity (``inputs:`` of a record, the values of ``recorded_inputs``), checked by
