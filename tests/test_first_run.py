@@ -193,7 +193,8 @@ def test_a_wrong_cache_or_report_path_stops_pytest_with_one_line(tmp_path, monke
     class Config:
         rootpath = ROOT
         args = [str(ROOT / "claims")]  # the files and folders pytest collects
-        invocation_params = type("InvocationParams", (), {"args": (str(ROOT / "claims"),)})  # (pytest's command line)
+        invocation_params = type("InvocationParams", (), {"args": (str(ROOT / "claims"),),  # (pytest's command line)
+                                                          "dir": ROOT})
 
         class hook:  # no plugin hands a plan: the plugin reads its options and the environment
             @staticmethod

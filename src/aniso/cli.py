@@ -187,7 +187,9 @@ def _stats(args: argparse.Namespace) -> int:
     print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN",
                                  "IsoScore"],
                    floatfmt=".4f"))
-    for line in _missing_columns(stats.summaries(), settings, entry):
+    from .stats.results import rank_limited
+
+    for line in [*_missing_columns(stats.summaries(), settings, entry), *rank_limited(stats.summaries())]:
         print(line)
     return 0
 

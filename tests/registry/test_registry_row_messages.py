@@ -208,3 +208,13 @@ def test_an_expected_claim_id_in_another_case_is_suggested(tmp_path):
                          "'G.token-nlp-anisotropic'?"), said
     said = _load(tmp_path, f"{{kind: local, path: ./mybert}}\n    expected: {{G.token-nlp-anisotropc: {record}}}")
     assert said.endswith("; did you mean 'G.token-nlp-anisotropic'?"), said
+
+
+def test_decides_at_on_a_decided_record_is_refused(tmp_path):
+    """`decides_at` (what would decide an underpowered record) on a `holds` record was accepted and ignored."""
+    path = tmp_path / "models.yaml"
+    path.write_text("models:\n- " + ONE_ROW.replace("\n", "\n  ").rstrip() + "\n  expected:\n"
+                    "    G.token-nlp-anisotropic: {verdict: holds, source: paper, reason: r, decides_at: '512 steps'}\n")
+    with pytest.raises(RegistryError, match=r"decides_at says what would decide an underpowered record; this "
+                                            r"record's verdict is 'holds', decided: leave decides_at out"):
+        load_registry(path)

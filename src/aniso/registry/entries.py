@@ -328,6 +328,9 @@ class ExpectedVerdict(Strict):
             raise ValueError(f"sizes names {unknown}, which are no run-profile sizes ({', '.join(PROFILES['quick'])})")
         if self.verdict == "underpowered" and not self.decides_at:
             raise ValueError("an underpowered record says what would decide the claim (decides_at)")
+        if self.decides_at and self.verdict != "underpowered":
+            raise ValueError(f"decides_at says what would decide an underpowered record; this record's verdict is "
+                             f"{self.verdict!r}, decided: leave decides_at out")
         try:
             list(string.Formatter().parse(self.reason))
         except ValueError as exc:  # a stray brace: "Single '}' encountered in format string"

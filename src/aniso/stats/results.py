@@ -130,6 +130,22 @@ def svd_batch_note(layers) -> str:
             f"anisotropy is rank-limited (>= 1/{b - 1}), biased up (Razzhigaev et al.: >= 4096)")
 
 
+def rank_limited(summaries) -> list[str]:
+    """Where a layer's SVD anisotropy and IsoScore were measured on no more vectors than the layer has dimensions
+    (``aniso stats`` prints it below its table): m vectors span at most m − 1 centred directions of the d, so both
+    read the layer as more anisotropic than it is (:func:`aniso.metrics.isoscore` of 128 standard normal vectors
+    in 384 dimensions, an isotropic cloud: 0.25; of 20,000: 0.98). One line naming the layers, their vectors and widths, and what to give; [] where
+    every layer measured has more vectors than dimensions."""
+    few = [(i, s) for i, s in enumerate(summaries) if 0 < s.n_reservoir <= s.dim]
+    if not few:
+        return []
+    counts = sorted({(s.n_reservoir, s.dim) for _, s in few})
+    said = ", ".join(f"{m} vectors in {d} dimensions" for m, d in counts[:3])
+    return [f"note: layer(s) {_spans([i for i, _ in few])}: SVD aniso and IsoScore are measured on {said}: fewer "
+            "vectors than dimensions span only a part of the space, so both read the layer as more anisotropic than "
+            "it is; give more inputs (at least as many vectors as dimensions) before reading them"]
+
+
 def nan_columns(summaries, second_order_max_dim: int, statistics: Collection[str] | None = None,
                 second_order: bool = True) -> list[str]:
     """Why a layer's SVD anisotropy, TwoNN or IsoScore is NaN (``aniso stats`` prints it below its table,
