@@ -137,11 +137,11 @@ class LayerStats:
     layers : one :class:`aniso.stats.results.LayerSummary` per layer (avg cos and the rest, dimensionless; norms in the
         model's hidden-state units)
     inputs : provenance of the inputs (dataset, name, label, fingerprint, number of items; no data)
-    settings : the settings that change the statistics (sample sizes, seed, reservoir and SVD batch sizes, device),
-        with ``max_length_read`` where the model read fewer tokens per text than ``max_length`` (its learnt
-        positions; the inputs' label says so too)
-    meta : everything else :func:`aniso.stats.pipeline.compute_stats` recorded (origin of the weights, vectors per layer,
-        seconds, cache key and hit, and the optional statistics asked for)
+    settings : the settings that change the statistics (sample sizes, seed, reservoir and SVD batch sizes, the
+        widest layer with second-order statistics), with ``max_length_read`` where the model read fewer tokens per
+        text than ``max_length`` (its learnt positions; the inputs' label says so too)
+    meta : everything else :func:`aniso.stats.pipeline.compute_stats` recorded (origin of the weights, the device in
+        ``meta["device"]``, vectors per layer, seconds, cache key and hit, and the optional statistics asked for)
     stats : the underlying :class:`aniso.stats.results.ModelStats` (accumulators; for the claims' functions)
     """
 
