@@ -7,21 +7,7 @@ import os
 import stat
 
 from aniso.cli import main
-from aniso.judge.results import RecordDrift, ResultsDocument, file_digest, provenance, write_results
-from test_cli import _result
-from test_record_tour16 import REGISTRY
-
-
-def _stale_record(tmp_path, text: bytes):
-    registry = tmp_path / "models.yaml"
-    registry.write_bytes(text)
-    r = _result("expected not to hold", 0.539, 0.5, 0.56).model_copy(update={
-        "expected": {"measured": {"max_avg_cos": 0.521}},
-        "record_drift": [RecordDrift(key="max_avg_cos", recorded=0.521, measured=0.539)]})
-    results = tmp_path / "a" / "results.json"
-    write_results(results, ResultsDocument(provenance=provenance(tmp_path, {}, None,
-                                                                 registry_sha256=file_digest(registry)), results=[r]))
-    return registry, results
+from test_record_tour16 import REGISTRY, _stale_record
 
 
 def test_record_keeps_a_registry_s_crlf_line_ends(tmp_path, capsys):

@@ -18,10 +18,11 @@ REGISTRY = ("models:\n- id: m\n  source: {kind: local, path: ./m}\n  modality: v
             "      measured: {max_avg_cos: 0.521}\n      reason: 'max {max_avg_cos:.3f}'\n")
 
 
-def _stale_record(tmp_path):
-    """A registry with a stale record, and the results of a run of it that rewrite the record."""
+def _stale_record(tmp_path, text: bytes | None = None):
+    """A registry with a stale record (``text``, default :data:`REGISTRY`), and the results of a run of it that
+    rewrite the record."""
     registry = tmp_path / "models.yaml"
-    registry.write_text(REGISTRY)
+    registry.write_bytes(REGISTRY.encode() if text is None else text)
     r = _result("expected not to hold", 0.539, 0.5, 0.56).model_copy(update={
         "expected": {"measured": {"max_avg_cos": 0.521}},
         "record_drift": [RecordDrift(key="max_avg_cos", recorded=0.521, measured=0.539)]})

@@ -5,7 +5,6 @@ docs/bad-input.md."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -14,6 +13,7 @@ from pathlib import Path
 from aniso.common.settings import Settings
 from aniso.registry.entries import ModelEntry, Registry
 from aniso.session import AnisoSession
+from test_user_claim_tests import _env
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "all-MiniLM-L6-v2"
@@ -26,14 +26,6 @@ MODULE = f"""
     def test_a(entry, claim):
         claim.conclude({{holds}}, {{{{"max_avg_cos": 0.3}}}}, "{{rule}}")
 """
-
-
-def _env(tmp_path: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANISO_", "PYTEST_"))}
-    env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1",
-               ANISO_CACHE_DIR=str(tmp_path / "cache"), ANISO_REPORT_DIR=str(tmp_path / "reports"),
-               ANISO_PROGRESS="0")
-    return env
 
 
 def test_two_user_files_with_one_test_name_keep_their_file_in_the_results_when_the_registry_is_a_separate_argument(

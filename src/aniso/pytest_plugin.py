@@ -389,11 +389,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     seen: set[str] = set()
     for item in items:  # a test collected twice would be recorded twice: results.json would hold one result twice
         if item.get_closest_marker("claim") is not None:
-            if item.nodeid in seen:
+            test = claim_test_id(item)  # its file and name (a node id loses the file where pytest's rootdir is
+            if test in seen:            # elsewhere: two files' test_a would read as one test twice)
                 raise pytest.UsageError(
-                    f"{item.nodeid} is collected twice (a file or folder named twice with --keep-duplicates); "
+                    f"{test} is collected twice (a file or folder named twice with --keep-duplicates); "
                     "a claim test is judged once: name each file once, or leave out --keep-duplicates")
-            seen.add(item.nodeid)
+            seen.add(test)
     # A claim test over models that no model of the run's set selects has an empty parameter set: it measures
     # nothing, so it is deselected rather than reported as a skip ("got empty parameter set") in every run.
     empty = [item for item in items if _no_model(item)]
