@@ -147,3 +147,14 @@ def test_the_moments_refusal_quotes_no_ratio_that_cancellation_made(exponent, se
         assert float(quoted.group(1)) == pytest.approx(true_ratio, rel=0.2)
     else:
         assert "leaves no digit of that trace" in str(refusal.value)
+
+
+def test_n_resamples_beyond_the_bound_is_refused_naming_it():
+    """`correlation_test(x, y, n_resamples=10**9)` ran past 300 s and 2.6 GB with no word; the bound is said."""
+    import numpy as np
+
+    from aniso import metrics
+
+    x = np.arange(30.0)
+    with pytest.raises(ValueError, match=r"^n_resamples: 1000000000; give a whole number from 1 to 10000000$"):
+        metrics.correlation_test(x, x[::-1], n_resamples=10**9)

@@ -365,6 +365,14 @@ def _text_states(model, tokenizer, texts, batch_size, max_length, device, attent
     order = _length_order(tokenizer, texts, max_length)
     enc_dec = getattr(model.config, "is_encoder_decoder", False)
     accepted = {"input_ids", "attention_mask", "token_type_ids"}
+    takes = _forward_parameters(model)
+    if takes is not None:  # a forward of named parameters only (a user's wrapper): what it takes, or one line
+        if not {"input_ids", "attention_mask"} <= takes:
+            raise ValueError(f"model: its forward takes ({', '.join(sorted(takes))}), without "
+                             f"{' and '.join(sorted({'input_ids', 'attention_mask'} - takes))}: the hidden states are "
+                             "measured on real tokens only, which the attention mask tells from padding; give a model "
+                             "whose forward takes input_ids and attention_mask")
+        accepted &= takes
     norm = final_norm_of(model) if final_norm and not enc_dec else None
     hook = _FinalNormHook(norm[1]) if norm is not None else None
     reducer = None
@@ -393,6 +401,20 @@ def _length_order(tokenizer, texts: Sequence[str], max_length: int) -> np.ndarra
     return np.argsort(lengths, kind="stable")  # stable: equal lengths keep the texts' order
 
 
+def _forward_parameters(model) -> set[str] | None:
+    """The names ``model.forward`` (the instance's, a user's replacement included) takes, or None where it takes any
+    keyword (``**kwargs``, as transformers' models do) or cannot be read."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters}
+
+
 def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device, reducer, enc_dec, accepted,
                   hook) -> Iterator[Batch]:
     # Each batch is made by a function of its own, so this generator holds nothing of it while suspended: the
@@ -405,6 +427,10 @@ def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device
 @torch.inference_mode()
 def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, accepted, hook) -> Batch:
     enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    if "attention_mask" not in enc:  # the padding could not be told from the text
+        raise ValueError(f"tokenizer: {type(tokenizer).__name__} returns no attention_mask (its model_input_names: "
+                         f"{list(getattr(tokenizer, 'model_input_names', []))}), so padding cannot be told from "
+                         "text; give a tokenizer that returns one (model_input_names including 'attention_mask')")
     inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}
     mask = inputs["attention_mask"].bool()
     if enc_dec:
