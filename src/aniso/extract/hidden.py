@@ -365,8 +365,9 @@ def _text_states(model, tokenizer, texts, batch_size, max_length, device, attent
     order = _length_order(tokenizer, texts, max_length)
     enc_dec = getattr(model.config, "is_encoder_decoder", False)
     accepted = {"input_ids", "attention_mask", "token_type_ids"}
-    takes = _forward_parameters(model)
-    if takes is not None:  # a forward of named parameters only (a user's wrapper): what it takes, or one line
+    # a forward the user set on the instance, of named parameters only (a wrapper): what it takes, or one line
+    takes = _forward_parameters(model) if "forward" in vars(model) else None
+    if takes is not None:
         if not {"input_ids", "attention_mask"} <= takes:
             raise ValueError(f"model: its forward takes ({', '.join(sorted(takes))}), without "
                              f"{' and '.join(sorted({'input_ids', 'attention_mask'} - takes))}: the hidden states are "
@@ -402,8 +403,8 @@ def _length_order(tokenizer, texts: Sequence[str], max_length: int) -> np.ndarra
 
 
 def _forward_parameters(model) -> set[str] | None:
-    """The names ``model.forward`` (the instance's, a user's replacement included) takes, or None where it takes any
-    keyword (``**kwargs``, as transformers' models do) or cannot be read."""
+    """The names ``model.forward`` (the instance's: a user's replacement) takes, or None where it takes any keyword
+    (``**kwargs``, as transformers' models do) or cannot be read."""
     import inspect
 
     try:
