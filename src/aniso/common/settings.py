@@ -604,14 +604,10 @@ class Settings:
                     raise SettingError(f"{_where(name)}: {value} holds {size} bytes; the text miniatures train on "
                                        f"windows of {MINIATURE_WINDOW} bytes, so it needs more than {MINIATURE_WINDOW}")
         self.check_data_folders(formats)
-        hub = _hub_cache_entry(self.cache_dir)
-        if hub is not None:  # its entries and seal.key would land among the hub's repositories
-            raise SettingError(f"{_where('cache_dir')}: {self.cache_dir} is a Hugging Face hub cache (it holds {hub}); "
-                               "the statistics cache is a folder of its own: give another (e.g. ~/.cache/aniso)")
-        model = _model_file(self.cache_dir)
-        if model is not None:  # each entry would change the folder whose files key the model's entries
-            raise SettingError(f"{_where('cache_dir')}: {self.cache_dir} is a model's folder (it holds {model}); the "
-                               "statistics cache is a folder of its own: give another (e.g. ~/.cache/aniso)")
+        other = _folder_of_another_kind(self.cache_dir)
+        if other is not None:  # its entries would land among a hub's repositories, or change a model's files
+            raise SettingError(f"{_where('cache_dir')}: {self.cache_dir} is {other}; the statistics cache is a folder "
+                               "of its own: give another (e.g. ~/.cache/aniso)")
         _check_writable_folder(self.cache_dir, _where("cache_dir"), make=False)  # made by the first entry written
 
     def check_data_folders(self, formats: Mapping[str, tuple[str, ...]] | None = None) -> None:
@@ -828,32 +824,30 @@ def add_setting_options(add, *, by_name: bool = False) -> None:
             **({"dest": name} if by_name else {}))
 
 
-def _hub_cache_entry(folder: str) -> str | None:
-    """The name of a Hugging Face hub cache repository folder (``models--org--name``, ``datasets--…``,
-    ``spaces--…``) directly in ``folder``, or None (also where it cannot be listed)."""
-    try:
-        with os.scandir(folder) as entries:
-            return next((e.name + "/" for e in entries if e.name.startswith(("models--", "datasets--", "spaces--"))
-                         and e.is_dir()), None)
-    except OSError:
-        return None
-
-
 #: The weight files of a model folder (Transformers, ONNX, GGUF); aniso's own entries are ``<32 hex>.safetensors``.
 _MODEL_SUFFIXES = (".safetensors", ".bin", ".onnx", ".gguf")
 _CACHE_ENTRY = re.compile(r"[0-9a-f]{32}\.(safetensors|json)")
 
 
-def _model_file(folder: str) -> str | None:
-    """The name of a file directly in ``folder`` that makes it a model's folder (``config.json``, or weights:
-    :data:`_MODEL_SUFFIXES`) and is no statistics cache entry (``<key>.safetensors``, ``<key>.json``, the key
-    32 hex digits; a data file whose sidecar an interrupted write left out is one too: :func:`aniso.common.versions.cache_key`), or None (also where it cannot be listed)."""
+def _folder_of_another_kind(folder: str) -> str | None:
+    """What ``folder`` is, where it is no folder for the statistics cache, read from one listing of it: "a Hugging
+    Face hub cache (it holds models--org--name/)" (a repository folder ``models--…``, ``datasets--…`` or
+    ``spaces--…``), or "a model's folder (it holds config.json)" (``config.json`` or weights, :data:`_MODEL_SUFFIXES`,
+    that are no statistics cache entry: ``<key>.safetensors``, ``<key>.json``, the key 32 hex digits; a data file
+    whose sidecar an interrupted write left out is one too: :func:`aniso.common.versions.cache_key`); else None
+    (also where it cannot be listed)."""
     try:
         with os.scandir(folder) as entries:
-            return next((e.name for e in entries if (e.name == "config.json" or e.name.endswith(_MODEL_SUFFIXES))
-                         and not _CACHE_ENTRY.fullmatch(e.name) and e.is_file()), None)
+            listed = [(e.name, e.is_dir(), e.is_file()) for e in entries]
     except OSError:
         return None
+    hub = next((name for name, is_dir, _ in listed
+                if is_dir and name.startswith(("models--", "datasets--", "spaces--"))), None)
+    if hub is not None:
+        return f"a Hugging Face hub cache (it holds {hub}/)"
+    model = next((name for name, _, is_file in listed if is_file and not _CACHE_ENTRY.fullmatch(name)
+                  and (name == "config.json" or name.endswith(_MODEL_SUFFIXES))), None)
+    return None if model is None else f"a model's folder (it holds {model})"
 
 
 def _check_writable_folder(path: str, where: str, make: bool = True) -> str | None:
