@@ -360,8 +360,7 @@ def _new_record_problem(text: str, model_id: str) -> str | None:
     expected = _value_of(row, "expected")
     if expected is not None:
         return _shared_problem(root, row, [expected[1]], model_id)
-    rows = _value_of(root, "models")
-    for other in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else []):
+    for other in _row_nodes(root):
         merge = _value_of(other, "<<")
         merged = [] if merge is None else merge[1].value if isinstance(merge[1], yaml.SequenceNode) else [merge[1]]
         if other is not row and any(m is row for m in merged) and _value_of(other, "expected") is None:
@@ -419,9 +418,16 @@ def _row_node(root, model_id: str):
     scalar, in any key order or quoting), or None."""
     import yaml
 
-    rows = _value_of(root, "models")
-    return next((n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else [])
+    return next((n for n in _row_nodes(root)
                  if (i := _value_of(n, "id")) and isinstance(i[1], yaml.ScalarNode) and i[1].value == model_id), None)
+
+
+def _row_nodes(root) -> list:
+    """The nodes of the root's ``models`` list (the registry's rows), or [] where it has none."""
+    import yaml
+
+    rows = _value_of(root, "models")
+    return rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else []
 
 
 def _reached(node, seen: set[int] | None = None) -> set[int]:
@@ -458,8 +464,7 @@ def _shared_problem(root, row, nodes, where: str) -> str | None:
     elsewhere), so written in place it would give that row numbers no run of it measured."""
     import yaml
 
-    rows = _value_of(root, "models")
-    others = [n for n in (rows[1].value if rows and isinstance(rows[1], yaml.SequenceNode) else []) if n is not row]
+    others = [n for n in _row_nodes(root) if n is not row]
     mine = {id(n) for n in nodes if n is not None}
     sharing = []
     for other in others:
