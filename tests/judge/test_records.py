@@ -197,15 +197,21 @@ def test_refresh_finds_the_record_in_any_layout_and_keeps_the_rest_of_the_file(l
     assert notes == ["my-bert G.token-nlp-anisotropic: max_avg_cos 0.3 -> 0.2563; q95 0.08395 -> 0.09"]
 
 
+def _aliased(anchored: str, aliasing: str) -> str:
+    """A registry of two rows whose records share one ``measured``: row ``anchored`` holds it (``&m``), row
+    ``aliasing`` names it (``*m``)."""
+    return (f"models:\n- id: {anchored}\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+            "      measured: &m {max_avg_cos: 0.3, q95: 0.08395}\n      reason: y\n"
+            f"- id: {aliasing}\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
+            "      measured: *m\n      reason: x\n")
+
+
 def test_a_measured_alias_is_named_not_rewritten():
     """A record whose ``measured`` is an alias of another record's numbers is not rewritten (that would change the
     other record too): one line naming the model and the claim."""
     from aniso.judge.records import refresh_records
 
-    text = ("models:\n- id: other\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
-            "      measured: &m {max_avg_cos: 0.3, q95: 0.08395}\n      reason: y\n"
-            "- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
-            "      measured: *m\n      reason: x\n")
+    text = _aliased("other", "my-bert")
     with pytest.raises(ValueError, match=r"^my-bert G.token-nlp-anisotropic: its 'measured' is an alias"):
         refresh_records(text, [_stale_bert()])
 
@@ -256,10 +262,7 @@ def test_an_anchored_record_aliased_by_another_row_is_named_not_rewritten():
     other record changed with it."""
     from aniso.judge.records import refresh_records
 
-    text = ("models:\n- id: my-bert\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
-            "      measured: &m {max_avg_cos: 0.3, q95: 0.08395}\n      reason: y\n"
-            "- id: other\n  expected:\n    G.token-nlp-anisotropic:\n      verdict: holds\n"
-            "      measured: *m\n      reason: x\n")
+    text = _aliased("my-bert", "other")
     with pytest.raises(ValueError, match=r"shared with the row\(s\) 'other'"):
         refresh_records(text, [_stale_bert()])
 
