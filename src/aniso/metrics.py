@@ -12,6 +12,7 @@ statistics run (which reads q95 through :func:`scipy.special.betaincinv` alone) 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -168,14 +169,21 @@ def _readable(x, name: str):
         raise TypeError(f"{name}: a complex array; give real vectors")
     if x.dtype.kind in "iu" and x.dtype.itemsize == 8 and x.size:
         _refuse_inexact_integers(int(x.min()), int(x.max()), name)
+    if x.dtype.kind == "O":  # Python integers beyond int64 (10**20, 10**400) stay objects: float64 would round them
+        whole = [int(v) for v in x.reshape(-1) if isinstance(v, (int, np.integer)) and not isinstance(v, bool)]
+        if whole:
+            _refuse_inexact_integers(min(whole), max(whole), name)
     if x.dtype.kind in "OUSV":  # texts (layer names, a text column), objects
         try:
             np.asarray(x, dtype=np.float64)
         except (TypeError, ValueError):
             bad = next((v for v in x.reshape(-1) if not _is_number(v)), None)
             bad = bad.item() if isinstance(bad, np.generic) else bad  # np.str_('enc.0') shown as 'enc.0'
-            raise ValueError(f"{name}: {bad!r} ({type(bad).__name__}) is no number; give an array of numbers (for "
-                             "layers named 'enc.0', 'dec.0', …: their positions, e.g. range(len(names)))") from None
+            missing = bad is None or bad is getattr(sys.modules.get("pandas"), "NA", float("nan"))
+            hint = ("a missing value; drop or fill it (e.g. DataFrame.dropna())" if missing else
+                    "give an array of numbers" + (" (for layers named 'enc.0', 'dec.0', …: their positions, e.g. "
+                                                   "range(len(names)))" if name == "along" else ""))
+            raise ValueError(f"{name}: {bad!r} ({type(bad).__name__}) is no number; {hint}") from None
     return x
 
 

@@ -402,10 +402,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         config.hook.pytest_deselected(items=empty)
         gone = set(map(id, empty))
         items[:] = [item for item in items if id(item) not in gone]
-    for item in items:
-        entry = _model_of(item)
-        if entry is not None:
-            item.add_marker(pytest.mark.xdist_group(entry.id))
+    # a model's claims on one pytest-xdist worker (--dist loadgroup); without pytest-xdist (-p no:xdist) the mark is
+    # nobody's, unregistered: --strict-markers or -W error would end the run on it
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            entry = _model_of(item)
+            if entry is not None:
+                item.add_marker(pytest.mark.xdist_group(entry.id))
     wanted = config.stash[_FILTER]
     if not wanted.everything:
         keep, drop = [], []
