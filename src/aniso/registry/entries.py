@@ -1088,7 +1088,9 @@ def _shown(value: Any, width: int = 60) -> str:
 def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
     """Raise RegistryError (file, entry, field) for a ``stands_for`` that names no seed row of the registry, a
     ``fine_tuned_from`` that names no row, or rows whose ``fine_tuned_from`` go round in a cycle (``a`` from ``b``,
-    ``b`` from ``a``; a row naming itself is refused by its own schema).
+    ``b`` from ``a``; a row naming itself is refused by its own schema), and for a ``stands_for`` or
+    ``fine_tuned_from`` naming a row of another modality (a text row cannot be a speech model's weights, nor be
+    fine-tuned from an image model).
 
     A seed row is a ``hub`` row (the model as its authors publish it) or a row that stands for itself (a model of
     the papers run here from a copy or a conversion, e.g. ``whisper-base``). Checked on the whole file only: a
@@ -1105,9 +1107,17 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
         close = difflib.get_close_matches(name, list(by_id), n=1, cutoff=0.6)
         return f"no row {name!r} in the registry" + (f"; did you mean {close[0]!r}?" if close else "")
 
+    def other_modality(i: int, e: ModelEntry, field: str, seed: ModelEntry) -> None:
+        if seed.modality != e.modality:
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): {field}: {seed.id!r} is a {seed.modality} row, "
+                                f"this row is {e.modality}; {field} names a row of the same modality (the model this "
+                                "one is, or came from)")
+
     for i, e in enumerate(entries):
         if e.fine_tuned_from is not None and e.fine_tuned_from not in by_id:
             raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): fine_tuned_from: {no_row(e.fine_tuned_from)}")
+        if e.fine_tuned_from is not None:
+            other_modality(i, e, "fine_tuned_from", by_id[e.fine_tuned_from])
     for i, e in enumerate(entries):
         chain, row = [e.id], e
         while row.fine_tuned_from is not None and row.fine_tuned_from not in chain:
@@ -1125,6 +1135,7 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
         seed = by_id.get(e.stands_for)
         if seed is None:
             raise RegistryError(f"{where}: {no_row(e.stands_for)}")
+        other_modality(i, e, "stands_for", seed)
         if seed.source.kind != "hub" and seed.stands_for != seed.id:
             raise RegistryError(f"{where}: {e.stands_for!r} is not a seed row (a hub row, or a row that stands for "
                                 f"itself); it is a {seed.source.kind} row"
