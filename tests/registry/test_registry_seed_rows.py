@@ -45,3 +45,12 @@ def test_a_row_naming_a_row_of_another_modality_is_refused_at_load(tmp_path, row
     message = str(info.value)
     assert message.startswith(f"{path}: models[1] (id 'tiny'): {field}: {seed!r} is a {theirs} row, this row is text")
     assert "\n" not in message
+
+
+def test_role_block_on_a_source_other_than_init_is_refused_at_load(tmp_path):
+    path = write(tmp_path, "models:\n" + ENTRY.replace("role: encoder", "role: block"))
+    with pytest.raises(RegistryError) as info:
+        load_registry(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: models[0] (id 'tiny'): role: 'block' is the role of an untrained block")
+    assert "source is local" in message and "encoder, decoder or encoder-decoder" in message and "\n" not in message

@@ -533,6 +533,18 @@ class ModelEntry(Strict):
                                  + (" (or a list of them)" if isinstance(v, list) else ""))
         return value
 
+    @field_validator("role")
+    @classmethod
+    def _block_is_untrained(cls, value, info):
+        """Role ``block`` is that of the untrained blocks of G §4 (source kind ``init``, modality ``embeddings``):
+        on trained weights it put a pretrained model in the model set ``block`` beside them."""
+        source = info.data.get("source")
+        if value == "block" and source is not None and source.kind != "init":
+            raise ValueError(f"'block' is the role of an untrained block of G §4 (source kind init, modality "
+                             f"embeddings); this row's source is {source.kind}: give the model's own role (encoder, "
+                             "decoder or encoder-decoder)")
+        return value
+
     @field_validator("expected")
     @classmethod
     def _known_claims(cls, value: dict[str, ExpectedVerdict]) -> dict[str, ExpectedVerdict]:
