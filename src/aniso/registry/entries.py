@@ -1509,10 +1509,13 @@ def load_registry(path: Path | str) -> Registry:
                             "entries") from None
     registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile,
                         profile_stated="recorded_profile" in parsed.model_fields_set)
-    from ..sources.base import note_row
+    from ..sources.base import note_row, note_seed
 
+    by_id = {e.id: e for e in registry.entries}
     for i, e in enumerate(registry.entries):  # a refusal of a row once its model is read names where it was read
         note_row(e, f"{path}: models[{i}] (id {e.id!r})")
+        if e.stands_for in by_id:  # (its config is compared with the seed's once its model is read)
+            note_seed(e, by_id[e.stands_for])
     _check_stands_for(registry.entries, path)
     _check_record_scope(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
