@@ -533,6 +533,18 @@ class ModelEntry(Strict):
                                  + (" (or a list of them)" if isinstance(v, list) else ""))
         return value
 
+    @field_validator("role")
+    @classmethod
+    def _block_is_untrained(cls, value, info):
+        """Role ``block`` is that of the untrained blocks of G §4 (source kind ``init``, modality ``embeddings``):
+        on trained weights it put a pretrained model in the model set ``block`` beside them."""
+        source = info.data.get("source")
+        if value == "block" and source is not None and source.kind != "init":
+            raise ValueError(f"'block' is the role of an untrained block of G §4 (source kind init, modality "
+                             f"embeddings); this row's source is {source.kind}: give the model's own role (encoder, "
+                             "decoder or encoder-decoder)")
+        return value
+
     @field_validator("expected")
     @classmethod
     def _known_claims(cls, value: dict[str, ExpectedVerdict]) -> dict[str, ExpectedVerdict]:
@@ -1088,7 +1100,9 @@ def _shown(value: Any, width: int = 60) -> str:
 def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
     """Raise RegistryError (file, entry, field) for a ``stands_for`` that names no seed row of the registry, a
     ``fine_tuned_from`` that names no row, or rows whose ``fine_tuned_from`` go round in a cycle (``a`` from ``b``,
-    ``b`` from ``a``; a row naming itself is refused by its own schema).
+    ``b`` from ``a``; a row naming itself is refused by its own schema), and for a ``stands_for`` or
+    ``fine_tuned_from`` naming a row of another modality (a text row cannot be a speech model's weights, nor be
+    fine-tuned from an image model).
 
     A seed row is a ``hub`` row (the model as its authors publish it) or a row that stands for itself (a model of
     the papers run here from a copy or a conversion, e.g. ``whisper-base``). Checked on the whole file only: a
@@ -1105,9 +1119,17 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
         close = difflib.get_close_matches(name, list(by_id), n=1, cutoff=0.6)
         return f"no row {name!r} in the registry" + (f"; did you mean {close[0]!r}?" if close else "")
 
+    def other_modality(i: int, e: ModelEntry, field: str, seed: ModelEntry) -> None:
+        if seed.modality != e.modality:
+            raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): {field}: {seed.id!r} is a {seed.modality} row, "
+                                f"this row is {e.modality}; {field} names a row of the same modality (the model this "
+                                "one is, or came from)")
+
     for i, e in enumerate(entries):
         if e.fine_tuned_from is not None and e.fine_tuned_from not in by_id:
             raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): fine_tuned_from: {no_row(e.fine_tuned_from)}")
+        if e.fine_tuned_from is not None:
+            other_modality(i, e, "fine_tuned_from", by_id[e.fine_tuned_from])
     for i, e in enumerate(entries):
         chain, row = [e.id], e
         while row.fine_tuned_from is not None and row.fine_tuned_from not in chain:
@@ -1125,6 +1147,7 @@ def _check_stands_for(entries: list[ModelEntry], path: Path) -> None:
         seed = by_id.get(e.stands_for)
         if seed is None:
             raise RegistryError(f"{where}: {no_row(e.stands_for)}")
+        other_modality(i, e, "stands_for", seed)
         if seed.source.kind != "hub" and seed.stands_for != seed.id:
             raise RegistryError(f"{where}: {e.stands_for!r} is not a seed row (a hub row, or a row that stands for "
                                 f"itself); it is a {seed.source.kind} row"
@@ -1486,10 +1509,13 @@ def load_registry(path: Path | str) -> Registry:
                             "entries") from None
     registry = Registry(parsed.models, path, parsed.recorded_inputs, parsed.recorded_profile,
                         profile_stated="recorded_profile" in parsed.model_fields_set)
-    from ..sources.base import note_row
+    from ..sources.base import note_row, note_seed
 
+    by_id = {e.id: e for e in registry.entries}
     for i, e in enumerate(registry.entries):  # a refusal of a row once its model is read names where it was read
         note_row(e, f"{path}: models[{i}] (id {e.id!r})")
+        if e.stands_for in by_id:  # (its config is compared with the seed's once its model is read)
+            note_seed(e, by_id[e.stands_for])
     _check_stands_for(registry.entries, path)
     _check_record_scope(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)

@@ -249,6 +249,25 @@ def note_row(entry: "ModelEntry", where: str) -> None:
     weakref.finalize(entry, _ROWS_READ_AT.pop, key, None)
 
 
+_SEEDS: dict[int, "ModelEntry"] = {}
+
+
+def note_seed(entry: "ModelEntry", seed: "ModelEntry") -> None:
+    """Remember the seed row a registry row stands for (its ``stands_for``), for the check of a row whose relation
+    says it is the seed's own weights against the seed's ``full`` config once its model is read (:func:`seed_of`);
+    forgotten when the row is."""
+    import weakref
+
+    key = id(entry)
+    _SEEDS[key] = seed
+    weakref.finalize(entry, _SEEDS.pop, key, None)
+
+
+def seed_of(entry: "ModelEntry") -> "ModelEntry | None":
+    """The seed row noted for ``entry`` (:func:`note_seed`), or None."""
+    return _SEEDS.get(id(entry))
+
+
 def row_of(entry: "ModelEntry") -> str:
     """``FILE: models[I] (id 'ID')`` for a row read from a registry file (:func:`note_row`), else ``registry row
     'ID'``."""

@@ -266,7 +266,8 @@ def declared_problem(entry, config: dict[str, Any] | None, vocabulary: list[str]
     Judged only where the config tells: the role where :func:`role_told` reads one; the family where both it and the
     config's ``model_type`` are model types transformers knows (``-`` read as ``_``) and neither name begins the
     other (``gemma3`` / ``gemma3_text``). Rows of role ``block`` (an untrained block built by the suite) are not
-    judged."""
+    judged. A row whose ``relation`` (``same``, ``converted``) says it is its seed row's own weights is judged
+    against the seed's ``full`` config (:func:`_seed_size_contradiction`: width and number of layers)."""
     if config is None or entry.role == "block":
         return None
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
@@ -280,7 +281,61 @@ def declared_problem(entry, config: dict[str, Any] | None, vocabulary: list[str]
     if isinstance(model_type, str) and family in CONFIG_MAPPING_NAMES and model_type in CONFIG_MAPPING_NAMES \
             and not (family.startswith(model_type) or model_type.startswith(family)):
         said.append(f"family {entry.family!r}, but its config.json says model_type {model_type!r}")
-    return _refusal(entry, said) if said else None
+    if said:
+        return _refusal(entry, said)
+    return _seed_size_contradiction(entry, config)
+
+
+#: The config fields compared between a row whose relation is ``same`` or ``converted`` and its seed row's ``full``
+#: config, by their transformers names (a config class's ``attribute_map`` gives its own: ``n_embd``, ``n_layer``),
+#: with the other names they go by where a class maps none, and the words a refusal says of them.
+_SEED_SIZES = (("hidden_size", ("hidden_size", "n_embd", "d_model"), "wide"),
+               ("num_hidden_layers", ("num_hidden_layers", "n_layer"), "layers"))
+
+
+def _config_size(config: dict[str, Any], model_type: Any, name: str, other_names: tuple[str, ...]) -> int | None:
+    """The config field ``name`` (a transformers attribute name) of ``config`` (a config's fields as a dict) of
+    ``model_type``, read under the name its config class's ``attribute_map`` gives it, else under ``other_names``;
+    None where it has none that is a whole number."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    names: tuple[str, ...] = other_names
+    try:
+        mapped = CONFIG_MAPPING[model_type].attribute_map.get(name) if isinstance(model_type, str) else None
+    except KeyError:
+        mapped = None
+    if mapped:
+        names = (mapped,) + names
+    for key in names:
+        value = config.get(key)
+        if type(value) is int:
+            return value
+    return None
+
+
+def _seed_size_contradiction(entry, config: dict[str, Any]) -> str | None:
+    """For a row whose ``relation`` (``same``, ``converted``) says its weights are its seed row's own, where its
+    loaded config's width or number of layers differs from the seed row's ``full`` config (its seed noted when the
+    registry was read, :func:`aniso.sources.base.seed_of`), the one-line refusal naming the row, ``stands_for``,
+    ``relation`` and both sizes; else None."""
+    from .base import row_of, seed_of
+
+    seed = seed_of(entry)
+    if entry.relation not in ("same", "converted") or seed is None or not seed.full or not seed.tiny:
+        return None
+    full_type = seed.full.get("model_type", seed.tiny.get("model_type"))
+    differ = []
+    for name, others, word in _SEED_SIZES:
+        ours = _config_size(config, config.get("model_type"), name, others)
+        theirs = _config_size(seed.full, full_type, name, others)
+        if ours is not None and theirs is not None and ours != theirs:
+            differ.append((word, ours, theirs))
+    if not differ:
+        return None
+    sizes = lambda which: ", ".join(f"{d[which]} {d[0]}" for d in differ)  # noqa: E731
+    return (f"{row_of(entry)}: stands_for {entry.stands_for!r}, relation {entry.relation!r} (the seed's own weights), "
+            f"but its config.json is {sizes(1)} where the seed row's full config is {sizes(2)}: the row is not its "
+            "seed's weights; give relation relative (or the right stands_for)")
 
 
 def _role_contradiction(entry, config: dict[str, Any]) -> list[str]:
