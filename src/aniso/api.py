@@ -875,7 +875,8 @@ def measure(model: Any, inputs: Any = None, *, tokenizer: Any = None, statistics
     empty list, a list whose every text is an existing file's path, a path that does not exist, inputs of the wrong modality (``inputs``), an unknown statistic
     (``statistics``; also ``'all'`` listed with others) or setting (``settings``), ``tokenizer`` or ``name`` with a model that is not in memory, an
     in-memory model's tokenizer holding fewer tokens than 90% of its input embedding's rows (``tokenizer``, as a
-    folder's is refused), an in-memory model whose config builds a weight larger than it holds (``model``, naming
+    folder's is refused) or whose pad token has an id past that embedding, met in a padded batch (``tokenizer``,
+    naming the token), an in-memory model whose config builds a weight larger than it holds (``model``, naming
     the config field: ``max_position_embeddings`` 512 over 16 position rows), a
     ``name`` that is a registry id, a setting of inputs the model does not read (``settings``),
     ``n_inputs`` (or setting ``n_sequences``) with a list of texts, a setting given by an argument and by
@@ -1240,12 +1241,14 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
     loaded = LoadedModel(subject, model, tokenizer, f"in-memory {type(model).__name__} ({ident}, {dtype} weights)")
     was_training = model.training
     model.eval()
-    try:
-        from .stats.pipeline import SOURCE_META, compute_model_stats
+    from .stats.pipeline import SOURCE_META, PadTokenRefused, compute_model_stats
 
+    try:
         with _progress(progress), torch.inference_mode():
             stats = compute_model_stats(loaded, MODALITIES["text"], corpus, run_settings,
                                         f"in-memory:{ident}" + ("" if dtype == "float32" else f":{dtype}"), statistics)
+    except PadTokenRefused as exc:  # the tokenizer given is at fault, as its other refusals name it
+        raise ValueError(f"tokenizer: {exc}") from None
     finally:
         model.train(was_training)
     stats.meta["cache"] = {"key": None, "hit": False}

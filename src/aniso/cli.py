@@ -1235,6 +1235,9 @@ class _Parser(argparse.ArgumentParser):
         self.register("action", "store_true", _Flag)
 
     def error(self, message: str):
+        if self.prog == "aniso hub import" and message.endswith("required: folder") and \
+                _looks_like_folder(_positionals(self, getattr(self, "_given", None) or [])):
+            self.exit(2, "aniso hub import: give the hub id before the folder: aniso hub import ORG/NAME FOLDER\n")
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
     def _check_value(self, action, value):
@@ -1253,6 +1256,7 @@ class _Parser(argparse.ArgumentParser):
         quoted = next(filter(None, (quoted_option(a, self._option_string_actions) for a in args or ())), None)
         if quoted is not None:
             self.error(quoted)
+        self._given = list(args) if args is not None else None  # what error() reads of the words given
         return super().parse_known_args(args, namespace)
 
     def unrecognized(self, extras: list[str]):
@@ -1266,6 +1270,32 @@ class _Parser(argparse.ArgumentParser):
         if not hint and options and options[0].startswith("--aniso-") and self.prog == "aniso run":
             hint = f"; pytest's {options[0]} goes after --, e.g. aniso run MODEL -- {options[0]} VALUE"
         self.error(f"unrecognized argument{'s' if len(extras) > 1 else ''} {' '.join(extras)}{hint}")
+
+
+def _positionals(parser: argparse.ArgumentParser, args: list[str]) -> list[str]:
+    """The words of ``args`` that are no option of ``parser`` and no option's value (``--revision main``: neither)."""
+    words, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--":
+            break
+        elif arg.startswith("-") and len(arg) > 1:
+            action = parser._option_string_actions.get(arg)
+            skip = action is not None and action.nargs != 0 and "=" not in arg
+        else:
+            words.append(arg)
+    return words
+
+
+def _looks_like_folder(words: list[str]) -> bool:
+    """Whether ``words`` is one word naming an existing folder or written as a path (``./m``, ``/m``, ``~/m``,
+    ``a/b/c``), not a hub id (``ORG/NAME``)."""
+    if len(words) != 1:
+        return False
+    word = words[0]
+    return Path(word).expanduser().is_dir() or word.startswith((".", "/", "~", "\\")) or word.count("/") > 1 or \
+        "\\" in word
 
 
 def _setting_after_dashes(option: str, extras: list[str]) -> str | None:

@@ -44,6 +44,40 @@ def source_fingerprint(entry, ctx: SourceContext | None = None) -> str:
     return SOURCE_KINDS[entry.source.kind].fingerprint(entry, ctx or SourceContext())
 
 
+#: How many times more or fewer parameters than a row's ``params_m`` the loaded model may hold (rows round their
+#: counts, and a checkpoint may hold a head or pooler the loaded class leaves out, or the reverse).
+PARAMS_FACTOR = 1.5
+
+
+def params_problem(entry, model) -> str | None:
+    """Why the loaded ``model`` is not the size registry row ``entry`` states, in one line naming the row, its
+    ``params_m`` and the loaded model's count in millions (shared, tied weights counted once), or None: the count
+    and ``params_m`` within a factor of :data:`PARAMS_FACTOR` either way, a row without ``params_m``, a model that
+    is no torch module (ONNX), one holding quantised modules (their weights are no parameters), or the row's twin
+    (its tiny config, :func:`aniso.sources.hubrow._twin_fields`, as ``aniso run ID --twin`` loads it)."""
+    stated = getattr(entry, "params_m", None)
+    parameters = getattr(model, "parameters", None)
+    if stated is None or not callable(parameters) or not callable(getattr(model, "modules", None)):
+        return None
+    if any("quantized" in type(m).__module__ for m in model.modules()):
+        return None
+    count = sum(p.numel() for p in parameters())
+    if not count or stated / PARAMS_FACTOR <= count / 1e6 <= stated * PARAMS_FACTOR:
+        return None
+    config = getattr(model, "config", None)
+    fields = config.to_dict() if callable(getattr(config, "to_dict", None)) else None
+    if isinstance(fields, dict):
+        from .hubrow import _differences, _twin_fields
+
+        for twin in _twin_fields(entry):
+            compared, differ = _differences(fields, twin)
+            if compared and not differ:
+                return None
+    return (f"{entry.id}: the registry row says params_m {stated:g}, but its loaded model holds "
+            f"{count / 1e6:.2f} M parameters (more than {PARAMS_FACTOR:g}x apart): the weights are not the model the "
+            "row describes; correct params_m to the weights' count, or point the row's source at the model it names")
+
+
 def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     """Load the model of a registry entry with its tokenizer or preprocessor (see each kind).
 
@@ -54,7 +88,8 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     or credentials not opted in, file missing, load error, a model that is not a Transformer in an entry declared
     one and not tagged ``control``: :func:`aniso.sources.detect.transformer_problem`); ModelRefused (a subclass) when
     the entry's modality, architecture, granularity, role or family contradicts its loaded model's config or
-    tokenizer (:func:`aniso.sources.detect.declared_problem`);
+    tokenizer (:func:`aniso.sources.detect.declared_problem`), or whose ``params_m`` is more than 1.5 times off
+    the loaded model's parameter count (:func:`params_problem`);
     InputsMissing for want of a data folder.
     """
     from .detect import declared_problem, transformer_problem
@@ -66,6 +101,9 @@ def load_model(entry, ctx: SourceContext | None = None) -> LoadedModel:
     with no_loading_bars():
         loaded = SOURCE_KINDS[entry.source.kind].load(entry, ctx or SourceContext())
     config = getattr(loaded.model, "config", None)
+    counted = params_problem(entry, loaded.model)
+    if counted:
+        raise ModelRefused(counted)
     problem = transformer_problem(entry, getattr(config, "model_type", None))
     if problem:
         raise ModelUnavailable(problem)

@@ -658,9 +658,17 @@ def _distinct_digests(digests: bytearray) -> int:
     return len(np.unique(np.frombuffer(bytes(digests), dtype=np.uint64).reshape(-1, 2), axis=0))
 
 
+class PadTokenRefused(ModelRefused, ValueError):
+    """A tokenizer whose pad token has an id past the model's input embedding (a pad token added to the tokenizer,
+    the embedding not resized): a ValueError about the tokenizer, and a :class:`ModelRefused` as any model whose
+    tokenizer does not fit it is."""
+
+
 def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
     """The one-line refusal of a model whose tokenizer gives ids its input embedding has no row for: the model, the
-    embedding's rows, the config field that sets them (``vocab_size``) and the tokenizer's size."""
+    embedding's rows, the config field that sets them (``vocab_size``) and the tokenizer's size; where the id past
+    the rows is the tokenizer's pad token (met only in padded batches), a :class:`PadTokenRefused` naming that token,
+    its id and the two remedies (resize the embedding, or pad with a token the model has)."""
     rows = field = None
     try:
         emb = loaded.model.get_input_embeddings()
@@ -671,6 +679,13 @@ def vocabulary_mismatch(loaded: LoadedModel, exc: IndexError) -> ModelRefused:
     if config is not None and getattr(config, "vocab_size", None) is not None:
         field = f"config field vocab_size {config.vocab_size}"
     size = len(loaded.tokenizer) if loaded.tokenizer is not None and hasattr(loaded.tokenizer, "__len__") else None
+    pad = getattr(loaded.tokenizer, "pad_token_id", None)
+    if isinstance(rows, int) and isinstance(pad, int) and pad >= rows:  # only padded batches (size > 1) carry it
+        return PadTokenRefused(f"{loaded.entry.id}: the tokenizer pads with its pad token "
+                               f"{loaded.tokenizer.pad_token!r}, id {pad}, past the input embedding's {rows} rows "
+                               "(a batch of texts of unequal length is padded with it): resize the embedding to "
+                               "the tokenizer, model.resize_token_embeddings(len(tokenizer)), or set "
+                               "tokenizer.pad_token to a token the model has")
     return ModelRefused(f"{loaded.entry.id}: a token id is past the input embedding's "
                         f"{rows if rows is not None else '?'} rows ({field or 'its config'}), but the tokenizer has "
                         f"{size if size is not None else 'more'} ids; the config does not fit the tokenizer ({exc})")
