@@ -823,7 +823,27 @@ class ClaimContext:
         self.note_inputs(stats)
         self._enough_vectors(self.entry, stats.meta.get("n_tokens"), stats.meta.get("n_sequences"),
                              stats.meta.get("corpus", {}))
+        self._enough_layers(self.entry, stats)
         return stats
+
+    def _enough_layers(self, entry: ModelEntry, stats: ModelStats) -> None:
+        """Refuse the model for this claim (a *refused* skip: exit 2, one line naming the row and how many layers or
+        feature maps it gave) when the claim takes a trend over depth (``Claim.min_layers``) and the model gave
+        fewer layers than that trend needs."""
+        from .registry.catalog import CLAIMS
+
+        claim = CLAIMS.get(self.result.claim_id)
+        needed = claim.min_layers if claim is not None else 0
+        given = len(stats.layers)
+        if given >= needed:
+            return
+        what = "feature map(s)" if entry.architecture == "cnn" else "layer(s)"
+        names = ", ".join(stats.layer_names[:4]) + (", …" if given > 4 else "")
+        self.skip(ModelRefused(
+            f"{entry.id}: {self.result.claim_id} takes a trend over depth, on at least {needed} {what}; the model "
+            f"gave {given} (named {names}); give a model with at least {needed}"
+            + (" (source kind onnx reads a CNN graph's stem and each block's output: a graph of residual or "
+               "inverted-residual blocks)" if getattr(entry.source, "kind", None) == "onnx" else "")))
 
     def _enough_vectors(self, entry: ModelEntry, n_vectors: int | None, n_items: int | None,
                         inputs: dict | None) -> None:

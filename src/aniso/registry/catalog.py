@@ -67,6 +67,9 @@ class Claim:
     #: True for a claim whose test reads other models' statistics (a comparison or a reference model): a run over
     #: several workers schedules its tests after every model's own (:mod:`aniso.common.workers`).
     compares_models: bool = False
+    #: The fewest layers (hidden states; a CNN's feature maps) of a model the claim's test reads, where it takes a
+    #: trend over depth (:func:`aniso.metrics.monotonic_trend` needs 3 points); 0 for no such need.
+    min_layers: int = 0
 
     @property
     def min_vectors(self) -> int:
@@ -94,7 +97,7 @@ CLAIMS: dict[str, Claim] = {
         Claim("G.vision-transformers-anisotropic", G, "§3.2", "Fig. 3b",
               "vision Transformers mostly show significant anisotropy in some layer"),
         Claim("G.cnn-mostly-isotropic", G, "§3.2", "Fig. 4", "convolutional vision models are mostly isotropic",
-              compares_models=True),
+              compares_models=True, min_layers=3),
         Claim("S.vit-vs-cnn-controlled", S, "after G §3.2", "Fig. 3b vs 4",
               "with only the architecture differing (images, task, budget, seed), a ViT is more anisotropic than a CNN",
               compares_models=True),

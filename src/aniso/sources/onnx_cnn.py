@@ -32,7 +32,7 @@ from pydantic import Field, field_validator, model_validator
 from ..common.files import check_readable, sha256_file
 from ..common.schema import Strict
 from .base import LoadedModel, ModelUnavailable, SourceContext, SourceKind, check_permissions, in_models_dir
-from .onnx_graph import float_block_taps, quantized_block_taps
+from .onnx_graph import NotACNN, float_block_taps, quantized_block_taps
 
 __all__ = ["OnnxSource", "KIND", "quantized_block_taps", "float_block_taps", "OnnxTappedCNN", "onnx_image_processor",
            "model_file", "input_shape_problem",
@@ -191,9 +191,11 @@ def __getattr__(name: str) -> Any:
 
 def load(entry, ctx: SourceContext) -> LoadedModel:
     """The row's ONNX CNN (:class:`~aniso.sources.onnx_tapped.OnnxTappedCNN`) and its image processor. Raises
-    ModelUnavailable naming the row when the file cannot be read as an ONNX CNN, and ModelRefused (one line naming
-    ``source.input_layout`` or ``source.image_size``, the value and the graph's input shape) when the images the row
-    declares do not fit the graph's input (:func:`input_shape_problem`), before any image is run."""
+    ModelUnavailable naming the row when the file cannot be read as an ONNX CNN, ModelRefused (one line naming the
+    row, the file, what was found and what to give) when the graph holds a Transformer's attention
+    (:func:`~aniso.sources.onnx_graph.attention_found`), and ModelRefused (one line naming ``source.input_layout``
+    or ``source.image_size``, the value and the graph's input shape) when the images the row declares do not fit
+    the graph's input (:func:`input_shape_problem`), before any image is run."""
     from .onnx_tapped import OnnxTappedCNN
 
     check_permissions(entry)
@@ -202,6 +204,12 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
         model = OnnxTappedCNN(path, channel_order=src.channel_order, input_layout=src.input_layout)
     except ImportError as exc:
         raise ModelUnavailable(f"{entry.id}: {exc}") from None
+    except NotACNN as exc:
+        from .base import ModelRefused
+
+        raise ModelRefused(f"{entry.id}: {path}: the row declares architecture: cnn (source kind onnx reads CNNs) but "
+                           f"{exc}; give a CNN's ONNX file, or read a Transformer with a row of its own kind (kind: "
+                           f"package, format: onnx-dinov2 or onnx-bert; architecture: transformer)") from None
     except Exception as exc:  # onnx / onnxruntime raise their own types for unreadable graphs
         raise ModelUnavailable(f"{entry.id}: could not read {path} as an ONNX CNN: "
                                f"{str(exc)[:300]}") from None

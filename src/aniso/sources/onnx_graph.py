@@ -3,7 +3,8 @@ hidden states, and where a quantised tensor's scale and zero point are. Reads ``
 
 from __future__ import annotations
 
-__all__ = ["quantized_block_taps", "float_block_taps", "quantization", "unsigned_weights"]
+__all__ = ["quantized_block_taps", "float_block_taps", "quantization", "unsigned_weights", "attention_found",
+           "NotACNN"]
 
 
 def _kernel(node) -> tuple[int, ...]:
@@ -20,6 +21,45 @@ def _consumers(graph) -> dict[str, list]:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
     return consumers
+
+
+class NotACNN(ValueError):
+    """A graph read as a CNN holds a Transformer's attention (:func:`attention_found`)."""
+
+
+#: Products of two tensors: op type -> the positions of its two factors (ONNX operators MatMul, MatMulInteger,
+#: QLinearMatMul, Einsum with two operands).
+_PRODUCTS = {"MatMul": (0, 1), "MatMulInteger": (0, 1), "QLinearMatMul": (0, 3), "Einsum": (0, 1)}
+
+
+def attention_found(graph) -> str | None:
+    """What in ``graph`` (an ``onnx.GraphProto`` in topological order) is a Transformer's attention, in one phrase,
+    or None where it has none.
+
+    Attention multiplies two computed tensors (queries times keys, attention weights times values; Vaswani et al.
+    2017, eq. 1): a MatMul / MatMulInteger / QLinearMatMul / two-operand Einsum both of whose factors depend on the
+    graph's inputs (neither an initializer, nor a Constant, nor computed from those alone). A CNN's classifier
+    product (MatMul or Gemm) has a weight initializer and is not counted; neither are its convolutions. The phrase
+    counts such products, those fed by a Softmax, and the graph's Conv nodes.
+    """
+    inits = {i.name for i in graph.initializer}
+    computed = {i.name for i in graph.input if i.name not in inits}
+    for node in graph.node:
+        if any(name in computed for name in node.input):
+            computed.update(node.output)
+    producer = {out: node for node in graph.node for out in node.output}
+    found = [node for node in graph.node if node.op_type in _PRODUCTS
+             and len(node.input) > max(_PRODUCTS[node.op_type])
+             and all(node.input[i] in computed for i in _PRODUCTS[node.op_type])]
+    if not found:
+        return None
+    softmax = sum(any(getattr(producer.get(name), "op_type", None) == "Softmax" for name in node.input)
+                  for node in found)
+    convs = sum(node.op_type in ("Conv", "QLinearConv", "ConvInteger") for node in graph.node)
+    ops = sorted({node.op_type for node in found})
+    return (f"{len(found)} {'/'.join(ops)} node(s) multiplying two computed tensors (attention: queries x keys, "
+            f"weights x values; the first {found[0].name or found[0].output[0]!r}), {softmax} of them fed by a "
+            f"Softmax, and {convs} Conv node(s)")
 
 
 def quantized_block_taps(graph) -> list[str]:

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .builders import TappedCNNOutput
-from .onnx_graph import float_block_taps, quantization, quantized_block_taps, unsigned_weights
+from .onnx_graph import NotACNN, attention_found, float_block_taps, quantization, quantized_block_taps, unsigned_weights
 
 __all__ = ["OnnxTappedCNN"]
 
@@ -25,8 +25,9 @@ class OnnxTappedCNN(nn.Module):
     products are read as uint8 (:func:`~aniso.sources.onnx_graph.unsigned_weights`), so that its maps are the
     graph's exact integer arithmetic on any x86-64 CPU.
 
-    Raises ImportError naming the package if onnx or onnxruntime is missing, ValueError if the graph is not a
-    QLinear CNN with one image input.
+    Raises ImportError naming the package if onnx or onnxruntime is missing, NotACNN (a ValueError) naming what was
+    found if the graph holds attention (:func:`~aniso.sources.onnx_graph.attention_found`), ValueError if the graph
+    is not a CNN with one image input.
     """
 
     def __init__(self, path: Path | str, threads: int | None = None, channel_order: str = "rgb",
@@ -42,6 +43,9 @@ class OnnxTappedCNN(nn.Module):
         graph = model.graph
         inits = {i.name: i for i in graph.initializer}
         inputs = [i.name for i in graph.input if i.name not in inits]
+        attention = attention_found(graph)
+        if attention is not None:
+            raise NotACNN(f"its graph holds attention, not a CNN's blocks: {attention}")
         if len(inputs) != 1:
             raise ValueError(f"{path}: expected one image input, found {inputs}")
         self.input_name = inputs[0]
