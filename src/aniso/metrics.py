@@ -588,9 +588,10 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
 
     Raises
     ------
-    ValueError if n < 2, shapes disagree, ``gram`` is not symmetric beyond rounding (:func:`_refuse_asymmetric`), or
-    the moments cannot give the value to within :data:`MOMENTS_TOLERANCE` (above); TypeError if ``n`` is not a
-    whole number.
+    ValueError if n < 2, shapes disagree, ``gram`` is not symmetric beyond rounding (:func:`_refuse_asymmetric`),
+    the centred scatter has a negative trace or an eigenvalue below zero beyond rounding (1e-6 of its trace: sums no
+    n vectors have), or the moments cannot give the value to within :data:`MOMENTS_TOLERANCE` (above); TypeError if
+    ``n`` is not a whole number.
     """
     n = _whole(n, "n", 1)
     if n < 2:
@@ -601,10 +602,20 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
     if c is None:
         return float("nan")
     trace = float(np.trace(c))
-    from scipy import linalg
+    lam = np.linalg.eigvalsh(c)
+    _refuse_indefinite(float(lam[0]), trace)
+    return float(min(1.0, max(0.0, float(lam[-1]) / trace)))
 
-    lam_max = float(linalg.eigh(c, eigvals_only=True, subset_by_index=[c.shape[0] - 1, c.shape[0] - 1])[0])
-    return float(min(1.0, max(0.0, lam_max / trace)))
+
+def _refuse_indefinite(lowest: float, trace: float) -> None:
+    """ValueError naming gram where the centred scatter Σxxᵀ − ssᵀ/n has an eigenvalue ``lowest`` below zero by
+    more than :data:`_NEGATIVE_SLACK` of its trace ``trace`` (rounding of accepted moments moves an eigenvalue by at
+    most ``MOMENTS_TOLERANCE``/2 of the trace, below that): a scatter of real vectors is positive semi-definite, so
+    no n vectors have these sums (a trace above 0 alone does not say so)."""
+    if lowest < -_NEGATIVE_SLACK * trace:
+        raise ValueError(f"gram: the centred scatter Σxxᵀ − ssᵀ/n has a negative eigenvalue ({lowest / trace:.3g} "
+                         "times its trace), which no vectors' scatter has; give Σx, Σxxᵀ and the count n of the same "
+                         "vectors")
 
 
 def svd_anisotropy(x: np.ndarray) -> float:
@@ -2134,7 +2145,9 @@ def isoscore_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> f
     c = _centred_scatter(s, g, n, "the IsoScore", 4 * (1 + math.sqrt(s.shape[0])))
     if c is None:
         return float("nan")
-    return _isoscore_from_eigenvalues(np.linalg.eigvalsh(c))
+    lam = np.linalg.eigvalsh(c)
+    _refuse_indefinite(float(lam[0]), float(np.trace(c)))
+    return _isoscore_from_eigenvalues(lam)
 
 
 def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n: int) -> np.ndarray:
@@ -2148,7 +2161,8 @@ def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n
     one shape or not finite, ‖unit_sum‖² exceeds n² beyond rounding (not a sum of n unit vectors, as
     :func:`mean_cosine_from_unit_sum`), or ``unit_square_sum`` does not sum to n or has an entry below 0 beyond
     rounding (relative :data:`_UNIT_SUM_SLACK`: each u_i∘u_i sums to 1, so a sum of Σx∘x or a negated one is
-    refused).
+    refused), or a dimension's (Σu)_k² exceeds n·(Σu∘u)_k beyond that rounding (Cauchy–Schwarz: no unit vectors
+    have such sums).
     """
     n = _whole(n, "n", 1)
     if n < 2:
@@ -2167,6 +2181,13 @@ def dimension_contributions(unit_sum: np.ndarray, unit_square_sum: np.ndarray, n
             f" and one is {low:.6g} < 0" if low < -n * _UNIT_SUM_SLACK else "") + f", where n = {n} unit vectors give "
             "entries >= 0 summing to n (each u_i∘u_i sums to 1): not a sum of squared unit vectors; give "
             "Σ_i u_i∘u_i of the unit vectors u_i = x_i / ‖x_i‖")
+    # per dimension, (Σ_i u_ik)² <= n Σ_i u_ik² (Cauchy–Schwarz): no unit vectors have sums beyond it
+    excess = s * s - n * q
+    k = int(np.argmax(excess)) if excess.size else 0
+    if excess.size and not excess[k] <= n * n * _UNIT_SUM_SLACK:
+        raise ValueError(f"unit_sum and unit_square_sum: dimension {k} has (Σu)² = {s[k] * s[k]:.6g} > n·(Σu∘u) = "
+                         f"{n * q[k]:.6g} (n = {n}), which no n vectors have (Cauchy–Schwarz); give Σ_i u_i and "
+                         "Σ_i u_i∘u_i of the same unit vectors u_i = x_i / ‖x_i‖")
     return _dimension_contributions(s, q, n)
 
 

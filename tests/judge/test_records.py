@@ -249,7 +249,10 @@ def test_a_record_shared_through_a_merge_key_is_named_not_rewritten():
     from aniso.judge.records import refresh_records
 
     with pytest.raises(ValueError, match=r"^my-bert G.token-nlp-anisotropic: this record is shared with the row\(s\) "
-                                         r"'my-bert-2' through a YAML anchor or merge key"):
+                                         r"'my-bert-2' through a YAML anchor or merge key \(<<: \*name, \*name\): one "
+                                         r"YAML node holds the record of them all, so it cannot be written for this "
+                                         r"row alone; write the record out on each row"):
+        # (whether or not the run measured the other rows too: the words claim no more than the file shows)
         refresh_records(_MERGED, [_stale_bert()])
     # a row that merges row 1 but sets its own expected takes none of row 1's: row 1's record is rewritten
     own = _MERGED + "  expected: {}\n"

@@ -474,8 +474,8 @@ def _shared_problem(root, row, nodes, where: str) -> str | None:
     if not sharing:
         return None
     return (f"{where}: this record is shared with the row(s) {', '.join(sharing)} through a YAML anchor or merge key "
-            "(<<: *name, *name): writing it would change their records too, which no run of them measured; write "
-            "the record out on each row (no anchor or merge key for expected) and record again")
+            "(<<: *name, *name): one YAML node holds the record of them all, so it cannot be written for "
+            "this row alone; write the record out on each row (no anchor or merge key for expected) and record again")
 
 
 _COMMENT = re.compile(r"(?:^|[ \t])(#.*)$")

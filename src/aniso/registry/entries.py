@@ -531,6 +531,12 @@ class ModelEntry(Strict):
             if _SIZE_KEY.search(key) and not _whole_sizes(v):
                 raise ValueError(f"{info.field_name}.{key} is {v!r}: a size or count, a whole number of at least 1"
                                  + (" (or a list of them)" if isinstance(v, list) else ""))
+        width, heads = (value or {}).get("hidden_size"), (value or {}).get("num_attention_heads")
+        if type(width) is int and type(heads) is int and width % heads \
+                and not {"head_dim", "attention_head_size", "d_kv", "kv_channels"} & set(value):
+            raise ValueError(f"{info.field_name}.hidden_size {width} is not a multiple of "
+                             f"{info.field_name}.num_attention_heads {heads} (each head takes hidden_size / heads "
+                             "dimensions): give a multiple, or the head size (head_dim)")
         return value
 
     @field_validator("role")
@@ -1049,6 +1055,8 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = _not_a_mapping(str(loc[-1]), value)
     # The hint to quote is for a field that takes text: a choice of numbers (``pixel_scale: 1 or 255``) is not one.
     text_choices = first["type"] == "string_type" or "'" in str((first.get("ctx") or {}).get("expected", ""))
+    if first["type"] == "literal_error" and isinstance(value, str) and value.strip() != value and value.strip():
+        msg += f" (the value given, {value!r}, has a blank before or after it)"
     if takes is None and first["type"] in ("string_type", "literal_error") and text_choices \
             and _yaml_word(value) is not None:
         msg += f" ({_yaml_word(value)})"
@@ -1429,6 +1437,11 @@ def load_yaml(path: Path | str, misread: bool = False) -> Any:
         if odd is not None:  # YAML's own words name what it found after it, not the character
             raise RegistryError(f"{path}: not valid YAML at {odd} (YAML said{where}: "
                                 f"{getattr(exc, 'problem', exc)})") from None
+        conflict = re.search(r"^(<{7}|>{7})(?: |$)", text, re.M)
+        if conflict is not None:  # a merge left both sides in the file: YAML's words would point past the marker
+            line = text.count("\n", 0, conflict.start()) + 1
+            raise RegistryError(f"{path}: an unresolved merge conflict at line {line} ({conflict.group(1)}): resolve "
+                                "it, keeping one side, and remove the <<<<<<<, ======= and >>>>>>> lines") from None
         alias = _undefined_alias(text, exc)
         if alias is not None:
             raise RegistryError(f"{path}: not valid YAML{where}: {alias}") from None
