@@ -837,13 +837,11 @@ class ClaimContext:
         given = len(stats.layers)
         if given >= needed:
             return
-        what = "feature map(s)" if entry.architecture == "cnn" else "layer(s)"
         names = ", ".join(stats.layer_names[:4]) + (", …" if given > 4 else "")
         self.skip(ModelRefused(
-            f"{entry.id}: {self.result.claim_id} takes a trend over depth, on at least {needed} {what}; the model "
-            f"gave {given} (named {names}); give a model with at least {needed}"
-            + (" (source kind onnx reads a CNN graph's stem and each block's output: a graph of residual or "
-               "inverted-residual blocks)" if getattr(entry.source, "kind", None) == "onnx" else "")))
+            f"{entry.id}: {self.result.claim_id} takes a trend over depth, on at least {needed} layers (a CNN's "
+            f"feature maps: its stem's and each block's output); the model gave {given} (named {names}); give a "
+            f"model with at least {needed}"))
 
     def _enough_vectors(self, entry: ModelEntry, n_vectors: int | None, n_items: int | None,
                         inputs: dict | None) -> None:
