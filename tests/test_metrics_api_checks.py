@@ -245,6 +245,24 @@ def test_svd_anisotropy_says_why_distinct_rows_within_rounding_give_nan():
         assert math.isnan(metrics.svd_anisotropy(np.ones((5, 3))))  # identical rows: NaN, as documented
 
 
+@pytest.mark.parametrize("seed", [2, 3])
+def test_isoscore_of_rows_without_spread_is_nan_as_svd_anisotropy(seed):
+    import warnings
+
+    rng = np.random.default_rng(seed)
+    identical = np.tile(rng.normal(size=5), (5, 1))  # a mean that is not exact: the covariance is rounding alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(metrics.isoscore(identical))
+        assert math.isnan(metrics.svd_anisotropy(identical))
+    within = np.tile(rng.normal(size=5) * 1e3, (50, 1)) + rng.normal(size=(50, 5)) * 1e-13
+    for measure, name in ((metrics.isoscore, "IsoScore"), (metrics.svd_anisotropy, "SVD anisotropy")):
+        with pytest.warns(RuntimeWarning, match=r"^x: the rows differ, but their centred spread is [0-9.e-]+ of "
+                                                rf"their size, below 1e-12: .*; {name} NaN$"):
+            assert math.isnan(measure(within))
+    assert 0.5 < metrics.isoscore(rng.normal(size=(50, 5)) * 1e-13) <= 1  # the spread itself is measured
+
+
 @pytest.mark.parametrize("d", [2**32, 10**12, 10**30, 10**300])
 @pytest.mark.parametrize("q", [0.95, 0.05, 0.7])
 def test_isotropic_cos_quantile_keeps_its_precision_at_huge_widths(d, q):

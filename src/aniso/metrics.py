@@ -633,18 +633,28 @@ def svd_anisotropy(x: np.ndarray) -> float:
         raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {x.shape[0]}")
     x = _unit_scaled(x)[0]
     xc = x - x.mean(axis=0)
-    sv = torch.linalg.svdvals(torch.from_numpy(xc)).numpy()
-    total = float(np.sum(sv**2))
-    size = max(1.0, float(np.sum(x**2)))
-    if total <= 0 or total < 1e-24 * size:
-        if (x != x[0]).any():
-            import warnings
-
-            warnings.warn(f"x: the rows differ, but their centred spread is {math.sqrt(total / size):.2g} of their "
-                          "size, below 1e-12: too close to rounding for a direction of spread to be told; SVD "
-                          "anisotropy NaN", RuntimeWarning, stacklevel=2)
+    if _spread_within_rounding(x, xc, "SVD anisotropy"):
         return float("nan")
-    return float(sv[0] ** 2 / total)
+    sv = torch.linalg.svdvals(torch.from_numpy(xc)).numpy()
+    return float(sv[0] ** 2 / np.sum(sv**2))
+
+
+def _spread_within_rounding(x: np.ndarray, xc: np.ndarray, metric: str) -> bool:
+    """Whether the rows of ``x`` (already scaled by :func:`_unit_scaled`; ``xc`` its rows less their mean) have no
+    spread a direction can be read from: all rows identical, or a centred spread √‖xc‖²_F (= √(Σσᵢ²)) below 1e-12 of
+    their size max(1, ‖x‖_F) (distinct rows within rounding of one another). The latter warns (RuntimeWarning, naming
+    ``metric``, which is then NaN). The one rule of :func:`svd_anisotropy` and :func:`isoscore`."""
+    total = float(np.sum(xc**2))
+    size = max(1.0, float(np.sum(x**2)))
+    if total > 0 and total >= 1e-24 * size and (x != x[0]).any():
+        return False
+    if (x != x[0]).any():
+        import warnings
+
+        warnings.warn(f"x: the rows differ, but their centred spread is {math.sqrt(total / size):.2g} of their "
+                      "size, below 1e-12: too close to rounding for a direction of spread to be told; "
+                      f"{metric} NaN", RuntimeWarning, stacklevel=3)
+    return True
 
 
 #: Matrices of this size or smaller take ``torch.linalg.eigvalsh`` in :func:`largest_eigenvalue` (a dense solve of
@@ -2117,12 +2127,20 @@ def isoscore(x: np.ndarray) -> float:
     """IsoScore of the rows of ``x`` (shape (m, n), m >= 2 points in ℝⁿ): :func:`isoscore_from_eigenvalues` of their
     covariance (Rudman et al. 2022). Rows are points (the ``IsoScore`` package 2.x takes the same layout). Scale-free:
     ``x`` is first scaled by a power of two that brings its largest |value| into [0.5, 1) (exact), so the covariance
-    neither overflows nor underflows at any finite magnitude."""
+    neither overflows nor underflows at any finite magnitude.
+
+    Returns a float in [0, 1]; NaN when all rows are identical, or when their centred spread is below 1e-12 of their
+    size ‖x‖_F (distinct rows within rounding of one another: the covariance is rounding's), the latter with a
+    RuntimeWarning saying so: the rule of :func:`svd_anisotropy`. Raises ValueError for fewer than 2 rows."""
     x = _as_matrix(x)
     if x.shape[0] < 2:
         raise ValueError(f"IsoScore needs at least 2 points, got {x.shape[0]}")
     x = _unit_scaled(x)[0]
-    return _isoscore_from_eigenvalues(np.linalg.eigvalsh(np.cov(x, rowvar=False).reshape(x.shape[1], x.shape[1])))
+    xc = x - x.mean(axis=0)
+    if _spread_within_rounding(x, xc, "IsoScore"):
+        return float("nan")
+    cov = (xc.T @ xc) / (x.shape[0] - 1)
+    return _isoscore_from_eigenvalues(np.linalg.eigvalsh(cov.reshape(x.shape[1], x.shape[1])))
 
 
 def isoscore_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> float:
