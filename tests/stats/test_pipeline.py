@@ -330,3 +330,42 @@ def test_the_output_embeddings_are_labelled_from_the_weights_not_the_config():
     assert own["output_embeddings"] == "measured" and "output" in own
     assert embedding_isotropy(_tiny_lm(tie=True).transformer, "m")["output_embeddings"] == \
         "not loaded (base model without its LM head)"
+
+
+def _word_bert_with_a_nan_word(word: str):
+    """A 2-layer BERT over a word-level vocabulary whose embedding row for ``word`` is NaN, and its tokenizer."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"] + "of a is was for on his that it an were are which".split() \
+        + [str(i) for i in range(16)]
+    tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tk.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                      special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
+                                  sep_token="[SEP]")
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=64, max_position_embeddings=64, pad_token_id=0)).eval()
+    with torch.no_grad():
+        model.embeddings.word_embeddings.weight[words.index(word)] = float("nan")
+    return model, tok
+
+
+@pytest.mark.parametrize("position", [13, 0])
+def test_the_text_that_makes_the_model_non_finite_is_the_one_left_out_though_texts_run_by_length(position):
+    """Texts run in order of length, not in the order given: the text whose hidden states are NaN is found by its
+    place in the inputs, left out and named, and the other 15 are measured."""
+    import aniso
+
+    model, tok = _word_bert_with_a_nan_word("of")
+    texts = [f"his that it an were are which {i}" for i in range(8)] + [f"a is was for on {i}" for i in range(8, 16)]
+    texts[position] = "of " + texts[position]
+    result = aniso.measure(model, texts, tokenizer=tok, progress=False, batch_size=16, statistics="first-order")
+    corpus = result.meta["corpus"]
+    assert corpus["n_sequences"] == 15 and corpus["n_skipped"] == 1
+    (name, reason), = corpus["skipped"].items()
+    assert name == f"paragraph {position + 1} of the sample ({' '.join(texts[position].split()[:6])} …)"
+    assert "produce non-finite hidden states (layer 0" in reason

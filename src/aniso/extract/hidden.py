@@ -41,7 +41,9 @@ class Batch:
     recording, image), (m_i,) int64, for statistics kept per input (bootstrap intervals); None: not labelled.
     ``positions`` (text) gives each row's position among the real tokens of its sequence (0: its first token).
     ``final_norm`` holds the rows entering and leaving the model's final normalisation (:func:`final_norm_of`), where
-    asked for and the model has one.
+    asked for and the model has one. ``sources`` gives, for each of the batch's ``n_sequences`` inputs, its index in
+    the inputs given to the generator (texts are run in order of length); None: the batches take the inputs in the
+    order given.
 
     The generators drop their own references to a batch (and to the model output it came from) before they run the
     next forward pass; a consumer that drops its reference too keeps at most one batch's tensors alive at a time.
@@ -56,6 +58,7 @@ class Batch:
     inputs: list[torch.Tensor] | None = None
     positions: list[torch.Tensor] | None = None
     final_norm: tuple[torch.Tensor, torch.Tensor] | None = None
+    sources: np.ndarray | None = None
 
     @property
     def without_first(self) -> list[torch.Tensor] | None:
@@ -421,12 +424,13 @@ def _text_batches(model, tokenizer, texts, order, batch_size, max_length, device
     # Each batch is made by a function of its own, so this generator holds nothing of it while suspended: the
     # consumer's reference is the only one, and a batch it drops is freed before the next forward pass.
     for start in range(0, len(order), batch_size):
-        yield _text_batch(model, tokenizer, [texts[int(i)] for i in order[start : start + batch_size]], max_length,
-                          device, reducer, enc_dec, accepted, hook)
+        yield _text_batch(model, tokenizer, texts, order[start : start + batch_size], max_length, device, reducer,
+                          enc_dec, accepted, hook)
 
 
 @torch.inference_mode()
-def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, accepted, hook) -> Batch:
+def _text_batch(model, tokenizer, texts, picked, max_length, device, reducer, enc_dec, accepted, hook) -> Batch:
+    chunk = [texts[int(i)] for i in picked]
     enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
     if "attention_mask" not in enc:  # the padding could not be told from the text
         raise ValueError(f"tokenizer: {type(tokenizer).__name__} returns no attention_mask (its model_input_names: "
@@ -468,7 +472,8 @@ def _text_batch(model, tokenizer, chunk, max_length, device, reducer, enc_dec, a
     return Batch(layers, len(chunk), without_first_states=without_first,
                  attention_sums=reducer.take() if reducer is not None else None,
                  mask=mask if reducer is not None else None, inputs=rows_of, positions=positions,
-                 final_norm=hook.take(masks[-1], picks[id(masks[-1])][0]) if hook is not None else None)
+                 final_norm=hook.take(masks[-1], picks[id(masks[-1])][0]) if hook is not None else None,
+                 sources=picked)
 
 
 def _real_tokens(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

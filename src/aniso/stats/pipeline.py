@@ -147,7 +147,9 @@ def _refuse(entry: ModelEntry, name: str, exc: Exception, batch, n_seq: int) -> 
                "non-finite states)" if "NaN or infinite" in str(exc) else f"{entry.id}: layer {name}: {exc}")
     bad = _non_finite_inputs(batch) if "NaN or infinite" in str(exc) else None
     if bad is not None and (len(bad) < batch.n_sequences or batch.n_sequences == 1):  # some inputs: name them
-        raise NonFiniteInputs(message, tuple(n_seq + i for i in bad), f"layer {name}: {exc}") from None
+        items = (tuple(n_seq + i for i in bad) if getattr(batch, "sources", None) is None
+                 else tuple(sorted(int(batch.sources[i]) for i in bad)))  # texts run in order of length
+        raise NonFiniteInputs(message, items, f"layer {name}: {exc}") from None
     raise ModelRefused(message) from None
 
 
