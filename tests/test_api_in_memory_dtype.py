@@ -48,6 +48,20 @@ def test_weights_in_several_dtypes_are_named_by_each():
     assert "bfloat16+float32 weights" in stats.meta["origin"]
 
 
+def test_a_model_whose_parts_cannot_run_together_in_their_dtypes_is_refused_in_one_line():
+    """Embeddings in bfloat16 before blocks in float32: torch's dtype mismatch inside the forward pass (100 lines of
+    traceback) becomes one line naming model, each dtype with its first parameter, and the cast that runs it."""
+    model, tok = _tiny_gpt2()
+    model.to(torch.bfloat16)
+    model.h.float()
+    with pytest.raises(ValueError) as info:
+        aniso.measure(model, TEXTS, tokenizer=tok, name="tiny-gpt2", progress=False)
+    said = str(info.value)
+    assert "\n" not in said and said.startswith("model: its parameters hold 2 floating dtypes, bfloat16 (first: wte."), said
+    assert "float32 (first: h.0." in said and "model.to(torch.bfloat16) or model.to(torch.float32)" in said, said
+    assert next(model.parameters()).dtype == torch.bfloat16 and not model.training  # the model as it was given
+
+
 def test_the_report_names_the_weights_dtype_beside_the_origin(tmp_path):
     """The report's layer-wise tables name each model's origin: an in-memory model's names its dtype, and a hub row
     whose origin does not gets its source's dtype beside it."""

@@ -1249,6 +1249,11 @@ def _measure_loaded(model, tokenizer, inputs, texts, statistics, options, n_inpu
                                         f"in-memory:{ident}" + ("" if dtype == "float32" else f":{dtype}"), statistics)
     except PadTokenRefused as exc:  # the tokenizer given is at fault, as its other refusals name it
         raise ValueError(f"tokenizer: {exc}") from None
+    except RuntimeError as exc:  # torch's dtype mismatch inside a model whose parts are in several dtypes: one line
+        mixed = _mixed_float_dtypes(model, exc)
+        if mixed is None:
+            raise
+        raise ValueError(mixed) from None
     finally:
         model.train(was_training)
     stats.meta["cache"] = {"key": None, "hit": False}
@@ -1283,6 +1288,26 @@ def _weights_short_of_config(model) -> str | None:
     if not short:
         return None
     return shape_fields(model, short).replace("config.json", "the config")
+
+
+def _mixed_float_dtypes(model, exc: Exception) -> str | None:
+    """The one-line refusal of ``model`` when its forward pass failed (``exc``) on a dtype mismatch and its parameters
+    hold several floating dtypes (embeddings in bfloat16, an encoder in float32): each dtype with its first
+    parameter, and the cast that makes the model run. None where the fault is another (a model in several dtypes
+    whose own code casts between them, as one keeping its norms in float32, runs and is measured)."""
+    import re
+
+    first: dict[str, str] = {}
+    for name, p in model.named_parameters():
+        if p.is_floating_point():
+            first.setdefault(str(p.dtype).removeprefix("torch."), name)
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if len(first) < 2 or not re.search(r"dtype|scalar type|type .* should be the same", said):
+        return None
+    held = ", ".join(f"{dtype} (first: {name})" for dtype, name in first.items())
+    casts = " or ".join(f"model.to(torch.{dtype})" for dtype in first)
+    return (f"model: its parameters hold {len(first)} floating dtypes, {held}, and its forward pass fails on the "
+            f"mixture ({said[:200]}); cast it to one dtype ({casts}) before measuring")
 
 
 def _weights_dtype(model) -> str:
