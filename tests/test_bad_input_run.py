@@ -210,11 +210,28 @@ def test_settings_that_are_no_mapping_are_one_line_for_an_in_memory_model_too():
 
     model = BertModel(BertConfig(vocab_size=64, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                                  intermediate_size=16)).eval()
-    for settings, kind in ((Settings(seed=5), r"aniso\.Settings"), (types.SimpleNamespace(seed=3),
-                                                                   r"types\.SimpleNamespace"),
-                           ([("seed", 3)], "list"), ("seed=3", "str")):
+    for settings, kind in ((types.SimpleNamespace(seed=3), r"types\.SimpleNamespace"), ([("seed", 3)], "list"),
+                           ("seed=3", "str")):
         with pytest.raises(TypeError, match=rf"^settings: .* \({kind}\); give a dict of setting names and values"):
             aniso.measure(model, ["a text", "another text"], settings=settings, progress=False)
+    with pytest.raises(TypeError, match=r"^settings: a Settings object \(aniso\.common\.settings\.Settings\)"):
+        aniso.measure(model, ["a text", "another text"], settings=Settings(seed=5), progress=False)
+
+
+def test_a_settings_object_is_named_by_its_import_path_and_the_dict_to_give():
+    """``Settings`` (documented under docs/api.md's Settings) is the plan a run builds, not the API's argument: one
+    given is refused in one line naming its real import path and the dict to give, for a registry id and in check."""
+    import aniso
+    from aniso.common.settings import Settings
+
+    said = (r"^settings: a Settings object \(aniso\.common\.settings\.Settings\), the plan a run builds from "
+            r"settings by name; give a dict of the settings to change, e\.g\. \{'seed': 1\} \(see "
+            r"aniso\.common\.settings\.SETTING_HELP\)$")
+    with pytest.raises(TypeError, match=said):
+        aniso.measure("all-MiniLM-L6-v2", ["a text"], registry=REGISTRY, settings=Settings(seed=1))
+    with pytest.raises(TypeError, match=said):
+        aniso.check("all-MiniLM-L6-v2", registry=REGISTRY, settings=Settings(seed=1))
+    assert not hasattr(aniso, "Settings")  # the name the message gave before, which no import finds
 
 
 def test_a_path_setting_takes_a_pathlib_path(tmp_path):

@@ -404,6 +404,13 @@ def _settings(options: dict[str, Any], settings: dict[str, Any] | None, check: b
 def _settings_argument(settings: Any) -> Mapping[str, Any] | None:
     """``settings``, the API's argument of settings by name, when it is None or a mapping. Raises TypeError naming
     ``settings`` otherwise."""
+    from .common.settings import Settings
+
+    if isinstance(settings, Settings):  # the plan a run builds from settings by name (with the environment and
+        # profile), whose every field is set: taken whole it would pass each default as a setting given
+        raise TypeError("settings: a Settings object (aniso.common.settings.Settings), the plan a run builds from "
+                        "settings by name; give a dict of the settings to change, e.g. {'seed': 1} (see "
+                        "aniso.common.settings.SETTING_HELP)")
     if settings is not None and not isinstance(settings, Mapping):
         raise TypeError(f"settings: {settings!r:.40} ({type_name(settings)}); give a dict of setting names and "
                         "values, e.g. {'n_sequences': 64} (see aniso.common.settings.SETTING_HELP)")
