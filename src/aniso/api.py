@@ -2175,7 +2175,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
     from .sources.hubcache import import_folder
-    from .extract.modalities import INPUT_FORMS, inputs_kind
+    from .extract.modalities import INPUT_FORMS, inputs_kind, modality_of
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_FULL_SIZE_LABEL, TWIN_LABEL, TWIN_SIZES_NAMED, TwinError, twin_folders, twin_spec
 
@@ -2231,8 +2231,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     runnable = []
     for e in hub_rows:
         try:
+            row = modality_of(e)
             twin_spec(e, full_size, max_length=settings.max_length if "max_length" in texts
-                      else TWIN_SIZES["max_length"])
+                      else TWIN_SIZES["max_length"], inputs=row.inputs if row is not None else None)
             runnable.append(e)
         except TwinError as exc:
             refused[e.id] = str(exc)
