@@ -2257,7 +2257,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     label = TWIN_FULL_SIZE_LABEL if full_size else TWIN_LABEL
     manifest: dict[str, Any] = {"label": label, "size": TWIN_SIZES_NAMED[full_size],
                                 "transformers": transformers.__version__, "rows": {},
-                                "refused": refused, "hub_cache": str(root / "hub"), "inputs": {}}
+                                "refused": refused, "hub_cache": str(root / "hub"), "inputs": {},
+                                "registry": str(reg.path) if reg.path is not None else None}
     try:
         from .registry.entries import load_yaml
 
