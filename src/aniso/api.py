@@ -2207,7 +2207,7 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     from .registry.locate import claims_folder, settings_and_registry
     from .registry.selection import parse_claims
     from .sources.hubcache import import_folder
-    from .extract.modalities import INPUT_FORMS, inputs_kind
+    from .extract.modalities import INPUT_FORMS, inputs_kind, modality_of
     from .sources import SOURCE_KINDS
     from .sources.twin import TWIN_FULL_SIZE_LABEL, TWIN_LABEL, TWIN_SIZES_NAMED, TwinError, twin_folders, twin_spec
 
@@ -2263,8 +2263,9 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     runnable = []
     for e in hub_rows:
         try:
+            row = modality_of(e)
             twin_spec(e, full_size, max_length=settings.max_length if "max_length" in texts
-                      else TWIN_SIZES["max_length"])
+                      else TWIN_SIZES["max_length"], inputs=row.inputs if row is not None else None)
             runnable.append(e)
         except TwinError as exc:
             refused[e.id] = str(exc)
@@ -2288,7 +2289,8 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
     label = TWIN_FULL_SIZE_LABEL if full_size else TWIN_LABEL
     manifest: dict[str, Any] = {"label": label, "size": TWIN_SIZES_NAMED[full_size],
                                 "transformers": transformers.__version__, "rows": {},
-                                "refused": refused, "hub_cache": str(root / "hub"), "inputs": {}}
+                                "refused": refused, "hub_cache": str(root / "hub"), "inputs": {},
+                                "registry": str(reg.path) if reg.path is not None else None}
     try:
         from .registry.entries import load_yaml
 

@@ -214,6 +214,31 @@ class AnisoSession:
         return cls(settings, registry, root, provider, BlockSweepProvider(settings), ArchitectureChecks(settings.seed),
                    SeriesProvider(provider), left_out=left_out, twin=cls.twin_manifest(settings, registry.path))
 
+    def left_out_hint(self) -> str:
+        """How to run the registry models this run left out: "run one with: aniso run ID; all of them with: pytest
+        claims --aniso-models all", with the run's registry (``--registry`` / ``--aniso-registry PATH``) when it is
+        not the default one (:func:`aniso.registry.locate.registry_path` of nothing given), so that the commands run
+        the rows of this registry; a twin run's say ``--twin`` and name the registry its twins were made of (the
+        manifest's ``registry``), not the twins' temporary copy."""
+        import shlex
+
+        from .registry.locate import registry_path
+
+        path = self.registry.path
+        if self.twin is not None:
+            path = self.twin.get("registry") or None
+        try:
+            default = registry_path()
+        except ValueError:
+            default = None
+        given = (path is not None and (default is None or Path(path).resolve() != Path(default).resolve()))
+        quoted = shlex.quote(str(path)) if given else ""
+        if self.twin is not None:
+            where = f" --registry {quoted}" if given else ""
+            return f"run one with: aniso run ID --twin{where}; all of them with: aniso run all --twin{where}"
+        return (f"run one with: aniso run ID{f' --registry {quoted}' if given else ''}; all of them with: pytest "
+                f"claims --aniso-models all{f' --aniso-registry {quoted}' if given else ''}")
+
     @staticmethod
     def twin_manifest(settings: Settings, registry: Path | str | None = None) -> dict | None:
         """The manifest of a twin run (the JSON file setting ``twin`` names, written by ``aniso run ID --twin``), or
@@ -640,7 +665,7 @@ class AnisoSession:
         if self.left_out and not one_folder:  # (a folder's run never asked for the registry's models)
             shown = ", ".join(e.id for e in self.left_out[:3]) + (", …" if len(self.left_out) > 3 else "")
             say("", f"{len(self.left_out)} registry model(s) outside the model set {self.settings.models!r} were not "
-                    f"run ({shown}); run one with: aniso run ID; all of them with: pytest claims --aniso-models all")
+                    f"run ({shown}); {self.left_out_hint()}")
         for msg in self.must_run_failures:
             say("error", f"ERROR: {msg}")
         if self.stopped:

@@ -236,7 +236,9 @@ def weights_here(entry, ctx: SourceContext) -> str:
     ``"trained by the suite on first use"``, ``"built by the suite"`` (untrained initialisations) or
     ``"missing: <why>"`` (package not installed, file absent, remote code not opted in, unreadable cache, checkpoints
     of the row's series absent: :func:`missing_checkpoints`...), ``"refused: <why>"`` (the row's modality,
-    architecture or granularity contradicts its model's files: :func:`declared_files_problem`; a local folder
+    architecture or granularity contradicts its model's files: :func:`declared_files_problem`; a hub cache's
+    snapshot that is a twin's random weights, kept by ``aniso run --twin --keep-twins``:
+    :func:`aniso.sources.hub.kept_twin_problem`; a local folder
     without the weights the load reads, :func:`aniso.sources.hubcache.missing_weights`: config.json only), or
     ``"cannot run with the locked libraries (registry: cannot_run)"`` (the row's ``cannot_run`` says why).
 
@@ -264,6 +266,11 @@ def weights_here(entry, ctx: SourceContext) -> str:
                 return "hub only (not cached)"
             if state["missing"]:
                 return f"missing: in the hub cache, but {state['missing']}"
+            from .hub import kept_twin_problem
+
+            twin = kept_twin_problem(entry, state["commit"], ctx)
+            if twin is not None:
+                return f"refused: {twin}"
             return "here (hub cache)"
         SOURCE_KINDS[kind].fingerprint(entry, ctx)
         missing = missing_checkpoints(entry, ctx)

@@ -130,6 +130,8 @@ class SourceContext:
     (:func:`aniso.sources.weights_here`), which needs to know only that the files are there and can be opened: the
     fingerprint then checks that much (:func:`aniso.common.files.check_readable`, the same refusals) and is no
     identity of the weights (``<kind>:unread``), so :func:`aniso.sources.source_fingerprint` refuses such a context.
+    ``twin_manifest``: the manifest of the twin run measuring (setting ``twin``), or None: a hub cache's snapshot a
+    twin run kept (:func:`aniso.sources.hubcache.kept_twin_manifest`) loads only in the twin run of that manifest.
     """
 
     hub: HubStatus = field(default_factory=HubStatus)
@@ -141,6 +143,7 @@ class SourceContext:
     miniature_sizes: dict = field(default_factory=dict)
     device: str = "cpu"
     read_weights: bool = True
+    twin_manifest: str | Path | None = None
 
 
 @dataclass(frozen=True)

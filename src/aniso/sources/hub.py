@@ -8,6 +8,7 @@ remote code and credentials only with the entry's explicit opt-in.
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -1080,6 +1081,7 @@ def fingerprint(entry, ctx: SourceContext) -> str:
         commit = resolve_commit(src.repo, src.revision)
     except (HubCacheError, OSError):
         commit = None
+    _check_twin(entry, commit, ctx)
     pinned = f"#{commit}" if commit and commit != src.revision else ""
     return f"hub:{src.repo}@{src.revision}{pinned}{placement_key(src)}"
 
@@ -1104,6 +1106,34 @@ def _check_variables(entry) -> None:
     problem = hub_variable_problem()
     if problem is not None:
         raise ModelRefused(f"{entry.id}: {problem}")
+
+
+def kept_twin_problem(entry, commit: str | None, ctx: SourceContext | None = None) -> str | None:
+    """One line naming the row and the snapshot folder when the hub cache's snapshot ``commit`` of the row's hub id
+    is a twin's random weights that ``aniso run --twin --keep-twins`` kept there
+    (:func:`aniso.sources.hubcache.kept_twin_manifest`), and ``ctx`` is not the twin run of that manifest
+    (``ctx.twin_manifest``): such weights are never measured as the real model. None otherwise."""
+    from .hubcache import kept_twin_manifest, repo_dir
+
+    if not commit:
+        return None
+    manifest = kept_twin_manifest(entry.source.repo, commit)
+    if manifest is None:
+        return None
+    own = getattr(ctx, "twin_manifest", None)
+    if own is not None and Path(os.path.expanduser(os.fspath(own))).resolve() == manifest.resolve():
+        return None
+    return (f"{entry.id}: {repo_dir(entry.source.repo) / 'snapshots' / commit} is a twin's random weights, kept by "
+            f"aniso run --twin --keep-twins ({manifest}): run it with --twin, or import the real model")
+
+
+def _check_twin(entry, commit: str | None, ctx: SourceContext | None) -> None:
+    """ModelRefused with :func:`kept_twin_problem`'s line, if any."""
+    from .base import ModelRefused
+
+    problem = kept_twin_problem(entry, commit, ctx)
+    if problem is not None:
+        raise ModelRefused(problem)
 
 
 def _check_row(entry, snapshot: Path, commit: str) -> None:
@@ -1161,6 +1191,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
             from .hubcache import repo_dir
 
             snapshot = repo_dir(src.repo) / "snapshots" / state["commit"]
+            _check_twin(entry, state["commit"], ctx)
             _check_row(entry, snapshot, state["commit"])
             model, tok, proc = from_pretrained(entry, src.repo, folder=snapshot, revision=state["commit"],
                                                local_files_only=True)

@@ -37,7 +37,7 @@ __all__ = ["HubCacheError", "Imported", "cache_root", "repo_dir", "import_folder
            "import_provenance", "cached_state", "missing_weights", "cached_repos", "cached_revisions",
            "config_values_problem", "cache_inside_folder", "HUB_ID_PATTERN", "hub_id_problem", "safetensors_problem",
            "dangling_link", "link_to_nothing", "unreadable_model_file", "HUB_CACHE_VARIABLES", "hub_variable_problem",
-           "file_in_the_way"]
+           "file_in_the_way", "TWIN_MANIFEST", "kept_twin_manifest"]
 
 #: A hub id: ``name`` or ``org/name`` (letters, digits, ``_ . -``).
 HUB_ID_PATTERN = re.compile(r"[\w.\-]+(/[\w.\-]+)?")
@@ -224,6 +224,33 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
     from huggingface_hub import constants
 
     return Path(constants.HF_HUB_CACHE)
+
+
+#: The manifest a twin run writes beside its hub cache (``aniso run ID --twin --keep-twins FOLDER``: FOLDER/hub and
+#: FOLDER/twin-manifest.json, which lists each twin's repo and commit under ``rows.<id>.imported``).
+TWIN_MANIFEST = "twin-manifest.json"
+
+
+def kept_twin_manifest(hub_id: str, commit: str, cache_dir: str | Path | None = None) -> Path | None:
+    """The twin run's manifest (:data:`TWIN_MANIFEST`) beside the hub cache when the cache's snapshot ``commit`` of
+    ``hub_id`` is one of that run's twins (random weights, kept by ``--keep-twins``), else None. A manifest that
+    cannot be read, or says no commits, counts every snapshot of the cache as a twin's: nothing in that cache is
+    measured as a real model unless the manifest says it is not a twin."""
+    import json
+
+    try:
+        root = cache_root(cache_dir)
+    except HubCacheError:
+        return None
+    manifest = root.parent / TWIN_MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        imported = [(i["repo"], i["commit"]) for row in data["rows"].values() for i in row["imported"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return manifest
+    return manifest if not imported or (hub_id, commit) in imported else None
 
 
 def repo_dir(hub_id: str, cache_dir: str | Path | None = None) -> Path:

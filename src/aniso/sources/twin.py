@@ -29,6 +29,7 @@ registry).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -64,13 +65,16 @@ class TwinSpec:
     ``model_class``: the transformers class whose weights the repository's ``model.safetensors`` holds (its
     ``config.json`` ``architectures``); ``tokenizer``: the kind of tokenizer files (:data:`_TOKENIZERS`), or None;
     ``processor``: the transformers feature extractor / image processor class, or None; ``remote``: for custom-code
-    architectures, the transformers base classes the twin's own module subclasses (config, model).
+    architectures, the transformers base classes the twin's own module subclasses (config, model); ``inputs``: the
+    kind of inputs the model reads (a key of :data:`aniso.inputs.forms.INPUT_FORMS`: ``text``, ``speech``,
+    ``vision``), which a row's modality must read for the twin to be its model (:func:`twin_spec`).
     """
 
     model_class: str
     tokenizer: str | None = None
     processor: str | None = None
     remote: tuple[str, str] | None = None
+    inputs: str = "text"
 
 
 #: model_type → its twin (the classes the rows' hub repositories use).
@@ -87,16 +91,16 @@ TWIN_SPECS: dict[str, TwinSpec] = {
     "gpt_neox": TwinSpec("GPTNeoXForCausalLM", "neox-bpe"),
     "bloom": TwinSpec("BloomForCausalLM", "bloom-bpe"),
     "canine": TwinSpec("CanineModel", "canine"),
-    "wav2vec2": TwinSpec("Wav2Vec2ForPreTraining", processor="Wav2Vec2FeatureExtractor"),
-    "hubert": TwinSpec("HubertModel", processor="Wav2Vec2FeatureExtractor"),
-    "vit": TwinSpec("ViTForImageClassification", processor="ViTImageProcessor"),
-    "beit": TwinSpec("BeitForImageClassification", processor="BeitImageProcessor"),
-    "segformer": TwinSpec("SegformerForImageClassification", processor="SegformerImageProcessor"),
-    "deit": TwinSpec("DeiTForImageClassification", processor="DeiTImageProcessor"),
-    "resnet": TwinSpec("ResNetForImageClassification", processor="ConvNextImageProcessor"),
-    "efficientnet": TwinSpec("EfficientNetForImageClassification", processor="EfficientNetImageProcessor"),
-    "cvt": TwinSpec("CvtForImageClassification", processor="ConvNextImageProcessor"),
-    "convnext": TwinSpec("ConvNextForImageClassification", processor="ConvNextImageProcessor"),
+    "wav2vec2": TwinSpec("Wav2Vec2ForPreTraining", processor="Wav2Vec2FeatureExtractor", inputs="speech"),
+    "hubert": TwinSpec("HubertModel", processor="Wav2Vec2FeatureExtractor", inputs="speech"),
+    "vit": TwinSpec("ViTForImageClassification", processor="ViTImageProcessor", inputs="vision"),
+    "beit": TwinSpec("BeitForImageClassification", processor="BeitImageProcessor", inputs="vision"),
+    "segformer": TwinSpec("SegformerForImageClassification", processor="SegformerImageProcessor", inputs="vision"),
+    "deit": TwinSpec("DeiTForImageClassification", processor="DeiTImageProcessor", inputs="vision"),
+    "resnet": TwinSpec("ResNetForImageClassification", processor="ConvNextImageProcessor", inputs="vision"),
+    "efficientnet": TwinSpec("EfficientNetForImageClassification", processor="EfficientNetImageProcessor", inputs="vision"),
+    "cvt": TwinSpec("CvtForImageClassification", processor="ConvNextImageProcessor", inputs="vision"),
+    "convnext": TwinSpec("ConvNextForImageClassification", processor="ConvNextImageProcessor", inputs="vision"),
     # Architectures from their repositories' own code: the twin carries a module of its own through auto_map.
     "character_bert": TwinSpec("CharacterBertModel", "bert-wordpiece", remote=("BertConfig", "BertModel")),
     "manta": TwinSpec("MantaModel", "byt5", remote=("T5Config", "T5Model")),
@@ -151,14 +155,17 @@ _POSITION_FIELDS = ("n_positions", "max_position_embeddings", "n_ctx")
 _POSITION_OFFSET = {"roberta": 2}
 
 
-def twin_spec(entry, full_size: bool = False, max_length: int | None = None) -> tuple[str, dict, TwinSpec]:
+def twin_spec(entry, full_size: bool = False, max_length: int | None = None,
+              inputs: str | None = None) -> tuple[str, dict, TwinSpec]:
     """``(model_type, config fields, spec)`` of a registry row's twin, from its ``tiny`` config (the
     ``architectures`` of ``tiny``, where given, names the model class). ByT5 rows (``granularity: byte``) get ByT5's
     tokenizer. ``full_size``: the config fields are the row's ``full`` ones, beside the ``tiny`` config's
     ``model_type``, ``architectures`` and token ids (``*_token_id``: those of the twin's own tokenizer, whose
     special tokens come first). Raises TwinError naming the row when it has no ``tiny`` config (with
     ``full_size``: no ``full`` config), when its model_type has no twin here or is not of the row's ``family`` (a
-    twin is the row's own architecture), when a position field holds fewer positions than ``max_length`` (the
+    twin is the row's own architecture), when ``inputs`` (the kind of inputs the row's modality reads, where
+    given: ``text``, ``speech``, ``vision``) is not what its model_type reads (:attr:`TwinSpec.inputs`: a text
+    model for a speech row), when a position field holds fewer positions than ``max_length`` (the
     tokens per sequence of the twin run, where given), when an activation field names no activation function
     transformers knows, or when the registry says the row cannot run (``cannot_run``)."""
     blocked = getattr(entry, "cannot_run", None)
@@ -182,6 +189,10 @@ def twin_spec(entry, full_size: bool = False, max_length: int | None = None) -> 
     problem = family_problem(entry, model_type)
     if problem:
         raise TwinError(problem)
+    if inputs is not None and inputs != spec.inputs:
+        raise TwinError(f"{entry.id}: modality {entry.modality!r} reads {inputs}, but tiny.model_type {model_type!r} "
+                        f"is a model that reads {spec.inputs} ({spec.model_class}): no twin of the row; give tiny the "
+                        f"model_type of a model that reads {inputs}, or the row the modality of its model")
     for name in _POSITION_FIELDS:
         value = fields_.get(name)
         need = None if max_length is None else max_length + _POSITION_OFFSET.get(model_type, 0)
@@ -192,11 +203,10 @@ def twin_spec(entry, full_size: bool = False, max_length: int | None = None) -> 
     _activations(entry.id, fields_, "full" if full_size else "tiny")
     archs = fields_.pop("architectures", None)
     if archs:
-        spec = TwinSpec(str(archs[0] if isinstance(archs, list) else archs), spec.tokenizer, spec.processor,
-                        spec.remote)
+        spec = dataclasses.replace(spec, model_class=str(archs[0] if isinstance(archs, list) else archs))
     by_granularity = _GRANULARITY_TOKENIZERS.get(entry.granularity)
     if by_granularity is not None and spec.tokenizer is not None:
-        spec = TwinSpec(spec.model_class, by_granularity, spec.processor, spec.remote)
+        spec = dataclasses.replace(spec, tokenizer=by_granularity)
     if full_size:
         return model_type, fields_, spec
     if model_type in _TWIN_CONFIG:

@@ -761,7 +761,8 @@ class StatsProvider:
         and this run's media (for miniatures that train on the photographs not measured)."""
         return SourceContext(self.hub, self.registry.path.parent if self.registry.path else None,
                              self.settings.models_dir, self.settings.cache_dir, self.inputs, self.settings.train_text,
-                             self.settings.miniature_sizes(), self.settings.device)
+                             self.settings.miniature_sizes(), self.settings.device,
+                             twin_manifest=self.settings.twin or None)
 
     @property
     def cache(self) -> StatsCache:
