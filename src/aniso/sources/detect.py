@@ -736,3 +736,70 @@ def _model_file_inside(folder: Path, kinds) -> tuple[str, str] | None:
             if fields is not None:
                 return name, kind.detects
     return None
+
+
+#: Files every tokenizer class may read (the fast tokenizer's, the settings): no sign of one class or another.
+_SHARED_TOKENIZER_FILES = frozenset({"tokenizer.json", "tokenizer_config.json"})
+
+
+@functools.lru_cache(maxsize=None)
+def _vocabulary_files(class_name: str) -> frozenset[str] | None:
+    """The vocabulary files transformers' tokenizer class ``class_name`` reads (its ``vocab_files_names``), less
+    :data:`_SHARED_TOKENIZER_FILES`; None for a class that cannot be imported here."""
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    try:
+        names = tokenizer_class_from_name(class_name).vocab_files_names
+    except Exception:  # a class needing a library not installed (sentencepiece), or none
+        return None
+    return frozenset(v for v in (names or {}).values() if isinstance(v, str)) - _SHARED_TOKENIZER_FILES
+
+
+def _tokenizer_classes(names: Any) -> list[str]:
+    return [n for n in (names if isinstance(names, (list, tuple)) else [names]) if isinstance(n, str)]
+
+
+def tokenizer_problem(folder: Path, config: dict[str, Any]) -> str | None:
+    """Why the model folder ``folder`` cannot be measured as its config's ``model_type``: its tokenizer files are
+    another model type's (a BERT folder, ``vocab.txt``, whose config.json says ``model_type: roberta``); None when
+    they are its own, when its ``tokenizer_config.json`` names its tokenizer class, or when nothing tells.
+
+    The model type's own tokenizer class and every other's vocabulary files are transformers'
+    (``TOKENIZER_MAPPING_NAMES`` and each class's ``vocab_files_names``). A folder holding none of its own class's
+    files but every file of another model type's class, and a ``tokenizer.json`` (which the config's class reads
+    whatever tokenizer wrote it), was loaded under the config's classes without a word, and
+    measured wrong: RoBERTa's position ids start after its padding id, so BERT weights loaded as RoBERTa read each
+    token at the next position (layer 0 average cosine 0.18 instead of the model's own 0.05)."""
+    import json
+
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type not in TOKENIZER_MAPPING_NAMES:
+        return None
+    try:
+        told = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        told = None
+    if told:  # the folder names its tokenizer itself
+        return None
+    present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    own_classes = _tokenizer_classes(TOKENIZER_MAPPING_NAMES[model_type])
+    own = [files for files in map(_vocabulary_files, own_classes) if files]
+    if not own or any(files & present for files in own) or "tokenizer.json" not in present:
+        return None  # (without tokenizer.json the config's class cannot load, and says so)
+    for names in TOKENIZER_MAPPING_NAMES.values():
+        for name in _tokenizer_classes(names):
+            if name in own_classes:
+                continue
+            files = _vocabulary_files(name)
+            if files and files <= present and files not in own:
+                wanted = " or ".join(", ".join(sorted(f)) for f in own)
+                return (f"config.json says model_type {model_type!r}"
+                        + (f" (architectures {config['architectures']})" if config.get("architectures") else "")
+                        + f", but its tokenizer files ({', '.join(sorted(files))}, tokenizer.json) are {name}'s, "
+                        f"and it has none of {model_type}'s ({wanted}): the weights are likely "
+                        f"another model's, which would be measured wrong as {model_type}; fix config.json's "
+                        "model_type and architectures to the model's own (or name the tokenizer in "
+                        "tokenizer_config.json's tokenizer_class)")
+    return None
