@@ -54,3 +54,20 @@ def test_a_folder_of_its_own_tokenizer_or_naming_its_tokenizer_is_detected(tmp_p
     bert = _folder(tmp_path / "bert", {"vocab.txt": "a\n", "tokenizer.json": "{}"},
                    CONFIG | {"model_type": "bert", "architectures": ["BertModel"]})
     assert tokenizer_problem(bert, json.loads((bert / "config.json").read_text())) is None
+
+
+def test_a_local_row_whose_config_names_another_model_type_s_classes_is_refused_at_load(tmp_path, capsys):
+    """A registry row (source kind local, family roberta) on a folder whose config.json says model_type roberta and
+    architectures [BertModel] was loaded as RoBERTa without a word; the folder given as a path was refused."""
+    from aniso.cli import main
+
+    folder = _folder(tmp_path, {"vocab.json": "{}", "merges.txt": "", "tokenizer.json": "{}"},
+                     CONFIG | {"architectures": ["BertModel"]})
+    registry = tmp_path / "models.yaml"
+    registry.write_text(f"models:\n- id: my-rob\n  source: {{kind: local, path: {folder}}}\n  modality: text\n"
+                        "  granularity: subword\n  architecture: transformer\n  role: encoder\n  family: roberta\n",
+                        encoding="utf-8")
+    assert main(["stats", "my-rob", "--registry", str(registry), "--n-sequences", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"my-rob: {folder}: config.json says model_type 'roberta' but architectures " \
+        "['BertModel']" in err and "fix the one that is wrong" in err, err

@@ -171,13 +171,9 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
             raise NotATransformer(f"model_type {model_type!r} is {what}; the claims are about Transformers, so it is "
                                   f"not detected: to measure it as a control, write its models.yaml entry by hand "
                                   f"with tags: [{CONTROL_TAG}]")
-    owners = _class_model_types()
-    foreign = [a for a in architectures if a in owners and model_type not in owners[a]]
-    if foreign and len(foreign) == len(architectures):
-        raise UndetectableModel(
-            f"config.json says model_type {model_type!r} but architectures {foreign}, transformers' class(es) of "
-            f"model_type {' or '.join(repr(t) for t in sorted(owners[foreign[0]]))}: the config contradicts itself, "
-            "so what the model is (and which weights it holds) cannot be told; fix the one that is wrong")
+    contradiction = architectures_problem(config)
+    if contradiction is not None:
+        raise UndetectableModel(contradiction)
     if model_type in _TYPES:
         modality, granularity, architecture = _TYPES[model_type]
     elif _looks_like_text(config):
@@ -194,6 +190,23 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
         role = "encoder"
     return {"modality": modality, "granularity": granularity, "architecture": architecture, "role": role,
             "family": model_type}
+
+
+def architectures_problem(config: dict[str, Any]) -> str | None:
+    """Why a config.json contradicts itself: every class its ``architectures`` names is, by transformers' auto
+    mappings (:func:`_class_model_types`), a class of another model type than its ``model_type`` (``BertModel``
+    with ``roberta``); None otherwise."""
+    model_type = config.get("model_type")
+    architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
+    if not isinstance(model_type, str) or not architectures:
+        return None
+    owners = _class_model_types()
+    foreign = [a for a in architectures if a in owners and model_type not in owners[a]]
+    if not foreign or len(foreign) != len(architectures):
+        return None
+    return (f"config.json says model_type {model_type!r} but architectures {foreign}, transformers' class(es) of "
+            f"model_type {' or '.join(repr(t) for t in sorted(owners[foreign[0]]))}: the config contradicts itself, "
+            "so what the model is (and which weights it holds) cannot be told; fix the one that is wrong")
 
 
 def _transformers_models() -> Path:

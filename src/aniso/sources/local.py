@@ -87,12 +87,12 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     """Load the folder's model and preprocessor. Raises ModelUnavailable naming the model if the folder is missing,
     cannot be loaded, or its ``config.json`` is of a model that is not a Transformer (before reading the weights;
     :func:`aniso.sources.detect.transformer_problem`); ModelRefused naming the file when a model file is no regular
-    file (:func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened, or whose tokenizer files
-    are another model type's than its config's (:func:`aniso.sources.detect.tokenizer_problem`), before the weights
-    are read."""
+    file (:func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened, or whose config.json
+    contradicts itself (:func:`aniso.sources.detect.architectures_problem`) or whose tokenizer files are another
+    model type's than its config's (:func:`aniso.sources.detect.tokenizer_problem`), before the weights are read."""
     import json
 
-    from .detect import tokenizer_problem, transformer_problem
+    from .detect import architectures_problem, tokenizer_problem, transformer_problem
 
     from .base import ModelRefused
     from .hubcache import unreadable_model_file
@@ -110,7 +110,7 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     problem = transformer_problem(entry, model_type)
     if problem:
         raise ModelUnavailable(f"{problem} ({path / 'config.json'})")
-    told = tokenizer_problem(path, config) if isinstance(config, dict) else None
+    told = (architectures_problem(config) or tokenizer_problem(path, config)) if isinstance(config, dict) else None
     if told is not None:
         raise ModelRefused(f"{entry.id}: {path}: {told}")
     try:
