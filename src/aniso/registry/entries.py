@@ -462,6 +462,35 @@ Ident = Annotated[str, Field(pattern=ID_PATTERN, max_length=ID_MAX_LENGTH)]
 
 #: The keys of a ``tiny`` config that hold a size or a count (hidden_size, num_hidden_layers, n_head, vocab_size,
 #: max_position_embeddings, d_model, ...), checked to be at least 1.
+#: Unicode white space other than the plain space (no-break space U+00A0, the en/em/thin spaces U+2000-U+200A,
+#: the ideographic space U+3000, tabs, line breaks), and the zero-width spaces (U+200B, U+2060, U+FEFF), which text
+#: pasted from a web page or a word processor brings along and which make ``bert\u00a0`` a value distinct from
+#: ``bert``.
+_ODD_SPACE = re.compile(r"[^\S ]|[\u200b\u2060\ufeff]")
+
+
+def _no_odd_spaces(value: Any, field: str) -> None:
+    """Raise ValueError (the field, the character by its code point and name, what to write) for an identifier
+    field's text ``value`` (or a list's text items) that holds a white-space character other than the plain space
+    (:data:`_ODD_SPACE`), or a space before or after it: a family ``bert\u00a0`` was accepted as a family distinct
+    from ``bert``."""
+    import unicodedata
+
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if not isinstance(item, str):
+            continue
+        odd = _ODD_SPACE.search(item)
+        meant = " ".join(_ODD_SPACE.sub(" ", item).split())
+        if odd is not None:
+            char = odd.group()
+            raise ValueError(f"{item!r} holds U+{ord(char):04X} ({unicodedata.name(char, 'a white-space character')})"
+                             f", no plain character of an identifier (pasted text brings it along): write "
+                             f"{field}: {meant}" if meant else f"{item!r} is blank")
+        if item != item.strip(" "):
+            raise ValueError(f"{item!r} has a blank before or after it: write {field}: {meant}" if meant
+                             else f"{item!r} is blank")
+
+
 _SIZE_KEY = re.compile(r"(size|dim$|^num_|^n_|layers|heads|positions|length|^d_|^vocab)")
 
 
@@ -520,6 +549,15 @@ class ModelEntry(Strict):
     def large(self) -> bool:
         """True for a model of more than :data:`LARGE_PARAMS_M` million parameters (left out of the ``small`` set)."""
         return self.params_m is not None and self.params_m > LARGE_PARAMS_M
+
+    @field_validator("id", "family", "tags", "stands_for", "fine_tuned_from", "modality", "granularity",
+                     "architecture", "role", "category", "relation", mode="before")
+    @classmethod
+    def _plain_identifier(cls, value, info):
+        """An identifier (id, family, tag, kind) holds no white space but the plain space, and none before or after
+        it (:func:`_no_odd_spaces`)."""
+        _no_odd_spaces(value, info.field_name)
+        return value
 
     @field_validator("tiny", "full")
     @classmethod

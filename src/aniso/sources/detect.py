@@ -171,13 +171,9 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
             raise NotATransformer(f"model_type {model_type!r} is {what}; the claims are about Transformers, so it is "
                                   f"not detected: to measure it as a control, write its models.yaml entry by hand "
                                   f"with tags: [{CONTROL_TAG}]")
-    owners = _class_model_types()
-    foreign = [a for a in architectures if a in owners and model_type not in owners[a]]
-    if foreign and len(foreign) == len(architectures):
-        raise UndetectableModel(
-            f"config.json says model_type {model_type!r} but architectures {foreign}, transformers' class(es) of "
-            f"model_type {' or '.join(repr(t) for t in sorted(owners[foreign[0]]))}: the config contradicts itself, "
-            "so what the model is (and which weights it holds) cannot be told; fix the one that is wrong")
+    contradiction = architectures_problem(config)
+    if contradiction is not None:
+        raise UndetectableModel(contradiction)
     if model_type in _TYPES:
         modality, granularity, architecture = _TYPES[model_type]
     elif _looks_like_text(config):
@@ -194,6 +190,23 @@ def entry_fields(config: dict[str, Any]) -> dict[str, str]:
         role = "encoder"
     return {"modality": modality, "granularity": granularity, "architecture": architecture, "role": role,
             "family": model_type}
+
+
+def architectures_problem(config: dict[str, Any]) -> str | None:
+    """Why a config.json contradicts itself: every class its ``architectures`` names is, by transformers' auto
+    mappings (:func:`_class_model_types`), a class of another model type than its ``model_type`` (``BertModel``
+    with ``roberta``); None otherwise."""
+    model_type = config.get("model_type")
+    architectures = [a for a in config.get("architectures") or [] if isinstance(a, str)]
+    if not isinstance(model_type, str) or not architectures:
+        return None
+    owners = _class_model_types()
+    foreign = [a for a in architectures if a in owners and model_type not in owners[a]]
+    if not foreign or len(foreign) != len(architectures):
+        return None
+    return (f"config.json says model_type {model_type!r} but architectures {foreign}, transformers' class(es) of "
+            f"model_type {' or '.join(repr(t) for t in sorted(owners[foreign[0]]))}: the config contradicts itself, "
+            "so what the model is (and which weights it holds) cannot be told; fix the one that is wrong")
 
 
 def _transformers_models() -> Path:
@@ -735,4 +748,71 @@ def _model_file_inside(folder: Path, kinds) -> tuple[str, str] | None:
                 break
             if fields is not None:
                 return name, kind.detects
+    return None
+
+
+#: Files every tokenizer class may read (the fast tokenizer's, the settings): no sign of one class or another.
+_SHARED_TOKENIZER_FILES = frozenset({"tokenizer.json", "tokenizer_config.json"})
+
+
+@functools.lru_cache(maxsize=None)
+def _vocabulary_files(class_name: str) -> frozenset[str] | None:
+    """The vocabulary files transformers' tokenizer class ``class_name`` reads (its ``vocab_files_names``), less
+    :data:`_SHARED_TOKENIZER_FILES`; None for a class that cannot be imported here."""
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    try:
+        names = tokenizer_class_from_name(class_name).vocab_files_names
+    except Exception:  # a class needing a library not installed (sentencepiece), or none
+        return None
+    return frozenset(v for v in (names or {}).values() if isinstance(v, str)) - _SHARED_TOKENIZER_FILES
+
+
+def _tokenizer_classes(names: Any) -> list[str]:
+    return [n for n in (names if isinstance(names, (list, tuple)) else [names]) if isinstance(n, str)]
+
+
+def tokenizer_problem(folder: Path, config: dict[str, Any]) -> str | None:
+    """Why the model folder ``folder`` cannot be measured as its config's ``model_type``: its tokenizer files are
+    another model type's (a BERT folder, ``vocab.txt``, whose config.json says ``model_type: roberta``); None when
+    they are its own, when its ``tokenizer_config.json`` names its tokenizer class, or when nothing tells.
+
+    The model type's own tokenizer class and every other's vocabulary files are transformers'
+    (``TOKENIZER_MAPPING_NAMES`` and each class's ``vocab_files_names``). A folder holding none of its own class's
+    files but every file of another model type's class, and a ``tokenizer.json`` (which the config's class reads
+    whatever tokenizer wrote it), was loaded under the config's classes without a word, and
+    measured wrong: RoBERTa's position ids start after its padding id, so BERT weights loaded as RoBERTa read each
+    token at the next position (layer 0 average cosine 0.18 instead of the model's own 0.05)."""
+    import json
+
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type not in TOKENIZER_MAPPING_NAMES:
+        return None
+    try:
+        told = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        told = None
+    if told:  # the folder names its tokenizer itself
+        return None
+    present = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    own_classes = _tokenizer_classes(TOKENIZER_MAPPING_NAMES[model_type])
+    own = [files for files in map(_vocabulary_files, own_classes) if files]
+    if not own or any(files & present for files in own) or "tokenizer.json" not in present:
+        return None  # (without tokenizer.json the config's class cannot load, and says so)
+    for names in TOKENIZER_MAPPING_NAMES.values():
+        for name in _tokenizer_classes(names):
+            if name in own_classes:
+                continue
+            files = _vocabulary_files(name)
+            if files and files <= present and files not in own:
+                wanted = " or ".join(", ".join(sorted(f)) for f in own)
+                return (f"config.json says model_type {model_type!r}"
+                        + (f" (architectures {config['architectures']})" if config.get("architectures") else "")
+                        + f", but its tokenizer files ({', '.join(sorted(files))}, tokenizer.json) are {name}'s, "
+                        f"and it has none of {model_type}'s ({wanted}): the weights are likely "
+                        f"another model's, which would be measured wrong as {model_type}; fix config.json's "
+                        "model_type and architectures to the model's own (or name the tokenizer in "
+                        "tokenizer_config.json's tokenizer_class)")
     return None

@@ -87,10 +87,12 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     """Load the folder's model and preprocessor. Raises ModelUnavailable naming the model if the folder is missing,
     cannot be loaded, or its ``config.json`` is of a model that is not a Transformer (before reading the weights;
     :func:`aniso.sources.detect.transformer_problem`); ModelRefused naming the file when a model file is no regular
-    file (:func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened."""
+    file (:func:`aniso.sources.hubcache.unreadable_model_file`), before any file is opened, or whose config.json
+    contradicts itself (:func:`aniso.sources.detect.architectures_problem`) or whose tokenizer files are another
+    model type's than its config's (:func:`aniso.sources.detect.tokenizer_problem`), before the weights are read."""
     import json
 
-    from .detect import transformer_problem
+    from .detect import architectures_problem, tokenizer_problem, transformer_problem
 
     from .base import ModelRefused
     from .hubcache import unreadable_model_file
@@ -101,12 +103,16 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     if broken is not None:
         raise ModelRefused(f"{entry.id}: {path}: {broken}")
     try:
-        model_type = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        model_type = config.get("model_type")
     except (OSError, ValueError, AttributeError):
-        model_type = None  # from_pretrained says what is wrong with it
+        config, model_type = None, None  # from_pretrained says what is wrong with it
     problem = transformer_problem(entry, model_type)
     if problem:
         raise ModelUnavailable(f"{problem} ({path / 'config.json'})")
+    told = (architectures_problem(config) or tokenizer_problem(path, config)) if isinstance(config, dict) else None
+    if told is not None:
+        raise ModelRefused(f"{entry.id}: {path}: {told}")
     try:
         model, tok, proc = from_pretrained(entry, str(path), local_files_only=True)
     except OSError as exc:
@@ -116,19 +122,25 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
 
 def detect(path: Path) -> dict | None:
     """The registry fields of a transformers model folder (one with ``config.json``), from its config
-    (:func:`aniso.sources.detect.entry_fields`); None for anything else. Raises UndetectableModel as that does, and
+    (:func:`aniso.sources.detect.entry_fields`); None for anything else. Raises UndetectableModel as that does, when
+    its tokenizer files are another model type's than its config's (:func:`aniso.sources.detect.tokenizer_problem`),
+    and
     naming ``config.json`` when it is no regular file (a symbolic link to a device or to nothing, a FIFO, a folder),
     before anything opens it."""
-    from .detect import config_of, entry_fields
+    from .detect import UndetectableModel, config_of, entry_fields, tokenizer_problem
 
     if not (path.is_dir() and os.path.lexists(path / "config.json")):
         return None
     if not (path / "config.json").is_file():  # a link to a device or to nothing, a FIFO, a folder: never opened
-        from .detect import UndetectableModel
         from .hubcache import unreadable_model_file
 
         raise UndetectableModel(unreadable_model_file(path) or "config.json is no regular file")
-    return {"source": {"kind": "local", "path": str(path.resolve())}, **entry_fields(config_of(str(path)))}
+    config = config_of(str(path))
+    fields = entry_fields(config)
+    problem = tokenizer_problem(path, config)
+    if problem is not None:
+        raise UndetectableModel(problem)
+    return {"source": {"kind": "local", "path": str(path.resolve())}, **fields}
 
 
 KIND = SourceKind("local", LocalSource, fingerprint, load, detect=detect,
