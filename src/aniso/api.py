@@ -121,8 +121,9 @@ def _same_values(a: Any, b: Any) -> bool:
         return a is b
 
 
-#: The keys of :attr:`LayerStats.meta` that record wall time, which ``==`` leaves out.
-_WALL_TIME_META = frozenset({"seconds"})
+#: The keys of :attr:`LayerStats.meta` that record how this run got the statistics (its wall time, whether the
+#: cache held them), which ``==`` leaves out.
+_WALL_TIME_META = frozenset({"seconds", "cache"})
 
 
 @dataclass(frozen=True)
@@ -160,8 +161,8 @@ class LayerStats:
     def __eq__(self, other: object) -> bool:
         """Equal when every field but ``stats`` is, a statistic that is NaN (not kept) equal to NaN: a copy read back
         from a pickle or joblib equals the original (``float('nan') != float('nan')`` otherwise makes it differ).
-        The wall time in ``meta`` (:data:`_WALL_TIME_META`) takes no part: two measurements of one model on the same
-        inputs are equal however long each took."""
+        The wall time and the cache's part in ``meta`` (:data:`_WALL_TIME_META`) take none: two measurements of one
+        model on the same inputs are equal however long each took, and whether or not one was read from the cache."""
         if not isinstance(other, LayerStats):
             return NotImplemented
         fields_of = lambda x: (x.model_id, x.layer_names, [asdict(s) for s in x.layers], x.inputs, x.settings,
@@ -220,7 +221,8 @@ class LayerStats:
                        "settings": self.settings, "meta": self.meta})
 
     def series(self, column: str):
-        """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``; a
+        """One column across layers as a float64 numpy array of shape (n_layers,), e.g. ``series("avg_cos")``, or
+        (n_layers, k) for a column that holds k numbers per layer (``rogue_dims``: its top dimensions); a
         column is also found by its key in :meth:`to_dict`'s layers (``"mean_cosine"`` for ``"avg_cos"``).
         Raises ValueError naming the column if there is no such column (with the one meant, where one is close), and
         TypeError naming ``column`` when it is no str (one column a call: a list is not read as several)."""

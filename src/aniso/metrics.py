@@ -1345,7 +1345,8 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     Parameters
     ----------
     x : NumPy array or torch tensor (any device) of shape (n, d); needs at least 3 distinct points
-    discard_fraction : float in [0, 1), share of the largest μ discarded
+    discard_fraction : float in [0, 1), share of the largest μ discarded (floor(n(1 − f)) of the n ratios kept,
+        n(1 − f) rounded to 1e-6 first, so that 0.9 of 100 points keeps 10)
 
     Returns
     -------
@@ -1376,7 +1377,9 @@ def twonn_dimension(x, discard_fraction: float = 0.1) -> float:
     n = points.shape[0]
     if n < 3:
         raise ValueError(f"TwoNN needs at least 3 distinct points, got {n}")
-    keep = int(math.floor(n * (1 - discard_fraction)))
+    # n(1 − f) in float64 falls just below a whole number where it is one (1 − 0.9 = 0.09999999999999998: 100
+    # points kept 9 ratios, not 10): rounded to 1e-6 first, a fraction is read as the decimal it was written as
+    keep = int(math.floor(round(n * (1 - discard_fraction), 6)))
     keep = min(keep, n - 1)  # F_emp = 1 at the last point gives log(0)
     if keep < TWONN_MIN_RATIOS:
         raise ValueError(f"discard_fraction {discard_fraction} keeps {keep} of {n} neighbour ratios; TwoNN's fit needs "
