@@ -306,20 +306,11 @@ _SEED_SIZES = (("hidden_size", ("hidden_size", "n_embd", "d_model"), "wide"),
                ("num_hidden_layers", ("num_hidden_layers", "n_layer"), "layers"))
 
 
-def _config_size(config: dict[str, Any], model_type: Any, name: str, other_names: tuple[str, ...]) -> int | None:
-    """The config field ``name`` (a transformers attribute name) of ``config`` (a config's fields as a dict) of
-    ``model_type``, read under the name its config class's ``attribute_map`` gives it, else under ``other_names``;
-    None where it has none that is a whole number."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
-    names: tuple[str, ...] = other_names
-    try:
-        mapped = CONFIG_MAPPING[model_type].attribute_map.get(name) if isinstance(model_type, str) else None
-    except KeyError:
-        mapped = None
-    if mapped:
-        names = (mapped,) + names
-    for key in names:
+def _config_size(config: dict[str, Any], name: str, other_names: tuple[str, ...]) -> int | None:
+    """The value of transformers' standard attribute ``name`` in ``config`` (a config's fields as a dict, with its
+    ``model_type``), read from the field :func:`_config_field` names, else under ``other_names``; None where none is
+    a whole number."""
+    for key in (_config_field(config, name), *other_names):
         value = config.get(key)
         if type(value) is int:
             return value
@@ -339,8 +330,8 @@ def _seed_size_contradiction(entry, config: dict[str, Any]) -> str | None:
     full_type = seed.full.get("model_type", seed.tiny.get("model_type"))
     differ = []
     for name, others, word in _SEED_SIZES:
-        ours = _config_size(config, config.get("model_type"), name, others)
-        theirs = _config_size(seed.full, full_type, name, others)
+        ours = _config_size(config, name, others)
+        theirs = _config_size({"model_type": full_type, **seed.full}, name, others)
         if ours is not None and theirs is not None and ours != theirs:
             differ.append((word, ours, theirs))
     if not differ:
