@@ -2149,7 +2149,8 @@ def _twin_args(claims_dir: Path, ids: Sequence[str], registry: Path, manifest: P
 _TWIN_TRAINING_TEXTS = {False: 256, True: 2048}
 
 
-_TWIN_RUN_WRITES = ("models.yaml", "twin-manifest.json", "hub", "folders")  # what a twin run writes in its folder
+#: What a twin run writes in its folder besides its manifest (:data:`aniso.sources.hubcache.TWIN_MANIFEST`).
+_TWIN_RUN_WRITES = ("models.yaml", "hub", "folders")
 
 
 def _check_keep_twins_folder(keep: Path) -> None:
@@ -2157,9 +2158,11 @@ def _check_keep_twins_folder(keep: Path) -> None:
     holds ``twin-manifest.json`` (an earlier twin run's folder, which a new one replaces): a user's own
     ``models.yaml`` would be overwritten by the twins' registry. Raises ValueError (one line) naming the folder and
     the file."""
-    if not keep.is_dir() or (keep / "twin-manifest.json").exists():
+    from .sources.hubcache import TWIN_MANIFEST
+
+    if not keep.is_dir() or (keep / TWIN_MANIFEST).exists():
         return
-    for name in _TWIN_RUN_WRITES:
+    for name in _TWIN_RUN_WRITES:  # (a folder holding the manifest returned above)
         if os.path.lexists(keep / name):
             raise ValueError(f"--keep-twins: {keep} holds {name}, which a twin run writes there (its registry, "
                              "manifest, twins and hub cache) and would replace; give an empty folder, a new one, or "
@@ -2333,8 +2336,10 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         from .judge.results import file_digest
 
         manifest["registry_sha256"] = file_digest(tmp_registry)  # the manifest labels runs of this registry only
-        (root / "twin-manifest.json").write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
-        args = _plugins_off(pytest_args) + _twin_args(claims_dir, ids, tmp_registry, root / "twin-manifest.json",
+        from .sources.hubcache import TWIN_MANIFEST
+
+        (root / TWIN_MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
+        args = _plugins_off(pytest_args) + _twin_args(claims_dir, ids, tmp_registry, root / TWIN_MANIFEST,
                                                       sizes, "" if wanted.everything else str(wanted), texts)
         say(f"--twin: {len(ids)} twin(s) built and imported into {root / 'hub'} ({label})")
         tally = _Tally()
