@@ -6,6 +6,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Callable
@@ -384,6 +385,26 @@ def _unicode_name(c: str) -> str:
     return unicodedata.name(c, "a format character").lower()
 
 
+#: A value that begins as a URL does (``https://``, ``s3://``, ``hf://``): a scheme of two letters or more (so that
+#: ``C:/`` is no URL), then ``:/``, which is all that is left of ``://`` once the value is made a ``Path``.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
+
+
+def url_given(path: str | Path) -> str | None:
+    """The URL that ``path`` is (``https://…``, ``s3://…``) when it names no file, else None. ``Path("https://x/y")``
+    has already lost one slash (``https:/x/y``); both spellings are recognised and the URL is given back with
+    ``://``, to be shown as the user wrote it."""
+    text = str(path)
+    m = _URL.match(text)
+    if m is None or os.path.lexists(text):
+        return None
+    return text if text[m.end():].startswith("/") else text[:m.end()] + "/" + text[m.end():]
+
+
+#: What a URL given where a file is read is told (after the URL): only local files are read.
+URL_NOT_READ = "is a URL; only local files are read: download it first and give the downloaded file's path"
+
+
 def not_a_regular_file(path: str | Path) -> str | None:
     """Why ``path`` cannot be read as an input file, or None: it does not exist, is a folder, or is no regular file
     (a FIFO or pipe, which would block or be read once only, a device, a socket). Checked with ``os.stat``, which
@@ -393,6 +414,8 @@ def not_a_regular_file(path: str | Path) -> str | None:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
+        if url_given(path) is not None:
+            return URL_NOT_READ
         stripped = str(path).strip()
         if stripped and stripped != str(path) and os.path.exists(stripped):  # 'c.txt\r' from a file of CRLF lines
             return (f"does not exist: its name, {str(path)!r}, has blanks or a line end at its ends, and "

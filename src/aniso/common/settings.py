@@ -453,7 +453,7 @@ class Settings:
         if not any(part.strip() for part in self.models.split(",")):
             raise SettingError(f"{_where('models')} must name a model set, a tag or registry ids "
                                f"(e.g. small, paper, all), got {self.models!r}")
-        from .files import path_text_problem
+        from .files import URL_NOT_READ, path_text_problem, url_given
 
         for name in PATH_SETTINGS:
             value = getattr(self, name)
@@ -473,6 +473,10 @@ class Settings:
                                f"miniatures' attention heads share the width), got {self.miniature_width}")
         for name in (*INPUT_PATH_SETTINGS, "cache_dir", "report_dir"):  # frozen: the paths the run reads and
             value = getattr(self, name)  # writes, from the working folder where the run entered (its check, too)
+            url = url_given(value) if isinstance(value, str) else None
+            if url is not None:  # made absolute, https://x/c.txt would be looked for as ./https:/x/c.txt
+                raise SettingError(f"{_where(name)}: {url} {URL_NOT_READ}" if name in INPUT_PATH_SETTINGS else
+                                   f"{_where(name)}: {url} is a URL; this setting names a local folder to write in")
             if isinstance(value, str):
                 object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
         memory = physical_memory()

@@ -742,7 +742,7 @@ def _read_bounded(path: Path) -> str:
     """The text of ``path``, a regular file of at most :data:`MAX_RESULTS_BYTES`. Raises ValueError (one line) when
     it is ``-`` (standard input is not read), its name holds a NUL byte, it is no regular file (a device such as
     /dev/zero, a FIFO: never opened), is larger, or cannot be read as UTF-8."""
-    from ..common.files import binary_kind, not_a_regular_file, wide_unicode
+    from ..common.files import binary_kind, not_a_regular_file, url_given, wide_unicode
 
     if str(path) == "-":  # the convention of many commands for standard input: not a file named "-" looked for
         raise ValueError(NOT_STANDARD_INPUT)
@@ -751,7 +751,7 @@ def _read_bounded(path: Path) -> str:
                          "is the results.json a run wrote")
     why = not_a_regular_file(path)
     if why is not None:
-        raise ValueError(f"{path} {why}; a results file is the results.json a run wrote")
+        raise ValueError(f"{url_given(path) or path} {why}; a results file is the results.json a run wrote")
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size

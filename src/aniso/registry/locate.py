@@ -38,8 +38,12 @@ def _not_a_file(given: str | Path, path: Path) -> str:
     """Why ``path`` (``given`` made absolute) is no registry file, beginning with ``given``: ``is a symbolic link to
     T, which does not exist`` for a link to nothing (as the checks of the cache and report folders say it), ``does
     not exist`` or ``is not a file``; a relative ``given`` is followed by the absolute path looked at."""
+    from ..common.files import URL_NOT_READ, link_loop, url_given
+
+    url = url_given(given)
+    if url is not None and not os.path.lexists(path):
+        return f"{url} {URL_NOT_READ}"
     shown = str(given) if Path(os.path.expanduser(str(given))).is_absolute() else f"{given} ({path})"
-    from ..common.files import link_loop
 
     loop = link_loop(path)
     if loop is not None:

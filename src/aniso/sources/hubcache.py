@@ -486,7 +486,12 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
         raise HubCacheError(in_the_way)
     src = Path(os.path.expanduser(str(folder))).resolve()
     if not src.is_dir():
-        raise HubCacheError(f"{folder}: no such folder")
+        from ..common.files import url_given
+
+        url = url_given(folder)
+        raise HubCacheError(f"{folder}: no such folder" if url is None else
+                            f"{url} is a URL; the import reads a local folder: download the model's files first "
+                            "(e.g. git clone, or a browser) and give that folder")
     inside = cache_inside_folder(src, cache_dir)
     if inside is not None:
         raise HubCacheError(f"{folder}: the hub cache {inside} is inside the folder imported; give a cache folder "
