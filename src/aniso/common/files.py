@@ -163,14 +163,15 @@ def exclusive(path: Path, notice_after: float = LOCK_NOTICE_SECONDS):
         # filelock makes regular files: a link or a folder here is no live lock; aside with it, as a corrupt entry
         what = ("a symbolic link" if lock_path.is_symlink() else "a folder" if lock_path.is_dir() else
                 "a special file (a FIFO, a device or a socket)")
-        warnings.warn(f"{lock_path} is {what}, not a lock file aniso makes; {quarantine(lock_path)}",
-                      RuntimeWarning, stacklevel=3)
+        warn_as_file(str(lock_path), f"{lock_path} is {what}, not a lock file aniso makes; "
+                     f"{quarantine(lock_path)}", RuntimeWarning, __name__)
     lock = FileLock(str(lock_path))
     try:
         lock.acquire(timeout=notice_after)
     except Timeout:
-        warnings.warn(f"waiting for another process that holds {lock.lock_file} (it is making the same cache entry; "
-                      "a stopped one, Ctrl-Z, holds it until it goes on or ends)", RuntimeWarning, stacklevel=3)
+        warn_as_file(str(lock.lock_file), f"waiting for another process that holds {lock.lock_file} (it is making "
+                     "the same cache entry; a stopped one, Ctrl-Z, holds it until it goes on or ends)",
+                     RuntimeWarning, __name__)
         lock.acquire()
     try:
         yield lock
@@ -204,7 +205,7 @@ def _flock(path: Path, notice_after: float | None = None, waiting: str = ""):
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        warnings.warn(waiting, RuntimeWarning, stacklevel=5)
+                        warn_as_file(str(path), waiting, RuntimeWarning, __name__)
                         fcntl.flock(fd, fcntl.LOCK_EX)
                         break
                     time.sleep(0.05)

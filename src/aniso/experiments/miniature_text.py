@@ -240,10 +240,10 @@ def load_checkpoint(recipe: TextRecipe, step: int, stream_of: Callable[[], np.nd
             try:
                 return _read(recipe, path)
             except Exception as exc:  # noqa: BLE001 - any defect means: train again
-                import warnings
+                from ..common.files import warn_as_file
 
-                warnings.warn(f"miniature checkpoint {path} cannot be used ({exc}); training the run again",
-                              RuntimeWarning, stacklevel=2)
+                warn_as_file(str(path), f"miniature checkpoint {path} cannot be used ({exc}); training the run "
+                             "again", RuntimeWarning, __name__)
         if attempt == 0:
             with exclusive(path.parent):  # processes sharing the cache train a run once
                 if not _readable(recipe, path):  # (another process may have trained it meanwhile)

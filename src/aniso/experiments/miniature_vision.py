@@ -292,10 +292,10 @@ def _load_or_train(recipe: VisionRecipe, path: Path, train_images, heldout_image
                 raise ValueError("recipe in the file differs")
             return TrainedMiniature(recipe, model, image_processor(recipe.image_size), log_doc | {"cache_hit": True})
         except Exception as exc:  # noqa: BLE001 - any defect means: retrain
-            import warnings
+            from ..common.files import warn_as_file
 
-            warnings.warn(f"miniature checkpoint {path} cannot be used ({exc}); training it again", RuntimeWarning,
-                          stacklevel=2)
+            warn_as_file(str(path), f"miniature checkpoint {path} cannot be used ({exc}); training it again",
+                         RuntimeWarning, __name__)
     trained = train(recipe, train_images, heldout_images, progress)
     state = {k: v.contiguous() for k, v in trained.model.state_dict().items()}
     atomic_write(path, lambda tmp: save_file(state, str(tmp), metadata={"recipe": json.dumps(asdict(recipe)),

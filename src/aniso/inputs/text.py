@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -298,9 +297,11 @@ def corpus_paragraphs(path: Path | str) -> list[str]:
                           f"are needed{_why_few(text, path)}")
     lone_cr = len(re.findall(r"\r(?!\n)", text))
     if lone_cr:  # mixed line ends: the lines they would have ended are read as one paragraph; said, not silent
-        warnings.warn(f"corpus file {path}: {lone_cr} lone carriage return(s) (\\r not followed by \\n) inside its "
-                      "lines are read as blanks within a paragraph, not as line ends (a line of a corpus ends in \\n "
-                      "or \\r\\n)", UserWarning, stacklevel=2)
+        from ..common.files import warn_as_file
+
+        warn_as_file(str(path), f"corpus file {path}: {lone_cr} lone carriage return(s) (\\r not followed by \\n) "
+                     "inside its lines are read as blanks within a paragraph, not as line ends (a line of a corpus "
+                     "ends in \\n or \\r\\n)", UserWarning, __name__)
     return paragraphs
 
 

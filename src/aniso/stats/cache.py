@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..common.files import atomic_write, sha256_file
+from ..common.files import atomic_write, sha256_file, warn_as_file
 from ..common.seal import KEY_NAME, SealKeyError, load_key, seal, verify
 from ..common.versions import STATS_FORMAT_VERSION
 from .accumulators import LayerAccumulator
@@ -48,10 +47,10 @@ class StatsCache:
             entries = sum(1 for _ in self.root.glob("*.safetensors")) if self.root.is_dir() else 0
             key = load_key(path)
             if entries:
-                warnings.warn(f"statistics cache {self.root}: its {KEY_NAME} is gone, so none of its {entries} "
-                              "entries can be verified (a cache entry is read only under the key that sealed it); "
-                              f"a new {KEY_NAME} was made, and each entry is moved aside and recomputed when a run "
-                              "asks for it", RuntimeWarning, stacklevel=3)
+                warn_as_file(str(self.root), f"statistics cache {self.root}: its {KEY_NAME} is gone, so none of "
+                             f"its {entries} entries can be verified (a cache entry is read only under the key that "
+                             f"sealed it); a new {KEY_NAME} was made, and each entry is moved aside and recomputed "
+                             "when a run asks for it", RuntimeWarning, __name__)
             return key
         return load_key(path)
 
@@ -76,8 +75,8 @@ class StatsCache:
         try:
             seal_key = self._key()
         except SealKeyError as exc:
-            warnings.warn(f"statistics cache entry {data_path} cannot be verified ({exc}); recomputing it",
-                          RuntimeWarning, stacklevel=2)
+            warn_as_file(str(data_path), f"statistics cache entry {data_path} cannot be verified ({exc}); "
+                         "recomputing it", RuntimeWarning, __name__)
             return None
         try:
             for path in (meta_path, data_path):  # the cache writes regular files: a link (to /dev/zero) is never read
@@ -109,11 +108,8 @@ class StatsCache:
             from ..common.files import quarantine
 
             moved = quarantine(data_path, meta_path)
-            warnings.warn(
-                f"statistics cache entry {data_path} is corrupt or truncated ({exc}); {moved}; recomputing it",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+            warn_as_file(str(data_path), f"statistics cache entry {data_path} is corrupt or truncated ({exc}); "
+                         f"{moved}; recomputing it", RuntimeWarning, __name__)
             return None
 
     def save(self, key: str, stats: ModelStats) -> None:
@@ -207,8 +203,8 @@ class JsonCache:
         try:
             seal_key = load_key(self.root / KEY_NAME)
         except SealKeyError as exc:
-            warnings.warn(f"cache entry {path} cannot be verified ({exc}); recomputing it", RuntimeWarning,
-                          stacklevel=2)
+            warn_as_file(str(path), f"cache entry {path} cannot be verified ({exc}); recomputing it",
+                         RuntimeWarning, __name__)
             return None
         try:
             if path.is_symlink() or not path.is_file():
@@ -223,8 +219,8 @@ class JsonCache:
         except Exception as exc:  # noqa: BLE001 - any defect means: recompute
             from ..common.files import quarantine
 
-            warnings.warn(f"cache entry {path} is corrupt or truncated ({exc}); {quarantine(path)}; recomputing it",
-                          RuntimeWarning, stacklevel=2)
+            warn_as_file(str(path), f"cache entry {path} is corrupt or truncated ({exc}); {quarantine(path)}; "
+                         "recomputing it", RuntimeWarning, __name__)
             return None
 
     def save(self, key: str, payload: Any) -> None:

@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import logging
 import math
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..common.files import atomic_write
+from ..common.files import atomic_write, warn_as_file
 from ..common.devices import accumulation_dtype
 from .accumulators import ShuffledBatches, first_token_attention
 from .results import summary_dict
@@ -303,8 +302,8 @@ class SeriesProvider:
                     measure = CheckpointMeasure.load(path)
                     measure.meta["cache"] = {"key": key, "hit": True}
                 except Exception as exc:  # noqa: BLE001 - any defect means: measure again
-                    warnings.warn(f"checkpoint cache entry {path} cannot be used ({exc}); measuring again",
-                                  RuntimeWarning, stacklevel=2)
+                    warn_as_file(str(path), f"checkpoint cache entry {path} cannot be used ({exc}); measuring "
+                                 "again", RuntimeWarning, __name__)
             if measure is None:
                 measure = measure_checkpoint(load_model(ckpt, ctx), inputs.items, settings, step)
                 log.info("%s: step %d measured in %.1f s", entry.id, step, measure.meta["seconds"])

@@ -11,7 +11,6 @@ import functools
 import hashlib
 import logging
 import time
-import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,7 @@ from ..sources import (HubStatus, InputsMissing, LoadedModel, ModelRefused, Mode
                        declared_files_problem, load_model, source_fingerprint)
 from .distributed import Shard
 from ..common.devices import HostMemoryRelease, release_freed_host_memory
-from ..common.files import exclusive
+from ..common.files import exclusive, warn_as_file
 from .accumulators import INPUT_GROUPS, AttentionSink, LayerAccumulator, ShuffledBatches, massive_rows, read_checks
 from .results import ModelStats, summary_dict
 from .cache import JsonCache, StatsCache
@@ -836,9 +835,9 @@ class StatsProvider:
                     written = True
                 except OSError as exc:  # e.g. a full disk: the run goes on with the statistics in memory
                     why = f"could not be written: {exc.strerror or exc}"
-                    warnings.warn(f"{entry.id}: could not write the statistics cache entry in "
-                                  f"{self.settings.cache_dir} ({exc}); this run keeps them in memory, the next "
-                                  "computes them again", RuntimeWarning, stacklevel=2)
+                    warn_as_file(str(self.settings.cache_dir), f"{entry.id}: could not write the statistics "
+                                 f"cache entry in {self.settings.cache_dir} ({exc}); this run keeps them in memory, "
+                                 "the next computes them again", RuntimeWarning, __name__)
             stats.meta["cache"] |= {"written": written} | ({} if written else {"why": why})
         return stats
 
