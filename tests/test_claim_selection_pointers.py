@@ -63,3 +63,39 @@ def test_a_star_before_the_end_of_a_claims_item_is_refused_saying_where_a_star_i
     else:
         assert str(exc.value) == f"{head}, with commas: {matched} (aniso list claims)"
     assert parse_claims("G.token*").prefixes == ("G.token",)
+
+
+def test_aniso_claims_naming_a_claim_tested_in_another_file_says_which(tmp_path):
+    """`pytest myclaims/test_other.py --aniso-claims G.token-nlp-anisotropic`, the claim's test in another file of the
+    folder, said only "1 deselected" (exit 5); the summary now names the file that tests it."""
+    folder = tmp_path / "myclaims"
+    folder.mkdir()
+    (folder / "test_token.py").write_text("import pytest\n\n" + textwrap.dedent("""
+        @pytest.mark.claim("G.token-nlp-anisotropic")
+        def test_token(claim):
+            claim.conclude(True, {"x": 1.0}, "always")
+    """))
+    (folder / "test_other.py").write_text("import pytest\n\n" + textwrap.dedent("""
+        @pytest.mark.claim("G.char-nlp-anisotropic")
+        def test_char(claim):
+            claim.conclude(True, {"x": 1.0}, "always")
+    """))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANISO_", "PYTEST_"))}
+    env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1",
+               ANISO_CACHE_DIR=str(tmp_path / "cache"), ANISO_REPORT_DIR=str(tmp_path / "reports"))
+    done = subprocess.run([sys.executable, "-m", "pytest", str(folder / "test_other.py"), "-p", "aniso.pytest_plugin",
+                           "-p", "no:randomly", "-p", "no:cacheprovider", f"--aniso-registry={ROOT / 'models.yaml'}",
+                           "--aniso-models", "all-MiniLM-L6-v2", "--aniso-claims", "G.token-nlp-anisotropic"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    line = ("aniso: --aniso-claims G.token-nlp-anisotropic selected none of the tests collected, which test other "
+            "claims; the tests of G.token-nlp-anisotropic are in myclaims/test_token.py: name those files, or the "
+            "claims folder")
+    assert done.returncode == 5 and line in done.stdout.splitlines(), done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_the_claims_filter_pointer_without_a_file():
+    from aniso.registry.claimtests import claims_filter_pointer
+
+    assert claims_filter_pointer("R.", []) == (
+        "aniso: --aniso-claims R. selected none of the tests collected, which test other claims; no claim test file "
+        "beside them tests R. (aniso list claims)")

@@ -418,6 +418,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = keep
+        if drop and not keep:  # pytest says only "N deselected": the summary says where the claims' tests are
+            from .registry.claimtests import claim_test_files, claims_filter_pointer, default_claims_folder
+
+            start = config.invocation_params.dir  # the folders of the files given, else the registry's claims
+            files = claim_test_files([item.path.parent for item in drop], wanted.selects, start) or claim_test_files(
+                [f for f in [default_claims_folder(claims_run.registry.path)] if f is not None], wanted.selects, start)
+            config.stash[_K_CLAIM] = claims_filter_pointer(str(wanted), files)
     for item in items:  # the largest family each adjusted claim's p-values can be adjusted across
         marker = item.get_closest_marker("claim")
         if marker is not None and marker.args and _model_of(item) is not None and get_claim(marker.args[0]).adjusted:

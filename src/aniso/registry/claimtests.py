@@ -230,6 +230,41 @@ def k_claim_pointer(expression: str) -> str | None:
             f"claims with --aniso-claims {','.join(named)} (aniso list claims)")
 
 
+def claim_test_files(folders, selects, start: Path | None = None) -> list[str]:
+    """The claim test modules (``test_*.py``, read as source, never imported) in ``folders`` (paths of folders,
+    each read once) holding a test marked ``@pytest.mark.claim(ID)`` for an ID that ``selects(ID)`` takes; sorted
+    paths, relative to the folder ``start`` where they are inside it."""
+    found: set[str] = set()
+    for folder in dict.fromkeys(Path(f) for f in folders):
+        try:
+            modules = sorted(folder.glob("test_*.py"))
+        except OSError:
+            continue
+        for path in modules:
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                        m is not None and m.args and isinstance(m.args[0], ast.Constant)
+                        and isinstance(m.args[0].value, str) and selects(m.args[0].value)
+                        for m in (_mark(d, "claim") for d in node.decorator_list)):
+                    inside = start is not None and path.resolve().is_relative_to(Path(start).resolve())
+                    found.add(str(path.resolve().relative_to(Path(start).resolve()) if inside else path))
+                    break
+    return sorted(found)
+
+
+def claims_filter_pointer(claims: str, files: list[str]) -> str:
+    """The one line for a setting ``claims`` (``--aniso-claims``) that left none of the tests collected: their files
+    hold no test of those claims (``pytest claims/test_controlled_vision.py --aniso-claims G.token-nlp-anisotropic``);
+    ``files``: the claim test modules that do (:func:`claim_test_files`)."""
+    where = (f"the tests of {claims} are in {', '.join(files)}: name those files, or the claims folder"
+             if files else f"no claim test file beside them tests {claims} (aniso list claims)")
+    return f"aniso: --aniso-claims {claims} selected none of the tests collected, which test other claims; {where}"
+
+
 def unknown_claim(item, claim_id) -> str:
     """The one line of a claim test ``item`` (a pytest item) marked with ``claim_id``, an id not in the catalogue
     (:data:`aniso.registry.catalog.CLAIMS`): its file, its test and the id, with the closest known id if one is close."""

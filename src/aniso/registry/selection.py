@@ -2,7 +2,7 @@
 --claims``, ``pytest --aniso-claims``, ``ANISO_CLAIMS``, ``aniso.check(claims=...)``).
 
 A filter is comma-separated claim ids (``G.token-nlp-anisotropic``) or prefixes: an item ending in ``.`` or ``*``
-(``G.``, ``R.decoder*``) takes every catalogue id that starts with it. An empty filter (``""`` or None) takes every
+(``G.``, ``R.decoder*``) takes every catalogue id that starts with it. An empty filter (``""`` or None), or ``*``, takes every
 claim. Each item must name something: an unknown id, a prefix that no id starts with (``Q.``), a filter of
 commas only (``,``), or one of blanks only (``"  "``, as the command line refuses ``--claims '  '``) is refused with
 one line that names it, rather than deselecting or selecting every claim; items joined by a semicolon, a bar or blanks
@@ -58,7 +58,10 @@ class ClaimsFilter:
         return [cid for cid in CLAIMS if self.selects(cid)]
 
     def __str__(self) -> str:
-        return ",".join([*self.ids, *self.prefixes])
+        """The filter as setting ``claims`` is written, which :func:`parse_claims` reads back to an equal filter: a
+        prefix that does not end at a family's dot keeps its ``*`` (``G.token*``; ``G.token`` would be read as an
+        id)."""
+        return ",".join([*self.ids, *(p if p.endswith(".") else p + "*" for p in self.prefixes)])
 
 
 #: What a filter's items are mistaken to be separated by (claim ids hold none of these): a semicolon, a bar, blanks.
@@ -119,6 +122,8 @@ def parse_claims(text: str | None) -> ClaimsFilter:
                                 f"; the claim families are {', '.join(FAMILIES)}") + " (aniso list claims)")
         starred = item.endswith("*")
         item = item.rstrip("*")
+        if starred and not item:  # '*' alone: the prefix every claim id starts with
+            return ClaimsFilter()
         if starred or item.endswith("."):
             if not item or not any(cid.startswith(item) for cid in CLAIMS):
                 raise ValueError(f"claims: no claim id starts with {raw.strip()!r}; the claim families are "
