@@ -376,13 +376,21 @@ def _list(args: argparse.Namespace) -> int:
                              "lists none (use aniso list models, or all)")
         from .registry.locate import settings_and_registry
 
+        # a set the user names must select a row; the default one may select none of a registry's rows: the
+        # listing shows every row and marks the set's
+        named = args.models is not None or bool(os.environ.get("ANISO_MODELS"))
         settings, registry = settings_and_registry({"device": "cpu", "models": args.models}, registry=args.registry,
-                                                   check_paths=False, check_models=True)
+                                                   check_paths=False, check_models=named, require_rows=True)
         set_name = settings.models
         chosen, _ = registry.model_set(set_name)
     except ValueError as exc:  # a RegistryError too
-        print(f"aniso list: {_as_typed(str(exc), {'models': '--models' if args.models is not None else None})}",
-              file=sys.stderr)
+        said = _as_typed(str(exc), {'models': '--models' if args.models is not None else None})
+        here, sep, rest = said.partition(" (the models.yaml in this folder is not this run's registry: ")
+        if sep:  # the working folder's models.yaml: a registry given on purpose needs no word on it; else the
+            # option this command takes
+            said = here if args.registry is not None else (
+                here + sep + rest.replace("give --aniso-registry ", "give --registry ", 1))
+        print(f"aniso list: {said}", file=sys.stderr)
         return 2
     if args.what in ("claims", "all"):
         rows = [[c["claim"], f"{c['section']} {c['figure']}".strip(),

@@ -12,12 +12,40 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_an_unknown_model_with_another_models_yaml_here_names_it(clean_env, monkeypatch, capsys):
+    """The registry set in ANISO_REGISTRY (perhaps long ago): the hint names the option `aniso list` takes."""
+    (clean_env / "models.yaml").write_text((ROOT / "models.yaml").read_text())
+    monkeypatch.chdir(clean_env)
+    monkeypatch.setenv("ANISO_REGISTRY", str(ROOT / "models.yaml"))
+    assert main(["list", "models", "--models", "my-bert"]) == 2
+    err = capsys.readouterr().err
+    assert (f"(the models.yaml in this folder is not this run's registry: give --registry "
+            f"{(clean_env / 'models.yaml').resolve()}, or ANISO_REGISTRY)") in err, err
+
+
+def test_a_registry_given_on_purpose_gets_no_word_on_the_models_yaml_here(clean_env, monkeypatch, capsys):
+    """`aniso list models --models nosuch --registry my.yaml` inside a checkout added "give --aniso-registry
+    …/models.yaml": the user chose --registry, and `aniso list` takes no --aniso-registry."""
     (clean_env / "models.yaml").write_text((ROOT / "models.yaml").read_text())
     monkeypatch.chdir(clean_env)
     assert main(["list", "models", "--models", "my-bert", "--registry", str(ROOT / "models.yaml")]) == 2
     err = capsys.readouterr().err
-    assert (f"(the models.yaml in this folder is not this run's registry: give --aniso-registry "
-            f"{(clean_env / 'models.yaml').resolve()}, or ANISO_REGISTRY)") in err, err
+    assert "--models 'my-bert': model set 'my-bert' is no named set" in err and "this folder" not in err, err
+    assert "--aniso-registry" not in err
+
+
+def test_aniso_list_of_a_registry_the_default_set_selects_none_of(clean_env, monkeypatch, capsys):
+    """A one-row registry whose row is outside 'small' (params_m written as a raw count) was refused whole: "setting
+    models (ANISO_MODELS, --aniso-models) must select at least one model", no setting given. The row is listed,
+    marked outside the set; a set the user names must still select one."""
+    registry = clean_env / "pm.yaml"
+    registry.write_text("models:\n- id: pm\n  source: {kind: hub, repo: sentence-transformers/all-MiniLM-L6-v2}\n"
+                        "  modality: text\n  granularity: subword\n  architecture: transformer\n  role: encoder\n"
+                        "  family: bert\n  params_m: 22713216\n")
+    assert main(["list", "models", "--registry", str(registry)]) == 0
+    out = capsys.readouterr().out
+    assert "1 models in" in out and "0 in the set 'small'" in out and "pm " in out, out
+    assert main(["list", "models", "--registry", str(registry), "--models", "small"]) == 2
+    assert "--models must select at least one model" in capsys.readouterr().err
 
 
 def test_the_same_through_the_registry_and_so_every_door(clean_env, monkeypatch):

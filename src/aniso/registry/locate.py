@@ -300,11 +300,12 @@ def open_registry(path: Path | None, named: str | None = None) -> Registry:
 def settings_and_registry(options: dict[str, Any] | None = None, *, registry: str | Path | None = None,
                           root: str | Path | None = None, check_paths: bool = True,
                           required: bool = True, texts: dict[str, Any] | None = None,
-                          check_models: bool = False) -> tuple[Settings, Registry]:
+                          check_models: bool = False, require_rows: bool = False) -> tuple[Settings, Registry]:
     """The run's settings (:meth:`Settings.from_sources` of ``options``, then the ``ANISO_*`` variables; unless
     ``check_paths`` is False, its paths and data folders checked and its corpus read, :func:`check_corpus`) and its registry (:func:`registry_path`; ``registry`` is an explicit
     path). ``texts``: ``--aniso-*`` option values as typed on a command line (:meth:`Settings.from_sources`). With
-    ``check_models``, setting ``models`` must select at least one registry model. The settings' ``registry`` is the
+    ``check_models``, setting ``models`` must select at least one registry model; with it or ``require_rows``, the
+    registry must hold a row. The settings' ``registry`` is the
     resolved file. Raises ValueError (one line; a :class:`~aniso.registry.entries.RegistryError` for the registry)
     naming the setting or file."""
     settings = Settings.from_sources(options, texts=texts)
@@ -318,10 +319,11 @@ def settings_and_registry(options: dict[str, Any] | None = None, *, registry: st
     if path is not None:
         settings = replace(settings, registry=str(path))
     opened = open_registry(path, named)
+    if (check_models or require_rows) and path is not None and len(opened) == 0:
+        # nothing for any setting to select: the file is at fault
+        raise RegistryError(f"{path}: holds no models (its field models lists none); a registry lists at least one "
+                            "model to measure")
     if check_models and path is not None:
-        if len(opened) == 0:  # nothing for any setting to select: the file is at fault
-            raise RegistryError(f"{path}: holds no models (its field models lists none); a registry lists at "
-                                "least one model to measure")
         try:
             chosen, _ = opened.model_set(settings.models)
         except RegistryError as exc:  # what matches nothing: the setting is at fault, not the registry file
