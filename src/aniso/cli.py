@@ -851,7 +851,7 @@ def _record(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from .common.files import atomic_write, line_ending, rewriting, through_descriptor
-    from .common.settings import Settings
+    from .common.settings import DEFAULT_SEED, Settings
     import yaml
 
     from .api import DETECTED_BASE, DETECTED_ENTRY, DETECTED_REGISTRY
@@ -872,6 +872,11 @@ def _record(args: argparse.Namespace) -> int:
             if doc.provenance.twin is not None:
                 raise ValueError(f"{args.results} holds the verdicts of a twin run (random weights, code path only), "
                                  "which are never recorded; record the results of a run on the model's own weights")
+            seed = doc.provenance.settings.get("seed", DEFAULT_SEED)
+            if seed != DEFAULT_SEED:  # its numbers would make every run at the default seed read the record stale
+                raise ValueError(f"{args.results} was measured at seed {seed}; the registry's records hold numbers "
+                                 f"measured at the default seed {DEFAULT_SEED}, which the runs compare theirs with: "
+                                 "record the results of a run without --aniso-seed (ANISO_SEED)")
             beside = Path(args.results).with_name(DETECTED_ENTRY)  # the row of a detected model, as the run sealed it
             detected_text = unsealed_lines(beside, beside.read_text(encoding="utf-8")) if beside.is_file() else None
             comments = {key: line.split(": ", 1)[1].strip() for line in (detected_text or "").splitlines()

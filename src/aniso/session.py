@@ -32,7 +32,7 @@ PENDING = "pending adjustment"
 from .stats.dynamics import Series, SeriesProvider
 from .stats.pipeline import BlockSweepProvider, StatsProvider
 from .registry.entries import ModelEntry, Registry
-from .common.settings import PROFILES, Settings
+from .common.settings import DEFAULT_SEED, PROFILES, Settings
 from .common.signals import said_on_signal
 from .sources import InputsMissing, ModelRefused, ModelUnavailable
 from .stats.results import ModelStats, max_length_note, svd_batch_note
@@ -1318,6 +1318,11 @@ class ClaimContext:
         training = self._session.training_of(self.entry)
         if training is not None:
             r.record_check = f"record's numbers not compared: recorded with {training[1]}, this run {training[0]}"
+            return ""
+        seed = self._session.settings.seed
+        if seed != DEFAULT_SEED:  # another sample of the corpus, other reservoirs: other numbers, not a stale record
+            r.record_check = (f"record's numbers not compared: the registry's records are measured at the default "
+                              f"seed {DEFAULT_SEED}, this run at seed {seed}")
             return ""
         if not _same_seeds(expected, registry, self.entry):
             r.record_check = (f"record's numbers not compared: decided over the seeds {', '.join(expected.seeds)}, "

@@ -193,6 +193,10 @@ def _default_cache() -> str:
     return os.path.join(base, "aniso")
 
 
+#: The seed of a run that sets none: the registry's records hold numbers measured at it, which a run at another
+#: seed (another sample of the corpus, other reservoirs) is not compared with, and ``aniso record`` writes only them.
+DEFAULT_SEED = 0
+
 #: Largest seed: numpy's ``Generator``/``SeedSequence`` entropy and ``torch.manual_seed`` both take it, and so does
 #: the legacy ``numpy.random.seed`` (0 .. 2**32 - 1).
 MAX_SEED = 2**32 - 1
@@ -417,7 +421,7 @@ class Settings:
     n_sequences: _int("n_sequences") = _QUICK["n_sequences"]
     max_length: _int("max_length") = _QUICK["max_length"]
     batch_size: _int("batch_size") = 16
-    seed: _int("seed") = 0
+    seed: _int("seed") = DEFAULT_SEED
     reservoir_size: _int("reservoir_size") = 4096
     svd_batch_size: _int("svd_batch_size") = 4096
     cache_dir: _PathRequired = field(default_factory=_default_cache)

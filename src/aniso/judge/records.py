@@ -225,8 +225,8 @@ def refresh_records(text: str, results) -> tuple[str, list[str]]:
             if r.measured.get(k) is None:
                 new[k] = v
                 missing.append(k)
-            else:
-                new[k] = _rounded(r.measured[k])
+            else:  # a value the run reports as text (a layer's label, '5') that the record writes as a number
+                new[k] = v if str(v) == str(r.measured[k]) else _rounded(r.measured[k])
         edits[(start, end)] = f" {keep}{_flow(new)}{comments}"
         changed = [f"{k} {old[k]} -> {new[k]}" for k in old if new[k] != old[k]]
         notes.append(f"{where}: " + ("; ".join(changed) or "no number changed")
