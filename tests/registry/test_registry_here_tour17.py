@@ -63,3 +63,21 @@ def test_the_same_through_the_registry_and_so_every_door(clean_env, monkeypatch)
     with pytest.raises(RegistryError) as refused:
         load_registry(ROOT / "models.yaml").model_set("my-mini")
     assert "not this run's registry" not in str(refused.value)
+
+
+def test_another_tools_models_yaml_in_the_working_folder_is_named_as_read_by_default(clean_env, monkeypatch, capsys):
+    """`aniso stats ./folder` in a project folder holding another tool's models.yaml was refused for that file's rows
+    with no word that it had been read as the registry by default, nor how to give another."""
+    (clean_env / "models.yaml").write_text("# my own experiment config\nmodels:\n  - gpt2\n  - bert-base-uncased\n"
+                                           "lr: 0.001\n")
+    monkeypatch.chdir(clean_env)
+    assert main(["list", "models"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith("(read as the registry because it is the models.yaml of the working folder and none "
+                                "was given: give the registry with --registry, --aniso-registry under pytest, or "
+                                "ANISO_REGISTRY, or run elsewhere)"), err
+    assert main(["list", "models", "--registry", str(ROOT / "models.yaml")]) == 0
+    capsys.readouterr()
+    (clean_env / "mine.yaml").write_text((clean_env / "models.yaml").read_text())
+    assert main(["list", "models", "--registry", str(clean_env / "mine.yaml")]) == 2
+    assert "read as the registry because" not in capsys.readouterr().err  # given on purpose: no such word

@@ -406,6 +406,30 @@ def url_given(path: str | Path) -> str | None:
 URL_NOT_READ = "is a URL; only local files are read: download it first and give the downloaded file's path"
 
 
+#: How a Git LFS pointer file begins (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md): what a clone made
+#: without git-lfs holds in place of each large file.
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def lfs_pointer(path: str | Path) -> str | None:
+    """``"is a Git LFS pointer … not the file itself …"`` when the regular file ``path`` is a Git LFS pointer (a short
+    text naming the object a clone without git-lfs did not fetch), else None. Reads at most 1 KiB of a file of at most
+    1 KiB (pointers are about 130 bytes); never opens anything but a regular file."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode) or os.path.getsize(path) > 1024:
+            return None
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return None
+    if not head.startswith(_LFS_POINTER):
+        return None
+    size = re.search(rb"^size (\d+)$", head, re.MULTILINE)
+    of = f" of a {int(size.group(1)):,}-byte file" if size else ""
+    return (f"is a Git LFS pointer{of}, not the file itself (a clone made without git-lfs): run git lfs pull in "
+            "its repository, or download the file")
+
+
 def not_a_regular_file(path: str | Path) -> str | None:
     """Why ``path`` cannot be read as an input file, or None: it does not exist, is a folder, or is no regular file
     (a FIFO or pipe, which would block or be read once only, a device, a socket). Checked with ``os.stat``, which

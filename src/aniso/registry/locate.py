@@ -293,8 +293,25 @@ def open_registry(path: Path | None, named: str | None = None) -> Registry:
         return load_registry(path) if path is not None else Registry([], None)
     except NotARegistry as exc:
         if named is None:
-            raise
+            raise type(exc)(f"{exc}{_read_by_default(path)}") from None
         raise NotARegistry(f"{named}: {exc}") from None
+    except RegistryError as exc:
+        if named is not None:
+            raise
+        raise type(exc)(f"{exc}{_read_by_default(path)}") from None
+
+
+def _read_by_default(path: Path | None) -> str:
+    """`` (read as the registry because …)`` where ``path`` is the working folder's ``models.yaml``, taken as the
+    registry because none was given (another tool's file of that name, say), not the source tree's; "" otherwise."""
+    try:
+        here = path is not None and path.resolve() == Path(DEFAULT_REGISTRY).resolve() and \
+            path.resolve() != (SOURCE_TREE / DEFAULT_REGISTRY).resolve()
+    except OSError:
+        return ""
+    return (" (read as the registry because it is the models.yaml of the working folder and none was given: give "
+            "the registry with --registry, --aniso-registry under pytest, or ANISO_REGISTRY, or run elsewhere)"
+            if here else "")
 
 
 def settings_and_registry(options: dict[str, Any] | None = None, *, registry: str | Path | None = None,

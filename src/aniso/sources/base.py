@@ -303,7 +303,8 @@ def in_models_dir(entry: "ModelEntry", ctx: SourceContext, name: str, what: str,
     absolute, ``~`` expanded. ``what`` names it in errors (e.g. "model file"); ``present`` says whether the path is
     there as it should be (a file by default).
 
-    Raises ModelUnavailable naming the model if the path is relative and the folder is not set, or if it is missing.
+    Raises ModelUnavailable naming the model if the path is relative and the folder is not set, if it is missing,
+    or if it is a Git LFS pointer (:func:`aniso.common.files.lfs_pointer`).
     """
     path = Path(os.path.expanduser(name))
     if not path.is_absolute():
@@ -320,4 +321,9 @@ def in_models_dir(entry: "ModelEntry", ctx: SourceContext, name: str, what: str,
             raise ModelUnavailable(f"{entry.id}: {what} {path} is {kind}; source kind {entry.source.kind} reads {due} "
                                    f"there{hint}")
         raise ModelUnavailable(f"{entry.id}: {what} {path} does not exist (models folder: {ctx.models_dir})")
+    from ..common.files import lfs_pointer
+
+    pointer = lfs_pointer(path)  # a clone without git-lfs: the file's name, not its bytes
+    if pointer is not None:
+        raise ModelUnavailable(f"{entry.id}: {what} {path} {pointer}")
     return path

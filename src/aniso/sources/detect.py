@@ -620,8 +620,9 @@ def detect_entry(model: str) -> dict[str, Any]:
 
     Raises UndetectableModel (one line, beginning with ``model``) when the path is a symbolic link that loops or
     leads nowhere (:func:`link_problem`), when it is no folder and no regular file (a FIFO, a device, a socket;
-    before anything opens it), when it is in no format a kind reads (naming the formats; for a folder that holds a
-    file a kind reads, such as an ONNX file or a llama2.c checkpoint, naming that file and saying to give it),
+    before anything opens it), when it is a Git LFS pointer (a clone without git-lfs), when it is in no format a kind reads (naming the formats; for a folder that holds a
+    file a kind reads, such as an ONNX file or a llama2.c checkpoint, naming that file and saying to give it; for a
+    PEFT adapter, saying to merge it into its base model),
     when a kind recognises it but cannot tell what its entry needs, and as
     :func:`registry_entry` for a hub id.
     """
@@ -633,9 +634,9 @@ def detect_entry(model: str) -> dict[str, Any]:
             raise UndetectableModel(f"{model} is {link_problem(path)}")
         return registry_entry(model, config_of(model))
     if not path.is_dir():  # a FIFO would block the open, a device never end: refused before any kind reads it
-        from ..common.files import not_a_regular_file
+        from ..common.files import lfs_pointer, not_a_regular_file
 
-        why = not_a_regular_file(path)
+        why = not_a_regular_file(path) or lfs_pointer(path)  # a clone without git-lfs: no format's bytes
         if why is not None:
             link = f" (a symbolic link to {os.path.realpath(path)})" if path.is_symlink() else ""
             raise UndetectableModel(f"{model}{link} {why}")
@@ -658,6 +659,11 @@ def detect_entry(model: str) -> dict[str, Any]:
                                     f"config.json); it is a sentence-transformers folder whose modules.json puts its "
                                     f"Transformer in {module}/, a transformers model folder: give that folder "
                                     f"({os.path.join(model, module)})")
+        from .hubcache import peft_adapter
+
+        adapter = peft_adapter(path)
+        if adapter is not None:
+            raise UndetectableModel(f"{model}: {adapter}")
         inside = _model_file_inside(path, kinds)
         if inside is not None:
             name, what = inside

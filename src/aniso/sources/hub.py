@@ -107,7 +107,8 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
     ``preprocessor_config.json``. The answer is one phrase naming the file."""
     import json
 
-    from .hubcache import config_values_problem, missing_weights, safetensors_problem, unreadable_model_file
+    from .hubcache import (config_values_problem, missing_weights, peft_adapter, safetensors_problem,
+                           unreadable_model_file)
 
     folder = Path(folder)
     broken = unreadable_model_file(folder)  # a link to nothing, a folder, a FIFO or a device: never opened
@@ -115,7 +116,7 @@ def folder_problem(folder: str | Path, modality: str) -> str | None:
         return broken
     config = folder / "config.json"
     if not config.is_file():
-        return "no config.json (a transformers model folder has one)"
+        return peft_adapter(folder) or "no config.json (a transformers model folder has one)"
     try:
         data = json.loads(config.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

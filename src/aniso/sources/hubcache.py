@@ -500,7 +500,7 @@ def import_folder(hub_id: str, folder: str | Path, revision: str = "main", cache
     if unreadable is not None:
         raise HubCacheError(f"{folder}: {unreadable}")
     if not (src / "config.json").is_file():
-        raise HubCacheError(f"{folder}: no config.json (a transformers model folder has one)")
+        raise HubCacheError(f"{folder}: {peft_adapter(src) or 'no config.json (a transformers model folder has one)'}")
     try:
         config = json.loads((src / "config.json").read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -734,13 +734,32 @@ def dangling_link(folder: Path) -> str | None:
     return None
 
 
+def peft_adapter(folder: Path) -> str | None:
+    """What to do with ``folder`` when it is a PEFT adapter (``adapter_config.json`` and no ``config.json``: the
+    low-rank updates a fine-tuner saved, not a model), in one phrase naming its type and base model; else None."""
+    config = folder / "adapter_config.json"
+    if not config.is_file() or (folder / "config.json").exists():
+        return None
+    try:
+        data = json.loads(config.read_text(encoding="utf-8")) if config.stat().st_size <= 2**20 else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    kind, base = data.get("peft_type"), data.get("base_model_name_or_path")
+    what = f"a PEFT {kind} adapter" if isinstance(kind, str) else "a PEFT adapter"
+    of = f" of {base}" if isinstance(base, str) and base else ""
+    return (f"{what}{of} (adapter_config.json), not a model: merge it into its base model (peft's "
+            "merge_and_unload()), save the result with save_pretrained and give that folder")
+
+
 def unreadable_model_file(folder: Path) -> str | None:
     """The first model file of ``folder`` (weights, config, tokenizer and preprocessing files:
     :data:`MODEL_FILE_SUFFIXES`) that cannot be read as a file, in one phrase naming it, or None: a symbolic link to
     nothing (:func:`link_to_nothing`), a folder (``tokenizer.json/``), a FIFO, a device (a link to ``/dev/zero``) or a
-    socket (:func:`aniso.common.files.not_a_regular_file`). Checked with ``os.stat``, without opening any file: opening
-    a FIFO blocks, and hashing a device never ends."""
-    from ..common.files import not_a_regular_file
+    socket (:func:`aniso.common.files.not_a_regular_file`), or a Git LFS pointer (:func:`aniso.common.files.lfs_pointer`:
+    a clone without git-lfs). Checked with ``os.stat`` first: only a regular file of at most 1 KiB is opened (opening
+    a FIFO blocks, and hashing a device never ends)."""
+    from ..common.files import lfs_pointer, not_a_regular_file
 
     for path in sorted(folder.iterdir()):
         if path.suffix not in MODEL_FILE_SUFFIXES:
@@ -748,7 +767,7 @@ def unreadable_model_file(folder: Path) -> str | None:
         broken = link_to_nothing(path)
         if broken is not None:
             return broken
-        why = not_a_regular_file(path)
+        why = not_a_regular_file(path) or lfs_pointer(path)
         if why is not None:
             link = f" (a symbolic link to {os.path.realpath(path)})" if path.is_symlink() else ""
             return f"{path.name}{link} " + ("is a folder, not a file" if path.is_dir() else why)
