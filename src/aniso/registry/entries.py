@@ -1085,6 +1085,11 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
         msg = f"{_shown(value)} should be {takes}"
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, str) and loc:
         msg = f"{_shown(value)} is a single text; give a list, e.g. {loc[-1]}: [{value}]"
+    elif first["type"] in ("tuple_type", "list_type") and isinstance(value, dict) and loc:
+        keys = ", ".join(str(k) for k in list(value)[:4])
+        msg = f"{_shown(value)} is a mapping; {loc[-1]} takes a list, e.g. {loc[-1]}: [{keys}]"
+    elif first["type"] in ("tuple_type", "list_type") and not isinstance(value, (list, tuple)) and loc:
+        msg = f"{_shown(value)} is one value; {loc[-1]} takes a list, e.g. {loc[-1]}: [{value}, ...]"
     elif first["type"] == "model_type" and len(loc) == 2 and loc[0] == "expected" and not isinstance(value, dict):
         verdict = value if isinstance(value, str) and value.strip() and "\n" not in value else "holds"
         msg = (f"{_shown(value)} is one value; a record is a mapping: {{verdict: {verdict}, reason: ..., "

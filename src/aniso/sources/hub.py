@@ -810,6 +810,16 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
             problem = integer_weights_problem(folder, model)
         if problem is not None:
             raise ModelRefused(f"{entry.id}: {label}: {problem}")
+        unused = sorted(info.get("unexpected_keys") or [])
+        if reports and unused:  # every weight came from the files: the table lists only weights left unread (a
+            reports.clear()     # task head's), said in one line instead of transformers' table of ~15 lines
+            from ..common.files import warn_as_file
+
+            heads = sorted({k.split(".")[0] for k in unused})
+            warn_as_file(str(entry.id), f"{len(unused)} weight(s) of its files are no part of "
+                         f"{type(model).__name__} and were not read ({', '.join(h + '.*' for h in heads[:4])}: a "
+                         "task head's, not a hidden state's); every weight of the model came from its files",
+                         RuntimeWarning, __name__)
     model.eval()
     if getattr(getattr(model, "config", None), "return_dict", True) is False:  # the output's form, not the model's:
         model.config.return_dict = True  # the extraction reads its fields by name (config.json "return_dict": false)

@@ -67,6 +67,28 @@ def _not_a_folder(path: Path) -> str:
     return said
 
 
+def _no_code_of_its_own(entry, path: Path) -> None:
+    """Raise ModelRefused naming the row and the folder when the row declares ``needs_remote_code: true`` but the
+    folder's ``config.json`` (a regular file of at most 1 MiB, else left to the loader) names no code of its own (no
+    ``auto_map``): transformers builds it with its own classes, and the row would be listed as needing custom code
+    it does not have."""
+    import json
+
+    from .base import ModelRefused
+
+    config = path / "config.json"
+    if not entry.needs_remote_code or config.is_symlink() or not config.is_file() or config.stat().st_size > 2**20:
+        return
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(data, dict) and "auto_map" not in data:
+        raise ModelRefused(f"{entry.id}: needs_remote_code: true, but {config} names no code of its own (no "
+                           "auto_map): transformers builds it with its own classes; remove needs_remote_code (and "
+                           "trust_remote_code) from the row")
+
+
 def fingerprint(entry, ctx: SourceContext) -> str:
     """``local:`` and the hash of the folder's files (:func:`weight_files_fingerprint`). Raises ModelRefused naming
     the folder and the file when one of them is no regular file (a symbolic link to nothing, a folder, a FIFO, a
@@ -75,8 +97,9 @@ def fingerprint(entry, ctx: SourceContext) -> str:
     from .base import ModelRefused
     from .hubcache import unreadable_model_file
 
-    check_permissions(entry)
     path = directory(entry, ctx)
+    _no_code_of_its_own(entry, path)
+    check_permissions(entry)
     broken = unreadable_model_file(path)
     if broken is not None:
         raise ModelRefused(f"{entry.id}: {path}: {broken}")
@@ -97,8 +120,9 @@ def load(entry, ctx: SourceContext) -> LoadedModel:
     from .base import ModelRefused
     from .hubcache import unreadable_model_file
 
-    check_permissions(entry)
     path = directory(entry, ctx)
+    _no_code_of_its_own(entry, path)
+    check_permissions(entry)
     broken = unreadable_model_file(path)  # before config.json is read: a FIFO blocks, a device never ends
     if broken is not None:
         raise ModelRefused(f"{entry.id}: {path}: {broken}")
