@@ -144,8 +144,11 @@ def pytest_configure(config: pytest.Config) -> None:
         from .common.devices import share_cpu_cores
 
         config.stash[_THREADS] = share_cpu_cores(int(config.workerinput.get("workercount", 1)))
-    from .common.settings import flag_value_problem, options_taken_as_paths
+    from .common.settings import flag_value_problem, ini_settings_problem, options_taken_as_paths
 
+    in_ini = ini_settings_problem(config.inipath)  # `aniso_models = gpt2` in pytest.ini: never read by pytest
+    if in_ini is not None:
+        raise pytest.UsageError(f"aniso settings: {in_ini}")
     taken = options_taken_as_paths(config.args)
     if taken is not None:
         raise pytest.UsageError(f"aniso settings: {taken}")

@@ -672,7 +672,12 @@ def parse_text(name: str, text: object, where: str) -> object:
         try:
             return int(text)
         except ValueError:
-            raise SettingError(f"{where}={text!r} is not an integer") from None
+            low, high = BOUNDS[name]
+            count = " (a count, not a list)" if "," in text else ""
+            raise SettingError(f"{where}={text!r} is not an integer{count}; give a whole number from {low} to "
+                               f"{high}: {SETTING_HELP[name]}" if name in SETTING_HELP else
+                               f"{where}={text!r} is not an integer{count}; give a whole number from {low} to "
+                               f"{high}") from None
     if "bool" in kind:
         word = text.strip().lower()
         if word not in _TRUE + _FALSE:
@@ -712,6 +717,45 @@ def option_form_problem(arg) -> str | None:
     if name != name.lower() and dashes == "--":
         return f"{word}: the setting options are lower case, {right}"
     return None
+
+
+def ini_settings_problem(inipath) -> str | None:
+    """The one line for aniso settings written as keys of pytest's configuration file ``inipath`` (``aniso_models =
+    gpt2`` under ``[pytest]`` of a pytest.ini, tox.ini or setup.cfg, ``[tool.pytest.ini_options]`` or
+    ``[tool.pytest]`` of a pyproject.toml, ``[pytest]`` of a pytest.toml), which pytest would pass over with an
+    "Unknown config option" warning while the run went ahead without them: settings come from ``--aniso-*``
+    options (in the file: ``addopts``) or ``ANISO_*`` variables. None when there are none, or the file cannot be
+    read (pytest says so itself)."""
+    import configparser
+
+    if inipath is None:
+        return None
+    path = str(inipath)
+    try:
+        if path.endswith(".toml"):
+            import tomllib
+
+            with open(path, "rb") as f:
+                doc = tomllib.load(f)
+            tool = doc.get("tool", {}).get("pytest", {}) if path.endswith("pyproject.toml") else doc.get("pytest", {})
+            tables = [tool.get("ini_options", {}), tool] if isinstance(tool, dict) else []
+            keys = [k for t in tables if isinstance(t, dict) for k in t]
+        else:
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read(path, encoding="utf-8")
+            keys = [k for section in ("pytest", "tool:pytest") if parser.has_section(section)
+                    for k in parser.options(section)]
+    except (OSError, ValueError, configparser.Error):
+        return None
+    named = [k for k in keys if k.lower().startswith(("aniso_", "aniso-"))]
+    if not named:
+        return None
+    key = named[0]
+    option = "--" + key.lower().replace("_", "-")
+    variable = key.upper().replace("-", "_")
+    more = f" (and {len(named) - 1} more)" if len(named) > 1 else ""
+    return (f"{path}: {key}{more}: aniso settings are not read as keys of pytest's configuration file; write them "
+            f"as options, addopts = {option} VALUE, or set {variable}")
 
 
 def options_taken_as_paths(args) -> str | None:
@@ -945,7 +989,8 @@ SETTING_HELP = {
                   "working folder)",
     "device": "torch device of the forward passes and the statistics: auto (default: cuda if present, else mps, "
     "else cpu), cpu, cuda, cuda:N or mps",
-    "block_seeds": "seeds (layer initialisation, inputs, bias direction) of the untrained-block sweep (G §4)",
+    "block_seeds": "number of seeds of the untrained-block sweep, each seeding its layer initialisation, inputs and "
+                   "bias direction (G §4)",
     "block_sequences": "input sequences per bias norm in the untrained-block sweep (G §4.1: 16)",
     "block_seq_len": "embeddings per input sequence in the untrained-block sweep (G §4.1: 512)",
     "n_bias_norms": "number of bias norms N in the untrained-block sweep: 0, then geometric from 0.5 to 128",
