@@ -482,3 +482,33 @@ def test_an_infinite_measured_number_is_named_in_the_reason():
     from aniso.session import nan_note
 
     assert nan_note({"value": float("inf")}).startswith("measured value is infinite (null in results.json): ")
+
+
+def test_a_second_conclude_in_one_test_is_refused_not_taken_silently():
+    """A user's test that concluded holds, then does not hold, had its first verdict replaced without a word."""
+    from aniso.judge.results import ClaimResult
+    from aniso.session import ClaimContext
+
+    context = ClaimContext(_BareSession(), ClaimResult(claim_id=CLAIM, paper="G", section="", figure="", statement="s",
+                                                       model_id=None, test="t"), None)
+    context.conclude(True, {"x": 1.0}, "r")
+    with pytest.raises(RuntimeError) as refused:
+        context.conclude(False, {"x": 2.0}, "r")
+    assert str(refused.value) == ("claim.conclude: called a second time in this test (the first concluded holds: x=1); "
+                                  "a claim test concludes once, with the verdict its numbers decide")
+    assert context.result.verdict == "holds" and context.result.measured == {"x": 1.0}
+
+
+CONCLUDES_TWICE = f"""
+    @pytest.mark.claim("{CLAIM}")
+    def test_twice(claim):
+        claim.conclude(True, {{"x": 1.0}}, "always")
+        claim.conclude(False, {{"x": 2.0}}, "always")
+"""
+
+
+def test_a_claim_test_that_concludes_twice_fails_naming_it(tmp_path):
+    folder = _claims(tmp_path, CONCLUDES_TWICE, "test_mine_twice")
+    done = _pytest(tmp_path, folder, "-q")
+    assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "RuntimeError: claim.conclude: called a second time in this test" in done.stdout, done.stdout[-3000:]

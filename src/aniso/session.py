@@ -1214,7 +1214,8 @@ class ClaimContext:
         ``measured`` (:func:`aniso.judge.records.stale_numbers`) when the run has the record's inputs and sizes (its
         own ``sizes``, the rest those of the registry's ``recorded_profile``), and a stale number fails the test.
 
-        Raises TypeError when ``holds`` is not a bool (``numpy.bool_`` is taken): a string such as ``"no"`` would
+        Raises RuntimeError when the test has concluded already (a second verdict would replace the first silently),
+        and TypeError when ``holds`` is not a bool (``numpy.bool_`` is taken): a string such as ``"no"`` would
         otherwise read as true; when ``measured`` is no mapping of str names to values (a bare number would be
         recorded as the result and break its summary and report); and when ``rule`` is not a str. A measured number that is NaN (written ``null`` in results.json) is named in the
         verdict's reason (:func:`nan_note`): a verdict given beside it may rest on a number that was not measured.
@@ -1243,6 +1244,11 @@ class ClaimContext:
             raise TypeError(f"claim.conclude: rule is {rule!r:.60} ({type(rule).__name__}); give the rule in words "
                             "as a str")
         measured = {k: _plain_value(v, f"measured[{k!r}]") for k, v in measured.items()}
+        if self.concluded:  # a second verdict would replace the first without a word
+            first = self.result
+            raise RuntimeError(f"claim.conclude: called a second time in this test (the first concluded "
+                               f"{first.verdict}: {_numbers(first.measured)}); a claim test concludes once, with the "
+                               "verdict its numbers decide")
         self.concluded = True
         r = self.result
         r.measured, r.rule, r.p_value, r.uncertainty = measured, rule, p_value, uncertainty

@@ -100,6 +100,15 @@ RELATIONS: tuple[str, ...] = ("same", "converted", "relative")
 #: evidence for no claim of the papers' categories.
 Category = Literal["beyond-paper"]
 
+#: Tags the suite's claim tests select rows by whose rows must have these fields: a ByT5 decoder is read from an
+#: encoder-decoder's decoder layers (G.byt5-decoder-extreme), an untrained block's sweep from a row of G §4.
+TAG_REQUIRES: dict[str, dict[str, str]] = {"byt5": {"role": "encoder-decoder"},
+                                            "untrained-block": {"modality": "embeddings"}}
+
+#: Tags a row's state implies (:attr:`ModelEntry.all_tags`), with the fields that give them.
+_STATE_TAGS = {"pretrained": "trained weights", "untrained": "source kind init, or a miniature at step 0",
+               "miniature": "a source kind of the suite's own miniatures", "checkpoints": "the field checkpoints"}
+
 
 def _check_inputs(identity: str) -> str:
     """``identity`` when it is a dataset identity in the form a run writes (:data:`_INPUTS`); else ValueError naming
@@ -634,6 +643,9 @@ class ModelEntry(Strict):
         problem = self._kind.problem(self)
         if problem:
             raise ValueError(problem)
+        contradicted = self._tag_contradicted()
+        if contradicted:
+            raise ValueError(contradicted)
         series = self.checkpoints
         if series is not None:
             fields = set(type(self.source).model_fields)
@@ -712,17 +724,48 @@ class ModelEntry(Strict):
         """True for a model trained by the suite itself (source kinds ``miniature``, ``miniature-text``)."""
         return self._kind.miniature
 
+    def _tag_contradicted(self) -> str | None:
+        """Why an explicit tag says what the row's fields deny, or None. Claims select rows by tag: ``tags:
+        [decoder]`` on an encoder measured it as a decoder. A word a field gives as a tag (a modality, granularity,
+        architecture, role or category; ``pretrained``, ``untrained``, ``miniature``, ``checkpoints``) must be one
+        the row's fields imply (:attr:`all_tags`), and a tag of :data:`TAG_REQUIRES` needs the fields it names."""
+        from typing import get_args
+
+        implied = self._implied_tags
+        for tag in self.tags:
+            for name in ("modality", "granularity", "architecture", "role", "category"):
+                annotation = type(self).model_fields[name].annotation
+                words = {w for arg in get_args(annotation) for w in ((arg,) if isinstance(arg, str) else get_args(arg))}
+                if tag in words and tag not in implied:
+                    return (f"tags: {tag!r} is {'an' if name[0] in 'aeiou' else 'a'} {name}, and this row's {name} is {getattr(self, name)!r}: claims "
+                            f"select rows by it; remove the tag (a row carries its {name} as a tag already), or "
+                            f"correct {name}")
+            if tag in _STATE_TAGS and tag not in implied:
+                return (f"tags: {tag!r} is implied by the row's fields ({_STATE_TAGS[tag]}), and this row's deny it: "
+                        "claims select rows by it; remove the tag")
+            needs = {k: v for k, v in TAG_REQUIRES.get(tag, {}).items() if getattr(self, k) != v}
+            if needs:
+                wanted = ", ".join(f"{k}: {v}" for k, v in needs.items())
+                have = ", ".join(f"{k}: {getattr(self, k)}" for k in needs)
+                return (f"tags: {tag!r} selects the rows of the claims that need {wanted}; this row has {have}: "
+                        "remove the tag")
+        return None
+
     @property
     def all_tags(self) -> frozenset[str]:
         """Explicit tags plus the implied ones: modality, granularity, architecture, role, family,
         ``pretrained`` (trained weights, the suite's own miniatures included) or ``untrained`` (source kind
         ``init``, miniatures at step 0), ``miniature`` for the suite's own, and ``checkpoints`` for an entry with a
         checkpoint series."""
-        implied = {self.modality, self.granularity, self.architecture, self.role, self.family,
-                   "pretrained" if self.trained else "untrained"} | ({"miniature"} if self.miniature else set()) \
-            | ({"checkpoints"} if self.checkpoints is not None else set()) \
-            | ({self.category} if self.category is not None else set())
-        return frozenset(self.tags) | implied
+        return frozenset(self.tags) | self._implied_tags
+
+    @property
+    def _implied_tags(self) -> frozenset[str]:
+        """The tags the row's fields give it (:attr:`all_tags` without the explicit ones)."""
+        return frozenset({self.modality, self.granularity, self.architecture, self.role, self.family,
+                          "pretrained" if self.trained else "untrained"} | ({"miniature"} if self.miniature else set())
+                         | ({"checkpoints"} if self.checkpoints is not None else set())
+                         | ({self.category} if self.category is not None else set()))
 
     def matches(self, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = (),
                 none_of: tuple[str, ...] = ()) -> bool:
@@ -1103,6 +1146,8 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
     if takes is None and first["type"] in ("string_type", "literal_error") and text_choices \
             and _yaml_word(value) is not None:
         msg += f" ({_yaml_word(value)})"
+    if field_path == "(entry)" and msg.split(": ", 1)[0] in ModelEntry.model_fields:  # a row's check naming its field
+        return f"{path}: {where + ': ' if where else ''}{msg}{more}"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
 
 

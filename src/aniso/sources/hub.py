@@ -820,6 +820,15 @@ def from_pretrained(entry, where: str, folder: str | Path | None = None, **kwarg
                          f"{type(model).__name__} and were not read ({', '.join(h + '.*' for h in heads[:4])}: a "
                          "task head's, not a hidden state's); every weight of the model came from its files",
                          RuntimeWarning, __name__)
+    if folder is not None:  # safetensors are read; weights also saved as a pickle are not, whatever they hold
+        from .hubcache import PICKLE_SUFFIXES
+
+        pickles = sorted(p.name for p in Path(folder).iterdir() if p.name.lower().endswith(PICKLE_SUFFIXES))
+        if pickles:
+            from ..common.files import warn_as_file
+
+            warn_as_file(str(entry.id), f"{', '.join(pickles[:3])} in its folder left out (pickle, never read): the "
+                         "safetensors weights are measured", RuntimeWarning, __name__)
     model.eval()
     if getattr(getattr(model, "config", None), "return_dict", True) is False:  # the output's form, not the model's:
         model.config.return_dict = True  # the extraction reads its fields by name (config.json "return_dict": false)
