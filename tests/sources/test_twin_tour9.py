@@ -115,7 +115,8 @@ def test_a_tiny_config_that_is_not_the_rows_twin_is_refused_in_one_line(tmp_path
 
 
 def test_a_tiny_model_type_that_reads_other_inputs_than_the_rows_modality_is_refused(tmp_path, clean_env, capsys):
-    """A BERT row declared speech: its twin, a text model, ran as a speech model to holds and an AttributeError."""
+    """A BERT row declared speech: its twin, a text model, ran as a speech model to holds and an AttributeError. The
+    row is refused where the registry is read, naming tiny's model type."""
     raw = load_yaml(REGISTRY)
     raw["models"] = [dict(r, modality="speech", granularity="audio-frame") for r in raw["models"]
                      if r["id"] == "bert-base-uncased"]
@@ -123,8 +124,7 @@ def test_a_tiny_model_type_that_reads_other_inputs_than_the_rows_modality_is_ref
     path.write_text(yaml.safe_dump(raw, sort_keys=False, allow_unicode=True), encoding="utf-8")
     assert main(["run", "bert-base-uncased", "--twin", "--registry", str(path), "--claims-dir",
                  str(ROOT / "claims")]) == 2
-    _one_line(capsys, "bert-base-uncased: ", "modality 'speech' reads speech", "tiny.model_type 'bert'",
-              "reads text")
+    _one_line(capsys, "(id 'bert-base-uncased'): tiny: modality 'speech', but its model_type is bert, a text model")
 
 
 def test_the_positions_are_checked_against_the_users_max_length(tmp_path, clean_env, capsys):

@@ -646,6 +646,12 @@ class ModelEntry(Strict):
         contradicted = self._tag_contradicted()
         if contradicted:
             raise ValueError(contradicted)
+        if self.tiny is not None:
+            from ..sources.detect import tiny_problem
+
+            twin = tiny_problem(self)
+            if twin:
+                raise ValueError(twin)
         series = self.checkpoints
         if series is not None:
             fields = set(type(self.source).model_fields)

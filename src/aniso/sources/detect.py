@@ -436,6 +436,19 @@ def _long_tokens(vocabulary: list[str]) -> int:
 HYBRID_ARCHITECTURES: dict[str, frozenset[str]] = {"cvt": frozenset({"cnn"})}
 
 
+def tiny_problem(entry) -> str | None:
+    """Where a row's ``tiny`` config (the twin built for it, :mod:`aniso.sources.twin`) is another kind of model than
+    the row declares (``modality: speech`` with ``tiny: {model_type: bert}``): one phrase naming the field and the
+    model type, read as :func:`declared_problem` reads a loaded config; else None. A twin run of such a row measured
+    the wrong kind of model, or failed later on files its kind lacks."""
+    if not entry.tiny or entry.role == "block":
+        return None
+    said = _kind_contradictions(entry, dict(entry.tiny), None)
+    if not said:
+        return None
+    return "tiny: " + "; ".join(p.replace("its config.json is", "its model_type is") for p in said)
+
+
 def _kind_contradictions(entry, config: dict[str, Any], vocabulary: list[str] | None) -> list[str]:
     """The phrases of :func:`declared_problem` for a row's ``modality``, ``architecture`` and ``granularity``: a
     modality or architecture other than the config's (:func:`_what_config_is`: ``modality speech, but its
