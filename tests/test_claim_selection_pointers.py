@@ -15,22 +15,32 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_k_naming_a_claim_id_that_selects_no_test_points_to_aniso_claims(tmp_path):
-    """`pytest -k G.token-nlp-anisotropic` deselected every test with no word (test names hold no claim ids)."""
-    folder = tmp_path / "myclaims"
-    folder.mkdir()
-    (folder / "test_mine_k.py").write_text("import pytest\n\n" + textwrap.dedent("""
-        @pytest.mark.claim("G.token-nlp-anisotropic")
-        def test_mine(claim):
-            claim.conclude(True, {"x": 1.0}, "always")
+def _claim_file(folder: Path, name: str, claim_id: str) -> None:
+    """A claim test module ``name``.py in ``folder`` (made if need be) whose one test concludes ``claim_id`` holds."""
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text("import pytest\n\n" + textwrap.dedent(f"""
+        @pytest.mark.claim("{claim_id}")
+        def {name}(claim):
+            claim.conclude(True, {{"x": 1.0}}, "always")
     """))
+
+
+def _pytest(tmp_path: Path, target: Path, *args: str) -> subprocess.CompletedProcess:
+    """``pytest TARGET`` with the plugin, the source tree's registry and MiniLM, run in ``tmp_path``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANISO_", "PYTEST_"))}
     env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1",
                ANISO_CACHE_DIR=str(tmp_path / "cache"), ANISO_REPORT_DIR=str(tmp_path / "reports"))
-    done = subprocess.run([sys.executable, "-m", "pytest", str(folder), "-p", "aniso.pytest_plugin", "-p",
+    return subprocess.run([sys.executable, "-m", "pytest", str(target), "-p", "aniso.pytest_plugin", "-p",
                            "no:randomly", "-p", "no:cacheprovider", f"--aniso-registry={ROOT / 'models.yaml'}",
-                           "--aniso-models", "all-MiniLM-L6-v2", "-k", "G.token-nlp-anisotropic"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+                           "--aniso-models", "all-MiniLM-L6-v2", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_k_naming_a_claim_id_that_selects_no_test_points_to_aniso_claims(tmp_path):
+    """`pytest -k G.token-nlp-anisotropic` deselected every test with no word (test names hold no claim ids)."""
+    folder = tmp_path / "myclaims"
+    _claim_file(folder, "test_mine_k", "G.token-nlp-anisotropic")
+    done = _pytest(tmp_path, folder, "-k", "G.token-nlp-anisotropic")
     line = ("aniso: -k 'G.token-nlp-anisotropic' selected no test: -k matches test names, which hold no claim ids; "
             "select claims with --aniso-claims G.token-nlp-anisotropic (aniso list claims)")
     assert done.returncode == 5 and line in done.stdout.splitlines(), done.stdout[-3000:] + done.stderr[-2000:]
@@ -69,24 +79,9 @@ def test_aniso_claims_naming_a_claim_tested_in_another_file_says_which(tmp_path)
     """`pytest myclaims/test_other.py --aniso-claims G.token-nlp-anisotropic`, the claim's test in another file of the
     folder, said only "1 deselected" (exit 5); the summary now names the file that tests it."""
     folder = tmp_path / "myclaims"
-    folder.mkdir()
-    (folder / "test_token.py").write_text("import pytest\n\n" + textwrap.dedent("""
-        @pytest.mark.claim("G.token-nlp-anisotropic")
-        def test_token(claim):
-            claim.conclude(True, {"x": 1.0}, "always")
-    """))
-    (folder / "test_other.py").write_text("import pytest\n\n" + textwrap.dedent("""
-        @pytest.mark.claim("G.char-nlp-anisotropic")
-        def test_char(claim):
-            claim.conclude(True, {"x": 1.0}, "always")
-    """))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANISO_", "PYTEST_"))}
-    env.update(PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]), HF_HUB_OFFLINE="1",
-               ANISO_CACHE_DIR=str(tmp_path / "cache"), ANISO_REPORT_DIR=str(tmp_path / "reports"))
-    done = subprocess.run([sys.executable, "-m", "pytest", str(folder / "test_other.py"), "-p", "aniso.pytest_plugin",
-                           "-p", "no:randomly", "-p", "no:cacheprovider", f"--aniso-registry={ROOT / 'models.yaml'}",
-                           "--aniso-models", "all-MiniLM-L6-v2", "--aniso-claims", "G.token-nlp-anisotropic"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    _claim_file(folder, "test_token", "G.token-nlp-anisotropic")
+    _claim_file(folder, "test_other", "G.char-nlp-anisotropic")
+    done = _pytest(tmp_path, folder / "test_other.py", "--aniso-claims", "G.token-nlp-anisotropic")
     line = ("aniso: --aniso-claims G.token-nlp-anisotropic selected none of the tests collected, which test other "
             "claims; the tests of G.token-nlp-anisotropic are in myclaims/test_token.py: name those files, or the "
             "claims folder")
