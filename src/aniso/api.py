@@ -252,7 +252,8 @@ class ClaimResults:
     path : the run's ``results.json`` (``report.html`` beside it)
     document : the whole :class:`aniso.judge.results.ResultsDocument`
     exit_code : as ``aniso run`` (:data:`RUN_EXIT_CODES`): 0 measured and nothing failed, 1 a claim did not hold
-        against its record or errored, 3 nothing measured
+        against its record or errored, 3 nothing measured (:func:`check` warns why); the object itself has no truth
+        value (``assert results.exit_code == 0``, not ``assert results``)
     model_id : the model's registry id (or the id detected for a folder or hub id)
     """
 
@@ -264,6 +265,13 @@ class ClaimResults:
     #: Not hashable (its document is not): ``hash()`` says so by the class's name.
     def __hash__(self) -> int:
         raise TypeError(f"unhashable type: {type(self).__name__!r}")
+
+    def __bool__(self) -> bool:
+        """No truth value: ``assert aniso.check(...)`` would pass a run in which a claim failed or nothing was
+        measured. Raises TypeError saying to test ``exit_code``."""
+        raise TypeError(f"the truth value of a {type(self).__name__} is ambiguous: test its exit_code (0: measured, "
+                        "nothing failed; 1: a claim did not hold against its record or errored; 3: nothing "
+                        "measured), e.g. assert results.exit_code == 0")
 
     def __post_init__(self):
         """``path`` given as a str (or another ``os.PathLike``) is kept as a :class:`~pathlib.Path`; TypeError naming
@@ -2489,7 +2497,19 @@ def check(model: str | Path, claims: str = "G.", inputs: Any = None, *, settings
     if done.results_path is None:
         raise RuntimeError(f"check {model}: the claims run wrote no results (pytest exit code {done.exit_code}); "
                            "run with verbose=True to see why")
+    said = nothing_measured(done)
+    if said is not None:  # exit code 3: as `aniso run` says it (a result of no verdict reads as a success)
+        warnings.warn(f"check {model}: nothing measured: {said}; exit_code 3", RuntimeWarning, stacklevel=2)
     return ClaimResults(done.results_path, read_results(done.results_path), done.exit_code, done.model_id)
+
+
+def nothing_measured(done: "ClaimsRun") -> str | None:
+    """Why a claims run ``done`` (:func:`run_claims`) measured nothing (exit code 3), in words: every claim test of
+    the model skipped, or no selected claim applying to it; None when it measured something or ended otherwise."""
+    if done.exit_code != 3 or done.stopped:
+        return None
+    return (f"{done.results} claim test(s) of {done.model_id}, all skipped (reasons above and in the report)"
+            if done.results else f"no selected claim applies to {done.model_id}")
 
 
 # -- listings -----------------------------------------------------------------------------------------------------

@@ -709,7 +709,7 @@ def _hub_list(args: argparse.Namespace) -> int:
 def _run_one(model: str, args: argparse.Namespace) -> int:
     """``aniso run MODEL`` (or its twin, ``--twin``): its exit code, having said in one line why when it is not 0
     or 1."""
-    from .api import run_claims, run_twins
+    from .api import nothing_measured, run_claims, run_twins
 
     say = lambda line: print(f"aniso run: {line}", file=sys.stderr)  # noqa: E731
     try:
@@ -735,10 +735,8 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
         print(f"aniso run: {done.stopped}", file=sys.stderr)
         if done.interrupted or done.stopped.startswith(("interrupted (Ctrl-C)", "interrupted while writing")):
             return 130  # Ctrl-C: 128 + SIGINT, as every command (what is kept is said in the line above)
-    elif done.exit_code == 3:
-        said = (f"{done.results} claim test(s) of {done.model_id}, all skipped (reasons above and in the report)"
-                if done.results else f"no selected claim applies to {done.model_id}")
-        print(f"aniso run: nothing measured: {said}; exit code 3", file=sys.stderr)
+    elif nothing_measured(done) is not None:
+        print(f"aniso run: nothing measured: {nothing_measured(done)}; exit code 3", file=sys.stderr)
     return done.exit_code
 
 

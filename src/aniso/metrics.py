@@ -485,14 +485,16 @@ def drift_norm(x: np.ndarray) -> float:
 _SYMMETRY_TOL = 1e-4
 
 
-def _refuse_asymmetric(c, name: str, what: str) -> None:
+def _refuse_asymmetric(c, name: str, what: str, exponent: int = 0) -> None:
     """ValueError naming ``name`` when ``c`` (a square array or tensor) is not symmetric beyond rounding (one pass,
-    one value to the host)."""
+    one value to the host); ``c`` is the caller's matrix times 2^-``exponent`` (:func:`_moments`), and the refusal
+    quotes the caller's numbers."""
     if isinstance(c, torch.Tensor):
         gap, top = torch.stack([(c - c.mT).abs().amax(), c.abs().amax()]).tolist() if c.numel() else (0.0, 0.0)
     else:
         gap, top = (float(np.abs(c - c.T).max()), float(np.abs(c).max())) if c.size else (0.0, 0.0)
     if gap > _SYMMETRY_TOL * top:
+        gap, top = math.ldexp(gap, exponent), math.ldexp(top, exponent)
         raise ValueError(f"{name} is not symmetric (largest asymmetry {gap:.3g}, largest entry {top:.3g}); "
                          f"give {what}")
 
@@ -509,10 +511,10 @@ MOMENTS_TOLERANCE = 1e-6
 _MOMENT_ROUNDING = 8
 
 
-def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
+def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray, int]:
     """Σx and Σxxᵀ as float64 arrays of shapes (d,) and (d, d), refused in one line naming the one at fault; scaled
     by 2^−k and 2^−2k (exact; scale-free measures only), k such that the largest |entry| of Σxxᵀ is at most 1, so
-    that ssᵀ/n neither overflows nor underflows."""
+    that ssᵀ/n neither overflows nor underflows; and k (a refusal quotes numbers in the caller's units)."""
     s = _as_vector(vector_sum, "vector_sum")
     gram = _readable(gram, "gram")
     g = _float64(gram)
@@ -521,7 +523,7 @@ def _moments(vector_sum, gram) -> tuple[np.ndarray, np.ndarray]:
     if not np.all(np.isfinite(g)):
         raise ValueError("gram contains NaN or infinite values")
     k = (_exponent(float(np.abs(g).max())) + 1) // 2 if g.size else 0
-    return np.ldexp(s, -k), np.ldexp(g, -2 * k)
+    return np.ldexp(s, -k), np.ldexp(g, -2 * k), k
 
 
 def _centred_scatter(s: np.ndarray, g: np.ndarray, n: int, what: str, gain: float) -> np.ndarray | None:
@@ -596,8 +598,8 @@ def svd_anisotropy_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
-    s, g = _moments(vector_sum, gram)
-    _refuse_asymmetric(g, "gram", "Σ x xᵀ")
+    s, g, k = _moments(vector_sum, gram)
+    _refuse_asymmetric(g, "gram", "Σ x xᵀ", 2 * k)
     c = _centred_scatter(s, g, n, "the SVD anisotropy", 2.0)
     if c is None:
         return float("nan")
@@ -1492,6 +1494,27 @@ class Correlation:
     p_value_asymptotic: float | None = None
     seed: int | None = None
 
+    def __post_init__(self) -> None:
+        """Raises ValueError naming the field for a value no correlation test gives: an unknown ``method`` or
+        ``alternative``, a ``coefficient`` outside [-1, 1], a p-value outside [0, 1] (NaN allowed in both: a constant
+        series), a negative or non-integer ``n`` or ``n_permutations``."""
+        if self.method not in ("spearman", "pearson"):
+            raise ValueError(f"method: {self.method!r}; a correlation is 'spearman' or 'pearson'")
+        if self.alternative not in ("two-sided", "greater", "less"):
+            raise ValueError(f"alternative: {self.alternative!r}; give 'two-sided', 'greater' or 'less'")
+        for name, low, high in (("coefficient", -1.0, 1.0), ("p_value", 0.0, 1.0), ("p_value_asymptotic", 0.0, 1.0)):
+            value = getattr(self, name)
+            if value is None and name == "p_value_asymptotic":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)) or not (
+                    math.isnan(value) or low - 1e-9 <= value <= high + 1e-9):
+                raise ValueError(f"{name}: {value!r}; a {name.replace('_', ' ')} lies in [{low:g}, {high:g}] (NaN "
+                                 "for a constant series)")
+        for name in ("n", "n_permutations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"{name}: {value!r}; give a whole number >= 0")
+
     def as_dict(self, prefix: str = "") -> dict:
         """The numbers a result reports (coefficient, p-value, asymptotic p-value, alternative, how the p-value
         was obtained), keys prefixed by ``prefix``, a str ('' for none). Raises TypeError for a ``prefix`` that is
@@ -2161,8 +2184,8 @@ def isoscore_from_moments(vector_sum: np.ndarray, gram: np.ndarray, n: int) -> f
     n = _whole(n, "n", 1)
     if n < 2:
         raise ValueError(f"IsoScore needs at least 2 vectors, got {n}")
-    s, g = _moments(vector_sum, gram)
-    _refuse_asymmetric(g, "gram", "Σ x xᵀ")
+    s, g, k = _moments(vector_sum, gram)
+    _refuse_asymmetric(g, "gram", "Σ x xᵀ", 2 * k)
     c = _centred_scatter(s, g, n, "the IsoScore", 4 * (1 + math.sqrt(s.shape[0])))
     if c is None:
         return float("nan")

@@ -146,7 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_THREADS] = share_cpu_cores(int(config.workerinput.get("workercount", 1)))
     from .common.settings import flag_value_problem, ini_settings_problem, options_taken_as_paths
 
-    in_ini = ini_settings_problem(config.inipath)  # `aniso_models = gpt2` in pytest.ini: never read by pytest
+    in_ini = ini_settings_problem(getattr(config, "inipath", None))  # `aniso_models = gpt2` in pytest.ini: unread
     if in_ini is not None:
         raise pytest.UsageError(f"aniso settings: {in_ini}")
     taken = options_taken_as_paths(config.args)
