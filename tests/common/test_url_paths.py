@@ -68,3 +68,28 @@ def test_hub_import_of_a_url(clean_env, monkeypatch, capsys):
     assert main(["hub", "import", "gpt2", "https://huggingface.co/gpt2", "--cache-dir", str(clean_env / "hub")]) == 2
     err = capsys.readouterr().err
     assert "https://huggingface.co/gpt2 is a URL; the import reads a local folder" in err, err
+
+
+def test_a_local_rows_path_given_as_a_file_url_names_the_path(clean_env, tiny_bert_dir, capsys):
+    """`path: file:///…/mini` (copied from a file browser) was joined to the registry's folder and refused as
+    ".../w/file:/.../mini does not exist"."""
+    registry = clean_env / "r.yaml"
+    registry.write_text(f"models:\n- id: mb\n  source: {{kind: local, path: 'file://{tiny_bert_dir}'}}\n"
+                        "  modality: text\n  granularity: subword\n  architecture: transformer\n  role: encoder\n"
+                        "  family: bert\n")
+    assert main(["stats", "mb", "--registry", str(registry), "--n-sequences", "8"]) == 2
+    err = capsys.readouterr().err
+    assert (f"mb: source.path: file://{tiny_bert_dir} is a URL; give the file-system path it names, "
+            f"{tiny_bert_dir}") in err, err
+
+
+def test_a_list_field_left_blank_says_it_has_no_value(tmp_path):
+    """`models:` or `tags:` left blank (YAML null) was answered with the example "models: [None, ...]"."""
+    from aniso.registry.entries import RegistryError, load_registry
+
+    path = tmp_path / "r.yaml"
+    path.write_text("models:\n")
+    with pytest.raises(RegistryError) as refused:
+        load_registry(path)
+    assert str(refused.value) == (f"{path}: models: no value (YAML reads a blank, ~ or null as none); models takes a "
+                                  "list: its items in [ ] after models:, or one '- item' a line below it")

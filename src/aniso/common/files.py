@@ -406,6 +406,19 @@ def url_given(path: str | Path) -> str | None:
 URL_NOT_READ = "is a URL; only local files are read: download it first and give the downloaded file's path"
 
 
+def url_path_problem(value: str | Path) -> str | None:
+    """``"… is a URL; …"`` for a path field given a URL (:func:`url_given`), naming the file-system path a
+    ``file://`` URL stands for; else None."""
+    url = url_given(value)
+    if url is None:
+        return None
+    if url.lower().startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return (f"{url} is a URL; give the file-system path it names, {unquote(urlparse(url).path)}")
+    return f"{url} {URL_NOT_READ}"
+
+
 #: How a Git LFS pointer file begins (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md): what a clone made
 #: without git-lfs holds in place of each large file.
 _LFS_POINTER = b"version https://git-lfs.github.com/spec/"

@@ -1137,6 +1137,9 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
     elif first["type"] in ("tuple_type", "list_type") and isinstance(value, dict) and loc:
         keys = ", ".join(str(k) for k in list(value)[:4])
         msg = f"{_shown(value)} is a mapping; {loc[-1]} takes a list, e.g. {loc[-1]}: [{keys}]"
+    elif first["type"] in ("tuple_type", "list_type") and value is None and loc:
+        msg = (f"no value (YAML reads a blank, ~ or null as none); {loc[-1]} takes a list: its items in [ ] after "
+               f"{loc[-1]}:, or one '- item' a line below it" + (", or [] for none" if loc[-1] != "models" else ""))
     elif first["type"] in ("tuple_type", "list_type") and not isinstance(value, (list, tuple)) and loc:
         msg = f"{_shown(value)} is one value; {loc[-1]} takes a list, e.g. {loc[-1]}: [{value}, ...]"
     elif first["type"] == "model_type" and len(loc) == 2 and loc[0] == "expected" and not isinstance(value, dict):

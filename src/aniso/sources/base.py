@@ -306,6 +306,11 @@ def in_models_dir(entry: "ModelEntry", ctx: SourceContext, name: str, what: str,
     Raises ModelUnavailable naming the model if the path is relative and the folder is not set, if it is missing,
     or if it is a Git LFS pointer (:func:`aniso.common.files.lfs_pointer`).
     """
+    from ..common.files import url_path_problem
+
+    url = url_path_problem(name)
+    if url is not None:
+        raise ModelUnavailable(f"{entry.id}: its {what}: {url}")
     path = Path(os.path.expanduser(name))
     if not path.is_absolute():
         if ctx.models_dir is None:

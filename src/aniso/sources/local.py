@@ -32,7 +32,13 @@ def weight_files_fingerprint(directory: Path, extra: tuple[str, ...] = (), read:
 
 
 def directory(entry, ctx: SourceContext) -> Path:
-    """The entry's folder. Raises ModelUnavailable naming the model if it does not exist."""
+    """The entry's folder. Raises ModelUnavailable naming the model if it does not exist, or if ``source.path`` is a
+    URL (``file:///…`` copied from a file browser: :func:`aniso.common.files.url_path_problem`)."""
+    from ..common.files import url_path_problem
+
+    url = url_path_problem(entry.source.path)
+    if url is not None:
+        raise ModelUnavailable(f"{entry.id}: source.path: {url}")
     path = Path(os.path.expandvars(os.path.expanduser(entry.source.path)))
     if not path.is_absolute() and ctx.registry_dir is not None:
         path = Path(ctx.registry_dir) / path
