@@ -181,7 +181,7 @@ class LayerStats:
         if not isinstance(stats, ModelStats):
             raise TypeError(f"stats: {stats!r:.40} ({type_name(stats)}); give the aniso.stats.results.ModelStats of a "
                             "model (what StatsProvider.get returns)")
-        from .stats.results import max_length_note, svd_batch_note
+        from .stats.results import copies_note, max_length_note, svd_batch_note
 
         meta = dict(stats.meta)
         inputs, settings = dict(meta.get("corpus") or {}), dict(meta.get("settings") or {})
@@ -189,8 +189,8 @@ class LayerStats:
             settings["max_length_read"] = meta["max_length_read"]["read"]
             if inputs.get("label"):
                 inputs["label"] += max_length_note(meta)
-        if inputs.get("label"):  # SVD batches narrower than a layer: rank-limited, said where read
-            inputs["label"] += svd_batch_note(stats.layers)
+        if inputs.get("label"):  # SVD batches narrower than a layer: rank-limited; texts read as copies
+            inputs["label"] += svd_batch_note(stats.layers) + copies_note(meta)
         return cls(stats.model_id, tuple(str(n) for n in stats.layer_names), tuple(stats.summaries()), inputs,
                    settings, meta, stats)
 

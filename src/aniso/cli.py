@@ -183,7 +183,10 @@ def _stats(args: argparse.Namespace) -> int:
     rows = [[name, s.dim, s.count, s.mean_cosine, s.q95, s.drift_norm, s.svd_anisotropy, s.twonn, s.isoscore]
             for name, s in zip(stats.layer_names, stats.summaries())]
     noun = form.noun if form is not None and form.items else "sequences"
-    print(f"{entry.id} on {stats.meta['corpus']['label']} ({stats.meta['n_sequences']} {noun})")
+    from .stats.results import copies_note
+
+    print(f"{entry.id} on {stats.meta['corpus']['label']}{copies_note(stats.meta)} ({stats.meta['n_sequences']} "
+          f"{noun})")
     print(tabulate(rows, headers=["layer", "d", "vectors", "avg cos", "q95(d)", "drift norm", "SVD aniso", "TwoNN",
                                  "IsoScore"],
                    floatfmt=".4f"))

@@ -1423,7 +1423,13 @@ def isotropic_cos_quantile(d: int, q: float = 0.95) -> float:
     if d >= _WIDE_D:  # 2·I⁻¹ − 1 cancels: cos² ~ Beta(1/2, a) instead (P(|cos| <= t) = I_t²(1/2, a), cos symmetric)
         t = math.sqrt(float(betaincinv(0.5, a, abs(2 * q - 1))))  # 2q − 1 exact for q in [0.25, 1]
         return t if q >= 0.5 else -t
-    return float(2 * betaincinv(a, a, q) - 1)
+    x = float(betaincinv(a, a, q))
+    if math.isnan(x) and q < 0.5:  # scipy's inverse fails far in the tail (q <= ~1e-120 at d of 7 to 13): there
+        # I_x(a, a) = x^a / (a·B(a, a)) · (1 + O(x)), so x = (q·a·B(a, a))^(1/a) to rounding, taken in logs
+        from scipy.special import betaln
+
+        x = math.exp((math.log(q) + math.log(a) + float(betaln(a, a))) / a)
+    return float(2 * x - 1)
 
 
 #: From this dimension on, :func:`isotropic_cos_quantile` takes the quantile of cos² ~ Beta(1/2, (d − 1)/2), which

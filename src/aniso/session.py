@@ -35,7 +35,7 @@ from .registry.entries import ModelEntry, Registry
 from .common.settings import DEFAULT_SEED, PROFILES, Settings
 from .common.signals import said_on_signal
 from .sources import InputsMissing, ModelRefused, ModelUnavailable
-from .stats.results import ModelStats, max_length_note, svd_batch_note
+from .stats.results import ModelStats, copies_note, max_length_note, svd_batch_note
 from .judge.verdicts import (DOES_NOT_HOLD, ERROR, EXPECTED_NOT_TO_HOLD, HOLDS, SKIPPED, UNDERPOWERED,
                               UNEXPECTEDLY_HOLDS, Decision, Outcome, decide)
 
@@ -941,11 +941,8 @@ class ClaimContext:
         self.result.inputs_label = inputs.get("label")
         if self.result.inputs_label:  # the model reads fewer tokens than asked: the verdict says so
             self.result.inputs_label += max_length_note(stats.meta) + svd_batch_note(stats.layers)
-        copies = stats.meta.get("copies_as_read")
-        if copies and self.result.inputs_label:  # distinct texts this model reads as one: fewer inputs than counted
-            self.result.inputs_label += (f"; {copies} of the {stats.meta.get('n_sequences')} paragraphs read by this "
-                                         "model's tokenizer as a copy of another (a case or spelling its vocabulary "
-                                         "does not tell apart, or the same first tokens)")
+        if self.result.inputs_label:  # distinct texts this model reads as one: fewer inputs than counted
+            self.result.inputs_label += copies_note(stats.meta)
         training = self._session.training_of(self.entry)
         if training is not None and self.result.inputs_label:  # the console's inputs line names the training text
             self.result.inputs_label += f"; the miniature trained on {training[0]} (the record's: {training[1]})"

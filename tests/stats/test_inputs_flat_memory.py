@@ -68,8 +68,12 @@ def test_the_tokenizer_check_keeps_no_tokens_per_paragraph():
 
 def test_the_tokenizer_check_still_counts_copies():
     loaded = SimpleNamespace(tokenizer=FakeTokenizer(), entry=SimpleNamespace(id="fake"))
-    items = ("p1", "p2", "p1", "p3", "p2", "p1")
+    # distinct texts read as one sequence ("q1" is "p1" to this tokenizer): counted; the same text twice is the
+    # corpus label's to count, not this check's
+    items = ("p1", "p2", "q1", "p3", "q2", "r1")
     assert _check_real_tokens(loaded, SimpleNamespace(items=items, label="fake corpus", origin="fake"), 128) == 3
+    items = ("p1", "p2", "p1", "p3", "q2", "r1")
+    assert _check_real_tokens(loaded, SimpleNamespace(items=items, label="fake corpus", origin="fake"), 128) == 2
     assert _check_real_tokens(loaded, SimpleNamespace(items=("p1", "p2"), label="c", origin="fake"), None) == 0
 
 

@@ -561,8 +561,9 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
     ones among those measured (``max_length`` 3 leaves BERT one word between [CLS] and [SEP]). Its vectors would be
     those of the special tokens or of [UNK], and any verdict on them about the text is wrong. Tokenizes in chunks of
     256 paragraphs. Returns how many paragraphs this tokenizer reads as a copy of an earlier one, in the tokens
-    measured (cut at ``max_length``): the same text, or texts an uncased vocabulary or a normalisation makes one
-    ("The Cat", "THE CAT"), or texts alike in their first ``max_length`` tokens. Raises :class:`ModelRefused` too when
+    measured (cut at ``max_length``), beyond those that are the same text (which the inputs' label counts): texts an
+    uncased vocabulary or a normalisation makes one ("The Cat", "THE CAT"), or texts alike in their first
+    ``max_length`` tokens. Raises :class:`ModelRefused` too when
     it reads every paragraph as one (no two inputs to resample). Raises
     :class:`ModelRefused` naming the model, the corpus (or the setting) and the counts; for texts given to the Python
     API as a list (:func:`aniso.inputs.text.given_texts`), :class:`InputsRefused` (also a ValueError), beginning
@@ -643,7 +644,8 @@ def _check_real_tokens(loaded: LoadedModel, inputs, max_length: int | None = Non
         raise refused(f"{length} {max_length} tokens per text, special ones included, leave the {len(items)} "
                       f"paragraph(s) one and the same sequence (they differ only after their first {room} tokens): "
                       "a verdict over copies of one input is none; give a larger max_length")
-    return len(items) - seen
+    exact = len(items) - len(set(items)) if all(isinstance(t, str) for t in items) else 0  # said in the label
+    return max(len(items) - seen - exact, 0)
 
 
 def _token_digest(ids) -> bytes:

@@ -114,6 +114,18 @@ def max_length_note(meta: dict) -> str:
     return f"; at most {read['read']} tokens each, the model's positions (max_length {read['asked']} asked)"
 
 
+def copies_note(meta: dict) -> str:
+    """The words an inputs label carries where the model's tokenizer reads some distinct texts as copies of others
+    (``meta["copies_as_read"]``, :func:`aniso.stats.pipeline._check_real_tokens`: a case or spelling an uncased
+    vocabulary does not tell apart, or the same first ``max_length`` tokens): fewer independent inputs than counted;
+    or ""."""
+    copies = meta.get("copies_as_read")
+    if not copies:
+        return ""
+    return (f"; {copies} of the {meta.get('n_sequences')} paragraphs read by this model's tokenizer as a copy of "
+            "another (a case or spelling its vocabulary does not tell apart, or the same first tokens)")
+
+
 def svd_batch_note(layers) -> str:
     """The words an inputs label carries where a second-order layer is wider than its SVD batch (setting
     ``svd_batch_size``, b): a centred batch of b vectors has rank at most b - 1, so each batch's SVD anisotropy
