@@ -406,6 +406,13 @@ def url_given(path: str | Path) -> str | None:
 URL_NOT_READ = "is a URL; only local files are read: download it first and give the downloaded file's path"
 
 
+def unset_variables(value: str | Path) -> list[str]:
+    """The environment variables ``value`` names (``$NAME`` or ``${NAME}``) that are not set, which
+    :func:`os.path.expandvars` leaves in the path as they are (the path then names a folder called ``$NAME``)."""
+    return [m.group(1) or m.group(2) for m in re.finditer(r"\$(?:\{(\w+)\}|(\w+))", os.fspath(value))
+            if (m.group(1) or m.group(2)) not in os.environ]
+
+
 def url_path_problem(value: str | Path) -> str | None:
     """``"… is a URL; …"`` for a path field given a URL (:func:`url_given`), naming the file-system path a
     ``file://`` URL stands for; else None."""

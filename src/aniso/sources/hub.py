@@ -1112,8 +1112,9 @@ def _not_cached(entry) -> ModelUnavailable:
     src = entry.source
     return ModelUnavailable(  # (the hints name the revisions the cache holds of it)
         f"{entry.id}: hub id {src.repo!r} at revision {src.revision!r} is not cached here and "
-        f"the hub cannot be reached (HF_HUB_OFFLINE=1 or no network); `aniso hub import {src.repo} FOLDER` puts a "
-        f"model folder there{not_cached_hints(src.repo, src.revision)}"
+        f"the hub cannot be reached (HF_HUB_OFFLINE=1 or no network); `aniso hub import {src.repo} FOLDER"
+        f"{'' if src.revision == 'main' else f' --revision {src.revision}'}` puts a model folder there"
+        f"{not_cached_hints(src.repo, src.revision)}"
     )
 
 

@@ -47,6 +47,12 @@ def directory(entry, ctx: SourceContext) -> Path:
     if os.path.lexists(path) and not path.is_dir():
         raise ModelUnavailable(f"{entry.id}: local model directory {shown_path(path)} {_not_a_folder(path)}")
     if not path.is_dir():
+        from ..common.files import unset_variables
+
+        unset = unset_variables(entry.source.path)
+        if unset:
+            raise ModelUnavailable(f"{entry.id}: source.path {entry.source.path!r} names the environment variable "
+                                   f"${unset[0]}, which is not set: set it, or write the path out")
         bare = Path(str(path).strip())
         blank = (f"; {shown_path(bare)}, without the blanks around it, is a folder: write source.path without them"
                  if bare != path and bare.is_dir() else "")
