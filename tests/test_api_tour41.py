@@ -70,3 +70,10 @@ def test_the_tail_formula_agrees_with_scipy_where_both_work():
         a, q = (d - 1) / 2, 1e-40
         x = math.exp((math.log(q) + math.log(a) + float(betaln(a, a))) / a)
         assert x == pytest.approx(float(betaincinv(a, a, q)), rel=1e-6)
+
+
+@pytest.mark.parametrize("coefficient, p_value", [(float("nan"), 0.01), (0.5, float("nan"))])
+def test_a_correlation_with_one_of_its_two_numbers_nan_is_refused(coefficient, p_value):
+    """A constant series gives both NaN; one alone was accepted, and as_dict reported a p-value of no coefficient."""
+    with pytest.raises(ValueError, match=r"NaN together or neither \(NaN for a constant series"):
+        M.Correlation("spearman", coefficient, p_value, 10)

@@ -1502,8 +1502,8 @@ class Correlation:
 
     def __post_init__(self) -> None:
         """Raises ValueError naming the field for a value no correlation test gives: an unknown ``method`` or
-        ``alternative``, a ``coefficient`` outside [-1, 1], a p-value outside [0, 1] (NaN allowed in both: a constant
-        series), a negative or non-integer ``n`` or ``n_permutations``."""
+        ``alternative``, a ``coefficient`` outside [-1, 1], a p-value outside [0, 1] (NaN in both together, and only
+        so: a constant series), a negative or non-integer ``n`` or ``n_permutations``."""
         if self.method not in ("spearman", "pearson"):
             raise ValueError(f"method: {self.method!r}; a correlation is 'spearman' or 'pearson'")
         if self.alternative not in ("two-sided", "greater", "less"):
@@ -1516,6 +1516,9 @@ class Correlation:
                     math.isnan(value) or low - 1e-9 <= value <= high + 1e-9):
                 raise ValueError(f"{name}: {value!r}; a {name.replace('_', ' ')} lies in [{low:g}, {high:g}] (NaN "
                                  "for a constant series)")
+        if math.isnan(self.coefficient) != math.isnan(self.p_value):  # a constant series: neither is measured
+            raise ValueError(f"coefficient {self.coefficient!r} and p_value {self.p_value!r}: NaN together or "
+                             "neither (NaN for a constant series, which has no order)")
         for name in ("n", "n_permutations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -1976,7 +1979,8 @@ def points_for_power(effect: float, method: str = "spearman", alternative: str =
                      power: float = POWER_REQUIRED, *, start: int = 3, limit: int = 200, seed: int = 0) -> int | None:
     """The fewest points (>= ``start``) at which :func:`correlation_power` reaches ``power`` at ``effect``, or None
     if not within ``limit`` points (searched in steps of n // 8 above 16 points, then point by point back to the last
-    n that fell short). Raises ValueError as :func:`correlation_power` (its effect and alpha checked before any
+    n that fell short); None also where ``start`` is above ``limit``: no number of points from ``start`` on is within
+    it (a rule asking how many more points a test of ``start`` − 1 needs reads this as "more than ``limit``"). Raises ValueError as :func:`correlation_power` (its effect and alpha checked before any
     estimate, also where none is made), for
     a ``power`` outside (0, 1) (TypeError for one that is not a real number) and for a ``limit`` above
     :data:`POWER_MAX_N` (TypeError for one that is not a whole number)."""
