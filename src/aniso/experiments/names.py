@@ -28,6 +28,11 @@ BLOCK_ATTENTION_FIELDS = {
     "bert-identity-attention": (("hidden_size",), 768, ("num_attention_heads",), 12, False),
 }
 
+#: The transformers model type of each untrained block's config (:data:`BLOCK_KINDS`), whose fields a row's
+#: ``config`` overrides.
+BLOCK_MODEL_TYPES = {"bert-post-ln": "bert", "gpt2-pre-ln": "gpt2", "llama-pre-rmsnorm": "llama",
+                     "bert-identity-attention": "bert"}
+
 #: The fewest dimensions of one attention head (hidden size / heads) the block claims read: their yardstick is the
 #: 95th percentile of the cosine of two random vectors in that dimension, q95(d_head), which needs 2 at least (a
 #: width of 1 leaves LayerNorm's output a zero vector, which has no cosine).

@@ -1155,7 +1155,7 @@ def _format_error(path: Path, raw: Any, err: ValidationError) -> str:
     if takes is None and first["type"] in ("string_type", "literal_error") and text_choices \
             and _yaml_word(value) is not None:
         msg += f" ({_yaml_word(value)})"
-    if field_path == "(entry)" and msg.split(": ", 1)[0] in ModelEntry.model_fields:  # a row's check naming its field
+    if field_path == "(entry)" and msg.split(": ", 1)[0].split(".")[0] in ModelEntry.model_fields:  # naming its field
         return f"{path}: {where + ': ' if where else ''}{msg}{more}"
     return f"{path}: {where + ': ' if where else ''}{field_path}: {msg}{more}"
 

@@ -439,10 +439,16 @@ HYBRID_ARCHITECTURES: dict[str, frozenset[str]] = {"cvt": frozenset({"cnn"})}
 def tiny_problem(entry) -> str | None:
     """Where a row's ``tiny`` config (the twin built for it, :mod:`aniso.sources.twin`) is another kind of model than
     the row declares (``modality: speech`` with ``tiny: {model_type: bert}``): one phrase naming the field and the
-    model type, read as :func:`declared_problem` reads a loaded config; else None. A twin run of such a row measured
+    model type, read as :func:`declared_problem` reads a loaded config; or where a key of ``tiny`` or ``full`` is a
+    slip from a field of that model type's config (:func:`misspelt_config_key`); else None. A twin run of such a row measured
     the wrong kind of model, or failed later on files its kind lacks."""
     if not entry.tiny or entry.role == "block":
         return None
+    model_type = entry.tiny.get("model_type")
+    for where, config in (("tiny", entry.tiny), ("full", entry.full or {})):
+        misspelt = misspelt_config_key(config, config.get("model_type", model_type), where)
+        if misspelt is not None:
+            return misspelt
     said = _kind_contradictions(entry, dict(entry.tiny), None)
     if not said:
         return None
@@ -557,6 +563,62 @@ def _attribute_map(model_type: Any) -> dict[str, str] | None:
         return dict(CONFIG_MAPPING[model_type].attribute_map)
     except (KeyError, ImportError, AttributeError):
         return None
+
+
+@functools.cache
+def _config_fields(model_type: Any) -> frozenset[str] | None:
+    """The fields transformers' config class of ``model_type`` declares (its annotated class attributes, those of
+    ``PreTrainedConfig`` and its ``attribute_map``'s names), read from the installed sources as data (:mod:`ast`,
+    without importing torch); None where they cannot be read so (then no key is judged)."""
+    import ast
+
+    if not isinstance(model_type, str):
+        return None
+
+    def declared(source: Path, match) -> set[str] | None:
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and match(node):
+                return {n.target.id for n in node.body if isinstance(n, ast.AnnAssign)
+                        and isinstance(n.target, ast.Name)}
+        return None
+
+    def of_type(node) -> bool:
+        return any(isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, ast.Constant)
+                   and n.value.value == model_type and any(isinstance(t, ast.Name) and t.id == "model_type"
+                                                           for t in (n.targets if isinstance(n, ast.Assign)
+                                                                     else [n.target])) for n in node.body)
+
+    try:
+        root = _transformers_models()
+        own = next((f for source in sorted((root / model_type.replace("-", "_")).glob("configuration_*.py"))
+                    for f in [declared(source, of_type)] if f), None)
+        base = declared(root.parent / "configuration_utils.py", lambda node: node.name == "PreTrainedConfig")
+    except (AttributeError, IndexError, OSError, SyntaxError, TypeError, ValueError):
+        return None
+    if not own or not base:  # a config class not written as annotated fields: nothing judged
+        return None
+    return frozenset(own | base | set(_attribute_map(model_type) or {}))
+
+
+def misspelt_config_key(config: dict[str, Any], model_type: Any, where: str) -> str | None:
+    """``"WHERE.KEY: no field of MODEL_TYPE's config; did you mean FIELD? …"`` for the first key of ``config`` that
+    transformers' config class of ``model_type`` does not declare (:func:`_config_fields`) and that is one slip from
+    one it does (``num_hidden_layer``, ``hidden_sise``): transformers would keep it as an unread attribute and build
+    the default. A key near no field is left alone (a model's own extra field); None where nothing is misspelt."""
+    import difflib
+
+    fields = _config_fields(model_type)
+    if fields is None:
+        return None
+    for key in config:
+        if key == "model_type" or key in fields:
+            continue
+        close = difflib.get_close_matches(str(key), sorted(fields), n=1, cutoff=0.85)
+        if close:
+            return (f"{where + '.' if where else ''}{key}: no field of {model_type}'s config; did you mean {close[0]}? "
+                    f"(transformers would "
+                    f"keep {key} unread and build its default {close[0]})")
+    return None
 
 
 def registry_entry(model: str, config: dict[str, Any]) -> dict[str, Any]:

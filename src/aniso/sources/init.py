@@ -36,6 +36,12 @@ class InitSource(Strict):
         block = info.data.get("block")
         if block not in BLOCK_ATTENTION_FIELDS:
             return value
+        from ..experiments.names import BLOCK_MODEL_TYPES
+        from .detect import misspelt_config_key
+
+        misspelt = misspelt_config_key(value, BLOCK_MODEL_TYPES.get(block), "")
+        if misspelt is not None:  # `hidden_sise: 64` measured the default block without a word
+            raise ValueError(misspelt)
         width_names, width_default, head_names, heads_default, grouped = BLOCK_ATTENTION_FIELDS[block]
 
         def given(names: tuple[str, ...], default: int) -> tuple[str, int]:
