@@ -415,3 +415,21 @@ def test_keep_twins_folder_holding_a_users_registry_is_refused(clean_env, capsys
     (keep / "twin-manifest.json").write_text("{}")  # an earlier twin run's folder: the check lets it through
     with pytest.raises(AssertionError, match="the twin run began"):
         main(argv)
+
+
+def test_ctrl_c_in_the_claims_of_a_twin_run_exits_130_saying_what_is_kept(clean_env, capsys, monkeypatch):
+    """Ctrl-C once `aniso run M --twin` had imported its twins (pytest running the claims) exited 2, pytest's code of
+    an interrupt, with no "aniso run: interrupted" line; a run without --twin exits 130 with it."""
+    import pytest as _pytest
+
+    import aniso.api
+
+    def interrupted(args, plugins, tally):
+        tally.interrupted = True
+        return _pytest.ExitCode.INTERRUPTED
+
+    monkeypatch.setattr(aniso.api, "_pytest_main", interrupted)
+    code = main(["run", "bert-base-uncased", "--twin", "--registry", REGISTRY, "--claims", "G.token-nlp-anisotropic"])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 130, line
+    assert line.startswith("aniso run: interrupted (Ctrl-C): ") and "no results file was written" in line, line

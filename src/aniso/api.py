@@ -2362,8 +2362,12 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
         exit_code = 2 if tally.refused else run_exit_code(code, tally.measured)
         if exit_code == 0 and set(refused) - documented:
             exit_code = 2
-        return ClaimsRun(exit_code, models, results, tally.results, tally.measured, None, tally.stopped,
-                         tuple(refused.values()) + tally.refused)
+        stopped = tally.stopped  # Ctrl-C (or a signal answered as it) in the claims: said as a run without --twin
+        interrupted = tally.interrupted or code == pytest.ExitCode.INTERRUPTED
+        if interrupted and not (stopped or "").startswith("interrupted"):
+            stopped = interrupted_line(settings, results, tally.signal)
+        return ClaimsRun(exit_code, models, results, tally.results, tally.measured, None, stopped,
+                         tuple(refused.values()) + tally.refused, interrupted)
     except KeyboardInterrupt:
         if measuring:
             raise
