@@ -433,3 +433,14 @@ def test_ctrl_c_in_the_claims_of_a_twin_run_exits_130_saying_what_is_kept(clean_
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 130, line
     assert line.startswith("aniso run: interrupted (Ctrl-C): ") and "no results file was written" in line, line
+
+
+def test_a_twin_run_of_a_registry_without_hub_rows_says_it_has_none(clean_env, capsys, tiny_bert_dir):
+    """`aniso run my-bert --twin` on a registry of one local row listed its hub rows as "...": an empty list."""
+    registry = clean_env / "ok.yaml"
+    registry.write_text(f"models:\n- id: my-bert\n  source: {{kind: local, path: {tiny_bert_dir}}}\n  modality: text\n"
+                        "  granularity: subword\n  architecture: transformer\n  role: encoder\n  family: bert\n")
+    code, line = _stopped(["run", "my-bert", "--twin", "--registry", str(registry), "--claims",
+                           "G.token-nlp-anisotropic"], capsys)
+    assert code == 2 and line.endswith("holds no hub row (twins are made of hub rows; this registry has none: a twin "
+                                       "is built from a hub row's tiny config)"), line

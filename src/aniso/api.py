@@ -2264,8 +2264,11 @@ def run_twins(models: str, claims: str | None = None, *, registry: str | Path | 
 
     hub_rows = [e for e in chosen if has_twin(e)]
     if not hub_rows:
-        raise ValueError(f"--twin: {models!r} holds no hub row (twins are made of the registry's hub rows: "
-                         f"{', '.join(e.id for e in reg if has_twin(e))[:160]}...)")
+        ids = [e.id for e in reg if has_twin(e)]
+        listed = ", ".join(ids)
+        rows = (f"the registry's hub rows: {listed[:160]}{'…' if len(listed) > 160 else ''}" if ids else
+                "this registry has none: a twin is built from a hub row's tiny config")
+        raise ValueError(f"--twin: {models!r} holds no hub row (twins are made of hub rows; {rows})")
     others = [e.id for e in chosen if not has_twin(e)]
     if others:
         say(f"--twin: {len(others)} row(s) of {models!r} are not hub rows and have no twin; left out "

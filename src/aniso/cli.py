@@ -1449,6 +1449,18 @@ def _path_text(value: str) -> str:
     return os.path.expanduser(value)
 
 
+def _written_path_text(value: str) -> str:
+    """:func:`_path_text` for a path a command writes (``--out``, ``--keep-twins``, a hub cache), refusing a URL too
+    (:func:`aniso.common.files.url_path_problem`: ``--out https://x/r.html`` wrote ``./https:/x/r.html``; a path
+    that is read names a URL where it is read, saying to download it)."""
+    from .common.files import url_path_problem
+
+    url = url_path_problem(value, either=True) if value.strip() else None
+    if url is not None:
+        raise argparse.ArgumentTypeError(url)
+    return _path_text(value)
+
+
 def _registry_as_run(raw: bytes, digests: set[str]) -> str | None:
     """What differs between the registry file's bytes ``raw`` and the registry a run read (one of ``digests``,
     SHA-256) where only its line ends or a byte-order mark do (a checkout with other line ends, an editor's save):
@@ -1590,7 +1602,7 @@ def main(argv: list[str] | None = None) -> int:
                           "model set such as paper): the row's own architecture and preprocessing files with seeded "
                           "random weights, imported into a temporary hub cache and loaded offline as a download "
                           "would be; verdicts labelled 'twin: random weights, code path only', never findings")
-    run.add_argument("--keep-twins", type=_path_text, default=None, metavar="FOLDER",
+    run.add_argument("--keep-twins", type=_written_path_text, default=None, metavar="FOLDER",
                      help="with --twin: keep the twins' folders and hub cache in FOLDER")
     _needs(run, "--keep-twins", "--twin", "it keeps the folders of a twin run; without --twin there are none")
     run.add_argument("--full-size", action="store_true",
@@ -1602,7 +1614,7 @@ def main(argv: list[str] | None = None) -> int:
     rep = _command(sub, "report", "render report.html from a results.json",
                    "aniso report reports/run-20261123-131230/results.json", _report)
     rep.add_argument("results", type=_path_text, help="path to a results.json written by `pytest claims/`")
-    rep.add_argument("--out", type=_path_text,
+    rep.add_argument("--out", type=_written_path_text,
                      help="output HTML file, named *.html or *.htm (default: report.html beside results.json)")
     df = _command(sub, "diff", "which verdicts and numbers changed between two runs (exit code 1 on a changed verdict)",
                   "aniso diff reports/run-A/results.json reports/run-B/results.json", _diff,
@@ -1729,7 +1741,7 @@ def main(argv: list[str] | None = None) -> int:
     hi.add_argument("hub_id", help="hub id, as the registry row's repo (e.g. sentence-transformers/all-MiniLM-L6-v2)")
     hi.add_argument("folder", type=_path_text, help="transformers model folder (config.json, *.safetensors, tokenizer files)")
     hi.add_argument("--revision", default="main", help="branch or tag whose ref is written (default main)")
-    hi.add_argument("--cache-dir", type=_path_text, default=None, help="hub cache (default: HF_HUB_CACHE, else HF_HOME/hub, else "
+    hi.add_argument("--cache-dir", type=_written_path_text, default=None, help="hub cache (default: HF_HUB_CACHE, else HF_HOME/hub, else "
                     "~/.cache/huggingface/hub)")
     hi.add_argument("--allow-pickle", action="store_true",
                     help="import a folder whose only weights are pickle files (the hub source still loads "
@@ -1740,7 +1752,7 @@ def main(argv: list[str] | None = None) -> int:
                   "One line per registry hub row the cache holds (registry id, hub id, revision, commit, imported "
                   "from a folder or downloaded, size), then the cached models no row names. Reads the cache only.")
     hl.add_argument("--all", action="store_true", help="also list the hub rows that are not cached")
-    hl.add_argument("--cache-dir", type=_path_text, default=None, help="hub cache (default: HF_HUB_CACHE)")
+    hl.add_argument("--cache-dir", type=_written_path_text, default=None, help="hub cache (default: HF_HUB_CACHE)")
     _registry_option(hl)
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # pytest arguments of `aniso run ... -- ...`

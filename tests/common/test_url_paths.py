@@ -93,3 +93,17 @@ def test_a_list_field_left_blank_says_it_has_no_value(tmp_path):
         load_registry(path)
     assert str(refused.value) == (f"{path}: models: no value (YAML reads a blank, ~ or null as none); models takes a "
                                   "list: its items in [ ] after models:, or one '- item' a line below it")
+
+
+@pytest.mark.parametrize("out, said", [
+    ("https://example.com/r.html", "https://example.com/r.html is a URL; aniso reads and writes files on this machine "
+                                   "only: give a path here"),
+    ("file:///tmp/r.html", "file:///tmp/r.html is a URL; give the file-system path it names, /tmp/r.html"),
+])
+def test_a_report_written_to_a_url_is_refused(clean_env, monkeypatch, capsys, out, said):
+    """`aniso report R --out https://…/r.html` wrote ./https:/…/r.html under the working folder and exited 0."""
+    monkeypatch.chdir(clean_env)
+    with pytest.raises(SystemExit) as stopped:
+        main(["report", str(clean_env / "results.json"), "--out", out])
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
+    assert not (clean_env / "https:").exists() and not (clean_env / "file:").exists()

@@ -40,5 +40,22 @@ def test_fields_of_the_config_and_keys_near_none_are_left_alone():
     assert misspelt_config_key({"num_hidden_layers": 2, "n_embd": 8}, "gpt2", "tiny") is None  # attribute_map names
     assert misspelt_config_key({"my_own_field": 1}, "bert", "tiny") is None
     assert misspelt_config_key({"hidden_sise": 1}, "no-such-type", "tiny") is None
-    assert misspelt_config_key({"n_layers": 2}, "gpt2", "tiny").startswith("tiny.n_layers: no field of gpt2's config; "
-                                                                          "did you mean n_layer?")
+    assert misspelt_config_key({"n_layers": 2}, "gpt2", "tiny").startswith("tiny.n_layers: no field of gpt2's config "
+                                                                          "(another model type's name for "
+                                                                          "num_hidden_layers); write n_layer")
+    assert misspelt_config_key({"n_layer": 2}, "bert", "tiny").startswith("tiny.n_layer: no field of bert's config "
+                                                                         "(another model type's name for "
+                                                                         "num_hidden_layers); write num_hidden_layers")
+    assert misspelt_config_key({"num_layer": 2}, "t5", "tiny").startswith("tiny.num_layer: no field of t5's config; "
+                                                                        "did you mean num_layers?")
+
+
+def test_another_model_types_name_for_a_size_is_refused(tmp_path):
+    """`tiny: {model_type: bert, n_layer: 2}` (GPT-2's name) built a 12-layer BERT twin: n_layer is near no BERT
+    field, so the slip check passed it."""
+    path = tmp_path / "r.yaml"
+    path.write_text(HUB.format(tiny="n_layer: 2, ", full=""))
+    with pytest.raises(RegistryError) as refused:
+        load_registry(path)
+    assert "tiny.n_layer: no field of bert's config (another model type's name for num_hidden_layers); write " \
+           "num_hidden_layers" in str(refused.value), str(refused.value)

@@ -42,3 +42,16 @@ def test_a_tag_the_fields_agree_with_or_a_free_tag_is_accepted(tmp_path, tag):
     path = tmp_path / "r.yaml"
     path.write_text(ROW.format(tag=tag))
     assert tag in load_registry(path).get("my-bert").all_tags
+
+
+def test_a_tag_that_is_another_rows_family_is_refused(tmp_path):
+    """`tags: [gpt2]` on a BERT row: `--models gpt2` selected the BERT row as one of the GPT-2 family."""
+    path = tmp_path / "r.yaml"
+    path.write_text(ROW.format(tag="gpt2") + "- id: my-gpt2\n  source: {kind: local, path: /nowhere2}\n"
+                    "  modality: text\n  granularity: subword\n  architecture: transformer\n  role: decoder\n"
+                    "  family: gpt2\n")
+    with pytest.raises(RegistryError) as refused:
+        load_registry(path)
+    assert str(refused.value) == (f"{path}: models[0] (id 'my-bert'): tags: 'gpt2' is the family of row 'my-gpt2', "
+                                  "and this row's family is 'bert': a family is a tag its rows carry; remove the tag, "
+                                  "or correct family")

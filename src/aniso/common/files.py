@@ -413,9 +413,10 @@ def unset_variables(value: str | Path) -> list[str]:
             if (m.group(1) or m.group(2)) not in os.environ]
 
 
-def url_path_problem(value: str | Path) -> str | None:
+def url_path_problem(value: str | Path, either: bool = False) -> str | None:
     """``"… is a URL; …"`` for a path field given a URL (:func:`url_given`), naming the file-system path a
-    ``file://`` URL stands for; else None."""
+    ``file://`` URL stands for; else None. ``either``: the path may be one that is written (a command's ``--out``),
+    so the answer does not say to download it."""
     url = url_given(value)
     if url is None:
         return None
@@ -423,7 +424,8 @@ def url_path_problem(value: str | Path) -> str | None:
         from urllib.parse import unquote, urlparse
 
         return (f"{url} is a URL; give the file-system path it names, {unquote(urlparse(url).path)}")
-    return f"{url} {URL_NOT_READ}"
+    return (f"{url} is a URL; aniso reads and writes files on this machine only: give a path here" if either else
+            f"{url} {URL_NOT_READ}")
 
 
 #: How a Git LFS pointer file begins (https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md): what a clone made

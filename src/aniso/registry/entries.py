@@ -1630,6 +1630,7 @@ def load_registry(path: Path | str) -> Registry:
     _check_record_scope(registry.entries, path)
     _check_recorded_numbers(registry.entries, path)
     _check_ids_are_no_set_names(registry.entries, path)
+    _check_tags_are_no_other_family(registry.entries, path)
     _check_detected_rows(registry.entries, path)
     _check_tags_are_no_set_names(registry.entries, path)
     _check_records_apply(registry.entries, path)
@@ -1768,6 +1769,21 @@ def _check_detected_rows(entries: list[ModelEntry], path: Path) -> None:
             raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): detected: set only by `aniso run PATH` for the "
                                 "model it detects, in its own temporary registry; a registry row leaves it out (it "
                                 "would make a claim that does not hold on this row a finding rather than a failure)")
+
+
+def _check_tags_are_no_other_family(entries: list[ModelEntry], path: Path) -> None:
+    """Raise RegistryError (file, row, tag) for an explicit tag that is another row's family and not the row's own
+    (``tags: [gpt2]`` on a BERT row): a family is a tag every row of it carries, and ``--models gpt2`` or a claim
+    selecting the GPT-2 family would take the BERT row for one."""
+    families: dict[str, str] = {}
+    for e in entries:
+        families.setdefault(e.family, e.id)
+    for i, e in enumerate(entries):
+        for tag in e.tags:
+            if tag in families and tag != e.family:
+                raise RegistryError(f"{path}: models[{i}] (id {e.id!r}): tags: {tag!r} is the family of row "
+                                    f"{families[tag]!r}, and this row's family is {e.family!r}: a family is a tag "
+                                    "its rows carry; remove the tag, or correct family")
 
 
 def _check_ids_are_no_set_names(entries: list[ModelEntry], path: Path) -> None:

@@ -565,6 +565,15 @@ def _attribute_map(model_type: Any) -> dict[str, str] | None:
         return None
 
 
+#: Names other model types' configs give transformers' standard size attributes (GPT-2's ``n_layer``, T5's
+#: ``d_model``, ...): in a config of a type whose fields do not hold them, a slip from another model's config.
+_OTHER_TYPES_NAMES = {"n_layer": "num_hidden_layers", "n_layers": "num_hidden_layers", "num_layers": "num_hidden_layers",
+                      "n_embd": "hidden_size", "d_model": "hidden_size", "n_head": "num_attention_heads",
+                      "num_heads": "num_attention_heads", "n_heads": "num_attention_heads",
+                      "n_positions": "max_position_embeddings", "n_inner": "intermediate_size",
+                      "d_ff": "intermediate_size", "ffn_dim": "intermediate_size"}
+
+
 @functools.cache
 def _config_fields(model_type: Any) -> frozenset[str] | None:
     """The fields transformers' config class of ``model_type`` declares (its annotated class attributes, those of
@@ -613,6 +622,13 @@ def misspelt_config_key(config: dict[str, Any], model_type: Any, where: str) -> 
     for key in config:
         if key == "model_type" or key in fields:
             continue
+        standard = _OTHER_TYPES_NAMES.get(key)
+        if standard is not None:  # `n_layer` (GPT-2's name) in a BERT config: not near any of its fields
+            field = (_attribute_map(model_type) or {}).get(standard, standard)
+            if field in fields:
+                return (f"{where + '.' if where else ''}{key}: no field of {model_type}'s config (another model "
+                        f"type's name for {standard}); write {field} (transformers would keep {key} unread and "
+                        f"build its default {field})")
         close = difflib.get_close_matches(str(key), sorted(fields), n=1, cutoff=0.85)
         if close:
             return (f"{where + '.' if where else ''}{key}: no field of {model_type}'s config; did you mean {close[0]}? "
