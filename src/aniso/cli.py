@@ -668,7 +668,7 @@ def _hub_list(args: argparse.Namespace) -> int:
         what = "is not a folder" if Path(args.cache_dir).exists() else "does not exist"
         print(f"aniso hub list: --cache-dir {args.cache_dir} {what}", file=sys.stderr)
         return 2
-    other = not_a_hub_cache(args.cache_dir) if args.cache_dir is not None else None
+    other = not_a_hub_cache(args.cache_dir, listing=True) if args.cache_dir is not None else None
     if other is not None:  # read as a cache it would list nothing cached
         print(f"aniso hub list: --cache-dir {args.cache_dir} {other}", file=sys.stderr)
         return 2

@@ -307,11 +307,12 @@ def _hub_cache_repo(folder: Path, rel: Path) -> str | None:
 _REPO_FOLDER_PREFIXES = ("models--", "datasets--", "spaces--")
 
 
-def not_a_hub_cache(path: str | Path) -> str | None:
+def not_a_hub_cache(path: str | Path, listing: bool = False) -> str | None:
     """Why the folder ``path`` given as a hub cache (``--cache-dir``) is another folder, in words, or None: one
     repository's folder inside a hub cache (``models--org--name``), or its ``snapshots``/``blobs``/``refs`` folder or
     a snapshot (naming the cache folder to give), aniso's statistics cache (it holds ``seal.key``: setting
-    ``cache_dir``), or a model folder (it holds ``config.json``: to be imported, not listed). Read as given there, it would list nothing cached, or an import would write a cache inside a
+    ``cache_dir``), or, where a cache is to be listed (``listing``), a model folder (it holds ``config.json``: to be
+    imported, not listed; an import into it is refused as a cache inside the folder imported). Read as given there, it would list nothing cached, or an import would write a cache inside a
     cache."""
     from ..common.seal import KEY_NAME
 
@@ -325,7 +326,7 @@ def not_a_hub_cache(path: str | Path) -> str | None:
     if (where / KEY_NAME).is_file():
         return (f"is aniso's statistics cache (it holds {KEY_NAME}; setting cache_dir), not a hub cache; give the hub "
                 "cache folder (HF_HUB_CACHE, default ~/.cache/huggingface/hub)")
-    if (where / "config.json").is_file() and not any(where.glob("models--*")):
+    if listing and (where / "config.json").is_file() and not any(where.glob("models--*")):
         return ("is a model folder (it holds config.json), not a hub cache; give the hub cache folder (HF_HUB_CACHE, "
                 "default ~/.cache/huggingface/hub), or import the folder into it: aniso hub import ORG/NAME FOLDER")
     return None
