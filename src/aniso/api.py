@@ -984,15 +984,19 @@ def _nan_said(measured: LayerStats, statistics: frozenset[str], second_order: bo
     (:func:`aniso.stats.results.nan_columns`: TwoNN of a layer with fewer than 128 vectors, second-order statistics
     of a layer wider than setting ``second_order_max_dim`` or left out of ``statistics``, the names asked for, or of
     a model whose modality keeps none, ``second_order`` False: CNN maps), as ``aniso stats`` prints them; the lines
-    are kept in ``meta["nan_columns"]``."""
+    are kept in ``meta["nan_columns"]``. Second-order statistics left out by the caller's own ``statistics`` are kept
+    there and not warned: a warning of what was asked for would, under warnings-as-errors, lose the measurement."""
     from .common.settings import Settings
-    from .stats.results import nan_columns
+    from .stats.results import SECOND_ORDER_LEFT_OUT, nan_columns
 
     limit = measured.settings.get("second_order_max_dim") or Settings().second_order_max_dim
     lines = nan_columns(measured.layers, limit, statistics, second_order)
     if lines:
         measured.meta["nan_columns"] = lines
+        chosen = bool(statistics) and "second-order" not in statistics
         for line in lines:
+            if chosen and line.endswith(SECOND_ORDER_LEFT_OUT):  # the caller's own choice: kept in meta, not warned
+                continue  # (under warnings-as-errors the warning would throw the computed statistics away)
             warnings.warn(f"{measured.model_id}: {line}", RuntimeWarning, stacklevel=3)
     return measured
 

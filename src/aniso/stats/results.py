@@ -158,6 +158,10 @@ def rank_limited(summaries) -> list[str]:
             "it is; give more inputs (at least as many vectors as dimensions) before reading them"]
 
 
+#: How :func:`nan_columns` ends its line on second-order statistics left out of ``statistics``.
+SECOND_ORDER_LEFT_OUT = "'second-order' (add 'second-order' to statistics to compute them)"
+
+
 def nan_columns(summaries, second_order_max_dim: int, statistics: Collection[str] | None = None,
                 second_order: bool = True) -> list[str]:
     """Why a layer's SVD anisotropy, TwoNN or IsoScore is NaN (``aniso stats`` prints it below its table,
@@ -195,7 +199,7 @@ def nan_columns(summaries, second_order_max_dim: int, statistics: Collection[str
         asked = (f"statistics={names[0]!r} leaves" if len(names) == 1 else f"statistics={names} leave" if names
                  else "the statistics kept leave")
         out.append(f"nan: layer(s) {_spans(left_out)}: SVD anisotropy, TwoNN and IsoScore not computed: {asked} out "
-                   "'second-order' (add 'second-order' to statistics to compute them)")
+                   f"{SECOND_ORDER_LEFT_OUT}")
     if few:
         counts = sorted({summaries[i].n_reservoir for i in few})
         shown = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
