@@ -445,7 +445,11 @@ def tiny_problem(entry) -> str | None:
     if not entry.tiny or entry.role == "block":
         return None
     model_type = entry.tiny.get("model_type")
-    for where, config in (("tiny", entry.tiny), ("full", entry.full or {})):
+    family = str(entry.family).replace("-", "_")
+    own = isinstance(model_type, str) and (family.startswith(model_type) or model_type.startswith(family))
+    # full's keys are read as tiny's model type's only where that is the row's family's: a tiny of another type
+    # (a BERT tiny on a GPT-2 row) is the twin's check to name, before full's GPT-2 names look misspelt
+    for where, config in (("tiny", entry.tiny), ("full", (entry.full or {}) if own else {})):
         misspelt = misspelt_config_key(config, config.get("model_type", model_type), where)
         if misspelt is not None:
             return misspelt
