@@ -438,7 +438,8 @@ def lfs_pointer(path: str | Path) -> str | None:
     text naming the object a clone without git-lfs did not fetch), else None. Reads at most 1 KiB of a file of at most
     1 KiB (pointers are about 130 bytes); never opens anything but a regular file."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode) or os.path.getsize(path) > 1024:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 1024:
             return None
         with open(path, "rb") as f:
             head = f.read(1024)

@@ -445,7 +445,7 @@ def tiny_problem(entry) -> str | None:
     if not entry.tiny or entry.role == "block":
         return None
     model_type = entry.tiny.get("model_type")
-    family = str(entry.family).replace("-", "_")
+    family = _model_type_name(str(entry.family))
     own = isinstance(model_type, str) and (family.startswith(model_type) or model_type.startswith(family))
     # full's keys are read as tiny's model type's only where that is the row's family's: a tiny of another type
     # (a BERT tiny on a GPT-2 row) is the twin's check to name, before full's GPT-2 names look misspelt
