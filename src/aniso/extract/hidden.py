@@ -462,7 +462,10 @@ def _text_batch(model, tokenizer, texts, picked, max_length, device, reducer, en
     for m in masks:
         if id(m) not in picks:
             picks[id(m)] = _real_tokens(m)
-    layers = [h.reshape(-1, h.shape[-1]).index_select(0, picks[id(m)][0]) for (h, _), m in zip(states, masks)]
+    if len({id(m) for m in masks}) == 1:  # one mask: every layer's rows into one (layers, rows, d) tensor
+        layers = _rows_of_each([h for h, _ in states], picks[id(masks[0])][0])
+    else:
+        layers = [h.reshape(-1, h.shape[-1]).index_select(0, picks[id(m)][0]) for (h, _), m in zip(states, masks)]
     rows_of = [picks[id(m)][1] for m in masks]
     positions = [picks[id(m)][2] for m in masks]
     without_first = None
@@ -481,8 +484,21 @@ def _real_tokens(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.
     boolean indexing with ``mask`` selects), the sequence of each and its position among its sequence's real tokens,
     each (real tokens,) int64 on the mask's device. One ``nonzero``: the only host synchronisation."""
     flat = mask.reshape(-1).nonzero().squeeze(1)
-    positions = (mask.long().cumsum(dim=1) - 1).reshape(-1).index_select(0, flat)
+    positions = (mask.cumsum(dim=1) - 1).reshape(-1).index_select(0, flat)  # (a bool cumsum counts in int64)
     return flat, flat // mask.shape[1], positions
+
+
+def _rows_of_each(states: list[torch.Tensor], flat: torch.Tensor) -> list[torch.Tensor]:
+    """The rows ``flat`` (r,) of each of the layers' ``states`` ((b, t, d) each), as (r, d) tensors: where every
+    layer has one shape, dtype and device, the rows of one (layers, r, d) tensor (one allocation; the statistics
+    then read every layer's rows as that tensor, :class:`aniso.stats.stack.LayerStack`), else one tensor each."""
+    h0 = states[0]
+    if any(h.shape != h0.shape or h.dtype != h0.dtype or h.device != h0.device for h in states):
+        return [h.reshape(-1, h.shape[-1]).index_select(0, flat) for h in states]
+    out = torch.empty((len(states), flat.shape[0], h0.shape[-1]), dtype=h0.dtype, device=h0.device)
+    for i, h in enumerate(states):
+        torch.index_select(h.reshape(-1, h.shape[-1]), 0, flat, out=out[i])
+    return [out[i] for i in range(len(states))]
 
 
 def speech_layer_names(model) -> list[str]:
@@ -568,7 +584,7 @@ def _speech_batch(model, feature_extractor, chunk, device, sampling_rate, whispe
     b, t = states[0].shape[:2]
     mask = _speech_frame_mask(model, dict(enc), t, b).to(states[0].device)
     flat, rows, _ = _real_tokens(mask)  # padding frames removed once, with indices every layer shares
-    return Batch([h.reshape(-1, h.shape[-1]).index_select(0, flat) for h in states], len(chunk),
+    return Batch(_rows_of_each(list(states), flat), len(chunk),
                  [h.reshape(-1, h.shape[-1]) for h in states], inputs=[rows] * len(states),
                  final_norm=hook.take(mask, flat) if hook is not None else None)
 

@@ -23,7 +23,7 @@ import torch
 from .. import metrics
 from ..common.devices import accumulation_dtype
 from .parts.attention import AttentionSink, first_token_attention
-from .parts.base import Batch, Layout, Statistic, host as _host
+from .parts.base import Batch, Layout, Statistic, host as _host, rows_of_one
 from .parts.first_order import FirstOrder
 # (_ONE_HOT_INPUTS and _kept_maxima are read here by the tests of the engine)
 from .parts.inputs import _ONE_HOT_INPUTS, INPUT_GROUPS, InputGroups, PerInput, input_group  # noqa: F401
@@ -500,10 +500,13 @@ def _fill(second: SecondOrder, x, masks, seen, counts, x_sums, sq_sums) -> None:
 class _Deferred:
     """An update's SVD batches left for its check (:meth:`LayerAccumulator.update` with ``wait`` False): ``fill``
     (takes the batches' counts), ``need`` ((batches, codes) int64 on the device, or None), ``failed`` (the check),
-    and the batch ``x`` and the labels' bound ``k`` (to say why, should the check fail)."""
+    and the batch ``x`` and the labels' bound ``k`` (to say why, should the check fail). ``group``: the layers
+    updated together whose SVD batches are formed together once every layer's check is read
+    (:class:`aniso.stats.stack.LayerStack`; ``group.whole(accumulators)``, ``group.fill_all()``), or None; ``fill``
+    then forms this layer's alone."""
 
-    def __init__(self, fill, need, failed, x, k):
-        self.fill, self.need, self.failed, self.x, self.k = fill, need, failed, x, k
+    def __init__(self, fill, need, failed, x, k, group=None):
+        self.fill, self.need, self.failed, self.x, self.k, self.group = fill, need, failed, x, k, group
 
     def reads(self) -> torch.Tensor:
         """The check, then what the SVD batches need, as one int64 vector on the device."""
@@ -531,7 +534,9 @@ def read_checks(updates) -> list[bool]:
         return failed
     device = flags[0][1].device
     here = lambda t: t if t.device == device else t.to(device)  # noqa: E731
-    read = torch.stack([here(c) for _, c in flags]).to(torch.int64)
+    checks = [here(c) for _, c in flags]
+    together = rows_of_one(checks)  # the layers' checks of one update of every layer: one tensor already
+    read = (torch.stack(checks) if together is None else together).to(torch.int64)
     if needs:
         read = torch.cat([read] + [here(need).reshape(-1) for _, need in needs])
     values = read.tolist()
@@ -543,6 +548,16 @@ def read_checks(updates) -> list[bool]:
     for i, need in needs:
         got[i] = values[at : at + need.numel()]
         at += need.numel()
+    groups: dict[int, tuple] = {}  # layers updated together, whose SVD batches are formed together
+    for acc, _ in updates:
+        deferred = acc._deferred
+        if deferred is not None and deferred.group is not None:
+            groups.setdefault(id(deferred.group), (deferred.group, []))[1].append(acc)
+    for group, members in groups.values():
+        if group.whole(members):
+            for acc in members:
+                acc._deferred = None
+            group.fill_all()
     for i, (acc, _) in enumerate(updates):
         if acc._deferred is not None:
             acc._complete([0] + got.get(i, []))

@@ -29,6 +29,7 @@ from .distributed import Shard
 from ..common.devices import HostMemoryRelease, release_freed_host_memory
 from ..common.files import exclusive, warn_as_file
 from .accumulators import INPUT_GROUPS, AttentionSink, LayerAccumulator, ShuffledBatches, massive_rows, read_checks
+from .stack import LayerStack
 from .results import ModelStats, summary_dict
 from .cache import JsonCache, StatsCache
 from ..common.versions import cache_key
@@ -155,7 +156,9 @@ def _refuse(entry: ModelEntry, name: str, exc: Exception, batch, n_seq: int) -> 
 def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings: Settings, meta: dict,
                   second_order: bool = True, first_token_excluded: bool = False, shard: Shard = Shard(),
                   wait_free: bool | None = None) -> ModelStats:
-    """Stream hidden-state batches (:class:`~aniso.extract.hidden.Batch`) into one accumulator per layer.
+    """Stream hidden-state batches (:class:`~aniso.extract.hidden.Batch`) into one accumulator per layer, every
+    layer's updated at once on the paths a GPU takes (:class:`~aniso.stats.stack.LayerStack`: one width, no
+    complements).
 
     Memory is bounded by one batch of hidden states plus the accumulators'
     fixed state, whatever the number of inputs. With ``second_order`` False, and
@@ -180,6 +183,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     Raises RuntimeError naming the model if there are no batches or the number of layers is not ``len(names)``.
     """
     layers: list[LayerAccumulator] | None = None
+    stack: LayerStack | None = None
     norm_pair: list[LayerAccumulator] | None = None
     sink: AttentionSink | None = None
     all_frames: list[LayerAccumulator] | None = None
@@ -222,16 +226,26 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             if batch.all_frames is not None:
                 all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device)
                               for h in batch.all_frames]
+            stack = LayerStack.over(layers)  # every layer's statistics updated at once where they can be
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
         positions = batch.positions if batch.positions is not None else [None] * len(layers)
         checks = []
-        for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
-            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h, wait_free=wait_free)} if complements and pos is not None else None
+        if stack is not None and not stack.takes(batch.layers, labels, positions):
+            stack = None  # layer by layer from here on
+        if stack is not None:
             try:
-                checks.append(acc.update(h, rows, batch.n_sequences if rows is not None else None, pos, exclude,
-                                         wait=False))
-            except ValueError as exc:  # a bad shape or bad marks (NaN/inf is read below, for every layer at once)
-                _refuse(entry, name, exc, batch, n_seq)
+                checks = stack.update(batch.layers, labels[0], batch.n_sequences if labels[0] is not None else None,
+                                      positions[0])
+            except ValueError as exc:  # bad labels (NaN/inf is read below, for every layer at once)
+                _refuse(entry, names[0], exc, batch, n_seq)
+        else:
+            for name, acc, h, rows, pos in zip(names, layers, batch.layers, labels, positions):
+                exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(h, wait_free=wait_free)} if complements and pos is not None else None
+                try:
+                    checks.append(acc.update(h, rows, batch.n_sequences if rows is not None else None, pos,
+                                             exclude, wait=False))
+                except ValueError as exc:  # a bad shape or bad marks (NaN/inf is read below, for every layer at once)
+                    _refuse(entry, name, exc, batch, n_seq)
         extra = []  # (accumulator, its check, its batch) of the final norm's and the all-frames' updates
         if batch.final_norm is not None:
             if norm_pair is None:

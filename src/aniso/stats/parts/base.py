@@ -29,7 +29,8 @@ import torch
 if TYPE_CHECKING:
     from ..accumulators import LayerAccumulator
 
-__all__ = ["Layout", "Batch", "Statistic", "LeftOut", "host", "running_max"]
+__all__ = ["Layout", "Batch", "Layers", "Statistic", "LeftOut", "host", "running_max", "stack_attributes",
+           "rows_of_one", "of_layers"]
 
 
 def host(t: torch.Tensor) -> np.ndarray:
@@ -124,6 +125,110 @@ class Batch:
         return self._shared[key]
 
 
+@dataclass(frozen=True)
+class Layers:
+    """One checked batch of the same m >= 1 rows (tokens) in each of L layers, as parts updated for every layer at
+    once read it (:class:`aniso.stats.stack.LayerStack`; a view: nothing here is to be modified).
+
+    ``x`` (L, m, d) in the dtype the model produced; ``x64`` the same in the accumulation dtype and ``sq`` = x64∘x64;
+    ``norms``, ``nonzero`` and ``inverse`` (L, m), as in :class:`Batch`; ``seen``: rows each layer had seen before;
+    ``labels`` (m,) int64 (None without per-input sums), ``k``, ``positions`` (m,) int64 (None: unknown) and
+    ``first`` (m,) bool: the same rows, so the same for every layer; ``norm_sums`` (L,) Σ‖x‖ of each layer's rows."""
+
+    x: torch.Tensor
+    x64: torch.Tensor
+    sq: torch.Tensor
+    norms: torch.Tensor
+    nonzero: torch.Tensor
+    inverse: torch.Tensor
+    seen: int
+    labels: torch.Tensor | None
+    k: int
+    positions: torch.Tensor | None
+    first: torch.Tensor | None
+    norm_sums: torch.Tensor | None = None
+
+    @property
+    def m(self) -> int:
+        """Rows per layer."""
+        return self.x.shape[1]
+
+    @property
+    def n_layers(self) -> int:
+        """Layers L."""
+        return self.x.shape[0]
+
+    def layer(self, i: int) -> Batch:
+        """The ``i``-th layer's rows as a :class:`Batch` of views (no complement marks), for a part updated layer by
+        layer."""
+        return Batch(self.x[i], self.x64[i], self.sq[i], self.norms[i], self.nonzero[i], self.inverse[i], self.seen,
+                     self.labels, self.k, self.positions, self.first)
+
+    @functools.cached_property
+    def first_weight(self) -> torch.Tensor:
+        """(m,) 1.0 on the first token of each sequence, else 0 (all 0 where positions are unknown)."""
+        if self.first is None:
+            return torch.zeros(self.m, dtype=self.x64.dtype, device=self.x64.device)
+        return self.first.to(self.x64.dtype)
+
+
+def of_layers(t: torch.Tensor, at: slice) -> torch.Tensor:
+    """``t[at]``, the layers ``at`` of a tensor with a leading layer axis; ``t`` itself where ``at`` is every layer of
+    it (no view to make)."""
+    return t if at.start == 0 and at.stop >= t.shape[0] else t[at]
+
+
+def rows_of_one(ts: list[torch.Tensor]) -> torch.Tensor | None:
+    """``ts`` as one tensor (len(ts), *shape) without a copy, where they are views of one storage at a constant step
+    apart, in order (e.g. every layer's rows of a batch as :func:`aniso.extract.hidden._rows_of_each` gives them, or
+    the checks of the layers updated together): read from their storage, offsets and strides on the host (nothing
+    waits for the device; inference tensors keep no ``_base``); None where they are not."""
+    if len(ts) < 2 or not all(isinstance(t, torch.Tensor) for t in ts):
+        return None
+    t0 = ts[0]
+    storage = t0.untyped_storage().data_ptr()
+    step = ts[1].storage_offset() - t0.storage_offset()
+    if step <= 0 or (t0.numel() and step < max(((n - 1) * st for n, st in zip(t0.shape, t0.stride())), default=0) + 1):
+        return None  # (rows that would overlap)
+    if any(t.untyped_storage().data_ptr() != storage or t.dtype != t0.dtype or t.device != t0.device
+           or t.shape != t0.shape or t.stride() != t0.stride() or t.storage_offset() != t0.storage_offset() + i * step
+           for i, t in enumerate(ts)):
+        return None
+    return t0.as_strided((len(ts), *t0.shape), (step, *t0.stride()), t0.storage_offset())
+
+
+def stack_attributes(parts: list, groups: list[tuple[str, ...]]) -> list[torch.Tensor]:
+    """Move the named tensors of ``parts`` (one part per layer; each name an attribute path, ``_inputs.unit``) into
+    one tensor per group, (L, g, *shape) for a group of g names ((L, *shape) for one name), and set each part's
+    attributes to views of it: an in-place change of the stacked tensor is then every part's, with one kernel for
+    all layers. Each named tensor must have the same shape and dtype in every part. Returns the stacked tensors, in
+    the order of ``groups``."""
+    def get(obj, path):
+        for name in path.split("."):
+            obj = getattr(obj, name)
+        return obj
+
+    def put(obj, path, value):
+        *head, last = path.split(".")
+        for name in head:
+            obj = getattr(obj, name)
+        setattr(obj, last, value)
+
+    out = []
+    for group in groups:
+        if len(group) == 1:
+            stacked = torch.stack([get(p, group[0]) for p in parts])
+            for i, p in enumerate(parts):
+                put(p, group[0], stacked[i])
+        else:
+            stacked = torch.stack([torch.stack([get(p, name) for name in group]) for p in parts])
+            for i, p in enumerate(parts):
+                for j, name in enumerate(group):
+                    put(p, name, stacked[i, j])
+        out.append(stacked)
+    return out
+
+
 class LeftOut:
     """The share of one complement's left-out rows in one part's state (see :meth:`Statistic.left_out`).
 
@@ -172,6 +277,29 @@ class Statistic(ABC):
     def weights(self, batch: Batch) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """The weight rows this part adds to the batch's GEMMs against x and against x∘x (each (m,) or (k, m))."""
         return [], []
+
+    # -- every layer at once (aniso.stats.stack) ---------------------------------
+    @classmethod
+    def stacked(cls, parts: list["Statistic"]) -> Any:
+        """Make ``parts`` (this part of each of L layers, new, made with one layout but their seeds) take their
+        updates together (:meth:`update_layers`): their tensors moved into tensors with a leading layer axis, each
+        part keeping views of them. Returns what :meth:`update_layers` is given (None: this part cannot, and the
+        layers are then updated one by one)."""
+        return None
+
+    @classmethod
+    def layer_weights(cls, layers: Layers) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The weight rows this part adds to the layers' GEMMs against x and against x∘x (each (L, r, m), or
+        (1, r, m) for rows every layer shares), in the order :meth:`update_layers` reads them."""
+        return [], []
+
+    @classmethod
+    def update_layers(cls, stacked: Any, parts: list["Statistic"], at: slice, layers: Layers, x_sums: torch.Tensor,
+                      sq_sums: torch.Tensor) -> None:
+        """Add one batch to the parts ``parts[at]`` at once (L of them, ``layers``' layers); ``stacked``: what
+        :meth:`stacked` returned for all of ``parts``; ``x_sums``, ``sq_sums`` (L, r, d): these parts' rows of the
+        layers' two GEMMs (:meth:`layer_weights`; None where it gave none)."""
+        raise NotImplementedError
 
     @abstractmethod
     def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ... import metrics
-from .base import Batch, Layout, LeftOut, Statistic, host
+from .base import Batch, Layers, Layout, LeftOut, Statistic, host, of_layers, stack_attributes
 
 if TYPE_CHECKING:
     from ..accumulators import LayerAccumulator
@@ -55,6 +55,29 @@ class FirstOrder(Statistic):
         self._norm_sum += batch.norms.sum()
         self._sq_sum += sq_sums[0]
         self._unit_sq_sum += sq_sums[1]
+
+    @classmethod
+    def stacked(cls, parts: list["FirstOrder"]) -> list[torch.Tensor] | None:
+        if any(p._complements for p in parts):
+            return None
+        # (L, 2, d) [Σu, Σx], (L, 2, d) [Σx∘x, Σu∘u]: the rows of layer_weights, in their order; (L,) the scalars
+        return stack_attributes(parts, [("_unit_sum", "_vector_sum"), ("_sq_sum", "_unit_sq_sum"), ("_n_zero",),
+                                        ("_norm_sum",)])
+
+    @classmethod
+    def layer_weights(cls, layers: Layers):
+        ones = torch.ones((1, 1, layers.m), dtype=layers.x64.dtype, device=layers.x64.device)
+        inverse = layers.inverse.unsqueeze(1)
+        return [inverse, ones], [ones, inverse * inverse]
+
+    @classmethod
+    def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
+                      sq_sums: torch.Tensor) -> None:
+        x_rows, sq_rows, n_zero, norm_sum = (of_layers(t, at) for t in stacked)
+        x_rows += x_sums
+        sq_rows += sq_sums
+        n_zero += (~layers.nonzero).sum(1)
+        norm_sum += layers.norms.sum(1) if layers.norm_sums is None else layers.norm_sums
 
     def merge(self, other: "FirstOrder", count: int, other_count: int) -> None:
         on = lambda t: t.to(device=self.layout.device, dtype=self.layout.dtype)  # noqa: E731

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import Batch, Layout, Statistic, host
+from .base import Batch, Layers, Layout, Statistic, host, of_layers
 
 __all__ = ["PerInput", "InputGroups", "INPUT_GROUPS", "input_group"]
 
@@ -84,6 +84,38 @@ class PerInput(Statistic):
                 0, labels, torch.cat([batch.x64 * batch.inverse[:, None], batch.x64], dim=1))
             unit, vector = both[:, :d], both[:, d:]
         self._inputs.append(unit, vector, counts)
+
+    @classmethod
+    def stacked(cls, parts: list["PerInput"]) -> "_StackedGroups | tuple":
+        return _StackedGroups([p._inputs for p in parts]) if parts[0].layout.per_input else ()
+
+    @classmethod
+    def layer_weights(cls, layers: Layers):
+        if layers.labels is None or layers.k > _ONE_HOT_INPUTS:
+            return [], []
+        onehot = (layers.labels.unsqueeze(0) == torch.arange(layers.k, device=layers.x64.device).unsqueeze(1)).to(
+            layers.x64.dtype).unsqueeze(0)
+        return [onehot * layers.inverse.unsqueeze(1), onehot], []
+
+    @classmethod
+    def update_layers(cls, stacked: "_StackedGroups | tuple", parts, at: slice, layers: Layers,
+                      x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
+        labels, k = layers.labels, layers.k
+        if labels is None or not stacked:
+            return
+        device, n = layers.x64.device, layers.n_layers
+        ones = torch.ones((n, layers.m), dtype=torch.int64, device=device)
+        counts = torch.zeros(n, k, 2, dtype=torch.int64, device=device).index_add_(
+            1, labels, torch.stack([ones, layers.nonzero.to(torch.int64)], 2))
+        if k <= _ONE_HOT_INPUTS:
+            both = x_sums[:, : 2 * k].to(torch.float32)  # (the rows' dtype: one rounding, as InputGroups.append)
+            unit, vector = both[:, :k], both[:, k:]
+        else:
+            d = layers.x64.shape[2]
+            both = torch.zeros(n, k, 2 * d, dtype=layers.x64.dtype, device=device).index_add_(
+                1, labels, torch.cat([layers.x64 * layers.inverse[:, :, None], layers.x64], dim=2))
+            unit, vector = both[:, :, :d], both[:, :, d:]
+        stacked.append(at, unit, vector, counts)
 
     def merge(self, other: "PerInput", count: int, other_count: int) -> None:
         if self.layout.per_input:
@@ -210,3 +242,61 @@ class InputGroups:
         """The rows in use, (rows, d), (rows, d), (rows, 2): views, in input order up to ``groups`` inputs."""
         r = self.rows
         return self.unit[:r], self.vector[:r], self.counts[:r]
+
+
+class _StackedGroups:
+    """The :class:`InputGroups` of L layers with their rows in three tensors with a leading layer axis, ``unit``,
+    ``vector`` (L, rows, d) float32 and ``counts`` (L, rows, 2) int64, each layer's groups holding views of them:
+    :meth:`append` adds a batch's sums to every layer's rows with one kernel per tensor. The layers' groups must
+    have taken the same appends (the rows of one stream in every layer)."""
+
+    def __init__(self, groups: list[InputGroups]):
+        self.groups = groups
+        first = groups[0]
+        if any((g.placed, g.n_inputs, g.unit.shape) != (first.placed, first.n_inputs, first.unit.shape)
+               for g in groups):
+            raise ValueError("the layers' per-input sums differ in their rows")
+        self.tensors = {name: torch.stack([getattr(g, name) for g in groups]) for name in ("unit", "vector", "counts")}
+        self._share()
+
+    def _share(self) -> None:
+        for i, g in enumerate(self.groups):
+            for name, t in self.tensors.items():
+                setattr(g, name, t[i])
+
+    def _reserve(self, rows: int) -> None:
+        """As :meth:`InputGroups._reserve`, for every layer at once."""
+        first = self.groups[0]
+        have = self.tensors["unit"].shape[1]
+        if rows <= have:
+            return
+        cap = min(first.groups, max(16, 2 * rows))
+        for name, old in list(self.tensors.items()):
+            new = old.new_zeros((old.shape[0], cap, *old.shape[2:]))
+            new[:, :have] = old
+            self.tensors[name] = new
+        self._share()
+
+    def append(self, at: slice, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor) -> None:
+        """As :meth:`InputGroups.append` of k rows for each layer of ``at``: ``unit``, ``vector`` (L, k, d) and
+        ``counts`` (L, k, 2), one row per input."""
+        k = unit.shape[1]
+        groups = self.groups[at]
+        if k == 0:
+            return
+        first = groups[0]
+        start = first.placed
+        self._reserve(min(start + k, first.groups))
+        parts = zip((of_layers(self.tensors[name], at) for name in ("unit", "vector", "counts")), (unit, vector, counts))
+        same = lambda part, into: part if part.dtype == into.dtype else part.to(into.dtype)  # noqa: E731
+        if start + k <= first.groups:
+            for into, part in parts:
+                into[:, start : start + k].add_(same(part, into))
+        else:
+            index = torch.from_numpy(input_group(np.arange(start, start + k), first.groups, first.seed)).to(
+                first.device)
+            for into, part in parts:
+                into.index_add_(1, index, same(part, into))
+        for g in groups:
+            g.placed += k
+            g.n_inputs += k

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .base import Batch, Layout, LeftOut, Statistic, host, running_max
+from .base import Batch, Layers, Layout, LeftOut, Statistic, host, of_layers, running_max, stack_attributes
 
 if TYPE_CHECKING:
     from ..accumulators import LayerAccumulator
@@ -56,6 +56,37 @@ class Massive(Statistic):
         self._first_sum += x_sums[0]
         self._first_sq_sum += sq_sums[0]
         self._n_first += batch.first.sum()
+
+    @classmethod
+    def stacked(cls, parts: list["Massive"]) -> list[torch.Tensor] | None:
+        if any(p._complements for p in parts):
+            return None
+        return stack_attributes(parts, [("_abs_max",), ("_abs_max_pos",), ("_first_sum",), ("_first_sq_sum",),
+                                        ("_n_first",)])
+
+    @classmethod
+    def layer_weights(cls, layers: Layers):
+        first = layers.first_weight.reshape(1, 1, -1)
+        return [first], [first]
+
+    @classmethod
+    def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
+                      sq_sums: torch.Tensor) -> None:
+        abs_max, abs_max_pos, first_sum, first_sq_sum, n_first = (of_layers(t, at) for t in stacked)
+        # (L, d) each: per layer and feature, the max |x| and the first row reaching it (of the upcast rows: the
+        # same values and rows as the model's dtype gives, exactly)
+        top, rows = layers.x64.abs().max(1)
+        better = top > abs_max
+        if layers.positions is None:
+            abs_max_pos.masked_fill_(better, -1)
+        else:
+            torch.where(better, layers.positions[rows], abs_max_pos, out=abs_max_pos)
+        torch.where(better, top, abs_max, out=abs_max)
+        if layers.positions is None:
+            return
+        first_sum += x_sums[:, 0]
+        first_sq_sum += sq_sums[:, 0]
+        n_first += layers.first.sum()
 
     def merge(self, other: "Massive", count: int, other_count: int) -> None:
         device = self.layout.device

@@ -12,12 +12,12 @@ import torch
 
 from ... import metrics
 from ...common.settings import TWONN_MIN_POINTS
-from .base import Batch, Layout, Statistic
+from .base import Batch, Layers, Layout, Statistic, stack_attributes
 
 if TYPE_CHECKING:
     from ..accumulators import LayerAccumulator
 
-__all__ = ["Reservoir", "reservoir_update"]
+__all__ = ["Reservoir", "reservoir_update", "reservoir_picks"]
 
 
 class Reservoir(Statistic):
@@ -45,6 +45,28 @@ class Reservoir(Statistic):
     def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
         if self.layout.reservoir_size:
             reservoir_update(self._reservoir, batch.seen, batch.x, self._rng)
+
+    @classmethod
+    def stacked(cls, parts: list["Reservoir"]) -> list[torch.Tensor]:
+        return stack_attributes(parts, [("_reservoir",)])
+
+    @classmethod
+    def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
+                      sq_sums: torch.Tensor) -> None:
+        """Each layer's own draws (its seed's stream), the rows of every layer copied in one indexed copy."""
+        (reservoir,) = stacked
+        k = reservoir.shape[1]
+        if not k:
+            return
+        picks = [reservoir_picks(k, layers.seen, layers.m, p._rng) for p in parts[at]]
+        which = np.repeat(np.arange(at.start, at.start + len(picks)), [len(s) for s, _ in picks])
+        if not which.size:
+            return
+        # the layer, slot and row of each copy, in one host-to-device copy
+        index = torch.from_numpy(np.stack([which, np.concatenate([s for s, _ in picks]),
+                                           which - at.start, np.concatenate([i for _, i in picks])]))
+        index = index.to(reservoir.device)
+        reservoir[index[0], index[1]] = layers.x[index[2], index[3]].to(reservoir.dtype)
 
     def merge(self, other: "Reservoir", count: int, other_count: int) -> None:
         """A uniform sample of the union: a hypergeometric split of the slots between the two sides, then a uniform
@@ -121,30 +143,39 @@ class Reservoir(Statistic):
         return out
 
 
-def reservoir_update(reservoir, count: int, x, rng: np.random.Generator) -> None:
-    """Vitter's algorithm R over the rows of ``x`` in place: ``reservoir`` (k, d) holds a uniform sample of the
-    ``count`` rows seen before. One uniform draw per row past the fill (on the host, O(m) numbers), so the sample
-    does not depend on how the stream is split into updates; the rows themselves are copied where they are (a numpy
-    reservoir with numpy rows, or a torch reservoir on the rows' device)."""
-    k = reservoir.shape[0]
-    m = x.shape[0]
+def reservoir_picks(k: int, count: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Vitter's algorithm R for m new rows after ``count`` seen, into a reservoir of ``k`` slots: (slots, rows),
+    int64 host arrays, row ``rows[i]`` of the new ones to be copied into slot ``slots[i]`` (each slot at most once:
+    of the rows drawn for one slot, the last). One uniform draw from ``rng`` per row past the fill, so the sample
+    does not depend on how the stream is split into updates."""
     seen = count + np.arange(m)  # items seen before each new one
     fill = seen < k
-    torch_rows = isinstance(reservoir, torch.Tensor)
-    index = (lambda a: torch.from_numpy(a).to(reservoir.device)) if torch_rows else (lambda a: a)  # noqa: E731
-    if fill.any():
-        reservoir[index(seen[fill])] = x[index(np.flatnonzero(fill))].to(reservoir.dtype) if torch_rows \
-            else x[fill]
+    slots, items = [seen[fill]], [np.flatnonzero(fill)]
     rest = np.flatnonzero(~fill)
     if rest.size:
         u = rng.random(rest.size)
         slot = np.floor(u * (seen[rest] + 1)).astype(np.int64)
         hit = slot < k
-        slots, items = slot[hit], rest[hit]
-        # Later items overwrite earlier ones in the same slot: keep the last.
-        rev_slots = slots[::-1]
-        _, first_in_rev = np.unique(rev_slots, return_index=True)
-        last = len(slots) - 1 - first_in_rev
-        if last.size:
-            rows = x[index(items[last])]
-            reservoir[index(slots[last])] = rows.to(reservoir.dtype) if torch_rows else rows
+        drawn, drawn_items = slot[hit], rest[hit]
+        slots.append(drawn)
+        items.append(drawn_items)
+    slots, items = np.concatenate(slots).astype(np.int64), np.concatenate(items).astype(np.int64)
+    if rest.size:  # later rows overwrite earlier ones in the same slot (a filled one too): keep the last
+        _, first_in_rev = np.unique(slots[::-1], return_index=True)
+        last = np.sort(len(slots) - 1 - first_in_rev)
+        slots, items = slots[last], items[last]
+    return slots, items
+
+
+def reservoir_update(reservoir, count: int, x, rng: np.random.Generator) -> None:
+    """Vitter's algorithm R over the rows of ``x`` in place: ``reservoir`` (k, d) holds a uniform sample of the
+    ``count`` rows seen before (:func:`reservoir_picks`). The rows themselves are copied where they are (a numpy
+    reservoir with numpy rows, or a torch reservoir on the rows' device)."""
+    slots, items = reservoir_picks(reservoir.shape[0], count, x.shape[0], rng)
+    if not slots.size:
+        return
+    if isinstance(reservoir, torch.Tensor):
+        to = lambda a: torch.from_numpy(a).to(reservoir.device)  # noqa: E731
+        reservoir[to(slots)] = x[to(items)].to(reservoir.dtype)
+    else:
+        reservoir[slots] = x[items]

@@ -13,12 +13,13 @@ import numpy as np
 import torch
 
 from ... import metrics
-from .base import Batch, Layout, LeftOut, Statistic, host
+from .base import Batch, Layers, Layout, LeftOut, Statistic, host, of_layers, stack_attributes
 
 if TYPE_CHECKING:
     from ..accumulators import LayerAccumulator
 
-__all__ = ["SecondOrder", "BatchProducts", "batch_svd_anisotropy", "centred_batch_products"]
+__all__ = ["SecondOrder", "BatchProducts", "LayerProducts", "batch_svd_anisotropy", "centred_batch_products",
+           "centred_layer_products"]
 
 
 class SecondOrder(Statistic):
@@ -69,6 +70,52 @@ class SecondOrder(Statistic):
 
     def update(self, batch: Batch, x_sums: torch.Tensor, sq_sums: torch.Tensor) -> None:
         self.add_rows(batch.x, batch.masks, batch.seen)
+
+    @classmethod
+    def stacked(cls, parts: list["SecondOrder"]) -> list[torch.Tensor] | None:
+        if any(p._complements or p._svd_fill or p._batch_svd for p in parts):
+            return None
+        if not parts[0].layout.second_order:
+            return []
+        # (L, svd_batch_size, d): the layers' SVD buffers; (L, d, d): their Σxxᵀ over the complete batches
+        return stack_attributes(parts, [("_svd_buffer",), ("_gram_done",)])
+
+    @classmethod
+    def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
+                      sq_sums: torch.Tensor) -> None:
+        """As :meth:`add_rows` (no complement) for the parts ``parts[at]`` at once: the rows into every layer's SVD
+        buffer with one copy, and each SVD batch they complete closed for every layer together
+        (:func:`centred_layer_products`, :meth:`LayerProducts.anisotropies`). Reads only ``layers.x`` and
+        ``layers.seen``."""
+        if not stacked:
+            return
+        if layers.seen == 0 and layers.x.dtype == torch.float64 and stacked[0].dtype != torch.float64:
+            stacked[0] = stacked[0].double()  # keep float64 inputs exact, as add_rows does
+            for i, p in enumerate(parts):
+                p._svd_buffer = stacked[0][i]
+        mine = parts[at]
+        first, b = mine[0], mine[0].layout.svd_batch_size
+        buffer, gram_done = of_layers(stacked[0], at), of_layers(stacked[1], at)
+        x, start, m = layers.x, 0, layers.x.shape[1]
+        while start < m:
+            fill = first._svd_fill
+            take = min(b - fill, m - start)
+            buffer[:, fill : fill + take] = x[:, start : start + take]
+            start += take
+            for p in mine:
+                p._cache.clear()
+                p._svd_fill += take
+            if fill + take == b:
+                if b < first.layout.dim:  # a wide batch: each layer's b × b Gram matrix (BatchProducts.anisotropies)
+                    for p in mine:
+                        p._close_svd_batch()
+                else:
+                    moments = centred_layer_products(buffer, first.layout.dtype, first.layout.wait_free)
+                    gram_done += moments.gram
+                    for p, ratio in zip(mine, moments.anisotropies(lockstep=first.layout.wait_free).unbind(0)):
+                        p._batch_svd.append(ratio)
+                for p in mine:
+                    p._svd_fill = 0
 
     def add_rows(self, x: torch.Tensor, masks: dict, seen: int, counts: list[list[int]] | None = None) -> None:
         """Add the rows ``x`` (m, d) with their complements' marks ``masks`` ({name: (m,) bool}); ``seen``: rows
@@ -398,6 +445,16 @@ _PRODUCT_ROWS = 1024
 #: Rows of an SVD batch per float64 block of :meth:`BatchProducts.anisotropies` (bounds its transient memory).
 _ROWS_PER_PASS = 1024
 
+#: The most bytes of one float64 block of rows of every layer's SVD batch that :class:`LayerProducts` forms at once
+#: (at least :data:`_ROWS_PER_PASS` rows).
+_PASS_BYTES = 64 << 20
+
+
+def _rows_per_pass(layers: int, d: int, dtype: torch.dtype) -> int:
+    """Rows per block of :func:`centred_layer_products`' and :meth:`LayerProducts.anisotropies`' passes over the
+    layers' batches: :data:`_PASS_BYTES` of ``dtype`` across ``layers`` × d, at least :data:`_ROWS_PER_PASS`."""
+    return max(_ROWS_PER_PASS, _PASS_BYTES // (layers * d * torch.empty((), dtype=dtype).element_size()))
+
 
 def mark_codes(marks: list[torch.Tensor]) -> torch.Tensor:
     """Each row's set of marking masks as an integer (bit j: ``marks[j]`` marks it), for marks (..., b) bool."""
@@ -497,6 +554,81 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     return moments
 
 
+@dataclass
+class LayerProducts:
+    """The second-order moments of one SVD batch of ``n`` rows in each of L layers, without complements, as
+    :class:`BatchProducts` holds one layer's: ``centre`` (L, d), ``y_sum`` (L, d), ``products`` and ``gram``
+    (L, d, d) in the accumulation dtype, ``work`` the rows' dtype and ``rows`` (L, n, d) the centred rows (the
+    layers' buffers, centred in place)."""
+
+    n: int
+    centre: torch.Tensor
+    y_sum: torch.Tensor
+    products: torch.Tensor
+    gram: torch.Tensor
+    work: torch.dtype
+    rows: torch.Tensor
+
+    def anisotropies(self, lockstep: bool | None = None) -> torch.Tensor:
+        """Each layer's SVD anisotropy of its batch, (L,): what :meth:`BatchProducts.anisotropies` gives each layer's
+        batch (no complement, n >= d), with the layers' top directions found together
+        (:func:`aniso.metrics.largest_eigenpairs` of their centred scatters; ``lockstep`` as there) and each value
+        computed in float64 from the rows, in one pass over every layer's batch."""
+        n, dtype = self.n, self.products.dtype
+        c = torch.baddbmm(self.products, self.y_sum[:, :, None], self.y_sum[:, None, :], alpha=-1.0 / max(n, 1))
+        c = (c + c.mT) / 2
+        v = metrics._largest_eigenpairs(torch.nan_to_num(c), lockstep=lockstep)[1][:, :, None]  # (L, d, 1)
+        layers, _, d = self.rows.shape
+        step = _rows_per_pass(layers, d, dtype)
+        proj, norms, total = [], [], None
+        for s in range(0, n, step):  # float64 blocks of the float32 rows, of a bounded size
+            y = self.rows[:, s : s + step].to(dtype)
+            proj.append((y @ v)[:, :, 0])
+            norms.append(torch.linalg.vecdot(y, y))
+            total = y.sum(1) if total is None else total + y.sum(1)
+        proj, norms = (torch.cat(t, 1) if len(t) > 1 else t[0] for t in (proj, norms))
+        squares = norms.sum(1)
+        floor = squares * (n * torch.finfo(self.work).eps / 2)  # what rounding the rows could leave of the trace
+        quotient = torch.linalg.vecdot(proj, proj) - proj.sum(1).square() / n
+        trace = squares - torch.linalg.vecdot(total, total) / n
+        return torch.where(trace > floor, (quotient / trace).clamp(0.0, 1.0), torch.nan)
+
+
+def centred_layer_products(batch: torch.Tensor, dtype: torch.dtype, wait_free: bool = False) -> LayerProducts:
+    """:func:`centred_batch_products` of one SVD batch in each of L layers at once, without complements:
+    ``batch`` (L, b, d), float32 or float64, each layer's rows centred **in place** at their mean (rounded to the
+    batch's dtype), their products formed in blocks of 1,024 rows in the batch's dtype (one batched product per
+    block for every layer) and summed in ``dtype``; Σxxᵀ from them as there. The error bound of
+    :func:`centred_batch_products` holds for each layer. ``wait_free``: the paths a GPU takes
+    (:func:`gram_column_blocks`)."""
+    layers, n, d = batch.shape
+    work = batch.dtype
+    step = _rows_per_pass(layers, d, dtype)
+    total = batch[:, :step].sum(1, dtype=dtype)
+    for s in range(step, n, step):  # in blocks: a sum with a dtype converts its whole input first
+        total += batch[:, s : s + step].sum(1, dtype=dtype)
+    c = (total / n).to(work)  # a centre the batch's dtype holds exactly: x − c is then exact up to one rounding
+    cc = c.to(dtype)
+    batch.sub_(c[:, None, :])
+    blocks = gram_column_blocks(d, wait_free)
+    whole = -(-n // _PRODUCT_ROWS)  # blocks of rows
+    with _ieee_float32(batch.device):
+        if blocks == 1 and n % _PRODUCT_ROWS == 0 and layers * whole * d * d * 12 <= _PASS_BYTES:
+            # every block of rows of every layer in one batched product (float32), summed over the blocks in dtype
+            rows = batch.reshape(layers * whole, _PRODUCT_ROWS, d)
+            products = (rows.mT @ rows).reshape(layers, whole, d, d).sum(1, dtype=dtype)
+        else:
+            products = torch.zeros((layers, d, d), dtype=dtype, device=batch.device)
+            for s in range(0, n, _PRODUCT_ROWS):  # float32 products over blocks of rows, summed in ``dtype``
+                _add_upper_gram(products, batch[:, s : s + _PRODUCT_ROWS], blocks)
+            products = torch.triu(products) + torch.triu(products, 1).mT
+    y_sum = total - n * cc
+    half = y_sum + (n / 2) * cc
+    gram = torch.baddbmm(torch.baddbmm(products, cc[:, :, None], half[:, None, :]), half[:, :, None],
+                         cc[:, None, :])
+    return LayerProducts(n, cc, y_sum, products, gram, work, batch)
+
+
 def _marked_products(y: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tensor],
                      code_rows: list[int]) -> tuple[torch.Tensor, list]:
     """The products of the marked rows ``y`` (r, d) (every row some mask marks, centred, in the accumulation dtype;
@@ -523,24 +655,36 @@ def _marked_products(y: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tens
     return functools.reduce(torch.add, part_products.values()), marked
 
 
-def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor) -> None:
+def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor, blocks: int = 4) -> None:
     """Add rowsᵀ rows to the upper triangle (diagonal included) of ``products`` (d, d), in place, for ``rows`` (b, d)
-    on its device: the product is formed in the rows' dtype and added in ``products``'. The columns are cut into
-    :data:`_GRAM_COLUMN_BLOCKS` blocks and each block is multiplied by itself and the blocks after it only (one GEMM
-    per block): 10 of the 16 block products. An SVD batch of 4,096 float32 rows, in blocks of 1,024, on 2 CPU cores:
+    on its device (or of each of L layers': ``products`` (L, d, d), ``rows`` (L, b, d), one batched product per block): the product is formed in the rows' dtype and added in ``products``'. The columns are cut into
+    ``blocks`` blocks (:func:`gram_column_blocks`) and each block is multiplied by itself and the blocks after it only
+    (one GEMM per block): 10 of the 16 block products with 4 blocks. An SVD batch of 4,096 float32 rows, in blocks of 1,024, on 2 CPU cores:
     10.0 ms against 13.4 ms for whole GEMMs at d = 576, 4.8 ms against 6.2 ms at d = 384. The entries below the
     diagonal are left partly filled; read the upper triangle.
     Each entry is still one dot product of length b in the rows' dtype, so :func:`centred_batch_products`'s error
     bound holds as stated."""
-    d = rows.shape[1]
-    edges = [round(i * d / _GRAM_COLUMN_BLOCKS) for i in range(_GRAM_COLUMN_BLOCKS + 1)]
+    d = rows.shape[-1]
+    edges = [round(i * d / blocks) for i in range(blocks + 1)]
     for start, end in zip(edges[:-1], edges[1:]):
         if end > start:
-            products[start:end, start:] += rows[:, start:end].mT @ rows[:, start:]
+            products[..., start:end, start:] += rows[..., start:end].mT @ rows[..., start:]
 
 
 #: Column blocks of :func:`_add_upper_gram` (the share of a whole GEMM's products it forms: (k + 1) / 2k).
 _GRAM_COLUMN_BLOCKS = 4
+
+#: The width from which :func:`gram_column_blocks` cuts the columns on the paths a GPU takes.
+GRAM_BLOCKS_MIN_DIM = 2048
+
+
+def gram_column_blocks(dim: int, wait_free: bool) -> int:
+    """Column blocks of :func:`_add_upper_gram` for rows of width ``dim``: :data:`_GRAM_COLUMN_BLOCKS` on the CPU's
+    paths, where the products' arithmetic is what costs; on the paths a GPU takes (``wait_free``,
+    :class:`~aniso.stats.parts.base.Layout`), where each block is a kernel launch of its own, only from
+    :data:`GRAM_BLOCKS_MIN_DIM` (there the 6 of 16 block products saved per block of 1,024 rows, 0.75·1,024·d²
+    ≥ 3·10⁹ multiply-adds, outweigh 6 more launches), else 1: one product per block of rows."""
+    return _GRAM_COLUMN_BLOCKS if not wait_free or dim >= GRAM_BLOCKS_MIN_DIM else 1
 
 
 @contextmanager

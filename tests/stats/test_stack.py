@@ -1,0 +1,306 @@
+"""Every layer's statistics of a batch updated together (aniso.stats.stack.LayerStack) are those of the layers
+updated one by one: the same sums (to the rounding of a batched product), the same reservoir draws, the same SVD
+batches; a batch the stack cannot take, a non-finite layer and an accumulator read on its own keep their meaning;
+and the kernels an update launches do not grow with the number of layers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from aniso.bench.dispatch import HostSyncCounter, launches
+from aniso.stats import stack as stack_module
+from aniso.stats.accumulators import LayerAccumulator, read_checks
+from aniso.stats.parts.base import rows_of_one
+from aniso.stats.stack import LayerStack
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+
+
+def _layers(n, d, *, svd=8, reservoir=10, per_input=True, wait_free=True, complements=()):
+    return [LayerAccumulator(d, reservoir_size=reservoir, svd_batch_size=svd, seed=3 + i, per_input=per_input,
+                             input_groups=5, wait_free=wait_free, complements=complements) for i in range(n)]
+
+
+def _batches(rng, n_layers, d, dtype, n_batches, max_inputs=4, zero_row=True, together=False):
+    """(every layer's rows, labels, inputs, positions) per batch: sequences of 2-8 tokens, each layer its own scale;
+    one all-zero row in the second batch; ``together``: the layers' rows as views of one tensor (the extraction's)."""
+    for b in range(n_batches):
+        lengths = rng.integers(2, 9, size=int(rng.integers(1, max_inputs + 1)))
+        m = int(lengths.sum())
+        x = torch.as_tensor(rng.normal(size=(n_layers, m, d)) * np.arange(1, n_layers + 1)[:, None, None]
+                            + rng.normal(size=d), dtype=dtype)
+        if zero_row and b == 1:
+            x[n_layers // 2, 0] = 0.0
+        hs = [x[i] for i in range(n_layers)] if together else [x[i].clone() for i in range(n_layers)]
+        labels = torch.as_tensor(np.repeat(np.arange(len(lengths)), lengths))
+        positions = torch.as_tensor(np.concatenate([np.arange(k) for k in lengths]))
+        yield hs, labels, len(lengths), positions
+
+
+def _one_by_one(accs, batches):
+    for hs, labels, k, pos in batches:
+        checks = [acc.update(h, labels, k, pos, wait=False) for acc, h in zip(accs, hs)]
+        assert not any(read_checks(list(zip(accs, checks))))
+
+
+def _together(accs, batches):
+    stack = LayerStack.over(accs)
+    assert stack is not None
+    for hs, labels, k, pos in batches:
+        assert stack.takes(hs, [labels] * len(hs), [pos] * len(hs))
+        checks = stack.update(hs, labels, k, pos)
+        assert not any(read_checks(list(zip(accs, checks))))
+
+
+def _assert_same(accs, others, rtol=1e-6):
+    """The same state and summary: whole numbers and the reservoir equal, sums within ``rtol`` of the array's scale
+    (the float32 products of an SVD batch, batched, round differently: ~1e-7 of the Gram matrix; the rows here are
+    of scale 1)."""
+    for a, b in zip(accs, others):
+        sa, sb = a.transfer_state(), b.transfer_state()
+        assert sa.keys() == sb.keys()
+        for key in sa:
+            u, v = np.asarray(sa[key]), np.asarray(sb[key])
+            assert u.shape == v.shape, key
+            if u.dtype.kind in "iub" or key == "reservoir":
+                np.testing.assert_array_equal(u, v, err_msg=key)
+            else:
+                u, v = u.astype(np.float64), v.astype(np.float64)
+                scale = np.nanmax(np.abs(u)) if u.size and not np.all(np.isnan(u)) else 0.0
+                # (a sum that cancels to about 0, Σu of ±1 at d = 1, is judged on the rows' scale: 1e-6 of 1)
+                np.testing.assert_allclose(u, v, rtol=rtol, atol=rtol * max(scale, 1e-6), equal_nan=True,
+                                           err_msg=key)
+        fa, fb = a.summary(), b.summary()
+        for name in fa.__dataclass_fields__:
+            p, q = getattr(fa, name), getattr(fb, name)
+            if isinstance(p, float):
+                assert (math.isnan(p) and math.isnan(q)) or abs(p - q) <= rtol * max(1.0, abs(p)), (name, p, q)
+            else:
+                assert p == q, (name, p, q)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n_layers=st.integers(2, 4), d=st.integers(1, 6), dtype=st.sampled_from(sorted(DTYPES)),
+       per_input=st.booleans(), svd=st.integers(2, 14), reservoir=st.integers(0, 15), n_batches=st.integers(1, 5),
+       wait_free=st.booleans(), budget=st.sampled_from([1, 1 << 30]), together=st.booleans(), seed=st.integers(0, 99))
+def test_updated_together_is_updated_layer_by_layer(n_layers, d, dtype, per_input, svd, reservoir, n_batches,
+                                                     wait_free, budget, together, seed):
+    """Any widths, dtypes, SVD batch sizes (wide and long), reservoirs and layer groups (``budget`` 1: one layer per
+    group), against the layers one by one on either path (the GPU's, ``wait_free``, or the CPU's)."""
+    make = lambda wait_free: _layers(n_layers, d, svd=svd, reservoir=reservoir,  # noqa: E731
+                                     per_input=per_input, wait_free=wait_free)
+    batches = list(_batches(np.random.default_rng(seed), n_layers, d, DTYPES[dtype], n_batches, together=together))
+    alone, together_ = make(wait_free), make(True)
+    _one_by_one(alone, batches)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stack_module, "STACK_BYTES", budget)
+        _together(together_, batches)
+    _assert_same(alone, together_)
+
+
+def test_many_inputs_and_long_svd_batches():
+    """More inputs in one update than one-hot rows (a segment sum), more than the input groups, and SVD batches of
+    more rows than one block of products, on both paths."""
+    for wait_free in (False, True):
+        rng = np.random.default_rng(5)
+        batches = list(_batches(rng, 3, 24, torch.float32, 6, max_inputs=80))
+        alone = [LayerAccumulator(24, reservoir_size=64, svd_batch_size=1100, seed=i, per_input=True,
+                                  input_groups=50, wait_free=wait_free) for i in range(3)]
+        together = [LayerAccumulator(24, reservoir_size=64, svd_batch_size=1100, seed=i, per_input=True,
+                                     input_groups=50, wait_free=True) for i in range(3)]
+        _one_by_one(alone, batches)
+        _together(together, batches)
+        assert len(alone[0].batch_svd) >= 1
+        _assert_same(alone, together)
+
+
+def test_stacked_after_the_stack_the_layers_go_on_alone():
+    """A stack that stops (a batch it cannot take) leaves accumulators that take updates one by one: the same
+    statistics as layers updated one by one throughout."""
+    rng = np.random.default_rng(8)
+    batches = list(_batches(rng, 3, 5, torch.float32, 6))
+    alone, mixed = _layers(3, 5), _layers(3, 5)
+    _one_by_one(alone, batches)
+    _together(mixed, batches[:3])
+    _one_by_one(mixed, batches[3:])
+    _assert_same(alone, mixed)
+
+
+def test_a_non_finite_layer_is_named_and_forms_no_svd_batch():
+    """A NaN in one layer of a batch that completes the SVD batches: that layer's check fails, the others' pass;
+    the read forms no SVD batch, that layer never forms one (its next use raises), and the others form theirs from
+    their checked rows at their next use, as layers updated one by one do."""
+    hs = [torch.randn(7, 4) for _ in range(3)]
+    hs[2][3, 1] = float("nan")
+    formed = {}
+    for how in ("alone", "together"):
+        accs = _layers(3, 4, svd=6)
+        if how == "alone":
+            checks = [acc.update(h, wait=False) for acc, h in zip(accs, hs)]
+        else:
+            checks = LayerStack.over(accs).update(hs, None, None, None)
+        assert read_checks(list(zip(accs, checks))) == [False, False, True]
+        assert [len(acc._parts["second-order"]._batch_svd) for acc in accs] == [0, 0, 0]
+        with pytest.raises(ValueError, match="1 with NaN"):
+            accs[2].summary()
+        assert accs[2]._parts["second-order"]._batch_svd == []
+        formed[how] = [acc.batch_svd for acc in accs[:2]]
+    assert [len(v) for v in formed["together"]] == [1, 1]
+    np.testing.assert_allclose(formed["together"], formed["alone"], rtol=1e-9)
+
+
+def test_a_layer_read_on_its_own_forms_its_own_svd_batch():
+    """A layer read before the checks of the others (its summary) forms its own SVD batch alone; the others are then
+    formed one by one, with the same values as layers updated one by one."""
+    rng = np.random.default_rng(9)
+    batches = list(_batches(rng, 3, 4, torch.float32, 4))
+    alone, together = _layers(3, 4, svd=6), _layers(3, 4, svd=6)
+    _one_by_one(alone, batches)
+    stack = LayerStack.over(together)
+    for hs, labels, k, pos in batches:
+        checks = stack.update(hs, labels, k, pos)
+        together[1].summary()  # settles layer 1 alone
+        assert not any(read_checks(list(zip(together, checks))))
+    _assert_same(alone, together)
+
+
+@pytest.mark.parametrize("why", ["the CPU's path", "one layer", "widths", "complements", "used", "reservoir"])
+def test_layers_that_are_not_stacked(why):
+    if why == "the CPU's path":  # (there a launch costs nothing and a layer alone stays in the cache)
+        accs = _layers(3, 4, wait_free=False)
+    elif why == "one layer":
+        accs = _layers(1, 4)
+    elif why == "widths":
+        accs = [LayerAccumulator(4, wait_free=True), LayerAccumulator(5, wait_free=True)]
+    elif why == "complements":
+        accs = _layers(2, 4, complements=("first-token",))
+    elif why == "used":
+        accs = _layers(2, 4)
+        accs[0].update(torch.randn(3, 4))
+    else:
+        accs = [LayerAccumulator(4, reservoir_size=10, wait_free=True),
+                LayerAccumulator(4, reservoir_size=11, wait_free=True)]
+    assert LayerStack.over(accs) is None
+
+
+def test_a_batch_the_stack_does_not_take():
+    accs = _layers(2, 4)
+    stack = LayerStack.over(accs)
+    x, labels = torch.randn(5, 4), torch.zeros(5, dtype=torch.long)
+    assert stack.takes([x, x.clone()], [labels, labels], [None, None])
+    assert not stack.takes([x, torch.randn(6, 4)], [labels, labels], [None, None])  # rows differ
+    assert not stack.takes([x, x.double()], [labels, labels], [None, None])  # dtypes differ
+    assert not stack.takes([x, x], [labels, labels.clone()], [None, None])  # labels differ (as objects)
+    assert not stack.takes([x[:0], x[:0]], [labels, labels], [None, None])  # no rows
+    assert not stack.takes([x], [labels], [None])  # not every layer
+    stack.live = False
+    assert not stack.takes([x, x.clone()], [labels, labels], [None, None])
+
+
+def test_rows_of_one_tensor_are_found_without_a_copy():
+    x = torch.randn(4, 3, 2)
+    assert torch.equal(rows_of_one([x[i] for i in range(4)]), x)
+    assert torch.equal(rows_of_one([x[1], x[2]]), x[1:3])
+    assert torch.equal(rows_of_one([x[0], x[2]]), x[::2])
+    assert rows_of_one([x[1], x[0]]) is None  # out of order
+    assert rows_of_one([x[0], x[0]]) is None  # the same rows twice
+    assert rows_of_one([x[0], x[1].clone()]) is None  # another storage
+    assert rows_of_one([x[0]]) is None
+    flags = torch.tensor([True, False, True])
+    assert torch.equal(rows_of_one([flags[i] for i in range(3)]), flags)  # 0-d checks
+    with torch.inference_mode():
+        y = torch.randn(3, 2)
+        views = [y[i] for i in range(3)]
+    assert torch.equal(rows_of_one(views), y)  # inference tensors keep no _base
+
+
+def test_the_extraction_gives_every_layers_rows_in_one_tensor():
+    from aniso.extract.hidden import _rows_of_each
+
+    states = [torch.randn(2, 5, 3) for _ in range(4)]
+    flat = torch.tensor([0, 1, 2, 5, 6])
+    rows = _rows_of_each(states, flat)
+    assert rows_of_one(rows) is not None
+    for r, h in zip(rows, states):
+        assert torch.equal(r, h.reshape(-1, 3)[flat])
+    mixed = _rows_of_each(states[:2] + [states[2].double()], flat)  # dtypes differ: a tensor each
+    assert rows_of_one(mixed) is None and torch.equal(mixed[2], states[2].double().reshape(-1, 3)[flat])
+
+
+def _launching(fn) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(1 for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::") and launches(e))
+
+
+def test_the_kernels_of_an_update_do_not_grow_with_the_layers():
+    """One batch for every layer (per-input sums, an SVD batch completed, the reservoir): the same number of
+    launching operators for 2 layers as for 8, and one wait for the device (the read of the checks)."""
+    wait_free = True
+    counts, waits = {}, {}
+    for n in (2, 8):
+        accs = _layers(n, 16, svd=32, reservoir=20, wait_free=wait_free)
+        stack = LayerStack.over(accs)
+        rng = np.random.default_rng(0)
+        first = next(_batches(rng, n, 16, torch.float32, 1, together=True))
+        stack.update(*first)  # (the first update also allocates)
+        read_checks([(acc, None) for acc in accs])
+        hs, labels, k, pos = next(_batches(np.random.default_rng(1), n, 16, torch.float32, 1, max_inputs=6,
+                                           together=True))
+        while hs[0].shape[0] < 32:
+            hs, labels, k, pos = next(_batches(rng, n, 16, torch.float32, 1, max_inputs=6, together=True))
+
+        def update():
+            checks = stack.update(hs, labels, k, pos)
+            read_checks(list(zip(accs, checks)))
+
+        with HostSyncCounter() as sync:
+            counts[n] = _launching(update)
+        waits[n] = sync.total
+        assert accs[0].batch_svd  # an SVD batch was completed
+    assert counts[2] == counts[8], counts
+    assert waits[2] == waits[8] == 1, waits
+
+
+def test_a_model_measured_with_the_layers_together_as_one_by_one(monkeypatch):
+    """The whole path (a LLaMA-shaped model of width 64 with random weights, 48 paragraphs in batches of 16: the
+    extraction's rows of every layer in one tensor, the stack, per-input sums, SVD batches, the summaries): every
+    layer's numbers on the path a GPU takes, the layers together, as on the CPU's, one by one."""
+    from aniso.bench.extraction import _batch_order, llama_subject, run_variant
+    from aniso.stats.results import summary_dict
+
+    made = []
+    original = LayerStack.over
+
+    def spy(layers):
+        made.append(original(layers))
+        return made[-1]
+
+    monkeypatch.setattr(LayerStack, "over", staticmethod(spy))
+    subject = llama_subject("llama-tiny", layers=2, dtype="float32", paragraphs=48, max_length=128, batch_size=16,
+                            device="cpu")
+    batches = _batch_order(subject)
+    together = run_variant(subject, "all", batches, wait_free=True)
+    assert made and made[-1] is not None
+    alone = run_variant(subject, "all", batches, wait_free=False)
+    assert made[-1] is None
+    assert together.layers[0].batch_svd  # SVD batches were completed
+    for a, b in zip(together.layers, alone.layers):
+        fa, fb = summary_dict(a.summary()), summary_dict(b.summary())
+        assert fa.keys() == fb.keys()
+        for key, p in fa.items():
+            q = fb[key]
+            if isinstance(p, float):
+                assert (math.isnan(p) and math.isnan(q)) or abs(p - q) <= 1e-6 * max(1.0, abs(p)), (key, p, q)
+            else:
+                assert p == q, (key, p, q)
+        ia, ib = a.input_sums(), b.input_sums()
+        for u, v in zip(ia, ib):
+            np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-6 * float(np.abs(v).max()))
