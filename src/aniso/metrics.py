@@ -874,13 +874,17 @@ def _largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int 
     k = 0
     while k < steps and active:
         for _ in range(min(_LANCZOS_CHUNK, steps - k)):
-            w = torch.bmm(c, basis[:, k, :, None])[..., 0]  # (a, m): one product for every matrix still iterating
-            alphas[:, k] = torch.linalg.vecdot(basis[:, k], w)
+            # One step for every matrix still iterating, in 9 kernels: the product (a, m, 1), the projections on the
+            # basis so far (the k-th of which is α_k = q_kᵀ C q_k) taken off twice (full reorthogonalisation,
+            # "twice is enough"), each subtraction fused into its product, then β_k and the next basis vector.
+            w = torch.bmm(c, basis[:, k, :, None])
             done = basis[:, : k + 1]
-            w = w - torch.bmm(done.mT, torch.bmm(done, w[..., None]))[..., 0]
-            w = w - torch.bmm(done.mT, torch.bmm(done, w[..., None]))[..., 0]
-            betas[:, k] = torch.linalg.vector_norm(w, dim=1)
-            basis[:, k + 1] = w / betas[:, k].clamp_min(tiny)[:, None]
+            h = torch.bmm(done, w)
+            alphas[:, k] = h[:, k, 0]
+            w = torch.baddbmm(w, done.mT, h, alpha=-1.0)
+            w = torch.baddbmm(w, done.mT, torch.bmm(done, w), alpha=-1.0)[..., 0]
+            torch.linalg.vector_norm(w, dim=1, out=betas[:, k])
+            torch.div(w, betas[:, k, None].clamp_min(tiny), out=basis[:, k + 1])
             k += 1
         # Each k x k tridiagonal's eigenpairs (a few kilobytes each): where each iteration stops is decided on the host.
         t = torch.diag_embed(alphas[:, :k]) + torch.diag_embed(betas[:, : k - 1], 1) + torch.diag_embed(
