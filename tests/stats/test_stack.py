@@ -304,3 +304,29 @@ def test_a_model_measured_with_the_layers_together_as_one_by_one(monkeypatch):
         ia, ib = a.input_sums(), b.input_sums()
         for u, v in zip(ia, ib):
             np.testing.assert_allclose(u, v, rtol=1e-6, atol=1e-6 * float(np.abs(v).max()))
+
+
+def test_a_vision_transformers_layers_share_their_image_labels():
+    """A vision batch labels every layer of one shape with the same tensor of images, so the stack takes it (one
+    set of rows in every layer); a CNN's maps of other shapes keep their own."""
+    from types import SimpleNamespace
+
+    from aniso.extract.hidden import _vision_batch
+
+    class Model(torch.nn.Module):
+        def __init__(self, shapes):
+            super().__init__()
+            self.shapes = shapes
+
+        def forward(self, pixel_values, output_hidden_states=True):
+            b = pixel_values.shape[0]
+            return SimpleNamespace(hidden_states=tuple(torch.randn(b, *s) for s in self.shapes))
+
+    processor = lambda chunk, return_tensors: {"pixel_values": torch.zeros(len(chunk), 3, 4, 4)}  # noqa: E731
+    vit = _vision_batch(Model([(5, 8)] * 4), processor, [0, 1, 2], False, "cpu")
+    assert all(r is vit.inputs[0] for r in vit.inputs) and vit.inputs[0].tolist() == [i // 5 for i in range(15)]
+    accs = _layers(4, 8)
+    assert LayerStack.over(accs).takes(vit.layers, vit.inputs, [None] * 4)
+    cnn = _vision_batch(Model([(2, 3, 3), (4, 2, 2), (4, 2, 2)]), processor, [0, 1], True, "cpu")
+    assert cnn.inputs[0] is not cnn.inputs[1] and cnn.inputs[1] is cnn.inputs[2]
+    assert [r.tolist() for r in cnn.inputs] == [[0, 1]] * 3
