@@ -72,16 +72,8 @@ class Layout:
 
 
 @dataclass(frozen=True)
-class Batch:
-    """One checked batch of m >= 1 vectors of a layer, as the parts read it (a view: nothing here is to be modified).
-
-    ``x`` (m, d) in the dtype the model produced, on the accumulator's device; ``x64`` the same upcast once to the
-    accumulation dtype and ``sq`` = x64∘x64; ``norms`` (m,) ‖x‖, ``nonzero`` (m,) bool and ``inverse`` (m,) 1/‖x‖
-    (0 for zero vectors), in the accumulation dtype; ``seen``: rows the accumulator had seen before this batch;
-    ``labels`` (m,) int64 the input of each row (0 .. ``k`` - 1; None without per-input sums); ``positions`` (m,)
-    int64 each row's position in its sequence (None: unknown) and ``first`` (m,) bool position 0 (None: unknown);
-    ``masks``: {complement name: (m,) bool, the rows it leaves out}, in the order of the accumulator's complements.
-    """
+class _Rows:
+    """The fields :class:`Batch` (one layer) and :class:`Layers` (every layer at once) share; see theirs."""
 
     x: torch.Tensor
     x64: torch.Tensor
@@ -94,6 +86,20 @@ class Batch:
     k: int
     positions: torch.Tensor | None
     first: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class Batch(_Rows):
+    """One checked batch of m >= 1 vectors of a layer, as the parts read it (a view: nothing here is to be modified).
+
+    ``x`` (m, d) in the dtype the model produced, on the accumulator's device; ``x64`` the same upcast once to the
+    accumulation dtype and ``sq`` = x64∘x64; ``norms`` (m,) ‖x‖, ``nonzero`` (m,) bool and ``inverse`` (m,) 1/‖x‖
+    (0 for zero vectors), in the accumulation dtype; ``seen``: rows the accumulator had seen before this batch;
+    ``labels`` (m,) int64 the input of each row (0 .. ``k`` - 1; None without per-input sums); ``positions`` (m,)
+    int64 each row's position in its sequence (None: unknown) and ``first`` (m,) bool position 0 (None: unknown);
+    ``masks``: {complement name: (m,) bool, the rows it leaves out}, in the order of the accumulator's complements.
+    """
+
     masks: dict[str, torch.Tensor] = field(default_factory=dict)
     _shared: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -126,7 +132,7 @@ class Batch:
 
 
 @dataclass(frozen=True)
-class Layers:
+class Layers(_Rows):
     """One checked batch of the same m >= 1 rows (tokens) in each of L layers, as parts updated for every layer at
     once read it (:class:`aniso.stats.stack.LayerStack`; a view: nothing here is to be modified).
 
@@ -135,17 +141,6 @@ class Layers:
     ``labels`` (m,) int64 (None without per-input sums), ``k``, ``positions`` (m,) int64 (None: unknown) and
     ``first`` (m,) bool: the same rows, so the same for every layer; ``norm_sums`` (L,) Σ‖x‖ of each layer's rows."""
 
-    x: torch.Tensor
-    x64: torch.Tensor
-    sq: torch.Tensor
-    norms: torch.Tensor
-    nonzero: torch.Tensor
-    inverse: torch.Tensor
-    seen: int
-    labels: torch.Tensor | None
-    k: int
-    positions: torch.Tensor | None
-    first: torch.Tensor | None
     norm_sums: torch.Tensor | None = None
 
     @property
