@@ -42,9 +42,22 @@ def _batches(rng, n_layers, d, dtype, n_batches, max_inputs=4, zero_row=True, to
         yield hs, labels, len(lengths), positions
 
 
+COMPLEMENTS = ("first", "large")
+
+
+def _marks(hs, pos):
+    """The complements' marks of a batch: the first token of each sequence (every layer's), and the rows whose
+    first feature is above 1 (each layer's own), as :func:`aniso.stats.pipeline.compute_stats` marks the first
+    tokens and the massive-activation rows."""
+    return {"first": pos == 0, "large": torch.stack([h[:, 0].double() > 1.0 for h in hs])}
+
+
 def _one_by_one(accs, batches):
     for hs, labels, k, pos in batches:
-        checks = [acc.update(h, labels, k, pos, wait=False) for acc, h in zip(accs, hs)]
+        marks = _marks(hs, pos) if accs[0].layout.complements else None
+        checks = [acc.update(h, labels, k, pos, None if marks is None else
+                             {"first": marks["first"], "large": marks["large"][i]}, wait=False)
+                  for i, (acc, h) in enumerate(zip(accs, hs))]
         assert not any(read_checks(list(zip(accs, checks))))
 
 
@@ -53,7 +66,7 @@ def _together(accs, batches):
     assert stack is not None
     for hs, labels, k, pos in batches:
         assert stack.takes(hs, [labels] * len(hs), [pos] * len(hs))
-        checks = stack.update(hs, labels, k, pos)
+        checks = stack.update(hs, labels, k, pos, _marks(hs, pos) if accs[0].layout.complements else None)
         assert not any(read_checks(list(zip(accs, checks))))
 
 
@@ -75,25 +88,48 @@ def _assert_same(accs, others, rtol=1e-6):
                 # (a sum that cancels to about 0, Σu of ±1 at d = 1, is judged on the rows' scale: 1e-6 of 1)
                 np.testing.assert_allclose(u, v, rtol=rtol, atol=rtol * max(scale, 1e-6), equal_nan=True,
                                            err_msg=key)
-        fa, fb = a.summary(), b.summary()
-        for name in fa.__dataclass_fields__:
-            p, q = getattr(fa, name), getattr(fb, name)
-            if isinstance(p, float):
-                assert (math.isnan(p) and math.isnan(q)) or abs(p - q) <= rtol * max(1.0, abs(p)), (name, p, q)
-            else:
-                assert p == q, (name, p, q)
+        _same_summary(a, b, rtol)
+        for name in a.layout.complements:
+            ca, cb = a.complement(name), b.complement(name)
+            assert ca.count == cb.count
+            np.testing.assert_allclose(ca.batch_svd, cb.batch_svd, rtol=rtol, atol=rtol)
+            if ca.count >= 2:
+                _same_summary(ca, cb, rtol)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _same_summary(a, b, rtol):
+    """The same summary, or the same refusal (a reservoir of too few directions, say)."""
+    outcomes = []
+    for acc in (a, b):
+        try:
+            outcomes.append(acc.summary())
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    fa, fb = outcomes
+    if isinstance(fa, str) or isinstance(fb, str):
+        assert fa == fb
+        return
+    for name in fa.__dataclass_fields__:
+        p, q = getattr(fa, name), getattr(fb, name)
+        if isinstance(p, float):
+            assert (math.isnan(p) and math.isnan(q)) or abs(p - q) <= rtol * max(1.0, abs(p)), (name, p, q)
+        else:
+            assert p == q, (name, p, q)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n_layers=st.integers(2, 4), d=st.integers(1, 6), dtype=st.sampled_from(sorted(DTYPES)),
        per_input=st.booleans(), svd=st.integers(2, 14), reservoir=st.integers(0, 15), n_batches=st.integers(1, 5),
-       wait_free=st.booleans(), budget=st.sampled_from([1, 1 << 30]), together=st.booleans(), seed=st.integers(0, 99))
+       wait_free=st.booleans(), budget=st.sampled_from([1, 1 << 30]), together=st.booleans(),
+       complements=st.booleans(), seed=st.integers(0, 99))
 def test_updated_together_is_updated_layer_by_layer(n_layers, d, dtype, per_input, svd, reservoir, n_batches,
-                                                     wait_free, budget, together, seed):
-    """Any widths, dtypes, SVD batch sizes (wide and long), reservoirs and layer groups (``budget`` 1: one layer per
-    group), against the layers one by one on either path (the GPU's, ``wait_free``, or the CPU's)."""
+                                                     wait_free, budget, together, complements, seed):
+    """Any widths, dtypes, SVD batch sizes (wide and long), reservoirs, layer groups (``budget`` 1: one layer per
+    group) and complements (rows left out: the first tokens, every layer's; rows marked in each layer), against the
+    layers one by one on either path (the GPU's, ``wait_free``, or the CPU's)."""
     make = lambda wait_free: _layers(n_layers, d, svd=svd, reservoir=reservoir,  # noqa: E731
-                                     per_input=per_input, wait_free=wait_free)
+                                     per_input=per_input, wait_free=wait_free,
+                                     complements=COMPLEMENTS if complements else ())
     batches = list(_batches(np.random.default_rng(seed), n_layers, d, DTYPES[dtype], n_batches, together=together))
     alone, together_ = make(wait_free), make(True)
     _one_by_one(alone, batches)
@@ -131,19 +167,24 @@ def test_stacked_after_the_stack_the_layers_go_on_alone():
     _assert_same(alone, mixed)
 
 
-def test_a_non_finite_layer_is_named_and_forms_no_svd_batch():
+@pytest.mark.parametrize("complements", [(), COMPLEMENTS])
+def test_a_non_finite_layer_is_named_and_forms_no_svd_batch(complements):
     """A NaN in one layer of a batch that completes the SVD batches: that layer's check fails, the others' pass;
     the read forms no SVD batch, that layer never forms one (its next use raises), and the others form theirs from
     their checked rows at their next use, as layers updated one by one do."""
     hs = [torch.randn(7, 4) for _ in range(3)]
     hs[2][3, 1] = float("nan")
+    pos = torch.tensor([0, 1, 2, 0, 1, 0, 1])
+    marks = _marks(hs, pos) if complements else None
     formed = {}
     for how in ("alone", "together"):
-        accs = _layers(3, 4, svd=6)
+        accs = _layers(3, 4, svd=6, complements=complements)
         if how == "alone":
-            checks = [acc.update(h, wait=False) for acc, h in zip(accs, hs)]
+            checks = [acc.update(h, None, None, pos, None if marks is None else
+                                 {"first": marks["first"], "large": marks["large"][i]}, wait=False)
+                      for i, (acc, h) in enumerate(zip(accs, hs))]
         else:
-            checks = LayerStack.over(accs).update(hs, None, None, None)
+            checks = LayerStack.over(accs).update(hs, None, None, pos, marks)
         assert read_checks(list(zip(accs, checks))) == [False, False, True]
         assert [len(acc._parts["second-order"]._batch_svd) for acc in accs] == [0, 0, 0]
         with pytest.raises(ValueError, match="1 with NaN"):
@@ -154,16 +195,17 @@ def test_a_non_finite_layer_is_named_and_forms_no_svd_batch():
     np.testing.assert_allclose(formed["together"], formed["alone"], rtol=1e-9)
 
 
-def test_a_layer_read_on_its_own_forms_its_own_svd_batch():
+@pytest.mark.parametrize("complements", [(), COMPLEMENTS])
+def test_a_layer_read_on_its_own_forms_its_own_svd_batch(complements):
     """A layer read before the checks of the others (its summary) forms its own SVD batch alone; the others are then
     formed one by one, with the same values as layers updated one by one."""
     rng = np.random.default_rng(9)
     batches = list(_batches(rng, 3, 4, torch.float32, 4))
-    alone, together = _layers(3, 4, svd=6), _layers(3, 4, svd=6)
+    alone, together = _layers(3, 4, svd=6, complements=complements), _layers(3, 4, svd=6, complements=complements)
     _one_by_one(alone, batches)
     stack = LayerStack.over(together)
     for hs, labels, k, pos in batches:
-        checks = stack.update(hs, labels, k, pos)
+        checks = stack.update(hs, labels, k, pos, _marks(hs, pos) if complements else None)
         together[1].summary()  # settles layer 1 alone
         assert not any(read_checks(list(zip(together, checks))))
     _assert_same(alone, together)
@@ -177,8 +219,8 @@ def test_layers_that_are_not_stacked(why):
         accs = _layers(1, 4)
     elif why == "widths":
         accs = [LayerAccumulator(4, wait_free=True), LayerAccumulator(5, wait_free=True)]
-    elif why == "complements":
-        accs = _layers(2, 4, complements=("first-token",))
+    elif why == "complements":  # (not the same ones)
+        accs = _layers(2, 4, complements=("first-token",))[:1] + _layers(2, 4, complements=("other",))[1:]
     elif why == "used":
         accs = _layers(2, 4)
         accs[0].update(torch.randn(3, 4))
@@ -269,10 +311,27 @@ def test_the_kernels_of_an_update_do_not_grow_with_the_layers():
     assert waits[2] == waits[8] == 1, waits
 
 
-def test_a_model_measured_with_the_layers_together_as_one_by_one(monkeypatch):
+def _same_numbers(a, b, where=""):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _same_numbers(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (p, q) in enumerate(zip(a, b)):
+            _same_numbers(p, q, f"{where}[{i}]")
+    elif isinstance(a, float):
+        assert (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-6 * max(1.0, abs(a)), (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
+@pytest.mark.parametrize("variant", ["all", "every"])
+def test_a_model_measured_with_the_layers_together_as_one_by_one(monkeypatch, variant):
     """The whole path (a LLaMA-shaped model of width 64 with random weights, 48 paragraphs in batches of 16: the
-    extraction's rows of every layer in one tensor, the stack, per-input sums, SVD batches, the summaries): every
-    layer's numbers on the path a GPU takes, the layers together, as on the CPU's, one by one."""
+    extraction's rows of every layer in one tensor, the stack, per-input sums, SVD batches, the summaries; with
+    ``every``, the statistics without the first tokens and without the massive-activation rows too): every layer's
+    numbers on the path a GPU takes, the layers together, as on the CPU's, one by one."""
     from aniso.bench.extraction import _batch_order, llama_subject, run_variant
     from aniso.stats.results import summary_dict
 
@@ -287,10 +346,15 @@ def test_a_model_measured_with_the_layers_together_as_one_by_one(monkeypatch):
     subject = llama_subject("llama-tiny", layers=2, dtype="float32", paragraphs=48, max_length=128, batch_size=16,
                             device="cpu")
     batches = _batch_order(subject)
-    together = run_variant(subject, "all", batches, wait_free=True)
-    assert made and made[-1] is not None
-    alone = run_variant(subject, "all", batches, wait_free=False)
-    assert made[-1] is None
+    together = run_variant(subject, variant, batches, wait_free=True)
+    assert made and made[0] is not None
+    made.clear()
+    alone = run_variant(subject, variant, batches, wait_free=False)
+    assert made[0] is None
+    for key in ("first_token_excluded", "massive_excluded"):
+        assert (key in together.meta) == (key in alone.meta) == (variant == "every")
+        if key in together.meta:
+            _same_numbers(together.meta[key], alone.meta[key], key)
     assert together.layers[0].batch_svd  # SVD batches were completed
     for a, b in zip(together.layers, alone.layers):
         fa, fb = summary_dict(a.summary()), summary_dict(b.summary())

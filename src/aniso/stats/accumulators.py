@@ -502,8 +502,8 @@ class _Deferred:
     (takes the batches' counts), ``need`` ((batches, codes) int64 on the device, or None), ``failed`` (the check),
     and the batch ``x`` and the labels' bound ``k`` (to say why, should the check fail). ``group``: the layers
     updated together whose SVD batches are formed together once every layer's check is read
-    (:class:`aniso.stats.stack.LayerStack`; ``group.whole(accumulators)``, ``group.fill_all()``), or None; ``fill``
-    then forms this layer's alone."""
+    (:class:`aniso.stats.stack.LayerStack`; ``group.whole(accumulators)``, ``group.fill_all({id(accumulator): its
+    counts})``), or None; ``fill`` then forms this layer's alone."""
 
     def __init__(self, fill, need, failed, x, k, group=None):
         self.fill, self.need, self.failed, self.x, self.k, self.group = fill, need, failed, x, k, group
@@ -549,15 +549,18 @@ def read_checks(updates) -> list[bool]:
         got[i] = values[at : at + need.numel()]
         at += need.numel()
     groups: dict[int, tuple] = {}  # layers updated together, whose SVD batches are formed together
-    for acc, _ in updates:
+    for i, (acc, _) in enumerate(updates):
         deferred = acc._deferred
         if deferred is not None and deferred.group is not None:
-            groups.setdefault(id(deferred.group), (deferred.group, []))[1].append(acc)
+            groups.setdefault(id(deferred.group), (deferred.group, []))[1].append((i, acc))
     for group, members in groups.values():
-        if group.whole(members):
-            for acc in members:
+        if group.whole([acc for _, acc in members]):
+            counts = {}
+            for i, acc in members:
+                need = acc._deferred.need
+                counts[id(acc)] = None if need is None else _chunks(got.get(i, []), need.shape[1])
                 acc._deferred = None
-            group.fill_all()
+            group.fill_all(counts)
     for i, (acc, _) in enumerate(updates):
         if acc._deferred is not None:
             acc._complete([0] + got.get(i, []))

@@ -157,8 +157,7 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                   second_order: bool = True, first_token_excluded: bool = False, shard: Shard = Shard(),
                   wait_free: bool | None = None) -> ModelStats:
     """Stream hidden-state batches (:class:`~aniso.extract.hidden.Batch`) into one accumulator per layer, every
-    layer's updated at once on the paths a GPU takes (:class:`~aniso.stats.stack.LayerStack`: one width, no
-    complements).
+    layer's updated at once on the paths a GPU takes (:class:`~aniso.stats.stack.LayerStack`: layers of one width).
 
     Memory is bounded by one batch of hidden states plus the accumulators'
     fixed state, whatever the number of inputs. With ``second_order`` False, and
@@ -233,9 +232,12 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
         if stack is not None and not stack.takes(batch.layers, labels, positions):
             stack = None  # layer by layer from here on
         if stack is not None:
+            pos = positions[0]
+            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(stack.rows(batch.layers), wait_free=True)} \
+                if complements and pos is not None else None
             try:
                 checks = stack.update(batch.layers, labels[0], batch.n_sequences if labels[0] is not None else None,
-                                      positions[0])
+                                      pos, exclude)
             except ValueError as exc:  # bad labels (NaN/inf is read below, for every layer at once)
                 _refuse(entry, names[0], exc, batch, n_seq)
         else:

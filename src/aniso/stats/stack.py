@@ -25,7 +25,7 @@ import functools
 import torch
 
 from .accumulators import PARTS, LayerAccumulator, _Deferred
-from .parts.base import Batch, Layers, of_layers, rows_of_one
+from .parts.base import Layers, of_layers, rows_of_one
 
 __all__ = ["LayerStack", "STACK_BYTES"]
 
@@ -52,13 +52,13 @@ class LayerStack:
         layout's ``wait_free`` off, the default on the CPU: there a kernel launch costs next to nothing, and a layer's
         rows updated on their own stay in the cache: MiniLM's ``all`` statistics took 1.74-1.80 times a bare
         forward pass stacked against 1.44 one by one, docs/performance.md), fewer than two layers, different layouts
-        (widths, statistics kept, device; the seed apart), complements kept (rows left out per layer), an
-        accumulator that has seen rows already, or a part that cannot stack its state
+        (widths, statistics kept, complements, device; the seed apart), an accumulator that has seen rows already,
+        or a part that cannot stack its state
         (:meth:`~aniso.stats.parts.base.Statistic.stacked`)."""
         if len(layers) < 2 or not layers[0].layout.wait_free:
             return None
         layout = dataclasses.replace(layers[0].layout, seed=0)
-        if any(dataclasses.replace(acc.layout, seed=0) != layout for acc in layers) or layout.complements or \
+        if any(dataclasses.replace(acc.layout, seed=0) != layout for acc in layers) or \
                 any(acc.count or acc._deferred is not None for acc in layers):
             return None
         handles = []
@@ -68,6 +68,13 @@ class LayerStack:
                 return None
             handles.append(handle)
         return cls(layers, handles)
+
+    @staticmethod
+    def rows(hs: list[torch.Tensor]) -> torch.Tensor:
+        """Every layer's rows of a batch as one (L, m, d) tensor: ``hs`` as they are where they are the rows of one
+        tensor (the extraction's, :func:`~aniso.stats.parts.base.rows_of_one`), else stacked (a copy)."""
+        together = rows_of_one(hs)
+        return torch.stack(hs) if together is None else together
 
     def takes(self, hs: list[torch.Tensor], inputs: list, positions: list) -> bool:
         """Whether :meth:`update` takes this batch: the stack is live, and ``hs`` (one (m, d) tensor per layer) has
@@ -83,15 +90,16 @@ class LayerStack:
                         and h.device == h0.device for h in hs)
                 and all(r is inputs[0] for r in inputs) and all(p is positions[0] for p in positions))
 
-    def update(self, hs: list[torch.Tensor], inputs=None, n_inputs: int | None = None,
-               positions=None) -> list[torch.Tensor]:
+    def update(self, hs: list[torch.Tensor], inputs=None, n_inputs: int | None = None, positions=None,
+               exclude: dict | None = None) -> list[torch.Tensor]:
         """Add one batch to every layer: ``hs`` one (m, d) tensor per layer (:meth:`takes`), ``inputs`` (m,) the input
         of each row, ``n_inputs``, ``positions`` (m,): as :meth:`~aniso.stats.accumulators.LayerAccumulator.update`
-        takes them (the same rows in every layer), with ``wait`` False: returns each layer's check (a 0-d bool
-        tensor on the device, True where that layer's rows were not finite or the labels out of range), to be read by
-        :func:`~aniso.stats.accumulators.read_checks`; an SVD batch the update completes is formed once that read
-        is made, from checked rows only. Raises ValueError on labels of the wrong length, or given on the host out of
-        range."""
+        takes them (the same rows in every layer), and ``exclude``: {complement name: the rows it leaves out, (m,)
+        bool for every layer or (L, m) bool, one row per layer} (a complement not named leaves out none); with
+        ``wait`` False: returns each layer's check (a 0-d bool tensor on the device, True where that layer's rows were
+        not finite or the labels out of range), to be read by :func:`~aniso.stats.accumulators.read_checks`; an SVD
+        batch the update completes is formed once that read is made, from checked rows only. Raises ValueError on
+        labels of the wrong length, or given on the host out of range, or marks of the wrong shape."""
         accs = self.layers
         for acc in accs:
             acc._settle()
@@ -101,6 +109,16 @@ class LayerStack:
         pos = None if positions is None else lead._as_tensor(positions, torch.int64).reshape(-1)
         first = None if pos is None else pos == 0
         seen = lead.count
+        marks = {}
+        for name in lead.layout.complements:
+            mask = (exclude or {}).get(name)
+            if mask is None:
+                mask = torch.zeros(m, dtype=torch.bool, device=lead.device)
+            mask = lead._as_tensor(mask, torch.bool)
+            if tuple(mask.shape) not in ((m,), (len(accs), m)):
+                raise ValueError(f"exclude[{name!r}] must mark {m} rows (or {m} rows of each of {len(accs)} layers), "
+                                 f"got shape {tuple(mask.shape)}")
+            marks[name] = mask
         parts = {part.name: [acc._parts[part.name] for acc in accs] for part in PARTS}
         deferred = [part for part in PARTS if parts[part.name][0].needs_check(m)]  # it completes an SVD batch
         itemsize = torch.empty((), dtype=lead.dtype).element_size()
@@ -122,8 +140,9 @@ class LayerStack:
                 failed = failed | bad_labels
             nonzero = norms > 0
             inverse = torch.where(nonzero, norms.reciprocal(), 0.0)  # 1/‖x‖, as 1.0 / ‖x‖ gives it (0: zero rows)
-            layers = Layers(x, x64, sq, norms, nonzero, inverse, seen, labels, k, pos, first, norm_sums)
             n = x.shape[0]
+            masks = {name: mask.expand(n, m) if mask.ndim == 1 else of_layers(mask, at) for name, mask in marks.items()}
+            layers = Layers(x, x64, sq, norms, nonzero, inverse, seen, labels, k, pos, first, norm_sums, masks)
             rows, w_x, w_sq = [], [], []
             for part in PARTS:
                 wx, wsq = ([], []) if part in deferred else part.layer_weights(layers)
@@ -133,10 +152,12 @@ class LayerStack:
             s_sq = torch.bmm(torch.cat(w_sq, 1), sq) if w_sq else sq[:, :0]
             for part, handle, (x_rows, sq_rows) in zip(PARTS, self._handles, rows):
                 if part in deferred:  # left for the read of the checks (read_checks), as LayerAccumulator.update
-                    group = _Checked(part, handle, parts[part.name], at, Layers(x, *[None] * 5, seen, None, k,
-                                                                                None, None), accs)
+                    need = part.layers_close_counts(handle, parts[part.name], at, layers)
+                    group = _Checked(part, handle, parts[part.name], at, Layers(x, *[None] * 5, seen, None, k, None,
+                                                                                None, None, masks), accs)
                     for i in range(at.start, at.stop):
-                        accs[i]._deferred = _Deferred(functools.partial(group.fill_one, i), None, failed[i - lo],
+                        accs[i]._deferred = _Deferred(functools.partial(group.fill_one, i),
+                                                      None if need is None else need[i - lo], failed[i - lo],
                                                       x[i - lo], k, group)
                     continue
                 part.update_layers(handle, parts[part.name], at, layers, _of(s_x, x_rows), _of(s_sq, sq_rows))
@@ -164,7 +185,9 @@ class _Checked:
     never formed from unchecked rows): :meth:`fill_all` takes it for every layer at once once every layer's check
     is read and passed (:func:`~aniso.stats.accumulators.read_checks`); a layer settled on its own
     (:meth:`~aniso.stats.accumulators.LayerAccumulator._settle`) takes its own share alone (:meth:`fill_one`), the
-    others then theirs alone too. ``layers``: the batch as the part reads it (only ``x`` and ``seen``)."""
+    others then theirs alone too. ``layers``: the batch as the part reads it (``x``, ``masks`` and ``seen``). The
+    part is :class:`~aniso.stats.parts.second_order.SecondOrder`, the one that completes SVD batches
+    (:meth:`~aniso.stats.parts.base.Statistic.needs_check`): ``layers_close_counts`` and ``add_rows`` are its."""
 
     def __init__(self, part, handle, parts: list, at: slice, layers: Layers, accs: list[LayerAccumulator]):
         self.part, self.handle, self.parts, self.at, self.layers = part, handle, parts, at, layers
@@ -176,15 +199,18 @@ class _Checked:
         them taken alone."""
         return len(self.pending) == len(self.members) and {id(a) for a in accs} == {id(a) for a in self.members}
 
-    def fill_all(self) -> None:
-        """The part's update of every layer of the group at once."""
-        empty = self.layers.x[:, :, :0]
-        self.part.update_layers(self.handle, self.parts, self.at, self.layers, empty, empty)
+    def fill_all(self, counts: dict) -> None:
+        """The part's update of every layer of the group at once; ``counts``: {id(accumulator): what its SVD
+        batches need, read (None: nothing)}."""
+        mine = [counts.get(id(acc)) for acc in self.members]
+        layers = dataclasses.replace(self.layers, counts=None if all(c is None for c in mine) else mine)
+        empty = layers.x[:, :, :0]
+        self.part.update_layers(self.handle, self.parts, self.at, layers, empty, empty)
         self.pending.clear()
 
     def fill_one(self, i: int, counts=None) -> None:
-        """The part's update of layer ``i`` alone (``counts``: None, no complement)."""
-        x = self.layers.x[i - self.at.start]
-        empty = x[:0]
-        self.parts[i].update(Batch(x, x, x, *[None] * 3, self.layers.seen, None, 0, None, None), empty, empty)
+        """The part's update of layer ``i`` alone (``counts``: what its SVD batches need, read, or None)."""
+        j = i - self.at.start
+        self.parts[i].add_rows(self.layers.x[j], {name: mask[j] for name, mask in self.layers.masks.items()},
+                               self.layers.seen, counts)
         self.pending.discard(i)

@@ -139,9 +139,15 @@ class Layers(_Rows):
     ``x`` (L, m, d) in the dtype the model produced; ``x64`` the same in the accumulation dtype and ``sq`` = x64∘x64;
     ``norms``, ``nonzero`` and ``inverse`` (L, m), as in :class:`Batch`; ``seen``: rows each layer had seen before;
     ``labels`` (m,) int64 (None without per-input sums), ``k``, ``positions`` (m,) int64 (None: unknown) and
-    ``first`` (m,) bool: the same rows, so the same for every layer; ``norm_sums`` (L,) Σ‖x‖ of each layer's rows."""
+    ``first`` (m,) bool: the same rows, so the same for every layer; ``norm_sums`` (L,) Σ‖x‖ of each layer's rows;
+    ``masks``: {complement name: (L, m) bool, the rows it leaves out in each layer}, in the order of the
+    accumulators' complements; ``counts``: for an update left until the layers' checks are read, each layer's rows
+    of each SVD batch it completes by the set of complements marking them
+    (:meth:`~aniso.stats.parts.second_order.SecondOrder.close_counts`, read), or None."""
 
     norm_sums: torch.Tensor | None = None
+    masks: dict[str, torch.Tensor] = field(default_factory=dict)
+    counts: list | None = None
 
     @property
     def m(self) -> int:
@@ -153,11 +159,10 @@ class Layers(_Rows):
         """Layers L."""
         return self.x.shape[0]
 
-    def layer(self, i: int) -> Batch:
-        """The ``i``-th layer's rows as a :class:`Batch` of views (no complement marks), for a part updated layer by
-        layer."""
-        return Batch(self.x[i], self.x64[i], self.sq[i], self.norms[i], self.nonzero[i], self.inverse[i], self.seen,
-                     self.labels, self.k, self.positions, self.first)
+    @functools.cached_property
+    def mask_weights(self) -> dict[str, torch.Tensor]:
+        """Per complement, (L, 1, m) 1.0 on the rows it leaves out, else 0 (a weight row of each layer)."""
+        return {name: mask.to(self.x64.dtype).unsqueeze(1) for name, mask in self.masks.items()}
 
     @functools.cached_property
     def first_weight(self) -> torch.Tensor:
@@ -287,6 +292,12 @@ class Statistic(ABC):
         """The weight rows this part adds to the layers' GEMMs against x and against x∘x (each (L, r, m), or
         (1, r, m) for rows every layer shares), in the order :meth:`update_layers` reads them."""
         return [], []
+
+    @classmethod
+    def layers_close_counts(cls, stacked: Any, parts: list["Statistic"], at: slice, layers: Layers) -> Any:
+        """For a part whose update waits for the layers' checks (:meth:`needs_check`): what it needs read from the
+        device with them, (L, ...) int64, or None (the default: nothing)."""
+        return None
 
     @classmethod
     def update_layers(cls, stacked: Any, parts: list["Statistic"], at: slice, layers: Layers, x_sums: torch.Tensor,

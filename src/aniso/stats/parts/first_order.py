@@ -57,27 +57,42 @@ class FirstOrder(Statistic):
         self._unit_sq_sum += sq_sums[1]
 
     @classmethod
-    def stacked(cls, parts: list["FirstOrder"]) -> list[torch.Tensor] | None:
-        if any(p._complements for p in parts):
-            return None
-        # (L, 2, d) [Σu, Σx], (L, 2, d) [Σx∘x, Σu∘u]: the rows of layer_weights, in their order; (L,) the scalars
-        return stack_attributes(parts, [("_unit_sum", "_vector_sum"), ("_sq_sum", "_unit_sq_sum"), ("_n_zero",),
-                                        ("_norm_sum",)])
+    def stacked(cls, parts: list["FirstOrder"]) -> list:
+        # (L, 2, d) [Σu, Σx], (L, 2, d) [Σx∘x, Σu∘u]: the rows of layer_weights, in their order; (L,) the scalars;
+        # then per complement its left-out share's (L, 2) counts, (L, 2, d) sums against x and x∘x, (L,) Σ‖x‖
+        own = stack_attributes(parts, [("_unit_sum", "_vector_sum"), ("_sq_sum", "_unit_sq_sum"), ("_n_zero",),
+                                       ("_norm_sum",)])
+        left = [stack_attributes([p._complements[name] for p in parts],
+                                 [("counts",), ("x_sums",), ("sq_sums",), ("norm_sum",)])
+                for name in parts[0].layout.complements]
+        return [own, left]
 
     @classmethod
     def layer_weights(cls, layers: Layers):
         ones = torch.ones((1, 1, layers.m), dtype=layers.x64.dtype, device=layers.x64.device)
         inverse = layers.inverse.unsqueeze(1)
-        return [inverse, ones], [ones, inverse * inverse]
+        square = inverse * inverse
+        w_x, w_sq = [inverse, ones], [ones, square]
+        for w in layers.mask_weights.values():  # each complement's left-out rows: Σu, Σx; Σx∘x, Σu∘u
+            w_x += [w * inverse, w]
+            w_sq += [w, w * square]
+        return w_x, w_sq
 
     @classmethod
     def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
                       sq_sums: torch.Tensor) -> None:
-        x_rows, sq_rows, n_zero, norm_sum = (of_layers(t, at) for t in stacked)
-        x_rows += x_sums
-        sq_rows += sq_sums
+        own, left = stacked
+        x_rows, sq_rows, n_zero, norm_sum = (of_layers(t, at) for t in own)
+        x_rows += x_sums[:, :2] if left else x_sums  # (no view to make without complements)
+        sq_rows += sq_sums[:, :2] if left else sq_sums
         n_zero += (~layers.nonzero).sum(1)
         norm_sum += layers.norms.sum(1) if layers.norm_sums is None else layers.norm_sums
+        for j, (mask, share) in enumerate(zip(layers.masks.values(), left)):
+            counts, x_left, sq_left, norm_left = (of_layers(t, at) for t in share)
+            counts += torch.stack([mask, mask & ~layers.nonzero], 1).sum(2)
+            x_left += x_sums[:, 2 + 2 * j : 4 + 2 * j]
+            sq_left += sq_sums[:, 2 + 2 * j : 4 + 2 * j]
+            norm_left += torch.linalg.vecdot(mask.to(layers.norms.dtype), layers.norms)
 
     def merge(self, other: "FirstOrder", count: int, other_count: int) -> None:
         on = lambda t: t.to(device=self.layout.device, dtype=self.layout.dtype)  # noqa: E731

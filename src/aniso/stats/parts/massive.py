@@ -58,35 +58,44 @@ class Massive(Statistic):
         self._n_first += batch.first.sum()
 
     @classmethod
-    def stacked(cls, parts: list["Massive"]) -> list[torch.Tensor] | None:
-        if any(p._complements for p in parts):
-            return None
-        return stack_attributes(parts, [("_abs_max",), ("_abs_max_pos",), ("_first_sum",), ("_first_sq_sum",),
-                                        ("_n_first",)])
+    def stacked(cls, parts: list["Massive"]) -> list:
+        names = [("_abs_max",), ("_abs_max_pos",), ("_first_sum",), ("_first_sq_sum",), ("_n_first",)]
+        own = stack_attributes(parts, names)
+        left = [stack_attributes([p._complements[name] for p in parts],
+                                 [("abs_max",), ("abs_max_pos",), ("first_sum",), ("first_sq_sum",), ("n_first",)])
+                for name in parts[0].layout.complements]
+        return [own, left]
 
     @classmethod
     def layer_weights(cls, layers: Layers):
         first = layers.first_weight.reshape(1, 1, -1)
-        return [first], [first]
+        rows = [first] + [w * first for w in layers.mask_weights.values()]  # the first tokens' sums, left out too
+        return rows, list(rows)
 
     @classmethod
     def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
                       sq_sums: torch.Tensor) -> None:
-        abs_max, abs_max_pos, first_sum, first_sq_sum, n_first = (of_layers(t, at) for t in stacked)
+        own, left = stacked
         # (L, d) each: per layer and feature, the max |x| and the first row reaching it (of the upcast rows: the
-        # same values and rows as the model's dtype gives, exactly)
-        top, rows = layers.x64.abs().max(1)
-        better = top > abs_max
-        if layers.positions is None:
-            abs_max_pos.masked_fill_(better, -1)
-        else:
-            torch.where(better, layers.positions[rows], abs_max_pos, out=abs_max_pos)
-        torch.where(better, top, abs_max, out=abs_max)
-        if layers.positions is None:
-            return
-        first_sum += x_sums[:, 0]
-        first_sq_sum += sq_sums[:, 0]
-        n_first += layers.first.sum()
+        # same values and rows as the model's dtype gives, exactly); per complement, over the rows it keeps (one
+        # masked reduction each: nothing read back to the host, as kept_maxima's wait-free path)
+        ax = layers.x64.abs()
+        maxima = [ax.max(1)] + [ax.masked_fill(mask[:, :, None], -1.0).max(1) for mask in layers.masks.values()]
+        for j, ((top, rows), share) in enumerate(zip(maxima, [own, *left])):
+            abs_max, abs_max_pos, first_sum, first_sq_sum, n_first = (of_layers(t, at) for t in share)
+            better = top > abs_max
+            if layers.positions is None:
+                abs_max_pos.masked_fill_(better, -1)
+            else:
+                torch.where(better, layers.positions[rows], abs_max_pos, out=abs_max_pos)
+            torch.where(better, top, abs_max, out=abs_max)
+            if j == 0 and layers.positions is None:
+                continue
+            first_sum += x_sums[:, j]
+            first_sq_sum += sq_sums[:, j]
+            if layers.first is not None:
+                mask = None if j == 0 else list(layers.masks.values())[j - 1]
+                n_first += layers.first.sum() if mask is None else (mask & layers.first).sum(1)
 
     def merge(self, other: "Massive", count: int, other_count: int) -> None:
         device = self.layout.device
@@ -215,16 +224,21 @@ def massive_rows(h: torch.Tensor, magnitude: float = 100.0, ratio: float = 1000.
     """Which rows of one layer's batch ``h`` (m, d) carry a massive activation (Sun et al. 2024, §2: an activation
     of magnitude above ``magnitude`` (100) and about ``ratio`` (1,000) times the median magnitude of the hidden state,
     here the median |x| over the batch's rows and features, estimated from at most 65,536 of its entries taken at an
-    even stride). Returns (m,) bool on ``h``'s device. A batch with no activation above ``magnitude`` has no such
+    even stride). Returns (m,) bool on ``h``'s device; for every layer's batch at once, ``h`` (L, m, d), (L, m), each
+    layer's against its own median. A batch with no activation above ``magnitude`` has no such
     row whatever its median: on the CPU the median is then not computed; elsewhere (or with ``wait_free``) it always
     is, so that the criterion never waits for the device (the rows are the same either way, the threshold being at
     least ``magnitude``)."""
     a = h.abs()
-    top = a.amax(1).float()
+    top = a.amax(-1).float()
     if wait_free is None:
         wait_free = a.device.type != "cpu"
     if not wait_free and not bool((top > magnitude).any()):  # reading it costs no wait on the CPU
         return torch.zeros(top.shape, dtype=torch.bool, device=top.device)
+    if h.ndim == 3:  # every layer's batch at once: each layer's own median
+        flat = a.reshape(a.shape[0], -1)
+        median = flat[:, :: max(1, flat.shape[1] // 65_536)].float().median(dim=1).values
+        return top > torch.clamp(median * ratio, min=magnitude)[:, None]
     flat = a.reshape(-1)
     median = flat[:: max(1, flat.numel() // 65_536)].float().median()
     threshold = torch.clamp(median * ratio, min=magnitude)

@@ -72,21 +72,39 @@ class SecondOrder(Statistic):
         self.add_rows(batch.x, batch.masks, batch.seen)
 
     @classmethod
-    def stacked(cls, parts: list["SecondOrder"]) -> list[torch.Tensor] | None:
-        if any(p._complements or p._svd_fill or p._batch_svd for p in parts):
+    def stacked(cls, parts: list["SecondOrder"]) -> list | None:
+        if any(p._svd_fill or p._batch_svd for p in parts):
             return None
         if not parts[0].layout.second_order:
             return []
-        # (L, svd_batch_size, d): the layers' SVD buffers; (L, d, d): their Σxxᵀ over the complete batches
-        return stack_attributes(parts, [("_svd_buffer",), ("_gram_done",)])
+        # (L, svd_batch_size, d): the layers' SVD buffers; (L, d, d): their Σxxᵀ over the complete batches; per
+        # complement, (L, svd_batch_size) the buffers' rows it marks
+        stacked = stack_attributes(parts, [("_svd_buffer",), ("_gram_done",)])
+        marked = [stack_attributes([p._complements[name] for p in parts], [("marked",)])[0]
+                  for name in parts[0].layout.complements]
+        return stacked + [marked]
+
+    @classmethod
+    def layers_close_counts(cls, stacked, parts, at: slice, layers: Layers) -> torch.Tensor | None:
+        """:meth:`close_counts` of every layer of ``at`` at once: (L, batches completed, 2^complements) int64 on the
+        device, or None where nothing is needed (no batch completes, or no complement is kept)."""
+        first = parts[at.start]
+        b, fill, m = first.layout.svd_batch_size, first._svd_fill, layers.m
+        closes = (fill + m) // b if first.layout.second_order else 0
+        if not closes or not layers.masks:
+            return None
+        marks = [torch.cat([of_layers(kept, at)[:, :fill], mask], 1)
+                 for kept, mask in zip(stacked[2], layers.masks.values())]
+        return code_counts(mark_codes(marks)[:, : closes * b].reshape(layers.n_layers, closes, b), len(marks))
 
     @classmethod
     def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
                       sq_sums: torch.Tensor) -> None:
-        """As :meth:`add_rows` (no complement) for the parts ``parts[at]`` at once: the rows into every layer's SVD
-        buffer with one copy, and each SVD batch they complete closed for every layer together
-        (:func:`centred_layer_products`, :meth:`LayerProducts.anisotropies`). Reads only ``layers.x`` and
-        ``layers.seen``."""
+        """As :meth:`add_rows` for the parts ``parts[at]`` at once: the rows into every layer's SVD buffer with one
+        copy (the complements' marks with one each), and each SVD batch they complete closed for every layer together
+        (:func:`centred_layer_products`, :meth:`LayerProducts.anisotropies`), or, where complements are kept, layer
+        by layer (each layer's marked rows apart; ``layers.counts``: each layer's :meth:`close_counts`, read). Reads
+        ``layers.x``, ``layers.masks``, ``layers.counts`` and ``layers.seen``."""
         if not stacked:
             return
         if layers.seen == 0 and layers.x.dtype == torch.float64 and stacked[0].dtype != torch.float64:
@@ -96,26 +114,31 @@ class SecondOrder(Statistic):
         mine = parts[at]
         first, b = mine[0], mine[0].layout.svd_batch_size
         buffer, gram_done = of_layers(stacked[0], at), of_layers(stacked[1], at)
-        x, start, m = layers.x, 0, layers.x.shape[1]
+        marked = [of_layers(t, at) for t in stacked[2]]
+        x, start, m, closed = layers.x, 0, layers.x.shape[1], 0
         while start < m:
             fill = first._svd_fill
             take = min(b - fill, m - start)
             buffer[:, fill : fill + take] = x[:, start : start + take]
+            for kept, mask in zip(marked, layers.masks.values()):
+                kept[:, fill : fill + take] = mask[:, start : start + take]
             start += take
             for p in mine:
                 p._cache.clear()
                 p._svd_fill += take
             if fill + take == b:
-                if b < first.layout.dim:  # a wide batch: each layer's b × b Gram matrix (BatchProducts.anisotropies)
-                    for p in mine:
-                        p._close_svd_batch()
+                if marked or b < first.layout.dim:  # each layer's marked rows, or a wide batch: layer by layer
+                    for i, p in enumerate(mine):
+                        p._close_svd_batch(None if layers.counts is None else layers.counts[i][closed])
                 else:
                     moments = centred_layer_products(buffer, first.layout.dtype, first.layout.wait_free)
                     gram_done += moments.gram
-                    for p, ratio in zip(mine, moments.anisotropies(lockstep=first.layout.wait_free).unbind(0)):
-                        p._batch_svd.append(ratio)
+                    ratios = moments.anisotropies(lockstep=first.layout.wait_free)
+                    for i, p in enumerate(mine):
+                        p._batch_svd.append(ratios[i])
                 for p in mine:
                     p._svd_fill = 0
+                closed += 1
 
     def add_rows(self, x: torch.Tensor, masks: dict, seen: int, counts: list[list[int]] | None = None) -> None:
         """Add the rows ``x`` (m, d) with their complements' marks ``masks`` ({name: (m,) bool}); ``seen``: rows
