@@ -13,8 +13,9 @@ everything read after the stream (summaries, state, merges, complements).
 
 This is the path a GPU takes (the accumulators' ``wait_free``, :class:`~aniso.stats.parts.base.Layout`), where each
 kernel launch costs microseconds of the host's time; the CPU updates the layers one by one (:meth:`LayerStack.over`).
-The layers are stacked in groups of at most :data:`STACK_BYTES` of the batch's copies (the stacked rows, and their
-upcast and squares in the accumulation dtype), so memory stays bounded by a fixed budget, not by the model's depth.
+The layers are stacked in groups of at most :data:`STACK_BYTES` of the batch's copies (the stacked rows, their
+upcast and squares in the accumulation dtype, their magnitudes), so memory stays bounded by a fixed budget, not by
+the model's depth.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from .parts.base import Layers, of_layers, rows_of_one
 
 __all__ = ["LayerStack", "STACK_BYTES"]
 
-#: The most bytes of one batch's stacked copies (the rows of the layers stacked, and their upcast and squares in the
-#: accumulation dtype) formed at once: layers beyond it are stacked in further groups. 1 GiB: every layer of a
-#: 7B model's batch of 16 × 128 tokens takes 8 layers per group.
+#: The most bytes of one batch's stacked copies (the rows of the layers stacked, their upcast and squares in the
+#: accumulation dtype, their |x| and one masked |x| in the model's dtype) formed at once: layers beyond it are stacked
+#: in further groups. 1 GiB: a 7B model's batch of 16 × 128 bfloat16 tokens takes 5 layers per group.
 STACK_BYTES = 1 << 30
 
 
@@ -122,7 +123,8 @@ class LayerStack:
         parts = {part.name: [acc._parts[part.name] for acc in accs] for part in PARTS}
         deferred = [part for part in PARTS if parts[part.name][0].needs_check(m)]  # it completes an SVD batch
         itemsize = torch.empty((), dtype=lead.dtype).element_size()
-        size = max(1, min(len(accs), STACK_BYTES // max(1, m * d * (2 * itemsize + hs[0].element_size()))))
+        # per layer: the upcast rows and their squares, and the rows, their |x| and one masked |x| in the model's dtype
+        size = max(1, min(len(accs), STACK_BYTES // max(1, m * d * (2 * itemsize + 3 * hs[0].element_size()))))
         checks: list[torch.Tensor] = []
         together = rows_of_one(hs)  # every layer's rows in one tensor already (the extraction's): not copied again
         for lo in range(0, len(accs), size):

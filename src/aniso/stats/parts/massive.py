@@ -76,13 +76,14 @@ class Massive(Statistic):
     def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
                       sq_sums: torch.Tensor) -> None:
         own, left = stacked
-        # (L, d) each: per layer and feature, the max |x| and the first row reaching it (of the upcast rows: the
-        # same values and rows as the model's dtype gives, exactly); per complement, over the rows it keeps (one
-        # masked reduction each: nothing read back to the host, as kept_maxima's wait-free path)
-        ax = layers.x64.abs()
+        # (L, d) each: per layer and feature, the max |x| and the first row reaching it, in the model's dtype (exact);
+        # per complement, over the rows it keeps (one masked reduction each: nothing read back to the host, as
+        # kept_maxima's wait-free path)
+        ax = layers.x.abs()
         maxima = [ax.max(1)] + [ax.masked_fill(mask[:, :, None], -1.0).max(1) for mask in layers.masks.values()]
         for j, ((top, rows), share) in enumerate(zip(maxima, [own, *left])):
             abs_max, abs_max_pos, first_sum, first_sq_sum, n_first = (of_layers(t, at) for t in share)
+            top = top.to(abs_max.dtype)
             better = top > abs_max
             if layers.positions is None:
                 abs_max_pos.masked_fill_(better, -1)
