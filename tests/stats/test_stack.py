@@ -351,7 +351,7 @@ def test_a_model_measured_with_the_layers_together_as_one_by_one(monkeypatch, va
     made.clear()
     alone = run_variant(subject, variant, batches, wait_free=False)
     assert made[0] is None
-    for key in ("first_token_excluded", "massive_excluded"):
+    for key in ("first_token_excluded", "massive_excluded", "final_norm"):
         assert (key in together.meta) == (key in alone.meta) == (variant == "every")
         if key in together.meta:
             _same_numbers(together.meta[key], alone.meta[key], key)
@@ -394,3 +394,29 @@ def test_a_vision_transformers_layers_share_their_image_labels():
     cnn = _vision_batch(Model([(2, 3, 3), (4, 2, 2), (4, 2, 2)]), processor, [0, 1], True, "cpu")
     assert cnn.inputs[0] is not cnn.inputs[1] and cnn.inputs[1] is cnn.inputs[2]
     assert [r.tolist() for r in cnn.inputs] == [[0, 1]] * 3
+
+
+def test_first_order_accumulators_updated_at_once():
+    """The final normalisation's input and output (and a speech model's all-frames states): accumulators of
+    first-order statistics only, without labels or positions, updated at once as one by one
+    (aniso.stats.pipeline._first_order_updates); a batch of another shape drops the stack."""
+    from aniso.stats.pipeline import _first_order_updates
+
+    rng = np.random.default_rng(4)
+    make = lambda: [LayerAccumulator(6, second_order=False, wait_free=True) for _ in range(2)]  # noqa: E731
+    alone, together = make(), make()
+    stack = LayerStack.over(together)
+    assert stack is not None
+    for b in range(4):
+        hs = [torch.as_tensor(rng.normal(size=(5 + b, 6)), dtype=torch.float32) for _ in range(2)]
+        mine, stack = _first_order_updates(stack, together, hs)
+        assert stack is not None
+        assert not any(read_checks([(acc, check) for acc, check, _ in mine]))
+        assert not any(read_checks([(acc, acc.update(h, wait=False)) for acc, h in zip(alone, hs)]))
+    mixed = [torch.randn(3, 6), torch.randn(4, 6)]
+    mine, stack = _first_order_updates(stack, together, mixed)
+    assert stack is None
+    read_checks([(acc, check) for acc, check, _ in mine])
+    for acc, h in zip(alone, mixed):
+        acc.update(h)
+    _assert_same(alone, together)

@@ -183,6 +183,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     """
     layers: list[LayerAccumulator] | None = None
     stack: LayerStack | None = None
+    norm_stack: LayerStack | None = None  # the final normalisation's input and output, updated at once
+    frames_stack: LayerStack | None = None  # the all-frames states, updated at once
     norm_pair: list[LayerAccumulator] | None = None
     sink: AttentionSink | None = None
     all_frames: list[LayerAccumulator] | None = None
@@ -223,8 +225,9 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
                                             shard.seed(settings.seed + 7919 * (i + 1)), device=device)
                             if acc.second_order else None for i, acc in enumerate(layers)]
             if batch.all_frames is not None:
-                all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device)
+                all_frames = [LayerAccumulator(h.shape[1], second_order=False, device=device, wait_free=wait_free)
                               for h in batch.all_frames]
+                frames_stack = LayerStack.over(all_frames)
             stack = LayerStack.over(layers)  # every layer's statistics updated at once where they can be
         labels = batch.inputs if batch.inputs is not None else [None] * len(layers)
         positions = batch.positions if batch.positions is not None else [None] * len(layers)
@@ -251,11 +254,14 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
         extra = []  # (accumulator, its check, its batch) of the final norm's and the all-frames' updates
         if batch.final_norm is not None:
             if norm_pair is None:
-                norm_pair = [LayerAccumulator(h.shape[1], second_order=False, device=h.device)
+                norm_pair = [LayerAccumulator(h.shape[1], second_order=False, device=h.device, wait_free=wait_free)
                              for h in batch.final_norm]
-            extra += [(acc, acc.update(h, wait=False), h) for acc, h in zip(norm_pair, batch.final_norm)]
+                norm_stack = LayerStack.over(norm_pair)
+            updated, norm_stack = _first_order_updates(norm_stack, norm_pair, list(batch.final_norm))
+            extra += updated
         if all_frames is not None:
-            extra += [(acc, acc.update(h, wait=False), h) for acc, h in zip(all_frames, batch.all_frames)]
+            updated, frames_stack = _first_order_updates(frames_stack, all_frames, batch.all_frames)
+            extra += updated
         # Every update's check (finite values) read at once, with what the SVD batches completed by this batch need:
         # one wait for the device per batch, not one per layer. NaN/inf hidden states: name the model and the first
         # such layer, never go on silently (no SVD batch is formed from them).
@@ -305,6 +311,15 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
     if sink is not None:
         meta["attention_sink"] = sink.result()
     return ModelStats(entry.id, names, layers, meta)
+
+
+def _first_order_updates(stack: LayerStack | None, accs: list[LayerAccumulator], hs: list) -> tuple[list, LayerStack | None]:
+    """Update ``accs`` (accumulators of first-order statistics, without labels, positions or marks) with ``hs``, one
+    (m, d) tensor each: at once where ``stack`` takes them, else one by one (and the stack is dropped). Returns each
+    update's (accumulator, its check, its rows) and the stack kept."""
+    if stack is not None and stack.takes(hs, [None] * len(hs), [None] * len(hs)):
+        return list(zip(accs, stack.update(hs), hs)), stack
+    return [(acc, acc.update(h, wait=False), h) for acc, h in zip(accs, hs)], None
 
 
 #: The rows a text model's statistics are also reported without: the first token of each sequence (the attention
