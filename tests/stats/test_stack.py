@@ -420,3 +420,21 @@ def test_first_order_accumulators_updated_at_once():
     for acc, h in zip(alone, mixed):
         acc.update(h)
     _assert_same(alone, together)
+
+
+def test_marks_of_the_wrong_shape_are_refused():
+    """Marks given as a tensor or as a function of a group of layers' rows must mark every row: else one line, and
+    nothing added."""
+    accs = _layers(2, 4, complements=COMPLEMENTS)
+    stack = LayerStack.over(accs)
+    hs = [torch.randn(5, 4) for _ in range(2)]
+    pos = torch.arange(5)
+    for bad in (torch.zeros(4, dtype=torch.bool), torch.zeros(3, 5, dtype=torch.bool)):
+        with pytest.raises(ValueError, match=r"exclude\['large'\] must mark 5 rows"):
+            stack.update(hs, None, None, pos, {"first": pos == 0, "large": bad})
+    with pytest.raises(ValueError, match=r"must give \(2, 5\) bool"):
+        stack.update(hs, None, None, pos, {"first": pos == 0, "large": lambda x: x[0, :, 0] > 0})  # one layer's
+    assert [acc.count for acc in accs] == [0, 0]
+    checks = stack.update(hs, None, None, pos, {"first": pos == 0, "large": lambda x: x[..., 0] > 0})
+    assert not any(read_checks(list(zip(accs, checks))))
+    assert [acc.excluded_count("large") for acc in accs] == [int((h[:, 0] > 0).sum()) for h in hs]

@@ -236,8 +236,8 @@ def compute_stats(entry: ModelEntry, batches, names: list[str] | None, settings:
             stack = None  # layer by layer from here on
         if stack is not None:
             pos = positions[0]
-            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: massive_rows(stack.rows(batch.layers), wait_free=True)} \
-                if complements and pos is not None else None
+            exclude = {FIRST_TOKEN: pos == 0, MASSIVE: functools.partial(massive_rows, wait_free=True)} \
+                if complements and pos is not None else None  # (the massive rows of each group of layers, as stacked)
             try:
                 checks = stack.update(batch.layers, labels[0], batch.n_sequences if labels[0] is not None else None,
                                       pos, exclude)

@@ -70,13 +70,6 @@ class LayerStack:
             handles.append(handle)
         return cls(layers, handles)
 
-    @staticmethod
-    def rows(hs: list[torch.Tensor]) -> torch.Tensor:
-        """Every layer's rows of a batch as one (L, m, d) tensor: ``hs`` as they are where they are the rows of one
-        tensor (the extraction's, :func:`~aniso.stats.parts.base.rows_of_one`), else stacked (a copy)."""
-        together = rows_of_one(hs)
-        return torch.stack(hs) if together is None else together
-
     def takes(self, hs: list[torch.Tensor], inputs: list, positions: list) -> bool:
         """Whether :meth:`update` takes this batch: the stack is live, and ``hs`` (one (m, d) tensor per layer) has
         m >= 1 rows of the accumulators' width in every layer, in one dtype on the accumulators' device, with the
@@ -96,7 +89,8 @@ class LayerStack:
         """Add one batch to every layer: ``hs`` one (m, d) tensor per layer (:meth:`takes`), ``inputs`` (m,) the input
         of each row, ``n_inputs``, ``positions`` (m,): as :meth:`~aniso.stats.accumulators.LayerAccumulator.update`
         takes them (the same rows in every layer), and ``exclude``: {complement name: the rows it leaves out, (m,)
-        bool for every layer or (L, m) bool, one row per layer} (a complement not named leaves out none); with
+        bool for every layer, (L, m) bool, one row per layer, or a function of a group of layers' rows (L, m, d)
+        giving their (L, m) marks} (a complement not named leaves out none); with
         ``wait`` False: returns each layer's check (a 0-d bool tensor on the device, True where that layer's rows were
         not finite or the labels out of range), to be read by :func:`~aniso.stats.accumulators.read_checks`; an SVD
         batch the update completes is formed once that read is made, from checked rows only. Raises ValueError on
@@ -115,10 +109,11 @@ class LayerStack:
             mask = (exclude or {}).get(name)
             if mask is None:
                 mask = torch.zeros(m, dtype=torch.bool, device=lead.device)
-            mask = lead._as_tensor(mask, torch.bool)
-            if tuple(mask.shape) not in ((m,), (len(accs), m)):
-                raise ValueError(f"exclude[{name!r}] must mark {m} rows (or {m} rows of each of {len(accs)} layers), "
-                                 f"got shape {tuple(mask.shape)}")
+            if not callable(mask):
+                mask = lead._as_tensor(mask, torch.bool)
+                if tuple(mask.shape) not in ((m,), (len(accs), m)):
+                    raise ValueError(f"exclude[{name!r}] must mark {m} rows (or {m} rows of each of {len(accs)} "
+                                     f"layers), got shape {tuple(mask.shape)}")
             marks[name] = mask
         parts = {part.name: [acc._parts[part.name] for acc in accs] for part in PARTS}
         deferred = [part for part in PARTS if parts[part.name][0].needs_check(m)]  # it completes an SVD batch
@@ -143,7 +138,7 @@ class LayerStack:
             nonzero = norms > 0
             inverse = torch.where(nonzero, norms.reciprocal(), 0.0)  # 1/‖x‖, as 1.0 / ‖x‖ gives it (0: zero rows)
             n = x.shape[0]
-            masks = {name: mask.expand(n, m) if mask.ndim == 1 else of_layers(mask, at) for name, mask in marks.items()}
+            masks = {name: _marks_of(mask, x, at, m) for name, mask in marks.items()}
             layers = Layers(x, x64, sq, norms, nonzero, inverse, seen, labels, k, pos, first, norm_sums, masks)
             rows, w_x, w_sq = [], [], []
             for part in PARTS:
@@ -168,6 +163,19 @@ class LayerStack:
             acc._cache.clear()
             acc.count += m
         return checks
+
+
+def _marks_of(mask, x: torch.Tensor, at: slice, m: int) -> torch.Tensor:
+    """The (L, m) marks of the group of layers ``at`` (rows ``x`` (L, m, d)): ``mask`` (m,) for every layer, (L_all,
+    m) one row per layer, or a function of the group's rows giving (L, m) bool (formed group by group, within the
+    stack's budget)."""
+    if callable(mask):
+        out = mask(x)
+        if out.dtype != torch.bool or tuple(out.shape) != (x.shape[0], m):
+            raise ValueError(f"a function marking the rows left out must give ({x.shape[0]}, {m}) bool, got "
+                             f"{tuple(out.shape)} {out.dtype}")
+        return out
+    return mask.expand(x.shape[0], m) if mask.ndim == 1 else of_layers(mask, at)
 
 
 def _of(sums: torch.Tensor, rows: slice) -> torch.Tensor | None:
