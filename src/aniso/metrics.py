@@ -886,12 +886,14 @@ def _largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int 
             torch.linalg.vector_norm(w, dim=1, out=betas[:, k])
             torch.div(w, betas[:, k, None].clamp_min(tiny), out=basis[:, k + 1])
             k += 1
-        # Each k x k tridiagonal's eigenpairs (a few kilobytes each): where each iteration stops is decided on the host.
-        t = torch.diag_embed(alphas[:, :k]) + torch.diag_embed(betas[:, : k - 1], 1) + torch.diag_embed(
-            betas[:, : k - 1], -1)
-        theta, s_ = torch.linalg.eigh(t.cpu())
+        # Each k x k tridiagonal's eigenpairs (a few kilobytes each): where each iteration stops is decided on the
+        # host, from the α and β read in one copy (the tridiagonal matrices formed there).
+        read = torch.cat([alphas[:, :k], betas[:, :k]], 1).cpu()
+        a, b = read[:, :k], read[:, k:]
+        t = torch.diag_embed(a) + torch.diag_embed(b[:, : k - 1], 1) + torch.diag_embed(b[:, : k - 1], -1)
+        theta, s_ = torch.linalg.eigh(t)
         top = theta[:, -1]
-        residual = betas[:, k - 1].cpu() * s_[:, -1, -1].abs()
+        residual = b[:, k - 1] * s_[:, -1, -1].abs()
         converged = ((residual <= rtol * top.abs()) | (k == m)).tolist()  # host values: no wait
         finished = [i for i, done in enumerate(converged) if done]
         if not finished:
