@@ -195,12 +195,14 @@ def test_a_non_finite_layer_is_named_and_forms_no_svd_batch(complements):
     np.testing.assert_allclose(formed["together"], formed["alone"], rtol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("complements", [(), COMPLEMENTS])
-def test_a_layer_read_on_its_own_forms_its_own_svd_batch(complements):
+def test_a_layer_read_on_its_own_forms_its_own_svd_batch(complements, dtype):
     """A layer read before the checks of the others (its summary) forms its own SVD batch alone; the others are then
-    formed one by one, with the same values as layers updated one by one."""
+    formed one by one, with the same values as layers updated one by one (float64 rows too, whose SVD buffers
+    become float64 before the first rows, every layer's at once)."""
     rng = np.random.default_rng(9)
-    batches = list(_batches(rng, 3, 4, torch.float32, 4))
+    batches = list(_batches(rng, 3, 4, dtype, 4))
     alone, together = _layers(3, 4, svd=6, complements=complements), _layers(3, 4, svd=6, complements=complements)
     _one_by_one(alone, batches)
     stack = LayerStack.over(together)
@@ -438,3 +440,23 @@ def test_marks_of_the_wrong_shape_are_refused():
     checks = stack.update(hs, None, None, pos, {"first": pos == 0, "large": lambda x: x[..., 0] > 0})
     assert not any(read_checks(list(zip(accs, checks))))
     assert [acc.excluded_count("large") for acc in accs] == [int((h[:, 0] > 0).sum()) for h in hs]
+
+
+def test_float64_rows_after_a_layer_read_on_its_own_stay_in_its_buffer():
+    """Float64 rows whose first batch completes an SVD batch, one layer read on its own before the checks: its
+    buffer turns float64 as every layer's does (views of one tensor still), so the rows of the next batch, taken for
+    every layer at once, reach it."""
+    rng = np.random.default_rng(2)
+    sizes = [10, 3, 4, 6]
+    batches = [[torch.as_tensor(rng.normal(size=(m, 4)) + i, dtype=torch.float64) for i in range(2)] for m in sizes]
+    alone, together = _layers(2, 4, svd=8, reservoir=0), _layers(2, 4, svd=8, reservoir=0)
+    for hs in batches:
+        assert not any(read_checks([(acc, acc.update(h, wait=False)) for acc, h in zip(alone, hs)]))
+    stack = LayerStack.over(together)
+    for b, hs in enumerate(batches):
+        checks = stack.update(hs)
+        if b == 0:
+            together[0].summary()  # settles layer 0 alone
+        assert not any(read_checks(list(zip(together, checks))))
+    assert len(together[0].batch_svd) == 2
+    _assert_same(alone, together)

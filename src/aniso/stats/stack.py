@@ -197,7 +197,8 @@ class _Checked:
     (:meth:`~aniso.stats.accumulators.LayerAccumulator._settle`) takes its own share alone (:meth:`fill_one`), the
     others then theirs alone too. ``layers``: the batch as the part reads it (``x``, ``masks`` and ``seen``). The
     part is :class:`~aniso.stats.parts.second_order.SecondOrder`, the one that completes SVD batches
-    (:meth:`~aniso.stats.parts.base.Statistic.needs_check`): ``layers_close_counts`` and ``add_rows`` are its."""
+    (:meth:`~aniso.stats.parts.base.Statistic.needs_check`): ``layers_close_counts``, ``buffers_for`` and
+    ``add_rows`` are its."""
 
     def __init__(self, part, handle, parts: list, at: slice, layers: Layers, accs: list[LayerAccumulator]):
         self.part, self.handle, self.parts, self.at, self.layers = part, handle, parts, at, layers
@@ -221,6 +222,7 @@ class _Checked:
     def fill_one(self, i: int, counts=None) -> None:
         """The part's update of layer ``i`` alone (``counts``: what its SVD batches need, read, or None)."""
         j = i - self.at.start
+        self.part.buffers_for(self.handle, self.parts, self.layers)  # (so that add_rows keeps the layer's view)
         self.parts[i].add_rows(self.layers.x[j], {name: mask[j] for name, mask in self.layers.masks.items()},
                                self.layers.seen, counts)
         self.pending.discard(i)

@@ -98,6 +98,15 @@ class SecondOrder(Statistic):
         return code_counts(mark_codes(marks)[:, : closes * b].reshape(layers.n_layers, closes, b), len(marks))
 
     @classmethod
+    def buffers_for(cls, stacked, parts, layers: Layers) -> None:
+        """Before the first rows: every layer's SVD buffer in float64 where the rows are (keeping float64 inputs
+        exact, as :meth:`add_rows` does), the layers' buffers still views of one tensor."""
+        if stacked and layers.seen == 0 and layers.x.dtype == torch.float64 and stacked[0].dtype != torch.float64:
+            stacked[0] = stacked[0].double()
+            for i, p in enumerate(parts):
+                p._svd_buffer = stacked[0][i]
+
+    @classmethod
     def update_layers(cls, stacked, parts, at: slice, layers: Layers, x_sums: torch.Tensor,
                       sq_sums: torch.Tensor) -> None:
         """As :meth:`add_rows` for the parts ``parts[at]`` at once: the rows into every layer's SVD buffer with one
@@ -107,10 +116,7 @@ class SecondOrder(Statistic):
         ``layers.x``, ``layers.masks``, ``layers.counts`` and ``layers.seen``."""
         if not stacked:
             return
-        if layers.seen == 0 and layers.x.dtype == torch.float64 and stacked[0].dtype != torch.float64:
-            stacked[0] = stacked[0].double()  # keep float64 inputs exact, as add_rows does
-            for i, p in enumerate(parts):
-                p._svd_buffer = stacked[0][i]
+        cls.buffers_for(stacked, parts, layers)
         mine = parts[at]
         first, b = mine[0], mine[0].layout.svd_batch_size
         buffer, gram_done = of_layers(stacked[0], at), of_layers(stacked[1], at)
