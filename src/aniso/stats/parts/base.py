@@ -29,8 +29,8 @@ import torch
 if TYPE_CHECKING:
     from ..accumulators import LayerAccumulator
 
-__all__ = ["Layout", "Batch", "Layers", "Statistic", "LeftOut", "host", "running_max", "stack_attributes",
-           "rows_of_one", "of_layers"]
+__all__ = ["Layout", "Batch", "Layers", "Statistic", "LeftOut", "host", "running_max", "running_max_",
+           "stack_attributes", "rows_of_one", "of_layers"]
 
 
 def host(t: torch.Tensor) -> np.ndarray:
@@ -87,6 +87,18 @@ class _Rows:
     positions: torch.Tensor | None
     first: torch.Tensor | None
 
+    @property
+    def m(self) -> int:
+        """Rows (of each layer)."""
+        return self.x.shape[-2]
+
+    @functools.cached_property
+    def first_weight(self) -> torch.Tensor:
+        """(m,) 1.0 on the first token of each sequence, else 0 (all 0 where positions are unknown)."""
+        if self.first is None:
+            return torch.zeros(self.m, dtype=self.x64.dtype, device=self.x64.device)
+        return self.first.to(self.x64.dtype)
+
 
 @dataclass(frozen=True)
 class Batch(_Rows):
@@ -103,20 +115,10 @@ class Batch(_Rows):
     masks: dict[str, torch.Tensor] = field(default_factory=dict)
     _shared: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @property
-    def m(self) -> int:
-        """Rows in the batch."""
-        return self.x.shape[0]
-
     @functools.cached_property
     def ones(self) -> torch.Tensor:
         """(m,) ones in the accumulation dtype (the weights of a plain sum)."""
         return torch.ones(self.m, dtype=self.x64.dtype, device=self.x64.device)
-
-    @functools.cached_property
-    def first_weight(self) -> torch.Tensor:
-        """(m,) 1.0 on the first token of each sequence, else 0 (all 0 where positions are unknown)."""
-        return self.first.to(self.x64.dtype) if self.first is not None else torch.zeros_like(self.ones)
 
     @functools.cached_property
     def mask_weights(self) -> dict[str, torch.Tensor]:
@@ -150,11 +152,6 @@ class Layers(_Rows):
     counts: list | None = None
 
     @property
-    def m(self) -> int:
-        """Rows per layer."""
-        return self.x.shape[1]
-
-    @property
     def n_layers(self) -> int:
         """Layers L."""
         return self.x.shape[0]
@@ -163,14 +160,6 @@ class Layers(_Rows):
     def mask_weights(self) -> dict[str, torch.Tensor]:
         """Per complement, (L, 1, m) 1.0 on the rows it leaves out, else 0 (a weight row of each layer)."""
         return {name: mask.to(self.x64.dtype).unsqueeze(1) for name, mask in self.masks.items()}
-
-    @functools.cached_property
-    def first_weight(self) -> torch.Tensor:
-        """(m,) 1.0 on the first token of each sequence, else 0 (all 0 where positions are unknown)."""
-        if self.first is None:
-            return torch.zeros(self.m, dtype=self.x64.dtype, device=self.x64.device)
-        return self.first.to(self.x64.dtype)
-
 
 def of_layers(t: torch.Tensor, at: slice) -> torch.Tensor:
     """``t[at]``, the layers ``at`` of a tensor with a leading layer axis; ``t`` itself where ``at`` is every layer of
@@ -359,3 +348,17 @@ def running_max(abs_max: torch.Tensor, abs_max_pos: torch.Tensor, top: torch.Ten
     top = top.to(abs_max.dtype)
     better = top > abs_max
     return torch.where(better, top, abs_max), torch.where(better, -1 if pos is None else pos[rows], abs_max_pos)
+
+
+def running_max_(abs_max: torch.Tensor, abs_max_pos: torch.Tensor, top: torch.Tensor, rows: torch.Tensor,
+                 pos: torch.Tensor | None) -> None:
+    """:func:`running_max` in place, for running maxima of any leading shape (every layer's, (L, d)): ``abs_max``
+    and ``abs_max_pos`` take the batch's ``top`` and the positions of its ``rows`` where ``top`` is larger (a tie
+    keeps the earlier batch)."""
+    top = top.to(abs_max.dtype)
+    better = top > abs_max
+    if pos is None:
+        abs_max_pos.masked_fill_(better, -1)
+    else:
+        torch.where(better, pos[rows], abs_max_pos, out=abs_max_pos)
+    torch.where(better, top, abs_max, out=abs_max)

@@ -210,14 +210,8 @@ class InputGroups:
         return min(self.placed, self.groups)
 
     def _reserve(self, rows: int) -> None:
-        if rows <= self.unit.shape[0]:
-            return
-        cap = min(self.groups, max(16, 2 * rows))
-        for name in ("unit", "vector", "counts"):
-            old = getattr(self, name)
-            new = old.new_zeros((cap, *old.shape[1:]))
-            new[: old.shape[0]] = old
-            setattr(self, name, new)
+        for name in _SUMS:
+            setattr(self, name, _grown(getattr(self, name), rows, self.groups, 0))
 
     def append(self, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor, n_inputs: int | None = None) -> None:
         """Add k rows (``unit``, ``vector`` (k, d), any float dtype, rounded to float32; ``counts`` (k, 2) int64),
@@ -225,16 +219,8 @@ class InputGroups:
         k = unit.shape[0]
         if k == 0:
             return
-        start = self.placed
-        self._reserve(min(start + k, self.groups))
-        parts = zip((self.unit, self.vector, self.counts), (unit, vector, counts))
-        if start + k <= self.groups:  # one row each, in order: the inputs' own sums
-            for into, part in parts:
-                into[start : start + k] += part.to(into.dtype)
-        else:
-            index = torch.from_numpy(input_group(np.arange(start, start + k), self.groups, self.seed)).to(self.device)
-            for into, part in parts:
-                into.index_add_(0, index, part.to(into.dtype))
+        self._reserve(min(self.placed + k, self.groups))
+        _place([getattr(self, name) for name in _SUMS], (unit, vector, counts), self, 0)
         self.placed += k
         self.n_inputs += k if n_inputs is None else int(n_inputs)
 
@@ -242,6 +228,39 @@ class InputGroups:
         """The rows in use, (rows, d), (rows, d), (rows, 2): views, in input order up to ``groups`` inputs."""
         r = self.rows
         return self.unit[:r], self.vector[:r], self.counts[:r]
+
+
+#: The tensors of :class:`InputGroups`, in the order :meth:`InputGroups.append` takes them.
+_SUMS = ("unit", "vector", "counts")
+
+
+def _grown(old: torch.Tensor, rows: int, groups: int, axis: int) -> torch.Tensor:
+    """``old`` with room for ``rows`` rows along ``axis`` (zeros beyond its own): itself where it has them, else
+    doubled (at least 16 rows, at most ``groups``)."""
+    have = old.shape[axis]
+    if rows <= have:
+        return old
+    shape = list(old.shape)
+    shape[axis] = min(groups, max(16, 2 * rows))
+    new = old.new_zeros(shape)
+    new.narrow(axis, 0, have).copy_(old)
+    return new
+
+
+def _place(intos: list[torch.Tensor], parts, groups: "InputGroups", axis: int) -> None:
+    """Add k rows of sums ``parts`` (each k along ``axis``) to their rows of ``intos`` (the sums of ``groups``, or of
+    every layer's groups alike, along ``axis``): one row each, in order, while ``groups.placed`` + k fits its rows
+    (the inputs' own sums), else each to the group :func:`input_group` gives it."""
+    start, k = groups.placed, parts[0].shape[axis]
+    same = lambda part, into: part if part.dtype == into.dtype else part.to(into.dtype)  # noqa: E731
+    if start + k <= groups.groups:
+        for into, part in zip(intos, parts):
+            into.narrow(axis, start, k).add_(same(part, into))
+    else:
+        index = torch.from_numpy(input_group(np.arange(start, start + k), groups.groups, groups.seed)).to(
+            groups.device)
+        for into, part in zip(intos, parts):
+            into.index_add_(axis, index, same(part, into))
 
 
 class _StackedGroups:
@@ -256,7 +275,7 @@ class _StackedGroups:
         if any((g.placed, g.n_inputs, g.unit.shape) != (first.placed, first.n_inputs, first.unit.shape)
                for g in groups):
             raise ValueError("the layers' per-input sums differ in their rows")
-        self.tensors = {name: torch.stack([getattr(g, name) for g in groups]) for name in ("unit", "vector", "counts")}
+        self.tensors = {name: torch.stack([getattr(g, name) for g in groups]) for name in _SUMS}
         self._share()
 
     def _share(self) -> None:
@@ -266,16 +285,10 @@ class _StackedGroups:
 
     def _reserve(self, rows: int) -> None:
         """As :meth:`InputGroups._reserve`, for every layer at once."""
-        first = self.groups[0]
-        have = self.tensors["unit"].shape[1]
-        if rows <= have:
-            return
-        cap = min(first.groups, max(16, 2 * rows))
-        for name, old in list(self.tensors.items()):
-            new = old.new_zeros((old.shape[0], cap, *old.shape[2:]))
-            new[:, :have] = old
-            self.tensors[name] = new
-        self._share()
+        grown = {name: _grown(old, rows, self.groups[0].groups, 1) for name, old in self.tensors.items()}
+        if any(grown[name] is not self.tensors[name] for name in _SUMS):
+            self.tensors = grown
+            self._share()
 
     def append(self, at: slice, unit: torch.Tensor, vector: torch.Tensor, counts: torch.Tensor) -> None:
         """As :meth:`InputGroups.append` of k rows for each layer of ``at``: ``unit``, ``vector`` (L, k, d) and
@@ -285,18 +298,8 @@ class _StackedGroups:
         if k == 0:
             return
         first = groups[0]
-        start = first.placed
-        self._reserve(min(start + k, first.groups))
-        parts = zip((of_layers(self.tensors[name], at) for name in ("unit", "vector", "counts")), (unit, vector, counts))
-        same = lambda part, into: part if part.dtype == into.dtype else part.to(into.dtype)  # noqa: E731
-        if start + k <= first.groups:
-            for into, part in parts:
-                into[:, start : start + k].add_(same(part, into))
-        else:
-            index = torch.from_numpy(input_group(np.arange(start, start + k), first.groups, first.seed)).to(
-                first.device)
-            for into, part in parts:
-                into.index_add_(1, index, same(part, into))
+        self._reserve(min(first.placed + k, first.groups))
+        _place([of_layers(self.tensors[name], at) for name in _SUMS], (unit, vector, counts), first, 1)
         for g in groups:
             g.placed += k
             g.n_inputs += k

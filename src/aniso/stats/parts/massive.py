@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from .base import Batch, Layers, Layout, LeftOut, Statistic, host, of_layers, running_max, stack_attributes
+from .base import (Batch, Layers, Layout, LeftOut, Statistic, host, of_layers, running_max, running_max_,
+                   stack_attributes)
 
 if TYPE_CHECKING:
     from ..accumulators import LayerAccumulator
@@ -83,13 +84,7 @@ class Massive(Statistic):
         maxima = [ax.max(1)] + [ax.masked_fill(mask[:, :, None], -1.0).max(1) for mask in layers.masks.values()]
         for j, ((top, rows), share) in enumerate(zip(maxima, [own, *left])):
             abs_max, abs_max_pos, first_sum, first_sq_sum, n_first = (of_layers(t, at) for t in share)
-            top = top.to(abs_max.dtype)
-            better = top > abs_max
-            if layers.positions is None:
-                abs_max_pos.masked_fill_(better, -1)
-            else:
-                torch.where(better, layers.positions[rows], abs_max_pos, out=abs_max_pos)
-            torch.where(better, top, abs_max, out=abs_max)
+            running_max_(abs_max, abs_max_pos, top, rows, layers.positions)
             if j == 0 and layers.positions is None:
                 continue
             first_sum += x_sums[:, j]
