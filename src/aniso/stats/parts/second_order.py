@@ -194,7 +194,8 @@ class SecondOrder(Statistic):
         the batch's rows by the set of complements marking them, read already, or None: read here); the buffer is
         left centred (it is refilled next)."""
         comps = list(self._complements.values())
-        moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype, counts)
+        moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype, counts,
+                                         self.layout.wait_free)
         self._gram_done += moments.gram
         ratios = moments.anisotropies(lockstep=self.layout.wait_free)
         self._batch_svd.append(ratios[0])
@@ -223,7 +224,7 @@ class SecondOrder(Statistic):
             fill = self._svd_fill
             marks = [c.marked[:fill] for c in self._complements.values()]
             self._cache["gram_tensor"] = self._gram_done + centred_batch_products(
-                self._svd_buffer[:fill].clone(), marks, self.layout.dtype).gram
+                self._svd_buffer[:fill].clone(), marks, self.layout.dtype, wait_free=self.layout.wait_free).gram
         return self._cache["gram_tensor"]
 
     def _left_out_gram(self, name: str) -> torch.Tensor:
@@ -503,7 +504,7 @@ def _first_rows(mask: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype: torch.dtype,
-                           counts: list[int] | None = None) -> BatchProducts:
+                           counts: list[int] | None = None, wait_free: bool = False) -> BatchProducts:
     """One SVD batch's second-order products, in float32 where the batch is float32, merged into ``dtype``.
 
     ``batch`` (b, d), float32 or float64, is centred **in place** at c = the mean of the rows that no mask of
@@ -537,6 +538,7 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     ``counts``: the rows of each code of :func:`mark_codes` (2^len(marks) numbers, read from the device before:
     :func:`code_counts`), or None: read here (one wait for the device; none without marks). What else needs a
     number of rows takes it from them, so that the batch's products and anisotropies wait for nothing more.
+    ``wait_free``: the paths a GPU takes, whose products are cut into column blocks by :func:`gram_column_blocks`.
     """
     n, d = batch.shape
     work = batch.dtype
@@ -572,7 +574,7 @@ def centred_batch_products(batch: torch.Tensor, marks: list[torch.Tensor], dtype
     products = torch.zeros((d, d), dtype=dtype, device=batch.device)
     with _ieee_float32(batch.device):
         for s in range(0, n, _PRODUCT_ROWS):  # float32 products over blocks of rows, summed in ``dtype``
-            _add_upper_gram(products, batch[s : s + _PRODUCT_ROWS])
+            _add_upper_gram(products, batch[s : s + _PRODUCT_ROWS], gram_column_blocks(d, wait_free))
     products = torch.triu(products) + torch.triu(products, 1).mT
     if x_any is not None:
         products += products_any
@@ -684,11 +686,17 @@ def _marked_products(y: torch.Tensor, rows: torch.Tensor, masks: list[torch.Tens
     return functools.reduce(torch.add, part_products.values()), marked
 
 
-def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor, blocks: int = 4) -> None:
+#: Column blocks of :func:`_add_upper_gram` (the share of a whole GEMM's products it forms: (k + 1) / 2k).
+_GRAM_COLUMN_BLOCKS = 4
+
+
+def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor, blocks: int = _GRAM_COLUMN_BLOCKS) -> None:
     """Add rowsᵀ rows to the upper triangle (diagonal included) of ``products`` (d, d), in place, for ``rows`` (b, d)
-    on its device (or of each of L layers': ``products`` (L, d, d), ``rows`` (L, b, d), one batched product per block): the product is formed in the rows' dtype and added in ``products``'. The columns are cut into
-    ``blocks`` blocks (:func:`gram_column_blocks`) and each block is multiplied by itself and the blocks after it only
-    (one GEMM per block): 10 of the 16 block products with 4 blocks. An SVD batch of 4,096 float32 rows, in blocks of 1,024, on 2 CPU cores:
+    on its device (or of each of L layers': ``products`` (L, d, d), ``rows`` (L, b, d), one batched product per
+    block): the product is formed in the rows' dtype and added in ``products``'. The columns are cut into ``blocks``
+    blocks (:func:`gram_column_blocks`) and each block is multiplied by itself and the blocks after it only (one GEMM
+    per block): 10 of the 16 block products with 4 blocks. An SVD batch of 4,096 float32 rows, in blocks of 1,024, on
+    2 CPU cores:
     10.0 ms against 13.4 ms for whole GEMMs at d = 576, 4.8 ms against 6.2 ms at d = 384. The entries below the
     diagonal are left partly filled; read the upper triangle.
     Each entry is still one dot product of length b in the rows' dtype, so :func:`centred_batch_products`'s error
@@ -699,9 +707,6 @@ def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor, blocks: int = 4)
         if end > start:
             products[..., start:end, start:] += rows[..., start:end].mT @ rows[..., start:]
 
-
-#: Column blocks of :func:`_add_upper_gram` (the share of a whole GEMM's products it forms: (k + 1) / 2k).
-_GRAM_COLUMN_BLOCKS = 4
 
 #: The width from which :func:`gram_column_blocks` cuts the columns on the paths a GPU takes.
 GRAM_BLOCKS_MIN_DIM = 2048
