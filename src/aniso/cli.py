@@ -738,8 +738,8 @@ def _run_one(model: str, args: argparse.Namespace) -> int:
         print(f"aniso run: {done.stopped}", file=sys.stderr)
         if done.interrupted or done.stopped.startswith(("interrupted (Ctrl-C)", "interrupted while writing")):
             return 130  # Ctrl-C: 128 + SIGINT, as every command (what is kept is said in the line above)
-    elif nothing_measured(done) is not None:
-        print(f"aniso run: nothing measured: {nothing_measured(done)}; exit code 3", file=sys.stderr)
+    elif (said := nothing_measured(done)) is not None:
+        print(f"aniso run: nothing measured: {said}; exit code 3", file=sys.stderr)
     return done.exit_code
 
 

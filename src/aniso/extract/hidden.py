@@ -638,7 +638,7 @@ def _vision_batch(model, image_processor, chunk, per_image, device) -> Batch:
         states = model(pixel_values=pixels, output_hidden_states=True, **_outputs_by_name(model)).hidden_states
     if states is None:
         raise RuntimeError(f"{type(model).__name__} returned no hidden states")
-    labels: dict = {}  # one tensor of image labels for the layers of one shape (the statistics then see one set of rows)
+    labels: dict = {}  # one tensor of image labels per shape of layer (the statistics then see one set of rows)
     for h in states:
         if (h.shape, h.device) not in labels:
             labels[h.shape, h.device] = _vision_inputs(h, per_image)
