@@ -20,6 +20,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from .waits import on_host
+
 __all__ = [
     "unit_rows",
     "mean_cosine",
@@ -801,12 +803,16 @@ def _largest_eigenpair(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int =
             betas[k] = torch.linalg.vector_norm(w)
             basis[k + 1] = w / betas[k].clamp_min(tiny)
             k += 1
-        # The k x k tridiagonal's eigenpairs (a few kilobytes): where the iteration stops is decided on the host.
-        t = torch.diag(alphas[:k]) + torch.diag(betas[: k - 1], 1) + torch.diag(betas[: k - 1], -1)
-        theta, s = torch.linalg.eigh(t.cpu())
-        top = theta[-1]
-        residual = betas[k - 1].cpu() * s[-1, -1].abs()
-        if residual <= rtol * top.abs() or k == m:
+        # The k x k tridiagonal's eigenpairs (a few kilobytes): where the iteration stops is decided on the host,
+        # from the α and β read in one copy (the check's one wait).
+        read = torch.cat([alphas[:k], betas[:k]]).cpu()
+        with on_host():
+            a, b = read[:k], read[k:]
+            t = torch.diag(a) + torch.diag(b[: k - 1], 1) + torch.diag(b[: k - 1], -1)
+            theta, s = torch.linalg.eigh(t)
+            top = theta[-1]
+            stop = bool(b[k - 1] * s[-1, -1].abs() <= rtol * top.abs()) or k == m
+        if stop:
             return top.to(c.device), (basis[:k].T @ s[:, -1].to(device=c.device, dtype=c.dtype) if vector else None)
     if not vector:
         return torch.linalg.eigvalsh(c)[-1], None
@@ -889,19 +895,21 @@ def _largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int 
         # Each k x k tridiagonal's eigenpairs (a few kilobytes each): where each iteration stops is decided on the
         # host, from the α and β read in one copy (the tridiagonal matrices formed there).
         read = torch.cat([alphas[:, :k], betas[:, :k]], 1).cpu()
-        a, b = read[:, :k], read[:, k:]
-        t = torch.diag_embed(a) + torch.diag_embed(b[:, : k - 1], 1) + torch.diag_embed(b[:, : k - 1], -1)
-        theta, s_ = torch.linalg.eigh(t)
-        top = theta[:, -1]
-        residual = b[:, k - 1] * s_[:, -1, -1].abs()
-        converged = ((residual <= rtol * top.abs()) | (k == m)).tolist()  # host values: no wait
-        finished = [i for i, done in enumerate(converged) if done]
+        with on_host():
+            a, b = read[:, :k], read[:, k:]
+            t = torch.diag_embed(a) + torch.diag_embed(b[:, : k - 1], 1) + torch.diag_embed(b[:, : k - 1], -1)
+            theta, s_ = torch.linalg.eigh(t)
+            top = theta[:, -1]
+            residual = b[:, k - 1] * s_[:, -1, -1].abs()
+            converged = ((residual <= rtol * top.abs()) | (k == m)).tolist()  # host values: no wait
+            finished = [i for i, done in enumerate(converged) if done]
+            values, ritz = top[finished], s_[finished, :, -1]  # (f,), (f, k)
         if not finished:
             continue
         where = torch.tensor([active[i] for i in finished], device=c.device)
-        out_values[where] = top[finished].to(device=c.device, dtype=c.dtype)
+        out_values[where] = values.to(device=c.device, dtype=c.dtype)
         if vector:
-            ritz = s_[finished, :, -1].to(device=c.device, dtype=c.dtype)  # (f, k)
+            ritz = ritz.to(device=c.device, dtype=c.dtype)
             rows = torch.tensor(finished, device=c.device)
             out_vectors[where] = torch.bmm(basis[rows, :k].mT, ritz[..., None])[..., 0]
         keep = [i for i, done in enumerate(converged) if not done]

@@ -155,6 +155,24 @@ def test_many_inputs_and_long_svd_batches():
         _assert_same(alone, together)
 
 
+@pytest.mark.parametrize("budget", [1, 1 << 40])
+def test_marked_svd_batches_of_a_lanczos_width_closed_together(monkeypatch, budget):
+    """SVD batches with marked rows (both complements) at a width that takes the Lanczos iteration (d > 128): every
+    layer's sets' top directions found in one iteration (or one layer per run: ``budget`` 1 byte) give each layer's
+    values as the layers one by one, on either path."""
+    from aniso.stats.parts import second_order
+
+    monkeypatch.setattr(second_order, "MARKED_CLOSE_BYTES", budget)
+    batches = list(_batches(np.random.default_rng(11), 3, 160, torch.float32, 20, max_inputs=10, zero_row=False))
+    for wait_free in (False, True):
+        alone = _layers(3, 160, svd=176, reservoir=0, per_input=False, wait_free=wait_free, complements=COMPLEMENTS)
+        together = _layers(3, 160, svd=176, reservoir=0, per_input=False, complements=COMPLEMENTS)
+        _one_by_one(alone, batches)
+        _together(together, batches)
+        assert len(together[0].batch_svd) >= 2
+        _assert_same(alone, together)
+
+
 def test_stacked_after_the_stack_the_layers_go_on_alone():
     """A stack that stops (a batch it cannot take) leaves accumulators that take updates one by one: the same
     statistics as layers updated one by one throughout."""

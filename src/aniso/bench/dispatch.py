@@ -18,6 +18,10 @@ host) waits for every kernel queued before it. Both can be counted on a CPU, whe
   ``aten::repeat_interleave`` without its output size, ``aten::unique`` — and the copies to the host
   (``.cpu()``, ``.numpy()``, ``.tolist()``).
 
+Work the code marks as done on host tensors (:func:`aniso.waits.on_host`: the tokenizer's mask, values read back
+in one copy) is left out of both counts: on a GPU it launches nothing and waits for nothing, while on a CPU every
+tensor is a host tensor. The read that brings a value to the host is outside such a block, and is counted.
+
 Counts are per layer-batch (divided by layers × batches) for each variant of :data:`aniso.bench.extraction.VARIANTS`,
 on the update paths a GPU takes (``path`` "device": where the CPU has a cheaper path that reads a value back, e.g.
 which rows carry a massive activation, the GPU's path that reads nothing is forced) and on the CPU's own ("cpu").
@@ -33,6 +37,8 @@ from collections import Counter
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..waits import working_on_host
 
 __all__ = ["HostSyncCounter", "count_variant", "count_variants", "count_svd_close", "SYNC_OPERATORS", "HOST_COPIES",
            "PATHS", "NO_KERNEL", "is_view_operator", "launches"]
@@ -66,7 +72,9 @@ class _Dispatch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func._schema.name.split("::", 1)[-1]
-        if name in SYNC_OPERATORS:
+        if working_on_host():  # host tensors only (aniso.waits.on_host): nothing waits
+            pass
+        elif name in SYNC_OPERATORS:
             self.counts[name] += 1
         elif name in ("index", "index_put_", "index_put") and _bool_index(args):
             self.counts[f"{name} (boolean mask)"] += 1
@@ -82,14 +90,14 @@ class _Function(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
-        if name in HOST_COPIES:
+        if name in HOST_COPIES and not working_on_host():
             self.counts[f".{name}()"] += 1
         return func(*args, **(kwargs or {}))
 
 
 class HostSyncCounter:
     """Context manager counting the host synchronisations (see the module docstring) of the torch code run inside
-    it, by kind: ``counts`` (a :class:`collections.Counter`), ``total``."""
+    it, by kind: ``counts`` (a :class:`collections.Counter`), ``total``; nothing inside :func:`aniso.waits.on_host`."""
 
     def __init__(self):
         self.counts: Counter = Counter()

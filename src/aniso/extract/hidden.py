@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..waits import on_host
 from .attention import FirstTokenAttention, first_column, first_token_sums
 
 __all__ = ["Batch", "layer_names", "tokens_read", "iter_text_hidden_states", "iter_speech_hidden_states",
@@ -438,6 +439,11 @@ def _text_batch(model, tokenizer, texts, picked, max_length, device, reducer, en
                          "text; give a tokenizer that returns one (model_input_names including 'attention_mask')")
     inputs = {k: v.to(device) for k, v in enc.items() if k in accepted}
     mask = inputs["attention_mask"].bool()
+    # The real tokens of the attention mask, found from the tokenizer's copy of it, on the host: padding is removed
+    # without waiting for the device (the indices go to the device with the inputs, before the forward pass).
+    with on_host():
+        host_picks = _real_tokens(enc["attention_mask"].bool())
+    host_picks = tuple(t.to(device) for t in host_picks)
     if enc_dec:
         dec_ids, dec_mask = _decoder_inputs(model, inputs["input_ids"], inputs["attention_mask"])
         with _no_autocast(device):
@@ -457,8 +463,9 @@ def _text_batch(model, tokenizer, texts, picked, max_length, device, reducer, en
         raise RuntimeError(f"{type(model).__name__}: the last hidden state has width {states[-1][0].shape[-1]}, "
                            f"its config says hidden_size {hidden}")
     # Padding removed once per mask (one for every layer but CANINE's downsampled ones and a decoder's): the real
-    # tokens' flat indices (the batch's one wait for the device), shared by every layer that has that mask.
-    picks = {}
+    # tokens' flat indices, shared by every layer that has that mask (the attention mask's found on the host; a
+    # downsampled or decoder mask's on the device, one wait each).
+    picks = {id(mask): host_picks}
     for m in masks:
         if id(m) not in picks:
             picks[id(m)] = _real_tokens(m)

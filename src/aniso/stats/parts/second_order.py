@@ -133,9 +133,12 @@ class SecondOrder(Statistic):
                 p._cache.clear()
                 p._svd_fill += take
             if fill + take == b:
-                if marked or b < first.layout.dim:  # each layer's marked rows, or a wide batch: layer by layer
+                if b < first.layout.dim:  # a wide batch: layer by layer
                     for i, p in enumerate(mine):
                         p._close_svd_batch(None if layers.counts is None else layers.counts[i][closed])
+                elif marked:  # each layer's marked rows apart, the layers' top directions found together
+                    cls._close_marked_batches(mine, None if layers.counts is None
+                                              else [counts[closed] for counts in layers.counts])
                 else:
                     moments = centred_layer_products(buffer, first.layout.dtype, first.layout.wait_free)
                     gram_done += moments.gram
@@ -193,14 +196,49 @@ class SecondOrder(Statistic):
         (the batch without its marked rows), from one centred product (:func:`centred_batch_products`; ``counts``:
         the batch's rows by the set of complements marking them, read already, or None: read here); the buffer is
         left centred (it is refilled next)."""
-        comps = list(self._complements.values())
-        moments = centred_batch_products(self._svd_buffer, [c.marked for c in comps], self.layout.dtype, counts,
-                                         self.layout.wait_free)
+        moments = self._batch_moments(counts)
+        self._record_batch(moments, moments.anisotropies(lockstep=self.layout.wait_free))
+
+    def _batch_moments(self, counts: list[int] | None) -> "BatchProducts":
+        """The complete batch's centred products (:func:`centred_batch_products`), its share of Σxxᵀ added."""
+        moments = centred_batch_products(self._svd_buffer, [c.marked for c in self._complements.values()],
+                                         self.layout.dtype, counts, self.layout.wait_free)
         self._gram_done += moments.gram
-        ratios = moments.anisotropies(lockstep=self.layout.wait_free)
+        moments.gram = None  # (added: not kept while other layers' batches are formed)
+        return moments
+
+    def _record_batch(self, moments: "BatchProducts", ratios: list[torch.Tensor]) -> None:
+        """The batch's SVD anisotropy and each complement's share (:meth:`_SecondOrderLeftOut.close_batch`)."""
         self._batch_svd.append(ratios[0])
-        for comp, marked, ratio in zip(comps, moments.marked, ratios[1:]):
+        for comp, marked, ratio in zip(self._complements.values(), moments.marked, ratios[1:]):
             comp.close_batch(moments, marked, ratio)
+
+    @staticmethod
+    def _close_marked_batches(parts: list["SecondOrder"], counts: list[list[int]] | None) -> None:
+        """:meth:`_close_svd_batch` of a complete batch in each of the layers ``parts`` (complements kept, batches at
+        least as long as they are wide), with the top directions of every layer's sets (the batch, then the batch
+        without each complement's rows) found in one lockstep Lanczos iteration
+        (:func:`aniso.metrics.largest_eigenpairs`) rather than one per layer: per layer the same products, directions
+        and values. The layers are taken in
+        runs whose d × d float64 matrices held at once (products, the marked rows' scatters, the sets' scatters)
+        stay within :data:`MARKED_CLOSE_BYTES` (at least one layer per run). ``counts``: each layer's
+        :meth:`close_counts` of this batch, read, or None (each layer reads its own)."""
+        layout = parts[0].layout
+        size = torch.empty((), dtype=layout.dtype).element_size()
+        per_layer = (2 + 2 * len(layout.complements)) * layout.dim**2 * size
+        run = max(1, MARKED_CLOSE_BYTES // per_layer)
+        for start in range(0, len(parts), run):
+            mine = parts[start : start + run]
+            moments = [p._batch_moments(None if counts is None else counts[start + i]) for i, p in enumerate(mine)]
+            sets = [m.own_sets() for m in moments]
+            scatters = [m.own_scatters(own) for m, own in zip(moments, sets) if own]
+            found = (metrics._largest_eigenpairs(torch.cat(scatters) if len(scatters) > 1 else scatters[0],
+                                                 lockstep=True)[1] if scatters else None)
+            at = 0
+            for p, m, own in zip(mine, moments, sets):
+                vectors = found[at : at + len(own)] if own else None
+                at += len(own)
+                p._record_batch(m, m.anisotropies(found=vectors))
 
     def merge(self, other: "SecondOrder", count: int, other_count: int) -> None:
         self._cache.clear()
@@ -381,9 +419,27 @@ class BatchProducts:
         c = torch.addr(products, y_sum, y_sum, alpha=-1.0 / max(n, 1))
         return (c + c.T) / 2
 
-    def anisotropies(self, lockstep: bool | None = None) -> list[torch.Tensor]:
+    def _sets(self) -> list:
+        """The sets of rows valued: the batch (None), then each complement's :class:`_Marked` rows left out, or None
+        where it leaves out no row (the batch's own set)."""
+        return [None, *(m if m.n else None for m in self.marked)]
+
+    def own_sets(self) -> list[int]:
+        """The indices (into :meth:`_sets`) of the sets whose top direction comes from their own d × d scatter: the
+        batch (unless wider than long) and each complement that leaves out rows."""
+        wide = self.n < self.rows.shape[1]
+        return [i for i, without in enumerate(self._sets()) if (i == 0 and not wide) or (i > 0 and without is not None)]
+
+    def own_scatters(self, own: list[int]) -> torch.Tensor:
+        """The centred scatters of the sets ``own`` (:meth:`own_sets`), (len(own), d, d), NaN replaced by 0."""
+        sets = self._sets()
+        return torch.stack([torch.nan_to_num(self.scatter(sets[i])) for i in own])
+
+    def anisotropies(self, lockstep: bool | None = None, found: torch.Tensor | None = None) -> list[torch.Tensor]:
         """λ_max / trace of the centred scatter of the batch, then of the batch without each complement's rows
         (:attr:`marked`), as 0-d tensors: the SVD anisotropy of each set of rows, to float64 rounding.
+        ``found``: the top directions of the sets :meth:`own_sets` names, (len(own), d), found by the caller (one
+        Lanczos iteration for several layers' sets); None: found here.
 
         The float32 products only *find* the top direction v of each set (:func:`aniso.metrics.largest_eigenpairs`
         of the sets' scatters: with ``lockstep``, the default off the CPU, one Lanczos iteration for all of them; or
@@ -407,7 +463,7 @@ class BatchProducts:
         b·u·Σ‖y‖² (u the unit roundoff of the rows' dtype; of the accumulation dtype for the marked rows): no
         direction of variance (identical rows are centred exactly to 0).
         """
-        sets = [None, *(m if m.n else None for m in self.marked)]  # a complement that leaves out no row: the batch
+        sets = self._sets()
         vectors: list[torch.Tensor | None] = [None] * len(sets)
         if self.n < self.rows.shape[1]:  # wide batch: the b × b Gram matrix is the smaller one
             r = self.rows.to(self.products.dtype)
@@ -417,11 +473,12 @@ class BatchProducts:
             v = r.T @ u
             vectors[0] = v / torch.linalg.vector_norm(v).clamp_min(torch.finfo(v.dtype).tiny)
         # The other sets' top directions from their d × d scatters, one Lanczos iteration for all of them in lockstep
-        # (a complement that leaves out no row is the batch's own set).
-        own = [i for i, without in enumerate(sets) if vectors[i] is None and (i == 0 or without is not None)]
+        # (a complement that leaves out no row is the batch's own set), or as found by the caller.
+        own = self.own_sets()
         if own:
-            scatters = torch.stack([torch.nan_to_num(self.scatter(sets[i])) for i in own])
-            for i, u in zip(own, metrics._largest_eigenpairs(scatters, lockstep=lockstep)[1]):
+            if found is None:
+                found = metrics._largest_eigenpairs(self.own_scatters(own), lockstep=lockstep)[1]
+            for i, u in zip(own, found):
                 vectors[i] = u
         vectors = [vectors[0] if u is None else u for u in vectors]
         v = torch.stack(vectors, 1)  # (d, sets)
@@ -467,6 +524,11 @@ class BatchProducts:
             out.append(torch.where(trace > floor, (quotient / trace).clamp(0.0, 1.0), torch.nan))
         return out
 
+
+#: The most bytes of the d × d float64 matrices of the layers' complete SVD batches with marked rows closed together
+#: (:meth:`SecondOrder._close_marked_batches`: per layer its products, its marked rows' and its sets' scatters): 2 GiB,
+#: 2 layers of a 7B model's width (d = 4,096, two complements), every layer of SmolLM2's (d = 576).
+MARKED_CLOSE_BYTES = 2 << 30
 
 #: Rows of an SVD batch per float32 product of :func:`centred_batch_products` (the blocks' products are summed in
 #: float64: the rounding of a product's sums grows with its length).
@@ -705,7 +767,8 @@ def _add_upper_gram(products: torch.Tensor, rows: torch.Tensor, blocks: int = _G
     edges = [round(i * d / blocks) for i in range(blocks + 1)]
     for start, end in zip(edges[:-1], edges[1:]):
         if end > start:
-            products[..., start:end, start:] += rows[..., start:end].mT @ rows[..., start:]
+            # (add_ on the view: ``view += ...`` would copy the view back onto itself, a launch of its own)
+            products[..., start:end, start:].add_(rows[..., start:end].mT @ rows[..., start:])
 
 
 #: The width from which :func:`gram_column_blocks` cuts the columns on the paths a GPU takes.
