@@ -871,39 +871,46 @@ def _largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int 
     q = torch.randn(m, generator=gen, dtype=c.dtype, device=c.device)
     basis = torch.zeros(n, steps + 1, m, dtype=c.dtype, device=c.device)
     basis[:, 0] = q / torch.linalg.vector_norm(q)
-    alphas = torch.zeros(n, steps, dtype=c.dtype, device=c.device)
     betas = torch.zeros(n, steps, dtype=c.dtype, device=c.device)
+    read_alphas = read_betas = torch.empty((n, 0), dtype=c.dtype)  # on the host: α and β read so far
     tiny = torch.finfo(c.dtype).tiny
     out_values = torch.empty(n, dtype=c.dtype, device=c.device)
     out_vectors = torch.empty((n, m), dtype=c.dtype, device=c.device) if vector else None
     active = list(range(n))  # the matrices still iterating, in the order of the state's rows
     k = 0
     while k < steps and active:
+        start, new = k, []
         for _ in range(min(_LANCZOS_CHUNK, steps - k)):
-            # One step for every matrix still iterating, in 9 kernels: the product (a, m, 1), the projections on the
-            # basis so far (the k-th of which is α_k = q_kᵀ C q_k) taken off twice (full reorthogonalisation,
-            # "twice is enough"), each subtraction fused into its product, then β_k and the next basis vector.
+            # One step for every matrix still iterating, in 8 kernels: the product (a, m, 1), the projections on the
+            # basis so far (the k-th of which is α_k = q_kᵀ C q_k, kept where it is until the check) taken off twice
+            # (full reorthogonalisation, "twice is enough"), each subtraction fused into its product, then β_k and
+            # the next basis vector.
             w = torch.bmm(c, basis[:, k, :, None])
             done = basis[:, : k + 1]
             h = torch.bmm(done, w)
-            alphas[:, k] = h[:, k, 0]
+            new.append(h[:, k, 0])
             w = torch.baddbmm(w, done.mT, h, alpha=-1.0)
             w = torch.baddbmm(w, done.mT, torch.bmm(done, w), alpha=-1.0)[..., 0]
             torch.linalg.vector_norm(w, dim=1, out=betas[:, k])
             torch.div(w, betas[:, k, None].clamp_min(tiny), out=basis[:, k + 1])
             k += 1
         # Each k x k tridiagonal's eigenpairs (a few kilobytes each): where each iteration stops is decided on the
-        # host, from the α and β read in one copy (the tridiagonal matrices formed there).
-        read = torch.cat([alphas[:, :k], betas[:, :k]], 1).cpu()
+        # host, from the chunk's α and β read in one copy (the tridiagonal matrices formed there).
+        read = torch.stack(new + [betas[:, j] for j in range(start, k)], 1).cpu()
         with on_host():
-            a, b = read[:, :k], read[:, k:]
+            read_alphas = torch.cat([read_alphas, read[:, : k - start]], 1)
+            read_betas = torch.cat([read_betas, read[:, k - start :]], 1)
+            a, b = read_alphas, read_betas
             t = torch.diag_embed(a) + torch.diag_embed(b[:, : k - 1], 1) + torch.diag_embed(b[:, : k - 1], -1)
             theta, s_ = torch.linalg.eigh(t)
             top = theta[:, -1]
             residual = b[:, k - 1] * s_[:, -1, -1].abs()
             converged = ((residual <= rtol * top.abs()) | (k == m)).tolist()  # host values: no wait
             finished = [i for i, done in enumerate(converged) if done]
+            keep = [i for i, done in enumerate(converged) if not done]
             values, ritz = top[finished], s_[finished, :, -1]  # (f,), (f, k)
+            if finished and keep:
+                read_alphas, read_betas = read_alphas[keep], read_betas[keep]
         if not finished:
             continue
         where = torch.tensor([active[i] for i in finished], device=c.device)
@@ -912,11 +919,10 @@ def _largest_eigenpairs(c: torch.Tensor, *, rtol: float = 1e-10, max_steps: int 
             ritz = ritz.to(device=c.device, dtype=c.dtype)
             rows = torch.tensor(finished, device=c.device)
             out_vectors[where] = torch.bmm(basis[rows, :k].mT, ritz[..., None])[..., 0]
-        keep = [i for i, done in enumerate(converged) if not done]
         active = [active[i] for i in keep]
         if active:
             rows = torch.tensor(keep, device=c.device)
-            c, basis, alphas, betas = c[rows], basis[rows], alphas[rows], betas[rows]
+            c, basis, betas = c[rows], basis[rows], betas[rows]
     if active:  # not converged within max_steps: the dense solver answers
         rest = torch.tensor(active, device=c.device)
         if vector:
