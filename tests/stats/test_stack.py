@@ -478,3 +478,40 @@ def test_float64_rows_after_a_layer_read_on_its_own_stay_in_its_buffer():
         assert not any(read_checks(list(zip(together, checks))))
     assert len(together[0].batch_svd) == 2
     _assert_same(alone, together)
+
+
+def test_the_layers_spectra_found_together_are_each_layers_own(monkeypatch):
+    """The whole-set SVD anisotropy and IsoScore of several layers (d = 160: the Lanczos iteration), their λ_max
+    found in one lockstep iteration (SecondOrder.find_spectra, the GPU's paths; runs of one layer with a budget of
+    one byte), are each layer's own summary to 1e-12; on the CPU's paths nothing is formed ahead; an update drops
+    what was formed; the left-out sets' summaries take the same path."""
+    from aniso.stats.parts import second_order
+    from aniso.stats.parts.second_order import SecondOrder
+    from aniso.stats.pipeline import _complement_summaries
+
+    batches = list(_batches(np.random.default_rng(12), 3, 160, torch.float32, 20, max_inputs=10, zero_row=False))
+    layers = _layers(3, 160, svd=176, reservoir=0, per_input=False, complements=COMPLEMENTS)
+    _together(layers, batches)
+    alone = [acc.summary() for acc in layers]
+    for budget in (1, 1 << 40):
+        monkeypatch.setattr(second_order, "SPECTRA_BYTES", budget)
+        for acc in layers:
+            acc._second._cache.pop("spectrum", None)
+        SecondOrder.find_spectra(layers)
+        assert all("spectrum" in acc._second._cache for acc in layers)
+        for acc, own in zip(layers, alone):
+            got = acc.summary()
+            assert got.svd_anisotropy == pytest.approx(own.svd_anisotropy, rel=1e-12)
+            assert got.isoscore == pytest.approx(own.isoscore, rel=1e-12)
+    hs, labels, k, pos = batches[0]
+    read_checks([(layers[0], layers[0].update(hs[0], labels, k, pos, {name: torch.zeros(len(labels), dtype=torch.bool)
+                                                                      for name in COMPLEMENTS}, wait=False))])
+    assert "spectrum" not in layers[0]._second._cache
+    cpu = _layers(3, 160, svd=176, reservoir=0, per_input=False, wait_free=False)
+    _one_by_one(cpu, batches)
+    SecondOrder.find_spectra(cpu)
+    assert not any("spectrum" in acc._second._cache for acc in cpu)
+    together = _complement_summaries(layers, "first")
+    for acc, got in zip(layers, together):
+        own = acc.complement("first").summary()
+        assert got["svd_anisotropy"] == pytest.approx(own.svd_anisotropy, rel=1e-12)

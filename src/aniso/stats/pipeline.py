@@ -29,6 +29,7 @@ from .distributed import Shard
 from ..common.devices import HostMemoryRelease, release_freed_host_memory
 from ..common.files import exclusive, warn_as_file
 from .accumulators import INPUT_GROUPS, AttentionSink, LayerAccumulator, ShuffledBatches, massive_rows, read_checks
+from .parts.second_order import SecondOrder
 from .stack import LayerStack
 from .results import ModelStats, summary_dict
 from .cache import JsonCache, StatsCache
@@ -333,13 +334,14 @@ def _complement_summaries(layers: list[LayerAccumulator], name: str) -> list[dic
     ``batch_svd``: the SVD anisotropy of each complete SVD batch without those rows (the same batches as the whole
     stream's, so a bootstrap over batches resamples both coherently); None if some layer keeps fewer than two
     non-zero rows (nothing to measure)."""
-    out = []
+    rests = []
     for acc in layers:
         rest = acc.complement(name)
         if rest.n_nonzero < 2:
             return None
-        out.append(summary_dict(rest.summary()) | {"batch_svd": [float(v) for v in rest.batch_svd]})
-    return out
+        rests.append(rest)
+    SecondOrder.find_spectra(rests)  # (on a GPU's paths: every layer's λ_max in one iteration)
+    return [summary_dict(rest.summary()) | {"batch_svd": [float(v) for v in rest.batch_svd]} for rest in rests]
 
 
 def _twonn_batches(bins: ShuffledBatches | None) -> dict | None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .parts.second_order import SecondOrder
+
 if TYPE_CHECKING:
     from .accumulators import LayerAccumulator
 
@@ -84,6 +86,7 @@ class ModelStats:
     def summaries(self) -> list[LayerSummary]:
         """Per-layer :class:`LayerSummary`, computed once."""
         if self._summaries is None:
+            SecondOrder.find_spectra(self.layers)  # (on a GPU's paths: every layer's λ_max in one iteration)
             out = []
             for name, acc in zip(self.layer_names, self.layers):
                 try:

@@ -326,17 +326,51 @@ class SecondOrder(Statistic):
         n = layer.count
         if n < 2:
             raise ValueError(f"SVD anisotropy needs at least 2 vectors, got {n}")
-        s = layer.vector_sum_tensor()
-        c = self.gram_tensor() - torch.outer(s, s) / n
-        c = (c + c.T) / 2
+        if "spectrum" in self._cache:  # formed with other layers' (:meth:`find_spectra`)
+            return self._cache["spectrum"]
+        c = self._centred_scatter(layer)
         trace = float(torch.diagonal(c).sum())
         if trace <= 0:
             return math.nan, math.nan
         svd = float(min(1.0, max(0.0, float(metrics._largest_eigenpair(c, vector=False)[0]) / trace)))
         frobenius_sq = float(torch.sum(c * c))
+        return svd, self._isoscore(trace, frobenius_sq)
+
+    def _centred_scatter(self, layer: "LayerAccumulator") -> torch.Tensor:
+        """C = Σxxᵀ − n x̄x̄ᵀ of every vector seen, symmetrised, (d, d) in the accumulation dtype."""
+        s = layer.vector_sum_tensor()
+        c = self.gram_tensor() - torch.outer(s, s) / layer.count
+        return (c + c.T) / 2
+
+    def _isoscore(self, trace: float, frobenius_sq: float) -> float:
         dim = self.layout.dim
-        iso = metrics._isoscore_from_trace_and_frobenius(trace, frobenius_sq, dim) if dim >= 2 else math.nan
-        return svd, iso
+        return metrics._isoscore_from_trace_and_frobenius(trace, frobenius_sq, dim) if dim >= 2 else math.nan
+
+    @staticmethod
+    def find_spectra(layers: list["LayerAccumulator"]) -> None:
+        """The whole-set SVD anisotropy and IsoScore (:meth:`_spectrum_metrics`) of several accumulators at once,
+        on the paths a GPU takes (``wait_free``): the centred scatters' λ_max from one lockstep Lanczos iteration
+        (:func:`aniso.metrics.largest_eigenpairs`: each matrix's value to 1e-12 of its own run) per run of
+        scatters within :data:`SPECTRA_BYTES`, their traces and Frobenius norms read in one copy; kept until the
+        accumulator's next update, and read by its summary. Layers without second order, of fewer than 2 vectors or
+        on the CPU's paths are left to their own summary (which computes, or raises, as before)."""
+        mine = [acc for acc in layers if acc.layout.wait_free and acc.layout.second_order and acc.count >= 2]
+        if len(mine) < 2:
+            return
+        layout = mine[0].layout
+        size = torch.empty((), dtype=layout.dtype).element_size()
+        run = max(1, SPECTRA_BYTES // (layout.dim**2 * size))
+        for start in range(0, len(mine), run):
+            group = [acc for acc in mine[start : start + run] if acc.layout.dim == layout.dim]
+            if not group:
+                continue
+            c = torch.stack([acc._second._centred_scatter(acc) for acc in group])
+            values = metrics._largest_eigenpairs(c, vector=False, lockstep=True)[0]
+            read = torch.stack([values, torch.diagonal(c, dim1=1, dim2=2).sum(1), (c * c).sum((1, 2))], 1).tolist()
+            for acc, (top, trace, frobenius_sq) in zip(group, read):
+                part = acc._second
+                svd = min(1.0, max(0.0, top / trace)) if trace > 0 else math.nan
+                part._cache["spectrum"] = (svd, part._isoscore(trace, frobenius_sq) if trace > 0 else math.nan)
 
 
 class _SecondOrderLeftOut(LeftOut):
@@ -529,6 +563,10 @@ class BatchProducts:
 #: (:meth:`SecondOrder._close_marked_batches`: per layer its products, its marked rows' and its sets' scatters): 2 GiB,
 #: 2 layers of a 7B model's width (d = 4,096, two complements), every layer of SmolLM2's (d = 576).
 MARKED_CLOSE_BYTES = 2 << 30
+
+#: The most bytes of the layers' d × d centred scatters whose λ_max :meth:`SecondOrder.find_spectra` finds in one
+#: iteration: 1 GiB, 8 layers at d = 4,096 in float64.
+SPECTRA_BYTES = 1 << 30
 
 #: Rows of an SVD batch per float32 product of :func:`centred_batch_products` (the blocks' products are summed in
 #: float64: the rounding of a product's sums grows with its length).
