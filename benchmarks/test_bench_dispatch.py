@@ -30,8 +30,10 @@ def test_dispatch_counts(benchmark, subject, variant, path):
     benchmark.group = f"operators and host synchronisations per layer-batch ({path} path), llama-tiny 2 blocks, 128 x <= 128"
     counts = benchmark.pedantic(count_variant, args=(subject, variant, path), rounds=1, iterations=1)
     benchmark.extra_info.update(counts)
-    if variant != "forward":
-        assert counts["syncs"]["total"] >= counts["batches"]  # at least the padding's one per batch
+    if variant in ("forward", "hidden_states"):
+        assert counts["syncs"]["total"] == 0  # padding is found on the host
+    else:
+        assert counts["syncs"]["total"] >= counts["batches"]  # at least the read of the checks, one per batch
 
 
 @pytest.mark.parametrize("dim", [384, 1024])
