@@ -71,10 +71,10 @@ class _Dispatch(TorchDispatchMode):
         self.counts = counts
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func._schema.name.split("::", 1)[-1]
         if working_on_host():  # host tensors only (aniso.waits.on_host): nothing waits
-            pass
-        elif name in SYNC_OPERATORS:
+            return func(*args, **(kwargs or {}))
+        name = func._schema.name.split("::", 1)[-1]
+        if name in SYNC_OPERATORS:
             self.counts[name] += 1
         elif name in ("index", "index_put_", "index_put") and _bool_index(args):
             self.counts[f"{name} (boolean mask)"] += 1

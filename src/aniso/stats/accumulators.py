@@ -444,8 +444,8 @@ class LayerAccumulator:
     def complement(self, name: str) -> "LayerAccumulator":
         """The statistics of every row seen except those marked ``exclude[name]``, as a finished accumulator on the
         same device and paths (``wait_free``) without reservoir (so its TwoNN, sampled-pair cosine, standardised cosine
-        and massive ratio are NaN): sums are the whole stream's minus the excluded rows'; ``batch_svd`` is each complete SVD batch without
-        its excluded rows. Raises KeyError for a name not given as a complement."""
+        and massive ratio are NaN): sums are the whole stream's minus the excluded rows'; ``batch_svd`` is each
+        complete SVD batch without its excluded rows. Raises KeyError for a name not given as a complement."""
         self._settle()
         excluded = int(self._first.excluded(name))
         acc = LayerAccumulator(self.dim, 0, self.svd_batch_size, self.seed, self.second_order, device=self.device,

@@ -161,6 +161,7 @@ class Layers(_Rows):
         """Per complement, (L, 1, m) 1.0 on the rows it leaves out, else 0 (a weight row of each layer)."""
         return {name: mask.to(self.x64.dtype).unsqueeze(1) for name, mask in self.masks.items()}
 
+
 def of_layers(t: torch.Tensor, at: slice) -> torch.Tensor:
     """``t[at]``, the layers ``at`` of a tensor with a leading layer axis; ``t`` itself where ``at`` is every layer of
     it (no view to make)."""

@@ -219,10 +219,9 @@ class SecondOrder(Statistic):
         least as long as they are wide), with the top directions of every layer's sets (the batch, then the batch
         without each complement's rows) found in one lockstep Lanczos iteration
         (:func:`aniso.metrics.largest_eigenpairs`) rather than one per layer: per layer the same products, directions
-        and values. The layers are taken in
-        runs whose d × d float64 matrices held at once (products, the marked rows' scatters, the sets' scatters)
-        stay within :data:`MARKED_CLOSE_BYTES` (at least one layer per run). ``counts``: each layer's
-        :meth:`close_counts` of this batch, read, or None (each layer reads its own)."""
+        and values. The layers are taken in runs whose d × d float64 matrices held at once (products, the marked
+        rows' scatters, the sets' scatters) stay within :data:`MARKED_CLOSE_BYTES` (at least one layer per run).
+        ``counts``: each layer's :meth:`close_counts` of this batch, read, or None (each layer reads its own)."""
         layout = parts[0].layout
         size = torch.empty((), dtype=layout.dtype).element_size()
         per_layer = (2 + 2 * len(layout.complements)) * layout.dim**2 * size
@@ -355,15 +354,14 @@ class SecondOrder(Statistic):
         accumulator's next update, and read by its summary. Layers without second order, of fewer than 2 vectors or
         on the CPU's paths are left to their own summary (which computes, or raises, as before)."""
         mine = [acc for acc in layers if acc.layout.wait_free and acc.layout.second_order and acc.count >= 2]
+        mine = [acc for acc in mine if acc.layout.dim == mine[0].layout.dim]  # (another width: its own summary)
         if len(mine) < 2:
             return
         layout = mine[0].layout
         size = torch.empty((), dtype=layout.dtype).element_size()
         run = max(1, SPECTRA_BYTES // (layout.dim**2 * size))
         for start in range(0, len(mine), run):
-            group = [acc for acc in mine[start : start + run] if acc.layout.dim == layout.dim]
-            if not group:
-                continue
+            group = mine[start : start + run]
             c = torch.stack([acc._second._centred_scatter(acc) for acc in group])
             values = metrics._largest_eigenpairs(c, vector=False, lockstep=True)[0]
             read = torch.stack([values, torch.diagonal(c, dim1=1, dim2=2).sum(1), (c * c).sum((1, 2))], 1).tolist()
